@@ -1,0 +1,85 @@
+//! The command line: parsing (clap derive), dispatch to one file per subcommand, and the
+//! mapping of results and errors to exit statuses (0 clean, 1 findings, 2 error; a closed
+//! pipe on stdout is not an error).
+
+pub mod args;
+pub mod slot;
+
+use crate::error::{ExitStatus, UserError};
+use clap::{Parser, Subcommand};
+use std::ffi::OsString;
+use std::io::Write;
+
+/// Plan how Redis keys spread over a Redis Cluster, before production does.
+///
+/// Exit status: 0 done and clean, 1 done with findings, 2 the job could not be done.
+#[derive(Debug, Parser)]
+#[command(name = "keyplan", version, about, long_about = None, max_term_width = 100)]
+pub struct Cli {
+    /// What to do
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Print each key's hash slot, the bytes Redis hashes, and the owning node
+    Slot(slot::SlotArgs),
+}
+
+/// Context for a run: where output and diagnostics go.
+pub struct Ctx<'a> {
+    /// Standard output.
+    pub stdout: &'a mut dyn Write,
+    /// Standard error.
+    pub stderr: &'a mut dyn Write,
+}
+
+/// Whether an error chain is a closed pipe (`keyplan … | head`), which is not a failure.
+fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|e| {
+        e.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+/// Runs keyplan with `args` (program name first), writing to the given streams.
+pub fn run<I, T>(args: I, stdout: &mut dyn Write, stderr: &mut dyn Write) -> ExitStatus
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            // --help and --version are not errors: they go to stdout with status 0.
+            return if e.use_stderr() {
+                let _ = write!(stderr, "{}", e.render());
+                ExitStatus::Error
+            } else {
+                let _ = write!(stdout, "{}", e.render());
+                ExitStatus::Clean
+            };
+        }
+    };
+    let mut ctx = Ctx { stdout, stderr };
+    let result = match cli.command {
+        Command::Slot(a) => slot::run(a, &mut ctx),
+    };
+    match result {
+        Ok(status) => status,
+        Err(err) if is_broken_pipe(&err) => ExitStatus::Clean,
+        Err(err) => {
+            let _ = writeln!(ctx.stderr, "error: {err:#}");
+            if let Some(help) = err
+                .chain()
+                .find_map(|e| e.downcast_ref::<UserError>())
+                .and_then(|u| u.help.as_deref())
+            {
+                let _ = writeln!(ctx.stderr, "  help: {help}");
+            }
+            ExitStatus::Error
+        }
+    }
+}

@@ -1,0 +1,290 @@
+//! `keyplan slot`: each key's hash slot, the bytes Redis hashes and why, and the owning node.
+
+use super::Ctx;
+use super::args::{InputArgs, TopologyArgs, input_name, open_input};
+use crate::error::{ExitStatus, UserError};
+use crate::keys::parallel::{ChunkSink, par_read};
+use crate::keys::{ReadError, ReadSummary, Record, for_each_record};
+use crate::report::slot::{
+    MalformedLine, SlotCount, SlotCountsReport, SlotEmitter, SlotFormat, SlotRow, render_counts,
+};
+use crate::slot::bulk::{BulkScanner, LineCounts};
+use crate::slot::{SLOT_COUNT, TagShape, explain, key_slot};
+use crate::topology::Topology;
+use anyhow::Context as _;
+use std::ffi::OsString;
+use std::io::BufWriter;
+use std::path::PathBuf;
+
+/// Output format of `slot`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SlotFormatArg {
+    /// `table` for keys given as arguments, `tsv` when reading --keys files
+    Auto,
+    /// A table (buffers all rows; use tsv or json for large dumps)
+    Table,
+    /// Tab-separated with a header line; keys that need it in redis-cli's quoted form
+    Tsv,
+    /// {"schema_version": 1, "keys": [...]}, streamed
+    Json,
+}
+
+/// Print each key's hash slot, the bytes Redis hashes, and the owning node.
+///
+/// Keys come from the arguments (taken as raw bytes) and from --keys dumps, in that order.
+/// The slot is exactly what `CLUSTER KEYSLOT` returns: CRC16-XMODEM of the hash tag (the bytes
+/// between the first '{' and the first '}' after it, when not empty) or of the whole key.
+#[derive(Debug, clap::Args)]
+pub struct SlotArgs {
+    /// Keys to place
+    #[arg(value_name = "KEY")]
+    pub keys: Vec<OsString>,
+
+    /// Read keys from a dump ('-' for stdin); repeat for several files
+    #[arg(long = "keys", value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+
+    /// How dumps are read.
+    #[command(flatten)]
+    pub input: InputArgs,
+
+    /// Where keys live.
+    #[command(flatten)]
+    pub topology: TopologyArgs,
+
+    /// Output format
+    #[arg(long, value_enum, default_value = "auto")]
+    pub format: SlotFormatArg,
+
+    /// Say in words why those bytes were hashed
+    #[arg(long)]
+    pub explain: bool,
+
+    /// Print how many keys fall in each slot instead of one line per key
+    #[arg(long, conflicts_with = "explain")]
+    pub counts: bool,
+
+    /// Worker threads for --counts (default: all cores)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub threads: Option<u16>,
+}
+
+#[cfg(unix)]
+fn arg_bytes(s: &OsString) -> Vec<u8> {
+    use std::os::unix::ffi::OsStrExt;
+    s.as_bytes().to_vec()
+}
+
+#[cfg(not(unix))]
+fn arg_bytes(s: &OsString) -> Vec<u8> {
+    s.to_string_lossy().into_owned().into_bytes()
+}
+
+fn malformed_of(file: &str, s: &ReadSummary) -> Vec<MalformedLine> {
+    s.malformed_lines
+        .iter()
+        .map(|e| MalformedLine {
+            file: file.to_string(),
+            line: e.line,
+            column: e.column,
+            message: e.message.clone(),
+        })
+        .collect()
+}
+
+/// Reports skipped lines on stderr once, at the end.
+fn warn_malformed(ctx: &mut Ctx<'_>, file: &str, s: &ReadSummary) -> std::io::Result<()> {
+    if s.malformed == 0 {
+        return Ok(());
+    }
+    writeln!(
+        ctx.stderr,
+        "warning: {file}: skipped {} malformed line(s) of {} (--strict makes them fatal):",
+        s.malformed, s.lines
+    )?;
+    for e in &s.malformed_lines {
+        writeln!(ctx.stderr, "  {file}:{}:{}: {}", e.line, e.column, e.message)?;
+    }
+    if s.malformed > s.malformed_lines.len() as u64 {
+        writeln!(
+            ctx.stderr,
+            "  … and {} more",
+            s.malformed - s.malformed_lines.len() as u64
+        )?;
+    }
+    Ok(())
+}
+
+fn read_context(file: &str, e: ReadError) -> anyhow::Error {
+    match e {
+        ReadError::Io(io) => anyhow::Error::new(io).context(format!("reading key dump {file}")),
+        other => anyhow::Error::new(other).context(format!("in key dump {file}")),
+    }
+}
+
+/// Opens every dump up front; `-` may appear once.
+fn open_all(files: &[PathBuf]) -> anyhow::Result<Vec<(String, Box<dyn std::io::Read + Send>)>> {
+    if files.iter().filter(|p| p.as_os_str() == "-").count() > 1 {
+        return Err(UserError::new(
+            "--keys - is given more than once",
+            "standard input can be read only once; name it once",
+        )
+        .into());
+    }
+    files
+        .iter()
+        .map(|p| Ok((input_name(p), open_input(p)?)))
+        .collect()
+}
+
+/// Runs `keyplan slot`.
+pub fn run(args: SlotArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
+    if args.keys.is_empty() && args.files.is_empty() {
+        return Err(UserError::new(
+            "no keys given",
+            "pass keys as arguments, or a dump with --keys FILE ('-' reads stdin)",
+        )
+        .into());
+    }
+    let topology = args.topology.topology()?;
+    let format = match args.format {
+        SlotFormatArg::Auto if args.files.is_empty() => SlotFormat::Table,
+        SlotFormatArg::Auto => SlotFormat::Tsv,
+        SlotFormatArg::Table => SlotFormat::Table,
+        SlotFormatArg::Tsv => SlotFormat::Tsv,
+        SlotFormatArg::Json => SlotFormat::Json,
+    };
+    if args.counts {
+        return run_counts(&args, topology.as_ref(), format, ctx);
+    }
+    let opts = args.input.read_options();
+    // Open every dump before printing anything, so a bad path fails cleanly.
+    let inputs = open_all(&args.files)?;
+    let node_names: Vec<&str> = topology
+        .as_ref()
+        .map(|t| t.nodes().iter().map(|n| n.name.as_str()).collect())
+        .unwrap_or_default();
+    let stdout = BufWriter::with_capacity(1 << 16, &mut *ctx.stdout);
+    let mut em = SlotEmitter::begin(stdout, format, topology.is_some(), args.explain)?;
+    let emit = |em: &mut SlotEmitter<_>, key: &[u8]| -> std::io::Result<()> {
+        let shape = TagShape::of(key);
+        let hashed = shape.hashed(key);
+        let slot = key_slot(key);
+        let node = topology
+            .as_ref()
+            .map(|t| t.node_of_slot(slot).map(|i| node_names[i]).unwrap_or("-"));
+        let why = args.explain.then(|| explain(key));
+        em.row(&SlotRow {
+            key,
+            slot,
+            hashed,
+            node,
+            explain: why.as_deref(),
+        })
+    };
+    for k in &args.keys {
+        emit(&mut em, &arg_bytes(k))?;
+    }
+    let mut malformed = Vec::new();
+    let mut summaries = Vec::new();
+    for (name, src) in inputs {
+        let mut io_err: Option<std::io::Error> = None;
+        let summary = for_each_record(src, &opts, |_, rec: &Record<'_>| {
+            if io_err.is_none() {
+                if let Err(e) = emit(&mut em, rec.key) {
+                    io_err = Some(e);
+                }
+            }
+        });
+        if let Some(e) = io_err {
+            return Err(e.into());
+        }
+        let summary = summary.map_err(|e| read_context(&name, e))?;
+        malformed.extend(malformed_of(&name, &summary));
+        summaries.push((name, summary));
+    }
+    em.finish(&malformed)?;
+    for (name, s) in &summaries {
+        warn_malformed(ctx, name, s)?;
+    }
+    Ok(ExitStatus::Clean)
+}
+
+/// A histogram sink for one worker.
+struct Histogram {
+    counts: Vec<u64>,
+    scanner: BulkScanner,
+}
+
+impl ChunkSink for Histogram {
+    fn record(&mut self, rec: &Record<'_>) {
+        self.counts[key_slot(rec.key) as usize] += 1;
+    }
+
+    fn raw_lines(&mut self, data: &[u8]) -> Option<LineCounts> {
+        Some(self.scanner.count_raw_lines(data, &mut self.counts))
+    }
+}
+
+fn run_counts(
+    args: &SlotArgs,
+    topology: Option<&Topology>,
+    format: SlotFormat,
+    ctx: &mut Ctx<'_>,
+) -> anyhow::Result<ExitStatus> {
+    let opts = args.input.read_options();
+    let threads = args.threads.map(usize::from).unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    });
+    let mut total = vec![0u64; SLOT_COUNT];
+    for k in &args.keys {
+        total[key_slot(&arg_bytes(k)) as usize] += 1;
+    }
+    let mut malformed = Vec::new();
+    let mut summaries = Vec::new();
+    for (name, src) in open_all(&args.files)? {
+        let mut sinks: Vec<Histogram> = (0..threads)
+            .map(|_| Histogram {
+                counts: vec![0u64; SLOT_COUNT],
+                scanner: BulkScanner::new(),
+            })
+            .collect();
+        let summary = par_read(src, &opts, &mut sinks).map_err(|e| read_context(&name, e))?;
+        for s in &sinks {
+            for (t, c) in total.iter_mut().zip(&s.counts) {
+                *t += c;
+            }
+        }
+        malformed.extend(malformed_of(&name, &summary));
+        summaries.push((name, summary));
+    }
+    let slots = total
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| **c > 0)
+        .map(|(slot, &keys)| SlotCount {
+            slot: slot as u16,
+            keys,
+            node: topology.map(|t| {
+                t.node_of_slot(slot as u16)
+                    .map(|i| t.nodes()[i].name.clone())
+                    .unwrap_or_else(|| "-".into())
+            }),
+        })
+        .collect();
+    let report = SlotCountsReport {
+        schema_version: 1,
+        keys: total.iter().sum(),
+        slots,
+        malformed,
+    };
+    let mut out = BufWriter::new(&mut *ctx.stdout);
+    render_counts(&mut out, &report, format).context("writing the slot counts")?;
+    drop(out);
+    for (name, s) in &summaries {
+        warn_malformed(ctx, name, s)?;
+    }
+    Ok(ExitStatus::Clean)
+}

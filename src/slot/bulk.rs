@@ -1,0 +1,261 @@
+//! The bulk slot path: many newline-separated keys in, a 16384-slot histogram out.
+//!
+//! This is the inner loop of `analyze` and `slot --counts` on raw dumps (SPEC §9). For short
+//! keys, finding line ends and braces costs more than the CRC, so the fast path is a *fused
+//! scan*: one SIMD pass marks every `\n`, `{` and `}` of a buffer in three bitmaps, and the
+//! per-key work then is bit arithmetic plus one CRC, with no per-key `memchr` calls. A portable
+//! scan (memchr per line) gives identical results and is what non-AVX2 CPUs use; tests compare
+//! the two on edge cases.
+//!
+//! Line rules (SPEC §2.1, raw format): lines end at `\n`; one trailing `\r` is stripped; blank
+//! lines are skipped; a last line without a final newline still counts.
+#![allow(unsafe_code)]
+#![deny(unsafe_op_in_unsafe_fn)]
+
+use super::{SLOT_COUNT, crc16, key_slot};
+use memchr::memchr;
+
+/// What a bulk pass saw.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct LineCounts {
+    /// Lines seen (including blank ones).
+    pub lines: u64,
+    /// Keys counted (non-blank lines).
+    pub keys: u64,
+}
+
+impl LineCounts {
+    /// Adds another pass's counts to these.
+    pub fn add(&mut self, other: LineCounts) {
+        self.lines += other.lines;
+        self.keys += other.keys;
+    }
+}
+
+/// A reusable scanner; keeps its bitmaps between calls so a stream of chunks allocates once.
+#[derive(Debug, Default)]
+pub struct BulkScanner {
+    newlines: Vec<u64>,
+    opens: Vec<u64>,
+    closes: Vec<u64>,
+    force_portable: bool,
+}
+
+impl BulkScanner {
+    /// A scanner that uses the fastest path this CPU supports.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A scanner that never uses SIMD (for tests and benchmarks).
+    pub fn portable() -> Self {
+        BulkScanner {
+            force_portable: true,
+            ..Self::default()
+        }
+    }
+
+    /// Adds one to `hist[slot]` for every key in `buf` (raw lines) and returns the counts.
+    /// `hist` must have [`SLOT_COUNT`] entries.
+    pub fn count_raw_lines(&mut self, buf: &[u8], hist: &mut [u64]) -> LineCounts {
+        assert_eq!(hist.len(), SLOT_COUNT, "histogram must have 16384 entries");
+        #[cfg(target_arch = "x86_64")]
+        {
+            if !self.force_portable && std::arch::is_x86_feature_detected!("avx2") {
+                // SAFETY: AVX2 was detected just above.
+                unsafe { build_masks_avx2(buf, &mut self.newlines, &mut self.opens, &mut self.closes) };
+                return scan_with_masks(buf, &self.newlines, &self.opens, &self.closes, hist);
+            }
+        }
+        count_raw_lines_portable(buf, hist)
+    }
+}
+
+/// Portable bulk pass: memchr for line ends and braces.
+pub fn count_raw_lines_portable(buf: &[u8], hist: &mut [u64]) -> LineCounts {
+    let mut counts = LineCounts::default();
+    let mut rest = buf;
+    while !rest.is_empty() {
+        let (line, next) = match memchr(b'\n', rest) {
+            Some(i) => (&rest[..i], &rest[i + 1..]),
+            None => (rest, &rest[rest.len()..]),
+        };
+        rest = next;
+        counts.lines += 1;
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if line.is_empty() {
+            continue;
+        }
+        counts.keys += 1;
+        hist[key_slot(line) as usize] += 1;
+    }
+    counts
+}
+
+/// First set bit at or after `from` and before `to` in a bitmap.
+#[inline(always)]
+fn find_next(bitmap: &[u64], from: usize, to: usize) -> Option<usize> {
+    if from >= to {
+        return None;
+    }
+    let mut word = from >> 6;
+    let mut bits = bitmap[word] & (!0u64 << (from & 63));
+    loop {
+        if bits != 0 {
+            let pos = (word << 6) + bits.trailing_zeros() as usize;
+            return (pos < to).then_some(pos);
+        }
+        word += 1;
+        if word << 6 >= to {
+            return None;
+        }
+        bits = bitmap[word];
+    }
+}
+
+#[inline(always)]
+fn scan_with_masks(
+    buf: &[u8],
+    newlines: &[u64],
+    opens: &[u64],
+    closes: &[u64],
+    hist: &mut [u64],
+) -> LineCounts {
+    let mut counts = LineCounts::default();
+    let mut start = 0usize;
+    let mut on_line = |s: usize, mut e: usize, counts: &mut LineCounts| {
+        counts.lines += 1;
+        if e > s && buf[e - 1] == b'\r' {
+            e -= 1;
+        }
+        if e == s {
+            return;
+        }
+        counts.keys += 1;
+        let hashed = match find_next(opens, s, e) {
+            Some(o) => match find_next(closes, o + 1, e) {
+                Some(c) if c > o + 1 => &buf[o + 1..c],
+                _ => &buf[s..e],
+            },
+            None => &buf[s..e],
+        };
+        hist[(crc16(hashed) & 0x3FFF) as usize] += 1;
+    };
+    for (w, &word) in newlines.iter().enumerate() {
+        let mut bits = word;
+        while bits != 0 {
+            let pos = (w << 6) + bits.trailing_zeros() as usize;
+            on_line(start, pos, &mut counts);
+            start = pos + 1;
+            bits &= bits - 1;
+        }
+    }
+    if start < buf.len() {
+        on_line(start, buf.len(), &mut counts);
+    }
+    counts
+}
+
+/// Fills one bitmap word per 64 input bytes for each of `\n`, `{`, `}`.
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn build_masks_avx2(buf: &[u8], nl: &mut Vec<u64>, op: &mut Vec<u64>, cl: &mut Vec<u64>) {
+    use std::arch::x86_64::*;
+    let words = buf.len().div_ceil(64);
+    nl.clear();
+    op.clear();
+    cl.clear();
+    nl.reserve(words);
+    op.reserve(words);
+    cl.reserve(words);
+    let vn = _mm256_set1_epi8(b'\n' as i8);
+    let vo = _mm256_set1_epi8(b'{' as i8);
+    let vc = _mm256_set1_epi8(b'}' as i8);
+    let mut mask_of = |block: &[u8]| {
+        debug_assert_eq!(block.len(), 64);
+        // SAFETY: `block` has 64 readable bytes; loadu needs no alignment.
+        let (a, b) = unsafe {
+            (
+                _mm256_loadu_si256(block.as_ptr().cast()),
+                _mm256_loadu_si256(block.as_ptr().add(32).cast()),
+            )
+        };
+        let m = |v: __m256i| {
+            let lo = _mm256_movemask_epi8(_mm256_cmpeq_epi8(a, v)) as u32 as u64;
+            let hi = _mm256_movemask_epi8(_mm256_cmpeq_epi8(b, v)) as u32 as u64;
+            lo | (hi << 32)
+        };
+        nl.push(m(vn));
+        op.push(m(vo));
+        cl.push(m(vc));
+    };
+    let mut chunks = buf.chunks_exact(64);
+    for block in &mut chunks {
+        mask_of(block);
+    }
+    let tail = chunks.remainder();
+    if !tail.is_empty() {
+        // Zero padding matches none of the three bytes.
+        let mut last = [0u8; 64];
+        last[..tail.len()].copy_from_slice(tail);
+        mask_of(&last);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn both(buf: &[u8]) -> (Vec<u64>, LineCounts) {
+        let mut h1 = vec![0u64; SLOT_COUNT];
+        let mut h2 = vec![0u64; SLOT_COUNT];
+        let c1 = BulkScanner::new().count_raw_lines(buf, &mut h1);
+        let c2 = BulkScanner::portable().count_raw_lines(buf, &mut h2);
+        assert_eq!(c1, c2, "counts differ for {:?}", String::from_utf8_lossy(buf));
+        assert_eq!(h1, h2, "histograms differ for {:?}", String::from_utf8_lossy(buf));
+        (h1, c1)
+    }
+
+    #[test]
+    fn edge_cases_agree() {
+        let long_key = "k{".to_string() + &"x".repeat(200) + "}\n";
+        let cases: Vec<Vec<u8>> = vec![
+            b"".to_vec(),
+            b"\n".to_vec(),
+            b"a".to_vec(),
+            b"a\nb".to_vec(),
+            b"a\r\nb\r\n".to_vec(),
+            b"\r\n\r\n".to_vec(),
+            b"foo{bar}\nfoo{}{bar}\n{}\n{{}}\nx{\n}{x}\n".to_vec(),
+            b"{a\n}b\n".to_vec(),
+            long_key.repeat(5).into_bytes(),
+            (0..200).map(|i| format!("user:{i}:{{t{}}}\n", i % 7)).collect::<String>().into_bytes(),
+        ];
+        for c in cases {
+            both(&c);
+        }
+    }
+
+    #[test]
+    fn counts_match_key_slot() {
+        let (h, c) = both(b"foo{bar}\r\nhello\n\nsomekey");
+        assert_eq!(c, LineCounts { lines: 4, keys: 3 });
+        assert_eq!(h[key_slot(b"bar") as usize], 1);
+        assert_eq!(h[866], 1);
+        assert_eq!(h[11058], 1);
+    }
+
+    #[test]
+    fn braces_across_64_byte_words() {
+        for pad in 0..130 {
+            let mut s = "p".repeat(pad);
+            s.push_str("{tag}rest\n");
+            s.push_str(&"q".repeat(pad));
+            s.push_str("{x\n}y{\n");
+            both(s.as_bytes());
+        }
+    }
+}

@@ -1,0 +1,174 @@
+//! Carry-less-multiply folding for CRC16-XMODEM (reference/performance.md).
+//!
+//! CRC16-XMODEM of a message `M` is `M·x^16 mod P` with `P = 0x1_1021`. A message is folded
+//! 16 bytes at a time into a 128-bit remainder `S ≡ M (mod P)`:
+//! appending a block `B` gives `S·x^128 + B ≡ hi·(x^192 mod P) + lo·(x^128 mod P) + B`, two
+//! 64×16-bit carry-less products. Two more folds bring `S` down to 64 bits `v ≡ M`, and the CRC
+//! is then `v·x^16 mod P`, eight look-ups in the slice tables. Inputs whose length is not a
+//! multiple of 16 are read as if left-padded with zeros (XMODEM starts from 0, so that is free).
+//!
+//! The same algorithm exists twice: [`crc16_fold_portable`] multiplies in software and
+//! `crc16_fold_pclmul` uses the PCLMULQDQ instruction, picked at run time. Tests prove both
+//! equal to the bit-by-bit definition.
+#![allow(unsafe_code)]
+#![deny(unsafe_op_in_unsafe_fn)]
+
+use super::crc16::{crc16_table, crc16_u64};
+
+/// `x^n mod P` for the XMODEM polynomial.
+const fn xpow_mod(n: u32) -> u64 {
+    let mut r: u32 = 1;
+    let mut i = 0;
+    while i < n {
+        r <<= 1;
+        if r & 0x1_0000 != 0 {
+            r ^= 0x1_1021;
+        }
+        i += 1;
+    }
+    r as u64
+}
+
+const K64: u64 = xpow_mod(64);
+const K128: u64 = xpow_mod(128);
+const K192: u64 = xpow_mod(192);
+
+/// Software carry-less multiply of a 64-bit value by a constant of at most 16 bits.
+#[inline(always)]
+fn clmul_small(a: u64, k: u64) -> u128 {
+    debug_assert!(k < 1 << 16);
+    let mut r = 0u128;
+    let mut k = k;
+    let mut shift = 0;
+    while k != 0 {
+        if k & 1 == 1 {
+            r ^= (a as u128) << shift;
+        }
+        k >>= 1;
+        shift += 1;
+    }
+    r
+}
+
+/// The first block of a message of `n >= 16` bytes: the `n % 16` leading bytes left-padded
+/// with zeros, or the first whole block. Returns the block and the rest of the message.
+#[inline(always)]
+fn first_block(data: &[u8]) -> ([u8; 16], &[u8]) {
+    let r = data.len() % 16;
+    let take = if r == 0 { 16 } else { r };
+    let mut block = [0u8; 16];
+    block[16 - take..].copy_from_slice(&data[..take]);
+    (block, &data[take..])
+}
+
+/// The folding algorithm with software multiplication: slow, but the same arithmetic as the
+/// PCLMULQDQ path, so it proves the algorithm on any CPU.
+pub fn crc16_fold_portable(data: &[u8]) -> u16 {
+    if data.len() < 16 {
+        return crc16_table(data);
+    }
+    let (first, rest) = first_block(data);
+    let mut s = u128::from_be_bytes(first);
+    for chunk in rest.chunks_exact(16) {
+        let b = u128::from_be_bytes(chunk.try_into().expect("invariant: 16-byte chunk"));
+        s = clmul_small((s >> 64) as u64, K192) ^ clmul_small(s as u64, K128) ^ b;
+    }
+    let t = clmul_small((s >> 64) as u64, K64) ^ (s as u64 as u128);
+    let v = (clmul_small((t >> 64) as u64, K64) as u64) ^ (t as u64);
+    crc16_u64(v)
+}
+
+/// CRC16 of the input by PCLMULQDQ folding, or `None` when this CPU lacks the instructions.
+pub fn crc16_clmul(data: &[u8]) -> Option<u16> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if has_pclmul() {
+            // SAFETY: the required CPU features were detected just above.
+            return Some(unsafe { x86::crc16_fold_pclmul(data) });
+        }
+    }
+    let _ = data;
+    None
+}
+
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn has_pclmul() -> bool {
+    std::arch::is_x86_feature_detected!("pclmulqdq") && std::arch::is_x86_feature_detected!("sse4.1")
+}
+
+/// CRC16 of an input of any length by the fastest available path (PCLMULQDQ folding when the
+/// CPU has it, slice-by-16 tables otherwise).
+#[inline]
+pub(crate) fn crc16_long(data: &[u8]) -> u16 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if data.len() >= 16 && has_pclmul() {
+            // SAFETY: the required CPU features were detected just above.
+            return unsafe { x86::crc16_fold_pclmul(data) };
+        }
+    }
+    crc16_table(data)
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use super::{K64, K128, K192, crc16_u64, first_block};
+    use crate::slot::crc16::crc16_table;
+    use std::arch::x86_64::*;
+
+    /// PCLMULQDQ folding; identical results to [`super::crc16_fold_portable`].
+    ///
+    /// # Safety
+    /// The CPU must support `pclmulqdq`, `ssse3` and `sse4.1`.
+    #[target_feature(enable = "pclmulqdq,ssse3,sse4.1")]
+    pub(super) unsafe fn crc16_fold_pclmul(data: &[u8]) -> u16 {
+        if data.len() < 16 {
+            return crc16_table(data);
+        }
+        // Byte i of the result is byte 15-i of the input: turns a little-endian load into the
+        // big-endian polynomial order (first byte = highest coefficients).
+        let rev = _mm_set_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+        let k = _mm_set_epi64x(K192 as i64, K128 as i64);
+        let (first, rest) = first_block(data);
+        // SAFETY: `first` is 16 readable bytes; loadu has no alignment requirement.
+        let mut s = _mm_shuffle_epi8(unsafe { _mm_loadu_si128(first.as_ptr().cast()) }, rev);
+        for chunk in rest.chunks_exact(16) {
+            // SAFETY: `chunk` is exactly 16 readable bytes.
+            let b = _mm_shuffle_epi8(unsafe { _mm_loadu_si128(chunk.as_ptr().cast()) }, rev);
+            let hi = _mm_clmulepi64_si128(s, k, 0x11);
+            let lo = _mm_clmulepi64_si128(s, k, 0x00);
+            s = _mm_xor_si128(_mm_xor_si128(hi, lo), b);
+        }
+        let k64 = _mm_set_epi64x(0, K64 as i64);
+        let t = _mm_xor_si128(_mm_clmulepi64_si128(s, k64, 0x01), _mm_move_epi64(s));
+        let u = _mm_xor_si128(_mm_clmulepi64_si128(t, k64, 0x01), t);
+        crc16_u64(_mm_cvtsi128_si64(u) as u64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::slot::crc16::crc16_bitwise;
+
+    #[test]
+    fn constants_are_powers_of_x() {
+        // x^16 mod P = P without its top bit.
+        assert_eq!(xpow_mod(16), 0x1021);
+        assert_eq!(xpow_mod(15), 0x8000);
+    }
+
+    #[test]
+    fn fold_paths_equal_bitwise_for_many_lengths() {
+        let data: Vec<u8> = (0..1100u32).map(|i| (i.wrapping_mul(7919) >> 3) as u8).collect();
+        for n in (0..=200).chain([255, 256, 257, 511, 512, 513, 1023, 1024, 1025, 1100]) {
+            let want = crc16_bitwise(&data[..n]);
+            assert_eq!(crc16_fold_portable(&data[..n]), want, "portable len {n}");
+            if let Some(got) = crc16_clmul(&data[..n]) {
+                assert_eq!(got, want, "pclmul len {n}");
+            }
+            assert_eq!(crc16_long(&data[..n]), want, "dispatch len {n}");
+        }
+    }
+}

@@ -1,0 +1,196 @@
+//! The slot core: Redis Cluster's `keyHashSlot`, exactly (SPEC §1).
+//!
+//! `slot = CRC16-XMODEM(h) mod 16384`, where `h` is the hash tag when the key has one and the
+//! whole key otherwise. The tag rule: find the FIRST `{`; find the first `}` after it; if both
+//! exist and at least one byte lies between them, `h` is the bytes between. Later brace pairs
+//! are never consulted. Keys are bytes, not strings.
+//!
+//! Everything here is pure: no I/O, no printing.
+
+pub mod bulk;
+mod clmul;
+mod crc16;
+
+pub use clmul::{crc16_clmul, crc16_fold_portable};
+pub use crc16::{crc16, crc16_bitwise, crc16_table};
+
+use memchr::memchr;
+
+/// The number of hash slots in a Redis Cluster.
+pub const SLOT_COUNT: usize = 16384;
+
+/// How the first `{` of a key shapes what Redis hashes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TagShape {
+    /// The key has no `{`: the whole key is hashed.
+    NoBrace,
+    /// The first `{` (at byte `open`) has no `}` after it: the whole key is hashed.
+    Unclosed {
+        /// Byte offset of the first `{`.
+        open: usize,
+    },
+    /// The first `{` (at byte `open`) is directly followed by `}`: the whole key is hashed.
+    Empty {
+        /// Byte offset of the first `{`.
+        open: usize,
+    },
+    /// A hash tag: the bytes strictly between `open` and `close` are hashed.
+    Tagged {
+        /// Byte offset of the first `{`.
+        open: usize,
+        /// Byte offset of the first `}` after `open`.
+        close: usize,
+    },
+}
+
+impl TagShape {
+    /// Classifies a key the way Redis' `keyHashSlot` does.
+    #[inline]
+    pub fn of(key: &[u8]) -> TagShape {
+        let Some(open) = memchr(b'{', key) else {
+            return TagShape::NoBrace;
+        };
+        match memchr(b'}', &key[open + 1..]) {
+            None => TagShape::Unclosed { open },
+            Some(0) => TagShape::Empty { open },
+            Some(d) => TagShape::Tagged {
+                open,
+                close: open + 1 + d,
+            },
+        }
+    }
+
+    /// The bytes Redis hashes for `key`, which must be the key this shape was computed from.
+    #[inline]
+    pub fn hashed<'k>(&self, key: &'k [u8]) -> &'k [u8] {
+        match *self {
+            TagShape::Tagged { open, close } => &key[open + 1..close],
+            _ => key,
+        }
+    }
+
+    /// The byte offset just past the part of the key this shape looked at: later braces start
+    /// here and are never consulted by Redis.
+    fn consulted_end(&self) -> Option<usize> {
+        match *self {
+            TagShape::Tagged { close, .. } => Some(close + 1),
+            TagShape::Empty { open } => Some(open + 2),
+            _ => None,
+        }
+    }
+}
+
+/// The bytes Redis hashes to place `key`: its hash tag when it has a non-empty one, else the
+/// whole key.
+///
+/// ```
+/// use keyplan::slot::hash_tag;
+/// assert_eq!(hash_tag(b"{user1000}.following"), b"user1000");
+/// assert_eq!(hash_tag(b"foo{}{bar}"), b"foo{}{bar}"); // empty first tag: whole key
+/// assert_eq!(hash_tag(b"foo{{bar}}zap"), b"{bar");
+/// ```
+#[inline]
+pub fn hash_tag(key: &[u8]) -> &[u8] {
+    TagShape::of(key).hashed(key)
+}
+
+/// The non-empty hash tag of `key`, or `None` when Redis hashes the whole key.
+#[inline]
+pub fn tag(key: &[u8]) -> Option<&[u8]> {
+    match TagShape::of(key) {
+        TagShape::Tagged { open, close } => Some(&key[open + 1..close]),
+        _ => None,
+    }
+}
+
+/// The Redis Cluster hash slot of `key` (0..16384), identical to `CLUSTER KEYSLOT`.
+///
+/// ```
+/// use keyplan::slot::key_slot;
+/// assert_eq!(key_slot(b"somekey"), 11058);
+/// assert_eq!(key_slot(b"foo{hash_tag}"), 2515);
+/// assert_eq!(key_slot(b""), 0);
+/// ```
+#[inline]
+pub fn key_slot(key: &[u8]) -> u16 {
+    crc16(hash_tag(key)) & 0x3FFF
+}
+
+/// A plain-words account of which bytes of `key` Redis hashes and why.
+pub fn explain(key: &[u8]) -> String {
+    let shape = TagShape::of(key);
+    let mut text = match shape {
+        TagShape::NoBrace => "no '{' in the key, so the whole key is hashed".to_string(),
+        TagShape::Unclosed { open } => {
+            format!("the first '{{' (byte {open}) has no '}}' after it, so the whole key is hashed")
+        }
+        TagShape::Empty { open } => format!(
+            "the first '{{…}}' (bytes {open}-{}) is empty, so the whole key is hashed",
+            open + 1
+        ),
+        TagShape::Tagged { open, close } => format!(
+            "the first '{{' (byte {open}) and the first '}}' after it (byte {close}) enclose a hash tag, so only the tag is hashed"
+        ),
+    };
+    if let Some(end) = shape.consulted_end() {
+        if memchr(b'{', &key[end..]).is_some() {
+            text.push_str("; a later '{' is ignored (Redis only looks at the first)");
+        }
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spec_examples() {
+        let cases: &[(&[u8], u16)] = &[
+            (b"123456789", 12739),
+            (b"somekey", 11058),
+            (b"foo{hash_tag}", 2515),
+            (b"bar{hash_tag}", 2515),
+            (b"{user1000}.following", 3443),
+            (b"hello", 866),
+            (b"user:1000", 1649),
+            (b"{user:1000}:profile", 1649),
+            (b"x", 16287),
+            (b"foo{}{bar}", 8363),
+            (b"foo{{bar}}zap", 4015),
+            (b"foo{bar}{zap}", 5061),
+            (b"{}", 15257),
+            (b"{{}}", 4092),
+            (b"", 0),
+            (b"{06S}key", 0),
+            (b"{Qi}key", 1),
+            (b"{5L5}key", 2),
+        ];
+        for (key, slot) in cases {
+            assert_eq!(key_slot(key), *slot, "{}", String::from_utf8_lossy(key));
+        }
+    }
+
+    #[test]
+    fn shapes() {
+        assert_eq!(TagShape::of(b"abc"), TagShape::NoBrace);
+        assert_eq!(TagShape::of(b"a{bc"), TagShape::Unclosed { open: 1 });
+        assert_eq!(TagShape::of(b"a}{bc"), TagShape::Unclosed { open: 2 });
+        assert_eq!(TagShape::of(b"a{}b"), TagShape::Empty { open: 1 });
+        assert_eq!(TagShape::of(b"a{b}c"), TagShape::Tagged { open: 1, close: 3 });
+        assert_eq!(tag(b"{}x"), None);
+        assert_eq!(tag(b"x{y}"), Some(&b"y"[..]));
+    }
+
+    #[test]
+    fn explain_mentions_ignored_later_tags() {
+        let e = explain(b"foo{}{bar}");
+        assert!(e.contains("is empty, so the whole key is hashed"), "{e}");
+        assert!(e.contains("later '{' is ignored"), "{e}");
+        let e = explain(b"foo{bar}{zap}");
+        assert!(e.contains("enclose a hash tag"), "{e}");
+        assert!(e.contains("later '{' is ignored"), "{e}");
+        assert!(!explain(b"{a}b").contains("later"));
+        assert!(explain(b"ab{").contains("no '}' after it"));
+    }
+}

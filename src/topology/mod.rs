@@ -1,0 +1,231 @@
+//! Topologies: which node owns a key (SPEC §2.3).
+//!
+//! Every command places keys through [`Topology`]. Today it knows Redis Cluster slot maps built
+//! the way `redis-cli --cluster create` lays out N masters; the parsers for `CLUSTER NODES`,
+//! `CLUSTER SHARDS`/`SLOTS`, keyplan YAML and the client-side rings plug in as further
+//! constructors of [`SlotMap`] and further variants of [`Topology`].
+
+use crate::slot::{SLOT_COUNT, key_slot};
+use std::fmt::Write as _;
+
+/// A node that can own keys.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Node {
+    /// The name keyplan prints: the address when known, else a generated `master-N`.
+    pub name: String,
+    /// The 40-character cluster node id, when known.
+    pub id: Option<String>,
+    /// `host:port`, when known.
+    pub address: Option<String>,
+}
+
+/// Why a topology cannot be built.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum TopologyError {
+    /// `--masters` out of range.
+    #[error("--masters {0}: a cluster needs between 1 and 16384 masters")]
+    MastersOutOfRange(usize),
+}
+
+const NO_OWNER: u16 = u16::MAX;
+
+/// A Redis Cluster slot map: which node serves each of the 16384 slots.
+#[derive(Debug, Clone)]
+pub struct SlotMap {
+    nodes: Vec<Node>,
+    owner: Box<[u16]>,
+}
+
+/// The slot ranges `redis-cli --cluster create` gives `masters` masters, in master order.
+///
+/// redis-cli computes them in single-precision floats (`clusterManagerCommandCreate`):
+/// `slots_per_node = 16384 / (float)masters`; master `i` ends at
+/// `lround(cursor + slots_per_node - 1)` (the last master at 16383) and `cursor` grows by
+/// `slots_per_node`. This reproduces that arithmetic exactly.
+pub fn create_ranges(masters: usize) -> Result<Vec<(u16, u16)>, TopologyError> {
+    if masters == 0 || masters > SLOT_COUNT {
+        return Err(TopologyError::MastersOutOfRange(masters));
+    }
+    let per_node: f32 = SLOT_COUNT as f32 / masters as f32;
+    let mut cursor: f32 = 0.0;
+    let mut first: i64 = 0;
+    let mut out = Vec::with_capacity(masters);
+    for i in 0..masters {
+        let x: f32 = cursor + per_node - 1.0;
+        // C's lround: halves away from zero, like f64::round.
+        let mut last = (x as f64).round() as i64;
+        if last > SLOT_COUNT as i64 || i == masters - 1 {
+            last = SLOT_COUNT as i64 - 1;
+        }
+        if last < first {
+            last = first;
+        }
+        out.push((first as u16, last as u16));
+        first = last + 1;
+        cursor += per_node;
+    }
+    Ok(out)
+}
+
+/// Writes ranges the way redis-cli and `CLUSTER NODES` do: `0-5460 7000` (single slots alone).
+pub fn format_ranges(ranges: &[(u16, u16)]) -> String {
+    let mut s = String::new();
+    for (i, (a, b)) in ranges.iter().enumerate() {
+        if i > 0 {
+            s.push(' ');
+        }
+        if a == b {
+            let _ = write!(s, "{a}");
+        } else {
+            let _ = write!(s, "{a}-{b}");
+        }
+    }
+    s
+}
+
+impl SlotMap {
+    /// The layout `redis-cli --cluster create` gives `masters` masters; nodes are named
+    /// `master-0`, `master-1`, … (redis-cli's `Master[i]`).
+    pub fn from_masters(masters: usize) -> Result<SlotMap, TopologyError> {
+        let ranges = create_ranges(masters)?;
+        let mut owner = vec![NO_OWNER; SLOT_COUNT].into_boxed_slice();
+        let mut nodes = Vec::with_capacity(masters);
+        for (i, (a, b)) in ranges.into_iter().enumerate() {
+            for s in a..=b {
+                owner[s as usize] = i as u16;
+            }
+            nodes.push(Node {
+                name: format!("master-{i}"),
+                id: None,
+                address: None,
+            });
+        }
+        Ok(SlotMap { nodes, owner })
+    }
+
+    /// The nodes, in the order they were declared.
+    pub fn nodes(&self) -> &[Node] {
+        &self.nodes
+    }
+
+    /// Index (into [`SlotMap::nodes`]) of the node serving `slot`, if any.
+    #[inline]
+    pub fn owner_of_slot(&self, slot: u16) -> Option<usize> {
+        match self.owner.get(slot as usize) {
+            Some(&o) if o != NO_OWNER => Some(o as usize),
+            _ => None,
+        }
+    }
+
+    /// The contiguous slot ranges of node `index`, ascending.
+    pub fn ranges_of(&self, index: usize) -> Vec<(u16, u16)> {
+        let mut out: Vec<(u16, u16)> = Vec::new();
+        for (s, &o) in self.owner.iter().enumerate() {
+            if o as usize == index && o != NO_OWNER {
+                let s = s as u16;
+                match out.last_mut() {
+                    Some((_, b)) if *b + 1 == s => *b = s,
+                    _ => out.push((s, s)),
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Where keys live.
+#[derive(Debug, Clone)]
+pub enum Topology {
+    /// A Redis Cluster slot map.
+    Cluster(SlotMap),
+}
+
+impl Topology {
+    /// The nodes keys can land on.
+    pub fn nodes(&self) -> &[Node] {
+        match self {
+            Topology::Cluster(m) => m.nodes(),
+        }
+    }
+
+    /// Index of the node that holds `key`, if any node does.
+    #[inline]
+    pub fn node_of(&self, key: &[u8]) -> Option<usize> {
+        match self {
+            Topology::Cluster(m) => m.owner_of_slot(key_slot(key)),
+        }
+    }
+
+    /// Index of the node that serves `slot` (slot-based topologies only).
+    #[inline]
+    pub fn node_of_slot(&self, slot: u16) -> Option<usize> {
+        match self {
+            Topology::Cluster(m) => m.owner_of_slot(slot),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fmt(n: usize) -> String {
+        create_ranges(n)
+            .unwrap()
+            .iter()
+            .map(|(a, b)| format!("{a}-{b}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    #[test]
+    fn redis_cli_create_ranges() {
+        assert_eq!(fmt(3), "0-5460,5461-10922,10923-16383");
+        assert_eq!(fmt(4), "0-4095,4096-8191,8192-12287,12288-16383");
+        assert_eq!(fmt(5), "0-3276,3277-6553,6554-9829,9830-13106,13107-16383");
+        assert_eq!(
+            fmt(6),
+            "0-2730,2731-5460,5461-8191,8192-10922,10923-13652,13653-16383"
+        );
+        assert_eq!(
+            fmt(7),
+            "0-2340,2341-4680,4681-7021,7022-9361,9362-11702,11703-14042,14043-16383"
+        );
+        assert!(fmt(8).split(',').all(|r| {
+            let (a, b) = r.split_once('-').unwrap();
+            b.parse::<u32>().unwrap() - a.parse::<u32>().unwrap() + 1 == 2048
+        }));
+        assert_eq!(
+            fmt(9),
+            "0-1819,1820-3640,3641-5460,5461-7281,7282-9101,9102-10922,10923-12742,12743-14563,14564-16383"
+        );
+        assert_eq!(
+            fmt(10),
+            "0-1637,1638-3276,3277-4914,4915-6553,6554-8191,8192-9829,9830-11468,11469-13106,13107-14745,14746-16383"
+        );
+    }
+
+    #[test]
+    fn every_count_covers_all_slots_once() {
+        for n in [1, 2, 3, 11, 100, 1000, 16383, 16384] {
+            let r = create_ranges(n).unwrap();
+            assert_eq!(r.len(), n);
+            assert_eq!(r[0].0, 0);
+            assert_eq!(r[n - 1].1, 16383);
+            for w in r.windows(2) {
+                assert_eq!(w[0].1 + 1, w[1].0, "n={n}");
+            }
+        }
+        assert!(create_ranges(0).is_err());
+        assert!(create_ranges(16385).is_err());
+    }
+
+    #[test]
+    fn slot_map_lookups() {
+        let m = SlotMap::from_masters(3).unwrap();
+        assert_eq!(m.owner_of_slot(5460), Some(0));
+        assert_eq!(m.owner_of_slot(5461), Some(1));
+        assert_eq!(m.ranges_of(2), vec![(10923, 16383)]);
+        assert_eq!(format_ranges(&[(0, 5460), (7000, 7000)]), "0-5460 7000");
+    }
+}
