@@ -103,7 +103,11 @@ fn warn_malformed(ctx: &mut Ctx<'_>, file: &str, s: &ReadSummary) -> std::io::Re
         s.malformed, s.lines
     )?;
     for e in &s.malformed_lines {
-        writeln!(ctx.stderr, "  {file}:{}:{}: {}", e.line, e.column, e.message)?;
+        writeln!(
+            ctx.stderr,
+            "  {file}:{}:{}: {}",
+            e.line, e.column, e.message
+        )?;
     }
     if s.malformed > s.malformed_lines.len() as u64 {
         writeln!(
@@ -190,10 +194,10 @@ pub fn run(args: SlotArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     for (name, src) in inputs {
         let mut io_err: Option<std::io::Error> = None;
         let summary = for_each_record(src, &opts, |_, rec: &Record<'_>| {
-            if io_err.is_none() {
-                if let Err(e) = emit(&mut em, rec.key) {
-                    io_err = Some(e);
-                }
+            if io_err.is_none()
+                && let Err(e) = emit(&mut em, rec.key)
+            {
+                io_err = Some(e);
             }
         });
         if let Some(e) = io_err {

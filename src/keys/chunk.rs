@@ -213,7 +213,10 @@ mod tests {
         input.extend_from_slice(b"\r\nafter\n");
         let chunks = collect(&input, 8, 64);
         let kinds: Vec<_> = chunks.iter().map(|c| c.0).collect();
-        assert!(kinds.contains(&ChunkKind::TooLong { bytes: 1000 }), "{kinds:?}");
+        assert!(
+            kinds.contains(&ChunkKind::TooLong { bytes: 1000 }),
+            "{kinds:?}"
+        );
         let text: Vec<u8> = chunks.iter().flat_map(|c| c.1.clone()).collect();
         assert_eq!(text, b"short\nafter\n");
     }

@@ -427,15 +427,15 @@ impl LineParser {
                 Ok(LineOutcome::Key)
             }
             Err(fail) => {
-                if self.requested == InputFormat::Auto {
-                    if let Some(found) = fail.other_form {
-                        return Err(ReadError::MixedForms {
-                            line: line_no,
-                            found,
-                            detected: format,
-                            detected_line: self.detected_line,
-                        });
-                    }
+                if self.requested == InputFormat::Auto
+                    && let Some(found) = fail.other_form
+                {
+                    return Err(ReadError::MixedForms {
+                        line: line_no,
+                        found,
+                        detected: format,
+                        detected_line: self.detected_line,
+                    });
                 }
                 let e = LineError {
                     line: line_no,
@@ -504,7 +504,9 @@ pub fn for_each_record<R: Read>(
 mod tests {
     use super::*;
 
-    fn read(input: &[u8], format: InputFormat) -> Result<(Vec<(u64, Vec<u8>)>, ReadSummary), ReadError> {
+    type Keys = Vec<(u64, Vec<u8>)>;
+
+    fn read(input: &[u8], format: InputFormat) -> Result<(Keys, ReadSummary), ReadError> {
         let opts = ReadOptions {
             format,
             ..ReadOptions::default()
@@ -527,7 +529,10 @@ mod tests {
     #[test]
     fn raw_crlf_blank_and_no_final_newline() {
         let (keys, s) = read(b"a\r\n\r\nb\nc", InputFormat::Auto).unwrap();
-        assert_eq!(keys, vec![(1, b"a".to_vec()), (3, b"b".to_vec()), (4, b"c".to_vec())]);
+        assert_eq!(
+            keys,
+            vec![(1, b"a".to_vec()), (3, b"b".to_vec()), (4, b"c".to_vec())]
+        );
         assert_eq!((s.lines, s.keys, s.blank, s.malformed), (4, 3, 1, 0));
         assert_eq!(s.format, Some(Format::Raw));
     }
@@ -564,7 +569,10 @@ mod tests {
             ..ReadOptions::default()
         };
         let err = for_each_record(&b"\"a\"\nnope\n"[..], &opts, |_, _| {}).unwrap_err();
-        assert!(matches!(err, ReadError::Malformed(ref e) if e.line == 2), "{err}");
+        assert!(
+            matches!(err, ReadError::Malformed(ref e) if e.line == 2),
+            "{err}"
+        );
     }
 
     #[test]

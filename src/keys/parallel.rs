@@ -4,8 +4,8 @@
 //! sequential reader (same lines, same order).
 
 use super::{
-    Chunk, ChunkKind, Chunker, Format, LineError, LineOutcome, LineParser, ReadError,
-    ReadOptions, ReadSummary, Record, detect, too_long, trim_line_end,
+    Chunk, ChunkKind, Chunker, Format, LineError, LineOutcome, LineParser, ReadError, ReadOptions,
+    ReadSummary, Record, detect, too_long, trim_line_end,
 };
 use crate::slot::bulk::LineCounts;
 use std::io::Read;
@@ -70,13 +70,13 @@ fn process_chunk<S: ChunkSink>(
         seq: chunk.seq,
         ..ChunkReport::default()
     };
-    if format == Some(Format::Raw) {
-        if let Some(c) = sink.raw_lines(chunk.data()) {
-            report.lines = c.lines;
-            report.keys = c.keys;
-            report.blank = c.lines - c.keys;
-            return report;
-        }
+    if format == Some(Format::Raw)
+        && let Some(c) = sink.raw_lines(chunk.data())
+    {
+        report.lines = c.lines;
+        report.keys = c.keys;
+        report.blank = c.lines - c.keys;
+        return report;
     }
     let mut parser = LineParser::with_format(opts, format, detected_line);
     for (i, line) in chunk.data().split_inclusive(|&b| b == b'\n').enumerate() {
@@ -208,7 +208,10 @@ pub fn par_read<R: Read, S: ChunkSink>(
         drop(work_tx);
         handles
             .into_iter()
-            .map(|h| h.join().expect("invariant: key-reading workers do not panic"))
+            .map(|h| {
+                h.join()
+                    .expect("invariant: key-reading workers do not panic")
+            })
             .collect()
     });
 
@@ -272,8 +275,10 @@ mod tests {
             ..ReadOptions::default()
         };
         let mut seq_keys = Vec::new();
-        let seq = for_each_record(input.as_bytes(), &opts, |_, r| seq_keys.push(r.key.to_vec()))
-            .unwrap();
+        let seq = for_each_record(input.as_bytes(), &opts, |_, r| {
+            seq_keys.push(r.key.to_vec())
+        })
+        .unwrap();
         let mut sinks = vec![Collect::default(), Collect::default()];
         let par = par_read(input.as_bytes(), &opts, &mut sinks).unwrap();
         assert_eq!(seq, par);

@@ -35,7 +35,9 @@ impl Serialize for JsonBytes<'_> {
 /// for a quoted key, otherwise redis-cli's quoted form (`"a\nb"`).
 pub fn display_key(key: &[u8]) -> Cow<'_, str> {
     match std::str::from_utf8(key) {
-        Ok(s) if !s.is_empty() && !s.starts_with('"') && !s.chars().any(|c| c.is_control()) => Cow::Borrowed(s),
+        Ok(s) if !s.is_empty() && !s.starts_with('"') && !s.chars().any(|c| c.is_control()) => {
+            Cow::Borrowed(s)
+        }
         _ => Cow::Owned(crate::keys::quote(key)),
     }
 }
@@ -55,7 +57,10 @@ mod tests {
 
     #[test]
     fn json_bytes() {
-        assert_eq!(serde_json::to_string(&JsonBytes(b"a\"b")).unwrap(), r#""a\"b""#);
+        assert_eq!(
+            serde_json::to_string(&JsonBytes(b"a\"b")).unwrap(),
+            r#""a\"b""#
+        );
         assert_eq!(
             serde_json::to_string(&JsonBytes(b"\xff\x00")).unwrap(),
             r#"{"base64":"/wA="}"#

@@ -197,7 +197,11 @@ pub struct SlotCountsReport {
 }
 
 /// Renders `slot --counts`.
-pub fn render_counts(out: &mut dyn Write, r: &SlotCountsReport, format: SlotFormat) -> io::Result<()> {
+pub fn render_counts(
+    out: &mut dyn Write,
+    r: &SlotCountsReport,
+    format: SlotFormat,
+) -> io::Result<()> {
     let with_node = r.slots.iter().any(|s| s.node.is_some());
     match format {
         SlotFormat::Json => {
@@ -222,8 +226,16 @@ pub fn render_counts(out: &mut dyn Write, r: &SlotCountsReport, format: SlotForm
             }
             t.set_header(header);
             for s in &r.slots {
-                let share = if r.keys == 0 { 0.0 } else { 100.0 * s.keys as f64 / r.keys as f64 };
-                let mut row = vec![s.slot.to_string(), s.keys.to_string(), format!("{share:.2}%")];
+                let share = if r.keys == 0 {
+                    0.0
+                } else {
+                    100.0 * s.keys as f64 / r.keys as f64
+                };
+                let mut row = vec![
+                    s.slot.to_string(),
+                    s.keys.to_string(),
+                    format!("{share:.2}%"),
+                ];
                 if let Some(n) = &s.node {
                     row.push(n.clone());
                 }

@@ -63,7 +63,9 @@ impl BulkScanner {
         {
             if !self.force_portable && std::arch::is_x86_feature_detected!("avx2") {
                 // SAFETY: AVX2 was detected just above.
-                unsafe { build_masks_avx2(buf, &mut self.newlines, &mut self.opens, &mut self.closes) };
+                unsafe {
+                    build_masks_avx2(buf, &mut self.newlines, &mut self.opens, &mut self.closes)
+                };
                 return scan_with_masks(buf, &self.newlines, &self.opens, &self.closes, hist);
             }
         }
@@ -214,8 +216,18 @@ mod tests {
         let mut h2 = vec![0u64; SLOT_COUNT];
         let c1 = BulkScanner::new().count_raw_lines(buf, &mut h1);
         let c2 = BulkScanner::portable().count_raw_lines(buf, &mut h2);
-        assert_eq!(c1, c2, "counts differ for {:?}", String::from_utf8_lossy(buf));
-        assert_eq!(h1, h2, "histograms differ for {:?}", String::from_utf8_lossy(buf));
+        assert_eq!(
+            c1,
+            c2,
+            "counts differ for {:?}",
+            String::from_utf8_lossy(buf)
+        );
+        assert_eq!(
+            h1,
+            h2,
+            "histograms differ for {:?}",
+            String::from_utf8_lossy(buf)
+        );
         (h1, c1)
     }
 
@@ -232,7 +244,10 @@ mod tests {
             b"foo{bar}\nfoo{}{bar}\n{}\n{{}}\nx{\n}{x}\n".to_vec(),
             b"{a\n}b\n".to_vec(),
             long_key.repeat(5).into_bytes(),
-            (0..200).map(|i| format!("user:{i}:{{t{}}}\n", i % 7)).collect::<String>().into_bytes(),
+            (0..200)
+                .map(|i| format!("user:{i}:{{t{}}}\n", i % 7))
+                .collect::<String>()
+                .into_bytes(),
         ];
         for c in cases {
             both(&c);

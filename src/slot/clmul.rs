@@ -94,7 +94,8 @@ pub fn crc16_clmul(data: &[u8]) -> Option<u16> {
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn has_pclmul() -> bool {
-    std::arch::is_x86_feature_detected!("pclmulqdq") && std::arch::is_x86_feature_detected!("sse4.1")
+    std::arch::is_x86_feature_detected!("pclmulqdq")
+        && std::arch::is_x86_feature_detected!("sse4.1")
 }
 
 /// CRC16 of an input of any length by the fastest available path (PCLMULQDQ folding when the
@@ -161,7 +162,9 @@ mod tests {
 
     #[test]
     fn fold_paths_equal_bitwise_for_many_lengths() {
-        let data: Vec<u8> = (0..1100u32).map(|i| (i.wrapping_mul(7919) >> 3) as u8).collect();
+        let data: Vec<u8> = (0..1100u32)
+            .map(|i| (i.wrapping_mul(7919) >> 3) as u8)
+            .collect();
         for n in (0..=200).chain([255, 256, 257, 511, 512, 513, 1023, 1024, 1025, 1100]) {
             let want = crc16_bitwise(&data[..n]);
             assert_eq!(crc16_fold_portable(&data[..n]), want, "portable len {n}");

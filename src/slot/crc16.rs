@@ -107,7 +107,7 @@ fn block16(crc: u16, b: &[u8; 16]) -> u16 {
 /// Continues a CRC over `data` that must be a whole number of 16-byte blocks.
 #[inline(always)]
 fn blocks(mut crc: u16, data: &[u8]) -> u16 {
-    debug_assert!(data.len() % SLICES == 0);
+    debug_assert!(data.len().is_multiple_of(SLICES));
     for chunk in data.chunks_exact(SLICES) {
         let block: &[u8; 16] = chunk.try_into().expect("invariant: chunks_exact(16)");
         crc = block16(crc, block);
@@ -177,9 +177,15 @@ mod tests {
 
     #[test]
     fn table_equals_bitwise_for_every_length_up_to_300() {
-        let data: Vec<u8> = (0..300u32).map(|i| (i.wrapping_mul(151) ^ 0x5a) as u8).collect();
+        let data: Vec<u8> = (0..300u32)
+            .map(|i| (i.wrapping_mul(151) ^ 0x5a) as u8)
+            .collect();
         for n in 0..=data.len() {
-            assert_eq!(crc16_table(&data[..n]), crc16_bitwise(&data[..n]), "len {n}");
+            assert_eq!(
+                crc16_table(&data[..n]),
+                crc16_bitwise(&data[..n]),
+                "len {n}"
+            );
             assert_eq!(crc16(&data[..n]), crc16_bitwise(&data[..n]), "len {n}");
         }
     }

@@ -132,10 +132,10 @@ pub fn explain(key: &[u8]) -> String {
             "the first '{{' (byte {open}) and the first '}}' after it (byte {close}) enclose a hash tag, so only the tag is hashed"
         ),
     };
-    if let Some(end) = shape.consulted_end() {
-        if memchr(b'{', &key[end..]).is_some() {
-            text.push_str("; a later '{' is ignored (Redis only looks at the first)");
-        }
+    if let Some(end) = shape.consulted_end()
+        && memchr(b'{', &key[end..]).is_some()
+    {
+        text.push_str("; a later '{' is ignored (Redis only looks at the first)");
     }
     text
 }
@@ -177,7 +177,10 @@ mod tests {
         assert_eq!(TagShape::of(b"a{bc"), TagShape::Unclosed { open: 1 });
         assert_eq!(TagShape::of(b"a}{bc"), TagShape::Unclosed { open: 2 });
         assert_eq!(TagShape::of(b"a{}b"), TagShape::Empty { open: 1 });
-        assert_eq!(TagShape::of(b"a{b}c"), TagShape::Tagged { open: 1, close: 3 });
+        assert_eq!(
+            TagShape::of(b"a{b}c"),
+            TagShape::Tagged { open: 1, close: 3 }
+        );
         assert_eq!(tag(b"{}x"), None);
         assert_eq!(tag(b"x{y}"), Some(&b"y"[..]));
     }

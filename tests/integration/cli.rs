@@ -1,0 +1,314 @@
+//! The command line as a user runs it: outputs, exit statuses, and bad input.
+
+use crate::support::keyplan;
+use keyplan::slot::key_slot;
+use predicates::prelude::*;
+use std::io::Write;
+
+fn stdout_of(args: &[&str]) -> String {
+    let out = keyplan().args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn write_file(dir: &tempfile::TempDir, name: &str, data: &[u8]) -> std::path::PathBuf {
+    let p = dir.path().join(name);
+    std::fs::File::create(&p).unwrap().write_all(data).unwrap();
+    p
+}
+
+#[test]
+fn spec_examples_in_tsv() {
+    let out = stdout_of(&[
+        "slot",
+        "--format",
+        "tsv",
+        "--masters",
+        "3",
+        "{user1000}.following",
+        "foo{}{bar}",
+        "foo{{bar}}zap",
+        "foo{bar}{zap}",
+        "somekey",
+    ]);
+    assert_eq!(
+        out,
+        "key\tslot\thashed\tnode\n\
+         {user1000}.following\t3443\tuser1000\tmaster-0\n\
+         foo{}{bar}\t8363\tfoo{}{bar}\tmaster-1\n\
+         foo{{bar}}zap\t4015\t{bar\tmaster-0\n\
+         foo{bar}{zap}\t5061\tbar\tmaster-0\n\
+         somekey\t11058\tsomekey\tmaster-2\n"
+    );
+}
+
+#[test]
+fn json_contract_with_binary_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write_file(&dir, "k.quoted", b"\"a\\xffb\"\n\"{x}\\n\"\n");
+    let out = stdout_of(&[
+        "slot",
+        "--format",
+        "json",
+        "--masters",
+        "4",
+        "--keys",
+        p.to_str().unwrap(),
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["schema_version"], 1);
+    let keys = v["keys"].as_array().unwrap();
+    assert_eq!(keys.len(), 2);
+    assert_eq!(keys[0]["key"]["base64"], "Yf9i");
+    assert_eq!(keys[0]["slot"], key_slot(b"a\xffb"));
+    assert_eq!(keys[1]["key"], "{x}\n");
+    assert_eq!(keys[1]["hashed"], "x");
+    assert_eq!(keys[1]["slot"], key_slot(b"x"));
+    assert!(keys[1]["node"].as_str().unwrap().starts_with("master-"));
+    assert_eq!(v["malformed"].as_array().unwrap().len(), 0);
+}
+
+#[test]
+fn node_is_null_without_topology() {
+    let v: serde_json::Value =
+        serde_json::from_str(&stdout_of(&["slot", "--format", "json", "k"])).unwrap();
+    assert!(v["keys"][0]["node"].is_null());
+}
+
+#[test]
+fn explain_says_why() {
+    let out = stdout_of(&["slot", "--explain", "--format", "tsv", "foo{}{bar}", "a{b"]);
+    assert!(
+        out.contains("is empty, so the whole key is hashed"),
+        "{out}"
+    );
+    assert!(out.contains("a later '{' is ignored"), "{out}");
+    assert!(out.contains("has no '}' after it"), "{out}");
+}
+
+#[test]
+fn table_is_the_default_for_arguments() {
+    let out = stdout_of(&["slot", "hello"]);
+    assert!(
+        out.contains("hello") && out.contains("866") && out.contains('│'),
+        "{out}"
+    );
+}
+
+#[test]
+fn counts_per_slot_with_nodes() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut data = String::new();
+    for i in 0..5000 {
+        data.push_str(&format!("user:{{{}}}:k{i}\r\n", i % 10));
+    }
+    let p = write_file(&dir, "k.txt", data.as_bytes());
+    let out = stdout_of(&[
+        "slot",
+        "--counts",
+        "--format",
+        "json",
+        "--masters",
+        "3",
+        "--keys",
+        p.to_str().unwrap(),
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["keys"], 5000);
+    let slots = v["slots"].as_array().unwrap();
+    assert_eq!(slots.len(), 10);
+    for s in slots {
+        assert_eq!(s["keys"], 500);
+    }
+    let want = key_slot(b"3") as u64;
+    assert!(slots.iter().any(|s| s["slot"] == want));
+}
+
+#[test]
+fn crlf_and_missing_final_newline() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write_file(&dir, "k.txt", b"hello\r\nsomekey\r\n\r\nx");
+    let out = stdout_of(&["slot", "--keys", p.to_str().unwrap()]);
+    assert_eq!(
+        out,
+        "key\tslot\thashed\nhello\t866\thello\nsomekey\t11058\tsomekey\nx\t16287\tx\n"
+    );
+}
+
+#[test]
+fn no_keys_is_an_error_with_help() {
+    keyplan()
+        .arg("slot")
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("no keys given").and(predicate::str::contains("--keys")));
+}
+
+#[test]
+fn unreadable_paths_name_the_file() {
+    keyplan()
+        .args(["slot", "--keys", "/no/such/dump.keys"])
+        .assert()
+        .code(2)
+        .stdout("")
+        .stderr(predicate::str::contains("/no/such/dump.keys"));
+    let dir = tempfile::tempdir().unwrap();
+    keyplan()
+        .args(["slot", "--keys"])
+        .arg(dir.path())
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("is a directory"));
+}
+
+#[test]
+fn bad_flags_exit_2() {
+    keyplan()
+        .args(["slot", "--masters", "0", "k"])
+        .assert()
+        .code(2);
+    keyplan()
+        .args(["slot", "--format", "yaml", "k"])
+        .assert()
+        .code(2);
+    keyplan().args(["nope"]).assert().code(2);
+    keyplan()
+        .args(["slot", "--keys", "-", "--keys", "-"])
+        .assert()
+        .code(2);
+    keyplan()
+        .args(["--help"])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("slot"));
+}
+
+#[test]
+fn malformed_lines_are_reported_at_the_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write_file(&dir, "k.quoted", b"\"a\"\n\"b\\q\"\n\"c\n\"d\"\n");
+    keyplan()
+        .args(["slot", "--input-format", "quoted", "--keys"])
+        .arg(&p)
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("\nd\t"))
+        .stderr(
+            predicate::str::contains("skipped 2 malformed line(s)")
+                .and(predicate::str::contains("k.quoted:2:3: unknown escape"))
+                .and(predicate::str::contains("k.quoted:3:3:")),
+        );
+    keyplan()
+        .args(["slot", "--strict", "--input-format", "quoted", "--keys"])
+        .arg(&p)
+        .assert()
+        .code(2)
+        .stderr(
+            predicate::str::contains("k.quoted").and(predicate::str::contains("line 2, column 3")),
+        );
+}
+
+#[test]
+fn mixed_forms_are_an_error_naming_the_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write_file(&dir, "mixed.keys", b"\"a\"\n\"b\"\nraw-key\n");
+    keyplan()
+        .args(["slot", "--keys"])
+        .arg(&p)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("mixed.keys").and(predicate::str::contains("line 3")));
+}
+
+#[test]
+fn binary_garbage_does_not_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = crate::support::Rng(42);
+    let data: Vec<u8> = (0..1_000_000).map(|_| rng.next() as u8).collect();
+    let p = write_file(&dir, "garbage.bin", &data);
+    for fmt in ["auto", "raw", "quoted", "tsv"] {
+        for extra in [&["--counts"][..], &[][..]] {
+            let out = keyplan()
+                .args(["slot", "--format", "json", "--input-format", fmt])
+                .args(extra)
+                .arg("--keys")
+                .arg(&p)
+                .output()
+                .unwrap();
+            assert!(
+                matches!(out.status.code(), Some(0) | Some(2)),
+                "{fmt}: {:?} {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
+        }
+    }
+}
+
+#[test]
+fn a_100_mb_line_is_skipped_or_accepted_never_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut data = b"before\n".to_vec();
+    data.extend(std::iter::repeat_n(b'x', 100 << 20));
+    data.extend_from_slice(b"\nafter\n");
+    let p = write_file(&dir, "huge.keys", &data);
+    keyplan()
+        .args(["slot", "--keys"])
+        .arg(&p)
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("before").and(predicate::str::contains("after")))
+        .stderr(predicate::str::contains(
+            "huge.keys:2:1: line of 104857600 bytes is longer than",
+        ));
+    keyplan()
+        .args(["slot", "--counts", "--strict", "--keys"])
+        .arg(&p)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("line 2"));
+    let out = keyplan()
+        .args([
+            "slot",
+            "--counts",
+            "--format",
+            "json",
+            "--max-line-bytes",
+            "200000000",
+            "--keys",
+        ])
+        .arg(&p)
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["keys"], 3);
+}
+
+#[test]
+fn closed_pipe_is_not_an_error() {
+    use std::process::{Command, Stdio};
+    let dir = tempfile::tempdir().unwrap();
+    let data: String = (0..300_000).map(|i| format!("key:{i}\n")).collect();
+    let p = write_file(&dir, "k.txt", data.as_bytes());
+    let bin = assert_cmd::cargo::cargo_bin("keyplan");
+    let mut child = Command::new(bin)
+        .args(["slot", "--keys"])
+        .arg(&p)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

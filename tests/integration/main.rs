@@ -1,0 +1,7 @@
+//! The one integration-test binary (CI has two cores): every module below is a test group.
+// Tests report skips and mismatches on stderr.
+#![allow(clippy::print_stderr)]
+mod cli;
+mod properties;
+mod redis;
+mod support;

@@ -1,0 +1,94 @@
+//! Properties of the slot core and the reader over arbitrary bytes (proptest).
+
+use keyplan::keys::{InputFormat, ReadOptions, for_each_record, quote, unquote};
+use keyplan::slot::bulk::{BulkScanner, count_raw_lines_portable};
+use keyplan::slot::{
+    SLOT_COUNT, crc16, crc16_bitwise, crc16_clmul, crc16_fold_portable, crc16_table, hash_tag,
+    key_slot,
+};
+use proptest::prelude::*;
+
+/// Lengths that straddle the 8/16/64-byte blocks of the table, fold and SIMD paths.
+fn tricky_len() -> impl Strategy<Value = usize> {
+    prop_oneof![
+        0usize..40,
+        prop::sample::select(vec![
+            47, 48, 49, 63, 64, 65, 79, 80, 81, 127, 128, 129, 255, 256, 257, 1023, 1024, 1025
+        ]),
+        0usize..2100,
+    ]
+}
+
+fn bytes_of_tricky_len() -> impl Strategy<Value = Vec<u8>> {
+    tricky_len().prop_flat_map(|n| prop::collection::vec(any::<u8>(), n))
+}
+
+proptest! {
+    #[test]
+    fn every_crc_path_equals_the_reference(data in bytes_of_tricky_len()) {
+        let want = crc16_bitwise(&data);
+        prop_assert_eq!(crc16(&data), want);
+        prop_assert_eq!(crc16_table(&data), want);
+        prop_assert_eq!(crc16_fold_portable(&data), want);
+        if let Some(got) = crc16_clmul(&data) {
+            prop_assert_eq!(got, want);
+        }
+        prop_assert_eq!(crc16::State::<crc16::XMODEM>::calculate(&data), want);
+    }
+
+    #[test]
+    fn slot_is_in_range_and_hash_tag_never_panics(key in prop::collection::vec(any::<u8>(), 0..300)) {
+        prop_assert!((key_slot(&key) as usize) < SLOT_COUNT);
+        let h = hash_tag(&key);
+        prop_assert!(h.len() <= key.len());
+    }
+
+    #[test]
+    fn a_non_empty_tag_decides_the_slot(
+        prefix in prop::collection::vec(any::<u8>().prop_filter("no {", |b| *b != b'{'), 0..20),
+        tag in prop::collection::vec(any::<u8>().prop_filter("no }", |b| *b != b'}'), 1..40),
+        suffix in prop::collection::vec(any::<u8>(), 0..40),
+    ) {
+        let mut key = prefix.clone();
+        key.push(b'{');
+        key.extend_from_slice(&tag);
+        key.push(b'}');
+        key.extend_from_slice(&suffix);
+        prop_assert_eq!(key_slot(&key), key_slot(&tag) & 0x3FFF);
+        prop_assert_eq!(key_slot(&key), crc16_bitwise(&tag) & 0x3FFF);
+    }
+
+    #[test]
+    fn quoted_form_round_trips(key in prop::collection::vec(any::<u8>(), 0..200)) {
+        let q = quote(&key);
+        let mut out = Vec::new();
+        prop_assert_eq!(unquote(q.as_bytes(), &mut out), Ok(q.len()));
+        prop_assert_eq!(out, key);
+    }
+
+    #[test]
+    fn bulk_histogram_equals_per_key_slots(
+        data in prop::collection::vec(
+            prop::sample::select(b"ab{}\n\r:{}x\n0".to_vec()), 0..3000)
+    ) {
+        let mut fast = vec![0u64; SLOT_COUNT];
+        let mut portable = vec![0u64; SLOT_COUNT];
+        let c1 = BulkScanner::new().count_raw_lines(&data, &mut fast);
+        let c2 = count_raw_lines_portable(&data, &mut portable);
+        prop_assert_eq!(c1, c2);
+        prop_assert_eq!(&fast, &portable);
+        let mut by_reader = vec![0u64; SLOT_COUNT];
+        let opts = ReadOptions { format: InputFormat::Raw, ..ReadOptions::default() };
+        let s = for_each_record(&data[..], &opts, |_, r| by_reader[key_slot(r.key) as usize] += 1).unwrap();
+        prop_assert_eq!(s.keys, c1.keys);
+        prop_assert_eq!(&by_reader, &fast);
+    }
+
+    #[test]
+    fn reader_never_panics_on_garbage(data in prop::collection::vec(any::<u8>(), 0..2000)) {
+        for format in [InputFormat::Auto, InputFormat::Raw, InputFormat::Quoted, InputFormat::Tsv] {
+            let opts = ReadOptions { format, ..ReadOptions::default() };
+            let _ = for_each_record(&data[..], &opts, |_, _| {});
+        }
+    }
+}

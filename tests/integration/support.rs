@@ -1,0 +1,217 @@
+//! Helpers shared by the integration tests: the binary under test, real servers on loopback.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// `keyplan` as a command.
+pub fn keyplan() -> assert_cmd::Command {
+    assert_cmd::Command::cargo_bin("keyplan").expect("the keyplan binary builds")
+}
+
+/// Finds `name` on PATH. Without it the test is skipped with a notice, except under CI,
+/// where a missing server is a failure (.ci/run installs it).
+pub fn require_binary(name: &str) -> Option<PathBuf> {
+    let found = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|p| p.join(name))
+            .find(|p| p.is_file())
+    });
+    if found.is_none() {
+        if std::env::var_os("CI").is_some() {
+            panic!("{name} is not installed, and CI is set: .ci/run must install it");
+        }
+        eprintln!("NOTICE: {name} not found on PATH; skipping this test (install it to run it)");
+    }
+    found
+}
+
+/// A free TCP port on loopback (whose port + 10000, the cluster bus, is free too).
+pub fn free_port() -> u16 {
+    loop {
+        let l = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
+        let port = l.local_addr().expect("local addr").port();
+        if port < 55000 && TcpListener::bind(("127.0.0.1", port + 10000)).is_ok() {
+            return port;
+        }
+    }
+}
+
+/// A redis-server started for one test, stopped when dropped.
+pub struct RedisServer {
+    child: Child,
+    pub port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl RedisServer {
+    /// Starts `redis-server` on a free loopback port in a temp dir, optionally in cluster mode.
+    pub fn start(binary: &Path, cluster: bool) -> RedisServer {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let port = free_port();
+        let mut cmd = Command::new(binary);
+        cmd.arg("--port")
+            .arg(port.to_string())
+            .arg("--bind")
+            .arg("127.0.0.1")
+            .arg("--dir")
+            .arg(dir.path())
+            .arg("--save")
+            .arg("")
+            .arg("--appendonly")
+            .arg("no")
+            .arg("--daemonize")
+            .arg("no")
+            .arg("--protected-mode")
+            .arg("no")
+            .arg("--logfile")
+            .arg(dir.path().join("redis.log"));
+        if cluster {
+            cmd.arg("--cluster-enabled")
+                .arg("yes")
+                .arg("--cluster-config-file")
+                .arg(dir.path().join("nodes.conf"));
+        }
+        let child = cmd
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn redis-server");
+        let server = RedisServer {
+            child,
+            port,
+            _dir: dir,
+        };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Ok(mut c) = server.try_connect()
+                && let Ok(Reply::Status(s)) = c.call(&[b"PING"])
+                && s == "PONG"
+            {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "redis-server did not start on {port}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        server
+    }
+
+    fn try_connect(&self) -> std::io::Result<Resp> {
+        let s = TcpStream::connect(("127.0.0.1", self.port))?;
+        s.set_read_timeout(Some(Duration::from_secs(30)))?;
+        Ok(Resp {
+            w: s.try_clone()?,
+            r: BufReader::new(s),
+        })
+    }
+
+    /// A connection to this server.
+    pub fn connect(&self) -> Resp {
+        self.try_connect().expect("connect to redis-server")
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A RESP2 reply.
+#[derive(Debug, PartialEq)]
+pub enum Reply {
+    Status(String),
+    Error(String),
+    Int(i64),
+    Bulk(Option<Vec<u8>>),
+    Array(Vec<Reply>),
+}
+
+/// A minimal RESP2 connection for tests (requests are pipelined by `send` + `read`).
+pub struct Resp {
+    w: TcpStream,
+    r: BufReader<TcpStream>,
+}
+
+impl Resp {
+    /// Encodes one command into `buf`.
+    pub fn encode(buf: &mut Vec<u8>, args: &[&[u8]]) {
+        buf.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
+        for a in args {
+            buf.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+            buf.extend_from_slice(a);
+            buf.extend_from_slice(b"\r\n");
+        }
+    }
+
+    /// Sends already-encoded commands.
+    pub fn send(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        self.w.write_all(buf)
+    }
+
+    /// Reads one reply.
+    pub fn read(&mut self) -> std::io::Result<Reply> {
+        let mut line = Vec::new();
+        self.r.read_until(b'\n', &mut line)?;
+        if line.len() < 3 {
+            return Err(std::io::Error::other("connection closed"));
+        }
+        let body = String::from_utf8_lossy(&line[1..line.len() - 2]).into_owned();
+        Ok(match line[0] {
+            b'+' => Reply::Status(body),
+            b'-' => Reply::Error(body),
+            b':' => Reply::Int(body.parse().map_err(std::io::Error::other)?),
+            b'$' => {
+                let n: i64 = body.parse().map_err(std::io::Error::other)?;
+                if n < 0 {
+                    Reply::Bulk(None)
+                } else {
+                    let mut data = vec![0u8; n as usize + 2];
+                    self.r.read_exact(&mut data)?;
+                    data.truncate(n as usize);
+                    Reply::Bulk(Some(data))
+                }
+            }
+            b'*' => {
+                let n: i64 = body.parse().map_err(std::io::Error::other)?;
+                let mut items = Vec::new();
+                for _ in 0..n.max(0) {
+                    items.push(self.read()?);
+                }
+                Reply::Array(items)
+            }
+            other => return Err(std::io::Error::other(format!("bad reply type {other}"))),
+        })
+    }
+
+    /// Sends one command and reads its reply.
+    pub fn call(&mut self, args: &[&[u8]]) -> std::io::Result<Reply> {
+        let mut buf = Vec::new();
+        Self::encode(&mut buf, args);
+        self.send(&buf)?;
+        self.read()
+    }
+}
+
+/// A deterministic xorshift generator for test data (no dependency on proptest's RNG).
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        x
+    }
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
