@@ -1,6 +1,7 @@
 //! Argument groups shared by several subcommands, and their conversion to domain settings.
 
-use crate::keys::{DEFAULT_MAX_LINE, InputFormat, ReadOptions};
+use crate::keys::parallel::{ChunkSink, par_read, par_read_file};
+use crate::keys::{DEFAULT_MAX_LINE, InputFormat, ReadError, ReadOptions, ReadSummary};
 use crate::topology::{SlotMap, Topology};
 use anyhow::Context as _;
 use std::fs::File;
@@ -79,10 +80,52 @@ pub fn input_name(path: &Path) -> String {
     }
 }
 
+/// An opened key dump.
+pub enum Input {
+    /// Standard input.
+    Stdin(io::Stdin),
+    /// A file (regular files are read through memory maps by the parallel reader).
+    File(File),
+}
+
+impl Read for Input {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Input::Stdin(s) => s.read(buf),
+            Input::File(f) => f.read(buf),
+        }
+    }
+}
+
+impl Input {
+    /// Reads the whole dump on `sinks.len()` threads.
+    pub fn par_read<S: ChunkSink>(
+        self,
+        opts: &ReadOptions,
+        sinks: &mut [S],
+    ) -> Result<ReadSummary, ReadError> {
+        match self {
+            Input::Stdin(s) => par_read(s, opts, sinks),
+            Input::File(f) => par_read_file(&f, opts, sinks),
+        }
+    }
+}
+
 /// Opens a key dump; `-` is standard input.
-pub fn open_input(path: &PathBuf) -> anyhow::Result<Box<dyn Read + Send>> {
+pub fn open_input(path: &PathBuf) -> anyhow::Result<Input> {
     if path.as_os_str() == "-" {
-        return Ok(Box::new(io::stdin()));
+        // `keyplan … --keys - < dump` gets the fast file path too.
+        #[cfg(unix)]
+        {
+            use std::os::fd::AsFd;
+            if let Ok(fd) = io::stdin().as_fd().try_clone_to_owned() {
+                let f = File::from(fd);
+                if f.metadata().is_ok_and(|m| m.is_file()) {
+                    return Ok(Input::File(f));
+                }
+            }
+        }
+        return Ok(Input::Stdin(io::stdin()));
     }
     if path.is_dir() {
         anyhow::bail!(
@@ -96,5 +139,5 @@ pub fn open_input(path: &PathBuf) -> anyhow::Result<Box<dyn Read + Send>> {
             path.display()
         )
     })?;
-    Ok(Box::new(f))
+    Ok(Input::File(f))
 }

@@ -1,14 +1,14 @@
 //! `keyplan slot`: each key's hash slot, the bytes Redis hashes and why, and the owning node.
 
 use super::Ctx;
-use super::args::{InputArgs, TopologyArgs, input_name, open_input};
+use super::args::{Input, InputArgs, TopologyArgs, input_name, open_input};
 use crate::error::{ExitStatus, UserError};
-use crate::keys::parallel::{ChunkSink, par_read};
+use crate::keys::parallel::ChunkSink;
 use crate::keys::{ReadError, ReadSummary, Record, for_each_record};
 use crate::report::slot::{
     MalformedLine, SlotCount, SlotCountsReport, SlotEmitter, SlotFormat, SlotRow, render_counts,
 };
-use crate::slot::bulk::{BulkScanner, LineCounts};
+use crate::slot::bulk::{BulkScanner, LineCounts, LongLine};
 use crate::slot::{SLOT_COUNT, TagShape, explain, key_slot};
 use crate::topology::Topology;
 use anyhow::Context as _;
@@ -127,7 +127,7 @@ fn read_context(file: &str, e: ReadError) -> anyhow::Error {
 }
 
 /// Opens every dump up front; `-` may appear once.
-fn open_all(files: &[PathBuf]) -> anyhow::Result<Vec<(String, Box<dyn std::io::Read + Send>)>> {
+fn open_all(files: &[PathBuf]) -> anyhow::Result<Vec<(String, Input)>> {
     if files.iter().filter(|p| p.as_os_str() == "-").count() > 1 {
         return Err(UserError::new(
             "--keys - is given more than once",
@@ -225,8 +225,16 @@ impl ChunkSink for Histogram {
         self.counts[key_slot(rec.key) as usize] += 1;
     }
 
-    fn raw_lines(&mut self, data: &[u8]) -> Option<LineCounts> {
-        Some(self.scanner.count_raw_lines(data, &mut self.counts))
+    fn raw_lines(
+        &mut self,
+        data: &[u8],
+        max_line: usize,
+        long: &mut Vec<LongLine>,
+    ) -> Option<LineCounts> {
+        Some(
+            self.scanner
+                .count_raw_lines_limited(data, &mut self.counts, max_line, long),
+        )
     }
 }
 
@@ -255,7 +263,9 @@ fn run_counts(
                 scanner: BulkScanner::new(),
             })
             .collect();
-        let summary = par_read(src, &opts, &mut sinks).map_err(|e| read_context(&name, e))?;
+        let summary = src
+            .par_read(&opts, &mut sinks)
+            .map_err(|e| read_context(&name, e))?;
         for s in &sinks {
             for (t, c) in total.iter_mut().zip(&s.counts) {
                 *t += c;

@@ -11,6 +11,7 @@
 //! in place, and quoted keys are decoded into one reused scratch buffer.
 
 mod chunk;
+mod mapped;
 pub mod parallel;
 mod quoted;
 
@@ -358,6 +359,7 @@ pub(crate) struct LineParser {
     pub(crate) format: Option<Format>,
     detected_line: u64,
     strict: bool,
+    max_line: usize,
     scratch: Vec<u8>,
 }
 
@@ -381,6 +383,7 @@ impl LineParser {
             format,
             detected_line: 0,
             strict: opts.strict,
+            max_line: opts.max_line_bytes,
             scratch: Vec::new(),
         }
     }
@@ -408,6 +411,15 @@ impl LineParser {
         line_no: u64,
         f: &mut impl FnMut(&Record<'_>),
     ) -> Result<LineOutcome, ReadError> {
+        let content = raw.strip_suffix(b"\n").unwrap_or(raw);
+        if content.len() > self.max_line {
+            let e = too_long(line_no, trim_line_end(raw).len() as u64, self.max_line);
+            return if self.strict {
+                Err(ReadError::Malformed(e))
+            } else {
+                Ok(LineOutcome::Malformed(e))
+            };
+        }
         let line = trim_line_end(raw);
         if line.is_empty() {
             return Ok(LineOutcome::Blank);

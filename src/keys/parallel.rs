@@ -1,15 +1,23 @@
-//! Reading one dump on several cores: one reader thread cuts the stream into chunks of whole
-//! lines; workers parse them and feed their own sink. Line numbers of malformed lines are made
-//! absolute afterwards from each chunk's line count, so reports are exactly those of the
-//! sequential reader (same lines, same order).
+//! Reading one dump on several cores. Workers parse chunks of whole lines and feed their own
+//! sink; line numbers of malformed lines are made absolute afterwards from each chunk's line
+//! count, so reports are exactly those of the sequential reader (same lines, same order).
+//!
+//! Two front-ends feed the workers:
+//! * [`par_read`], for any stream (stdin, pipes): one reader thread cuts the stream into
+//!   ~1 MiB chunks through recycled buffers;
+//! * [`par_read_file`], for regular files: the file is memory-mapped one 64 MiB window at a
+//!   time and the workers read the window in place, with no copy.
 
+use super::mapped::map_window;
 use super::{
-    Chunk, ChunkKind, Chunker, Format, LineError, LineOutcome, LineParser, ReadError, ReadOptions,
-    ReadSummary, Record, detect, too_long, trim_line_end,
+    Chunk, ChunkKind, Chunker, DEFAULT_CHUNK, Format, InputFormat, LineError, LineOutcome,
+    LineParser, ReadError, ReadOptions, ReadSummary, Record, detect, too_long, trim_line_end,
 };
-use crate::slot::bulk::LineCounts;
+use crate::slot::bulk::{LineCounts, LongLine};
+use memchr::memchr;
+use std::fs::File;
 use std::io::Read;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, mpsc};
 
 /// A consumer of keys that one worker thread owns.
@@ -19,8 +27,14 @@ pub trait ChunkSink: Send {
 
     /// Optional fast path for a chunk of raw lines: consume every key of `data` at once and
     /// return the counts, or `None` to be fed key by key through [`ChunkSink::record`].
-    fn raw_lines(&mut self, data: &[u8]) -> Option<LineCounts> {
-        let _ = data;
+    /// Lines longer than `max_line` bytes must be skipped and listed in `long`.
+    fn raw_lines(
+        &mut self,
+        data: &[u8],
+        max_line: usize,
+        long: &mut Vec<LongLine>,
+    ) -> Option<LineCounts> {
+        let _ = (data, max_line, long);
         None
     }
 }
@@ -36,6 +50,21 @@ struct ChunkReport {
     malformed_lines: Vec<LineError>,
     /// A fatal error with a chunk-relative line number.
     fatal: Option<ReadError>,
+}
+
+impl ChunkReport {
+    fn malformed(&mut self, e: LineError, strict: bool) {
+        if strict {
+            if self.fatal.is_none() {
+                self.fatal = Some(ReadError::Malformed(e));
+            }
+            return;
+        }
+        self.malformed += 1;
+        if self.malformed_lines.len() < super::MALFORMED_KEPT {
+            self.malformed_lines.push(e);
+        }
+    }
 }
 
 fn shift(err: ReadError, offset: u64) -> ReadError {
@@ -59,38 +88,42 @@ fn shift(err: ReadError, offset: u64) -> ReadError {
     }
 }
 
-fn process_chunk<S: ChunkSink>(
-    chunk: &Chunk,
+/// One unit of work: whole lines, with the format known when it was cut.
+struct Job<'a> {
+    seq: u64,
+    data: &'a [u8],
     format: Option<Format>,
     detected_line: u64,
-    opts: &ReadOptions,
-    sink: &mut S,
-) -> ChunkReport {
+}
+
+fn process<S: ChunkSink>(job: &Job<'_>, opts: &ReadOptions, sink: &mut S) -> ChunkReport {
     let mut report = ChunkReport {
-        seq: chunk.seq,
+        seq: job.seq,
         ..ChunkReport::default()
     };
-    if format == Some(Format::Raw)
-        && let Some(c) = sink.raw_lines(chunk.data())
-    {
-        report.lines = c.lines;
-        report.keys = c.keys;
-        report.blank = c.lines - c.keys;
-        return report;
+    if job.format == Some(Format::Raw) {
+        let mut long = Vec::new();
+        if let Some(c) = sink.raw_lines(job.data, opts.max_line_bytes, &mut long) {
+            report.lines = c.lines;
+            report.keys = c.keys;
+            report.blank = c.lines - c.keys - long.len() as u64;
+            for l in long {
+                report.malformed(too_long(l.line, l.bytes, opts.max_line_bytes), opts.strict);
+                if report.fatal.is_some() {
+                    break;
+                }
+            }
+            return report;
+        }
     }
-    let mut parser = LineParser::with_format(opts, format, detected_line);
-    for (i, line) in chunk.data().split_inclusive(|&b| b == b'\n').enumerate() {
+    let mut parser = LineParser::with_format(opts, job.format, job.detected_line);
+    for (i, line) in job.data.split_inclusive(|&b| b == b'\n').enumerate() {
         let rel = i as u64 + 1;
         report.lines += 1;
         match parser.line(line, rel, &mut |rec| sink.record(rec)) {
             Ok(LineOutcome::Blank) => report.blank += 1,
             Ok(LineOutcome::Key) => report.keys += 1,
-            Ok(LineOutcome::Malformed(e)) => {
-                report.malformed += 1;
-                if report.malformed_lines.len() < super::MALFORMED_KEPT {
-                    report.malformed_lines.push(e);
-                }
-            }
+            Ok(LineOutcome::Malformed(e)) => report.malformed(e, false),
             Err(e) => {
                 report.fatal = Some(e);
                 break;
@@ -98,6 +131,45 @@ fn process_chunk<S: ChunkSink>(
         }
     }
     report
+}
+
+fn requested_format(opts: &ReadOptions) -> Option<Format> {
+    match opts.format {
+        InputFormat::Auto => None,
+        InputFormat::Raw => Some(Format::Raw),
+        InputFormat::Quoted => Some(Format::Quoted),
+        InputFormat::Tsv => Some(Format::Tsv),
+    }
+}
+
+/// Orders the chunk reports and turns them into one summary (or the first fatal error).
+fn summarize(
+    mut reports: Vec<ChunkReport>,
+    format: Option<Format>,
+) -> Result<ReadSummary, ReadError> {
+    reports.sort_by_key(|r| r.seq);
+    let mut summary = ReadSummary {
+        format,
+        ..ReadSummary::default()
+    };
+    let mut offset = 0u64;
+    for r in reports {
+        if let Some(fatal) = r.fatal {
+            return Err(shift(fatal, offset));
+        }
+        summary.lines += r.lines;
+        summary.keys += r.keys;
+        summary.blank += r.blank;
+        summary.malformed += r.malformed;
+        for mut e in r.malformed_lines {
+            e.line += offset;
+            if summary.malformed_lines.len() < super::MALFORMED_KEPT {
+                summary.malformed_lines.push(e);
+            }
+        }
+        offset += r.lines;
+    }
+    Ok(summary)
 }
 
 /// Reads `src` with one worker per sink (`sinks.len()` threads, at least one) and returns the
@@ -109,12 +181,7 @@ pub fn par_read<R: Read, S: ChunkSink>(
 ) -> Result<ReadSummary, ReadError> {
     assert!(!sinks.is_empty(), "par_read needs at least one sink");
     let mut chunker = Chunker::new(src, opts.max_line_bytes);
-    let mut format: Option<Format> = match opts.format {
-        super::InputFormat::Auto => None,
-        super::InputFormat::Raw => Some(Format::Raw),
-        super::InputFormat::Quoted => Some(Format::Quoted),
-        super::InputFormat::Tsv => Some(Format::Tsv),
-    };
+    let mut format = requested_format(opts);
     let mut detected_line = 0u64;
     let mut lines_before_detection = 0u64;
     let stop_seq = AtomicU64::new(u64::MAX);
@@ -140,7 +207,13 @@ pub fn par_read<R: Read, S: ChunkSink>(
                             break;
                         };
                         if chunk.seq <= stop_seq.load(Ordering::Relaxed) {
-                            let r = process_chunk(&chunk, format, detected_line, opts, sink);
+                            let job = Job {
+                                seq: chunk.seq,
+                                data: chunk.data(),
+                                format,
+                                detected_line,
+                            };
+                            let r = process(&job, opts, sink);
                             if r.fatal.is_some() {
                                 stop_seq.fetch_min(r.seq, Ordering::Relaxed);
                             }
@@ -170,18 +243,14 @@ pub fn par_read<R: Read, S: ChunkSink>(
                 }
             }
             if let ChunkKind::TooLong { bytes } = chunk.kind {
-                let e = too_long(1, bytes, opts.max_line_bytes);
                 let mut r = ChunkReport {
                     seq: chunk.seq,
                     lines: 1,
                     ..ChunkReport::default()
                 };
-                if opts.strict {
-                    r.fatal = Some(ReadError::Malformed(e));
+                r.malformed(too_long(1, bytes, opts.max_line_bytes), opts.strict);
+                if r.fatal.is_some() {
                     stop_seq.fetch_min(chunk.seq, Ordering::Relaxed);
-                } else {
-                    r.malformed = 1;
-                    r.malformed_lines.push(e);
                 }
                 own_reports.push(r);
                 if format.is_none() {
@@ -220,29 +289,185 @@ pub fn par_read<R: Read, S: ChunkSink>(
     }
     let mut reports: Vec<ChunkReport> = worker_reports.into_iter().flatten().collect();
     reports.append(&mut own_reports);
-    reports.sort_by_key(|r| r.seq);
-    let mut summary = ReadSummary {
-        format,
-        ..ReadSummary::default()
-    };
-    let mut offset = 0u64;
-    for r in reports {
-        if let Some(fatal) = r.fatal {
-            return Err(shift(fatal, offset));
+    summarize(reports, format)
+}
+
+/// Size of one mapped window.
+const WINDOW: usize = 64 << 20;
+
+/// Finds the format from the first non-blank line of `data`; returns it with its line number.
+fn detect_in(data: &[u8], max_line: usize) -> Option<(Format, u64)> {
+    for (i, line) in data.split_inclusive(|&b| b == b'\n').enumerate() {
+        let l = trim_line_end(line);
+        if !l.is_empty() && l.len() <= max_line {
+            return Some((detect(l), i as u64 + 1));
         }
-        summary.lines += r.lines;
-        summary.keys += r.keys;
-        summary.blank += r.blank;
-        summary.malformed += r.malformed;
-        for mut e in r.malformed_lines {
-            e.line += offset;
-            if summary.malformed_lines.len() < super::MALFORMED_KEPT {
-                summary.malformed_lines.push(e);
-            }
-        }
-        offset += r.lines;
     }
-    Ok(summary)
+    None
+}
+
+/// Reads a regular file like [`par_read`], but through memory-mapped windows with no copy.
+/// Falls back to [`par_read`] when the file cannot be mapped (a pipe, a special file).
+pub fn par_read_file<S: ChunkSink>(
+    file: &File,
+    opts: &ReadOptions,
+    sinks: &mut [S],
+) -> Result<ReadSummary, ReadError> {
+    assert!(!sinks.is_empty(), "par_read_file needs at least one sink");
+    let meta = file.metadata()?;
+    // Start where the file's offset is (stdin redirected from a file may be part-read).
+    let start = {
+        use std::io::Seek;
+        let mut f = file;
+        f.stream_position().unwrap_or(0)
+    };
+    let len = meta.len();
+    if !meta.is_file() || len <= start || usize::try_from(len).is_err() {
+        return par_read(file, opts, sinks);
+    }
+    let len = len as usize;
+    // A window must hold any acceptable line plus its end, so a line that does not end in a
+    // window is longer than the limit.
+    let window = WINDOW.max(opts.max_line_bytes.saturating_add(2));
+    let mut format = requested_format(opts);
+    let mut detected_line = 0u64;
+    let mut lines_seen = 0u64; // before detection
+    let mut reports: Vec<ChunkReport> = Vec::new();
+    let stop_seq = AtomicU64::new(u64::MAX);
+    let mut seq = 0u64;
+    let mut pos = start as usize;
+    while pos < len && stop_seq.load(Ordering::Relaxed) == u64::MAX {
+        let wlen = window.min(len - pos);
+        let map = match map_window(file, pos as u64, wlen) {
+            Ok(m) => m,
+            Err(_) if pos == start as usize => return par_read(file, opts, sinks),
+            Err(e) => return Err(ReadError::Io(e)),
+        };
+        let data: &[u8] = &map;
+        let at_eof = pos + wlen == len;
+        let usable = if at_eof {
+            wlen
+        } else {
+            match memchr::memrchr(b'\n', data) {
+                Some(i) => i + 1,
+                None => 0,
+            }
+        };
+        if usable == 0 {
+            // No line end in a whole window: this line is over the limit. Skip to its end.
+            drop(map);
+            let (bytes, next) = skip_long_line(file, pos, len, window)?;
+            let mut r = ChunkReport {
+                seq,
+                lines: 1,
+                ..ChunkReport::default()
+            };
+            seq += 1;
+            r.malformed(too_long(1, bytes, opts.max_line_bytes), opts.strict);
+            let fatal = r.fatal.is_some();
+            reports.push(r);
+            if format.is_none() {
+                lines_seen += 1;
+            }
+            if fatal {
+                break;
+            }
+            pos = next;
+            continue;
+        }
+        let data = &data[..usable];
+        if format.is_none()
+            && let Some((f, line)) = detect_in(data, opts.max_line_bytes)
+        {
+            format = Some(f);
+            detected_line = lines_seen + line;
+        }
+        if format.is_none() {
+            lines_seen += data.iter().filter(|&&b| b == b'\n').count() as u64;
+        }
+        // Cut the window into ~1 MiB jobs that end on line ends.
+        let mut jobs: Vec<Job<'_>> = Vec::new();
+        let mut p = 0usize;
+        while p < data.len() {
+            let target = (p + DEFAULT_CHUNK).min(data.len());
+            let end = if target == data.len() {
+                target
+            } else {
+                match memchr(b'\n', &data[target - 1..]) {
+                    Some(i) => target + i,
+                    None => data.len(),
+                }
+            };
+            jobs.push(Job {
+                seq,
+                data: &data[p..end],
+                format,
+                detected_line,
+            });
+            seq += 1;
+            p = end;
+        }
+        let next_job = AtomicUsize::new(0);
+        let window_reports: Vec<Vec<ChunkReport>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = sinks
+                .iter_mut()
+                .map(|sink| {
+                    let (jobs, next_job, stop_seq) = (&jobs, &next_job, &stop_seq);
+                    scope.spawn(move || {
+                        let mut out = Vec::new();
+                        loop {
+                            let i = next_job.fetch_add(1, Ordering::Relaxed);
+                            let Some(job) = jobs.get(i) else { break };
+                            if job.seq > stop_seq.load(Ordering::Relaxed) {
+                                continue;
+                            }
+                            let r = process(job, opts, sink);
+                            if r.fatal.is_some() {
+                                stop_seq.fetch_min(r.seq, Ordering::Relaxed);
+                            }
+                            out.push(r);
+                        }
+                        out
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .expect("invariant: key-reading workers do not panic")
+                })
+                .collect()
+        });
+        reports.extend(window_reports.into_iter().flatten());
+        pos += usable;
+    }
+    summarize(reports, format)
+}
+
+/// Skips a line that starts at `pos` and runs past a whole window; returns its length (without
+/// the line end) and the offset of the next line.
+fn skip_long_line(
+    file: &File,
+    pos: usize,
+    len: usize,
+    window: usize,
+) -> Result<(u64, usize), ReadError> {
+    let mut at = pos;
+    let mut last: Option<u8> = None;
+    while at < len {
+        let wlen = window.min(len - at);
+        let map = map_window(file, at as u64, wlen)?;
+        if let Some(i) = memchr(b'\n', &map) {
+            let prev = if i > 0 { Some(map[i - 1]) } else { last };
+            let bytes = (at + i - pos) as u64 - u64::from(prev == Some(b'\r'));
+            return Ok((bytes, at + i + 1));
+        }
+        last = map.last().copied();
+        at += wlen;
+    }
+    let bytes = (len - pos) as u64 - u64::from(last == Some(b'\r'));
+    Ok((bytes, len))
 }
 
 #[cfg(test)]
@@ -286,6 +511,42 @@ mod tests {
         par_keys.sort();
         seq_keys.sort();
         assert_eq!(par_keys, seq_keys);
+    }
+
+    #[test]
+    fn mapped_file_equals_sequential() {
+        use std::io::Write;
+        let mut input = String::new();
+        for i in 0..300_000u32 {
+            match i % 997 {
+                3 => input.push('\n'),
+                5 => input.push_str(&"x".repeat(300)),
+                _ => input.push_str(&format!("k:{{{}}}:{i}\r", i % 13)),
+            }
+            input.push('\n');
+        }
+        let mut f = tempfile::tempfile().unwrap();
+        f.write_all(input.as_bytes()).unwrap();
+        std::io::Seek::rewind(&mut f).unwrap();
+        for format in [InputFormat::Auto, InputFormat::Raw, InputFormat::Tsv] {
+            let opts = ReadOptions {
+                format,
+                max_line_bytes: 200,
+                ..ReadOptions::default()
+            };
+            let mut seq_keys = Vec::new();
+            let seq = for_each_record(input.as_bytes(), &opts, |_, r| {
+                seq_keys.push(r.key.to_vec())
+            })
+            .unwrap();
+            let mut sinks = vec![Collect::default(), Collect::default()];
+            let par = par_read_file(&f, &opts, &mut sinks).unwrap();
+            assert_eq!(seq, par, "{format:?}");
+            let mut par_keys: Vec<_> = sinks.into_iter().flat_map(|s| s.0).collect();
+            par_keys.sort();
+            seq_keys.sort();
+            assert_eq!(par_keys, seq_keys);
+        }
     }
 
     #[test]

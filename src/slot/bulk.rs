@@ -12,7 +12,7 @@
 #![allow(unsafe_code)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
-use super::{SLOT_COUNT, crc16, key_slot};
+use super::{SLOT_COUNT, key_slot};
 use memchr::memchr;
 
 /// What a bulk pass saw.
@@ -30,6 +30,15 @@ impl LineCounts {
         self.lines += other.lines;
         self.keys += other.keys;
     }
+}
+
+/// A line longer than the limit, skipped by a bulk pass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LongLine {
+    /// 1-based line number within the buffer passed in.
+    pub line: u64,
+    /// Its length in bytes (without the line end).
+    pub bytes: u64,
 }
 
 /// A reusable scanner; keeps its bitmaps between calls so a stream of chunks allocates once.
@@ -58,23 +67,54 @@ impl BulkScanner {
     /// Adds one to `hist[slot]` for every key in `buf` (raw lines) and returns the counts.
     /// `hist` must have [`SLOT_COUNT`] entries.
     pub fn count_raw_lines(&mut self, buf: &[u8], hist: &mut [u64]) -> LineCounts {
+        self.count_raw_lines_limited(buf, hist, usize::MAX, &mut Vec::new())
+    }
+
+    /// Like [`BulkScanner::count_raw_lines`], but lines longer than `max_line` bytes (without
+    /// the `\n`) are not counted as keys; they are appended to `long` instead.
+    pub fn count_raw_lines_limited(
+        &mut self,
+        buf: &[u8],
+        hist: &mut [u64],
+        max_line: usize,
+        long: &mut Vec<LongLine>,
+    ) -> LineCounts {
         assert_eq!(hist.len(), SLOT_COUNT, "histogram must have 16384 entries");
         #[cfg(target_arch = "x86_64")]
         {
-            if !self.force_portable && std::arch::is_x86_feature_detected!("avx2") {
-                // SAFETY: AVX2 was detected just above.
+            if !self.force_portable
+                && std::arch::is_x86_feature_detected!("avx2")
+                && super::clmul::window_supported()
+            {
+                // SAFETY: AVX2, PCLMULQDQ and SSE4.1 were detected just above.
                 unsafe {
-                    build_masks_avx2(buf, &mut self.newlines, &mut self.opens, &mut self.closes)
-                };
-                return scan_with_masks(buf, &self.newlines, &self.opens, &self.closes, hist);
+                    build_masks_avx2(buf, &mut self.newlines, &mut self.opens, &mut self.closes);
+                    return scan_x86(
+                        buf,
+                        &self.newlines,
+                        &self.opens,
+                        &self.closes,
+                        hist,
+                        (max_line, long),
+                    );
+                }
             }
         }
-        count_raw_lines_portable(buf, hist)
+        portable_limited(buf, hist, max_line, long)
     }
 }
 
 /// Portable bulk pass: memchr for line ends and braces.
 pub fn count_raw_lines_portable(buf: &[u8], hist: &mut [u64]) -> LineCounts {
+    portable_limited(buf, hist, usize::MAX, &mut Vec::new())
+}
+
+fn portable_limited(
+    buf: &[u8],
+    hist: &mut [u64],
+    max_line: usize,
+    long: &mut Vec<LongLine>,
+) -> LineCounts {
     let mut counts = LineCounts::default();
     let mut rest = buf;
     while !rest.is_empty() {
@@ -84,7 +124,15 @@ pub fn count_raw_lines_portable(buf: &[u8], hist: &mut [u64]) -> LineCounts {
         };
         rest = next;
         counts.lines += 1;
+        let too_long = line.len() > max_line;
         let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if too_long {
+            long.push(LongLine {
+                line: counts.lines,
+                bytes: line.len() as u64,
+            });
+            continue;
+        }
         if line.is_empty() {
             continue;
         }
@@ -115,6 +163,26 @@ fn find_next(bitmap: &[u64], from: usize, to: usize) -> Option<usize> {
     }
 }
 
+/// The mask-driven scan with the branch-free windowed CRC, compiled for the x86 features.
+///
+/// # Safety
+/// The CPU must support AVX2, PCLMULQDQ, SSSE3 and SSE4.1.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,pclmulqdq,ssse3,sse4.1")]
+unsafe fn scan_x86(
+    buf: &[u8],
+    newlines: &[u64],
+    opens: &[u64],
+    closes: &[u64],
+    hist: &mut [u64],
+    limit: (usize, &mut Vec<LongLine>),
+) -> LineCounts {
+    scan_with_masks(buf, newlines, opens, closes, hist, limit, |a, b| {
+        // SAFETY: the caller guarantees the CPU features; the scan passes a <= b <= len.
+        unsafe { super::clmul::crc16_window(buf, a, b) }
+    })
+}
+
 #[inline(always)]
 fn scan_with_masks(
     buf: &[u8],
@@ -122,26 +190,36 @@ fn scan_with_masks(
     opens: &[u64],
     closes: &[u64],
     hist: &mut [u64],
+    (max_line, long): (usize, &mut Vec<LongLine>),
+    crc_of: impl Fn(usize, usize) -> u16,
 ) -> LineCounts {
     let mut counts = LineCounts::default();
     let mut start = 0usize;
     let mut on_line = |s: usize, mut e: usize, counts: &mut LineCounts| {
         counts.lines += 1;
+        let too_long = e - s > max_line;
         if e > s && buf[e - 1] == b'\r' {
             e -= 1;
+        }
+        if too_long {
+            long.push(LongLine {
+                line: counts.lines,
+                bytes: (e - s) as u64,
+            });
+            return;
         }
         if e == s {
             return;
         }
         counts.keys += 1;
-        let hashed = match find_next(opens, s, e) {
+        let (a, b) = match find_next(opens, s, e) {
             Some(o) => match find_next(closes, o + 1, e) {
-                Some(c) if c > o + 1 => &buf[o + 1..c],
-                _ => &buf[s..e],
+                Some(c) if c > o + 1 => (o + 1, c),
+                _ => (s, e),
             },
-            None => &buf[s..e],
+            None => (s, e),
         };
-        hist[(crc16(hashed) & 0x3FFF) as usize] += 1;
+        hist[(crc_of(a, b) & 0x3FFF) as usize] += 1;
     };
     for (w, &word) in newlines.iter().enumerate() {
         let mut bits = word;
@@ -261,6 +339,18 @@ mod tests {
         assert_eq!(h[key_slot(b"bar") as usize], 1);
         assert_eq!(h[866], 1);
         assert_eq!(h[11058], 1);
+    }
+
+    #[test]
+    fn long_lines_are_skipped_by_both_paths() {
+        let buf = b"short\nlooooooong\r\nok\n";
+        for mut sc in [BulkScanner::new(), BulkScanner::portable()] {
+            let mut h = vec![0u64; SLOT_COUNT];
+            let mut long = Vec::new();
+            let c = sc.count_raw_lines_limited(buf, &mut h, 6, &mut long);
+            assert_eq!(c, LineCounts { lines: 3, keys: 2 });
+            assert_eq!(long, vec![LongLine { line: 2, bytes: 10 }]);
+        }
     }
 
     #[test]

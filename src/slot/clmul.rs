@@ -112,6 +112,15 @@ pub(crate) fn crc16_long(data: &[u8]) -> u16 {
     crc16_table(data)
 }
 
+/// Whether [`crc16_window`] may be called on this CPU.
+#[cfg(target_arch = "x86_64")]
+pub(crate) fn window_supported() -> bool {
+    has_pclmul()
+}
+
+#[cfg(target_arch = "x86_64")]
+pub(crate) use x86::crc16_window;
+
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use super::{K64, K128, K192, crc16_u64, first_block};
@@ -146,6 +155,60 @@ mod x86 {
         let u = _mm_xor_si128(_mm_clmulepi64_si128(t, k64, 0x01), t);
         crc16_u64(_mm_cvtsi128_si64(u) as u64)
     }
+
+    /// `MASK[k]` is 0xff for k >= 64: a 64-byte window of it starting at `n` keeps the last
+    /// `n` bytes of a 64-byte block.
+    static MASK: [u8; 128] = {
+        let mut m = [0u8; 128];
+        let mut i = 64;
+        while i < 128 {
+            m[i] = 0xff;
+            i += 1;
+        }
+        m
+    };
+
+    /// CRC16 of `buf[a..b]`, branch-free for short inputs: when `b >= 64` and `b - a <= 64`,
+    /// the 64 bytes ending at `b` are loaded (the bytes before `a` are in `buf`, so reading
+    /// them is safe) and those before `a` masked to zero, which the zero-prefix property makes
+    /// harmless; then four blocks are folded unconditionally. Other inputs take the general path.
+    ///
+    /// # Safety
+    /// The CPU must support `pclmulqdq`, `ssse3` and `sse4.1`; `a <= b <= buf.len()`.
+    #[target_feature(enable = "pclmulqdq,ssse3,sse4.1")]
+    #[inline]
+    pub(crate) unsafe fn crc16_window(buf: &[u8], a: usize, b: usize) -> u16 {
+        let n = b - a;
+        if b < 64 || n > 64 {
+            // SAFETY: same CPU features as this function.
+            return unsafe { crc16_fold_pclmul(&buf[a..b]) };
+        }
+        let rev = _mm_set_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+        let k = _mm_set_epi64x(K192 as i64, K128 as i64);
+        let win = &buf[b - 64..b];
+        let mask = &MASK[n..n + 64];
+        let block = |i: usize| {
+            // SAFETY: `win` and `mask` have 64 bytes, so bytes 16*i..16*i+16 are in bounds
+            // for i < 4.
+            let (d, m) = unsafe {
+                (
+                    _mm_loadu_si128(win.as_ptr().add(16 * i).cast()),
+                    _mm_loadu_si128(mask.as_ptr().add(16 * i).cast()),
+                )
+            };
+            _mm_shuffle_epi8(_mm_and_si128(d, m), rev)
+        };
+        let mut s = block(0);
+        for i in 1..4 {
+            let hi = _mm_clmulepi64_si128(s, k, 0x11);
+            let lo = _mm_clmulepi64_si128(s, k, 0x00);
+            s = _mm_xor_si128(_mm_xor_si128(hi, lo), block(i));
+        }
+        let k64 = _mm_set_epi64x(0, K64 as i64);
+        let t = _mm_xor_si128(_mm_clmulepi64_si128(s, k64, 0x01), _mm_move_epi64(s));
+        let u = _mm_xor_si128(_mm_clmulepi64_si128(t, k64, 0x01), t);
+        crc16_u64(_mm_cvtsi128_si64(u) as u64)
+    }
 }
 
 #[cfg(test)]
@@ -172,6 +235,24 @@ mod tests {
                 assert_eq!(got, want, "pclmul len {n}");
             }
             assert_eq!(crc16_long(&data[..n]), want, "dispatch len {n}");
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn window_path_equals_bitwise() {
+        if !window_supported() {
+            return;
+        }
+        let data: Vec<u8> = (0..400u32)
+            .map(|i| (i.wrapping_mul(2654435761) >> 7) as u8)
+            .collect();
+        for b in 0..=data.len() {
+            for a in (0..=b).rev().take(80) {
+                // SAFETY: support was checked above; a <= b <= len.
+                let got = unsafe { crc16_window(&data, a, b) };
+                assert_eq!(got, crc16_bitwise(&data[a..b]), "a={a} b={b}");
+            }
         }
     }
 }
