@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Runs keyplan's bulk slot pass side by side with what users would otherwise use, on a
+# generated dump, and prints each as a ratio of `cat file > /dev/null` measured in the same run.
+#
+#   tests/bench/compare.sh [KEYS]        # default 10,000,000 keys (~280 MB)
+#
+# Uses hyperfine when installed (apt-get install hyperfine); otherwise a plain timing loop
+# (median of 5). The Python row needs redis-py (pip install redis) and is skipped without it.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+N="${1:-10000000}"
+RUNS=5
+cargo build --release --quiet --bin keyplan --example gen_keys --example naive_slots
+BIN=target/release/keyplan
+DIR="$(mktemp -d)"
+trap 'rm -rf "$DIR"' EXIT
+DUMP="$DIR/keys.txt"
+target/release/examples/gen_keys "$N" > "$DUMP"
+echo "dump: $N keys, $(( $(stat -c %s "$DUMP") / 1048576 )) MB, $(nproc) cores"
+
+declare -a NAMES CMDS
+add() { NAMES+=("$1"); CMDS+=("$2"); }
+add "cat file > /dev/null" "cat '$DUMP' > /dev/null"
+add "wc -l" "wc -l '$DUMP' > /dev/null"
+add "keyplan slot --counts (file, all cores)" "$BIN slot --counts --format json --keys '$DUMP' > /dev/null"
+add "keyplan slot --counts (file, 1 thread)" "$BIN slot --counts --format json --threads 1 --keys '$DUMP' > /dev/null"
+add "keyplan slot --counts (stdin pipe)" "cat '$DUMP' | $BIN slot --counts --format json --keys - > /dev/null"
+add "naive Rust: lines() + String + crc16 crate" "target/release/examples/naive_slots '$DUMP' > /dev/null"
+if python3 -c 'import redis.crc' 2>/dev/null; then
+  add "Python: redis-py key_slot loop" "python3 -c 'import sys,redis.crc as c
+h=[0]*16384
+for l in open(sys.argv[1],\"rb\"): h[c.key_slot(l.rstrip(b\"\\n\"))]+=1' '$DUMP'"
+fi
+
+cat "$DUMP" > /dev/null # warm the page cache
+declare -a SECS
+if command -v hyperfine > /dev/null; then
+  hyperfine --warmup 1 --runs "$RUNS" --export-json "$DIR/h.json" "${CMDS[@]}" > /dev/null
+  mapfile -t SECS < <(python3 -c 'import json,sys
+for r in json.load(open(sys.argv[1]))["results"]: print(r["median"])' "$DIR/h.json")
+else
+  for cmd in "${CMDS[@]}"; do
+    ts=()
+    for _ in $(seq "$RUNS"); do
+      s=$(date +%s%N); bash -c "$cmd"; e=$(date +%s%N); ts+=($(( e - s )))
+    done
+    SECS+=("$(printf '%s\n' "${ts[@]}" | sort -n | sed -n "$(( (RUNS + 1) / 2 ))p" | awk '{printf "%.4f", $1/1e9}')")
+  done
+fi
+printf '\n%-46s %9s %9s\n' "program" "median s" "× cat"
+for i in "${!NAMES[@]}"; do
+  printf '%-46s %9.3f %9.2f\n' "${NAMES[$i]}" "${SECS[$i]}" "$(awk -v a="${SECS[$i]}" -v b="${SECS[0]}" 'BEGIN{print a/b}')"
+done
+naive_i=5
+printf '\nkeyplan (file, all cores) is %.1f× faster than the naive Rust loop\n' \
+  "$(awk -v a="${SECS[$naive_i]}" -v b="${SECS[2]}" 'BEGIN{print a/b}')"
+if [ -x /usr/bin/time ]; then
+  /usr/bin/time -f "keyplan peak resident memory: %M KB (file)" "$BIN" slot --counts --format json --keys "$DUMP" > /dev/null
+  /usr/bin/time -f "keyplan peak resident memory: %M KB (stdin pipe)" "$BIN" slot --counts --format json --keys - < <(cat "$DUMP") > /dev/null
+fi
