@@ -12,10 +12,14 @@
 #![warn(missing_docs)]
 #![deny(unsafe_code)]
 
+pub mod analyze;
 pub mod cli;
 pub mod error;
 pub mod keys;
+pub mod pattern;
 pub mod report;
+pub mod sketch;
+pub mod skew;
 pub mod slot;
 pub mod topology;
 

@@ -1,12 +1,16 @@
 //! Argument groups shared by several subcommands, and their conversion to domain settings.
 
+use super::Ctx;
+use crate::error::UserError;
 use crate::keys::parallel::{ChunkSink, par_read, par_read_file};
 use crate::keys::{DEFAULT_MAX_LINE, InputFormat, ReadError, ReadOptions, ReadSummary};
+use crate::report::slot::MalformedLine;
 use crate::topology::{SlotMap, Topology};
 use anyhow::Context as _;
 use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicU64;
 
 /// Line format of key dumps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -103,10 +107,19 @@ impl Input {
         self,
         opts: &ReadOptions,
         sinks: &mut [S],
+        progress: Option<&AtomicU64>,
     ) -> Result<ReadSummary, ReadError> {
         match self {
-            Input::Stdin(s) => par_read(s, opts, sinks),
-            Input::File(f) => par_read_file(&f, opts, sinks),
+            Input::Stdin(s) => par_read(s, opts, sinks, progress),
+            Input::File(f) => par_read_file(&f, opts, sinks, progress),
+        }
+    }
+
+    /// The size of the input in bytes, when known (regular files).
+    pub fn file_size(&self) -> Option<u64> {
+        match self {
+            Input::File(f) => f.metadata().ok().filter(|m| m.is_file()).map(|m| m.len()),
+            Input::Stdin(_) => None,
         }
     }
 }
@@ -140,4 +153,67 @@ pub fn open_input(path: &PathBuf) -> anyhow::Result<Input> {
         )
     })?;
     Ok(Input::File(f))
+}
+
+/// The malformed lines of a summary, for JSON reports.
+pub fn malformed_of(file: &str, s: &ReadSummary) -> Vec<MalformedLine> {
+    s.malformed_lines
+        .iter()
+        .map(|e| MalformedLine {
+            file: file.to_string(),
+            line: e.line,
+            column: e.column,
+            message: e.message.clone(),
+        })
+        .collect()
+}
+
+/// Reports skipped lines on stderr once, at the end.
+pub fn warn_malformed(ctx: &mut Ctx<'_>, file: &str, s: &ReadSummary) -> std::io::Result<()> {
+    if s.malformed == 0 {
+        return Ok(());
+    }
+    writeln!(
+        ctx.stderr,
+        "warning: {file}: skipped {} malformed line(s) of {} (--strict makes them fatal):",
+        s.malformed, s.lines
+    )?;
+    for e in &s.malformed_lines {
+        writeln!(
+            ctx.stderr,
+            "  {file}:{}:{}: {}",
+            e.line, e.column, e.message
+        )?;
+    }
+    if s.malformed > s.malformed_lines.len() as u64 {
+        writeln!(
+            ctx.stderr,
+            "  … and {} more",
+            s.malformed - s.malformed_lines.len() as u64
+        )?;
+    }
+    Ok(())
+}
+
+/// Adds the dump's name to a read error.
+pub fn read_context(file: &str, e: ReadError) -> anyhow::Error {
+    match e {
+        ReadError::Io(io) => anyhow::Error::new(io).context(format!("reading key dump {file}")),
+        other => anyhow::Error::new(other).context(format!("in key dump {file}")),
+    }
+}
+
+/// Opens every dump up front; `-` may appear once.
+pub fn open_all(files: &[PathBuf]) -> anyhow::Result<Vec<(String, Input)>> {
+    if files.iter().filter(|p| p.as_os_str() == "-").count() > 1 {
+        return Err(UserError::new(
+            "--keys - is given more than once",
+            "standard input can be read only once; name it once",
+        )
+        .into());
+    }
+    files
+        .iter()
+        .map(|p| Ok((input_name(p), open_input(p)?)))
+        .collect()
 }

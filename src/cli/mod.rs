@@ -2,6 +2,7 @@
 //! mapping of results and errors to exit statuses (0 clean, 1 findings, 2 error; a closed
 //! pipe on stdout is not an error).
 
+pub mod analyze;
 pub mod args;
 pub mod slot;
 
@@ -24,6 +25,8 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Analyze a key dump: distribution over nodes and slots, skew, hot tags, key patterns
+    Analyze(analyze::AnalyzeArgs),
     /// Print each key's hash slot, the bytes Redis hashes, and the owning node
     Slot(slot::SlotArgs),
 }
@@ -65,6 +68,7 @@ where
     };
     let mut ctx = Ctx { stdout, stderr };
     let result = match cli.command {
+        Command::Analyze(a) => analyze::run(a, &mut ctx),
         Command::Slot(a) => slot::run(a, &mut ctx),
     };
     match result {

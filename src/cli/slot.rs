@@ -1,12 +1,12 @@
 //! `keyplan slot`: each key's hash slot, the bytes Redis hashes and why, and the owning node.
 
 use super::Ctx;
-use super::args::{Input, InputArgs, TopologyArgs, input_name, open_input};
+use super::args::{InputArgs, TopologyArgs, malformed_of, open_all, read_context, warn_malformed};
 use crate::error::{ExitStatus, UserError};
 use crate::keys::parallel::ChunkSink;
-use crate::keys::{ReadError, ReadSummary, Record, for_each_record};
+use crate::keys::{Record, for_each_record};
 use crate::report::slot::{
-    MalformedLine, SlotCount, SlotCountsReport, SlotEmitter, SlotFormat, SlotRow, render_counts,
+    SlotCount, SlotCountsReport, SlotEmitter, SlotFormat, SlotRow, render_counts,
 };
 use crate::slot::bulk::{BulkScanner, LineCounts, LongLine};
 use crate::slot::{SLOT_COUNT, TagShape, explain, key_slot};
@@ -78,67 +78,6 @@ fn arg_bytes(s: &OsString) -> Vec<u8> {
 #[cfg(not(unix))]
 fn arg_bytes(s: &OsString) -> Vec<u8> {
     s.to_string_lossy().into_owned().into_bytes()
-}
-
-fn malformed_of(file: &str, s: &ReadSummary) -> Vec<MalformedLine> {
-    s.malformed_lines
-        .iter()
-        .map(|e| MalformedLine {
-            file: file.to_string(),
-            line: e.line,
-            column: e.column,
-            message: e.message.clone(),
-        })
-        .collect()
-}
-
-/// Reports skipped lines on stderr once, at the end.
-fn warn_malformed(ctx: &mut Ctx<'_>, file: &str, s: &ReadSummary) -> std::io::Result<()> {
-    if s.malformed == 0 {
-        return Ok(());
-    }
-    writeln!(
-        ctx.stderr,
-        "warning: {file}: skipped {} malformed line(s) of {} (--strict makes them fatal):",
-        s.malformed, s.lines
-    )?;
-    for e in &s.malformed_lines {
-        writeln!(
-            ctx.stderr,
-            "  {file}:{}:{}: {}",
-            e.line, e.column, e.message
-        )?;
-    }
-    if s.malformed > s.malformed_lines.len() as u64 {
-        writeln!(
-            ctx.stderr,
-            "  … and {} more",
-            s.malformed - s.malformed_lines.len() as u64
-        )?;
-    }
-    Ok(())
-}
-
-fn read_context(file: &str, e: ReadError) -> anyhow::Error {
-    match e {
-        ReadError::Io(io) => anyhow::Error::new(io).context(format!("reading key dump {file}")),
-        other => anyhow::Error::new(other).context(format!("in key dump {file}")),
-    }
-}
-
-/// Opens every dump up front; `-` may appear once.
-fn open_all(files: &[PathBuf]) -> anyhow::Result<Vec<(String, Input)>> {
-    if files.iter().filter(|p| p.as_os_str() == "-").count() > 1 {
-        return Err(UserError::new(
-            "--keys - is given more than once",
-            "standard input can be read only once; name it once",
-        )
-        .into());
-    }
-    files
-        .iter()
-        .map(|p| Ok((input_name(p), open_input(p)?)))
-        .collect()
 }
 
 /// Runs `keyplan slot`.
@@ -264,7 +203,7 @@ fn run_counts(
             })
             .collect();
         let summary = src
-            .par_read(&opts, &mut sinks)
+            .par_read(&opts, &mut sinks, None)
             .map_err(|e| read_context(&name, e))?;
         for s in &sinks {
             for (t, c) in total.iter_mut().zip(&s.counts) {

@@ -17,8 +17,8 @@ use crate::slot::bulk::{LineCounts, LongLine};
 use memchr::memchr;
 use std::fs::File;
 use std::io::Read;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Mutex, mpsc};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
 
 /// A consumer of keys that one worker thread owns.
 pub trait ChunkSink: Send {
@@ -173,11 +173,14 @@ fn summarize(
 }
 
 /// Reads `src` with one worker per sink (`sinks.len()` threads, at least one) and returns the
-/// same summary [`super::for_each_record`] would. Keys reach the sinks in no particular order.
+/// same summary [`super::for_each_record`] would. Chunk `i` goes to sink `i % sinks.len()`, in
+/// order, so each sink sees the same keys in the same order on every run. `progress`, when
+/// given, is advanced by the bytes processed.
 pub fn par_read<R: Read, S: ChunkSink>(
     src: R,
     opts: &ReadOptions,
     sinks: &mut [S],
+    progress: Option<&AtomicU64>,
 ) -> Result<ReadSummary, ReadError> {
     assert!(!sinks.is_empty(), "par_read needs at least one sink");
     let mut chunker = Chunker::new(src, opts.max_line_bytes);
@@ -186,8 +189,9 @@ pub fn par_read<R: Read, S: ChunkSink>(
     let mut lines_before_detection = 0u64;
     let stop_seq = AtomicU64::new(u64::MAX);
     let workers = sinks.len();
-    let (work_tx, work_rx) = mpsc::sync_channel::<(Chunk, Option<Format>, u64)>(workers * 2);
-    let work_rx = Mutex::new(work_rx);
+    let (work_txs, work_rxs): (Vec<_>, Vec<_>) = (0..workers)
+        .map(|_| mpsc::sync_channel::<(Chunk, Option<Format>, u64)>(2))
+        .unzip();
     let (free_tx, free_rx) = mpsc::channel::<Chunk>();
     let mut own_reports: Vec<ChunkReport> = Vec::new();
     let mut io_error: Option<std::io::Error> = None;
@@ -195,17 +199,13 @@ pub fn par_read<R: Read, S: ChunkSink>(
     let worker_reports: Vec<Vec<ChunkReport>> = std::thread::scope(|scope| {
         let handles: Vec<_> = sinks
             .iter_mut()
-            .map(|sink| {
-                let work_rx = &work_rx;
+            .zip(work_rxs)
+            .map(|(sink, work_rx)| {
                 let free_tx = free_tx.clone();
                 let stop_seq = &stop_seq;
                 scope.spawn(move || {
                     let mut reports = Vec::new();
-                    loop {
-                        let next = work_rx.lock().map(|rx| rx.recv());
-                        let Ok(Ok((chunk, format, detected_line))) = next else {
-                            break;
-                        };
+                    while let Ok((chunk, format, detected_line)) = work_rx.recv() {
                         if chunk.seq <= stop_seq.load(Ordering::Relaxed) {
                             let job = Job {
                                 seq: chunk.seq,
@@ -218,6 +218,9 @@ pub fn par_read<R: Read, S: ChunkSink>(
                                 stop_seq.fetch_min(r.seq, Ordering::Relaxed);
                             }
                             reports.push(r);
+                            if let Some(p) = progress {
+                                p.fetch_add(job.data.len() as u64, Ordering::Relaxed);
+                            }
                         }
                         let _ = free_tx.send(chunk);
                     }
@@ -270,11 +273,15 @@ pub fn par_read<R: Read, S: ChunkSink>(
                     }
                 }
             }
-            if work_tx.send((chunk, format, detected_line)).is_err() {
+            let worker = (chunk.seq % workers as u64) as usize;
+            if work_txs[worker]
+                .send((chunk, format, detected_line))
+                .is_err()
+            {
                 break;
             }
         }
-        drop(work_tx);
+        drop(work_txs);
         handles
             .into_iter()
             .map(|h| {
@@ -312,6 +319,7 @@ pub fn par_read_file<S: ChunkSink>(
     file: &File,
     opts: &ReadOptions,
     sinks: &mut [S],
+    progress: Option<&AtomicU64>,
 ) -> Result<ReadSummary, ReadError> {
     assert!(!sinks.is_empty(), "par_read_file needs at least one sink");
     let meta = file.metadata()?;
@@ -323,7 +331,7 @@ pub fn par_read_file<S: ChunkSink>(
     };
     let len = meta.len();
     if !meta.is_file() || len <= start || usize::try_from(len).is_err() {
-        return par_read(file, opts, sinks);
+        return par_read(file, opts, sinks, progress);
     }
     let len = len as usize;
     // A window must hold any acceptable line plus its end, so a line that does not end in a
@@ -340,7 +348,7 @@ pub fn par_read_file<S: ChunkSink>(
         let wlen = window.min(len - pos);
         let map = match map_window(file, pos as u64, wlen) {
             Ok(m) => m,
-            Err(_) if pos == start as usize => return par_read(file, opts, sinks),
+            Err(_) if pos == start as usize => return par_read(file, opts, sinks, progress),
             Err(e) => return Err(ReadError::Io(e)),
         };
         let data: &[u8] = &map;
@@ -407,17 +415,17 @@ pub fn par_read_file<S: ChunkSink>(
             seq += 1;
             p = end;
         }
-        let next_job = AtomicUsize::new(0);
+        let workers = sinks.len();
         let window_reports: Vec<Vec<ChunkReport>> = std::thread::scope(|scope| {
             let handles: Vec<_> = sinks
                 .iter_mut()
-                .map(|sink| {
-                    let (jobs, next_job, stop_seq) = (&jobs, &next_job, &stop_seq);
+                .enumerate()
+                .map(|(w, sink)| {
+                    let (jobs, stop_seq) = (&jobs, &stop_seq);
                     scope.spawn(move || {
                         let mut out = Vec::new();
-                        loop {
-                            let i = next_job.fetch_add(1, Ordering::Relaxed);
-                            let Some(job) = jobs.get(i) else { break };
+                        // Job i goes to worker i % workers: the same split on every run.
+                        for job in jobs.iter().skip(w).step_by(workers) {
                             if job.seq > stop_seq.load(Ordering::Relaxed) {
                                 continue;
                             }
@@ -426,6 +434,9 @@ pub fn par_read_file<S: ChunkSink>(
                                 stop_seq.fetch_min(r.seq, Ordering::Relaxed);
                             }
                             out.push(r);
+                            if let Some(p) = progress {
+                                p.fetch_add(job.data.len() as u64, Ordering::Relaxed);
+                            }
                         }
                         out
                     })
@@ -505,7 +516,7 @@ mod tests {
         })
         .unwrap();
         let mut sinks = vec![Collect::default(), Collect::default()];
-        let par = par_read(input.as_bytes(), &opts, &mut sinks).unwrap();
+        let par = par_read(input.as_bytes(), &opts, &mut sinks, None).unwrap();
         assert_eq!(seq, par);
         let mut par_keys: Vec<_> = sinks.into_iter().flat_map(|s| s.0).collect();
         par_keys.sort();
@@ -540,7 +551,7 @@ mod tests {
             })
             .unwrap();
             let mut sinks = vec![Collect::default(), Collect::default()];
-            let par = par_read_file(&f, &opts, &mut sinks).unwrap();
+            let par = par_read_file(&f, &opts, &mut sinks, None).unwrap();
             assert_eq!(seq, par, "{format:?}");
             let mut par_keys: Vec<_> = sinks.into_iter().flat_map(|s| s.0).collect();
             par_keys.sort();
@@ -555,7 +566,8 @@ mod tests {
         input.push_str("plain\n");
         input.push_str(&"\"b\"\n".repeat(10));
         let mut sinks = vec![Collect::default(), Collect::default()];
-        let err = par_read(input.as_bytes(), &ReadOptions::default(), &mut sinks).unwrap_err();
+        let err =
+            par_read(input.as_bytes(), &ReadOptions::default(), &mut sinks, None).unwrap_err();
         assert!(err.to_string().starts_with("line 300001:"), "{err}");
     }
 }

@@ -4,6 +4,7 @@
 //! `"schema_version"`; a key (or any byte string) is a JSON string when it is valid UTF-8 and
 //! otherwise an object `{"base64": "<standard base64 of the bytes>"}`.
 
+pub mod analyze;
 pub mod slot;
 
 use base64::Engine as _;
@@ -28,6 +29,16 @@ impl Serialize for JsonBytes<'_> {
                 m.end()
             }
         }
+    }
+}
+
+/// An owned byte string, serialised like [`JsonBytes`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ByteString(pub Vec<u8>);
+
+impl Serialize for ByteString {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        JsonBytes(&self.0).serialize(s)
     }
 }
 

@@ -104,6 +104,77 @@ impl BulkScanner {
     }
 }
 
+impl BulkScanner {
+    /// Calls `f(start, end)` for every line of `buf` (end excludes the `\n`; a last line
+    /// without one counts), finding line ends with one SIMD pass when the CPU allows.
+    pub fn for_each_line(&mut self, buf: &[u8], mut f: impl FnMut(usize, usize)) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if !self.force_portable && std::arch::is_x86_feature_detected!("avx2") {
+                // SAFETY: AVX2 was detected just above.
+                unsafe { build_newline_mask_avx2(buf, &mut self.newlines) };
+                let mut start = 0;
+                for (w, &word) in self.newlines.iter().enumerate() {
+                    let mut bits = word;
+                    while bits != 0 {
+                        let pos = (w << 6) + bits.trailing_zeros() as usize;
+                        f(start, pos);
+                        start = pos + 1;
+                        bits &= bits - 1;
+                    }
+                }
+                if start < buf.len() {
+                    f(start, buf.len());
+                }
+                return;
+            }
+        }
+        let mut start = 0;
+        for end in memchr::memchr_iter(b'\n', buf) {
+            f(start, end);
+            start = end + 1;
+        }
+        if start < buf.len() {
+            f(start, buf.len());
+        }
+    }
+}
+
+/// Fills one bitmap word per 64 input bytes marking `\n`.
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn build_newline_mask_avx2(buf: &[u8], nl: &mut Vec<u64>) {
+    use std::arch::x86_64::*;
+    nl.clear();
+    nl.reserve(buf.len().div_ceil(64));
+    let vn = _mm256_set1_epi8(b'\n' as i8);
+    let mask_of = |block: &[u8]| {
+        // SAFETY: `block` has 64 readable bytes; loadu needs no alignment.
+        let (a, b) = unsafe {
+            (
+                _mm256_loadu_si256(block.as_ptr().cast()),
+                _mm256_loadu_si256(block.as_ptr().add(32).cast()),
+            )
+        };
+        let lo = _mm256_movemask_epi8(_mm256_cmpeq_epi8(a, vn)) as u32 as u64;
+        let hi = _mm256_movemask_epi8(_mm256_cmpeq_epi8(b, vn)) as u32 as u64;
+        lo | (hi << 32)
+    };
+    let mut chunks = buf.chunks_exact(64);
+    for block in &mut chunks {
+        nl.push(mask_of(block));
+    }
+    let tail = chunks.remainder();
+    if !tail.is_empty() {
+        let mut last = [0u8; 64];
+        last[..tail.len()].copy_from_slice(tail);
+        nl.push(mask_of(&last));
+    }
+}
+
 /// Portable bulk pass: memchr for line ends and braces.
 pub fn count_raw_lines_portable(buf: &[u8], hist: &mut [u64]) -> LineCounts {
     portable_limited(buf, hist, usize::MAX, &mut Vec::new())
@@ -350,6 +421,22 @@ mod tests {
             let c = sc.count_raw_lines_limited(buf, &mut h, 6, &mut long);
             assert_eq!(c, LineCounts { lines: 3, keys: 2 });
             assert_eq!(long, vec![LongLine { line: 2, bytes: 10 }]);
+        }
+    }
+
+    #[test]
+    fn line_iteration_agrees() {
+        for buf in [&b""[..], b"a", b"a\n", b"\n\nb", b"x\r\ny\nzz"] {
+            let mut big = buf.to_vec();
+            big.extend(std::iter::repeat_n(b'q', 70));
+            big.extend_from_slice(buf);
+            for data in [buf, &big[..]] {
+                let mut a = Vec::new();
+                let mut b = Vec::new();
+                BulkScanner::new().for_each_line(data, |s, e| a.push((s, e)));
+                BulkScanner::portable().for_each_line(data, |s, e| b.push((s, e)));
+                assert_eq!(a, b);
+            }
         }
     }
 

@@ -121,6 +121,20 @@ pub(crate) fn window_supported() -> bool {
 #[cfg(target_arch = "x86_64")]
 pub(crate) use x86::crc16_window;
 
+/// CRC16 of `buf[a..b]`; reads the bytes just before `a` when that is faster (they are part of
+/// `buf`, so this is safe), which makes short inputs branch-free.
+#[inline]
+pub fn crc16_in(buf: &[u8], a: usize, b: usize) -> u16 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if has_pclmul() && a <= b && b <= buf.len() {
+            // SAFETY: the CPU features were detected just above and a <= b <= len.
+            return unsafe { crc16_window(buf, a, b) };
+        }
+    }
+    super::crc16::crc16(&buf[a..b])
+}
+
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use super::{K64, K128, K192, crc16_u64, first_block};

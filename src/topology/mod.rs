@@ -5,6 +5,8 @@
 //! `CLUSTER SHARDS`/`SLOTS`, keyplan YAML and the client-side rings plug in as further
 //! constructors of [`SlotMap`] and further variants of [`Topology`].
 
+pub mod nodes;
+
 use crate::slot::{SLOT_COUNT, key_slot};
 use std::fmt::Write as _;
 
@@ -17,6 +19,33 @@ pub struct Node {
     pub id: Option<String>,
     /// `host:port`, when known.
     pub address: Option<String>,
+    /// Flags worth reporting (`fail`, `fail?`, `handshake`, `noaddr`, `nofailover`).
+    pub flags: Vec<String>,
+    /// Replicas of this master.
+    pub replicas: usize,
+}
+
+/// Which way a slot is moving, as a `CLUSTER NODES` marker says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MigrationDirection {
+    /// `[slot->-id]`: the node is sending the slot to the peer.
+    Migrating,
+    /// `[slot-<-id]`: the node is receiving the slot from the peer.
+    Importing,
+}
+
+/// A slot in migration.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Migration {
+    /// The slot.
+    pub slot: u16,
+    /// The node whose line carries the marker.
+    pub node: String,
+    /// The other node.
+    pub peer: String,
+    /// Which way it moves.
+    pub direction: MigrationDirection,
 }
 
 /// Why a topology cannot be built.
@@ -25,6 +54,27 @@ pub enum TopologyError {
     /// `--masters` out of range.
     #[error("--masters {0}: a cluster needs between 1 and 16384 masters")]
     MastersOutOfRange(usize),
+    /// A line of a topology file is malformed.
+    #[error("line {line}: {message}")]
+    Parse {
+        /// 1-based line.
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
+    /// Some slots have no owner.
+    #[error(
+        "slots {ranges} are not served by any master ({count} slots); pass --allow-partial to report them as uncovered instead"
+    )]
+    Uncovered {
+        /// The uncovered ranges, as `0-99 200`.
+        ranges: String,
+        /// How many slots.
+        count: usize,
+    },
+    /// The file is in no format keyplan reads.
+    #[error("unrecognised topology format; supported: the text of CLUSTER NODES (or a nodes.conf)")]
+    Unrecognised,
 }
 
 const NO_OWNER: u16 = u16::MAX;
@@ -34,6 +84,7 @@ const NO_OWNER: u16 = u16::MAX;
 pub struct SlotMap {
     nodes: Vec<Node>,
     owner: Box<[u16]>,
+    migrations: Vec<Migration>,
 }
 
 /// The slot ranges `redis-cli --cluster create` gives `masters` masters, in master order.
@@ -98,9 +149,96 @@ impl SlotMap {
                 name: format!("master-{i}"),
                 id: None,
                 address: None,
+                flags: Vec::new(),
+                replicas: 0,
             });
         }
-        Ok(SlotMap { nodes, owner })
+        Ok(SlotMap {
+            nodes,
+            owner,
+            migrations: Vec::new(),
+        })
+    }
+
+    /// The slot map in a `CLUSTER NODES` listing (or a `nodes.conf`). Masters are ordered by
+    /// their first slot (masters without slots last, by name). Unowned slots are an error
+    /// unless `allow_partial`.
+    pub fn from_cluster_nodes(text: &str, allow_partial: bool) -> Result<SlotMap, TopologyError> {
+        let parsed = nodes::parse(text)?;
+        let mut owner = vec![NO_OWNER; SLOT_COUNT].into_boxed_slice();
+        for (s, o) in parsed.owner.iter().enumerate() {
+            if let Some(o) = o {
+                owner[s] = *o;
+            }
+        }
+        let mut map = SlotMap {
+            nodes: parsed.masters,
+            owner,
+            migrations: parsed.migrations,
+        };
+        let uncovered = map.uncovered();
+        if !uncovered.is_empty() && !allow_partial {
+            return Err(TopologyError::Uncovered {
+                count: uncovered.iter().map(|(a, b)| (b - a) as usize + 1).sum(),
+                ranges: format_ranges(&uncovered),
+            });
+        }
+        map.sort_nodes();
+        Ok(map)
+    }
+
+    /// Reorders nodes by first slot (slotless nodes last, by name), remapping owners.
+    fn sort_nodes(&mut self) {
+        let mut first = vec![u32::MAX; self.nodes.len()];
+        for (s, &o) in self.owner.iter().enumerate() {
+            if o != NO_OWNER && first[o as usize] == u32::MAX {
+                first[o as usize] = s as u32;
+            }
+        }
+        let mut order: Vec<usize> = (0..self.nodes.len()).collect();
+        order.sort_by(|&a, &b| {
+            first[a]
+                .cmp(&first[b])
+                .then_with(|| self.nodes[a].name.cmp(&self.nodes[b].name))
+        });
+        let mut new_index = vec![0u16; self.nodes.len()];
+        for (new, &old) in order.iter().enumerate() {
+            new_index[old] = new as u16;
+        }
+        for o in self.owner.iter_mut() {
+            if *o != NO_OWNER {
+                *o = new_index[*o as usize];
+            }
+        }
+        self.nodes = order.iter().map(|&i| self.nodes[i].clone()).collect();
+    }
+
+    /// Slots no node serves, as ranges.
+    pub fn uncovered(&self) -> Vec<(u16, u16)> {
+        let mut out: Vec<(u16, u16)> = Vec::new();
+        for (s, &o) in self.owner.iter().enumerate() {
+            if o == NO_OWNER {
+                let s = s as u16;
+                match out.last_mut() {
+                    Some((_, b)) if *b + 1 == s => *b = s,
+                    _ => out.push((s, s)),
+                }
+            }
+        }
+        out
+    }
+
+    /// Slots in migration (from `CLUSTER NODES` markers).
+    pub fn migrations(&self) -> &[Migration] {
+        &self.migrations
+    }
+
+    /// Slots owned by node `index`.
+    pub fn slot_count(&self, index: usize) -> usize {
+        self.owner
+            .iter()
+            .filter(|&&o| o as usize == index && o != NO_OWNER)
+            .count()
     }
 
     /// The nodes, in the order they were declared.
@@ -154,6 +292,24 @@ impl Topology {
         match self {
             Topology::Cluster(m) => m.owner_of_slot(key_slot(key)),
         }
+    }
+
+    /// The slot map, for slot-based topologies.
+    pub fn slot_map(&self) -> Option<&SlotMap> {
+        match self {
+            Topology::Cluster(m) => Some(m),
+        }
+    }
+
+    /// Reads a topology file, detecting its format.
+    pub fn parse(text: &str, allow_partial: bool) -> Result<Topology, TopologyError> {
+        if nodes::looks_like(text) {
+            return Ok(Topology::Cluster(SlotMap::from_cluster_nodes(
+                text,
+                allow_partial,
+            )?));
+        }
+        Err(TopologyError::Unrecognised)
     }
 
     /// Index of the node that serves `slot` (slot-based topologies only).
@@ -227,5 +383,57 @@ mod tests {
         assert_eq!(m.owner_of_slot(5461), Some(1));
         assert_eq!(m.ranges_of(2), vec![(10923, 16383)]);
         assert_eq!(format_ranges(&[(0, 5460), (7000, 7000)]), "0-5460 7000");
+    }
+
+    const NODES: &str = "\
+07c37dfeb235213a872192d90877d0cd55635b91 127.0.0.1:30004@31004,,shard-id=69bc slave e7d1eecce10fd6bb5eb35b9f99a514335d9ba9ca 0 1426238317239 4 connected
+67ed2db8d677e59ec4a4cefb06858cf2a1a89fa1 127.0.0.1:30002@31002 master - 0 1426238316232 2 connected 5461-10922
+292f8b365bb7edb5e285caf0b7e6ddc7265d2f4f 127.0.0.1:30003@31003 master - 0 1426238318243 3 connected 10923-16383
+6ec23923021cf3ffec47632106199cb7f496ce01 127.0.0.1:30005@31005 slave 67ed2db8d677e59ec4a4cefb06858cf2a1a89fa1 0 1426238316232 5 connected
+e7d1eecce10fd6bb5eb35b9f99a514335d9ba9ca 127.0.0.1:30001@31001 myself,master - 0 0 1 connected 0-5460 [93-<-292f8b365bb7edb5e285caf0b7e6ddc7265d2f4f] [77->-67ed2db8d677e59ec4a4cefb06858cf2a1a89fa1]
+vars currentEpoch 6 lastVoteEpoch 0
+";
+
+    #[test]
+    fn cluster_nodes_with_markers() {
+        let t = Topology::parse(NODES, false).unwrap();
+        let m = t.slot_map().unwrap();
+        let names: Vec<&str> = m.nodes().iter().map(|n| n.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["127.0.0.1:30001", "127.0.0.1:30002", "127.0.0.1:30003"]
+        );
+        assert_eq!(m.nodes()[0].replicas, 1);
+        assert_eq!(m.owner_of_slot(93), Some(0));
+        assert_eq!(m.owner_of_slot(77), Some(0));
+        assert_eq!(m.owner_of_slot(5461), Some(1));
+        assert_eq!(m.migrations().len(), 2);
+        assert_eq!(m.migrations()[0].slot, 77);
+        assert_eq!(m.migrations()[0].direction, MigrationDirection::Migrating);
+        assert_eq!(m.migrations()[0].peer, "127.0.0.1:30002");
+    }
+
+    #[test]
+    fn cluster_nodes_errors_name_the_line() {
+        let gap = NODES.replace("10923-16383", "10923-16000");
+        let e = Topology::parse(&gap, false).unwrap_err().to_string();
+        assert!(
+            e.contains("16001-16383") && e.contains("--allow-partial"),
+            "{e}"
+        );
+        let t = Topology::parse(&gap, true).unwrap();
+        assert_eq!(t.slot_map().unwrap().uncovered(), vec![(16001, 16383)]);
+        let twice = NODES.replace("5461-10922", "5000-10922");
+        let e = Topology::parse(&twice, false).unwrap_err().to_string();
+        assert!(e.contains("slot 5000 is owned twice"), "{e}");
+        let bad = NODES.replace("10923-16383", "10923-99999");
+        let e = Topology::parse(&bad, false).unwrap_err().to_string();
+        assert!(e.starts_with("line 3:") && e.contains("99999"), "{e}");
+        let short = "e7d1eecce10fd6bb5eb35b9f99a514335d9ba9ca 127.0.0.1:1@2 master -\n";
+        assert!(Topology::parse(short, false).is_err());
+        assert!(matches!(
+            Topology::parse("hello", false),
+            Err(TopologyError::Unrecognised)
+        ));
     }
 }

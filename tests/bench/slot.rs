@@ -157,12 +157,14 @@ fn threads() -> usize {
 
 fn stream_2t(dump: &[u8]) -> u64 {
     let mut s = sinks(threads());
-    par_read(dump, &opts(), &mut s).expect("read").keys
+    par_read(dump, &opts(), &mut s, None).expect("read").keys
 }
 
 fn mapped(file: &std::fs::File) -> u64 {
     let mut s = sinks(threads());
-    par_read_file(file, &opts(), &mut s).expect("read").keys
+    par_read_file(file, &opts(), &mut s, None)
+        .expect("read")
+        .keys
 }
 
 /// `cat file > /dev/null` in-process: read the file through a reused 128 KiB buffer.

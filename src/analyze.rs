@@ -1,0 +1,676 @@
+//! `analyze`: one streaming pass over a key dump (SPEC §3).
+//!
+//! Each worker owns an [`Analyzer`]: per-slot counts of keys, bytes and ops, hash-tag sketches
+//! (a HyperLogLog of distinct tags and Space-Saving tables of the heaviest tags by keys and by
+//! bytes) and a pattern tree. Memory does not grow with the number of keys. Workers are merged
+//! and [`Analyzer::finish`] turns the result into an [`AnalyzeReport`], the versioned JSON
+//! contract documented in README.
+
+use crate::keys::parallel::ChunkSink;
+use crate::keys::{ReadSummary, Record};
+use crate::pattern::{Delimiters, Observation, PatternTree, Token, tag_shape, tokenize};
+use crate::report::ByteString;
+use crate::sketch::{Hll, SpaceSaving, hash64};
+use crate::skew::{Skew, describe, skew};
+use crate::slot::bulk::{BulkScanner, LineCounts, LongLine};
+use crate::slot::{SLOT_COUNT, TagShape, crc16, crc16_in};
+use crate::topology::{Migration, Topology, format_ranges};
+use serde::Serialize;
+
+/// How `analyze` summarises.
+#[derive(Debug, Clone)]
+pub struct AnalyzeConfig {
+    /// Rows in the top-N lists (hot slots, hot tags; patterns in tables).
+    pub top: usize,
+    /// A tag holding more than this share (0..1) of all keys or bytes is flagged hot.
+    pub hot_tag_share: f64,
+    /// Pattern delimiters.
+    pub delimiters: Delimiters,
+    /// Counters per heavy-hitter table.
+    pub heavy_capacity: usize,
+    /// Most patterns listed in the report.
+    pub max_patterns: usize,
+}
+
+impl Default for AnalyzeConfig {
+    fn default() -> Self {
+        AnalyzeConfig {
+            top: 10,
+            hot_tag_share: 0.01,
+            delimiters: Delimiters::default(),
+            heavy_capacity: 512,
+            max_patterns: 200,
+        }
+    }
+}
+
+/// One worker's running state.
+pub struct Analyzer<'t> {
+    topology: &'t Topology,
+    slot_keys: Vec<u64>,
+    slot_bytes: Vec<u64>,
+    slot_ops: Vec<f64>,
+    tagged: u64,
+    tag_hll: Hll,
+    tags_by_keys: SpaceSaving,
+    tags_by_bytes: SpaceSaving,
+    patterns: PatternTree,
+    tokens: Vec<Token>,
+    scanner: BulkScanner,
+    saw_bytes: bool,
+    saw_ops: bool,
+}
+
+impl<'t> Analyzer<'t> {
+    /// A fresh analyzer placing keys on `topology`.
+    pub fn new(topology: &'t Topology, config: &AnalyzeConfig) -> Analyzer<'t> {
+        Analyzer {
+            topology,
+            slot_keys: vec![0; SLOT_COUNT],
+            slot_bytes: vec![0; SLOT_COUNT],
+            slot_ops: vec![0.0; SLOT_COUNT],
+            tagged: 0,
+            tag_hll: Hll::new(14),
+            tags_by_keys: SpaceSaving::new(config.heavy_capacity),
+            tags_by_bytes: SpaceSaving::new(config.heavy_capacity),
+            patterns: PatternTree::new(config.delimiters.clone(), topology.nodes().len()),
+            tokens: Vec::new(),
+            scanner: BulkScanner::new(),
+            saw_bytes: false,
+            saw_ops: false,
+        }
+    }
+
+    /// Counts one key with its weights.
+    #[inline]
+    pub fn add(&mut self, key: &[u8], bytes: Option<u64>, ops: Option<f64>) {
+        self.add_in(key, 0, key.len(), bytes, ops);
+    }
+
+    /// Counts the key `buf[a..b]` (the bytes around it let the CRC take its fastest path).
+    #[inline]
+    pub fn add_in(&mut self, buf: &[u8], a: usize, b: usize, bytes: Option<u64>, ops: Option<f64>) {
+        let mut tokens = std::mem::take(&mut self.tokens);
+        tokenize(&buf[a..b], self.patterns.delimiters(), &mut tokens);
+        self.add_tokenized(buf, a, b, &tokens, bytes, ops);
+        self.tokens = tokens;
+    }
+
+    /// Counts the key `buf[a..b]` whose tokens are already known.
+    #[inline]
+    fn add_tokenized(
+        &mut self,
+        buf: &[u8],
+        a: usize,
+        b: usize,
+        tokens: &[Token],
+        bytes: Option<u64>,
+        ops: Option<f64>,
+    ) {
+        let key = &buf[a..b];
+        let shape = tag_shape(tokens, key).unwrap_or_else(|| TagShape::of(key));
+        let (ha, hb) = match shape {
+            TagShape::Tagged { open, close } => (a + open + 1, a + close),
+            _ => (a, b),
+        };
+        let slot = (crc16_in(buf, ha, hb) & 0x3FFF) as usize;
+        let w = bytes.unwrap_or(0);
+        let o = ops.unwrap_or(0.0);
+        self.saw_bytes |= bytes.is_some();
+        self.saw_ops |= ops.is_some();
+        self.slot_keys[slot] += 1;
+        if bytes.is_some() || ops.is_some() {
+            self.slot_bytes[slot] += w;
+            self.slot_ops[slot] += o;
+        }
+        let tag = match shape {
+            TagShape::Tagged { .. } => {
+                let hashed = &buf[ha..hb];
+                let h = hash64(hashed);
+                self.tagged += 1;
+                self.tag_hll.insert_hash(h);
+                self.tags_by_keys.add_hashed(hashed, h, 1, w);
+                if w > 0 {
+                    self.tags_by_bytes.add_hashed(hashed, h, w, 1);
+                }
+                Some(hashed)
+            }
+            _ => None,
+        };
+        self.patterns.add_tokens(
+            tokens,
+            &Observation {
+                key,
+                bytes: w,
+                ops: o,
+                node: self.topology.node_of_slot(slot as u16),
+                tag,
+                slot: slot as u16,
+            },
+        );
+    }
+
+    /// Adds another worker's counts to these.
+    pub fn merge(&mut self, o: &Analyzer<'_>) {
+        for (a, b) in self.slot_keys.iter_mut().zip(&o.slot_keys) {
+            *a += b;
+        }
+        for (a, b) in self.slot_bytes.iter_mut().zip(&o.slot_bytes) {
+            *a += b;
+        }
+        for (a, b) in self.slot_ops.iter_mut().zip(&o.slot_ops) {
+            *a += b;
+        }
+        self.tagged += o.tagged;
+        self.tag_hll.merge(&o.tag_hll);
+        self.tags_by_keys.merge(&o.tags_by_keys);
+        self.tags_by_bytes.merge(&o.tags_by_bytes);
+        self.patterns.merge(&o.patterns);
+        self.saw_bytes |= o.saw_bytes;
+        self.saw_ops |= o.saw_ops;
+    }
+}
+
+impl ChunkSink for Analyzer<'_> {
+    fn record(&mut self, rec: &Record<'_>) {
+        self.add(rec.key, rec.bytes, rec.ops);
+    }
+
+    fn raw_lines(
+        &mut self,
+        data: &[u8],
+        max_line: usize,
+        long: &mut Vec<LongLine>,
+    ) -> Option<LineCounts> {
+        let mut counts = LineCounts::default();
+        let mut scanner = std::mem::take(&mut self.scanner);
+        scanner.for_each_line(data, |start, end| {
+            counts.lines += 1;
+            let mut e = end;
+            let too_long = e - start > max_line;
+            if e > start && data[e - 1] == b'\r' {
+                e -= 1;
+            }
+            if too_long {
+                long.push(LongLine {
+                    line: counts.lines,
+                    bytes: (e - start) as u64,
+                });
+            } else if e > start {
+                counts.keys += 1;
+                self.add_in(data, start, e, None, None);
+            }
+        });
+        self.scanner = scanner;
+        Some(counts)
+    }
+}
+
+/// Where the topology came from and what it says.
+#[derive(Debug, Clone, Serialize)]
+pub struct TopologyInfo {
+    /// `cluster`.
+    pub kind: &'static str,
+    /// In words: `default: 3 masters as redis-cli --cluster create assigns slots`, …
+    pub source: String,
+    /// Number of nodes keys can land on.
+    pub nodes: usize,
+    /// Slots no node serves (with --allow-partial), as ranges like `0-99`.
+    pub uncovered_slots: Vec<String>,
+    /// Slots in migration.
+    pub migrating: Vec<Migration>,
+}
+
+/// Totals over the whole input.
+#[derive(Debug, Clone, Serialize)]
+pub struct Totals {
+    /// Keys analysed.
+    pub keys: u64,
+    /// Sum of the bytes weights (0 without weights).
+    pub bytes: u64,
+    /// Sum of the ops weights (0 without weights).
+    pub ops: f64,
+    /// Whether the input carried bytes weights.
+    pub has_bytes: bool,
+    /// Whether the input carried ops weights.
+    pub has_ops: bool,
+    /// Lines read.
+    pub lines: u64,
+    /// Blank lines skipped.
+    pub blank_lines: u64,
+    /// Malformed lines skipped.
+    pub malformed_lines: u64,
+    /// Keys with a non-empty hash tag.
+    pub tagged_keys: u64,
+    /// Share of keys with a hash tag (0..1).
+    pub tagged_share: f64,
+    /// Estimated number of distinct hash tags (HyperLogLog, ~1% error).
+    pub distinct_tags_estimate: u64,
+    /// Keys on slots that no node serves (with --allow-partial).
+    pub uncovered_keys: u64,
+}
+
+/// One node's load.
+#[derive(Debug, Clone, Serialize)]
+pub struct NodeReport {
+    /// The name keyplan uses (address, or `master-N`).
+    pub id: String,
+    /// The cluster node id, when known.
+    pub node_id: Option<String>,
+    /// `host:port`, when known.
+    pub address: Option<String>,
+    /// Slot ranges like `0-5460`.
+    pub slot_ranges: Vec<String>,
+    /// Slots served.
+    pub slots: usize,
+    /// Keys.
+    pub keys: u64,
+    /// Bytes.
+    pub bytes: u64,
+    /// Ops.
+    pub ops: f64,
+    /// Share of all keys (0..1).
+    pub share_keys: f64,
+    /// Share of all bytes (0..1).
+    pub share_bytes: f64,
+    /// Share of all ops (0..1).
+    pub share_ops: f64,
+    /// Share of the 16384 slots (0..1).
+    pub share_slots: f64,
+    /// Replicas (from CLUSTER NODES).
+    pub replicas: usize,
+    /// Flags worth knowing (`fail`, `noaddr`, …).
+    pub flags: Vec<String>,
+}
+
+/// Skew of each weight, and a verdict in words.
+#[derive(Debug, Clone, Serialize)]
+pub struct SkewReport {
+    /// By keys.
+    pub keys: Option<Skew>,
+    /// By bytes (with weights).
+    pub bytes: Option<Skew>,
+    /// By ops (with weights).
+    pub ops: Option<Skew>,
+    /// Plain words, most important first.
+    pub verdict: String,
+}
+
+/// A hot slot.
+#[derive(Debug, Clone, Serialize)]
+pub struct SlotReport {
+    /// The slot.
+    pub slot: u16,
+    /// Its node.
+    pub node: Option<String>,
+    /// Keys.
+    pub keys: u64,
+    /// Bytes.
+    pub bytes: u64,
+    /// Ops.
+    pub ops: f64,
+    /// Share of all keys (0..1).
+    pub share_keys: f64,
+    /// Share of all bytes (0..1).
+    pub share_bytes: f64,
+}
+
+/// A heavy hash tag.
+#[derive(Debug, Clone, Serialize)]
+pub struct TagReport {
+    /// The tag bytes.
+    pub tag: ByteString,
+    /// The slot all its keys share.
+    pub slot: u16,
+    /// Its node.
+    pub node: Option<String>,
+    /// Keys carrying it (upper bound).
+    pub keys: u64,
+    /// How much `keys` may over-count.
+    pub keys_error: u64,
+    /// Bytes of its keys (approximate).
+    pub bytes: u64,
+    /// Share of all keys (0..1).
+    pub share_keys: f64,
+    /// Share of all bytes (0..1).
+    pub share_bytes: f64,
+    /// Whether it holds more than the hot-tag threshold of keys or bytes.
+    pub hot: bool,
+}
+
+/// One node's part of a pattern.
+#[derive(Debug, Clone, Serialize)]
+pub struct PatternNode {
+    /// The node.
+    pub node: String,
+    /// The pattern's keys there.
+    pub keys: u64,
+    /// Share of the pattern's keys (0..1).
+    pub share: f64,
+}
+
+/// An inferred key pattern.
+#[derive(Debug, Clone, Serialize)]
+pub struct PatternReport {
+    /// e.g. `feed:{group_<int>}:user:<int>`.
+    pub pattern: String,
+    /// Keys.
+    pub keys: u64,
+    /// Bytes.
+    pub bytes: u64,
+    /// Ops.
+    pub ops: f64,
+    /// Share of all keys (0..1).
+    pub share_keys: f64,
+    /// Share of all bytes (0..1).
+    pub share_bytes: f64,
+    /// The hash tag's pattern, e.g. `group_<int>`.
+    pub tag: Option<String>,
+    /// Estimated distinct tag values.
+    pub tag_cardinality: Option<u64>,
+    /// Per node, in node order.
+    pub nodes: Vec<PatternNode>,
+    /// The node holding the largest share of this pattern's keys compared with its slot share.
+    pub hottest_node: Option<String>,
+    /// Up to three example keys.
+    pub examples: Vec<ByteString>,
+    /// Anchored byte regex every key of the pattern matches.
+    pub regex: String,
+}
+
+/// The result of `analyze` (JSON `schema_version` 1).
+#[derive(Debug, Clone, Serialize)]
+pub struct AnalyzeReport {
+    /// JSON schema version.
+    pub schema_version: u32,
+    /// The topology used.
+    pub topology: TopologyInfo,
+    /// Totals.
+    pub totals: Totals,
+    /// Nodes, ordered by first slot.
+    pub nodes: Vec<NodeReport>,
+    /// Skew by keys, bytes, ops.
+    pub skew: SkewReport,
+    /// The slots with the most keys.
+    pub hot_slots: Vec<SlotReport>,
+    /// The tags with the most keys.
+    pub hot_tags: Vec<TagReport>,
+    /// The tags with the most bytes (with weights).
+    pub hot_tags_by_bytes: Vec<TagReport>,
+    /// Patterns, most keys first.
+    pub patterns: Vec<PatternReport>,
+    /// Patterns beyond the listing limit, folded.
+    pub patterns_not_listed: usize,
+}
+
+fn share(part: f64, total: f64) -> f64 {
+    if total > 0.0 { part / total } else { 0.0 }
+}
+
+impl Analyzer<'_> {
+    /// Builds the report. `read` is the reader's summary over all inputs; `source` says where
+    /// the topology came from.
+    pub fn finish(
+        self,
+        read: &ReadSummary,
+        source: String,
+        config: &AnalyzeConfig,
+    ) -> AnalyzeReport {
+        let topo = self.topology;
+        let map = topo.slot_map();
+        let names: Vec<String> = topo.nodes().iter().map(|n| n.name.clone()).collect();
+        let n = names.len();
+        let mut node_keys = vec![0u64; n];
+        let mut node_bytes = vec![0u64; n];
+        let mut node_ops = vec![0f64; n];
+        let mut uncovered_keys = 0;
+        for s in 0..SLOT_COUNT {
+            match topo.node_of_slot(s as u16) {
+                Some(i) => {
+                    node_keys[i] += self.slot_keys[s];
+                    node_bytes[i] += self.slot_bytes[s];
+                    node_ops[i] += self.slot_ops[s];
+                }
+                None => uncovered_keys += self.slot_keys[s],
+            }
+        }
+        let keys: u64 = self.slot_keys.iter().sum();
+        let bytes: u64 = self.slot_bytes.iter().sum();
+        let ops: f64 = self.slot_ops.iter().sum();
+        let slot_counts: Vec<usize> = (0..n)
+            .map(|i| map.map(|m| m.slot_count(i)).unwrap_or(0))
+            .collect();
+        let slot_shares: Vec<f64> = slot_counts
+            .iter()
+            .map(|&c| c as f64 / SLOT_COUNT as f64)
+            .collect();
+        let nodes: Vec<NodeReport> = topo
+            .nodes()
+            .iter()
+            .enumerate()
+            .map(|(i, node)| NodeReport {
+                id: node.name.clone(),
+                node_id: node.id.clone(),
+                address: node.address.clone(),
+                slot_ranges: map
+                    .map(|m| {
+                        m.ranges_of(i)
+                            .iter()
+                            .map(|r| format_ranges(&[*r]))
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+                slots: slot_counts[i],
+                keys: node_keys[i],
+                bytes: node_bytes[i],
+                ops: node_ops[i],
+                share_keys: share(node_keys[i] as f64, keys as f64),
+                share_bytes: share(node_bytes[i] as f64, bytes as f64),
+                share_ops: share(node_ops[i], ops),
+                share_slots: slot_shares[i],
+                replicas: node.replicas,
+                flags: node.flags.clone(),
+            })
+            .collect();
+        let to_f = |v: &[u64]| v.iter().map(|&x| x as f64).collect::<Vec<_>>();
+        let sk_keys = skew(&to_f(&node_keys), &names, &slot_shares);
+        let sk_bytes = if self.saw_bytes {
+            skew(&to_f(&node_bytes), &names, &slot_shares)
+        } else {
+            None
+        };
+        let sk_ops = if self.saw_ops {
+            skew(&node_ops, &names, &slot_shares)
+        } else {
+            None
+        };
+        let verdict = verdict(keys, &sk_keys, &sk_bytes, &sk_ops, uncovered_keys);
+
+        let mut slot_order: Vec<usize> =
+            (0..SLOT_COUNT).filter(|&s| self.slot_keys[s] > 0).collect();
+        slot_order.sort_by(|&a, &b| self.slot_keys[b].cmp(&self.slot_keys[a]).then(a.cmp(&b)));
+        let node_name = |slot: u16| topo.node_of_slot(slot).map(|i| names[i].clone());
+        let hot_slots = slot_order
+            .iter()
+            .take(config.top)
+            .map(|&s| SlotReport {
+                slot: s as u16,
+                node: node_name(s as u16),
+                keys: self.slot_keys[s],
+                bytes: self.slot_bytes[s],
+                ops: self.slot_ops[s],
+                share_keys: share(self.slot_keys[s] as f64, keys as f64),
+                share_bytes: share(self.slot_bytes[s] as f64, bytes as f64),
+            })
+            .collect();
+        let tag_report = |h: &crate::sketch::HeavyHitter, by_bytes: bool| {
+            let slot = crc16(&h.item) & 0x3FFF;
+            let (k, kerr, b) = if by_bytes {
+                (h.other, 0, h.weight)
+            } else {
+                (h.weight, h.error, h.other)
+            };
+            let sk = share(k as f64, keys as f64);
+            let sb = share(b as f64, bytes as f64);
+            TagReport {
+                tag: ByteString(h.item.clone()),
+                slot,
+                node: node_name(slot),
+                keys: k,
+                keys_error: kerr,
+                bytes: b,
+                share_keys: sk,
+                share_bytes: sb,
+                hot: sk > config.hot_tag_share || sb > config.hot_tag_share,
+            }
+        };
+        let hot_tags = self
+            .tags_by_keys
+            .top(config.top)
+            .iter()
+            .map(|h| tag_report(h, false))
+            .collect();
+        let hot_tags_by_bytes = if self.saw_bytes {
+            self.tags_by_bytes
+                .top(config.top)
+                .iter()
+                .map(|h| tag_report(h, true))
+                .collect()
+        } else {
+            Vec::new()
+        };
+
+        let all = self.patterns.finish();
+        let patterns_not_listed = all.len().saturating_sub(config.max_patterns);
+        let patterns = all
+            .into_iter()
+            .take(config.max_patterns)
+            .map(|p| {
+                let st = &p.stats;
+                let pnodes: Vec<PatternNode> = names
+                    .iter()
+                    .enumerate()
+                    .map(|(i, name)| PatternNode {
+                        node: name.clone(),
+                        keys: st.node_keys.get(i).copied().unwrap_or(0),
+                        share: share(
+                            st.node_keys.get(i).copied().unwrap_or(0) as f64,
+                            st.keys as f64,
+                        ),
+                    })
+                    .collect();
+                let hottest_node = pnodes
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, pn)| pn.keys > 0)
+                    .max_by(|(i, a), (j, b)| {
+                        let ra = a.share / slot_shares[*i].max(1e-9);
+                        let rb = b.share / slot_shares[*j].max(1e-9);
+                        ra.total_cmp(&rb).then(j.cmp(i))
+                    })
+                    .map(|(_, pn)| pn.node.clone());
+                PatternReport {
+                    pattern: p.text.clone(),
+                    keys: st.keys,
+                    bytes: st.bytes,
+                    ops: st.ops,
+                    share_keys: share(st.keys as f64, keys as f64),
+                    share_bytes: share(st.bytes as f64, bytes as f64),
+                    tag_cardinality: p.tag.as_ref().map(|_| st.tags.estimate()),
+                    tag: p.tag.clone(),
+                    nodes: pnodes,
+                    hottest_node,
+                    examples: st.examples().map(|e| ByteString(e.to_vec())).collect(),
+                    regex: p.regex.clone(),
+                }
+            })
+            .collect();
+
+        AnalyzeReport {
+            schema_version: 1,
+            topology: TopologyInfo {
+                kind: "cluster",
+                source,
+                nodes: n,
+                uncovered_slots: map
+                    .map(|m| m.uncovered().iter().map(|r| format_ranges(&[*r])).collect())
+                    .unwrap_or_default(),
+                migrating: map.map(|m| m.migrations().to_vec()).unwrap_or_default(),
+            },
+            totals: Totals {
+                keys,
+                bytes,
+                ops,
+                has_bytes: self.saw_bytes,
+                has_ops: self.saw_ops,
+                lines: read.lines,
+                blank_lines: read.blank,
+                malformed_lines: read.malformed,
+                tagged_keys: self.tagged,
+                tagged_share: share(self.tagged as f64, keys as f64),
+                distinct_tags_estimate: if self.tagged == 0 {
+                    0
+                } else {
+                    self.tag_hll.estimate()
+                },
+                uncovered_keys,
+            },
+            nodes,
+            skew: SkewReport {
+                keys: sk_keys,
+                bytes: sk_bytes,
+                ops: sk_ops,
+                verdict,
+            },
+            hot_slots,
+            hot_tags,
+            hot_tags_by_bytes,
+            patterns,
+            patterns_not_listed,
+        }
+    }
+}
+
+/// The verdict: the worst skew first, in words.
+fn verdict(
+    keys: u64,
+    by_keys: &Option<Skew>,
+    by_bytes: &Option<Skew>,
+    by_ops: &Option<Skew>,
+    uncovered: u64,
+) -> String {
+    if keys == 0 {
+        return "no keys were read".to_string();
+    }
+    let mut parts: Vec<String> = Vec::new();
+    let mut worst: Vec<(&str, &Skew)> = Vec::new();
+    if let Some(s) = by_keys {
+        worst.push(("keys", s));
+    }
+    if let Some(s) = by_bytes {
+        worst.push(("bytes", s));
+    }
+    if let Some(s) = by_ops {
+        worst.push(("ops", s));
+    }
+    worst.sort_by(|a, b| b.1.max_over_mean.total_cmp(&a.1.max_over_mean));
+    if let Some((what, s)) = worst.first() {
+        let level = if s.max_over_mean >= 1.5 {
+            "badly skewed"
+        } else if s.max_over_mean >= 1.1 {
+            "skewed"
+        } else {
+            "evenly spread"
+        };
+        parts.push(format!("{what} are {level}: {}", describe(s, what)));
+        for (what, s) in worst.iter().skip(1) {
+            if s.max_over_mean >= 1.1 {
+                parts.push(describe(s, what));
+            }
+        }
+    }
+    if uncovered > 0 {
+        parts.push(format!("{uncovered} keys fall on slots no node serves"));
+    }
+    parts.join("; ")
+}

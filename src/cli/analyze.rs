@@ -1,0 +1,189 @@
+//! `keyplan analyze`: distribution, skew, hot slots and tags, and key patterns of a dump.
+
+use super::Ctx;
+use super::args::{InputArgs, open_all, read_context, warn_malformed};
+use crate::analyze::{AnalyzeConfig, Analyzer};
+use crate::error::{ExitStatus, UserError};
+use crate::keys::ReadSummary;
+use crate::pattern::{DEFAULT_DELIMITERS, Delimiters};
+use crate::report::analyze::{render_json, render_table};
+use crate::topology::{SlotMap, Topology};
+use anyhow::Context as _;
+use std::io::{BufWriter, IsTerminal};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+/// Output format of `analyze`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AnalyzeFormat {
+    /// Tables, verdict first
+    Table,
+    /// One JSON document (schema_version 1, documented in README)
+    Json,
+}
+
+/// Analyze a key dump: per-node and per-slot distribution, skew, hot tags, patterns.
+///
+/// One streaming pass on all cores; memory does not grow with the number of keys. Without a
+/// topology, keys are placed on 3 masters laid out as `redis-cli --cluster create` does.
+#[derive(Debug, clap::Args)]
+pub struct AnalyzeArgs {
+    /// Key dumps to read ('-' for stdin)
+    #[arg(value_name = "FILE", required = true)]
+    pub files: Vec<PathBuf>,
+
+    /// How dumps are read.
+    #[command(flatten)]
+    pub input: InputArgs,
+
+    /// Place keys on N masters laid out as `redis-cli --cluster create` assigns slots [default: 3]
+    #[arg(long, value_name = "N", conflicts_with = "topology",
+          value_parser = clap::value_parser!(u16).range(1..=16384))]
+    pub masters: Option<u16>,
+
+    /// A topology file: the text of CLUSTER NODES (or a nodes.conf)
+    #[arg(long, value_name = "FILE")]
+    pub topology: Option<PathBuf>,
+
+    /// Accept a topology whose slots are not all served, and report the uncovered ones
+    #[arg(long)]
+    pub allow_partial: bool,
+
+    /// Output format
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: AnalyzeFormat,
+
+    /// Rows in the top lists (hot slots, tags, patterns in tables)
+    #[arg(long, default_value_t = 10, value_name = "N")]
+    pub top: usize,
+
+    /// Characters that separate key segments when inferring patterns
+    #[arg(long, default_value = DEFAULT_DELIMITERS, value_name = "CHARS")]
+    pub delimiters: String,
+
+    /// Flag a hash tag as hot when it holds more than this percent of all keys or bytes
+    #[arg(long, default_value_t = 1.0, value_name = "PCT")]
+    pub hot_tag_share: f64,
+
+    /// Worker threads (default: all cores)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub threads: Option<u16>,
+}
+
+/// Runs `keyplan analyze`.
+pub fn run(args: AnalyzeArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
+    if !(0.0..=100.0).contains(&args.hot_tag_share) {
+        return Err(UserError::new(
+            format!("--hot-tag-share {}: not a percentage", args.hot_tag_share),
+            "give a number between 0 and 100, e.g. --hot-tag-share 1",
+        )
+        .into());
+    }
+    let (topology, source) = match (&args.topology, args.masters) {
+        (Some(path), _) => {
+            let text = std::fs::read(path)
+                .with_context(|| format!("cannot read topology file '{}'", path.display()))?;
+            let text = String::from_utf8_lossy(&text);
+            let t = Topology::parse(&text, args.allow_partial)
+                .with_context(|| format!("in topology file {}", path.display()))?;
+            (t, format!("CLUSTER NODES from {}", path.display()))
+        }
+        (None, Some(n)) => (
+            Topology::Cluster(SlotMap::from_masters(n as usize)?),
+            format!("{n} masters as redis-cli --cluster create assigns slots"),
+        ),
+        (None, None) => (
+            Topology::Cluster(SlotMap::from_masters(3)?),
+            "default: 3 masters as redis-cli --cluster create assigns slots (use --masters or --topology)".to_string(),
+        ),
+    };
+    let config = AnalyzeConfig {
+        top: args.top.max(1),
+        hot_tag_share: args.hot_tag_share / 100.0,
+        delimiters: Delimiters::new(&args.delimiters),
+        ..AnalyzeConfig::default()
+    };
+    let opts = args.input.read_options();
+    let threads = args.threads.map(usize::from).unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    });
+    let inputs = open_all(&args.files)?;
+    let total_bytes: Option<u64> = inputs.iter().map(|(_, i)| i.file_size()).sum();
+    let names: Vec<String> = inputs.iter().map(|(n, _)| n.clone()).collect();
+    let mut workers: Vec<Analyzer<'_>> = (0..threads)
+        .map(|_| Analyzer::new(&topology, &config))
+        .collect();
+    let mut read = ReadSummary::default();
+    let mut summaries = Vec::new();
+
+    let progress = AtomicU64::new(0);
+    let done = AtomicBool::new(false);
+    let show_progress = std::io::stderr().is_terminal();
+    std::thread::scope(|scope| -> anyhow::Result<()> {
+        if show_progress {
+            let (progress, done) = (&progress, &done);
+            scope.spawn(move || draw_progress(progress, done, total_bytes));
+        }
+        let result = (|| -> anyhow::Result<()> {
+            for (name, input) in inputs {
+                let s = input
+                    .par_read(&opts, &mut workers, Some(&progress))
+                    .map_err(|e| read_context(&name, e))?;
+                read.merge(s.clone());
+                summaries.push((name, s));
+            }
+            Ok(())
+        })();
+        done.store(true, Ordering::Relaxed);
+        result
+    })?;
+
+    let mut it = workers.into_iter();
+    let mut total = it.next().expect("invariant: at least one worker");
+    for w in it {
+        total.merge(&w);
+    }
+    let report = total.finish(&read, source, &config);
+    let mut out = BufWriter::new(&mut *ctx.stdout);
+    match args.format {
+        AnalyzeFormat::Json => render_json(&mut out, &report),
+        AnalyzeFormat::Table => render_table(&mut out, &report, &names.join(", "), config.top),
+    }
+    .context("writing the report")?;
+    drop(out);
+    for (name, s) in &summaries {
+        warn_malformed(ctx, name, s)?;
+    }
+    Ok(ExitStatus::Clean)
+}
+
+/// Draws a progress bar on stderr until `done` (only called when stderr is a terminal).
+fn draw_progress(progress: &AtomicU64, done: &AtomicBool, total: Option<u64>) {
+    use indicatif::{ProgressBar, ProgressStyle};
+    // Only show a bar for runs that take a while.
+    std::thread::sleep(Duration::from_millis(400));
+    if done.load(Ordering::Relaxed) {
+        return;
+    }
+    let bar = match total {
+        Some(t) => ProgressBar::new(t).with_style(
+            ProgressStyle::with_template(
+                "{spinner} reading keys {bytes}/{total_bytes} [{bar:30}] {bytes_per_sec} eta {eta}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+        ),
+        None => ProgressBar::new_spinner().with_style(
+            ProgressStyle::with_template("{spinner} reading keys {bytes} {bytes_per_sec}")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        ),
+    };
+    while !done.load(Ordering::Relaxed) {
+        bar.set_position(progress.load(Ordering::Relaxed));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    bar.finish_and_clear();
+}

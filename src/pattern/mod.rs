@@ -1,0 +1,739 @@
+//! Key-pattern inference (SPEC §3): keys are tokenized ([`segment`]) and folded into a tree of
+//! patterns with bounded memory.
+//!
+//! Every distinct token path is a pattern; literal letter runs stay literal until one position
+//! sees more than [`LITERAL_CAP`] distinct runs, then that position becomes `<word>` and the
+//! patterns below it merge (so `settings:alice<int>` and `settings:bob<int>` become
+//! `settings:<word><int>` once there are many names, while `order:{<int>}:items` and
+//! `order:{<int>}:total` stay apart). When the report is made, a position whose literal runs
+//! each hold only one or two keys (ids, not names of key types) also becomes `<word>`, so
+//! `user:alice` and `user:bob` group together. The tree is capped at [`MAX_NODES`] nodes: past
+//! that, new literal runs become `<word>` and keys that would need new nodes are counted in an
+//! `<unclassified>` pattern.
+//!
+//! Each pattern keeps its counts (keys, bytes, ops, per node), the estimated cardinality of its
+//! hash tag, and up to [`EXAMPLES`] example keys chosen deterministically (smallest hash).
+
+pub mod segment;
+
+use crate::sketch::{HashIndex, Hll};
+pub use segment::{Class, DEFAULT_DELIMITERS, Delimiters, MAX_TOKENS, Token, tag_shape, tokenize};
+use std::fmt::Write as _;
+
+/// Distinct literal letter runs one position may hold before it becomes `<word>`.
+pub const LITERAL_CAP: usize = 16;
+/// Most nodes a tree holds.
+pub const MAX_NODES: usize = 50_000;
+/// Example keys kept per pattern.
+pub const EXAMPLES: usize = 3;
+/// Most entries in the token-sequence → pattern cache.
+const CACHE_CAP: usize = 1 << 14;
+
+/// The edge label of the tree.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum Key {
+    Lit(Box<[u8]>),
+    Class(Class),
+}
+
+/// A token resolved against its key.
+#[derive(Debug, Clone, Copy)]
+enum Tok<'k> {
+    Lit(&'k [u8]),
+    Class(Class),
+}
+
+impl<'k> Tok<'k> {
+    fn of(t: &Token, key: &'k [u8]) -> Tok<'k> {
+        match t.lit(key) {
+            Some(l) => Tok::Lit(l),
+            None => match *t {
+                Token::Class(c) => Tok::Class(c),
+                Token::Lit { .. } => Tok::Class(Class::Rest),
+            },
+        }
+    }
+
+    fn is_alpha_lit(&self) -> bool {
+        matches!(self, Tok::Lit(l) if l.first().is_some_and(u8::is_ascii_alphabetic))
+    }
+}
+
+impl Key {
+    fn matches(&self, t: &Tok<'_>) -> bool {
+        match (self, t) {
+            (Key::Lit(a), Tok::Lit(b)) => **a == **b,
+            (Key::Class(a), Tok::Class(b)) => a == b,
+            _ => false,
+        }
+    }
+
+    fn is_alpha_lit(&self) -> bool {
+        matches!(self, Key::Lit(l) if l.first().is_some_and(u8::is_ascii_alphabetic))
+    }
+
+    fn of(t: &Tok<'_>) -> Key {
+        match t {
+            Tok::Lit(l) => Key::Lit((*l).into()),
+            Tok::Class(c) => Key::Class(*c),
+        }
+    }
+}
+
+#[derive(Debug, Default, Clone)]
+struct Node {
+    children: Vec<(Key, u32)>,
+    alpha_lits: u16,
+    word_mode: bool,
+    leaf: Option<u32>,
+}
+
+/// What one pattern holds.
+#[derive(Debug, Clone)]
+pub struct PatternStats {
+    /// Keys counted.
+    pub keys: u64,
+    /// Sum of the bytes weights.
+    pub bytes: u64,
+    /// Sum of the ops weights.
+    pub ops: f64,
+    /// Keys that carry a non-empty hash tag.
+    pub tagged: u64,
+    /// Keys per node (index into the topology's nodes).
+    pub node_keys: Vec<u64>,
+    /// Bytes per node.
+    pub node_bytes: Vec<u64>,
+    /// Distinct hash tags (estimate).
+    pub tags: Hll,
+    /// Example keys with their slots (the smallest (slot, key) pairs are kept, which does not
+    /// depend on the order keys arrive in).
+    examples: Vec<(u16, Vec<u8>)>,
+}
+
+impl PatternStats {
+    fn new(nodes: usize) -> PatternStats {
+        PatternStats {
+            keys: 0,
+            bytes: 0,
+            ops: 0.0,
+            tagged: 0,
+            node_keys: vec![0; nodes],
+            node_bytes: vec![0; nodes],
+            tags: Hll::new(8),
+            examples: Vec::new(),
+        }
+    }
+
+    fn offer_example(&mut self, h: u16, key: &[u8]) {
+        if self.examples.iter().any(|(eh, k)| *eh == h && k == key) {
+            return;
+        }
+        if self.examples.len() < EXAMPLES {
+            self.examples.push((h, key.to_vec()));
+            self.examples.sort();
+        } else if let Some(last) = self.examples.last()
+            && (h, key) < (last.0, last.1.as_slice())
+        {
+            self.examples.pop();
+            self.examples.push((h, key.to_vec()));
+            self.examples.sort();
+        }
+    }
+
+    fn merge(&mut self, o: &PatternStats) {
+        self.keys += o.keys;
+        self.bytes += o.bytes;
+        self.ops += o.ops;
+        self.tagged += o.tagged;
+        for (a, b) in self.node_keys.iter_mut().zip(&o.node_keys) {
+            *a += b;
+        }
+        for (a, b) in self.node_bytes.iter_mut().zip(&o.node_bytes) {
+            *a += b;
+        }
+        self.tags.merge(&o.tags);
+        for (h, k) in &o.examples {
+            self.offer_example(*h, k);
+        }
+    }
+
+    /// Example keys, in a deterministic order.
+    pub fn examples(&self) -> impl Iterator<Item = &[u8]> {
+        self.examples.iter().map(|(_, k)| k.as_slice())
+    }
+}
+
+/// One observation of a key.
+#[derive(Debug, Clone, Copy)]
+pub struct Observation<'k> {
+    /// The key.
+    pub key: &'k [u8],
+    /// Its bytes weight (0 when unknown).
+    pub bytes: u64,
+    /// Its ops weight (0 when unknown).
+    pub ops: f64,
+    /// The node it lands on, if any.
+    pub node: Option<usize>,
+    /// Its non-empty hash tag, if any.
+    pub tag: Option<&'k [u8]>,
+    /// Its slot.
+    pub slot: u16,
+}
+
+/// A finished pattern.
+#[derive(Debug, Clone)]
+pub struct Pattern {
+    /// The pattern text, e.g. `feed:{group_<int>}:user:<int>`.
+    pub text: String,
+    /// The text of its hash tag (between the first `{` and the next `}`), if it has one.
+    pub tag: Option<String>,
+    /// A byte regex matching every key of the pattern (anchored).
+    pub regex: String,
+    /// Its counts.
+    pub stats: PatternStats,
+}
+
+/// The pattern tree of one worker.
+#[derive(Debug, Clone)]
+pub struct PatternTree {
+    nodes: Vec<Node>,
+    leaves: Vec<PatternStats>,
+    node_count: usize,
+    delimiters: Delimiters,
+    unclassified: PatternStats,
+    tokens: Vec<Token>,
+    /// Token-sequence hash → leaf, so most keys skip the tree walk.
+    cache: HashIndex<u32>,
+}
+
+impl PatternTree {
+    /// An empty tree for a topology of `node_count` nodes.
+    pub fn new(delimiters: Delimiters, node_count: usize) -> PatternTree {
+        PatternTree {
+            nodes: vec![Node::default()],
+            leaves: Vec::new(),
+            node_count,
+            delimiters,
+            unclassified: PatternStats::new(node_count),
+            tokens: Vec::new(),
+            cache: HashIndex::default(),
+        }
+    }
+
+    fn find(&self, n: u32, t: &Tok<'_>) -> Option<u32> {
+        self.nodes[n as usize]
+            .children
+            .iter()
+            .find(|(k, _)| k.matches(t))
+            .map(|(_, c)| *c)
+    }
+
+    fn find_key(&self, n: u32, key: &Key) -> Option<u32> {
+        self.nodes[n as usize]
+            .children
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, c)| *c)
+    }
+
+    fn add_child(&mut self, n: u32, key: Key) -> u32 {
+        let id = self.nodes.len() as u32;
+        self.nodes.push(Node::default());
+        if key.is_alpha_lit() {
+            self.nodes[n as usize].alpha_lits += 1;
+        }
+        self.nodes[n as usize].children.push((key, id));
+        id
+    }
+
+    /// The child of `n` for token `t`, created if needed; `None` when the tree is full.
+    fn child(&mut self, n: u32, t: &Tok<'_>) -> Option<u32> {
+        let word = Tok::Class(Class::Word);
+        let t = if t.is_alpha_lit() && self.nodes[n as usize].word_mode {
+            &word
+        } else {
+            t
+        };
+        if let Some(c) = self.find(n, t) {
+            return Some(c);
+        }
+        if t.is_alpha_lit()
+            && (self.nodes[n as usize].alpha_lits as usize >= LITERAL_CAP
+                || self.nodes.len() >= MAX_NODES)
+        {
+            self.fold_to_word(n);
+            return self.child(n, &word);
+        }
+        if self.nodes.len() >= MAX_NODES {
+            return None;
+        }
+        Some(self.add_child(n, Key::of(t)))
+    }
+
+    /// Folds every literal letter-run child of `n` into one `<word>` child.
+    fn fold_to_word(&mut self, n: u32) {
+        // Leaves merge: cached token sequences may now belong elsewhere.
+        self.cache.clear();
+        let node = &mut self.nodes[n as usize];
+        node.word_mode = true;
+        node.alpha_lits = 0;
+        let children = std::mem::take(&mut node.children);
+        let (alpha, rest): (Vec<_>, Vec<_>) =
+            children.into_iter().partition(|(k, _)| k.is_alpha_lit());
+        self.nodes[n as usize].children = rest;
+        if alpha.is_empty() {
+            return;
+        }
+        let w = match self.find_key(n, &Key::Class(Class::Word)) {
+            Some(w) => w,
+            None => self.add_child(n, Key::Class(Class::Word)),
+        };
+        for (_, c) in alpha {
+            self.merge_into(w, c);
+        }
+    }
+
+    /// Moves everything under node `src` into node `dst`.
+    fn merge_into(&mut self, dst: u32, src: u32) {
+        if let Some(ls) = self.nodes[src as usize].leaf.take() {
+            match self.nodes[dst as usize].leaf {
+                Some(ld) => {
+                    let s = std::mem::replace(&mut self.leaves[ls as usize], PatternStats::new(0));
+                    self.leaves[ld as usize].merge(&s);
+                }
+                None => self.nodes[dst as usize].leaf = Some(ls),
+            }
+        }
+        let children = std::mem::take(&mut self.nodes[src as usize].children);
+        for (mut k, c) in children {
+            if k.is_alpha_lit() && self.nodes[dst as usize].word_mode {
+                k = Key::Class(Class::Word);
+            }
+            match self.find_key(dst, &k) {
+                Some(d) => self.merge_into(d, c),
+                None => {
+                    if k.is_alpha_lit() {
+                        self.nodes[dst as usize].alpha_lits += 1;
+                    }
+                    self.nodes[dst as usize].children.push((k, c));
+                }
+            }
+        }
+        if self.nodes[dst as usize].alpha_lits as usize > LITERAL_CAP {
+            self.fold_to_word(dst);
+        }
+    }
+
+    /// The leaf for a key's tokens, walking (and growing) the tree; `None` when it is full.
+    fn walk(&mut self, tokens: &[Token], key: &[u8]) -> Option<u32> {
+        let mut n = 0u32;
+        for t in tokens {
+            n = self.child(n, &Tok::of(t, key))?;
+        }
+        Some(match self.nodes[n as usize].leaf {
+            Some(l) => l,
+            None => {
+                let l = self.leaves.len() as u32;
+                self.leaves.push(PatternStats::new(self.node_count));
+                self.nodes[n as usize].leaf = Some(l);
+                l
+            }
+        })
+    }
+
+    /// The delimiters this tree splits keys on.
+    pub fn delimiters(&self) -> &Delimiters {
+        &self.delimiters
+    }
+
+    /// Counts one key.
+    pub fn add(&mut self, obs: &Observation<'_>) {
+        let mut tokens = std::mem::take(&mut self.tokens);
+        tokenize(obs.key, &self.delimiters, &mut tokens);
+        self.add_tokens(&tokens, obs);
+        self.tokens = tokens;
+    }
+
+    /// Counts one key already split by [`tokenize`] with this tree's delimiters.
+    pub fn add_tokens(&mut self, tokens: &[Token], obs: &Observation<'_>) {
+        let h = sequence_hash(tokens, obs.key);
+        let leaf = match self.cache.get(&h) {
+            Some(&l) => Some(l),
+            None => {
+                let l = self.walk(tokens, obs.key);
+                if let Some(l) = l {
+                    if self.cache.len() >= CACHE_CAP {
+                        self.cache.clear();
+                    }
+                    self.cache.insert(h, l);
+                }
+                l
+            }
+        };
+        let stats = match leaf {
+            Some(l) => &mut self.leaves[l as usize],
+            None => &mut self.unclassified,
+        };
+        stats.keys += 1;
+        stats.bytes += obs.bytes;
+        stats.ops += obs.ops;
+        if let Some(i) = obs.node {
+            stats.node_keys[i] += 1;
+            stats.node_bytes[i] += obs.bytes;
+        }
+        if let Some(tag) = obs.tag {
+            stats.tagged += 1;
+            stats.tags.insert(tag);
+        }
+        if stats.examples.len() < EXAMPLES || obs.slot <= stats.examples[EXAMPLES - 1].0 {
+            stats.offer_example(obs.slot, obs.key);
+        }
+    }
+
+    /// Every (token path, leaf) of the tree.
+    fn paths(&self) -> Vec<(Vec<Key>, u32)> {
+        let mut out = Vec::new();
+        let mut stack: Vec<(u32, Vec<Key>)> = vec![(0, Vec::new())];
+        while let Some((n, path)) = stack.pop() {
+            let node = &self.nodes[n as usize];
+            if let Some(l) = node.leaf {
+                out.push((path.clone(), l));
+            }
+            for (k, c) in &node.children {
+                let mut p = path.clone();
+                p.push(k.clone());
+                stack.push((*c, p));
+            }
+        }
+        out
+    }
+
+    /// Adds everything another worker's tree counted.
+    pub fn merge(&mut self, other: &PatternTree) {
+        self.cache.clear();
+        self.unclassified.merge(&other.unclassified);
+        for (path, leaf) in other.paths() {
+            let mut n = 0u32;
+            let mut full = false;
+            for k in &path {
+                let tok = match k {
+                    Key::Lit(l) => Tok::Lit(l),
+                    Key::Class(c) => Tok::Class(*c),
+                };
+                match self.child(n, &tok) {
+                    Some(c) => n = c,
+                    None => {
+                        full = true;
+                        break;
+                    }
+                }
+            }
+            let s = &other.leaves[leaf as usize];
+            if full {
+                self.unclassified.merge(s);
+                continue;
+            }
+            match self.nodes[n as usize].leaf {
+                Some(l) => self.leaves[l as usize].merge(s),
+                None => {
+                    let l = self.leaves.len() as u32;
+                    self.leaves.push(s.clone());
+                    self.nodes[n as usize].leaf = Some(l);
+                }
+            }
+        }
+    }
+
+    fn subtree_keys(&self, n: u32) -> u64 {
+        let node = &self.nodes[n as usize];
+        node.leaf.map(|l| self.leaves[l as usize].keys).unwrap_or(0)
+            + node
+                .children
+                .iter()
+                .map(|(_, c)| self.subtree_keys(*c))
+                .sum::<u64>()
+    }
+
+    /// Folds positions whose literal letter runs look like ids (one or two keys each).
+    fn fold_id_like(&mut self, n: u32) {
+        let node = &self.nodes[n as usize];
+        let alpha: Vec<u32> = node
+            .children
+            .iter()
+            .filter(|(k, _)| k.is_alpha_lit())
+            .map(|(_, c)| *c)
+            .collect();
+        if !node.word_mode && alpha.len() >= 2 {
+            let total: u64 = alpha.iter().map(|c| self.subtree_keys(*c)).sum();
+            if total <= 2 * alpha.len() as u64 {
+                self.fold_to_word(n);
+            }
+        }
+        let children: Vec<u32> = self.nodes[n as usize]
+            .children
+            .iter()
+            .map(|(_, c)| *c)
+            .collect();
+        for c in children {
+            self.fold_id_like(c);
+        }
+    }
+
+    /// The finished patterns, most keys first (ties by text).
+    pub fn finish(mut self) -> Vec<Pattern> {
+        self.fold_id_like(0);
+        let mut out = Vec::new();
+        for (path, leaf) in self.paths() {
+            let stats = std::mem::replace(&mut self.leaves[leaf as usize], PatternStats::new(0));
+            if stats.keys == 0 {
+                continue;
+            }
+            out.push(render(&path, stats));
+        }
+        if self.unclassified.keys > 0 {
+            out.push(Pattern {
+                text: "<unclassified>".into(),
+                tag: None,
+                regex: "(?s-u)^.*$".into(),
+                stats: self.unclassified,
+            });
+        }
+        out.sort_by(|a, b| {
+            b.stats
+                .keys
+                .cmp(&a.stats.keys)
+                .then_with(|| a.text.cmp(&b.text))
+        });
+        out
+    }
+}
+
+/// The bytes of a literal folded into one word, injectively together with its length for
+/// literals of up to 8 bytes (overlapping loads, no copy).
+#[inline(always)]
+fn lit_word(lit: &[u8]) -> u64 {
+    let n = lit.len();
+    let le32 = |s: &[u8]| u32::from_le_bytes([s[0], s[1], s[2], s[3]]) as u64;
+    let le64 = |s: &[u8]| u64::from_le_bytes(s[..8].try_into().expect("invariant: 8 bytes"));
+    match n {
+        0 => 0,
+        1..=3 => (lit[0] as u64) | (lit[n / 2] as u64) << 8 | (lit[n - 1] as u64) << 16,
+        4..=8 => le32(lit) | le32(&lit[n - 4..]) << 32,
+        _ => {
+            let mut v = le64(&lit[n - 8..]);
+            for c in lit[..n - 8].chunks(8) {
+                let w = if c.len() == 8 {
+                    le64(c)
+                } else {
+                    c.iter().fold(0u64, |a, &b| a << 8 | b as u64)
+                };
+                v = (v ^ w).wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(23);
+            }
+            v
+        }
+    }
+}
+
+/// A 64-bit hash of a token sequence (classes and literal bytes).
+#[inline]
+fn sequence_hash(tokens: &[Token], key: &[u8]) -> u64 {
+    const K: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut h: u64 = tokens.len() as u64;
+    for t in tokens {
+        let v = match *t {
+            Token::Class(c) => 0x1_0000_0000_0000 + c as u64,
+            Token::Lit { start, end } => {
+                // Mix the length in separately so different lengths never share a word.
+                let lit = &key[start..end];
+                lit_word(lit).wrapping_add((lit.len() as u64) << 56 | (lit.len() as u64) >> 8)
+                    ^ ((lit.len() as u64) << 48)
+            }
+        };
+        h = (h.rotate_left(5) ^ v).wrapping_mul(K);
+    }
+    h ^= h >> 32;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^ (h >> 29)
+}
+
+fn render(path: &[Key], stats: PatternStats) -> Pattern {
+    let mut text = String::new();
+    let mut regex = String::from("(?s-u)^");
+    let mut open: Option<usize> = None;
+    let mut tag: Option<String> = None;
+    let mut tag_start = 0;
+    for k in path {
+        match k {
+            Key::Lit(l) => {
+                let s = String::from_utf8_lossy(l);
+                if tag.is_none() {
+                    if s == "{" && open.is_none() {
+                        open = Some(text.len());
+                        tag_start = text.len() + 1;
+                    } else if s == "}" && open.is_some() {
+                        if text.len() > tag_start {
+                            tag = Some(text[tag_start..].to_string());
+                        } else {
+                            // `{}`: empty first tag, the whole key is hashed; stop looking.
+                            tag = Some(String::new());
+                        }
+                    }
+                }
+                text.push_str(&s);
+                regex.push_str(&regex::escape(&s));
+            }
+            Key::Class(c) => {
+                text.push_str(c.placeholder());
+                let _ = write!(regex, "(?:{})", c.regex());
+            }
+        }
+    }
+    regex.push('$');
+    Pattern {
+        text,
+        tag: tag.filter(|t| !t.is_empty()),
+        regex,
+        stats,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn infer(keys: &[&str]) -> Vec<(String, u64)> {
+        let mut t = PatternTree::new(Delimiters::default(), 1);
+        for k in keys {
+            t.add(&Observation {
+                key: k.as_bytes(),
+                bytes: 0,
+                ops: 0.0,
+                node: Some(0),
+                tag: crate::slot::tag(k.as_bytes()),
+                slot: crate::slot::key_slot(k.as_bytes()),
+            });
+        }
+        t.finish()
+            .into_iter()
+            .map(|p| (p.text, p.stats.keys))
+            .collect()
+    }
+
+    #[test]
+    fn alphabetic_ids_group_together() {
+        assert_eq!(
+            infer(&["user:alice", "user:bob"]),
+            vec![("user:<word>".into(), 2)]
+        );
+    }
+
+    #[test]
+    fn key_types_stay_apart() {
+        let mut keys = Vec::new();
+        let owned: Vec<String> = (0..50)
+            .flat_map(|i| {
+                [
+                    format!("order:{{{i}}}:items"),
+                    format!("order:{{{i}}}:total"),
+                ]
+            })
+            .collect();
+        keys.extend(owned.iter().map(String::as_str));
+        let got = infer(&keys);
+        assert_eq!(
+            got,
+            vec![
+                ("order:{<int>}:items".into(), 50),
+                ("order:{<int>}:total".into(), 50)
+            ]
+        );
+    }
+
+    #[test]
+    fn many_names_become_word() {
+        let owned: Vec<String> = (0..40)
+            .map(|i| {
+                format!(
+                    "settings:{}{}",
+                    [
+                        "alice", "bob", "carol", "dave", "erin", "frank", "grace", "heidi", "ivan",
+                        "judy", "mallory", "niaj", "olivia", "peggy", "rupert", "sybil", "trent",
+                        "victor", "walter", "yolanda"
+                    ][i % 20],
+                    i * 7
+                )
+            })
+            .collect();
+        let keys: Vec<&str> = owned.iter().map(String::as_str).collect();
+        assert_eq!(infer(&keys), vec![("settings:<word><int>".into(), 40)]);
+    }
+
+    #[test]
+    fn tags_and_regex() {
+        let mut t = PatternTree::new(Delimiters::default(), 1);
+        t.add(&Observation {
+            key: b"feed:{group_3}:user:42",
+            bytes: 10,
+            ops: 1.0,
+            node: Some(0),
+            tag: Some(b"group_3"),
+            slot: 0,
+        });
+        let p = &t.finish()[0];
+        assert_eq!(p.text, "feed:{group_<int>}:user:<int>");
+        assert_eq!(p.tag.as_deref(), Some("group_<int>"));
+        let re = regex::bytes::Regex::new(&p.regex).unwrap();
+        assert!(re.is_match(b"feed:{group_3}:user:42"));
+        assert!(!re.is_match(b"feed:{group_x}:user:42"));
+        assert_eq!(
+            p.stats.examples().next(),
+            Some(&b"feed:{group_3}:user:42"[..])
+        );
+    }
+
+    #[test]
+    fn merge_of_two_trees_equals_one() {
+        let keys: Vec<String> = (0..500)
+            .map(|i| format!("k:{}:{}", ["a", "b", "c"][i % 3], i))
+            .collect();
+        let mut one = PatternTree::new(Delimiters::default(), 1);
+        let mut a = PatternTree::new(Delimiters::default(), 1);
+        let mut b = PatternTree::new(Delimiters::default(), 1);
+        for (i, k) in keys.iter().enumerate() {
+            let o = Observation {
+                key: k.as_bytes(),
+                bytes: 1,
+                ops: 0.0,
+                node: Some(0),
+                tag: None,
+                slot: crate::slot::key_slot(k.as_bytes()),
+            };
+            one.add(&o);
+            if i % 2 == 0 { a.add(&o) } else { b.add(&o) }
+        }
+        a.merge(&b);
+        let x: Vec<_> = one
+            .finish()
+            .into_iter()
+            .map(|p| {
+                (
+                    p.text,
+                    p.stats.keys,
+                    p.stats.examples().map(<[u8]>::to_vec).collect::<Vec<_>>(),
+                )
+            })
+            .collect();
+        let y: Vec<_> = a
+            .finish()
+            .into_iter()
+            .map(|p| {
+                (
+                    p.text,
+                    p.stats.keys,
+                    p.stats.examples().map(<[u8]>::to_vec).collect::<Vec<_>>(),
+                )
+            })
+            .collect();
+        assert_eq!(x, y);
+    }
+}

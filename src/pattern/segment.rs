@@ -1,0 +1,449 @@
+//! Splitting a key into tokens and classifying them (SPEC §3 "pattern inference").
+//!
+//! A key is cut at delimiters (configurable; `:` `/` `|` `.` `-` `_` by default) and at hash-tag
+//! braces, which stay literal tokens. At the start of each segment, compound values that contain
+//! delimiters are recognised whole: `<uuid>` (8-4-4-4-12 hex), `<date>` (YYYY-MM-DD) and `<ip>`
+//! (dotted IPv4). A whole segment of digits is `<int>`; of 8 or more hex digits mixing letters
+//! and digits (or 16 or more hex digits) is `<hex>`. Other segments split into runs: digits are
+//! `<int>`, letters stay literal (the tree later folds many distinct letter runs at one position
+//! into `<word>`), other printable bytes are literal, and runs of non-ASCII or control bytes are
+//! `<bytes>`. A key of more than [`MAX_TOKENS`] tokens ends in `<rest>`.
+
+/// A token class (a variable part of a key).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Class {
+    /// Decimal digits.
+    Int,
+    /// Hex digits (ids, hashes).
+    Hex,
+    /// A UUID.
+    Uuid,
+    /// A calendar date, YYYY-MM-DD.
+    Date,
+    /// A dotted IPv4 address.
+    Ip,
+    /// An alphabetic identifier (many distinct values at one position).
+    Word,
+    /// Non-ASCII or control bytes.
+    Bytes,
+    /// Everything after the token limit.
+    Rest,
+}
+
+impl Class {
+    /// The placeholder written in pattern text.
+    pub fn placeholder(self) -> &'static str {
+        match self {
+            Class::Int => "<int>",
+            Class::Hex => "<hex>",
+            Class::Uuid => "<uuid>",
+            Class::Date => "<date>",
+            Class::Ip => "<ip>",
+            Class::Word => "<word>",
+            Class::Bytes => "<bytes>",
+            Class::Rest => "<rest>",
+        }
+    }
+
+    /// A byte regex that matches every value of the class.
+    pub fn regex(self) -> &'static str {
+        match self {
+            Class::Int => "[0-9]+",
+            Class::Hex => "[0-9A-Fa-f]+",
+            Class::Uuid => {
+                "[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}"
+            }
+            Class::Date => "[0-9]{4}-[0-9]{2}-[0-9]{2}",
+            Class::Ip => "[0-9]{1,3}\\.[0-9]{1,3}\\.[0-9]{1,3}\\.[0-9]{1,3}",
+            Class::Word => "[A-Za-z]+",
+            Class::Bytes => "[\\x00-\\x1f\\x7f-\\xff]+",
+            Class::Rest => "(?s:.*)",
+        }
+    }
+}
+
+/// One token of a key: a literal range of it, or a class.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Token {
+    /// Literal bytes `key[start..end]`: a delimiter, a brace, punctuation, or a run of letters.
+    Lit {
+        /// First byte.
+        start: usize,
+        /// One past the last byte.
+        end: usize,
+    },
+    /// A variable part.
+    Class(Class),
+}
+
+impl Token {
+    /// The literal bytes of this token in `key`, if it is a literal.
+    #[inline]
+    pub fn lit<'k>(&self, key: &'k [u8]) -> Option<&'k [u8]> {
+        match *self {
+            Token::Lit { start, end } => Some(&key[start..end]),
+            Token::Class(_) => None,
+        }
+    }
+
+    /// Whether this is a run of letters (which the tree may fold into `<word>`).
+    #[inline]
+    pub fn is_alpha_lit(&self, key: &[u8]) -> bool {
+        matches!(*self, Token::Lit { start, .. } if key[start].is_ascii_alphabetic())
+    }
+}
+
+/// Keys with more tokens than this end in `<rest>`.
+pub const MAX_TOKENS: usize = 48;
+
+/// The delimiter set: which bytes separate segments.
+#[derive(Debug, Clone)]
+pub struct Delimiters {
+    /// Per byte: `C_DELIM` for delimiters, else its character class.
+    table: [u8; 256],
+}
+
+/// The default delimiters.
+pub const DEFAULT_DELIMITERS: &str = ":/|.-_";
+
+impl Delimiters {
+    /// Delimiters from a list of ASCII punctuation characters (letters and digits are ignored:
+    /// they can never separate segments).
+    pub fn new(chars: &str) -> Delimiters {
+        let mut table = CLASS;
+        for b in chars.bytes() {
+            if b.is_ascii_punctuation() || b == b' ' {
+                table[b as usize] = C_DELIM;
+            }
+        }
+        table[b'{' as usize] = C_DELIM;
+        table[b'}' as usize] = C_DELIM;
+        Delimiters { table }
+    }
+
+    #[inline(always)]
+    fn is(&self, b: u8) -> bool {
+        self.table[b as usize] == C_DELIM
+    }
+
+    /// The class bits of a byte, `C_DELIM` for delimiters.
+    #[inline(always)]
+    fn class(&self, b: u8) -> u8 {
+        self.table[b as usize]
+    }
+}
+
+impl Default for Delimiters {
+    fn default() -> Self {
+        Delimiters::new(DEFAULT_DELIMITERS)
+    }
+}
+
+#[inline(always)]
+fn is_hex(b: u8) -> bool {
+    b.is_ascii_hexdigit()
+}
+
+fn digits(s: &[u8], n: usize) -> bool {
+    s.len() >= n && s[..n].iter().all(u8::is_ascii_digit)
+}
+
+/// Whether the byte at `i` (if any) ends a compound value.
+#[inline]
+fn boundary(key: &[u8], i: usize, d: &Delimiters) -> bool {
+    i >= key.len() || d.is(key[i])
+}
+
+fn match_uuid(key: &[u8], i: usize, d: &Delimiters) -> Option<usize> {
+    let s = key.get(i..i + 36)?;
+    for (j, &b) in s.iter().enumerate() {
+        let ok = if matches!(j, 8 | 13 | 18 | 23) {
+            b == b'-'
+        } else {
+            is_hex(b)
+        };
+        if !ok {
+            return None;
+        }
+    }
+    boundary(key, i + 36, d).then_some(36)
+}
+
+fn match_date(key: &[u8], i: usize, d: &Delimiters) -> Option<usize> {
+    let s = key.get(i..i + 10)?;
+    if !(digits(s, 4) && s[4] == b'-' && digits(&s[5..], 2) && s[7] == b'-' && digits(&s[8..], 2)) {
+        return None;
+    }
+    let month = (s[5] - b'0') * 10 + (s[6] - b'0');
+    let day = (s[8] - b'0') * 10 + (s[9] - b'0');
+    ((1..=12).contains(&month) && (1..=31).contains(&day) && boundary(key, i + 10, d)).then_some(10)
+}
+
+fn match_ip(key: &[u8], i: usize, d: &Delimiters) -> Option<usize> {
+    let mut j = i;
+    for part in 0..4 {
+        let start = j;
+        let mut value: u32 = 0;
+        while j < key.len() && key[j].is_ascii_digit() && j - start < 3 {
+            value = value * 10 + (key[j] - b'0') as u32;
+            j += 1;
+        }
+        if j == start || value > 255 {
+            return None;
+        }
+        if part < 3 {
+            if key.get(j) != Some(&b'.') {
+                return None;
+            }
+            j += 1;
+        }
+    }
+    boundary(key, j, d).then_some(j - i)
+}
+
+// Byte classes for the one-pass segment scan.
+const C_DIGIT: u8 = 1;
+const C_HEXALPHA: u8 = 2;
+const C_ALPHA: u8 = 4;
+const C_OTHER: u8 = 8;
+const C_DELIM: u8 = 16;
+
+static CLASS: [u8; 256] = {
+    let mut t = [C_OTHER; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        t[b] = if c.is_ascii_digit() {
+            C_DIGIT
+        } else if matches!(c, b'a'..=b'f' | b'A'..=b'F') {
+            C_HEXALPHA
+        } else if c.is_ascii_alphabetic() {
+            C_ALPHA
+        } else {
+            C_OTHER
+        };
+        b += 1;
+    }
+    t
+};
+
+/// Splits `key` into tokens, appending them to `out` (cleared first).
+pub fn tokenize(key: &[u8], d: &Delimiters, out: &mut Vec<Token>) {
+    out.clear();
+    let n = key.len();
+    let mut i = 0;
+    while i < n {
+        if out.len() >= MAX_TOKENS {
+            out.push(Token::Class(Class::Rest));
+            return;
+        }
+        let b = key[i];
+        if d.is(b) {
+            out.push(Token::Lit {
+                start: i,
+                end: i + 1,
+            });
+            i += 1;
+            continue;
+        }
+        // A segment starts here: compound values first, behind O(1) pre-checks.
+        let c = CLASS[b as usize];
+        if c & (C_DIGIT | C_HEXALPHA) != 0 {
+            if key.get(i + 8) == Some(&b'-')
+                && let Some(len) = match_uuid(key, i, d)
+            {
+                out.push(Token::Class(Class::Uuid));
+                i += len;
+                continue;
+            }
+            if c == C_DIGIT {
+                if key.get(i + 4) == Some(&b'-')
+                    && let Some(len) = match_date(key, i, d)
+                {
+                    out.push(Token::Class(Class::Date));
+                    i += len;
+                    continue;
+                }
+                if (i..n.min(i + 4)).any(|p| key[p] == b'.')
+                    && let Some(len) = match_ip(key, i, d)
+                {
+                    out.push(Token::Class(Class::Ip));
+                    i += len;
+                    continue;
+                }
+            }
+        }
+        let mut j = i;
+        let mut mask = 0u8;
+        while j < n {
+            let c = d.class(key[j]);
+            if c == C_DELIM {
+                break;
+            }
+            mask |= c;
+            j += 1;
+        }
+        let len = j - i;
+        if mask == C_DIGIT {
+            out.push(Token::Class(Class::Int));
+        } else if mask & !(C_DIGIT | C_HEXALPHA) == 0
+            && len >= 8
+            && (len >= 16 || mask & C_DIGIT != 0)
+        {
+            out.push(Token::Class(Class::Hex));
+        } else if mask & (C_DIGIT | C_OTHER) == 0 {
+            // Letters only: one literal run.
+            out.push(Token::Lit { start: i, end: j });
+        } else {
+            runs(&key[i..j], i, out);
+        }
+        i = j;
+    }
+}
+
+/// The hash-tag shape of a key from its tokens (braces are always tokens of their own), or
+/// `None` when the key was cut at [`MAX_TOKENS`] before the shape was settled.
+pub fn tag_shape(tokens: &[Token], key: &[u8]) -> Option<crate::slot::TagShape> {
+    use crate::slot::TagShape;
+    let mut open: Option<usize> = None;
+    for t in tokens {
+        if let Token::Lit { start, end } = *t
+            && end == start + 1
+        {
+            match (key[start], open) {
+                (b'{', None) => open = Some(start),
+                (b'}', Some(o)) => {
+                    return Some(if start == o + 1 {
+                        TagShape::Empty { open: o }
+                    } else {
+                        TagShape::Tagged {
+                            open: o,
+                            close: start,
+                        }
+                    });
+                }
+                _ => {}
+            }
+        }
+    }
+    if tokens.last() == Some(&Token::Class(Class::Rest)) {
+        return None;
+    }
+    Some(match open {
+        Some(o) => TagShape::Unclosed { open: o },
+        None => TagShape::NoBrace,
+    })
+}
+
+/// Splits a segment into letter runs (literal), digit runs (`<int>`), single punctuation
+/// bytes (literal) and runs of other bytes (`<bytes>`).
+fn runs(seg: &[u8], at: usize, out: &mut Vec<Token>) {
+    let mut i = 0;
+    while i < seg.len() {
+        if out.len() >= MAX_TOKENS {
+            out.push(Token::Class(Class::Rest));
+            return;
+        }
+        let b = seg[i];
+        let mut j = i + 1;
+        if b.is_ascii_alphabetic() {
+            while j < seg.len() && seg[j].is_ascii_alphabetic() {
+                j += 1;
+            }
+            out.push(Token::Lit {
+                start: at + i,
+                end: at + j,
+            });
+        } else if b.is_ascii_digit() {
+            while j < seg.len() && seg[j].is_ascii_digit() {
+                j += 1;
+            }
+            out.push(Token::Class(Class::Int));
+        } else if b.is_ascii_graphic() || b == b' ' {
+            out.push(Token::Lit {
+                start: at + i,
+                end: at + j,
+            });
+        } else {
+            while j < seg.len() && !(seg[j].is_ascii_graphic() || seg[j] == b' ') {
+                j += 1;
+            }
+            out.push(Token::Class(Class::Bytes));
+        }
+        i = j;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(key: &str) -> String {
+        let mut v = Vec::new();
+        tokenize(key.as_bytes(), &Delimiters::default(), &mut v);
+        v.iter()
+            .map(|t| match t.lit(key.as_bytes()) {
+                Some(l) => String::from_utf8_lossy(l).into_owned(),
+                None => match t {
+                    Token::Class(c) => c.placeholder().to_string(),
+                    Token::Lit { .. } => unreachable!(),
+                },
+            })
+            .collect()
+    }
+
+    #[test]
+    fn families() {
+        assert_eq!(text("user:1000:profile"), "user:<int>:profile");
+        assert_eq!(
+            text("session:9f1c2d3e-1a2b-4c3d-8e9f-0a1b2c3d4e5f"),
+            "session:<uuid>"
+        );
+        assert_eq!(text("rate:10.0.0.1:2026-11-16"), "rate:<ip>:<date>");
+        assert_eq!(text("cache:page:0f3a9b7c11d2e4f5"), "cache:page:<hex>");
+        assert_eq!(text("product:SKU-000123"), "product:SKU-<int>");
+        assert_eq!(
+            text("feed:{group_3}:user:42"),
+            "feed:{group_<int>}:user:<int>"
+        );
+        assert_eq!(text("settings:alice123"), "settings:alice<int>");
+        assert_eq!(text("2026-13-01"), "<int>-<int>-<int>");
+        assert_eq!(text("300.1.1.1"), "<int>.<int>.<int>.<int>");
+        assert_eq!(text("deadbeef"), "deadbeef");
+        assert_eq!(text("k\u{e9}y\x01"), "k<bytes>y<bytes>");
+        assert_eq!(text(""), "");
+    }
+
+    #[test]
+    fn tag_shape_from_tokens_equals_redis_rule() {
+        use crate::slot::TagShape;
+        for key in [
+            "a{b}c",
+            "{}",
+            "x{",
+            "}{x}",
+            "a{b{c}}",
+            "no",
+            "{{}}",
+            "foo{}{bar}",
+            "k:{u:1}:{x}",
+        ] {
+            let mut v = Vec::new();
+            tokenize(key.as_bytes(), &Delimiters::default(), &mut v);
+            assert_eq!(
+                tag_shape(&v, key.as_bytes()),
+                Some(TagShape::of(key.as_bytes())),
+                "{key}"
+            );
+        }
+    }
+
+    #[test]
+    fn token_limit() {
+        let key = "a:".repeat(100);
+        let mut v = Vec::new();
+        tokenize(key.as_bytes(), &Delimiters::default(), &mut v);
+        assert_eq!(v.len(), MAX_TOKENS + 1);
+        assert_eq!(v.last(), Some(&Token::Class(Class::Rest)));
+    }
+}

@@ -1,0 +1,303 @@
+//! Renders an [`AnalyzeReport`]: readable tables with the verdict first, or JSON.
+
+use super::{display_key, new_table};
+use crate::analyze::AnalyzeReport;
+use comfy_table::{Cell, CellAlignment};
+use std::io::{self, Write};
+
+/// Bytes in binary units with one decimal (`1.5 MiB`).
+pub fn human_bytes(b: u64) -> String {
+    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    let mut v = b as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{b} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.1}%", 100.0 * x)
+}
+
+fn num(x: f64) -> String {
+    if x.fract() == 0.0 && x.abs() < 1e15 {
+        format!("{x:.0}")
+    } else {
+        format!("{x:.1}")
+    }
+}
+
+fn right(s: impl ToString) -> Cell {
+    Cell::new(s.to_string()).set_alignment(CellAlignment::Right)
+}
+
+/// Writes the report as JSON (one line).
+pub fn render_json(out: &mut dyn Write, r: &AnalyzeReport) -> io::Result<()> {
+    serde_json::to_writer(&mut *out, r)?;
+    out.write_all(b"\n")?;
+    out.flush()
+}
+
+/// Writes the report as tables. `inputs` names what was read; `top` bounds the long lists.
+pub fn render_table(
+    out: &mut dyn Write,
+    r: &AnalyzeReport,
+    inputs: &str,
+    top: usize,
+) -> io::Result<()> {
+    let t = &r.totals;
+    let (wb, wo) = (t.has_bytes, t.has_ops);
+    writeln!(out, "keyplan analyze: {} keys from {inputs}", t.keys)?;
+    writeln!(
+        out,
+        "topology: {} ({} nodes)",
+        r.topology.source, r.topology.nodes
+    )?;
+    if !r.topology.uncovered_slots.is_empty() {
+        writeln!(
+            out,
+            "uncovered slots: {} ({} keys there)",
+            r.topology.uncovered_slots.join(" "),
+            t.uncovered_keys
+        )?;
+    }
+    for m in &r.topology.migrating {
+        let dir = match m.direction {
+            crate::topology::MigrationDirection::Migrating => "migrating to",
+            crate::topology::MigrationDirection::Importing => "importing from",
+        };
+        writeln!(
+            out,
+            "slot {} is {dir} {} (marker on {})",
+            m.slot, m.peer, m.node
+        )?;
+    }
+    writeln!(out)?;
+    writeln!(out, "Verdict: {}", r.skew.verdict)?;
+    writeln!(out)?;
+
+    let mut nodes = new_table();
+    let mut header = vec!["node", "slots", "slot ranges", "keys", "keys %"];
+    if wb {
+        header.extend(["bytes", "bytes %"]);
+    }
+    if wo {
+        header.extend(["ops", "ops %"]);
+    }
+    nodes.set_header(header);
+    for n in &r.nodes {
+        let mut ranges = n
+            .slot_ranges
+            .iter()
+            .take(4)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(" ");
+        if n.slot_ranges.len() > 4 {
+            ranges.push_str(&format!(" … ({} ranges)", n.slot_ranges.len()));
+        }
+        let mut name = n.id.clone();
+        if !n.flags.is_empty() {
+            name.push_str(&format!(" [{}]", n.flags.join(",")));
+        }
+        let mut row = vec![
+            Cell::new(name),
+            right(n.slots),
+            Cell::new(ranges),
+            right(n.keys),
+            right(pct(n.share_keys)),
+        ];
+        if wb {
+            row.extend([right(human_bytes(n.bytes)), right(pct(n.share_bytes))]);
+        }
+        if wo {
+            row.extend([right(num(n.ops)), right(pct(n.share_ops))]);
+        }
+        nodes.add_row(row);
+    }
+    writeln!(out, "Nodes\n{nodes}\n")?;
+
+    let mut skew = new_table();
+    skew.set_header(vec![
+        "weight",
+        "max/mean",
+        "CV",
+        "hottest node",
+        "its share",
+        "its slots",
+        "coldest share",
+    ]);
+    for (what, s) in [
+        ("keys", &r.skew.keys),
+        ("bytes", &r.skew.bytes),
+        ("ops", &r.skew.ops),
+    ] {
+        if let Some(s) = s {
+            skew.add_row(vec![
+                Cell::new(what),
+                right(format!("{:.2}", s.max_over_mean)),
+                right(format!("{:.3}", s.cv)),
+                Cell::new(&s.hottest_node),
+                right(pct(s.hottest_share)),
+                right(pct(s.hottest_slot_share)),
+                right(pct(s.coldest_share)),
+            ]);
+        }
+    }
+    writeln!(out, "Skew\n{skew}\n")?;
+
+    writeln!(
+        out,
+        "Hash tags: {} keys ({}) carry one; about {} distinct tags",
+        t.tagged_keys,
+        pct(t.tagged_share),
+        t.distinct_tags_estimate
+    )?;
+    if !r.hot_tags.is_empty() {
+        let mut tags = new_table();
+        let mut header = vec!["tag", "slot", "node", "keys", "keys %"];
+        if wb {
+            header.extend(["bytes", "bytes %"]);
+        }
+        header.push("hot");
+        tags.set_header(header);
+        for h in &r.hot_tags {
+            let keys = if h.keys_error > 0 {
+                format!("≤{}", h.keys)
+            } else {
+                h.keys.to_string()
+            };
+            let mut row = vec![
+                Cell::new(display_key(&h.tag.0)),
+                right(h.slot),
+                Cell::new(h.node.as_deref().unwrap_or("-")),
+                right(keys),
+                right(pct(h.share_keys)),
+            ];
+            if wb {
+                row.extend([right(human_bytes(h.bytes)), right(pct(h.share_bytes))]);
+            }
+            row.push(Cell::new(if h.hot { "HOT" } else { "" }));
+            tags.add_row(row);
+        }
+        writeln!(out, "Top tags by keys\n{tags}")?;
+    }
+    if !r.hot_tags_by_bytes.is_empty() {
+        let mut tags = new_table();
+        tags.set_header(vec![
+            "tag", "slot", "node", "bytes", "bytes %", "keys", "hot",
+        ]);
+        for h in &r.hot_tags_by_bytes {
+            tags.add_row(vec![
+                Cell::new(display_key(&h.tag.0)),
+                right(h.slot),
+                Cell::new(h.node.as_deref().unwrap_or("-")),
+                right(human_bytes(h.bytes)),
+                right(pct(h.share_bytes)),
+                right(h.keys),
+                Cell::new(if h.hot { "HOT" } else { "" }),
+            ]);
+        }
+        writeln!(out, "Top tags by bytes\n{tags}")?;
+    }
+    writeln!(out)?;
+
+    let mut slots = new_table();
+    let mut header = vec!["slot", "node", "keys", "keys %"];
+    if wb {
+        header.extend(["bytes", "bytes %"]);
+    }
+    slots.set_header(header);
+    for s in &r.hot_slots {
+        let mut row = vec![
+            right(s.slot),
+            Cell::new(s.node.as_deref().unwrap_or("-")),
+            right(s.keys),
+            right(pct(s.share_keys)),
+        ];
+        if wb {
+            row.extend([right(human_bytes(s.bytes)), right(pct(s.share_bytes))]);
+        }
+        slots.add_row(row);
+    }
+    writeln!(
+        out,
+        "Hottest slots (a slot holds 0.006% of keys on average)\n{slots}\n"
+    )?;
+
+    let shown = r.patterns.len().min(top);
+    let total_patterns = r.patterns.len() + r.patterns_not_listed;
+    let mut pats = new_table();
+    let mut header = vec!["pattern", "keys", "keys %"];
+    if wb {
+        header.extend(["bytes", "bytes %"]);
+    }
+    header.extend(["tag", "distinct tags", "hottest node", "example"]);
+    pats.set_header(header);
+    for p in r.patterns.iter().take(shown) {
+        let mut row = vec![
+            Cell::new(&p.pattern),
+            right(p.keys),
+            right(pct(p.share_keys)),
+        ];
+        if wb {
+            row.extend([right(human_bytes(p.bytes)), right(pct(p.share_bytes))]);
+        }
+        row.extend([
+            Cell::new(p.tag.as_deref().unwrap_or("-")),
+            right(
+                p.tag_cardinality
+                    .map(|c| format!("~{c}"))
+                    .unwrap_or_else(|| "-".into()),
+            ),
+            Cell::new(p.hottest_node.as_deref().unwrap_or("-")),
+            Cell::new(
+                p.examples
+                    .first()
+                    .map(|e| display_key(&e.0).into_owned())
+                    .unwrap_or_default(),
+            ),
+        ]);
+        pats.add_row(row);
+    }
+    writeln!(out, "Patterns ({shown} of {total_patterns})\n{pats}\n")?;
+
+    let mut matrix = new_table();
+    let mut header = vec!["pattern × node (share of the pattern's keys)".to_string()];
+    header.extend(
+        r.nodes
+            .iter()
+            .map(|n| format!("{} ({} slots)", n.id, pct(n.share_slots))),
+    );
+    matrix.set_header(header);
+    for p in r.patterns.iter().take(shown) {
+        let mut row = vec![Cell::new(&p.pattern)];
+        for (pn, n) in p.nodes.iter().zip(&r.nodes) {
+            let mark = if n.share_slots > 0.0 && pn.share > 1.25 * n.share_slots && pn.keys > 0 {
+                " ▲"
+            } else {
+                ""
+            };
+            row.push(right(format!("{}{mark}", pct(pn.share))));
+        }
+        matrix.add_row(row);
+    }
+    writeln!(
+        out,
+        "Pattern × node (▲: more than 1.25× the node's slot share)\n{matrix}"
+    )?;
+    if t.malformed_lines > 0 {
+        writeln!(
+            out,
+            "\n{} malformed lines were skipped (see stderr)",
+            t.malformed_lines
+        )?;
+    }
+    out.flush()
+}

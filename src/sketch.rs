@@ -1,0 +1,375 @@
+//! Bounded-memory summaries of a key stream: a HyperLogLog for distinct counts and a
+//! Space-Saving heavy-hitters table for the top-K items. Both merge, so each worker keeps its
+//! own and the results are combined at the end.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// A hasher for keys that are already good 64-bit hashes.
+#[derive(Default, Clone, Copy)]
+pub struct IdentityHasher(u64);
+
+impl Hasher for IdentityHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8) | b as u64;
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = v;
+    }
+}
+
+/// A map keyed by 64-bit hashes.
+pub type HashIndex<V> = HashMap<u64, V, BuildHasherDefault<IdentityHasher>>;
+
+/// A fast 64-bit hash for sketches (FNV-1a over 8-byte words, then a murmur3 finaliser).
+/// Not for hash tables exposed to untrusted input; only for estimates.
+#[inline]
+pub fn hash64(data: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ (data.len() as u64);
+    let mut chunks = data.chunks_exact(8);
+    for c in &mut chunks {
+        let w = u64::from_le_bytes(c.try_into().expect("invariant: 8-byte chunk"));
+        h = (h ^ w).wrapping_mul(0x0000_0100_0000_01b3).rotate_left(29);
+    }
+    for &b in chunks.remainder() {
+        h = (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    h ^ (h >> 33)
+}
+
+/// HyperLogLog with `2^p` one-byte registers (standard error ≈ 1.04/√(2^p)).
+#[derive(Debug, Clone)]
+pub struct Hll {
+    p: u8,
+    regs: Vec<u8>,
+}
+
+impl Hll {
+    /// A sketch with `2^p` registers, `4 <= p <= 16`.
+    pub fn new(p: u8) -> Hll {
+        let p = p.clamp(4, 16);
+        Hll {
+            p,
+            regs: vec![0; 1 << p],
+        }
+    }
+
+    /// Adds an item by its 64-bit hash.
+    #[inline]
+    pub fn insert_hash(&mut self, h: u64) {
+        let idx = (h >> (64 - self.p)) as usize;
+        let rest = (h << self.p) | (1 << (self.p - 1));
+        let rank = rest.leading_zeros() as u8 + 1;
+        if rank > self.regs[idx] {
+            self.regs[idx] = rank;
+        }
+    }
+
+    /// Adds an item.
+    #[inline]
+    pub fn insert(&mut self, item: &[u8]) {
+        self.insert_hash(hash64(item));
+    }
+
+    /// Combines another sketch of the same size into this one.
+    pub fn merge(&mut self, other: &Hll) {
+        if other.p != self.p {
+            return;
+        }
+        for (a, b) in self.regs.iter_mut().zip(&other.regs) {
+            *a = (*a).max(*b);
+        }
+    }
+
+    /// The estimated number of distinct items (with the small-range correction).
+    pub fn estimate(&self) -> u64 {
+        let m = self.regs.len() as f64;
+        let alpha = match self.regs.len() {
+            16 => 0.673,
+            32 => 0.697,
+            64 => 0.709,
+            _ => 0.7213 / (1.0 + 1.079 / m),
+        };
+        let sum: f64 = self.regs.iter().map(|&r| 2f64.powi(-(r as i32))).sum();
+        let raw = alpha * m * m / sum;
+        let zeros = self.regs.iter().filter(|&&r| r == 0).count();
+        let est = if raw <= 2.5 * m && zeros > 0 {
+            m * (m / zeros as f64).ln()
+        } else {
+            raw
+        };
+        est.round() as u64
+    }
+}
+
+/// One monitored item of a [`SpaceSaving`] table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HeavyHitter {
+    /// The item.
+    pub item: Vec<u8>,
+    /// Its estimated weight (an upper bound).
+    pub weight: u64,
+    /// How much of `weight` may be over-counted (`weight - error` is a lower bound).
+    pub error: u64,
+    /// A second weight carried along (e.g. bytes while ranking by keys); approximate.
+    pub other: u64,
+}
+
+/// The Space-Saving algorithm (Metwally et al.): keeps `capacity` counters; any item whose true
+/// weight exceeds `total / capacity` is guaranteed to be among them.
+#[derive(Debug, Clone)]
+pub struct SpaceSaving {
+    capacity: usize,
+    /// hash64(item) -> index into `items`.
+    index: HashIndex<usize>,
+    items: Vec<HeavyHitter>,
+    /// Min-heap of indices into `items`, by weight.
+    heap: Vec<usize>,
+    /// Position of each item in `heap`.
+    pos: Vec<usize>,
+}
+
+impl SpaceSaving {
+    /// A table with room for `capacity` items.
+    pub fn new(capacity: usize) -> SpaceSaving {
+        SpaceSaving {
+            capacity: capacity.max(1),
+            index: HashIndex::default(),
+            items: Vec::new(),
+            heap: Vec::new(),
+            pos: Vec::new(),
+        }
+    }
+
+    fn less(&self, a: usize, b: usize) -> bool {
+        self.items[self.heap[a]].weight < self.items[self.heap[b]].weight
+    }
+
+    fn swap(&mut self, a: usize, b: usize) {
+        self.heap.swap(a, b);
+        self.pos[self.heap[a]] = a;
+        self.pos[self.heap[b]] = b;
+    }
+
+    fn sift_down(&mut self, mut i: usize) {
+        loop {
+            let l = 2 * i + 1;
+            let r = l + 1;
+            let mut m = i;
+            if l < self.heap.len() && self.less(l, m) {
+                m = l;
+            }
+            if r < self.heap.len() && self.less(r, m) {
+                m = r;
+            }
+            if m == i {
+                return;
+            }
+            self.swap(i, m);
+            i = m;
+        }
+    }
+
+    fn sift_up(&mut self, mut i: usize) {
+        while i > 0 {
+            let p = (i - 1) / 2;
+            if !self.less(i, p) {
+                return;
+            }
+            self.swap(i, p);
+            i = p;
+        }
+    }
+
+    /// Adds `weight` (and a carried `other` weight) to `item`.
+    pub fn add(&mut self, item: &[u8], weight: u64, other: u64) {
+        self.add_hashed(item, hash64(item), weight, other);
+    }
+
+    /// [`SpaceSaving::add`] with the item's [`hash64`] already computed. Allocation-free once
+    /// the table is full.
+    pub fn add_hashed(&mut self, item: &[u8], h: u64, weight: u64, other: u64) {
+        if let Some(&i) = self.index.get(&h) {
+            if self.items[i].item != item {
+                return; // a 64-bit hash collision: too rare to matter for an estimate
+            }
+            self.items[i].weight += weight;
+            self.items[i].other += other;
+            self.sift_down(self.pos[i]);
+            return;
+        }
+        if self.items.len() < self.capacity {
+            let i = self.items.len();
+            self.items.push(HeavyHitter {
+                item: item.to_vec(),
+                weight,
+                error: 0,
+                other,
+            });
+            self.index.insert(h, i);
+            self.heap.push(i);
+            self.pos.push(self.heap.len() - 1);
+            self.sift_up(self.heap.len() - 1);
+            return;
+        }
+        // Replace the minimum: the newcomer inherits its weight as possible over-count.
+        let i = self.heap[0];
+        let old_hash = hash64(&self.items[i].item);
+        self.index.remove(&old_hash);
+        let e = &mut self.items[i];
+        let min = e.weight;
+        e.item.clear();
+        e.item.extend_from_slice(item);
+        e.weight = min + weight;
+        e.error = min;
+        e.other = other;
+        self.index.insert(h, i);
+        self.sift_down(0);
+    }
+
+    /// Combines another table into this one (weights of shared items add up; the result keeps
+    /// the `capacity` heaviest).
+    pub fn merge(&mut self, other: &SpaceSaving) {
+        let mut all: HashMap<Vec<u8>, HeavyHitter> = HashMap::new();
+        let self_min = self.min_weight();
+        let other_min = other.min_weight();
+        for h in &self.items {
+            all.insert(h.item.clone(), h.clone());
+        }
+        for h in &other.items {
+            match all.get_mut(&h.item) {
+                Some(e) => {
+                    e.weight += h.weight;
+                    e.error += h.error;
+                    e.other += h.other;
+                }
+                None => {
+                    // Absent from this table: it may have had up to this table's minimum.
+                    let mut e = h.clone();
+                    e.weight += self_min;
+                    e.error += self_min;
+                    all.insert(h.item.clone(), e);
+                }
+            }
+        }
+        for h in &self.items {
+            if !other.index.contains_key(&hash64(&h.item))
+                && let Some(e) = all.get_mut(&h.item)
+            {
+                e.weight += other_min;
+                e.error += other_min;
+            }
+        }
+        let mut v: Vec<HeavyHitter> = all.into_values().collect();
+        v.sort_by(|a, b| b.weight.cmp(&a.weight).then_with(|| a.item.cmp(&b.item)));
+        v.truncate(self.capacity);
+        let mut fresh = SpaceSaving::new(self.capacity);
+        for (i, h) in v.into_iter().enumerate() {
+            fresh.index.insert(hash64(&h.item), i);
+            fresh.items.push(h);
+            fresh.heap.push(i);
+            fresh.pos.push(i);
+        }
+        for i in (0..fresh.heap.len() / 2).rev() {
+            fresh.sift_down(i);
+        }
+        *self = fresh;
+    }
+
+    fn min_weight(&self) -> u64 {
+        if self.items.len() < self.capacity {
+            0
+        } else {
+            self.heap
+                .first()
+                .map(|&i| self.items[i].weight)
+                .unwrap_or(0)
+        }
+    }
+
+    /// The `n` heaviest items, heaviest first (ties by item bytes).
+    pub fn top(&self, n: usize) -> Vec<HeavyHitter> {
+        let mut v = self.items.clone();
+        v.sort_by(|a, b| b.weight.cmp(&a.weight).then_with(|| a.item.cmp(&b.item)));
+        v.truncate(n);
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hll_estimates_within_a_few_percent() {
+        for n in [0u64, 10, 1000, 100_000] {
+            let mut h = Hll::new(14);
+            for i in 0..n {
+                h.insert(format!("tag:{i}").as_bytes());
+            }
+            let e = h.estimate() as f64;
+            assert!(
+                (e - n as f64).abs() <= (n as f64 * 0.03).max(2.0),
+                "n={n} est={e}"
+            );
+        }
+    }
+
+    #[test]
+    fn hll_merge_equals_union() {
+        let (mut a, mut b, mut u) = (Hll::new(12), Hll::new(12), Hll::new(12));
+        for i in 0..5000 {
+            let k = format!("k{i}");
+            if i % 2 == 0 {
+                a.insert(k.as_bytes())
+            } else {
+                b.insert(k.as_bytes())
+            }
+            u.insert(k.as_bytes());
+        }
+        a.merge(&b);
+        assert_eq!(a.estimate(), u.estimate());
+    }
+
+    #[test]
+    fn space_saving_finds_heavy_items() {
+        let mut s = SpaceSaving::new(64);
+        for i in 0..10_000u64 {
+            s.add(format!("rare{i}").as_bytes(), 1, 0);
+            if i % 10 == 0 {
+                s.add(b"hot", 1, 5);
+            }
+            if i % 20 == 0 {
+                s.add(b"warm", 1, 0);
+            }
+        }
+        let top = s.top(2);
+        assert_eq!(top[0].item, b"hot");
+        assert!(top[0].weight - top[0].error <= 1000 && top[0].weight >= 1000);
+        assert_eq!(top[1].item, b"warm");
+    }
+
+    #[test]
+    fn space_saving_merge_keeps_heavy_items() {
+        let (mut a, mut b) = (SpaceSaving::new(8), SpaceSaving::new(8));
+        for i in 0..1000u64 {
+            a.add(format!("x{i}").as_bytes(), 1, 0);
+            b.add(format!("y{i}").as_bytes(), 1, 0);
+            a.add(b"hot", 1, 0);
+            b.add(b"hot", 1, 0);
+        }
+        a.merge(&b);
+        let top = a.top(1);
+        assert_eq!(top[0].item, b"hot");
+        assert!(top[0].weight >= 2000);
+    }
+}
