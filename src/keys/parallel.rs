@@ -300,7 +300,7 @@ pub fn par_read<R: Read, S: ChunkSink>(
 }
 
 /// Size of one mapped window.
-const WINDOW: usize = 64 << 20;
+const WINDOW: usize = 16 << 20;
 
 /// Finds the format from the first non-blank line of `data`; returns it with its line number.
 fn detect_in(data: &[u8], max_line: usize) -> Option<(Format, u64)> {

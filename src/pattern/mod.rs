@@ -479,9 +479,39 @@ impl PatternTree {
         }
     }
 
+    /// Applies the end-of-input folding (id-like literal runs become `<word>`). [`finish`]
+    /// does this itself; call it before [`PatternTree::classify`].
+    ///
+    /// [`finish`]: PatternTree::finish
+    pub fn fold(&mut self) {
+        self.fold_id_like(0);
+    }
+
+    /// The text of the pattern `key` is counted in, without counting it (`None` when the tree
+    /// has no pattern for it).
+    pub fn classify(&self, key: &[u8]) -> Option<String> {
+        let mut tokens = Vec::new();
+        tokenize(key, &self.delimiters, &mut tokens);
+        let mut n = 0u32;
+        let mut path = Vec::new();
+        for t in &tokens {
+            let mut tok = Tok::of(t, key);
+            if tok.is_alpha_lit() && self.nodes[n as usize].word_mode {
+                tok = Tok::Class(Class::Word);
+            }
+            n = self.find(n, &tok)?;
+            path.push(Key::of(&tok));
+        }
+        let leaf = self.nodes[n as usize].leaf?;
+        if self.leaves[leaf as usize].keys == 0 {
+            return None;
+        }
+        Some(render(&path, PatternStats::new(0)).text)
+    }
+
     /// The finished patterns, most keys first (ties by text).
     pub fn finish(mut self) -> Vec<Pattern> {
-        self.fold_id_like(0);
+        self.fold();
         let mut out = Vec::new();
         for (path, leaf) in self.paths() {
             let stats = std::mem::replace(&mut self.leaves[leaf as usize], PatternStats::new(0));

@@ -1,7 +1,10 @@
 //! The one integration-test binary (CI has two cores): every module below is a test group.
 // Tests report skips and mismatches on stderr.
 #![allow(clippy::print_stderr)]
+mod analyze;
 mod cli;
+#[path = "../common/keygen.rs"]
+mod keygen;
 mod properties;
 mod redis;
 mod support;

@@ -1,6 +1,7 @@
 //! Properties of the slot core and the reader over arbitrary bytes (proptest).
 
 use keyplan::keys::{InputFormat, ReadOptions, for_each_record, quote, unquote};
+use keyplan::pattern::{Delimiters, Observation, PatternTree};
 use keyplan::slot::bulk::{BulkScanner, count_raw_lines_portable};
 use keyplan::slot::{
     SLOT_COUNT, crc16, crc16_bitwise, crc16_clmul, crc16_fold_portable, crc16_table, hash_tag,
@@ -82,6 +83,35 @@ proptest! {
         let s = for_each_record(&data[..], &opts, |_, r| by_reader[key_slot(r.key) as usize] += 1).unwrap();
         prop_assert_eq!(s.keys, c1.keys);
         prop_assert_eq!(&by_reader, &fast);
+    }
+
+    #[test]
+    fn every_key_matches_the_pattern_it_was_counted_in(
+        keys in prop::collection::vec(
+            prop::collection::vec(prop::sample::select(b"ab:{}_-.0123456789fF/|xyz\xff\x01 ".to_vec()), 0..40),
+            1..60),
+    ) {
+        let mut tree = PatternTree::new(Delimiters::default(), 1);
+        for k in &keys {
+            tree.add(&Observation { key: k, bytes: 1, ops: 0.0, node: Some(0), tag: keyplan::slot::tag(k), slot: key_slot(k) });
+        }
+        tree.fold();
+        let mut counted: std::collections::BTreeMap<String, u64> = Default::default();
+        for k in &keys {
+            let p = tree.classify(k);
+            prop_assert!(p.is_some(), "no pattern for {:?}", k);
+            *counted.entry(p.unwrap()).or_default() += 1;
+        }
+        let patterns = tree.clone().finish();
+        for p in &patterns {
+            prop_assert_eq!(counted.get(&p.text).copied().unwrap_or(0), p.stats.keys, "{}", p.text);
+            let re = regex::bytes::Regex::new(&p.regex).unwrap();
+            for k in &keys {
+                if tree.classify(k).as_deref() == Some(p.text.as_str()) {
+                    prop_assert!(re.is_match(k), "{:?} does not match {} ({})", String::from_utf8_lossy(k), p.text, p.regex);
+                }
+            }
+        }
     }
 
     #[test]

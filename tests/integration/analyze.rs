@@ -1,0 +1,361 @@
+//! `keyplan analyze` against a real 3-master cluster made by `redis-cli --cluster create`, and
+//! its report on generated data.
+
+use crate::keygen::KeyGen;
+use crate::support::{RedisServer, Reply, Resp, keyplan, require_binary};
+use std::collections::BTreeMap;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+struct Cluster {
+    nodes: Vec<RedisServer>,
+}
+
+impl Cluster {
+    /// Three cluster-mode servers joined by `redis-cli --cluster create` (no replicas).
+    fn create() -> Option<Cluster> {
+        let server = require_binary("redis-server")?;
+        let cli = require_binary("redis-cli")?;
+        let nodes: Vec<RedisServer> = (0..3).map(|_| RedisServer::start(&server, true)).collect();
+        let mut cmd = Command::new(cli);
+        cmd.arg("--cluster").arg("create");
+        for n in &nodes {
+            cmd.arg(format!("127.0.0.1:{}", n.port));
+        }
+        let out = cmd
+            .arg("--cluster-yes")
+            .output()
+            .expect("run redis-cli --cluster create");
+        assert!(
+            out.status.success(),
+            "redis-cli --cluster create failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let deadline = Instant::now() + Duration::from_secs(30);
+        for n in &nodes {
+            let mut c = n.connect();
+            loop {
+                if let Ok(Reply::Bulk(Some(info))) = c.call(&[b"CLUSTER", b"INFO"])
+                    && String::from_utf8_lossy(&info).contains("cluster_state:ok")
+                {
+                    break;
+                }
+                assert!(Instant::now() < deadline, "cluster did not reach state ok");
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+        Some(Cluster { nodes })
+    }
+
+    fn port_index(&self, port: u16) -> usize {
+        self.nodes
+            .iter()
+            .position(|n| n.port == port)
+            .expect("redirect to a cluster node")
+    }
+
+    /// Writes every key, routed only by the servers' own MOVED redirects (never by keyplan's
+    /// slot code). Returns how many redirects were followed.
+    fn load(&self, keys: &[Vec<u8>]) -> usize {
+        let mut conns: Vec<Resp> = self.nodes.iter().map(|n| n.connect()).collect();
+        let mut pending: Vec<(usize, &Vec<u8>)> = keys.iter().map(|k| (0, k)).collect();
+        let mut redirects = 0;
+        while !pending.is_empty() {
+            let mut next = Vec::new();
+            for (node, batch) in group(&pending) {
+                let mut buf = Vec::new();
+                for k in &batch {
+                    Resp::encode(&mut buf, &[b"SET", k, b"v"]);
+                }
+                conns[node].send(&buf).unwrap();
+                for k in batch {
+                    match conns[node].read().unwrap() {
+                        Reply::Status(s) if s == "OK" => {}
+                        Reply::Error(e) if e.starts_with("MOVED ") => {
+                            let port: u16 = e.rsplit(':').next().unwrap().parse().unwrap();
+                            next.push((self.port_index(port), k));
+                            redirects += 1;
+                        }
+                        other => panic!("SET replied {other:?}"),
+                    }
+                }
+            }
+            pending = next;
+        }
+        redirects
+    }
+
+    fn dbsize(&self) -> Vec<u64> {
+        self.nodes
+            .iter()
+            .map(|n| match n.connect().call(&[b"DBSIZE"]).unwrap() {
+                Reply::Int(v) => v as u64,
+                other => panic!("DBSIZE replied {other:?}"),
+            })
+            .collect()
+    }
+}
+
+fn group<'a>(pending: &[(usize, &'a Vec<u8>)]) -> BTreeMap<usize, Vec<&'a Vec<u8>>> {
+    let mut m: BTreeMap<usize, Vec<&Vec<u8>>> = BTreeMap::new();
+    for (n, k) in pending {
+        m.entry(*n).or_default().push(k);
+    }
+    m
+}
+
+fn analyze_json(args: &[&str], dump: &std::path::Path) -> serde_json::Value {
+    let out = keyplan()
+        .arg("analyze")
+        .args(args)
+        .args(["--format", "json"])
+        .arg(dump)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn per_node_counts_equal_each_masters_dbsize() {
+    let Some(cluster) = Cluster::create() else {
+        return;
+    };
+    let mut g = KeyGen::new(99);
+    let mut keys: Vec<Vec<u8>> = Vec::new();
+    let mut line = String::new();
+    let mut seen = std::collections::BTreeSet::new();
+    while keys.len() < 5000 {
+        line.clear();
+        g.next_key(&mut line);
+        if seen.insert(line.clone()) {
+            keys.push(line.clone().into_bytes());
+        }
+    }
+    // Binary keys too (written in quoted form to the dump).
+    for i in 0..200u32 {
+        keys.push(format!("bin:\u{1}{i}\n{{t{}}}\u{ff}", i % 7).into_bytes());
+    }
+    let redirects = cluster.load(&keys);
+    assert!(redirects > 0, "keys were routed by MOVED redirects");
+    let dbsize = cluster.dbsize();
+    assert_eq!(dbsize.iter().sum::<u64>(), keys.len() as u64);
+
+    let dir = tempfile::tempdir().unwrap();
+    let dump = dir.path().join("keys.quoted");
+    let text: String = keys
+        .iter()
+        .map(|k| keyplan::keys::quote(k) + "\n")
+        .collect();
+    std::fs::write(&dump, text).unwrap();
+
+    // The redis-cli create layout: master i is the i-th node given to redis-cli.
+    let v = analyze_json(&["--masters", "3"], &dump);
+    let got: Vec<u64> = v["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["keys"].as_u64().unwrap())
+        .collect();
+    assert_eq!(got, dbsize, "analyze --masters 3 per-node keys vs DBSIZE");
+
+    // The cluster's own CLUSTER NODES, with a slot in migration.
+    let mut c0 = cluster.nodes[0].connect();
+    let ids: Vec<String> = cluster
+        .nodes
+        .iter()
+        .map(
+            |n| match n.connect().call(&[b"CLUSTER", b"MYID"]).unwrap() {
+                Reply::Bulk(Some(id)) => String::from_utf8(id).unwrap(),
+                other => panic!("CLUSTER MYID replied {other:?}"),
+            },
+        )
+        .collect();
+    let r = c0
+        .call(&[
+            b"CLUSTER",
+            b"SETSLOT",
+            b"100",
+            b"MIGRATING",
+            ids[1].as_bytes(),
+        ])
+        .unwrap();
+    assert_eq!(r, Reply::Status("OK".into()));
+    let nodes_text = match c0.call(&[b"CLUSTER", b"NODES"]).unwrap() {
+        Reply::Bulk(Some(t)) => t,
+        other => panic!("CLUSTER NODES replied {other:?}"),
+    };
+    assert!(String::from_utf8_lossy(&nodes_text).contains("[100->-"));
+    let topo = dir.path().join("nodes.txt");
+    std::fs::write(&topo, &nodes_text).unwrap();
+    let v = analyze_json(&["--topology", topo.to_str().unwrap()], &dump);
+    let by_addr: BTreeMap<String, u64> = v["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| {
+            (
+                n["address"].as_str().unwrap().to_string(),
+                n["keys"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    for (n, size) in cluster.nodes.iter().zip(&dbsize) {
+        assert_eq!(by_addr[&format!("127.0.0.1:{}", n.port)], *size);
+    }
+    let mig = &v["topology"]["migrating"][0];
+    assert_eq!(mig["slot"], 100);
+    assert_eq!(mig["direction"], "migrating");
+    assert_eq!(mig["peer"], format!("127.0.0.1:{}", cluster.nodes[1].port));
+}
+
+#[test]
+fn report_on_the_bundled_example() {
+    let v = analyze_json(&[], std::path::Path::new("examples/app.keys"));
+    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["totals"]["keys"], 20000);
+    assert_eq!(v["totals"]["has_bytes"], true);
+    assert!(
+        v["topology"]["source"]
+            .as_str()
+            .unwrap()
+            .starts_with("default: 3 masters")
+    );
+    let nodes = v["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), 3);
+    assert_eq!(nodes[0]["slot_ranges"][0], "0-5460");
+    let sum: u64 = nodes.iter().map(|n| n["keys"].as_u64().unwrap()).sum();
+    assert_eq!(sum, 20000);
+    let patterns: Vec<&str> = v["patterns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["pattern"].as_str().unwrap())
+        .collect();
+    for want in [
+        "user:<int>:profile",
+        "session:<uuid>",
+        "rate:<ip>:<date>",
+        "cache:page:<hex>",
+        "product:SKU-<int>",
+        "feed:{group_<int>}:user:<int>",
+        "order:{<int>}:items",
+        "settings:<word><int>",
+        "lb:{global}:<word>:<date>",
+    ] {
+        assert!(patterns.contains(&want), "{want} missing from {patterns:?}");
+    }
+    let feed = v["patterns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["pattern"] == "feed:{group_<int>}:user:<int>")
+        .unwrap();
+    assert_eq!(feed["tag"], "group_<int>");
+    let card = feed["tag_cardinality"].as_u64().unwrap();
+    assert!((10..=13).contains(&card), "12 groups, estimated {card}");
+    // The hot leaderboard tag is found and flagged.
+    let global = v["hot_tags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["tag"] == "global")
+        .unwrap();
+    assert_eq!(global["hot"], true);
+    assert_eq!(global["slot"], keyplan::slot::key_slot(b"global"));
+    assert!(v["skew"]["verdict"].as_str().unwrap().contains("holds"));
+}
+
+#[test]
+fn analyze_is_deterministic_across_thread_counts() {
+    let a = keyplan()
+        .args([
+            "analyze",
+            "--format",
+            "json",
+            "--threads",
+            "1",
+            "examples/app.keys",
+        ])
+        .output()
+        .unwrap();
+    let b = keyplan()
+        .args([
+            "analyze",
+            "--format",
+            "json",
+            "--threads",
+            "2",
+            "examples/app.keys",
+        ])
+        .output()
+        .unwrap();
+    let c = keyplan()
+        .args([
+            "analyze",
+            "--format",
+            "json",
+            "--threads",
+            "2",
+            "examples/app.keys",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(b.stdout, c.stdout, "same input and threads, same bytes");
+    let (va, vb): (serde_json::Value, serde_json::Value) = (
+        serde_json::from_slice(&a.stdout).unwrap(),
+        serde_json::from_slice(&b.stdout).unwrap(),
+    );
+    assert_eq!(va["nodes"], vb["nodes"]);
+    assert_eq!(va["patterns"], vb["patterns"]);
+}
+
+#[test]
+fn analyze_table_and_errors() {
+    keyplan()
+        .args(["analyze", "examples/app.keys", "--masters", "4"])
+        .assert()
+        .success()
+        .stdout(
+            predicates::str::contains("Verdict:").and(predicates::str::contains("Pattern × node")),
+        );
+    keyplan().args(["analyze"]).assert().code(2);
+    keyplan()
+        .args(["analyze", "/no/such.keys"])
+        .assert()
+        .code(2);
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("nodes.txt");
+    std::fs::write(&bad, "e7d1eecce10fd6bb5eb35b9f99a514335d9ba9ca 127.0.0.1:30001@31001 myself,master - 0 0 1 connected 0-5460\n").unwrap();
+    keyplan()
+        .args(["analyze", "examples/app.keys", "--topology"])
+        .arg(&bad)
+        .assert()
+        .code(2)
+        .stderr(
+            predicates::str::contains("5461-16383")
+                .and(predicates::str::contains("--allow-partial")),
+        );
+    keyplan()
+        .args([
+            "analyze",
+            "examples/app.keys",
+            "--allow-partial",
+            "--format",
+            "json",
+            "--topology",
+        ])
+        .arg(&bad)
+        .assert()
+        .success()
+        .stdout(predicates::str::contains(
+            "\"uncovered_slots\":[\"5461-16383\"]",
+        ));
+}
+
+use predicates::prelude::PredicateBooleanExt;
