@@ -1,6 +1,6 @@
 //! Memory-mapped windows of a regular file: the fastest way to read a large dump that is
 //! already in the page cache (no copy into a buffer). keyplan maps one window at a time
-//! (64 MiB by default) and unmaps it when done, so resident memory stays bounded however large
+//! (16 MiB by default; the next one is mapped while the current one is read) and unmaps it when done, so resident memory stays bounded however large
 //! the file is.
 #![allow(unsafe_code)]
 

@@ -5,7 +5,7 @@
 //! Two front-ends feed the workers:
 //! * [`par_read`], for any stream (stdin, pipes): one reader thread cuts the stream into
 //!   ~1 MiB chunks through recycled buffers;
-//! * [`par_read_file`], for regular files: the file is memory-mapped one 64 MiB window at a
+//! * [`par_read_file`], for regular files: the file is memory-mapped one 16 MiB window at a
 //!   time and the workers read the window in place, with no copy.
 
 use super::mapped::map_window;
@@ -299,7 +299,7 @@ pub fn par_read<R: Read, S: ChunkSink>(
     summarize(reports, format)
 }
 
-/// Size of one mapped window.
+/// Size of one mapped window (bounds resident memory; a window also holds the longest line).
 const WINDOW: usize = 16 << 20;
 
 /// Finds the format from the first non-blank line of `data`; returns it with its line number.
@@ -344,12 +344,17 @@ pub fn par_read_file<S: ChunkSink>(
     let stop_seq = AtomicU64::new(u64::MAX);
     let mut seq = 0u64;
     let mut pos = start as usize;
+    // The next window, mapped (and pre-faulted) while the workers read the current one.
+    let mut prefetched: Option<(usize, memmap2::Mmap)> = None;
     while pos < len && stop_seq.load(Ordering::Relaxed) == u64::MAX {
         let wlen = window.min(len - pos);
-        let map = match map_window(file, pos as u64, wlen) {
-            Ok(m) => m,
-            Err(_) if pos == start as usize => return par_read(file, opts, sinks, progress),
-            Err(e) => return Err(ReadError::Io(e)),
+        let map = match prefetched.take() {
+            Some((at, m)) if at == pos => m,
+            _ => match map_window(file, pos as u64, wlen) {
+                Ok(m) => m,
+                Err(_) if pos == start as usize => return par_read(file, opts, sinks, progress),
+                Err(e) => return Err(ReadError::Io(e)),
+            },
         };
         let data: &[u8] = &map;
         let at_eof = pos + wlen == len;
@@ -416,7 +421,8 @@ pub fn par_read_file<S: ChunkSink>(
             p = end;
         }
         let workers = sinks.len();
-        let window_reports: Vec<Vec<ChunkReport>> = std::thread::scope(|scope| {
+        let next_pos = pos + usable;
+        let (window_reports, next): (Vec<Vec<ChunkReport>>, _) = std::thread::scope(|scope| {
             let handles: Vec<_> = sinks
                 .iter_mut()
                 .enumerate()
@@ -442,14 +448,20 @@ pub fn par_read_file<S: ChunkSink>(
                     })
                 })
                 .collect();
-            handles
+            let next = (next_pos < len)
+                .then(|| map_window(file, next_pos as u64, window.min(len - next_pos)).ok())
+                .flatten()
+                .map(|m| (next_pos, m));
+            let reports = handles
                 .into_iter()
                 .map(|h| {
                     h.join()
                         .expect("invariant: key-reading workers do not panic")
                 })
-                .collect()
+                .collect();
+            (reports, next)
         });
+        prefetched = next;
         reports.extend(window_reports.into_iter().flatten());
         pos += usable;
     }

@@ -32,6 +32,9 @@ impl LineCounts {
     }
 }
 
+/// Size of the pieces the SIMD pass works on.
+const PIECE: usize = 64 << 10;
+
 /// A line longer than the limit, skipped by a bulk pass.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LongLine {
@@ -86,18 +89,50 @@ impl BulkScanner {
                 && std::arch::is_x86_feature_detected!("avx2")
                 && super::clmul::window_supported()
             {
-                // SAFETY: AVX2, PCLMULQDQ and SSE4.1 were detected just above.
-                unsafe {
-                    build_masks_avx2(buf, &mut self.newlines, &mut self.opens, &mut self.closes);
-                    return scan_x86(
-                        buf,
-                        &self.newlines,
-                        &self.opens,
-                        &self.closes,
-                        hist,
-                        (max_line, long),
-                    );
+                // Work in pieces of ~64 KiB that end on a line end, so the bitmaps stay in L1
+                // and the bytes in L2 between the mask pass and the key pass.
+                let mut total = LineCounts::default();
+                let mut rest = buf;
+                let mut piece_long = Vec::new();
+                while !rest.is_empty() {
+                    let cut = if rest.len() <= PIECE {
+                        rest.len()
+                    } else {
+                        match memchr::memrchr(b'\n', &rest[..PIECE]) {
+                            Some(i) => i + 1,
+                            None => {
+                                memchr(b'\n', &rest[PIECE..]).map_or(rest.len(), |i| PIECE + i + 1)
+                            }
+                        }
+                    };
+                    let (piece, tail) = rest.split_at(cut);
+                    // SAFETY: AVX2, PCLMULQDQ and SSE4.1 were detected just above.
+                    let c = unsafe {
+                        build_masks_avx2(
+                            piece,
+                            &mut self.newlines,
+                            &mut self.opens,
+                            &mut self.closes,
+                        );
+                        scan_x86(
+                            piece,
+                            &self.newlines,
+                            &self.opens,
+                            &self.closes,
+                            hist,
+                            (max_line, &mut piece_long),
+                        )
+                    };
+                    for l in piece_long.drain(..) {
+                        long.push(LongLine {
+                            line: l.line + total.lines,
+                            bytes: l.bytes,
+                        });
+                    }
+                    total.add(c);
+                    rest = tail;
                 }
+                return total;
             }
         }
         portable_limited(buf, hist, max_line, long)

@@ -26,6 +26,7 @@ add "keyplan slot --counts (file, all cores)" "$BIN slot --counts --format json 
 add "keyplan slot --counts (file, 1 thread)" "$BIN slot --counts --format json --threads 1 --keys '$DUMP' > /dev/null"
 add "keyplan slot --counts (stdin pipe)" "cat '$DUMP' | $BIN slot --counts --format json --keys - > /dev/null"
 add "naive Rust: lines() + String + crc16 crate" "target/release/examples/naive_slots '$DUMP' > /dev/null"
+add "keyplan analyze (full report, all cores)" "$BIN analyze --format json '$DUMP' > /dev/null"
 if python3 -c 'import redis.crc' 2>/dev/null; then
   add "Python: redis-py key_slot loop" "python3 -c 'import sys,redis.crc as c
 h=[0]*16384
@@ -52,9 +53,16 @@ for i in "${!NAMES[@]}"; do
   printf '%-46s %9.3f %9.2f\n' "${NAMES[$i]}" "${SECS[$i]}" "$(awk -v a="${SECS[$i]}" -v b="${SECS[0]}" 'BEGIN{print a/b}')"
 done
 naive_i=5
-printf '\nkeyplan (file, all cores) is %.1f× faster than the naive Rust loop\n' \
-  "$(awk -v a="${SECS[$naive_i]}" -v b="${SECS[2]}" 'BEGIN{print a/b}')"
+analyze_i=6
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", a/b}'; }
+printf '\nslot --counts (file, all cores) is %s× faster than the naive Rust loop\n' "$(ratio "${SECS[$naive_i]}" "${SECS[2]}")"
+printf 'analyze (full) is %s× faster than the naive Rust loop and takes %s× the bulk slot pass\n' \
+  "$(ratio "${SECS[$naive_i]}" "${SECS[$analyze_i]}")" "$(ratio "${SECS[$analyze_i]}" "${SECS[2]}")"
 if [ -x /usr/bin/time ]; then
-  /usr/bin/time -f "keyplan peak resident memory: %M KB (file)" "$BIN" slot --counts --format json --keys "$DUMP" > /dev/null
-  /usr/bin/time -f "keyplan peak resident memory: %M KB (stdin pipe)" "$BIN" slot --counts --format json --keys - < <(cat "$DUMP") > /dev/null
+  SMALL="$DIR/small.txt"
+  head -n $(( N / 10 )) "$DUMP" > "$SMALL"
+  /usr/bin/time -f "peak resident memory, slot --counts (file): %M KB" "$BIN" slot --counts --format json --keys "$DUMP" > /dev/null
+  /usr/bin/time -f "peak resident memory, slot --counts (pipe): %M KB" "$BIN" slot --counts --format json --keys - < <(cat "$DUMP") > /dev/null
+  /usr/bin/time -f "peak resident memory, analyze, $N keys: %M KB" "$BIN" analyze --format json "$DUMP" > /dev/null
+  /usr/bin/time -f "peak resident memory, analyze, $(( N / 10 )) keys: %M KB" "$BIN" analyze --format json "$SMALL" > /dev/null
 fi
