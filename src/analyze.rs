@@ -50,6 +50,11 @@ pub struct Analyzer<'t> {
     slot_keys: Vec<u64>,
     slot_bytes: Vec<u64>,
     slot_ops: Vec<f64>,
+    node_keys: Vec<u64>,
+    node_bytes: Vec<u64>,
+    node_ops: Vec<f64>,
+    unplaced: u64,
+    ring: bool,
     tagged: u64,
     tag_hll: Hll,
     tags_by_keys: SpaceSaving,
@@ -69,6 +74,11 @@ impl<'t> Analyzer<'t> {
             slot_keys: vec![0; SLOT_COUNT],
             slot_bytes: vec![0; SLOT_COUNT],
             slot_ops: vec![0.0; SLOT_COUNT],
+            node_keys: vec![0; topology.nodes().len()],
+            node_bytes: vec![0; topology.nodes().len()],
+            node_ops: vec![0.0; topology.nodes().len()],
+            unplaced: 0,
+            ring: topology.ring().is_some(),
             tagged: 0,
             tag_hll: Hll::new(14),
             tags_by_keys: SpaceSaving::new(config.heavy_capacity),
@@ -137,13 +147,26 @@ impl<'t> Analyzer<'t> {
             }
             _ => None,
         };
+        let node = if self.ring {
+            self.topology.node_of(key)
+        } else {
+            self.topology.node_of_slot(slot as u16)
+        };
+        match node {
+            Some(i) => {
+                self.node_keys[i] += 1;
+                self.node_bytes[i] += w;
+                self.node_ops[i] += o;
+            }
+            None => self.unplaced += 1,
+        }
         self.patterns.add_tokens(
             tokens,
             &Observation {
                 key,
                 bytes: w,
                 ops: o,
-                node: self.topology.node_of_slot(slot as u16),
+                node,
                 tag,
                 slot: slot as u16,
             },
@@ -161,6 +184,16 @@ impl<'t> Analyzer<'t> {
         for (a, b) in self.slot_ops.iter_mut().zip(&o.slot_ops) {
             *a += b;
         }
+        for (a, b) in self.node_keys.iter_mut().zip(&o.node_keys) {
+            *a += b;
+        }
+        for (a, b) in self.node_bytes.iter_mut().zip(&o.node_bytes) {
+            *a += b;
+        }
+        for (a, b) in self.node_ops.iter_mut().zip(&o.node_ops) {
+            *a += b;
+        }
+        self.unplaced += o.unplaced;
         self.tagged += o.tagged;
         self.tag_hll.merge(&o.tag_hll);
         self.tags_by_keys.merge(&o.tags_by_keys);
@@ -420,30 +453,15 @@ impl Analyzer<'_> {
         let map = topo.slot_map();
         let names: Vec<String> = topo.nodes().iter().map(|n| n.name.clone()).collect();
         let n = names.len();
-        let mut node_keys = vec![0u64; n];
-        let mut node_bytes = vec![0u64; n];
-        let mut node_ops = vec![0f64; n];
-        let mut uncovered_keys = 0;
-        for s in 0..SLOT_COUNT {
-            match topo.node_of_slot(s as u16) {
-                Some(i) => {
-                    node_keys[i] += self.slot_keys[s];
-                    node_bytes[i] += self.slot_bytes[s];
-                    node_ops[i] += self.slot_ops[s];
-                }
-                None => uncovered_keys += self.slot_keys[s],
-            }
-        }
+        let (node_keys, node_bytes, node_ops) = (&self.node_keys, &self.node_bytes, &self.node_ops);
+        let uncovered_keys = self.unplaced;
         let keys: u64 = self.slot_keys.iter().sum();
         let bytes: u64 = self.slot_bytes.iter().sum();
         let ops: f64 = self.slot_ops.iter().sum();
         let slot_counts: Vec<usize> = (0..n)
             .map(|i| map.map(|m| m.slot_count(i)).unwrap_or(0))
             .collect();
-        let slot_shares: Vec<f64> = slot_counts
-            .iter()
-            .map(|&c| c as f64 / SLOT_COUNT as f64)
-            .collect();
+        let slot_shares: Vec<f64> = topo.nominal_shares();
         let nodes: Vec<NodeReport> = topo
             .nodes()
             .iter()
@@ -473,26 +491,53 @@ impl Analyzer<'_> {
             })
             .collect();
         let to_f = |v: &[u64]| v.iter().map(|&x| x as f64).collect::<Vec<_>>();
-        let sk_keys = skew(&to_f(&node_keys), &names, &slot_shares);
+        let sk_keys = skew(&to_f(node_keys), &names, &slot_shares);
         let sk_bytes = if self.saw_bytes {
-            skew(&to_f(&node_bytes), &names, &slot_shares)
+            skew(&to_f(node_bytes), &names, &slot_shares)
         } else {
             None
         };
         let sk_ops = if self.saw_ops {
-            skew(&node_ops, &names, &slot_shares)
+            skew(node_ops, &names, &slot_shares)
         } else {
             None
         };
-        let verdict = verdict(keys, &sk_keys, &sk_bytes, &sk_ops, uncovered_keys);
+        let what_share = if self.ring {
+            "of the ring"
+        } else {
+            "of the slots"
+        };
+        let random = matches!(
+            topo.ring().map(|r| r.kind()),
+            Some(crate::topology::ring::RingKind::Random)
+        );
+        let verdict = if random {
+            "the pool uses distribution: random, so any key can land on any server: there is no per-server placement to report".to_string()
+        } else {
+            verdict(
+                keys,
+                &sk_keys,
+                &sk_bytes,
+                &sk_ops,
+                uncovered_keys,
+                what_share,
+            )
+        };
 
         let mut slot_order: Vec<usize> =
             (0..SLOT_COUNT).filter(|&s| self.slot_keys[s] > 0).collect();
         slot_order.sort_by(|&a, &b| self.slot_keys[b].cmp(&self.slot_keys[a]).then(a.cmp(&b)));
-        let node_name = |slot: u16| topo.node_of_slot(slot).map(|i| names[i].clone());
+        let ring = self.ring;
+        let node_name = |slot: u16| {
+            if ring {
+                None
+            } else {
+                topo.node_of_slot(slot).map(|i| names[i].clone())
+            }
+        };
         let hot_slots = slot_order
             .iter()
-            .take(config.top)
+            .take(if ring { 0 } else { config.top })
             .map(|&s| SlotReport {
                 slot: s as u16,
                 node: node_name(s as u16),
@@ -589,7 +634,7 @@ impl Analyzer<'_> {
         AnalyzeReport {
             schema_version: 1,
             topology: TopologyInfo {
-                kind: "cluster",
+                kind: if self.ring { "ring" } else { "cluster" },
                 source,
                 nodes: n,
                 uncovered_slots: map
@@ -638,6 +683,7 @@ fn verdict(
     by_bytes: &Option<Skew>,
     by_ops: &Option<Skew>,
     uncovered: u64,
+    what_share: &str,
 ) -> String {
     if keys == 0 {
         return "no keys were read".to_string();
@@ -662,15 +708,18 @@ fn verdict(
         } else {
             "evenly spread"
         };
-        parts.push(format!("{what} are {level}: {}", describe(s, what)));
+        parts.push(format!(
+            "{what} are {level}: {}",
+            describe(s, what, what_share)
+        ));
         for (what, s) in worst.iter().skip(1) {
             if s.max_over_mean >= 1.1 {
-                parts.push(describe(s, what));
+                parts.push(describe(s, what, what_share));
             }
         }
     }
     if uncovered > 0 {
-        parts.push(format!("{uncovered} keys fall on slots no node serves"));
+        parts.push(format!("{uncovered} keys have no node to land on"));
     }
     parts.join("; ")
 }

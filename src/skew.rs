@@ -14,7 +14,7 @@ pub struct Skew {
     pub hottest_node: String,
     /// The busiest node's share of the total (0..1).
     pub hottest_share: f64,
-    /// The busiest node's share of the slots it serves (0..1), for slot maps.
+    /// The busiest node's nominal share (0..1): of the slots it serves, or of the ring.
     pub hottest_slot_share: f64,
     /// The least busy node's share of the total (0..1).
     pub coldest_share: f64,
@@ -48,9 +48,9 @@ pub fn skew(values: &[f64], names: &[String], slot_shares: &[f64]) -> Option<Ske
 
 /// One sentence about a weight's skew, e.g. `127.0.0.1:7000 holds 38.0% of keys with 33.3% of
 /// the slots (1.14× the mean)`.
-pub fn describe(s: &Skew, what: &str) -> String {
+pub fn describe(s: &Skew, what: &str, nominal: &str) -> String {
     format!(
-        "{} holds {:.1}% of {what} with {:.1}% of the slots ({:.2}× the mean node)",
+        "{} holds {:.1}% of {what} with {:.1}% {nominal} ({:.2}× the mean node)",
         s.hottest_node,
         100.0 * s.hottest_share,
         100.0 * s.hottest_slot_share,
@@ -72,7 +72,10 @@ mod tests {
         assert_eq!(s.hottest_node, "b");
         assert!((s.hottest_share - 2.0 / 3.0).abs() < 1e-12);
         assert!((s.max_over_mean - 2.0).abs() < 1e-12);
-        assert!(describe(&s, "keys").starts_with("b holds 66.7% of keys with 33.3% of the slots"));
+        assert!(
+            describe(&s, "keys", "of the slots")
+                .starts_with("b holds 66.7% of keys with 33.3% of the slots")
+        );
         assert!(skew(&[0.0, 0.0], &names, &shares).is_none());
     }
 }

@@ -1,13 +1,12 @@
 //! `keyplan analyze`: distribution, skew, hot slots and tags, and key patterns of a dump.
 
 use super::Ctx;
-use super::args::{InputArgs, open_all, read_context, warn_malformed};
+use super::args::{InputArgs, TopologyArgs, open_all, read_context, warn_malformed};
 use crate::analyze::{AnalyzeConfig, Analyzer};
 use crate::error::{ExitStatus, UserError};
 use crate::keys::ReadSummary;
 use crate::pattern::{DEFAULT_DELIMITERS, Delimiters};
 use crate::report::analyze::{render_json, render_table};
-use crate::topology::{SlotMap, Topology};
 use anyhow::Context as _;
 use std::io::{BufWriter, IsTerminal};
 use std::path::PathBuf;
@@ -37,18 +36,9 @@ pub struct AnalyzeArgs {
     #[command(flatten)]
     pub input: InputArgs,
 
-    /// Place keys on N masters laid out as `redis-cli --cluster create` assigns slots [default: 3]
-    #[arg(long, value_name = "N", conflicts_with = "topology",
-          value_parser = clap::value_parser!(u16).range(1..=16384))]
-    pub masters: Option<u16>,
-
-    /// A topology file: the text of CLUSTER NODES (or a nodes.conf)
-    #[arg(long, value_name = "FILE")]
-    pub topology: Option<PathBuf>,
-
-    /// Accept a topology whose slots are not all served, and report the uncovered ones
-    #[arg(long)]
-    pub allow_partial: bool,
+    /// Where keys live [default: 3 masters].
+    #[command(flatten)]
+    pub topology: TopologyArgs,
 
     /// Output format
     #[arg(long, value_enum, default_value = "table")]
@@ -80,24 +70,10 @@ pub fn run(args: AnalyzeArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
         )
         .into());
     }
-    let (topology, source) = match (&args.topology, args.masters) {
-        (Some(path), _) => {
-            let text = std::fs::read(path)
-                .with_context(|| format!("cannot read topology file '{}'", path.display()))?;
-            let text = String::from_utf8_lossy(&text);
-            let t = Topology::parse(&text, args.allow_partial)
-                .with_context(|| format!("in topology file {}", path.display()))?;
-            (t, format!("CLUSTER NODES from {}", path.display()))
-        }
-        (None, Some(n)) => (
-            Topology::Cluster(SlotMap::from_masters(n as usize)?),
-            format!("{n} masters as redis-cli --cluster create assigns slots"),
-        ),
-        (None, None) => (
-            Topology::Cluster(SlotMap::from_masters(3)?),
-            "default: 3 masters as redis-cli --cluster create assigns slots (use --masters or --topology)".to_string(),
-        ),
-    };
+    let (topology, source) = args
+        .topology
+        .resolve(Some(3))?
+        .expect("invariant: a default topology is given");
     let config = AnalyzeConfig {
         top: args.top.max(1),
         hot_tag_share: args.hot_tag_share / 100.0,

@@ -5,7 +5,7 @@ use crate::error::UserError;
 use crate::keys::parallel::{ChunkSink, par_read, par_read_file};
 use crate::keys::{DEFAULT_MAX_LINE, InputFormat, ReadError, ReadOptions, ReadSummary};
 use crate::report::slot::MalformedLine;
-use crate::topology::{SlotMap, Topology};
+use crate::topology::{SlotMap, Topology, TopologyFormat, TopologyOptions};
 use anyhow::Context as _;
 use std::fs::File;
 use std::io::{self, Read};
@@ -57,21 +57,87 @@ impl InputArgs {
     }
 }
 
+/// Formats of topology files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TopologyFormatArg {
+    /// Decide from the content
+    Auto,
+    /// The text of CLUSTER NODES, or a nodes.conf
+    ClusterNodes,
+    /// A twemproxy (nutcracker) YAML config
+    Twemproxy,
+}
+
 /// Where keys live.
 #[derive(Debug, Clone, clap::Args)]
 pub struct TopologyArgs {
     /// Place keys on N masters laid out as `redis-cli --cluster create` assigns slots
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=16384))]
+    #[arg(long, value_name = "N", conflicts_with = "topology",
+          value_parser = clap::value_parser!(u16).range(1..=16384))]
     pub masters: Option<u16>,
+
+    /// A topology file: CLUSTER NODES text (or nodes.conf), or a twemproxy config
+    #[arg(long, value_name = "FILE")]
+    pub topology: Option<PathBuf>,
+
+    /// Format of the --topology file
+    #[arg(long, value_enum, default_value = "auto", value_name = "FORMAT")]
+    pub topology_format: TopologyFormatArg,
+
+    /// The twemproxy pool to use (required when the config has several)
+    #[arg(long, value_name = "NAME")]
+    pub pool: Option<String>,
+
+    /// Accept a slot map whose slots are not all served, and report the uncovered ones
+    #[arg(long)]
+    pub allow_partial: bool,
 }
 
 impl TopologyArgs {
-    /// The topology asked for, if any.
-    pub fn topology(&self) -> anyhow::Result<Option<Topology>> {
-        match self.masters {
-            None => Ok(None),
-            Some(n) => Ok(Some(Topology::Cluster(SlotMap::from_masters(n as usize)?))),
+    /// The topology asked for (or `default_masters` masters when none is), with a description
+    /// of where it came from.
+    pub fn resolve(
+        &self,
+        default_masters: Option<u16>,
+    ) -> anyhow::Result<Option<(Topology, String)>> {
+        if let Some(path) = &self.topology {
+            let bytes = std::fs::read(path)
+                .with_context(|| format!("cannot read topology file '{}'", path.display()))?;
+            let text = String::from_utf8_lossy(&bytes);
+            let format = match self.topology_format {
+                TopologyFormatArg::Auto => TopologyFormat::Auto,
+                TopologyFormatArg::ClusterNodes => TopologyFormat::ClusterNodes,
+                TopologyFormatArg::Twemproxy => TopologyFormat::Twemproxy,
+            };
+            let opts = TopologyOptions {
+                allow_partial: self.allow_partial,
+                pool: self.pool.clone(),
+            };
+            let t = Topology::parse_as(&text, format, &opts)
+                .with_context(|| format!("in topology file {}", path.display()))?;
+            let source = match &t {
+                Topology::Cluster(_) => format!("CLUSTER NODES from {}", path.display()),
+                Topology::Ring(r) => format!("{} from {}", r.source, path.display()),
+            };
+            return Ok(Some((t, source)));
         }
+        let (n, source) = match (self.masters, default_masters) {
+            (Some(n), _) => (
+                n,
+                format!("{n} masters as redis-cli --cluster create assigns slots"),
+            ),
+            (None, Some(n)) => (
+                n,
+                format!(
+                    "default: {n} masters as redis-cli --cluster create assigns slots (use --masters or --topology)"
+                ),
+            ),
+            (None, None) => return Ok(None),
+        };
+        Ok(Some((
+            Topology::Cluster(SlotMap::from_masters(n as usize)?),
+            source,
+        )))
     }
 }
 

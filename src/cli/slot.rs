@@ -89,7 +89,7 @@ pub fn run(args: SlotArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
         )
         .into());
     }
-    let topology = args.topology.topology()?;
+    let topology = args.topology.resolve(None)?.map(|(t, _)| t);
     let format = match args.format {
         SlotFormatArg::Auto if args.files.is_empty() => SlotFormat::Table,
         SlotFormatArg::Auto => SlotFormat::Tsv,
@@ -110,13 +110,22 @@ pub fn run(args: SlotArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     let stdout = BufWriter::with_capacity(1 << 16, &mut *ctx.stdout);
     let mut em = SlotEmitter::begin(stdout, format, topology.is_some(), args.explain)?;
     let emit = |em: &mut SlotEmitter<_>, key: &[u8]| -> std::io::Result<()> {
-        let shape = TagShape::of(key);
-        let hashed = shape.hashed(key);
-        let slot = key_slot(key);
+        let (slot, hashed) = match topology.as_ref().and_then(|t| t.ring()) {
+            Some(ring) => (None, ring.hashed(key)),
+            None => (Some(key_slot(key)), TagShape::of(key).hashed(key)),
+        };
         let node = topology
             .as_ref()
-            .map(|t| t.node_of_slot(slot).map(|i| node_names[i]).unwrap_or("-"));
-        let why = args.explain.then(|| explain(key));
+            .map(|t| t.node_of(key).map(|i| node_names[i]).unwrap_or("-"));
+        let why = args
+            .explain
+            .then(|| match topology.as_ref().and_then(|t| t.ring()) {
+                Some(_) => {
+                    "a client-side ring hashes these bytes (see the topology's hash and tag rules)"
+                        .to_string()
+                }
+                None => explain(key),
+            });
         em.row(&SlotRow {
             key,
             slot,
@@ -183,6 +192,13 @@ fn run_counts(
     format: SlotFormat,
     ctx: &mut Ctx<'_>,
 ) -> anyhow::Result<ExitStatus> {
+    if topology.is_some_and(|t| t.ring().is_some()) {
+        return Err(UserError::new(
+            "--counts counts Redis Cluster slots, which a client-side ring does not use",
+            "drop --counts to see each key's server, or run `keyplan analyze` for per-server counts",
+        )
+        .into());
+    }
     let opts = args.input.read_options();
     let threads = args.threads.map(usize::from).unwrap_or_else(|| {
         std::thread::available_parallelism()

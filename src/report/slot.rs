@@ -21,8 +21,8 @@ pub enum SlotFormat {
 pub struct SlotRow<'a> {
     /// The key.
     pub key: &'a [u8],
-    /// Its slot.
-    pub slot: u16,
+    /// Its slot (`None` under a client-side ring, where slots do not apply).
+    pub slot: Option<u16>,
     /// The bytes that were hashed.
     pub hashed: &'a [u8],
     /// The owning node's name, when a topology was given.
@@ -34,7 +34,7 @@ pub struct SlotRow<'a> {
 #[derive(Serialize)]
 struct JsonRow<'a> {
     key: JsonBytes<'a>,
-    slot: u16,
+    slot: Option<u16>,
     hashed: JsonBytes<'a>,
     node: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -120,7 +120,7 @@ impl<W: Write> SlotEmitter<W> {
                     self.out,
                     "{}\t{}\t{}",
                     display_key(r.key),
-                    r.slot,
+                    r.slot.map_or_else(|| "-".to_string(), |s| s.to_string()),
                     display_key(r.hashed)
                 )?;
                 if self.with_node {
@@ -134,7 +134,7 @@ impl<W: Write> SlotEmitter<W> {
             SlotFormat::Table => {
                 let mut cells = vec![
                     display_key(r.key).into_owned(),
-                    r.slot.to_string(),
+                    r.slot.map_or_else(|| "-".to_string(), |s| s.to_string()),
                     display_key(r.hashed).into_owned(),
                 ];
                 if self.with_node {

@@ -56,6 +56,9 @@ const fn build_tables() -> [[u16; 256]; SLICES] {
     t
 }
 
+/// The byte-at-a-time XMODEM table (`TABLES[0]`), for hashes built on it.
+pub static XMODEM_TABLE: [u16; 256] = TABLES[0];
+
 /// The bit-by-bit definition of CRC16-XMODEM. Slow; it is the reference the fast paths are
 /// tested against.
 pub fn crc16_bitwise(data: &[u8]) -> u16 {

@@ -12,7 +12,7 @@ mod clmul;
 mod crc16;
 
 pub use clmul::{crc16_clmul, crc16_fold_portable, crc16_in};
-pub use crc16::{crc16, crc16_bitwise, crc16_table};
+pub use crc16::{XMODEM_TABLE, crc16, crc16_bitwise, crc16_table};
 
 use memchr::memchr;
 

@@ -5,7 +5,10 @@
 //! `CLUSTER SHARDS`/`SLOTS`, keyplan YAML and the client-side rings plug in as further
 //! constructors of [`SlotMap`] and further variants of [`Topology`].
 
+pub mod hashes;
 pub mod nodes;
+pub mod ring;
+pub mod twemproxy;
 
 use crate::slot::{SLOT_COUNT, key_slot};
 use std::fmt::Write as _;
@@ -72,6 +75,9 @@ pub enum TopologyError {
         /// How many slots.
         count: usize,
     },
+    /// A configuration file (YAML) is invalid.
+    #[error("{0}")]
+    Config(String),
     /// The file is in no format keyplan reads.
     #[error("unrecognised topology format; supported: the text of CLUSTER NODES (or a nodes.conf)")]
     Unrecognised,
@@ -276,6 +282,28 @@ impl SlotMap {
 pub enum Topology {
     /// A Redis Cluster slot map.
     Cluster(SlotMap),
+    /// A client-side sharding ring (twemproxy, libketama, Jedis, jump, modulo).
+    Ring(ring::Ring),
+}
+
+/// The formats `--topology` reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TopologyFormat {
+    /// Decide from the content.
+    Auto,
+    /// `CLUSTER NODES` text or `nodes.conf`.
+    ClusterNodes,
+    /// A twemproxy (nutcracker) YAML config.
+    Twemproxy,
+}
+
+/// How to read a topology file.
+#[derive(Debug, Clone, Default)]
+pub struct TopologyOptions {
+    /// Accept slot maps with unserved slots.
+    pub allow_partial: bool,
+    /// twemproxy pool to use.
+    pub pool: Option<String>,
 }
 
 impl Topology {
@@ -283,14 +311,16 @@ impl Topology {
     pub fn nodes(&self) -> &[Node] {
         match self {
             Topology::Cluster(m) => m.nodes(),
+            Topology::Ring(r) => r.nodes(),
         }
     }
 
-    /// Index of the node that holds `key`, if any node does.
+    /// Index of the node that holds `key`, if any node does (none for a random ring).
     #[inline]
     pub fn node_of(&self, key: &[u8]) -> Option<usize> {
         match self {
             Topology::Cluster(m) => m.owner_of_slot(key_slot(key)),
+            Topology::Ring(r) => r.node_of(key),
         }
     }
 
@@ -298,18 +328,63 @@ impl Topology {
     pub fn slot_map(&self) -> Option<&SlotMap> {
         match self {
             Topology::Cluster(m) => Some(m),
+            Topology::Ring(_) => None,
+        }
+    }
+
+    /// The ring, for client-side sharding.
+    pub fn ring(&self) -> Option<&ring::Ring> {
+        match self {
+            Topology::Ring(r) => Some(r),
+            Topology::Cluster(_) => None,
+        }
+    }
+
+    /// Each node's nominal share of the keys (0..1): its share of the slots, or of the ring.
+    pub fn nominal_shares(&self) -> Vec<f64> {
+        match self {
+            Topology::Cluster(m) => (0..m.nodes().len())
+                .map(|i| m.slot_count(i) as f64 / SLOT_COUNT as f64)
+                .collect(),
+            Topology::Ring(r) => r.nominal_shares(),
         }
     }
 
     /// Reads a topology file, detecting its format.
     pub fn parse(text: &str, allow_partial: bool) -> Result<Topology, TopologyError> {
-        if nodes::looks_like(text) {
-            return Ok(Topology::Cluster(SlotMap::from_cluster_nodes(
-                text,
+        Self::parse_as(
+            text,
+            TopologyFormat::Auto,
+            &TopologyOptions {
                 allow_partial,
-            )?));
+                pool: None,
+            },
+        )
+    }
+
+    /// Reads a topology file in a given (or detected) format.
+    pub fn parse_as(
+        text: &str,
+        format: TopologyFormat,
+        opts: &TopologyOptions,
+    ) -> Result<Topology, TopologyError> {
+        let format = match format {
+            TopologyFormat::Auto if nodes::looks_like(text) => TopologyFormat::ClusterNodes,
+            TopologyFormat::Auto if twemproxy::looks_like(text) => TopologyFormat::Twemproxy,
+            TopologyFormat::Auto => return Err(TopologyError::Unrecognised),
+            f => f,
+        };
+        match format {
+            TopologyFormat::ClusterNodes => Ok(Topology::Cluster(SlotMap::from_cluster_nodes(
+                text,
+                opts.allow_partial,
+            )?)),
+            TopologyFormat::Twemproxy => Ok(Topology::Ring(twemproxy::parse(
+                text,
+                opts.pool.as_deref(),
+            )?)),
+            TopologyFormat::Auto => Err(TopologyError::Unrecognised),
         }
-        Err(TopologyError::Unrecognised)
     }
 
     /// Index of the node that serves `slot` (slot-based topologies only).
@@ -317,6 +392,7 @@ impl Topology {
     pub fn node_of_slot(&self, slot: u16) -> Option<usize> {
         match self {
             Topology::Cluster(m) => m.owner_of_slot(slot),
+            Topology::Ring(_) => None,
         }
     }
 }

@@ -8,3 +8,4 @@ mod keygen;
 mod properties;
 mod redis;
 mod support;
+mod twemproxy;

@@ -123,6 +123,17 @@ impl Drop for RedisServer {
     }
 }
 
+/// A RESP connection to a port on loopback.
+pub fn connect_port(port: u16) -> Resp {
+    let s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("timeout");
+    Resp {
+        w: s.try_clone().expect("clone"),
+        r: BufReader::new(s),
+    }
+}
+
 /// A RESP2 reply.
 #[derive(Debug, PartialEq)]
 pub enum Reply {
