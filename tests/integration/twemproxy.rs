@@ -145,11 +145,6 @@ fn placement_equals_a_real_nutcracker() {
         .expect("start nutcracker");
     let _guard = Nutcracker(child);
 
-    let port_to_index: BTreeMap<u16, usize> = backends
-        .iter()
-        .enumerate()
-        .map(|(i, s)| (s.port, i))
-        .collect();
     let mut expected: Vec<(usize, Vec<u8>, String)> = Vec::new(); // (pool, key, expected address)
     for (p, (name, ..)) in pools.iter().enumerate() {
         // Connect through the proxy.
