@@ -434,6 +434,8 @@ pub struct AnalyzeReport {
     pub patterns: Vec<PatternReport>,
     /// Patterns beyond the listing limit, folded.
     pub patterns_not_listed: usize,
+    /// Findings in words (e.g. a pattern that clusters on one server).
+    pub notes: Vec<String>,
 }
 
 fn share(part: f64, total: f64) -> f64 {
@@ -587,7 +589,7 @@ impl Analyzer<'_> {
 
         let all = self.patterns.finish();
         let patterns_not_listed = all.len().saturating_sub(config.max_patterns);
-        let patterns = all
+        let patterns: Vec<PatternReport> = all
             .into_iter()
             .take(config.max_patterns)
             .map(|p| {
@@ -670,10 +672,106 @@ impl Analyzer<'_> {
             hot_slots,
             hot_tags,
             hot_tags_by_bytes,
+            notes: notes(&patterns, topo),
             patterns,
             patterns_not_listed,
         }
     }
+}
+
+/// Findings in words: patterns whose keys pile onto one node far beyond its nominal share,
+/// and, on client-side rings, keys that differ only in their last character landing together.
+fn notes(patterns: &[PatternReport], topo: &Topology) -> Vec<String> {
+    let nominal = topo.nominal_shares();
+    let mut out = Vec::new();
+    for p in patterns.iter().filter(|p| p.keys >= 50) {
+        for (i, pn) in p.nodes.iter().enumerate() {
+            let fair = nominal.get(i).copied().unwrap_or(0.0);
+            if pn.share >= 0.5 && pn.share >= 1.5 * fair && fair < 0.5 {
+                out.push(format!(
+                    "pattern {} puts {:.1}% of its {} keys on {} (its fair share is {:.1}%)",
+                    p.pattern,
+                    100.0 * pn.share,
+                    p.keys,
+                    pn.node,
+                    100.0 * fair
+                ));
+            }
+        }
+    }
+    let Some(ring) = topo.ring() else {
+        return out;
+    };
+    let servers = ring.servers().len();
+    if servers < 2 || matches!(ring.kind(), crate::topology::ring::RingKind::Random) {
+        return out;
+    }
+    // Vary the last character of each pattern's first example over ten values: a good hash
+    // spreads them (about 10/servers each); a weak one keeps them together.
+    let mut checked = 0;
+    let mut found: Vec<String> = Vec::new();
+    for p in patterns.iter().take(20) {
+        let Some(example) = p.examples.first() else {
+            continue;
+        };
+        let Some(&last) = example.0.last() else {
+            continue;
+        };
+        checked += 1;
+        let alphabet: &[u8] = if last.is_ascii_digit() {
+            b"0123456789"
+        } else {
+            b"abcdefghij"
+        };
+        let mut counts = vec![0usize; servers];
+        for &c in alphabet {
+            let mut k = example.0.clone();
+            *k.last_mut().expect("invariant: non-empty") = c;
+            if let Some(i) = ring.node_of(&k) {
+                counts[i] += 1;
+            }
+        }
+        let max = counts.iter().copied().max().unwrap_or(0);
+        if max >= 8 {
+            let node = counts.iter().position(|&c| c == max).unwrap_or(0);
+            found.push(format!(
+                "{max} of 10 variants of {} land on {}",
+                crate::report::display_key(&example.0),
+                ring.nodes()[node].name
+            ));
+        }
+    }
+    let clustered = !found.is_empty();
+    if clustered {
+        let total = found.len();
+        let more = if total > 3 {
+            format!("; and {} more", total - 3)
+        } else {
+            String::new()
+        };
+        found.truncate(3);
+        out.push(format!(
+            "keys that differ only in their last character land on the same server in {total} of {checked} patterns checked (with {servers} servers about {:.0} of 10 would): {}{more}",
+            10.0 / servers as f64,
+            found.join("; ")
+        ));
+    }
+    if clustered
+        && matches!(
+            ring.kind(),
+            crate::topology::ring::RingKind::Ketama {
+                hash: crate::topology::hashes::TwemHash::Fnv1a64
+            } | crate::topology::ring::RingKind::Modula {
+                hash: crate::topology::hashes::TwemHash::Fnv1a64
+            }
+        )
+    {
+        out.push(
+            "twemproxy's fnv1a_64 is really a 32-bit FNV-1a with multiplier 435: keys that differ only in their last characters get nearby hashes and land on the same server; `hash: murmur` or `hash: md5` spreads them"
+                .to_string(),
+        );
+    }
+    out
 }
 
 /// The verdict: the worst skew first, in words.

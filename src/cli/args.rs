@@ -66,6 +66,12 @@ pub enum TopologyFormatArg {
     ClusterNodes,
     /// A twemproxy (nutcracker) YAML config
     Twemproxy,
+    /// keyplan topology YAML (nodes: or ring:)
+    Keyplan,
+    /// CLUSTER SLOTS or CLUSTER SHARDS as redis-cli prints them (RESP2, RESP3 or --json)
+    ClusterReply,
+    /// A libketama server file (ip:port memory)
+    Libketama,
 }
 
 /// Where keys live.
@@ -108,6 +114,9 @@ impl TopologyArgs {
                 TopologyFormatArg::Auto => TopologyFormat::Auto,
                 TopologyFormatArg::ClusterNodes => TopologyFormat::ClusterNodes,
                 TopologyFormatArg::Twemproxy => TopologyFormat::Twemproxy,
+                TopologyFormatArg::Keyplan => TopologyFormat::Keyplan,
+                TopologyFormatArg::ClusterReply => TopologyFormat::ClusterReply,
+                TopologyFormatArg::Libketama => TopologyFormat::Libketama,
             };
             let opts = TopologyOptions {
                 allow_partial: self.allow_partial,
@@ -116,7 +125,7 @@ impl TopologyArgs {
             let t = Topology::parse_as(&text, format, &opts)
                 .with_context(|| format!("in topology file {}", path.display()))?;
             let source = match &t {
-                Topology::Cluster(_) => format!("CLUSTER NODES from {}", path.display()),
+                Topology::Cluster(_) => format!("slot map from {}", path.display()),
                 Topology::Ring(r) => format!("{} from {}", r.source, path.display()),
             };
             return Ok(Some((t, source)));

@@ -80,10 +80,18 @@ pub fn render_table(
     }
     writeln!(out)?;
     writeln!(out, "Verdict: {}", r.skew.verdict)?;
+    for n in &r.notes {
+        writeln!(out, "Note: {n}")?;
+    }
     writeln!(out)?;
 
     let mut nodes = new_table();
-    let mut header = vec!["node", "slots", "slot ranges", "keys", "keys %"];
+    let ring = r.topology.kind == "ring";
+    let mut header = if ring {
+        vec!["server", "address", "ring share", "keys", "keys %"]
+    } else {
+        vec!["node", "slots", "slot ranges", "keys", "keys %"]
+    };
     if wb {
         header.extend(["bytes", "bytes %"]);
     }
@@ -106,13 +114,23 @@ pub fn render_table(
         if !n.flags.is_empty() {
             name.push_str(&format!(" [{}]", n.flags.join(",")));
         }
-        let mut row = vec![
-            Cell::new(name),
-            right(n.slots),
-            Cell::new(ranges),
-            right(n.keys),
-            right(pct(n.share_keys)),
-        ];
+        let mut row = if ring {
+            vec![
+                Cell::new(name),
+                Cell::new(n.address.as_deref().unwrap_or("-")),
+                right(pct(n.share_slots)),
+                right(n.keys),
+                right(pct(n.share_keys)),
+            ]
+        } else {
+            vec![
+                Cell::new(name),
+                right(n.slots),
+                Cell::new(ranges),
+                right(n.keys),
+                right(pct(n.share_keys)),
+            ]
+        };
         if wb {
             row.extend([right(human_bytes(n.bytes)), right(pct(n.share_bytes))]);
         }
@@ -268,12 +286,17 @@ pub fn render_table(
     }
     writeln!(out, "Patterns ({shown} of {total_patterns})\n{pats}\n")?;
 
+    let nominal = if r.topology.kind == "ring" {
+        "ring"
+    } else {
+        "slots"
+    };
     let mut matrix = new_table();
     let mut header = vec!["pattern × node (share of the pattern's keys)".to_string()];
     header.extend(
         r.nodes
             .iter()
-            .map(|n| format!("{} ({} slots)", n.id, pct(n.share_slots))),
+            .map(|n| format!("{} ({} {nominal})", n.id, pct(n.share_slots))),
     );
     matrix.set_header(header);
     for p in r.patterns.iter().take(shown) {
@@ -290,7 +313,7 @@ pub fn render_table(
     }
     writeln!(
         out,
-        "Pattern × node (▲: more than 1.25× the node's slot share)\n{matrix}"
+        "Pattern × node (▲: more than 1.25× the node's {nominal} share)\n{matrix}"
     )?;
     if t.malformed_lines > 0 {
         writeln!(

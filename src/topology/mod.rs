@@ -5,8 +5,10 @@
 //! `CLUSTER SHARDS`/`SLOTS`, keyplan YAML and the client-side rings plug in as further
 //! constructors of [`SlotMap`] and further variants of [`Topology`].
 
+pub mod config;
 pub mod hashes;
 pub mod nodes;
+pub mod reply;
 pub mod ring;
 pub mod twemproxy;
 
@@ -83,14 +85,14 @@ pub enum TopologyError {
     Unrecognised,
 }
 
-const NO_OWNER: u16 = u16::MAX;
+pub(crate) const NO_OWNER: u16 = u16::MAX;
 
 /// A Redis Cluster slot map: which node serves each of the 16384 slots.
 #[derive(Debug, Clone)]
 pub struct SlotMap {
-    nodes: Vec<Node>,
-    owner: Box<[u16]>,
-    migrations: Vec<Migration>,
+    pub(crate) nodes: Vec<Node>,
+    pub(crate) owner: Box<[u16]>,
+    pub(crate) migrations: Vec<Migration>,
 }
 
 /// The slot ranges `redis-cli --cluster create` gives `masters` masters, in master order.
@@ -194,7 +196,7 @@ impl SlotMap {
     }
 
     /// Reorders nodes by first slot (slotless nodes last, by name), remapping owners.
-    fn sort_nodes(&mut self) {
+    pub(crate) fn sort_nodes(&mut self) {
         let mut first = vec![u32::MAX; self.nodes.len()];
         for (s, &o) in self.owner.iter().enumerate() {
             if o != NO_OWNER && first[o as usize] == u32::MAX {
@@ -295,6 +297,12 @@ pub enum TopologyFormat {
     ClusterNodes,
     /// A twemproxy (nutcracker) YAML config.
     Twemproxy,
+    /// keyplan's topology YAML (`nodes:` or `ring:`).
+    Keyplan,
+    /// `CLUSTER SLOTS` / `CLUSTER SHARDS` as redis-cli prints them (or `--json`).
+    ClusterReply,
+    /// A libketama server file.
+    Libketama,
 }
 
 /// How to read a topology file.
@@ -370,7 +378,10 @@ impl Topology {
     ) -> Result<Topology, TopologyError> {
         let format = match format {
             TopologyFormat::Auto if nodes::looks_like(text) => TopologyFormat::ClusterNodes,
+            TopologyFormat::Auto if reply::looks_like(text) => TopologyFormat::ClusterReply,
+            TopologyFormat::Auto if config::looks_like(text) => TopologyFormat::Keyplan,
             TopologyFormat::Auto if twemproxy::looks_like(text) => TopologyFormat::Twemproxy,
+            TopologyFormat::Auto if config::libketama_looks_like(text) => TopologyFormat::Libketama,
             TopologyFormat::Auto => return Err(TopologyError::Unrecognised),
             f => f,
         };
@@ -383,6 +394,11 @@ impl Topology {
                 text,
                 opts.pool.as_deref(),
             )?)),
+            TopologyFormat::Keyplan => config::parse(text, opts.allow_partial),
+            TopologyFormat::ClusterReply => {
+                Ok(Topology::Cluster(reply::parse(text, opts.allow_partial)?))
+            }
+            TopologyFormat::Libketama => Ok(Topology::Ring(config::parse_libketama(text)?)),
             TopologyFormat::Auto => Err(TopologyError::Unrecognised),
         }
     }

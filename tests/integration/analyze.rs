@@ -208,6 +208,40 @@ fn per_node_counts_equal_each_masters_dbsize() {
     for (n, size) in cluster.nodes.iter().zip(&dbsize) {
         assert_eq!(by_addr[&format!("127.0.0.1:{}", n.port)], *size);
     }
+    // CLUSTER SLOTS and SHARDS as redis-cli prints them (RESP2, RESP3, --json) agree too.
+    let cli = require_binary("redis-cli").unwrap();
+    for (args, name) in [
+        (&["--no-raw", "cluster", "slots"][..], "slots2"),
+        (&["-3", "--no-raw", "cluster", "slots"][..], "slots3"),
+        (&["--no-raw", "cluster", "shards"][..], "shards2"),
+        (&["-3", "--no-raw", "cluster", "shards"][..], "shards3"),
+        (&["--json", "cluster", "shards"][..], "shards-json"),
+        (&["--json", "cluster", "slots"][..], "slots-json"),
+    ] {
+        let out = Command::new(&cli)
+            .args(["-p", &cluster.nodes[2].port.to_string()])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "redis-cli {args:?}");
+        let path = dir.path().join(name);
+        std::fs::write(&path, &out.stdout).unwrap();
+        let v = analyze_json(&["--topology", path.to_str().unwrap()], &dump);
+        let by_addr: BTreeMap<String, u64> = v["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| {
+                (
+                    n["address"].as_str().unwrap().to_string(),
+                    n["keys"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        for (n, size) in cluster.nodes.iter().zip(&dbsize) {
+            assert_eq!(by_addr[&format!("127.0.0.1:{}", n.port)], *size, "{name}");
+        }
+    }
     let mig = &v["topology"]["migrating"][0];
     assert_eq!(mig["slot"], 100);
     assert_eq!(mig["direction"], "migrating");
@@ -359,3 +393,96 @@ fn analyze_table_and_errors() {
 }
 
 use predicates::prelude::PredicateBooleanExt;
+
+#[test]
+fn analyze_over_a_twemproxy_ketama_pool() {
+    let v = analyze_json(
+        &["--topology", "examples/twemproxy.yml"],
+        std::path::Path::new("examples/app.keys"),
+    );
+    assert_eq!(v["topology"]["kind"], "ring");
+    let nodes = v["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), 3);
+    let sum: u64 = nodes.iter().map(|n| n["keys"].as_u64().unwrap()).sum();
+    assert_eq!(sum, 20000);
+    assert!(
+        v["hot_slots"].as_array().unwrap().is_empty(),
+        "slots do not apply to rings"
+    );
+    let notes: Vec<&str> = v["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap())
+        .collect();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("differ only in their last character")),
+        "{notes:?}"
+    );
+    assert!(notes.iter().any(|n| n.contains("fnv1a_64")), "{notes:?}");
+    // Each key's server in `slot` agrees with the library ring.
+    let out = keyplan()
+        .args([
+            "slot",
+            "--format",
+            "json",
+            "--topology",
+            "examples/twemproxy.yml",
+            "item:1",
+            "item:2",
+        ])
+        .output()
+        .unwrap();
+    let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(s["keys"][0]["slot"].is_null());
+    assert!(
+        s["keys"][0]["node"]
+            .as_str()
+            .unwrap()
+            .starts_with("10.0.0.")
+    );
+}
+
+#[test]
+fn topology_errors_name_the_problem() {
+    let dir = tempfile::tempdir().unwrap();
+    let two = dir.path().join("two.yml");
+    std::fs::write(
+        &two,
+        "a:\n  listen: 127.0.0.1:1\n  servers:\n   - 127.0.0.1:6379:1\nb:\n  listen: 127.0.0.1:2\n  servers:\n   - 127.0.0.1:6380:1\n",
+    )
+    .unwrap();
+    keyplan()
+        .args(["slot", "k", "--topology"])
+        .arg(&two)
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("a, b").and(predicates::str::contains("--pool")));
+    keyplan()
+        .args(["slot", "k", "--pool", "b", "--topology"])
+        .arg(&two)
+        .assert()
+        .success();
+    let junk = dir.path().join("junk.txt");
+    std::fs::write(&junk, "hello world\n").unwrap();
+    keyplan()
+        .args(["analyze", "examples/app.keys", "--topology"])
+        .arg(&junk)
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("unrecognised topology format"));
+    let badyaml = dir.path().join("bad.yml");
+    std::fs::write(
+        &badyaml,
+        "ring:\n  kind: jedis\n  servers:\n    - { name: a, wieght: 2 }\n",
+    )
+    .unwrap();
+    keyplan()
+        .args(["slot", "k", "--topology"])
+        .arg(&badyaml)
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("wieght"));
+}

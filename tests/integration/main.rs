@@ -9,3 +9,4 @@ mod properties;
 mod redis;
 mod support;
 mod twemproxy;
+mod vectors;

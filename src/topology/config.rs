@@ -1,0 +1,391 @@
+//! keyplan's own topology YAML, and libketama server files.
+//!
+//! ```yaml
+//! # A Redis Cluster slot map
+//! nodes:
+//!   - { name: a, address: 10.0.0.1:6379, slots: "0-5460" }
+//!   - { name: b, address: 10.0.0.2:6379, slots: "5461-10922" }
+//!   - { name: c, address: 10.0.0.3:6379, slots: "10923-16383" }
+//! ```
+//! ```yaml
+//! # A client-side ring
+//! ring:
+//!   kind: jedis            # ketama | modula | random (twemproxy), libketama, jedis, jump, modulo
+//!   version: 3             # jedis: 1, 2, 3 or 4 (4 = 4.x–6.x JedisSharding)
+//!   key_tag: false         # jedis: hash only the first {…} (the ShardedJedis tag pattern)
+//!   servers:
+//!     - { name: host1:6379, weight: 1 }
+//! ```
+
+use super::hashes::TwemHash;
+use super::ring::{KeyHash64, Ring, RingKind, RingServer};
+use super::{NO_OWNER, Node, SlotMap, TopologyError, format_ranges};
+use crate::slot::SLOT_COUNT;
+use serde::Deserialize;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TopologyConfig {
+    nodes: Option<Vec<NodeConfig>>,
+    ring: Option<RingConfig>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NodeConfig {
+    name: String,
+    address: Option<String>,
+    id: Option<String>,
+    #[serde(default)]
+    slots: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RingConfig {
+    kind: String,
+    hash: Option<String>,
+    hash_tag: Option<String>,
+    version: Option<u8>,
+    #[serde(default)]
+    key_tag: bool,
+    servers: Vec<ServerConfig>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ServerConfig {
+    name: String,
+    address: Option<String>,
+    #[serde(default = "one")]
+    weight: u32,
+    /// The string the ring hashes for this server, when it is not `name`.
+    ring_name: Option<String>,
+    /// Jedis: whether the shard has a name (`JedisShardInfo(host, port, name)`).
+    #[serde(default)]
+    named: bool,
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn err(m: impl Into<String>) -> TopologyError {
+    TopologyError::Config(m.into())
+}
+
+/// Whether `text` looks like keyplan topology YAML (a top-level `nodes:` or `ring:` key).
+pub fn looks_like(text: &str) -> bool {
+    text.lines()
+        .any(|l| l.starts_with("nodes:") || l.starts_with("ring:"))
+}
+
+/// Parses `0-5460 7000 7002-7010` into ranges.
+pub fn parse_slots(s: &str) -> Result<Vec<(u16, u16)>, String> {
+    let mut out = Vec::new();
+    for tok in s
+        .split(|c: char| c.is_whitespace() || c == ',')
+        .filter(|t| !t.is_empty())
+    {
+        let parse = |x: &str| -> Result<u16, String> {
+            x.parse::<u32>()
+                .ok()
+                .filter(|v| (*v as usize) < SLOT_COUNT)
+                .map(|v| v as u16)
+                .ok_or_else(|| format!("'{x}' is not a slot number (0-16383)"))
+        };
+        let (a, b) = match tok.split_once('-') {
+            Some((a, b)) => (parse(a)?, parse(b)?),
+            None => {
+                let v = parse(tok)?;
+                (v, v)
+            }
+        };
+        if a > b {
+            return Err(format!("slot range '{tok}' runs backwards"));
+        }
+        out.push((a, b));
+    }
+    Ok(out)
+}
+
+/// Parses keyplan topology YAML.
+pub fn parse(text: &str, allow_partial: bool) -> Result<super::Topology, TopologyError> {
+    let cfg: TopologyConfig = serde_saphyr::from_str(text).map_err(|e| err(e.to_string()))?;
+    match (cfg.nodes, cfg.ring) {
+        (Some(nodes), None) => cluster(nodes, allow_partial).map(super::Topology::Cluster),
+        (None, Some(ring)) => build_ring(ring).map(super::Topology::Ring),
+        (Some(_), Some(_)) => Err(err(
+            "give either `nodes:` (a slot map) or `ring:`, not both",
+        )),
+        (None, None) => Err(err(
+            "expected `nodes:` (a slot map) or `ring:` (a client-side ring)",
+        )),
+    }
+}
+
+fn cluster(nodes: Vec<NodeConfig>, allow_partial: bool) -> Result<SlotMap, TopologyError> {
+    if nodes.is_empty() {
+        return Err(err("`nodes:` is empty"));
+    }
+    let mut owner = vec![NO_OWNER; SLOT_COUNT].into_boxed_slice();
+    let mut out = Vec::new();
+    for (i, n) in nodes.iter().enumerate() {
+        if out.iter().any(|o: &Node| o.name == n.name) {
+            return Err(err(format!("node name '{}' is used twice", n.name)));
+        }
+        let ranges = parse_slots(&n.slots).map_err(|m| err(format!("node '{}': {m}", n.name)))?;
+        for (a, b) in ranges {
+            for s in a..=b {
+                let o = &mut owner[s as usize];
+                if *o != NO_OWNER && *o as usize != i {
+                    return Err(err(format!(
+                        "slot {s} is owned twice: by node '{}' and by node '{}'",
+                        nodes[*o as usize].name, n.name
+                    )));
+                }
+                *o = i as u16;
+            }
+        }
+        out.push(Node {
+            name: n.name.clone(),
+            id: n.id.clone(),
+            address: n.address.clone(),
+            flags: Vec::new(),
+            replicas: 0,
+        });
+    }
+    let mut map = SlotMap {
+        nodes: out,
+        owner,
+        migrations: Vec::new(),
+    };
+    let uncovered = map.uncovered();
+    if !uncovered.is_empty() && !allow_partial {
+        return Err(TopologyError::Uncovered {
+            count: uncovered.iter().map(|(a, b)| (b - a) as usize + 1).sum(),
+            ranges: format_ranges(&uncovered),
+        });
+    }
+    map.sort_nodes();
+    Ok(map)
+}
+
+fn build_ring(r: RingConfig) -> Result<Ring, TopologyError> {
+    if r.servers.is_empty() {
+        return Err(err("`ring.servers` is empty"));
+    }
+    let twem_hash = |default: &str| -> Result<TwemHash, TopologyError> {
+        let h = r.hash.as_deref().unwrap_or(default);
+        TwemHash::from_name(h).ok_or_else(|| {
+            err(format!(
+                "ring.hash '{h}' is not a twemproxy hash ({})",
+                TwemHash::ALL.map(|(n, _)| n).join(", ")
+            ))
+        })
+    };
+    let key_hash = || -> Result<KeyHash64, TopologyError> {
+        match r.hash.as_deref().unwrap_or("fnv1a_64") {
+            "fnv1a_64" => Ok(KeyHash64::Fnv1a64),
+            "md5" => Ok(KeyHash64::Md5),
+            "crc32" => Ok(KeyHash64::Crc32),
+            "murmur64a" => Ok(KeyHash64::Murmur64a),
+            h => Err(err(format!(
+                "ring.hash '{h}': use fnv1a_64, md5, crc32 or murmur64a"
+            ))),
+        }
+    };
+    let kind = match r.kind.as_str() {
+        "ketama" => RingKind::Ketama {
+            hash: twem_hash("fnv1a_64")?,
+        },
+        "modula" => RingKind::Modula {
+            hash: twem_hash("fnv1a_64")?,
+        },
+        "random" => RingKind::Random,
+        "libketama" => RingKind::Libketama,
+        "jedis" => {
+            let version = r.version.unwrap_or(3);
+            if !(1..=4).contains(&version) {
+                return Err(err(format!(
+                    "ring.version {version}: Jedis versions are 1 (≤1.5), 2 (2.x), 3 (3.x) or 4 (4.x–6.x)"
+                )));
+            }
+            RingKind::Jedis {
+                version,
+                key_tag: r.key_tag,
+            }
+        }
+        "jump" => RingKind::Jump {
+            key_hash: key_hash()?,
+        },
+        "modulo" => RingKind::Modulo {
+            key_hash: key_hash()?,
+        },
+        other => {
+            return Err(err(format!(
+                "ring.kind '{other}': use ketama, modula, random, libketama, jedis, jump or modulo"
+            )));
+        }
+    };
+    let hash_tag = match r.hash_tag.as_deref() {
+        None | Some("") => None,
+        Some(t) if t.len() == 2 => Some([t.as_bytes()[0], t.as_bytes()[1]]),
+        Some(t) => return Err(err(format!("ring.hash_tag '{t}' must be two characters"))),
+    };
+    let jedis = matches!(kind, RingKind::Jedis { .. });
+    let servers = r
+        .servers
+        .into_iter()
+        .map(|s| {
+            let ring_name = if jedis {
+                s.named
+                    .then(|| s.ring_name.clone().unwrap_or_else(|| s.name.clone()))
+            } else {
+                Some(
+                    s.ring_name
+                        .clone()
+                        .or_else(|| {
+                            s.address
+                                .clone()
+                                .filter(|_| matches!(kind, RingKind::Libketama))
+                        })
+                        .unwrap_or_else(|| s.name.clone()),
+                )
+            };
+            RingServer {
+                node: Node {
+                    name: s.name,
+                    id: None,
+                    address: s.address,
+                    flags: Vec::new(),
+                    replicas: 0,
+                },
+                ring_name,
+                weight: s.weight.max(1),
+            }
+        })
+        .collect();
+    Ok(Ring::new(
+        kind.clone(),
+        servers,
+        hash_tag,
+        format!("keyplan ring ({})", r.kind),
+    ))
+}
+
+/// Whether `text` looks like a libketama server file: `host:port<space>memory` lines.
+pub fn libketama_looks_like(text: &str) -> bool {
+    let mut any = false;
+    for l in text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+    {
+        let mut f = l.split_whitespace();
+        let (Some(addr), Some(mem), None) = (f.next(), f.next(), f.next()) else {
+            return false;
+        };
+        if !addr.contains(':') || mem.parse::<u32>().is_err() {
+            return false;
+        }
+        any = true;
+    }
+    any
+}
+
+/// Parses a libketama server file (`ip:port<TAB or space>memory`; `#` comments).
+pub fn parse_libketama(text: &str) -> Result<Ring, TopologyError> {
+    let mut servers = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let l = raw.trim();
+        if l.is_empty() || l.starts_with('#') {
+            continue;
+        }
+        let mut f = l.split_whitespace();
+        let (Some(addr), Some(mem)) = (f.next(), f.next()) else {
+            return Err(TopologyError::Parse {
+                line: i + 1,
+                message: "expected `ip:port memory`".into(),
+            });
+        };
+        let memory: u32 = mem.parse().map_err(|_| TopologyError::Parse {
+            line: i + 1,
+            message: format!("memory '{mem}' is not a whole number"),
+        })?;
+        servers.push(RingServer {
+            node: Node {
+                name: addr.to_string(),
+                id: None,
+                address: Some(addr.to_string()),
+                flags: Vec::new(),
+                replicas: 0,
+            },
+            ring_name: Some(addr.to_string()),
+            weight: memory,
+        });
+    }
+    if servers.is_empty() {
+        return Err(TopologyError::Parse {
+            line: 1,
+            message: "no servers".into(),
+        });
+    }
+    let n = servers.len();
+    Ok(Ring::new(
+        RingKind::Libketama,
+        servers,
+        None,
+        format!("libketama server file ({n} servers)"),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cluster_yaml() {
+        let t = parse(
+            "nodes:\n  - { name: a, address: 10.0.0.1:6379, slots: \"0-5460\" }\n  - { name: b, slots: \"5461-16383\" }\n",
+            false,
+        )
+        .unwrap();
+        let m = t.slot_map().unwrap();
+        assert_eq!(m.owner_of_slot(5461), Some(1));
+        let e = parse("nodes:\n  - { name: a, slots: \"0-100\" }\n", false)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("101-16383"), "{e}");
+        let e = parse("nodes:\n  - { name: a, slot: \"0-100\" }\n", false)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("slot"), "{e}");
+    }
+
+    #[test]
+    fn ring_yaml() {
+        let t = parse(
+            "ring:\n  kind: jedis\n  servers:\n    - { name: a }\n    - { name: b }\n    - { name: c }\n",
+            false,
+        )
+        .unwrap();
+        assert_eq!(t.node_of(b"foo"), Some(0));
+        assert_eq!(t.node_of(b"bar"), Some(2));
+        let t = parse(
+            "ring:\n  kind: jump\n  servers:\n    - { name: a }\n    - { name: b }\n",
+            false,
+        )
+        .unwrap();
+        assert!(t.node_of(b"x").is_some());
+    }
+
+    #[test]
+    fn libketama_file() {
+        let text = "# servers\n10.0.1.1:11211\t600\n10.0.1.2:11211\t300\n";
+        assert!(libketama_looks_like(text));
+        let r = parse_libketama(text).unwrap();
+        // floorf(pct * 40 * n): 600/900*80 = 53, 300/900*80 = 26 digests, 4 points each.
+        assert_eq!(r.points_per_server(), vec![53 * 4, 26 * 4]);
+    }
+}
