@@ -355,6 +355,25 @@ impl Ring {
     }
 }
 
+impl Ring {
+    /// For point-based rings (ketama, libketama): the point a key lands on and its server.
+    pub fn point_of(&self, key: &[u8]) -> Option<(u32, usize)> {
+        let h = match &self.kind {
+            RingKind::Ketama { hash } => {
+                let k = self.twem_key(key);
+                if k.is_empty() { 0 } else { hash.hash(k) }
+            }
+            RingKind::Libketama => md5_u32(key),
+            _ => return None,
+        };
+        let i = self.points.partition_point(|(p, _)| *p < h);
+        self.points
+            .get(i)
+            .or(self.points.first())
+            .map(|&(p, s)| (p, s as usize))
+    }
+}
+
 /// The server of the first point >= `h`, wrapping to the first point.
 fn lower_bound(points: &[(u32, u16)], h: u32) -> Option<usize> {
     let i = points.partition_point(|(p, _)| *p < h);

@@ -257,3 +257,37 @@ fn jump_consistent_hash() {
         assert_eq!(jump(key, n as u32) as u64, want, "jump({key}, {n})");
     }
 }
+
+/// libketama's own test: `ketama_test ketama.servers` prints an empty line, then for keys
+/// "0".."999999" `"%u %u %s\n"` (key hash, the point it lands on, the server); the md5 of that
+/// output is published in libketama/test.sh.
+#[test]
+fn libketama_published_checksum() {
+    use md5::{Digest, Md5};
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/ketama.servers"
+    ))
+    .unwrap();
+    let ring = keyplan::topology::config::parse_libketama(&text).unwrap();
+    assert_eq!(ring.points_per_server().iter().sum::<usize>(), 1264);
+    let mut md5 = Md5::new();
+    md5.update(b"\n");
+    let mut line = String::new();
+    for i in 0..1_000_000u32 {
+        let k = i.to_string();
+        let (point, server) = ring.point_of(k.as_bytes()).unwrap();
+        line.clear();
+        use std::fmt::Write as _;
+        let _ = writeln!(
+            line,
+            "{} {} {}",
+            keyplan::topology::hashes::md5_u32(k.as_bytes()),
+            point,
+            ring.servers()[server].node.name
+        );
+        md5.update(line.as_bytes());
+    }
+    let digest: String = md5.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(digest, "5672b131391f5aa2b280936aec1eea74");
+}
