@@ -49,6 +49,7 @@ struct RingConfig {
     version: Option<u8>,
     #[serde(default)]
     key_tag: bool,
+    #[serde(alias = "shards")]
     servers: Vec<ServerConfig>,
 }
 
