@@ -325,7 +325,7 @@ pub fn parse(text: &str, allow_partial: bool) -> Result<SlotMap, TopologyError> 
             let node = Node {
                 name: address
                     .clone()
-                    .or_else(|| id.as_ref().map(|i| i[..i.len().min(8)].to_string()))
+                    .or_else(|| id.as_ref().map(|i| i.chars().take(8).collect()))
                     .unwrap_or_else(|| what.clone()),
                 id,
                 address,
@@ -357,7 +357,7 @@ pub fn parse(text: &str, allow_partial: bool) -> Result<SlotMap, TopologyError> 
             let node = Node {
                 name: address
                     .clone()
-                    .or_else(|| id.as_ref().map(|i| i[..i.len().min(8)].to_string()))
+                    .or_else(|| id.as_ref().map(|i| i.chars().take(8).collect()))
                     .unwrap_or_else(|| what.clone()),
                 id,
                 address,
@@ -462,5 +462,17 @@ mod tests {
         assert!(e.contains("16001-16383"), "{e}");
         assert!(parse("1) nonsense\n  2) x", false).is_err());
         assert!(parse("[1,2", false).is_err());
+        // No panic on odd ids or garbage.
+        let j = r#"[[0,16383,["",0,"ééééééééé",{}]]]"#;
+        assert_eq!(parse(j, false).unwrap().nodes()[0].name, "éééééééé");
+        for junk in [
+            "1) (integer) x",
+            "1) 1) 2) 3)",
+            "1# x",
+            "[[[]]]",
+            "[{\"slots\":[0,99999],\"nodes\":[]}]",
+        ] {
+            let _ = parse(junk, true);
+        }
     }
 }

@@ -115,6 +115,26 @@ proptest! {
     }
 
     #[test]
+    fn topology_parsers_never_panic(
+        text in prop::collection::vec(prop::sample::select(
+            "0123456789)#:-\n \"{}[],=>abcdef@.kslotnde".chars().collect::<Vec<_>>()), 0..300)
+            .prop_map(|v| v.into_iter().collect::<String>()),
+        prefix in prop::sample::select(vec![
+            "", "1) ", "[", "nodes:\n", "ring:\n", "alpha:\n  servers:\n   - ",
+            "e7d1eecce10fd6bb5eb35b9f99a514335d9ba9ca ",
+        ]),
+    ) {
+        use keyplan::topology::{Topology, TopologyFormat, TopologyOptions};
+        let text = format!("{prefix}{text}");
+        for f in [TopologyFormat::Auto, TopologyFormat::ClusterNodes, TopologyFormat::ClusterReply,
+                  TopologyFormat::Keyplan, TopologyFormat::Twemproxy, TopologyFormat::Libketama] {
+            for partial in [false, true] {
+                let _ = Topology::parse_as(&text, f, &TopologyOptions { allow_partial: partial, pool: None });
+            }
+        }
+    }
+
+    #[test]
     fn reader_never_panics_on_garbage(data in prop::collection::vec(any::<u8>(), 0..2000)) {
         for format in [InputFormat::Auto, InputFormat::Raw, InputFormat::Quoted, InputFormat::Tsv] {
             let opts = ReadOptions { format, ..ReadOptions::default() };
