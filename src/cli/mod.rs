@@ -4,6 +4,8 @@
 
 pub mod analyze;
 pub mod args;
+pub mod lint;
+pub mod rules;
 pub mod slot;
 
 use crate::error::{ExitStatus, UserError};
@@ -27,6 +29,10 @@ pub struct Cli {
 pub enum Command {
     /// Analyze a key dump: distribution over nodes and slots, skew, hot tags, key patterns
     Analyze(analyze::AnalyzeArgs),
+    /// Check a key scheme and key dumps against the rules (for CI)
+    Lint(lint::LintArgs),
+    /// List the lint rules, explain one, or test rule examples
+    Rules(rules::RulesArgs),
     /// Print each key's hash slot, the bytes Redis hashes, and the owning node
     Slot(slot::SlotArgs),
 }
@@ -69,6 +75,8 @@ where
     let mut ctx = Ctx { stdout, stderr };
     let result = match cli.command {
         Command::Analyze(a) => analyze::run(a, &mut ctx),
+        Command::Lint(a) => lint::run(a, &mut ctx),
+        Command::Rules(a) => rules::run(a, &mut ctx),
         Command::Slot(a) => slot::run(a, &mut ctx),
     };
     match result {

@@ -5,6 +5,7 @@
 //! otherwise an object `{"base64": "<standard base64 of the bytes>"}`.
 
 pub mod analyze;
+pub mod lint;
 pub mod slot;
 
 use base64::Engine as _;

@@ -5,8 +5,10 @@ mod analyze;
 mod cli;
 #[path = "../common/keygen.rs"]
 mod keygen;
+mod lint;
 mod properties;
 mod redis;
+mod rules;
 mod support;
 mod twemproxy;
 mod vectors;

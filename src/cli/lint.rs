@@ -1,0 +1,234 @@
+//! `keyplan lint`: check a key scheme (`keyplan.yaml`) and key dumps against the rules.
+
+use super::Ctx;
+use super::args::{InputArgs, TopologyArgs, open_all, read_context, warn_malformed};
+use crate::error::{ExitStatus, UserError};
+use crate::keys::for_each_record;
+use crate::lint::rule::Severity;
+use crate::lint::{DumpLinter, RuleSet, lint_scheme, sort};
+use crate::report::lint::{LintFormat, render};
+use crate::scheme::Scheme;
+use crate::topology::{SlotMap, Topology, TopologyOptions};
+use anyhow::Context as _;
+use std::io::BufWriter;
+use std::path::{Path, PathBuf};
+
+/// Output format of `lint`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LintFormatArg {
+    /// `path:line:col: KP301 [error] message` and a help line
+    Human,
+    /// {"schema_version": 1, "diagnostics": [...], "summary": {...}}
+    Json,
+    /// SARIF 2.1.0 for GitHub code scanning
+    Sarif,
+    /// GitHub Actions workflow annotations
+    Github,
+}
+
+/// Severity threshold for the exit status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FailOn {
+    /// Any finding
+    Hint,
+    /// Info and above
+    Info,
+    /// Warnings and errors
+    Warning,
+    /// Errors only
+    Error,
+}
+
+/// Check a key scheme and key dumps against keyplan's rules.
+///
+/// Exit status: 0 when no finding is at or above --fail-on, 1 when some are, 2 when the job
+/// cannot be done (a bad scheme, rule or argument).
+#[derive(Debug, clap::Args)]
+pub struct LintArgs {
+    /// The key scheme [default: ./keyplan.yaml when it exists]
+    #[arg(long, value_name = "FILE")]
+    pub scheme: Option<PathBuf>,
+
+    /// Key dumps to check ('-' for stdin); repeat for several
+    #[arg(long = "keys", value_name = "FILE")]
+    pub keys: Vec<PathBuf>,
+
+    /// How dumps are read.
+    #[command(flatten)]
+    pub input: InputArgs,
+
+    /// Where keys live [default: the scheme's `topology:`, else 3 masters].
+    #[command(flatten)]
+    pub topology: TopologyArgs,
+
+    /// Extra rules: every *.yml file in this directory (repeatable)
+    #[arg(long = "rules", value_name = "DIR")]
+    pub rules: Vec<PathBuf>,
+
+    /// Only these rules (codes, code prefixes like KP3, or names; comma-separated)
+    #[arg(long, value_delimiter = ',', value_name = "IDS")]
+    pub select: Vec<String>,
+
+    /// Skip these rules (codes, prefixes or names; comma-separated)
+    #[arg(long, value_delimiter = ',', value_name = "IDS")]
+    pub ignore: Vec<String>,
+
+    /// Override a rule's severity, e.g. KP302=warning or KP201=off (repeatable)
+    #[arg(long, value_name = "ID=LEVEL")]
+    pub severity: Vec<String>,
+
+    /// Exit 1 when a finding is at or above this severity
+    #[arg(long, value_enum, default_value = "warning")]
+    pub fail_on: FailOn,
+
+    /// Output format
+    #[arg(long, value_enum, default_value = "human")]
+    pub format: LintFormatArg,
+}
+
+/// Builds the rule set from the built-ins, `--rules` directories and overrides.
+pub fn rule_set(
+    dirs: &[PathBuf],
+    select: &[String],
+    ignore: &[String],
+    severity: &[String],
+) -> anyhow::Result<RuleSet> {
+    let mut set = RuleSet::builtin().map_err(anyhow::Error::msg)?;
+    for dir in dirs {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+            .with_context(|| format!("cannot read rules directory '{}'", dir.display()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "yml" || x == "yaml"))
+            .collect();
+        files.sort();
+        let mut loaded = Vec::new();
+        for f in files {
+            let text = std::fs::read_to_string(&f)
+                .with_context(|| format!("cannot read rule '{}'", f.display()))?;
+            loaded.push((f.display().to_string(), text));
+        }
+        if loaded.is_empty() {
+            return Err(UserError::new(
+                format!("--rules {}: no .yml rule files there", dir.display()),
+                "write one YAML file per rule (see rules/ in keyplan's sources and README)",
+            )
+            .into());
+        }
+        set.load_dir(&loaded).map_err(anyhow::Error::msg)?;
+    }
+    if !select.is_empty() {
+        set.select(select).map_err(anyhow::Error::msg)?;
+    }
+    set.ignore(ignore).map_err(anyhow::Error::msg)?;
+    for s in severity {
+        let (code, level) = s.split_once('=').ok_or_else(|| {
+            UserError::new(
+                format!("--severity {s}: expected ID=LEVEL"),
+                "for example --severity KP302=warning",
+            )
+        })?;
+        let level = Severity::from_name(level).ok_or_else(|| {
+            UserError::new(
+                format!("--severity {s}: '{level}' is not a severity"),
+                "use off, hint, info, warning or error",
+            )
+        })?;
+        set.set_severity(code, level).map_err(anyhow::Error::msg)?;
+    }
+    Ok(set)
+}
+
+/// Runs `keyplan lint`.
+pub fn run(args: LintArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
+    let scheme_path = match &args.scheme {
+        Some(p) => Some(p.clone()),
+        None => Some(PathBuf::from("keyplan.yaml")).filter(|p| p.is_file()),
+    };
+    if scheme_path.is_none() && args.keys.is_empty() {
+        return Err(UserError::new(
+            "nothing to lint: no --scheme, no keyplan.yaml here, and no --keys",
+            "pass --scheme keyplan.yaml and/or --keys dump.txt",
+        )
+        .into());
+    }
+    let rules = rule_set(&args.rules, &args.select, &args.ignore, &args.severity)?;
+    let scheme = match &scheme_path {
+        Some(p) => {
+            let text = std::fs::read_to_string(p)
+                .with_context(|| format!("cannot read scheme '{}'", p.display()))?;
+            let s = Scheme::parse(&text).map_err(|e| match e {
+                crate::scheme::SchemeError::At { pos, message } => {
+                    anyhow::anyhow!("{}:{}:{}: {message}", p.display(), pos.line, pos.column)
+                }
+                other => anyhow::anyhow!("{}: {other}", p.display()),
+            })?;
+            Some((p.clone(), s))
+        }
+        None => None,
+    };
+    let topology = match args.topology.resolve(None)? {
+        Some((t, _)) => t,
+        None => scheme_topology(scheme.as_ref())?,
+    };
+    let mut diags = Vec::new();
+    if let Some((p, s)) = &scheme {
+        diags.extend(lint_scheme(&rules, s, &p.display().to_string(), &topology));
+    }
+    let opts = args.input.read_options();
+    let mut summaries = Vec::new();
+    for (name, input) in open_all(&args.keys)? {
+        let mut linter = DumpLinter::new(&rules, scheme.as_ref().map(|(_, s)| s), &topology, &name);
+        let summary = for_each_record(input, &opts, |line, rec| linter.key(line, rec.key))
+            .map_err(|e| read_context(&name, e))?;
+        diags.extend(linter.finish());
+        summaries.push((name, summary));
+    }
+    sort(&mut diags);
+    let format = match args.format {
+        LintFormatArg::Human => LintFormat::Human,
+        LintFormatArg::Json => LintFormat::Json,
+        LintFormatArg::Sarif => LintFormat::Sarif,
+        LintFormatArg::Github => LintFormat::Github,
+    };
+    let mut out = BufWriter::new(&mut *ctx.stdout);
+    render(&mut out, &diags, &rules, format).context("writing the findings")?;
+    drop(out);
+    for (name, s) in &summaries {
+        warn_malformed(ctx, name, s)?;
+    }
+    let threshold = match args.fail_on {
+        FailOn::Hint => Severity::Hint,
+        FailOn::Info => Severity::Info,
+        FailOn::Warning => Severity::Warning,
+        FailOn::Error => Severity::Error,
+    };
+    Ok(if diags.iter().any(|d| d.severity >= threshold) {
+        ExitStatus::Findings
+    } else {
+        ExitStatus::Clean
+    })
+}
+
+/// The scheme's own `topology:` (a file is relative to the scheme), else 3 masters.
+fn scheme_topology(scheme: Option<&(PathBuf, Scheme)>) -> anyhow::Result<Topology> {
+    if let Some((path, s)) = scheme
+        && let Some(t) = &s.topology
+    {
+        if let Some(f) = &t.file {
+            let p = path.parent().unwrap_or(Path::new(".")).join(f);
+            let text = std::fs::read_to_string(&p).with_context(|| {
+                format!("cannot read the scheme's topology file '{}'", p.display())
+            })?;
+            let opts = TopologyOptions {
+                allow_partial: false,
+                pool: t.pool.clone(),
+            };
+            return Topology::parse_as(&text, crate::topology::TopologyFormat::Auto, &opts)
+                .with_context(|| format!("in topology file {}", p.display()));
+        }
+        if let Some(n) = t.masters {
+            return Ok(Topology::Cluster(SlotMap::from_masters(n as usize)?));
+        }
+    }
+    Ok(Topology::Cluster(SlotMap::from_masters(3)?))
+}

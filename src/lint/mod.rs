@@ -1,0 +1,231 @@
+//! `lint`: rules (YAML, `rules/`) checked against a key scheme and key dumps (SPEC §4).
+//!
+//! Rule logic lives in a few check kinds ([`rule::CheckKind`]); a rule picks one and sets its
+//! parameters, so a new rule of an existing kind is one YAML file. Findings are
+//! [`Diagnostic`]s, sorted deterministically.
+
+pub mod builtin;
+mod checks;
+pub mod rule;
+
+pub use checks::{DumpLinter, lint_scheme};
+use rule::{RuleSpec, Severity};
+use serde::Serialize;
+
+/// One finding.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Diagnostic {
+    /// Rule code, e.g. `KP301`.
+    pub code: String,
+    /// Rule name, e.g. `cross-slot-batch`.
+    pub name: String,
+    /// Effective severity.
+    pub severity: Severity,
+    /// What is wrong, naming the subject.
+    pub message: String,
+    /// The file it is in.
+    pub path: String,
+    /// 1-based line (0 when the finding is about the whole file).
+    pub line: u64,
+    /// 1-based column.
+    pub column: u64,
+    /// What to do instead.
+    pub help: Option<String>,
+}
+
+/// A rule with its effective severity.
+#[derive(Debug, Clone)]
+pub struct ActiveRule {
+    /// The rule.
+    pub spec: RuleSpec,
+    /// Severity after overrides.
+    pub severity: Severity,
+    /// Where it came from (`builtin` or a file path).
+    pub origin: String,
+}
+
+/// The rules in force.
+#[derive(Debug, Clone, Default)]
+pub struct RuleSet {
+    /// All known rules, in code order.
+    pub rules: Vec<ActiveRule>,
+}
+
+impl RuleSet {
+    /// The built-in rules.
+    pub fn builtin() -> Result<RuleSet, String> {
+        let mut set = RuleSet::default();
+        for (file, text) in builtin::BUILTIN {
+            set.add(RuleSpec::parse(text, file)?, format!("rules/{file}"))?;
+        }
+        Ok(set)
+    }
+
+    /// Adds a rule; codes and names must be unique.
+    pub fn add(&mut self, spec: RuleSpec, origin: String) -> Result<(), String> {
+        if let Some(r) = self
+            .rules
+            .iter()
+            .find(|r| r.spec.id == spec.id || r.spec.name == spec.name)
+        {
+            return Err(format!(
+                "{origin}: rule {} ({}) clashes with {} ({}) from {}",
+                spec.id, spec.name, r.spec.id, r.spec.name, r.origin
+            ));
+        }
+        let severity = spec.severity;
+        self.rules.push(ActiveRule {
+            spec,
+            severity,
+            origin,
+        });
+        self.rules.sort_by(|a, b| a.spec.id.cmp(&b.spec.id));
+        Ok(())
+    }
+
+    /// Loads every `*.yml` / `*.yaml` rule in a directory (sorted by file name).
+    pub fn load_dir(&mut self, files: &[(String, String)]) -> Result<(), String> {
+        for (path, text) in files {
+            self.add(RuleSpec::parse(text, path)?, path.clone())?;
+        }
+        Ok(())
+    }
+
+    fn find(&self, code: &str) -> Option<usize> {
+        self.rules
+            .iter()
+            .position(|r| r.spec.id.eq_ignore_ascii_case(code) || r.spec.name == code)
+    }
+
+    /// Keeps only the rules named (codes, code prefixes like `KP3`, or names).
+    pub fn select(&mut self, codes: &[String]) -> Result<(), String> {
+        for c in codes {
+            if !self.rules.iter().any(|r| matches_code(r, c)) {
+                return Err(format!(
+                    "--select {c}: no rule has this code, prefix or name"
+                ));
+            }
+        }
+        for r in &mut self.rules {
+            if !codes.iter().any(|c| matches_code(r, c)) {
+                r.severity = Severity::Off;
+            }
+        }
+        Ok(())
+    }
+
+    /// Turns the rules named off.
+    pub fn ignore(&mut self, codes: &[String]) -> Result<(), String> {
+        for c in codes {
+            let mut hit = false;
+            for r in &mut self.rules {
+                if matches_code(r, c) {
+                    r.severity = Severity::Off;
+                    hit = true;
+                }
+            }
+            if !hit {
+                return Err(format!(
+                    "--ignore {c}: no rule has this code, prefix or name"
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Overrides one rule's severity.
+    pub fn set_severity(&mut self, code: &str, severity: Severity) -> Result<(), String> {
+        let i = self
+            .find(code)
+            .ok_or_else(|| format!("--severity {code}=…: no rule has this code or name"))?;
+        self.rules[i].severity = severity;
+        Ok(())
+    }
+
+    /// Rules that are on.
+    pub fn active(&self) -> impl Iterator<Item = &ActiveRule> {
+        self.rules.iter().filter(|r| r.severity != Severity::Off)
+    }
+}
+
+fn matches_code(r: &ActiveRule, c: &str) -> bool {
+    r.spec
+        .id
+        .to_ascii_uppercase()
+        .starts_with(&c.to_ascii_uppercase())
+        || r.spec.name == c
+}
+
+/// Sorts diagnostics: by path, line, column, code, message.
+pub fn sort(diags: &mut [Diagnostic]) {
+    diags.sort_by(|a, b| {
+        (&a.path, a.line, a.column, &a.code, &a.message)
+            .cmp(&(&b.path, b.line, b.column, &b.code, &b.message))
+    });
+}
+
+/// Outcome of running one rule's examples (ast-grep `sg test` semantics).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ExampleOutcome {
+    /// Every invalid example is reported and no valid one is.
+    Validated,
+    /// A valid example was reported.
+    Noisy(String),
+    /// An invalid example was not reported.
+    Missing(String),
+    /// An example could not be run.
+    Broken(String),
+}
+
+/// Runs a rule's examples.
+pub fn check_examples(spec: &RuleSpec) -> ExampleOutcome {
+    use crate::scheme::Scheme;
+    use crate::topology::{SlotMap, Topology};
+    let mut set = RuleSet::default();
+    if set.add(spec.clone(), "example".into()).is_err() {
+        return ExampleOutcome::Broken("rule".into());
+    }
+    let run = |ex: &rule::Example| -> Result<usize, String> {
+        let (scheme_text, keys, masters): (Option<String>, Vec<String>, u16) = match ex {
+            rule::Example::Key(k) => (None, vec![k.clone()], 3),
+            rule::Example::Case {
+                scheme,
+                keys,
+                masters,
+            } => (scheme.clone(), keys.clone(), masters.unwrap_or(3)),
+        };
+        let topo =
+            Topology::Cluster(SlotMap::from_masters(masters as usize).map_err(|e| e.to_string())?);
+        let scheme = match &scheme_text {
+            Some(t) => Some(Scheme::parse(t).map_err(|e| e.to_string())?),
+            None => None,
+        };
+        let mut n = 0;
+        if let Some(s) = &scheme {
+            n += lint_scheme(&set, s, "example.yaml", &topo).len();
+        }
+        if !keys.is_empty() {
+            let mut d = DumpLinter::new(&set, scheme.as_ref(), &topo, "example.keys");
+            for (i, k) in keys.iter().enumerate() {
+                d.key(i as u64 + 1, k.as_bytes());
+            }
+            n += d.finish().len();
+        }
+        Ok(n)
+    };
+    for ex in &spec.examples.invalid {
+        match run(ex) {
+            Ok(0) => return ExampleOutcome::Missing(format!("{ex:?}")),
+            Ok(_) => {}
+            Err(e) => return ExampleOutcome::Broken(e),
+        }
+    }
+    for ex in &spec.examples.valid {
+        match run(ex) {
+            Ok(0) => {}
+            Ok(_) => return ExampleOutcome::Noisy(format!("{ex:?}")),
+            Err(e) => return ExampleOutcome::Broken(e),
+        }
+    }
+    ExampleOutcome::Validated
+}

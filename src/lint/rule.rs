@@ -1,0 +1,221 @@
+//! Rules as YAML (STYLE.md §10): metadata, documentation, the check kind with its parameters,
+//! and valid/invalid examples that the test suite runs.
+
+use serde::{Deserialize, Serialize};
+
+/// How serious a finding is (ast-grep's scale; `off` disables the rule).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// Disabled.
+    Off,
+    /// A hint.
+    Hint,
+    /// Information.
+    Info,
+    /// A likely problem.
+    Warning,
+    /// A definite problem.
+    Error,
+}
+
+impl Severity {
+    /// The name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Severity::Off => "off",
+            Severity::Hint => "hint",
+            Severity::Info => "info",
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        }
+    }
+
+    /// Parses a name.
+    pub fn from_name(s: &str) -> Option<Severity> {
+        match s {
+            "off" => Some(Severity::Off),
+            "hint" => Some(Severity::Hint),
+            "info" => Some(Severity::Info),
+            "warning" => Some(Severity::Warning),
+            "error" => Some(Severity::Error),
+            _ => None,
+        }
+    }
+}
+
+/// Which part of a key the `tag-shape` check looks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TagFlag {
+    /// `{}` first.
+    Empty,
+    /// `{` with no `}` after it.
+    Unclosed,
+    /// Another `{` after the first pair.
+    IgnoredSecond,
+}
+
+/// Which bytes the `key-bytes` check looks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BytesFlag {
+    /// Space or tab.
+    Whitespace,
+    /// Other control bytes (< 0x20 except tab, and 0x7f).
+    Control,
+}
+
+fn default_min_per_node() -> u64 {
+    4
+}
+fn default_max_share() -> f64 {
+    0.02
+}
+fn default_min_nodes() -> usize {
+    2
+}
+fn default_max_over_mean() -> f64 {
+    1.25
+}
+fn default_min_keys() -> u64 {
+    30
+}
+fn default_max_len() -> usize {
+    512
+}
+
+/// The check a rule runs, with its parameters.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum CheckKind {
+    /// Hash-tag shape of keys and patterns.
+    TagShape {
+        /// What to look for.
+        flag: TagFlag,
+    },
+    /// Atomic batches whose keys can hash to different slots.
+    CrossSlot,
+    /// Pipelines touching several nodes.
+    Fanout {
+        /// Report from this many nodes on.
+        #[serde(default = "default_min_nodes")]
+        min_nodes: usize,
+    },
+    /// Hash tags with too few values.
+    TagCardinality {
+        /// Fewest tag values per node.
+        #[serde(default = "default_min_per_node")]
+        min_per_node: u64,
+        /// Largest share of a pattern's data one tag value may hold.
+        #[serde(default = "default_max_share")]
+        max_share: f64,
+    },
+    /// Tagged variables that no batch shares.
+    UnusedTag,
+    /// Node skew in a dump.
+    NodeSkew {
+        /// Largest busiest-node / mean ratio.
+        #[serde(default = "default_max_over_mean")]
+        max_over_mean: f64,
+        /// Dumps with fewer keys are not judged.
+        #[serde(default = "default_min_keys")]
+        min_keys: u64,
+    },
+    /// Dump keys matching no declared pattern.
+    UnmatchedKey,
+    /// Over-long keys.
+    KeyLength {
+        /// Longest acceptable key in bytes.
+        #[serde(default = "default_max_len")]
+        max: usize,
+    },
+    /// Whitespace or control bytes in keys.
+    KeyBytes {
+        /// Which bytes.
+        flag: BytesFlag,
+    },
+}
+
+/// One example of a rule: a key, or a scheme and/or keys.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(untagged)]
+pub enum Example {
+    /// A key (checked as a dump key and as a pattern).
+    Key(String),
+    /// A scheme, keys, or both.
+    Case {
+        /// Scheme YAML.
+        #[serde(default)]
+        scheme: Option<String>,
+        /// Dump keys.
+        #[serde(default)]
+        keys: Vec<String>,
+        /// Masters of the topology (default 3).
+        #[serde(default)]
+        masters: Option<u16>,
+    },
+}
+
+/// Examples that must and must not be reported.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Examples {
+    /// Each must produce at least one finding of the rule.
+    #[serde(default)]
+    pub invalid: Vec<Example>,
+    /// Each must produce none.
+    #[serde(default)]
+    pub valid: Vec<Example>,
+}
+
+/// A rule as written in `rules/<CODE>-<name>.yml`.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuleSpec {
+    /// Stable code, e.g. `KP101`.
+    pub id: String,
+    /// Kebab-case name of the problem.
+    pub name: String,
+    /// Default severity.
+    pub severity: Severity,
+    /// One line.
+    pub summary: String,
+    /// What it does / why is this bad / example / use instead.
+    pub description: String,
+    /// The check.
+    pub check: CheckKind,
+    /// Examples the test suite runs.
+    #[serde(default)]
+    pub examples: Examples,
+    /// Links.
+    #[serde(default)]
+    pub references: Vec<String>,
+}
+
+impl RuleSpec {
+    /// Parses a rule file; `origin` names it in errors.
+    pub fn parse(text: &str, origin: &str) -> Result<RuleSpec, String> {
+        let r: RuleSpec = serde_saphyr::from_str(text).map_err(|e| format!("{origin}: {e}"))?;
+        let code_ok = r.id.len() == 5 && r.id.starts_with("KP")
+            || (r.id.len() >= 3
+                && r.id
+                    .chars()
+                    .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit()));
+        if !code_ok {
+            return Err(format!(
+                "{origin}: id '{}' must be upper-case letters and digits, like KP101",
+                r.id
+            ));
+        }
+        if r.name.is_empty()
+            || !r
+                .name
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        {
+            return Err(format!("{origin}: name '{}' must be kebab-case", r.name));
+        }
+        Ok(r)
+    }
+}

@@ -1,0 +1,442 @@
+//! The key scheme, `keyplan.yaml` (SPEC §2.2): the keys an application uses, as patterns with
+//! `<var>` placeholders (braces are literal Redis hash-tag braces), typed variables, and the
+//! batches it runs. Every problem is reported with the file's line and column.
+
+pub mod template;
+
+use indexmap::IndexMap;
+use serde::Deserialize;
+use serde_saphyr::Spanned;
+pub use template::{Seg, TagPart, Template};
+
+/// A position in the scheme file (1-based).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, serde::Serialize)]
+pub struct Pos {
+    /// Line.
+    pub line: u32,
+    /// Column.
+    pub column: u32,
+}
+
+fn pos<T>(s: &Spanned<T>) -> Pos {
+    Pos {
+        line: s.referenced.line() as u32,
+        column: s.referenced.column() as u32,
+    }
+}
+
+/// Why a scheme cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum SchemeError {
+    /// YAML or shape problems, as the YAML reader words them (with line and column).
+    #[error("{0}")]
+    Yaml(String),
+    /// A semantic problem at a position.
+    #[error("{line}:{column}: {message}", line = .pos.line, column = .pos.column)]
+    At {
+        /// Where.
+        pos: Pos,
+        /// What and what to do.
+        message: String,
+    },
+}
+
+fn at(pos: Pos, message: impl Into<String>) -> SchemeError {
+    SchemeError::At {
+        pos,
+        message: message.into(),
+    }
+}
+
+/// Kinds of template variables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VarKind {
+    /// Decimal integers.
+    Int,
+    /// UUIDs.
+    Uuid,
+    /// Hex strings.
+    Hex,
+    /// Alphabetic words.
+    Word,
+    /// Dates (YYYY-MM-DD).
+    Date,
+    /// One of `values`.
+    Enum,
+    /// Anything (may even contain braces).
+    Any,
+}
+
+/// Commands a batch can run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BatchCommand {
+    /// MGET
+    Mget,
+    /// MSET
+    Mset,
+    /// DEL
+    Del,
+    /// EXISTS
+    Exists,
+    /// UNLINK
+    Unlink,
+    /// TOUCH
+    Touch,
+    /// MULTI … EXEC
+    Multi,
+    /// EVAL / FCALL with several keys
+    Lua,
+    /// A pipeline (may span slots)
+    Pipeline,
+}
+
+impl BatchCommand {
+    /// Whether Redis Cluster requires all keys in one slot (CROSSSLOT otherwise).
+    pub fn is_atomic(self) -> bool {
+        self != BatchCommand::Pipeline
+    }
+
+    /// Upper-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            BatchCommand::Mget => "MGET",
+            BatchCommand::Mset => "MSET",
+            BatchCommand::Del => "DEL",
+            BatchCommand::Exists => "EXISTS",
+            BatchCommand::Unlink => "UNLINK",
+            BatchCommand::Touch => "TOUCH",
+            BatchCommand::Multi => "MULTI",
+            BatchCommand::Lua => "EVAL",
+            BatchCommand::Pipeline => "pipeline",
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawScheme {
+    version: Spanned<u32>,
+    topology: Option<RawTopology>,
+    #[serde(default)]
+    vars: IndexMap<String, Spanned<RawVar>>,
+    #[serde(default)]
+    keys: IndexMap<String, Spanned<RawKey>>,
+    #[serde(default)]
+    batches: IndexMap<String, Spanned<RawBatch>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTopology {
+    masters: Option<u16>,
+    file: Option<String>,
+    pool: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawVar {
+    kind: VarKind,
+    cardinality: Option<u64>,
+    #[serde(default)]
+    values: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawKey {
+    pattern: Spanned<String>,
+    bytes: Option<u64>,
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    #[serde(default)]
+    allow: Vec<String>,
+    reason: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawBatch {
+    command: BatchCommand,
+    keys: Spanned<Vec<String>>,
+    #[serde(default)]
+    same: Vec<String>,
+    size: Option<u64>,
+    #[serde(default)]
+    allow: Vec<String>,
+    reason: Option<String>,
+}
+
+/// A template variable.
+#[derive(Debug, Clone)]
+pub struct Var {
+    /// Its name.
+    pub name: String,
+    /// Its kind.
+    pub kind: VarKind,
+    /// How many distinct values it takes (enum: the number of values).
+    pub cardinality: Option<u64>,
+    /// Enum values.
+    pub values: Vec<String>,
+    /// Where it is declared.
+    pub pos: Pos,
+}
+
+/// A declared key.
+#[derive(Debug, Clone)]
+pub struct KeyDecl {
+    /// Its name in the scheme.
+    pub name: String,
+    /// The pattern.
+    pub template: Template,
+    /// Where the pattern is written.
+    pub pos: Pos,
+    /// Average bytes per key.
+    pub bytes: Option<u64>,
+    /// Redis type.
+    pub kind: Option<String>,
+    /// Rule codes suppressed for this key.
+    pub allow: Vec<String>,
+    /// Why they are suppressed.
+    pub reason: Option<String>,
+}
+
+/// A declared batch.
+#[derive(Debug, Clone)]
+pub struct Batch {
+    /// Its name in the scheme.
+    pub name: String,
+    /// The command it runs.
+    pub command: BatchCommand,
+    /// Key names (into [`Scheme::keys`]).
+    pub keys: Vec<String>,
+    /// Variables equal for every key of one batch.
+    pub same: Vec<String>,
+    /// Keys per batch (default: one per listed key).
+    pub size: Option<u64>,
+    /// Where it is declared.
+    pub pos: Pos,
+    /// Rule codes suppressed for this batch.
+    pub allow: Vec<String>,
+    /// Why they are suppressed.
+    pub reason: Option<String>,
+}
+
+/// The default topology a scheme names.
+#[derive(Debug, Clone, Default)]
+pub struct SchemeTopology {
+    /// `masters: N`.
+    pub masters: Option<u16>,
+    /// `file: path` (relative to the scheme).
+    pub file: Option<String>,
+    /// twemproxy pool.
+    pub pool: Option<String>,
+}
+
+/// A parsed, validated scheme.
+#[derive(Debug, Clone)]
+pub struct Scheme {
+    /// The default topology, if any.
+    pub topology: Option<SchemeTopology>,
+    /// Variables by name, in file order.
+    pub vars: IndexMap<String, Var>,
+    /// Keys, in file order.
+    pub keys: Vec<KeyDecl>,
+    /// Batches, in file order.
+    pub batches: Vec<Batch>,
+}
+
+impl Scheme {
+    /// Parses and validates scheme text.
+    pub fn parse(text: &str) -> Result<Scheme, SchemeError> {
+        let raw: RawScheme =
+            serde_saphyr::from_str(text).map_err(|e| SchemeError::Yaml(e.to_string()))?;
+        if raw.version.value != 1 {
+            return Err(at(
+                pos(&raw.version),
+                format!(
+                    "version {} is not supported; this keyplan reads version: 1",
+                    raw.version.value
+                ),
+            ));
+        }
+        let mut vars = IndexMap::new();
+        for (name, v) in &raw.vars {
+            if v.value.kind == VarKind::Enum && v.value.values.is_empty() {
+                return Err(at(
+                    pos(v),
+                    format!("var '{name}' is an enum without `values`"),
+                ));
+            }
+            let cardinality = match v.value.kind {
+                VarKind::Enum => Some(v.value.values.len() as u64),
+                _ => v.value.cardinality,
+            };
+            vars.insert(
+                name.clone(),
+                Var {
+                    name: name.clone(),
+                    kind: v.value.kind,
+                    cardinality,
+                    values: v.value.values.clone(),
+                    pos: pos(v),
+                },
+            );
+        }
+        let mut keys = Vec::new();
+        for (name, k) in &raw.keys {
+            let p = pos(&k.value.pattern);
+            let template = Template::parse(&k.value.pattern.value).map_err(|(col, m)| {
+                at(
+                    Pos {
+                        line: p.line,
+                        column: p.column + col as u32,
+                    },
+                    format!("key '{name}': {m}"),
+                )
+            })?;
+            for v in template.vars() {
+                if !vars.contains_key(v) {
+                    return Err(at(
+                        p,
+                        format!(
+                            "key '{name}': pattern uses <{v}>, which is not declared under `vars:`"
+                        ),
+                    ));
+                }
+            }
+            keys.push(KeyDecl {
+                name: name.clone(),
+                template,
+                pos: p,
+                bytes: k.value.bytes,
+                kind: k.value.kind.clone(),
+                allow: k.value.allow.clone(),
+                reason: k.value.reason.clone(),
+            });
+        }
+        let mut batches = Vec::new();
+        for (name, b) in &raw.batches {
+            let p = pos(b);
+            for k in &b.value.keys.value {
+                if !keys.iter().any(|d: &KeyDecl| &d.name == k) {
+                    return Err(at(
+                        pos(&b.value.keys),
+                        format!(
+                            "batch '{name}' names key '{k}', which is not declared under `keys:`"
+                        ),
+                    ));
+                }
+            }
+            if b.value.keys.value.is_empty() {
+                return Err(at(p, format!("batch '{name}' has no keys")));
+            }
+            for v in &b.value.same {
+                if !vars.contains_key(v) {
+                    return Err(at(
+                        p,
+                        format!(
+                            "batch '{name}': `same` names <{v}>, which is not declared under `vars:`"
+                        ),
+                    ));
+                }
+            }
+            batches.push(Batch {
+                name: name.clone(),
+                command: b.value.command,
+                keys: b.value.keys.value.clone(),
+                same: b.value.same.clone(),
+                size: b.value.size,
+                pos: p,
+                allow: b.value.allow.clone(),
+                reason: b.value.reason.clone(),
+            });
+        }
+        let topology = raw.topology.map(|t| SchemeTopology {
+            masters: t.masters,
+            file: t.file,
+            pool: t.pool,
+        });
+        Ok(Scheme {
+            topology,
+            vars,
+            keys,
+            batches,
+        })
+    }
+
+    /// The declared key with this name.
+    pub fn key(&self, name: &str) -> Option<&KeyDecl> {
+        self.keys.iter().find(|k| k.name == name)
+    }
+
+    /// A variable's cardinality (`None` when not declared).
+    pub fn cardinality(&self, var: &str) -> Option<u64> {
+        self.vars.get(var).and_then(|v| v.cardinality)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub const SPEC_EXAMPLE: &str = r#"version: 1
+topology: { masters: 3 }            # default when none is given on the command line
+vars:
+  user_id:  { kind: int, cardinality: 10_000_000 }
+  group:    { kind: word, cardinality: 12 }
+  order_id: { kind: int, cardinality: 5_000_000 }
+keys:
+  profile:     { pattern: "user:<user_id>:profile", bytes: 300 }
+  feed:        { pattern: "feed:{<group>}:user:<user_id>", type: zset }
+  order_items: { pattern: "order:{<order_id>}:items" }
+  order_total: { pattern: "order:{<order_id>}:total" }
+batches:
+  checkout: { command: multi, keys: [order_items, order_total], same: [order_id] }
+  fanout:   { command: pipeline, keys: [feed], size: 1000, same: [group] }
+"#;
+
+    #[test]
+    fn the_spec_example_is_accepted() {
+        let s = Scheme::parse(SPEC_EXAMPLE).unwrap();
+        assert_eq!(s.keys.len(), 4);
+        assert_eq!(s.cardinality("user_id"), Some(10_000_000));
+        assert_eq!(s.batches[0].command, BatchCommand::Multi);
+        assert_eq!(
+            s.keys[1].pos,
+            Pos {
+                line: 9,
+                column: 27
+            }
+        );
+        assert_eq!(s.topology.as_ref().unwrap().masters, Some(3));
+    }
+
+    #[test]
+    fn errors_have_positions() {
+        let e =
+            Scheme::parse(&SPEC_EXAMPLE.replace("user:<user_id>:profile", "user:<uid>:profile"))
+                .unwrap_err()
+                .to_string();
+        assert!(e.starts_with("8:") && e.contains("<uid>"), "{e}");
+        let e = Scheme::parse(&SPEC_EXAMPLE.replace("keys: [feed]", "keys: [feeds]"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("14:") && e.contains("feeds"), "{e}");
+        let e = Scheme::parse(&SPEC_EXAMPLE.replace("bytes: 300", "byte: 300"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("line 8") && e.contains("byte"), "{e}");
+        let e = Scheme::parse(&SPEC_EXAMPLE.replace("command: multi", "command: mgett"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("mgett"), "{e}");
+        let e =
+            Scheme::parse(&SPEC_EXAMPLE.replace("user:<user_id>:profile", "user:<user_id:profile"))
+                .unwrap_err()
+                .to_string();
+        assert!(e.starts_with("8:") && e.contains("'<'"), "{e}");
+    }
+}
