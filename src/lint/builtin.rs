@@ -2,53 +2,18 @@
 //! A test fails when this list and `rules/` disagree.
 
 /// Every built-in rule file: (file name, contents).
+#[rustfmt::skip]
 pub const BUILTIN: &[(&str, &str)] = &[
-    (
-        "KP101-empty-hash-tag.yml",
-        include_str!("../../rules/KP101-empty-hash-tag.yml"),
-    ),
-    (
-        "KP102-unclosed-hash-tag.yml",
-        include_str!("../../rules/KP102-unclosed-hash-tag.yml"),
-    ),
-    (
-        "KP103-ignored-second-hash-tag.yml",
-        include_str!("../../rules/KP103-ignored-second-hash-tag.yml"),
-    ),
-    (
-        "KP201-low-cardinality-hash-tag.yml",
-        include_str!("../../rules/KP201-low-cardinality-hash-tag.yml"),
-    ),
-    (
-        "KP202-node-skew.yml",
-        include_str!("../../rules/KP202-node-skew.yml"),
-    ),
-    (
-        "KP301-cross-slot-batch.yml",
-        include_str!("../../rules/KP301-cross-slot-batch.yml"),
-    ),
-    (
-        "KP302-pipeline-fanout.yml",
-        include_str!("../../rules/KP302-pipeline-fanout.yml"),
-    ),
-    (
-        "KP303-tag-without-shared-batch.yml",
-        include_str!("../../rules/KP303-tag-without-shared-batch.yml"),
-    ),
-    (
-        "KP401-undeclared-key.yml",
-        include_str!("../../rules/KP401-undeclared-key.yml"),
-    ),
-    (
-        "KP402-overlong-key.yml",
-        include_str!("../../rules/KP402-overlong-key.yml"),
-    ),
-    (
-        "KP403-whitespace-in-key.yml",
-        include_str!("../../rules/KP403-whitespace-in-key.yml"),
-    ),
-    (
-        "KP404-control-bytes-in-key.yml",
-        include_str!("../../rules/KP404-control-bytes-in-key.yml"),
-    ),
+    ("KP101-empty-hash-tag.yml", include_str!("../../rules/KP101-empty-hash-tag.yml")),
+    ("KP102-unclosed-hash-tag.yml", include_str!("../../rules/KP102-unclosed-hash-tag.yml")),
+    ("KP103-ignored-second-hash-tag.yml", include_str!("../../rules/KP103-ignored-second-hash-tag.yml")),
+    ("KP201-low-cardinality-hash-tag.yml", include_str!("../../rules/KP201-low-cardinality-hash-tag.yml")),
+    ("KP202-node-skew.yml", include_str!("../../rules/KP202-node-skew.yml")),
+    ("KP301-cross-slot-batch.yml", include_str!("../../rules/KP301-cross-slot-batch.yml")),
+    ("KP302-pipeline-fanout.yml", include_str!("../../rules/KP302-pipeline-fanout.yml")),
+    ("KP303-tag-without-shared-batch.yml", include_str!("../../rules/KP303-tag-without-shared-batch.yml")),
+    ("KP401-undeclared-key.yml", include_str!("../../rules/KP401-undeclared-key.yml")),
+    ("KP402-overlong-key.yml", include_str!("../../rules/KP402-overlong-key.yml")),
+    ("KP403-whitespace-in-key.yml", include_str!("../../rules/KP403-whitespace-in-key.yml")),
+    ("KP404-control-bytes-in-key.yml", include_str!("../../rules/KP404-control-bytes-in-key.yml")),
 ];
