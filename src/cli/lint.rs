@@ -156,12 +156,7 @@ pub fn run(args: LintArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
         Some(p) => {
             let text = std::fs::read_to_string(p)
                 .with_context(|| format!("cannot read scheme '{}'", p.display()))?;
-            let s = Scheme::parse(&text).map_err(|e| match e {
-                crate::scheme::SchemeError::At { pos, message } => {
-                    anyhow::anyhow!("{}:{}:{}: {message}", p.display(), pos.line, pos.column)
-                }
-                other => anyhow::anyhow!("{}: {other}", p.display()),
-            })?;
+            let s = Scheme::parse(&text).map_err(|e| anyhow::anyhow!("{}:{e}", p.display()))?;
             Some((p.clone(), s))
         }
         None => None,

@@ -28,9 +28,14 @@ fn pos<T>(s: &Spanned<T>) -> Pos {
 /// Why a scheme cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum SchemeError {
-    /// YAML or shape problems, as the YAML reader words them (with line and column).
-    #[error("{0}")]
-    Yaml(String),
+    /// YAML or shape problems (an unknown field, a wrong type), where the YAML reader found them.
+    #[error("{}{message}", pos.map(|p| format!("{}:{}: ", p.line, p.column)).unwrap_or_default())]
+    Yaml {
+        /// Where, when known.
+        pos: Option<Pos>,
+        /// What, with a snippet of the file.
+        message: String,
+    },
     /// A semantic problem at a position.
     #[error("{line}:{column}: {message}", line = .pos.line, column = .pos.column)]
     At {
@@ -46,6 +51,22 @@ fn at(pos: Pos, message: impl Into<String>) -> SchemeError {
         pos,
         message: message.into(),
     }
+}
+
+fn yaml_error(e: serde_saphyr::Error) -> SchemeError {
+    let pos = e.location().filter(|l| l.line() > 0).map(|l| Pos {
+        line: l.line() as u32,
+        column: l.column() as u32,
+    });
+    let mut message = e.to_string();
+    // The reader's text starts "error: line L column C: "; the position is given separately.
+    if pos.is_some()
+        && let Some(rest) = message.strip_prefix("error: line ")
+        && let Some(i) = rest.find(": ")
+    {
+        message = rest[i + 2..].to_string();
+    }
+    SchemeError::Yaml { pos, message }
 }
 
 /// Kinds of template variables.
@@ -251,8 +272,7 @@ pub struct Scheme {
 impl Scheme {
     /// Parses and validates scheme text.
     pub fn parse(text: &str) -> Result<Scheme, SchemeError> {
-        let raw: RawScheme =
-            serde_saphyr::from_str(text).map_err(|e| SchemeError::Yaml(e.to_string()))?;
+        let raw: RawScheme = serde_saphyr::from_str(text).map_err(yaml_error)?;
         if raw.version.value != 1 {
             return Err(at(
                 pos(&raw.version),
@@ -428,7 +448,7 @@ batches:
         let e = Scheme::parse(&SPEC_EXAMPLE.replace("bytes: 300", "byte: 300"))
             .unwrap_err()
             .to_string();
-        assert!(e.contains("line 8") && e.contains("byte"), "{e}");
+        assert!(e.starts_with("8:") && e.contains("byte"), "{e}");
         let e = Scheme::parse(&SPEC_EXAMPLE.replace("command: multi", "command: mgett"))
             .unwrap_err()
             .to_string();

@@ -168,8 +168,8 @@ fn scheme_errors_exit_2_with_positions() {
             ":8:",
         ),
         (SPEC.replace("keys: [feed]", "keys: [feeds]"), ":14:"),
-        (SPEC.replace("bytes: 300", "byts: 300"), "line 8"),
-        (SPEC.replace("vars:", "vars: ["), "line"),
+        (SPEC.replace("bytes: 300", "byts: 300"), "keyplan.yaml:8:"),
+        (SPEC.replace("vars:", "vars: ["), "keyplan.yaml:"),
         (SPEC.replace("same: [order_id]", "same: [order]"), ":13:"),
     ] {
         let p = scheme(&dir, &bad);
