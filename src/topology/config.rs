@@ -19,7 +19,7 @@
 
 use super::hashes::TwemHash;
 use super::ring::{KeyHash64, Ring, RingKind, RingServer};
-use super::{NO_OWNER, Node, SlotMap, TopologyError, format_ranges};
+use super::{NO_OWNER, Node, SlotMap, TopologyError};
 use crate::slot::SLOT_COUNT;
 use serde::Deserialize;
 
@@ -156,20 +156,12 @@ fn cluster(nodes: Vec<NodeConfig>, allow_partial: bool) -> Result<SlotMap, Topol
             replicas: 0,
         });
     }
-    let mut map = SlotMap {
+    let map = SlotMap {
         nodes: out,
         owner,
         migrations: Vec::new(),
     };
-    let uncovered = map.uncovered();
-    if !uncovered.is_empty() && !allow_partial {
-        return Err(TopologyError::Uncovered {
-            count: uncovered.iter().map(|(a, b)| (b - a) as usize + 1).sum(),
-            ranges: format_ranges(&uncovered),
-        });
-    }
-    map.sort_nodes();
-    Ok(map)
+    map.validated(allow_partial)
 }
 
 fn build_ring(r: RingConfig) -> Result<Ring, TopologyError> {

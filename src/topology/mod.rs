@@ -179,20 +179,26 @@ impl SlotMap {
                 owner[s] = *o;
             }
         }
-        let mut map = SlotMap {
+        SlotMap {
             nodes: parsed.masters,
             owner,
             migrations: parsed.migrations,
-        };
-        let uncovered = map.uncovered();
+        }
+        .validated(allow_partial)
+    }
+
+    /// Checks coverage (unserved slots are an error unless `allow_partial`) and orders the
+    /// nodes by first slot: the last step of every slot-map parser.
+    pub(crate) fn validated(mut self, allow_partial: bool) -> Result<SlotMap, TopologyError> {
+        let uncovered = self.uncovered();
         if !uncovered.is_empty() && !allow_partial {
             return Err(TopologyError::Uncovered {
                 count: uncovered.iter().map(|(a, b)| (b - a) as usize + 1).sum(),
                 ranges: format_ranges(&uncovered),
             });
         }
-        map.sort_nodes();
-        Ok(map)
+        self.sort_nodes();
+        Ok(self)
     }
 
     /// Reorders nodes by first slot (slotless nodes last, by name), remapping owners.

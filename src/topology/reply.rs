@@ -2,7 +2,7 @@
 //! display (`1) 1) (integer) 0`), its RESP3 form with maps (`1# "slots" => …`), and
 //! `redis-cli --json`. The text is read into a generic reply tree, then interpreted.
 
-use super::{NO_OWNER, Node, SlotMap, TopologyError, format_ranges};
+use super::{NO_OWNER, Node, SlotMap, TopologyError};
 use crate::slot::SLOT_COUNT;
 
 /// A RESP reply as redis-cli shows it.
@@ -372,20 +372,12 @@ pub fn parse(text: &str, allow_partial: bool) -> Result<SlotMap, TopologyError> 
             ));
         }
     }
-    let mut map = SlotMap {
+    let map = SlotMap {
         nodes,
         owner,
         migrations: Vec::new(),
     };
-    let uncovered = map.uncovered();
-    if !uncovered.is_empty() && !allow_partial {
-        return Err(TopologyError::Uncovered {
-            count: uncovered.iter().map(|(a, b)| (b - a) as usize + 1).sum(),
-            ranges: format_ranges(&uncovered),
-        });
-    }
-    map.sort_nodes();
-    Ok(map)
+    map.validated(allow_partial)
 }
 
 #[cfg(test)]
