@@ -26,7 +26,8 @@ pub enum RingKind {
     Libketama,
     /// Jedis ShardedJedis / JedisSharding.
     Jedis {
-        /// Jedis major version line: 1 (≤1.5), 2 (2.0–2.10), 3 (3.x), 4 (4.x–6.x).
+        /// Jedis major version line: 1 (≤1.5), 2 (2.0–2.10), 3 (3.x), 4 (4.x–6.x). Version 1
+        /// hashes `host:port*weight` + n (the shard's `toString()`), from the server address.
         version: u8,
         /// Whether keys go through the `{…}` key-tag pattern.
         key_tag: bool,
@@ -213,9 +214,15 @@ impl Ring {
                     let weight = if version >= 4 { 1 } else { s.weight.max(1) };
                     for n in 0..160 * weight {
                         let node = match (&s.ring_name, version) {
+                            // ≤ 1.5: `shardInfo.toString() + n`, and JedisShardInfo.toString()
+                            // is `host:port*weight`.
+                            (_, 1) => format!(
+                                "{}*{}{n}",
+                                s.node.address.as_deref().unwrap_or(&s.node.name),
+                                s.weight
+                            ),
                             (Some(nm), 2) => format!("{nm}*{}{n}", s.weight),
                             (Some(nm), 3) => format!("{nm}*{n}"),
-                            (Some(nm), 1) => format!("{nm}{n}"),
                             _ => format!("SHARD-{i}-NODE-{n}"),
                         };
                         map.insert(murmur64a_jedis(node.as_bytes()), i as u16);
