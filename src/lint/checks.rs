@@ -506,7 +506,7 @@ impl<'a> DumpLinter<'a> {
                     && s.max_over_mean > *max_over_mean
                 {
                     self.found.push(diag(r, &self.path, 0, 0,
-                        format!("{} (over the {max_over_mean:.2}× limit)", crate::skew::describe(&s, "keys", "of the slots")),
+                        format!("{} (over the {max_over_mean:.2}× limit)", crate::skew::describe(&s, "keys", if self.topo.ring().is_some() { "of the ring" } else { "of the slots" })),
                         Some("run `keyplan analyze` on this dump to see which pattern or tag causes it".into())));
                 }
             }
