@@ -436,6 +436,12 @@ pub struct AnalyzeReport {
     pub patterns_not_listed: usize,
     /// Findings in words (e.g. a pattern that clusters on one server).
     pub notes: Vec<String>,
+    /// Keys per slot (16384 entries; for the HTML heatmap, not part of the JSON contract).
+    #[serde(skip)]
+    pub slot_keys: Vec<u64>,
+    /// Owning node index per slot (for the heatmap's node boundaries).
+    #[serde(skip)]
+    pub slot_owner: Vec<Option<usize>>,
 }
 
 fn share(part: f64, total: f64) -> f64 {
@@ -675,6 +681,18 @@ impl Analyzer<'_> {
             notes: notes(&patterns, topo),
             patterns,
             patterns_not_listed,
+            slot_owner: if self.ring {
+                Vec::new()
+            } else {
+                (0..SLOT_COUNT)
+                    .map(|s| topo.node_of_slot(s as u16))
+                    .collect()
+            },
+            slot_keys: if self.ring {
+                Vec::new()
+            } else {
+                self.slot_keys.clone()
+            },
         }
     }
 }

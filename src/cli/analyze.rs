@@ -20,6 +20,8 @@ pub enum AnalyzeFormat {
     Table,
     /// One JSON document (schema_version 1, documented in README)
     Json,
+    /// A self-contained HTML report with charts (use -o report.html)
+    Html,
 }
 
 /// Analyze a key dump: per-node and per-slot distribution, skew, hot tags, patterns.
@@ -43,6 +45,10 @@ pub struct AnalyzeArgs {
     /// Output format
     #[arg(long, value_enum, default_value = "table")]
     pub format: AnalyzeFormat,
+
+    /// Write the report to this file instead of standard output
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
 
     /// Rows in the top lists (hot slots, tags, patterns in tables)
     #[arg(long, default_value_t = 10, value_name = "N")]
@@ -123,13 +129,25 @@ pub fn run(args: AnalyzeArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
         total.merge(&w);
     }
     let report = total.finish(&read, source, &config);
-    let mut out = BufWriter::new(&mut *ctx.stdout);
-    match args.format {
-        AnalyzeFormat::Json => render_json(&mut out, &report),
-        AnalyzeFormat::Table => render_table(&mut out, &report, &names.join(", "), config.top),
+    let inputs = names.join(", ");
+    let write = |out: &mut dyn std::io::Write| match args.format {
+        AnalyzeFormat::Json => render_json(out, &report),
+        AnalyzeFormat::Table => render_table(out, &report, &inputs, config.top),
+        AnalyzeFormat::Html => crate::report::html::render_html(out, &report, &inputs),
+    };
+    match &args.output {
+        Some(path) => {
+            let f = std::fs::File::create(path)
+                .with_context(|| format!("cannot write the report to '{}'", path.display()))?;
+            let mut out = BufWriter::new(f);
+            write(&mut out)
+                .with_context(|| format!("writing the report to '{}'", path.display()))?;
+        }
+        None => {
+            let mut out = BufWriter::new(&mut *ctx.stdout);
+            write(&mut out).context("writing the report")?;
+        }
     }
-    .context("writing the report")?;
-    drop(out);
     for (name, s) in &summaries {
         warn_malformed(ctx, name, s)?;
     }

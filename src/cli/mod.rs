@@ -4,6 +4,7 @@
 
 pub mod analyze;
 pub mod args;
+pub mod completions;
 pub mod lint;
 pub mod rules;
 pub mod slot;
@@ -35,6 +36,10 @@ pub enum Command {
     Rules(rules::RulesArgs),
     /// Print each key's hash slot, the bytes Redis hashes, and the owning node
     Slot(slot::SlotArgs),
+    /// Print a shell completion script (bash, zsh, fish, powershell, elvish)
+    Completions(completions::CompletionsArgs),
+    /// Print the man page (roff)
+    Man(completions::ManArgs),
 }
 
 /// Context for a run: where output and diagnostics go.
@@ -78,6 +83,8 @@ where
         Command::Lint(a) => lint::run(a, &mut ctx),
         Command::Rules(a) => rules::run(a, &mut ctx),
         Command::Slot(a) => slot::run(a, &mut ctx),
+        Command::Completions(a) => completions::run(a, &mut ctx),
+        Command::Man(a) => completions::run_man(a, &mut ctx),
     };
     match result {
         Ok(status) => status,

@@ -486,3 +486,95 @@ fn topology_errors_name_the_problem() {
         .code(2)
         .stderr(predicates::str::contains("wieght"));
 }
+
+#[test]
+fn html_report_structure_and_rendering() {
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("report.html");
+    keyplan()
+        .args(["analyze", "examples/app.keys", "--format", "html", "-o"])
+        .arg(&html)
+        .assert()
+        .success();
+    let text = std::fs::read_to_string(&html).unwrap();
+    let v = analyze_json(&[], std::path::Path::new("examples/app.keys"));
+    assert!(text.starts_with("<!doctype html>") && text.trim_end().ends_with("</html>"));
+    assert!(
+        !text.contains("<script") && !text.contains("http://") && !text.contains("src=\""),
+        "self-contained"
+    );
+    assert_eq!(
+        text.matches("<svg").count(),
+        2,
+        "node bars and slot heatmap"
+    );
+    assert!(text.contains(&format!("{} keys from", v["totals"]["keys"])));
+    for n in v["nodes"].as_array().unwrap() {
+        let id = n["id"].as_str().unwrap();
+        assert!(
+            text.contains(&format!(">{id}</text>")),
+            "node {id} has a bar"
+        );
+        let ranges = n["slot_ranges"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r.as_str().unwrap())
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(
+            text.contains(&format!("{id} ({ranges})")),
+            "node {id} in the legend"
+        );
+    }
+    // Every slot with keys has a heatmap cell, with its exact count in the title.
+    let hot = &v["hot_slots"][0];
+    assert!(text.contains(&format!("slot {}: {} keys", hot["slot"], hot["keys"])));
+    for p in v["patterns"].as_array().unwrap().iter().take(5) {
+        let pat = p["pattern"]
+            .as_str()
+            .unwrap()
+            .replace('<', "&lt;")
+            .replace('>', "&gt;");
+        assert!(text.contains(&pat), "pattern {pat}");
+    }
+
+    // A real browser renders it (headless Chromium), when installed (always under CI).
+    let Some(chromium) = crate::support::require_binary("chromium") else {
+        return;
+    };
+    let png = dir.path().join("report.png");
+    let profile = dir.path().join("profile");
+    let out = std::process::Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--window-size=1200,1600",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg(format!("--screenshot={}", png.display()))
+        .arg(format!("file://{}", html.display()))
+        .output()
+        .unwrap();
+    assert!(
+        png.is_file(),
+        "no screenshot: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let bytes = std::fs::read(&png).unwrap();
+    assert_eq!(&bytes[1..4], b"PNG");
+    let w = u32::from_be_bytes(bytes[16..20].try_into().unwrap());
+    let h = u32::from_be_bytes(bytes[20..24].try_into().unwrap());
+    assert_eq!((w, h), (1200, 1600));
+    // A blank page compresses to a few KB; the report's colour and text do not.
+    assert!(
+        bytes.len() > 50_000,
+        "screenshot looks blank ({} bytes)",
+        bytes.len()
+    );
+}

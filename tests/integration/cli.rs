@@ -312,3 +312,21 @@ fn closed_pipe_is_not_an_error() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn completions_and_man_page() {
+    for shell in ["bash", "zsh", "fish", "powershell", "elvish"] {
+        let out = keyplan().args(["completions", shell]).output().unwrap();
+        assert!(out.status.success(), "{shell}");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains("keyplan") && text.contains("analyze"),
+            "{shell}"
+        );
+    }
+    keyplan()
+        .arg("man")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(".TH keyplan 1").and(predicate::str::contains("lint")));
+}

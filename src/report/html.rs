@@ -1,0 +1,416 @@
+//! A self-contained HTML report of `analyze`: inline CSS and SVG, no scripts, no network; it
+//! works offline, in a CI artifact, and on paper. Hover titles give exact numbers.
+
+use crate::analyze::AnalyzeReport;
+use crate::report::display_key;
+use std::fmt::Write as _;
+use std::io::{self, Write};
+
+/// Okabe–Ito colours (distinguishable with colour-blindness), for nodes.
+const NODE_COLORS: [&str; 8] = [
+    "#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000",
+];
+
+/// A light-to-dark sequential ramp (viridis stops) for densities.
+const RAMP: [(u8, u8, u8); 6] = [
+    (253, 231, 37),
+    (122, 209, 81),
+    (34, 168, 132),
+    (42, 120, 142),
+    (65, 68, 135),
+    (68, 1, 84),
+];
+
+fn ramp(t: f64) -> String {
+    let t = t.clamp(0.0, 1.0) * (RAMP.len() - 1) as f64;
+    let i = (t.floor() as usize).min(RAMP.len() - 2);
+    let f = t - i as f64;
+    let (a, b) = (RAMP[i], RAMP[i + 1]);
+    let mix = |x: u8, y: u8| (x as f64 + (y as f64 - x as f64) * f).round() as u8;
+    format!(
+        "#{:02x}{:02x}{:02x}",
+        mix(a.0, b.0),
+        mix(a.1, b.1),
+        mix(a.2, b.2)
+    )
+}
+
+/// Escapes text for HTML.
+pub fn esc(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.1}%", 100.0 * x)
+}
+
+fn node_color(i: usize) -> &'static str {
+    NODE_COLORS[i % NODE_COLORS.len()]
+}
+
+const CSS: &str = "
+body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;color:#1d1d1f;margin:0;background:#fafafa}
+main{max-width:1100px;margin:0 auto;padding:24px}
+h1{font-size:24px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}
+.sub{color:#555;margin:0}.verdict{background:#fff;border-left:4px solid #0072B2;padding:10px 14px;margin:16px 0}
+.note{background:#fff8e6;border-left:4px solid #E69F00;padding:8px 14px;margin:6px 0}
+table{border-collapse:collapse;background:#fff;width:100%;font-variant-numeric:tabular-nums}
+th,td{border:1px solid #e3e3e3;padding:4px 8px;text-align:right;vertical-align:top}th{background:#f0f0f0}
+td.l,th.l{text-align:left}code{font:12px ui-monospace,Menlo,Consolas,monospace;word-break:break-all}
+.cards{display:flex;gap:12px;flex-wrap:wrap;margin:12px 0}.card{background:#fff;border:1px solid #e3e3e3;padding:8px 12px;min-width:120px}
+.card b{display:block;font-size:20px}.legend span{display:inline-block;margin-right:14px}
+.sw{display:inline-block;width:12px;height:12px;vertical-align:middle;margin-right:4px;border:1px solid #999}
+svg{background:#fff;border:1px solid #e3e3e3;max-width:100%;height:auto}
+@media print{body{background:#fff}main{max-width:none}h2{break-after:avoid}svg,table{break-inside:avoid}}
+";
+
+/// Writes the report as one self-contained HTML document.
+pub fn render_html(out: &mut dyn Write, r: &AnalyzeReport, inputs: &str) -> io::Result<()> {
+    let t = &r.totals;
+    let mut h = String::with_capacity(1 << 20);
+    let _ = write!(
+        h,
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width,initial-scale=1\"><title>keyplan analyze: {}</title><style>{CSS}</style></head><body><main>",
+        esc(inputs)
+    );
+    let _ = write!(
+        h,
+        "<h1>keyplan analyze</h1><p class=\"sub\">{} keys from <code>{}</code> · topology: {} ({} nodes)</p>",
+        t.keys,
+        esc(inputs),
+        esc(&r.topology.source),
+        r.topology.nodes
+    );
+    let _ = write!(
+        h,
+        "<div class=\"verdict\"><b>Verdict:</b> {}</div>",
+        esc(&r.skew.verdict)
+    );
+    for n in &r.notes {
+        let _ = write!(h, "<div class=\"note\">{}</div>", esc(n));
+    }
+    let _ = write!(h, "<div class=\"cards\">");
+    let mut card = |label: &str, value: String| {
+        let _ = write!(
+            h,
+            "<div class=\"card\">{}<b>{}</b></div>",
+            esc(label),
+            esc(&value)
+        );
+    };
+    card("keys", t.keys.to_string());
+    if t.has_bytes {
+        card("bytes", crate::report::analyze::human_bytes(t.bytes));
+    }
+    card("tagged keys", pct(t.tagged_share));
+    card("distinct tags (est.)", t.distinct_tags_estimate.to_string());
+    card(
+        "patterns",
+        (r.patterns.len() + r.patterns_not_listed).to_string(),
+    );
+    if t.malformed_lines > 0 {
+        card("malformed lines", t.malformed_lines.to_string());
+    }
+    let _ = write!(h, "</div>");
+
+    node_bars(&mut h, r);
+    heatmap(&mut h, r);
+    patterns(&mut h, r);
+    tags(&mut h, r);
+
+    let _ = writeln!(
+        h,
+        "<p class=\"sub\" style=\"margin-top:28px\">Generated by keyplan {}. Shares are of all keys (bytes, ops) in the input; the fair share of a node is its share of the {}.</p></main></body></html>",
+        env!("CARGO_PKG_VERSION"),
+        if r.topology.kind == "ring" {
+            "ring"
+        } else {
+            "16384 slots"
+        }
+    );
+    out.write_all(h.as_bytes())?;
+    out.flush()
+}
+
+/// Picks one share out of a node's report.
+type ShareOf = Box<dyn Fn(&crate::analyze::NodeReport) -> f64>;
+
+fn node_bars(h: &mut String, r: &AnalyzeReport) {
+    let t = &r.totals;
+    let mut metrics: Vec<(&str, ShareOf)> = vec![("keys", Box::new(|n| n.share_keys))];
+    if t.has_bytes {
+        metrics.push(("bytes", Box::new(|n| n.share_bytes)));
+    }
+    if t.has_ops {
+        metrics.push(("ops", Box::new(|n| n.share_ops)));
+    }
+    let max = r
+        .nodes
+        .iter()
+        .flat_map(|n| {
+            metrics
+                .iter()
+                .map(move |(_, f)| f(n))
+                .chain([n.share_slots])
+        })
+        .fold(0.0f64, f64::max)
+        .max(0.01);
+    let label_w = 190.0;
+    let bar_w = 560.0;
+    let row_h = 18.0;
+    let group_h = row_h * metrics.len() as f64 + 14.0;
+    let height = 30.0 + group_h * r.nodes.len() as f64;
+    let _ = write!(
+        h,
+        "<h2>Nodes</h2><svg role=\"img\" aria-label=\"share of keys per node against its fair share\" viewBox=\"0 0 {} {height}\" width=\"{}\">",
+        label_w + bar_w + 90.0,
+        label_w + bar_w + 90.0
+    );
+    let _ = write!(
+        h,
+        "<text x=\"{label_w}\" y=\"16\" font-size=\"12\" fill=\"#555\">share of the total; the black tick is the node's fair share</text>"
+    );
+    for (i, n) in r.nodes.iter().enumerate() {
+        let y0 = 28.0 + group_h * i as f64;
+        let _ = write!(
+            h,
+            "<text x=\"4\" y=\"{}\" font-size=\"13\" fill=\"{}\" font-weight=\"600\">{}</text>",
+            y0 + row_h * 0.8,
+            node_color(i),
+            esc(&n.id)
+        );
+        for (j, (name, f)) in metrics.iter().enumerate() {
+            let y = y0 + row_h * j as f64;
+            let v = f(n);
+            let w = bar_w * v / max;
+            let opacity = 1.0 - 0.25 * j as f64;
+            let _ = write!(
+                h,
+                "<g><title>{}: {name} {} (fair share {})</title><rect x=\"{label_w}\" y=\"{y}\" width=\"{w:.1}\" height=\"{}\" fill=\"{}\" fill-opacity=\"{opacity}\"/><text x=\"{}\" y=\"{}\" font-size=\"12\">{name} {}</text></g>",
+                esc(&n.id),
+                pct(v),
+                pct(n.share_slots),
+                row_h - 3.0,
+                node_color(i),
+                label_w + w + 6.0,
+                y + row_h * 0.75,
+                pct(v)
+            );
+        }
+        let fx = label_w + bar_w * n.share_slots / max;
+        let _ = write!(
+            h,
+            "<line x1=\"{fx:.1}\" x2=\"{fx:.1}\" y1=\"{}\" y2=\"{}\" stroke=\"#000\" stroke-width=\"2\"><title>fair share {}</title></line>",
+            y0 - 2.0,
+            y0 + row_h * metrics.len() as f64,
+            pct(n.share_slots)
+        );
+    }
+    let _ = write!(h, "</svg>");
+}
+
+fn heatmap(h: &mut String, r: &AnalyzeReport) {
+    if r.slot_keys.len() != crate::slot::SLOT_COUNT {
+        return;
+    }
+    let max = r.slot_keys.iter().copied().max().unwrap_or(0);
+    if max == 0 {
+        return;
+    }
+    let cell = 5.0;
+    let side = 128.0 * cell;
+    let names: Vec<&str> = r.nodes.iter().map(|n| n.id.as_str()).collect();
+    let _ = write!(
+        h,
+        "<h2>Slot heatmap</h2><p class=\"sub\">16384 slots, 128 per row, coloured by keys (log scale, darker is more); the coloured strip on the left of each row and the boundary marks show which node owns the slots. Hover a cell for its numbers.</p><svg role=\"img\" aria-label=\"keys per slot\" viewBox=\"0 0 {} {}\" width=\"{}\">",
+        side + 12.0,
+        side + 30.0,
+        side + 12.0
+    );
+    let lmax = (max as f64).ln_1p();
+    for s in 0..crate::slot::SLOT_COUNT {
+        let k = r.slot_keys[s];
+        let (row, col) = (s / 128, s % 128);
+        let x = 10.0 + col as f64 * cell;
+        let y = row as f64 * cell;
+        let owner = r.slot_owner.get(s).copied().flatten();
+        if col == 0 {
+            let c = owner.map(node_color).unwrap_or("#bbb");
+            let _ = write!(
+                h,
+                "<rect x=\"0\" y=\"{y}\" width=\"8\" height=\"{cell}\" fill=\"{c}\"/>"
+            );
+        }
+        if k > 0 {
+            let _ = write!(
+                h,
+                "<rect x=\"{x}\" y=\"{y}\" width=\"{cell}\" height=\"{cell}\" fill=\"{}\"><title>slot {s}: {k} keys, {}</title></rect>",
+                ramp((k as f64).ln_1p() / lmax),
+                owner.map(|i| names[i]).unwrap_or("no node")
+            );
+        }
+        if s > 0 && r.slot_owner.get(s) != r.slot_owner.get(s - 1) {
+            let _ = write!(
+                h,
+                "<rect x=\"{x}\" y=\"{y}\" width=\"1.5\" height=\"{cell}\" fill=\"#d00\"><title>slot {s}: start of {}</title></rect>",
+                owner.map(|i| names[i]).unwrap_or("unserved slots")
+            );
+        }
+    }
+    // Legend.
+    let y = side + 8.0;
+    for i in 0..=10 {
+        let _ = write!(
+            h,
+            "<rect x=\"{}\" y=\"{y}\" width=\"20\" height=\"10\" fill=\"{}\"/>",
+            10.0 + i as f64 * 20.0,
+            ramp(i as f64 / 10.0)
+        );
+    }
+    let _ = write!(
+        h,
+        "<text x=\"240\" y=\"{}\" font-size=\"11\">1 … {max} keys per slot</text></svg>",
+        y + 9.0
+    );
+    let _ = write!(h, "<p class=\"legend\">");
+    for (i, n) in r.nodes.iter().enumerate() {
+        let _ = write!(
+            h,
+            "<span><i class=\"sw\" style=\"background:{}\"></i>{} ({})</span>",
+            node_color(i),
+            esc(&n.id),
+            esc(&n.slot_ranges.join(" "))
+        );
+    }
+    let _ = write!(h, "</p>");
+}
+
+fn patterns(h: &mut String, r: &AnalyzeReport) {
+    let _ = write!(
+        h,
+        "<h2>Patterns × nodes</h2><p class=\"sub\">Each cell is the share of the pattern's keys on that node; shaded cells are at least 15% over the node's fair share (darker is more).</p><table><tr><th class=\"l\">pattern</th><th>keys</th><th>share</th>"
+    );
+    if r.totals.has_bytes {
+        let _ = write!(h, "<th>bytes</th>");
+    }
+    let _ = write!(h, "<th class=\"l\">tag (distinct)</th>");
+    for (i, n) in r.nodes.iter().enumerate() {
+        let _ = write!(
+            h,
+            "<th style=\"color:{}\">{}</th>",
+            node_color(i),
+            esc(&n.id)
+        );
+    }
+    let _ = write!(h, "<th class=\"l\">example</th></tr>");
+    for p in r.patterns.iter().take(50) {
+        let _ = write!(
+            h,
+            "<tr><td class=\"l\"><code>{}</code></td><td>{}</td><td>{}</td>",
+            esc(&p.pattern),
+            p.keys,
+            pct(p.share_keys)
+        );
+        if r.totals.has_bytes {
+            let _ = write!(
+                h,
+                "<td>{}</td>",
+                crate::report::analyze::human_bytes(p.bytes)
+            );
+        }
+        let tag = match (&p.tag, p.tag_cardinality) {
+            (Some(t), Some(c)) => format!("<code>{{{}}}</code> (~{c})", esc(t)),
+            _ => "-".into(),
+        };
+        let _ = write!(h, "<td class=\"l\">{tag}</td>");
+        for (pn, n) in p.nodes.iter().zip(&r.nodes) {
+            let over = if n.share_slots > 0.0 {
+                pn.share / n.share_slots
+            } else {
+                0.0
+            };
+            // Only clear excess is shaded: 15% over the fair share and more.
+            let bg = if over >= 1.15 {
+                ramp(((over - 1.0) / 1.5).min(1.0) * 0.8 + 0.1)
+            } else {
+                "#ffffff".into()
+            };
+            let fg = if over > 1.9 { "#fff" } else { "#000" };
+            let _ = write!(
+                h,
+                "<td style=\"background:{bg};color:{fg}\" title=\"{} keys, {:.2}× the fair share\">{}</td>",
+                pn.keys,
+                over,
+                pct(pn.share)
+            );
+        }
+        let ex = p
+            .examples
+            .first()
+            .map(|e| display_key(&e.0).into_owned())
+            .unwrap_or_default();
+        let _ = write!(h, "<td class=\"l\"><code>{}</code></td></tr>", esc(&ex));
+    }
+    let _ = write!(h, "</table>");
+    if r.patterns.len() > 50 {
+        let _ = write!(
+            h,
+            "<p class=\"sub\">{} more patterns in the JSON report.</p>",
+            r.patterns.len() - 50
+        );
+    }
+}
+
+fn tags(h: &mut String, r: &AnalyzeReport) {
+    if r.hot_tags.is_empty() {
+        return;
+    }
+    let _ = write!(
+        h,
+        "<h2>Heaviest hash tags</h2><table><tr><th class=\"l\">tag</th><th>slot</th><th class=\"l\">node</th><th>keys</th><th>share of keys</th>"
+    );
+    if r.totals.has_bytes {
+        let _ = write!(h, "<th>bytes</th><th>share of bytes</th>");
+    }
+    let _ = write!(h, "<th class=\"l\">hot</th></tr>");
+    for t in &r.hot_tags {
+        let keys = if t.keys_error > 0 {
+            format!("≤{}", t.keys)
+        } else {
+            t.keys.to_string()
+        };
+        let _ = write!(
+            h,
+            "<tr><td class=\"l\"><code>{}</code></td><td>{}</td><td class=\"l\">{}</td><td>{keys}</td><td>{}</td>",
+            esc(&display_key(&t.tag.0)),
+            t.slot,
+            esc(t.node.as_deref().unwrap_or("-")),
+            pct(t.share_keys)
+        );
+        if r.totals.has_bytes {
+            let _ = write!(
+                h,
+                "<td>{}</td><td>{}</td>",
+                crate::report::analyze::human_bytes(t.bytes),
+                pct(t.share_bytes)
+            );
+        }
+        let _ = write!(
+            h,
+            "<td class=\"l\">{}</td></tr>",
+            if t.hot { "<b>HOT</b>" } else { "" }
+        );
+    }
+    let _ = write!(h, "</table>");
+}
