@@ -17,6 +17,7 @@ pub mod cli;
 pub mod error;
 pub mod keys;
 pub mod lint;
+pub mod live;
 pub mod pattern;
 pub mod report;
 pub mod scheme;

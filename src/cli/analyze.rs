@@ -30,8 +30,8 @@ pub enum AnalyzeFormat {
 /// topology, keys are placed on 3 masters laid out as `redis-cli --cluster create` does.
 #[derive(Debug, clap::Args)]
 pub struct AnalyzeArgs {
-    /// Key dumps to read ('-' for stdin)
-    #[arg(value_name = "FILE", required = true)]
+    /// Key dumps to read ('-' for stdin); with --cluster and no FILE, keys are sampled live
+    #[arg(value_name = "FILE", required_unless_present = "cluster")]
     pub files: Vec<PathBuf>,
 
     /// How dumps are read.
@@ -61,6 +61,22 @@ pub struct AnalyzeArgs {
     /// Flag a hash tag as hot when it holds more than this percent of all keys or bytes
     #[arg(long, default_value_t = 1.0, value_name = "PCT")]
     pub hot_tag_share: f64,
+
+    /// With --cluster: keys to sample per master (a number, or `all`)
+    #[arg(long, value_name = "N|all", default_value = "10000")]
+    pub sample: String,
+
+    /// With --cluster: only keys matching this SCAN pattern
+    #[arg(long = "match", value_name = "PATTERN")]
+    pub pattern: Option<String>,
+
+    /// With --cluster: at most this many commands per second per node
+    #[arg(long, value_name = "OPS")]
+    pub rate: Option<f64>,
+
+    /// With --cluster: read each key's MEMORY USAGE as its bytes weight
+    #[arg(long)]
+    pub bytes: bool,
 
     /// Worker threads (default: all cores)
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
@@ -92,6 +108,11 @@ pub fn run(args: AnalyzeArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
             .map(|n| n.get())
             .unwrap_or(1)
     });
+    if args.files.is_empty()
+        && let Some(live) = args.topology.live()?
+    {
+        return run_live(&args, live, topology, source, config, ctx);
+    }
     let inputs = open_all(&args.files)?;
     let total_bytes: Option<u64> = inputs.iter().map(|(_, i)| i.file_size()).sum();
     let names: Vec<String> = inputs.iter().map(|(n, _)| n.clone()).collect();
@@ -123,17 +144,100 @@ pub fn run(args: AnalyzeArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
         result
     })?;
 
+    let report = merged(workers).finish(&read, source, &config);
+    emit(&args, &report, &names.join(", "), &config, ctx)?;
+    for (name, s) in &summaries {
+        warn_malformed(ctx, name, s)?;
+    }
+    Ok(ExitStatus::Clean)
+}
+
+fn merged(workers: Vec<Analyzer<'_>>) -> Analyzer<'_> {
     let mut it = workers.into_iter();
     let mut total = it.next().expect("invariant: at least one worker");
     for w in it {
         total.merge(&w);
     }
-    let report = total.finish(&read, source, &config);
-    let inputs = names.join(", ");
+    total
+}
+
+/// Parses `--sample`.
+pub fn sample_budget(s: &str) -> anyhow::Result<Option<u64>> {
+    if s == "all" {
+        return Ok(None);
+    }
+    s.replace('_', "")
+        .parse::<u64>()
+        .ok()
+        .filter(|n| *n > 0)
+        .map(Some)
+        .ok_or_else(|| {
+            UserError::new(
+                format!("--sample {s}: not a number of keys"),
+                "give a positive number, or `all`",
+            )
+            .into()
+        })
+}
+
+/// Samples keys from every master of a live cluster (one thread per master) and analyzes them.
+fn run_live(
+    args: &AnalyzeArgs,
+    live: crate::live::LiveCluster,
+    topology: crate::topology::Topology,
+    source: String,
+    config: AnalyzeConfig,
+    ctx: &mut Ctx<'_>,
+) -> anyhow::Result<ExitStatus> {
+    let opts = crate::live::ScanOptions {
+        per_node: sample_budget(&args.sample)?,
+        pattern: args.pattern.clone(),
+        rate: args.rate,
+        bytes: args.bytes,
+        ..crate::live::ScanOptions::default()
+    };
+    let nodes: Vec<crate::topology::Node> = topology.nodes().to_vec();
+    let mut workers: Vec<Analyzer<'_>> = nodes
+        .iter()
+        .map(|_| Analyzer::new(&topology, &config))
+        .collect();
+    let results: Vec<Result<u64, crate::live::LiveError>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = workers
+            .iter_mut()
+            .zip(&nodes)
+            .map(|(w, node)| {
+                let (live, opts) = (&live, &opts);
+                scope.spawn(move || live.scan_node(node, opts, |k, b| w.add(k, b, None)))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("invariant: sampling threads do not panic"))
+            .collect()
+    });
+    let mut read = crate::keys::ReadSummary::default();
+    for r in results {
+        // A node that fails is an error: never report a cluster with a node silently missing.
+        read.keys += r?;
+    }
+    read.lines = read.keys;
+    let report = merged(workers).finish(&read, source.clone(), &config);
+    emit(args, &report, &source, &config, ctx)?;
+    Ok(ExitStatus::Clean)
+}
+
+fn emit(
+    args: &AnalyzeArgs,
+    report: &crate::analyze::AnalyzeReport,
+    inputs: &str,
+    config: &AnalyzeConfig,
+    ctx: &mut Ctx<'_>,
+) -> anyhow::Result<()> {
+    let report = report.clone();
     let write = |out: &mut dyn std::io::Write| match args.format {
         AnalyzeFormat::Json => render_json(out, &report),
-        AnalyzeFormat::Table => render_table(out, &report, &inputs, config.top),
-        AnalyzeFormat::Html => crate::report::html::render_html(out, &report, &inputs),
+        AnalyzeFormat::Table => render_table(out, &report, inputs, config.top),
+        AnalyzeFormat::Html => crate::report::html::render_html(out, &report, inputs),
     };
     match &args.output {
         Some(path) => {
@@ -148,10 +252,7 @@ pub fn run(args: AnalyzeArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
             write(&mut out).context("writing the report")?;
         }
     }
-    for (name, s) in &summaries {
-        warn_malformed(ctx, name, s)?;
-    }
-    Ok(ExitStatus::Clean)
+    Ok(())
 }
 
 /// Draws a progress bar on stderr until `done` (only called when stderr is a terminal).

@@ -78,9 +78,14 @@ pub enum TopologyFormatArg {
 #[derive(Debug, Clone, clap::Args)]
 pub struct TopologyArgs {
     /// Place keys on N masters laid out as `redis-cli --cluster create` assigns slots
-    #[arg(long, value_name = "N", conflicts_with = "topology",
+    #[arg(long, value_name = "N", conflicts_with_all = ["topology", "cluster"],
           value_parser = clap::value_parser!(u16).range(1..=16384))]
     pub masters: Option<u16>,
+
+    /// A running cluster: redis://[user:password@]host:port (password also from REDISCLI_AUTH);
+    /// read-only
+    #[arg(long, value_name = "URL", conflicts_with = "topology")]
+    pub cluster: Option<String>,
 
     /// A topology file: CLUSTER NODES text (or nodes.conf), or a twemproxy config
     #[arg(long, value_name = "FILE")]
@@ -106,6 +111,11 @@ impl TopologyArgs {
         &self,
         default_masters: Option<u16>,
     ) -> anyhow::Result<Option<(Topology, String)>> {
+        if let Some(live) = self.live()? {
+            let map = live.topology()?;
+            let source = format!("live cluster {}", live_url_text(self));
+            return Ok(Some((Topology::Cluster(map), source)));
+        }
         if let Some(path) = &self.topology {
             let bytes = std::fs::read(path)
                 .with_context(|| format!("cannot read topology file '{}'", path.display()))?;
@@ -148,6 +158,28 @@ impl TopologyArgs {
             source,
         )))
     }
+}
+
+impl TopologyArgs {
+    /// The live cluster named by `--cluster`, if any (the password from the URL, else from
+    /// REDISCLI_AUTH as redis-cli does).
+    pub fn live(&self) -> anyhow::Result<Option<crate::live::LiveCluster>> {
+        let Some(url) = &self.cluster else {
+            return Ok(None);
+        };
+        let env = std::env::var("REDISCLI_AUTH").ok();
+        let url = crate::live::ClusterUrl::parse(url, env)?;
+        Ok(Some(crate::live::LiveCluster::new(url)))
+    }
+}
+
+/// The `--cluster` URL with any password masked.
+fn live_url_text(t: &TopologyArgs) -> String {
+    t.cluster
+        .as_deref()
+        .and_then(|u| crate::live::ClusterUrl::parse(u, None).ok())
+        .map(|u| u.to_string())
+        .unwrap_or_default()
 }
 
 /// The name a dump is reported under: its path, or `<stdin>` for `-`.

@@ -7,6 +7,7 @@ pub mod args;
 pub mod completions;
 pub mod lint;
 pub mod rules;
+pub mod scan;
 pub mod slot;
 
 use crate::error::{ExitStatus, UserError};
@@ -34,6 +35,8 @@ pub enum Command {
     Lint(lint::LintArgs),
     /// List the lint rules, explain one, or test rule examples
     Rules(rules::RulesArgs),
+    /// Sample keys from a live cluster into a dump (read-only)
+    Scan(scan::ScanArgs),
     /// Print each key's hash slot, the bytes Redis hashes, and the owning node
     Slot(slot::SlotArgs),
     /// Print a shell completion script (bash, zsh, fish, powershell, elvish)
@@ -82,6 +85,7 @@ where
         Command::Analyze(a) => analyze::run(a, &mut ctx),
         Command::Lint(a) => lint::run(a, &mut ctx),
         Command::Rules(a) => rules::run(a, &mut ctx),
+        Command::Scan(a) => scan::run(a, &mut ctx),
         Command::Slot(a) => slot::run(a, &mut ctx),
         Command::Completions(a) => completions::run(a, &mut ctx),
         Command::Man(a) => completions::run_man(a, &mut ctx),

@@ -253,6 +253,11 @@ pub fn parse(text: &str, allow_partial: bool) -> Result<SlotMap, TopologyError> 
     } else {
         parse_display(text)?
     };
+    from_reply(&reply, allow_partial)
+}
+
+/// Interprets a `CLUSTER SLOTS` or `CLUSTER SHARDS` reply (however it was obtained).
+pub fn from_reply(reply: &Reply, allow_partial: bool) -> Result<SlotMap, TopologyError> {
     let Reply::Array(items) = reply else {
         return Err(err(1, "expected an array of slot ranges or shards"));
     };

@@ -14,10 +14,20 @@ struct Cluster {
 impl Cluster {
     /// Three cluster-mode servers joined by `redis-cli --cluster create` (no replicas).
     fn create() -> Option<Cluster> {
+        Self::create_with(None)
+    }
+
+    /// The same, with a password on every node.
+    fn create_with(password: Option<&str>) -> Option<Cluster> {
         let server = require_binary("redis-server")?;
         let cli = require_binary("redis-cli")?;
-        let nodes: Vec<RedisServer> = (0..3).map(|_| RedisServer::start(&server, true)).collect();
+        let nodes: Vec<RedisServer> = (0..3)
+            .map(|_| RedisServer::start_with(&server, true, password))
+            .collect();
         let mut cmd = Command::new(cli);
+        if let Some(p) = password {
+            cmd.env("REDISCLI_AUTH", p);
+        }
         cmd.arg("--cluster").arg("create");
         for n in &nodes {
             cmd.arg(format!("127.0.0.1:{}", n.port));
@@ -576,5 +586,225 @@ fn html_report_structure_and_rendering() {
         bytes.len() > 50_000,
         "screenshot looks blank ({} bytes)",
         bytes.len()
+    );
+}
+
+fn generated_keys(n: usize) -> Vec<Vec<u8>> {
+    let mut g = KeyGen::new(5);
+    let mut seen = std::collections::BTreeSet::new();
+    let mut keys = Vec::new();
+    let mut line = String::new();
+    while keys.len() < n {
+        line.clear();
+        g.next_key(&mut line);
+        if seen.insert(line.clone()) {
+            keys.push(line.clone().into_bytes());
+        }
+    }
+    keys
+}
+
+#[test]
+fn live_cluster_topology_and_full_sample() {
+    let Some(mut cluster) = Cluster::create() else {
+        return;
+    };
+    let keys = generated_keys(3000);
+    cluster.load(&keys);
+    let dbsize = cluster.dbsize();
+    let url = format!("redis://127.0.0.1:{}", cluster.nodes[1].port);
+    let out = keyplan()
+        .args([
+            "analyze",
+            "--cluster",
+            &url,
+            "--sample",
+            "all",
+            "--bytes",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let live: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // Per-node counts of a full sample equal DBSIZE.
+    let by_addr: BTreeMap<String, (u64, Vec<String>)> = live["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| {
+            let ranges = n["slot_ranges"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| r.as_str().unwrap().to_string())
+                .collect();
+            (
+                n["address"].as_str().unwrap().to_string(),
+                (n["keys"].as_u64().unwrap(), ranges),
+            )
+        })
+        .collect();
+    for (n, size) in cluster.nodes.iter().zip(&dbsize) {
+        assert_eq!(by_addr[&format!("127.0.0.1:{}", n.port)].0, *size);
+    }
+    assert!(
+        live["totals"]["bytes"].as_u64().unwrap() > 0,
+        "MEMORY USAGE read"
+    );
+    // The topology read live equals the one from CLUSTER NODES.
+    let nodes_text = match cluster.nodes[0]
+        .connect()
+        .call(&[b"CLUSTER", b"NODES"])
+        .unwrap()
+    {
+        Reply::Bulk(Some(t)) => t,
+        other => panic!("{other:?}"),
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let topo = dir.path().join("nodes.txt");
+    std::fs::write(&topo, &nodes_text).unwrap();
+    let out = keyplan()
+        .args(["slot", "x", "--format", "json", "--topology"])
+        .arg(&topo)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let from_nodes = analyze_json(
+        &["--topology", topo.to_str().unwrap()],
+        std::path::Path::new("examples/app.keys"),
+    );
+    let ranges_nodes: BTreeMap<String, Vec<String>> = from_nodes["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| {
+            (
+                n["address"].as_str().unwrap().to_string(),
+                n["slot_ranges"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|r| r.as_str().unwrap().to_string())
+                    .collect(),
+            )
+        })
+        .collect();
+    let ranges_live: BTreeMap<String, Vec<String>> = by_addr
+        .iter()
+        .map(|(a, (_, r))| (a.clone(), r.clone()))
+        .collect();
+    assert_eq!(ranges_live, ranges_nodes);
+    // A sample file for later, then analyzed offline: the same counts.
+    let sample = dir.path().join("sample.tsv");
+    keyplan()
+        .args([
+            "scan",
+            "--cluster",
+            &url,
+            "--sample",
+            "all",
+            "--bytes",
+            "-o",
+        ])
+        .arg(&sample)
+        .assert()
+        .success();
+    let offline = analyze_json(&["--topology", topo.to_str().unwrap()], &sample);
+    assert_eq!(offline["totals"]["keys"], live["totals"]["keys"]);
+    // A node that is down is a clear error that names it, not a silently smaller sample.
+    let dead = cluster.nodes[2].port;
+    cluster.nodes[2].kill();
+    let out = keyplan()
+        .args(["analyze", "--cluster", &url, "--sample", "all"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&format!("127.0.0.1:{dead}")), "{err}");
+}
+
+#[test]
+fn live_cluster_with_a_password() {
+    let password = "s3cret-pa55";
+    let Some(cluster) = Cluster::create_with(Some(password)) else {
+        return;
+    };
+    let keys = generated_keys(500);
+    cluster.load(&keys);
+    let dbsize: u64 = cluster.dbsize().iter().sum();
+    let url = format!("redis://127.0.0.1:{}", cluster.nodes[0].port);
+    let out = keyplan()
+        .env("REDISCLI_AUTH", password)
+        .args([
+            "analyze",
+            "--cluster",
+            &url,
+            "--sample",
+            "all",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["totals"]["keys"].as_u64().unwrap(), dbsize);
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!all.contains(password));
+    // In the URL too, and with a wrong one: never echoed.
+    let out = keyplan()
+        .args([
+            "analyze",
+            "--cluster",
+            &format!("redis://:{password}@127.0.0.1:{}", cluster.nodes[0].port),
+            "--sample",
+            "10",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        !all.contains(password) && all.contains("***"),
+        "masked in the report's source"
+    );
+    let out = keyplan()
+        .args([
+            "analyze",
+            "--cluster",
+            &format!(
+                "redis://:wrong-{password}@127.0.0.1:{}",
+                cluster.nodes[0].port
+            ),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        !all.contains(password) && all.contains("refused the credentials"),
+        "{all}"
     );
 }

@@ -43,12 +43,18 @@ pub fn free_port() -> u16 {
 pub struct RedisServer {
     child: Child,
     pub port: u16,
+    password: Option<String>,
     _dir: tempfile::TempDir,
 }
 
 impl RedisServer {
     /// Starts `redis-server` on a free loopback port in a temp dir, optionally in cluster mode.
     pub fn start(binary: &Path, cluster: bool) -> RedisServer {
+        Self::start_with(binary, cluster, None)
+    }
+
+    /// Like [`RedisServer::start`], optionally with a password (requirepass + masterauth).
+    pub fn start_with(binary: &Path, cluster: bool, password: Option<&str>) -> RedisServer {
         let dir = tempfile::tempdir().expect("temp dir");
         let port = free_port();
         let mut cmd = Command::new(binary);
@@ -68,6 +74,9 @@ impl RedisServer {
             .arg("no")
             .arg("--logfile")
             .arg(dir.path().join("redis.log"));
+        if let Some(p) = password {
+            cmd.arg("--requirepass").arg(p).arg("--masterauth").arg(p);
+        }
         if cluster {
             cmd.arg("--cluster-enabled")
                 .arg("yes")
@@ -82,6 +91,7 @@ impl RedisServer {
         let server = RedisServer {
             child,
             port,
+            password: password.map(str::to_string),
             _dir: dir,
         };
         let deadline = Instant::now() + Duration::from_secs(20);
@@ -104,10 +114,20 @@ impl RedisServer {
     fn try_connect(&self) -> std::io::Result<Resp> {
         let s = TcpStream::connect(("127.0.0.1", self.port))?;
         s.set_read_timeout(Some(Duration::from_secs(30)))?;
-        Ok(Resp {
+        let mut c = Resp {
             w: s.try_clone()?,
             r: BufReader::new(s),
-        })
+        };
+        if let Some(p) = &self.password {
+            c.call(&[b"AUTH", p.as_bytes()])?;
+        }
+        Ok(c)
+    }
+
+    /// Stops the server now (to simulate a failed node).
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 
     /// A connection to this server.

@@ -1,0 +1,432 @@
+//! Live clusters (SPEC §8), read-only: the topology from `CLUSTER SHARDS` (falling back to
+//! `CLUSTER SLOTS`), and keys sampled from every master with `SCAN` (plus `MEMORY USAGE` for
+//! bytes). Passwords never appear in any message.
+
+use crate::topology::reply::{Reply, from_reply};
+use crate::topology::{Node, SlotMap};
+use redis::{ConnectionAddr, ConnectionInfo, IntoConnectionInfo, Value};
+use std::time::{Duration, Instant};
+
+/// Why a live cluster could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum LiveError {
+    /// The URL is not `redis://[user:pass@]host:port`.
+    #[error("--cluster {0}: expected redis://[user:password@]host:port")]
+    Url(String),
+    /// TLS was asked for but not built in.
+    #[error(
+        "--cluster {0}: rediss:// needs keyplan built with the `tls` feature (cargo install --features tls)"
+    )]
+    NoTls(String),
+    /// Connecting failed.
+    #[error("cannot connect to {addr}: {reason}")]
+    Connect {
+        /// host:port
+        addr: String,
+        /// What went wrong.
+        reason: String,
+    },
+    /// The server refused the credentials.
+    #[error(
+        "{addr} refused the credentials: {reason} (set the password in the URL or REDISCLI_AUTH)"
+    )]
+    Auth {
+        /// host:port
+        addr: String,
+        /// The server's words.
+        reason: String,
+    },
+    /// The server is not in cluster mode.
+    #[error(
+        "{addr} is not a Redis Cluster node (cluster support is disabled); analyze a standalone server's keys with a dump and --masters 1"
+    )]
+    NotCluster {
+        /// host:port
+        addr: String,
+    },
+    /// A command failed on a node.
+    #[error("{addr}: {what} failed: {reason}{}", if *.sampled > 0 { format!(" (after {} keys were sampled from it)", .sampled) } else { String::new() })]
+    Node {
+        /// host:port
+        addr: String,
+        /// What was being done.
+        what: String,
+        /// The error.
+        reason: String,
+        /// Keys already sampled from this node.
+        sampled: u64,
+    },
+    /// The cluster's slot map is unusable.
+    #[error("the cluster's slot map: {0}")]
+    Topology(String),
+}
+
+/// A parsed `--cluster` URL.
+#[derive(Clone)]
+pub struct ClusterUrl {
+    /// Seed host.
+    pub host: String,
+    /// Seed port.
+    pub port: u16,
+    username: Option<String>,
+    password: Option<String>,
+    /// `rediss://`.
+    pub tls: bool,
+}
+
+impl std::fmt::Debug for ClusterUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{self}")
+    }
+}
+
+impl std::fmt::Display for ClusterUrl {
+    /// The URL with the password masked.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let scheme = if self.tls { "rediss" } else { "redis" };
+        match (&self.username, &self.password) {
+            (Some(u), Some(_)) => write!(f, "{scheme}://{u}:***@{}:{}", self.host, self.port),
+            (None, Some(_)) => write!(f, "{scheme}://:***@{}:{}", self.host, self.port),
+            (Some(u), None) => write!(f, "{scheme}://{u}@{}:{}", self.host, self.port),
+            (None, None) => write!(f, "{scheme}://{}:{}", self.host, self.port),
+        }
+    }
+}
+
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%'
+            && i + 2 < b.len()
+            && let (Some(h), Some(l)) = (
+                (b[i + 1] as char).to_digit(16),
+                (b[i + 2] as char).to_digit(16),
+            )
+        {
+            out.push((h * 16 + l) as u8);
+            i += 3;
+            continue;
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+impl ClusterUrl {
+    /// Parses `redis://[user:password@]host[:port]`; `env_password` (REDISCLI_AUTH) is used
+    /// when the URL has none.
+    pub fn parse(url: &str, env_password: Option<String>) -> Result<ClusterUrl, LiveError> {
+        let masked = || {
+            // Never echo a password back, even in an error.
+            match url.rsplit_once('@') {
+                Some((_, host)) => format!("…@{host}"),
+                None => url.to_string(),
+            }
+        };
+        let (tls, rest) = if let Some(r) = url.strip_prefix("redis://") {
+            (false, r)
+        } else if let Some(r) = url.strip_prefix("rediss://") {
+            (true, r)
+        } else {
+            return Err(LiveError::Url(masked()));
+        };
+        let rest = rest.trim_end_matches('/');
+        let (auth, hostport) = match rest.rsplit_once('@') {
+            Some((a, h)) => (Some(a), h),
+            None => (None, rest),
+        };
+        let (username, password) = match auth {
+            Some(a) => match a.split_once(':') {
+                Some((u, p)) => (
+                    Some(percent_decode(u)).filter(|u| !u.is_empty()),
+                    Some(percent_decode(p)),
+                ),
+                None => (Some(percent_decode(a)).filter(|u| !u.is_empty()), None),
+            },
+            None => (None, None),
+        };
+        let password = password
+            .filter(|p| !p.is_empty())
+            .or(env_password.filter(|p| !p.is_empty()));
+        let (host, port) = match hostport.rsplit_once(':') {
+            Some((h, p)) => (h, p.parse::<u16>().map_err(|_| LiveError::Url(masked()))?),
+            None => (hostport, 6379),
+        };
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        if host.is_empty() {
+            return Err(LiveError::Url(masked()));
+        }
+        if tls && !cfg!(feature = "tls") {
+            return Err(LiveError::NoTls(masked()));
+        }
+        Ok(ClusterUrl {
+            host: host.to_string(),
+            port,
+            username,
+            password,
+            tls,
+        })
+    }
+}
+
+/// How keys are sampled.
+#[derive(Debug, Clone)]
+pub struct ScanOptions {
+    /// Keys per master (`None`: all).
+    pub per_node: Option<u64>,
+    /// `SCAN … MATCH` pattern.
+    pub pattern: Option<String>,
+    /// Commands per second per node (`None`: unlimited).
+    pub rate: Option<f64>,
+    /// Also read `MEMORY USAGE` of every key.
+    pub bytes: bool,
+    /// `SCAN … COUNT`.
+    pub count: u64,
+}
+
+impl Default for ScanOptions {
+    fn default() -> Self {
+        ScanOptions {
+            per_node: Some(10_000),
+            pattern: None,
+            rate: None,
+            bytes: false,
+            count: 1000,
+        }
+    }
+}
+
+/// A read-only view of a running cluster.
+#[derive(Debug, Clone)]
+pub struct LiveCluster {
+    url: ClusterUrl,
+    timeout: Duration,
+}
+
+fn to_reply(v: &Value) -> Reply {
+    match v {
+        Value::Nil => Reply::Nil,
+        Value::Int(i) => Reply::Int(*i),
+        Value::BulkString(b) => Reply::Str(String::from_utf8_lossy(b).into_owned()),
+        Value::SimpleString(s) => Reply::Str(s.clone()),
+        Value::Okay => Reply::Str("OK".into()),
+        Value::Array(a) | Value::Set(a) => Reply::Array(a.iter().map(to_reply).collect()),
+        Value::Map(m) => Reply::Map(m.iter().map(|(k, v)| (to_reply(k), to_reply(v))).collect()),
+        Value::Double(d) => Reply::Str(d.to_string()),
+        Value::Boolean(b) => Reply::Int(*b as i64),
+        Value::VerbatimString { text, .. } => Reply::Str(text.clone()),
+        Value::Attribute { data, .. } => to_reply(data),
+        _ => Reply::Nil,
+    }
+}
+
+impl LiveCluster {
+    /// A view through the seed node of `url`.
+    pub fn new(url: ClusterUrl) -> LiveCluster {
+        LiveCluster {
+            url,
+            timeout: Duration::from_secs(10),
+        }
+    }
+
+    fn info(&self, host: &str, port: u16) -> Result<ConnectionInfo, LiveError> {
+        let addr = if self.url.tls {
+            ConnectionAddr::TcpTls {
+                host: host.to_string(),
+                port,
+                insecure: false,
+                tls_params: None,
+            }
+        } else {
+            ConnectionAddr::Tcp(host.to_string(), port)
+        };
+        let mut settings = redis::RedisConnectionInfo::default();
+        if let Some(u) = &self.url.username {
+            settings = settings.set_username(u);
+        }
+        if let Some(p) = &self.url.password {
+            settings = settings.set_password(p);
+        }
+        addr.into_connection_info()
+            .map(|i| i.set_redis_settings(settings))
+            .map_err(|e| LiveError::Connect {
+                addr: format!("{host}:{port}"),
+                reason: e.to_string(),
+            })
+    }
+
+    fn connect(&self, host: &str, port: u16) -> Result<redis::Connection, LiveError> {
+        let addr = format!("{host}:{port}");
+        let client =
+            redis::Client::open(self.info(host, port)?).map_err(|e| LiveError::Connect {
+                addr: addr.clone(),
+                reason: e.to_string(),
+            })?;
+        let con = client
+            .get_connection_with_timeout(self.timeout)
+            .map_err(|e| {
+                let reason = e.to_string();
+                if reason.contains("WRONGPASS")
+                    || reason.contains("NOAUTH")
+                    || reason.contains("invalid password")
+                    || reason.contains("Authentication")
+                {
+                    LiveError::Auth {
+                        addr: addr.clone(),
+                        reason: first_line(&reason),
+                    }
+                } else {
+                    LiveError::Connect {
+                        addr: addr.clone(),
+                        reason: first_line(&reason),
+                    }
+                }
+            })?;
+        let _ = con.set_read_timeout(Some(self.timeout));
+        let _ = con.set_write_timeout(Some(self.timeout));
+        Ok(con)
+    }
+
+    /// The cluster's slot map, from the seed node.
+    pub fn topology(&self) -> Result<SlotMap, LiveError> {
+        let addr = format!("{}:{}", self.url.host, self.url.port);
+        let mut con = self.connect(&self.url.host, self.url.port)?;
+        let shards: Result<Value, _> = redis::cmd("CLUSTER").arg("SHARDS").query(&mut con);
+        let reply = match shards {
+            Ok(v) => to_reply(&v),
+            Err(e) if e.to_string().contains("cluster support disabled") => {
+                return Err(LiveError::NotCluster { addr });
+            }
+            Err(_) => {
+                // Older servers (< 7.0) have no CLUSTER SHARDS.
+                let v: Value = redis::cmd("CLUSTER")
+                    .arg("SLOTS")
+                    .query(&mut con)
+                    .map_err(|e| {
+                        if e.to_string().contains("cluster support disabled") {
+                            LiveError::NotCluster { addr: addr.clone() }
+                        } else {
+                            LiveError::Node {
+                                addr: addr.clone(),
+                                what: "CLUSTER SLOTS".into(),
+                                reason: first_line(&e.to_string()),
+                                sampled: 0,
+                            }
+                        }
+                    })?;
+                to_reply(&v)
+            }
+        };
+        from_reply(&reply, false).map_err(|e| LiveError::Topology(e.to_string()))
+    }
+
+    /// Scans one master, calling `f(key, bytes)` for every sampled key. Returns keys sampled.
+    pub fn scan_node(
+        &self,
+        node: &Node,
+        opts: &ScanOptions,
+        mut f: impl FnMut(&[u8], Option<u64>),
+    ) -> Result<u64, LiveError> {
+        let addr = node.address.clone().ok_or_else(|| LiveError::Node {
+            addr: node.name.clone(),
+            what: "connect".into(),
+            reason: "the node has no address".into(),
+            sampled: 0,
+        })?;
+        let (host, port) = addr
+            .rsplit_once(':')
+            .and_then(|(h, p)| p.parse::<u16>().ok().map(|p| (h.to_string(), p)))
+            .ok_or_else(|| LiveError::Node {
+                addr: addr.clone(),
+                what: "connect".into(),
+                reason: "bad address".into(),
+                sampled: 0,
+            })?;
+        let mut con = self.connect(&host, port)?;
+        let mut cursor: u64 = 0;
+        let mut sampled: u64 = 0;
+        let started = Instant::now();
+        let mut commands: u64 = 0;
+        let budget = opts.per_node.unwrap_or(u64::MAX);
+        loop {
+            let mut cmd = redis::cmd("SCAN");
+            cmd.arg(cursor);
+            if let Some(p) = &opts.pattern {
+                cmd.arg("MATCH").arg(p);
+            }
+            cmd.arg("COUNT").arg(opts.count);
+            let (next, keys): (u64, Vec<Vec<u8>>) =
+                cmd.query(&mut con).map_err(|e| LiveError::Node {
+                    addr: addr.clone(),
+                    what: "SCAN".into(),
+                    reason: first_line(&e.to_string()),
+                    sampled,
+                })?;
+            commands += 1;
+            let take = keys.len().min((budget - sampled) as usize);
+            let keys = &keys[..take];
+            let sizes: Vec<Option<u64>> = if opts.bytes && !keys.is_empty() {
+                let mut pipe = redis::pipe();
+                for k in keys {
+                    pipe.cmd("MEMORY").arg("USAGE").arg(k).arg("SAMPLES").arg(0);
+                }
+                commands += keys.len() as u64;
+                pipe.query(&mut con).map_err(|e| LiveError::Node {
+                    addr: addr.clone(),
+                    what: "MEMORY USAGE".into(),
+                    reason: first_line(&e.to_string()),
+                    sampled,
+                })?
+            } else {
+                vec![None; keys.len()]
+            };
+            for (k, b) in keys.iter().zip(sizes) {
+                f(k, b);
+            }
+            sampled += keys.len() as u64;
+            cursor = next;
+            if cursor == 0 || sampled >= budget {
+                break;
+            }
+            if let Some(rate) = opts.rate.filter(|r| *r > 0.0) {
+                let due = Duration::from_secs_f64(commands as f64 / rate);
+                let spent = started.elapsed();
+                if due > spent {
+                    std::thread::sleep(due - spent);
+                }
+            }
+        }
+        Ok(sampled)
+    }
+}
+
+fn first_line(s: &str) -> String {
+    s.lines().next().unwrap_or("").to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_and_masking() {
+        let u = ClusterUrl::parse("redis://alice:s%40cret@10.0.0.1:7000", None).unwrap();
+        assert_eq!((u.host.as_str(), u.port), ("10.0.0.1", 7000));
+        assert_eq!(u.password.as_deref(), Some("s@cret"));
+        assert_eq!(u.to_string(), "redis://alice:***@10.0.0.1:7000");
+        let u = ClusterUrl::parse("redis://127.0.0.1", Some("envpw".into())).unwrap();
+        assert_eq!((u.port, u.password.as_deref()), (6379, Some("envpw")));
+        assert!(!format!("{u:?}").contains("envpw"));
+        let e = ClusterUrl::parse("http://x:topsecret@h:1", None)
+            .unwrap_err()
+            .to_string();
+        assert!(!e.contains("topsecret"), "{e}");
+        let e = ClusterUrl::parse("redis://x:topsecret@h:port", None)
+            .unwrap_err()
+            .to_string();
+        assert!(!e.contains("topsecret"), "{e}");
+    }
+}
