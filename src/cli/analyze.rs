@@ -29,6 +29,9 @@ pub enum AnalyzeFormat {
 /// One streaming pass on all cores; memory does not grow with the number of keys. Without a
 /// topology, keys are placed on 3 masters laid out as `redis-cli --cluster create` does.
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  keyplan analyze keys.txt\n  redis-cli --scan | keyplan analyze -\n  keyplan analyze keys.txt --topology nodes.txt --format html -o report.html\n  keyplan analyze --cluster redis://127.0.0.1:7000 --sample all --bytes"
+)]
 pub struct AnalyzeArgs {
     /// Key dumps to read ('-' for stdin); with --cluster and no FILE, keys are sampled live
     #[arg(value_name = "FILE", required_unless_present = "cluster")]
@@ -234,9 +237,13 @@ fn emit(
     ctx: &mut Ctx<'_>,
 ) -> anyhow::Result<()> {
     let report = report.clone();
+    // Charts only for a person at a terminal (and never with NO_COLOR); pipes get plain text.
+    let charts = args.output.is_none()
+        && std::io::stdout().is_terminal()
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     let write = |out: &mut dyn std::io::Write| match args.format {
         AnalyzeFormat::Json => render_json(out, &report),
-        AnalyzeFormat::Table => render_table(out, &report, inputs, config.top),
+        AnalyzeFormat::Table => render_table(out, &report, inputs, config.top, charts),
         AnalyzeFormat::Html => crate::report::html::render_html(out, &report, inputs),
     };
     match &args.output {

@@ -44,6 +44,9 @@ pub enum FailOn {
 /// Exit status: 0 when no finding is at or above --fail-on, 1 when some are, 2 when the job
 /// cannot be done (a bad scheme, rule or argument).
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  keyplan lint\n  keyplan lint --scheme keyplan.yaml --keys sample.txt\n  keyplan lint --format sarif > keyplan.sarif\n  keyplan lint --select KP3 --fail-on error"
+)]
 pub struct LintArgs {
     /// The key scheme [default: ./keyplan.yaml when it exists]
     #[arg(long, value_name = "FILE")]

@@ -9,6 +9,9 @@ use std::path::PathBuf;
 
 /// List keyplan's lint rules, or explain one.
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  keyplan rules\n  keyplan rules explain KP301\n  keyplan rules test --rules my-rules/"
+)]
 pub struct RulesArgs {
     /// What to do
     #[command(subcommand)]

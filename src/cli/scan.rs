@@ -15,6 +15,9 @@ use std::sync::mpsc;
 /// Keys are written in redis-cli's quoted form (one per line), or as `key<TAB>bytes` with
 /// --bytes: both read back with `--input-format auto`.
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  keyplan scan --cluster redis://127.0.0.1:7000 --sample all --bytes -o sample.tsv\n  REDISCLI_AUTH=secret keyplan scan --cluster redis://127.0.0.1:7000 --match 'user:*' --rate 500"
+)]
 pub struct ScanArgs {
     /// The cluster.
     #[command(flatten)]

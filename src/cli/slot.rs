@@ -35,6 +35,9 @@ pub enum SlotFormatArg {
 /// The slot is exactly what `CLUSTER KEYSLOT` returns: CRC16-XMODEM of the hash tag (the bytes
 /// between the first '{' and the first '}' after it, when not empty) or of the whole key.
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  keyplan slot user:1000 '{user:1000}:cart' --explain\n  keyplan slot --keys keys.txt --masters 6 --format tsv\n  keyplan slot --counts --keys keys.txt --format json"
+)]
 pub struct SlotArgs {
     /// Keys to place
     #[arg(value_name = "KEY")]

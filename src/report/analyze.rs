@@ -44,12 +44,42 @@ pub fn render_json(out: &mut dyn Write, r: &AnalyzeReport) -> io::Result<()> {
     out.flush()
 }
 
+/// A horizontal bar of `width` cells for a value in 0..=1 (eighth-block resolution).
+pub fn bar(v: f64, width: usize) -> String {
+    const PARTS: [char; 8] = ['▏', '▎', '▍', '▌', '▋', '▊', '▉', '█'];
+    let eighths = (v.clamp(0.0, 1.0) * (width * 8) as f64).round() as usize;
+    let mut s = "█".repeat(eighths / 8);
+    if !eighths.is_multiple_of(8) {
+        s.push(PARTS[eighths % 8 - 1]);
+    }
+    s
+}
+
+/// A sparkline of values (relative to their maximum).
+pub fn sparkline(values: &[f64]) -> String {
+    const LEVELS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+    let max = values.iter().cloned().fold(0.0f64, f64::max);
+    values
+        .iter()
+        .map(|&v| {
+            if max <= 0.0 {
+                ' '
+            } else {
+                LEVELS[((v / max) * 7.0).round() as usize]
+            }
+        })
+        .collect()
+}
+
 /// Writes the report as tables. `inputs` names what was read; `top` bounds the long lists.
+/// With `charts` (a terminal without NO_COLOR), share bars and a slot-density sparkline are
+/// added; pipes and files get plain tables.
 pub fn render_table(
     out: &mut dyn Write,
     r: &AnalyzeReport,
     inputs: &str,
     top: usize,
+    charts: bool,
 ) -> io::Result<()> {
     let t = &r.totals;
     let (wb, wo) = (t.has_bytes, t.has_ops);
@@ -98,7 +128,11 @@ pub fn render_table(
     if wo {
         header.extend(["ops", "ops %"]);
     }
+    if charts {
+        header.push("keys ÷ fair share (| = 1×)");
+    }
     nodes.set_header(header);
+
     for n in &r.nodes {
         let mut ranges = n
             .slot_ranges
@@ -137,9 +171,39 @@ pub fn render_table(
         if wo {
             row.extend([right(num(n.ops)), right(pct(n.share_ops))]);
         }
+        if charts {
+            // The bar is the node's share over its fair share, on a scale where the mark is
+            // 1× and the end 1.5×, so small excesses show.
+            const W: usize = 24;
+            let ratio = if n.share_slots > 0.0 {
+                n.share_keys / n.share_slots
+            } else {
+                0.0
+            };
+            let mut b: Vec<char> = format!("{:<W$}", bar(ratio / 1.5, W)).chars().collect();
+            let mark = (W as f64 / 1.5).round() as usize;
+            if b.get(mark) == Some(&' ') {
+                b[mark] = '|';
+            }
+            let mut text: String = b.into_iter().collect();
+            text.push_str(&format!(" {ratio:.2}×"));
+            row.push(Cell::new(text));
+        }
         nodes.add_row(row);
     }
     writeln!(out, "Nodes\n{nodes}\n")?;
+    if charts && r.slot_keys.len() == crate::slot::SLOT_COUNT {
+        let buckets: Vec<f64> = r
+            .slot_keys
+            .chunks(crate::slot::SLOT_COUNT / 64)
+            .map(|c| c.iter().sum::<u64>() as f64)
+            .collect();
+        writeln!(
+            out,
+            "Keys along the slots (64 buckets of 256 slots): {}\n",
+            sparkline(&buckets)
+        )?;
+    }
 
     let mut skew = new_table();
     skew.set_header(vec![
@@ -323,4 +387,21 @@ pub fn render_table(
         )?;
     }
     out.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bars_and_sparklines() {
+        assert_eq!(bar(0.0, 4), "");
+        assert_eq!(bar(1.0, 4), "████");
+        assert_eq!(bar(0.5, 2), "█");
+        assert_eq!(bar(0.0625, 2), "▏");
+        assert_eq!(bar(2.0, 3), "███");
+        assert_eq!(sparkline(&[0.0, 1.0, 2.0]), "▁▅█");
+        assert_eq!(sparkline(&[0.0, 0.0]), "  ");
+        assert_eq!(human_bytes(1536), "1.5 KiB");
+    }
 }
