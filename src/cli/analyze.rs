@@ -131,7 +131,7 @@ pub fn run(args: AnalyzeArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     std::thread::scope(|scope| -> anyhow::Result<()> {
         if show_progress {
             let (progress, done) = (&progress, &done);
-            scope.spawn(move || draw_progress(progress, done, total_bytes));
+            scope.spawn(move || draw_progress(progress, done, total_bytes, Unit::Bytes));
         }
         let result = (|| -> anyhow::Result<()> {
             for (name, input) in inputs {
@@ -204,19 +204,34 @@ fn run_live(
         .iter()
         .map(|_| Analyzer::new(&topology, &config))
         .collect();
+    let progress = AtomicU64::new(0);
+    let done = AtomicBool::new(false);
+    let show_progress = std::io::stderr().is_terminal();
+    let total = opts.per_node.map(|n| n * nodes.len() as u64);
     let results: Vec<Result<u64, crate::live::LiveError>> = std::thread::scope(|scope| {
+        if show_progress {
+            let (progress, done) = (&progress, &done);
+            scope.spawn(move || draw_progress(progress, done, total, Unit::Keys));
+        }
         let handles: Vec<_> = workers
             .iter_mut()
             .zip(&nodes)
             .map(|(w, node)| {
-                let (live, opts) = (&live, &opts);
-                scope.spawn(move || live.scan_node(node, opts, |k, b| w.add(k, b, None)))
+                let (live, opts, progress) = (&live, &opts, &progress);
+                scope.spawn(move || {
+                    live.scan_node(node, opts, |k, b| {
+                        w.add(k, b, None);
+                        progress.fetch_add(1, Ordering::Relaxed);
+                    })
+                })
             })
             .collect();
-        handles
+        let r = handles
             .into_iter()
             .map(|h| h.join().expect("invariant: sampling threads do not panic"))
-            .collect()
+            .collect();
+        done.store(true, Ordering::Relaxed);
+        r
     });
     let mut read = crate::keys::ReadSummary::default();
     for r in results {
@@ -263,23 +278,38 @@ fn emit(
 }
 
 /// Draws a progress bar on stderr until `done` (only called when stderr is a terminal).
-fn draw_progress(progress: &AtomicU64, done: &AtomicBool, total: Option<u64>) {
+/// What a progress bar counts.
+#[derive(Clone, Copy)]
+enum Unit {
+    Bytes,
+    Keys,
+}
+
+fn draw_progress(progress: &AtomicU64, done: &AtomicBool, total: Option<u64>, unit: Unit) {
     use indicatif::{ProgressBar, ProgressStyle};
     // Only show a bar for runs that take a while.
     std::thread::sleep(Duration::from_millis(400));
     if done.load(Ordering::Relaxed) {
         return;
     }
+    let (with_total, without) = match unit {
+        Unit::Bytes => (
+            "{spinner} reading keys {bytes}/{total_bytes} [{bar:30}] {bytes_per_sec} eta {eta}",
+            "{spinner} reading keys {bytes} {bytes_per_sec}",
+        ),
+        Unit::Keys => (
+            "{spinner} sampling keys {pos}/{len} [{bar:30}] {per_sec} eta {eta}",
+            "{spinner} sampling keys {pos} {per_sec}",
+        ),
+    };
     let bar = match total {
         Some(t) => ProgressBar::new(t).with_style(
-            ProgressStyle::with_template(
-                "{spinner} reading keys {bytes}/{total_bytes} [{bar:30}] {bytes_per_sec} eta {eta}",
-            )
-            .unwrap_or_else(|_| ProgressStyle::default_bar())
-            .progress_chars("=> "),
+            ProgressStyle::with_template(with_total)
+                .unwrap_or_else(|_| ProgressStyle::default_bar())
+                .progress_chars("=> "),
         ),
         None => ProgressBar::new_spinner().with_style(
-            ProgressStyle::with_template("{spinner} reading keys {bytes} {bytes_per_sec}")
+            ProgressStyle::with_template(without)
                 .unwrap_or_else(|_| ProgressStyle::default_spinner()),
         ),
     };
