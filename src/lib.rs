@@ -21,6 +21,7 @@ pub mod live;
 pub mod pattern;
 pub mod report;
 pub mod scheme;
+pub mod simulate;
 pub mod sketch;
 pub mod skew;
 pub mod slot;

@@ -8,6 +8,7 @@ pub mod completions;
 pub mod lint;
 pub mod rules;
 pub mod scan;
+pub mod simulate;
 pub mod slot;
 
 use crate::error::{ExitStatus, UserError};
@@ -37,6 +38,8 @@ pub enum Command {
     Rules(rules::RulesArgs),
     /// Sample keys from a live cluster into a dump (read-only)
     Scan(scan::ScanArgs),
+    /// Simulate batches: round trips, commands per node and latency per execution strategy
+    Simulate(simulate::SimulateArgs),
     /// Print each key's hash slot, the bytes Redis hashes, and the owning node
     Slot(slot::SlotArgs),
     /// Print a shell completion script (bash, zsh, fish, powershell, elvish)
@@ -86,6 +89,7 @@ where
         Command::Lint(a) => lint::run(a, &mut ctx),
         Command::Rules(a) => rules::run(a, &mut ctx),
         Command::Scan(a) => scan::run(a, &mut ctx),
+        Command::Simulate(a) => simulate::run(a, &mut ctx),
         Command::Slot(a) => slot::run(a, &mut ctx),
         Command::Completions(a) => completions::run(a, &mut ctx),
         Command::Man(a) => completions::run_man(a, &mut ctx),

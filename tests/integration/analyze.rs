@@ -7,13 +7,13 @@ use std::collections::BTreeMap;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-struct Cluster {
-    nodes: Vec<RedisServer>,
+pub(crate) struct Cluster {
+    pub(crate) nodes: Vec<RedisServer>,
 }
 
 impl Cluster {
     /// Three cluster-mode servers joined by `redis-cli --cluster create` (no replicas).
-    fn create() -> Option<Cluster> {
+    pub(crate) fn create() -> Option<Cluster> {
         Self::create_with(None)
     }
 
@@ -67,7 +67,7 @@ impl Cluster {
 
     /// Writes every key, routed only by the servers' own MOVED redirects (never by keyplan's
     /// slot code). Returns how many redirects were followed.
-    fn load(&self, keys: &[Vec<u8>]) -> usize {
+    pub(crate) fn load(&self, keys: &[Vec<u8>]) -> usize {
         let mut conns: Vec<Resp> = self.nodes.iter().map(|n| n.connect()).collect();
         let mut pending: Vec<(usize, &Vec<u8>)> = keys.iter().map(|k| (0, k)).collect();
         let mut redirects = 0;

@@ -330,3 +330,44 @@ fn completions_and_man_page() {
         .success()
         .stdout(predicate::str::contains(".TH keyplan 1").and(predicate::str::contains("lint")));
 }
+
+#[test]
+fn simulate_inputs_and_errors() {
+    keyplan()
+        .args(["simulate"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("no batches"));
+    let dir = tempfile::tempdir().unwrap();
+    let bad = write_file(&dir, "b.txt", b"MGET a\nMSET a\n");
+    keyplan()
+        .args(["simulate", "--batches"])
+        .arg(&bad)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("b.txt").and(predicate::str::contains("line 2")));
+    let ok = write_file(&dir, "ok.txt", b"MGET a b c\n");
+    keyplan()
+        .args(["simulate", "--sizes", "1,10", "--batches"])
+        .arg(&ok)
+        .assert()
+        .code(2);
+    keyplan()
+        .args(["simulate", "--rtt", "-1", "--batches"])
+        .arg(&ok)
+        .assert()
+        .code(2);
+    keyplan()
+        .args([
+            "simulate",
+            "--scheme",
+            "examples/keyplan.yaml",
+            "--sizes",
+            "1,10,100",
+            "--strategy",
+            "serial",
+        ])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("100 / "));
+}

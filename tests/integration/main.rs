@@ -9,6 +9,7 @@ mod lint;
 mod properties;
 mod redis;
 mod rules;
+mod simulate;
 mod support;
 mod twemproxy;
 mod vectors;

@@ -1,0 +1,294 @@
+//! `keyplan simulate`: what batches cost under each execution strategy.
+
+use super::Ctx;
+use super::args::TopologyArgs;
+use crate::error::{ExitStatus, UserError};
+use crate::report::new_table;
+use crate::scheme::Scheme;
+use crate::simulate::{Batch, NetworkModel, Strategy, batch, parse_batches, simulate};
+use anyhow::Context as _;
+use comfy_table::{Cell, CellAlignment};
+use serde_json::json;
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+
+/// Strategies on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum StrategyArg {
+    /// One command per key
+    Serial,
+    /// Per-node pipelines, one node after another
+    Pipeline,
+    /// Per-node pipelines, concurrently
+    Parallel,
+    /// Per-slot pipelines, concurrently
+    SlotParallel,
+    /// The batch rewritten onto one hash tag
+    Hashtag,
+    /// Every strategy
+    All,
+}
+
+/// Output format of `simulate`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SimFormat {
+    /// A table per batch
+    Table,
+    /// {"schema_version": 1, "results": [...]}
+    Json,
+}
+
+/// Simulate batches on a topology: round trips, commands per node, latency per strategy.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  keyplan simulate --batches batches.txt --masters 3\n  keyplan simulate --scheme keyplan.yaml --sizes 1,10,100,1000 --strategy all\n  keyplan simulate --batches batches.txt --topology nodes.txt --rtt 1.5 --format json"
+)]
+pub struct SimulateArgs {
+    /// Batches declared in a key scheme (keys generated from its variables)
+    #[arg(long, value_name = "FILE")]
+    pub scheme: Option<PathBuf>,
+
+    /// A batch file: one batch a line (`MGET a b c`, `PIPELINE GET a; ZADD b 1 x`, `MULTI SET a 1; INCR b`)
+    #[arg(long, value_name = "FILE")]
+    pub batches: Option<PathBuf>,
+
+    /// Where keys live [default: the scheme's topology, else 3 masters].
+    #[command(flatten)]
+    pub topology: TopologyArgs,
+
+    /// Execution strategy
+    #[arg(long, value_enum, default_value = "all")]
+    pub strategy: StrategyArg,
+
+    /// Round-trip time in milliseconds
+    #[arg(long, default_value_t = 0.5, value_name = "MS")]
+    pub rtt: f64,
+
+    /// Server time per key in microseconds
+    #[arg(long, default_value_t = 2.0, value_name = "US")]
+    pub per_key_us: f64,
+
+    /// Client→server bandwidth in MB/s
+    #[arg(long, default_value_t = 1250.0, value_name = "MB_S")]
+    pub bandwidth: f64,
+
+    /// With --scheme: sweep the batch size over these values (e.g. 1,10,100,1000)
+    #[arg(long, value_delimiter = ',', value_name = "N,N,…")]
+    pub sizes: Vec<u64>,
+
+    /// Output format
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: SimFormat,
+}
+
+/// Runs `keyplan simulate`.
+pub fn run(args: SimulateArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
+    if args.scheme.is_none() && args.batches.is_none() {
+        return Err(UserError::new(
+            "no batches to simulate",
+            "pass --scheme keyplan.yaml or --batches FILE",
+        )
+        .into());
+    }
+    for (flag, v) in [
+        ("--rtt", args.rtt),
+        ("--per-key-us", args.per_key_us),
+        ("--bandwidth", args.bandwidth),
+    ] {
+        if !v.is_finite() || v < 0.0 || (flag == "--bandwidth" && v == 0.0) {
+            return Err(UserError::new(
+                format!("{flag} {v}: not a usable value"),
+                "give a positive number",
+            )
+            .into());
+        }
+    }
+    let scheme = match &args.scheme {
+        Some(p) => {
+            let text = std::fs::read_to_string(p)
+                .with_context(|| format!("cannot read scheme '{}'", p.display()))?;
+            Some(Scheme::parse(&text).map_err(|e| anyhow::anyhow!("{}:{e}", p.display()))?)
+        }
+        None => None,
+    };
+    if !args.sizes.is_empty() && scheme.is_none() {
+        return Err(UserError::new(
+            "--sizes needs --scheme",
+            "sizes regenerate the scheme's batches with N keys each",
+        )
+        .into());
+    }
+    let topology = match args.topology.resolve(None)? {
+        Some((t, _)) => t,
+        None => {
+            let masters = scheme
+                .as_ref()
+                .and_then(|s| s.topology.as_ref())
+                .and_then(|t| t.masters)
+                .unwrap_or(3);
+            crate::topology::Topology::Cluster(crate::topology::SlotMap::from_masters(
+                masters as usize,
+            )?)
+        }
+    };
+    let mut batches: Vec<(Option<u64>, Batch)> = Vec::new();
+    if let Some(p) = &args.batches {
+        let text = std::fs::read_to_string(p)
+            .with_context(|| format!("cannot read batch file '{}'", p.display()))?;
+        let parsed = parse_batches(&text).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;
+        batches.extend(parsed.into_iter().map(|b| (None, b)));
+    }
+    if let Some(s) = &scheme {
+        if args.sizes.is_empty() {
+            batches.extend(batch::from_scheme(s, None).into_iter().map(|b| (None, b)));
+        } else {
+            for &n in &args.sizes {
+                batches.extend(
+                    batch::from_scheme(s, Some(n.max(1)))
+                        .into_iter()
+                        .map(|b| (Some(n.max(1)), b)),
+                );
+            }
+        }
+    }
+    let net = NetworkModel {
+        rtt_ms: args.rtt,
+        per_key_us: args.per_key_us,
+        bandwidth_mb_s: args.bandwidth,
+    };
+    let strategies: Vec<Strategy> = match args.strategy {
+        StrategyArg::All => Strategy::ALL.to_vec(),
+        StrategyArg::Serial => vec![Strategy::Serial],
+        StrategyArg::Pipeline => vec![Strategy::Pipeline],
+        StrategyArg::Parallel => vec![Strategy::Parallel],
+        StrategyArg::SlotParallel => vec![Strategy::SlotParallel],
+        StrategyArg::Hashtag => vec![Strategy::Hashtag],
+    };
+    let mut results = Vec::new();
+    for (size, b) in &batches {
+        for &s in &strategies {
+            results.push((*size, simulate(b, &topology, s, &net)));
+        }
+    }
+    let mut out = BufWriter::new(&mut *ctx.stdout);
+    match args.format {
+        SimFormat::Json => {
+            let rs: Vec<serde_json::Value> = results
+                .iter()
+                .map(|(size, r)| {
+                    let mut v = serde_json::to_value(r).unwrap_or_default();
+                    if let Some(n) = size {
+                        v["size"] = json!(n);
+                    }
+                    v
+                })
+                .collect();
+            serde_json::to_writer(
+                &mut out,
+                &json!({"schema_version": 1, "network": net, "results": rs}),
+            )?;
+            writeln!(out)?;
+        }
+        SimFormat::Table if !args.sizes.is_empty() => {
+            writeln!(
+                out,
+                "network: rtt {} ms, {} µs per key, {} MB/s; {} nodes",
+                net.rtt_ms,
+                net.per_key_us,
+                net.bandwidth_mb_s,
+                topology.nodes().len()
+            )?;
+            // One sweep table per batch: sizes down, strategies across (round trips / latency).
+            let mut names: Vec<String> = Vec::new();
+            for (_, r) in &results {
+                if !names.contains(&r.batch) {
+                    names.push(r.batch.clone());
+                }
+            }
+            for name in names {
+                writeln!(out, "\n{name}: round trips / latency ms by batch size")?;
+                let mut t = new_table();
+                let mut header = vec!["size".to_string()];
+                header.extend(strategies.iter().map(|s| s.name().to_string()));
+                t.set_header(header);
+                for &n in &args.sizes {
+                    let mut row = vec![Cell::new(n.max(1)).set_alignment(CellAlignment::Right)];
+                    for &st in &strategies {
+                        let cell = results
+                            .iter()
+                            .find(|(size, r)| {
+                                *size == Some(n.max(1)) && r.batch == name && r.strategy == st
+                            })
+                            .map(|(_, r)| format!("{} / {:.3}", r.round_trips, r.latency_ms))
+                            .unwrap_or_default();
+                        row.push(Cell::new(cell).set_alignment(CellAlignment::Right));
+                    }
+                    t.add_row(row);
+                }
+                writeln!(out, "{t}")?;
+            }
+        }
+        SimFormat::Table => {
+            writeln!(
+                out,
+                "network: rtt {} ms, {} µs per key, {} MB/s; {} nodes",
+                net.rtt_ms,
+                net.per_key_us,
+                net.bandwidth_mb_s,
+                topology.nodes().len()
+            )?;
+            let right = |s: String| Cell::new(s).set_alignment(CellAlignment::Right);
+            let mut i = 0;
+            while i < results.len() {
+                let (size, first) = &results[i];
+                let keys: u64 = first.nodes.iter().map(|n| n.keys).sum();
+                writeln!(
+                    out,
+                    "\n{}{} ({keys} keys)",
+                    first.batch,
+                    size.map(|n| format!(" [size {n}]")).unwrap_or_default()
+                )?;
+                let mut t = new_table();
+                t.set_header(vec![
+                    "strategy",
+                    "round trips",
+                    "nodes",
+                    "commands",
+                    "connections",
+                    "bytes",
+                    "latency ms",
+                    "commands per node",
+                ]);
+                while i < results.len()
+                    && results[i].1.batch == first.batch
+                    && results[i].0 == *size
+                {
+                    let r = &results[i].1;
+                    t.add_row(vec![
+                        Cell::new(r.strategy.name()),
+                        right(r.round_trips.to_string()),
+                        right(r.nodes_touched.to_string()),
+                        right(r.commands.to_string()),
+                        right(r.connections.to_string()),
+                        right(r.bytes.to_string()),
+                        right(format!("{:.3}", r.latency_ms)),
+                        Cell::new(
+                            r.nodes
+                                .iter()
+                                .map(|n| format!("{} {}", n.node, n.commands))
+                                .collect::<Vec<_>>()
+                                .join(", "),
+                        ),
+                    ]);
+                    i += 1;
+                }
+                writeln!(out, "{t}")?;
+                for e in &first.errors {
+                    writeln!(out, "error: {e}")?;
+                }
+            }
+        }
+    }
+    out.flush()?;
+    Ok(ExitStatus::Clean)
+}

@@ -1,0 +1,314 @@
+//! Batches to simulate: from a batch file (`MGET a b c`, `PIPELINE GET a; ZADD b 1 x`,
+//! `MULTI SET a 1; INCR b`, `EVAL script 2 k1 k2 …`) or generated from a scheme's batches.
+
+use crate::scheme::{Scheme, VarKind};
+
+/// How a batch is sent as written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BatchKind {
+    /// One multi-key command (MGET, MSET, DEL, …).
+    MultiKey,
+    /// A pipeline of commands.
+    Pipeline,
+    /// MULTI … EXEC.
+    Multi,
+    /// A script (EVAL, EVALSHA, FCALL) with its keys.
+    Script,
+}
+
+/// One command of a batch, with its keys (and, for MSET-like commands, the value of each key).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Op {
+    /// Upper-case command name.
+    pub command: String,
+    /// Its keys.
+    pub keys: Vec<Vec<u8>>,
+    /// Values paired with the keys (MSET, MSETNX), else empty.
+    pub values: Vec<Vec<u8>>,
+}
+
+impl Op {
+    /// The single-key command this one becomes when split key by key.
+    pub fn single_key_command(&self) -> &str {
+        match self.command.as_str() {
+            "MGET" => "GET",
+            "MSET" | "MSETNX" => "SET",
+            other => other,
+        }
+    }
+}
+
+/// A batch: commands that belong together.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Batch {
+    /// A name (the file's line, or the scheme's batch name).
+    pub name: String,
+    /// How it is sent as written.
+    pub kind: BatchKind,
+    /// Its commands.
+    pub ops: Vec<Op>,
+}
+
+impl Batch {
+    /// All keys, in order.
+    pub fn keys(&self) -> impl Iterator<Item = &[u8]> {
+        self.ops
+            .iter()
+            .flat_map(|o| o.keys.iter().map(|k| k.as_slice()))
+    }
+}
+
+/// Splits a command line into arguments: whitespace-separated, with redis-cli's `"…"` quoting.
+fn split_args(s: &str, line: usize) -> Result<Vec<Vec<u8>>, String> {
+    let b = s.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i].is_ascii_whitespace() {
+            i += 1;
+            continue;
+        }
+        if b[i] == b'"' {
+            let mut v = Vec::new();
+            let n = crate::keys::unquote(&b[i..], &mut v)
+                .map_err(|e| format!("line {line}, column {}: {}", i + e.column, e.message))?;
+            out.push(v);
+            i += n;
+        } else {
+            let start = i;
+            while i < b.len() && !b[i].is_ascii_whitespace() {
+                i += 1;
+            }
+            out.push(b[start..i].to_vec());
+        }
+    }
+    Ok(out)
+}
+
+/// The keys (and values) of a command, by the command's key positions.
+fn op_of(args: Vec<Vec<u8>>, line: usize) -> Result<Op, String> {
+    let Some(name) = args.first() else {
+        return Err(format!("line {line}: an empty command"));
+    };
+    let command = String::from_utf8_lossy(name).to_ascii_uppercase();
+    let rest = &args[1..];
+    let (keys, values) = match command.as_str() {
+        "MGET" | "DEL" | "EXISTS" | "UNLINK" | "TOUCH" | "WATCH" | "SUNION" | "SINTER"
+        | "SDIFF" | "PFCOUNT" => (rest.to_vec(), Vec::new()),
+        "MSET" | "MSETNX" => {
+            if !rest.len().is_multiple_of(2) {
+                return Err(format!("line {line}: {command} needs key value pairs"));
+            }
+            (
+                rest.iter().step_by(2).cloned().collect(),
+                rest.iter().skip(1).step_by(2).cloned().collect(),
+            )
+        }
+        "EVAL" | "EVALSHA" | "EVAL_RO" | "EVALSHA_RO" | "FCALL" | "FCALL_RO" => {
+            let n: usize = rest
+                .get(1)
+                .and_then(|n| std::str::from_utf8(n).ok()?.parse().ok())
+                .ok_or_else(|| format!("line {line}: {command} script numkeys key … expected"))?;
+            if rest.len() < 2 + n {
+                return Err(format!(
+                    "line {line}: {command} declares {n} keys but lists fewer"
+                ));
+            }
+            (rest[2..2 + n].to_vec(), Vec::new())
+        }
+        "PING" | "MULTI" | "EXEC" | "DISCARD" | "INFO" | "TIME" => (Vec::new(), Vec::new()),
+        _ => (rest.first().cloned().into_iter().collect(), Vec::new()),
+    };
+    Ok(Op {
+        command,
+        keys,
+        values,
+    })
+}
+
+/// Parses a batch file: one batch a line; blank lines and `#` comments are skipped.
+pub fn parse_batches(text: &str) -> Result<Vec<Batch>, String> {
+    let mut out = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = i + 1;
+        let l = raw.trim();
+        if l.is_empty() || l.starts_with('#') {
+            continue;
+        }
+        let (head, rest) = l.split_once(char::is_whitespace).unwrap_or((l, ""));
+        let upper = head.to_ascii_uppercase();
+        let (kind, parts): (BatchKind, Vec<&str>) = match upper.as_str() {
+            "PIPELINE" => (BatchKind::Pipeline, rest.split(';').collect()),
+            "MULTI" => (BatchKind::Multi, rest.split(';').collect()),
+            _ => (BatchKind::MultiKey, vec![l]),
+        };
+        let mut ops = Vec::new();
+        for p in parts.iter().map(|p| p.trim()).filter(|p| !p.is_empty()) {
+            ops.push(op_of(split_args(p, line)?, line)?);
+        }
+        if ops.is_empty() {
+            return Err(format!(
+                "line {line}: {upper} without commands (separate them with ';')"
+            ));
+        }
+        let kind = if kind == BatchKind::MultiKey
+            && matches!(
+                ops[0].command.as_str(),
+                "EVAL" | "EVALSHA" | "EVAL_RO" | "EVALSHA_RO" | "FCALL" | "FCALL_RO"
+            ) {
+            BatchKind::Script
+        } else {
+            kind
+        };
+        let name = if l.len() > 60 {
+            format!("line {line}: {}…", &l[..l.floor_char_boundary(57)])
+        } else {
+            format!("line {line}: {l}")
+        };
+        out.push(Batch { name, kind, ops });
+    }
+    Ok(out)
+}
+
+/// A value of a variable for generated keys: the `n`-th distinct value of its kind.
+fn value_of(kind: VarKind, values: &[String], n: u64) -> String {
+    match kind {
+        VarKind::Int => (1_000_003u64.wrapping_mul(n + 1) % 100_000_000).to_string(),
+        VarKind::Hex => format!("{:016x}", n.wrapping_mul(0x9E37_79B9_7F4A_7C15)),
+        VarKind::Uuid => {
+            let x = n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            format!(
+                "{:08x}-{:04x}-4{:03x}-8{:03x}-{:012x}",
+                x >> 32,
+                (x >> 16) & 0xffff,
+                x & 0xfff,
+                (n >> 3) & 0xfff,
+                n
+            )
+        }
+        VarKind::Word => {
+            let mut s = String::new();
+            let mut v = n + 1;
+            while v > 0 {
+                s.push((b'a' + (v % 26) as u8) as char);
+                v /= 26;
+            }
+            format!("w{s}")
+        }
+        VarKind::Date => format!("2026-{:02}-{:02}", 1 + (n / 28) % 12, 1 + n % 28),
+        VarKind::Enum => values
+            .get((n as usize) % values.len().max(1))
+            .cloned()
+            .unwrap_or_default(),
+        VarKind::Any => format!("v{n}"),
+    }
+}
+
+/// One batch per scheme batch, with keys generated from the declared variables: variables the
+/// batch keeps `same` share one value, the others differ from key to key; `size` keys.
+pub fn from_scheme(s: &Scheme, size_override: Option<u64>) -> Vec<Batch> {
+    let mut out = Vec::new();
+    for b in &s.batches {
+        let size = size_override
+            .or(b.size)
+            .unwrap_or(b.keys.len() as u64)
+            .max(1);
+        let mut keys = Vec::new();
+        for i in 0..size {
+            let decl = match s.key(&b.keys[(i as usize) % b.keys.len()]) {
+                Some(d) => d,
+                None => continue,
+            };
+            let key = decl.template.render(&mut |var| {
+                let v = s.vars.get(var);
+                let (kind, values) = v
+                    .map(|v| (v.kind, v.values.as_slice()))
+                    .unwrap_or((VarKind::Any, &[]));
+                let n = if b.same.iter().any(|x| x == var) {
+                    7
+                } else {
+                    i * 7919 + 13
+                };
+                value_of(kind, values, n)
+            });
+            keys.push(key.into_bytes());
+        }
+        let command = b.command.name().to_string();
+        let (kind, ops) = match b.command {
+            crate::scheme::BatchCommand::Pipeline => (
+                BatchKind::Pipeline,
+                keys.into_iter()
+                    .map(|k| Op {
+                        command: "GET".into(),
+                        keys: vec![k],
+                        values: Vec::new(),
+                    })
+                    .collect(),
+            ),
+            crate::scheme::BatchCommand::Multi => (
+                BatchKind::Multi,
+                keys.into_iter()
+                    .map(|k| Op {
+                        command: "GET".into(),
+                        keys: vec![k],
+                        values: Vec::new(),
+                    })
+                    .collect(),
+            ),
+            crate::scheme::BatchCommand::Lua => (
+                BatchKind::Script,
+                vec![Op {
+                    command: "EVAL".into(),
+                    keys,
+                    values: Vec::new(),
+                }],
+            ),
+            _ => {
+                let values = if matches!(b.command, crate::scheme::BatchCommand::Mset) {
+                    keys.iter().map(|_| b"v".to_vec()).collect()
+                } else {
+                    Vec::new()
+                };
+                (
+                    BatchKind::MultiKey,
+                    vec![Op {
+                        command,
+                        keys,
+                        values,
+                    }],
+                )
+            }
+        };
+        out.push(Batch {
+            name: b.name.clone(),
+            kind,
+            ops,
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batch_file() {
+        let b = parse_batches("# c\nMGET a b \"c d\"\nPIPELINE GET a; ZADD b 1 x; PING\nMULTI SET a 1; INCR b\nEVAL \"return 1\" 2 k1 k2 arg\nMSET a 1 b 2\n").unwrap();
+        assert_eq!(b.len(), 5);
+        assert_eq!(
+            b[0].keys().collect::<Vec<_>>(),
+            vec![&b"a"[..], b"b", b"c d"]
+        );
+        assert_eq!(b[1].kind, BatchKind::Pipeline);
+        assert_eq!(b[1].ops.len(), 3);
+        assert_eq!(b[1].ops[1].keys, vec![b"b".to_vec()]);
+        assert_eq!(b[3].kind, BatchKind::Script);
+        assert_eq!(b[3].keys().count(), 2);
+        assert_eq!(b[4].ops[0].values, vec![b"1".to_vec(), b"2".to_vec()]);
+        assert!(parse_batches("MSET a").is_err());
+        assert!(parse_batches("EVAL s 3 a").is_err());
+        assert!(parse_batches("PIPELINE ;").is_err());
+    }
+}

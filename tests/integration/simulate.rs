@@ -1,0 +1,178 @@
+//! The cost model against a real cluster: each strategy is executed with a plain RESP client
+//! and the commands every node counts (INFO commandstats) equal the model's.
+
+use crate::analyze::Cluster;
+use crate::support::{Reply, Resp, keyplan};
+use keyplan::simulate::{NetworkModel, Strategy, parse_batches, simulate};
+use keyplan::topology::{Topology, TopologyOptions};
+use std::collections::BTreeMap;
+
+/// calls of GET and MGET on a node.
+fn calls(c: &mut Resp) -> (u64, u64) {
+    let Reply::Bulk(Some(info)) = c.call(&[b"INFO", b"commandstats"]).unwrap() else {
+        panic!("INFO")
+    };
+    let text = String::from_utf8_lossy(&info).into_owned();
+    let get = |name: &str| {
+        text.lines()
+            .find(|l| l.starts_with(&format!("cmdstat_{name}:")))
+            .and_then(|l| l.split("calls=").nth(1))
+            .and_then(|v| v.split(',').next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    };
+    (get("get"), get("mget"))
+}
+
+#[test]
+fn commands_per_node_equal_the_model_for_every_strategy() {
+    let Some(cluster) = Cluster::create() else {
+        return;
+    };
+    // The cluster's own slot map (not keyplan's arithmetic) routes the executor.
+    let Reply::Bulk(Some(nodes_text)) = cluster.nodes[0]
+        .connect()
+        .call(&[b"CLUSTER", b"NODES"])
+        .unwrap()
+    else {
+        panic!("CLUSTER NODES")
+    };
+    let topo = Topology::parse_as(
+        &String::from_utf8_lossy(&nodes_text),
+        keyplan::topology::TopologyFormat::ClusterNodes,
+        &TopologyOptions::default(),
+    )
+    .unwrap();
+    let port_of: Vec<u16> = topo
+        .nodes()
+        .iter()
+        .map(|n| {
+            n.address
+                .as_ref()
+                .unwrap()
+                .rsplit_once(':')
+                .unwrap()
+                .1
+                .parse()
+                .unwrap()
+        })
+        .collect();
+    let conn_of = |port: u16| {
+        cluster
+            .nodes
+            .iter()
+            .find(|n| n.port == port)
+            .unwrap()
+            .connect()
+    };
+    let keys: Vec<String> = (0..50).map(|i| format!("item:{}:{i}", i * 7919)).collect();
+    let line = format!("MGET {}", keys.join(" "));
+    let batch = &parse_batches(&line).unwrap()[0];
+    let net = NetworkModel::default();
+    // The owner (by the server: CLUSTER KEYSLOT, then the map from CLUSTER NODES) of each key.
+    let mut c0 = cluster.nodes[0].connect();
+    let owner = |k: &str, c0: &mut Resp| -> (usize, u16) {
+        let Reply::Int(slot) = c0.call(&[b"CLUSTER", b"KEYSLOT", k.as_bytes()]).unwrap() else {
+            panic!()
+        };
+        (topo.node_of_slot(slot as u16).unwrap(), slot as u16)
+    };
+    let placed: Vec<(String, usize, u16)> = keys
+        .iter()
+        .map(|k| {
+            let (n, s) = owner(k, &mut c0);
+            (k.clone(), n, s)
+        })
+        .collect();
+    for strategy in Strategy::ALL {
+        let before: Vec<(u64, u64)> = port_of.iter().map(|&p| calls(&mut conn_of(p))).collect();
+        match strategy {
+            Strategy::Serial => {
+                for (k, n, _) in &placed {
+                    conn_of(port_of[*n]).call(&[b"GET", k.as_bytes()]).unwrap();
+                }
+            }
+            Strategy::Pipeline | Strategy::Parallel | Strategy::SlotParallel => {
+                // Group per node (or per slot); one pipeline per group.
+                let mut groups: BTreeMap<(usize, u16), Vec<&str>> = BTreeMap::new();
+                for (k, n, s) in &placed {
+                    let unit = if strategy == Strategy::SlotParallel {
+                        *s
+                    } else {
+                        0
+                    };
+                    groups.entry((*n, unit)).or_default().push(k);
+                }
+                for ((n, _), ks) in groups {
+                    let mut c = conn_of(port_of[n]);
+                    let mut buf = Vec::new();
+                    for k in &ks {
+                        Resp::encode(&mut buf, &[b"GET", k.as_bytes()]);
+                    }
+                    c.send(&buf).unwrap();
+                    for _ in &ks {
+                        c.read().unwrap();
+                    }
+                }
+            }
+            Strategy::Hashtag => {
+                let tagged: Vec<String> = keys.iter().map(|k| format!("{{t}}{k}")).collect();
+                let (n, _) = owner("t", &mut c0);
+                let mut args: Vec<&[u8]> = vec![b"MGET"];
+                args.extend(tagged.iter().map(|k| k.as_bytes()));
+                let r = conn_of(port_of[n]).call(&args).unwrap();
+                assert!(matches!(r, Reply::Array(_)), "{r:?}");
+            }
+        }
+        let after: Vec<(u64, u64)> = port_of.iter().map(|&p| calls(&mut conn_of(p))).collect();
+        let measured: BTreeMap<String, u64> = topo
+            .nodes()
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                (
+                    n.name.clone(),
+                    (after[i].0 - before[i].0) + (after[i].1 - before[i].1),
+                )
+            })
+            .filter(|(_, c)| *c > 0)
+            .collect();
+        let sim = simulate(batch, &topo, strategy, &net);
+        let predicted: BTreeMap<String, u64> = sim
+            .nodes
+            .iter()
+            .map(|n| (n.node.clone(), n.commands))
+            .collect();
+        if strategy == Strategy::Hashtag {
+            // The model puts the rewritten batch on the first key's node; the executor used tag
+            // `{t}`: compare the shape (one node, one MGET).
+            assert_eq!(measured.values().copied().collect::<Vec<_>>(), vec![1]);
+            assert_eq!(predicted.values().copied().collect::<Vec<_>>(), vec![1]);
+        } else {
+            assert_eq!(measured, predicted, "{}", strategy.name());
+        }
+    }
+    // The CLI prints the same model.
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("b.txt");
+    std::fs::write(&f, &line).unwrap();
+    let topo_file = dir.path().join("nodes.txt");
+    std::fs::write(&topo_file, &nodes_text).unwrap();
+    let out = keyplan()
+        .args(["simulate", "--format", "json", "--batches"])
+        .arg(&f)
+        .arg("--topology")
+        .arg(&topo_file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["results"].as_array().unwrap().len(), 5);
+    assert_eq!(v["results"][0]["strategy"], "serial");
+    assert_eq!(v["results"][0]["round_trips"], 50);
+}
