@@ -5,7 +5,9 @@ use super::args::TopologyArgs;
 use crate::error::{ExitStatus, UserError};
 use crate::report::new_table;
 use crate::scheme::Scheme;
-use crate::simulate::{Batch, NetworkModel, Strategy, batch, parse_batches, simulate};
+use crate::simulate::{
+    Batch, Client, NetworkModel, Strategy, batch, parse_batches, simulate, simulate_client,
+};
 use anyhow::Context as _;
 use comfy_table::{Cell, CellAlignment};
 use serde_json::json;
@@ -76,9 +78,38 @@ pub struct SimulateArgs {
     #[arg(long, value_delimiter = ',', value_name = "N,N,…")]
     pub sizes: Vec<u64>,
 
+    /// Instead of strategies: what these client libraries or proxies do with each batch
+    /// (jedis3, jedis, jedis8, lettuce, redis-py, go-redis, ioredis, node-redis, redis-rs,
+    /// redis-rs-async, twemproxy, envoy, or all)
+    #[arg(long, value_delimiter = ',', value_name = "CLIENT,…")]
+    pub client: Vec<String>,
+
     /// Output format
     #[arg(long, value_enum, default_value = "table")]
     pub format: SimFormat,
+}
+
+/// Resolves `--client` names.
+fn clients(names: &[String]) -> Result<Vec<Client>, UserError> {
+    let mut out = Vec::new();
+    for n in names {
+        if n == "all" {
+            return Ok(Client::ALL.to_vec());
+        }
+        match Client::ALL.iter().find(|c| c.name() == n.as_str()) {
+            Some(c) => out.push(*c),
+            None => {
+                return Err(UserError::new(
+                    format!("--client {n}: no such client profile"),
+                    format!(
+                        "use one of: {}, all",
+                        Client::ALL.map(|c| c.name()).join(", ")
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// Runs `keyplan simulate`.
@@ -164,6 +195,35 @@ pub fn run(args: SimulateArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
         StrategyArg::SlotParallel => vec![Strategy::SlotParallel],
         StrategyArg::Hashtag => vec![Strategy::Hashtag],
     };
+    if !args.client.is_empty() {
+        let mut profiles = clients(&args.client)?;
+        if args.client.iter().any(|n| n == "all") {
+            // Only the profiles that apply to this kind of topology.
+            let ring = matches!(topology, crate::topology::Topology::Ring(_));
+            profiles.retain(|c| match c {
+                Client::Twemproxy => ring,
+                Client::Envoy => true,
+                _ => !ring,
+            });
+        }
+        if !args.sizes.is_empty() {
+            return Err(UserError::new(
+                "--sizes cannot be combined with --client",
+                "sweep sizes with strategies, or drop --sizes to see client profiles",
+            )
+            .into());
+        }
+        let mut results = Vec::new();
+        for (_, b) in &batches {
+            for &c in &profiles {
+                results.push(simulate_client(b, &topology, c, &net));
+            }
+        }
+        let mut out = BufWriter::new(&mut *ctx.stdout);
+        render_clients(&mut out, &results, &net, args.format)?;
+        out.flush()?;
+        return Ok(ExitStatus::Clean);
+    }
     let mut results = Vec::new();
     for (size, b) in &batches {
         for &s in &strategies {
@@ -291,4 +351,76 @@ pub fn run(args: SimulateArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
     }
     out.flush()?;
     Ok(ExitStatus::Clean)
+}
+
+/// Renders client-profile results.
+fn render_clients(
+    out: &mut impl Write,
+    results: &[crate::simulate::ClientResult],
+    net: &NetworkModel,
+    format: SimFormat,
+) -> anyhow::Result<()> {
+    if format == SimFormat::Json {
+        serde_json::to_writer(
+            &mut *out,
+            &json!({"schema_version": 1, "network": net, "clients": results}),
+        )?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "network: rtt {} ms, {} µs per key, {} MB/s",
+        net.rtt_ms, net.per_key_us, net.bandwidth_mb_s
+    )?;
+    let right = |s: String| Cell::new(s).set_alignment(CellAlignment::Right);
+    let mut i = 0;
+    while i < results.len() {
+        let name = &results[i].batch;
+        writeln!(out, "\n{name}")?;
+        let mut t = new_table();
+        t.set_header(vec![
+            "client",
+            "outcome",
+            "round trips",
+            "nodes",
+            "commands",
+            "latency ms",
+            "what happens",
+        ]);
+        while i < results.len() && &results[i].batch == name {
+            let r = &results[i];
+            let what = match &r.message {
+                Some(m) => m.clone(),
+                None => r
+                    .nodes
+                    .iter()
+                    .map(|n| format!("{} {}", n.node, n.commands))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            };
+            t.add_row(vec![
+                Cell::new(r.client),
+                Cell::new(r.outcome.name()),
+                right(r.round_trips.to_string()),
+                right(r.nodes_touched.to_string()),
+                right(r.commands.to_string()),
+                right(format!("{:.3}", r.latency_ms)),
+                Cell::new(what),
+            ]);
+            i += 1;
+        }
+        writeln!(out, "{t}")?;
+    }
+    writeln!(out, "\nprofiles: {}", {
+        let mut seen: Vec<String> = Vec::new();
+        for r in results {
+            let s = format!("{} = {}", r.client, r.models);
+            if !seen.contains(&s) {
+                seen.push(s);
+            }
+        }
+        seen.join("; ")
+    })?;
+    Ok(())
 }

@@ -3,10 +3,12 @@
 //! round trips the client waits for, bytes sent, and a wall-clock estimate.
 
 pub mod batch;
+pub mod client;
 
 use crate::slot::key_slot;
 use crate::topology::Topology;
 pub use batch::{Batch, BatchKind, Op, parse_batches};
+pub use client::{Client, ClientResult, Outcome, simulate_client};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -110,7 +112,7 @@ pub struct SimResult {
 }
 
 /// RESP request size of a command with these arguments.
-fn resp_bytes(args: &[&[u8]]) -> u64 {
+pub(crate) fn resp_bytes(args: &[&[u8]]) -> u64 {
     let mut n = format!("*{}\r\n", args.len()).len();
     for a in args {
         n += format!("${}\r\n", a.len()).len() + a.len() + 2;

@@ -370,4 +370,34 @@ fn simulate_inputs_and_errors() {
         .assert()
         .success()
         .stdout(predicate::str::contains("100 / "));
+    keyplan()
+        .args(["simulate", "--client", "jedis9", "--batches"])
+        .arg(&ok)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("no such client profile"))
+        .stderr(predicate::str::contains("lettuce"));
+    let out = keyplan()
+        .args(["simulate", "--client", "all", "--format", "json", "--batches"])
+        .arg(&ok)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["schema_version"], 1);
+    let clients = v["clients"].as_array().unwrap();
+    // Twemproxy needs a ring; on the default cluster "all" leaves it out.
+    assert_eq!(clients.len(), 11);
+    let of = |name: &str| clients.iter().find(|c| c["client"] == name).unwrap();
+    assert_eq!(of("redis-py")["outcome"], "client-error");
+    assert_eq!(of("lettuce")["outcome"], "ok");
+    assert_eq!(of("lettuce")["commands"], 3);
+    assert_eq!(of("go-redis")["outcome"], "server-error");
+    keyplan()
+        .args(["simulate", "--client", "jedis8,redis-rs", "--batches"])
+        .arg(&ok)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("jedis8"))
+        .stdout(predicate::str::contains("Jedis 8.0 RedisClusterClient"));
 }

@@ -141,4 +141,41 @@ proptest! {
             let _ = for_each_record(&data[..], &opts, |_, _| {});
         }
     }
+
+    #[test]
+    fn client_profiles_account_for_every_key(
+        keys in prop::collection::vec("[a-d{}]{0,3}[a-z0-9]{1,4}", 1..30),
+        kind in 0usize..3,
+        masters in 1usize..8,
+    ) {
+        use keyplan::simulate::{Client, NetworkModel, Outcome, parse_batches, simulate_client};
+        use keyplan::topology::{SlotMap, Topology};
+        let line = match kind {
+            0 => format!("MGET {}", keys.join(" ")),
+            1 => format!("PIPELINE {}", keys.iter().map(|k| format!("GET {k}")).collect::<Vec<_>>().join("; ")),
+            _ => format!("DEL {}", keys.join(" ")),
+        };
+        let b = &parse_batches(&line).unwrap()[0];
+        let topo = Topology::Cluster(SlotMap::from_masters(masters).unwrap());
+        let mut nodes: Vec<usize> = keys.iter().map(|k| topo.node_of(k.as_bytes()).unwrap()).collect();
+        nodes.sort_unstable();
+        nodes.dedup();
+        for c in Client::ALL {
+            let r = simulate_client(b, &topo, c, &NetworkModel::default());
+            let keys_sent: u64 = r.nodes.iter().map(|n| n.keys).sum();
+            match r.outcome {
+                // Every key is read exactly once, on the nodes that own them.
+                Outcome::Ok => {
+                    prop_assert_eq!(keys_sent, keys.len() as u64, "{:?}", c);
+                    prop_assert_eq!(r.nodes_touched, nodes.len(), "{:?}", c);
+                    prop_assert!(r.round_trips >= 1);
+                    prop_assert!(r.commands >= r.nodes_touched as u64);
+                }
+                Outcome::ClientError => prop_assert_eq!((r.round_trips, r.commands), (0, 0)),
+                Outcome::ServerError => prop_assert!(r.message.is_some()),
+                Outcome::NotModelled => prop_assert_eq!(c, Client::Twemproxy),
+                other => prop_assert!(false, "{:?}: unexpected {:?}", c, other),
+            }
+        }
+    }
 }

@@ -2,26 +2,41 @@
 //! and the commands every node counts (INFO commandstats) equal the model's.
 
 use crate::analyze::Cluster;
-use crate::support::{Reply, Resp, keyplan};
-use keyplan::simulate::{NetworkModel, Strategy, parse_batches, simulate};
+use crate::support::{Nutcracker, RedisServer, Reply, Resp, free_port, keyplan, require_binary};
+use keyplan::simulate::{
+    Client, NetworkModel, Outcome, Strategy, parse_batches, simulate, simulate_client,
+};
 use keyplan::topology::{Topology, TopologyOptions};
 use std::collections::BTreeMap;
 
-/// calls of GET and MGET on a node.
-fn calls(c: &mut Resp) -> (u64, u64) {
+/// INFO commandstats of a node: calls per command (without INFO itself).
+fn commandstats(c: &mut Resp) -> BTreeMap<String, u64> {
     let Reply::Bulk(Some(info)) = c.call(&[b"INFO", b"commandstats"]).unwrap() else {
         panic!("INFO")
     };
-    let text = String::from_utf8_lossy(&info).into_owned();
-    let get = |name: &str| {
-        text.lines()
-            .find(|l| l.starts_with(&format!("cmdstat_{name}:")))
-            .and_then(|l| l.split("calls=").nth(1))
-            .and_then(|v| v.split(',').next())
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0)
-    };
-    (get("get"), get("mget"))
+    String::from_utf8_lossy(&info)
+        .lines()
+        .filter_map(|l| {
+            let (name, rest) = l.strip_prefix("cmdstat_")?.split_once(':')?;
+            let calls = rest
+                .split("calls=")
+                .nth(1)?
+                .split(',')
+                .next()?
+                .parse()
+                .ok()?;
+            (name != "info").then(|| (name.to_string(), calls))
+        })
+        .collect()
+}
+
+/// calls of GET and MGET on a node.
+fn calls(c: &mut Resp) -> (u64, u64) {
+    let s = commandstats(c);
+    (
+        s.get("get").copied().unwrap_or(0),
+        s.get("mget").copied().unwrap_or(0),
+    )
 }
 
 #[test]
@@ -175,4 +190,127 @@ fn commands_per_node_equal_the_model_for_every_strategy() {
     assert_eq!(v["results"].as_array().unwrap().len(), 5);
     assert_eq!(v["results"][0]["strategy"], "serial");
     assert_eq!(v["results"][0]["round_trips"], 50);
+
+    // Profiles that route by the first key and let the server judge: the server's verdict and
+    // error text are the model's.
+    for line in [
+        "MGET a b c".to_string(),
+        "MGET {u}a {u}b".to_string(),
+        "DEL x{t} y{t} z".to_string(),
+        line.clone(),
+    ] {
+        let b = &parse_batches(&line).unwrap()[0];
+        let args: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
+        let (n, _) = owner(
+            std::str::from_utf8(args[1]).unwrap(),
+            &mut cluster.nodes[0].connect(),
+        );
+        let reply = conn_of(port_of[n]).call(&args).unwrap();
+        for client in [Client::GoRedis, Client::Ioredis] {
+            let r = simulate_client(b, &topo, client, &net);
+            match &reply {
+                Reply::Error(e) => {
+                    assert_eq!(r.outcome, Outcome::ServerError, "{line}: {e}");
+                    assert!(r.message.as_ref().unwrap().ends_with(e.as_str()), "{e}");
+                }
+                _ => assert_eq!(r.outcome, Outcome::Ok, "{line}"),
+            }
+        }
+    }
+}
+
+/// twemproxy's fragmentation (one sub-command per backend server, ≥ 0.4) against a real
+/// nutcracker: the commands every backend counts equal the twemproxy profile's.
+#[test]
+fn twemproxy_profile_equals_a_real_nutcracker() {
+    let (Some(redis), Some(nut)) = (require_binary("redis-server"), require_binary("nutcracker"))
+    else {
+        return;
+    };
+    let backends: Vec<RedisServer> = (0..3).map(|_| RedisServer::start(&redis, false)).collect();
+    let listen = free_port();
+    let mut conf = format!(
+        "p:\n  listen: 127.0.0.1:{listen}\n  hash: fnv1a_64\n  distribution: ketama\n  redis: true\n  auto_eject_hosts: false\n  servers:\n"
+    );
+    for (i, b) in backends.iter().enumerate() {
+        conf.push_str(&format!("   - 127.0.0.1:{}:1 s{i}\n", b.port));
+    }
+    let topo = Topology::parse_as(
+        &conf,
+        keyplan::topology::TopologyFormat::Twemproxy,
+        &TopologyOptions::default(),
+    )
+    .unwrap();
+    let proxy = Nutcracker::start(&nut, &conf);
+    let mut conn = proxy.connect(listen);
+    let keys = |n: usize, p: &str| -> Vec<String> {
+        (0..n).map(|i| format!("{p}:{}", i * 104_729)).collect()
+    };
+    let mut lines = vec![
+        format!("MGET {}", keys(40, "user").join(" ")),
+        format!("DEL {}", keys(25, "sess").join(" ")),
+        format!(
+            "MSET {}",
+            keys(12, "cart")
+                .iter()
+                .map(|k| format!("{k} v"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        ),
+        format!(
+            "PIPELINE GET a; SET b 1; MGET {}",
+            keys(9, "feed").join(" ")
+        ),
+    ];
+    lines.push("MGET only-one".into());
+    let net = NetworkModel::default();
+    for line in &lines {
+        let b = &parse_batches(line).unwrap()[0];
+        let before: Vec<BTreeMap<String, u64>> = backends
+            .iter()
+            .map(|s| commandstats(&mut s.connect()))
+            .collect();
+        // Send the batch through the proxy as a client would.
+        let mut buf = Vec::new();
+        for op in &b.ops {
+            let mut args: Vec<&[u8]> = vec![op.command.as_bytes()];
+            for (i, k) in op.keys.iter().enumerate() {
+                args.push(k);
+                if let Some(v) = op.values.get(i) {
+                    args.push(v);
+                }
+            }
+            if op.command == "SET" {
+                args.push(b"1");
+            }
+            Resp::encode(&mut buf, &args);
+        }
+        conn.send(&buf).unwrap();
+        for _ in &b.ops {
+            let r = conn.read().unwrap();
+            assert!(!matches!(r, Reply::Error(_)), "{line}: {r:?}");
+        }
+        let measured: BTreeMap<String, u64> = backends
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let after = commandstats(&mut s.connect());
+                let n: u64 = after
+                    .iter()
+                    .map(|(k, v)| v - before[i].get(k).copied().unwrap_or(0))
+                    .sum();
+                (format!("s{i}"), n)
+            })
+            .filter(|(_, n)| *n > 0)
+            .collect();
+        let r = simulate_client(b, &topo, Client::Twemproxy, &net);
+        assert_eq!(r.outcome, Outcome::Ok, "{line}");
+        let predicted: BTreeMap<String, u64> = r
+            .nodes
+            .iter()
+            .map(|n| (n.node.clone(), n.commands))
+            .collect();
+        assert_eq!(measured, predicted, "{line}");
+        assert!(predicted.len() > 1 || line.contains("only-one"), "{line}");
+    }
 }

@@ -246,3 +246,64 @@ impl Rng {
         self.next() % n
     }
 }
+
+/// A nutcracker started for one test on a config text, stopped when dropped.
+pub struct Nutcracker {
+    child: Child,
+    _dir: tempfile::TempDir,
+}
+
+impl Nutcracker {
+    /// Checks the config with `nutcracker -t`, then starts it.
+    pub fn start(binary: &Path, conf: &str) -> Nutcracker {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let conf_path = dir.path().join("nutcracker.yml");
+        std::fs::write(&conf_path, conf).expect("write nutcracker.yml");
+        let check = Command::new(binary)
+            .arg("-t")
+            .arg("-c")
+            .arg(&conf_path)
+            .output()
+            .expect("run nutcracker -t");
+        assert!(
+            check.status.success(),
+            "nutcracker -t: {}",
+            String::from_utf8_lossy(&check.stderr)
+        );
+        let child = Command::new(binary)
+            .arg("-c")
+            .arg(&conf_path)
+            .arg("-s")
+            .arg(free_port().to_string())
+            .arg("-o")
+            .arg(dir.path().join("nutcracker.log"))
+            .arg("-p")
+            .arg(dir.path().join("nutcracker.pid"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start nutcracker");
+        Nutcracker { child, _dir: dir }
+    }
+
+    /// Connects to one of its pools, waiting until it listens.
+    pub fn connect(&self, port: u16) -> Resp {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            match TcpStream::connect(("127.0.0.1", port)) {
+                Ok(_) => return connect_port(port),
+                Err(_) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(50))
+                }
+                Err(e) => panic!("nutcracker pool on port {port} not listening: {e}"),
+            }
+        }
+    }
+}
+
+impl Drop for Nutcracker {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -2,24 +2,13 @@
 //! both key-mapping distributions, weights, names and hash tags must land exactly where
 //! keyplan says.
 
-use crate::support::{RedisServer, Reply, Resp, free_port, require_binary};
+use crate::support::{Nutcracker, RedisServer, Reply, Resp, free_port, require_binary};
 use keyplan::topology::Topology;
 use keyplan::topology::hashes::TwemHash;
 use std::collections::BTreeMap;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
 /// (pool name, distribution, hash, hash_tag, servers)
 type Pool<'a> = (String, &'a str, &'a str, Option<&'a str>, Vec<String>);
-
-struct Nutcracker(Child);
-
-impl Drop for Nutcracker {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// Keys that exercise the hashes: ASCII, bytes >= 0x80 (sign extension), tags, empty tags,
 /// keys differing only in their last characters, every length 1..40.
@@ -100,7 +89,6 @@ fn placement_equals_a_real_nutcracker() {
         None,
         (0..4).map(|i| format!("127.0.0.1:{}:1", b(i))).collect(),
     ));
-    let dir = tempfile::tempdir().unwrap();
     let mut conf = String::new();
     let mut listen = Vec::new();
     for (name, dist, hash, tag, servers) in &pools {
@@ -117,47 +105,11 @@ fn placement_equals_a_real_nutcracker() {
             conf.push_str(&format!("   - {s}\n"));
         }
     }
-    let conf_path = dir.path().join("nutcracker.yml");
-    std::fs::write(&conf_path, &conf).unwrap();
-    let check = Command::new(&nut)
-        .arg("-t")
-        .arg("-c")
-        .arg(&conf_path)
-        .output()
-        .unwrap();
-    assert!(
-        check.status.success(),
-        "nutcracker -t: {}",
-        String::from_utf8_lossy(&check.stderr)
-    );
-    let child = Command::new(&nut)
-        .arg("-c")
-        .arg(&conf_path)
-        .arg("-s")
-        .arg(free_port().to_string())
-        .arg("-o")
-        .arg(dir.path().join("nutcracker.log"))
-        .arg("-p")
-        .arg(dir.path().join("nutcracker.pid"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start nutcracker");
-    let _guard = Nutcracker(child);
+    let proxy = Nutcracker::start(&nut, &conf);
 
     let mut expected: Vec<(usize, Vec<u8>, String)> = Vec::new(); // (pool, key, expected address)
     for (p, (name, ..)) in pools.iter().enumerate() {
-        // Connect through the proxy.
-        let deadline = Instant::now() + Duration::from_secs(20);
-        let mut conn = loop {
-            match std::net::TcpStream::connect(("127.0.0.1", listen[p])) {
-                Ok(_) => break crate::support::connect_port(listen[p]),
-                Err(_) if Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(50))
-                }
-                Err(e) => panic!("nutcracker pool {name} not listening: {e}"),
-            }
-        };
+        let mut conn = proxy.connect(listen[p]);
         let ring = match Topology::parse_as(
             &conf,
             keyplan::topology::TopologyFormat::Twemproxy,

@@ -1,0 +1,947 @@
+//! Client profiles (SPEC §6, reference/clients.md): what a given client library or proxy
+//! really does with a batch whose keys span several slots: split it (per slot, per run of
+//! same-slot keys, per server, per key), send the parts in parallel or one after another,
+//! reject it before sending anything, or let the server answer `CROSSSLOT`.
+//!
+//! Each profile names the version range it models. Pure: no I/O.
+
+use super::{Batch, BatchKind, NetworkModel, NodeLoad, Op, resp_bytes};
+use crate::slot::key_slot;
+use crate::topology::Topology;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// A client library or proxy whose cross-slot behaviour keyplan models.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Client {
+    /// Jedis 3.x `JedisCluster`.
+    Jedis3,
+    /// Jedis 4.4–7.x `JedisCluster` / `ClusterPipeline`.
+    Jedis,
+    /// Jedis 8 `RedisClusterClient`.
+    Jedis8,
+    /// Lettuce ≥ 4 advanced cluster commands.
+    Lettuce,
+    /// redis-py `RedisCluster` (sync), v6.1+.
+    RedisPy,
+    /// go-redis v9.11+ `ClusterClient` (default command resolver).
+    GoRedis,
+    /// ioredis `Cluster`.
+    Ioredis,
+    /// node-redis with @redis/client ≥ 6.2.
+    NodeRedis,
+    /// redis-rs ≥ 0.23.4, sync `ClusterConnection`.
+    RedisRs,
+    /// redis-rs ≥ 0.23.4, async cluster connection.
+    RedisRsAsync,
+    /// twemproxy (nutcracker) ≥ 0.4.0.
+    Twemproxy,
+    /// Envoy `redis_proxy`.
+    Envoy,
+}
+
+/// How a split command is cut into sub-commands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Unit {
+    /// One sub-command per slot (first-appearance order).
+    Slot,
+    /// One per run of consecutive same-slot keys (Jedis 8: slots A,B,A give 3).
+    Runs,
+    /// One per backend server (twemproxy fragments).
+    Server,
+    /// One single-key command per key (Envoy: MGET → GET per key).
+    Key,
+}
+
+impl Client {
+    /// Every profile.
+    pub const ALL: [Client; 12] = [
+        Client::Jedis3,
+        Client::Jedis,
+        Client::Jedis8,
+        Client::Lettuce,
+        Client::RedisPy,
+        Client::GoRedis,
+        Client::Ioredis,
+        Client::NodeRedis,
+        Client::RedisRs,
+        Client::RedisRsAsync,
+        Client::Twemproxy,
+        Client::Envoy,
+    ];
+
+    /// The name used on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Client::Jedis3 => "jedis3",
+            Client::Jedis => "jedis",
+            Client::Jedis8 => "jedis8",
+            Client::Lettuce => "lettuce",
+            Client::RedisPy => "redis-py",
+            Client::GoRedis => "go-redis",
+            Client::Ioredis => "ioredis",
+            Client::NodeRedis => "node-redis",
+            Client::RedisRs => "redis-rs",
+            Client::RedisRsAsync => "redis-rs-async",
+            Client::Twemproxy => "twemproxy",
+            Client::Envoy => "envoy",
+        }
+    }
+
+    /// The versions this profile models.
+    pub fn models(self) -> &'static str {
+        match self {
+            Client::Jedis3 => "Jedis 3.x JedisCluster",
+            Client::Jedis => "Jedis 4.4-7.x JedisCluster, ClusterPipeline",
+            Client::Jedis8 => "Jedis 8.0 RedisClusterClient",
+            Client::Lettuce => "Lettuce 4.x-7.x advanced cluster commands",
+            Client::RedisPy => "redis-py 6.1-8.x RedisCluster (sync)",
+            Client::GoRedis => "go-redis v9.11+ ClusterClient, default resolver",
+            Client::Ioredis => "ioredis 4-6 Cluster",
+            Client::NodeRedis => "node-redis, @redis/client 6.2+",
+            Client::RedisRs => "redis-rs 0.23.4+ ClusterConnection (sync)",
+            Client::RedisRsAsync => "redis-rs 0.23.4+ async cluster",
+            Client::Twemproxy => "twemproxy 0.4+",
+            Client::Envoy => "Envoy redis_proxy",
+        }
+    }
+
+    /// A proxy (one hop client → proxy, then proxy → servers) rather than a library.
+    pub fn is_proxy(self) -> bool {
+        matches!(self, Client::Twemproxy | Client::Envoy)
+    }
+
+    /// Commands the client splits itself when their keys span several slots (servers).
+    fn splits(self) -> &'static [&'static str] {
+        match self {
+            Client::Jedis3 | Client::Jedis | Client::GoRedis | Client::Ioredis => &[],
+            Client::Jedis8 => &["DEL", "EXISTS", "MGET", "MSET", "TOUCH", "UNLINK", "MSETEX"],
+            Client::Lettuce => &[
+                "DEL", "EXISTS", "MGET", "MSET", "TOUCH", "UNLINK", "MSETNX", "MSETEX",
+            ],
+            Client::RedisPy => &["DEL", "EXISTS", "UNLINK", "TOUCH"],
+            Client::NodeRedis => &["DEL", "UNLINK", "EXISTS", "TOUCH", "MGET", "MSET"],
+            Client::RedisRs | Client::RedisRsAsync => {
+                &["MGET", "DEL", "EXISTS", "UNLINK", "TOUCH", "WATCH", "MSET"]
+            }
+            Client::Twemproxy => &["MGET", "DEL", "UNLINK", "TOUCH", "MSET"],
+            Client::Envoy => &["MGET", "MSET", "DEL", "EXISTS", "TOUCH", "UNLINK"],
+        }
+    }
+
+    fn unit(self) -> Unit {
+        match self {
+            Client::Jedis8 => Unit::Runs,
+            Client::Twemproxy => Unit::Server,
+            Client::Envoy => Unit::Key,
+            _ => Unit::Slot,
+        }
+    }
+
+    /// Split sub-commands go one after another (each a full round trip).
+    fn serial_split(self) -> bool {
+        matches!(self, Client::Jedis8 | Client::RedisRs)
+    }
+
+    /// The client-side error for a multi-slot command it does not split, if it checks.
+    fn rejects(self, command: &str) -> Option<String> {
+        match self {
+            Client::Jedis3 => Some(
+                "JedisClusterOperationException: No way to dispatch this command to Redis \
+                 Cluster because keys have different slots."
+                    .into(),
+            ),
+            Client::Jedis | Client::Jedis8 => {
+                Some("JedisClusterOperationException: Keys must belong to same hashslot.".into())
+            }
+            Client::RedisPy => Some(format!(
+                "RedisClusterException: {command} - all keys must map to the same key slot"
+            )),
+            _ => None,
+        }
+    }
+}
+
+/// What became of a batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Outcome {
+    /// Every command succeeds.
+    Ok,
+    /// The client refuses the batch before sending anything.
+    ClientError,
+    /// The batch is sent and the server refuses (all or part of) it.
+    ServerError,
+    /// The proxy refuses the batch.
+    ProxyError,
+    /// It runs, but some keys are read from or written to a server that does not own them.
+    WrongServer,
+    /// clients.md does not describe what this client does with this kind of batch.
+    NotModelled,
+}
+
+impl Outcome {
+    /// The name shown in tables and JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::ClientError => "client-error",
+            Outcome::ServerError => "server-error",
+            Outcome::ProxyError => "proxy-error",
+            Outcome::WrongServer => "wrong-server",
+            Outcome::NotModelled => "not-modelled",
+        }
+    }
+}
+
+/// What a client does with one batch.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ClientResult {
+    /// Batch name.
+    pub batch: String,
+    /// Profile name.
+    pub client: &'static str,
+    /// The versions the profile models.
+    pub models: &'static str,
+    /// What became of the batch.
+    pub outcome: Outcome,
+    /// The error the application sees, or why it is not modelled.
+    pub message: Option<String>,
+    /// Round trips the client waits for, one after another.
+    pub round_trips: u64,
+    /// Nodes that receive commands.
+    pub nodes_touched: usize,
+    /// Commands the nodes receive.
+    pub commands: u64,
+    /// Most connections in use at once.
+    pub connections: u64,
+    /// Request bytes the nodes receive.
+    pub bytes: u64,
+    /// Wall-clock estimate in milliseconds.
+    pub latency_ms: f64,
+    /// Per node, in node order.
+    pub nodes: Vec<NodeLoad>,
+}
+
+/// One command a node receives.
+#[derive(Debug, Clone)]
+struct Sub {
+    node: usize,
+    keys: u64,
+    bytes: u64,
+}
+
+/// A key with where it lives.
+struct Placed<'a> {
+    key: &'a [u8],
+    value: Option<&'a [u8]>,
+    slot: u16,
+    node: Option<usize>,
+}
+
+fn place<'a>(op: &'a Op, topo: &Topology) -> Vec<Placed<'a>> {
+    op.keys
+        .iter()
+        .enumerate()
+        .map(|(i, k)| Placed {
+            key: k,
+            value: op.values.get(i).map(|v| v.as_slice()),
+            slot: key_slot(k),
+            node: topo.node_of(k),
+        })
+        .collect()
+}
+
+/// Keys span several slots (cluster) or several servers (ring).
+fn spans(keys: &[Placed<'_>], topo: &Topology) -> bool {
+    let Some(first) = keys.first() else {
+        return false;
+    };
+    match topo {
+        Topology::Cluster(_) => keys.iter().any(|k| k.slot != first.slot),
+        Topology::Ring(_) => keys.iter().any(|k| k.node != first.node),
+    }
+}
+
+fn command_bytes(command: &str, keys: &[&Placed<'_>]) -> u64 {
+    let mut args: Vec<&[u8]> = vec![command.as_bytes()];
+    for k in keys {
+        args.push(k.key);
+        if let Some(v) = k.value {
+            args.push(v);
+        }
+    }
+    resp_bytes(&args)
+}
+
+/// What happens to one command.
+enum OpPlan {
+    /// The client refuses it (whole batch fails before sending).
+    Reject(String),
+    /// Sent as these commands; `serial` when the client waits for each in turn.
+    Send { subs: Vec<Sub>, serial: bool },
+    /// Sent to one node, which answers with an error.
+    ServerError { sub: Sub, message: String },
+    /// Sent; some keys go to a server that does not own them.
+    Wrong { sub: Sub, message: String },
+    /// A key lives on a slot nobody serves.
+    Unserved(String),
+}
+
+const CROSSSLOT: &str = "CROSSSLOT Keys in request don't hash to the same slot";
+
+/// How `client` sends one command `op` on its own (not in a pipeline).
+fn plan_op(client: Client, op: &Op, topo: &Topology) -> OpPlan {
+    let keys = place(op, topo);
+    if keys.iter().any(|k| k.node.is_none()) {
+        return OpPlan::Unserved(format!(
+            "{}: a key lands on a slot no node serves (CLUSTERDOWN)",
+            op.command
+        ));
+    }
+    let node0 = keys.first().and_then(|k| k.node).unwrap_or(0);
+    let all: Vec<&Placed<'_>> = keys.iter().collect();
+    let whole = Sub {
+        node: node0,
+        keys: keys.len() as u64,
+        bytes: command_bytes(&op.command, &all),
+    };
+    if !spans(&keys, topo) {
+        return OpPlan::Send {
+            subs: vec![whole],
+            serial: false,
+        };
+    }
+    if client.splits().contains(&op.command.as_str()) {
+        let mut groups: Vec<Vec<&Placed<'_>>> = Vec::new();
+        match client.unit() {
+            Unit::Slot | Unit::Server => {
+                let mut index: BTreeMap<u64, usize> = BTreeMap::new();
+                for k in &keys {
+                    let id = match client.unit() {
+                        Unit::Slot => u64::from(k.slot),
+                        _ => k.node.unwrap_or(0) as u64,
+                    };
+                    let g = *index.entry(id).or_insert_with(|| {
+                        groups.push(Vec::new());
+                        groups.len() - 1
+                    });
+                    groups[g].push(k);
+                }
+            }
+            Unit::Runs => {
+                for k in &keys {
+                    match groups.last_mut() {
+                        Some(g) if g[0].slot == k.slot => g.push(k),
+                        _ => groups.push(vec![k]),
+                    }
+                }
+            }
+            Unit::Key => groups = keys.iter().map(|k| vec![k]).collect(),
+        }
+        let command = if client.unit() == Unit::Key {
+            op.single_key_command()
+        } else {
+            op.command.as_str()
+        };
+        let subs = groups
+            .iter()
+            .map(|g| Sub {
+                node: g[0].node.unwrap_or(0),
+                keys: g.len() as u64,
+                bytes: command_bytes(command, g),
+            })
+            .collect();
+        return OpPlan::Send {
+            subs,
+            serial: client.serial_split(),
+        };
+    }
+    if let Some(message) = client.rejects(&op.command) {
+        return OpPlan::Reject(message);
+    }
+    match topo {
+        Topology::Cluster(_) => OpPlan::ServerError {
+            sub: Sub { keys: 0, ..whole },
+            message: format!("{}: {CROSSSLOT}", op.command),
+        },
+        Topology::Ring(_) => OpPlan::Wrong {
+            sub: whole,
+            message: format!(
+                "{}: sent whole to the server of its first key; keys owned by other servers \
+                 are read or written there anyway",
+                op.command
+            ),
+        },
+    }
+}
+
+/// Redis-rs's sync cluster pipeline refuses these commands.
+const REDIS_RS_PIPELINE_ILLEGAL: &[&str] = &[
+    "BGREWRITEAOF",
+    "BGSAVE",
+    "BITOP",
+    "BRPOPLPUSH",
+    "CLIENT",
+    "CONFIG",
+    "DBSIZE",
+    "FLUSHALL",
+    "FLUSHDB",
+    "INFO",
+    "KEYS",
+    "MGET",
+    "MOVE",
+    "MSET",
+    "MSETNX",
+    "PFMERGE",
+    "PFCOUNT",
+    "PING",
+    "PUBLISH",
+    "RANDOMKEY",
+    "RENAME",
+    "RENAMENX",
+    "RPOPLPUSH",
+    "SAVE",
+    "SCAN",
+    "SCRIPT",
+    "SDIFF",
+    "SDIFFSTORE",
+    "SINTER",
+    "SINTERSTORE",
+    "SMOVE",
+    "SUNION",
+    "SUNIONSTORE",
+    "TIME",
+];
+
+/// Simulates `client` executing batch `b` on `topo`.
+pub fn simulate_client(
+    b: &Batch,
+    topo: &Topology,
+    client: Client,
+    net: &NetworkModel,
+) -> ClientResult {
+    let mut r = ClientResult {
+        batch: b.name.clone(),
+        client: client.name(),
+        models: client.models(),
+        outcome: Outcome::Ok,
+        message: None,
+        round_trips: 0,
+        nodes_touched: 0,
+        commands: 0,
+        connections: 0,
+        bytes: 0,
+        latency_ms: 0.0,
+        nodes: Vec::new(),
+    };
+    let fail = |mut r: ClientResult, outcome: Outcome, message: String| {
+        r.outcome = outcome;
+        r.message = Some(message);
+        r
+    };
+    let is_ring = matches!(topo, Topology::Ring(_));
+    if client == Client::Twemproxy && !is_ring {
+        return fail(
+            r,
+            Outcome::NotModelled,
+            "twemproxy shards over a ring of plain servers: give a twemproxy config as \
+             --topology"
+                .into(),
+        );
+    }
+    if is_ring && !matches!(client, Client::Twemproxy | Client::Envoy) {
+        return fail(
+            r,
+            Outcome::NotModelled,
+            format!(
+                "{} is a Redis Cluster client; this topology is a client-side ring",
+                client.name()
+            ),
+        );
+    }
+    // Waves: groups of commands sent together; the client waits for each wave in turn.
+    let mut waves: Vec<Vec<Sub>> = Vec::new();
+    let mut errors: Vec<(Outcome, String)> = Vec::new();
+    let plans: Vec<OpPlan> = b.ops.iter().map(|op| plan_op(client, op, topo)).collect();
+    for p in &plans {
+        if let OpPlan::Unserved(m) = p {
+            return fail(r, Outcome::ServerError, m.clone());
+        }
+    }
+    let slots_of = |op: &Op| -> Vec<u16> {
+        let mut s: Vec<u16> = op.keys.iter().map(|k| key_slot(k)).collect();
+        s.sort_unstable();
+        s.dedup();
+        s
+    };
+    let first_node = |op: &Op| op.keys.first().and_then(|k| topo.node_of(k)).unwrap_or(0);
+    let whole = |op: &Op, keys: u64| Sub {
+        node: first_node(op),
+        keys,
+        bytes: command_bytes(&op.command, &place(op, topo).iter().collect::<Vec<_>>()),
+    };
+    match b.kind {
+        BatchKind::MultiKey | BatchKind::Script => match plans.first() {
+            None => {}
+            Some(OpPlan::Reject(m)) => return fail(r, Outcome::ClientError, m.clone()),
+            Some(OpPlan::Send { subs, serial }) => {
+                if *serial {
+                    waves.extend(subs.iter().map(|s| vec![s.clone()]));
+                } else {
+                    waves.push(subs.clone());
+                }
+            }
+            Some(OpPlan::ServerError { sub, message }) => {
+                waves.push(vec![sub.clone()]);
+                errors.push((Outcome::ServerError, message.clone()));
+            }
+            Some(OpPlan::Wrong { sub, message }) => {
+                waves.push(vec![sub.clone()]);
+                errors.push((Outcome::WrongServer, message.clone()));
+            }
+            Some(OpPlan::Unserved(_)) => {}
+        },
+        BatchKind::Pipeline => {
+            let multi_slot: Option<&Op> = b.ops.iter().find(|op| slots_of(op).len() > 1);
+            match client {
+                Client::Jedis3 => {
+                    return fail(
+                        r,
+                        Outcome::ClientError,
+                        "Jedis 3.x has no cluster pipeline".into(),
+                    );
+                }
+                Client::Jedis | Client::Jedis8 => {
+                    if let Some(op) = multi_slot {
+                        let m = if client == Client::Jedis8
+                            && client.splits().contains(&op.command.as_str())
+                        {
+                            format!(
+                                "UnsupportedOperationException: {} cannot be routed to a \
+                                 single slot in a ClusterPipeline",
+                                op.command
+                            )
+                        } else {
+                            "JedisClusterOperationException: Keys must belong to same \
+                             hashslot."
+                                .into()
+                        };
+                        return fail(r, Outcome::ClientError, m);
+                    }
+                    // Grouped per node; sync() reads the nodes with 3 worker threads, so the
+                    // nodes are waited for in waves of 3.
+                    let subs: Vec<Sub> = b
+                        .ops
+                        .iter()
+                        .map(|op| whole(op, op.keys.len() as u64))
+                        .collect();
+                    let mut nodes: Vec<usize> = subs.iter().map(|s| s.node).collect();
+                    nodes.sort_unstable();
+                    nodes.dedup();
+                    for chunk in nodes.chunks(3) {
+                        waves.push(
+                            subs.iter()
+                                .filter(|s| chunk.contains(&s.node))
+                                .cloned()
+                                .collect(),
+                        );
+                    }
+                }
+                Client::RedisPy => {
+                    if let Some(op) = multi_slot {
+                        return fail(
+                            r,
+                            Outcome::ClientError,
+                            format!(
+                                "RedisClusterException: {} - all keys must map to the same \
+                                 key slot",
+                                op.command
+                            ),
+                        );
+                    }
+                    waves.push(
+                        b.ops
+                            .iter()
+                            .map(|op| whole(op, op.keys.len() as u64))
+                            .collect(),
+                    );
+                }
+                Client::Ioredis => {
+                    if multi_slot.is_some() {
+                        return fail(
+                            r,
+                            Outcome::ClientError,
+                            "All the keys in a pipeline command should belong to the same \
+                             slot"
+                                .into(),
+                        );
+                    }
+                    let n0 = b.ops.iter().find(|o| !o.keys.is_empty()).map(first_node);
+                    if b.ops
+                        .iter()
+                        .any(|o| !o.keys.is_empty() && Some(first_node(o)) != n0)
+                    {
+                        return fail(
+                            r,
+                            Outcome::ClientError,
+                            "All keys in the pipeline should belong to the same slots \
+                             allocation group"
+                                .into(),
+                        );
+                    }
+                    waves.push(
+                        b.ops
+                            .iter()
+                            .map(|op| whole(op, op.keys.len() as u64))
+                            .collect(),
+                    );
+                }
+                Client::RedisRs => {
+                    if let Some(op) = b
+                        .ops
+                        .iter()
+                        .find(|o| REDIS_RS_PIPELINE_ILLEGAL.contains(&o.command.as_str()))
+                    {
+                        return fail(
+                            r,
+                            Outcome::ClientError,
+                            format!(
+                                "This command cannot be safely routed in cluster mode: {} \
+                                 can't be executed in a cluster pipeline",
+                                op.command
+                            ),
+                        );
+                    }
+                    let mut wave = Vec::new();
+                    for op in &b.ops {
+                        if slots_of(op).len() > 1 {
+                            wave.push(whole(op, 0));
+                            errors.push((
+                                Outcome::ServerError,
+                                format!("{}: {CROSSSLOT}", op.command),
+                            ));
+                        } else {
+                            wave.push(whole(op, op.keys.len() as u64));
+                        }
+                    }
+                    waves.push(wave);
+                }
+                Client::RedisRsAsync => {
+                    let all: Vec<u16> = {
+                        let mut s: Vec<u16> = b.ops.iter().flat_map(&slots_of).collect();
+                        s.sort_unstable();
+                        s.dedup();
+                        s
+                    };
+                    if all.len() > 1 {
+                        return fail(
+                            r,
+                            Outcome::ClientError,
+                            "CrossSlot: Received crossed slots in pipeline".into(),
+                        );
+                    }
+                    waves.push(
+                        b.ops
+                            .iter()
+                            .map(|op| whole(op, op.keys.len() as u64))
+                            .collect(),
+                    );
+                }
+                // Each command handled as it would be alone (split where the client splits,
+                // else routed by its first key), everything in flight at once.
+                Client::Lettuce
+                | Client::GoRedis
+                | Client::NodeRedis
+                | Client::Twemproxy
+                | Client::Envoy => {
+                    let mut wave = Vec::new();
+                    for plan in &plans {
+                        match plan {
+                            OpPlan::Send { subs, .. } => wave.extend(subs.iter().cloned()),
+                            OpPlan::ServerError { sub, message } => {
+                                wave.push(sub.clone());
+                                errors.push((Outcome::ServerError, message.clone()));
+                            }
+                            OpPlan::Wrong { sub, message } => {
+                                wave.push(sub.clone());
+                                errors.push((Outcome::WrongServer, message.clone()));
+                            }
+                            OpPlan::Reject(m) => {
+                                return fail(r, Outcome::ClientError, m.clone());
+                            }
+                            OpPlan::Unserved(_) => {}
+                        }
+                    }
+                    waves.push(wave);
+                }
+            }
+        }
+        BatchKind::Multi => {
+            let mut slots: Vec<u16> = b.ops.iter().flat_map(&slots_of).collect();
+            slots.sort_unstable();
+            slots.dedup();
+            let cross = slots.len() > 1;
+            match client {
+                Client::Jedis3 | Client::Jedis | Client::Jedis8 | Client::Lettuce => {
+                    return fail(
+                        r,
+                        Outcome::NotModelled,
+                        format!(
+                            "reference/clients.md does not describe {}'s cluster transactions",
+                            client.name()
+                        ),
+                    );
+                }
+                Client::Twemproxy => {
+                    r.round_trips = 1;
+                    r.latency_ms = net.rtt_ms;
+                    return fail(
+                        r,
+                        Outcome::ProxyError,
+                        "twemproxy does not support MULTI".into(),
+                    );
+                }
+                Client::RedisRs => {
+                    return fail(
+                        r,
+                        Outcome::ClientError,
+                        "atomic pipelines are not supported in cluster mode (redis-rs sync)".into(),
+                    );
+                }
+                Client::RedisPy if cross => {
+                    return fail(
+                        r,
+                        Outcome::ClientError,
+                        "CrossSlotTransactionError: Cannot watch or send commands on \
+                         different slots"
+                            .into(),
+                    );
+                }
+                Client::GoRedis if cross => {
+                    return fail(
+                        r,
+                        Outcome::ClientError,
+                        "ErrCrossSlot: TxPipeline keys span several slots (go-redis v9.11+)".into(),
+                    );
+                }
+                Client::RedisRsAsync if cross => {
+                    return fail(
+                        r,
+                        Outcome::ClientError,
+                        "CrossSlot: Received crossed slots in pipeline".into(),
+                    );
+                }
+                Client::Ioredis if cross => {
+                    if b.ops.iter().any(|o| slots_of(o).len() > 1) {
+                        return fail(
+                            r,
+                            Outcome::ClientError,
+                            "All the keys in a pipeline command should belong to the same \
+                             slot"
+                                .into(),
+                        );
+                    }
+                    let n0 = b.ops.iter().find(|o| !o.keys.is_empty()).map(first_node);
+                    if b.ops
+                        .iter()
+                        .any(|o| !o.keys.is_empty() && Some(first_node(o)) != n0)
+                    {
+                        return fail(
+                            r,
+                            Outcome::ClientError,
+                            "All keys in the pipeline should belong to the same slots \
+                             allocation group"
+                                .into(),
+                        );
+                    }
+                }
+                _ => {}
+            }
+            // MULTI, the commands, EXEC: one node (the first keyed command's), one round trip.
+            let node = b
+                .ops
+                .iter()
+                .find(|o| !o.keys.is_empty())
+                .map(first_node)
+                .unwrap_or(0);
+            let first_slot = b
+                .ops
+                .iter()
+                .find_map(|o| o.keys.first())
+                .map(|k| key_slot(k));
+            let mut wave = vec![Sub {
+                node,
+                keys: 0,
+                bytes: resp_bytes(&[b"MULTI"]),
+            }];
+            let mut failed = false;
+            for op in &b.ops {
+                let ok = op.keys.iter().all(|k| Some(key_slot(k)) == first_slot);
+                failed |= !ok;
+                wave.push(Sub {
+                    node,
+                    keys: if ok { op.keys.len() as u64 } else { 0 },
+                    ..whole(op, 0)
+                });
+            }
+            wave.push(Sub {
+                node,
+                keys: 0,
+                bytes: resp_bytes(&[b"EXEC"]),
+            });
+            if failed {
+                for s in wave.iter_mut() {
+                    s.keys = 0;
+                }
+                errors.push((
+                    Outcome::ServerError,
+                    format!("{CROSSSLOT} (or MOVED) inside MULTI; EXEC answers EXECABORT"),
+                ));
+            }
+            waves.push(wave);
+        }
+    }
+    // Cost the waves.
+    let names = topo.nodes();
+    let mut load: BTreeMap<usize, NodeLoad> = BTreeMap::new();
+    let mut latency = if client.is_proxy() { net.rtt_ms } else { 0.0 };
+    let mut connections = 0u64;
+    for wave in &waves {
+        let mut per_node: BTreeMap<usize, (u64, u64)> = BTreeMap::new();
+        for s in wave {
+            let e = per_node.entry(s.node).or_default();
+            e.0 += s.keys;
+            e.1 += s.bytes;
+            let l = load.entry(s.node).or_insert_with(|| NodeLoad {
+                node: names
+                    .get(s.node)
+                    .map(|n| n.name.clone())
+                    .unwrap_or_default(),
+                address: names.get(s.node).and_then(|n| n.address.clone()),
+                commands: 0,
+                keys: 0,
+                bytes: 0,
+            });
+            l.commands += 1;
+            l.keys += s.keys;
+            l.bytes += s.bytes;
+        }
+        connections = connections.max(per_node.len() as u64);
+        latency += per_node
+            .values()
+            .map(|&(k, by)| {
+                net.rtt_ms
+                    + k as f64 * net.per_key_us / 1000.0
+                    + by as f64 / (net.bandwidth_mb_s * 1000.0)
+            })
+            .fold(0.0, f64::max);
+    }
+    r.round_trips = if client.is_proxy() {
+        u64::from(!waves.is_empty())
+    } else {
+        waves.len() as u64
+    };
+    r.nodes = load.into_values().collect();
+    r.nodes_touched = r.nodes.len();
+    r.commands = r.nodes.iter().map(|n| n.commands).sum();
+    r.bytes = r.nodes.iter().map(|n| n.bytes).sum();
+    r.connections = connections;
+    r.latency_ms = latency;
+    if let Some((o, m)) = errors.into_iter().next() {
+        r.outcome = o;
+        r.message = Some(m);
+    }
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::simulate::parse_batches;
+    use crate::topology::SlotMap;
+
+    fn run(line: &str, c: Client) -> ClientResult {
+        let t = Topology::Cluster(SlotMap::from_masters(3).unwrap());
+        let b = &parse_batches(line).unwrap()[0];
+        let net = NetworkModel {
+            rtt_ms: 1.0,
+            per_key_us: 0.0,
+            bandwidth_mb_s: f64::INFINITY,
+        };
+        simulate_client(b, &t, c, &net)
+    }
+
+    // Slots: a 15495 (master-2), b 3300 (master-0), c 7365 (master-1), d 11298 (master-2).
+    #[test]
+    fn split_units_differ() {
+        // Jedis 8 splits by consecutive runs and sends them serially: a,d on one slot? no:
+        // a 15495, d 11298 differ, so 4 runs → 4 round trips.
+        let r = run("MGET a b c d", Client::Jedis8);
+        assert_eq!((r.outcome, r.round_trips, r.commands), (Outcome::Ok, 4, 4));
+        // Lettuce: per slot, all at once → 1 round trip, one connection per node.
+        let r = run("MGET a b c d", Client::Lettuce);
+        assert_eq!((r.round_trips, r.commands, r.connections), (1, 4, 3));
+        // redis-py: plain MGET across slots is refused before sending.
+        let r = run("MGET a b c d", Client::RedisPy);
+        assert_eq!((r.outcome, r.round_trips), (Outcome::ClientError, 0));
+        assert!(r.message.unwrap().contains("MGET - all keys must map"));
+        // …but DEL is split per slot.
+        let r = run("DEL a b c d", Client::RedisPy);
+        assert_eq!((r.outcome, r.commands), (Outcome::Ok, 4));
+        // go-redis routes by the first key; the server answers CROSSSLOT.
+        let r = run("MGET a b c d", Client::GoRedis);
+        assert_eq!(
+            (r.outcome, r.round_trips, r.commands),
+            (Outcome::ServerError, 1, 1)
+        );
+        assert_eq!(r.nodes[0].node, "master-2");
+        // Envoy: one GET per key, plus the client→proxy hop.
+        let r = run("MGET a b c d", Client::Envoy);
+        assert_eq!((r.round_trips, r.commands), (1, 4));
+        assert!((r.latency_ms - 2.0).abs() < 1e-9);
+        // Jedis 3 refuses.
+        assert_eq!(
+            run("MGET a b", Client::Jedis3).outcome,
+            Outcome::ClientError
+        );
+        // Same slot: everyone sends one command.
+        for c in Client::ALL {
+            if c == Client::Twemproxy {
+                continue;
+            }
+            let r = run("MGET {u}a {u}b", c);
+            assert_eq!((r.outcome, r.commands), (Outcome::Ok, 1), "{c:?}");
+        }
+    }
+
+    #[test]
+    fn runs_count_returns_to_a_slot() {
+        // Slots A,B,A: Jedis 8 sends 3 commands, Lettuce 2.
+        assert_eq!(run("MGET {x}1 {y}1 {x}2", Client::Jedis8).commands, 3);
+        assert_eq!(run("MGET {x}1 {y}1 {x}2", Client::Lettuce).commands, 2);
+    }
+
+    #[test]
+    fn pipelines_and_transactions() {
+        let r = run("PIPELINE GET a; GET b; GET c; GET d", Client::Jedis);
+        assert_eq!((r.outcome, r.round_trips, r.commands), (Outcome::Ok, 1, 4));
+        let r = run("PIPELINE GET a; GET b", Client::Ioredis);
+        assert_eq!(r.outcome, Outcome::ClientError);
+        let r = run("PIPELINE GET a; MGET a b", Client::RedisRs);
+        assert_eq!(r.outcome, Outcome::ClientError);
+        let r = run("PIPELINE GET a; DEL a b", Client::GoRedis);
+        assert_eq!((r.outcome, r.commands), (Outcome::ServerError, 2));
+        let r = run("MULTI SET {u}a 1; INCR {u}b", Client::RedisPy);
+        assert_eq!((r.outcome, r.commands, r.round_trips), (Outcome::Ok, 4, 1));
+        let r = run("MULTI SET a 1; INCR b", Client::RedisPy);
+        assert_eq!(r.outcome, Outcome::ClientError);
+        let r = run("MULTI SET a 1; INCR b", Client::NodeRedis);
+        assert_eq!(r.outcome, Outcome::ServerError);
+        assert_eq!(
+            run("MULTI SET a 1", Client::Lettuce).outcome,
+            Outcome::NotModelled
+        );
+    }
+}
