@@ -250,14 +250,7 @@ pub fn run(args: SimulateArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
             writeln!(out)?;
         }
         SimFormat::Table if !args.sizes.is_empty() => {
-            writeln!(
-                out,
-                "network: rtt {} ms, {} µs per key, {} MB/s; {} nodes",
-                net.rtt_ms,
-                net.per_key_us,
-                net.bandwidth_mb_s,
-                topology.nodes().len()
-            )?;
+            write_network(&mut out, &net, Some(topology.nodes().len()))?;
             // One sweep table per batch: sizes down, strategies across (round trips / latency).
             let mut names: Vec<String> = Vec::new();
             for (_, r) in &results {
@@ -289,14 +282,7 @@ pub fn run(args: SimulateArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
             }
         }
         SimFormat::Table => {
-            writeln!(
-                out,
-                "network: rtt {} ms, {} µs per key, {} MB/s; {} nodes",
-                net.rtt_ms,
-                net.per_key_us,
-                net.bandwidth_mb_s,
-                topology.nodes().len()
-            )?;
+            write_network(&mut out, &net, Some(topology.nodes().len()))?;
             let right = |s: String| Cell::new(s).set_alignment(CellAlignment::Right);
             let mut i = 0;
             while i < results.len() {
@@ -368,11 +354,7 @@ fn render_clients(
         writeln!(out)?;
         return Ok(());
     }
-    writeln!(
-        out,
-        "network: rtt {} ms, {} µs per key, {} MB/s",
-        net.rtt_ms, net.per_key_us, net.bandwidth_mb_s
-    )?;
+    write_network(out, net, None)?;
     let right = |s: String| Cell::new(s).set_alignment(CellAlignment::Right);
     let mut i = 0;
     while i < results.len() {
@@ -423,4 +405,21 @@ fn render_clients(
         seen.join("; ")
     })?;
     Ok(())
+}
+
+/// The network model line above the tables.
+fn write_network(
+    out: &mut impl Write,
+    net: &NetworkModel,
+    nodes: Option<usize>,
+) -> std::io::Result<()> {
+    write!(
+        out,
+        "network: rtt {} ms, {} µs per key, {} MB/s",
+        net.rtt_ms, net.per_key_us, net.bandwidth_mb_s
+    )?;
+    match nodes {
+        Some(n) => writeln!(out, "; {n} nodes"),
+        None => writeln!(out),
+    }
 }

@@ -236,18 +236,12 @@ pub fn from_scheme(s: &Scheme, size_override: Option<u64>) -> Vec<Batch> {
         }
         let command = b.command.name().to_string();
         let (kind, ops) = match b.command {
-            crate::scheme::BatchCommand::Pipeline => (
-                BatchKind::Pipeline,
-                keys.into_iter()
-                    .map(|k| Op {
-                        command: "GET".into(),
-                        keys: vec![k],
-                        values: Vec::new(),
-                    })
-                    .collect(),
-            ),
-            crate::scheme::BatchCommand::Multi => (
-                BatchKind::Multi,
+            crate::scheme::BatchCommand::Pipeline | crate::scheme::BatchCommand::Multi => (
+                if matches!(b.command, crate::scheme::BatchCommand::Multi) {
+                    BatchKind::Multi
+                } else {
+                    BatchKind::Pipeline
+                },
                 keys.into_iter()
                     .map(|k| Op {
                         command: "GET".into(),

@@ -415,6 +415,27 @@ const REDIS_RS_PIPELINE_ILLEGAL: &[&str] = &[
     "TIME",
 ];
 
+/// ioredis checks a pipeline (or MULTI) before sending it: every command's keys in one slot,
+/// and every command's first key on one node group.
+fn ioredis_refusal(b: &Batch, topo: &Topology) -> Option<&'static str> {
+    if b.ops
+        .iter()
+        .any(|o| o.keys.iter().any(|k| key_slot(k) != key_slot(&o.keys[0])))
+    {
+        return Some("All the keys in a pipeline command should belong to the same slot");
+    }
+    let mut firsts = b
+        .ops
+        .iter()
+        .filter_map(|o| o.keys.first())
+        .map(|k| topo.node_of(k));
+    let n0 = firsts.next();
+    if firsts.any(|n| Some(n) != n0) {
+        return Some("All keys in the pipeline should belong to the same slots allocation group");
+    }
+    None
+}
+
 /// Simulates `client` executing batch `b` on `topo`.
 pub fn simulate_client(
     b: &Batch,
@@ -569,27 +590,8 @@ pub fn simulate_client(
                     );
                 }
                 Client::Ioredis => {
-                    if multi_slot.is_some() {
-                        return fail(
-                            r,
-                            Outcome::ClientError,
-                            "All the keys in a pipeline command should belong to the same \
-                             slot"
-                                .into(),
-                        );
-                    }
-                    let n0 = b.ops.iter().find(|o| !o.keys.is_empty()).map(first_node);
-                    if b.ops
-                        .iter()
-                        .any(|o| !o.keys.is_empty() && Some(first_node(o)) != n0)
-                    {
-                        return fail(
-                            r,
-                            Outcome::ClientError,
-                            "All keys in the pipeline should belong to the same slots \
-                             allocation group"
-                                .into(),
-                        );
+                    if let Some(m) = ioredis_refusal(b, topo) {
+                        return fail(r, Outcome::ClientError, m.into());
                     }
                     waves.push(
                         b.ops
@@ -734,27 +736,8 @@ pub fn simulate_client(
                     );
                 }
                 Client::Ioredis if cross => {
-                    if b.ops.iter().any(|o| slots_of(o).len() > 1) {
-                        return fail(
-                            r,
-                            Outcome::ClientError,
-                            "All the keys in a pipeline command should belong to the same \
-                             slot"
-                                .into(),
-                        );
-                    }
-                    let n0 = b.ops.iter().find(|o| !o.keys.is_empty()).map(first_node);
-                    if b.ops
-                        .iter()
-                        .any(|o| !o.keys.is_empty() && Some(first_node(o)) != n0)
-                    {
-                        return fail(
-                            r,
-                            Outcome::ClientError,
-                            "All keys in the pipeline should belong to the same slots \
-                             allocation group"
-                                .into(),
-                        );
+                    if let Some(m) = ioredis_refusal(b, topo) {
+                        return fail(r, Outcome::ClientError, m.into());
                     }
                 }
                 _ => {}

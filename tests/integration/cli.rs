@@ -378,7 +378,14 @@ fn simulate_inputs_and_errors() {
         .stderr(predicate::str::contains("no such client profile"))
         .stderr(predicate::str::contains("lettuce"));
     let out = keyplan()
-        .args(["simulate", "--client", "all", "--format", "json", "--batches"])
+        .args([
+            "simulate",
+            "--client",
+            "all",
+            "--format",
+            "json",
+            "--batches",
+        ])
         .arg(&ok)
         .output()
         .unwrap();

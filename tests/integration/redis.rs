@@ -1,7 +1,7 @@
 //! Agreement with a real Redis server: `CLUSTER KEYSLOT` for every kind of key, and
 //! redis-cli's own quoted `--scan` output read back by keyplan's reader.
 
-use crate::support::{RedisServer, Reply, Resp, Rng, keyplan, require_binary};
+use crate::support::{RedisServer, Reply, Resp, Rng, json_of, keyplan, require_binary};
 use keyplan::keys::{InputFormat, ReadOptions, for_each_record, quote};
 use keyplan::slot::key_slot;
 use std::collections::BTreeSet;
@@ -127,17 +127,11 @@ fn key_slot_equals_cluster_keyslot_of_a_real_server() {
     let dump = dir.path().join("keys.quoted");
     let text: String = keys.iter().map(|k| quote(k) + "\n").collect();
     std::fs::write(&dump, text).unwrap();
-    let out = keyplan()
-        .args(["slot", "--format", "json", "--keys"])
-        .arg(&dump)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let v = json_of(
+        keyplan()
+            .args(["slot", "--format", "json", "--keys"])
+            .arg(&dump),
     );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let slots: Vec<u16> = v["keys"]
         .as_array()
         .unwrap()

@@ -2,7 +2,9 @@
 //! and the commands every node counts (INFO commandstats) equal the model's.
 
 use crate::analyze::Cluster;
-use crate::support::{Nutcracker, RedisServer, Reply, Resp, free_port, keyplan, require_binary};
+use crate::support::{
+    Nutcracker, RedisServer, Reply, Resp, free_port, json_of, keyplan, require_binary,
+};
 use keyplan::simulate::{
     Client, NetworkModel, Outcome, Strategy, parse_batches, simulate, simulate_client,
 };
@@ -173,19 +175,13 @@ fn commands_per_node_equal_the_model_for_every_strategy() {
     std::fs::write(&f, &line).unwrap();
     let topo_file = dir.path().join("nodes.txt");
     std::fs::write(&topo_file, &nodes_text).unwrap();
-    let out = keyplan()
-        .args(["simulate", "--format", "json", "--batches"])
-        .arg(&f)
-        .arg("--topology")
-        .arg(&topo_file)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let v = json_of(
+        keyplan()
+            .args(["simulate", "--format", "json", "--batches"])
+            .arg(&f)
+            .arg("--topology")
+            .arg(&topo_file),
     );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["schema_version"], 1);
     assert_eq!(v["results"].as_array().unwrap().len(), 5);
     assert_eq!(v["results"][0]["strategy"], "serial");

@@ -307,3 +307,14 @@ impl Drop for Nutcracker {
         let _ = self.child.wait();
     }
 }
+
+/// Runs a keyplan command that must succeed and parses its JSON output.
+pub fn json_of(cmd: &mut assert_cmd::Command) -> serde_json::Value {
+    let out = cmd.output().expect("run keyplan");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("keyplan printed JSON")
+}
