@@ -6,7 +6,7 @@ use crate::error::{ExitStatus, UserError};
 use crate::report::new_table;
 use crate::scheme::Scheme;
 use crate::simulate::{
-    Batch, Client, NetworkModel, Strategy, batch, parse_batches, simulate, simulate_client,
+    Batch, Client, NetworkModel, Strategy, batch, parse_batches, simulate, simulate_client_stale,
 };
 use anyhow::Context as _;
 use comfy_table::{Cell, CellAlignment};
@@ -83,6 +83,12 @@ pub struct SimulateArgs {
     /// redis-rs-async, twemproxy, envoy, or all)
     #[arg(long, value_delimiter = ',', value_name = "CLIENT,…")]
     pub client: Vec<String>,
+
+    /// With --client: the slot map the client holds, when it is stale (CLUSTER NODES text or
+    /// any --topology format); commands it sends to the wrong node meet MOVED. Slots in
+    /// migration in --topology (CLUSTER NODES markers) meet ASK either way
+    #[arg(long, value_name = "FILE", requires = "client")]
+    pub client_topology: Option<PathBuf>,
 
     /// Output format
     #[arg(long, value_enum, default_value = "table")]
@@ -213,10 +219,31 @@ pub fn run(args: SimulateArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
             )
             .into());
         }
+        let believed = match &args.client_topology {
+            Some(p) => {
+                let text = std::fs::read_to_string(p)
+                    .with_context(|| format!("cannot read client topology '{}'", p.display()))?;
+                crate::topology::Topology::parse_as(
+                    &text,
+                    crate::topology::TopologyFormat::Auto,
+                    &crate::topology::TopologyOptions {
+                        allow_partial: true,
+                        pool: None,
+                    },
+                )
+                .map_err(|e| {
+                    UserError::new(
+                        format!("{}: {e}", p.display()),
+                        "give the client's slot map as CLUSTER NODES text or another --topology format",
+                    )
+                })?
+            }
+            None => topology.clone(),
+        };
         let mut results = Vec::new();
         for (_, b) in &batches {
             for &c in &profiles {
-                results.push(simulate_client(b, &topology, c, &net));
+                results.push(simulate_client_stale(b, &believed, &topology, c, &net));
             }
         }
         let mut out = BufWriter::new(&mut *ctx.stdout);
@@ -372,7 +399,7 @@ fn render_clients(
         ]);
         while i < results.len() && &results[i].batch == name {
             let r = &results[i];
-            let what = match &r.message {
+            let mut what = match &r.message {
                 Some(m) => m.clone(),
                 None => r
                     .nodes
@@ -381,6 +408,9 @@ fn render_clients(
                     .collect::<Vec<_>>()
                     .join(", "),
             };
+            if r.moved + r.ask > 0 {
+                what = format!("{what} ({} MOVED, {} ASK)", r.moved, r.ask);
+            }
             t.add_row(vec![
                 Cell::new(r.client),
                 Cell::new(r.outcome.name()),

@@ -222,6 +222,10 @@ pub struct ClientResult {
     pub latency_ms: f64,
     /// Per node, in node order.
     pub nodes: Vec<NodeLoad>,
+    /// MOVED redirects met (a stale client map).
+    pub moved: u64,
+    /// ASK redirects met (slots in migration).
+    pub ask: u64,
 }
 
 /// One command a node receives.
@@ -230,6 +234,8 @@ struct Sub {
     node: usize,
     keys: u64,
     bytes: u64,
+    /// The one slot it addresses (None: several slots, or a command that fails anyway).
+    slot: Option<u16>,
 }
 
 /// A key with where it lives.
@@ -306,6 +312,7 @@ fn plan_op(client: Client, op: &Op, topo: &Topology) -> OpPlan {
         node: node0,
         keys: keys.len() as u64,
         bytes: command_bytes(&op.command, &all),
+        slot: keys.first().map(|k| k.slot),
     };
     if !spans(&keys, topo) {
         return OpPlan::Send {
@@ -351,6 +358,7 @@ fn plan_op(client: Client, op: &Op, topo: &Topology) -> OpPlan {
                 node: g[0].node.unwrap_or(0),
                 keys: g.len() as u64,
                 bytes: command_bytes(command, g),
+                slot: (client.unit() != Unit::Server).then_some(g[0].slot),
             })
             .collect();
         return OpPlan::Send {
@@ -363,7 +371,11 @@ fn plan_op(client: Client, op: &Op, topo: &Topology) -> OpPlan {
     }
     match topo {
         Topology::Cluster(_) => OpPlan::ServerError {
-            sub: Sub { keys: 0, ..whole },
+            sub: Sub {
+                keys: 0,
+                slot: None,
+                ..whole
+            },
             message: format!("{}: {CROSSSLOT}", op.command),
         },
         Topology::Ring(_) => OpPlan::Wrong {
@@ -436,10 +448,154 @@ fn ioredis_refusal(b: &Batch, topo: &Topology) -> Option<&'static str> {
     None
 }
 
-/// Simulates `client` executing batch `b` on `topo`.
+/// Simulates `client` executing batch `b` on `topo` (the client's slot map is current).
 pub fn simulate_client(
     b: &Batch,
     topo: &Topology,
+    client: Client,
+    net: &NetworkModel,
+) -> ClientResult {
+    simulate_client_stale(b, topo, topo, client, net)
+}
+
+/// How a client follows MOVED and ASK (reference/clients.md).
+struct Follow {
+    /// `ASKING` is its own round trip before the command (else pipelined with it).
+    asking_rtt: bool,
+    /// MOVED triggers a full `CLUSTER SLOTS` the command waits for.
+    blocking_refresh: bool,
+    /// What happens to redirected commands of a pipeline.
+    pipeline: PipeRedirect,
+}
+
+enum PipeRedirect {
+    /// The MOVED/ASK error is that command's reply (Jedis ClusterPipeline).
+    NotFollowed,
+    /// After the pipeline, each redirected command is re-sent alone, one after another.
+    SerialRetry,
+    /// Redirected commands are re-sent in one round after a backoff (go-redis).
+    RetryRound { backoff_ms: f64 },
+    /// Each command follows its redirect independently, concurrently.
+    PerCommand,
+    /// The whole pipeline is re-sent to the target when every error is the same redirect
+    /// and every other command is read-only (ioredis); else errors are returned.
+    WholeResend,
+}
+
+impl Client {
+    fn follow(self) -> Option<Follow> {
+        use PipeRedirect::*;
+        let f = |asking_rtt, blocking_refresh, pipeline| {
+            Some(Follow {
+                asking_rtt,
+                blocking_refresh,
+                pipeline,
+            })
+        };
+        match self {
+            Client::Jedis3 | Client::Jedis | Client::Jedis8 => f(true, true, NotFollowed),
+            Client::Lettuce | Client::RedisRsAsync => f(false, false, PerCommand),
+            Client::RedisPy => f(true, false, SerialRetry),
+            // go-redis sleeps a jittered backoff below MinRetryBackoff (10 ms) before the retry
+            // round: modelled by its expected value.
+            Client::GoRedis => f(false, false, RetryRound { backoff_ms: 5.0 }),
+            Client::Ioredis => f(false, false, WholeResend),
+            Client::NodeRedis => f(false, true, PerCommand),
+            Client::RedisRs => f(true, true, SerialRetry),
+            // Envoy follows redirects only with enable_redirection (off by default); twemproxy
+            // backends are plain servers.
+            Client::Envoy | Client::Twemproxy => None,
+        }
+    }
+}
+
+/// Commands that only read (ioredis re-sends a redirected pipeline only when the others are).
+const READ_ONLY: &[&str] = &[
+    "GET",
+    "MGET",
+    "EXISTS",
+    "HGET",
+    "HMGET",
+    "HGETALL",
+    "LRANGE",
+    "LLEN",
+    "SMEMBERS",
+    "SISMEMBER",
+    "SCARD",
+    "ZRANGE",
+    "ZSCORE",
+    "ZCARD",
+    "ZRANK",
+    "STRLEN",
+    "TTL",
+    "PTTL",
+    "TYPE",
+    "GETRANGE",
+    "HEXISTS",
+    "HLEN",
+    "HKEYS",
+    "HVALS",
+    "LINDEX",
+    "ZCOUNT",
+    "ZRANGEBYSCORE",
+    "ZREVRANGE",
+    "PFCOUNT",
+    "BITCOUNT",
+    "GETBIT",
+    "XRANGE",
+    "XLEN",
+];
+
+/// Where a node of the client's map is in the real one.
+fn same_node(a: &crate::topology::Node, b: &crate::topology::Node) -> bool {
+    match (&a.address, &b.address) {
+        (Some(x), Some(y)) => x == y,
+        _ => a.name == b.name,
+    }
+}
+
+/// The redirect a command to node `node` (of the client's map) for `slot` meets, if any:
+/// (ASK?, index of the target in the real map).
+fn redirect(
+    believed: &Topology,
+    actual: &Topology,
+    node: usize,
+    slot: u16,
+) -> Option<(bool, usize)> {
+    let Topology::Cluster(map) = actual else {
+        return None;
+    };
+    let owner = map.owner_of_slot(slot)?;
+    let nodes = map.nodes();
+    let sent_to = believed.nodes().get(node)?;
+    if !same_node(sent_to, &nodes[owner]) {
+        return Some((false, owner));
+    }
+    // A slot migrating away from its owner: the key is assumed already moved (worst case).
+    let named = |s: &str| {
+        nodes.iter().position(|n| {
+            n.name == s || n.address.as_deref() == Some(s) || n.id.as_deref() == Some(s)
+        })
+    };
+    use crate::topology::MigrationDirection::*;
+    map.migrations()
+        .iter()
+        .filter(|m| m.slot == slot)
+        .find_map(|m| match m.direction {
+            Migrating if named(&m.node) == Some(owner) => named(&m.peer),
+            Importing if named(&m.peer) == Some(owner) => named(&m.node),
+            _ => None,
+        })
+        .map(|t| (true, t))
+}
+
+/// Simulates `client` executing batch `b` when its slot map is `believed` while the cluster
+/// is really `actual`: commands sent to a node that no longer owns the slot meet MOVED, keys
+/// of a slot in migration meet ASK, and the client follows them as its profile says.
+pub fn simulate_client_stale(
+    b: &Batch,
+    topo: &Topology,
+    actual: &Topology,
     client: Client,
     net: &NetworkModel,
 ) -> ClientResult {
@@ -456,6 +612,8 @@ pub fn simulate_client(
         bytes: 0,
         latency_ms: 0.0,
         nodes: Vec::new(),
+        moved: 0,
+        ask: 0,
     };
     let fail = |mut r: ClientResult, outcome: Outcome, message: String| {
         r.outcome = outcome;
@@ -502,6 +660,10 @@ pub fn simulate_client(
         node: first_node(op),
         keys,
         bytes: command_bytes(&op.command, &place(op, topo).iter().collect::<Vec<_>>()),
+        slot: match slots_of(op).as_slice() {
+            [one] => Some(*one),
+            _ => None,
+        },
     };
     match b.kind {
         BatchKind::MultiKey | BatchKind::Script => match plans.first() {
@@ -758,6 +920,7 @@ pub fn simulate_client(
                 node,
                 keys: 0,
                 bytes: resp_bytes(&[b"MULTI"]),
+                slot: None,
             }];
             let mut failed = false;
             for op in &b.ops {
@@ -773,6 +936,7 @@ pub fn simulate_client(
                 node,
                 keys: 0,
                 bytes: resp_bytes(&[b"EXEC"]),
+                slot: None,
             });
             if failed {
                 for s in wave.iter_mut() {
@@ -786,10 +950,172 @@ pub fn simulate_client(
             waves.push(wave);
         }
     }
-    // Cost the waves.
-    let names = topo.nodes();
-    let mut load: BTreeMap<usize, NodeLoad> = BTreeMap::new();
+    // The nodes of both maps in one index space: the client's map first, then real nodes it
+    // does not know.
+    let mut names: Vec<crate::topology::Node> = topo.nodes().to_vec();
+    let actual_index: Vec<usize> = actual
+        .nodes()
+        .iter()
+        .map(|n| match names.iter().position(|m| same_node(m, n)) {
+            Some(i) => i,
+            None => {
+                names.push(n.clone());
+                names.len() - 1
+            }
+        })
+        .collect();
+    // Redirects.
     let mut latency = if client.is_proxy() { net.rtt_ms } else { 0.0 };
+    let mut redirected_waves: Vec<Vec<Sub>> = Vec::new();
+    let mut extra_latency = 0.0;
+    for mut wave in waves {
+        let original = wave.clone();
+        let mut hits: Vec<(Sub, bool, usize)> = Vec::new();
+        for sub in wave.iter_mut() {
+            let Some(slot) = sub.slot else { continue };
+            if let Some((ask, target)) = redirect(topo, actual, sub.node, slot) {
+                hits.push((sub.clone(), ask, actual_index[target]));
+                // The node answers with the redirect instead of the keys.
+                sub.keys = 0;
+                if ask {
+                    r.ask += 1;
+                } else {
+                    r.moved += 1;
+                }
+            }
+        }
+        redirected_waves.push(wave);
+        if hits.is_empty() {
+            continue;
+        }
+        let message = |(s, ask, t): &(Sub, bool, usize)| {
+            format!(
+                "{} {} {}",
+                if *ask { "ASK" } else { "MOVED" },
+                s.slot.unwrap_or(0),
+                names[*t]
+                    .address
+                    .clone()
+                    .unwrap_or_else(|| names[*t].name.clone())
+            )
+        };
+        if b.kind == BatchKind::Multi {
+            return fail(
+                r,
+                Outcome::NotModelled,
+                format!(
+                    "{} inside MULTI: redirects of transactions are not modelled",
+                    message(&hits[0])
+                ),
+            );
+        }
+        let Some(follow) = client.follow() else {
+            errors.push((Outcome::ServerError, format!("{} returned to the application (the proxy does not follow redirects by default)", message(&hits[0]))));
+            continue;
+        };
+        let pipeline = b.kind == BatchKind::Pipeline;
+        let asking = |t: usize| Sub {
+            node: t,
+            keys: 0,
+            bytes: resp_bytes(&[b"ASKING"]),
+            slot: None,
+        };
+        let retried = |(s, _, t): &(Sub, bool, usize)| Sub {
+            node: *t,
+            slot: None,
+            ..s.clone()
+        };
+        let refresh = |t: usize| Sub {
+            node: t,
+            keys: 0,
+            bytes: resp_bytes(&[b"CLUSTER", b"SLOTS"]),
+            slot: None,
+        };
+        let any_moved = hits.iter().any(|h| !h.1);
+        match (pipeline, &follow.pipeline) {
+            (true, PipeRedirect::NotFollowed) => {
+                errors.push((
+                    Outcome::ServerError,
+                    format!(
+                        "{} returned as that command's reply (not followed in a pipeline)",
+                        message(&hits[0])
+                    ),
+                ));
+            }
+            (true, PipeRedirect::WholeResend) => {
+                let same = hits
+                    .iter()
+                    .all(|h| h.1 == hits[0].1 && h.2 == hits[0].2 && h.0.slot == hits[0].0.slot);
+                let read_only = b
+                    .ops
+                    .iter()
+                    .all(|o| READ_ONLY.contains(&o.command.as_str()));
+                if same && read_only {
+                    let (_, ask, t) = hits[0];
+                    let mut again = Vec::new();
+                    for sub in &original {
+                        if ask {
+                            again.push(asking(t));
+                        }
+                        again.push(Sub {
+                            node: t,
+                            slot: None,
+                            ..sub.clone()
+                        });
+                    }
+                    redirected_waves.push(again);
+                } else {
+                    errors.push((
+                        Outcome::ServerError,
+                        format!("{} returned as that command's reply (ioredis re-sends a pipeline only when every error is the same redirect and the rest is read-only)", message(&hits[0])),
+                    ));
+                }
+            }
+            (true, PipeRedirect::SerialRetry) => {
+                if any_moved && follow.blocking_refresh {
+                    redirected_waves.push(vec![refresh(hits[0].2)]);
+                }
+                for h in &hits {
+                    if h.1 && follow.asking_rtt {
+                        redirected_waves.push(vec![asking(h.2)]);
+                    }
+                    let mut w = vec![retried(h)];
+                    if h.1 && !follow.asking_rtt {
+                        w.insert(0, asking(h.2));
+                    }
+                    redirected_waves.push(w);
+                }
+            }
+            (_, p) => {
+                // Each redirected command follows on its own, the redirected ones concurrently.
+                if let (PipeRedirect::RetryRound { backoff_ms }, true) = (p, pipeline) {
+                    extra_latency += backoff_ms;
+                }
+                if any_moved && follow.blocking_refresh {
+                    let mut targets: Vec<usize> =
+                        hits.iter().filter(|h| !h.1).map(|h| h.2).collect();
+                    targets.dedup();
+                    redirected_waves.push(targets.into_iter().take(1).map(refresh).collect());
+                }
+                if follow.asking_rtt && hits.iter().any(|h| h.1) {
+                    redirected_waves
+                        .push(hits.iter().filter(|h| h.1).map(|h| asking(h.2)).collect());
+                }
+                let mut w = Vec::new();
+                for h in &hits {
+                    if h.1 && !follow.asking_rtt {
+                        w.push(asking(h.2));
+                    }
+                    w.push(retried(h));
+                }
+                redirected_waves.push(w);
+            }
+        }
+    }
+    let waves = redirected_waves;
+    latency += extra_latency;
+    // Cost the waves.
+    let mut load: BTreeMap<usize, NodeLoad> = BTreeMap::new();
     let mut connections = 0u64;
     for wave in &waves {
         let mut per_node: BTreeMap<usize, (u64, u64)> = BTreeMap::new();

@@ -8,7 +8,7 @@ pub mod client;
 use crate::slot::key_slot;
 use crate::topology::Topology;
 pub use batch::{Batch, BatchKind, Op, parse_batches};
-pub use client::{Client, ClientResult, Outcome, simulate_client};
+pub use client::{Client, ClientResult, Outcome, simulate_client, simulate_client_stale};
 use serde::Serialize;
 use std::collections::BTreeMap;
 

@@ -7,6 +7,7 @@ use crate::support::{
 };
 use keyplan::simulate::{
     Client, NetworkModel, Outcome, Strategy, parse_batches, simulate, simulate_client,
+    simulate_client_stale,
 };
 use keyplan::topology::{Topology, TopologyOptions};
 use std::collections::BTreeMap;
@@ -309,4 +310,169 @@ fn twemproxy_profile_equals_a_real_nutcracker() {
         assert_eq!(measured, predicted, "{line}");
         assert!(predicted.len() > 1 || line.contains("only-one"), "{line}");
     }
+}
+
+/// MOVED and ASK as a real cluster answers them: one slot is reassigned after the client read
+/// its map (stale map → MOVED) and another is put in migration (→ ASK); the redirects keyplan
+/// predicts, and their targets, are the ones the servers send.
+#[test]
+fn redirects_equal_a_real_cluster() {
+    let Some(cluster) = Cluster::create() else {
+        return;
+    };
+    let nodes_text = |i: usize| -> String {
+        let Reply::Bulk(Some(t)) = cluster.nodes[i]
+            .connect()
+            .call(&[b"CLUSTER", b"NODES"])
+            .unwrap()
+        else {
+            panic!("CLUSTER NODES")
+        };
+        String::from_utf8(t).unwrap()
+    };
+    let parse = |text: &str| {
+        Topology::parse_as(
+            text,
+            keyplan::topology::TopologyFormat::ClusterNodes,
+            &TopologyOptions {
+                allow_partial: false,
+                pool: None,
+            },
+        )
+        .unwrap()
+    };
+    let believed = parse(&nodes_text(0));
+    let id = |i: usize| -> String {
+        let Reply::Bulk(Some(t)) = cluster.nodes[i]
+            .connect()
+            .call(&[b"CLUSTER", b"MYID"])
+            .unwrap()
+        else {
+            panic!("MYID")
+        };
+        String::from_utf8(t).unwrap()
+    };
+    let index_of_port = |port: u16| cluster.nodes.iter().position(|n| n.port == port).unwrap();
+    let port_of = |topo: &Topology, i: usize| -> u16 {
+        topo.nodes()[i]
+            .address
+            .as_ref()
+            .unwrap()
+            .rsplit_once(':')
+            .unwrap()
+            .1
+            .parse()
+            .unwrap()
+    };
+    let (k1, k2, k3) = ("alpha", "bravo", "charlie");
+    let s1 = keyplan::slot::key_slot(k1.as_bytes());
+    let s2 = keyplan::slot::key_slot(k2.as_bytes());
+    let owner =
+        |k: &str| index_of_port(port_of(&believed, believed.node_of(k.as_bytes()).unwrap()));
+    let (a, c) = (owner(k1), owner(k2));
+    let (b, d) = ((a + 1) % 3, (c + 1) % 3);
+    // Slot s1 now belongs to b, on every node.
+    for i in 0..3 {
+        let r = cluster.nodes[i]
+            .connect()
+            .call(&[
+                b"CLUSTER",
+                b"SETSLOT",
+                s1.to_string().as_bytes(),
+                b"NODE",
+                id(b).as_bytes(),
+            ])
+            .unwrap();
+        assert_eq!(r, Reply::Status("OK".into()));
+    }
+    // Slot s2 migrates from c to d.
+    let setslot = |i: usize, how: &[u8], peer: usize| {
+        let r = cluster.nodes[i]
+            .connect()
+            .call(&[
+                b"CLUSTER",
+                b"SETSLOT",
+                s2.to_string().as_bytes(),
+                how,
+                id(peer).as_bytes(),
+            ])
+            .unwrap();
+        assert_eq!(r, Reply::Status("OK".into()));
+    };
+    setslot(d, b"IMPORTING", c);
+    setslot(c, b"MIGRATING", d);
+    // The real map, seen by the migration's source (its line carries the marker).
+    let actual = parse(&nodes_text(c));
+    // What the servers answer when each key is sent where the stale map says.
+    let mut real = Vec::new();
+    for k in [k1, k2, k3] {
+        let i = owner(k);
+        real.push(
+            cluster.nodes[i]
+                .connect()
+                .call(&[b"GET", k.as_bytes()])
+                .unwrap(),
+        );
+    }
+    let net = NetworkModel::default();
+    for (k, reply) in [k1, k2, k3].iter().zip(&real) {
+        let batch = &parse_batches(&format!("GET {k}")).unwrap()[0];
+        // Envoy returns the redirect as is: its message is the server's reply.
+        let r = simulate_client_stale(batch, &believed, &actual, Client::Envoy, &net);
+        match reply {
+            Reply::Error(e) => {
+                assert_eq!(r.outcome, Outcome::ServerError, "{k}: {e}");
+                let m = r.message.unwrap();
+                assert!(
+                    m.starts_with(e.as_str()),
+                    "{k}: predicted {m:?}, server said {e:?}"
+                );
+            }
+            other => {
+                assert_eq!(r.outcome, Outcome::Ok, "{k}: {other:?}");
+                assert_eq!((r.moved, r.ask), (0, 0));
+            }
+        }
+    }
+    assert!(matches!(&real[0], Reply::Error(e) if e.starts_with("MOVED")));
+    assert!(matches!(&real[1], Reply::Error(e) if e.starts_with("ASK")));
+    // A pipeline over the three keys: one MOVED, one ASK; redis-py re-sends each redirected
+    // command alone (ASKING its own round trip), Lettuce follows both at once.
+    let batch = &parse_batches(&format!("PIPELINE GET {k1}; GET {k2}; GET {k3}")).unwrap()[0];
+    let r = simulate_client_stale(batch, &believed, &actual, Client::RedisPy, &net);
+    assert_eq!((r.outcome, r.moved, r.ask), (Outcome::Ok, 1, 1));
+    assert_eq!(r.round_trips, 1 + 1 + 2);
+    let r = simulate_client_stale(batch, &believed, &actual, Client::Lettuce, &net);
+    assert_eq!(
+        (r.outcome, r.moved, r.ask, r.round_trips),
+        (Outcome::Ok, 1, 1, 2)
+    );
+    // The re-sent commands reach the nodes the servers named.
+    let target = |e: &Reply| match e {
+        Reply::Error(e) => e.rsplit(' ').next().unwrap().to_string(),
+        _ => unreachable!(),
+    };
+    for t in [target(&real[0]), target(&real[1])] {
+        assert!(
+            r.nodes
+                .iter()
+                .any(|n| n.address.as_deref() == Some(t.as_str())),
+            "{t}"
+        );
+    }
+    // Following the redirect really works: ASKING + GET on the target answers.
+    let mut c = crate::support::connect_port(
+        target(&real[1])
+            .rsplit_once(':')
+            .unwrap()
+            .1
+            .parse()
+            .unwrap(),
+    );
+    let mut buf = Vec::new();
+    Resp::encode(&mut buf, &[b"ASKING"]);
+    Resp::encode(&mut buf, &[b"GET", k2.as_bytes()]);
+    c.send(&buf).unwrap();
+    assert_eq!(c.read().unwrap(), Reply::Status("OK".into()));
+    assert_eq!(c.read().unwrap(), Reply::Bulk(None));
 }
