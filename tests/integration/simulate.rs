@@ -320,16 +320,14 @@ fn redirects_equal_a_real_cluster() {
     let Some(cluster) = Cluster::create() else {
         return;
     };
-    let nodes_text = |i: usize| -> String {
-        let Reply::Bulk(Some(t)) = cluster.nodes[i]
-            .connect()
-            .call(&[b"CLUSTER", b"NODES"])
-            .unwrap()
-        else {
-            panic!("CLUSTER NODES")
-        };
-        String::from_utf8(t).unwrap()
+    // A text reply of node i.
+    let text = |i: usize, sub: &[u8]| -> String {
+        match cluster.nodes[i].connect().call(&[b"CLUSTER", sub]).unwrap() {
+            Reply::Bulk(Some(t)) => String::from_utf8(t).unwrap(),
+            other => panic!("CLUSTER {}: {other:?}", String::from_utf8_lossy(sub)),
+        }
     };
+    let nodes_text = |i: usize| text(i, b"NODES");
     let parse = |text: &str| {
         Topology::parse_as(
             text,
@@ -342,16 +340,7 @@ fn redirects_equal_a_real_cluster() {
         .unwrap()
     };
     let believed = parse(&nodes_text(0));
-    let id = |i: usize| -> String {
-        let Reply::Bulk(Some(t)) = cluster.nodes[i]
-            .connect()
-            .call(&[b"CLUSTER", b"MYID"])
-            .unwrap()
-        else {
-            panic!("MYID")
-        };
-        String::from_utf8(t).unwrap()
-    };
+    let id = |i: usize| text(i, b"MYID");
     let index_of_port = |port: u16| cluster.nodes.iter().position(|n| n.port == port).unwrap();
     let port_of = |topo: &Topology, i: usize| -> u16 {
         topo.nodes()[i]
