@@ -79,39 +79,89 @@ pub struct SimulateArgs {
     pub sizes: Vec<u64>,
 
     /// Instead of strategies: what these client libraries or proxies do with each batch
-    /// (jedis3, jedis, jedis8, lettuce, redis-py, go-redis, ioredis, node-redis, redis-rs,
-    /// redis-rs-async, twemproxy, envoy, or all)
+    /// (jedis3, jedis, jedis8, lettuce, redis-py, redis-py-nonatomic, go-redis, ioredis,
+    /// node-redis, redis-rs, redis-rs-async, stackexchange, redisson, twemproxy, envoy, or all;
+    /// NAME@VERSION picks the profile of that version, e.g. jedis@3.10)
     #[arg(long, value_delimiter = ',', value_name = "CLIENT,…")]
     pub client: Vec<String>,
 
     /// With --client: the slot map the client holds, when it is stale (CLUSTER NODES text or
     /// any --topology format); commands it sends to the wrong node meet MOVED. Slots in
     /// migration in --topology (CLUSTER NODES markers) meet ASK either way
-    #[arg(long, value_name = "FILE", requires = "client")]
+    #[arg(
+        long,
+        visible_alias = "stale-after",
+        value_name = "FILE",
+        requires = "client"
+    )]
     pub client_topology: Option<PathBuf>,
+
+    /// With --client: put SLOT in migration to node TO (name, address or id, as --topology
+    /// names them); its keys meet ASK. Repeatable
+    #[arg(long, value_name = "SLOT:TO", requires = "client")]
+    pub migrating: Vec<String>,
 
     /// Output format
     #[arg(long, value_enum, default_value = "table")]
     pub format: SimFormat,
 }
 
-/// Resolves `--client` names.
+/// Applies `--migrating SLOT:TO`.
+fn add_migration(topology: &mut crate::topology::Topology, spec: &str) -> Result<(), UserError> {
+    let bad = |why: String| {
+        UserError::new(
+            format!("--migrating {spec}: {why}"),
+            "write SLOT:TO, e.g. --migrating 5000:127.0.0.1:7001 (TO as the topology names it)",
+        )
+    };
+    let crate::topology::Topology::Cluster(map) = topology else {
+        return Err(bad("slots migrate only in a Redis Cluster topology".into()));
+    };
+    let (slot, to) = spec
+        .split_once(':')
+        .ok_or_else(|| bad("no ':' between slot and node".into()))?;
+    let slot: u16 = slot
+        .parse()
+        .ok()
+        .filter(|s| *s < 16384)
+        .ok_or_else(|| bad(format!("'{slot}' is not a slot (0-16383)")))?;
+    let index = map
+        .nodes()
+        .iter()
+        .position(|n| {
+            n.name == to || n.address.as_deref() == Some(to) || n.id.as_deref() == Some(to)
+        })
+        .ok_or_else(|| {
+            bad(format!(
+                "no node '{to}' (nodes: {})",
+                map.nodes()
+                    .iter()
+                    .map(|n| n.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        })?;
+    map.add_migration(slot, index).map_err(bad)
+}
+
+/// Resolves `--client` names (`NAME`, `NAME@VERSION`, `all`).
 fn clients(names: &[String]) -> Result<Vec<Client>, UserError> {
     let mut out = Vec::new();
     for n in names {
         if n == "all" {
             return Ok(Client::ALL.to_vec());
         }
-        match Client::ALL.iter().find(|c| c.name() == n.as_str()) {
-            Some(c) => out.push(*c),
-            None => {
-                return Err(UserError::new(
-                    format!("--client {n}: no such client profile"),
-                    format!(
-                        "use one of: {}, all",
-                        Client::ALL.map(|c| c.name()).join(", ")
-                    ),
-                ));
+        for c in Client::resolve(n).map_err(|e| {
+            UserError::new(
+                format!("--client {e}"),
+                format!(
+                    "use one of: {}, all (optionally NAME@VERSION)",
+                    Client::ALL.map(|c| c.name()).join(", ")
+                ),
+            )
+        })? {
+            if !out.contains(&c) {
+                out.push(c);
             }
         }
     }
@@ -218,6 +268,10 @@ pub fn run(args: SimulateArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
                 "sweep sizes with strategies, or drop --sizes to see client profiles",
             )
             .into());
+        }
+        let mut topology = topology;
+        for spec in &args.migrating {
+            add_migration(&mut topology, spec)?;
         }
         let believed = match &args.client_topology {
             Some(p) => {
@@ -376,7 +430,7 @@ fn render_clients(
     if format == SimFormat::Json {
         serde_json::to_writer(
             &mut *out,
-            &json!({"schema_version": 1, "network": net, "clients": results}),
+            &json!({"schema_version": 1, "network": net, "results": results}),
         )?;
         writeln!(out)?;
         return Ok(());

@@ -23,8 +23,10 @@ pub enum Client {
     Jedis8,
     /// Lettuce ≥ 4 advanced cluster commands.
     Lettuce,
-    /// redis-py `RedisCluster` (sync), v6.1+.
+    /// redis-py `RedisCluster` (sync), v6.1+: `mget`/`mset` and friends.
     RedisPy,
+    /// redis-py's splitting API: `mget_nonatomic` / `mset_nonatomic`.
+    RedisPyNonatomic,
     /// go-redis v9.11+ `ClusterClient` (default command resolver).
     GoRedis,
     /// ioredis `Cluster`.
@@ -35,6 +37,10 @@ pub enum Client {
     RedisRs,
     /// redis-rs ≥ 0.23.4, async cluster connection.
     RedisRsAsync,
+    /// StackExchange.Redis.
+    StackExchange,
+    /// Redisson.
+    Redisson,
     /// twemproxy (nutcracker) ≥ 0.4.0.
     Twemproxy,
     /// Envoy `redis_proxy`.
@@ -56,17 +62,20 @@ enum Unit {
 
 impl Client {
     /// Every profile.
-    pub const ALL: [Client; 12] = [
+    pub const ALL: [Client; 15] = [
         Client::Jedis3,
         Client::Jedis,
         Client::Jedis8,
         Client::Lettuce,
         Client::RedisPy,
+        Client::RedisPyNonatomic,
         Client::GoRedis,
         Client::Ioredis,
         Client::NodeRedis,
         Client::RedisRs,
         Client::RedisRsAsync,
+        Client::StackExchange,
+        Client::Redisson,
         Client::Twemproxy,
         Client::Envoy,
     ];
@@ -79,6 +88,9 @@ impl Client {
             Client::Jedis8 => "jedis8",
             Client::Lettuce => "lettuce",
             Client::RedisPy => "redis-py",
+            Client::RedisPyNonatomic => "redis-py-nonatomic",
+            Client::StackExchange => "stackexchange",
+            Client::Redisson => "redisson",
             Client::GoRedis => "go-redis",
             Client::Ioredis => "ioredis",
             Client::NodeRedis => "node-redis",
@@ -96,7 +108,12 @@ impl Client {
             Client::Jedis => "Jedis 4.4-7.x JedisCluster, ClusterPipeline",
             Client::Jedis8 => "Jedis 8.0 RedisClusterClient",
             Client::Lettuce => "Lettuce 4.x-7.x advanced cluster commands",
-            Client::RedisPy => "redis-py 6.1-8.x RedisCluster (sync)",
+            Client::RedisPy => "redis-py 6.1-8.x RedisCluster (sync): mget, mset, delete…",
+            Client::RedisPyNonatomic => {
+                "redis-py 6.1-8.x RedisCluster: mget_nonatomic, mset_nonatomic"
+            }
+            Client::StackExchange => "StackExchange.Redis 2.x (IBatch, ITransaction)",
+            Client::Redisson => "Redisson 3.x (RBuckets, RKeys, RBatch)",
             Client::GoRedis => "go-redis v9.11+ ClusterClient, default resolver",
             Client::Ioredis => "ioredis 4-6 Cluster",
             Client::NodeRedis => "node-redis, @redis/client 6.2+",
@@ -105,6 +122,71 @@ impl Client {
             Client::Twemproxy => "twemproxy 0.4+",
             Client::Envoy => "Envoy redis_proxy",
         }
+    }
+
+    /// The profiles for `NAME` or `NAME@VERSION` on the command line (`redis-py` gives both its
+    /// strict and its splitting API). An error says which versions are modelled.
+    pub fn resolve(spec: &str) -> Result<Vec<Client>, String> {
+        let (name, version) = match spec.split_once('@') {
+            Some((n, v)) => (n, Some(v)),
+            None => (spec, None),
+        };
+        let v = match version {
+            Some(v) => Some(parse_version(v).ok_or_else(|| {
+                format!("{spec}: '{v}' is not a version (e.g. {name}@4.4 or {name}@9.11.0)")
+            })?),
+            None => None,
+        };
+        // (profile, lowest version, first version past the range), by library name.
+        let ranges: &[(Client, Version, Version)] = match name {
+            "jedis" => &[
+                (Client::Jedis3, (3, 0, 0), (4, 0, 0)),
+                (Client::Jedis, (4, 4, 0), (8, 0, 0)),
+                (Client::Jedis8, (8, 0, 0), (9, 0, 0)),
+            ],
+            "lettuce" => &[(Client::Lettuce, (4, 0, 0), (8, 0, 0))],
+            "redis-py" => &[(Client::RedisPy, (6, 1, 0), (9, 0, 0))],
+            "go-redis" => &[(Client::GoRedis, (9, 11, 0), (10, 0, 0))],
+            "ioredis" => &[(Client::Ioredis, (4, 0, 0), (7, 0, 0))],
+            "node-redis" => &[(Client::NodeRedis, (6, 2, 0), (7, 0, 0))],
+            "redis-rs" => &[(Client::RedisRs, (0, 23, 4), (2, 0, 0))],
+            "redis-rs-async" => &[(Client::RedisRsAsync, (0, 23, 4), (2, 0, 0))],
+            "stackexchange" => &[(Client::StackExchange, (2, 0, 0), (3, 0, 0))],
+            "redisson" => &[(Client::Redisson, (3, 0, 0), (4, 0, 0))],
+            "twemproxy" => &[(Client::Twemproxy, (0, 4, 0), (1, 0, 0))],
+            _ => &[],
+        };
+        let exact = Client::ALL.iter().find(|c| c.name() == name).copied();
+        let picked: Vec<Client> = match (v, exact) {
+            (None, Some(c)) => vec![c],
+            (None, None) => Vec::new(),
+            (Some(v), _) => ranges
+                .iter()
+                .filter(|(_, lo, hi)| *lo <= v && v < *hi)
+                .map(|r| r.0)
+                .collect(),
+        };
+        if picked.is_empty() {
+            if ranges.is_empty() && exact.is_none() {
+                return Err(format!("{spec}: no such client profile"));
+            }
+            let modelled: Vec<String> = ranges
+                .iter()
+                .map(|(c, _, _)| format!("{} = {}", c.name(), c.models()))
+                .collect();
+            return Err(format!(
+                "{spec}: this version is not modelled (modelled: {})",
+                if modelled.is_empty() {
+                    exact.map(|c| c.models().to_string()).unwrap_or_default()
+                } else {
+                    modelled.join("; ")
+                }
+            ));
+        }
+        if picked == [Client::RedisPy] {
+            return Ok(vec![Client::RedisPy, Client::RedisPyNonatomic]);
+        }
+        Ok(picked)
     }
 
     /// A proxy (one hop client → proxy, then proxy → servers) rather than a library.
@@ -121,6 +203,9 @@ impl Client {
                 "DEL", "EXISTS", "MGET", "MSET", "TOUCH", "UNLINK", "MSETNX", "MSETEX",
             ],
             Client::RedisPy => &["DEL", "EXISTS", "UNLINK", "TOUCH"],
+            Client::RedisPyNonatomic => &["DEL", "EXISTS", "UNLINK", "TOUCH", "MGET", "MSET"],
+            Client::StackExchange => &[],
+            Client::Redisson => &["MGET", "MSET", "DEL", "UNLINK", "EXISTS", "TOUCH"],
             Client::NodeRedis => &["DEL", "UNLINK", "EXISTS", "TOUCH", "MGET", "MSET"],
             Client::RedisRs | Client::RedisRsAsync => {
                 &["MGET", "DEL", "EXISTS", "UNLINK", "TOUCH", "WATCH", "MSET"]
@@ -155,12 +240,36 @@ impl Client {
             Client::Jedis | Client::Jedis8 => {
                 Some("JedisClusterOperationException: Keys must belong to same hashslot.".into())
             }
-            Client::RedisPy => Some(format!(
+            Client::StackExchange => Some(
+                "RedisCommandException: Multi-key operations must involve a single slot; keys \
+                 can use 'hash tags' to help this, i.e. '{/users/12345}/account' and \
+                 '{/users/12345}/contacts' will always be in the same slot"
+                    .into(),
+            ),
+            Client::RedisPy | Client::RedisPyNonatomic => Some(format!(
                 "RedisClusterException: {command} - all keys must map to the same key slot"
             )),
             _ => None,
         }
     }
+}
+
+/// A library version: (major, minor, patch).
+type Version = (u32, u32, u32);
+
+/// `4`, `4.4`, `v9.11.0`, `0.23.4` → (major, minor, patch).
+fn parse_version(v: &str) -> Option<Version> {
+    let v = v.trim_start_matches('v');
+    let mut parts = v.split('.');
+    let mut next = |required: bool| match parts.next() {
+        Some(p) => {
+            let digits: String = p.chars().take_while(|c| c.is_ascii_digit()).collect();
+            digits.parse::<u32>().ok()
+        }
+        None if required => None,
+        None => Some(0),
+    };
+    Some((next(true)?, next(false)?, next(false)?))
 }
 
 /// What became of a batch.
@@ -495,7 +604,8 @@ impl Client {
         match self {
             Client::Jedis3 | Client::Jedis | Client::Jedis8 => f(true, true, NotFollowed),
             Client::Lettuce | Client::RedisRsAsync => f(false, false, PerCommand),
-            Client::RedisPy => f(true, false, SerialRetry),
+            Client::RedisPy | Client::RedisPyNonatomic => f(true, false, SerialRetry),
+            Client::StackExchange | Client::Redisson => f(false, false, PerCommand),
             // go-redis sleeps a jittered backoff below MinRetryBackoff (10 ms) before the retry
             // round: modelled by its expected value.
             Client::GoRedis => f(false, false, RetryRound { backoff_ms: 5.0 }),
@@ -732,17 +842,11 @@ pub fn simulate_client_stale(
                         );
                     }
                 }
-                Client::RedisPy => {
-                    if let Some(op) = multi_slot {
-                        return fail(
-                            r,
-                            Outcome::ClientError,
-                            format!(
-                                "RedisClusterException: {} - all keys must map to the same \
-                                 key slot",
-                                op.command
-                            ),
-                        );
+                // Every command of the pipeline must address one slot (checked before sending),
+                // then per node (redis-py) or per command (StackExchange IBatch).
+                Client::RedisPy | Client::RedisPyNonatomic | Client::StackExchange => {
+                    if let Some(m) = multi_slot.and_then(|op| client.rejects(&op.command)) {
+                        return fail(r, Outcome::ClientError, m);
                     }
                     waves.push(
                         b.ops
@@ -816,6 +920,7 @@ pub fn simulate_client_stale(
                 // Each command handled as it would be alone (split where the client splits,
                 // else routed by its first key), everything in flight at once.
                 Client::Lettuce
+                | Client::Redisson
                 | Client::GoRedis
                 | Client::NodeRedis
                 | Client::Twemproxy
@@ -842,7 +947,8 @@ pub fn simulate_client_stale(
                 }
             }
         }
-        BatchKind::Multi => {
+        BatchKind::Multi => 'multi: {
+            let mut redisson_multi: Option<Vec<Sub>> = None;
             let mut slots: Vec<u16> = b.ops.iter().flat_map(&slots_of).collect();
             slots.sort_unstable();
             slots.dedup();
@@ -874,7 +980,60 @@ pub fn simulate_client_stale(
                         "atomic pipelines are not supported in cluster mode (redis-rs sync)".into(),
                     );
                 }
-                Client::RedisPy if cross => {
+                Client::StackExchange if cross => {
+                    let m = client.rejects("MULTI").unwrap_or_default();
+                    return fail(r, Outcome::ClientError, m);
+                }
+                Client::Redisson => {
+                    // RBatch in an atomic mode: each node's commands wrapped in their own
+                    // MULTI/EXEC, the nodes in parallel.
+                    let mut groups: BTreeMap<usize, Vec<&Op>> = BTreeMap::new();
+                    for op in b.ops.iter().filter(|o| !o.keys.is_empty()) {
+                        groups.entry(first_node(op)).or_default().push(op);
+                    }
+                    let mut wave = Vec::new();
+                    let mut failed = false;
+                    for (&node, ops) in &groups {
+                        let mut slots: Vec<u16> = ops.iter().flat_map(|o| slots_of(o)).collect();
+                        slots.sort_unstable();
+                        slots.dedup();
+                        let ok = slots.len() == 1;
+                        failed |= !ok;
+                        wave.push(Sub {
+                            node,
+                            keys: 0,
+                            bytes: resp_bytes(&[b"MULTI"]),
+                            slot: None,
+                        });
+                        for op in ops {
+                            wave.push(Sub {
+                                node,
+                                keys: if ok { op.keys.len() as u64 } else { 0 },
+                                slot: None,
+                                ..whole(op, 0)
+                            });
+                        }
+                        wave.push(Sub {
+                            node,
+                            keys: 0,
+                            bytes: resp_bytes(&[b"EXEC"]),
+                            slot: None,
+                        });
+                    }
+                    if failed {
+                        errors.push((
+                            Outcome::ServerError,
+                            format!("{CROSSSLOT} inside a node's MULTI; EXEC answers EXECABORT"),
+                        ));
+                    } else if groups.len() > 1 {
+                        r.message = Some(format!(
+                            "atomic per node only: {} separate MULTI/EXEC",
+                            groups.len()
+                        ));
+                    }
+                    redisson_multi = Some(wave);
+                }
+                Client::RedisPy | Client::RedisPyNonatomic if cross => {
                     return fail(
                         r,
                         Outcome::ClientError,
@@ -903,6 +1062,10 @@ pub fn simulate_client_stale(
                     }
                 }
                 _ => {}
+            }
+            if let Some(wave) = redisson_multi {
+                waves.push(wave);
+                break 'multi;
             }
             // MULTI, the commands, EXEC: one node (the first keyed command's), one round trip.
             let node = b
@@ -1291,5 +1454,73 @@ mod tests {
                 assert_eq!(r.commands, fresh.commands + r.moved + refresh, "{c:?}");
             }
         }
+    }
+
+    #[test]
+    fn versions_pick_profiles() {
+        assert_eq!(
+            Client::resolve("jedis@3.10.0").unwrap(),
+            vec![Client::Jedis3]
+        );
+        assert_eq!(Client::resolve("jedis@5").unwrap(), vec![Client::Jedis]);
+        assert_eq!(
+            Client::resolve("jedis@8.0.0-beta1").unwrap(),
+            vec![Client::Jedis8]
+        );
+        assert!(
+            Client::resolve("jedis@4.2")
+                .unwrap_err()
+                .contains("not modelled")
+        );
+        assert_eq!(
+            Client::resolve("redis-py").unwrap(),
+            vec![Client::RedisPy, Client::RedisPyNonatomic]
+        );
+        assert_eq!(
+            Client::resolve("go-redis@v9.22.1").unwrap(),
+            vec![Client::GoRedis]
+        );
+        assert!(Client::resolve("go-redis@9.7").is_err());
+        assert_eq!(
+            Client::resolve("redis-rs@0.23.4").unwrap(),
+            vec![Client::RedisRs]
+        );
+        assert!(Client::resolve("redis-rs@0.23.3").is_err());
+        assert!(
+            Client::resolve("jedis@x")
+                .unwrap_err()
+                .contains("not a version")
+        );
+        assert!(
+            Client::resolve("hiredis")
+                .unwrap_err()
+                .contains("no such client profile")
+        );
+        assert_eq!(Client::resolve("envoy").unwrap(), vec![Client::Envoy]);
+    }
+
+    #[test]
+    fn stackexchange_and_redisson() {
+        let r = run("MGET a b", Client::StackExchange);
+        assert_eq!(r.outcome, Outcome::ClientError);
+        assert!(
+            r.message
+                .unwrap()
+                .starts_with("RedisCommandException: Multi-key operations")
+        );
+        let r = run("MGET a b c d", Client::Redisson);
+        assert_eq!((r.outcome, r.commands, r.round_trips), (Outcome::Ok, 4, 1));
+        // RBatch atomic: one MULTI/EXEC per node; b and c are alone on their nodes.
+        let r = run("MULTI SET b 1; SET c 1", Client::Redisson);
+        assert_eq!(
+            (r.outcome, r.commands, r.nodes_touched),
+            (Outcome::Ok, 6, 2)
+        );
+        assert!(r.message.unwrap().contains("atomic per node only"));
+        // a and d share master-2 but not a slot: that node's EXEC aborts.
+        let r = run("MULTI SET a 1; SET d 1", Client::Redisson);
+        assert_eq!(r.outcome, Outcome::ServerError);
+        let r = run("MGET a b c d", Client::RedisPyNonatomic);
+        assert_eq!((r.outcome, r.commands), (Outcome::Ok, 4));
     }
 }

@@ -247,6 +247,28 @@ impl SlotMap {
         &self.migrations
     }
 
+    /// Puts `slot` in migration from its owner to node `to` (as `CLUSTER SETSLOT … MIGRATING`
+    /// would), for what-if simulations. Errors when `to` is not a node or already owns it.
+    pub fn add_migration(&mut self, slot: u16, to: usize) -> Result<(), String> {
+        let owner = self
+            .owner_of_slot(slot)
+            .ok_or_else(|| format!("slot {slot} has no owner"))?;
+        let target = self.nodes.get(to).ok_or_else(|| format!("no node {to}"))?;
+        if owner == to {
+            return Err(format!("slot {slot} already belongs to {}", target.name));
+        }
+        let label = |n: &Node| n.address.clone().unwrap_or_else(|| n.name.clone());
+        self.migrations.push(Migration {
+            slot,
+            node: label(&self.nodes[owner]),
+            peer: label(target),
+            direction: MigrationDirection::Migrating,
+        });
+        self.migrations
+            .sort_by(|a, b| a.slot.cmp(&b.slot).then_with(|| a.node.cmp(&b.node)));
+        Ok(())
+    }
+
     /// Slots owned by node `index`.
     pub fn slot_count(&self, index: usize) -> usize {
         self.owner

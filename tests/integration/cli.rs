@@ -392,9 +392,9 @@ fn simulate_inputs_and_errors() {
     assert!(out.status.success());
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["schema_version"], 1);
-    let clients = v["clients"].as_array().unwrap();
+    let clients = v["results"].as_array().unwrap();
     // Twemproxy needs a ring; on the default cluster "all" leaves it out.
-    assert_eq!(clients.len(), 11);
+    assert_eq!(clients.len(), 14);
     let of = |name: &str| clients.iter().find(|c| c["client"] == name).unwrap();
     assert_eq!(of("redis-py")["outcome"], "client-error");
     assert_eq!(of("lettuce")["outcome"], "ok");
@@ -407,4 +407,63 @@ fn simulate_inputs_and_errors() {
         .success()
         .stdout(predicate::str::contains("jedis8"))
         .stdout(predicate::str::contains("Jedis 8.0 RedisClusterClient"));
+    // A slot in migration: its key meets ASK; a stale map (alias --stale-after) meets MOVED.
+    // "a" is slot 15495 (master-2 of 3); with 4 masters it belongs to master-3.
+    let a = write_file(&dir, "a.txt", b"GET a\n");
+    let v = crate::support::json_of(
+        keyplan()
+            .args(["simulate", "--client", "lettuce", "--format", "json"])
+            .args([
+                "--masters",
+                "3",
+                "--migrating",
+                "15495:master-0",
+                "--batches",
+            ])
+            .arg(&a),
+    );
+    assert_eq!(
+        (
+            v["results"][0]["ask"].as_u64(),
+            v["results"][0]["moved"].as_u64()
+        ),
+        (Some(1), Some(0))
+    );
+    let stale = write_file(
+        &dir,
+        "stale.yaml",
+        b"nodes:\n  - { name: master-0, slots: \"0-5460\" }\n  - { name: master-1, slots: \"5461-10922\" }\n  - { name: master-2, slots: \"10923-16383\" }\n",
+    );
+    let v = crate::support::json_of(
+        keyplan()
+            .args(["simulate", "--client", "jedis@5.2", "--format", "json"])
+            .args(["--masters", "4", "--stale-after"])
+            .arg(&stale)
+            .arg("--batches")
+            .arg(&a),
+    );
+    assert_eq!(v["results"][0]["moved"], 1);
+    assert_eq!(
+        v["results"][0]["round_trips"], 3,
+        "GET, CLUSTER SLOTS, GET again"
+    );
+    keyplan()
+        .args([
+            "simulate",
+            "--client",
+            "lettuce",
+            "--migrating",
+            "99999:master-0",
+            "--batches",
+        ])
+        .arg(&a)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("not a slot"));
+    keyplan()
+        .args(["simulate", "--client", "go-redis@9.7", "--batches"])
+        .arg(&a)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("not modelled"));
 }
