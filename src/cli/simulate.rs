@@ -50,6 +50,11 @@ pub struct SimulateArgs {
     #[arg(long, value_name = "FILE")]
     pub scheme: Option<PathBuf>,
 
+    /// A `redis-cli MONITOR` capture: its multi-key commands, MULTI…EXEC blocks and scripts,
+    /// per client connection
+    #[arg(long, value_name = "FILE")]
+    pub monitor: Option<PathBuf>,
+
     /// A batch file: one batch a line (`MGET a b c`, `PIPELINE GET a; ZADD b 1 x`, `MULTI SET a 1; INCR b`)
     #[arg(long, value_name = "FILE")]
     pub batches: Option<PathBuf>,
@@ -170,10 +175,10 @@ fn clients(names: &[String]) -> Result<Vec<Client>, UserError> {
 
 /// Runs `keyplan simulate`.
 pub fn run(args: SimulateArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
-    if args.scheme.is_none() && args.batches.is_none() {
+    if args.scheme.is_none() && args.batches.is_none() && args.monitor.is_none() {
         return Err(UserError::new(
             "no batches to simulate",
-            "pass --scheme keyplan.yaml or --batches FILE",
+            "pass --scheme keyplan.yaml, --batches FILE or --monitor CAPTURE",
         )
         .into());
     }
@@ -223,6 +228,33 @@ pub fn run(args: SimulateArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
         let text = std::fs::read_to_string(p)
             .with_context(|| format!("cannot read batch file '{}'", p.display()))?;
         let parsed = parse_batches(&text).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;
+        batches.extend(parsed.into_iter().map(|b| (None, b)));
+    }
+    if let Some(p) = &args.monitor {
+        let text = std::fs::read(p)
+            .with_context(|| format!("cannot read MONITOR capture '{}'", p.display()))?;
+        let (parsed, stats) = crate::simulate::monitor::parse_monitor(&String::from_utf8_lossy(
+            &text,
+        ))
+        .map_err(|e| {
+            UserError::new(
+                format!("{}: {e}", p.display()),
+                "capture with `redis-cli MONITOR > capture.txt` (one command a line)",
+            )
+        })?;
+        writeln!(
+            ctx.stderr,
+            "{}: {} commands, {} batches; {} single-key commands are not batches{}",
+            p.display(),
+            stats.commands,
+            parsed.len(),
+            stats.single,
+            if stats.unterminated > 0 {
+                format!("; {} MULTI without EXEC dropped", stats.unterminated)
+            } else {
+                String::new()
+            }
+        )?;
         batches.extend(parsed.into_iter().map(|b| (None, b)));
     }
     if let Some(s) = &scheme {

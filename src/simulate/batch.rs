@@ -60,7 +60,8 @@ impl Batch {
 }
 
 /// Splits a command line into arguments: whitespace-separated, with redis-cli's `"…"` quoting.
-fn split_args(s: &str, line: usize) -> Result<Vec<Vec<u8>>, String> {
+/// `s` starts at 1-based column `col` of line `line` (for error positions).
+pub(crate) fn split_args(s: &str, line: usize, col: usize) -> Result<Vec<Vec<u8>>, String> {
     let b = s.as_bytes();
     let mut out = Vec::new();
     let mut i = 0;
@@ -71,8 +72,11 @@ fn split_args(s: &str, line: usize) -> Result<Vec<Vec<u8>>, String> {
         }
         if b[i] == b'"' {
             let mut v = Vec::new();
-            let n = crate::keys::unquote(&b[i..], &mut v)
-                .map_err(|e| format!("line {line}, column {}: {}", i + e.column, e.message))?;
+            let n = crate::keys::unquote(&b[i..], &mut v).map_err(|e| {
+                // The dump reader's hint about raw dumps does not apply to commands.
+                let what = e.message.split(" (is this a raw dump").next().unwrap_or("");
+                format!("line {line}, column {}: {what}", col - 1 + i + e.column)
+            })?;
             out.push(v);
             i += n;
         } else {
@@ -87,7 +91,7 @@ fn split_args(s: &str, line: usize) -> Result<Vec<Vec<u8>>, String> {
 }
 
 /// The keys (and values) of a command, by the command's key positions.
-fn op_of(args: Vec<Vec<u8>>, line: usize) -> Result<Op, String> {
+pub(crate) fn op_of(args: Vec<Vec<u8>>, line: usize) -> Result<Op, String> {
     let Some(name) = args.first() else {
         return Err(format!("line {line}: an empty command"));
     };
@@ -145,7 +149,7 @@ pub fn parse_batches(text: &str) -> Result<Vec<Batch>, String> {
         };
         let mut ops = Vec::new();
         for p in parts.iter().map(|p| p.trim()).filter(|p| !p.is_empty()) {
-            ops.push(op_of(split_args(p, line)?, line)?);
+            ops.push(op_of(split_args(p, line, 1)?, line)?);
         }
         if ops.is_empty() {
             return Err(format!(

@@ -4,6 +4,7 @@
 
 pub mod batch;
 pub mod client;
+pub mod monitor;
 
 use crate::slot::key_slot;
 use crate::topology::Topology;

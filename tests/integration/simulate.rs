@@ -465,3 +465,96 @@ fn redirects_equal_a_real_cluster() {
     assert_eq!(c.read().unwrap(), Reply::Status("OK".into()));
     assert_eq!(c.read().unwrap(), Reply::Bulk(None));
 }
+
+/// A real `redis-cli MONITOR` capture becomes the batches that were sent: the multi-key
+/// command, the MULTI block and the script with their keys, binary keys included; single-key
+/// commands and the script's own commands are not batches.
+#[test]
+fn batches_from_a_real_monitor_capture() {
+    let (Some(redis), Some(cli)) = (require_binary("redis-server"), require_binary("redis-cli"))
+    else {
+        return;
+    };
+    let server = RedisServer::start(&redis, false);
+    let dir = tempfile::tempdir().unwrap();
+    let capture = dir.path().join("monitor.txt");
+    let mut monitor = std::process::Command::new(&cli)
+        .args(["-p", &server.port.to_string(), "monitor"])
+        .stdout(std::fs::File::create(&capture).unwrap())
+        .spawn()
+        .unwrap();
+    // Wait until the monitor is attached (its "OK").
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::fs::read_to_string(&capture)
+        .unwrap_or_default()
+        .is_empty()
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "redis-cli monitor did not start"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let mut c = server.connect();
+    c.call(&[b"MGET", b"a", b"b\x01\"q", b"c d"]).unwrap();
+    c.call(&[b"GET", b"single"]).unwrap();
+    let mut buf = Vec::new();
+    Resp::encode(&mut buf, &[b"MULTI"]);
+    Resp::encode(&mut buf, &[b"SET", b"{u}x", b"1"]);
+    Resp::encode(&mut buf, &[b"INCR", b"{u}y"]);
+    Resp::encode(&mut buf, &[b"EXEC"]);
+    c.send(&buf).unwrap();
+    for _ in 0..4 {
+        c.read().unwrap();
+    }
+    c.call(&[
+        b"EVAL",
+        b"return redis.call('get', KEYS[1])",
+        b"2",
+        b"k1",
+        b"k2",
+        b"arg",
+    ])
+    .unwrap();
+    c.call(&[b"PING"]).unwrap();
+    // The capture is complete once the PING shows up.
+    while !std::fs::read_to_string(&capture)
+        .unwrap()
+        .contains("\"PING\"")
+    {
+        assert!(std::time::Instant::now() < deadline, "capture incomplete");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let _ = monitor.kill();
+    let _ = monitor.wait();
+    let text = std::fs::read_to_string(&capture).unwrap();
+    let (batches, stats) = keyplan::simulate::monitor::parse_monitor(&text).unwrap();
+    let keys: Vec<Vec<Vec<u8>>> = batches
+        .iter()
+        .map(|b| b.keys().map(|k| k.to_vec()).collect())
+        .collect();
+    assert_eq!(
+        keys,
+        vec![
+            vec![b"a".to_vec(), b"b\x01\"q".to_vec(), b"c d".to_vec()],
+            vec![b"{u}x".to_vec(), b"{u}y".to_vec()],
+            vec![b"k1".to_vec(), b"k2".to_vec()],
+        ],
+        "{text}"
+    );
+    assert_eq!(stats.single, 2, "GET single and PING: {text}");
+    // And through the CLI.
+    keyplan()
+        .args([
+            "simulate",
+            "--client",
+            "lettuce",
+            "--masters",
+            "3",
+            "--monitor",
+        ])
+        .arg(&capture)
+        .assert()
+        .success()
+        .stderr(predicates::str::contains("3 batches"));
+}
