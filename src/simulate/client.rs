@@ -1034,13 +1034,16 @@ pub fn simulate_client_stale(
                     redisson_multi = Some(wave);
                 }
                 Client::RedisPy | Client::RedisPyNonatomic if cross => {
-                    return fail(
-                        r,
-                        Outcome::ClientError,
-                        "CrossSlotTransactionError: Cannot watch or send commands on \
-                         different slots"
-                            .into(),
-                    );
+                    // Checked when WATCH runs, else at execute() over the queued commands
+                    // (redis-py 8.1 `ClusterPipeline`, verified by running it).
+                    let m = if b.ops.iter().any(|o| o.command == "WATCH") {
+                        "CrossSlotTransactionError: Cannot watch or send commands on different \
+                         slots"
+                    } else {
+                        "CrossSlotTransactionError: All keys involved in a cluster transaction \
+                         must map to the same slot"
+                    };
+                    return fail(r, Outcome::ClientError, m.into());
                 }
                 Client::GoRedis if cross => {
                     return fail(

@@ -558,3 +558,172 @@ fn batches_from_a_real_monitor_capture() {
         .success()
         .stderr(predicates::str::contains("3 batches"));
 }
+
+/// redis-py itself (from PyPI; `.ci/run` installs it in a venv and exports KEYPLAN_PYTHON)
+/// against a real cluster: what it raises, and the commands each node counts, equal the
+/// `redis-py` / `redis-py-nonatomic` profiles.
+#[test]
+fn redis_py_equals_its_profile() {
+    // KEYPLAN_PYTHON, else a python3 on PATH that has the redis package.
+    let on_path = || {
+        let ok = std::process::Command::new("python3")
+            .args(["-c", "import redis.cluster"])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        ok.then(|| std::ffi::OsString::from("python3"))
+    };
+    let python = match std::env::var_os("KEYPLAN_PYTHON").or_else(on_path) {
+        Some(p) => std::path::PathBuf::from(p),
+        None => {
+            if std::env::var_os("CI").is_some() {
+                panic!("KEYPLAN_PYTHON is not set, and CI is set: .ci/run must install redis-py");
+            }
+            eprintln!("NOTICE: KEYPLAN_PYTHON (a python with the redis package) not set; skipping");
+            return;
+        }
+    };
+    let Some(cluster) = Cluster::create() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("run.py");
+    std::fs::write(
+        &script,
+        r#"import sys, json
+from redis.cluster import RedisCluster
+port, what, keys = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
+rc = RedisCluster(host="127.0.0.1", port=port)
+try:
+    if what == "mget":
+        rc.mget(*keys)
+    elif what == "mget_nonatomic":
+        rc.mget_nonatomic(*keys)
+    elif what == "delete":
+        rc.delete(*keys)
+    elif what == "pipeline":
+        p = rc.pipeline()
+        for k in keys:
+            p.get(k)
+        p.execute()
+    elif what == "transaction":
+        p = rc.pipeline(transaction=True)
+        for k in keys:
+            p.set(k, "1")
+        p.execute()
+    print(json.dumps({"error": None}))
+except Exception as e:
+    print(json.dumps({"error": f"{type(e).__name__}: {e}"}))
+"#,
+    )
+    .unwrap();
+    let Reply::Bulk(Some(nodes_text)) = cluster.nodes[0]
+        .connect()
+        .call(&[b"CLUSTER", b"NODES"])
+        .unwrap()
+    else {
+        panic!("CLUSTER NODES")
+    };
+    let topo = Topology::parse_as(
+        &String::from_utf8_lossy(&nodes_text),
+        keyplan::topology::TopologyFormat::ClusterNodes,
+        &TopologyOptions::default(),
+    )
+    .unwrap();
+    let data = ["get", "mget", "del", "set", "multi", "exec"];
+    let counts = || -> BTreeMap<String, u64> {
+        cluster
+            .nodes
+            .iter()
+            .map(|n| {
+                let s = commandstats(&mut n.connect());
+                let c = data.iter().map(|d| s.get(*d).copied().unwrap_or(0)).sum();
+                (format!("127.0.0.1:{}", n.port), c)
+            })
+            .collect()
+    };
+    let keys: Vec<String> = (0..12).map(|i| format!("py:{}", i * 7919)).collect();
+    let k = |n: usize| keys[..n].to_vec();
+    let cases: Vec<(&str, Vec<String>, String, Client)> = vec![
+        (
+            "mget",
+            k(6),
+            format!("MGET {}", k(6).join(" ")),
+            Client::RedisPy,
+        ),
+        (
+            "mget_nonatomic",
+            k(12),
+            format!("MGET {}", k(12).join(" ")),
+            Client::RedisPyNonatomic,
+        ),
+        (
+            "delete",
+            k(12),
+            format!("DEL {}", k(12).join(" ")),
+            Client::RedisPy,
+        ),
+        (
+            "pipeline",
+            k(12),
+            format!("PIPELINE GET {}", k(12).join("; GET ")),
+            Client::RedisPy,
+        ),
+        (
+            "transaction",
+            k(3),
+            format!("MULTI SET {} 1", k(3).join(" 1; SET ")),
+            Client::RedisPy,
+        ),
+        (
+            "transaction",
+            vec!["{u}a".into(), "{u}b".into()],
+            "MULTI SET {u}a 1; SET {u}b 1".into(),
+            Client::RedisPy,
+        ),
+    ];
+    let net = NetworkModel::default();
+    for (what, args, line, client) in cases {
+        let before = counts();
+        let out = std::process::Command::new(&python)
+            .arg(&script)
+            .arg(cluster.nodes[0].port.to_string())
+            .arg(what)
+            .args(&args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{what}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let after = counts();
+        let measured: BTreeMap<String, u64> = after
+            .iter()
+            .map(|(n, c)| (n.clone(), c - before[n]))
+            .filter(|(_, c)| *c > 0)
+            .collect();
+        let b = &parse_batches(&line).unwrap()[0];
+        let r = simulate_client(b, &topo, client, &net);
+        match v["error"].as_str() {
+            Some(e) => {
+                assert_eq!(
+                    r.outcome,
+                    Outcome::ClientError,
+                    "{what}: redis-py raised {e}"
+                );
+                assert_eq!(r.message.as_deref(), Some(e), "{what}");
+                assert!(measured.is_empty(), "{what}: {measured:?}");
+            }
+            None => {
+                assert_eq!(r.outcome, Outcome::Ok, "{what}: redis-py succeeded");
+                let predicted: BTreeMap<String, u64> = r
+                    .nodes
+                    .iter()
+                    .map(|n| (n.address.clone().unwrap(), n.commands))
+                    .collect();
+                assert_eq!(measured, predicted, "{what}");
+            }
+        }
+    }
+}
