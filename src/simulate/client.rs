@@ -347,6 +347,16 @@ struct Sub {
     slot: Option<u16>,
 }
 
+/// A keyless command (MULTI, EXEC, ASKING, CLUSTER SLOTS) sent to `node`.
+fn control(node: usize, args: &[&[u8]]) -> Sub {
+    Sub {
+        node,
+        keys: 0,
+        bytes: resp_bytes(args),
+        slot: None,
+    }
+}
+
 /// A key with where it lives.
 struct Placed<'a> {
     key: &'a [u8],
@@ -999,12 +1009,7 @@ pub fn simulate_client_stale(
                         slots.dedup();
                         let ok = slots.len() == 1;
                         failed |= !ok;
-                        wave.push(Sub {
-                            node,
-                            keys: 0,
-                            bytes: resp_bytes(&[b"MULTI"]),
-                            slot: None,
-                        });
+                        wave.push(control(node, &[b"MULTI"]));
                         for op in ops {
                             wave.push(Sub {
                                 node,
@@ -1013,12 +1018,7 @@ pub fn simulate_client_stale(
                                 ..whole(op, 0)
                             });
                         }
-                        wave.push(Sub {
-                            node,
-                            keys: 0,
-                            bytes: resp_bytes(&[b"EXEC"]),
-                            slot: None,
-                        });
+                        wave.push(control(node, &[b"EXEC"]));
                     }
                     if failed {
                         errors.push((
@@ -1082,12 +1082,7 @@ pub fn simulate_client_stale(
                 .iter()
                 .find_map(|o| o.keys.first())
                 .map(|k| key_slot(k));
-            let mut wave = vec![Sub {
-                node,
-                keys: 0,
-                bytes: resp_bytes(&[b"MULTI"]),
-                slot: None,
-            }];
+            let mut wave = vec![control(node, &[b"MULTI"])];
             let mut failed = false;
             for op in &b.ops {
                 let ok = op.keys.iter().all(|k| Some(key_slot(k)) == first_slot);
@@ -1113,12 +1108,7 @@ pub fn simulate_client_stale(
                     }
                 }
             }
-            wave.push(Sub {
-                node,
-                keys: 0,
-                bytes: resp_bytes(&[b"EXEC"]),
-                slot: None,
-            });
+            wave.push(control(node, &[b"EXEC"]));
             if failed {
                 for s in wave.iter_mut() {
                     s.keys = 0;
@@ -1185,23 +1175,13 @@ pub fn simulate_client_stale(
             continue;
         };
         let pipeline = b.kind == BatchKind::Pipeline;
-        let asking = |t: usize| Sub {
-            node: t,
-            keys: 0,
-            bytes: resp_bytes(&[b"ASKING"]),
-            slot: None,
-        };
+        let asking = |t: usize| control(t, &[b"ASKING"]);
         let retried = |(s, _, t): &(Sub, bool, usize)| Sub {
             node: *t,
             slot: None,
             ..s.clone()
         };
-        let refresh = |t: usize| Sub {
-            node: t,
-            keys: 0,
-            bytes: resp_bytes(&[b"CLUSTER", b"SLOTS"]),
-            slot: None,
-        };
+        let refresh = |t: usize| control(t, &[b"CLUSTER", b"SLOTS"]);
         let any_moved = hits.iter().any(|h| !h.1);
         match (pipeline, &follow.pipeline) {
             (true, PipeRedirect::NotFollowed) => {
