@@ -345,6 +345,8 @@ struct Sub {
     bytes: u64,
     /// The one slot it addresses (None: several slots, or a command that fails anyway).
     slot: Option<u16>,
+    /// Redirects it has followed to get here.
+    hops: u8,
 }
 
 /// A keyless command (MULTI, EXEC, ASKING, CLUSTER SLOTS) sent to `node`.
@@ -354,6 +356,7 @@ fn control(node: usize, args: &[&[u8]]) -> Sub {
         keys: 0,
         bytes: resp_bytes(args),
         slot: None,
+        hops: 0,
     }
 }
 
@@ -432,6 +435,7 @@ fn plan_op(client: Client, op: &Op, topo: &Topology) -> OpPlan {
         keys: keys.len() as u64,
         bytes: command_bytes(&op.command, &all),
         slot: keys.first().map(|k| k.slot),
+        hops: 0,
     };
     if !spans(&keys, topo) {
         return OpPlan::Send {
@@ -478,6 +482,7 @@ fn plan_op(client: Client, op: &Op, topo: &Topology) -> OpPlan {
                 keys: g.len() as u64,
                 bytes: command_bytes(command, g),
                 slot: (client.unit() != Unit::Server).then_some(g[0].slot),
+                hops: 0,
             })
             .collect();
         return OpPlan::Send {
@@ -602,6 +607,23 @@ enum PipeRedirect {
 }
 
 impl Client {
+    /// Redirects the client follows for one command before giving the error to the
+    /// application (clients.md: Jedis maxAttempts 5, Lettuce 5, redis-py TTL 16, go-redis
+    /// MaxRedirects 3, ioredis and node-redis 16, redis-rs 16 retries, StackExchange.Redis
+    /// one, Redisson no cap).
+    fn max_redirects(self) -> u8 {
+        match self {
+            Client::Jedis3 | Client::Jedis | Client::Jedis8 => 4,
+            Client::Lettuce => 5,
+            Client::RedisPy | Client::RedisPyNonatomic => 15,
+            Client::GoRedis => 3,
+            Client::Ioredis | Client::NodeRedis | Client::RedisRs | Client::RedisRsAsync => 16,
+            Client::StackExchange => 1,
+            Client::Redisson => u8::MAX,
+            Client::Envoy | Client::Twemproxy => 0,
+        }
+    }
+
     fn follow(self) -> Option<Follow> {
         use PipeRedirect::*;
         let f = |asking_rtt, blocking_refresh, pipeline| {
@@ -677,9 +699,8 @@ fn same_node(a: &crate::topology::Node, b: &crate::topology::Node) -> bool {
 /// The redirect a command to node `node` (of the client's map) for `slot` meets, if any:
 /// (ASK?, index of the target in the real map).
 fn redirect(
-    believed: &Topology,
+    sent_to: &crate::topology::Node,
     actual: &Topology,
-    node: usize,
     slot: u16,
 ) -> Option<(bool, usize)> {
     let Topology::Cluster(map) = actual else {
@@ -687,7 +708,6 @@ fn redirect(
     };
     let owner = map.owner_of_slot(slot)?;
     let nodes = map.nodes();
-    let sent_to = believed.nodes().get(node)?;
     if !same_node(sent_to, &nodes[owner]) {
         return Some((false, owner));
     }
@@ -784,6 +804,7 @@ pub fn simulate_client_stale(
             [one] => Some(*one),
             _ => None,
         },
+        hops: 0,
     };
     match b.kind {
         BatchKind::MultiKey | BatchKind::Script => match plans.first() {
@@ -1097,7 +1118,7 @@ pub fn simulate_client_stale(
                 for k in &op.keys {
                     let hit = topo
                         .node_of(k)
-                        .and_then(|n| redirect(topo, actual, n, key_slot(k)));
+                        .and_then(|n| redirect(&topo.nodes()[n], actual, key_slot(k)));
                     if hit.is_some() {
                         return fail(
                             r,
@@ -1139,13 +1160,18 @@ pub fn simulate_client_stale(
     let mut latency = if client.is_proxy() { net.rtt_ms } else { 0.0 };
     let mut redirected_waves: Vec<Vec<Sub>> = Vec::new();
     let mut extra_latency = 0.0;
-    for mut wave in waves {
+    // Follow-up waves are themselves checked (a MOVED can lead to an ASK), so work through a
+    // queue with the follow-ups of a wave put first.
+    let mut queue: std::collections::VecDeque<Vec<Sub>> = waves.into();
+    let limit = client.max_redirects();
+    while let Some(mut wave) = queue.pop_front() {
         let original = wave.clone();
         let mut hits: Vec<(Sub, bool, usize)> = Vec::new();
+        let mut over_limit: Option<(Sub, bool, usize)> = None;
         for sub in wave.iter_mut() {
             let Some(slot) = sub.slot else { continue };
-            if let Some((ask, target)) = redirect(topo, actual, sub.node, slot) {
-                hits.push((sub.clone(), ask, actual_index[target]));
+            if let Some((ask, target)) = redirect(&names[sub.node], actual, slot) {
+                let hit = (sub.clone(), ask, actual_index[target]);
                 // The node answers with the redirect instead of the keys.
                 sub.keys = 0;
                 if ask {
@@ -1153,12 +1179,15 @@ pub fn simulate_client_stale(
                 } else {
                     r.moved += 1;
                 }
+                if sub.hops >= limit && client.follow().is_some() {
+                    over_limit.get_or_insert(hit);
+                } else {
+                    hits.push(hit);
+                }
             }
         }
         redirected_waves.push(wave);
-        if hits.is_empty() {
-            continue;
-        }
+        let mut follow_ups: Vec<Vec<Sub>> = Vec::new();
         let message = |(s, ask, t): &(Sub, bool, usize)| {
             format!(
                 "{} {} {}",
@@ -1170,15 +1199,32 @@ pub fn simulate_client_stale(
                     .unwrap_or_else(|| names[*t].name.clone())
             )
         };
+        if let Some(h) = &over_limit {
+            errors.push((
+                Outcome::ServerError,
+                format!(
+                    "{} returned to the application: {} follows at most {limit} redirect(s) per \
+                     command",
+                    message(h),
+                    client.name()
+                ),
+            ));
+        }
+        if hits.is_empty() {
+            continue;
+        }
         let Some(follow) = client.follow() else {
             errors.push((Outcome::ServerError, format!("{} returned to the application (the proxy does not follow redirects by default)", message(&hits[0]))));
             continue;
         };
         let pipeline = b.kind == BatchKind::Pipeline;
         let asking = |t: usize| control(t, &[b"ASKING"]);
-        let retried = |(s, _, t): &(Sub, bool, usize)| Sub {
+        // A command re-sent after MOVED is checked again at its new node; after ASK (with
+        // ASKING) the importing node serves it.
+        let retried = |(s, ask, t): &(Sub, bool, usize)| Sub {
             node: *t,
-            slot: None,
+            slot: if *ask { None } else { s.slot },
+            hops: s.hops + 1,
             ..s.clone()
         };
         let refresh = |t: usize| control(t, &[b"CLUSTER", b"SLOTS"]);
@@ -1214,7 +1260,7 @@ pub fn simulate_client_stale(
                             ..sub.clone()
                         });
                     }
-                    redirected_waves.push(again);
+                    follow_ups.push(again);
                 } else {
                     errors.push((
                         Outcome::ServerError,
@@ -1224,17 +1270,17 @@ pub fn simulate_client_stale(
             }
             (true, PipeRedirect::SerialRetry) => {
                 if any_moved && follow.blocking_refresh {
-                    redirected_waves.push(vec![refresh(hits[0].2)]);
+                    follow_ups.push(vec![refresh(hits[0].2)]);
                 }
                 for h in &hits {
                     if h.1 && follow.asking_rtt {
-                        redirected_waves.push(vec![asking(h.2)]);
+                        follow_ups.push(vec![asking(h.2)]);
                     }
                     let mut w = vec![retried(h)];
                     if h.1 && !follow.asking_rtt {
                         w.insert(0, asking(h.2));
                     }
-                    redirected_waves.push(w);
+                    follow_ups.push(w);
                 }
             }
             (_, p) => {
@@ -1246,7 +1292,7 @@ pub fn simulate_client_stale(
                     let mut targets: Vec<usize> =
                         hits.iter().filter(|h| !h.1).map(|h| h.2).collect();
                     targets.dedup();
-                    redirected_waves.push(targets.into_iter().take(1).map(refresh).collect());
+                    follow_ups.push(targets.into_iter().take(1).map(refresh).collect());
                 }
                 if follow.asking_rtt && hits.iter().any(|h| h.1) {
                     redirected_waves
@@ -1259,8 +1305,11 @@ pub fn simulate_client_stale(
                     }
                     w.push(retried(h));
                 }
-                redirected_waves.push(w);
+                follow_ups.push(w);
             }
+        }
+        for w in follow_ups.into_iter().rev() {
+            queue.push_front(w);
         }
     }
     let waves = redirected_waves;
@@ -1505,5 +1554,33 @@ mod tests {
         assert_eq!(r.outcome, Outcome::ServerError);
         let r = run("MGET a b c d", Client::RedisPyNonatomic);
         assert_eq!((r.outcome, r.commands), (Outcome::Ok, 4));
+    }
+
+    #[test]
+    fn moved_then_ask_and_the_redirect_limit() {
+        // "a" (slot 15495) is on master-2 of 3 in the client's map, on master-3 of 4 in
+        // reality, and migrating from there to master-0.
+        let believed = Topology::Cluster(SlotMap::from_masters(3).unwrap());
+        let mut map = SlotMap::from_masters(4).unwrap();
+        map.add_migration(15495, 0).unwrap();
+        let actual = Topology::Cluster(map);
+        let b = &parse_batches("GET a").unwrap()[0];
+        let net = NetworkModel {
+            rtt_ms: 1.0,
+            per_key_us: 0.0,
+            bandwidth_mb_s: f64::INFINITY,
+        };
+        let r = simulate_client_stale(b, &believed, &actual, Client::Lettuce, &net);
+        assert_eq!((r.outcome, r.moved, r.ask, r.round_trips), (Outcome::Ok, 1, 1, 3));
+        assert_eq!(r.nodes.iter().map(|n| n.keys).sum::<u64>(), 1);
+        // Jedis: GET, CLUSTER SLOTS, GET (ASK), ASKING, GET.
+        let r = simulate_client_stale(b, &believed, &actual, Client::Jedis, &net);
+        assert_eq!((r.outcome, r.round_trips, r.commands), (Outcome::Ok, 5, 5));
+        // StackExchange.Redis follows one redirect: the ASK reaches the application.
+        let r = simulate_client_stale(b, &believed, &actual, Client::StackExchange, &net);
+        assert_eq!(r.outcome, Outcome::ServerError);
+        let m = r.message.unwrap();
+        assert!(m.starts_with("ASK 15495 master-0 returned"), "{m}");
+        assert!(m.contains("at most 1 redirect"), "{m}");
     }
 }
