@@ -1571,7 +1571,10 @@ mod tests {
             bandwidth_mb_s: f64::INFINITY,
         };
         let r = simulate_client_stale(b, &believed, &actual, Client::Lettuce, &net);
-        assert_eq!((r.outcome, r.moved, r.ask, r.round_trips), (Outcome::Ok, 1, 1, 3));
+        assert_eq!(
+            (r.outcome, r.moved, r.ask, r.round_trips),
+            (Outcome::Ok, 1, 1, 3)
+        );
         assert_eq!(r.nodes.iter().map(|n| n.keys).sum::<u64>(), 1);
         // Jedis: GET, CLUSTER SLOTS, GET (ASK), ASKING, GET.
         let r = simulate_client_stale(b, &believed, &actual, Client::Jedis, &net);

@@ -28,13 +28,20 @@ pub fn require_binary(name: &str) -> Option<PathBuf> {
     found
 }
 
-/// A free TCP port on loopback (whose port + 10000, the cluster bus, is free too).
+/// A free TCP port on loopback (whose port + 10000, the cluster bus, is free too), never one
+/// handed out before in this test process: the OS may give a just-released port again, and
+/// two servers (or two nutcracker pools) must not be told to listen on the same one.
 pub fn free_port() -> u16 {
+    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
     loop {
         let l = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
         let port = l.local_addr().expect("local addr").port();
         if port < 55000 && TcpListener::bind(("127.0.0.1", port + 10000)).is_ok() {
-            return port;
+            let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
+            if !given.contains(&port) && !given.contains(&(port + 10000)) {
+                given.push(port);
+                return port;
+            }
         }
     }
 }
@@ -267,7 +274,7 @@ impl Nutcracker {
             .expect("run nutcracker -t");
         assert!(
             check.status.success(),
-            "nutcracker -t: {}",
+            "nutcracker -t: {}\n{conf}",
             String::from_utf8_lossy(&check.stderr)
         );
         let child = Command::new(binary)
