@@ -12,7 +12,8 @@ use keyplan::simulate::{
 use keyplan::topology::{Topology, TopologyOptions};
 use std::collections::BTreeMap;
 
-/// INFO commandstats of a node: calls per command (without INFO itself).
+/// INFO commandstats of a node: commands received per command (`calls` plus `rejected_calls`,
+/// e.g. refused with CROSSSLOT), without INFO itself.
 fn commandstats(c: &mut Resp) -> BTreeMap<String, u64> {
     let Reply::Bulk(Some(info)) = c.call(&[b"INFO", b"commandstats"]).unwrap() else {
         panic!("INFO")
@@ -21,14 +22,13 @@ fn commandstats(c: &mut Resp) -> BTreeMap<String, u64> {
         .lines()
         .filter_map(|l| {
             let (name, rest) = l.strip_prefix("cmdstat_")?.split_once(':')?;
-            let calls = rest
-                .split("calls=")
-                .nth(1)?
+            let received: u64 = rest
                 .split(',')
-                .next()?
-                .parse()
-                .ok()?;
-            (name != "info").then(|| (name.to_string(), calls))
+                .filter_map(|f| f.split_once('='))
+                .filter(|(k, _)| *k == "calls" || *k == "rejected_calls")
+                .filter_map(|(_, v)| v.parse::<u64>().ok())
+                .sum();
+            (name != "info").then(|| (name.to_string(), received))
         })
         .collect()
 }
@@ -726,4 +726,186 @@ except Exception as e:
             }
         }
     }
+}
+
+/// ioredis itself (from npm; `.ci/run` installs it and exports KEYPLAN_IOREDIS, the package
+/// directory) against a real cluster: its errors and the commands each node receives equal the
+/// `ioredis` profile.
+#[test]
+fn ioredis_equals_its_profile() {
+    let (Some(module), Some(node)) = (
+        std::env::var_os("KEYPLAN_IOREDIS"),
+        require_binary_quiet("node"),
+    ) else {
+        if std::env::var_os("CI").is_some() {
+            panic!("KEYPLAN_IOREDIS or node missing, and CI is set: .ci/run must install them");
+        }
+        eprintln!("NOTICE: KEYPLAN_IOREDIS (an npm-installed ioredis) not set; skipping");
+        return;
+    };
+    let Some(cluster) = Cluster::create() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("run.js");
+    std::fs::write(
+        &script,
+        r#"const Redis = require(process.env.KEYPLAN_IOREDIS);
+const [port, what, ...keys] = process.argv.slice(2);
+const c = new Redis.Cluster([{ host: "127.0.0.1", port: Number(port) }]);
+(async () => {
+  const out = { error: null };
+  try {
+    if (what === "mget") await c.mget(...keys);
+    else if (what === "del") await c.del(...keys);
+    else if (what === "pipeline" || what === "multi") {
+      const p = what === "multi" ? c.multi() : c.pipeline();
+      for (const k of keys) p.get(k);
+      const r = await p.exec();
+      const e = (r || []).find((x) => x[0]);
+      if (e) throw e[0];
+    }
+  } catch (e) {
+    out.error = e.message;
+  }
+  console.log(JSON.stringify(out));
+  c.disconnect();
+})();
+"#,
+    )
+    .unwrap();
+    let Reply::Bulk(Some(nodes_text)) = cluster.nodes[0]
+        .connect()
+        .call(&[b"CLUSTER", b"NODES"])
+        .unwrap()
+    else {
+        panic!("CLUSTER NODES")
+    };
+    let topo = Topology::parse_as(
+        &String::from_utf8_lossy(&nodes_text),
+        keyplan::topology::TopologyFormat::ClusterNodes,
+        &TopologyOptions::default(),
+    )
+    .unwrap();
+    let data = ["get", "mget", "del", "multi", "exec"];
+    let counts = || -> BTreeMap<String, u64> {
+        cluster
+            .nodes
+            .iter()
+            .map(|n| {
+                let s = commandstats(&mut n.connect());
+                let c = data.iter().map(|d| s.get(*d).copied().unwrap_or(0)).sum();
+                (format!("127.0.0.1:{}", n.port), c)
+            })
+            .collect()
+    };
+    let keys: Vec<String> = (0..40).map(|i| format!("io:{}", i * 7919)).collect();
+    // Keys on one node, in different slots (one node group, several slots).
+    let node0 = topo.node_of(keys[0].as_bytes());
+    let same_node: Vec<String> = keys
+        .iter()
+        .filter(|k| topo.node_of(k.as_bytes()) == node0)
+        .take(4)
+        .cloned()
+        .collect();
+    let cases: Vec<(&str, Vec<String>, String)> = vec![
+        (
+            "mget",
+            keys[..5].to_vec(),
+            format!("MGET {}", keys[..5].join(" ")),
+        ),
+        (
+            "mget",
+            vec!["{t}a".into(), "{t}b".into()],
+            "MGET {t}a {t}b".into(),
+        ),
+        (
+            "del",
+            keys[..5].to_vec(),
+            format!("DEL {}", keys[..5].join(" ")),
+        ),
+        (
+            "pipeline",
+            keys[..6].to_vec(),
+            format!("PIPELINE GET {}", keys[..6].join("; GET ")),
+        ),
+        (
+            "pipeline",
+            same_node.clone(),
+            format!("PIPELINE GET {}", same_node.join("; GET ")),
+        ),
+        (
+            "multi",
+            same_node.clone(),
+            format!("MULTI GET {}", same_node.join("; GET ")),
+        ),
+    ];
+    let net = NetworkModel::default();
+    for (what, args, line) in cases {
+        let before = counts();
+        let out = std::process::Command::new(&node)
+            .arg(&script)
+            .arg(cluster.nodes[0].port.to_string())
+            .arg(what)
+            .args(&args)
+            .env("KEYPLAN_IOREDIS", &module)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{what}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let after = counts();
+        let measured: BTreeMap<String, u64> = after
+            .iter()
+            .map(|(n, c)| (n.clone(), c - before[n]))
+            .filter(|(_, c)| *c > 0)
+            .collect();
+        let b = &parse_batches(&line).unwrap()[0];
+        let r = simulate_client(b, &topo, Client::Ioredis, &net);
+        let predicted: BTreeMap<String, u64> = r
+            .nodes
+            .iter()
+            .map(|n| (n.address.clone().unwrap(), n.commands))
+            .collect();
+        match v["error"].as_str() {
+            Some(e) if r.outcome == Outcome::ClientError => {
+                assert_eq!(r.message.as_deref(), Some(e), "{line}");
+                assert!(measured.is_empty(), "{line}: {measured:?}");
+            }
+            Some(e) if what == "multi" => {
+                // An aborted transaction: the node receives MULTI, the commands and EXEC (the
+                // model), but INFO commandstats counts only MULTI and EXEC: queued commands
+                // that never run are not counted.
+                assert_eq!(r.outcome, Outcome::ServerError, "{line}");
+                assert!(r.message.as_deref().unwrap().starts_with(e), "{line}: {e}");
+                let node = predicted.keys().next().unwrap().clone();
+                assert_eq!(
+                    predicted,
+                    BTreeMap::from([(node.clone(), args.len() as u64 + 2)])
+                );
+                assert_eq!(measured, BTreeMap::from([(node, 2)]), "{line}");
+            }
+            Some(e) => {
+                assert_eq!(r.outcome, Outcome::ServerError, "{line}: ioredis said {e}");
+                assert!(r.message.as_deref().unwrap().ends_with(e), "{line}: {e}");
+                assert_eq!(measured, predicted, "{line}");
+            }
+            None => {
+                assert_eq!(r.outcome, Outcome::Ok, "{line}: ioredis succeeded");
+                assert_eq!(measured, predicted, "{line}");
+            }
+        }
+    }
+}
+
+/// A binary on PATH, or None (no notice: the caller decides).
+fn require_binary_quiet(name: &str) -> Option<std::path::PathBuf> {
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|p| p.join(name))
+            .find(|p| p.is_file())
+    })
 }
