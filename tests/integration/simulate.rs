@@ -616,31 +616,8 @@ except Exception as e:
 "#,
     )
     .unwrap();
-    let Reply::Bulk(Some(nodes_text)) = cluster.nodes[0]
-        .connect()
-        .call(&[b"CLUSTER", b"NODES"])
-        .unwrap()
-    else {
-        panic!("CLUSTER NODES")
-    };
-    let topo = Topology::parse_as(
-        &String::from_utf8_lossy(&nodes_text),
-        keyplan::topology::TopologyFormat::ClusterNodes,
-        &TopologyOptions::default(),
-    )
-    .unwrap();
+    let topo = own_topology(&cluster);
     let data = ["get", "mget", "del", "set", "multi", "exec"];
-    let counts = || -> BTreeMap<String, u64> {
-        cluster
-            .nodes
-            .iter()
-            .map(|n| {
-                let s = commandstats(&mut n.connect());
-                let c = data.iter().map(|d| s.get(*d).copied().unwrap_or(0)).sum();
-                (format!("127.0.0.1:{}", n.port), c)
-            })
-            .collect()
-    };
     let keys: Vec<String> = (0..12).map(|i| format!("py:{}", i * 7919)).collect();
     let k = |n: usize| keys[..n].to_vec();
     let cases: Vec<(&str, Vec<String>, String, Client)> = vec![
@@ -683,26 +660,15 @@ except Exception as e:
     ];
     let net = NetworkModel::default();
     for (what, args, line, client) in cases {
-        let before = counts();
-        let out = std::process::Command::new(&python)
-            .arg(&script)
-            .arg(cluster.nodes[0].port.to_string())
-            .arg(what)
-            .args(&args)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{what}: {}",
-            String::from_utf8_lossy(&out.stderr)
+        let (v, measured) = run_library(
+            &cluster,
+            std::process::Command::new(&python)
+                .arg(&script)
+                .arg(cluster.nodes[0].port.to_string())
+                .arg(what)
+                .args(&args),
+            &data,
         );
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        let after = counts();
-        let measured: BTreeMap<String, u64> = after
-            .iter()
-            .map(|(n, c)| (n.clone(), c - before[n]))
-            .filter(|(_, c)| *c > 0)
-            .collect();
         let b = &parse_batches(&line).unwrap()[0];
         let r = simulate_client(b, &topo, client, &net);
         match v["error"].as_str() {
@@ -774,31 +740,8 @@ const c = new Redis.Cluster([{ host: "127.0.0.1", port: Number(port) }]);
 "#,
     )
     .unwrap();
-    let Reply::Bulk(Some(nodes_text)) = cluster.nodes[0]
-        .connect()
-        .call(&[b"CLUSTER", b"NODES"])
-        .unwrap()
-    else {
-        panic!("CLUSTER NODES")
-    };
-    let topo = Topology::parse_as(
-        &String::from_utf8_lossy(&nodes_text),
-        keyplan::topology::TopologyFormat::ClusterNodes,
-        &TopologyOptions::default(),
-    )
-    .unwrap();
+    let topo = own_topology(&cluster);
     let data = ["get", "mget", "del", "multi", "exec"];
-    let counts = || -> BTreeMap<String, u64> {
-        cluster
-            .nodes
-            .iter()
-            .map(|n| {
-                let s = commandstats(&mut n.connect());
-                let c = data.iter().map(|d| s.get(*d).copied().unwrap_or(0)).sum();
-                (format!("127.0.0.1:{}", n.port), c)
-            })
-            .collect()
-    };
     let keys: Vec<String> = (0..40).map(|i| format!("io:{}", i * 7919)).collect();
     // Keys on one node, in different slots (one node group, several slots).
     let node0 = topo.node_of(keys[0].as_bytes());
@@ -842,27 +785,16 @@ const c = new Redis.Cluster([{ host: "127.0.0.1", port: Number(port) }]);
     ];
     let net = NetworkModel::default();
     for (what, args, line) in cases {
-        let before = counts();
-        let out = std::process::Command::new(&node)
-            .arg(&script)
-            .arg(cluster.nodes[0].port.to_string())
-            .arg(what)
-            .args(&args)
-            .env("KEYPLAN_IOREDIS", &module)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{what}: {}",
-            String::from_utf8_lossy(&out.stderr)
+        let (v, measured) = run_library(
+            &cluster,
+            std::process::Command::new(&node)
+                .arg(&script)
+                .arg(cluster.nodes[0].port.to_string())
+                .arg(what)
+                .args(&args)
+                .env("KEYPLAN_IOREDIS", &module),
+            &data,
         );
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        let after = counts();
-        let measured: BTreeMap<String, u64> = after
-            .iter()
-            .map(|(n, c)| (n.clone(), c - before[n]))
-            .filter(|(_, c)| *c > 0)
-            .collect();
         let b = &parse_batches(&line).unwrap()[0];
         let r = simulate_client(b, &topo, Client::Ioredis, &net);
         let predicted: BTreeMap<String, u64> = r
@@ -908,4 +840,59 @@ fn require_binary_quiet(name: &str) -> Option<std::path::PathBuf> {
             .map(|p| p.join(name))
             .find(|p| p.is_file())
     })
+}
+
+/// The cluster's own slot map (CLUSTER NODES of its first node).
+fn own_topology(cluster: &Cluster) -> Topology {
+    let Reply::Bulk(Some(nodes_text)) = cluster.nodes[0]
+        .connect()
+        .call(&[b"CLUSTER", b"NODES"])
+        .unwrap()
+    else {
+        panic!("CLUSTER NODES")
+    };
+    Topology::parse_as(
+        &String::from_utf8_lossy(&nodes_text),
+        keyplan::topology::TopologyFormat::ClusterNodes,
+        &TopologyOptions::default(),
+    )
+    .unwrap()
+}
+
+/// Runs a client library's script, which prints `{"error": null | "text"}`; returns that and
+/// the `data` commands each node received meanwhile (nodes that received none left out).
+fn run_library(
+    cluster: &Cluster,
+    cmd: &mut std::process::Command,
+    data: &[&str],
+) -> (serde_json::Value, BTreeMap<String, u64>) {
+    let counts = || -> BTreeMap<String, u64> {
+        cluster
+            .nodes
+            .iter()
+            .map(|n| {
+                let s = commandstats(&mut n.connect());
+                let c = data.iter().map(|d| s.get(*d).copied().unwrap_or(0)).sum();
+                (format!("127.0.0.1:{}", n.port), c)
+            })
+            .collect()
+    };
+    let before = counts();
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{:?}: {}",
+        cmd,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let measured = counts()
+        .into_iter()
+        .map(|(n, c)| {
+            let d = c - before[&n];
+            (n, d)
+        })
+        .filter(|(_, c)| *c > 0)
+        .collect();
+    (v, measured)
 }
