@@ -513,7 +513,8 @@ fn plan_op(client: Client, op: &Op, topo: &Topology) -> OpPlan {
     }
 }
 
-/// Redis-rs's sync cluster pipeline refuses these commands.
+/// Redis-rs's sync cluster pipeline refuses these commands (redis crate 1.8 `is_illegal_cmd`;
+/// multi-word entries there are subcommands of these).
 const REDIS_RS_PIPELINE_ILLEGAL: &[&str] = &[
     "BGREWRITEAOF",
     "BGSAVE",
@@ -522,16 +523,17 @@ const REDIS_RS_PIPELINE_ILLEGAL: &[&str] = &[
     "CLIENT",
     "CONFIG",
     "DBSIZE",
+    "ECHO",
     "FLUSHALL",
     "FLUSHDB",
     "INFO",
     "KEYS",
+    "LASTSAVE",
     "MGET",
     "MOVE",
     "MSET",
     "MSETNX",
-    "PFMERGE",
-    "PFCOUNT",
+    "MSETEX",
     "PING",
     "PUBLISH",
     "RANDOMKEY",
@@ -543,9 +545,14 @@ const REDIS_RS_PIPELINE_ILLEGAL: &[&str] = &[
     "SCRIPT",
     "SDIFF",
     "SDIFFSTORE",
+    "SENTINEL",
+    "SHUTDOWN",
     "SINTER",
     "SINTERSTORE",
+    "SLAVEOF",
+    "SLOWLOG",
     "SMOVE",
+    "SORT",
     "SUNION",
     "SUNIONSTORE",
     "TIME",
@@ -907,8 +914,8 @@ pub fn simulate_client_stale(
                             r,
                             Outcome::ClientError,
                             format!(
-                                "This command cannot be safely routed in cluster mode: {} \
-                                 can't be executed in a cluster pipeline",
+                                "This command cannot be safely routed in cluster mode - \
+                                 Client: Command '{}' can't be executed in a cluster pipeline.",
                                 op.command
                             ),
                         );

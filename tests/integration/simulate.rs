@@ -896,3 +896,111 @@ fn run_library(
         .collect();
     (v, measured)
 }
+
+/// The redis crate's own sync cluster client (redis-rs, the `cluster` feature, a dev-dependency)
+/// against a real cluster: a cross-slot MGET and DEL are split per slot, a cluster pipeline is
+/// grouped per node, MGET in a cluster pipeline is refused; the commands each node receives and
+/// the error text equal the `redis-rs` profile.
+#[test]
+fn redis_rs_equals_its_profile() {
+    let Some(cluster) = Cluster::create() else {
+        return;
+    };
+    let topo = own_topology(&cluster);
+    let client = redis::cluster::ClusterClient::new(vec![format!(
+        "redis://127.0.0.1:{}/",
+        cluster.nodes[0].port
+    )])
+    .unwrap();
+    let mut con = client.get_connection().unwrap();
+    let data = ["get", "mget", "del"];
+    let keys: Vec<String> = (0..12).map(|i| format!("rs:{}", i * 7919)).collect();
+    let net = NetworkModel::default();
+    let counts = || -> BTreeMap<String, u64> {
+        cluster
+            .nodes
+            .iter()
+            .map(|n| {
+                let s = commandstats(&mut n.connect());
+                let c = data.iter().map(|d| s.get(*d).copied().unwrap_or(0)).sum();
+                (format!("127.0.0.1:{}", n.port), c)
+            })
+            .collect()
+    };
+    type Run<'a> = Box<dyn Fn(&mut redis::cluster::ClusterConnection) -> Result<(), String> + 'a>;
+    let cases: Vec<(String, Run)> = vec![
+        (
+            format!("MGET {}", keys.join(" ")),
+            Box::new(|c| {
+                redis::cmd("MGET")
+                    .arg(&keys)
+                    .query::<Vec<Option<String>>>(c)
+                    .map(|_| ())
+                    .map_err(|e| e.to_string())
+            }),
+        ),
+        (
+            format!("DEL {}", keys.join(" ")),
+            Box::new(|c| {
+                redis::cmd("DEL")
+                    .arg(&keys)
+                    .query::<i64>(c)
+                    .map(|_| ())
+                    .map_err(|e| e.to_string())
+            }),
+        ),
+        (
+            format!("PIPELINE GET {}", keys.join("; GET ")),
+            Box::new(|c| {
+                let mut p = redis::cluster::cluster_pipe();
+                for k in &keys {
+                    p.cmd("GET").arg(k);
+                }
+                p.query::<Vec<Option<String>>>(c)
+                    .map(|_| ())
+                    .map_err(|e| e.to_string())
+            }),
+        ),
+        (
+            format!("PIPELINE GET {}; MGET {} {}", keys[0], keys[1], keys[2]),
+            Box::new(|c| {
+                let mut p = redis::cluster::cluster_pipe();
+                p.cmd("GET").arg(&keys[0]);
+                p.cmd("MGET").arg(&keys[1]).arg(&keys[2]);
+                p.query::<redis::Value>(c)
+                    .map(|_| ())
+                    .map_err(|e| e.to_string())
+            }),
+        ),
+    ];
+    for (line, run) in cases {
+        let before = counts();
+        let result = run(&mut con);
+        let measured: BTreeMap<String, u64> = counts()
+            .into_iter()
+            .map(|(n, c)| {
+                let d = c - before[&n];
+                (n, d)
+            })
+            .filter(|(_, c)| *c > 0)
+            .collect();
+        let b = &parse_batches(&line).unwrap()[0];
+        let r = simulate_client(b, &topo, Client::RedisRs, &net);
+        match result {
+            Err(e) => {
+                assert_eq!(r.outcome, Outcome::ClientError, "{line}: redis-rs said {e}");
+                assert_eq!(r.message.as_deref(), Some(e.as_str()), "{line}");
+                assert!(measured.is_empty(), "{line}: {measured:?}");
+            }
+            Ok(()) => {
+                assert_eq!(r.outcome, Outcome::Ok, "{line}: redis-rs succeeded");
+                let predicted: BTreeMap<String, u64> = r
+                    .nodes
+                    .iter()
+                    .map(|n| (n.address.clone().unwrap(), n.commands))
+                    .collect();
+                assert_eq!(measured, predicted, "{line}");
+            }
+        }
+    }
+}
