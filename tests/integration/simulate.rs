@@ -699,24 +699,18 @@ except Exception as e:
 /// `ioredis` profile.
 #[test]
 fn ioredis_equals_its_profile() {
-    let (Some(module), Some(node)) = (
-        std::env::var_os("KEYPLAN_IOREDIS"),
-        require_binary_quiet("node"),
-    ) else {
-        if std::env::var_os("CI").is_some() {
-            panic!("KEYPLAN_IOREDIS or node missing, and CI is set: .ci/run must install them");
-        }
-        eprintln!("NOTICE: KEYPLAN_IOREDIS (an npm-installed ioredis) not set; skipping");
-        return;
-    };
-    let Some(cluster) = Cluster::create() else {
-        return;
-    };
-    let dir = tempfile::tempdir().unwrap();
-    let script = dir.path().join("run.js");
-    std::fs::write(
-        &script,
-        r#"const Redis = require(process.env.KEYPLAN_IOREDIS);
+    node_library_equals_its_profile("KEYPLAN_IOREDIS", Client::Ioredis, IOREDIS_SCRIPT);
+}
+
+/// node-redis 6.3 (from npm; KEYPLAN_NODE_REDIS, the `redis` package directory) against a real
+/// cluster, the same cases: MGET and DEL split per slot in parallel, concurrent single
+/// commands as its pipeline, MULTI to one node.
+#[test]
+fn node_redis_equals_its_profile() {
+    node_library_equals_its_profile("KEYPLAN_NODE_REDIS", Client::NodeRedis, NODE_REDIS_SCRIPT);
+}
+
+const IOREDIS_SCRIPT: &str = r#"const Redis = require(process.env.KEYPLAN_MODULE);
 const [port, what, ...keys] = process.argv.slice(2);
 const c = new Redis.Cluster([{ host: "127.0.0.1", port: Number(port) }]);
 (async () => {
@@ -737,9 +731,48 @@ const c = new Redis.Cluster([{ host: "127.0.0.1", port: Number(port) }]);
   console.log(JSON.stringify(out));
   c.disconnect();
 })();
-"#,
-    )
-    .unwrap();
+"#;
+
+const NODE_REDIS_SCRIPT: &str = r#"const { createCluster } = require(process.env.KEYPLAN_MODULE);
+const [port, what, ...keys] = process.argv.slice(2);
+(async () => {
+  const c = createCluster({ rootNodes: [{ url: `redis://127.0.0.1:${port}` }] });
+  c.on("error", () => {});
+  await c.connect();
+  const out = { error: null };
+  try {
+    if (what === "mget") await c.mGet(keys);
+    else if (what === "del") await c.del(keys);
+    else if (what === "pipeline") await Promise.all(keys.map((k) => c.get(k)));
+    else if (what === "multi") {
+      const m = c.multi();
+      for (const k of keys) m.get(k);
+      await m.exec();
+    }
+  } catch (e) {
+    out.error = e.message;
+  }
+  console.log(JSON.stringify(out));
+  await c.close();
+})();
+"#;
+
+/// Runs the cases of a Node.js client library (its package directory in `env`) against a real
+/// cluster and compares them with `client`'s profile.
+fn node_library_equals_its_profile(env: &str, client: Client, script_text: &str) {
+    let (Some(module), Some(node)) = (std::env::var_os(env), require_binary_quiet("node")) else {
+        if std::env::var_os("CI").is_some() {
+            panic!("{env} or node missing, and CI is set: .ci/run must install them");
+        }
+        eprintln!("NOTICE: {env} (an npm-installed client library) not set; skipping");
+        return;
+    };
+    let Some(cluster) = Cluster::create() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("run.js");
+    std::fs::write(&script, script_text).unwrap();
     let topo = own_topology(&cluster);
     let data = ["get", "mget", "del", "multi", "exec"];
     let keys: Vec<String> = (0..40).map(|i| format!("io:{}", i * 7919)).collect();
@@ -792,11 +825,11 @@ const c = new Redis.Cluster([{ host: "127.0.0.1", port: Number(port) }]);
                 .arg(cluster.nodes[0].port.to_string())
                 .arg(what)
                 .args(&args)
-                .env("KEYPLAN_IOREDIS", &module),
+                .env("KEYPLAN_MODULE", &module),
             &data,
         );
         let b = &parse_batches(&line).unwrap()[0];
-        let r = simulate_client(b, &topo, Client::Ioredis, &net);
+        let r = simulate_client(b, &topo, client, &net);
         let predicted: BTreeMap<String, u64> = r
             .nodes
             .iter()
@@ -821,12 +854,16 @@ const c = new Redis.Cluster([{ host: "127.0.0.1", port: Number(port) }]);
                 assert_eq!(measured, BTreeMap::from([(node, 2)]), "{line}");
             }
             Some(e) => {
-                assert_eq!(r.outcome, Outcome::ServerError, "{line}: ioredis said {e}");
+                assert_eq!(
+                    r.outcome,
+                    Outcome::ServerError,
+                    "{line}: the library said {e}"
+                );
                 assert!(r.message.as_deref().unwrap().ends_with(e), "{line}: {e}");
                 assert_eq!(measured, predicted, "{line}");
             }
             None => {
-                assert_eq!(r.outcome, Outcome::Ok, "{line}: ioredis succeeded");
+                assert_eq!(r.outcome, Outcome::Ok, "{line}: the library succeeded");
                 assert_eq!(measured, predicted, "{line}");
             }
         }
