@@ -1,7 +1,7 @@
 //! `keyplan analyze`: distribution, skew, hot slots and tags, and key patterns of a dump.
 
 use super::Ctx;
-use super::args::{InputArgs, TopologyArgs, open_all, read_context, warn_malformed};
+use super::args::{InputArgs, SampleArgs, TopologyArgs, open_all, read_context, warn_malformed};
 use crate::analyze::{AnalyzeConfig, Analyzer};
 use crate::error::{ExitStatus, UserError};
 use crate::keys::ReadSummary;
@@ -65,21 +65,9 @@ pub struct AnalyzeArgs {
     #[arg(long, default_value_t = 1.0, value_name = "PCT")]
     pub hot_tag_share: f64,
 
-    /// With --cluster: keys to sample per master (a number, or `all`)
-    #[arg(long, value_name = "N|all", default_value = "10000")]
-    pub sample: String,
-
-    /// With --cluster: only keys matching this SCAN pattern
-    #[arg(long = "match", value_name = "PATTERN")]
-    pub pattern: Option<String>,
-
-    /// With --cluster: at most this many commands per second per node
-    #[arg(long, value_name = "OPS")]
-    pub rate: Option<f64>,
-
-    /// With --cluster: read each key's MEMORY USAGE as its bytes weight
-    #[arg(long)]
-    pub bytes: bool,
+    /// How a live cluster is sampled (with --cluster).
+    #[command(flatten)]
+    pub sampling: SampleArgs,
 
     /// Worker threads (default: all cores)
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
@@ -164,25 +152,6 @@ fn merged(workers: Vec<Analyzer<'_>>) -> Analyzer<'_> {
     total
 }
 
-/// Parses `--sample`.
-pub fn sample_budget(s: &str) -> anyhow::Result<Option<u64>> {
-    if s == "all" {
-        return Ok(None);
-    }
-    s.replace('_', "")
-        .parse::<u64>()
-        .ok()
-        .filter(|n| *n > 0)
-        .map(Some)
-        .ok_or_else(|| {
-            UserError::new(
-                format!("--sample {s}: not a number of keys"),
-                "give a positive number, or `all`",
-            )
-            .into()
-        })
-}
-
 /// Samples keys from every master of a live cluster (one thread per master) and analyzes them.
 fn run_live(
     args: &AnalyzeArgs,
@@ -192,13 +161,7 @@ fn run_live(
     config: AnalyzeConfig,
     ctx: &mut Ctx<'_>,
 ) -> anyhow::Result<ExitStatus> {
-    let opts = crate::live::ScanOptions {
-        per_node: sample_budget(&args.sample)?,
-        pattern: args.pattern.clone(),
-        rate: args.rate,
-        bytes: args.bytes,
-        ..crate::live::ScanOptions::default()
-    };
+    let opts = args.sampling.scan_options()?;
     let nodes: Vec<crate::topology::Node> = topology.nodes().to_vec();
     let mut workers: Vec<Analyzer<'_>> = nodes
         .iter()

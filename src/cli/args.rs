@@ -324,3 +324,55 @@ pub fn open_all(files: &[PathBuf]) -> anyhow::Result<Vec<(String, Input)>> {
         .map(|p| Ok((input_name(p), open_input(p)?)))
         .collect()
 }
+
+/// How a live cluster is sampled (`analyze --cluster`, `scan`).
+#[derive(Debug, clap::Args)]
+pub struct SampleArgs {
+    /// With --cluster: keys to sample per master (a number, or `all`)
+    #[arg(long, value_name = "N|all", default_value = "10000")]
+    pub sample: String,
+
+    /// With --cluster: only keys matching this SCAN pattern
+    #[arg(long = "match", value_name = "PATTERN")]
+    pub pattern: Option<String>,
+
+    /// With --cluster: at most this many commands per second per node
+    #[arg(long, value_name = "OPS")]
+    pub rate: Option<f64>,
+
+    /// With --cluster: read each key's MEMORY USAGE as its bytes weight
+    #[arg(long)]
+    pub bytes: bool,
+}
+
+impl SampleArgs {
+    /// The scan settings these flags ask for.
+    pub fn scan_options(&self) -> anyhow::Result<crate::live::ScanOptions> {
+        Ok(crate::live::ScanOptions {
+            per_node: sample_budget(&self.sample)?,
+            pattern: self.pattern.clone(),
+            rate: self.rate,
+            bytes: self.bytes,
+            ..crate::live::ScanOptions::default()
+        })
+    }
+}
+
+/// Parses `--sample`.
+pub fn sample_budget(s: &str) -> anyhow::Result<Option<u64>> {
+    if s == "all" {
+        return Ok(None);
+    }
+    s.replace('_', "")
+        .parse::<u64>()
+        .ok()
+        .filter(|n| *n > 0)
+        .map(Some)
+        .ok_or_else(|| {
+            UserError::new(
+                format!("--sample {s}: not a number of keys"),
+                "give a positive number, or `all`",
+            )
+            .into()
+        })
+}

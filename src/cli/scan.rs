@@ -1,8 +1,7 @@
 //! `keyplan scan`: sample keys from a live cluster into a dump for later offline use.
 
 use super::Ctx;
-use super::analyze::sample_budget;
-use super::args::TopologyArgs;
+use super::args::{SampleArgs, TopologyArgs};
 use crate::error::{ExitStatus, UserError};
 use crate::keys::quote_into;
 use anyhow::Context as _;
@@ -27,21 +26,9 @@ pub struct ScanArgs {
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
 
-    /// Keys to sample per master (a number, or `all`)
-    #[arg(long, value_name = "N|all", default_value = "10000")]
-    pub sample: String,
-
-    /// Only keys matching this SCAN pattern
-    #[arg(long = "match", value_name = "PATTERN")]
-    pub pattern: Option<String>,
-
-    /// At most this many commands per second per node
-    #[arg(long, value_name = "OPS")]
-    pub rate: Option<f64>,
-
-    /// Read each key's MEMORY USAGE and write key<TAB>bytes
-    #[arg(long)]
-    pub bytes: bool,
+    /// How the cluster is sampled (--bytes writes key<TAB>bytes).
+    #[command(flatten)]
+    pub sampling: SampleArgs,
 }
 
 /// Runs `keyplan scan`.
@@ -54,13 +41,7 @@ pub fn run(args: ScanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
         .into());
     };
     let map = live.topology()?;
-    let opts = crate::live::ScanOptions {
-        per_node: sample_budget(&args.sample)?,
-        pattern: args.pattern.clone(),
-        rate: args.rate,
-        bytes: args.bytes,
-        ..crate::live::ScanOptions::default()
-    };
+    let opts = args.sampling.scan_options()?;
     let mut file = match &args.output {
         Some(p) => Some(BufWriter::new(
             std::fs::File::create(p).with_context(|| format!("cannot write '{}'", p.display()))?,

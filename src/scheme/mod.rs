@@ -402,21 +402,8 @@ impl Scheme {
 mod tests {
     use super::*;
 
-    pub const SPEC_EXAMPLE: &str = r#"version: 1
-topology: { masters: 3 }            # default when none is given on the command line
-vars:
-  user_id:  { kind: int, cardinality: 10_000_000 }
-  group:    { kind: word, cardinality: 12 }
-  order_id: { kind: int, cardinality: 5_000_000 }
-keys:
-  profile:     { pattern: "user:<user_id>:profile", bytes: 300 }
-  feed:        { pattern: "feed:{<group>}:user:<user_id>", type: zset }
-  order_items: { pattern: "order:{<order_id>}:items" }
-  order_total: { pattern: "order:{<order_id>}:total" }
-batches:
-  checkout: { command: multi, keys: [order_items, order_total], same: [order_id] }
-  fanout:   { command: pipeline, keys: [feed], size: 1000, same: [group] }
-"#;
+    /// The example of SPEC §2.2, shared with the integration tests.
+    pub const SPEC_EXAMPLE: &str = include_str!("../../tests/fixtures/spec-keyplan.yaml");
 
     #[test]
     fn the_spec_example_is_accepted() {

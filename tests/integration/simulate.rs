@@ -903,27 +903,28 @@ fn run_library(
     cmd: &mut std::process::Command,
     data: &[&str],
 ) -> (serde_json::Value, BTreeMap<String, u64>) {
-    let counts = || -> BTreeMap<String, u64> {
-        cluster
-            .nodes
-            .iter()
-            .map(|n| {
-                let s = commandstats(&mut n.connect());
-                let c = data.iter().map(|d| s.get(*d).copied().unwrap_or(0)).sum();
-                (format!("127.0.0.1:{}", n.port), c)
-            })
-            .collect()
-    };
-    let before = counts();
-    let out = cmd.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{:?}: {}",
-        cmd,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let measured = counts()
+    measure(cluster, data, || {
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{:?}: {}",
+            cmd,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    })
+}
+
+/// Runs `f`, and returns its result with the `data` commands each node received meanwhile
+/// (nodes that received none left out).
+fn measure<T>(
+    cluster: &Cluster,
+    data: &[&str],
+    f: impl FnOnce() -> T,
+) -> (T, BTreeMap<String, u64>) {
+    let before = data_counts(cluster, data);
+    let t = f();
+    let measured = data_counts(cluster, data)
         .into_iter()
         .map(|(n, c)| {
             let d = c - before[&n];
@@ -931,7 +932,7 @@ fn run_library(
         })
         .filter(|(_, c)| *c > 0)
         .collect();
-    (v, measured)
+    (t, measured)
 }
 
 /// The redis crate's own sync cluster client (redis-rs, the `cluster` feature, a dev-dependency)
@@ -953,17 +954,6 @@ fn redis_rs_equals_its_profile() {
     let data = ["get", "mget", "del"];
     let keys: Vec<String> = (0..12).map(|i| format!("rs:{}", i * 7919)).collect();
     let net = NetworkModel::default();
-    let counts = || -> BTreeMap<String, u64> {
-        cluster
-            .nodes
-            .iter()
-            .map(|n| {
-                let s = commandstats(&mut n.connect());
-                let c = data.iter().map(|d| s.get(*d).copied().unwrap_or(0)).sum();
-                (format!("127.0.0.1:{}", n.port), c)
-            })
-            .collect()
-    };
     type Run<'a> = Box<dyn Fn(&mut redis::cluster::ClusterConnection) -> Result<(), String> + 'a>;
     let cases: Vec<(String, Run)> = vec![
         (
@@ -1011,16 +1001,7 @@ fn redis_rs_equals_its_profile() {
         ),
     ];
     for (line, run) in cases {
-        let before = counts();
-        let result = run(&mut con);
-        let measured: BTreeMap<String, u64> = counts()
-            .into_iter()
-            .map(|(n, c)| {
-                let d = c - before[&n];
-                (n, d)
-            })
-            .filter(|(_, c)| *c > 0)
-            .collect();
+        let (result, measured) = measure(&cluster, &data, || run(&mut con));
         let b = &parse_batches(&line).unwrap()[0];
         let r = simulate_client(b, &topo, Client::RedisRs, &net);
         match result {
@@ -1040,4 +1021,17 @@ fn redis_rs_equals_its_profile() {
             }
         }
     }
+}
+
+/// The `data` commands each node has received so far, by address.
+fn data_counts(cluster: &Cluster, data: &[&str]) -> BTreeMap<String, u64> {
+    cluster
+        .nodes
+        .iter()
+        .map(|n| {
+            let s = commandstats(&mut n.connect());
+            let c = data.iter().map(|d| s.get(*d).copied().unwrap_or(0)).sum();
+            (format!("127.0.0.1:{}", n.port), c)
+        })
+        .collect()
 }
