@@ -18,6 +18,7 @@ pub mod error;
 pub mod keys;
 pub mod lint;
 pub mod live;
+pub mod migrate;
 pub mod pattern;
 pub mod report;
 pub mod scheme;

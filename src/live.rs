@@ -323,6 +323,37 @@ impl LiveCluster {
         from_reply(&reply, false).map_err(|e| LiveError::Topology(e.to_string()))
     }
 
+    /// The seed node's `CLUSTER NODES` reply: the view `redis-cli --cluster` starts from (the
+    /// seed first, then the other nodes in the reply's order).
+    pub fn cluster_nodes(&self) -> Result<String, LiveError> {
+        let addr = format!("{}:{}", self.url.host, self.url.port);
+        let mut con = self.connect(&self.url.host, self.url.port)?;
+        let v: Value = redis::cmd("CLUSTER")
+            .arg("NODES")
+            .query(&mut con)
+            .map_err(|e| {
+                if e.to_string().contains("cluster support disabled") {
+                    LiveError::NotCluster { addr: addr.clone() }
+                } else {
+                    LiveError::Node {
+                        addr: addr.clone(),
+                        what: "CLUSTER NODES".into(),
+                        reason: first_line(&e.to_string()),
+                        sampled: 0,
+                    }
+                }
+            })?;
+        match to_reply(&v) {
+            Reply::Str(s) => Ok(s),
+            _ => Err(LiveError::Node {
+                addr,
+                what: "CLUSTER NODES".into(),
+                reason: "the reply is not text".into(),
+                sampled: 0,
+            }),
+        }
+    }
+
     /// Scans one master, calling `f(key, bytes)` for every sampled key. Returns keys sampled.
     pub fn scan_node(
         &self,

@@ -6,6 +6,9 @@ pub mod analyze;
 pub mod args;
 pub mod completions;
 pub mod lint;
+pub mod migration;
+pub mod rebalance;
+pub mod reshard;
 pub mod rules;
 pub mod scan;
 pub mod simulate;
@@ -34,6 +37,10 @@ pub enum Command {
     Analyze(analyze::AnalyzeArgs),
     /// Check a key scheme and key dumps against the rules (for CI)
     Lint(lint::LintArgs),
+    /// Preview redis-cli --cluster rebalance (or a load-aware plan): slots, keys and bytes per node
+    Rebalance(rebalance::RebalanceArgs),
+    /// Preview redis-cli --cluster reshard: which slots move and what that does to every node
+    Reshard(reshard::ReshardArgs),
     /// List the lint rules, explain one, or test rule examples
     Rules(rules::RulesArgs),
     /// Sample keys from a live cluster into a dump (read-only)
@@ -87,6 +94,8 @@ where
     let result = match cli.command {
         Command::Analyze(a) => analyze::run(a, &mut ctx),
         Command::Lint(a) => lint::run(a, &mut ctx),
+        Command::Rebalance(a) => rebalance::run(a, &mut ctx),
+        Command::Reshard(a) => reshard::run(a, &mut ctx),
         Command::Rules(a) => rules::run(a, &mut ctx),
         Command::Scan(a) => scan::run(a, &mut ctx),
         Command::Simulate(a) => simulate::run(a, &mut ctx),

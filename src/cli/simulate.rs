@@ -150,7 +150,7 @@ fn add_migration(topology: &mut crate::topology::Topology, spec: &str) -> Result
 }
 
 /// Resolves `--client` names (`NAME`, `NAME@VERSION`, `all`).
-fn clients(names: &[String]) -> Result<Vec<Client>, UserError> {
+pub(crate) fn clients(names: &[String]) -> Result<Vec<Client>, UserError> {
     let mut out = Vec::new();
     for n in names {
         if n == "all" {

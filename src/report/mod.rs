@@ -7,6 +7,7 @@
 pub mod analyze;
 pub mod html;
 pub mod lint;
+pub mod migrate;
 pub mod slot;
 
 use base64::Engine as _;

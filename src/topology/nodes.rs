@@ -20,6 +20,25 @@ pub struct ClusterNodes {
     pub owner: Vec<Option<u16>>,
     /// Slots in migration.
     pub migrations: Vec<Migration>,
+    /// Every node line (masters and replicas), in the order of the listing.
+    pub lines: Vec<NodeLine>,
+}
+
+/// One node line of a `CLUSTER NODES` listing, as `redis-cli --cluster` reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeLine {
+    /// The 40-character node id.
+    pub id: String,
+    /// The name keyplan prints (the address when known).
+    pub name: String,
+    /// `host:port`, when known.
+    pub address: Option<String>,
+    /// Every flag on the line (`myself`, `master`, `slave`, `fail`, …).
+    pub flags: Vec<String>,
+    /// The master's id, for a replica.
+    pub master_of: Option<String>,
+    /// The link state (`connected` or `disconnected`).
+    pub link_state: String,
 }
 
 fn is_node_id(s: &str) -> bool {
@@ -60,6 +79,7 @@ pub fn parse(text: &str) -> Result<ClusterNodes, TopologyError> {
         address: Option<String>,
         flags: Vec<String>,
         master_of: Option<&'a str>,
+        link_state: &'a str,
         slots: Vec<&'a str>,
     }
     let mut lines = Vec::new();
@@ -128,6 +148,7 @@ pub fn parse(text: &str) -> Result<ClusterNodes, TopologyError> {
             address,
             flags,
             master_of,
+            link_state: f[7],
             slots: f[8..].to_vec(),
         });
     }
@@ -227,9 +248,21 @@ pub fn parse(text: &str) -> Result<ClusterNodes, TopologyError> {
         }
     }
     migrations.sort_by(|a, b| a.slot.cmp(&b.slot).then_with(|| a.node.cmp(&b.node)));
+    let lines = lines
+        .iter()
+        .map(|l| NodeLine {
+            id: l.id.to_string(),
+            name: l.name.clone(),
+            address: l.address.clone(),
+            flags: l.flags.clone(),
+            master_of: l.master_of.map(str::to_string),
+            link_state: l.link_state.to_string(),
+        })
+        .collect();
     Ok(ClusterNodes {
         masters,
         owner,
         migrations,
+        lines,
     })
 }

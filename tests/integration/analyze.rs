@@ -96,7 +96,7 @@ impl Cluster {
         redirects
     }
 
-    fn dbsize(&self) -> Vec<u64> {
+    pub(crate) fn dbsize(&self) -> Vec<u64> {
         self.nodes
             .iter()
             .map(|n| match n.connect().call(&[b"DBSIZE"]).unwrap() {

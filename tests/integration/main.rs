@@ -7,6 +7,7 @@ mod cli;
 mod keygen;
 mod lint;
 mod properties;
+mod rebalance;
 mod redis;
 mod rules;
 mod simulate;

@@ -1,0 +1,456 @@
+//! What `keyplan rebalance` and `keyplan reshard` share: the cluster view, the key sample,
+//! the batches, the estimates and the output (report or commands).
+
+use super::Ctx;
+use super::args::{InputArgs, SampleArgs, TopologyArgs, open_all, read_context, warn_malformed};
+use crate::error::{ExitStatus, UserError};
+use crate::keys::Record;
+use crate::keys::parallel::ChunkSink;
+use crate::migrate::emit::{Emit, EmitContext, emit};
+use crate::migrate::impact::{
+    MotionReport, Rate, SlotWeights, batches_in_motion, emptied_early, migration_seconds,
+    over_budget, parse_rate, parse_size,
+};
+use crate::migrate::{ClusterView, MigrationReport, Move, SampleInfo};
+use crate::report::migrate::{render_json, render_table};
+use crate::simulate::NetworkModel;
+use crate::simulate::batch::{self, Batch, parse_batches};
+use crate::simulate::client::Client;
+use crate::topology::{Topology, nodes};
+use anyhow::Context as _;
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+
+/// Output format of a preview.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PreviewFormat {
+    /// Tables
+    Table,
+    /// One JSON document (schema_version 1, documented in README)
+    Json,
+}
+
+/// Commands to print instead of the report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum EmitArg {
+    /// `redis-cli --cluster reshard … --cluster-yes` lines, one per move
+    RedisCli,
+    /// A shell script of CLUSTER SETSLOT IMPORTING/MIGRATING, MIGRATE and SETSLOT NODE per slot
+    Setslot,
+}
+
+/// Options shared by `rebalance` and `reshard`.
+#[derive(Debug, clap::Args)]
+pub struct PreviewArgs {
+    /// Only preview (required: keyplan never migrates; --emit prints the commands that would)
+    #[arg(long)]
+    pub preview: bool,
+
+    /// Where the slots are [default: 3 masters]; CLUSTER NODES text keeps redis-cli's node order.
+    #[command(flatten)]
+    pub topology: TopologyArgs,
+
+    /// Key samples whose keys, bytes and ops are counted per node ('-' for stdin)
+    #[arg(long = "keys", value_name = "FILE", num_args = 1..)]
+    pub keys: Vec<PathBuf>,
+
+    /// How key samples are read.
+    #[command(flatten)]
+    pub input: InputArgs,
+
+    /// How a live cluster is sampled (with --cluster and no --keys).
+    #[command(flatten)]
+    pub sampling: SampleArgs,
+
+    /// With --cluster: do not sample keys (slots only)
+    #[arg(long)]
+    pub no_sample: bool,
+
+    /// Batches declared in a key scheme: which of them touch moving slots
+    #[arg(long, value_name = "FILE")]
+    pub scheme: Option<PathBuf>,
+
+    /// Observed batches (one a line: COMMAND key key ...): which of them touch moving slots
+    #[arg(long, value_name = "FILE")]
+    pub batches: Option<PathBuf>,
+
+    /// Client profiles for batches in motion (NAME, NAME@VERSION or all) [default: jedis,
+    /// lettuce, redis-py, go-redis, ioredis, node-redis, redis-rs]
+    #[arg(long = "client", value_name = "NAME", value_delimiter = ',')]
+    pub clients: Vec<String>,
+
+    /// Estimate migration time at this rate: keys per second (5000keys/s) or bytes (20MB/s)
+    #[arg(long, value_name = "RATE")]
+    pub migrate_rate: Option<String>,
+
+    /// Multiply sample counts by this for time and budget estimates (e.g. 100 for a 1% sample)
+    #[arg(long, default_value_t = 1.0, value_name = "FACTOR")]
+    pub scale: f64,
+
+    /// Warn when a node holds more than this after the move (e.g. 25GB; needs bytes)
+    #[arg(long, value_name = "SIZE")]
+    pub max_node_bytes: Option<String>,
+
+    /// Print the commands that would execute the plan instead of the report
+    #[arg(long, value_enum, value_name = "HOW")]
+    pub emit: Option<EmitArg>,
+
+    /// Output format
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: PreviewFormat,
+
+    /// Write to this file instead of standard output
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+/// The cluster as redis-cli would see it, and where it came from.
+pub fn load_view(t: &TopologyArgs) -> anyhow::Result<(ClusterView, String)> {
+    use super::args::TopologyFormatArg as F;
+    if let Some(live) = t.live()? {
+        let text = live.cluster_nodes()?;
+        let view = ClusterView::from_cluster_nodes(&text)
+            .context("reading the live cluster's CLUSTER NODES")?;
+        let url = t.cluster.as_deref().unwrap_or_default();
+        let masked = crate::live::ClusterUrl::parse(url, None)
+            .map(|u| u.to_string())
+            .unwrap_or_default();
+        return Ok((view, format!("live cluster {masked} (CLUSTER NODES)")));
+    }
+    if let Some(path) = &t.topology {
+        let bytes = std::fs::read(path)
+            .with_context(|| format!("cannot read topology file '{}'", path.display()))?;
+        let text = String::from_utf8_lossy(&bytes);
+        let as_nodes = match t.topology_format {
+            F::ClusterNodes => true,
+            F::Auto => nodes::looks_like(&text),
+            _ => false,
+        };
+        if as_nodes {
+            let view = ClusterView::from_cluster_nodes(&text)
+                .with_context(|| format!("in topology file {}", path.display()))?;
+            return Ok((
+                view,
+                format!(
+                    "CLUSTER NODES from {} (redis-cli's node order)",
+                    path.display()
+                ),
+            ));
+        }
+    }
+    let (topology, source) = t
+        .resolve(Some(3))?
+        .expect("invariant: a default topology is given");
+    match topology {
+        Topology::Cluster(map) => Ok((ClusterView::from_slot_map(&map), source)),
+        Topology::Ring(_) => Err(UserError::new(
+            format!("{source}: a client-side ring has no slots to migrate"),
+            "rebalance and reshard preview Redis Cluster slot maps: give CLUSTER NODES text, keyplan YAML with slots, or --masters N",
+        )
+        .into()),
+    }
+}
+
+struct WeightSink(SlotWeights);
+
+impl ChunkSink for WeightSink {
+    fn record(&mut self, rec: &Record<'_>) {
+        self.0.add(rec.key, rec.bytes, rec.ops);
+    }
+}
+
+/// The key sample: from `--keys` files, or sampled live with `--cluster`.
+pub fn load_sample(
+    args: &PreviewArgs,
+    view: &ClusterView,
+    ctx: &mut Ctx<'_>,
+) -> anyhow::Result<(SlotWeights, SampleInfo)> {
+    if !(args.scale > 0.0 && args.scale.is_finite()) {
+        return Err(UserError::new(
+            format!("--scale {}: not a positive factor", args.scale),
+            "give the cluster's key count over the sample's, e.g. --scale 100 for a 1% sample",
+        )
+        .into());
+    }
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    let mut weights = SlotWeights::default();
+    let mut source = Vec::new();
+    let mut keys = 0;
+    if !args.keys.is_empty() {
+        let opts = args.input.read_options();
+        for (name, input) in open_all(&args.keys)? {
+            let mut sinks: Vec<WeightSink> = (0..threads)
+                .map(|_| WeightSink(SlotWeights::default()))
+                .collect();
+            let summary = input
+                .par_read(&opts, &mut sinks, None)
+                .map_err(|e| read_context(&name, e))?;
+            for s in &sinks {
+                weights.merge(&s.0);
+            }
+            keys += summary.keys;
+            warn_malformed(ctx, &name, &summary)?;
+            source.push(name);
+        }
+    } else if !args.no_sample
+        && let Some(live) = args.topology.live()?
+    {
+        let opts = args.sampling.scan_options()?;
+        let masters: Vec<crate::topology::Node> = view
+            .masters()
+            .into_iter()
+            .filter(|&i| view.slot_count(i) > 0)
+            .map(|i| {
+                let n = &view.nodes[i];
+                crate::topology::Node {
+                    name: n.name.clone(),
+                    id: n.id.clone(),
+                    address: n.address.clone(),
+                    flags: Vec::new(),
+                    replicas: n.replicas,
+                }
+            })
+            .collect();
+        let results: Vec<(SlotWeights, Result<u64, crate::live::LiveError>)> =
+            std::thread::scope(|scope| {
+                let handles: Vec<_> = masters
+                    .iter()
+                    .map(|node| {
+                        let (live, opts) = (&live, &opts);
+                        scope.spawn(move || {
+                            let mut w = SlotWeights::default();
+                            let r = live.scan_node(node, opts, |k, b| w.add(k, b, None));
+                            (w, r)
+                        })
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| h.join().expect("invariant: sampling threads do not panic"))
+                    .collect()
+            });
+        for (w, r) in results {
+            keys += r?;
+            weights.merge(&w);
+        }
+        source.push(format!(
+            "live sample ({} per master{})",
+            args.sampling.sample,
+            if args.sampling.bytes {
+                ", MEMORY USAGE"
+            } else {
+                ""
+            }
+        ));
+    }
+    let info = SampleInfo {
+        source,
+        keys,
+        has_bytes: weights.has_bytes,
+        has_ops: weights.has_ops,
+        scale: args.scale,
+    };
+    Ok((weights, info))
+}
+
+/// The batches from `--scheme` and `--batches`, and the client profiles to run them with.
+pub fn load_batches(args: &PreviewArgs) -> anyhow::Result<(Vec<Batch>, Vec<Client>)> {
+    let mut batches = Vec::new();
+    if let Some(p) = &args.scheme {
+        let text = std::fs::read_to_string(p)
+            .with_context(|| format!("cannot read scheme '{}'", p.display()))?;
+        let s = crate::scheme::Scheme::parse(&text)
+            .map_err(|e| anyhow::anyhow!("{}:{e}", p.display()))?;
+        batches.extend(batch::from_scheme(&s, None));
+    }
+    if let Some(p) = &args.batches {
+        let text = std::fs::read_to_string(p)
+            .with_context(|| format!("cannot read batch file '{}'", p.display()))?;
+        batches.extend(parse_batches(&text).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?);
+    }
+    let names: Vec<String> = if args.clients.is_empty() {
+        [
+            "jedis",
+            "lettuce",
+            "redis-py",
+            "go-redis",
+            "ioredis",
+            "node-redis",
+            "redis-rs",
+        ]
+        .map(String::from)
+        .to_vec()
+    } else {
+        args.clients.clone()
+    };
+    let clients = super::simulate::clients(&names)?;
+    Ok((batches, clients))
+}
+
+/// Batches touching the slots of `moves`.
+pub fn motion(
+    view: &ClusterView,
+    moves: &[Move],
+    batches: &[Batch],
+    clients: &[Client],
+) -> Vec<MotionReport> {
+    batches_in_motion(view, moves, batches, clients, &NetworkModel::default())
+}
+
+/// Parsed estimate options: the rate and the byte budget.
+pub fn estimates(args: &PreviewArgs) -> anyhow::Result<(Option<Rate>, Option<f64>)> {
+    let rate = args
+        .migrate_rate
+        .as_deref()
+        .map(|r| {
+            parse_rate(r).map_err(|e| {
+                UserError::new(
+                    format!("--migrate-rate {e}"),
+                    "give keys per second (5000keys/s) or bytes per second (20MB/s)",
+                )
+            })
+        })
+        .transpose()?;
+    let budget = args
+        .max_node_bytes
+        .as_deref()
+        .map(|b| {
+            parse_size(b).map_err(|e| {
+                UserError::new(
+                    format!("--max-node-bytes {e}"),
+                    "give a size such as 25GB or 800MiB",
+                )
+            })
+        })
+        .transpose()?;
+    Ok((rate, budget))
+}
+
+/// Fills in the time estimate and the warnings that follow from the plan.
+pub fn finish_report(
+    report: &mut MigrationReport,
+    view: &ClusterView,
+    moves: &[Move],
+    rate: Option<Rate>,
+    budget: Option<f64>,
+) -> Result<(), UserError> {
+    for (node, k) in emptied_early(view, moves) {
+        report.warnings.push(format!(
+            "{} gives its last slot in move {} of {}: with cluster-allow-replica-migration yes (the default) Redis then makes it a replica, and a single redis-cli run stops at the next move with \"ERR Please use SETSLOT only with masters\" (redis/redis#9223); run `CONFIG SET cluster-allow-replica-migration no` on it first, or run the moves one by one (--emit redis-cli)",
+            view.nodes[node].name,
+            k + 1,
+            moves.len()
+        ));
+    }
+    let scale = report.sample.scale;
+    let has_bytes = report.sample.has_bytes;
+    if let Some(r) = rate {
+        let secs = migration_seconds(&report.plan.impact, r, scale, has_bytes);
+        if secs.is_none() {
+            return Err(UserError::new(
+                "--migrate-rate in bytes per second needs bytes in the sample",
+                "give a tsv sample (key<TAB>bytes), sample live with --bytes, or a rate in keys/s",
+            ));
+        }
+        report.plan.migration_seconds = secs;
+        if let Some(c) = &mut report.compare {
+            c.migration_seconds = migration_seconds(&c.impact, r, scale, has_bytes);
+        }
+    }
+    if let Some(b) = budget {
+        if !has_bytes {
+            return Err(UserError::new(
+                "--max-node-bytes needs bytes in the sample",
+                "give a tsv sample (key<TAB>bytes) or sample live with --bytes",
+            ));
+        }
+        for (name, bytes) in over_budget(&report.plan.impact, b, scale) {
+            report.warnings.push(format!(
+                "{name} would hold {} after the move, over the --max-node-bytes budget of {} (ElastiCache advises keeping headroom for the migration's copy; add a node or move fewer slots to it)",
+                crate::report::analyze::human_bytes(bytes as u64),
+                crate::report::analyze::human_bytes(b as u64)
+            ));
+        }
+    }
+    for m in &report.batches {
+        if !matches!(
+            m.during,
+            crate::simulate::client::Outcome::Ok | crate::simulate::client::Outcome::NotModelled
+        ) || !matches!(
+            m.after,
+            crate::simulate::client::Outcome::Ok | crate::simulate::client::Outcome::NotModelled
+        ) {
+            report.warnings.push(format!(
+                "batch {} fails with {} while slots {} move{}",
+                m.batch,
+                m.client,
+                m.slots_in_motion,
+                m.message
+                    .as_deref()
+                    .map(|s| format!(": {s}"))
+                    .unwrap_or_default()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Writes the report (or the commands), and returns the exit status: 1 with warnings.
+pub fn output(
+    args: &PreviewArgs,
+    report: &MigrationReport,
+    view: &ClusterView,
+    moves: &[Move],
+    emit_ctx: &EmitContext,
+    ctx: &mut Ctx<'_>,
+) -> anyhow::Result<ExitStatus> {
+    let mut sink: Box<dyn Write + '_> = match &args.output {
+        Some(p) => Box::new(
+            std::fs::File::create(p)
+                .with_context(|| format!("cannot create output file '{}'", p.display()))?,
+        ),
+        None => Box::new(&mut *ctx.stdout),
+    };
+    let mut out = BufWriter::new(&mut *sink);
+    match args.emit {
+        Some(how) => {
+            let how = match how {
+                EmitArg::RedisCli => Emit::RedisCli,
+                EmitArg::Setslot => Emit::Setslot,
+            };
+            let text = emit(view, moves, how, emit_ctx)?;
+            out.write_all(text.as_bytes())?;
+        }
+        None => match args.format {
+            PreviewFormat::Json => render_json(&mut out, report)?,
+            PreviewFormat::Table => render_table(&mut out, report)?,
+        },
+    }
+    out.flush()?;
+    drop(out);
+    drop(sink);
+    if args.emit.is_some() || args.format == PreviewFormat::Json {
+        for w in &report.warnings {
+            writeln!(ctx.stderr, "warning: {w}")?;
+        }
+    }
+    Ok(if report.warnings.is_empty() {
+        ExitStatus::Clean
+    } else {
+        ExitStatus::Findings
+    })
+}
+
+/// Refuses to run without `--preview`.
+pub fn require_preview(args: &PreviewArgs, command: &str) -> Result<(), UserError> {
+    if args.preview {
+        Ok(())
+    } else {
+        Err(UserError::new(
+            format!("keyplan {command} only previews: add --preview"),
+            "keyplan never migrates slots; with --emit redis-cli or --emit setslot it prints the commands that would",
+        ))
+    }
+}

@@ -1,0 +1,311 @@
+//! The commands that would execute a plan, as text (SPEC §7): `redis-cli --cluster reshard`
+//! lines, or a `CLUSTER SETSLOT` + `MIGRATE` shell script. keyplan prints them and never runs
+//! them.
+
+use super::{ClusterView, MigrateError, Move};
+use crate::slot::SLOT_COUNT;
+use std::fmt::Write as _;
+
+/// Which commands to write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Emit {
+    /// One `redis-cli --cluster reshard … --cluster-yes` line per move.
+    RedisCli,
+    /// A shell script: `CLUSTER SETSLOT … IMPORTING/MIGRATING`, `MIGRATE` in batches,
+    /// `CLUSTER SETSLOT … NODE` per slot.
+    Setslot,
+}
+
+/// What the script is for, shown in its header.
+#[derive(Debug, Clone, Default)]
+pub struct EmitContext {
+    /// Comment lines describing the plan.
+    pub header: Vec<String>,
+    /// Nodes to remove with `del-node` once the moves are done.
+    pub remove: Vec<usize>,
+}
+
+/// Quotes `s` for a POSIX shell when it needs it.
+fn sh(s: &str) -> String {
+    if !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"@%+=:,./-_".contains(&b))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+fn split_addr(addr: &str) -> (&str, &str) {
+    addr.rsplit_once(':').unwrap_or((addr, ""))
+}
+
+/// How the script names each node's id: its id, or a variable set after `add-node`.
+fn ids(view: &ClusterView) -> Result<Vec<String>, MigrateError> {
+    let mut added = 0;
+    view.nodes
+        .iter()
+        .map(|n| match (&n.id, n.added) {
+            (Some(id), _) => Ok(id.clone()),
+            (None, true) => {
+                added += 1;
+                Ok(format!("\"$NEW_ID_{added}\""))
+            }
+            (None, false) => Err(MigrateError::Invalid(format!(
+                "--emit needs node ids and addresses, and {} has none: give the topology as CLUSTER NODES text (--topology) or a --cluster URL",
+                n.name
+            ))),
+        })
+        .collect()
+}
+
+fn address(view: &ClusterView, i: usize) -> Result<&str, MigrateError> {
+    view.nodes[i].address.as_deref().ok_or_else(|| {
+        MigrateError::Invalid(format!(
+            "--emit needs every node's address, and {} has none",
+            view.nodes[i].name
+        ))
+    })
+}
+
+/// The node redis-cli commands connect to: the first node in view order with an address that
+/// is already in the cluster (the `myself` node of a CLUSTER NODES capture).
+fn entry(view: &ClusterView) -> Result<&str, MigrateError> {
+    view.nodes
+        .iter()
+        .find(|n| !n.added && n.address.is_some())
+        .and_then(|n| n.address.as_deref())
+        .ok_or_else(|| {
+            MigrateError::Invalid("--emit needs the address of a node of the cluster".into())
+        })
+}
+
+/// Checks that each move takes its source's lowest-numbered slots at the time it runs, which
+/// is all `redis-cli --cluster reshard` can do.
+fn check_lowest_first(view: &ClusterView, moves: &[Move]) -> Result<(), MigrateError> {
+    let mut owner = view.owner.clone();
+    for m in moves {
+        let lowest: Vec<u16> = (0..SLOT_COUNT)
+            .filter(|&s| owner[s] == Some(m.from))
+            .take(m.slots.len())
+            .map(|s| s as u16)
+            .collect();
+        if lowest != m.slots {
+            return Err(MigrateError::Invalid(format!(
+                "--emit redis-cli: `redis-cli --cluster reshard` always moves a source's lowest-numbered slots, and this plan moves other slots of {}; use --emit setslot",
+                view.nodes[m.from].name
+            )));
+        }
+        for &s in &m.slots {
+            owner[s as usize] = Some(m.to);
+        }
+    }
+    Ok(())
+}
+
+fn prelude(out: &mut String, view: &ClusterView, ctx: &EmitContext, entry: &str) {
+    out.push_str("#!/bin/sh\n");
+    out.push_str("# Written by keyplan; review before running. keyplan never runs it.\n");
+    for h in &ctx.header {
+        let _ = writeln!(out, "# {h}");
+    }
+    out.push_str("# A password is read from REDISCLI_AUTH, as redis-cli reads it.\nset -eu\n");
+    let mut added = 0;
+    for n in view.nodes.iter().filter(|n| n.added) {
+        added += 1;
+        let addr = n.address.as_deref().unwrap_or_default();
+        let (h, p) = split_addr(addr);
+        let _ = writeln!(
+            out,
+            "redis-cli --cluster add-node {} {}",
+            sh(addr),
+            sh(entry)
+        );
+        let _ = writeln!(
+            out,
+            "NEW_ID_{added}=$(redis-cli -h {} -p {} CLUSTER MYID)",
+            sh(h),
+            sh(p)
+        );
+    }
+    if added > 0 {
+        out.push_str("# Wait until every node knows the new masters.\n");
+        let _ = writeln!(
+            out,
+            "until redis-cli --cluster check {} > /dev/null 2>&1; do sleep 1; done",
+            sh(entry)
+        );
+    }
+}
+
+fn epilogue(out: &mut String, ctx: &EmitContext, ids: &[String], entry: &str) {
+    for &r in &ctx.remove {
+        let _ = writeln!(out, "redis-cli --cluster del-node {} {}", sh(entry), ids[r]);
+    }
+}
+
+/// The commands for `moves` on `view`.
+pub fn emit(
+    view: &ClusterView,
+    moves: &[Move],
+    how: Emit,
+    ctx: &EmitContext,
+) -> Result<String, MigrateError> {
+    let ids = ids(view)?;
+    let entry = entry(view)?.to_string();
+    for m in moves {
+        address(view, m.from)?;
+        address(view, m.to)?;
+    }
+    let mut out = String::new();
+    match how {
+        Emit::RedisCli => {
+            check_lowest_first(view, moves)?;
+            prelude(&mut out, view, ctx, &entry);
+            for m in moves {
+                let _ = writeln!(
+                    out,
+                    "redis-cli --cluster reshard {} --cluster-from {} --cluster-to {} --cluster-slots {} --cluster-yes",
+                    sh(&entry),
+                    ids[m.from],
+                    ids[m.to],
+                    m.slots.len()
+                );
+            }
+        }
+        Emit::Setslot => {
+            prelude(&mut out, view, ctx, &entry);
+            let masters: Vec<String> = view
+                .masters()
+                .iter()
+                .map(|&i| address(view, i).map(sh))
+                .collect::<Result<_, _>>()?;
+            let _ = writeln!(out, "MASTERS={}", sh(&masters.join(" ")));
+            out.push_str(MOVE_SLOT);
+            for m in moves {
+                let (sh_, sp) = split_addr(address(view, m.from)?);
+                let (dh, dp) = split_addr(address(view, m.to)?);
+                for &s in &m.slots {
+                    let _ = writeln!(
+                        out,
+                        "move_slot {s} {} {} {} {} {} {}",
+                        sh(sh_),
+                        sh(sp),
+                        ids[m.from],
+                        sh(dh),
+                        sh(dp),
+                        ids[m.to]
+                    );
+                }
+            }
+        }
+    }
+    epilogue(&mut out, ctx, &ids, &entry);
+    Ok(out)
+}
+
+/// The shell functions the setslot script uses: the same steps as redis-cli's
+/// `clusterManagerMoveSlot` (IMPORTING on the target, MIGRATING on the source, MIGRATE the
+/// keys in batches of 100, then NODE on the target, the source and every other master).
+/// redis-cli exits 0 even on an error reply, so every reply is checked.
+const MOVE_SLOT: &str = r#"fail() { echo "keyplan script: $*" >&2; exit 1; }
+# ok HOST PORT ARGS...: run a command that must answer OK
+ok() {
+  h=$1 p=$2; shift 2
+  r=$(redis-cli -h "$h" -p "$p" "$@") || fail "$h:$p $*: redis-cli failed"
+  [ "$r" = OK ] || fail "$h:$p $*: $r"
+}
+# move_slot SLOT SRC_HOST SRC_PORT SRC_ID DST_HOST DST_PORT DST_ID
+move_slot() {
+  ok "$5" "$6" CLUSTER SETSLOT "$1" IMPORTING "$4"
+  ok "$2" "$3" CLUSTER SETSLOT "$1" MIGRATING "$7"
+  while :; do
+    n=$(redis-cli -h "$2" -p "$3" CLUSTER COUNTKEYSINSLOT "$1")
+    case "$n" in
+      0) break ;;
+      *[!0-9]*|'') fail "slot $1 on $2:$3: COUNTKEYSINSLOT answered $n" ;;
+    esac
+    r=$(redis-cli -h "$2" -p "$3" --raw CLUSTER GETKEYSINSLOT "$1" 100 |
+      xargs -r -d '\n' redis-cli -h "$2" -p "$3" MIGRATE "$5" "$6" "" 0 60000 \
+        ${REDISCLI_AUTH:+AUTH "$REDISCLI_AUTH"} KEYS)
+    bad=$(printf '%s\n' "$r" | grep -v -x -e OK -e NOKEY -e '' || true)
+    [ -z "$bad" ] || fail "slot $1: MIGRATE from $2:$3 to $5:$6: $bad"
+  done
+  ok "$5" "$6" CLUSTER SETSLOT "$1" NODE "$7"
+  ok "$2" "$3" CLUSTER SETSLOT "$1" NODE "$7"
+  for m in $MASTERS; do
+    if [ "$m" != "$5:$6" ] && [ "$m" != "$2:$3" ]; then
+      r=$(redis-cli -h "${m%:*}" -p "${m##*:}" CLUSTER SETSLOT "$1" NODE "$7") || true
+      case "$r" in
+        # A master emptied earlier may have become a replica: it follows its master.
+        OK|*"only with masters"*) ;;
+        *) fail "$m CLUSTER SETSLOT $1 NODE: $r" ;;
+      esac
+    fi
+  done
+}
+"#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::migrate::redis_cli::{RebalanceOptions, rebalance};
+
+    const NODES: &str = "\
+aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa 127.0.0.1:7000@17000 myself,master - 0 0 1 connected 0-5460
+bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb 127.0.0.1:7001@17001 master - 0 0 2 connected 5461-10922
+cccccccccccccccccccccccccccccccccccccccc 127.0.0.1:7002@17002 master - 0 0 3 connected 10923-16383
+";
+
+    #[test]
+    fn redis_cli_lines_for_an_added_node() {
+        let mut v = ClusterView::from_cluster_nodes(NODES).unwrap();
+        v.add_node("127.0.0.1:7003").unwrap();
+        let p = rebalance(
+            &v,
+            &RebalanceOptions {
+                use_empty_masters: true,
+                threshold: 2.0,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let s = emit(&v, &p.moves, Emit::RedisCli, &EmitContext::default()).unwrap();
+        assert!(s.contains("redis-cli --cluster add-node 127.0.0.1:7003 127.0.0.1:7000\n"));
+        assert!(s.contains("NEW_ID_1=$(redis-cli -h 127.0.0.1 -p 7003 CLUSTER MYID)"));
+        assert!(s.contains(
+            "redis-cli --cluster reshard 127.0.0.1:7000 --cluster-from bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb --cluster-to \"$NEW_ID_1\" --cluster-slots 1366 --cluster-yes"
+        ));
+        assert_eq!(s.matches("--cluster reshard").count(), 3);
+        let s = emit(&v, &p.moves, Emit::Setslot, &EmitContext::default()).unwrap();
+        assert_eq!(s.matches("\nmove_slot ").count(), 4096);
+        assert!(s.contains(
+            "move_slot 5461 127.0.0.1 7001 bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb 127.0.0.1 7003 \"$NEW_ID_1\""
+        ));
+    }
+
+    #[test]
+    fn refusals() {
+        let v = ClusterView::from_cluster_nodes(NODES).unwrap();
+        // Not lowest-first: redis-cli cannot express it.
+        let m = vec![Move {
+            from: 0,
+            to: 1,
+            slots: vec![5],
+        }];
+        assert!(emit(&v, &m, Emit::RedisCli, &EmitContext::default()).is_err());
+        assert!(emit(&v, &m, Emit::Setslot, &EmitContext::default()).is_ok());
+        // No ids: nothing to emit.
+        let v = ClusterView::from_slot_map(&crate::topology::SlotMap::from_masters(3).unwrap());
+        let e = emit(&v, &[], Emit::RedisCli, &EmitContext::default()).unwrap_err();
+        assert!(e.to_string().contains("needs node ids"), "{e}");
+    }
+
+    #[test]
+    fn quoting() {
+        assert_eq!(sh("127.0.0.1:7000"), "127.0.0.1:7000");
+        assert_eq!(sh("a b"), "'a b'");
+        assert_eq!(sh("it's"), r"'it'\''s'");
+    }
+}

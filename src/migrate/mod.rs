@@ -1,0 +1,477 @@
+//! Slot migrations (SPEC §7): the plans `redis-cli --cluster rebalance` and `reshard` would
+//! execute, a load-aware plan that balances what a key sample says, and what any plan does to
+//! every node. Pure: no I/O, no printing; keyplan never executes a migration.
+//!
+//! The cluster is seen the way redis-cli's cluster manager sees it ([`ClusterView`]): the node
+//! it connects to first, then the other nodes in the order of that node's `CLUSTER NODES`
+//! reply. That order decides ties in redis-cli's algorithms, so it is kept exactly.
+
+pub mod emit;
+pub mod impact;
+pub mod load_aware;
+pub mod redis_cli;
+
+use crate::slot::SLOT_COUNT;
+use crate::topology::nodes::{self, NodeLine};
+use crate::topology::{Migration, NO_OWNER, Node, SlotMap, TopologyError, format_ranges};
+
+/// A node as redis-cli's cluster manager sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ViewNode {
+    /// The name keyplan prints: the address when known.
+    pub name: String,
+    /// The 40-character node id, when known.
+    pub id: Option<String>,
+    /// `host:port`, when known.
+    pub address: Option<String>,
+    /// A master (else a replica).
+    pub master: bool,
+    /// Replicas of this master.
+    pub replicas: usize,
+    /// Previewed as added by `--add-node` (not yet in the cluster).
+    pub added: bool,
+}
+
+/// A cluster in redis-cli's node order, with each slot's owner.
+#[derive(Debug, Clone)]
+pub struct ClusterView {
+    /// Nodes in redis-cli's order (the entry node first).
+    pub nodes: Vec<ViewNode>,
+    /// Owner of each slot (index into `nodes`), `None` when unserved.
+    pub owner: Vec<Option<usize>>,
+    /// Slots left open (migrating/importing) by an earlier migration.
+    pub open: Vec<Migration>,
+    /// Nodes redis-cli leaves out of its view (failed, without address, disconnected).
+    pub skipped: Vec<String>,
+}
+
+/// Why a migration cannot be planned.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum MigrateError {
+    /// The topology cannot be read.
+    #[error(transparent)]
+    Topology(#[from] TopologyError),
+    /// redis-cli's cluster check would fail, so redis-cli would refuse to move anything.
+    #[error(
+        "{problem}: redis-cli would refuse (\"*** Please fix your cluster problems before {action}\")"
+    )]
+    ClusterProblem {
+        /// What the check finds.
+        problem: String,
+        /// `rebalancing` or `resharding`.
+        action: &'static str,
+    },
+    /// `--weight NAME=W` names no node.
+    #[error(
+        "--weight {0}: no node id starts with '{0}' (redis-cli: \"*** No such master node {0}\")"
+    )]
+    NoSuchNode(String),
+    /// A node argument names no master.
+    #[error(
+        "{flag} {name}: not a known master (give a full node id, or the address for a topology without ids)"
+    )]
+    NotAMaster {
+        /// The flag.
+        flag: &'static str,
+        /// What was given.
+        name: String,
+    },
+    /// Something else about the arguments is wrong.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// Slots moving from one node to another, in execution order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Move {
+    /// Source node (index into [`ClusterView::nodes`]).
+    pub from: usize,
+    /// Destination node.
+    pub to: usize,
+    /// The slots, in the order they move.
+    pub slots: Vec<u16>,
+}
+
+impl ClusterView {
+    /// The view redis-cli has after connecting to the node whose `CLUSTER NODES` reply is
+    /// `text`: the `myself` node first, then the others in listing order; nodes flagged `fail`
+    /// or `noaddr`, or whose link is `disconnected`, are left out as redis-cli leaves them out.
+    pub fn from_cluster_nodes(text: &str) -> Result<ClusterView, MigrateError> {
+        let parsed = nodes::parse(text)?;
+        let mut order: Vec<&NodeLine> = Vec::with_capacity(parsed.lines.len());
+        if let Some(me) = parsed
+            .lines
+            .iter()
+            .find(|l| l.flags.iter().any(|f| f == "myself"))
+        {
+            order.push(me);
+        }
+        let mut skipped = Vec::new();
+        for l in &parsed.lines {
+            if l.flags.iter().any(|f| f == "myself") {
+                continue;
+            }
+            let bad = l.flags.iter().any(|f| f == "fail" || f == "noaddr")
+                || l.link_state == "disconnected"
+                || l.address.is_none();
+            if bad {
+                skipped.push(l.name.clone());
+                continue;
+            }
+            order.push(l);
+        }
+        let mut view_nodes: Vec<ViewNode> = order
+            .iter()
+            .map(|l| ViewNode {
+                name: l.name.clone(),
+                id: Some(l.id.clone()),
+                address: l.address.clone(),
+                master: l.flags.iter().any(|f| f == "master"),
+                replicas: 0,
+                added: false,
+            })
+            .collect();
+        for l in &order {
+            if let Some(m) = &l.master_of
+                && let Some(i) = order.iter().position(|x| &x.id == m)
+            {
+                view_nodes[i].replicas += 1;
+            }
+        }
+        // Owners: parsed.owner indexes parsed.masters; map them to view positions.
+        let mut owner = vec![None; SLOT_COUNT];
+        for (s, o) in parsed.owner.iter().enumerate() {
+            if let Some(o) = o {
+                let id = parsed.masters[*o as usize].id.as_deref();
+                owner[s] = view_nodes.iter().position(|n| n.id.as_deref() == id);
+            }
+        }
+        Ok(ClusterView {
+            nodes: view_nodes,
+            owner,
+            open: parsed.migrations,
+            skipped,
+        })
+    }
+
+    /// The view of a slot map from any other source (`--masters N`, keyplan YAML, CLUSTER
+    /// SHARDS/SLOTS): every node is a master, in the map's order.
+    pub fn from_slot_map(map: &SlotMap) -> ClusterView {
+        let nodes = map
+            .nodes()
+            .iter()
+            .map(|n| ViewNode {
+                name: n.name.clone(),
+                id: n.id.clone(),
+                address: n.address.clone(),
+                master: true,
+                replicas: n.replicas,
+                added: false,
+            })
+            .collect();
+        let owner = (0..SLOT_COUNT as u16)
+            .map(|s| map.owner_of_slot(s))
+            .collect();
+        ClusterView {
+            nodes,
+            owner,
+            open: map.migrations().to_vec(),
+            skipped: Vec::new(),
+        }
+    }
+
+    /// Adds an empty master at `address` (as `redis-cli --cluster add-node` would), last.
+    pub fn add_node(&mut self, address: &str) -> Result<usize, MigrateError> {
+        let valid = address
+            .rsplit_once(':')
+            .is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok_and(|p| p > 0));
+        if !valid {
+            return Err(MigrateError::Invalid(format!(
+                "--add-node {address}: not a host:port address"
+            )));
+        }
+        if self
+            .nodes
+            .iter()
+            .any(|n| n.address.as_deref() == Some(address) || n.name == address)
+        {
+            return Err(MigrateError::Invalid(format!(
+                "--add-node {address}: that node is already in the cluster"
+            )));
+        }
+        self.nodes.push(ViewNode {
+            name: address.to_string(),
+            id: None,
+            address: Some(address.to_string()),
+            master: true,
+            replicas: 0,
+            added: true,
+        });
+        Ok(self.nodes.len() - 1)
+    }
+
+    /// Slots owned by node `i`, ascending.
+    pub fn slots_of(&self, i: usize) -> Vec<u16> {
+        (0..SLOT_COUNT)
+            .filter(|&s| self.owner[s] == Some(i))
+            .map(|s| s as u16)
+            .collect()
+    }
+
+    /// How many slots node `i` owns.
+    pub fn slot_count(&self, i: usize) -> usize {
+        self.owner.iter().filter(|&&o| o == Some(i)).count()
+    }
+
+    /// Indices of the masters, in view order.
+    pub fn masters(&self) -> Vec<usize> {
+        (0..self.nodes.len())
+            .filter(|&i| self.nodes[i].master)
+            .collect()
+    }
+
+    /// The problems `redis-cli --cluster check` reports (open slots, unserved slots), which make
+    /// rebalance and reshard refuse.
+    pub fn check(&self, action: &'static str) -> Result<(), MigrateError> {
+        if !self.open.is_empty() {
+            let mut slots: Vec<u16> = self.open.iter().map(|m| m.slot).collect();
+            slots.dedup();
+            let list: Vec<String> = slots.iter().map(u16::to_string).collect();
+            return Err(MigrateError::ClusterProblem {
+                problem: format!(
+                    "slots {} are open (migrating/importing); finish or fix them first (redis-cli --cluster fix)",
+                    list.join(",")
+                ),
+                action,
+            });
+        }
+        let unserved: Vec<(u16, u16)> = ranges(
+            (0..SLOT_COUNT)
+                .filter(|&s| self.owner[s].is_none())
+                .map(|s| s as u16),
+        );
+        if !unserved.is_empty() {
+            return Err(MigrateError::ClusterProblem {
+                problem: format!(
+                    "not all 16384 slots are covered (unserved: {})",
+                    format_ranges(&unserved)
+                ),
+                action,
+            });
+        }
+        Ok(())
+    }
+
+    /// Finds a node by full id (case-insensitive, as `clusterManagerNodeByName`), or, for
+    /// nodes without ids, by name or address.
+    pub fn node_by_name(&self, name: &str) -> Option<usize> {
+        let lc = name.to_ascii_lowercase();
+        self.nodes
+            .iter()
+            .position(|n| n.id.as_deref() == Some(lc.as_str()))
+            .or_else(|| {
+                self.nodes
+                    .iter()
+                    .position(|n| n.name == name || n.address.as_deref() == Some(name))
+            })
+    }
+
+    /// The owners after `moves` are applied in order.
+    pub fn owners_after(&self, moves: &[Move]) -> Vec<Option<usize>> {
+        let mut owner = self.owner.clone();
+        for m in moves {
+            for &s in &m.slots {
+                owner[s as usize] = Some(m.to);
+            }
+        }
+        owner
+    }
+
+    /// A slot map of the masters (in view order) with `owner` as ownership, for the simulator.
+    pub fn slot_map(&self, owner: &[Option<usize>]) -> SlotMap {
+        let masters = self.masters();
+        let mut index = vec![NO_OWNER; self.nodes.len()];
+        for (k, &i) in masters.iter().enumerate() {
+            index[i] = k as u16;
+        }
+        let nodes = masters
+            .iter()
+            .map(|&i| {
+                let n = &self.nodes[i];
+                Node {
+                    name: n.name.clone(),
+                    id: n.id.clone(),
+                    address: n.address.clone(),
+                    flags: Vec::new(),
+                    replicas: n.replicas,
+                }
+            })
+            .collect();
+        let owner = owner
+            .iter()
+            .map(|o| o.map_or(NO_OWNER, |i| index[i]))
+            .collect();
+        SlotMap {
+            nodes,
+            owner,
+            migrations: Vec::new(),
+        }
+    }
+}
+
+/// One plan and its effect, as reported (JSON: flattened into the report or under `compare`).
+#[derive(Debug, Clone, serde::Serialize, PartialEq)]
+pub struct PlanReport {
+    /// Which algorithm: `redis-cli rebalance`, `redis-cli reshard`, `load-aware`.
+    pub plan: String,
+    /// What it balances: `slots`, `keys`, `bytes`, `ops`.
+    pub balance_by: String,
+    /// Whether anything moves.
+    pub needed: bool,
+    /// What redis-cli would print instead of moving (e.g. "No rebalancing needed").
+    pub message: Option<String>,
+    /// The effect on every node.
+    #[serde(flatten)]
+    pub impact: impact::Impact,
+    /// Estimated migration time in seconds (with `--migrate-rate`).
+    pub migration_seconds: Option<f64>,
+}
+
+/// The key sample a preview is computed from.
+#[derive(Debug, Clone, serde::Serialize, PartialEq)]
+pub struct SampleInfo {
+    /// Where the keys came from (files, or a live sample).
+    pub source: Vec<String>,
+    /// Keys read.
+    pub keys: u64,
+    /// Whether bytes were given.
+    pub has_bytes: bool,
+    /// Whether ops were given.
+    pub has_ops: bool,
+    /// Factor applied to sample counts for time and budget estimates (`--scale`).
+    pub scale: f64,
+}
+
+/// The preview of a migration (`keyplan rebalance --preview`, `keyplan reshard --preview`).
+#[derive(Debug, Clone, serde::Serialize, PartialEq)]
+pub struct MigrationReport {
+    /// JSON contract version.
+    pub schema_version: u32,
+    /// `rebalance` or `reshard`.
+    pub command: &'static str,
+    /// Where the topology came from.
+    pub topology: String,
+    /// Nodes redis-cli would leave out of its view (failed, no address, disconnected).
+    pub skipped_nodes: Vec<String>,
+    /// The key sample.
+    pub sample: SampleInfo,
+    /// The plan asked for.
+    #[serde(flatten)]
+    pub plan: PlanReport,
+    /// With `--balance-by keys|bytes|ops`: redis-cli's slot-count plan, for comparison.
+    pub compare: Option<PlanReport>,
+    /// Batches touching slots that move, per client profile.
+    pub batches: Vec<impact::MotionReport>,
+    /// Things to look at before running the plan.
+    pub warnings: Vec<String>,
+}
+
+/// Ascending slots folded into contiguous ranges.
+pub fn ranges(slots: impl IntoIterator<Item = u16>) -> Vec<(u16, u16)> {
+    let mut out: Vec<(u16, u16)> = Vec::new();
+    for s in slots {
+        match out.last_mut() {
+            Some((_, b)) if *b + 1 == s => *b = s,
+            _ => out.push((s, s)),
+        }
+    }
+    out
+}
+
+/// Slots as the `0-1364 5461-6826` text redis-cli and `CLUSTER NODES` use (sorted first).
+pub fn ranges_text(slots: &[u16]) -> String {
+    let mut v = slots.to_vec();
+    v.sort_unstable();
+    format_ranges(&ranges(v))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NODES: &str = "\
+07c37dfeb235213a872192d90877d0cd55635b91 127.0.0.1:30004@31004 slave e7d1eecce10fd6bb5eb35b9f99a514335d9ba9ca 0 1426238317239 4 connected
+67ed2db8d677e59ec4a4cefb06858cf2a1a89fa1 127.0.0.1:30002@31002 master - 0 1426238316232 2 connected 5461-10922
+292f8b365bb7edb5e285caf0b7e6ddc7265d2f4f 127.0.0.1:30003@31003 master - 0 1426238318243 3 connected 10923-16383
+6ec23923021cf3ffec47632106199cb7f496ce01 127.0.0.1:30005@31005 slave 67ed2db8d677e59ec4a4cefb06858cf2a1a89fa1 0 1426238316232 5 connected
+824fe116063bc5fcf9f4ffd895bc17aee7731ac3 127.0.0.1:30006@31006 slave 292f8b365bb7edb5e285caf0b7e6ddc7265d2f4f 0 1426238317741 6 connected
+e7d1eecce10fd6bb5eb35b9f99a514335d9ba9ca 127.0.0.1:30001@31001 myself,master - 0 0 1 connected 0-5460
+";
+
+    #[test]
+    fn view_puts_myself_first_then_listing_order() {
+        let v = ClusterView::from_cluster_nodes(NODES).unwrap();
+        let names: Vec<&str> = v.nodes.iter().map(|n| n.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "127.0.0.1:30001",
+                "127.0.0.1:30004",
+                "127.0.0.1:30002",
+                "127.0.0.1:30003",
+                "127.0.0.1:30005",
+                "127.0.0.1:30006"
+            ]
+        );
+        assert_eq!(v.masters(), vec![0, 2, 3]);
+        assert_eq!(v.slot_count(0), 5461);
+        assert_eq!(v.slot_count(2), 5462);
+        assert_eq!(v.nodes[0].replicas, 1);
+        assert!(v.check("rebalancing").is_ok());
+        assert_eq!(
+            v.node_by_name("67ED2DB8D677E59EC4A4CEFB06858CF2A1A89FA1"),
+            Some(2)
+        );
+        assert_eq!(v.node_by_name("67ed2db8"), None);
+    }
+
+    #[test]
+    fn failed_nodes_are_left_out_and_open_slots_refused() {
+        let text = NODES.replace(
+            "127.0.0.1:30003@31003 master -",
+            "127.0.0.1:30003@31003 master,fail -",
+        );
+        let v = ClusterView::from_cluster_nodes(&text).unwrap();
+        assert_eq!(v.skipped, vec!["127.0.0.1:30003".to_string()]);
+        let e = v.check("rebalancing").unwrap_err().to_string();
+        assert!(
+            e.contains("not all 16384 slots are covered (unserved: 10923-16383)"),
+            "{e}"
+        );
+        let text = NODES.replace(
+            "connected 0-5460",
+            "connected 0-5460 [93->-67ed2db8d677e59ec4a4cefb06858cf2a1a89fa1]",
+        );
+        let v = ClusterView::from_cluster_nodes(&text).unwrap();
+        let e = v.check("resharding").unwrap_err().to_string();
+        assert!(
+            e.contains("slots 93 are open") && e.contains("before resharding"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn add_node_checks_the_address() {
+        let mut v = ClusterView::from_slot_map(&SlotMap::from_masters(3).unwrap());
+        assert_eq!(v.add_node("10.0.0.9:7000").unwrap(), 3);
+        assert!(v.add_node("10.0.0.9:7000").is_err());
+        assert!(v.add_node("nohost").is_err());
+        assert_eq!(v.masters(), vec![0, 1, 2, 3]);
+        assert_eq!(v.slot_count(3), 0);
+    }
+
+    #[test]
+    fn ranges_fold() {
+        assert_eq!(ranges_text(&[5, 1, 2, 3, 9]), "1-3 5 9");
+    }
+}

@@ -1,0 +1,269 @@
+//! Renders a [`MigrationReport`]: tables (plan, moves, nodes before → after, skew, batches in
+//! motion, warnings) or JSON.
+
+use super::analyze::human_bytes;
+use super::new_table;
+use crate::migrate::impact::{Impact, SkewSet};
+use crate::migrate::{MigrationReport, PlanReport};
+use comfy_table::{Cell, CellAlignment};
+use std::io::{self, Write};
+
+/// Writes the report as JSON (one line).
+pub fn render_json(out: &mut dyn Write, r: &MigrationReport) -> io::Result<()> {
+    serde_json::to_writer(&mut *out, r)?;
+    out.write_all(b"\n")?;
+    out.flush()
+}
+
+fn right(s: impl ToString) -> Cell {
+    Cell::new(s.to_string()).set_alignment(CellAlignment::Right)
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.1}%", 100.0 * x)
+}
+
+fn short_ranges(s: &str, max: usize) -> String {
+    let parts: Vec<&str> = s.split(' ').filter(|p| !p.is_empty()).collect();
+    if parts.len() <= max {
+        parts.join(" ")
+    } else {
+        format!(
+            "{} … (+{} ranges)",
+            parts[..max].join(" "),
+            parts.len() - max
+        )
+    }
+}
+
+fn duration(secs: f64) -> String {
+    if secs < 60.0 {
+        format!("{secs:.1} s")
+    } else if secs < 3600.0 {
+        format!("{:.1} min", secs / 60.0)
+    } else {
+        format!("{:.1} h", secs / 3600.0)
+    }
+}
+
+fn skew_line(before: &SkewSet, after: &SkewSet) -> String {
+    let mut parts = Vec::new();
+    let pairs = [
+        ("keys", &before.keys, &after.keys),
+        ("bytes", &before.bytes, &after.bytes),
+        ("ops", &before.ops, &after.ops),
+        ("slots", &before.slots, &after.slots),
+    ];
+    for (name, b, a) in pairs {
+        let f = |s: &Option<crate::skew::Skew>| {
+            s.as_ref()
+                .map(|s| format!("{:.2}", s.max_over_mean))
+                .unwrap_or_else(|| "-".into())
+        };
+        if b.is_some() || a.is_some() {
+            parts.push(format!("{name} {} → {}", f(b), f(a)));
+        }
+    }
+    parts.join(", ")
+}
+
+fn moves_table(out: &mut dyn Write, im: &Impact, has_bytes: bool) -> io::Result<()> {
+    if im.moves.is_empty() {
+        return Ok(());
+    }
+    let mut t = new_table();
+    let mut header = vec!["from", "to", "slots", "slot ranges", "keys"];
+    if has_bytes {
+        header.push("bytes");
+    }
+    t.set_header(header);
+    for m in &im.moves {
+        let mut row = vec![
+            Cell::new(&m.from),
+            Cell::new(&m.to),
+            right(m.slots),
+            Cell::new(short_ranges(&m.slot_ranges, 4)),
+            right(m.keys),
+        ];
+        if has_bytes {
+            row.push(right(human_bytes(m.bytes)));
+        }
+        t.add_row(row);
+    }
+    writeln!(out, "{t}")
+}
+
+fn nodes_table(out: &mut dyn Write, im: &Impact, has_bytes: bool, has_ops: bool) -> io::Result<()> {
+    let mut t = new_table();
+    let mut header = vec![
+        "node",
+        "slots before → after",
+        "slot ranges after",
+        "keys before → after",
+        "keys % after",
+    ];
+    if has_bytes {
+        header.extend(["bytes before → after", "bytes % after"]);
+    }
+    if has_ops {
+        header.extend(["ops before → after", "ops % after"]);
+    }
+    t.set_header(header);
+    for n in &im.nodes {
+        let mut name = n.name.clone();
+        if n.added {
+            name.push_str(" (new)");
+        }
+        if n.emptied {
+            name.push_str(" (emptied)");
+        }
+        let ranges = if n.after.slots == 0 {
+            "-".to_string()
+        } else {
+            short_ranges(&n.after.slot_ranges, 3)
+        };
+        let mut row = vec![
+            Cell::new(name),
+            right(format!("{} → {}", n.before.slots, n.after.slots)),
+            Cell::new(ranges),
+            right(format!("{} → {}", n.before.keys, n.after.keys)),
+            right(pct(n.after.share)),
+        ];
+        if has_bytes {
+            row.push(right(format!(
+                "{} → {}",
+                human_bytes(n.before.bytes),
+                human_bytes(n.after.bytes)
+            )));
+            row.push(right(pct(n.after.share_bytes)));
+        }
+        if has_ops {
+            row.push(right(format!("{:.1} → {:.1}", n.before.ops, n.after.ops)));
+            row.push(right(pct(n.after.share_ops)));
+        }
+        t.add_row(row);
+    }
+    writeln!(out, "{t}")
+}
+
+fn plan_summary(p: &PlanReport, has_bytes: bool) -> String {
+    let im = &p.impact;
+    let mut s = format!(
+        "{} move(s), {} slots, {} sample keys",
+        im.moves.len(),
+        im.slots_moved,
+        im.keys_moved
+    );
+    if has_bytes {
+        s.push_str(&format!(", {}", human_bytes(im.bytes_moved)));
+    }
+    s
+}
+
+/// Writes the report as tables.
+pub fn render_table(out: &mut dyn Write, r: &MigrationReport) -> io::Result<()> {
+    let (hb, ho) = (r.sample.has_bytes, r.sample.has_ops);
+    let p = &r.plan;
+    writeln!(
+        out,
+        "keyplan {} --preview: {} plan (balance by {})",
+        r.command, p.plan, p.balance_by
+    )?;
+    writeln!(out, "topology: {}", r.topology)?;
+    if !r.skipped_nodes.is_empty() {
+        writeln!(
+            out,
+            "left out as redis-cli leaves them out (failed, no address or disconnected): {}",
+            r.skipped_nodes.join(", ")
+        )?;
+    }
+    if r.sample.source.is_empty() {
+        writeln!(
+            out,
+            "sample: none (slots only; give --keys for keys, bytes and ops)"
+        )?;
+    } else {
+        writeln!(
+            out,
+            "sample: {} keys from {}{}",
+            r.sample.keys,
+            r.sample.source.join(", "),
+            if r.sample.scale != 1.0 {
+                format!(" (estimates × {})", r.sample.scale)
+            } else {
+                String::new()
+            }
+        )?;
+    }
+    writeln!(out)?;
+    if let Some(m) = &p.message {
+        writeln!(out, "{m}")?;
+    }
+    if p.needed {
+        writeln!(out, "Moves: {}", plan_summary(p, hb))?;
+        moves_table(out, &p.impact, hb)?;
+    }
+    writeln!(out, "\nNodes:")?;
+    nodes_table(out, &p.impact, hb, ho)?;
+    writeln!(
+        out,
+        "Skew (busiest node ÷ mean, before → after): {}",
+        skew_line(&p.impact.skew.before, &p.impact.skew.after)
+    )?;
+    if let Some(s) = p.migration_seconds {
+        writeln!(out, "Estimated migration time: {}", duration(s))?;
+    }
+    if let Some(c) = &r.compare {
+        writeln!(
+            out,
+            "\nCompared with {} (balance by {}):",
+            c.plan, c.balance_by
+        )?;
+        if let Some(m) = &c.message {
+            writeln!(out, "  {m}")?;
+        }
+        writeln!(out, "  {}", plan_summary(c, hb))?;
+        writeln!(
+            out,
+            "  skew (before → after): {}",
+            skew_line(&c.impact.skew.before, &c.impact.skew.after)
+        )?;
+        if let Some(s) = c.migration_seconds {
+            writeln!(out, "  estimated migration time: {}", duration(s))?;
+        }
+    }
+    if !r.batches.is_empty() {
+        writeln!(out, "\nBatches touching slots that move:")?;
+        let mut t = new_table();
+        t.set_header([
+            "batch",
+            "client",
+            "slots moving",
+            "during the move",
+            "ASK",
+            "TRYAGAIN",
+            "after (old map)",
+            "MOVED",
+        ]);
+        for m in &r.batches {
+            t.add_row(vec![
+                Cell::new(&m.batch),
+                Cell::new(m.client),
+                Cell::new(short_ranges(&m.slots_in_motion, 3)),
+                Cell::new(m.during.name()),
+                right(m.ask),
+                Cell::new(if m.tryagain { "possible" } else { "-" }),
+                Cell::new(m.after.name()),
+                right(m.moved),
+            ]);
+        }
+        writeln!(out, "{t}")?;
+    }
+    if !r.warnings.is_empty() {
+        writeln!(out, "\nWarnings:")?;
+        for w in &r.warnings {
+            writeln!(out, "  - {w}")?;
+        }
+    }
+    out.flush()
+}

@@ -1,0 +1,458 @@
+//! `keyplan rebalance --preview` / `reshard --preview` against the real `redis-cli --cluster`:
+//! a real cluster is built, keyplan previews from its CLUSTER NODES, redis-cli executes, and
+//! every node's slot ranges and DBSIZE afterwards must equal the preview.
+
+use super::analyze::Cluster;
+use super::support::{RedisServer, Reply, keyplan, require_binary};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+fn cluster_nodes(port: u16) -> String {
+    match super::support::connect_port(port)
+        .call(&[b"CLUSTER", b"NODES"])
+        .unwrap()
+    {
+        Reply::Bulk(Some(b)) => String::from_utf8(b).unwrap(),
+        other => panic!("CLUSTER NODES replied {other:?}"),
+    }
+}
+
+/// Each master's slot ranges, by node id, from a CLUSTER NODES text (markers dropped).
+fn ranges_by_id(text: &str) -> BTreeMap<String, String> {
+    text.lines()
+        .filter(|l| l.contains("master"))
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let ranges: Vec<&str> = f[8..]
+                .iter()
+                .copied()
+                .filter(|s| !s.starts_with('['))
+                .collect();
+            (f[0].to_string(), ranges.join(" "))
+        })
+        .collect()
+}
+
+fn id_of(text: &str, port: u16) -> String {
+    text.lines()
+        .find(|l| l.contains(&format!("127.0.0.1:{port}@")))
+        .and_then(|l| l.split_whitespace().next())
+        .expect("node in CLUSTER NODES")
+        .to_string()
+}
+
+fn redis_cli(cli: &Path, args: &[String]) -> String {
+    let out = Command::new(cli)
+        .args(args)
+        .output()
+        .expect("run redis-cli");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "redis-cli {args:?} failed:\n{text}");
+    text
+}
+
+/// Waits until every server agrees on the configuration (redis-cli --cluster check passes,
+/// every node lists all the others and reports cluster_state:ok: a new master waits about two
+/// seconds before it serves, and MIGRATE to it fails with CLUSTERDOWN before that).
+fn wait_agree(cli: &Path, ports: &[u16]) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let known = ports.iter().all(|&p| {
+            let state_ok = matches!(
+                super::support::connect_port(p).call(&[b"CLUSTER", b"INFO"]),
+                Ok(Reply::Bulk(Some(info))) if String::from_utf8_lossy(&info).contains("cluster_state:ok")
+            );
+            let t = cluster_nodes(p);
+            state_ok &&
+            ports.iter().all(|q| t.contains(&format!("127.0.0.1:{q}@"))) && !t.contains("handshake")
+        });
+        let ok = known
+            && Command::new(cli)
+                .args(["--cluster", "check", &format!("127.0.0.1:{}", ports[0])])
+                .output()
+                .map(|o| {
+                    o.status.success()
+                        && String::from_utf8_lossy(&o.stdout)
+                            .contains("[OK] All nodes agree about slots configuration.")
+                })
+                .unwrap_or(false);
+        if ok {
+            return;
+        }
+        assert!(Instant::now() < deadline, "the cluster did not converge");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+struct Rig {
+    cluster: Cluster,
+    cli: PathBuf,
+    dir: tempfile::TempDir,
+    keys: PathBuf,
+}
+
+impl Rig {
+    fn entry(&self) -> u16 {
+        self.cluster.nodes[0].port
+    }
+
+    fn ports(&self) -> Vec<u16> {
+        self.cluster.nodes.iter().map(|n| n.port).collect()
+    }
+
+    /// CLUSTER NODES of the entry node, saved to a file.
+    fn capture(&self, name: &str) -> (PathBuf, String) {
+        let text = cluster_nodes(self.entry());
+        let path = self.dir.path().join(name);
+        std::fs::write(&path, &text).unwrap();
+        (path, text)
+    }
+
+    /// Compares the cluster now with the preview's `after` states.
+    fn assert_matches(&self, preview: &Value, what: &str) {
+        wait_agree(&self.cli, &self.ports());
+        let now = cluster_nodes(self.entry());
+        let real = ranges_by_id(&now);
+        let sizes = self.cluster.dbsize();
+        for n in preview["nodes"].as_array().unwrap() {
+            let id = n["id"].as_str().unwrap();
+            let after = &n["after"];
+            assert_eq!(
+                real.get(id).map(String::as_str).unwrap_or(""),
+                after["slot_ranges"].as_str().unwrap(),
+                "{what}: slot ranges of {} (preview vs real)",
+                n["name"]
+            );
+            let port: u16 = n["address"]
+                .as_str()
+                .unwrap()
+                .rsplit(':')
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap();
+            let k = self.ports().iter().position(|&p| p == port).unwrap();
+            assert_eq!(
+                sizes[k],
+                after["keys"].as_u64().unwrap(),
+                "{what}: DBSIZE of {} (preview vs real)",
+                n["name"]
+            );
+        }
+    }
+}
+
+/// Runs a preview (exit status 0, or 1 with warnings) and parses its JSON.
+fn preview(args: &[&str]) -> Value {
+    let out = keyplan()
+        .args(args)
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|_| panic!("no JSON; stderr: {}", String::from_utf8_lossy(&out.stderr)));
+    let warned = !v["warnings"].as_array().unwrap().is_empty();
+    assert_eq!(out.status.code(), Some(i32::from(warned)), "{v}");
+    v
+}
+
+#[test]
+fn previews_equal_real_redis_cli_migrations() {
+    let Some(mut cluster) = Cluster::create() else {
+        return;
+    };
+    let (Some(server), Some(cli)) = (require_binary("redis-server"), require_binary("redis-cli"))
+    else {
+        return;
+    };
+    // Keys with hash tags, so slots hold unequal numbers of keys.
+    let mut keys: Vec<Vec<u8>> = (0..6000)
+        .map(|i| format!("user:{i}:profile").into_bytes())
+        .collect();
+    keys.extend((0..1500).map(|i| format!("{{cart:{}}}:item:{i}", i % 7).into_bytes()));
+    cluster.load(&keys);
+    let dir = tempfile::tempdir().unwrap();
+    let keys_path = dir.path().join("sample.keys");
+    let mut text = Vec::new();
+    for k in &keys {
+        text.extend_from_slice(k);
+        text.push(b'\n');
+    }
+    std::fs::write(&keys_path, text).unwrap();
+
+    // 1. An empty master joins; rebalance --cluster-use-empty-masters.
+    let d = RedisServer::start(&server, true);
+    let d_port = d.port;
+    let entry = format!("127.0.0.1:{}", cluster.nodes[0].port);
+    redis_cli(
+        &cli,
+        &[
+            "--cluster".into(),
+            "add-node".into(),
+            format!("127.0.0.1:{d_port}"),
+            entry.clone(),
+        ],
+    );
+    cluster.nodes.push(d);
+    let rig = Rig {
+        cluster,
+        cli: cli.clone(),
+        dir,
+        keys: keys_path,
+    };
+    wait_agree(&cli, &rig.ports());
+    let (topo, _) = rig.capture("nodes-1.txt");
+    let keys_arg = rig.keys.to_str().unwrap();
+    let p = preview(&[
+        "rebalance",
+        "--preview",
+        "--topology",
+        topo.to_str().unwrap(),
+        "--use-empty-masters",
+        "--keys",
+        keys_arg,
+    ]);
+    assert_eq!(p["needed"], true);
+    let out = redis_cli(
+        &cli,
+        &[
+            "--cluster".into(),
+            "rebalance".into(),
+            entry.clone(),
+            "--cluster-use-empty-masters".into(),
+        ],
+    );
+    // redis-cli's own summary lines, in order, equal the preview's moves.
+    let printed: Vec<String> = out
+        .lines()
+        .filter_map(|l| l.find("Moving ").map(|i| l[i..].to_string()))
+        .collect();
+    let previewed: Vec<String> = p["moves"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            format!(
+                "Moving {} slots from {} to {}",
+                m["slots"],
+                m["from"].as_str().unwrap(),
+                m["to"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(printed, previewed, "redis-cli printed:\n{out}");
+    rig.assert_matches(&p, "rebalance --use-empty-masters");
+    // Every master now has 4096 slots: nothing more to do, as redis-cli also says.
+    let (topo, _) = rig.capture("nodes-2.txt");
+    let again = preview(&[
+        "rebalance",
+        "--preview",
+        "--topology",
+        topo.to_str().unwrap(),
+    ]);
+    assert_eq!(again["needed"], false);
+    let out = redis_cli(
+        &cli,
+        &["--cluster".into(), "rebalance".into(), entry.clone()],
+    );
+    assert!(
+        out.contains(again["message"].as_str().unwrap()),
+        "{out} vs {}",
+        again["message"]
+    );
+
+    // 2. A weighted rebalance: the first master (by id prefix) weighs 3.
+    let (topo, text) = rig.capture("nodes-3.txt");
+    let a_id = id_of(&text, rig.ports()[1]);
+    let weight = format!("{}={}", &a_id[..8], 3);
+    let p = preview(&[
+        "rebalance",
+        "--preview",
+        "--topology",
+        topo.to_str().unwrap(),
+        "--weight",
+        &weight,
+        "--keys",
+        keys_arg,
+    ]);
+    assert_eq!(p["needed"], true);
+    redis_cli(
+        &cli,
+        &[
+            "--cluster".into(),
+            "rebalance".into(),
+            entry.clone(),
+            "--cluster-weight".into(),
+            weight.clone(),
+        ],
+    );
+    rig.assert_matches(&p, "rebalance --cluster-weight");
+
+    // 3. A reshard of 777 slots from all masters to one.
+    let (topo, text) = rig.capture("nodes-4.txt");
+    let to = id_of(&text, rig.ports()[2]);
+    let p = preview(&[
+        "reshard",
+        "--preview",
+        "--topology",
+        topo.to_str().unwrap(),
+        "--from",
+        "all",
+        "--to",
+        &to,
+        "--slots",
+        "777",
+        "--keys",
+        keys_arg,
+    ]);
+    redis_cli(
+        &cli,
+        &[
+            "--cluster".into(),
+            "reshard".into(),
+            entry.clone(),
+            "--cluster-from".into(),
+            "all".into(),
+            "--cluster-to".into(),
+            to.clone(),
+            "--cluster-slots".into(),
+            "777".into(),
+            "--cluster-yes".into(),
+        ],
+    );
+    rig.assert_matches(&p, "reshard --cluster-from all");
+
+    // 4. Remove the added master: its slots spread over the others (weight 0), then del-node.
+    let (topo, text) = rig.capture("nodes-5.txt");
+    let d_id = id_of(&text, d_port);
+    let p = preview(&[
+        "rebalance",
+        "--preview",
+        "--topology",
+        topo.to_str().unwrap(),
+        "--remove-node",
+        &d_id,
+        "--keys",
+        keys_arg,
+    ]);
+    let d_after = p["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["id"] == d_id.as_str())
+        .unwrap();
+    assert_eq!(d_after["after"]["slots"], 0);
+    assert_eq!(d_after["emptied"], true);
+    // The drained master gives all its slots in the first move, so keyplan warns that Redis
+    // would make it a replica and a single redis-cli run would then stop; following its advice
+    // keeps the node an empty master for the whole run.
+    let warnings = p["warnings"].to_string();
+    assert!(
+        warnings.contains("cluster-allow-replica-migration"),
+        "{warnings}"
+    );
+    let d_server = rig.cluster.nodes.iter().find(|n| n.port == d_port).unwrap();
+    assert_eq!(
+        d_server
+            .connect()
+            .call(&[b"CONFIG", b"SET", b"cluster-allow-replica-migration", b"no"])
+            .unwrap(),
+        Reply::Status("OK".into())
+    );
+    redis_cli(
+        &cli,
+        &[
+            "--cluster".into(),
+            "rebalance".into(),
+            entry.clone(),
+            "--cluster-weight".into(),
+            format!("{d_id}=0"),
+        ],
+    );
+    rig.assert_matches(&p, "rebalance --cluster-weight <removed>=0");
+    redis_cli(
+        &cli,
+        &[
+            "--cluster".into(),
+            "del-node".into(),
+            entry.clone(),
+            d_id.clone(),
+        ],
+    );
+
+    // 5. The emitted CLUSTER SETSLOT script, run by sh, does what the preview says.
+    let ports: Vec<u16> = rig.ports()[..3].to_vec();
+    wait_agree(&cli, &ports);
+    let (topo, text) = rig.capture("nodes-6.txt");
+    let to = id_of(&text, ports[0]);
+    let from = id_of(&text, ports[1]);
+    let common = [
+        "reshard",
+        "--preview",
+        "--topology",
+        topo.to_str().unwrap(),
+        "--from",
+        &from,
+        "--to",
+        &to,
+        "--slots",
+        "40",
+        "--keys",
+        keys_arg,
+    ];
+    let p = preview(&common);
+    let script = keyplan()
+        .args(common)
+        .args(["--emit", "setslot"])
+        .output()
+        .unwrap();
+    assert!(script.status.success());
+    let path = rig.dir.path().join("move.sh");
+    std::fs::write(&path, &script.stdout).unwrap();
+    let cli_dir = cli.parent().unwrap().to_str().unwrap().to_string();
+    let run = Command::new("sh")
+        .arg(&path)
+        .env(
+            "PATH",
+            format!("{cli_dir}:{}", std::env::var("PATH").unwrap_or_default()),
+        )
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "setslot script failed: {}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let real = ranges_by_id(&cluster_nodes(ports[0]));
+    let sizes = rig.cluster.dbsize();
+    for n in p["nodes"].as_array().unwrap() {
+        let id = n["id"].as_str().unwrap();
+        assert_eq!(
+            real.get(id).map(String::as_str).unwrap_or(""),
+            n["after"]["slot_ranges"].as_str().unwrap(),
+            "setslot script: ranges of {}",
+            n["name"]
+        );
+        let port: u16 = n["address"]
+            .as_str()
+            .unwrap()
+            .rsplit(':')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let k = rig.ports().iter().position(|&p| p == port).unwrap();
+        assert_eq!(
+            sizes[k],
+            n["after"]["keys"].as_u64().unwrap(),
+            "setslot script: DBSIZE"
+        );
+    }
+}
