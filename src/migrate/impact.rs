@@ -344,7 +344,8 @@ pub fn parse_rate(s: &str) -> Result<Rate, String> {
         )
     } else {
         Rate::BytesPerSec(
-            parse_size(body).map_err(|e| format!("{e}; a rate is e.g. 5000keys/s or 20MB/s"))?,
+            parse_size(body)
+                .map_err(|_| format!("'{s}' is not a rate (e.g. 5000keys/s or 20MB/s)"))?,
         )
     };
     match rate {

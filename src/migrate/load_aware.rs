@@ -86,6 +86,139 @@ struct Cand {
     adjacent: bool,
 }
 
+/// The run of `from`'s slots to give `to` whose weight is closest to `want` among those
+/// `accept` takes: a prefix or suffix of one of `from`'s ranges (preferring runs that join a
+/// range of `to`, then shorter ones), else a single slot from inside a range.
+fn best_run(
+    st: &State<'_>,
+    from: usize,
+    to: usize,
+    want: f64,
+    accept: &dyn Fn(f64) -> bool,
+) -> Option<Cand> {
+    let w = st.w;
+    let eps = 1e-9;
+    let better = |c: &Cand, best: &Option<Cand>| match best {
+        None => true,
+        Some(b) => {
+            let (dc, db) = ((c.sum - want).abs(), (b.sum - want).abs());
+            if (dc - db).abs() > eps * want.max(1.0) {
+                dc < db
+            } else if c.adjacent != b.adjacent {
+                c.adjacent
+            } else {
+                (c.b - c.a) < (b.b - b.a)
+            }
+        }
+    };
+    let ranges = st.ranges_of(from);
+    let mut best: Option<Cand> = None;
+    for &(a, b) in &ranges {
+        // Prefixes [a..=k] join `to`'s range when it owns a-1 (or b+1 for the whole range).
+        let adj = a > 0 && st.owner[a - 1] == Some(to);
+        let mut sum = 0.0;
+        for (k, &x) in w.iter().enumerate().take(b + 1).skip(a) {
+            sum += x;
+            if x > 0.0 && accept(sum) {
+                let c = Cand {
+                    a,
+                    b: k,
+                    sum,
+                    adjacent: adj || (k == b && b + 1 < SLOT_COUNT && st.owner[b + 1] == Some(to)),
+                };
+                if better(&c, &best) {
+                    best = Some(c);
+                }
+            }
+            if sum > want * 2.0 + eps {
+                break;
+            }
+        }
+        // Suffixes [k..=b].
+        let adj = b + 1 < SLOT_COUNT && st.owner[b + 1] == Some(to);
+        let mut sum = 0.0;
+        for k in (a..=b).rev() {
+            sum += w[k];
+            if w[k] > 0.0 && accept(sum) {
+                let c = Cand {
+                    a: k,
+                    b,
+                    sum,
+                    adjacent: adj,
+                };
+                if better(&c, &best) {
+                    best = Some(c);
+                }
+            }
+            if sum > want * 2.0 + eps {
+                break;
+            }
+        }
+    }
+    if best.is_none() {
+        for &(a, b) in &ranges {
+            for (k, &x) in w.iter().enumerate().take(b + 1).skip(a) {
+                if x > 0.0 && accept(x) {
+                    let c = Cand {
+                        a: k,
+                        b: k,
+                        sum: x,
+                        adjacent: false,
+                    };
+                    if better(&c, &best) {
+                        best = Some(c);
+                    }
+                }
+            }
+        }
+    }
+    best
+}
+
+/// One exchange that lowers the larger load of `src` and a receiver: a heavy slot of `src`
+/// (one of its 16 heaviest) moves to the receiver, which gives back a run worth about the
+/// difference. Picks the exchange with the lowest resulting pair load; false when none helps.
+fn exchange(st: &mut State<'_>, src: usize, dsts: &[usize], eps: f64) -> bool {
+    let w = st.w;
+    let mut heavy: Vec<usize> = (0..SLOT_COUNT)
+        .filter(|&s| st.owner[s] == Some(src) && w[s] > 0.0)
+        .collect();
+    heavy.sort_by(|&a, &b| {
+        w[b].partial_cmp(&w[a])
+            .unwrap_or(std::cmp::Ordering::Equal)
+            .then(a.cmp(&b))
+    });
+    heavy.truncate(16);
+    let excess = st.load[src] - st.target[src];
+    let mut best: Option<(f64, usize, usize, Cand)> = None;
+    for &dst in dsts {
+        let old = st.ratio(src).max(st.ratio(dst));
+        for &h in &heavy {
+            let hw = w[h];
+            let want_back = hw - excess.min(st.target[dst] - st.load[dst]).max(0.0);
+            if want_back <= 0.0 {
+                continue;
+            }
+            let (ls, ld, ts, td) = (st.load[src], st.load[dst], st.target[src], st.target[dst]);
+            let pair = |r: f64| ((ls - hw + r) / ts).max((ld + hw - r) / td);
+            let accept = |r: f64| r < hw && pair(r) < old - eps;
+            if let Some(c) = best_run(st, dst, src, want_back, &accept) {
+                let score = pair(c.sum);
+                if best.as_ref().is_none_or(|b| score < b.0 - eps) {
+                    best = Some((score, dst, h, c));
+                }
+            }
+        }
+    }
+    let Some((_, dst, h, c)) = best else {
+        return false;
+    };
+    st.give(&[h as u16], src, dst);
+    let run: Vec<u16> = (c.a..=c.b).map(|s| s as u16).collect();
+    st.give(&run, dst, src);
+    true
+}
+
 /// The load-aware plan for `view` with per-slot weights `w` (16384 values).
 pub fn plan(
     view: &ClusterView,
@@ -195,7 +328,6 @@ pub fn plan(
                     .unwrap_or(std::cmp::Ordering::Equal)
                     .then(a.cmp(&b))
             });
-            let ranges = st.ranges_of(src);
             let mut done = false;
             for &dst in &dsts {
                 let want = (st.load[src] - st.target[src]).min(deficit(&st, dst));
@@ -203,91 +335,37 @@ pub fn plan(
                 let accept = |sum: f64| {
                     let ns = (st.load[src] - sum) / st.target[src];
                     let nd = (st.load[dst] + sum) / st.target[dst];
-                    sum > 0.0 && ns.max(nd) < old - eps
+                    ns.max(nd) < old - eps
                 };
-                let better = |c: &Cand, best: &Option<Cand>| match best {
-                    None => true,
-                    Some(b) => {
-                        let (dc, db) = ((c.sum - want).abs(), (b.sum - want).abs());
-                        if (dc - db).abs() > eps * want.max(1.0) {
-                            dc < db
-                        } else if c.adjacent != b.adjacent {
-                            c.adjacent
-                        } else {
-                            (c.b - c.a) < (b.b - b.a)
-                        }
-                    }
-                };
-                let mut best: Option<Cand> = None;
-                for &(a, b) in &ranges {
-                    // Prefixes [a..=k]: they join dst's range when dst owns a-1.
-                    let adj = a > 0 && st.owner[a - 1] == Some(dst);
-                    let mut sum = 0.0;
-                    for (k, &x) in w.iter().enumerate().take(b + 1).skip(a) {
-                        sum += x;
-                        if x > 0.0 && accept(sum) {
-                            let c = Cand {
-                                a,
-                                b: k,
-                                sum,
-                                adjacent: adj
-                                    || (k == b
-                                        && b + 1 < SLOT_COUNT
-                                        && st.owner[b + 1] == Some(dst)),
-                            };
-                            if better(&c, &best) {
-                                best = Some(c);
-                            }
-                        }
-                        if sum > want * 2.0 + eps && sum > 0.0 {
-                            break;
-                        }
-                    }
-                    // Suffixes [k..=b].
-                    let adj = b + 1 < SLOT_COUNT && st.owner[b + 1] == Some(dst);
-                    let mut sum = 0.0;
-                    for k in (a..=b).rev() {
-                        sum += w[k];
-                        if w[k] > 0.0 && accept(sum) {
-                            let c = Cand {
-                                a: k,
-                                b,
-                                sum,
-                                adjacent: adj,
-                            };
-                            if better(&c, &best) {
-                                best = Some(c);
-                            }
-                        }
-                        if sum > want * 2.0 + eps && sum > 0.0 {
-                            break;
-                        }
-                    }
+                // A heavy slot (a hash tag) that fits the receiver moves alone first: light
+                // runs then fill the rest, and fewer keys move than light runs first would.
+                let heavy = (0..SLOT_COUNT)
+                    .filter(|&s| st.owner[s] == Some(src))
+                    .filter(|&s| w[s] >= 0.25 * want && w[s] <= want * (1.0 + tol))
+                    .filter(|&s| accept(w[s]))
+                    .fold(None::<usize>, |b, s| match b {
+                        Some(b) if w[b] >= w[s] => Some(b),
+                        _ => Some(s),
+                    });
+                if let Some(h) = heavy
+                    && w[h] > 0.0
+                {
+                    st.give(&[h as u16], src, dst);
+                    done = true;
+                    break;
                 }
-                if best.is_none() {
-                    // A single slot from inside a range.
-                    for &(a, b) in &ranges {
-                        for (k, &x) in w.iter().enumerate().take(b + 1).skip(a) {
-                            if x > 0.0 && accept(x) {
-                                let c = Cand {
-                                    a: k,
-                                    b: k,
-                                    sum: x,
-                                    adjacent: false,
-                                };
-                                if better(&c, &best) {
-                                    best = Some(c);
-                                }
-                            }
-                        }
-                    }
-                }
-                if let Some(c) = best {
+                if let Some(c) = best_run(&st, src, dst, want, &accept) {
                     let run: Vec<u16> = (c.a..=c.b).map(|s| s as u16).collect();
                     st.give(&run, src, dst);
                     done = true;
                     break;
                 }
+            }
+            if !done {
+                // Stuck: what src still has to give sits in slots heavier than any receiver
+                // can take (hash tags). Exchange: one heavy slot goes to a receiver, which
+                // gives back a run of lighter slots worth the difference.
+                done = exchange(&mut st, src, &dsts, eps);
             }
             if !done {
                 break;

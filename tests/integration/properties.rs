@@ -179,3 +179,125 @@ proptest! {
         }
     }
 }
+
+/// A cluster laid out by `redis-cli --cluster create` for 1–8 masters, plus 0–2 empty masters.
+fn migrate_view() -> impl Strategy<Value = keyplan::migrate::ClusterView> {
+    (1usize..9, 0usize..3).prop_map(|(masters, empty)| {
+        let map = keyplan::topology::SlotMap::from_masters(masters).unwrap();
+        let mut v = keyplan::migrate::ClusterView::from_slot_map(&map);
+        for i in 0..empty {
+            v.add_node(&format!("10.9.9.{i}:7000")).unwrap();
+        }
+        v
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn rebalance_plans_move_owned_slots_to_their_weighted_share(
+        view in migrate_view(),
+        weights in prop::collection::vec(0u8..4, 11),
+        use_empty in any::<bool>(),
+        threshold in prop::sample::select(vec![0.0f32, 1.0, 2.0, 5.0]),
+    ) {
+        use keyplan::migrate::redis_cli::{RebalanceOptions, rebalance};
+        let names: Vec<(String, f32)> = view
+            .nodes
+            .iter()
+            .zip(&weights)
+            .map(|(n, &w)| (n.name.clone(), w as f32))
+            .collect();
+        let opts = RebalanceOptions { weights: names, use_empty_masters: use_empty, threshold };
+        let Ok(plan) = rebalance(&view, &opts) else { return Ok(()); };
+        // Each move takes slots its source owns at that point.
+        let mut owner = view.owner.clone();
+        for m in &plan.moves {
+            prop_assert!(!m.slots.is_empty());
+            for &s in &m.slots {
+                prop_assert_eq!(owner[s as usize], Some(m.from));
+                owner[s as usize] = Some(m.to);
+            }
+        }
+        prop_assert!(owner.iter().all(|o| o.is_some()));
+        prop_assert_eq!(&owner, &view.owners_after(&plan.moves));
+        if plan.needed {
+            let total: f64 = plan.involved.iter().map(|&i| plan.weights[i] as f64).sum();
+            for &i in &plan.involved {
+                let have = owner.iter().filter(|&&o| o == Some(i)).count() as f64;
+                let share = 16384.0 * plan.weights[i] as f64 / total;
+                prop_assert!((have - share).abs() <= plan.involved.len() as f64 + 1.0,
+                    "node {} has {} slots, share {}", i, have, share);
+            }
+        } else {
+            prop_assert!(plan.moves.is_empty());
+        }
+    }
+
+    #[test]
+    fn load_aware_plans_lose_no_slot_and_never_worsen_the_peak(
+        view in migrate_view(),
+        hot in prop::collection::vec((0u16..16384, 1u32..5000), 0..12),
+        drain in any::<bool>(),
+    ) {
+        use keyplan::migrate::load_aware::{LoadAwareOptions, plan};
+        let mut w = vec![1.0f64; 16384];
+        for (s, x) in hot {
+            w[s as usize] += x as f64;
+        }
+        let mut weights = Vec::new();
+        let masters = view.masters();
+        if drain && masters.len() > 1 && view.slot_count(masters[0]) > 0 {
+            weights.push((view.nodes[masters[0]].name.clone(), 0.0f32));
+        }
+        let opts = LoadAwareOptions { weights: weights.clone(), use_empty_masters: true, tolerance: 0.02 };
+        let p = plan(&view, &w, &opts).unwrap();
+        let after = view.owners_after(&p.moves);
+        prop_assert!(after.iter().all(|o| o.is_some()));
+        let mut seen = vec![false; 16384];
+        for m in &p.moves {
+            prop_assert!(m.from != m.to);
+            for &s in &m.slots {
+                prop_assert!(!seen[s as usize], "slot {} moves twice", s);
+                seen[s as usize] = true;
+                prop_assert_eq!(view.owner[s as usize], Some(m.from));
+            }
+        }
+        if !weights.is_empty() {
+            prop_assert!(after.iter().all(|&o| o != Some(masters[0])));
+        } else {
+            // Without draining, the busiest node never gets busier.
+            let load = |own: &[Option<usize>]| {
+                let mut l = vec![0.0; view.nodes.len()];
+                for (s, o) in own.iter().enumerate() {
+                    l[o.unwrap()] += w[s];
+                }
+                l.into_iter().fold(0.0f64, f64::max)
+            };
+            prop_assert!(load(&after) <= load(&view.owner) + 1e-9);
+        }
+    }
+
+    #[test]
+    fn reshard_plans_only_take_from_sources_to_the_target(
+        view in migrate_view(),
+        n in 1usize..16385,
+    ) {
+        use keyplan::migrate::redis_cli::{Sources, reshard};
+        let masters = view.masters();
+        let target = *masters.last().unwrap();
+        let Ok(p) = reshard(&view, &Sources::All, &view.nodes[target].name.clone(), n) else {
+            prop_assert_eq!(masters.len(), 1);
+            return Ok(());
+        };
+        let moved: usize = p.moves.iter().map(|m| m.slots.len()).sum();
+        prop_assert!(moved <= n);
+        for m in &p.moves {
+            prop_assert_eq!(m.to, target);
+            prop_assert!(m.from != target);
+            prop_assert!(m.slots.iter().all(|&s| view.owner[s as usize] == Some(m.from)));
+            prop_assert!(m.slots.windows(2).all(|x| x[0] < x[1]), "lowest slots first");
+        }
+    }
+}

@@ -220,6 +220,19 @@ fn previews_equal_real_redis_cli_migrations() {
         keys_arg,
     ]);
     assert_eq!(p["needed"], true);
+    // Read live (CLUSTER NODES of the entry node, every key sampled): the same preview.
+    let url = format!("redis://{entry}");
+    let live = preview(&[
+        "rebalance",
+        "--preview",
+        "--cluster",
+        &url,
+        "--use-empty-masters",
+        "--sample",
+        "all",
+    ]);
+    assert_eq!(live["moves"], p["moves"]);
+    assert_eq!(live["nodes"], p["nodes"]);
     let out = redis_cli(
         &cli,
         &[
@@ -455,4 +468,243 @@ fn previews_equal_real_redis_cli_migrations() {
             "setslot script: DBSIZE"
         );
     }
+}
+
+fn run(args: &[&str]) -> (i32, String, String) {
+    let out = keyplan().args(args).output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A sample where a few hash tags pile keys into slots master-0 keeps under redis-cli's plan.
+fn skewed_sample(dir: &Path) -> PathBuf {
+    let mut text = String::new();
+    for i in 0..30_000 {
+        text.push_str(&format!("session:{i}\n"));
+    }
+    let mut tags = Vec::new();
+    let mut t = 0;
+    while tags.len() < 4 {
+        let tag = format!("tenant{t}");
+        let slot = keyplan::slot::key_slot(tag.as_bytes());
+        if (2000..5000).contains(&slot) {
+            tags.push(tag);
+        }
+        t += 1;
+    }
+    for (k, tag) in tags.iter().enumerate() {
+        for i in 0..(2000 + 1000 * k) {
+            text.push_str(&format!("{{{tag}}}:event:{i}\n"));
+        }
+    }
+    let path = dir.join("skewed.keys");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn load_aware_plan_beats_the_slot_count_plan_on_a_skewed_sample() {
+    let dir = tempfile::tempdir().unwrap();
+    let sample = skewed_sample(dir.path());
+    let p = preview(&[
+        "rebalance",
+        "--preview",
+        "--masters",
+        "3",
+        "--add-node",
+        "10.0.0.4:7000",
+        "--balance-by",
+        "keys",
+        "--keys",
+        sample.to_str().unwrap(),
+        "--migrate-rate",
+        "1000keys/s",
+    ]);
+    assert_eq!(p["plan"], "load-aware");
+    assert_eq!(p["compare"]["plan"], "redis-cli rebalance");
+    let ours = p["skew"]["after"]["keys"]["max_over_mean"]
+        .as_f64()
+        .unwrap();
+    let redis = p["compare"]["skew"]["after"]["keys"]["max_over_mean"]
+        .as_f64()
+        .unwrap();
+    assert!(ours < redis, "load-aware {ours} vs redis-cli {redis}");
+    assert!(ours < 1.05, "{ours}");
+    // The keys moved are reported honestly: the moves add up, and every key is somewhere.
+    let moved: u64 = p["moves"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["keys"].as_u64().unwrap())
+        .sum();
+    assert_eq!(p["keys_moved"].as_u64().unwrap(), moved);
+    let total: u64 = p["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["after"]["keys"].as_u64().unwrap())
+        .sum();
+    assert_eq!(total, p["sample"]["keys"].as_u64().unwrap());
+    let secs = p["migration_seconds"].as_f64().unwrap();
+    assert!((secs - moved as f64 / 1000.0).abs() < 1e-6);
+    // The new node received only whole runs of slots, in few ranges.
+    let new = p["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["added"] == true)
+        .unwrap();
+    let ranges = new["after"]["slot_ranges"].as_str().unwrap();
+    assert!(ranges.split(' ').count() <= 8, "{ranges}");
+}
+
+#[test]
+fn preview_errors_name_the_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let sample = skewed_sample(dir.path());
+    let s = sample.to_str().unwrap();
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["rebalance", "--masters", "3"],
+            "only previews: add --preview",
+        ),
+        (
+            &["rebalance", "--preview", "--weight", "master-0"],
+            "--weight master-0: no '='",
+        ),
+        (
+            &["rebalance", "--preview", "--weight", "abcd=2"],
+            "--weight abcd: no node id starts with 'abcd'",
+        ),
+        (
+            &[
+                "rebalance",
+                "--preview",
+                "--balance-by",
+                "bytes",
+                "--keys",
+                s,
+            ],
+            "--balance-by bytes needs bytes in the sample",
+        ),
+        (
+            &["rebalance", "--preview", "--balance-by", "keys"],
+            "--balance-by keys needs a key sample",
+        ),
+        (
+            &["rebalance", "--preview", "--add-node", "nohost"],
+            "--add-node nohost: not a host:port address",
+        ),
+        (
+            &["rebalance", "--preview", "--remove-node", "feedface"],
+            "--remove-node feedface: no such node",
+        ),
+        (
+            &[
+                "rebalance",
+                "--preview",
+                "--emit",
+                "redis-cli",
+                "--remove-node",
+                "master-1",
+            ],
+            "--emit needs node ids",
+        ),
+        (
+            &["rebalance", "--preview", "--migrate-rate", "fast"],
+            "--migrate-rate 'fast' is not a rate",
+        ),
+        (
+            &["rebalance", "--preview", "--max-node-bytes", "1GB"],
+            "--max-node-bytes needs bytes in the sample",
+        ),
+        (
+            &[
+                "reshard",
+                "--preview",
+                "--from",
+                "all",
+                "--to",
+                "nobody",
+                "--slots",
+                "10",
+            ],
+            "--to nobody: not a known master",
+        ),
+        (
+            &[
+                "reshard",
+                "--preview",
+                "--from",
+                "all",
+                "--to",
+                "master-0",
+                "--slots",
+                "0",
+            ],
+            "--slots 0: redis-cli moves between 1 and 16384 slots",
+        ),
+    ];
+    for (args, want) in cases {
+        let (code, _, err) = run(args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+    // A ring has no slots.
+    let ring = dir.path().join("ring.yml");
+    std::fs::write(
+        &ring,
+        "alpha:\n  listen: 127.0.0.1:22121\n  hash: fnv1a_64\n  distribution: ketama\n  servers:\n   - 127.0.0.1:6379:1\n   - 127.0.0.1:6380:1\n",
+    )
+    .unwrap();
+    let (code, _, err) = run(&[
+        "rebalance",
+        "--preview",
+        "--topology",
+        ring.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("a client-side ring has no slots to migrate"),
+        "{err}"
+    );
+}
+
+#[test]
+fn table_report_reads_like_redis_cli() {
+    let (code, out, err) = run(&["rebalance", "--preview", "--masters", "3"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("*** No rebalancing needed! All nodes are within the 2.00% threshold."));
+    assert!(
+        out.contains("master-1 ┆          5462 → 5462 ┆ 5461-10922"),
+        "{out}"
+    );
+    let (code, out, err) = run(&[
+        "reshard",
+        "--preview",
+        "--masters",
+        "4",
+        "--from",
+        "master-0,master-1",
+        "--to",
+        "master-3",
+        "--slots",
+        "100",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("│ master-0 ┆ master-3 ┆    50 ┆ 0-49"),
+        "{out}"
+    );
+    assert!(
+        out.contains("│ master-1 ┆ master-3 ┆    50 ┆ 4096-4145"),
+        "{out}"
+    );
+    assert!(
+        out.contains("master-3 ┆          4096 → 4196 ┆ 0-49 4096-4145 12288-16383"),
+        "{out}"
+    );
 }
