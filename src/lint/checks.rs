@@ -4,7 +4,7 @@
 use super::rule::{BytesFlag, CheckKind, TagFlag};
 use super::{ActiveRule, Diagnostic, RuleSet};
 use crate::report::display_key;
-use crate::scheme::{Batch, KeyDecl, Scheme, Seg, TagPart, Template, VarKind};
+use crate::scheme::{Batch, KeyDecl, Scheme, Seg, TagPart, Template};
 use crate::slot::TagShape;
 use crate::topology::Topology;
 
@@ -31,7 +31,7 @@ fn diag(
     }
 }
 
-fn seg_text(segs: &[Seg]) -> String {
+pub(crate) fn seg_text(segs: &[Seg]) -> String {
     segs.iter()
         .map(|s| match s {
             Seg::Lit(l) => l.clone(),
@@ -40,7 +40,7 @@ fn seg_text(segs: &[Seg]) -> String {
         .collect()
 }
 
-fn seg_vars(segs: &[Seg]) -> Vec<&str> {
+pub(crate) fn seg_vars(segs: &[Seg]) -> Vec<&str> {
     let mut v: Vec<&str> = segs
         .iter()
         .filter_map(|s| match s {
@@ -54,7 +54,7 @@ fn seg_vars(segs: &[Seg]) -> Vec<&str> {
 }
 
 /// Distinct values a set of variables can take together (product of cardinalities).
-fn combined_cardinality(scheme: &Scheme, vars: &[&str]) -> Option<u64> {
+pub(crate) fn combined_cardinality(scheme: &Scheme, vars: &[&str]) -> Option<u64> {
     vars.iter().try_fold(1u64, |acc, v| {
         scheme.cardinality(v).map(|c| acc.saturating_mul(c.max(1)))
     })
@@ -66,7 +66,7 @@ fn allowed(list: &[String], r: &ActiveRule) -> bool {
 }
 
 /// Whether all of a batch's keys hash the same bytes, from variables it keeps `same`.
-fn batch_single_slot(scheme: &Scheme, b: &Batch) -> Result<(), String> {
+pub(crate) fn batch_single_slot(scheme: &Scheme, b: &Batch) -> Result<(), String> {
     let keys: Vec<&KeyDecl> = b.keys.iter().filter_map(|k| scheme.key(k)).collect();
     let hashed: Vec<Vec<Seg>> = keys.iter().map(|k| k.template.hashed()).collect();
     let per_batch = b.size.unwrap_or(keys.len() as u64);
@@ -98,7 +98,7 @@ fn batch_single_slot(scheme: &Scheme, b: &Batch) -> Result<(), String> {
 }
 
 /// The variable to tag so a batch becomes single-slot: one in `same` that every key uses.
-fn shared_var<'a>(scheme: &Scheme, b: &'a Batch) -> Option<&'a str> {
+pub(crate) fn shared_var<'a>(scheme: &Scheme, b: &'a Batch) -> Option<&'a str> {
     b.same.iter().map(String::as_str).find(|v| {
         b.keys
             .iter()
@@ -317,27 +317,6 @@ fn bytes_hit(flag: BytesFlag, key: &[u8]) -> bool {
     }
 }
 
-fn var_regex(v: Option<&crate::scheme::Var>) -> String {
-    match v.map(|v| (v.kind, &v.values)) {
-        Some((VarKind::Int, _)) => "-?[0-9]+".into(),
-        Some((VarKind::Uuid, _)) => {
-            "[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}".into()
-        }
-        Some((VarKind::Hex, _)) => "[0-9A-Fa-f]+".into(),
-        Some((VarKind::Word, _)) => "[A-Za-z0-9_-]+".into(),
-        Some((VarKind::Date, _)) => "[0-9]{4}-[0-9]{2}-[0-9]{2}".into(),
-        Some((VarKind::Enum, values)) => format!(
-            "(?:{})",
-            values
-                .iter()
-                .map(|x| regex::escape(x))
-                .collect::<Vec<_>>()
-                .join("|")
-        ),
-        Some((VarKind::Any, _)) | None => "(?s:.+)".into(),
-    }
-}
-
 /// A compiled key pattern for matching dump keys.
 struct Matcher {
     re: regex::bytes::Regex,
@@ -369,14 +348,7 @@ impl<'a> DumpLinter<'a> {
             s.keys
                 .iter()
                 .filter_map(|k| {
-                    let mut re = String::from("(?-u)^");
-                    for seg in &k.template.segs {
-                        match seg {
-                            Seg::Lit(l) => re.push_str(&regex::escape(l)),
-                            Seg::Var(v) => re.push_str(&var_regex(s.vars.get(v))),
-                        }
-                    }
-                    re.push('$');
+                    let re = s.key_regex(k, false);
                     regex::bytes::Regex::new(&re).ok().map(|re| Matcher {
                         re,
                         allow: k.allow.clone(),

@@ -5,7 +5,7 @@
 //! [`Diagnostic`]s, sorted deterministically.
 
 pub mod builtin;
-mod checks;
+pub(crate) mod checks;
 pub mod rule;
 
 pub use checks::{DumpLinter, lint_scheme};

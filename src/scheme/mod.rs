@@ -392,9 +392,54 @@ impl Scheme {
         self.keys.iter().find(|k| k.name == name)
     }
 
+    /// A byte regex (`(?-u)^…$`) matching the keys of `k`; with `capture`, variable `i` (in
+    /// pattern order) is captured as group `v{i}`.
+    pub fn key_regex(&self, k: &KeyDecl, capture: bool) -> String {
+        let mut re = String::from("(?-u)^");
+        let mut i = 0;
+        for seg in &k.template.segs {
+            match seg {
+                Seg::Lit(l) => re.push_str(&regex::escape(l)),
+                Seg::Var(v) => {
+                    let inner = var_regex(self.vars.get(v));
+                    if capture {
+                        re.push_str(&format!("(?P<v{i}>{inner})"));
+                    } else {
+                        re.push_str(&inner);
+                    }
+                    i += 1;
+                }
+            }
+        }
+        re.push('$');
+        re
+    }
+
     /// A variable's cardinality (`None` when not declared).
     pub fn cardinality(&self, var: &str) -> Option<u64> {
         self.vars.get(var).and_then(|v| v.cardinality)
+    }
+}
+
+/// The regex of one variable's values, by kind.
+pub fn var_regex(v: Option<&Var>) -> String {
+    match v.map(|v| (v.kind, &v.values)) {
+        Some((VarKind::Int, _)) => "-?[0-9]+".into(),
+        Some((VarKind::Uuid, _)) => {
+            "[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}".into()
+        }
+        Some((VarKind::Hex, _)) => "[0-9A-Fa-f]+".into(),
+        Some((VarKind::Word, _)) => "[A-Za-z0-9_-]+".into(),
+        Some((VarKind::Date, _)) => "[0-9]{4}-[0-9]{2}-[0-9]{2}".into(),
+        Some((VarKind::Enum, values)) => format!(
+            "(?:{})",
+            values
+                .iter()
+                .map(|x| regex::escape(x))
+                .collect::<Vec<_>>()
+                .join("|")
+        ),
+        Some((VarKind::Any, _)) | None => "(?s:.+)".into(),
     }
 }
 

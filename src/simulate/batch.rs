@@ -234,6 +234,11 @@ pub fn from_scheme(s: &Scheme, size_override: Option<u64>) -> Vec<Batch> {
                 } else {
                     i * 7919 + 13
                 };
+                // A variable takes at most its declared number of values.
+                let n = match v.and_then(|v| v.cardinality) {
+                    Some(c) if c > 0 => n % c,
+                    _ => n,
+                };
                 value_of(kind, values, n)
             });
             keys.push(key.into_bytes());
