@@ -20,6 +20,7 @@ pub mod lint;
 pub mod live;
 pub mod migrate;
 pub mod pattern;
+pub mod plan;
 pub mod report;
 pub mod scheme;
 pub mod simulate;

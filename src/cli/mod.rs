@@ -7,6 +7,7 @@ pub mod args;
 pub mod completions;
 pub mod lint;
 pub mod migration;
+pub mod plan;
 pub mod rebalance;
 pub mod reshard;
 pub mod rules;
@@ -37,6 +38,8 @@ pub enum Command {
     Analyze(analyze::AnalyzeArgs),
     /// Check a key scheme and key dumps against the rules (for CI)
     Lint(lint::LintArgs),
+    /// Suggest hash tags for batches that are cross-slot or fan out, scored in round trips and skew
+    Plan(plan::PlanArgs),
     /// Preview redis-cli --cluster rebalance (or a load-aware plan): slots, keys and bytes per node
     Rebalance(rebalance::RebalanceArgs),
     /// Preview redis-cli --cluster reshard: which slots move and what that does to every node
@@ -94,6 +97,7 @@ where
     let result = match cli.command {
         Command::Analyze(a) => analyze::run(a, &mut ctx),
         Command::Lint(a) => lint::run(a, &mut ctx),
+        Command::Plan(a) => plan::run(a, &mut ctx),
         Command::Rebalance(a) => rebalance::run(a, &mut ctx),
         Command::Reshard(a) => reshard::run(a, &mut ctx),
         Command::Rules(a) => rules::run(a, &mut ctx),

@@ -8,6 +8,7 @@ pub mod analyze;
 pub mod html;
 pub mod lint;
 pub mod migrate;
+pub mod plan;
 pub mod slot;
 
 use base64::Engine as _;

@@ -176,7 +176,7 @@ pub fn parse_batches(text: &str) -> Result<Vec<Batch>, String> {
 }
 
 /// A value of a variable for generated keys: the `n`-th distinct value of its kind.
-fn value_of(kind: VarKind, values: &[String], n: u64) -> String {
+pub(crate) fn value_of(kind: VarKind, values: &[String], n: u64) -> String {
     match kind {
         VarKind::Int => (1_000_003u64.wrapping_mul(n + 1) % 100_000_000).to_string(),
         VarKind::Hex => format!("{:016x}", n.wrapping_mul(0x9E37_79B9_7F4A_7C15)),

@@ -1,0 +1,330 @@
+//! `keyplan plan`: hash-tag suggestions for the batches of a scheme and for observed batches,
+//! scored in round trips (the simulator) and skew (the key sample, or the declared
+//! cardinalities).
+
+use super::Ctx;
+use super::args::{InputArgs, TopologyArgs, open_all, read_context, warn_malformed};
+use crate::error::{ExitStatus, UserError};
+use crate::keys::for_each_record;
+use crate::plan::observed::plan_observed;
+use crate::plan::workload::Workload;
+use crate::plan::{PlanOptions, plan_scheme, yaml};
+use crate::report::plan::{PlanReport, WorkloadInfo, render_json, render_table};
+use crate::scheme::Scheme;
+use crate::simulate::batch::parse_batches;
+use crate::simulate::{NetworkModel, Strategy};
+use anyhow::Context as _;
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+
+/// Sample keys kept in memory to score observed batches.
+const MAX_SAMPLE_KEYS: usize = 2_000_000;
+
+/// Output format of `plan`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PlanFormat {
+    /// Tables: candidates per batch, the recommendation and the rewritten patterns
+    Table,
+    /// One JSON document (schema_version 1, documented in README)
+    Json,
+    /// The scheme file with the recommendations applied (needs --scheme)
+    Yaml,
+}
+
+/// How batches are run when they span nodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PlanStrategy {
+    /// One command per key
+    Serial,
+    /// Per-node pipelines, one node after another
+    Pipeline,
+    /// Per-node pipelines, concurrently
+    Parallel,
+    /// Per-slot pipelines, concurrently
+    SlotParallel,
+}
+
+/// Suggest hash tags: for every batch that is cross-slot or fans out, candidate rewrites
+/// scored in round trips and skew, the Pareto front, and a recommendation.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  keyplan plan --scheme keyplan.yaml\n  keyplan plan --scheme keyplan.yaml --keys sample.keys --max-skew 1.2\n  keyplan plan --scheme keyplan.yaml --format yaml > keyplan.new.yaml\n  keyplan plan --batches batches.txt --keys sample.keys"
+)]
+pub struct PlanArgs {
+    /// The key scheme whose batches to plan
+    #[arg(long, value_name = "FILE")]
+    pub scheme: Option<PathBuf>,
+
+    /// Key samples: skew is measured by re-keying them ('-' for stdin) [default: keys generated
+    /// from the scheme's declared cardinalities]
+    #[arg(long = "keys", value_name = "FILE", num_args = 1..)]
+    pub keys: Vec<PathBuf>,
+
+    /// How key samples are read.
+    #[command(flatten)]
+    pub input: InputArgs,
+
+    /// Observed batches (one a line: COMMAND key key ...): mined for the segment their keys share
+    #[arg(long, value_name = "FILE", conflicts_with = "monitor")]
+    pub batches: Option<PathBuf>,
+
+    /// A `redis-cli MONITOR` capture: its multi-key commands, MULTI…EXEC blocks and scripts
+    #[arg(long, value_name = "FILE")]
+    pub monitor: Option<PathBuf>,
+
+    /// Where keys live [default: the scheme's topology, else 3 masters].
+    #[command(flatten)]
+    pub topology: TopologyArgs,
+
+    /// The highest busiest-node ÷ mean load a recommendation may put on the batch's keys
+    #[arg(long, default_value_t = 1.25, value_name = "X")]
+    pub max_skew: f64,
+
+    /// How batches over several nodes are executed, for round trips before and after
+    #[arg(long, value_enum, default_value = "pipeline")]
+    pub strategy: PlanStrategy,
+
+    /// Score with what this client library does instead of a strategy (see simulate --client)
+    #[arg(long, value_name = "CLIENT")]
+    pub client: Option<String>,
+
+    /// Round-trip time in milliseconds
+    #[arg(long, default_value_t = 0.5, value_name = "MS")]
+    pub rtt: f64,
+
+    /// Output format
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: PlanFormat,
+
+    /// Write to this file instead of standard output
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+/// Runs `keyplan plan`.
+pub fn run(args: PlanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
+    if args.scheme.is_none() && args.batches.is_none() && args.monitor.is_none() {
+        return Err(UserError::new(
+            "nothing to plan",
+            "pass --scheme keyplan.yaml, --batches FILE or --monitor CAPTURE",
+        )
+        .into());
+    }
+    if args.format == PlanFormat::Yaml && args.scheme.is_none() {
+        return Err(UserError::new(
+            "--format yaml writes the updated scheme, and no --scheme is given",
+            "pass --scheme keyplan.yaml, or use --format table or json",
+        )
+        .into());
+    }
+    if !(args.max_skew >= 1.0 && args.max_skew.is_finite()) {
+        return Err(UserError::new(
+            format!("--max-skew {}: not a ratio of 1 or more", args.max_skew),
+            "give the busiest node's load over the mean you accept, e.g. --max-skew 1.25",
+        )
+        .into());
+    }
+    if !(args.rtt >= 0.0 && args.rtt.is_finite()) {
+        return Err(UserError::new(
+            format!("--rtt {}: not a number of milliseconds", args.rtt),
+            "give the round-trip time in milliseconds, e.g. --rtt 0.5",
+        )
+        .into());
+    }
+    let scheme_text = match &args.scheme {
+        Some(p) => Some(
+            std::fs::read_to_string(p)
+                .with_context(|| format!("cannot read scheme '{}'", p.display()))?,
+        ),
+        None => None,
+    };
+    let scheme = match (&scheme_text, &args.scheme) {
+        (Some(t), Some(p)) => {
+            Some(Scheme::parse(t).map_err(|e| anyhow::anyhow!("{}:{e}", p.display()))?)
+        }
+        _ => None,
+    };
+    let (topology, topo_source) = match args.topology.resolve(None)? {
+        Some(t) => t,
+        None => {
+            let masters = scheme
+                .as_ref()
+                .and_then(|s| s.topology.as_ref())
+                .and_then(|t| t.masters)
+                .unwrap_or(3);
+            (
+                crate::topology::Topology::Cluster(crate::topology::SlotMap::from_masters(
+                    masters as usize,
+                )?),
+                format!("{masters} masters as redis-cli --cluster create assigns slots"),
+            )
+        }
+    };
+    let client = match &args.client {
+        Some(c) => {
+            let v = super::simulate::clients(std::slice::from_ref(c))?;
+            if v.len() != 1 {
+                return Err(UserError::new(
+                    format!("--client {c}: plan scores one client at a time"),
+                    "name one profile, e.g. --client redis-py",
+                )
+                .into());
+            }
+            Some(v[0])
+        }
+        None => None,
+    };
+    let opts = PlanOptions {
+        max_skew: args.max_skew,
+        strategy: match args.strategy {
+            PlanStrategy::Serial => Strategy::Serial,
+            PlanStrategy::Pipeline => Strategy::Pipeline,
+            PlanStrategy::Parallel => Strategy::Parallel,
+            PlanStrategy::SlotParallel => Strategy::SlotParallel,
+        },
+        client,
+        net: NetworkModel {
+            rtt_ms: args.rtt,
+            ..NetworkModel::default()
+        },
+    };
+    let nodes = topology.nodes().len();
+
+    // The sample: matched against the scheme's patterns, and kept (bounded) for observed batches.
+    let mut sample: Vec<Vec<u8>> = Vec::new();
+    let mut sample_keys = 0u64;
+    let mut truncated = false;
+    let want_observed = args.batches.is_some() || args.monitor.is_some();
+    let mut workload = scheme.as_ref().map(|s| Workload::sample(s, nodes));
+    if !args.keys.is_empty() {
+        let matchers: Option<Vec<regex::bytes::Regex>> = scheme.as_ref().map(|s| {
+            s.keys
+                .iter()
+                .filter_map(|k| regex::bytes::Regex::new(&s.key_regex(k, true)).ok())
+                .collect()
+        });
+        let set = scheme.as_ref().map(|s| {
+            regex::bytes::RegexSet::new(s.keys.iter().map(|k| s.key_regex(k, false)))
+                .expect("invariant: key_regex compiles")
+        });
+        let opts_r = args.input.read_options();
+        for (name, input) in open_all(&args.keys)? {
+            let summary = for_each_record(input, &opts_r, |_, rec| {
+                sample_keys += 1;
+                if let (Some(s), Some(w), Some(ms), Some(set)) =
+                    (&scheme, workload.as_mut(), &matchers, &set)
+                {
+                    let m = set.matches(rec.key).iter().next();
+                    let matched = m.and_then(|fi| {
+                        let caps = ms.get(fi)?.captures(rec.key)?;
+                        let vals: Vec<String> = (0..caps.len() - 1)
+                            .map(|i| {
+                                caps.name(&format!("v{i}"))
+                                    .map(|c| String::from_utf8_lossy(c.as_bytes()).into_owned())
+                                    .unwrap_or_default()
+                            })
+                            .collect();
+                        Some((fi, vals))
+                    });
+                    w.add_sample_key(s, &topology, rec.key, matched);
+                }
+                if want_observed {
+                    if sample.len() < MAX_SAMPLE_KEYS {
+                        sample.push(rec.key.to_vec());
+                    } else {
+                        truncated = true;
+                    }
+                }
+            })
+            .map_err(|e| read_context(&name, e))?;
+            warn_malformed(ctx, &name, &summary)?;
+        }
+    }
+    let workload = match (scheme.as_ref(), workload) {
+        (Some(s), Some(w)) if w.is_empty() => Some(Workload::synthetic(s, nodes)),
+        (_, w) => w,
+    };
+    if truncated {
+        writeln!(
+            ctx.stderr,
+            "warning: observed batches are scored on the first {MAX_SAMPLE_KEYS} sample keys"
+        )?;
+    }
+
+    let batches = match (&scheme, &workload) {
+        (Some(s), Some(w)) => plan_scheme(s, &topology, w, &opts),
+        _ => Vec::new(),
+    };
+    let mut observed_batches = Vec::new();
+    if let Some(p) = &args.batches {
+        let text = std::fs::read_to_string(p)
+            .with_context(|| format!("cannot read batch file '{}'", p.display()))?;
+        observed_batches
+            .extend(parse_batches(&text).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?);
+    }
+    if let Some(p) = &args.monitor {
+        let bytes = std::fs::read(p)
+            .with_context(|| format!("cannot read MONITOR capture '{}'", p.display()))?;
+        let (parsed, _) = crate::simulate::monitor::parse_monitor(&String::from_utf8_lossy(&bytes))
+            .map_err(|e| {
+                UserError::new(
+                    format!("{}: {e}", p.display()),
+                    "capture with `redis-cli MONITOR > capture.txt` (one command a line)",
+                )
+            })?;
+        observed_batches.extend(parsed);
+    }
+    let observed = plan_observed(&observed_batches, &topology, &sample, &opts);
+    let problems = batches.iter().filter(|b| b.problem.is_some()).count() + observed.len();
+    let report = PlanReport {
+        schema_version: 1,
+        topology: topo_source,
+        workload: WorkloadInfo {
+            source: match &workload {
+                Some(w) => w.source.to_string(),
+                None if sample_keys > 0 => "sample".into(),
+                None => "none".into(),
+            },
+            keys: sample_keys,
+            unmatched: workload.as_ref().map(|w| w.unmatched).unwrap_or(0),
+        },
+        max_skew: args.max_skew,
+        scored_with: match client {
+            Some(c) => format!("client {}", c.name()),
+            None => format!("strategy {}", opts.strategy.name()),
+        },
+        batches,
+        observed,
+    };
+
+    let mut sink: Box<dyn Write + '_> = match &args.output {
+        Some(p) => Box::new(
+            std::fs::File::create(p)
+                .with_context(|| format!("cannot create output file '{}'", p.display()))?,
+        ),
+        None => Box::new(&mut *ctx.stdout),
+    };
+    let mut out = BufWriter::new(&mut *sink);
+    match args.format {
+        PlanFormat::Json => render_json(&mut out, &report)?,
+        PlanFormat::Table => render_table(&mut out, &report)?,
+        PlanFormat::Yaml => {
+            let (Some(text), Some(s)) = (&scheme_text, &scheme) else {
+                unreachable!("checked above: --format yaml needs --scheme");
+            };
+            let updated = yaml::apply(text, s, &report.batches).map_err(|e| {
+                UserError::new(
+                    format!("cannot write the updated scheme: {e}"),
+                    "apply the rewrites printed by --format table by hand",
+                )
+            })?;
+            out.write_all(updated.as_bytes())?;
+        }
+    }
+    out.flush()?;
+    Ok(if problems > 0 {
+        ExitStatus::Findings
+    } else {
+        ExitStatus::Clean
+    })
+}

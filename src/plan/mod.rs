@@ -1,0 +1,913 @@
+//! `keyplan plan` (SPEC §5): hash-tag suggestions with their cost in skew and their gain in
+//! round trips. Pure: no I/O, no printing.
+//!
+//! For every scheme batch that is cross-slot, fans out over several nodes, or sits on a hash
+//! tag with too few values, candidate rewrites are generated — tag a variable the batch shares
+//! (each one it shares: the finest and coarser entities), add a bucket to a tag that must stay
+//! spread, or keep the layout and send per-node pipelines in parallel — and each is scored on
+//! the same workload: round trips and latency from the simulator, skew from the key sample
+//! re-keyed with the rewrite (or from keys generated from the declared cardinalities), keys that
+//! would change node if adopted. The Pareto front over (round trips, skew) is kept and one
+//! candidate recommended, with the reason in words.
+
+pub mod observed;
+pub mod workload;
+pub mod yaml;
+
+use crate::lint::checks::{batch_single_slot, combined_cardinality, seg_vars};
+use crate::scheme::{Batch as SchemeBatch, Scheme, Seg, TagPart, Template, Var, VarKind};
+use crate::simulate::batch::{Batch, from_scheme};
+use crate::simulate::client::{Client, simulate_client};
+use crate::simulate::{NetworkModel, Strategy, simulate};
+use crate::topology::Topology;
+use serde::Serialize;
+use workload::{Rekey, Workload};
+
+/// How plans are scored.
+#[derive(Debug, Clone)]
+pub struct PlanOptions {
+    /// The highest busiest-node ÷ mean key load a recommendation may cause.
+    pub max_skew: f64,
+    /// How batches are executed when they span nodes (default: per-node pipelines one after
+    /// another).
+    pub strategy: Strategy,
+    /// Score with a client profile instead of a strategy.
+    pub client: Option<Client>,
+    /// The network model.
+    pub net: NetworkModel,
+}
+
+impl Default for PlanOptions {
+    fn default() -> Self {
+        PlanOptions {
+            max_skew: 1.25,
+            strategy: Strategy::Pipeline,
+            client: None,
+            net: NetworkModel::default(),
+        }
+    }
+}
+
+/// One pattern change.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Rewrite {
+    /// The key's name in the scheme.
+    pub key: String,
+    /// The pattern now.
+    pub from: String,
+    /// The pattern proposed.
+    pub to: String,
+}
+
+/// A variable a rewrite adds (a bucket).
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct NewVar {
+    /// Its name.
+    pub name: String,
+    /// Its number of values (K buckets).
+    pub cardinality: u64,
+    /// How the application computes it.
+    pub derive: String,
+}
+
+/// What a batch costs under a layout.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Score {
+    /// `ok`, or what fails (`CROSSSLOT` for an atomic batch over several slots).
+    pub outcome: String,
+    /// Round trips the client waits for.
+    pub round_trips: u64,
+    /// Wall-clock estimate in milliseconds.
+    pub latency_ms: f64,
+    /// Nodes the batch touches.
+    pub nodes_touched: usize,
+    /// Busiest node ÷ mean load of the batch's own keys (all keys of its patterns) with this
+    /// layout: what a tag concentrates, judged against --max-skew.
+    pub skew: Option<f64>,
+    /// Busiest node ÷ mean load over the whole workload with this layout.
+    pub skew_overall: Option<f64>,
+    /// Keys (of the workload) that would change node if adopted.
+    pub keys_moved: f64,
+    /// Keys whose names change.
+    pub keys_renamed: f64,
+}
+
+/// A candidate layout for one batch.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Candidate {
+    /// `keep`, `tag`, `bucket`, `per-node-pipelines`.
+    pub kind: &'static str,
+    /// One line: what changes.
+    pub summary: String,
+    /// Pattern changes, ready to paste.
+    pub rewrites: Vec<Rewrite>,
+    /// Variables to add to the scheme.
+    pub new_vars: Vec<NewVar>,
+    /// Rules the batch should allow once adopted (a per-node fan-out on purpose).
+    pub allow: Vec<String>,
+    /// Variables to add to the batch's `same` (a bucketed batch is run one bucket at a time).
+    pub add_same: Vec<String>,
+    /// Its cost.
+    pub score: Score,
+    /// On the Pareto front of (round trips, skew).
+    pub pareto: bool,
+}
+
+/// The plan for one batch.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct BatchPlan {
+    /// Batch name.
+    pub batch: String,
+    /// Its command.
+    pub command: String,
+    /// What is wrong with it now (`None`: nothing).
+    pub problem: Option<String>,
+    /// The candidates; the first is the current layout.
+    pub candidates: Vec<Candidate>,
+    /// Index of the recommended candidate.
+    pub recommended: usize,
+    /// Why, in plain words.
+    pub reason: String,
+}
+
+/// Requirement for a tag to lint clean (KP201's defaults): at least this many values per node,
+/// and no value above this share.
+const MIN_PER_NODE: u64 = 4;
+const MAX_SHARE: f64 = 0.02;
+
+fn tag_values_needed(nodes: usize) -> u64 {
+    (MIN_PER_NODE * nodes as u64).max((1.0 / MAX_SHARE).ceil() as u64)
+}
+
+fn seg_text(segs: &[Seg]) -> String {
+    crate::lint::checks::seg_text(segs)
+}
+
+/// The pattern with braces removed and `tag` (pieces) braced at its first occurrence, or
+/// `None` when the pattern does not contain `tag`'s pieces contiguously.
+fn with_tag_text(t: &Template, tag: &[Seg]) -> Option<String> {
+    // Work on the unbraced pieces.
+    let mut segs: Vec<Seg> = Vec::new();
+    for s in &t.segs {
+        match s {
+            Seg::Lit(l) => {
+                let l = l.replace(['{', '}'], "");
+                if l.is_empty() {
+                    continue;
+                }
+                match segs.last_mut() {
+                    Some(Seg::Lit(p)) => p.push_str(&l),
+                    _ => segs.push(Seg::Lit(l)),
+                }
+            }
+            v => segs.push(v.clone()),
+        }
+    }
+    let text = seg_text(&segs);
+    let needle = seg_text(tag);
+    let at = text.find(&needle)?;
+    // The match must not cut a variable name (`<…>` boundaries hold by construction of
+    // seg_text when the needle starts and ends on piece boundaries or literal characters).
+    Some(format!(
+        "{}{{{}}}{}",
+        &text[..at],
+        needle,
+        &text[at + needle.len()..]
+    ))
+}
+
+struct Ctx<'a> {
+    scheme: &'a Scheme,
+    topo: &'a Topology,
+    work: &'a Workload,
+    opts: &'a PlanOptions,
+    nodes: usize,
+}
+
+impl Ctx<'_> {
+    /// Runs the batch `name` of `scheme` (generated keys) and scores it.
+    fn run(&self, scheme: &Scheme, name: &str, strategy: Strategy) -> (String, u64, f64, usize) {
+        let batches = from_scheme(scheme, None);
+        let Some(b) = batches.into_iter().find(|b| b.name == name) else {
+            return ("not run".into(), 0, 0.0, 0);
+        };
+        self.run_batch(&b, strategy)
+    }
+
+    fn run_batch(&self, b: &Batch, strategy: Strategy) -> (String, u64, f64, usize) {
+        match self.opts.client {
+            Some(c) => {
+                let r = simulate_client(b, self.topo, c, &self.opts.net);
+                let outcome = match &r.message {
+                    Some(m) if r.outcome != crate::simulate::client::Outcome::Ok => {
+                        format!("{}: {m}", r.outcome.name())
+                    }
+                    _ => "ok".into(),
+                };
+                (outcome, r.round_trips, r.latency_ms, r.nodes_touched)
+            }
+            None => {
+                let r = simulate(b, self.topo, strategy, &self.opts.net);
+                let outcome = r.errors.first().cloned().unwrap_or_else(|| "ok".into());
+                (outcome, r.round_trips, r.latency_ms, r.nodes_touched)
+            }
+        }
+    }
+
+    fn score(
+        &self,
+        scheme: &Scheme,
+        batch: &str,
+        strategy: Strategy,
+        rekeys: &[Rekey],
+        crossslot: bool,
+        focus: &[usize],
+    ) -> Score {
+        let (mut outcome, round_trips, latency_ms, nodes_touched) =
+            self.run(scheme, batch, strategy);
+        if crossslot && self.opts.client.is_none() {
+            outcome = "CROSSSLOT (fails as one command; the round trips are what splitting it per node costs)".into();
+        }
+        let loads = self.work.loads(self.scheme, self.topo, rekeys, focus);
+        Score {
+            outcome,
+            round_trips,
+            latency_ms,
+            nodes_touched,
+            skew: loads.focus_max_over_mean(),
+            skew_overall: loads.max_over_mean(),
+            keys_moved: loads.moved,
+            keys_renamed: loads.renamed,
+        }
+    }
+}
+
+/// A scheme with some key patterns replaced and variables added.
+fn rewritten(scheme: &Scheme, rewrites: &[(usize, Template)], new_vars: &[NewVar]) -> Scheme {
+    let mut s = scheme.clone();
+    for (fi, t) in rewrites {
+        s.keys[*fi].template = t.clone();
+    }
+    for v in new_vars {
+        s.vars.insert(
+            v.name.clone(),
+            Var {
+                name: v.name.clone(),
+                kind: VarKind::Int,
+                cardinality: Some(v.cardinality),
+                values: Vec::new(),
+                pos: Default::default(),
+            },
+        );
+    }
+    s
+}
+
+fn bucket_name(scheme: &Scheme) -> String {
+    let mut name = "bucket".to_string();
+    let mut i = 2;
+    while scheme.vars.contains_key(&name) {
+        name = format!("bucket{i}");
+        i += 1;
+    }
+    name
+}
+
+/// Plans every scheme batch.
+pub fn plan_scheme(
+    scheme: &Scheme,
+    topo: &Topology,
+    work: &Workload,
+    opts: &PlanOptions,
+) -> Vec<BatchPlan> {
+    let ctx = Ctx {
+        scheme,
+        topo,
+        work,
+        opts,
+        nodes: topo.nodes().len().max(1),
+    };
+    scheme.batches.iter().map(|b| plan_batch(&ctx, b)).collect()
+}
+
+fn families(scheme: &Scheme, b: &SchemeBatch) -> Vec<usize> {
+    let mut out: Vec<usize> = Vec::new();
+    for k in &b.keys {
+        if let Some(i) = scheme.keys.iter().position(|d| &d.name == k)
+            && !out.contains(&i)
+        {
+            out.push(i);
+        }
+    }
+    out
+}
+
+fn plan_batch(ctx: &Ctx<'_>, b: &SchemeBatch) -> BatchPlan {
+    let scheme = ctx.scheme;
+    let fams = families(scheme, b);
+    let single = batch_single_slot(scheme, b);
+    let atomic = b.command.is_atomic();
+    let crossslot = atomic && single.is_err();
+    let keep = Candidate {
+        kind: "keep",
+        summary: "keep the current patterns".into(),
+        rewrites: Vec::new(),
+        new_vars: Vec::new(),
+        allow: Vec::new(),
+        add_same: Vec::new(),
+        score: ctx.score(scheme, &b.name, ctx.opts.strategy, &[], crossslot, &fams),
+        pareto: false,
+    };
+    // The tag the batch's keys share now (if single-slot) and its number of values.
+    let current_tag: Option<(Vec<Seg>, Option<u64>)> = if single.is_ok() {
+        let hashed = scheme.keys[fams[0]].template.hashed();
+        let vars = seg_vars(&hashed);
+        let card = if vars.is_empty() {
+            Some(1)
+        } else {
+            combined_cardinality(scheme, &vars)
+        };
+        Some((hashed, card))
+    } else {
+        None
+    };
+    let mut cands = vec![keep];
+    let needed = tag_values_needed(ctx.nodes);
+    // A concentration the scheme accepts on purpose (`allow: [KP201]` on the batch or on all
+    // its keys) is not a problem.
+    let kp201 = |list: &[String]| {
+        list.iter()
+            .any(|a| a.eq_ignore_ascii_case("KP201") || a == "low-cardinality-hash-tag")
+    };
+    let accepted = kp201(&b.allow) || fams.iter().all(|&f| kp201(&scheme.keys[f].allow));
+    let low_card = !accepted
+        && current_tag
+            .as_ref()
+            .is_some_and(|(_, c)| c.is_some_and(|c| c < needed))
+        && fams
+            .iter()
+            .all(|&f| matches!(scheme.keys[f].template.tag_part().0, TagPart::Tagged(_)));
+    let tag_vars: Vec<String> = current_tag
+        .as_ref()
+        .map(|(t, _)| seg_vars(t).into_iter().map(str::to_string).collect())
+        .unwrap_or_default();
+    let problem = if crossslot {
+        Some(format!(
+            "{} over keys that hash to different slots: CROSSSLOT ({})",
+            b.command.name(),
+            single.as_ref().err().cloned().unwrap_or_default()
+        ))
+    } else if single.is_err() {
+        Some(format!(
+            "pipeline over several slots: {} node(s), {} round trip(s) with {}",
+            cands[0].score.nodes_touched,
+            cands[0].score.round_trips,
+            ctx.opts
+                .client
+                .map(|c| c.name())
+                .unwrap_or(ctx.opts.strategy.name())
+        ))
+    } else if low_card {
+        let (tag, card) = current_tag.clone().expect("checked above");
+        Some(format!(
+            "one slot, but its tag `{{{}}}` takes about {} value(s) (fewer than {needed}): those keys crowd a few slots",
+            seg_text(&tag),
+            card.unwrap_or(0)
+        ))
+    } else {
+        None
+    };
+
+    if single.is_err() || low_card {
+        // Tag each variable the batch keeps the same and every key uses (for a crowded tag:
+        // the ones not in it already).
+        let shared: Vec<&String> = b
+            .same
+            .iter()
+            .filter(|v| {
+                fams.iter()
+                    .all(|&f| scheme.keys[f].template.vars().any(|x| x == v.as_str()))
+            })
+            .filter(|v| !low_card || !tag_vars.contains(v))
+            .collect();
+        for v in &shared {
+            // Tag texts to try: `<v>` alone, and any existing tag of a batch key that uses
+            // only shared variables (it keeps that key's keys in place).
+            let mut texts: Vec<Vec<Seg>> = vec![vec![Seg::Var(v.to_string())]];
+            for &f in &fams {
+                if let TagPart::Tagged(segs) = scheme.keys[f].template.tag_part().0 {
+                    let vars = seg_vars(&segs);
+                    if vars.contains(&v.as_str())
+                        && vars.iter().all(|x| b.same.iter().any(|s| s == x))
+                        && !texts.contains(&segs)
+                    {
+                        texts.push(segs);
+                    }
+                }
+            }
+            for tag in texts {
+                let mut rw: Vec<(usize, Template)> = Vec::new();
+                let mut rewrites = Vec::new();
+                let mut ok = true;
+                for &f in &fams {
+                    let t = &scheme.keys[f].template;
+                    if t.hashed() == tag && matches!(t.tag_part().0, TagPart::Tagged(_)) {
+                        continue;
+                    }
+                    let Some(text) = with_tag_text(t, &tag) else {
+                        ok = false;
+                        break;
+                    };
+                    let Ok(nt) = Template::parse(&text) else {
+                        ok = false;
+                        break;
+                    };
+                    rewrites.push(Rewrite {
+                        key: scheme.keys[f].name.clone(),
+                        from: t.text.clone(),
+                        to: text,
+                    });
+                    rw.push((f, nt));
+                }
+                if !ok || rewrites.is_empty() {
+                    continue;
+                }
+                let s2 = rewritten(scheme, &rw, &[]);
+                let rekeys: Vec<Rekey> = rw
+                    .iter()
+                    .map(|(f, t)| Rekey {
+                        family: *f,
+                        template: t.clone(),
+                        new_vars: Vec::new(),
+                    })
+                    .collect();
+                let card = combined_cardinality(scheme, &seg_vars(&tag));
+                let score = ctx.score(&s2, &b.name, ctx.opts.strategy, &rekeys, false, &fams);
+                cands.push(Candidate {
+                    kind: "tag",
+                    summary: format!(
+                        "tag `{{{}}}`{}",
+                        seg_text(&tag),
+                        card.map(|c| format!(" ({c} values)")).unwrap_or_default()
+                    ),
+                    rewrites,
+                    new_vars: Vec::new(),
+                    allow: Vec::new(),
+                    add_same: Vec::new(),
+                    score,
+                    pareto: false,
+                });
+            }
+        }
+    }
+
+    // Buckets: for a fan-out (pipeline) whose tag (current, or proposed) has too few values.
+    if !atomic {
+        // (the batch's families with their patterns, the tag to bucket)
+        type TagCand = (Vec<(usize, Template)>, Vec<Seg>);
+        let tag_cands: Vec<TagCand> = {
+            let mut v = Vec::new();
+            if let Some((tag, _)) = &current_tag
+                && low_card
+            {
+                v.push((
+                    fams.iter()
+                        .map(|&f| (f, scheme.keys[f].template.clone()))
+                        .collect(),
+                    tag.clone(),
+                ));
+            }
+            for c in cands.iter().filter(|c| c.kind == "tag") {
+                let rw: Vec<(usize, Template)> = fams
+                    .iter()
+                    .map(|&f| {
+                        let t = c
+                            .rewrites
+                            .iter()
+                            .find(|r| r.key == scheme.keys[f].name)
+                            .and_then(|r| Template::parse(&r.to).ok())
+                            .unwrap_or_else(|| scheme.keys[f].template.clone());
+                        (f, t)
+                    })
+                    .collect();
+                let tag = rw[0].1.hashed();
+                let card = combined_cardinality(scheme, &seg_vars(&tag));
+                if card.is_some_and(|c| c < needed) {
+                    v.push((rw, tag));
+                }
+            }
+            v
+        };
+        let bname = bucket_name(scheme);
+        for (rw, tag) in tag_cands {
+            let card = combined_cardinality(scheme, &seg_vars(&tag))
+                .unwrap_or(1)
+                .max(1);
+            // The smallest K (a power of two up to 64) within --max-skew whose tag has enough
+            // values to lint clean; else the largest tried.
+            let mut chosen: Option<Candidate> = None;
+            for k in [2u64, 4, 8, 16, 32, 64] {
+                let mut new_tag = tag.clone();
+                new_tag.push(Seg::Lit(":".into()));
+                new_tag.push(Seg::Var(bname.clone()));
+                let mut rws = Vec::new();
+                let mut rewrites = Vec::new();
+                for (f, t) in &rw {
+                    let Some(unbraced) = with_tag_text(t, &tag) else {
+                        continue;
+                    };
+                    // Replace the braced tag by the bucketed one.
+                    let text = unbraced.replacen(
+                        &format!("{{{}}}", seg_text(&tag)),
+                        &format!("{{{}}}", seg_text(&new_tag)),
+                        1,
+                    );
+                    let Ok(nt) = Template::parse(&text) else {
+                        continue;
+                    };
+                    rewrites.push(Rewrite {
+                        key: scheme.keys[*f].name.clone(),
+                        from: scheme.keys[*f].template.text.clone(),
+                        to: text,
+                    });
+                    rws.push((*f, nt));
+                }
+                if rws.is_empty() {
+                    break;
+                }
+                let nv = NewVar {
+                    name: bname.clone(),
+                    cardinality: k,
+                    derive: format!(
+                        "hash of the key's other variables mod {k}, e.g. crc32(<{}>) % {k}",
+                        rws[0]
+                            .1
+                            .vars()
+                            .find(|v| *v != bname
+                                && !tag.iter().any(|s| s == &Seg::Var(v.to_string())))
+                            .unwrap_or("id")
+                    ),
+                };
+                let s2 = rewritten(scheme, &rws, std::slice::from_ref(&nv));
+                let rekeys: Vec<Rekey> = rws
+                    .iter()
+                    .map(|(f, t)| Rekey {
+                        family: *f,
+                        template: t.clone(),
+                        new_vars: vec![(bname.clone(), k)],
+                    })
+                    .collect();
+                let score = ctx.score(&s2, &b.name, ctx.opts.strategy, &rekeys, false, &fams);
+                let enough = card.saturating_mul(k) >= needed;
+                let fits = score.skew.is_none_or(|s| s <= ctx.opts.max_skew);
+                let c = Candidate {
+                    kind: "bucket",
+                    summary: format!(
+                        "bucketed tag `{{{}}}` with {k} buckets ({} values)",
+                        seg_text(&new_tag),
+                        card.saturating_mul(k)
+                    ),
+                    rewrites,
+                    new_vars: vec![nv],
+                    allow: Vec::new(),
+                    add_same: vec![bname.clone()],
+                    score,
+                    pareto: false,
+                };
+                chosen = Some(c);
+                if enough && fits {
+                    break;
+                }
+            }
+            if let Some(c) = chosen {
+                cands.push(c);
+            }
+        }
+    }
+
+    // Per-node pipelines in parallel, for batches over several slots.
+    if single.is_err() {
+        let mut score = ctx.score(scheme, &b.name, Strategy::Parallel, &[], false, &fams);
+        if atomic {
+            score.outcome = "ok, but not atomic: the batch is split per node".into();
+        }
+        cands.push(Candidate {
+            kind: "per-node-pipelines",
+            summary: "keep the patterns; send one pipeline per node, all nodes in parallel".into(),
+            rewrites: Vec::new(),
+            new_vars: Vec::new(),
+            allow: if atomic {
+                Vec::new()
+            } else {
+                vec!["KP302".into()]
+            },
+            add_same: Vec::new(),
+            score,
+            pareto: false,
+        });
+    }
+
+    mark_pareto(&mut cands);
+    let allowed_reason = b
+        .reason
+        .as_deref()
+        .or_else(|| fams.iter().find_map(|&f| scheme.keys[f].reason.as_deref()));
+    let (recommended, reason) = recommend(
+        ctx,
+        b,
+        &cands,
+        problem.is_some(),
+        crossslot,
+        accepted
+            && current_tag
+                .as_ref()
+                .is_some_and(|(_, c)| c.is_some_and(|c| c < needed)),
+        allowed_reason,
+        current_tag.is_none(),
+    );
+    BatchPlan {
+        batch: b.name.clone(),
+        command: b.command.name().into(),
+        problem,
+        candidates: cands,
+        recommended,
+        reason,
+    }
+}
+
+/// Works with the batch's semantics intact (per-node pipelines of an atomic batch do not).
+fn ok(c: &Candidate) -> bool {
+    c.score.outcome == "ok"
+}
+
+/// Skews closer than this count as equal (sampling noise).
+const SKEW_EPS: f64 = 0.01;
+
+/// Marks candidates no other candidate beats on both round trips and skew.
+fn mark_pareto(cands: &mut [Candidate]) {
+    let skew = |c: &Candidate| c.score.skew.unwrap_or(1.0);
+    let n = cands.len();
+    for i in 0..n {
+        let dominated = (0..n).any(|j| {
+            j != i
+                && ok(&cands[j])
+                && cands[j].score.round_trips <= cands[i].score.round_trips
+                && skew(&cands[j]) <= skew(&cands[i]) + SKEW_EPS
+                && (cands[j].score.round_trips < cands[i].score.round_trips
+                    || skew(&cands[j]) < skew(&cands[i]) - SKEW_EPS)
+        });
+        cands[i].pareto = ok(&cands[i]) && !dominated;
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn recommend(
+    ctx: &Ctx<'_>,
+    b: &SchemeBatch,
+    cands: &[Candidate],
+    has_problem: bool,
+    crossslot: bool,
+    accepted: bool,
+    allowed_reason: Option<&str>,
+    crossslot_free_pipeline: bool,
+) -> (usize, String) {
+    let max = ctx.opts.max_skew;
+    let skew = |c: &Candidate| c.score.skew.unwrap_or(1.0);
+    if !has_problem {
+        let why = if accepted {
+            format!(
+                "{} runs on one slot; its tag concentrates keys on purpose (KP201 allowed{})",
+                b.name,
+                allowed_reason.map(|r| format!(": {r}")).unwrap_or_default()
+            )
+        } else if crossslot_free_pipeline {
+            format!("{} runs on one slot: nothing to change", b.name)
+        } else {
+            format!(
+                "{} already runs on one slot with a well-spread tag: nothing to change",
+                b.name
+            )
+        };
+        return (0, why);
+    }
+    // Within the skew budget and working: fewest round trips, then latency, then fewest keys
+    // moved, then fewest rewrites.
+    let mut best: Option<usize> = None;
+    for (i, c) in cands.iter().enumerate() {
+        let usable = ok(c) || (!crossslot && c.kind == "per-node-pipelines");
+        if !usable || skew(c) > max + 1e-9 {
+            continue;
+        }
+        let better = match best {
+            None => true,
+            Some(j) => {
+                let d = &cands[j];
+                (
+                    c.score.round_trips,
+                    c.score.latency_ms,
+                    c.score.keys_moved,
+                    c.rewrites.len(),
+                )
+                    .partial_cmp(&(
+                        d.score.round_trips,
+                        d.score.latency_ms,
+                        d.score.keys_moved,
+                        d.rewrites.len(),
+                    ))
+                    == Some(std::cmp::Ordering::Less)
+            }
+        };
+        if better {
+            best = Some(i);
+        }
+    }
+    let before = &cands[0].score;
+    if let Some(i) = best {
+        let c = &cands[i];
+        let why = match c.kind {
+            "tag" => format!(
+                "{}: every batch lands on one slot, {} → {} round trip(s), and the busiest node carries {:.2}× the mean (within --max-skew {max})",
+                c.summary,
+                before.round_trips,
+                c.score.round_trips,
+                skew(c)
+            ),
+            "bucket" => format!(
+                "{}: the keys stay spread ({:.2}× the mean on the busiest node, within --max-skew {max}); the batch becomes one single-slot pipeline per bucket, touching {} node(s) in {} round trip(s) ({} in parallel)",
+                c.summary,
+                skew(c),
+                c.score.nodes_touched,
+                c.score.round_trips,
+                c.new_vars.first().map(|v| v.cardinality).unwrap_or(0)
+            ),
+            "per-node-pipelines" => format!(
+                "no tag helps: the batch's keys share no variable, so keep the layout and send per-node pipelines in parallel: {} round trip(s) instead of {} ({:.3} ms instead of {:.3} ms)",
+                c.score.round_trips, before.round_trips, c.score.latency_ms, before.latency_ms
+            ),
+            _ => format!(
+                "keeping the layout is best within --max-skew {max}: {} round trip(s)",
+                c.score.round_trips
+            ),
+        };
+        return (i, why);
+    }
+    // Nothing fits the skew budget.
+    let tagged = cands
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.kind == "tag" && ok(c))
+        .min_by(|a, b| skew(a.1).total_cmp(&skew(b.1)));
+    if crossslot {
+        if let Some((i, c)) = tagged {
+            return (
+                i,
+                format!(
+                    "{} is the only way to make {} work as one command, but it puts {:.2}× the mean load on one node (over --max-skew {max}): one node bursts while the others idle; consider a finer shared entity",
+                    c.summary,
+                    b.name,
+                    skew(c)
+                ),
+            );
+        }
+        let i = cands
+            .iter()
+            .position(|c| c.kind == "per-node-pipelines")
+            .unwrap_or(0);
+        return (
+            i,
+            format!(
+                "no variable is shared by all keys of {}: no tag can make it one slot; run it as per-node pipelines (not atomic: {} → {} round trip(s)) or redesign the keys",
+                b.name, before.round_trips, cands[i].score.round_trips
+            ),
+        );
+    }
+    // Single-slot but crowded, and nothing within the budget: the least crowded that works.
+    let (i, c) = cands
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| ok(c))
+        .min_by(|a, b| skew(a.1).total_cmp(&skew(b.1)))
+        .unwrap_or((0, &cands[0]));
+    let why = if i == 0 {
+        format!(
+            "its keys sit on a tag with too few values ({:.2}× the mean on the busiest node, over --max-skew {max}) and {} has no other variable it keeps the same to spread them by; accept it (allow KP201 with a reason) or split the batch",
+            skew(c),
+            b.name
+        )
+    } else {
+        format!(
+            "{} lowers the crowding to {:.2}× the mean (from {:.2}×), still over --max-skew {max}; a finer shared variable would do better",
+            c.summary,
+            skew(c),
+            skew(&cands[0])
+        )
+    };
+    (i, why)
+}
+
+/// The scheme batches a set of candidates makes single-slot, for soundness checks: after
+/// applying `c`, the batch's generated keys all hash to one slot.
+pub fn single_slot_after(scheme: &Scheme, batch: &str, c: &Candidate) -> Option<bool> {
+    let rw: Vec<(usize, Template)> = c
+        .rewrites
+        .iter()
+        .filter_map(|r| {
+            let f = scheme.keys.iter().position(|k| k.name == r.key)?;
+            Some((f, Template::parse(&r.to).ok()?))
+        })
+        .collect();
+    let s2 = rewritten(scheme, &rw, &c.new_vars);
+    let b = from_scheme(&s2, None)
+        .into_iter()
+        .find(|b| b.name == batch)?;
+    let slots: Vec<u16> = b.keys().map(crate::slot::key_slot).collect();
+    Some(slots.windows(2).all(|w| w[0] == w[1]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::SlotMap;
+
+    const SCHEME: &str = "version: 1
+vars:
+  user_id:  { kind: int, cardinality: 10_000_000 }
+  group:    { kind: word, cardinality: 12 }
+  order_id: { kind: int, cardinality: 5_000_000 }
+  sku:      { kind: int, cardinality: 900_000 }
+keys:
+  profile:     { pattern: \"user:<user_id>:profile\", bytes: 300 }
+  feed:        { pattern: \"feed:{<group>}:user:<user_id>\", type: zset }
+  order_items: { pattern: \"order:<order_id>:items\" }
+  order_total: { pattern: \"order:<order_id>:total\" }
+  product:     { pattern: \"product:<sku>\" }
+batches:
+  checkout: { command: multi, keys: [order_items, order_total], same: [order_id] }
+  fanout:   { command: pipeline, keys: [feed], size: 1000, same: [group] }
+  lookup:   { command: pipeline, keys: [product], size: 100 }
+";
+
+    fn run() -> (Scheme, Vec<BatchPlan>) {
+        let s = Scheme::parse(SCHEME).unwrap();
+        let topo = Topology::Cluster(SlotMap::from_masters(3).unwrap());
+        let w = Workload::synthetic(&s, 3);
+        let p = plan_scheme(&s, &topo, &w, &PlanOptions::default());
+        (s, p)
+    }
+
+    #[test]
+    fn checkout_gets_the_order_id_tag() {
+        let (s, p) = run();
+        let c = &p[0];
+        assert!(
+            c.problem.as_deref().unwrap().contains("CROSSSLOT"),
+            "{:?}",
+            c.problem
+        );
+        let r = &c.candidates[c.recommended];
+        assert_eq!(r.kind, "tag");
+        let to: Vec<&str> = r.rewrites.iter().map(|x| x.to.as_str()).collect();
+        assert_eq!(to, ["order:{<order_id>}:items", "order:{<order_id>}:total"]);
+        assert_eq!(r.score.round_trips, 1);
+        assert_eq!(single_slot_after(&s, "checkout", r), Some(true));
+        assert!(c.reason.contains("one slot"), "{}", c.reason);
+    }
+
+    #[test]
+    fn low_cardinality_group_tag_is_bucketed() {
+        let (s, p) = run();
+        let f = &p[1];
+        assert!(
+            f.problem
+                .as_deref()
+                .unwrap()
+                .contains("takes about 12 value(s)"),
+            "{:?}",
+            f.problem
+        );
+        let r = &f.candidates[f.recommended];
+        assert_eq!(r.kind, "bucket", "{f:#?}");
+        assert!(
+            r.rewrites[0]
+                .to
+                .starts_with("feed:{<group>:<bucket>}:user:<user_id>"),
+            "{:?}",
+            r.rewrites
+        );
+        assert!(r.new_vars[0].cardinality * 12 >= 50);
+        assert!(r.score.skew.unwrap() <= 1.25);
+        assert!(f.candidates[0].score.skew.unwrap() > r.score.skew.unwrap());
+        let _ = s;
+    }
+
+    #[test]
+    fn random_fanout_gets_per_node_pipelines() {
+        let (_, p) = run();
+        let l = &p[2];
+        let r = &l.candidates[l.recommended];
+        assert_eq!(r.kind, "per-node-pipelines", "{l:#?}");
+        assert!(l.reason.starts_with("no tag helps"), "{}", l.reason);
+        assert_eq!(r.score.round_trips, 1);
+        assert_eq!(l.candidates[0].score.round_trips, 3);
+    }
+}

@@ -1,0 +1,494 @@
+//! Observed batches (a batch file or a MONITOR capture): mined for the key segment every key of
+//! a batch shares (an order id, a user id), which is the tag that would put the batch on one
+//! slot. Keys are split into segments at `:`, `/` and `|`.
+
+use super::{PlanOptions, Score};
+use crate::simulate::batch::{Batch, Op};
+use crate::simulate::client::{Outcome, simulate_client};
+use crate::simulate::{Strategy, simulate};
+use crate::slot::key_slot;
+use crate::topology::Topology;
+use serde::Serialize;
+
+/// The plan for one observed batch.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ObservedPlan {
+    /// The batch (its line in the file).
+    pub batch: String,
+    /// Distinct keys.
+    pub keys: usize,
+    /// Slots the keys hash to.
+    pub slots: usize,
+    /// The segment value every key shares, if any.
+    pub shared: Option<String>,
+    /// The key shapes now (`order:<int>:items`).
+    pub patterns: Vec<String>,
+    /// The key shapes with the shared segment tagged (`order:{<int>}:items`).
+    pub rewritten: Vec<String>,
+    /// A few keys before → after.
+    pub examples: Vec<(String, String)>,
+    /// The batch as it is.
+    pub before: Score,
+    /// The batch with the tag (or with per-node pipelines when nothing is shared).
+    pub after: Score,
+    /// Distinct shared values seen over all observed batches with the same shapes.
+    pub tag_values_seen: usize,
+    /// Observed batches with the same shapes.
+    pub batches_seen: usize,
+    /// The recommendation in words.
+    pub recommendation: String,
+}
+
+fn split(key: &str) -> Vec<&str> {
+    key.split([':', '/', '|']).collect()
+}
+
+fn is_uuid(s: &str) -> bool {
+    s.len() == 36
+        && s.bytes().enumerate().all(|(i, b)| match i {
+            8 | 13 | 18 | 23 => b == b'-',
+            _ => b.is_ascii_hexdigit(),
+        })
+}
+
+/// The placeholder of a variable-looking segment, or `None` for a literal.
+fn class(s: &str) -> Option<&'static str> {
+    if s.is_empty() {
+        None
+    } else if s.bytes().all(|b| b.is_ascii_digit()) {
+        Some("<int>")
+    } else if is_uuid(s) {
+        Some("<uuid>")
+    } else if s.len() >= 8
+        && s.bytes().all(|b| b.is_ascii_hexdigit())
+        && s.bytes().any(|b| b.is_ascii_digit())
+    {
+        Some("<hex>")
+    } else if s.bytes().any(|b| b.is_ascii_digit())
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    {
+        Some("<id>")
+    } else {
+        None
+    }
+}
+
+fn rank(s: &str) -> u8 {
+    match class(s) {
+        Some("<uuid>") | Some("<int>") | Some("<hex>") => 3,
+        Some(_) => 2,
+        None => 1,
+    }
+}
+
+/// The key's shape: segments generalised to placeholders, the shared one braced when given.
+fn shape(key: &str, shared: Option<&str>) -> String {
+    let mut out = String::new();
+    let mut tagged = false;
+    let unbraced = key.replace(['{', '}'], "");
+    let mut rest = unbraced.as_str();
+    loop {
+        let cut = rest.find([':', '/', '|']);
+        let (seg, delim) = match cut {
+            Some(i) => (&rest[..i], Some(&rest[i..i + 1])),
+            None => (rest, None),
+        };
+        let text = class(seg)
+            .map(str::to_string)
+            .unwrap_or_else(|| seg.to_string());
+        if !tagged && Some(seg) == shared {
+            out.push('{');
+            out.push_str(&text);
+            out.push('}');
+            tagged = true;
+        } else {
+            out.push_str(&text);
+        }
+        match (cut, delim) {
+            (Some(i), Some(d)) => {
+                out.push_str(d);
+                rest = &rest[i + 1..];
+            }
+            _ => break,
+        }
+    }
+    out
+}
+
+/// The key with braces removed and `shared` braced at its first whole-segment occurrence.
+fn tag_key(key: &str, shared: &str) -> String {
+    let unbraced = key.replace(['{', '}'], "");
+    let mut out = String::new();
+    let mut tagged = false;
+    let mut rest = unbraced.as_str();
+    loop {
+        let cut = rest.find([':', '/', '|']);
+        let seg = match cut {
+            Some(i) => &rest[..i],
+            None => rest,
+        };
+        if !tagged && seg == shared {
+            out.push('{');
+            out.push_str(seg);
+            out.push('}');
+            tagged = true;
+        } else {
+            out.push_str(seg);
+        }
+        match cut {
+            Some(i) => {
+                out.push_str(&rest[i..i + 1]);
+                rest = &rest[i + 1..];
+            }
+            None => break,
+        }
+    }
+    out
+}
+
+fn run(b: &Batch, topo: &Topology, opts: &PlanOptions, strategy: Strategy) -> Score {
+    let (outcome, round_trips, latency_ms, nodes_touched) = match opts.client {
+        Some(c) => {
+            let r = simulate_client(b, topo, c, &opts.net);
+            let o = match (&r.message, r.outcome) {
+                (Some(m), o) if o != Outcome::Ok => format!("{}: {m}", o.name()),
+                _ => "ok".into(),
+            };
+            (o, r.round_trips, r.latency_ms, r.nodes_touched)
+        }
+        None => {
+            let r = simulate(b, topo, strategy, &opts.net);
+            let o = r.errors.first().cloned().unwrap_or_else(|| "ok".into());
+            (o, r.round_trips, r.latency_ms, r.nodes_touched)
+        }
+    };
+    Score {
+        outcome,
+        round_trips,
+        latency_ms,
+        nodes_touched,
+        skew: None,
+        skew_overall: None,
+        keys_moved: 0.0,
+        keys_renamed: 0.0,
+    }
+}
+
+fn skew_of(per_node: &[f64]) -> Option<f64> {
+    let total: f64 = per_node.iter().sum();
+    if per_node.is_empty() || total <= 0.0 {
+        return None;
+    }
+    Some(per_node.iter().cloned().fold(0.0, f64::max) / (total / per_node.len() as f64))
+}
+
+/// Per-node loads of `sample` with keys of the given shapes re-keyed by tagging the segment at
+/// their shared position (all keys; the matching keys before and after), and the weight that
+/// changes node.
+struct SampleLoads {
+    per_node: Vec<f64>,
+    matched_before: Vec<f64>,
+    matched_after: Vec<f64>,
+    moved: f64,
+}
+
+fn sample_loads(
+    sample: &[Vec<u8>],
+    topo: &Topology,
+    shapes: &[(regex::bytes::Regex, usize)],
+) -> SampleLoads {
+    let mut per_node = vec![0.0; topo.nodes().len()];
+    let mut matched_before = vec![0.0; topo.nodes().len()];
+    let mut matched_after = vec![0.0; topo.nodes().len()];
+    let mut moved = 0.0;
+    for k in sample {
+        let before = topo.node_of(k);
+        let mut node = before;
+        for (re, group) in shapes {
+            if let Some(c) = re.captures(k)
+                && let Some(m) = c.get(*group)
+            {
+                let mut nk = Vec::with_capacity(k.len() + 2);
+                nk.extend(k[..m.start()].iter().filter(|&&b| b != b'{' && b != b'}'));
+                nk.push(b'{');
+                nk.extend_from_slice(m.as_bytes());
+                nk.push(b'}');
+                nk.extend(k[m.end()..].iter().filter(|&&b| b != b'{' && b != b'}'));
+                node = topo.node_of(&nk);
+                if node != before {
+                    moved += 1.0;
+                }
+                if let Some(b) = before {
+                    matched_before[b] += 1.0;
+                }
+                if let Some(a) = node {
+                    matched_after[a] += 1.0;
+                }
+                break;
+            }
+        }
+        if let Some(n) = node {
+            per_node[n] += 1.0;
+        }
+    }
+    SampleLoads {
+        per_node,
+        matched_before,
+        matched_after,
+        moved,
+    }
+}
+
+/// A regex matching keys of `shape` (placeholders as classes), capturing the braced segment.
+fn shape_regex(shape: &str) -> Option<(regex::bytes::Regex, usize)> {
+    let mut re = String::from("(?-u)^");
+    let mut group = 0;
+    let mut rest = shape;
+    while !rest.is_empty() {
+        let (braced, body, len) = if let Some(r) = rest.strip_prefix('{') {
+            let end = r.find('}')?;
+            (true, &r[..end], end + 2)
+        } else {
+            let end = rest.find(['{', ':', '/', '|']).unwrap_or(rest.len());
+            if end == 0 {
+                re.push_str(&regex::escape(&rest[..1]));
+                rest = &rest[1..];
+                continue;
+            }
+            (false, &rest[..end], end)
+        };
+        let part = match body {
+            "<int>" => "[0-9]+".to_string(),
+            "<uuid>" => {
+                "[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}".into()
+            }
+            "<hex>" => "[0-9A-Fa-f]{8,}".into(),
+            "<id>" => "[A-Za-z0-9_-]*[0-9][A-Za-z0-9_-]*".into(),
+            lit => regex::escape(lit),
+        };
+        if braced {
+            re.push('(');
+            re.push_str(&part);
+            re.push(')');
+            group = 1;
+        } else {
+            re.push_str(&part);
+        }
+        rest = &rest[len..];
+    }
+    re.push('$');
+    if group == 0 {
+        return None;
+    }
+    regex::bytes::Regex::new(&re).ok().map(|r| (r, 1))
+}
+
+/// Plans every observed batch whose keys span several slots. `sample` (may be empty) scores
+/// the skew of each rewrite.
+pub fn plan_observed(
+    batches: &[Batch],
+    topo: &Topology,
+    sample: &[Vec<u8>],
+    opts: &PlanOptions,
+) -> Vec<ObservedPlan> {
+    let mut out: Vec<ObservedPlan> = Vec::new();
+    let base = if sample.is_empty() {
+        None
+    } else {
+        Some(sample_loads(sample, topo, &[]).per_node)
+    };
+    for b in batches {
+        let mut keys: Vec<String> = Vec::new();
+        for k in b.keys() {
+            let k = String::from_utf8_lossy(k).into_owned();
+            if !keys.contains(&k) {
+                keys.push(k);
+            }
+        }
+        let mut slots: Vec<u16> = keys.iter().map(|k| key_slot(k.as_bytes())).collect();
+        slots.sort_unstable();
+        slots.dedup();
+        if keys.len() < 2 || slots.len() < 2 {
+            continue;
+        }
+        // Segment values every key has.
+        let sets: Vec<Vec<String>> = keys
+            .iter()
+            .map(|k| {
+                split(&k.replace(['{', '}'], ""))
+                    .into_iter()
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_string)
+                    .collect()
+            })
+            .collect();
+        let mut shared: Vec<&String> = sets[0]
+            .iter()
+            .filter(|v| sets.iter().all(|s| s.contains(v)))
+            .collect();
+        shared.dedup();
+        // Ids before words; a segment that is not first before one that is; longer first.
+        shared.sort_by_key(|v| {
+            let first = sets.iter().all(|s| s.first() == Some(*v));
+            (
+                std::cmp::Reverse(rank(v)),
+                first,
+                std::cmp::Reverse(v.len()),
+            )
+        });
+        let pick = shared
+            .first()
+            .filter(|v| rank(v) > 1)
+            .map(|v| v.to_string());
+        let mut patterns: Vec<String> = keys.iter().map(|k| shape(k, None)).collect();
+        patterns.sort();
+        patterns.dedup();
+        let before = run(b, topo, opts, opts.strategy);
+        let mut matched_before = None;
+        let (rewritten, examples, after, recommendation) = match &pick {
+            Some(v) => {
+                let new_keys: Vec<String> = keys.iter().map(|k| tag_key(k, v)).collect();
+                let nb = Batch {
+                    name: b.name.clone(),
+                    kind: b.kind,
+                    ops: b
+                        .ops
+                        .iter()
+                        .map(|op| Op {
+                            command: op.command.clone(),
+                            keys: op
+                                .keys
+                                .iter()
+                                .map(|k| tag_key(&String::from_utf8_lossy(k), v).into_bytes())
+                                .collect(),
+                            values: op.values.clone(),
+                        })
+                        .collect(),
+                };
+                let mut after = run(&nb, topo, opts, opts.strategy);
+                let mut rw: Vec<String> = keys.iter().map(|k| shape(k, Some(v))).collect();
+                rw.sort();
+                rw.dedup();
+                if base.is_some() {
+                    let shapes: Vec<(regex::bytes::Regex, usize)> =
+                        rw.iter().filter_map(|s| shape_regex(s)).collect();
+                    let l = sample_loads(sample, topo, &shapes);
+                    after.skew_overall = skew_of(&l.per_node);
+                    after.skew = skew_of(&l.matched_after);
+                    after.keys_moved = l.moved;
+                    matched_before = skew_of(&l.matched_before);
+                }
+                let ex: Vec<(String, String)> = keys
+                    .iter()
+                    .zip(&new_keys)
+                    .take(3)
+                    .map(|(a, b)| (a.clone(), b.clone()))
+                    .collect();
+                let rec = format!(
+                    "every key shares the segment `{v}`: tag it ({}) and the batch runs on one slot, {} → {} round trip(s)",
+                    rw.join(", "),
+                    before.round_trips,
+                    after.round_trips
+                );
+                (rw, ex, after, rec)
+            }
+            None => {
+                let after = run(b, topo, opts, Strategy::Parallel);
+                let rec = format!(
+                    "no segment is shared by all {} keys: no tag helps; send per-node pipelines in parallel: {} → {} round trip(s)",
+                    keys.len(),
+                    before.round_trips,
+                    after.round_trips
+                );
+                (Vec::new(), Vec::new(), after, rec)
+            }
+        };
+        let mut before = before;
+        before.skew_overall = base.as_deref().and_then(skew_of);
+        before.skew = matched_before;
+        out.push(ObservedPlan {
+            batch: b.name.clone(),
+            keys: keys.len(),
+            slots: slots.len(),
+            shared: pick,
+            patterns,
+            rewritten,
+            examples,
+            before,
+            after,
+            tag_values_seen: 0,
+            batches_seen: 0,
+            recommendation,
+        });
+    }
+    // How many values the proposed tag took over batches of the same shapes: one value over
+    // many batches is a constant, which would put them all on one slot.
+    let groups: Vec<(Vec<String>, Option<String>)> = out
+        .iter()
+        .map(|p| (p.rewritten.clone(), p.shared.clone()))
+        .collect();
+    for p in out.iter_mut() {
+        let same: Vec<&Option<String>> = groups
+            .iter()
+            .filter(|(r, _)| !r.is_empty() && *r == p.rewritten)
+            .map(|(_, s)| s)
+            .collect();
+        let mut values: Vec<&String> = same.iter().filter_map(|s| s.as_ref()).collect();
+        values.sort();
+        values.dedup();
+        p.batches_seen = same.len();
+        p.tag_values_seen = values.len();
+        if p.batches_seen >= 3 && p.tag_values_seen == 1 {
+            p.recommendation.push_str(&format!(
+                "; but all {} batches of this shape share the same value, so the tag would be a constant and put them all on one node",
+                p.batches_seen
+            ));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::simulate::batch::parse_batches;
+    use crate::topology::SlotMap;
+
+    #[test]
+    fn shapes_and_tags() {
+        assert_eq!(shape("order:42:items", Some("42")), "order:{<int>}:items");
+        assert_eq!(shape("user:{7}:cart", None), "user:<int>:cart");
+        assert_eq!(tag_key("order:42:items", "42"), "order:{42}:items");
+        assert_eq!(tag_key("{x}:42:42", "42"), "x:{42}:42");
+        let (re, g) = shape_regex("order:{<int>}:items").unwrap();
+        let c = re.captures(b"order:9:items").unwrap();
+        assert_eq!(c.get(g).unwrap().as_bytes(), b"9");
+        assert!(shape_regex("order:<int>").is_none());
+    }
+
+    #[test]
+    fn mines_the_shared_id() {
+        let text = "MULTI SET order:1001:items x; SET order:1001:total 5\nMGET product:1 product:2 product:3 product:4\nMGET a:1 a:1\n";
+        let b = parse_batches(text).unwrap();
+        let topo = Topology::Cluster(SlotMap::from_masters(3).unwrap());
+        let p = plan_observed(&b, &topo, &[], &PlanOptions::default());
+        assert_eq!(p.len(), 2, "{p:#?}");
+        assert_eq!(p[0].shared.as_deref(), Some("1001"));
+        assert_eq!(
+            p[0].rewritten,
+            vec![
+                "order:{<int>}:items".to_string(),
+                "order:{<int>}:total".into()
+            ]
+        );
+        assert_eq!(p[0].after.round_trips, 1);
+        assert!(p[0].before.round_trips >= 1);
+        assert_eq!(p[1].shared, None);
+        assert!(
+            p[1].recommendation.starts_with("no segment is shared"),
+            "{}",
+            p[1].recommendation
+        );
+    }
+}

@@ -1,0 +1,333 @@
+//! The keys a plan is scored on: a key sample matched against the scheme's patterns (each key
+//! with its variable values), or, without a sample, keys generated from the declared
+//! cardinalities. Re-keying a family with a rewritten pattern gives the per-node distribution
+//! after the rewrite and how many keys would change node.
+
+use crate::scheme::{Scheme, Seg, Template};
+use crate::simulate::batch::value_of;
+use crate::sketch::hash64;
+use crate::slot::key_slot;
+use crate::topology::Topology;
+
+/// Keys generated per family when there is no sample.
+const SYNTHETIC_PER_FAMILY: u64 = 4000;
+/// Keys a family is assumed to have when a variable has no declared cardinality.
+const UNKNOWN_CARDINALITY: u64 = 1_000_000;
+
+/// One key of a family: its variable values (in the family's variable order) and its weight.
+#[derive(Debug, Clone)]
+struct FamilyKey {
+    values: Vec<String>,
+    weight: f64,
+}
+
+/// A family (declared key) and its keys.
+#[derive(Debug, Clone)]
+struct Family {
+    vars: Vec<String>,
+    keys: Vec<FamilyKey>,
+}
+
+/// The keys plans are scored on.
+#[derive(Debug, Clone)]
+pub struct Workload {
+    families: Vec<Family>,
+    /// Weight per node of keys that match no family.
+    other: Vec<f64>,
+    /// `sample` or `declared cardinalities`.
+    pub source: &'static str,
+    /// Sample keys matching no declared pattern.
+    pub unmatched: u64,
+}
+
+/// A pattern rewrite to score: family index, its new template, and how to fill `<bucket>`-like
+/// variables the original does not have (their cardinality).
+#[derive(Debug, Clone)]
+pub struct Rekey {
+    /// Index into the scheme's keys.
+    pub family: usize,
+    /// The rewritten pattern.
+    pub template: Template,
+    /// New variables and their number of values (derived from a hash of the key's values).
+    pub new_vars: Vec<(String, u64)>,
+}
+
+fn distinct_vars(t: &Template) -> Vec<String> {
+    let mut v: Vec<String> = Vec::new();
+    for x in t.vars() {
+        if !v.iter().any(|y| y == x) {
+            v.push(x.to_string());
+        }
+    }
+    v
+}
+
+fn render(t: &Template, vars: &[String], values: &[String], extra: &[(String, String)]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for s in &t.segs {
+        match s {
+            Seg::Lit(l) => out.extend_from_slice(l.as_bytes()),
+            Seg::Var(v) => {
+                if let Some(i) = vars.iter().position(|x| x == v) {
+                    out.extend_from_slice(values[i].as_bytes());
+                } else if let Some((_, x)) = extra.iter().find(|(n, _)| n == v) {
+                    out.extend_from_slice(x.as_bytes());
+                }
+            }
+        }
+    }
+    out
+}
+
+impl Workload {
+    /// Keys generated from the declared cardinalities: per family, up to a few thousand keys
+    /// with values drawn from each variable's declared range, weighted so a family counts as
+    /// many keys as the product of its variables' cardinalities.
+    pub fn synthetic(scheme: &Scheme, nodes: usize) -> Workload {
+        let families = scheme
+            .keys
+            .iter()
+            .enumerate()
+            .map(|(fi, k)| {
+                let vars = distinct_vars(&k.template);
+                let total: u64 = vars.iter().fold(1u64, |acc, v| {
+                    acc.saturating_mul(scheme.cardinality(v).unwrap_or(UNKNOWN_CARDINALITY).max(1))
+                });
+                let m = total.clamp(1, SYNTHETIC_PER_FAMILY);
+                let weight = total as f64 / m as f64;
+                let keys = (0..m)
+                    .map(|j| FamilyKey {
+                        values: vars
+                            .iter()
+                            .map(|v| {
+                                let var = scheme.vars.get(v);
+                                let c = var
+                                    .and_then(|x| x.cardinality)
+                                    .unwrap_or(UNKNOWN_CARDINALITY)
+                                    .max(1);
+                                let h = hash64(format!("{fi}:{v}:{j}").as_bytes()) % c;
+                                let (kind, values) = var
+                                    .map(|x| (x.kind, x.values.as_slice()))
+                                    .unwrap_or((crate::scheme::VarKind::Any, &[]));
+                                value_of(kind, values, h)
+                            })
+                            .collect(),
+                        weight,
+                    })
+                    .collect();
+                Family { vars, keys }
+            })
+            .collect();
+        Workload {
+            families,
+            other: vec![0.0; nodes],
+            source: "declared cardinalities",
+            unmatched: 0,
+        }
+    }
+
+    /// An empty sample-based workload; feed it keys with [`Workload::add_sample_key`].
+    pub fn sample(scheme: &Scheme, nodes: usize) -> Workload {
+        Workload {
+            families: scheme
+                .keys
+                .iter()
+                .map(|k| Family {
+                    vars: distinct_vars(&k.template),
+                    keys: Vec::new(),
+                })
+                .collect(),
+            other: vec![0.0; nodes],
+            source: "sample",
+            unmatched: 0,
+        }
+    }
+
+    /// Whether the workload has any weight.
+    pub fn is_empty(&self) -> bool {
+        self.families.iter().all(|f| f.keys.is_empty()) && self.other.iter().all(|&w| w == 0.0)
+    }
+
+    /// Adds one sample key: `matched` is the family it matches (with the captured values of
+    /// its variables in pattern order, repeats included), or `None`.
+    pub fn add_sample_key(
+        &mut self,
+        scheme: &Scheme,
+        topo: &Topology,
+        key: &[u8],
+        matched: Option<(usize, Vec<String>)>,
+    ) {
+        match matched {
+            Some((fi, captures)) => {
+                let t = &scheme.keys[fi].template;
+                let vars = &self.families[fi].vars;
+                let mut values = vec![String::new(); vars.len()];
+                for (name, val) in t.vars().zip(captures) {
+                    if let Some(i) = vars.iter().position(|v| v == name)
+                        && values[i].is_empty()
+                    {
+                        values[i] = val;
+                    }
+                }
+                self.families[fi].keys.push(FamilyKey {
+                    values,
+                    weight: 1.0,
+                });
+            }
+            None => {
+                self.unmatched += 1;
+                if let Some(n) = topo.node_of(key) {
+                    self.other[n] += 1.0;
+                }
+            }
+        }
+    }
+
+    /// Per-node weight with the given rewrites applied (over everything, and over the
+    /// `focus` families alone), and the weight of keys that change node and that are renamed.
+    pub fn loads(
+        &self,
+        scheme: &Scheme,
+        topo: &Topology,
+        rekeys: &[Rekey],
+        focus: &[usize],
+    ) -> Loads {
+        let mut per_node = self.other.clone();
+        let mut focus_per_node = vec![0.0; per_node.len()];
+        let mut moved = 0.0;
+        let mut renamed = 0.0;
+        for (fi, f) in self.families.iter().enumerate() {
+            let orig = &scheme.keys[fi].template;
+            let rk = rekeys.iter().find(|r| r.family == fi);
+            for k in &f.keys {
+                let before = render(orig, &f.vars, &k.values, &[]);
+                let node_before = topo.node_of(&before);
+                let node = match rk {
+                    None => node_before,
+                    Some(r) => {
+                        let extra: Vec<(String, String)> = r
+                            .new_vars
+                            .iter()
+                            .map(|(n, c)| {
+                                let h = hash64(k.values.join("\u{1f}").as_bytes()) % (*c).max(1);
+                                (n.clone(), h.to_string())
+                            })
+                            .collect();
+                        let after = render(&r.template, &f.vars, &k.values, &extra);
+                        if after != before {
+                            renamed += k.weight;
+                        }
+                        let n = topo.node_of(&after);
+                        if n != node_before {
+                            moved += k.weight;
+                        }
+                        n
+                    }
+                };
+                if let Some(n) = node {
+                    per_node[n] += k.weight;
+                    if focus.contains(&fi) {
+                        focus_per_node[n] += k.weight;
+                    }
+                }
+            }
+        }
+        Loads {
+            per_node,
+            focus_per_node,
+            moved,
+            renamed,
+        }
+    }
+
+    /// The slot of a family key after a rewrite, for soundness checks.
+    pub fn slots_after(&self, fi: usize, r: &Rekey) -> Vec<u16> {
+        let f = &self.families[fi];
+        f.keys
+            .iter()
+            .map(|k| key_slot(&render(&r.template, &f.vars, &k.values, &[])))
+            .collect()
+    }
+}
+
+/// Per-node weights after a rewrite.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Loads {
+    /// Weight per node.
+    pub per_node: Vec<f64>,
+    /// Weight per node of the focus families.
+    pub focus_per_node: Vec<f64>,
+    /// Weight of keys that change node.
+    pub moved: f64,
+    /// Weight of keys whose name changes.
+    pub renamed: f64,
+}
+
+/// The busiest node's weight over the mean (1 = even); `None` when empty.
+pub fn max_over_mean(per_node: &[f64]) -> Option<f64> {
+    let n = per_node.len();
+    let total: f64 = per_node.iter().sum();
+    if n == 0 || total <= 0.0 {
+        return None;
+    }
+    let max = per_node.iter().cloned().fold(0.0f64, f64::max);
+    Some(max / (total / n as f64))
+}
+
+impl Loads {
+    /// Skew over the whole workload.
+    pub fn max_over_mean(&self) -> Option<f64> {
+        max_over_mean(&self.per_node)
+    }
+
+    /// Skew of the focus families.
+    pub fn focus_max_over_mean(&self) -> Option<f64> {
+        max_over_mean(&self.focus_per_node)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::SlotMap;
+
+    const SCHEME: &str = "version: 1\nvars:\n  group: { kind: word, cardinality: 12 }\n  user_id: { kind: int, cardinality: 1000000 }\nkeys:\n  feed: { pattern: \"feed:{<group>}:user:<user_id>\" }\n  profile: { pattern: \"user:<user_id>:profile\" }\n";
+
+    #[test]
+    fn synthetic_loads_show_a_low_cardinality_tag() {
+        let s = Scheme::parse(SCHEME).unwrap();
+        let topo = Topology::Cluster(SlotMap::from_masters(3).unwrap());
+        let w = Workload::synthetic(&s, 3);
+        let base = w.loads(&s, &topo, &[], &[0]);
+        // feed (12M keys on 12 slots) dominates profile (1M spread evenly).
+        let skew = base.max_over_mean().unwrap();
+        assert!(skew > 1.2, "{skew}");
+        assert_eq!(base.moved, 0.0);
+        // Tagging the user id spreads it.
+        let r = Rekey {
+            family: 0,
+            template: Template::parse("feed:<group>:user:{<user_id>}").unwrap(),
+            new_vars: vec![],
+        };
+        let after = w.loads(&s, &topo, &[r], &[0]);
+        assert!(after.max_over_mean().unwrap() < 1.05);
+        assert!(base.focus_max_over_mean().unwrap() > after.focus_max_over_mean().unwrap());
+        assert!(after.renamed > 0.0 && after.moved > 0.0);
+        let total: f64 = after.per_node.iter().sum();
+        assert!((total - 13_000_000.0).abs() < 1.0, "{total}");
+    }
+
+    #[test]
+    fn sample_keys_keep_their_values() {
+        let s = Scheme::parse(SCHEME).unwrap();
+        let topo = Topology::Cluster(SlotMap::from_masters(3).unwrap());
+        let mut w = Workload::sample(&s, 3);
+        w.add_sample_key(&s, &topo, b"user:42:profile", Some((1, vec!["42".into()])));
+        w.add_sample_key(&s, &topo, b"misc", None);
+        assert_eq!(w.unmatched, 1);
+        let base = w.loads(&s, &topo, &[], &[0]);
+        assert_eq!(base.per_node.iter().sum::<f64>(), 2.0);
+        let n = topo.node_of(b"user:42:profile").unwrap();
+        assert!(base.per_node[n] >= 1.0);
+    }
+}

@@ -1,0 +1,190 @@
+//! Renders a [`PlanReport`]: per batch the candidates (round trips, latency, skew, keys moved,
+//! Pareto front), the recommendation with its reason and the rewritten patterns; or JSON.
+
+use super::new_table;
+use crate::plan::observed::ObservedPlan;
+use crate::plan::{BatchPlan, Score};
+use comfy_table::{Cell, CellAlignment};
+use serde::Serialize;
+use std::io::{self, Write};
+
+/// What the plan was scored on.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct WorkloadInfo {
+    /// `sample`, `declared cardinalities`, or `none`.
+    pub source: String,
+    /// Sample keys read.
+    pub keys: u64,
+    /// Sample keys matching no declared pattern.
+    pub unmatched: u64,
+}
+
+/// The whole plan (`keyplan plan --format json`).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct PlanReport {
+    /// JSON contract version.
+    pub schema_version: u32,
+    /// Where keys live.
+    pub topology: String,
+    /// What skew is measured on.
+    pub workload: WorkloadInfo,
+    /// The skew budget.
+    pub max_skew: f64,
+    /// `strategy pipeline` or `client redis-py`.
+    pub scored_with: String,
+    /// Scheme batches.
+    pub batches: Vec<BatchPlan>,
+    /// Observed batches over several slots.
+    pub observed: Vec<ObservedPlan>,
+}
+
+/// Writes the report as JSON (one line).
+pub fn render_json(out: &mut dyn Write, r: &PlanReport) -> io::Result<()> {
+    serde_json::to_writer(&mut *out, r)?;
+    out.write_all(b"\n")?;
+    out.flush()
+}
+
+fn right(s: impl ToString) -> Cell {
+    Cell::new(s.to_string()).set_alignment(CellAlignment::Right)
+}
+
+fn skew(x: Option<f64>) -> String {
+    x.map(|v| format!("{v:.2}")).unwrap_or_else(|| "-".into())
+}
+
+fn moved(x: f64) -> String {
+    if x == 0.0 {
+        "0".into()
+    } else if x >= 1e6 {
+        format!("{:.1}M", x / 1e6)
+    } else if x >= 1e4 {
+        format!("{:.0}k", x / 1e3)
+    } else {
+        format!("{x:.0}")
+    }
+}
+
+fn outcome(s: &Score) -> String {
+    if s.outcome == "ok" {
+        "ok".into()
+    } else if s.outcome.starts_with("ok,") {
+        "ok, not atomic".into()
+    } else {
+        s.outcome
+            .split(' ')
+            .next()
+            .unwrap_or("")
+            .trim_end_matches(':')
+            .to_string()
+    }
+}
+
+/// Writes the report as tables.
+pub fn render_table(out: &mut dyn Write, r: &PlanReport) -> io::Result<()> {
+    writeln!(out, "keyplan plan: topology {}", r.topology)?;
+    let w = &r.workload;
+    match w.source.as_str() {
+        "sample" => writeln!(
+            out,
+            "skew measured on {} sample keys ({} match no declared pattern); max skew {}; round trips with {}",
+            w.keys, w.unmatched, r.max_skew, r.scored_with
+        )?,
+        other => writeln!(
+            out,
+            "skew measured on keys generated from the {other} (give --keys for a real sample); max skew {}; round trips with {}",
+            r.max_skew, r.scored_with
+        )?,
+    }
+    for b in &r.batches {
+        writeln!(out)?;
+        match &b.problem {
+            None => {
+                writeln!(out, "{} ({}): fine. {}", b.batch, b.command, b.reason)?;
+                continue;
+            }
+            Some(p) => writeln!(out, "{} ({}): {p}", b.batch, b.command)?,
+        }
+        let mut t = new_table();
+        t.set_header([
+            "",
+            "candidate",
+            "outcome",
+            "round trips",
+            "latency ms",
+            "skew (its keys)",
+            "skew (all)",
+            "keys moved",
+            "pareto",
+        ]);
+        for (i, c) in b.candidates.iter().enumerate() {
+            t.add_row(vec![
+                Cell::new(if i == b.recommended { "★" } else { "" }),
+                Cell::new(&c.summary),
+                Cell::new(outcome(&c.score)),
+                right(c.score.round_trips),
+                right(format!("{:.3}", c.score.latency_ms)),
+                right(skew(c.score.skew)),
+                right(skew(c.score.skew_overall)),
+                right(moved(c.score.keys_moved)),
+                Cell::new(if c.pareto { "✓" } else { "" }),
+            ]);
+        }
+        writeln!(out, "{t}")?;
+        writeln!(out, "Recommended: {}", b.reason)?;
+        let rec = &b.candidates[b.recommended];
+        for rw in &rec.rewrites {
+            writeln!(out, "  {}: \"{}\"   (was \"{}\")", rw.key, rw.to, rw.from)?;
+        }
+        for v in &rec.new_vars {
+            writeln!(
+                out,
+                "  vars: {}: {{ kind: int, cardinality: {} }}   ({})",
+                v.name, v.cardinality, v.derive
+            )?;
+        }
+        if !rec.add_same.is_empty() {
+            writeln!(
+                out,
+                "  batch {}: same: [..., {}] (one pipeline per bucket)",
+                b.batch,
+                rec.add_same.join(", ")
+            )?;
+        }
+        if !rec.allow.is_empty() {
+            writeln!(
+                out,
+                "  batch {}: allow: [{}] (it spreads over nodes on purpose)",
+                b.batch,
+                rec.allow.join(", ")
+            )?;
+        }
+    }
+    if !r.observed.is_empty() {
+        writeln!(out, "\nObserved batches over several slots:")?;
+        for o in &r.observed {
+            writeln!(out, "\n{} — {} keys on {} slots", o.batch, o.keys, o.slots)?;
+            writeln!(out, "  shapes: {}", o.patterns.join(", "))?;
+            if !o.rewritten.is_empty() {
+                writeln!(out, "  tagged: {}", o.rewritten.join(", "))?;
+            }
+            for (a, b) in &o.examples {
+                writeln!(out, "    {a} → {b}")?;
+            }
+            writeln!(
+                out,
+                "  round trips {} → {}, latency {:.3} → {:.3} ms{}",
+                o.before.round_trips,
+                o.after.round_trips,
+                o.before.latency_ms,
+                o.after.latency_ms,
+                match (o.before.skew, o.after.skew) {
+                    (Some(a), Some(b)) => format!(", skew of these keys {a:.2} → {b:.2}"),
+                    _ => String::new(),
+                }
+            )?;
+            writeln!(out, "  {}", o.recommendation)?;
+        }
+    }
+    out.flush()
+}
