@@ -351,13 +351,18 @@ fn plan_batch(ctx: &Ctx<'_>, b: &SchemeBatch) -> BatchPlan {
         .as_ref()
         .map(|(t, _)| seg_vars(t).into_iter().map(str::to_string).collect())
         .unwrap_or_default();
+    let kp302 = |list: &[String]| {
+        list.iter()
+            .any(|a| a.eq_ignore_ascii_case("KP302") || a == "pipeline-fanout")
+    };
+    let fanout_accepted = !atomic && single.is_err() && kp302(&b.allow);
     let problem = if crossslot {
         Some(format!(
             "{} over keys that hash to different slots: CROSSSLOT ({})",
             b.command.name(),
             single.as_ref().err().cloned().unwrap_or_default()
         ))
-    } else if single.is_err() {
+    } else if single.is_err() && !fanout_accepted {
         Some(format!(
             "pipeline over several slots: {} node(s), {} round trip(s) with {}",
             cands[0].score.nodes_touched,
@@ -611,20 +616,31 @@ fn plan_batch(ctx: &Ctx<'_>, b: &SchemeBatch) -> BatchPlan {
     let allowed_reason = b
         .reason
         .as_deref()
-        .or_else(|| fams.iter().find_map(|&f| scheme.keys[f].reason.as_deref()));
-    let (recommended, reason) = recommend(
-        ctx,
-        b,
-        &cands,
-        problem.is_some(),
-        crossslot,
-        accepted
-            && current_tag
-                .as_ref()
-                .is_some_and(|(_, c)| c.is_some_and(|c| c < needed)),
-        allowed_reason,
-        current_tag.is_none(),
-    );
+        .or_else(|| fams.iter().find_map(|&f| scheme.keys[f].reason.as_deref()))
+        .map(|r| format!(": {r}"))
+        .unwrap_or_default();
+    let crowded = current_tag
+        .as_ref()
+        .is_some_and(|(_, c)| c.is_some_and(|c| c < needed));
+    let fine = problem.is_none().then(|| {
+        if fanout_accepted {
+            format!(
+                "{} fans out over several nodes on purpose (KP302 allowed{allowed_reason})",
+                b.name
+            )
+        } else if accepted && crowded {
+            format!(
+                "{} runs on one slot; its tag concentrates keys on purpose (KP201 allowed{allowed_reason})",
+                b.name
+            )
+        } else {
+            format!(
+                "{} already runs on one slot with a well-spread tag: nothing to change",
+                b.name
+            )
+        }
+    });
+    let (recommended, reason) = recommend(ctx, b, &cands, fine, crossslot);
     BatchPlan {
         batch: b.name.clone(),
         command: b.command.name().into(),
@@ -660,34 +676,16 @@ fn mark_pareto(cands: &mut [Candidate]) {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
 fn recommend(
     ctx: &Ctx<'_>,
     b: &SchemeBatch,
     cands: &[Candidate],
-    has_problem: bool,
+    fine: Option<String>,
     crossslot: bool,
-    accepted: bool,
-    allowed_reason: Option<&str>,
-    crossslot_free_pipeline: bool,
 ) -> (usize, String) {
     let max = ctx.opts.max_skew;
     let skew = |c: &Candidate| c.score.skew.unwrap_or(1.0);
-    if !has_problem {
-        let why = if accepted {
-            format!(
-                "{} runs on one slot; its tag concentrates keys on purpose (KP201 allowed{})",
-                b.name,
-                allowed_reason.map(|r| format!(": {r}")).unwrap_or_default()
-            )
-        } else if crossslot_free_pipeline {
-            format!("{} runs on one slot: nothing to change", b.name)
-        } else {
-            format!(
-                "{} already runs on one slot with a well-spread tag: nothing to change",
-                b.name
-            )
-        };
+    if let Some(why) = fine {
         return (0, why);
     }
     // Within the skew budget and working: fewest round trips, then latency, then fewest keys

@@ -6,6 +6,7 @@ mod cli;
 #[path = "../common/keygen.rs"]
 mod keygen;
 mod lint;
+mod plan;
 mod properties;
 mod rebalance;
 mod redis;

@@ -301,3 +301,83 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Soundness of `plan`: after applying a recommended tag, every batch it targets maps to
+    /// one slot, whatever the values of the variables.
+    #[test]
+    fn recommended_tags_put_each_batch_on_one_slot(
+        families in prop::collection::vec(
+            ("[a-z]{1,6}", prop::option::of("[a-z:]{0,5}"), any::<bool>(), any::<bool>()),
+            1..4,
+        ),
+        values in prop::collection::vec(("[0-9a-z:_-]{1,12}", "[0-9]{1,9}"), 1..6),
+    ) {
+        use keyplan::plan::workload::Workload;
+        use keyplan::plan::{PlanOptions, plan_scheme};
+        use keyplan::scheme::{Scheme, Template};
+        use keyplan::topology::{SlotMap, Topology};
+        let mut text = String::from(
+            "version: 1\nvars:\n  v: { kind: any, cardinality: 1000000 }\n  w: { kind: int, cardinality: 1000000 }\nkeys:\n",
+        );
+        let mut names = Vec::new();
+        for (i, (prefix, suffix, extra, braced)) in families.iter().enumerate() {
+            // Patterns that hash differently: the whole key, or a tag on <w>.
+            let mut p = format!("{prefix}{i}:<v>");
+            if *extra {
+                if *braced {
+                    p.push_str(":{<w>}");
+                } else {
+                    p.push_str(":<w>");
+                }
+            }
+            if let Some(s) = suffix {
+                p.push_str(s);
+            }
+            text.push_str(&format!("  k{i}: {{ pattern: \"{p}\" }}\n"));
+            names.push(format!("k{i}"));
+        }
+        text.push_str(&format!(
+            "batches:\n  b: {{ command: multi, keys: [{}], same: [v] }}\n",
+            names.join(", ")
+        ));
+        let scheme = Scheme::parse(&text).unwrap();
+        let topo = Topology::Cluster(SlotMap::from_masters(3).unwrap());
+        let work = Workload::synthetic(&scheme, 3);
+        let plans = plan_scheme(&scheme, &topo, &work, &PlanOptions { max_skew: 100.0, ..Default::default() });
+        let p = &plans[0];
+        let c = &p.candidates[p.recommended];
+        if p.problem.is_none() {
+            return Ok(());
+        }
+        prop_assert_eq!(c.kind, "tag", "{:#?}", p);
+        let templates: Vec<Template> = scheme
+            .keys
+            .iter()
+            .map(|k| {
+                c.rewrites
+                    .iter()
+                    .find(|r| r.key == k.name)
+                    .map(|r| Template::parse(&r.to).unwrap())
+                    .unwrap_or_else(|| k.template.clone())
+            })
+            .collect();
+        for (v, w) in &values {
+            // Non-empty values without braces, as pattern variables are assumed to be (an empty
+            // value would make `{}`, which Redis does not treat as a tag).
+            let slots: Vec<u16> = templates
+                .iter()
+                .enumerate()
+                .map(|(i, t)| {
+                    let key = t.render(&mut |var| {
+                        if var == "v" { v.clone() } else { format!("{w}{i}") }
+                    });
+                    key_slot(key.as_bytes())
+                })
+                .collect();
+            prop_assert!(slots.windows(2).all(|x| x[0] == x[1]), "{:?} {:?}", templates, slots);
+        }
+    }
+}

@@ -1,0 +1,254 @@
+//! `keyplan plan`: recommendations on schemes with known answers, the rewritten scheme linting
+//! clean, observed batches, sample-based skew.
+
+use super::support::keyplan;
+use serde_json::Value;
+use std::path::Path;
+
+const SHOP: &str = "examples/plan/shop.yaml";
+
+fn plan_json(args: &[&str]) -> (i32, Value) {
+    let out = keyplan()
+        .arg("plan")
+        .args(args)
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| {
+        panic!("no JSON: {}", String::from_utf8_lossy(&out.stderr));
+    });
+    (out.status.code().unwrap_or(-1), v)
+}
+
+fn batch<'a>(v: &'a Value, name: &str) -> &'a Value {
+    v["batches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["batch"] == name)
+        .unwrap_or_else(|| panic!("no batch {name}"))
+}
+
+fn recommended(b: &Value) -> &Value {
+    &b["candidates"][b["recommended"].as_u64().unwrap() as usize]
+}
+
+#[test]
+fn shop_scheme_gets_the_known_answers() {
+    let (code, v) = plan_json(&["--scheme", SHOP]);
+    assert_eq!(code, 1, "problems are findings");
+    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["workload"]["source"], "declared cardinalities");
+
+    // The cross-slot checkout gets {<order_id>}.
+    let c = batch(&v, "checkout");
+    assert!(c["problem"].as_str().unwrap().contains("CROSSSLOT"));
+    let r = recommended(c);
+    assert_eq!(r["kind"], "tag");
+    let to: Vec<&str> = r["rewrites"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["to"].as_str().unwrap())
+        .collect();
+    assert_eq!(to, ["order:{<order_id>}:items", "order:{<order_id>}:total"]);
+    assert_eq!(r["score"]["round_trips"], 1);
+    assert_eq!(r["pareto"], true);
+
+    // The cart view keeps the cart's existing tag and tags the profile to match.
+    let r = recommended(batch(&v, "cart_view"));
+    assert_eq!(r["rewrites"][0]["key"], "profile");
+    assert_eq!(r["rewrites"][0]["to"], "{user:<user_id>}:profile");
+
+    // The 12-value group tag is flagged and bucketed.
+    let f = batch(&v, "feed_page");
+    assert!(
+        f["problem"]
+            .as_str()
+            .unwrap()
+            .contains("takes about 12 value(s)")
+    );
+    let r = recommended(f);
+    assert_eq!(r["kind"], "bucket");
+    assert_eq!(
+        r["rewrites"][0]["to"],
+        "feed:{<group>:<bucket>}:user:<user_id>"
+    );
+    let k = r["new_vars"][0]["cardinality"].as_u64().unwrap();
+    assert!(k * 12 >= 50, "{k}");
+    let keep = &f["candidates"][0]["score"]["skew"];
+    assert!(r["score"]["skew"].as_f64().unwrap() < keep.as_f64().unwrap());
+    assert!(r["score"]["skew"].as_f64().unwrap() <= 1.25);
+
+    // The random fan-out: no tag helps, per-node parallel pipelines, with round trips.
+    let l = batch(&v, "lookup");
+    let r = recommended(l);
+    assert_eq!(r["kind"], "per-node-pipelines");
+    assert!(l["reason"].as_str().unwrap().starts_with("no tag helps"));
+    assert_eq!(l["candidates"][0]["score"]["round_trips"], 3);
+    assert_eq!(r["score"]["round_trips"], 1);
+}
+
+#[test]
+fn the_rewritten_scheme_lints_clean_and_needs_no_more_plans() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = keyplan()
+        .args(["plan", "--scheme", SHOP, "--format", "yaml"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let new = dir.path().join("shop.yaml");
+    std::fs::write(&new, &out.stdout).unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    // Comments and layout survive; only the recommended edits change.
+    assert!(text.starts_with("# A shop's keys before hash-tag planning"));
+    assert!(text.contains("  bucket: { kind: int, cardinality: 8 }"));
+    assert!(text.contains("same: [group, bucket]"));
+    let lint = keyplan()
+        .args(["lint", "--scheme", new.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(
+        lint.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&lint.stdout)
+    );
+    let (code, v) = plan_json(&["--scheme", new.to_str().unwrap()]);
+    assert_eq!(code, 0, "{v}");
+    assert!(
+        v["batches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|b| b["problem"].is_null())
+    );
+}
+
+#[test]
+fn the_spec_example_keeps_its_checkout_and_buckets_its_fanout() {
+    let spec = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/spec-keyplan.yaml");
+    let (_, v) = plan_json(&["--scheme", spec.to_str().unwrap()]);
+    let c = batch(&v, "checkout");
+    assert!(c["problem"].is_null());
+    assert_eq!(recommended(c)["kind"], "keep");
+    assert_eq!(recommended(batch(&v, "fanout"))["kind"], "bucket");
+}
+
+/// A sample of the shop's keys where one group holds most of the feed.
+fn shop_sample(dir: &Path) -> std::path::PathBuf {
+    let mut s = String::new();
+    for i in 0..3000 {
+        s.push_str(&format!("user:{i}:profile\ncart:{{user:{i}}}:items\n"));
+        s.push_str(&format!(
+            "order:{}:items\norder:{}:total\n",
+            10_000 + i,
+            10_000 + i
+        ));
+        s.push_str(&format!("product:{}\n", 500 + i));
+        let g = if i % 4 == 0 {
+            format!("g{}", i % 12)
+        } else {
+            "hot".into()
+        };
+        s.push_str(&format!("feed:{{{g}}}:user:{i}\n"));
+    }
+    s.push_str("misc:key\n");
+    let p = dir.join("shop.keys");
+    std::fs::write(&p, s).unwrap();
+    p
+}
+
+#[test]
+fn skew_comes_from_the_sample_when_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let sample = shop_sample(dir.path());
+    let (_, v) = plan_json(&["--scheme", SHOP, "--keys", sample.to_str().unwrap()]);
+    assert_eq!(v["workload"]["source"], "sample");
+    assert_eq!(v["workload"]["keys"], 18001);
+    assert_eq!(v["workload"]["unmatched"], 1);
+    // Three quarters of the feed on one tag value: the current layout crowds one node.
+    let f = batch(&v, "feed_page");
+    let keep = f["candidates"][0]["score"]["skew"].as_f64().unwrap();
+    assert!(keep > 2.0, "{keep}");
+    let r = recommended(f);
+    assert_eq!(r["kind"], "bucket");
+    assert!(r["score"]["skew"].as_f64().unwrap() < keep);
+    // Keys that would move are counted from the sample.
+    let c = recommended(batch(&v, "checkout"));
+    let moved = c["score"]["keys_moved"].as_f64().unwrap();
+    assert!(moved > 0.0 && moved <= 6000.0, "{moved}");
+    assert_eq!(c["score"]["keys_renamed"].as_f64().unwrap(), 6000.0);
+}
+
+#[test]
+fn observed_batches_are_mined_for_the_shared_segment() {
+    let dir = tempfile::tempdir().unwrap();
+    let batches = dir.path().join("batches.txt");
+    std::fs::write(
+        &batches,
+        "MULTI SET order:1001:items x; SET order:1001:total 5\n\
+         MULTI SET order:2002:items x; SET order:2002:total 9\n\
+         MGET product:501 product:502 product:503 product:504 product:505\n\
+         MGET user:7:profile {user:7}:cart\n",
+    )
+    .unwrap();
+    let sample = shop_sample(dir.path());
+    let (code, v) = plan_json(&[
+        "--batches",
+        batches.to_str().unwrap(),
+        "--keys",
+        sample.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1);
+    let o = v["observed"].as_array().unwrap();
+    assert_eq!(o.len(), 4, "{v}");
+    assert_eq!(o[0]["shared"], "1001");
+    assert_eq!(o[0]["rewritten"][0], "order:{<int>}:items");
+    assert_eq!(o[0]["examples"][0][1], "order:{1001}:items");
+    assert_eq!(o[0]["after"]["round_trips"], 1);
+    assert_eq!(o[0]["tag_values_seen"], 2);
+    // Re-keying the sample's order keys by their id keeps them spread.
+    assert!(o[0]["after"]["skew"].as_f64().unwrap() < 1.2, "{}", o[0]);
+    assert!(o[2]["shared"].is_null());
+    assert!(
+        o[2]["recommendation"]
+            .as_str()
+            .unwrap()
+            .starts_with("no segment is shared")
+    );
+    assert_eq!(o[3]["shared"], "7");
+    assert_eq!(o[3]["examples"][1][1], "user:{7}:cart");
+}
+
+#[test]
+fn plan_errors_name_the_flag() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["plan"], "nothing to plan"),
+        (
+            &[
+                "plan",
+                "--batches",
+                "examples/batches.txt",
+                "--format",
+                "yaml",
+            ],
+            "--format yaml writes the updated scheme",
+        ),
+        (
+            &["plan", "--scheme", SHOP, "--max-skew", "0.5"],
+            "--max-skew 0.5",
+        ),
+        (&["plan", "--scheme", SHOP, "--client", "nope"], "--client"),
+        (
+            &["plan", "--scheme", "missing.yaml"],
+            "cannot read scheme 'missing.yaml'",
+        ),
+    ];
+    for (args, want) in cases {
+        let out = keyplan().args(*args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+}
