@@ -28,6 +28,8 @@ pub enum PreviewFormat {
     Table,
     /// One JSON document (schema_version 1, documented in README)
     Json,
+    /// A self-contained HTML report: slot maps before/after, node bars, moves (use -o FILE)
+    Html,
 }
 
 /// Commands to print instead of the report.
@@ -374,14 +376,11 @@ pub fn finish_report(
             ));
         }
     }
+    use crate::simulate::client::Outcome;
+    let fine = |o: Outcome| matches!(o, Outcome::Ok | Outcome::NotModelled);
     for m in &report.batches {
-        if !matches!(
-            m.during,
-            crate::simulate::client::Outcome::Ok | crate::simulate::client::Outcome::NotModelled
-        ) || !matches!(
-            m.after,
-            crate::simulate::client::Outcome::Ok | crate::simulate::client::Outcome::NotModelled
-        ) {
+        // Only failures the move causes: a batch that fails on the stable cluster is lint's.
+        if fine(m.baseline) && (!fine(m.during) || !fine(m.after)) {
             report.warnings.push(format!(
                 "batch {} fails with {} while slots {} move{}",
                 m.batch,
@@ -426,12 +425,13 @@ pub fn output(
         None => match args.format {
             PreviewFormat::Json => render_json(&mut out, report)?,
             PreviewFormat::Table => render_table(&mut out, report)?,
+            PreviewFormat::Html => crate::report::html::render_migration(&mut out, report)?,
         },
     }
     out.flush()?;
     drop(out);
     drop(sink);
-    if args.emit.is_some() || args.format == PreviewFormat::Json {
+    if args.emit.is_some() || args.format != PreviewFormat::Table {
         for w in &report.warnings {
             writeln!(ctx.stderr, "warning: {w}")?;
         }

@@ -29,6 +29,8 @@ pub enum PlanFormat {
     Json,
     /// The scheme file with the recommendations applied (needs --scheme)
     Yaml,
+    /// A self-contained HTML report: candidates on a round trips × skew chart (use -o FILE)
+    Html,
 }
 
 /// How batches are run when they span nodes.
@@ -308,6 +310,7 @@ pub fn run(args: PlanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     match args.format {
         PlanFormat::Json => render_json(&mut out, &report)?,
         PlanFormat::Table => render_table(&mut out, &report)?,
+        PlanFormat::Html => crate::report::html::render_plan(&mut out, &report)?,
         PlanFormat::Yaml => {
             let (Some(text), Some(s)) = (&scheme_text, &scheme) else {
                 unreachable!("checked above: --format yaml needs --scheme");

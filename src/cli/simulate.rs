@@ -38,6 +38,8 @@ pub enum SimFormat {
     Table,
     /// {"schema_version": 1, "results": [...]}
     Json,
+    /// A self-contained HTML report with charts (use -o FILE)
+    Html,
 }
 
 /// Simulate batches on a topology: round trips, commands per node, latency per strategy.
@@ -109,6 +111,10 @@ pub struct SimulateArgs {
     /// Output format
     #[arg(long, value_enum, default_value = "table")]
     pub format: SimFormat,
+
+    /// Write to this file instead of standard output
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 /// Applies `--migrating SLOT:TO`.
@@ -210,18 +216,28 @@ pub fn run(args: SimulateArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
         )
         .into());
     }
-    let topology = match args.topology.resolve(None)? {
-        Some((t, _)) => t,
+    let (topology, topo_source) = match args.topology.resolve(None)? {
+        Some(t) => t,
         None => {
             let masters = scheme
                 .as_ref()
                 .and_then(|s| s.topology.as_ref())
                 .and_then(|t| t.masters)
                 .unwrap_or(3);
-            crate::topology::Topology::Cluster(crate::topology::SlotMap::from_masters(
-                masters as usize,
-            )?)
+            (
+                crate::topology::Topology::Cluster(crate::topology::SlotMap::from_masters(
+                    masters as usize,
+                )?),
+                format!("{masters} masters as redis-cli --cluster create assigns slots"),
+            )
         }
+    };
+    let mut sink: Box<dyn Write + '_> = match &args.output {
+        Some(p) => Box::new(
+            std::fs::File::create(p)
+                .with_context(|| format!("cannot create output file '{}'", p.display()))?,
+        ),
+        None => Box::new(&mut *ctx.stdout),
     };
     let mut batches: Vec<(Option<u64>, Batch)> = Vec::new();
     if let Some(p) = &args.batches {
@@ -332,8 +348,18 @@ pub fn run(args: SimulateArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
                 results.push(simulate_client_stale(b, &believed, &topology, c, &net));
             }
         }
-        let mut out = BufWriter::new(&mut *ctx.stdout);
-        render_clients(&mut out, &results, &net, args.format)?;
+        let mut out = BufWriter::new(&mut *sink);
+        if args.format == SimFormat::Html {
+            let html = crate::report::html::SimulateHtml {
+                topology: &topo_source,
+                network: &net,
+                strategies: &[],
+                clients: &results,
+            };
+            crate::report::html::render_simulate(&mut out, &html)?;
+        } else {
+            render_clients(&mut out, &results, &net, args.format)?;
+        }
         out.flush()?;
         return Ok(ExitStatus::Clean);
     }
@@ -343,8 +369,17 @@ pub fn run(args: SimulateArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
             results.push((*size, simulate(b, &topology, s, &net)));
         }
     }
-    let mut out = BufWriter::new(&mut *ctx.stdout);
+    let mut out = BufWriter::new(&mut *sink);
     match args.format {
+        SimFormat::Html => {
+            let html = crate::report::html::SimulateHtml {
+                topology: &topo_source,
+                network: &net,
+                strategies: &results,
+                clients: &[],
+            };
+            crate::report::html::render_simulate(&mut out, &html)?;
+        }
         SimFormat::Json => {
             let rs: Vec<serde_json::Value> = results
                 .iter()

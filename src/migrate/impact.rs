@@ -400,6 +400,9 @@ pub struct MotionReport {
     pub client: &'static str,
     /// Slots of the batch that the plan moves, as ranges.
     pub slots_in_motion: String,
+    /// Outcome on the cluster as it is, with nothing moving (a batch that fails anyway is not
+    /// the migration's doing).
+    pub baseline: Outcome,
     /// Outcome while those slots are migrating (ASK redirects).
     pub during: Outcome,
     /// ASK redirects met during the move.
@@ -459,12 +462,14 @@ pub fn batches_in_motion(
             }
         });
         for &c in clients {
+            let base = simulate_client_stale(b, &before, &before, c, net);
             let d = simulate_client_stale(b, &before, &during, c, net);
             let a = simulate_client_stale(b, &before, &after_map, c, net);
             out.push(MotionReport {
                 batch: b.name.clone(),
                 client: c.name(),
                 slots_in_motion: ranges_text(&slots),
+                baseline: base.outcome,
                 during: d.outcome,
                 ask: d.ask,
                 tryagain,

@@ -550,43 +550,7 @@ fn html_report_structure_and_rendering() {
     }
 
     // A real browser renders it (headless Chromium), when installed (always under CI).
-    let Some(chromium) = crate::support::require_binary("chromium") else {
-        return;
-    };
-    let png = dir.path().join("report.png");
-    let profile = dir.path().join("profile");
-    let out = std::process::Command::new(chromium)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--window-size=1200,1600",
-        ])
-        .arg(format!("--user-data-dir={}", profile.display()))
-        .arg(format!("--screenshot={}", png.display()))
-        .arg(format!("file://{}", html.display()))
-        .output()
-        .unwrap();
-    assert!(
-        png.is_file(),
-        "no screenshot: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let bytes = std::fs::read(&png).unwrap();
-    assert_eq!(&bytes[1..4], b"PNG");
-    let w = u32::from_be_bytes(bytes[16..20].try_into().unwrap());
-    let h = u32::from_be_bytes(bytes[20..24].try_into().unwrap());
-    assert_eq!((w, h), (1200, 1600));
-    // A blank page compresses to a few KB; the report's colour and text do not.
-    assert!(
-        bytes.len() > 50_000,
-        "screenshot looks blank ({} bytes)",
-        bytes.len()
-    );
+    crate::support::assert_renders(&html, dir.path());
 }
 
 fn generated_keys(n: usize) -> Vec<Vec<u8>> {

@@ -10,6 +10,7 @@ mod plan;
 mod properties;
 mod rebalance;
 mod redis;
+mod reports;
 mod rules;
 mod simulate;
 mod support;

@@ -325,3 +325,51 @@ pub fn json_of(cmd: &mut assert_cmd::Command) -> serde_json::Value {
     );
     serde_json::from_slice(&out.stdout).expect("keyplan printed JSON")
 }
+
+/// Loads an HTML file in headless Chromium and checks the screenshot is a 1200×1600 PNG that
+/// is not blank. Skips (with a notice) without Chromium, except under CI.
+pub fn assert_renders(html: &Path, scratch: &Path) {
+    let Some(chromium) = require_binary("chromium") else {
+        return;
+    };
+    let stem = html
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "page".into());
+    let png = scratch.join(format!("{stem}.png"));
+    let profile = scratch.join(format!("{stem}-profile"));
+    let out = Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--window-size=1200,1600",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg(format!("--screenshot={}", png.display()))
+        .arg(format!("file://{}", html.display()))
+        .output()
+        .expect("run chromium");
+    assert!(
+        png.is_file(),
+        "no screenshot of {}: {}",
+        html.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let bytes = std::fs::read(&png).expect("read the screenshot");
+    assert_eq!(&bytes[1..4], b"PNG");
+    let w = u32::from_be_bytes(bytes[16..20].try_into().expect("4 bytes"));
+    let h = u32::from_be_bytes(bytes[20..24].try_into().expect("4 bytes"));
+    assert_eq!((w, h), (1200, 1600));
+    // A blank page compresses to a few KB; a report's colour and text do not.
+    assert!(
+        bytes.len() > 50_000,
+        "screenshot of {} looks blank ({} bytes)",
+        html.display(),
+        bytes.len()
+    );
+}

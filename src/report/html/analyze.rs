@@ -1,79 +1,11 @@
-//! A self-contained HTML report of `analyze`: inline CSS and SVG, no scripts, no network; it
-//! works offline, in a CI artifact, and on paper. Hover titles give exact numbers.
+//! The HTML report of `analyze`: verdict, per-node bars against the fair share, the slot
+//! heatmap, patterns × nodes and the top hash tags.
 
+use super::{CSS, esc, node_color, pct, ramp};
 use crate::analyze::AnalyzeReport;
 use crate::report::display_key;
 use std::fmt::Write as _;
 use std::io::{self, Write};
-
-/// Okabe–Ito colours (distinguishable with colour-blindness), for nodes.
-const NODE_COLORS: [&str; 8] = [
-    "#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000",
-];
-
-/// A light-to-dark sequential ramp (viridis stops) for densities.
-const RAMP: [(u8, u8, u8); 6] = [
-    (253, 231, 37),
-    (122, 209, 81),
-    (34, 168, 132),
-    (42, 120, 142),
-    (65, 68, 135),
-    (68, 1, 84),
-];
-
-fn ramp(t: f64) -> String {
-    let t = t.clamp(0.0, 1.0) * (RAMP.len() - 1) as f64;
-    let i = (t.floor() as usize).min(RAMP.len() - 2);
-    let f = t - i as f64;
-    let (a, b) = (RAMP[i], RAMP[i + 1]);
-    let mix = |x: u8, y: u8| (x as f64 + (y as f64 - x as f64) * f).round() as u8;
-    format!(
-        "#{:02x}{:02x}{:02x}",
-        mix(a.0, b.0),
-        mix(a.1, b.1),
-        mix(a.2, b.2)
-    )
-}
-
-/// Escapes text for HTML.
-pub fn esc(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&#39;"),
-            c => o.push(c),
-        }
-    }
-    o
-}
-
-fn pct(x: f64) -> String {
-    format!("{:.1}%", 100.0 * x)
-}
-
-fn node_color(i: usize) -> &'static str {
-    NODE_COLORS[i % NODE_COLORS.len()]
-}
-
-const CSS: &str = "
-body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;color:#1d1d1f;margin:0;background:#fafafa}
-main{max-width:1100px;margin:0 auto;padding:24px}
-h1{font-size:24px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}
-.sub{color:#555;margin:0}.verdict{background:#fff;border-left:4px solid #0072B2;padding:10px 14px;margin:16px 0}
-.note{background:#fff8e6;border-left:4px solid #E69F00;padding:8px 14px;margin:6px 0}
-table{border-collapse:collapse;background:#fff;width:100%;font-variant-numeric:tabular-nums}
-th,td{border:1px solid #e3e3e3;padding:4px 8px;text-align:right;vertical-align:top}th{background:#f0f0f0}
-td.l,th.l{text-align:left}code{font:12px ui-monospace,Menlo,Consolas,monospace;word-break:break-all}
-.cards{display:flex;gap:12px;flex-wrap:wrap;margin:12px 0}.card{background:#fff;border:1px solid #e3e3e3;padding:8px 12px;min-width:120px}
-.card b{display:block;font-size:20px}.legend span{display:inline-block;margin-right:14px}
-.sw{display:inline-block;width:12px;height:12px;vertical-align:middle;margin-right:4px;border:1px solid #999}
-svg{background:#fff;border:1px solid #e3e3e3;max-width:100%;height:auto}
-@media print{body{background:#fff}main{max-width:none}h2{break-after:avoid}svg,table{break-inside:avoid}}
-";
 
 /// Writes the report as one self-contained HTML document.
 pub fn render_html(out: &mut dyn Write, r: &AnalyzeReport, inputs: &str) -> io::Result<()> {
