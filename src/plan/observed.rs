@@ -3,7 +3,7 @@
 //! slot. Keys are split into segments at `:`, `/` and `|`.
 
 use super::{PlanOptions, Score};
-use crate::simulate::batch::{Batch, Op};
+use crate::simulate::batch::Batch;
 use crate::simulate::client::{Outcome, simulate_client};
 use crate::simulate::{Strategy, simulate};
 use crate::slot::key_slot;
@@ -355,14 +355,8 @@ pub fn plan_observed(
                     ops: b
                         .ops
                         .iter()
-                        .map(|op| Op {
-                            command: op.command.clone(),
-                            keys: op
-                                .keys
-                                .iter()
-                                .map(|k| tag_key(&String::from_utf8_lossy(k), v).into_bytes())
-                                .collect(),
-                            values: op.values.clone(),
+                        .map(|op| {
+                            op.map_keys(|k| tag_key(&String::from_utf8_lossy(k), v).into_bytes())
                         })
                         .collect(),
                 };

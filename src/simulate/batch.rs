@@ -26,9 +26,43 @@ pub struct Op {
     pub keys: Vec<Vec<u8>>,
     /// Values paired with the keys (MSET, MSETNX), else empty.
     pub values: Vec<Vec<u8>>,
+    /// The whole command as written (name first).
+    pub args: Vec<Vec<u8>>,
+    /// Where each of `keys` sits in `args`.
+    pub key_at: Vec<usize>,
 }
 
 impl Op {
+    /// A command from its arguments (name first) and the positions of its keys.
+    pub fn new(args: Vec<Vec<u8>>, key_at: Vec<usize>, values_at: &[usize]) -> Op {
+        let command = args
+            .first()
+            .map(|n| String::from_utf8_lossy(n).to_ascii_uppercase())
+            .unwrap_or_default();
+        Op {
+            command,
+            keys: key_at.iter().map(|&i| args[i].clone()).collect(),
+            values: values_at.iter().map(|&i| args[i].clone()).collect(),
+            args,
+            key_at,
+        }
+    }
+
+    /// The same command with its keys replaced by `f(key)`.
+    pub fn map_keys(&self, mut f: impl FnMut(&[u8]) -> Vec<u8>) -> Op {
+        let mut args = self.args.clone();
+        for &i in &self.key_at {
+            args[i] = f(&self.args[i]);
+        }
+        Op {
+            command: self.command.clone(),
+            keys: self.key_at.iter().map(|&i| args[i].clone()).collect(),
+            values: self.values.clone(),
+            args,
+            key_at: self.key_at.clone(),
+        }
+    }
+
     /// The single-key command this one becomes when split key by key.
     pub fn single_key_command(&self) -> &str {
         match self.command.as_str() {
@@ -96,39 +130,32 @@ pub(crate) fn op_of(args: Vec<Vec<u8>>, line: usize) -> Result<Op, String> {
         return Err(format!("line {line}: an empty command"));
     };
     let command = String::from_utf8_lossy(name).to_ascii_uppercase();
-    let rest = &args[1..];
-    let (keys, values) = match command.as_str() {
+    let n = args.len();
+    let (key_at, values_at): (Vec<usize>, Vec<usize>) = match command.as_str() {
         "MGET" | "DEL" | "EXISTS" | "UNLINK" | "TOUCH" | "WATCH" | "SUNION" | "SINTER"
-        | "SDIFF" | "PFCOUNT" => (rest.to_vec(), Vec::new()),
+        | "SDIFF" | "PFCOUNT" => ((1..n).collect(), Vec::new()),
         "MSET" | "MSETNX" => {
-            if !rest.len().is_multiple_of(2) {
+            if !(n - 1).is_multiple_of(2) {
                 return Err(format!("line {line}: {command} needs key value pairs"));
             }
-            (
-                rest.iter().step_by(2).cloned().collect(),
-                rest.iter().skip(1).step_by(2).cloned().collect(),
-            )
+            ((1..n).step_by(2).collect(), (2..n).step_by(2).collect())
         }
         "EVAL" | "EVALSHA" | "EVAL_RO" | "EVALSHA_RO" | "FCALL" | "FCALL_RO" => {
-            let n: usize = rest
-                .get(1)
-                .and_then(|n| std::str::from_utf8(n).ok()?.parse().ok())
+            let k: usize = args
+                .get(2)
+                .and_then(|k| std::str::from_utf8(k).ok()?.parse().ok())
                 .ok_or_else(|| format!("line {line}: {command} script numkeys key … expected"))?;
-            if rest.len() < 2 + n {
+            if n < 3 + k {
                 return Err(format!(
-                    "line {line}: {command} declares {n} keys but lists fewer"
+                    "line {line}: {command} declares {k} keys but lists fewer"
                 ));
             }
-            (rest[2..2 + n].to_vec(), Vec::new())
+            ((3..3 + k).collect(), Vec::new())
         }
         "PING" | "MULTI" | "EXEC" | "DISCARD" | "INFO" | "TIME" => (Vec::new(), Vec::new()),
-        _ => (rest.first().cloned().into_iter().collect(), Vec::new()),
+        _ => ((1..n.min(2)).collect(), Vec::new()),
     };
-    Ok(Op {
-        command,
-        keys,
-        values,
-    })
+    Ok(Op::new(args, key_at, &values_at))
 }
 
 /// Parses a batch file: one batch a line; blank lines and `#` comments are skipped.
@@ -252,35 +279,32 @@ pub fn from_scheme(s: &Scheme, size_override: Option<u64>) -> Vec<Batch> {
                     BatchKind::Pipeline
                 },
                 keys.into_iter()
-                    .map(|k| Op {
-                        command: "GET".into(),
-                        keys: vec![k],
-                        values: Vec::new(),
-                    })
+                    .map(|k| Op::new(vec![b"GET".to_vec(), k], vec![1], &[]))
                     .collect(),
             ),
-            crate::scheme::BatchCommand::Lua => (
-                BatchKind::Script,
-                vec![Op {
-                    command: "EVAL".into(),
-                    keys,
-                    values: Vec::new(),
-                }],
-            ),
+            crate::scheme::BatchCommand::Lua => {
+                let mut args = vec![
+                    b"EVAL".to_vec(),
+                    b"return 1".to_vec(),
+                    keys.len().to_string().into_bytes(),
+                ];
+                let key_at: Vec<usize> = (3..3 + keys.len()).collect();
+                args.extend(keys);
+                (BatchKind::Script, vec![Op::new(args, key_at, &[])])
+            }
             _ => {
-                let values = if matches!(b.command, crate::scheme::BatchCommand::Mset) {
-                    keys.iter().map(|_| b"v".to_vec()).collect()
-                } else {
-                    Vec::new()
-                };
-                (
-                    BatchKind::MultiKey,
-                    vec![Op {
-                        command,
-                        keys,
-                        values,
-                    }],
-                )
+                let mset = matches!(b.command, crate::scheme::BatchCommand::Mset);
+                let mut args = vec![command.into_bytes()];
+                let (mut key_at, mut values_at) = (Vec::new(), Vec::new());
+                for k in keys {
+                    key_at.push(args.len());
+                    args.push(k);
+                    if mset {
+                        values_at.push(args.len());
+                        args.push(b"v".to_vec());
+                    }
+                }
+                (BatchKind::MultiKey, vec![Op::new(args, key_at, &values_at)])
             }
         };
         out.push(Batch {
