@@ -13,6 +13,7 @@
 #![deny(unsafe_code)]
 
 pub mod analyze;
+pub mod bench;
 pub mod cli;
 pub mod error;
 pub mod keys;

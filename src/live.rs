@@ -185,6 +185,8 @@ pub struct ScanOptions {
     pub bytes: bool,
     /// `SCAN … COUNT`.
     pub count: u64,
+    /// Read from replicas: master address → the replica to scan instead (READONLY is sent).
+    pub replicas: Option<std::collections::BTreeMap<String, String>>,
 }
 
 impl Default for ScanOptions {
@@ -195,6 +197,7 @@ impl Default for ScanOptions {
             rate: None,
             bytes: false,
             count: 1000,
+            replicas: None,
         }
     }
 }
@@ -258,7 +261,7 @@ impl LiveCluster {
             })
     }
 
-    fn connect(&self, host: &str, port: u16) -> Result<redis::Connection, LiveError> {
+    pub(crate) fn connect(&self, host: &str, port: u16) -> Result<redis::Connection, LiveError> {
         let addr = format!("{host}:{port}");
         let client =
             redis::Client::open(self.info(host, port)?).map_err(|e| LiveError::Connect {
@@ -323,6 +326,39 @@ impl LiveCluster {
         from_reply(&reply, false).map_err(|e| LiveError::Topology(e.to_string()))
     }
 
+    /// For every master, a replica to read from (the first healthy one in `CLUSTER NODES`):
+    /// master address → replica address.
+    pub fn replica_map(&self) -> Result<std::collections::BTreeMap<String, String>, LiveError> {
+        let text = self.cluster_nodes()?;
+        let parsed =
+            crate::topology::nodes::parse(&text).map_err(|e| LiveError::Topology(e.to_string()))?;
+        let mut out = std::collections::BTreeMap::new();
+        for l in &parsed.lines {
+            let healthy = !l
+                .flags
+                .iter()
+                .any(|f| f == "fail" || f == "fail?" || f == "noaddr")
+                && l.link_state == "connected";
+            let (Some(m), Some(addr)) = (&l.master_of, &l.address) else {
+                continue;
+            };
+            if !healthy {
+                continue;
+            }
+            if let Some(master) = parsed.lines.iter().find(|x| &x.id == m)
+                && let Some(maddr) = &master.address
+            {
+                out.entry(maddr.clone()).or_insert_with(|| addr.clone());
+            }
+        }
+        Ok(out)
+    }
+
+    /// The URL, password masked.
+    pub fn url_text(&self) -> String {
+        self.url.to_string()
+    }
+
     /// The seed node's `CLUSTER NODES` reply: the view `redis-cli --cluster` starts from (the
     /// seed first, then the other nodes in the reply's order).
     pub fn cluster_nodes(&self) -> Result<String, LiveError> {
@@ -376,7 +412,39 @@ impl LiveCluster {
                 reason: "bad address".into(),
                 sampled: 0,
             })?;
+        let (addr, host, port) = match &opts.replicas {
+            None => (addr, host, port),
+            Some(map) => {
+                let r = map.get(&addr).ok_or_else(|| LiveError::Node {
+                    addr: addr.clone(),
+                    what: "read from replicas".into(),
+                    reason: "this master has no healthy replica (use --read-from masters)".into(),
+                    sampled: 0,
+                })?;
+                let (h, p) = r
+                    .rsplit_once(':')
+                    .and_then(|(h, p)| p.parse::<u16>().ok().map(|p| (h.to_string(), p)))
+                    .ok_or_else(|| LiveError::Node {
+                        addr: r.clone(),
+                        what: "connect".into(),
+                        reason: "bad address".into(),
+                        sampled: 0,
+                    })?;
+                (r.clone(), h, p)
+            }
+        };
         let mut con = self.connect(&host, port)?;
+        if opts.replicas.is_some() {
+            // Replicas serve reads of their slots (MEMORY USAGE) only after READONLY.
+            redis::cmd("READONLY")
+                .query::<()>(&mut con)
+                .map_err(|e| LiveError::Node {
+                    addr: addr.clone(),
+                    what: "READONLY".into(),
+                    reason: first_line(&e.to_string()),
+                    sampled: 0,
+                })?;
+        }
         let mut cursor: u64 = 0;
         let mut sampled: u64 = 0;
         let started = Instant::now();
@@ -434,7 +502,7 @@ impl LiveCluster {
     }
 }
 
-fn first_line(s: &str) -> String {
+pub(crate) fn first_line(s: &str) -> String {
     s.lines().next().unwrap_or("").to_string()
 }
 

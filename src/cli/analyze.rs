@@ -161,7 +161,7 @@ fn run_live(
     config: AnalyzeConfig,
     ctx: &mut Ctx<'_>,
 ) -> anyhow::Result<ExitStatus> {
-    let opts = args.sampling.scan_options()?;
+    let opts = args.sampling.scan_options(&live)?;
     let nodes: Vec<crate::topology::Node> = topology.nodes().to_vec();
     let mut workers: Vec<Analyzer<'_>> = nodes
         .iter()

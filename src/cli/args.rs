@@ -343,17 +343,45 @@ pub struct SampleArgs {
     /// With --cluster: read each key's MEMORY USAGE as its bytes weight
     #[arg(long)]
     pub bytes: bool,
+
+    /// With --cluster: the SCAN COUNT hint (keys a SCAN call looks at; lower is gentler)
+    #[arg(long, default_value_t = 1000, value_name = "N",
+          value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    pub scan_count: u64,
+
+    /// With --cluster: sample on masters, or on one replica of each master (READONLY), sparing
+    /// the masters
+    #[arg(long, value_enum, default_value = "masters", value_name = "NODES")]
+    pub read_from: ReadFrom,
+}
+
+/// Which nodes a live sample reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReadFrom {
+    /// The masters
+    Masters,
+    /// One replica of each master
+    Replicas,
 }
 
 impl SampleArgs {
-    /// The scan settings these flags ask for.
-    pub fn scan_options(&self) -> anyhow::Result<crate::live::ScanOptions> {
+    /// The scan settings these flags ask for, on `live` (its replicas with --read-from
+    /// replicas).
+    pub fn scan_options(
+        &self,
+        live: &crate::live::LiveCluster,
+    ) -> anyhow::Result<crate::live::ScanOptions> {
+        let replicas = match self.read_from {
+            ReadFrom::Masters => None,
+            ReadFrom::Replicas => Some(live.replica_map()?),
+        };
         Ok(crate::live::ScanOptions {
             per_node: sample_budget(&self.sample)?,
             pattern: self.pattern.clone(),
             rate: self.rate,
             bytes: self.bytes,
-            ..crate::live::ScanOptions::default()
+            replicas,
+            count: self.scan_count,
         })
     }
 }

@@ -199,7 +199,7 @@ pub fn load_sample(
     } else if !args.no_sample
         && let Some(live) = args.topology.live()?
     {
-        let opts = args.sampling.scan_options()?;
+        let opts = args.sampling.scan_options(&live)?;
         let masters: Vec<crate::topology::Node> = view
             .masters()
             .into_iter()

@@ -4,6 +4,7 @@
 
 pub mod analyze;
 pub mod args;
+pub mod bench;
 pub mod completions;
 pub mod lint;
 pub mod migration;
@@ -36,6 +37,8 @@ pub struct Cli {
 pub enum Command {
     /// Analyze a key dump: distribution over nodes and slots, skew, hot tags, key patterns
     Analyze(analyze::AnalyzeArgs),
+    /// Run batches on a live cluster with each strategy; measured next to the simulator
+    Bench(bench::BenchArgs),
     /// Check a key scheme and key dumps against the rules (for CI)
     Lint(lint::LintArgs),
     /// Suggest hash tags for batches that are cross-slot or fan out, scored in round trips and skew
@@ -96,6 +99,7 @@ where
     let mut ctx = Ctx { stdout, stderr };
     let result = match cli.command {
         Command::Analyze(a) => analyze::run(a, &mut ctx),
+        Command::Bench(a) => bench::run(a, &mut ctx),
         Command::Lint(a) => lint::run(a, &mut ctx),
         Command::Plan(a) => plan::run(a, &mut ctx),
         Command::Rebalance(a) => rebalance::run(a, &mut ctx),

@@ -41,7 +41,7 @@ pub fn run(args: ScanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
         .into());
     };
     let map = live.topology()?;
-    let opts = args.sampling.scan_options()?;
+    let opts = args.sampling.scan_options(&live)?;
     let mut file = match &args.output {
         Some(p) => Some(BufWriter::new(
             std::fs::File::create(p).with_context(|| format!("cannot write '{}'", p.display()))?,

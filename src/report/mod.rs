@@ -5,6 +5,7 @@
 //! otherwise an object `{"base64": "<standard base64 of the bytes>"}`.
 
 pub mod analyze;
+pub mod bench;
 pub mod html;
 pub mod lint;
 pub mod migrate;

@@ -4,6 +4,7 @@
 
 pub mod batch;
 pub mod client;
+pub mod exec;
 pub mod monitor;
 
 use crate::slot::key_slot;

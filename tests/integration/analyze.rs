@@ -18,7 +18,7 @@ impl Cluster {
     }
 
     /// The same, with a password on every node.
-    fn create_with(password: Option<&str>) -> Option<Cluster> {
+    pub(crate) fn create_with(password: Option<&str>) -> Option<Cluster> {
         let server = require_binary("redis-server")?;
         let cli = require_binary("redis-cli")?;
         let nodes: Vec<RedisServer> = (0..3)
@@ -553,7 +553,7 @@ fn html_report_structure_and_rendering() {
     crate::support::assert_renders(&html, dir.path());
 }
 
-fn generated_keys(n: usize) -> Vec<Vec<u8>> {
+pub(crate) fn generated_keys(n: usize) -> Vec<Vec<u8>> {
     let mut g = KeyGen::new(5);
     let mut seen = std::collections::BTreeSet::new();
     let mut keys = Vec::new();

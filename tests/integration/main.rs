@@ -2,6 +2,7 @@
 // Tests report skips and mismatches on stderr.
 #![allow(clippy::print_stderr)]
 mod analyze;
+mod bench;
 mod cli;
 #[path = "../common/keygen.rs"]
 mod keygen;

@@ -1,0 +1,573 @@
+//! `keyplan bench`: runs batches on a real cluster with each strategy and measures what
+//! happens, next to the simulator's prediction (SPEC §8). It writes only keys under its own
+//! prefix, refuses a prefix that already holds keys, and deletes everything under the prefix
+//! when done (also after an error or an interrupt). No printing: the CLI renders the results.
+
+use crate::live::{LiveCluster, LiveError, first_line};
+use crate::simulate::exec::{ExecError, ExecPlan, exec_plan, onto_one_tag};
+use crate::simulate::{Batch, NetworkModel, SimResult, Strategy, simulate};
+use crate::topology::{SlotMap, Topology};
+use redis::Value;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// How to bench.
+#[derive(Debug, Clone)]
+pub struct BenchOptions {
+    /// Every key written is under this prefix (`keyplan:bench` → `keyplan:bench:<key>`).
+    pub prefix: String,
+    /// How long each (batch, strategy) runs.
+    pub duration: Duration,
+    /// Concurrent workers, each with its own connections.
+    pub concurrency: usize,
+    /// Strategies to run.
+    pub strategies: Vec<Strategy>,
+    /// The network model for the predictions.
+    pub net: NetworkModel,
+}
+
+/// Why the bench cannot run.
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    /// Talking to the cluster failed.
+    #[error(transparent)]
+    Live(#[from] LiveError),
+    /// The prefix already holds keys.
+    #[error(
+        "the prefix '{prefix}' already holds keys (e.g. '{example}' on {node}); bench writes only under an unused prefix: pick another with --prefix"
+    )]
+    PrefixInUse {
+        /// The prefix.
+        prefix: String,
+        /// A key found.
+        example: String,
+        /// Where.
+        node: String,
+    },
+    /// The prefix is unusable.
+    #[error("--prefix '{0}': use letters, digits and : _ - . only (no braces or glob characters)")]
+    BadPrefix(String),
+    /// A batch cannot be executed.
+    #[error("batch {batch}: {source}")]
+    Batch {
+        /// The batch.
+        batch: String,
+        /// Why.
+        source: ExecError,
+    },
+}
+
+/// Measured numbers of one (batch, strategy).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Measured {
+    /// Batches executed.
+    pub executions: u64,
+    /// Round trips waited on per execution (mean).
+    pub round_trips: f64,
+    /// Batches per second (all workers).
+    pub qps: f64,
+    /// Median latency of one batch, ms.
+    pub p50_ms: f64,
+    /// 99th percentile, ms.
+    pub p99_ms: f64,
+    /// Mean, ms.
+    pub mean_ms: f64,
+    /// Commands per execution, from INFO commandstats deltas (MULTI/EXEC and INFO excluded).
+    pub commands: f64,
+    /// Per node: commands per execution.
+    pub per_node: Vec<NodeCommands>,
+    /// Error replies received.
+    pub errors: u64,
+    /// The first error reply.
+    pub first_error: Option<String>,
+}
+
+/// Commands one node received per execution.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct NodeCommands {
+    /// The node.
+    pub node: String,
+    /// Commands per execution.
+    pub commands: f64,
+}
+
+/// One (batch, strategy): predicted and measured.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct BenchResult {
+    /// The batch.
+    pub batch: String,
+    /// The strategy.
+    pub strategy: Strategy,
+    /// The simulator's prediction for the same keys and topology.
+    pub predicted: SimResult,
+    /// What happened.
+    pub measured: Measured,
+    /// Round trips and per-node commands equal the prediction, with no error replies.
+    pub matches: bool,
+}
+
+fn valid_prefix(p: &str) -> bool {
+    !p.is_empty()
+        && p.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b":_-.".contains(&b))
+}
+
+fn host_port(addr: &str) -> Option<(String, u16)> {
+    let (h, p) = addr.rsplit_once(':')?;
+    Some((h.to_string(), p.parse().ok()?))
+}
+
+fn connect(live: &LiveCluster, addr: &str) -> Result<redis::Connection, LiveError> {
+    let (h, p) = host_port(addr).ok_or_else(|| LiveError::Node {
+        addr: addr.to_string(),
+        what: "connect".into(),
+        reason: "bad address".into(),
+        sampled: 0,
+    })?;
+    live.connect(&h, p)
+}
+
+fn node_err(addr: &str, what: &str, e: redis::RedisError) -> LiveError {
+    LiveError::Node {
+        addr: addr.to_string(),
+        what: what.to_string(),
+        reason: first_line(&e.to_string()),
+        sampled: 0,
+    }
+}
+
+/// Keys under `prefix` on one node (up to `limit`).
+fn keys_under(
+    con: &mut redis::Connection,
+    addr: &str,
+    prefix: &str,
+    limit: usize,
+) -> Result<Vec<Vec<u8>>, LiveError> {
+    let mut out = Vec::new();
+    let mut cursor: u64 = 0;
+    loop {
+        let (next, keys): (u64, Vec<Vec<u8>>) = redis::cmd("SCAN")
+            .arg(cursor)
+            .arg("MATCH")
+            .arg(format!("{prefix}*"))
+            .arg("COUNT")
+            .arg(1000)
+            .query(con)
+            .map_err(|e| node_err(addr, "SCAN", e))?;
+        out.extend(keys);
+        cursor = next;
+        if cursor == 0 || out.len() >= limit {
+            return Ok(out);
+        }
+    }
+}
+
+/// Deletes every key under `prefix` on every master; returns how many.
+pub fn clean_up(live: &LiveCluster, masters: &[String], prefix: &str) -> Result<u64, LiveError> {
+    let mut deleted = 0;
+    for addr in masters {
+        let mut con = connect(live, addr)?;
+        loop {
+            let keys = keys_under(&mut con, addr, prefix, 10_000)?;
+            if keys.is_empty() {
+                break;
+            }
+            let mut pipe = redis::pipe();
+            for k in &keys {
+                pipe.cmd("UNLINK").arg(k).ignore();
+            }
+            pipe.query::<()>(&mut con)
+                .map_err(|e| node_err(addr, "UNLINK", e))?;
+            deleted += keys.len() as u64;
+        }
+    }
+    Ok(deleted)
+}
+
+/// `cmdstat_<name>:calls=N` per command, from INFO commandstats.
+fn command_calls(
+    con: &mut redis::Connection,
+    addr: &str,
+) -> Result<BTreeMap<String, u64>, LiveError> {
+    let text: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(con)
+        .map_err(|e| node_err(addr, "INFO commandstats", e))?;
+    let mut out = BTreeMap::new();
+    for l in text.lines() {
+        let Some(rest) = l.strip_prefix("cmdstat_") else {
+            continue;
+        };
+        let Some((name, fields)) = rest.split_once(':') else {
+            continue;
+        };
+        if let Some(calls) = fields
+            .split(',')
+            .find_map(|f| f.strip_prefix("calls="))
+            .and_then(|v| v.parse::<u64>().ok())
+        {
+            out.insert(name.to_string(), calls);
+        }
+    }
+    Ok(out)
+}
+
+/// Commands that do not count: the bench's own bookkeeping and transaction wrappers.
+const NOT_COUNTED: [&str; 3] = ["info", "multi", "exec"];
+
+fn counted_delta(before: &BTreeMap<String, u64>, after: &BTreeMap<String, u64>) -> u64 {
+    after
+        .iter()
+        .filter(|(name, _)| {
+            !NOT_COUNTED
+                .iter()
+                .any(|n| name.as_str() == *n || name.starts_with(&format!("{n}|")))
+        })
+        .map(|(name, &calls)| calls.saturating_sub(before.get(name).copied().unwrap_or(0)))
+        .sum()
+}
+
+/// The batch with its keys under the prefix.
+fn prefixed(b: &Batch, prefix: &str) -> Batch {
+    Batch {
+        name: b.name.clone(),
+        kind: b.kind,
+        ops: b
+            .ops
+            .iter()
+            .map(|op| {
+                op.map_keys(|k| {
+                    let mut out = Vec::with_capacity(prefix.len() + 1 + k.len());
+                    out.extend_from_slice(prefix.as_bytes());
+                    out.push(b':');
+                    out.extend_from_slice(k);
+                    out
+                })
+            })
+            .collect(),
+    }
+}
+
+struct Worker {
+    /// Connections per node; as many as the plan's widest use of that node in one wave.
+    cons: BTreeMap<usize, Vec<redis::Connection>>,
+}
+
+struct Run {
+    latencies: Vec<f64>,
+    round_trips: u64,
+    executions: u64,
+    errors: u64,
+    first_error: Option<String>,
+}
+
+fn packed(commands: &[Vec<Vec<u8>>]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for c in commands {
+        let mut cmd = redis::Cmd::new();
+        for a in c {
+            cmd.arg(a.as_slice());
+        }
+        out.extend_from_slice(&cmd.get_packed_command());
+    }
+    out
+}
+
+/// Runs `plan` once on the worker's connections: per wave, every lane is written, then every
+/// reply read. Returns (round trips waited on, error replies, first error).
+fn execute(
+    w: &mut Worker,
+    plan: &ExecPlan,
+    wire: &[Vec<Vec<u8>>],
+    addrs: &[String],
+) -> Result<(u64, u64, Option<String>), LiveError> {
+    let mut errors = 0;
+    let mut first = None;
+    let mut rts = 0;
+    for (wi, wave) in plan.waves.iter().enumerate() {
+        let mut used: BTreeMap<usize, usize> = BTreeMap::new();
+        let mut reading: Vec<(usize, usize, usize)> = Vec::new();
+        for (li, lane) in wave.lanes.iter().enumerate() {
+            let k = used.entry(lane.node).or_default();
+            let con = &mut w.cons.get_mut(&lane.node).expect("connections opened")[*k];
+            con.send_packed_command(&wire[wi][li])
+                .map_err(|e| node_err(&addrs[lane.node], "send", e))?;
+            reading.push((lane.node, *k, lane.commands.len()));
+            *k += 1;
+        }
+        for (node, k, n) in reading {
+            let con = &mut w.cons.get_mut(&node).expect("connections opened")[k];
+            for _ in 0..n {
+                match con.recv_response() {
+                    Ok(Value::ServerError(e)) => {
+                        errors += 1;
+                        first.get_or_insert_with(|| format!("{e:?}"));
+                    }
+                    Ok(_) => {}
+                    Err(e) if e.is_io_error() || e.is_timeout() => {
+                        return Err(node_err(&addrs[node], "read", e));
+                    }
+                    Err(e) => {
+                        errors += 1;
+                        first.get_or_insert_with(|| first_line(&e.to_string()));
+                    }
+                }
+            }
+        }
+        rts += 1;
+    }
+    Ok((rts, errors, first))
+}
+
+fn percentile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * q).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+/// Runs every batch with every strategy on the cluster. `stop` ends the runs early (Ctrl-C);
+/// keys under the prefix are deleted before returning, whatever happens.
+pub fn run_bench(
+    live: &LiveCluster,
+    map: &SlotMap,
+    batches: &[Batch],
+    opts: &BenchOptions,
+    stop: &AtomicBool,
+) -> Result<Vec<BenchResult>, BenchError> {
+    if !valid_prefix(&opts.prefix) {
+        return Err(BenchError::BadPrefix(opts.prefix.clone()));
+    }
+    let topo = Topology::Cluster(map.clone());
+    let addrs: Vec<String> = map
+        .nodes()
+        .iter()
+        .map(|n| n.address.clone().unwrap_or_else(|| n.name.clone()))
+        .collect();
+    // Plans first: a batch that cannot run stops everything before a key is written.
+    let mut work = Vec::new();
+    for b in batches {
+        for &s in &opts.strategies {
+            // Keys stay under the prefix: the one-tag rewrite comes first, so the prefix
+            // (which has no braces) goes in front of the tag.
+            let input = if s == Strategy::Hashtag {
+                prefixed(&onto_one_tag(b), &opts.prefix)
+            } else {
+                prefixed(b, &opts.prefix)
+            };
+            let plan = exec_plan(&input, &topo, s).map_err(|source| BenchError::Batch {
+                batch: b.name.clone(),
+                source,
+            })?;
+            let predicted = simulate(&input, &topo, s, &opts.net);
+            work.push((b.name.clone(), s, plan, predicted));
+        }
+    }
+    for addr in &addrs {
+        let mut con = connect(live, addr)?;
+        if let Some(k) = keys_under(&mut con, addr, &opts.prefix, 1)?.first() {
+            return Err(BenchError::PrefixInUse {
+                prefix: opts.prefix.clone(),
+                example: String::from_utf8_lossy(k).into_owned(),
+                node: addr.clone(),
+            });
+        }
+    }
+    let result = run_all(live, &addrs, &work, opts, stop);
+    let cleaned = clean_up(live, &addrs, &opts.prefix);
+    let results = result?;
+    cleaned?;
+    Ok(results)
+}
+
+fn run_all(
+    live: &LiveCluster,
+    addrs: &[String],
+    work: &[(String, Strategy, ExecPlan, SimResult)],
+    opts: &BenchOptions,
+    stop: &AtomicBool,
+) -> Result<Vec<BenchResult>, BenchError> {
+    let mut out = Vec::new();
+    let mut stats: Vec<redis::Connection> = addrs
+        .iter()
+        .map(|a| connect(live, a))
+        .collect::<Result<_, _>>()?;
+    for (name, strategy, plan, predicted) in work {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let wire: Vec<Vec<Vec<u8>>> = plan
+            .waves
+            .iter()
+            .map(|w| w.lanes.iter().map(|l| packed(&l.commands)).collect())
+            .collect();
+        // Connections per node: the widest wave's lanes on that node.
+        let mut need: BTreeMap<usize, usize> = BTreeMap::new();
+        for w in &plan.waves {
+            let mut here: BTreeMap<usize, usize> = BTreeMap::new();
+            for l in &w.lanes {
+                *here.entry(l.node).or_default() += 1;
+            }
+            for (n, c) in here {
+                let e = need.entry(n).or_default();
+                *e = (*e).max(c);
+            }
+        }
+        let mut workers: Vec<Worker> = Vec::new();
+        for _ in 0..opts.concurrency.max(1) {
+            let mut cons = BTreeMap::new();
+            for (&n, &c) in &need {
+                let v: Vec<redis::Connection> = (0..c)
+                    .map(|_| connect(live, &addrs[n]))
+                    .collect::<Result<_, _>>()?;
+                cons.insert(n, v);
+            }
+            workers.push(Worker { cons });
+        }
+        let before: Vec<BTreeMap<String, u64>> = stats
+            .iter_mut()
+            .zip(addrs)
+            .map(|(c, a)| command_calls(c, a))
+            .collect::<Result<_, _>>()?;
+        let started = Instant::now();
+        let deadline = started + opts.duration;
+        let runs: Vec<Result<Run, LiveError>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = workers
+                .iter_mut()
+                .map(|w| {
+                    let (wire, plan) = (&wire, plan);
+                    scope.spawn(move || {
+                        let mut run = Run {
+                            latencies: Vec::new(),
+                            round_trips: 0,
+                            executions: 0,
+                            errors: 0,
+                            first_error: None,
+                        };
+                        // At least one execution, then until the deadline.
+                        loop {
+                            let t = Instant::now();
+                            let (rts, errs, first) = execute(w, plan, wire, addrs)?;
+                            run.latencies.push(t.elapsed().as_secs_f64() * 1000.0);
+                            run.round_trips += rts;
+                            run.executions += 1;
+                            run.errors += errs;
+                            if run.first_error.is_none() {
+                                run.first_error = first;
+                            }
+                            if Instant::now() >= deadline || stop.load(Ordering::Relaxed) {
+                                break;
+                            }
+                        }
+                        Ok(run)
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("invariant: bench workers do not panic"))
+                .collect()
+        });
+        let elapsed = started.elapsed().as_secs_f64();
+        let after: Vec<BTreeMap<String, u64>> = stats
+            .iter_mut()
+            .zip(addrs)
+            .map(|(c, a)| command_calls(c, a))
+            .collect::<Result<_, _>>()?;
+        let mut latencies = Vec::new();
+        let (mut rts, mut execs, mut errors) = (0u64, 0u64, 0u64);
+        let mut first_error = None;
+        for r in runs {
+            let r = r?;
+            latencies.extend(r.latencies);
+            rts += r.round_trips;
+            execs += r.executions;
+            errors += r.errors;
+            if first_error.is_none() {
+                first_error = r.first_error;
+            }
+        }
+        latencies.sort_by(f64::total_cmp);
+        let per_node: Vec<NodeCommands> = addrs
+            .iter()
+            .enumerate()
+            .filter_map(|(i, a)| {
+                let d = counted_delta(&before[i], &after[i]);
+                (d > 0).then(|| NodeCommands {
+                    node: a.clone(),
+                    commands: d as f64 / execs.max(1) as f64,
+                })
+            })
+            .collect();
+        let measured = Measured {
+            executions: execs,
+            round_trips: rts as f64 / execs.max(1) as f64,
+            qps: execs as f64 / elapsed.max(1e-9),
+            p50_ms: percentile(&latencies, 0.5),
+            p99_ms: percentile(&latencies, 0.99),
+            mean_ms: latencies.iter().sum::<f64>() / latencies.len().max(1) as f64,
+            commands: per_node.iter().map(|n| n.commands).sum(),
+            per_node,
+            errors,
+            first_error,
+        };
+        let predicted_nodes: Vec<(String, f64)> = predicted
+            .nodes
+            .iter()
+            .map(|n| {
+                (
+                    n.address.clone().unwrap_or_else(|| n.node.clone()),
+                    n.commands as f64,
+                )
+            })
+            .collect();
+        let measured_nodes: Vec<(String, f64)> = measured
+            .per_node
+            .iter()
+            .map(|n| (n.node.clone(), n.commands))
+            .collect();
+        let matches = errors == 0
+            && (measured.round_trips - predicted.round_trips as f64).abs() < 1e-9
+            && predicted_nodes == measured_nodes;
+        out.push(BenchResult {
+            batch: name.clone(),
+            strategy: *strategy,
+            predicted: predicted.clone(),
+            measured,
+            matches,
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefixes_and_deltas() {
+        assert!(valid_prefix("keyplan:bench"));
+        assert!(!valid_prefix("a{b}"));
+        assert!(!valid_prefix("a*"));
+        assert!(!valid_prefix(""));
+        let b = &crate::simulate::parse_batches("MSET a 1 {t}b 2").unwrap()[0];
+        let p = prefixed(b, "kp");
+        assert_eq!(p.ops[0].args[1], b"kp:a".to_vec());
+        assert_eq!(p.ops[0].args[3], b"kp:{t}b".to_vec());
+        assert_eq!(p.ops[0].args[4], b"2".to_vec());
+        let before: BTreeMap<String, u64> =
+            [("get".to_string(), 5), ("info".to_string(), 1)].into();
+        let after: BTreeMap<String, u64> = [
+            ("get".to_string(), 9),
+            ("info".to_string(), 2),
+            ("exec".to_string(), 3),
+            ("set".to_string(), 2),
+        ]
+        .into();
+        assert_eq!(counted_delta(&before, &after), 6);
+        assert_eq!(percentile(&[1.0, 2.0, 3.0, 4.0], 0.5), 3.0);
+    }
+}

@@ -1,0 +1,195 @@
+//! `keyplan bench`: batches run on a live cluster with each strategy, measured next to the
+//! simulator's prediction.
+
+use super::Ctx;
+use super::args::TopologyArgs;
+use crate::bench::{BenchOptions, run_bench};
+use crate::error::{ExitStatus, UserError};
+use crate::report::bench::{BenchReport, render_json, render_table};
+use crate::simulate::batch::{Batch, from_scheme, parse_batches};
+use crate::simulate::{NetworkModel, Strategy};
+use anyhow::Context as _;
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// Set by Ctrl-C: the running strategy stops, then the keys written are deleted.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+/// Strategies on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum BenchStrategy {
+    /// One command per key
+    Serial,
+    /// Per-node pipelines, one node after another
+    Pipeline,
+    /// Per-node pipelines, concurrently
+    Parallel,
+    /// Per-slot pipelines, concurrently
+    SlotParallel,
+    /// The batch rewritten onto one hash tag
+    Hashtag,
+    /// Every strategy
+    All,
+}
+
+/// Output format of `bench`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum BenchFormat {
+    /// A table: strategy, QPS, P50/P99, round trips and commands predicted / measured
+    Table,
+    /// One JSON document (schema_version 1, documented in README)
+    Json,
+}
+
+/// Run batches on a live cluster with each strategy; print measured round trips, commands per
+/// node, throughput and latency next to the simulator's prediction.
+///
+/// It writes only keys under --prefix, refuses a prefix that already holds keys, and deletes
+/// everything under the prefix when done (also after an error or Ctrl-C). Needs --allow-writes.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  keyplan bench --cluster redis://127.0.0.1:7000 --allow-writes --batches batches.txt\n  keyplan bench --cluster redis://127.0.0.1:7000 --allow-writes --scheme keyplan.yaml --strategy pipeline --duration 10 --concurrency 4"
+)]
+pub struct BenchArgs {
+    /// The cluster (--cluster URL).
+    #[command(flatten)]
+    pub topology: TopologyArgs,
+
+    /// Allow bench to write keys under --prefix (it refuses without)
+    #[arg(long)]
+    pub allow_writes: bool,
+
+    /// A batch file: one batch a line (`MGET a b c`, `PIPELINE GET a; SET b 1`, `MULTI …`)
+    #[arg(long, value_name = "FILE")]
+    pub batches: Option<PathBuf>,
+
+    /// The batches of a key scheme (keys generated from its variables)
+    #[arg(long, value_name = "FILE")]
+    pub scheme: Option<PathBuf>,
+
+    /// Execution strategy
+    #[arg(long, value_enum, default_value = "all")]
+    pub strategy: BenchStrategy,
+
+    /// Seconds each (batch, strategy) runs
+    #[arg(long, default_value_t = 2.0, value_name = "S")]
+    pub duration: f64,
+
+    /// Concurrent workers, each with its own connections
+    #[arg(long, default_value_t = 1, value_name = "N",
+          value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub concurrency: u16,
+
+    /// Every key written is under this prefix
+    #[arg(long, default_value = "keyplan:bench", value_name = "PREFIX")]
+    pub prefix: String,
+
+    /// Round-trip time for the prediction, in milliseconds
+    #[arg(long, default_value_t = 0.5, value_name = "MS")]
+    pub rtt: f64,
+
+    /// Output format
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: BenchFormat,
+}
+
+/// Runs `keyplan bench`.
+pub fn run(args: BenchArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
+    if args.topology.cluster.is_none() {
+        return Err(UserError::new(
+            "bench runs on a live cluster, and no --cluster is given",
+            "pass --cluster redis://host:port (and --allow-writes)",
+        )
+        .into());
+    }
+    if !args.allow_writes {
+        return Err(UserError::new(
+            "bench writes keys to the cluster, and --allow-writes is not given",
+            format!(
+                "it writes only keys under '{}:' (--prefix), refuses a prefix that already holds keys and deletes what it wrote; pass --allow-writes to go ahead",
+                args.prefix
+            ),
+        )
+        .into());
+    }
+    if args.batches.is_none() && args.scheme.is_none() {
+        return Err(UserError::new(
+            "no batches to run",
+            "pass --batches FILE or --scheme keyplan.yaml",
+        )
+        .into());
+    }
+    if !(args.duration > 0.0 && args.duration.is_finite() && args.duration <= 3600.0) {
+        return Err(UserError::new(
+            format!("--duration {}: not a number of seconds", args.duration),
+            "give seconds per batch and strategy, e.g. --duration 2",
+        )
+        .into());
+    }
+    let mut batches: Vec<Batch> = Vec::new();
+    if let Some(p) = &args.scheme {
+        let text = std::fs::read_to_string(p)
+            .with_context(|| format!("cannot read scheme '{}'", p.display()))?;
+        let s = crate::scheme::Scheme::parse(&text)
+            .map_err(|e| anyhow::anyhow!("{}:{e}", p.display()))?;
+        batches.extend(from_scheme(&s, None));
+    }
+    if let Some(p) = &args.batches {
+        let text = std::fs::read_to_string(p)
+            .with_context(|| format!("cannot read batch file '{}'", p.display()))?;
+        batches.extend(parse_batches(&text).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?);
+    }
+    let live = args.topology.live()?.expect("checked: --cluster is given");
+    let map = live.topology()?;
+    let strategies = match args.strategy {
+        BenchStrategy::All => Strategy::ALL.to_vec(),
+        BenchStrategy::Serial => vec![Strategy::Serial],
+        BenchStrategy::Pipeline => vec![Strategy::Pipeline],
+        BenchStrategy::Parallel => vec![Strategy::Parallel],
+        BenchStrategy::SlotParallel => vec![Strategy::SlotParallel],
+        BenchStrategy::Hashtag => vec![Strategy::Hashtag],
+    };
+    let opts = BenchOptions {
+        prefix: args.prefix.clone(),
+        duration: Duration::from_secs_f64(args.duration),
+        concurrency: args.concurrency as usize,
+        strategies,
+        net: NetworkModel {
+            rtt_ms: args.rtt,
+            ..NetworkModel::default()
+        },
+    };
+    // Ctrl-C stops the run; the keys written are still deleted. A handler may already be set
+    // (the library used twice in one process): then Ctrl-C keeps its default behaviour.
+    let _ = ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::Relaxed));
+    let results = run_bench(&live, &map, &batches, &opts, &INTERRUPTED)?;
+    let interrupted = INTERRUPTED.load(Ordering::Relaxed);
+    let report = BenchReport {
+        schema_version: 1,
+        cluster: live.url_text(),
+        prefix: args.prefix.clone(),
+        duration_s: args.duration,
+        concurrency: args.concurrency as usize,
+        network: opts.net,
+        interrupted,
+        results,
+    };
+    let mut out = BufWriter::new(&mut *ctx.stdout);
+    match args.format {
+        BenchFormat::Json => render_json(&mut out, &report)?,
+        BenchFormat::Table => render_table(&mut out, &report)?,
+    }
+    out.flush()?;
+    drop(out);
+    if interrupted {
+        writeln!(ctx.stderr, "interrupted: the keys written were deleted")?;
+        return Ok(ExitStatus::Error);
+    }
+    Ok(if report.results.iter().all(|r| r.matches) {
+        ExitStatus::Clean
+    } else {
+        ExitStatus::Findings
+    })
+}

@@ -1,0 +1,358 @@
+//! `keyplan bench` and live sampling details against real clusters: measured round trips and
+//! per-node commands equal the simulator's prediction, nothing is left behind, the refusals,
+//! reading from replicas, and a node dying in the middle of a scan.
+
+use super::analyze::{Cluster, generated_keys};
+use super::support::{RedisServer, Reply, keyplan, require_binary};
+use serde_json::Value;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+const BATCHES: &str = "\
+MGET user:1:profile user:2:profile user:3:profile user:4:profile user:5:profile
+MSET a 1 b 2 c 3 d 4
+PIPELINE GET session:9; ZADD board 1 x; HGET cart:7 items; INCR counter
+MULTI SET {order:7}:items x; INCR {order:7}:total
+DEL a b c d
+";
+
+fn keys_under(cluster: &Cluster, prefix: &str) -> usize {
+    cluster
+        .nodes
+        .iter()
+        .map(|n| {
+            let mut c = n.connect();
+            match c.call(&[b"KEYS", format!("{prefix}*").as_bytes()]).unwrap() {
+                Reply::Array(v) => v.len(),
+                other => panic!("KEYS replied {other:?}"),
+            }
+        })
+        .sum()
+}
+
+#[test]
+fn bench_measures_what_the_simulator_predicts_and_cleans_up() {
+    let Some(cluster) = Cluster::create() else {
+        return;
+    };
+    cluster.load(&generated_keys(300));
+    let before: Vec<u64> = cluster.dbsize();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("batches.txt");
+    std::fs::write(&file, BATCHES).unwrap();
+    let url = format!("redis://127.0.0.1:{}", cluster.nodes[0].port);
+
+    // Refused without --allow-writes: nothing written.
+    let out = keyplan()
+        .args(["bench", "--cluster", &url, "--batches"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--allow-writes is not given"));
+    assert_eq!(cluster.dbsize(), before);
+
+    let out = keyplan()
+        .args([
+            "bench",
+            "--cluster",
+            &url,
+            "--allow-writes",
+            "--duration",
+            "0.2",
+            "--concurrency",
+            "2",
+            "--prefix",
+            "kpb",
+            "--format",
+            "json",
+            "--batches",
+        ])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(out.status.code(), Some(0), "{v}");
+    let results = v["results"].as_array().unwrap();
+    assert_eq!(results.len(), 5 * 5);
+    for r in results {
+        let (p, m) = (&r["predicted"], &r["measured"]);
+        assert!(m["executions"].as_u64().unwrap() >= 2, "{r}");
+        assert_eq!(m["errors"], 0, "{r}");
+        assert_eq!(p["round_trips"].as_f64(), m["round_trips"].as_f64(), "{r}");
+        // Per node, commands per batch from INFO commandstats deltas equal the prediction.
+        let predicted: Vec<(String, f64)> = p["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| {
+                (
+                    n["address"].as_str().unwrap().to_string(),
+                    n["commands"].as_f64().unwrap(),
+                )
+            })
+            .collect();
+        let measured: Vec<(String, f64)> = m["per_node"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| {
+                (
+                    n["node"].as_str().unwrap().to_string(),
+                    n["commands"].as_f64().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(predicted, measured, "{r}");
+        assert_eq!(r["matches"], true);
+        assert!(m["qps"].as_f64().unwrap() > 0.0 && m["p99_ms"].as_f64().unwrap() > 0.0);
+    }
+    // Nothing left under the prefix; the cluster's own keys untouched.
+    assert_eq!(keys_under(&cluster, "kpb"), 0);
+    assert_eq!(cluster.dbsize(), before);
+
+    // A prefix that already holds keys is refused, and its keys stay.
+    cluster.load(&[b"kpb:mine".to_vec()]);
+    let out = keyplan()
+        .args([
+            "bench",
+            "--cluster",
+            &url,
+            "--allow-writes",
+            "--prefix",
+            "kpb",
+            "--batches",
+        ])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("already holds keys (e.g. 'kpb:mine'"), "{err}");
+    assert_eq!(keys_under(&cluster, "kpb"), 1);
+    // A prefix with braces would move keys onto a tag: refused.
+    let out = keyplan()
+        .args([
+            "bench",
+            "--cluster",
+            &url,
+            "--allow-writes",
+            "--prefix",
+            "{x}",
+            "--batches",
+        ])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn bench_on_a_password_protected_cluster_never_prints_the_password() {
+    let password = "b3nch-s3cret";
+    let Some(cluster) = Cluster::create_with(Some(password)) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("batches.txt");
+    std::fs::write(&file, "MGET a b c\n").unwrap();
+    let url = format!("redis://127.0.0.1:{}", cluster.nodes[0].port);
+    let out = keyplan()
+        .env("REDISCLI_AUTH", password)
+        .args([
+            "bench",
+            "--cluster",
+            &url,
+            "--allow-writes",
+            "--duration",
+            "0.1",
+            "--batches",
+        ])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    assert!(!all.contains(password));
+    assert!(all.contains("keyplan bench on redis://"), "{all}");
+}
+
+/// Three masters with one replica each (redis-cli --cluster create --cluster-replicas 1).
+fn cluster_with_replicas() -> Option<(Vec<RedisServer>, Vec<u16>)> {
+    let server = require_binary("redis-server")?;
+    let cli = require_binary("redis-cli")?;
+    let nodes: Vec<RedisServer> = (0..6).map(|_| RedisServer::start(&server, true)).collect();
+    let mut cmd = Command::new(cli);
+    cmd.arg("--cluster").arg("create");
+    for n in &nodes {
+        cmd.arg(format!("127.0.0.1:{}", n.port));
+    }
+    let out = cmd
+        .args(["--cluster-replicas", "1", "--cluster-yes"])
+        .output()
+        .expect("run redis-cli");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    // Wait for every node to be ok and every replica linked to its master.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let masters = loop {
+        let mut ok = true;
+        let mut masters = Vec::new();
+        for n in &nodes {
+            let mut c = n.connect();
+            let info = match c.call(&[b"INFO", b"replication"]).unwrap() {
+                Reply::Bulk(Some(b)) => String::from_utf8_lossy(&b).into_owned(),
+                _ => String::new(),
+            };
+            let state = match c.call(&[b"CLUSTER", b"INFO"]).unwrap() {
+                Reply::Bulk(Some(b)) => String::from_utf8_lossy(&b).contains("cluster_state:ok"),
+                _ => false,
+            };
+            ok &= state;
+            if info.contains("role:master") {
+                masters.push(n.port);
+                ok &= info.contains("connected_slaves:1");
+            } else {
+                ok &= info.contains("master_link_status:up");
+            }
+        }
+        if ok && masters.len() == 3 {
+            break masters;
+        }
+        assert!(Instant::now() < deadline, "replicas did not come up");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    Some((nodes, masters))
+}
+
+fn cmdstat(port: u16, name: &str) -> u64 {
+    let mut c = super::support::connect_port(port);
+    let text = match c.call(&[b"INFO", b"commandstats"]).unwrap() {
+        Reply::Bulk(Some(b)) => String::from_utf8_lossy(&b).into_owned(),
+        _ => String::new(),
+    };
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("cmdstat_{name}:calls=")))
+        .and_then(|r| r.split(',').next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn sampling_can_read_from_replicas() {
+    let Some((nodes, masters)) = cluster_with_replicas() else {
+        return;
+    };
+    // Write through the cluster (redis-cli -c follows MOVED), then wait for the replicas.
+    let cli = require_binary("redis-cli").unwrap();
+    let mut written = 0;
+    for i in 0..400 {
+        let out = Command::new(&cli)
+            .args([
+                "-c",
+                "-p",
+                &masters[0].to_string(),
+                "SET",
+                &format!("k:{i}"),
+                "v",
+            ])
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        written += 1;
+    }
+    let replicas: Vec<u16> = nodes
+        .iter()
+        .map(|n| n.port)
+        .filter(|p| !masters.contains(p))
+        .collect();
+    let size = |p: u16| match super::support::connect_port(p).call(&[b"DBSIZE"]).unwrap() {
+        Reply::Int(v) => v as u64,
+        other => panic!("{other:?}"),
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while replicas.iter().map(|&p| size(p)).sum::<u64>() != written {
+        assert!(Instant::now() < deadline, "replication did not catch up");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let scans_before: Vec<u64> = masters.iter().map(|&p| cmdstat(p, "scan")).collect();
+    let url = format!("redis://127.0.0.1:{}", masters[0]);
+    let out = keyplan()
+        .args([
+            "analyze",
+            "--cluster",
+            &url,
+            "--sample",
+            "all",
+            "--read-from",
+            "replicas",
+            "--bytes",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["totals"]["keys"].as_u64(), Some(written));
+    assert!(
+        v["totals"]["bytes"].as_u64().unwrap() > 0,
+        "MEMORY USAGE works on replicas"
+    );
+    // The masters served no SCAN: the replicas did.
+    let scans_after: Vec<u64> = masters.iter().map(|&p| cmdstat(p, "scan")).collect();
+    assert_eq!(scans_before, scans_after);
+    assert!(replicas.iter().all(|&p| cmdstat(p, "scan") > 0));
+    assert!(replicas.iter().all(|&p| cmdstat(p, "readonly") > 0));
+}
+
+#[test]
+fn a_node_dying_mid_scan_is_named() {
+    let Some(mut cluster) = Cluster::create() else {
+        return;
+    };
+    cluster.load(&generated_keys(6000));
+    let url = format!("redis://127.0.0.1:{}", cluster.nodes[0].port);
+    let victim = cluster.nodes[2].port;
+    // COUNT 10 at 20 SCANs a second per node: about 10 seconds per node, so the kill below
+    // lands in the middle.
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("keyplan"))
+        .args([
+            "scan",
+            "--cluster",
+            &url,
+            "--sample",
+            "all",
+            "--rate",
+            "20",
+            "--scan-count",
+            "10",
+            "-o",
+        ])
+        .arg(std::env::temp_dir().join(format!("kp-midscan-{victim}.tsv")))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    cluster.nodes[2].kill();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains(&format!("127.0.0.1:{victim}")), "{err}");
+    assert!(
+        err.contains("keys were sampled from it"),
+        "the sampled count is reported: {err}"
+    );
+}
