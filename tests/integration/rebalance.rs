@@ -468,6 +468,61 @@ fn previews_equal_real_redis_cli_migrations() {
             "setslot script: DBSIZE"
         );
     }
+
+    // 6. The emitted redis-cli lines, run by sh, do what the preview says.
+    wait_agree(&cli, &ports);
+    let (topo, text) = rig.capture("nodes-7.txt");
+    let to = id_of(&text, ports[1]);
+    let from = id_of(&text, ports[2]);
+    let common = [
+        "reshard",
+        "--preview",
+        "--topology",
+        topo.to_str().unwrap(),
+        "--from",
+        &from,
+        "--to",
+        &to,
+        "--slots",
+        "25",
+        "--keys",
+        keys_arg,
+    ];
+    let p = preview(&common);
+    let script = keyplan()
+        .args(common)
+        .args(["--emit", "redis-cli"])
+        .output()
+        .unwrap();
+    assert!(script.status.success());
+    let text = String::from_utf8(script.stdout).unwrap();
+    assert!(text.contains("--cluster-slots 25 --cluster-yes"), "{text}");
+    let path = rig.dir.path().join("reshard.sh");
+    std::fs::write(&path, &text).unwrap();
+    let run = Command::new("sh")
+        .arg(&path)
+        .env(
+            "PATH",
+            format!("{cli_dir}:{}", std::env::var("PATH").unwrap_or_default()),
+        )
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "redis-cli script failed: {}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let real = ranges_by_id(&cluster_nodes(ports[0]));
+    for n in p["nodes"].as_array().unwrap() {
+        assert_eq!(
+            real.get(n["id"].as_str().unwrap())
+                .map(String::as_str)
+                .unwrap_or(""),
+            n["after"]["slot_ranges"].as_str().unwrap(),
+            "redis-cli script: ranges of {}",
+            n["name"]
+        );
+    }
 }
 
 fn run(args: &[&str]) -> (i32, String, String) {
