@@ -126,16 +126,28 @@ pub struct HeavyHitter {
 
 /// The Space-Saving algorithm (Metwally et al.): keeps `capacity` counters; any item whose true
 /// weight exceeds `total / capacity` is guaranteed to be among them.
+///
+/// The victim when a new item arrives is any item of minimum weight. Instead of a heap (whose
+/// sift costs log(capacity) on every update, and most updates of a long tail are evictions),
+/// the items at the current minimum are kept in a list, rebuilt by one scan when it runs out:
+/// weights only grow, and an evicted slot leaves the minimum, so a scan serves about as many
+/// evictions as there are items at the minimum. O(1) amortised per update.
 #[derive(Debug, Clone)]
 pub struct SpaceSaving {
     capacity: usize,
     /// hash64(item) -> index into `items`.
     index: HashIndex<usize>,
     items: Vec<HeavyHitter>,
-    /// Min-heap of indices into `items`, by weight.
-    heap: Vec<usize>,
-    /// Position of each item in `heap`.
-    pos: Vec<usize>,
+    /// hash64 of each item (kept to unindex it on eviction).
+    hashes: Vec<u64>,
+    /// Indices of items whose weight is `min` (valid when not `stale`).
+    at_min: Vec<usize>,
+    /// Position of each item in `at_min`, or `usize::MAX`.
+    min_pos: Vec<usize>,
+    /// The minimum weight (valid when not `stale`).
+    min: u64,
+    /// `at_min` must be rebuilt before use.
+    stale: bool,
 }
 
 impl SpaceSaving {
@@ -145,49 +157,44 @@ impl SpaceSaving {
             capacity: capacity.max(1),
             index: HashIndex::default(),
             items: Vec::new(),
-            heap: Vec::new(),
-            pos: Vec::new(),
+            hashes: Vec::new(),
+            at_min: Vec::new(),
+            min_pos: Vec::new(),
+            min: 0,
+            stale: true,
         }
     }
 
-    fn less(&self, a: usize, b: usize) -> bool {
-        self.items[self.heap[a]].weight < self.items[self.heap[b]].weight
-    }
-
-    fn swap(&mut self, a: usize, b: usize) {
-        self.heap.swap(a, b);
-        self.pos[self.heap[a]] = a;
-        self.pos[self.heap[b]] = b;
-    }
-
-    fn sift_down(&mut self, mut i: usize) {
-        loop {
-            let l = 2 * i + 1;
-            let r = l + 1;
-            let mut m = i;
-            if l < self.heap.len() && self.less(l, m) {
-                m = l;
-            }
-            if r < self.heap.len() && self.less(r, m) {
-                m = r;
-            }
-            if m == i {
-                return;
-            }
-            self.swap(i, m);
-            i = m;
+    /// Removes item `i` from the minimum list (its weight grew).
+    fn leave_min(&mut self, i: usize) {
+        let p = self.min_pos[i];
+        if p == usize::MAX {
+            return;
+        }
+        self.min_pos[i] = usize::MAX;
+        self.at_min.swap_remove(p);
+        if let Some(&moved) = self.at_min.get(p) {
+            self.min_pos[moved] = p;
+        }
+        if self.at_min.is_empty() {
+            self.stale = true;
         }
     }
 
-    fn sift_up(&mut self, mut i: usize) {
-        while i > 0 {
-            let p = (i - 1) / 2;
-            if !self.less(i, p) {
-                return;
-            }
-            self.swap(i, p);
-            i = p;
+    /// Rebuilds the minimum list by one scan.
+    fn rebuild_min(&mut self) {
+        for &i in &self.at_min {
+            self.min_pos[i] = usize::MAX;
         }
+        self.at_min.clear();
+        self.min = self.items.iter().map(|h| h.weight).min().unwrap_or(0);
+        for (i, h) in self.items.iter().enumerate() {
+            if h.weight == self.min {
+                self.min_pos[i] = self.at_min.len();
+                self.at_min.push(i);
+            }
+        }
+        self.stale = false;
     }
 
     /// Adds `weight` (and a carried `other` weight) to `item`.
@@ -204,36 +211,42 @@ impl SpaceSaving {
             }
             self.items[i].weight += weight;
             self.items[i].other += other;
-            self.sift_down(self.pos[i]);
+            if weight > 0 {
+                self.leave_min(i);
+            }
             return;
         }
         if self.items.len() < self.capacity {
-            let i = self.items.len();
             self.items.push(HeavyHitter {
                 item: item.to_vec(),
                 weight,
                 error: 0,
                 other,
             });
-            self.index.insert(h, i);
-            self.heap.push(i);
-            self.pos.push(self.heap.len() - 1);
-            self.sift_up(self.heap.len() - 1);
+            self.hashes.push(h);
+            self.min_pos.push(usize::MAX);
+            self.index.insert(h, self.items.len() - 1);
+            self.stale = true;
             return;
         }
-        // Replace the minimum: the newcomer inherits its weight as possible over-count.
-        let i = self.heap[0];
-        let old_hash = hash64(&self.items[i].item);
-        self.index.remove(&old_hash);
+        // Replace an item of minimum weight: the newcomer inherits it as possible over-count.
+        if self.stale || self.at_min.is_empty() {
+            self.rebuild_min();
+        }
+        let i = *self.at_min.last().expect("a full table has a minimum");
+        self.index.remove(&self.hashes[i]);
+        let min = self.min;
         let e = &mut self.items[i];
-        let min = e.weight;
         e.item.clear();
         e.item.extend_from_slice(item);
         e.weight = min + weight;
         e.error = min;
         e.other = other;
+        self.hashes[i] = h;
         self.index.insert(h, i);
-        self.sift_down(0);
+        if weight > 0 {
+            self.leave_min(i);
+        }
     }
 
     /// Combines another table into this one (weights of shared items add up; the result keeps
@@ -274,13 +287,11 @@ impl SpaceSaving {
         v.truncate(self.capacity);
         let mut fresh = SpaceSaving::new(self.capacity);
         for (i, h) in v.into_iter().enumerate() {
-            fresh.index.insert(hash64(&h.item), i);
+            let hh = hash64(&h.item);
+            fresh.index.insert(hh, i);
+            fresh.hashes.push(hh);
+            fresh.min_pos.push(usize::MAX);
             fresh.items.push(h);
-            fresh.heap.push(i);
-            fresh.pos.push(i);
-        }
-        for i in (0..fresh.heap.len() / 2).rev() {
-            fresh.sift_down(i);
         }
         *self = fresh;
     }
@@ -289,10 +300,7 @@ impl SpaceSaving {
         if self.items.len() < self.capacity {
             0
         } else {
-            self.heap
-                .first()
-                .map(|&i| self.items[i].weight)
-                .unwrap_or(0)
+            self.items.iter().map(|h| h.weight).min().unwrap_or(0)
         }
     }
 
