@@ -153,6 +153,8 @@ pub fn load_view(t: &TopologyArgs) -> anyhow::Result<(ClusterView, String)> {
     }
 }
 
+/// One worker's per-slot totals (aligned so neighbouring workers share no cache line).
+#[repr(align(128))]
 struct WeightSink(SlotWeights);
 
 impl ChunkSink for WeightSink {

@@ -165,7 +165,8 @@ pub fn run(args: SlotArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     Ok(ExitStatus::Clean)
 }
 
-/// A histogram sink for one worker.
+/// A histogram sink for one worker (aligned so neighbouring workers share no cache line).
+#[repr(align(128))]
 struct Histogram {
     counts: Vec<u64>,
     scanner: BulkScanner,

@@ -139,11 +139,6 @@ impl Default for Delimiters {
     }
 }
 
-#[inline(always)]
-fn is_hex(b: u8) -> bool {
-    b.is_ascii_hexdigit()
-}
-
 fn digits(s: &[u8], n: usize) -> bool {
     s.len() >= n && s[..n].iter().all(u8::is_ascii_digit)
 }
@@ -154,19 +149,35 @@ fn boundary(key: &[u8], i: usize, d: &Delimiters) -> bool {
     i >= key.len() || d.is(key[i])
 }
 
-fn match_uuid(key: &[u8], i: usize, d: &Delimiters) -> Option<usize> {
-    let s = key.get(i..i + 36)?;
-    for (j, &b) in s.iter().enumerate() {
-        let ok = if matches!(j, 8 | 13 | 18 | 23) {
-            b == b'-'
-        } else {
-            is_hex(b)
-        };
-        if !ok {
-            return None;
-        }
+/// `HEX[b]` is 1 for ASCII hex digits.
+static HEX: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut b = 0;
+    while b < 256 {
+        t[b] = (b as u8).is_ascii_hexdigit() as u8;
+        b += 1;
     }
-    boundary(key, i + 36, d).then_some(36)
+    t
+};
+
+/// Whether every byte of `s` is a hex digit (branch-free, so short fixed runs unroll).
+#[inline(always)]
+fn all_hex(s: &[u8]) -> bool {
+    s.iter().fold(1u8, |a, &b| a & HEX[b as usize]) == 1
+}
+
+fn match_uuid(key: &[u8], i: usize, d: &Delimiters) -> Option<usize> {
+    let s: &[u8; 36] = key.get(i..i + 36)?.try_into().ok()?;
+    // The dashes first: most candidates fail there, before any hex check.
+    if s[8] != b'-' || s[13] != b'-' || s[18] != b'-' || s[23] != b'-' {
+        return None;
+    }
+    let hex = all_hex(&s[..8])
+        & all_hex(&s[9..13])
+        & all_hex(&s[14..18])
+        & all_hex(&s[19..23])
+        & all_hex(&s[24..]);
+    (hex && boundary(key, i + 36, d)).then_some(36)
 }
 
 fn match_date(key: &[u8], i: usize, d: &Delimiters) -> Option<usize> {
