@@ -231,23 +231,7 @@ fn counted_delta(before: &BTreeMap<String, u64>, after: &BTreeMap<String, u64>) 
 
 /// The batch with its keys under the prefix.
 fn prefixed(b: &Batch, prefix: &str) -> Batch {
-    Batch {
-        name: b.name.clone(),
-        kind: b.kind,
-        ops: b
-            .ops
-            .iter()
-            .map(|op| {
-                op.map_keys(|k| {
-                    let mut out = Vec::with_capacity(prefix.len() + 1 + k.len());
-                    out.extend_from_slice(prefix.as_bytes());
-                    out.push(b':');
-                    out.extend_from_slice(k);
-                    out
-                })
-            })
-            .collect(),
-    }
+    b.map_keys(|k| [prefix.as_bytes(), b":", k].concat())
 }
 
 struct Worker {

@@ -308,18 +308,7 @@ impl LiveCluster {
                 let v: Value = redis::cmd("CLUSTER")
                     .arg("SLOTS")
                     .query(&mut con)
-                    .map_err(|e| {
-                        if e.to_string().contains("cluster support disabled") {
-                            LiveError::NotCluster { addr: addr.clone() }
-                        } else {
-                            LiveError::Node {
-                                addr: addr.clone(),
-                                what: "CLUSTER SLOTS".into(),
-                                reason: first_line(&e.to_string()),
-                                sampled: 0,
-                            }
-                        }
-                    })?;
+                    .map_err(cluster_command_error(&addr, "CLUSTER SLOTS"))?;
                 to_reply(&v)
             }
         };
@@ -367,18 +356,7 @@ impl LiveCluster {
         let v: Value = redis::cmd("CLUSTER")
             .arg("NODES")
             .query(&mut con)
-            .map_err(|e| {
-                if e.to_string().contains("cluster support disabled") {
-                    LiveError::NotCluster { addr: addr.clone() }
-                } else {
-                    LiveError::Node {
-                        addr: addr.clone(),
-                        what: "CLUSTER NODES".into(),
-                        reason: first_line(&e.to_string()),
-                        sampled: 0,
-                    }
-                }
-            })?;
+            .map_err(cluster_command_error(&addr, "CLUSTER NODES"))?;
         match to_reply(&v) {
             Reply::Str(s) => Ok(s),
             _ => Err(LiveError::Node {
@@ -499,6 +477,28 @@ impl LiveCluster {
             }
         }
         Ok(sampled)
+    }
+}
+
+/// Maps the error of a `CLUSTER …` command on `addr`: a server without cluster support, or
+/// the command failing there.
+fn cluster_command_error<'a>(
+    addr: &'a str,
+    what: &'a str,
+) -> impl Fn(redis::RedisError) -> LiveError + 'a {
+    move |e| {
+        if e.to_string().contains("cluster support disabled") {
+            LiveError::NotCluster {
+                addr: addr.to_string(),
+            }
+        } else {
+            LiveError::Node {
+                addr: addr.to_string(),
+                what: what.to_string(),
+                reason: first_line(&e.to_string()),
+                sampled: 0,
+            }
+        }
     }
 }
 

@@ -161,6 +161,24 @@ impl TopologyArgs {
 }
 
 impl TopologyArgs {
+    /// The topology asked for, else the scheme's `topology: { masters: N }`, else 3 masters.
+    pub fn resolve_with_scheme(
+        &self,
+        scheme: Option<&crate::scheme::Scheme>,
+    ) -> anyhow::Result<(Topology, String)> {
+        if let Some(t) = self.resolve(None)? {
+            return Ok(t);
+        }
+        let masters = scheme
+            .and_then(|s| s.topology.as_ref())
+            .and_then(|t| t.masters)
+            .unwrap_or(3);
+        Ok((
+            Topology::Cluster(SlotMap::from_masters(masters as usize)?),
+            format!("{masters} masters as redis-cli --cluster create assigns slots"),
+        ))
+    }
+
     /// The live cluster named by `--cluster`, if any (the password from the URL, else from
     /// REDISCLI_AUTH as redis-cli does).
     pub fn live(&self) -> anyhow::Result<Option<crate::live::LiveCluster>> {
@@ -180,6 +198,20 @@ fn live_url_text(t: &TopologyArgs) -> String {
         .and_then(|u| crate::live::ClusterUrl::parse(u, None).ok())
         .map(|u| u.to_string())
         .unwrap_or_default()
+}
+
+/// Where a report goes: the `-o` file (created), or standard output.
+pub fn output_sink<'a>(
+    path: Option<&PathBuf>,
+    stdout: &'a mut dyn std::io::Write,
+) -> anyhow::Result<Box<dyn std::io::Write + 'a>> {
+    Ok(match path {
+        Some(p) => Box::new(
+            File::create(p)
+                .with_context(|| format!("cannot create output file '{}'", p.display()))?,
+        ),
+        None => Box::new(stdout),
+    })
 }
 
 /// The name a dump is reported under: its path, or `<stdin>` for `-`.

@@ -3,11 +3,12 @@
 
 use super::Ctx;
 use super::args::TopologyArgs;
+use super::simulate::StrategyArg;
 use crate::bench::{BenchOptions, run_bench};
 use crate::error::{ExitStatus, UserError};
 use crate::report::bench::{BenchReport, render_json, render_table};
+use crate::simulate::NetworkModel;
 use crate::simulate::batch::{Batch, from_scheme, parse_batches};
-use crate::simulate::{NetworkModel, Strategy};
 use anyhow::Context as _;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
@@ -16,23 +17,6 @@ use std::time::Duration;
 
 /// Set by Ctrl-C: the running strategy stops, then the keys written are deleted.
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-/// Strategies on the command line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum BenchStrategy {
-    /// One command per key
-    Serial,
-    /// Per-node pipelines, one node after another
-    Pipeline,
-    /// Per-node pipelines, concurrently
-    Parallel,
-    /// Per-slot pipelines, concurrently
-    SlotParallel,
-    /// The batch rewritten onto one hash tag
-    Hashtag,
-    /// Every strategy
-    All,
-}
 
 /// Output format of `bench`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -71,7 +55,7 @@ pub struct BenchArgs {
 
     /// Execution strategy
     #[arg(long, value_enum, default_value = "all")]
-    pub strategy: BenchStrategy,
+    pub strategy: StrategyArg,
 
     /// Seconds each (batch, strategy) runs
     #[arg(long, default_value_t = 2.0, value_name = "S")]
@@ -143,14 +127,7 @@ pub fn run(args: BenchArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     }
     let live = args.topology.live()?.expect("checked: --cluster is given");
     let map = live.topology()?;
-    let strategies = match args.strategy {
-        BenchStrategy::All => Strategy::ALL.to_vec(),
-        BenchStrategy::Serial => vec![Strategy::Serial],
-        BenchStrategy::Pipeline => vec![Strategy::Pipeline],
-        BenchStrategy::Parallel => vec![Strategy::Parallel],
-        BenchStrategy::SlotParallel => vec![Strategy::SlotParallel],
-        BenchStrategy::Hashtag => vec![Strategy::Hashtag],
-    };
+    let strategies = args.strategy.strategies();
     let opts = BenchOptions {
         prefix: args.prefix.clone(),
         duration: Duration::from_secs_f64(args.duration),

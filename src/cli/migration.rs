@@ -206,16 +206,7 @@ pub fn load_sample(
             .masters()
             .into_iter()
             .filter(|&i| view.slot_count(i) > 0)
-            .map(|i| {
-                let n = &view.nodes[i];
-                crate::topology::Node {
-                    name: n.name.clone(),
-                    id: n.id.clone(),
-                    address: n.address.clone(),
-                    flags: Vec::new(),
-                    replicas: n.replicas,
-                }
-            })
+            .map(|i| view.nodes[i].to_node())
             .collect();
         let results: Vec<(SlotWeights, Result<u64, crate::live::LiveError>)> =
             std::thread::scope(|scope| {
@@ -407,13 +398,7 @@ pub fn output(
     emit_ctx: &EmitContext,
     ctx: &mut Ctx<'_>,
 ) -> anyhow::Result<ExitStatus> {
-    let mut sink: Box<dyn Write + '_> = match &args.output {
-        Some(p) => Box::new(
-            std::fs::File::create(p)
-                .with_context(|| format!("cannot create output file '{}'", p.display()))?,
-        ),
-        None => Box::new(&mut *ctx.stdout),
-    };
+    let mut sink = super::args::output_sink(args.output.as_ref(), &mut *ctx.stdout)?;
     let mut out = BufWriter::new(&mut *sink);
     match args.emit {
         Some(how) => {

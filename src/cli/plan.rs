@@ -146,22 +146,7 @@ pub fn run(args: PlanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
         }
         _ => None,
     };
-    let (topology, topo_source) = match args.topology.resolve(None)? {
-        Some(t) => t,
-        None => {
-            let masters = scheme
-                .as_ref()
-                .and_then(|s| s.topology.as_ref())
-                .and_then(|t| t.masters)
-                .unwrap_or(3);
-            (
-                crate::topology::Topology::Cluster(crate::topology::SlotMap::from_masters(
-                    masters as usize,
-                )?),
-                format!("{masters} masters as redis-cli --cluster create assigns slots"),
-            )
-        }
-    };
+    let (topology, topo_source) = args.topology.resolve_with_scheme(scheme.as_ref())?;
     let client = match &args.client {
         Some(c) => {
             let v = super::simulate::clients(std::slice::from_ref(c))?;
@@ -299,13 +284,7 @@ pub fn run(args: PlanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
         observed,
     };
 
-    let mut sink: Box<dyn Write + '_> = match &args.output {
-        Some(p) => Box::new(
-            std::fs::File::create(p)
-                .with_context(|| format!("cannot create output file '{}'", p.display()))?,
-        ),
-        None => Box::new(&mut *ctx.stdout),
-    };
+    let mut sink = super::args::output_sink(args.output.as_ref(), &mut *ctx.stdout)?;
     let mut out = BufWriter::new(&mut *sink);
     match args.format {
         PlanFormat::Json => render_json(&mut out, &report)?,

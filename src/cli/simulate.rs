@@ -31,6 +31,20 @@ pub enum StrategyArg {
     All,
 }
 
+impl StrategyArg {
+    /// The strategies this choice stands for.
+    pub fn strategies(self) -> Vec<Strategy> {
+        match self {
+            StrategyArg::All => Strategy::ALL.to_vec(),
+            StrategyArg::Serial => vec![Strategy::Serial],
+            StrategyArg::Pipeline => vec![Strategy::Pipeline],
+            StrategyArg::Parallel => vec![Strategy::Parallel],
+            StrategyArg::SlotParallel => vec![Strategy::SlotParallel],
+            StrategyArg::Hashtag => vec![Strategy::Hashtag],
+        }
+    }
+}
+
 /// Output format of `simulate`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum SimFormat {
@@ -216,29 +230,8 @@ pub fn run(args: SimulateArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
         )
         .into());
     }
-    let (topology, topo_source) = match args.topology.resolve(None)? {
-        Some(t) => t,
-        None => {
-            let masters = scheme
-                .as_ref()
-                .and_then(|s| s.topology.as_ref())
-                .and_then(|t| t.masters)
-                .unwrap_or(3);
-            (
-                crate::topology::Topology::Cluster(crate::topology::SlotMap::from_masters(
-                    masters as usize,
-                )?),
-                format!("{masters} masters as redis-cli --cluster create assigns slots"),
-            )
-        }
-    };
-    let mut sink: Box<dyn Write + '_> = match &args.output {
-        Some(p) => Box::new(
-            std::fs::File::create(p)
-                .with_context(|| format!("cannot create output file '{}'", p.display()))?,
-        ),
-        None => Box::new(&mut *ctx.stdout),
-    };
+    let (topology, topo_source) = args.topology.resolve_with_scheme(scheme.as_ref())?;
+    let mut sink = super::args::output_sink(args.output.as_ref(), &mut *ctx.stdout)?;
     let mut batches: Vec<(Option<u64>, Batch)> = Vec::new();
     if let Some(p) = &args.batches {
         let text = std::fs::read_to_string(p)
@@ -291,14 +284,7 @@ pub fn run(args: SimulateArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
         per_key_us: args.per_key_us,
         bandwidth_mb_s: args.bandwidth,
     };
-    let strategies: Vec<Strategy> = match args.strategy {
-        StrategyArg::All => Strategy::ALL.to_vec(),
-        StrategyArg::Serial => vec![Strategy::Serial],
-        StrategyArg::Pipeline => vec![Strategy::Pipeline],
-        StrategyArg::Parallel => vec![Strategy::Parallel],
-        StrategyArg::SlotParallel => vec![Strategy::SlotParallel],
-        StrategyArg::Hashtag => vec![Strategy::Hashtag],
-    };
+    let strategies = args.strategy.strategies();
     if !args.client.is_empty() {
         let mut profiles = clients(&args.client)?;
         if args.client.iter().any(|n| n == "all") {

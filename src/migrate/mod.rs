@@ -32,6 +32,19 @@ pub struct ViewNode {
     pub added: bool,
 }
 
+impl ViewNode {
+    /// The node as the topology module describes it.
+    pub fn to_node(&self) -> Node {
+        Node {
+            name: self.name.clone(),
+            id: self.id.clone(),
+            address: self.address.clone(),
+            flags: Vec::new(),
+            replicas: self.replicas,
+        }
+    }
+}
+
 /// A cluster in redis-cli's node order, with each slot's owner.
 #[derive(Debug, Clone)]
 pub struct ClusterView {
@@ -294,19 +307,7 @@ impl ClusterView {
         for (k, &i) in masters.iter().enumerate() {
             index[i] = k as u16;
         }
-        let nodes = masters
-            .iter()
-            .map(|&i| {
-                let n = &self.nodes[i];
-                Node {
-                    name: n.name.clone(),
-                    id: n.id.clone(),
-                    address: n.address.clone(),
-                    flags: Vec::new(),
-                    replicas: n.replicas,
-                }
-            })
-            .collect();
+        let nodes = masters.iter().map(|&i| self.nodes[i].to_node()).collect();
         let owner = owner
             .iter()
             .map(|o| o.map_or(NO_OWNER, |i| index[i]))

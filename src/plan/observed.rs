@@ -349,17 +349,7 @@ pub fn plan_observed(
         let (rewritten, examples, after, recommendation) = match &pick {
             Some(v) => {
                 let new_keys: Vec<String> = keys.iter().map(|k| tag_key(k, v)).collect();
-                let nb = Batch {
-                    name: b.name.clone(),
-                    kind: b.kind,
-                    ops: b
-                        .ops
-                        .iter()
-                        .map(|op| {
-                            op.map_keys(|k| tag_key(&String::from_utf8_lossy(k), v).into_bytes())
-                        })
-                        .collect(),
-                };
+                let nb = b.map_keys(|k| tag_key(&String::from_utf8_lossy(k), v).into_bytes());
                 let mut after = run(&nb, topo, opts, opts.strategy);
                 let mut rw: Vec<String> = keys.iter().map(|k| shape(k, Some(v))).collect();
                 rw.sort();

@@ -98,7 +98,7 @@ pub fn apply(text: &str, scheme: &Scheme, plans: &[BatchPlan]) -> Result<String,
                 new_vars.push(v);
             }
         }
-        if !c.add_same.is_empty() {
+        if !c.add_same.is_empty() || !c.allow.is_empty() {
             let b = scheme
                 .batches
                 .iter()
@@ -106,34 +106,28 @@ pub fn apply(text: &str, scheme: &Scheme, plans: &[BatchPlan]) -> Result<String,
                 .ok_or_else(|| EditError(format!("batch '{}' is not in the scheme", p.batch)))?;
             let add: Vec<&String> = c.add_same.iter().filter(|v| !b.same.contains(v)).collect();
             if !add.is_empty() {
-                edits.push(same_edit(
+                edits.push(batch_list_edit(
                     text,
-                    b.pos.line,
-                    b.pos.column,
+                    (b.pos.line, b.pos.column),
+                    "same",
                     &add,
                     !b.same.is_empty(),
+                    None,
                 )?);
             }
-        }
-        if !c.allow.is_empty() {
-            let b = scheme
-                .batches
-                .iter()
-                .find(|b| b.name == p.batch)
-                .ok_or_else(|| EditError(format!("batch '{}' is not in the scheme", p.batch)))?;
             let missing: Vec<&String> = c
                 .allow
                 .iter()
                 .filter(|a| !b.allow.iter().any(|x| x.eq_ignore_ascii_case(a)))
                 .collect();
             if !missing.is_empty() {
-                edits.push(allow_edit(
+                edits.push(batch_list_edit(
                     text,
-                    b.pos.line,
-                    b.pos.column,
+                    (b.pos.line, b.pos.column),
+                    "allow",
                     &missing,
-                    &c.summary,
                     !b.allow.is_empty(),
+                    Some(("reason", quote(&format!("keyplan plan: {}", c.summary)))),
                 )?);
             }
         }
@@ -149,35 +143,47 @@ pub fn apply(text: &str, scheme: &Scheme, plans: &[BatchPlan]) -> Result<String,
     Ok(out)
 }
 
-/// Adds `allow: [codes]` (and a reason) to the batch whose mapping starts at (line, column).
-fn allow_edit(
+/// Adds `items` to the list field `field` of the batch whose mapping starts at (line, column):
+/// appended to the list when the batch has the field (`has`), else the field is added (with an
+/// optional `extra` field, e.g. a reason), in flow or block style like the batch.
+fn batch_list_edit(
     text: &str,
-    line: u32,
-    column: u32,
-    codes: &[&String],
-    why: &str,
-    has_allow: bool,
+    (line, column): (u32, u32),
+    field: &str,
+    items: &[&String],
+    has: bool,
+    extra: Option<(&str, String)>,
 ) -> Result<(usize, usize, String), EditError> {
     let at = offset(text, line, column)
         .ok_or_else(|| EditError(format!("cannot find the batch at line {line}")))?;
-    let list = codes
+    let list = items
         .iter()
         .map(|c| c.as_str())
         .collect::<Vec<_>>()
         .join(", ");
-    let reason = quote(&format!("keyplan plan: {why}"));
     let line_end = text[at..].find('\n').map(|e| at + e).unwrap_or(text.len());
     let this_line = &text[at..line_end];
-    if has_allow {
-        // Put the codes first in the existing list.
-        if let Some(i) = text[at..].find("allow:") {
-            let lb = at
-                + i
-                + text[at + i..].find('[').ok_or_else(|| {
-                    EditError(format!("line {line}: the batch's `allow:` is not a [list]"))
-                })?;
-            return Ok((lb + 1, lb + 1, format!("{list}, ")));
-        }
+    if has {
+        let key = format!("{field}:");
+        let i = text[at..]
+            .find(&key)
+            .ok_or_else(|| EditError(format!("line {line}: cannot find the batch's `{key}`")))?;
+        let rest = &text[at + i..];
+        let open = rest
+            .find('[')
+            .filter(|&o| !rest[..o].contains('\n'))
+            .ok_or_else(|| {
+                EditError(format!(
+                    "line {line}: the batch's `{key}` is not a [list] on one line"
+                ))
+            })?;
+        let close = rest[open..].find(']').ok_or_else(|| {
+            EditError(format!(
+                "line {line}: the batch's `{key}` list does not close"
+            ))
+        })?;
+        let pos = at + i + open + close;
+        return Ok((pos, pos, format!(", {list}")));
     }
     if this_line.trim_start().starts_with('{') {
         // Flow mapping on one line: insert before its closing brace.
@@ -188,77 +194,12 @@ fn allow_edit(
         })?;
         let pos = at + close;
         let before = text[..pos].trim_end().len();
-        return Ok((before, pos, format!(", allow: [{list}], reason: {reason} ")));
+        let extra = extra
+            .map(|(k, v)| format!(", {k}: {v}"))
+            .unwrap_or_default();
+        return Ok((before, pos, format!(", {field}: [{list}]{extra} ")));
     }
-    // Block mapping: a new line at the indentation of its first field.
-    let indent: String = text[..at]
-        .rsplit('\n')
-        .next()
-        .unwrap_or("")
-        .chars()
-        .take_while(|c| *c == ' ')
-        .collect();
-    let indent = if this_line.trim().is_empty() || !indent.is_empty() {
-        indent
-    } else {
-        "    ".into()
-    };
-    let start_of_line = text[..at].rfind('\n').map(|i| i + 1).unwrap_or(0);
-    Ok((
-        start_of_line,
-        start_of_line,
-        format!("{indent}allow: [{list}]\n{indent}reason: {reason}\n"),
-    ))
-}
-
-/// Adds variables to the `same:` list of the batch whose mapping starts at (line, column).
-fn same_edit(
-    text: &str,
-    line: u32,
-    column: u32,
-    vars: &[&String],
-    has_same: bool,
-) -> Result<(usize, usize, String), EditError> {
-    let at = offset(text, line, column)
-        .ok_or_else(|| EditError(format!("cannot find the batch at line {line}")))?;
-    let list = vars
-        .iter()
-        .map(|c| c.as_str())
-        .collect::<Vec<_>>()
-        .join(", ");
-    let line_end = text[at..].find('\n').map(|e| at + e).unwrap_or(text.len());
-    let this_line = &text[at..line_end];
-    if has_same {
-        let i = text[at..]
-            .find("same:")
-            .ok_or_else(|| EditError(format!("line {line}: cannot find the batch's `same:`")))?;
-        let rest = &text[at + i..];
-        let open = rest
-            .find('[')
-            .filter(|&o| !rest[..o].contains('\n'))
-            .ok_or_else(|| {
-                EditError(format!(
-                    "line {line}: the batch's `same:` is not a [list] on one line"
-                ))
-            })?;
-        let close = rest[open..].find(']').ok_or_else(|| {
-            EditError(format!(
-                "line {line}: the batch's `same:` list does not close"
-            ))
-        })?;
-        let pos = at + i + open + close;
-        return Ok((pos, pos, format!(", {list}")));
-    }
-    if this_line.trim_start().starts_with('{') {
-        let close = this_line.rfind('}').ok_or_else(|| {
-            EditError(format!(
-                "line {line}: the batch's mapping does not close on its line"
-            ))
-        })?;
-        let pos = at + close;
-        let before = text[..pos].trim_end().len();
-        return Ok((before, pos, format!(", same: [{list}] ")));
-    }
+    // Block mapping: new lines at the indentation of its first field.
     let indent: String = text[..at]
         .rsplit('\n')
         .next()
@@ -267,10 +208,13 @@ fn same_edit(
         .take_while(|c| *c == ' ')
         .collect();
     let start_of_line = text[..at].rfind('\n').map(|i| i + 1).unwrap_or(0);
+    let extra = extra
+        .map(|(k, v)| format!("{indent}{k}: {v}\n"))
+        .unwrap_or_default();
     Ok((
         start_of_line,
         start_of_line,
-        format!("{indent}same: [{list}]\n"),
+        format!("{indent}{field}: [{list}]\n{extra}"),
     ))
 }
 
@@ -327,5 +271,44 @@ mod tests {
         let (a, b) = scalar_at(t, at);
         assert_eq!(&t[a..b], "y:<id>");
         assert_eq!(offset("ab\ncd\n", 2, 2), Some(4));
+    }
+
+    fn apply_one(text: &str, line: u32, col: u32, field: &str, has: bool, extra: bool) -> String {
+        let items = ["bucket".to_string()];
+        let refs: Vec<&String> = items.iter().collect();
+        let (a, b, r) = batch_list_edit(
+            text,
+            (line, col),
+            field,
+            &refs,
+            has,
+            extra.then(|| ("reason", "\"why\"".to_string())),
+        )
+        .unwrap();
+        let mut out = text.to_string();
+        out.replace_range(a..b, &r);
+        out
+    }
+
+    #[test]
+    fn batch_lists_in_flow_and_block_style() {
+        let flow = "batches:\n  f: { command: pipeline, keys: [feed], same: [group] }\n";
+        assert_eq!(
+            apply_one(flow, 2, 6, "same", true, false),
+            "batches:\n  f: { command: pipeline, keys: [feed], same: [group, bucket] }\n"
+        );
+        assert_eq!(
+            apply_one(flow, 2, 6, "allow", false, true),
+            "batches:\n  f: { command: pipeline, keys: [feed], same: [group], allow: [bucket], reason: \"why\" }\n"
+        );
+        let block = "batches:\n  f:\n    command: pipeline\n    keys: [feed]\n";
+        assert_eq!(
+            apply_one(block, 3, 5, "same", false, false),
+            "batches:\n  f:\n    same: [bucket]\n    command: pipeline\n    keys: [feed]\n"
+        );
+        assert_eq!(
+            apply_one(block, 3, 5, "allow", false, true),
+            "batches:\n  f:\n    allow: [bucket]\n    reason: \"why\"\n    command: pipeline\n    keys: [feed]\n"
+        );
     }
 }

@@ -85,6 +85,15 @@ pub struct Batch {
 }
 
 impl Batch {
+    /// The same batch with every key replaced by `f(key)`.
+    pub fn map_keys(&self, mut f: impl FnMut(&[u8]) -> Vec<u8>) -> Batch {
+        Batch {
+            name: self.name.clone(),
+            kind: self.kind,
+            ops: self.ops.iter().map(|op| op.map_keys(&mut f)).collect(),
+        }
+    }
+
     /// All keys, in order.
     pub fn keys(&self) -> impl Iterator<Item = &[u8]> {
         self.ops

@@ -90,24 +90,14 @@ pub fn onto_one_tag(b: &Batch) -> Batch {
         return b.clone();
     };
     let tag = hash_tag(first).to_vec();
-    Batch {
-        name: b.name.clone(),
-        kind: b.kind,
-        ops: b
-            .ops
-            .iter()
-            .map(|op| {
-                op.map_keys(|k| {
-                    let mut out = Vec::with_capacity(tag.len() + k.len() + 2);
-                    out.push(b'{');
-                    out.extend_from_slice(&tag);
-                    out.push(b'}');
-                    out.extend(k.iter().filter(|&&c| c != b'{' && c != b'}'));
-                    out
-                })
-            })
-            .collect(),
-    }
+    b.map_keys(|k| {
+        let mut out = Vec::with_capacity(tag.len() + k.len() + 2);
+        out.push(b'{');
+        out.extend_from_slice(&tag);
+        out.push(b'}');
+        out.extend(k.iter().filter(|&&c| c != b'{' && c != b'}'));
+        out
+    })
 }
 
 /// The execution plan of `b` under `strategy` on `topo`. For `Hashtag`, pass the batch

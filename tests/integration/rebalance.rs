@@ -118,8 +118,13 @@ impl Rig {
     /// Compares the cluster now with the preview's `after` states.
     fn assert_matches(&self, preview: &Value, what: &str) {
         wait_agree(&self.cli, &self.ports());
-        let now = cluster_nodes(self.entry());
-        let real = ranges_by_id(&now);
+        self.assert_state(preview, what, &self.ports());
+    }
+
+    /// Every previewed node's slot ranges (in the CLUSTER NODES of `ports[0]`) and DBSIZE
+    /// equal the preview's `after`.
+    fn assert_state(&self, preview: &Value, what: &str, ports: &[u16]) {
+        let real = ranges_by_id(&cluster_nodes(ports[0]));
         let sizes = self.cluster.dbsize();
         for n in preview["nodes"].as_array().unwrap() {
             let id = n["id"].as_str().unwrap();
@@ -146,6 +151,33 @@ impl Rig {
                 n["name"]
             );
         }
+    }
+
+    /// Previews `args`, runs with `sh` the script `--emit how` prints, and checks the cluster
+    /// (seen from `ports`) ends as previewed.
+    fn run_emitted(&self, args: &[&str], how: &str, ports: &[u16]) -> Value {
+        wait_agree(&self.cli, ports);
+        let p = preview(args);
+        let script = keyplan().args(args).args(["--emit", how]).output().unwrap();
+        assert!(script.status.success());
+        let path = self.dir.path().join(format!("{how}.sh"));
+        std::fs::write(&path, &script.stdout).unwrap();
+        let cli_dir = self.cli.parent().unwrap().to_str().unwrap().to_string();
+        let run = Command::new("sh")
+            .arg(&path)
+            .env(
+                "PATH",
+                format!("{cli_dir}:{}", std::env::var("PATH").unwrap_or_default()),
+            )
+            .output()
+            .unwrap();
+        assert!(
+            run.status.success(),
+            "{how} script failed: {}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        self.assert_state(&p, &format!("--emit {how}"), ports);
+        p
     }
 }
 
@@ -400,128 +432,32 @@ fn previews_equal_real_redis_cli_migrations() {
         ],
     );
 
-    // 5. The emitted CLUSTER SETSLOT script, run by sh, does what the preview says.
+    // 5. The emitted CLUSTER SETSLOT script, run by sh, does what the preview says; then the
+    //    same for the emitted redis-cli lines.
     let ports: Vec<u16> = rig.ports()[..3].to_vec();
     wait_agree(&cli, &ports);
-    let (topo, text) = rig.capture("nodes-6.txt");
-    let to = id_of(&text, ports[0]);
-    let from = id_of(&text, ports[1]);
-    let common = [
-        "reshard",
-        "--preview",
-        "--topology",
-        topo.to_str().unwrap(),
-        "--from",
-        &from,
-        "--to",
-        &to,
-        "--slots",
-        "40",
-        "--keys",
-        keys_arg,
-    ];
-    let p = preview(&common);
-    let script = keyplan()
-        .args(common)
-        .args(["--emit", "setslot"])
-        .output()
-        .unwrap();
-    assert!(script.status.success());
-    let path = rig.dir.path().join("move.sh");
-    std::fs::write(&path, &script.stdout).unwrap();
-    let cli_dir = cli.parent().unwrap().to_str().unwrap().to_string();
-    let run = Command::new("sh")
-        .arg(&path)
-        .env(
-            "PATH",
-            format!("{cli_dir}:{}", std::env::var("PATH").unwrap_or_default()),
-        )
-        .output()
-        .unwrap();
-    assert!(
-        run.status.success(),
-        "setslot script failed: {}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let real = ranges_by_id(&cluster_nodes(ports[0]));
-    let sizes = rig.cluster.dbsize();
-    for n in p["nodes"].as_array().unwrap() {
-        let id = n["id"].as_str().unwrap();
-        assert_eq!(
-            real.get(id).map(String::as_str).unwrap_or(""),
-            n["after"]["slot_ranges"].as_str().unwrap(),
-            "setslot script: ranges of {}",
-            n["name"]
-        );
-        let port: u16 = n["address"]
-            .as_str()
-            .unwrap()
-            .rsplit(':')
-            .next()
-            .unwrap()
-            .parse()
-            .unwrap();
-        let k = rig.ports().iter().position(|&p| p == port).unwrap();
-        assert_eq!(
-            sizes[k],
-            n["after"]["keys"].as_u64().unwrap(),
-            "setslot script: DBSIZE"
-        );
-    }
-
-    // 6. The emitted redis-cli lines, run by sh, do what the preview says.
-    wait_agree(&cli, &ports);
-    let (topo, text) = rig.capture("nodes-7.txt");
-    let to = id_of(&text, ports[1]);
-    let from = id_of(&text, ports[2]);
-    let common = [
-        "reshard",
-        "--preview",
-        "--topology",
-        topo.to_str().unwrap(),
-        "--from",
-        &from,
-        "--to",
-        &to,
-        "--slots",
-        "25",
-        "--keys",
-        keys_arg,
-    ];
-    let p = preview(&common);
-    let script = keyplan()
-        .args(common)
-        .args(["--emit", "redis-cli"])
-        .output()
-        .unwrap();
-    assert!(script.status.success());
-    let text = String::from_utf8(script.stdout).unwrap();
-    assert!(text.contains("--cluster-slots 25 --cluster-yes"), "{text}");
-    let path = rig.dir.path().join("reshard.sh");
-    std::fs::write(&path, &text).unwrap();
-    let run = Command::new("sh")
-        .arg(&path)
-        .env(
-            "PATH",
-            format!("{cli_dir}:{}", std::env::var("PATH").unwrap_or_default()),
-        )
-        .output()
-        .unwrap();
-    assert!(
-        run.status.success(),
-        "redis-cli script failed: {}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let real = ranges_by_id(&cluster_nodes(ports[0]));
-    for n in p["nodes"].as_array().unwrap() {
-        assert_eq!(
-            real.get(n["id"].as_str().unwrap())
-                .map(String::as_str)
-                .unwrap_or(""),
-            n["after"]["slot_ranges"].as_str().unwrap(),
-            "redis-cli script: ranges of {}",
-            n["name"]
-        );
+    for (name, how, from, to, slots) in [
+        ("nodes-6.txt", "setslot", 1, 0, "40"),
+        ("nodes-7.txt", "redis-cli", 2, 1, "25"),
+    ] {
+        let (topo, text) = rig.capture(name);
+        let (from, to) = (id_of(&text, ports[from]), id_of(&text, ports[to]));
+        let args = [
+            "reshard",
+            "--preview",
+            "--topology",
+            topo.to_str().unwrap(),
+            "--from",
+            &from,
+            "--to",
+            &to,
+            "--slots",
+            slots,
+            "--keys",
+            keys_arg,
+        ];
+        let p = rig.run_emitted(&args, how, &ports);
+        assert_eq!(p["slots_moved"].as_u64().unwrap().to_string(), slots);
     }
 }
 
