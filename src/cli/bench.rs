@@ -2,7 +2,6 @@
 //! simulator's prediction.
 
 use super::Ctx;
-use super::args::TopologyArgs;
 use super::simulate::StrategyArg;
 use crate::bench::{BenchOptions, run_bench};
 use crate::error::{ExitStatus, UserError};
@@ -37,9 +36,9 @@ pub enum BenchFormat {
     after_help = "Examples:\n  keyplan bench --cluster redis://127.0.0.1:7000 --allow-writes --batches batches.txt\n  keyplan bench --cluster redis://127.0.0.1:7000 --allow-writes --scheme keyplan.yaml --strategy pipeline --duration 10 --concurrency 4"
 )]
 pub struct BenchArgs {
-    /// The cluster (--cluster URL).
-    #[command(flatten)]
-    pub topology: TopologyArgs,
+    /// The cluster: redis://[user:password@]host:port (password also from REDISCLI_AUTH)
+    #[arg(long, value_name = "URL")]
+    pub cluster: Option<String>,
 
     /// Allow bench to write keys under --prefix (it refuses without)
     #[arg(long)]
@@ -81,13 +80,13 @@ pub struct BenchArgs {
 
 /// Runs `keyplan bench`.
 pub fn run(args: BenchArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
-    if args.topology.cluster.is_none() {
+    let Some(url) = &args.cluster else {
         return Err(UserError::new(
             "bench runs on a live cluster, and no --cluster is given",
             "pass --cluster redis://host:port (and --allow-writes)",
         )
         .into());
-    }
+    };
     if !args.allow_writes {
         return Err(UserError::new(
             "bench writes keys to the cluster, and --allow-writes is not given",
@@ -125,7 +124,10 @@ pub fn run(args: BenchArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
             .with_context(|| format!("cannot read batch file '{}'", p.display()))?;
         batches.extend(parse_batches(&text).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?);
     }
-    let live = args.topology.live()?.expect("checked: --cluster is given");
+    let live = crate::live::LiveCluster::new(crate::live::ClusterUrl::parse(
+        url,
+        std::env::var("REDISCLI_AUTH").ok(),
+    )?);
     let map = live.topology()?;
     let strategies = args.strategy.strategies();
     let opts = BenchOptions {
