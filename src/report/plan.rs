@@ -96,6 +96,12 @@ pub fn render_table(out: &mut dyn Write, r: &PlanReport) -> io::Result<()> {
             r.max_skew, r.scored_with
         )?,
     }
+    if r.batches.is_empty() && r.observed.is_empty() {
+        writeln!(
+            out,
+            "\nNothing to plan: no scheme batches, and no observed batch spans several slots."
+        )?;
+    }
     for b in &r.batches {
         writeln!(out)?;
         match &b.problem {

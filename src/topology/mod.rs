@@ -81,7 +81,9 @@ pub enum TopologyError {
     #[error("{0}")]
     Config(String),
     /// The file is in no format keyplan reads.
-    #[error("unrecognised topology format; supported: the text of CLUSTER NODES (or a nodes.conf)")]
+    #[error(
+        "unrecognised topology format; supported: CLUSTER NODES text or a nodes.conf, CLUSTER SLOTS/SHARDS replies, keyplan YAML, a twemproxy config, a libketama server file (name the format with --topology-format)"
+    )]
     Unrecognised,
 }
 
