@@ -204,17 +204,11 @@ fn per_node_counts_equal_each_masters_dbsize() {
     let topo = dir.path().join("nodes.txt");
     std::fs::write(&topo, &nodes_text).unwrap();
     let v = analyze_json(&["--topology", topo.to_str().unwrap()], &dump);
-    let by_addr: BTreeMap<String, u64> = v["nodes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|n| {
-            (
-                n["address"].as_str().unwrap().to_string(),
-                n["keys"].as_u64().unwrap(),
-            )
-        })
-        .collect();
+    let by_addr: BTreeMap<String, u64> =
+        crate::support::field_pairs(&v["nodes"], "address", "keys")
+            .into_iter()
+            .map(|(a, k)| (a, k as u64))
+            .collect();
     for (n, size) in cluster.nodes.iter().zip(&dbsize) {
         assert_eq!(by_addr[&format!("127.0.0.1:{}", n.port)], *size);
     }
@@ -237,17 +231,11 @@ fn per_node_counts_equal_each_masters_dbsize() {
         let path = dir.path().join(name);
         std::fs::write(&path, &out.stdout).unwrap();
         let v = analyze_json(&["--topology", path.to_str().unwrap()], &dump);
-        let by_addr: BTreeMap<String, u64> = v["nodes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|n| {
-                (
-                    n["address"].as_str().unwrap().to_string(),
-                    n["keys"].as_u64().unwrap(),
-                )
-            })
-            .collect();
+        let by_addr: BTreeMap<String, u64> =
+            crate::support::field_pairs(&v["nodes"], "address", "keys")
+                .into_iter()
+                .map(|(a, k)| (a, k as u64))
+                .collect();
         for (n, size) in cluster.nodes.iter().zip(&dbsize) {
             assert_eq!(by_addr[&format!("127.0.0.1:{}", n.port)], *size, "{name}");
         }

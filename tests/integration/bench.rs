@@ -3,7 +3,7 @@
 //! reading from replicas, and a node dying in the middle of a scan.
 
 use super::analyze::{Cluster, generated_keys};
-use super::support::{RedisServer, Reply, keyplan, require_binary};
+use super::support::{RedisServer, Reply, field_pairs, keyplan, require_binary};
 use serde_json::Value;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -82,28 +82,8 @@ fn bench_measures_what_the_simulator_predicts_and_cleans_up() {
         assert_eq!(m["errors"], 0, "{r}");
         assert_eq!(p["round_trips"].as_f64(), m["round_trips"].as_f64(), "{r}");
         // Per node, commands per batch from INFO commandstats deltas equal the prediction.
-        let predicted: Vec<(String, f64)> = p["nodes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|n| {
-                (
-                    n["address"].as_str().unwrap().to_string(),
-                    n["commands"].as_f64().unwrap(),
-                )
-            })
-            .collect();
-        let measured: Vec<(String, f64)> = m["per_node"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|n| {
-                (
-                    n["node"].as_str().unwrap().to_string(),
-                    n["commands"].as_f64().unwrap(),
-                )
-            })
-            .collect();
+        let predicted = field_pairs(&p["nodes"], "address", "commands");
+        let measured = field_pairs(&m["per_node"], "node", "commands");
         assert_eq!(predicted, measured, "{r}");
         assert_eq!(r["matches"], true);
         assert!(m["qps"].as_f64().unwrap() > 0.0 && m["p99_ms"].as_f64().unwrap() > 0.0);

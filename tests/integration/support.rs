@@ -373,3 +373,19 @@ pub fn assert_renders(html: &Path, scratch: &Path) {
         bytes.len()
     );
 }
+
+/// `(item[name], item[value])` for each item of a JSON array, e.g. each node's address and
+/// key count.
+pub fn field_pairs(items: &serde_json::Value, name: &str, value: &str) -> Vec<(String, f64)> {
+    items
+        .as_array()
+        .expect("a JSON array")
+        .iter()
+        .map(|n| {
+            (
+                n[name].as_str().expect("a string field").to_string(),
+                n[value].as_f64().expect("a number field"),
+            )
+        })
+        .collect()
+}
