@@ -8,11 +8,11 @@
 
 use crate::keys::parallel::ChunkSink;
 use crate::keys::{ReadSummary, Record};
-use crate::pattern::{Delimiters, Observation, PatternTree, Token, tag_shape, tokenize};
+use crate::pattern::{Delimiters, Observation, PatternTree};
 use crate::report::ByteString;
 use crate::sketch::{Hll, SpaceSaving, hash64};
 use crate::skew::{Skew, describe, skew};
-use crate::slot::bulk::{BulkScanner, LineCounts, LongLine};
+use crate::slot::bulk::{BulkScanner, KeySpan, LineCounts, LongLine};
 use crate::slot::{SLOT_COUNT, TagShape, crc16, crc16_in};
 use crate::topology::{Migration, Topology, format_ranges};
 use serde::Serialize;
@@ -62,7 +62,6 @@ pub struct Analyzer<'t> {
     tags_by_keys: SpaceSaving,
     tags_by_bytes: SpaceSaving,
     patterns: PatternTree,
-    tokens: Vec<Token>,
     scanner: BulkScanner,
     saw_bytes: bool,
     saw_ops: bool,
@@ -86,7 +85,6 @@ impl<'t> Analyzer<'t> {
             tags_by_keys: SpaceSaving::new(config.heavy_capacity),
             tags_by_bytes: SpaceSaving::new(config.heavy_capacity),
             patterns: PatternTree::new(config.delimiters.clone(), topology.nodes().len()),
-            tokens: Vec::new(),
             scanner: BulkScanner::new(),
             saw_bytes: false,
             saw_ops: false,
@@ -102,30 +100,34 @@ impl<'t> Analyzer<'t> {
     /// Counts the key `buf[a..b]` (the bytes around it let the CRC take its fastest path).
     #[inline]
     pub fn add_in(&mut self, buf: &[u8], a: usize, b: usize, bytes: Option<u64>, ops: Option<f64>) {
-        let mut tokens = std::mem::take(&mut self.tokens);
-        tokenize(&buf[a..b], self.patterns.delimiters(), &mut tokens);
-        self.add_tokenized(buf, a, b, &tokens, bytes, ops);
-        self.tokens = tokens;
-    }
-
-    /// Counts the key `buf[a..b]` whose tokens are already known.
-    #[inline]
-    fn add_tokenized(
-        &mut self,
-        buf: &[u8],
-        a: usize,
-        b: usize,
-        tokens: &[Token],
-        bytes: Option<u64>,
-        ops: Option<f64>,
-    ) {
         let key = &buf[a..b];
-        let shape = tag_shape(tokens, key).unwrap_or_else(|| TagShape::of(key));
-        let (ha, hb) = match shape {
+        let (ha, hb) = match TagShape::of(key) {
             TagShape::Tagged { open, close } => (a + open + 1, a + close),
             _ => (a, b),
         };
-        let slot = (crc16_in(buf, ha, hb) & 0x3FFF) as usize;
+        let slot = crc16_in(buf, ha, hb) & 0x3FFF;
+        let tag = (ha, hb) != (a, b);
+        self.add_placed(key, slot, tag.then(|| &buf[ha..hb]), bytes, ops);
+    }
+
+    /// Counts a key found by the bulk scan (its slot and tag are known).
+    #[inline]
+    fn add_span(&mut self, buf: &[u8], s: &KeySpan) {
+        let tag = s.tagged().then(|| &buf[s.hash_start..s.hash_end]);
+        self.add_placed(&buf[s.start..s.end], s.slot, tag, None, None);
+    }
+
+    /// Counts `key` on `slot`, with its non-empty hash tag if any.
+    #[inline]
+    fn add_placed(
+        &mut self,
+        key: &[u8],
+        slot: u16,
+        tag: Option<&[u8]>,
+        bytes: Option<u64>,
+        ops: Option<f64>,
+    ) {
+        let slot = slot as usize;
         let w = bytes.unwrap_or(0);
         let o = ops.unwrap_or(0.0);
         self.saw_bytes |= bytes.is_some();
@@ -135,20 +137,15 @@ impl<'t> Analyzer<'t> {
             self.slot_bytes[slot] += w;
             self.slot_ops[slot] += o;
         }
-        let tag = match shape {
-            TagShape::Tagged { .. } => {
-                let hashed = &buf[ha..hb];
-                let h = hash64(hashed);
-                self.tagged += 1;
-                self.tag_hll.insert_hash(h);
-                self.tags_by_keys.add_hashed(hashed, h, 1, w);
-                if w > 0 {
-                    self.tags_by_bytes.add_hashed(hashed, h, w, 1);
-                }
-                Some(hashed)
+        if let Some(hashed) = tag {
+            let h = hash64(hashed);
+            self.tagged += 1;
+            self.tag_hll.insert_hash(h);
+            self.tags_by_keys.add_hashed(hashed, h, 1, w);
+            if w > 0 {
+                self.tags_by_bytes.add_hashed(hashed, h, w, 1);
             }
-            _ => None,
-        };
+        }
         let node = if self.ring {
             self.topology.node_of(key)
         } else {
@@ -162,17 +159,14 @@ impl<'t> Analyzer<'t> {
             }
             None => self.unplaced += 1,
         }
-        self.patterns.add_tokens(
-            tokens,
-            &Observation {
-                key,
-                bytes: w,
-                ops: o,
-                node,
-                tag,
-                slot: slot as u16,
-            },
-        );
+        self.patterns.add(&Observation {
+            key,
+            bytes: w,
+            ops: o,
+            node,
+            tag,
+            slot: slot as u16,
+        });
     }
 
     /// Adds another worker's counts to these.
@@ -217,23 +211,10 @@ impl ChunkSink for Analyzer<'_> {
         max_line: usize,
         long: &mut Vec<LongLine>,
     ) -> Option<LineCounts> {
-        let mut counts = LineCounts::default();
         let mut scanner = std::mem::take(&mut self.scanner);
-        scanner.for_each_line(data, |start, end| {
-            counts.lines += 1;
-            let mut e = end;
-            let too_long = e - start > max_line;
-            if e > start && data[e - 1] == b'\r' {
-                e -= 1;
-            }
-            if too_long {
-                long.push(LongLine {
-                    line: counts.lines,
-                    bytes: (e - start) as u64,
-                });
-            } else if e > start {
-                counts.keys += 1;
-                self.add_in(data, start, e, None, None);
+        let counts = scanner.scan_keys(data, max_line, long, |piece, spans| {
+            for s in spans {
+                self.add_span(piece, s);
             }
         });
         self.scanner = scanner;

@@ -17,7 +17,10 @@
 pub mod segment;
 
 use crate::sketch::{HashIndex, Hll};
-pub use segment::{Class, DEFAULT_DELIMITERS, Delimiters, MAX_TOKENS, Token, tag_shape, tokenize};
+pub use segment::{
+    Class, DEFAULT_DELIMITERS, Delimiters, MAX_TOKENS, Recorded, Token, TokenSink, ValueCheck,
+    skeleton_hash, tag_shape, tokenize, tokenize_into, tokenize_recorded,
+};
 use std::fmt::Write as _;
 
 /// Distinct literal letter runs one position may hold before it becomes `<word>`.
@@ -201,9 +204,21 @@ pub struct PatternTree {
     node_count: usize,
     delimiters: Delimiters,
     unclassified: PatternStats,
-    tokens: Vec<Token>,
+    recorded: Recorded,
     /// Token-sequence hash → leaf, so most keys skip the tree walk.
     cache: HashIndex<u32>,
+    /// Skeleton hash ([`skeleton_hash`]) → index in `memos`, so most keys skip tokenizing.
+    memo: HashIndex<u32>,
+    memos: Vec<Memo>,
+    memo_checks: Vec<ValueCheck>,
+}
+
+/// What a skeleton resolved to: a leaf, valid while the value tests
+/// `memo_checks[checks.0..checks.1]` come out the same.
+#[derive(Debug, Clone, Copy)]
+struct Memo {
+    leaf: u32,
+    checks: (u32, u32),
 }
 
 impl PatternTree {
@@ -215,8 +230,11 @@ impl PatternTree {
             node_count,
             delimiters,
             unclassified: PatternStats::new(node_count),
-            tokens: Vec::new(),
+            recorded: Recorded::default(),
             cache: HashIndex::default(),
+            memo: HashIndex::default(),
+            memos: Vec::new(),
+            memo_checks: Vec::new(),
         }
     }
 
@@ -272,8 +290,8 @@ impl PatternTree {
 
     /// Folds every literal letter-run child of `n` into one `<word>` child.
     fn fold_to_word(&mut self, n: u32) {
-        // Leaves merge: cached token sequences may now belong elsewhere.
-        self.cache.clear();
+        // Leaves merge: remembered token sequences may now belong elsewhere.
+        self.forget();
         let node = &mut self.nodes[n as usize];
         node.word_mode = true;
         node.alpha_lits = 0;
@@ -346,21 +364,32 @@ impl PatternTree {
         &self.delimiters
     }
 
-    /// Counts one key.
-    pub fn add(&mut self, obs: &Observation<'_>) {
-        let mut tokens = std::mem::take(&mut self.tokens);
-        tokenize(obs.key, &self.delimiters, &mut tokens);
-        self.add_tokens(&tokens, obs);
-        self.tokens = tokens;
+    /// Forgets every remembered token sequence and skeleton (after leaves merged).
+    fn forget(&mut self) {
+        self.cache.clear();
+        self.memo.clear();
+        self.memos.clear();
+        self.memo_checks.clear();
     }
 
-    /// Counts one key already split by [`tokenize`] with this tree's delimiters.
-    pub fn add_tokens(&mut self, tokens: &[Token], obs: &Observation<'_>) {
-        let h = sequence_hash(tokens, obs.key);
+    /// The leaf of `key`: remembered for its skeleton, else found by tokenizing it.
+    #[inline]
+    fn leaf_of(&mut self, key: &[u8]) -> Option<u32> {
+        let sk = skeleton_hash(key);
+        if let Some(&mi) = self.memo.get(&sk) {
+            let m = self.memos[mi as usize];
+            let checks = &self.memo_checks[m.checks.0 as usize..m.checks.1 as usize];
+            if checks.iter().all(|c| c.holds(key, &self.delimiters)) {
+                return Some(m.leaf);
+            }
+        }
+        let mut rec = std::mem::take(&mut self.recorded);
+        tokenize_recorded(key, &self.delimiters, &mut rec);
+        let h = sequence_hash(&rec.tokens, key);
         let leaf = match self.cache.get(&h) {
             Some(&l) => Some(l),
             None => {
-                let l = self.walk(tokens, obs.key);
+                let l = self.walk(&rec.tokens, key);
                 if let Some(l) = l {
                     if self.cache.len() >= CACHE_CAP {
                         self.cache.clear();
@@ -370,6 +399,35 @@ impl PatternTree {
                 l
             }
         };
+        // Uuids and hex ids keep their letters in the skeleton, so their skeletons hardly
+        // repeat: remembering them would only crowd out the others.
+        let unique = rec
+            .tokens
+            .iter()
+            .any(|t| matches!(t, Token::Class(Class::Uuid | Class::Hex)));
+        if let Some(l) = leaf
+            && !unique
+        {
+            if self.memos.len() >= CACHE_CAP {
+                self.memo.clear();
+                self.memos.clear();
+                self.memo_checks.clear();
+            }
+            let from = self.memo_checks.len() as u32;
+            self.memo_checks.extend_from_slice(&rec.checks);
+            self.memo.insert(sk, self.memos.len() as u32);
+            self.memos.push(Memo {
+                leaf: l,
+                checks: (from, self.memo_checks.len() as u32),
+            });
+        }
+        self.recorded = rec;
+        leaf
+    }
+
+    /// Counts one key.
+    pub fn add(&mut self, obs: &Observation<'_>) {
+        let leaf = self.leaf_of(obs.key);
         let stats = match leaf {
             Some(l) => &mut self.leaves[l as usize],
             None => &mut self.unclassified,
@@ -410,7 +468,7 @@ impl PatternTree {
 
     /// Adds everything another worker's tree counted.
     pub fn merge(&mut self, other: &PatternTree) {
-        self.cache.clear();
+        self.forget();
         self.unclassified.merge(&other.unclassified);
         for (path, leaf) in other.paths() {
             let mut n = 0u32;

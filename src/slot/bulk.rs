@@ -12,7 +12,7 @@
 #![allow(unsafe_code)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
-use super::{SLOT_COUNT, key_slot};
+use super::{SLOT_COUNT, TagShape, crc16};
 use memchr::memchr;
 
 /// What a bulk pass saw.
@@ -32,6 +32,9 @@ impl LineCounts {
     }
 }
 
+/// How far ahead of the mask pass bytes are fetched.
+const PREFETCH_AHEAD: usize = 2048;
+
 /// Size of the pieces the SIMD pass works on.
 const PIECE: usize = 64 << 10;
 
@@ -44,12 +47,40 @@ pub struct LongLine {
     pub bytes: u64,
 }
 
+/// One key found by [`BulkScanner::scan_keys`], as positions in the buffer handed to the
+/// callback with it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeySpan {
+    /// First byte of the key.
+    pub start: usize,
+    /// One past its last byte (the line end and one `\r` before it excluded).
+    pub end: usize,
+    /// First byte Redis hashes (inside the hash tag when the key has one).
+    pub hash_start: usize,
+    /// One past the last byte Redis hashes.
+    pub hash_end: usize,
+    /// The key's slot.
+    pub slot: u16,
+}
+
+impl KeySpan {
+    /// Whether Redis hashes a non-empty hash tag rather than the whole key.
+    #[inline]
+    pub fn tagged(&self) -> bool {
+        self.hash_start != self.start || self.hash_end != self.end
+    }
+}
+
+/// Keys handed to a [`BulkScanner::scan_keys`] callback at once (portable path).
+const SPAN_BATCH: usize = 4096;
+
 /// A reusable scanner; keeps its bitmaps between calls so a stream of chunks allocates once.
 #[derive(Debug, Default)]
 pub struct BulkScanner {
     newlines: Vec<u64>,
     opens: Vec<u64>,
     closes: Vec<u64>,
+    spans: Vec<KeySpan>,
     force_portable: bool,
 }
 
@@ -85,165 +116,170 @@ impl BulkScanner {
         assert_eq!(hist.len(), SLOT_COUNT, "histogram must have 16384 entries");
         #[cfg(target_arch = "x86_64")]
         {
-            if !self.force_portable
-                && std::arch::is_x86_feature_detected!("avx2")
-                && super::clmul::window_supported()
-            {
-                // Work in pieces of ~64 KiB that end on a line end, so the bitmaps stay in L1
-                // and the bytes in L2 between the mask pass and the key pass.
-                let mut total = LineCounts::default();
-                let mut rest = buf;
-                let mut piece_long = Vec::new();
-                while !rest.is_empty() {
-                    let cut = if rest.len() <= PIECE {
-                        rest.len()
-                    } else {
-                        match memchr::memrchr(b'\n', &rest[..PIECE]) {
-                            Some(i) => i + 1,
-                            None => {
-                                memchr(b'\n', &rest[PIECE..]).map_or(rest.len(), |i| PIECE + i + 1)
-                            }
-                        }
-                    };
-                    let (piece, tail) = rest.split_at(cut);
-                    // SAFETY: AVX2, PCLMULQDQ and SSE4.1 were detected just above.
-                    let c = unsafe {
-                        build_masks_avx2(
-                            piece,
-                            &mut self.newlines,
-                            &mut self.opens,
-                            &mut self.closes,
-                        );
+            if self.simd() {
+                return self.pieces(buf, long, |sc, piece, piece_long| {
+                    // SAFETY: `simd()` detected AVX2, PCLMULQDQ and SSE4.1.
+                    unsafe {
+                        build_masks_avx2(piece, &mut sc.newlines, &mut sc.opens, &mut sc.closes);
                         scan_x86(
                             piece,
-                            &self.newlines,
-                            &self.opens,
-                            &self.closes,
-                            hist,
-                            (max_line, &mut piece_long),
+                            &sc.newlines,
+                            &sc.opens,
+                            &sc.closes,
+                            (max_line, piece_long),
+                            |_, _, _, _, crc| hist[(crc & 0x3FFF) as usize] += 1,
                         )
-                    };
-                    for l in piece_long.drain(..) {
-                        long.push(LongLine {
-                            line: l.line + total.lines,
-                            bytes: l.bytes,
-                        });
                     }
-                    total.add(c);
-                    rest = tail;
-                }
-                return total;
+                });
             }
         }
-        portable_limited(buf, hist, max_line, long)
+        portable_scan(buf, max_line, long, |s| hist[s.slot as usize] += 1)
     }
-}
 
-impl BulkScanner {
-    /// Calls `f(start, end)` for every line of `buf` (end excludes the `\n`; a last line
-    /// without one counts), finding line ends with one SIMD pass when the CPU allows.
-    pub fn for_each_line(&mut self, buf: &[u8], mut f: impl FnMut(usize, usize)) {
+    /// Finds every key of `buf` (raw lines) with the bytes Redis hashes and its slot, and hands
+    /// them to `f` in batches, each with the buffer its positions refer to (a piece of `buf`).
+    /// Lines longer than `max_line` bytes are not keys; they are appended to `long`.
+    pub fn scan_keys(
+        &mut self,
+        buf: &[u8],
+        max_line: usize,
+        long: &mut Vec<LongLine>,
+        mut f: impl FnMut(&[u8], &[KeySpan]),
+    ) -> LineCounts {
         #[cfg(target_arch = "x86_64")]
         {
-            if !self.force_portable && std::arch::is_x86_feature_detected!("avx2") {
-                // SAFETY: AVX2 was detected just above.
-                unsafe { build_newline_mask_avx2(buf, &mut self.newlines) };
-                let mut start = 0;
-                for (w, &word) in self.newlines.iter().enumerate() {
-                    let mut bits = word;
-                    while bits != 0 {
-                        let pos = (w << 6) + bits.trailing_zeros() as usize;
-                        f(start, pos);
-                        start = pos + 1;
-                        bits &= bits - 1;
-                    }
-                }
-                if start < buf.len() {
-                    f(start, buf.len());
-                }
-                return;
+            if self.simd() {
+                return self.pieces(buf, long, |sc, piece, piece_long| {
+                    let mut spans = std::mem::take(&mut sc.spans);
+                    spans.clear();
+                    // SAFETY: `simd()` detected AVX2, PCLMULQDQ and SSE4.1.
+                    let c = unsafe {
+                        build_masks_avx2(piece, &mut sc.newlines, &mut sc.opens, &mut sc.closes);
+                        scan_x86(
+                            piece,
+                            &sc.newlines,
+                            &sc.opens,
+                            &sc.closes,
+                            (max_line, piece_long),
+                            |start, end, hash_start, hash_end, crc| {
+                                spans.push(KeySpan {
+                                    start,
+                                    end,
+                                    hash_start,
+                                    hash_end,
+                                    slot: crc & 0x3FFF,
+                                })
+                            },
+                        )
+                    };
+                    f(piece, &spans);
+                    sc.spans = spans;
+                    c
+                });
             }
         }
-        let mut start = 0;
-        for end in memchr::memchr_iter(b'\n', buf) {
-            f(start, end);
-            start = end + 1;
+        let mut spans = std::mem::take(&mut self.spans);
+        spans.clear();
+        let counts = portable_scan(buf, max_line, long, |s| {
+            spans.push(*s);
+            if spans.len() == SPAN_BATCH {
+                f(buf, &spans);
+                spans.clear();
+            }
+        });
+        if !spans.is_empty() {
+            f(buf, &spans);
         }
-        if start < buf.len() {
-            f(start, buf.len());
-        }
+        self.spans = spans;
+        counts
     }
-}
 
-/// Fills one bitmap word per 64 input bytes marking `\n`.
-///
-/// # Safety
-/// The CPU must support AVX2.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn build_newline_mask_avx2(buf: &[u8], nl: &mut Vec<u64>) {
-    use std::arch::x86_64::*;
-    nl.clear();
-    nl.reserve(buf.len().div_ceil(64));
-    let vn = _mm256_set1_epi8(b'\n' as i8);
-    let mask_of = |block: &[u8]| {
-        // SAFETY: `block` has 64 readable bytes; loadu needs no alignment.
-        let (a, b) = unsafe {
-            (
-                _mm256_loadu_si256(block.as_ptr().cast()),
-                _mm256_loadu_si256(block.as_ptr().add(32).cast()),
-            )
-        };
-        let lo = _mm256_movemask_epi8(_mm256_cmpeq_epi8(a, vn)) as u32 as u64;
-        let hi = _mm256_movemask_epi8(_mm256_cmpeq_epi8(b, vn)) as u32 as u64;
-        lo | (hi << 32)
-    };
-    let mut chunks = buf.chunks_exact(64);
-    for block in &mut chunks {
-        nl.push(mask_of(block));
+    /// Whether the SIMD scan may run on this CPU.
+    #[cfg(target_arch = "x86_64")]
+    fn simd(&self) -> bool {
+        !self.force_portable
+            && std::arch::is_x86_feature_detected!("avx2")
+            && super::clmul::window_supported()
     }
-    let tail = chunks.remainder();
-    if !tail.is_empty() {
-        let mut last = [0u8; 64];
-        last[..tail.len()].copy_from_slice(tail);
-        nl.push(mask_of(&last));
+
+    /// Runs `scan` over pieces of ~64 KiB of `buf` that end on a line end (so the bitmaps stay
+    /// in L1 and the bytes in L2 between the mask pass and the key pass), renumbering the long
+    /// lines it reports.
+    fn pieces(
+        &mut self,
+        buf: &[u8],
+        long: &mut Vec<LongLine>,
+        mut scan: impl FnMut(&mut Self, &[u8], &mut Vec<LongLine>) -> LineCounts,
+    ) -> LineCounts {
+        let mut total = LineCounts::default();
+        let mut rest = buf;
+        let mut piece_long = Vec::new();
+        while !rest.is_empty() {
+            let cut = if rest.len() <= PIECE {
+                rest.len()
+            } else {
+                match memchr::memrchr(b'\n', &rest[..PIECE]) {
+                    Some(i) => i + 1,
+                    None => memchr(b'\n', &rest[PIECE..]).map_or(rest.len(), |i| PIECE + i + 1),
+                }
+            };
+            let (piece, tail) = rest.split_at(cut);
+            let c = scan(self, piece, &mut piece_long);
+            for l in piece_long.drain(..) {
+                long.push(LongLine {
+                    line: l.line + total.lines,
+                    bytes: l.bytes,
+                });
+            }
+            total.add(c);
+            rest = tail;
+        }
+        total
     }
 }
 
 /// Portable bulk pass: memchr for line ends and braces.
 pub fn count_raw_lines_portable(buf: &[u8], hist: &mut [u64]) -> LineCounts {
-    portable_limited(buf, hist, usize::MAX, &mut Vec::new())
+    BulkScanner::portable().count_raw_lines(buf, hist)
 }
 
-fn portable_limited(
+/// The memchr scan: the reference for the SIMD scan, and what CPUs without it use.
+fn portable_scan(
     buf: &[u8],
-    hist: &mut [u64],
     max_line: usize,
     long: &mut Vec<LongLine>,
+    mut emit: impl FnMut(&KeySpan),
 ) -> LineCounts {
     let mut counts = LineCounts::default();
-    let mut rest = buf;
-    while !rest.is_empty() {
-        let (line, next) = match memchr(b'\n', rest) {
-            Some(i) => (&rest[..i], &rest[i + 1..]),
-            None => (rest, &rest[rest.len()..]),
-        };
-        rest = next;
+    let mut start = 0;
+    while start < buf.len() {
+        let nl = memchr(b'\n', &buf[start..]).map_or(buf.len(), |i| start + i);
+        let mut end = nl;
         counts.lines += 1;
-        let too_long = line.len() > max_line;
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let too_long = end - start > max_line;
+        if end > start && buf[end - 1] == b'\r' {
+            end -= 1;
+        }
         if too_long {
             long.push(LongLine {
                 line: counts.lines,
-                bytes: line.len() as u64,
+                bytes: (end - start) as u64,
             });
-            continue;
+        } else if end > start {
+            counts.keys += 1;
+            let (hash_start, hash_end) = match TagShape::of(&buf[start..end]) {
+                TagShape::Tagged { open, close } => (start + open + 1, start + close),
+                _ => (start, end),
+            };
+            emit(&KeySpan {
+                start,
+                end,
+                hash_start,
+                hash_end,
+                slot: crc16(&buf[hash_start..hash_end]) & 0x3FFF,
+            });
         }
-        if line.is_empty() {
-            continue;
-        }
-        counts.keys += 1;
-        hist[key_slot(line) as usize] += 1;
+        start = nl + 1;
     }
     counts
 }
@@ -280,10 +316,10 @@ unsafe fn scan_x86(
     newlines: &[u64],
     opens: &[u64],
     closes: &[u64],
-    hist: &mut [u64],
     limit: (usize, &mut Vec<LongLine>),
+    emit: impl FnMut(usize, usize, usize, usize, u16),
 ) -> LineCounts {
-    scan_with_masks(buf, newlines, opens, closes, hist, limit, |a, b| {
+    scan_with_masks(buf, newlines, opens, closes, limit, emit, |a, b| {
         // SAFETY: the caller guarantees the CPU features; the scan passes a <= b <= len.
         unsafe { super::clmul::crc16_window(buf, a, b) }
     })
@@ -295,8 +331,8 @@ fn scan_with_masks(
     newlines: &[u64],
     opens: &[u64],
     closes: &[u64],
-    hist: &mut [u64],
     (max_line, long): (usize, &mut Vec<LongLine>),
+    mut emit: impl FnMut(usize, usize, usize, usize, u16),
     crc_of: impl Fn(usize, usize) -> u16,
 ) -> LineCounts {
     let mut counts = LineCounts::default();
@@ -325,7 +361,7 @@ fn scan_with_masks(
             },
             None => (s, e),
         };
-        hist[(crc_of(a, b) & 0x3FFF) as usize] += 1;
+        emit(s, e, a, b, crc_of(a, b));
     };
     for (w, &word) in newlines.iter().enumerate() {
         let mut bits = word;
@@ -380,6 +416,8 @@ unsafe fn build_masks_avx2(buf: &[u8], nl: &mut Vec<u64>, op: &mut Vec<u64>, cl:
     };
     let mut chunks = buf.chunks_exact(64);
     for block in &mut chunks {
+        // Fetch ahead: the hardware prefetcher stops at every 4 KiB page of a mapped file.
+        _mm_prefetch::<_MM_HINT_T0>(block.as_ptr().wrapping_add(PREFETCH_AHEAD).cast());
         mask_of(block);
     }
     let tail = chunks.remainder();
@@ -394,6 +432,7 @@ unsafe fn build_masks_avx2(buf: &[u8], nl: &mut Vec<u64>, op: &mut Vec<u64>, cl:
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::slot::key_slot;
 
     fn both(buf: &[u8]) -> (Vec<u64>, LineCounts) {
         let mut h1 = vec![0u64; SLOT_COUNT];
@@ -459,18 +498,50 @@ mod tests {
         }
     }
 
+    fn spans(sc: &mut BulkScanner, buf: &[u8], max_line: usize) -> Vec<(Vec<u8>, Vec<u8>, u16)> {
+        let mut out = Vec::new();
+        let mut long = Vec::new();
+        sc.scan_keys(buf, max_line, &mut long, |piece, spans| {
+            for s in spans {
+                let hashed = piece[s.hash_start..s.hash_end].to_vec();
+                assert_eq!(s.tagged(), hashed != piece[s.start..s.end]);
+                out.push((piece[s.start..s.end].to_vec(), hashed, s.slot));
+            }
+        });
+        out
+    }
+
     #[test]
-    fn line_iteration_agrees() {
-        for buf in [&b""[..], b"a", b"a\n", b"\n\nb", b"x\r\ny\nzz"] {
+    fn key_spans_agree_with_the_slot_rule() {
+        for buf in [
+            &b""[..],
+            b"a",
+            b"a\n",
+            b"\n\nb",
+            b"x\r\ny\nzz",
+            b"a{b}c\n{}x\n{{}}\n}{y}\r\n",
+        ] {
             let mut big = buf.to_vec();
             big.extend(std::iter::repeat_n(b'q', 70));
             big.extend_from_slice(buf);
-            for data in [buf, &big[..]] {
-                let mut a = Vec::new();
-                let mut b = Vec::new();
-                BulkScanner::new().for_each_line(data, |s, e| a.push((s, e)));
-                BulkScanner::portable().for_each_line(data, |s, e| b.push((s, e)));
+            let many: Vec<u8> = (0..30_000)
+                .flat_map(|i| format!("k:{i}:{{t{}}}\n", i % 11).into_bytes())
+                .chain(big.iter().copied())
+                .collect();
+            for data in [buf, &big[..], &many[..]] {
+                let a = spans(&mut BulkScanner::new(), data, usize::MAX);
+                let b = spans(&mut BulkScanner::portable(), data, usize::MAX);
                 assert_eq!(a, b);
+                let keys: Vec<&[u8]> = data
+                    .split(|&c| c == b'\n')
+                    .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
+                    .filter(|l| !l.is_empty())
+                    .collect();
+                assert_eq!(a.len(), keys.len());
+                for ((k, _, slot), want) in a.iter().zip(keys) {
+                    assert_eq!(k.as_slice(), want);
+                    assert_eq!(*slot, key_slot(want));
+                }
             }
         }
     }
