@@ -596,6 +596,62 @@ mod tests {
     }
 
     #[test]
+    fn skeleton_hash_ignores_digit_values_only() {
+        let h = |k: &str| skeleton_hash(k.as_bytes());
+        assert_eq!(h("user:1412278:profile"), h("user:9000001:profile"));
+        assert_eq!(h("2026-11-16"), h("9999-99-99"));
+        assert_eq!(h("0123456789abcdefg"), h("9876543210abcdefg"));
+        assert_ne!(h("user:12:p"), h("user:123:p"));
+        assert_ne!(h("a0"), h("a\0"));
+        assert_ne!(h("a0"), h("aa"));
+        assert_ne!(h("a0"), h("a0\0"));
+        assert_ne!(skeleton_hash(b"k\xb0"), skeleton_hash(b"k0"));
+        // Every byte that is not a digit stays itself, at every position of a word.
+        for pos in 0..20 {
+            for b in 0..=255u8 {
+                let mut k = vec![b'x'; 20];
+                k[pos] = b;
+                let mut z = k.clone();
+                z[pos] = b'0';
+                assert_eq!(
+                    skeleton_hash(&k) == skeleton_hash(&z),
+                    b.is_ascii_digit(),
+                    "{pos} {b}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn recorded_checks_decide_dates_and_ips() {
+        let d = Delimiters::default();
+        let mut r = Recorded::default();
+        tokenize_recorded(b"rate:10.0.0.1:2026-11-16", &d, &mut r);
+        assert_eq!(
+            r.checks,
+            vec![
+                ValueCheck {
+                    at: 5,
+                    ip: true,
+                    len: Some(8)
+                },
+                ValueCheck {
+                    at: 14,
+                    ip: false,
+                    len: Some(10)
+                },
+            ]
+        );
+        assert!(
+            r.checks
+                .iter()
+                .all(|c| c.holds(b"rate:99.1.2.3:1999-01-31", &d))
+        );
+        assert!(!r.checks[0].holds(b"rate:99.1.2.300:1999-01-31", &d));
+        assert!(!r.checks[1].holds(b"rate:99.1.2.3:1999-13-31", &d));
+    }
+
+    #[test]
     fn token_limit() {
         let key = "a:".repeat(100);
         let mut v = Vec::new();

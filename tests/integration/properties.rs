@@ -91,27 +91,27 @@ proptest! {
             prop::collection::vec(prop::sample::select(b"ab:{}_-.0123456789fF/|xyz\xff\x01 ".to_vec()), 0..40),
             1..60),
     ) {
-        let mut tree = PatternTree::new(Delimiters::default(), 1);
-        for k in &keys {
-            tree.add(&Observation { key: k, bytes: 1, ops: 0.0, node: Some(0), tag: keyplan::slot::tag(k), slot: key_slot(k) });
+        counts_agree_with_classify(&keys)?;
+    }
+
+    #[test]
+    fn keys_differing_only_in_digits_are_counted_as_their_tokens_say(
+        mut templates in prop::collection::vec(
+            prop::collection::vec(prop::sample::select(b"ab:{}-.0fF/x".to_vec()), 0..30),
+            0..5),
+        digits in prop::collection::vec(prop::collection::vec(0u8..10, 40), 1..40),
+    ) {
+        // Skeletons whose digits decide dates and IPv4 addresses, plus random ones.
+        for t in ["rate:000.000.00.0:0000-00-00", "d:0000-00-00", "0.0.0.000", "x{0000-00-00}:00"] {
+            templates.push(t.as_bytes().to_vec());
         }
-        tree.fold();
-        let mut counted: std::collections::BTreeMap<String, u64> = Default::default();
-        for k in &keys {
-            let p = tree.classify(k);
-            prop_assert!(p.is_some(), "no pattern for {:?}", k);
-            *counted.entry(p.unwrap()).or_default() += 1;
-        }
-        let patterns = tree.clone().finish();
-        for p in &patterns {
-            prop_assert_eq!(counted.get(&p.text).copied().unwrap_or(0), p.stats.keys, "{}", p.text);
-            let re = regex::bytes::Regex::new(&p.regex).unwrap();
-            for k in &keys {
-                if tree.classify(k).as_deref() == Some(p.text.as_str()) {
-                    prop_assert!(re.is_match(k), "{:?} does not match {} ({})", String::from_utf8_lossy(k), p.text, p.regex);
-                }
+        let mut keys = Vec::new();
+        for row in &digits {
+            for t in &templates {
+                keys.push(t.iter().enumerate().map(|(i, &b)| if b == b'0' { b'0' + row[i % 40] } else { b }).collect::<Vec<u8>>());
             }
         }
+        counts_agree_with_classify(&keys)?;
     }
 
     #[test]
@@ -181,6 +181,51 @@ proptest! {
 }
 
 /// A cluster laid out by `redis-cli --cluster create` for 1–8 masters, plus 0–2 empty masters.
+/// Counts `keys` in a pattern tree and checks that every pattern holds exactly the keys that
+/// tokenizing each key again classifies into it, and that its regex matches them.
+fn counts_agree_with_classify(keys: &[Vec<u8>]) -> Result<(), TestCaseError> {
+    let mut tree = PatternTree::new(Delimiters::default(), 1);
+    for k in keys {
+        tree.add(&Observation {
+            key: k,
+            bytes: 1,
+            ops: 0.0,
+            node: Some(0),
+            tag: keyplan::slot::tag(k),
+            slot: key_slot(k),
+        });
+    }
+    tree.fold();
+    let mut counted: std::collections::BTreeMap<String, u64> = Default::default();
+    for k in keys {
+        let p = tree.classify(k);
+        prop_assert!(p.is_some(), "no pattern for {:?}", k);
+        *counted.entry(p.unwrap()).or_default() += 1;
+    }
+    let patterns = tree.clone().finish();
+    for p in &patterns {
+        prop_assert_eq!(
+            counted.get(&p.text).copied().unwrap_or(0),
+            p.stats.keys,
+            "{}",
+            p.text
+        );
+        let re = regex::bytes::Regex::new(&p.regex).unwrap();
+        for k in keys {
+            if tree.classify(k).as_deref() == Some(p.text.as_str()) {
+                prop_assert!(
+                    re.is_match(k),
+                    "{:?} does not match {} ({})",
+                    String::from_utf8_lossy(k),
+                    p.text,
+                    p.regex
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
 fn migrate_view() -> impl Strategy<Value = keyplan::migrate::ClusterView> {
     (1usize..9, 0usize..3).prop_map(|(masters, empty)| {
         let map = keyplan::topology::SlotMap::from_masters(masters).unwrap();
