@@ -207,18 +207,72 @@ pub struct PatternTree {
     recorded: Recorded,
     /// Token-sequence hash → leaf, so most keys skip the tree walk.
     cache: HashIndex<u32>,
-    /// Skeleton hash ([`skeleton_hash`]) → index in `memos`, so most keys skip tokenizing.
-    memo: HashIndex<u32>,
-    memos: Vec<Memo>,
-    memo_checks: Vec<ValueCheck>,
+    /// Direct-mapped by skeleton hash ([`skeleton_hash`]), so most keys skip tokenizing.
+    memo: Vec<Memo>,
+    /// Entries of `memo` from an older generation are empty.
+    memo_generation: u32,
 }
 
-/// What a skeleton resolved to: a leaf, valid while the value tests
-/// `memo_checks[checks.0..checks.1]` come out the same.
-#[derive(Debug, Clone, Copy)]
+/// Entries in the skeleton memo.
+const MEMO_SLOTS: usize = 1 << 13;
+
+/// A value test kept in a [`Memo`].
+#[derive(Debug, Clone, Copy, Default)]
+struct PackedCheck {
+    at: u16,
+    ip: bool,
+    /// Length matched, 0 for no match.
+    len: u8,
+}
+
+/// What a skeleton resolved to: a leaf, valid while the value tests come out the same.
+#[derive(Debug, Clone, Copy, Default)]
 struct Memo {
+    skeleton: u64,
     leaf: u32,
-    checks: (u32, u32),
+    generation: u32,
+    checks: u8,
+    check: [PackedCheck; 2],
+}
+
+impl Memo {
+    /// A memo for `leaf`, when the tests fit in one.
+    fn new(skeleton: u64, leaf: u32, generation: u32, checks: &[ValueCheck]) -> Option<Memo> {
+        let mut m = Memo {
+            skeleton,
+            leaf,
+            generation,
+            checks: checks.len() as u8,
+            check: Default::default(),
+        };
+        if checks.len() > m.check.len() {
+            return None;
+        }
+        for (p, c) in m.check.iter_mut().zip(checks) {
+            *p = PackedCheck {
+                at: u16::try_from(c.at).ok()?,
+                ip: c.ip,
+                len: match c.len {
+                    None => 0,
+                    Some(l) => u8::try_from(l).ok()?,
+                },
+            };
+        }
+        Some(m)
+    }
+
+    /// Whether `key` (of the same skeleton) passes the same tests the same way.
+    #[inline]
+    fn holds(&self, key: &[u8], d: &Delimiters) -> bool {
+        self.check[..self.checks as usize].iter().all(|p| {
+            ValueCheck {
+                at: p.at as usize,
+                ip: p.ip,
+                len: (p.len > 0).then_some(p.len as usize),
+            }
+            .holds(key, d)
+        })
+    }
 }
 
 impl PatternTree {
@@ -232,9 +286,8 @@ impl PatternTree {
             unclassified: PatternStats::new(node_count),
             recorded: Recorded::default(),
             cache: HashIndex::default(),
-            memo: HashIndex::default(),
-            memos: Vec::new(),
-            memo_checks: Vec::new(),
+            memo: vec![Memo::default(); MEMO_SLOTS],
+            memo_generation: 1,
         }
     }
 
@@ -367,21 +420,24 @@ impl PatternTree {
     /// Forgets every remembered token sequence and skeleton (after leaves merged).
     fn forget(&mut self) {
         self.cache.clear();
-        self.memo.clear();
-        self.memos.clear();
-        self.memo_checks.clear();
+        self.memo_generation = self.memo_generation.wrapping_add(1);
+        if self.memo_generation == 0 {
+            self.memo.fill(Memo::default());
+            self.memo_generation = 1;
+        }
     }
 
     /// The leaf of `key`: remembered for its skeleton, else found by tokenizing it.
     #[inline]
     fn leaf_of(&mut self, key: &[u8]) -> Option<u32> {
         let sk = skeleton_hash(key);
-        if let Some(&mi) = self.memo.get(&sk) {
-            let m = self.memos[mi as usize];
-            let checks = &self.memo_checks[m.checks.0 as usize..m.checks.1 as usize];
-            if checks.iter().all(|c| c.holds(key, &self.delimiters)) {
-                return Some(m.leaf);
-            }
+        let slot = sk as usize & (MEMO_SLOTS - 1);
+        let m = self.memo[slot];
+        if m.skeleton == sk
+            && m.generation == self.memo_generation
+            && m.holds(key, &self.delimiters)
+        {
+            return Some(m.leaf);
         }
         let mut rec = std::mem::take(&mut self.recorded);
         tokenize_recorded(key, &self.delimiters, &mut rec);
@@ -408,18 +464,9 @@ impl PatternTree {
         if let Some(l) = leaf
             && !unique
         {
-            if self.memos.len() >= CACHE_CAP {
-                self.memo.clear();
-                self.memos.clear();
-                self.memo_checks.clear();
+            if let Some(m) = Memo::new(sk, l, self.memo_generation, &rec.checks) {
+                self.memo[slot] = m;
             }
-            let from = self.memo_checks.len() as u32;
-            self.memo_checks.extend_from_slice(&rec.checks);
-            self.memo.insert(sk, self.memos.len() as u32);
-            self.memos.push(Memo {
-                leaf: l,
-                checks: (from, self.memo_checks.len() as u32),
-            });
         }
         self.recorded = rec;
         leaf

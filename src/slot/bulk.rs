@@ -32,9 +32,6 @@ impl LineCounts {
     }
 }
 
-/// How far ahead of the mask pass bytes are fetched.
-const PREFETCH_AHEAD: usize = 2048;
-
 /// Size of the pieces the SIMD pass works on.
 const PIECE: usize = 64 << 10;
 
@@ -416,8 +413,6 @@ unsafe fn build_masks_avx2(buf: &[u8], nl: &mut Vec<u64>, op: &mut Vec<u64>, cl:
     };
     let mut chunks = buf.chunks_exact(64);
     for block in &mut chunks {
-        // Fetch ahead: the hardware prefetcher stops at every 4 KiB page of a mapped file.
-        _mm_prefetch::<_MM_HINT_T0>(block.as_ptr().wrapping_add(PREFETCH_AHEAD).cast());
         mask_of(block);
     }
     let tail = chunks.remainder();
