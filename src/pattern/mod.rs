@@ -214,7 +214,7 @@ pub struct PatternTree {
 }
 
 /// Entries in the skeleton memo.
-const MEMO_SLOTS: usize = 1 << 13;
+const MEMO_SLOTS: usize = 1 << 11;
 
 /// A value test kept in a [`Memo`].
 #[derive(Debug, Clone, Copy, Default)]
