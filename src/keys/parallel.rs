@@ -18,7 +18,7 @@ use memchr::memchr;
 use std::fs::File;
 use std::io::Read;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc;
+use std::sync::{Arc, mpsc};
 
 /// A consumer of keys that one worker thread owns.
 pub trait ChunkSink: Send {
@@ -338,138 +338,199 @@ pub fn par_read_file<S: ChunkSink>(
     // window is longer than the limit.
     let window = WINDOW.max(opts.max_line_bytes.saturating_add(2));
     let mut format = requested_format(opts);
-    let mut detected_line = 0u64;
-    let mut lines_seen = 0u64; // before detection
-    let mut reports: Vec<ChunkReport> = Vec::new();
     let stop_seq = AtomicU64::new(u64::MAX);
-    let mut seq = 0u64;
-    let mut pos = start as usize;
-    // The next window, mapped (and pre-faulted) while the workers read the current one.
-    let mut prefetched: Option<(usize, memmap2::Mmap)> = None;
-    while pos < len && stop_seq.load(Ordering::Relaxed) == u64::MAX {
-        let wlen = window.min(len - pos);
-        let map = match prefetched.take() {
-            Some((at, m)) if at == pos => m,
-            _ => match map_window(file, pos as u64, wlen) {
-                Ok(m) => m,
-                Err(_) if pos == start as usize => return par_read(file, opts, sinks, progress),
-                Err(e) => return Err(ReadError::Io(e)),
-            },
-        };
-        let data: &[u8] = &map;
-        let at_eof = pos + wlen == len;
-        let usable = if at_eof {
-            wlen
-        } else {
-            match memchr::memrchr(b'\n', data) {
-                Some(i) => i + 1,
-                None => 0,
-            }
-        };
-        if usable == 0 {
-            // No line end in a whole window: this line is over the limit. Skip to its end.
-            drop(map);
-            let (bytes, next) = skip_long_line(file, pos, len, window)?;
-            let mut r = ChunkReport {
-                seq,
-                lines: 1,
-                ..ChunkReport::default()
-            };
-            seq += 1;
-            r.malformed(too_long(1, bytes, opts.max_line_bytes), opts.strict);
-            let fatal = r.fatal.is_some();
-            reports.push(r);
-            if format.is_none() {
-                lines_seen += 1;
-            }
-            if fatal {
-                break;
-            }
-            pos = next;
-            continue;
-        }
-        let data = &data[..usable];
-        if format.is_none()
-            && let Some((f, line)) = detect_in(data, opts.max_line_bytes)
-        {
-            format = Some(f);
-            detected_line = lines_seen + line;
-        }
-        if format.is_none() {
-            lines_seen += data.iter().filter(|&&b| b == b'\n').count() as u64;
-        }
-        // Cut the window into ~1 MiB jobs that end on line ends.
-        let mut jobs: Vec<Job<'_>> = Vec::new();
-        let mut p = 0usize;
-        while p < data.len() {
-            let target = (p + DEFAULT_CHUNK).min(data.len());
-            let end = if target == data.len() {
-                target
-            } else {
-                match memchr(b'\n', &data[target - 1..]) {
-                    Some(i) => target + i,
-                    None => data.len(),
-                }
-            };
-            jobs.push(Job {
-                seq,
-                data: &data[p..end],
-                format,
-                detected_line,
-            });
-            seq += 1;
-            p = end;
-        }
-        let workers = sinks.len();
-        let next_pos = pos + usable;
-        let (window_reports, next): (Vec<Vec<ChunkReport>>, _) = std::thread::scope(|scope| {
-            let handles: Vec<_> = sinks
-                .iter_mut()
-                .enumerate()
-                .map(|(w, sink)| {
-                    let (jobs, stop_seq) = (&jobs, &stop_seq);
-                    scope.spawn(move || {
-                        let mut out = Vec::new();
-                        // Job i goes to worker i % workers: the same split on every run.
-                        for job in jobs.iter().skip(w).step_by(workers) {
+    let workers = sinks.len();
+    let first = match map_window(file, start as u64, window.min(len - start as usize)) {
+        Ok(m) => m,
+        Err(_) => return par_read(file, opts, sinks, progress),
+    };
+    // Workers live for the whole file and take windows from a short queue: no barrier between
+    // windows, so a worker that finishes its part of one goes straight on to the next. Job i
+    // of a window goes to worker i % workers: the same split on every run.
+    let (txs, rxs): (Vec<_>, Vec<_>) = (0..workers)
+        .map(|_| mpsc::sync_channel::<Arc<Window>>(1))
+        .unzip();
+    let (own_reports, worker_reports) = std::thread::scope(|scope| {
+        let handles: Vec<_> = sinks
+            .iter_mut()
+            .zip(rxs)
+            .enumerate()
+            .map(|(w, (sink, rx))| {
+                let stop_seq = &stop_seq;
+                scope.spawn(move || {
+                    let mut out = Vec::new();
+                    for window in rx {
+                        for job in window.jobs.iter().skip(w).step_by(workers) {
                             if job.seq > stop_seq.load(Ordering::Relaxed) {
                                 continue;
                             }
-                            let r = process(job, opts, sink);
+                            let data = &window.map[job.range.clone()];
+                            let r = process(
+                                &Job {
+                                    seq: job.seq,
+                                    data,
+                                    format: job.format,
+                                    detected_line: job.detected_line,
+                                },
+                                opts,
+                                sink,
+                            );
                             if r.fatal.is_some() {
                                 stop_seq.fetch_min(r.seq, Ordering::Relaxed);
                             }
                             out.push(r);
                             if let Some(p) = progress {
-                                p.fetch_add(job.data.len() as u64, Ordering::Relaxed);
+                                p.fetch_add(data.len() as u64, Ordering::Relaxed);
                             }
                         }
-                        out
-                    })
+                    }
+                    out
                 })
-                .collect();
-            let next = (next_pos < len)
-                .then(|| map_window(file, next_pos as u64, window.min(len - next_pos)).ok())
-                .flatten()
-                .map(|m| (next_pos, m));
-            let reports = handles
-                .into_iter()
-                .map(|h| {
-                    h.join()
-                        .expect("invariant: key-reading workers do not panic")
-                })
-                .collect();
-            (reports, next)
-        });
-        prefetched = next;
-        reports.extend(window_reports.into_iter().flatten());
-        pos += usable;
-    }
+            })
+            .collect();
+        let feed = Feed {
+            file,
+            opts,
+            len,
+            window,
+            stop_seq: &stop_seq,
+        };
+        let own = feed.run(first, start as usize, &mut format, &txs);
+        drop(txs);
+        let worker_reports: Vec<Vec<ChunkReport>> = handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .expect("invariant: key-reading workers do not panic")
+            })
+            .collect();
+        (own, worker_reports)
+    });
+    let mut reports = own_reports?;
+    reports.extend(worker_reports.into_iter().flatten());
     summarize(reports, format)
 }
 
 /// Skips a line that starts at `pos` and runs past a whole window; returns its length (without
 /// the line end) and the offset of the next line.
+/// A mapped window of the file and the jobs it is cut into.
+struct Window {
+    map: memmap2::Mmap,
+    jobs: Vec<WindowJob>,
+}
+
+/// A job of a [`Window`]: a range of whole lines.
+struct WindowJob {
+    seq: u64,
+    range: std::ops::Range<usize>,
+    format: Option<Format>,
+    detected_line: u64,
+}
+
+/// The mapping side of [`par_read_file`].
+struct Feed<'a> {
+    file: &'a File,
+    opts: &'a ReadOptions,
+    len: usize,
+    window: usize,
+    stop_seq: &'a AtomicU64,
+}
+
+impl Feed<'_> {
+    /// Maps the file window by window from `pos` (the first window is `first`), detects the
+    /// format, cuts each window into jobs and sends it to every worker. Returns the reports of
+    /// the lines it handles itself: lines that do not end within a window (over the limit).
+    fn run(
+        &self,
+        first: memmap2::Mmap,
+        mut pos: usize,
+        format: &mut Option<Format>,
+        txs: &[mpsc::SyncSender<Arc<Window>>],
+    ) -> Result<Vec<ChunkReport>, ReadError> {
+        let opts = self.opts;
+        let mut reports = Vec::new();
+        let mut detected_line = 0u64;
+        let mut lines_seen = 0u64; // before detection
+        let mut seq = 0u64;
+        let mut next = Some(first);
+        while pos < self.len && self.stop_seq.load(Ordering::Relaxed) == u64::MAX {
+            let wlen = self.window.min(self.len - pos);
+            let map = match next.take() {
+                Some(m) => m,
+                None => map_window(self.file, pos as u64, wlen)?,
+            };
+            let at_eof = pos + wlen == self.len;
+            let usable = if at_eof {
+                wlen
+            } else {
+                memchr::memrchr(b'\n', &map).map_or(0, |i| i + 1)
+            };
+            if usable == 0 {
+                // No line end in a whole window: this line is over the limit. Skip to its end.
+                drop(map);
+                let (bytes, after) = skip_long_line(self.file, pos, self.len, self.window)?;
+                let mut r = ChunkReport {
+                    seq,
+                    lines: 1,
+                    ..ChunkReport::default()
+                };
+                r.malformed(too_long(1, bytes, opts.max_line_bytes), opts.strict);
+                let fatal = r.fatal.is_some();
+                reports.push(r);
+                if format.is_none() {
+                    lines_seen += 1;
+                }
+                if fatal {
+                    self.stop_seq.fetch_min(seq, Ordering::Relaxed);
+                    break;
+                }
+                seq += 1;
+                pos = after;
+                continue;
+            }
+            let data = &map[..usable];
+            if format.is_none()
+                && let Some((f, line)) = detect_in(data, opts.max_line_bytes)
+            {
+                *format = Some(f);
+                detected_line = lines_seen + line;
+            }
+            if format.is_none() {
+                lines_seen += data.iter().filter(|&&b| b == b'\n').count() as u64;
+            }
+            // Cut the window into ~1 MiB jobs that end on line ends.
+            let mut jobs = Vec::new();
+            let mut p = 0usize;
+            while p < data.len() {
+                let target = (p + DEFAULT_CHUNK).min(data.len());
+                let end = if target == data.len() {
+                    target
+                } else {
+                    match memchr(b'\n', &data[target - 1..]) {
+                        Some(i) => target + i,
+                        None => data.len(),
+                    }
+                };
+                jobs.push(WindowJob {
+                    seq,
+                    range: p..end,
+                    format: *format,
+                    detected_line,
+                });
+                seq += 1;
+                p = end;
+            }
+            let window = Arc::new(Window { map, jobs });
+            for tx in txs {
+                // A worker that is gone has panicked; joining it reports that.
+                let _ = tx.send(Arc::clone(&window));
+            }
+            pos += usable;
+        }
+        Ok(reports)
+    }
+}
+
 fn skip_long_line(
     file: &File,
     pos: usize,
