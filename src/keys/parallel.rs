@@ -340,7 +340,7 @@ pub fn par_read_file<S: ChunkSink>(
     let mut format = requested_format(opts);
     let stop_seq = AtomicU64::new(u64::MAX);
     let workers = sinks.len();
-    let first = match map_window(file, start as u64, window.min(len - start as usize)) {
+    let first = match map_window(file, start, window.min(len - start as usize)) {
         Ok(m) => m,
         Err(_) => return par_read(file, opts, sinks, progress),
     };

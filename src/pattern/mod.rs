@@ -463,10 +463,9 @@ impl PatternTree {
             .any(|t| matches!(t, Token::Class(Class::Uuid | Class::Hex)));
         if let Some(l) = leaf
             && !unique
+            && let Some(m) = Memo::new(sk, l, self.memo_generation, &rec.checks)
         {
-            if let Some(m) = Memo::new(sk, l, self.memo_generation, &rec.checks) {
-                self.memo[slot] = m;
-            }
+            self.memo[slot] = m;
         }
         self.recorded = rec;
         leaf

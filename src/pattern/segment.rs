@@ -347,7 +347,7 @@ pub fn skeleton_hash(key: &[u8]) -> u64 {
         // Digits: t < 10 and the byte below 0x80.
         let digit = !ge10 & !t & H;
         let m = (digit >> 7) * 0xFF;
-        (w & !m) | (0x30 * L & m)
+        (w & !m) | ((0x30 * L) & m)
     }
     let le64 = |s: &[u8]| u64::from_le_bytes(s[..8].try_into().expect("invariant: 8 bytes"));
     let n = key.len();
