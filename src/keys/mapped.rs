@@ -18,3 +18,24 @@ pub(crate) fn map_window(file: &File, offset: u64, len: usize) -> io::Result<Mma
     // it was asked to read.
     unsafe { MmapOptions::new().offset(offset).len(len).map(file) }
 }
+
+/// Drops this process's page-table entries for `map[range]` once it has been read, so resident
+/// memory holds only what the workers are reading now. The file's pages stay in the page
+/// cache; touching the range again would map them again with the same bytes.
+pub(crate) fn release(map: &Mmap, range: std::ops::Range<usize>) {
+    #[cfg(unix)]
+    {
+        // SAFETY: the map is a read-only shared mapping of a file: MADV_DONTNEED only unmaps
+        // its pages from this process, and any later access faults the same file bytes back
+        // in (it does not zero them, as it would for private or anonymous memory).
+        let _ = unsafe {
+            map.unchecked_advise_range(
+                memmap2::UncheckedAdvice::DontNeed,
+                range.start,
+                range.end - range.start,
+            )
+        };
+    }
+    #[cfg(not(unix))]
+    let _ = (map, range);
+}

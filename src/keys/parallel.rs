@@ -8,7 +8,7 @@
 //! * [`par_read_file`], for regular files: the file is memory-mapped one 16 MiB window at a
 //!   time and the workers read the window in place, with no copy.
 
-use super::mapped::map_window;
+use super::mapped::{map_window, release};
 use super::{
     Chunk, ChunkKind, Chunker, DEFAULT_CHUNK, Format, InputFormat, LineError, LineOutcome,
     LineParser, ReadError, ReadOptions, ReadSummary, Record, detect, too_long, trim_line_end,
@@ -375,6 +375,7 @@ pub fn par_read_file<S: ChunkSink>(
                                 opts,
                                 sink,
                             );
+                            release(&window.map, job.range.clone());
                             if r.fatal.is_some() {
                                 stop_seq.fetch_min(r.seq, Ordering::Relaxed);
                             }
