@@ -344,11 +344,12 @@ pub fn par_read_file<S: ChunkSink>(
         Ok(m) => m,
         Err(_) => return par_read(file, opts, sinks, progress),
     };
-    // Workers live for the whole file and take windows from a short queue: no barrier between
-    // windows, so a worker that finishes its part of one goes straight on to the next. Job i
-    // of a window goes to worker i % workers: the same split on every run.
+    // Workers live for the whole file and are handed one window at a time (a rendezvous, so at
+    // most one window beyond those being read is mapped): no barrier between windows, so a
+    // worker that finishes its part of one goes straight on to the next. Job i of a window
+    // goes to worker i % workers: the same split on every run.
     let (txs, rxs): (Vec<_>, Vec<_>) = (0..workers)
-        .map(|_| mpsc::sync_channel::<Arc<Window>>(1))
+        .map(|_| mpsc::sync_channel::<Arc<Window>>(0))
         .unzip();
     let (own_reports, worker_reports) = std::thread::scope(|scope| {
         let handles: Vec<_> = sinks
