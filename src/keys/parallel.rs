@@ -6,7 +6,9 @@
 //! * [`par_read`], for any stream (stdin, pipes): one reader thread cuts the stream into
 //!   ~1 MiB chunks through recycled buffers;
 //! * [`par_read_file`], for regular files: the file is memory-mapped one 16 MiB window at a
-//!   time and the workers read the window in place, with no copy.
+//!   time and the workers read the window in place, with no copy. Workers take the next window
+//!   as soon as they are done with their part of the current one, and drop the pages of each
+//!   chunk they finish from the mapping.
 
 use super::mapped::{map_window, release};
 use super::{

@@ -13,6 +13,11 @@
 //!
 //! Each pattern keeps its counts (keys, bytes, ops, per node), the estimated cardinality of its
 //! hash tag, and up to [`EXAMPLES`] example keys chosen deterministically (smallest hash).
+//!
+//! Most keys are never tokenized: the tree remembers which pattern each key *skeleton* (the key
+//! with its digits read as `0`, see [`skeleton_hash`]) resolved to, with the date and IPv4 tests
+//! whose outcome decided it; a key of a remembered skeleton that passes the same tests the same
+//! way has the same tokens, hence the same pattern.
 
 pub mod segment;
 
