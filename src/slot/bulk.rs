@@ -114,20 +114,7 @@ impl BulkScanner {
         #[cfg(target_arch = "x86_64")]
         {
             if self.simd() {
-                return self.pieces(buf, long, |sc, piece, piece_long| {
-                    // SAFETY: `simd()` detected AVX2, PCLMULQDQ and SSE4.1.
-                    unsafe {
-                        build_masks_avx2(piece, &mut sc.newlines, &mut sc.opens, &mut sc.closes);
-                        scan_x86(
-                            piece,
-                            &sc.newlines,
-                            &sc.opens,
-                            &sc.closes,
-                            (max_line, piece_long),
-                            |_, _, _, _, crc| hist[(crc & 0x3FFF) as usize] += 1,
-                        )
-                    }
-                });
+                return self.simd_scan(buf, max_line, long, &mut Histogram(hist));
             }
         }
         portable_scan(buf, max_line, long, |s| hist[s.slot as usize] += 1)
@@ -143,40 +130,20 @@ impl BulkScanner {
         long: &mut Vec<LongLine>,
         mut f: impl FnMut(&[u8], &[KeySpan]),
     ) -> LineCounts {
+        let mut spans = std::mem::take(&mut self.spans);
+        spans.clear();
         #[cfg(target_arch = "x86_64")]
         {
             if self.simd() {
-                return self.pieces(buf, long, |sc, piece, piece_long| {
-                    let mut spans = std::mem::take(&mut sc.spans);
-                    spans.clear();
-                    // SAFETY: `simd()` detected AVX2, PCLMULQDQ and SSE4.1.
-                    let c = unsafe {
-                        build_masks_avx2(piece, &mut sc.newlines, &mut sc.opens, &mut sc.closes);
-                        scan_x86(
-                            piece,
-                            &sc.newlines,
-                            &sc.opens,
-                            &sc.closes,
-                            (max_line, piece_long),
-                            |start, end, hash_start, hash_end, crc| {
-                                spans.push(KeySpan {
-                                    start,
-                                    end,
-                                    hash_start,
-                                    hash_end,
-                                    slot: crc & 0x3FFF,
-                                })
-                            },
-                        )
-                    };
-                    f(piece, &spans);
-                    sc.spans = spans;
-                    c
-                });
+                let mut sink = Spans {
+                    spans: &mut spans,
+                    f: &mut f,
+                };
+                let counts = self.simd_scan(buf, max_line, long, &mut sink);
+                self.spans = spans;
+                return counts;
             }
         }
-        let mut spans = std::mem::take(&mut self.spans);
-        spans.clear();
         let counts = portable_scan(buf, max_line, long, |s| {
             spans.push(*s);
             if spans.len() == SPAN_BATCH {
@@ -189,6 +156,35 @@ impl BulkScanner {
         }
         self.spans = spans;
         counts
+    }
+
+    /// The fused SIMD scan, in pieces of ~64 KiB, telling `sink` of every key and piece.
+    #[cfg(target_arch = "x86_64")]
+    fn simd_scan(
+        &mut self,
+        buf: &[u8],
+        max_line: usize,
+        long: &mut Vec<LongLine>,
+        sink: &mut impl PieceSink,
+    ) -> LineCounts {
+        self.pieces(buf, long, |sc, piece, piece_long| {
+            // SAFETY: the callers checked `simd()`: AVX2, PCLMULQDQ and SSE4.1 are present.
+            let c = unsafe {
+                build_masks_avx2(piece, &mut sc.newlines, &mut sc.opens, &mut sc.closes);
+                scan_x86(
+                    piece,
+                    &sc.newlines,
+                    &sc.opens,
+                    &sc.closes,
+                    (max_line, piece_long),
+                    |start, end, hash_start, hash_end, crc| {
+                        sink.key(start, end, hash_start, hash_end, crc)
+                    },
+                )
+            };
+            sink.piece(piece);
+            c
+        })
     }
 
     /// Whether the SIMD scan may run on this CPU.
@@ -232,6 +228,52 @@ impl BulkScanner {
             rest = tail;
         }
         total
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+/// What the fused scan does with each key (positions in its piece, the CRC of the hashed
+/// bytes) and with each finished piece.
+trait PieceSink {
+    fn key(&mut self, start: usize, end: usize, hash_start: usize, hash_end: usize, crc: u16);
+    fn piece(&mut self, piece: &[u8]);
+}
+
+#[cfg(target_arch = "x86_64")]
+/// Counts keys per slot.
+struct Histogram<'a>(&'a mut [u64]);
+
+#[cfg(target_arch = "x86_64")]
+impl PieceSink for Histogram<'_> {
+    #[inline(always)]
+    fn key(&mut self, _: usize, _: usize, _: usize, _: usize, crc: u16) {
+        self.0[(crc & 0x3FFF) as usize] += 1;
+    }
+    fn piece(&mut self, _: &[u8]) {}
+}
+
+#[cfg(target_arch = "x86_64")]
+/// Collects a piece's keys and hands them to `f` when the piece is done.
+struct Spans<'a, F> {
+    spans: &'a mut Vec<KeySpan>,
+    f: &'a mut F,
+}
+
+#[cfg(target_arch = "x86_64")]
+impl<F: FnMut(&[u8], &[KeySpan])> PieceSink for Spans<'_, F> {
+    #[inline(always)]
+    fn key(&mut self, start: usize, end: usize, hash_start: usize, hash_end: usize, crc: u16) {
+        self.spans.push(KeySpan {
+            start,
+            end,
+            hash_start,
+            hash_end,
+            slot: crc & 0x3FFF,
+        });
+    }
+    fn piece(&mut self, piece: &[u8]) {
+        (self.f)(piece, self.spans);
+        self.spans.clear();
     }
 }
 
