@@ -275,6 +275,7 @@ pub fn open_input(path: &PathBuf) -> anyhow::Result<Input> {
                 if f.metadata().is_ok_and(|m| m.is_file()) {
                     return Ok(Input::File(f));
                 }
+                crate::keys::pipe::widen(&f);
             }
         }
         return Ok(Input::Stdin(io::stdin()));
@@ -291,6 +292,7 @@ pub fn open_input(path: &PathBuf) -> anyhow::Result<Input> {
             path.display()
         )
     })?;
+    crate::keys::pipe::widen(&f); // `<(redis-cli --scan)` is a pipe too
     Ok(Input::File(f))
 }
 

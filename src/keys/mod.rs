@@ -13,6 +13,7 @@
 mod chunk;
 mod mapped;
 pub mod parallel;
+pub mod pipe;
 mod quoted;
 
 pub use chunk::{Chunk, ChunkKind, Chunker, DEFAULT_CHUNK};
