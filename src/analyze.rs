@@ -133,7 +133,8 @@ impl<'t> Analyzer<'t> {
         self.saw_bytes |= bytes.is_some();
         self.saw_ops |= ops.is_some();
         self.slot_keys[slot] += 1;
-        if bytes.is_some() || ops.is_some() {
+        let weighted = bytes.is_some() || ops.is_some();
+        if weighted {
             self.slot_bytes[slot] += w;
             self.slot_ops[slot] += o;
         }
@@ -154,8 +155,10 @@ impl<'t> Analyzer<'t> {
         match node {
             Some(i) => {
                 self.node_keys[i] += 1;
-                self.node_bytes[i] += w;
-                self.node_ops[i] += o;
+                if weighted {
+                    self.node_bytes[i] += w;
+                    self.node_ops[i] += o;
+                }
             }
             None => self.unplaced += 1,
         }

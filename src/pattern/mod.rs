@@ -488,7 +488,9 @@ impl PatternTree {
         stats.ops += obs.ops;
         if let Some(i) = obs.node {
             stats.node_keys[i] += 1;
-            stats.node_bytes[i] += obs.bytes;
+            if obs.bytes > 0 {
+                stats.node_bytes[i] += obs.bytes;
+            }
         }
         if let Some(tag) = obs.tag {
             stats.tagged += 1;
