@@ -116,6 +116,9 @@ pub struct PatternStats {
     /// Example keys with their slots (the smallest (slot, key) pairs are kept, which does not
     /// depend on the order keys arrive in).
     examples: Vec<(u16, Vec<u8>)>,
+    /// Keys on slots above this cannot become examples (`u16::MAX` while there are fewer than
+    /// [`EXAMPLES`]); kept beside the counters so most keys skip `examples`.
+    example_bar: u16,
 }
 
 impl PatternStats {
@@ -129,6 +132,7 @@ impl PatternStats {
             node_bytes: vec![0; nodes],
             tags: Hll::new(8),
             examples: Vec::new(),
+            example_bar: u16::MAX,
         }
     }
 
@@ -145,6 +149,9 @@ impl PatternStats {
             self.examples.pop();
             self.examples.push((h, key.to_vec()));
             self.examples.sort();
+        }
+        if self.examples.len() == EXAMPLES {
+            self.example_bar = self.examples[EXAMPLES - 1].0;
         }
     }
 
@@ -496,7 +503,7 @@ impl PatternTree {
             stats.tagged += 1;
             stats.tags.insert(tag);
         }
-        if stats.examples.len() < EXAMPLES || obs.slot <= stats.examples[EXAMPLES - 1].0 {
+        if obs.slot <= stats.example_bar {
             stats.offer_example(obs.slot, obs.key);
         }
     }
