@@ -24,7 +24,7 @@ pub mod segment;
 use crate::sketch::{HashIndex, Hll};
 pub use segment::{
     Class, DEFAULT_DELIMITERS, Delimiters, MAX_TOKENS, Recorded, Token, TokenSink, ValueCheck,
-    skeleton_hash, tag_shape, tokenize, tokenize_into, tokenize_recorded,
+    hex_skeleton_hash, skeleton_hash, tag_shape, tokenize, tokenize_into, tokenize_recorded,
 };
 use std::fmt::Write as _;
 
@@ -221,8 +221,92 @@ pub struct PatternTree {
     cache: HashIndex<u32>,
     /// Direct-mapped by skeleton hash ([`skeleton_hash`]), so most keys skip tokenizing.
     memo: Vec<Memo>,
-    /// Entries of `memo` from an older generation are empty.
+    /// Direct-mapped by hex skeleton ([`hex_skeleton_hash`]): keys with uuids and hex ids.
+    hex_memo: Vec<HexMemo>,
+    /// Entries of `memo` and `hex_memo` from an older generation are empty.
     memo_generation: u32,
+}
+
+/// Entries in the hex-skeleton memo.
+const HEX_MEMO_SLOTS: usize = 1 << 10;
+/// Longest literal prefix a [`HexMemo`] keeps.
+const HEX_PREFIX: usize = 32;
+/// Most `<hex>` tokens a [`HexMemo`] re-checks.
+const HEX_SPANS: usize = 2;
+
+/// What a hex skeleton resolved to. Valid for a key of that hex skeleton when it starts with
+/// the same bytes (the literal tokens before the first class) and each `<hex>` span still
+/// holds a letter, and a digit when shorter than 16 (else the tokenizer would call it
+/// `<int>` or letters). The remembered key had only `<uuid>` and `<hex>` tokens after its
+/// prefix, no date or IP test, and no hex letter in a later literal, so nothing else about
+/// its hex digits can change its tokens.
+#[derive(Debug, Clone, Copy, Default)]
+struct HexMemo {
+    skeleton: u64,
+    leaf: u32,
+    generation: u32,
+    prefix_len: u8,
+    hex: u8,
+    spans: [(u16, u16); HEX_SPANS],
+    prefix: [u8; HEX_PREFIX],
+}
+
+impl HexMemo {
+    /// A memo for the recorded tokens of `key`, when they allow one.
+    fn new(
+        skeleton: u64,
+        leaf: u32,
+        generation: u32,
+        rec: &Recorded,
+        key: &[u8],
+    ) -> Option<HexMemo> {
+        let tokens = &rec.tokens;
+        let first_class = tokens.iter().position(|t| matches!(t, Token::Class(_)))?;
+        let prefix_len = match first_class.checked_sub(1) {
+            Some(i) => match tokens[i] {
+                Token::Lit { end, .. } => end,
+                Token::Class(_) => return None,
+            },
+            None => 0,
+        };
+        let hex_letter = |b: &u8| matches!(b, b'a'..=b'f' | b'A'..=b'F');
+        let rest_ok = tokens[first_class..].iter().all(|t| match t {
+            Token::Class(c) => matches!(c, Class::Uuid | Class::Hex),
+            Token::Lit { start, end } => !key[*start..*end].iter().any(hex_letter),
+        });
+        if !rest_ok
+            || !rec.checks.is_empty()
+            || prefix_len > HEX_PREFIX
+            || rec.hex_spans.len() > HEX_SPANS
+        {
+            return None;
+        }
+        let mut m = HexMemo {
+            skeleton,
+            leaf,
+            generation,
+            prefix_len: prefix_len as u8,
+            hex: rec.hex_spans.len() as u8,
+            ..HexMemo::default()
+        };
+        m.prefix[..prefix_len].copy_from_slice(&key[..prefix_len]);
+        for (slot, &(a, b)) in m.spans.iter_mut().zip(&rec.hex_spans) {
+            *slot = (u16::try_from(a).ok()?, u16::try_from(b).ok()?);
+        }
+        Some(m)
+    }
+
+    /// Whether `key` (of the same hex skeleton) tokenizes as the remembered key did.
+    #[inline]
+    fn holds(&self, key: &[u8]) -> bool {
+        let p = self.prefix_len as usize;
+        key[..p] == self.prefix[..p]
+            && self.spans[..self.hex as usize].iter().all(|&(a, b)| {
+                let span = &key[a as usize..b as usize];
+                let letter = span.iter().any(|b| !b.is_ascii_digit());
+                letter && (span.len() >= 16 || span.iter().any(u8::is_ascii_digit))
+            })
+    }
 }
 
 /// Entries in the skeleton memo.
@@ -299,6 +383,7 @@ impl PatternTree {
             recorded: Recorded::default(),
             cache: HashIndex::default(),
             memo: vec![Memo::default(); MEMO_SLOTS],
+            hex_memo: vec![HexMemo::default(); HEX_MEMO_SLOTS],
             memo_generation: 1,
         }
     }
@@ -435,6 +520,7 @@ impl PatternTree {
         self.memo_generation = self.memo_generation.wrapping_add(1);
         if self.memo_generation == 0 {
             self.memo.fill(Memo::default());
+            self.hex_memo.fill(HexMemo::default());
             self.memo_generation = 1;
         }
     }
@@ -450,6 +536,12 @@ impl PatternTree {
             && m.holds(key, &self.delimiters)
         {
             return Some(m.leaf);
+        }
+        let hk = hex_skeleton_hash(key);
+        let hex_slot = hk as usize & (HEX_MEMO_SLOTS - 1);
+        let hm = &self.hex_memo[hex_slot];
+        if hm.skeleton == hk && hm.generation == self.memo_generation && hm.holds(key) {
+            return Some(hm.leaf);
         }
         let mut rec = std::mem::take(&mut self.recorded);
         tokenize_recorded(key, &self.delimiters, &mut rec);
@@ -468,16 +560,19 @@ impl PatternTree {
             }
         };
         // Uuids and hex ids keep their letters in the skeleton, so their skeletons hardly
-        // repeat: remembering them would only crowd out the others.
+        // repeat: they are remembered by hex skeleton instead.
         let unique = rec
             .tokens
             .iter()
             .any(|t| matches!(t, Token::Class(Class::Uuid | Class::Hex)));
-        if let Some(l) = leaf
-            && !unique
-            && let Some(m) = Memo::new(sk, l, self.memo_generation, &rec.checks)
-        {
-            self.memo[slot] = m;
+        if let Some(l) = leaf {
+            if !unique {
+                if let Some(m) = Memo::new(sk, l, self.memo_generation, &rec.checks) {
+                    self.memo[slot] = m;
+                }
+            } else if let Some(m) = HexMemo::new(hk, l, self.memo_generation, &rec, key) {
+                self.hex_memo[hex_slot] = m;
+            }
         }
         self.recorded = rec;
         leaf

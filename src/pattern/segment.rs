@@ -252,6 +252,11 @@ pub trait TokenSink {
     fn value_check(&mut self, check: ValueCheck) {
         let _ = check;
     }
+    /// The `<hex>` token just written covers `key[start..end]`.
+    #[inline(always)]
+    fn hex_span(&mut self, start: usize, end: usize) {
+        let _ = (start, end);
+    }
 }
 
 impl TokenSink for Vec<Token> {
@@ -300,6 +305,8 @@ pub struct Recorded {
     pub tokens: Vec<Token>,
     /// The tests, in the order they were made.
     pub checks: Vec<ValueCheck>,
+    /// Where each `<hex>` token is, in order.
+    pub hex_spans: Vec<(usize, usize)>,
 }
 
 impl TokenSink for Recorded {
@@ -319,12 +326,17 @@ impl TokenSink for Recorded {
     fn value_check(&mut self, check: ValueCheck) {
         self.checks.push(check);
     }
+    #[inline(always)]
+    fn hex_span(&mut self, start: usize, end: usize) {
+        self.hex_spans.push((start, end));
+    }
 }
 
 /// Splits `key` into tokens and records the value-dependent tests (both cleared first).
 pub fn tokenize_recorded(key: &[u8], d: &Delimiters, out: &mut Recorded) {
     out.tokens.clear();
     out.checks.clear();
+    out.hex_spans.clear();
     tokenize_into(key, d, out);
 }
 
@@ -336,17 +348,39 @@ pub fn tokenize_recorded(key: &[u8], d: &Delimiters, out: &mut Recorded) {
 /// a skeleton's pattern instead of tokenizing every key. Eight bytes at a time, branch-free.
 #[inline]
 pub fn skeleton_hash(key: &[u8]) -> u64 {
+    skeleton_hash_of::<false>(key)
+}
+
+/// A 64-bit hash of the *hex skeleton* of a key: every hex digit (`0`-`9`, `a`-`f`, `A`-`F`)
+/// read as `0`. Uuids and hex ids tokenize the same whichever hex digits they hold (a `<hex>`
+/// token only needs a letter, and a digit when shorter than 16), so keys made of a literal
+/// prefix, `<uuid>`/`<hex>` tokens and literals without hex letters can be remembered by this
+/// skeleton (see the pattern tree), while their plain skeletons never repeat.
+#[inline]
+pub fn hex_skeleton_hash(key: &[u8]) -> u64 {
+    skeleton_hash_of::<true>(key)
+}
+
+#[inline(always)]
+fn skeleton_hash_of<const HEX: bool>(key: &[u8]) -> u64 {
     const L: u64 = 0x0101_0101_0101_0101;
     const H: u64 = 0x8080_8080_8080_8080;
     const K: u64 = 0x9E37_79B9_7F4A_7C15;
     #[inline(always)]
-    fn skeleton(w: u64) -> u64 {
+    fn skeleton<const HEX: bool>(w: u64) -> u64 {
         let t = w ^ (0x30 * L);
         // High bit of each byte: set where (t & 0x7f) >= 10 (no borrows: every byte >= 0x80).
         let ge10 = ((t | H) - 10 * L) & H;
         // Digits: t < 10 and the byte below 0x80.
         let digit = !ge10 & !t & H;
-        let m = (digit >> 7) * 0xFF;
+        let mut m = (digit >> 7) * 0xFF;
+        if HEX {
+            // Hex letters: (byte | 0x20) ^ 0x60 in 1..=6, the byte below 0x80.
+            let u = (w | (0x20 * L)) ^ (0x60 * L);
+            let ge1 = ((u | H) - L) & H;
+            let ge7 = ((u | H) - 7 * L) & H;
+            m |= ((ge1 & !ge7 & !u & H) >> 7) * 0xFF;
+        }
         (w & !m) | ((0x30 * L) & m)
     }
     let le64 = |s: &[u8]| u64::from_le_bytes(s[..8].try_into().expect("invariant: 8 bytes"));
@@ -354,7 +388,9 @@ pub fn skeleton_hash(key: &[u8]) -> u64 {
     let mut h = (n as u64).wrapping_mul(K) ^ 0x5bd1_e995;
     let mut chunks = key.chunks_exact(8);
     for c in &mut chunks {
-        h = (h ^ skeleton(le64(c))).wrapping_mul(K).rotate_left(29);
+        h = (h ^ skeleton::<HEX>(le64(c)))
+            .wrapping_mul(K)
+            .rotate_left(29);
     }
     let r = chunks.remainder().len();
     if r > 0 {
@@ -367,7 +403,7 @@ pub fn skeleton_hash(key: &[u8]) -> u64 {
                 .rev()
                 .fold(0u64, |a, &b| a << 8 | b as u64)
         };
-        h = (h ^ skeleton(last)).wrapping_mul(K);
+        h = (h ^ skeleton::<HEX>(last)).wrapping_mul(K);
     }
     h ^= h >> 32;
     h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
@@ -453,6 +489,7 @@ pub fn tokenize_into<S: TokenSink>(key: &[u8], d: &Delimiters, out: &mut S) {
             && (len >= 16 || mask & C_DIGIT != 0)
         {
             out.class(Class::Hex);
+            out.hex_span(i, j);
         } else if mask & (C_DIGIT | C_OTHER) == 0 {
             // Letters only: one literal run.
             out.lit(key, i, j);
@@ -618,6 +655,26 @@ mod tests {
                     b.is_ascii_digit(),
                     "{pos} {b}"
                 );
+            }
+        }
+    }
+
+    #[test]
+    fn hex_skeleton_hash_ignores_which_hex_digits_only() {
+        let h = |k: &[u8]| hex_skeleton_hash(k);
+        assert_eq!(
+            h(b"session:37ffed0c-521b-46d5-9c41-b82cd3ef6f16"),
+            h(b"session:00000000-AAAA-fff0-9999-abcdefABCDEF")
+        );
+        assert_ne!(h(b"k:abc"), h(b"k:abg"));
+        assert_ne!(h(b"k:abc"), h(b"k:abcd"));
+        for pos in 0..20 {
+            for b in 0..=255u8 {
+                let mut k = vec![b'x'; 20];
+                k[pos] = b;
+                let mut z = k.clone();
+                z[pos] = b'0';
+                assert_eq!(h(&k) == h(&z), b.is_ascii_hexdigit(), "{pos} {b}");
             }
         }
     }

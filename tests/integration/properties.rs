@@ -95,6 +95,50 @@ proptest! {
     }
 
     #[test]
+    fn keys_differing_only_in_hex_digits_are_counted_as_their_tokens_say(
+        parts in prop::collection::vec(prop::sample::select(vec![
+            "session:", "cache:page:", "cafe:", "x", ":", "/", "zz", "beef", "-", "0.0", "{",
+            "}", "U", "H6", "H8", "H12", "H16", "H20",
+        ]), 1..7),
+        fills in prop::collection::vec((0u8..3, prop::collection::vec(0usize..22, 80)), 1..30),
+    ) {
+        // `#` marks a hex digit to fill; U is a uuid, Hn n hex digits.
+        let mut template = Vec::new();
+        for p in &parts {
+            match *p {
+                "U" => template.extend_from_slice(b"########-####-####-####-############"),
+                h if h.starts_with('H') => {
+                    template.extend(std::iter::repeat_n(b'#', h[1..].parse().unwrap()))
+                }
+                lit => template.extend_from_slice(lit.as_bytes()),
+            }
+        }
+        let hex = b"0123456789abcdefABCDEF";
+        let keys: Vec<Vec<u8>> = fills
+            .iter()
+            .map(|(mode, picks)| {
+                let mut k = 0;
+                template
+                    .iter()
+                    .map(|&b| {
+                        if b != b'#' {
+                            return b;
+                        }
+                        let pick = picks[k % picks.len()];
+                        k += 1;
+                        match mode {
+                            0 => hex[pick],
+                            1 => hex[pick % 10],
+                            _ => hex[10 + pick % 12],
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        counts_agree_with_classify(&keys)?;
+    }
+
+    #[test]
     fn keys_differing_only_in_digits_are_counted_as_their_tokens_say(
         mut templates in prop::collection::vec(
             prop::collection::vec(prop::sample::select(b"ab:{}-.0fF/x".to_vec()), 0..30),
