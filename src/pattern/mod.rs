@@ -17,7 +17,8 @@
 //! Most keys are never tokenized: the tree remembers which pattern each key *skeleton* (the key
 //! with its digits read as `0`, see [`skeleton_hash`]) resolved to, with the date and IPv4 tests
 //! whose outcome decided it; a key of a remembered skeleton that passes the same tests the same
-//! way has the same tokens, hence the same pattern.
+//! way has the same tokens, hence the same pattern. Keys with uuids and hex ids, whose skeletons
+//! never repeat, are remembered by their hex skeleton ([`hex_skeleton_hash`]) instead.
 
 pub mod segment;
 
