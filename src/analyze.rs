@@ -138,8 +138,8 @@ impl<'t> Analyzer<'t> {
             self.slot_bytes[slot] += w;
             self.slot_ops[slot] += o;
         }
-        if let Some(hashed) = tag {
-            let h = hash64(hashed);
+        let tag_hash = tag.map(hash64);
+        if let (Some(hashed), Some(h)) = (tag, tag_hash) {
             self.tagged += 1;
             self.tag_hll.insert_hash(h);
             self.tags_by_keys.add_hashed(hashed, h, 1, w);
@@ -162,14 +162,17 @@ impl<'t> Analyzer<'t> {
             }
             None => self.unplaced += 1,
         }
-        self.patterns.add(&Observation {
-            key,
-            bytes: w,
-            ops: o,
-            node,
-            tag,
-            slot: slot as u16,
-        });
+        self.patterns.add_with_tag_hash(
+            &Observation {
+                key,
+                bytes: w,
+                ops: o,
+                node,
+                tag,
+                slot: slot as u16,
+            },
+            tag_hash,
+        );
     }
 
     /// Adds another worker's counts to these.

@@ -618,6 +618,13 @@ impl PatternTree {
 
     /// Counts one key.
     pub fn add(&mut self, obs: &Observation<'_>) {
+        self.add_with_tag_hash(obs, obs.tag.map(crate::sketch::hash64));
+    }
+
+    /// Counts one key whose tag's [`hash64`](crate::sketch::hash64) the caller has already
+    /// computed (`None` without a tag).
+    #[inline]
+    pub fn add_with_tag_hash(&mut self, obs: &Observation<'_>, tag_hash: Option<u64>) {
         let leaf = self.leaf_of(obs.key);
         let stats = match leaf {
             Some(l) => &mut self.leaves[l as usize],
@@ -632,9 +639,9 @@ impl PatternTree {
                 stats.node_bytes[i] += obs.bytes;
             }
         }
-        if let Some(tag) = obs.tag {
+        if let Some(h) = tag_hash {
             stats.tagged += 1;
-            stats.tags.insert(tag);
+            stats.tags.insert_hash(h);
         }
         if obs.slot <= stats.example_bar {
             stats.offer_example(obs.slot, obs.key);
