@@ -25,7 +25,7 @@ pub mod segment;
 use crate::sketch::{HashIndex, Hll};
 pub use segment::{
     Class, DEFAULT_DELIMITERS, Delimiters, MAX_TOKENS, Recorded, Token, TokenSink, ValueCheck,
-    hex_skeleton_hash, skeleton_hash, tag_shape, tokenize, tokenize_into, tokenize_recorded,
+    hex_skeleton_hash, skeleton_hash, tokenize, tokenize_into, tokenize_recorded,
 };
 use std::fmt::Write as _;
 

@@ -498,40 +498,6 @@ pub fn tokenize_into<S: TokenSink>(key: &[u8], d: &Delimiters, out: &mut S) {
     }
 }
 
-/// The hash-tag shape of a key from its tokens (braces are always tokens of their own), or
-/// `None` when the key was cut at [`MAX_TOKENS`] before the shape was settled.
-pub fn tag_shape(tokens: &[Token], key: &[u8]) -> Option<crate::slot::TagShape> {
-    use crate::slot::TagShape;
-    let mut open: Option<usize> = None;
-    for t in tokens {
-        if let Token::Lit { start, end } = *t
-            && end == start + 1
-        {
-            match (key[start], open) {
-                (b'{', None) => open = Some(start),
-                (b'}', Some(o)) => {
-                    return Some(if start == o + 1 {
-                        TagShape::Empty { open: o }
-                    } else {
-                        TagShape::Tagged {
-                            open: o,
-                            close: start,
-                        }
-                    });
-                }
-                _ => {}
-            }
-        }
-    }
-    if tokens.last() == Some(&Token::Class(Class::Rest)) {
-        return None;
-    }
-    Some(match open {
-        Some(o) => TagShape::Unclosed { open: o },
-        None => TagShape::NoBrace,
-    })
-}
-
 /// Splits the segment `key[from..to]` into letter runs (literal), digit runs (`<int>`), single
 /// punctuation bytes (literal) and runs of other bytes (`<bytes>`).
 #[inline]
@@ -604,30 +570,6 @@ mod tests {
         assert_eq!(text("deadbeef"), "deadbeef");
         assert_eq!(text("k\u{e9}y\x01"), "k<bytes>y<bytes>");
         assert_eq!(text(""), "");
-    }
-
-    #[test]
-    fn tag_shape_from_tokens_equals_redis_rule() {
-        use crate::slot::TagShape;
-        for key in [
-            "a{b}c",
-            "{}",
-            "x{",
-            "}{x}",
-            "a{b{c}}",
-            "no",
-            "{{}}",
-            "foo{}{bar}",
-            "k:{u:1}:{x}",
-        ] {
-            let mut v = Vec::new();
-            tokenize(key.as_bytes(), &Delimiters::default(), &mut v);
-            assert_eq!(
-                tag_shape(&v, key.as_bytes()),
-                Some(TagShape::of(key.as_bytes())),
-                "{key}"
-            );
-        }
     }
 
     #[test]

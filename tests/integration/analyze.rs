@@ -2,7 +2,7 @@
 //! its report on generated data.
 
 use crate::keygen::KeyGen;
-use crate::support::{RedisServer, Reply, Resp, keyplan, require_binary};
+use crate::support::{RedisServer, Reply, Resp, json_of, keyplan, require_binary};
 use std::collections::BTreeMap;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -116,19 +116,13 @@ fn group<'a>(pending: &[(usize, &'a Vec<u8>)]) -> BTreeMap<usize, Vec<&'a Vec<u8
 }
 
 fn analyze_json(args: &[&str], dump: &std::path::Path) -> serde_json::Value {
-    let out = keyplan()
-        .arg("analyze")
-        .args(args)
-        .args(["--format", "json"])
-        .arg(dump)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    json_of(
+        keyplan()
+            .arg("analyze")
+            .args(args)
+            .args(["--format", "json"])
+            .arg(dump),
+    )
 }
 
 #[test]
@@ -565,25 +559,16 @@ fn live_cluster_topology_and_full_sample() {
     cluster.load(&keys);
     let dbsize = cluster.dbsize();
     let url = format!("redis://127.0.0.1:{}", cluster.nodes[1].port);
-    let out = keyplan()
-        .args([
-            "analyze",
-            "--cluster",
-            &url,
-            "--sample",
-            "all",
-            "--bytes",
-            "--format",
-            "json",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let live: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let live: serde_json::Value = json_of(keyplan().args([
+        "analyze",
+        "--cluster",
+        &url,
+        "--sample",
+        "all",
+        "--bytes",
+        "--format",
+        "json",
+    ]));
     // Per-node counts of a full sample equal DBSIZE.
     let by_addr: BTreeMap<String, (u64, Vec<String>)> = live["nodes"]
         .as_array()

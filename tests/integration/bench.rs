@@ -3,7 +3,7 @@
 //! reading from replicas, and a node dying in the middle of a scan.
 
 use super::analyze::{Cluster, generated_keys};
-use super::support::{RedisServer, Reply, field_pairs, keyplan, require_binary};
+use super::support::{RedisServer, Reply, field_pairs, json_of, keyplan, require_binary};
 use serde_json::Value;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -264,27 +264,18 @@ fn sampling_can_read_from_replicas() {
     }
     let scans_before: Vec<u64> = masters.iter().map(|&p| cmdstat(p, "scan")).collect();
     let url = format!("redis://127.0.0.1:{}", masters[0]);
-    let out = keyplan()
-        .args([
-            "analyze",
-            "--cluster",
-            &url,
-            "--sample",
-            "all",
-            "--read-from",
-            "replicas",
-            "--bytes",
-            "--format",
-            "json",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v: Value = json_of(keyplan().args([
+        "analyze",
+        "--cluster",
+        &url,
+        "--sample",
+        "all",
+        "--read-from",
+        "replicas",
+        "--bytes",
+        "--format",
+        "json",
+    ]));
     assert_eq!(v["totals"]["keys"].as_u64(), Some(written));
     assert!(
         v["totals"]["bytes"].as_u64().unwrap() > 0,
