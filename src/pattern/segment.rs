@@ -371,7 +371,6 @@ pub fn hex_skeleton_hash(key: &[u8]) -> u64 {
 fn skeleton_hash_of<const HEX: bool>(key: &[u8]) -> u64 {
     const L: u64 = 0x0101_0101_0101_0101;
     const H: u64 = 0x8080_8080_8080_8080;
-    const K: u64 = 0x9E37_79B9_7F4A_7C15;
     #[inline(always)]
     fn skeleton<const HEX: bool>(w: u64) -> u64 {
         let t = w ^ (0x30 * L);
@@ -389,31 +388,7 @@ fn skeleton_hash_of<const HEX: bool>(key: &[u8]) -> u64 {
         }
         (w & !m) | ((0x30 * L) & m)
     }
-    let le64 = |s: &[u8]| u64::from_le_bytes(s[..8].try_into().expect("invariant: 8 bytes"));
-    let n = key.len();
-    let mut h = (n as u64).wrapping_mul(K) ^ 0x5bd1_e995;
-    let mut chunks = key.chunks_exact(8);
-    for c in &mut chunks {
-        h = (h ^ skeleton::<HEX>(le64(c)))
-            .wrapping_mul(K)
-            .rotate_left(29);
-    }
-    let r = chunks.remainder().len();
-    if r > 0 {
-        let last = if n >= 8 {
-            le64(&key[n - 8..]) >> (8 * (8 - r))
-        } else {
-            chunks
-                .remainder()
-                .iter()
-                .rev()
-                .fold(0u64, |a, &b| a << 8 | b as u64)
-        };
-        h = (h ^ skeleton::<HEX>(last)).wrapping_mul(K);
-    }
-    h ^= h >> 32;
-    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    h ^ (h >> 29)
+    crate::sketch::mix_words(key, skeleton::<HEX>)
 }
 
 /// Splits `key` into tokens, appending them to `out` (cleared first).

@@ -5,7 +5,6 @@
 
 use crate::scheme::{Scheme, Seg, Template};
 use crate::simulate::batch::value_of;
-use crate::sketch::hash64;
 use crate::slot::key_slot;
 use crate::topology::Topology;
 
@@ -105,7 +104,7 @@ impl Workload {
                                     .and_then(|x| x.cardinality)
                                     .unwrap_or(UNKNOWN_CARDINALITY)
                                     .max(1);
-                                let h = hash64(format!("{fi}:{v}:{j}").as_bytes()) % c;
+                                let h = stable_hash(format!("{fi}:{v}:{j}").as_bytes()) % c;
                                 let (kind, values) = var
                                     .map(|x| (x.kind, x.values.as_slice()))
                                     .unwrap_or((crate::scheme::VarKind::Any, &[]));
@@ -209,7 +208,8 @@ impl Workload {
                             .new_vars
                             .iter()
                             .map(|(n, c)| {
-                                let h = hash64(k.values.join("\u{1f}").as_bytes()) % (*c).max(1);
+                                let h =
+                                    stable_hash(k.values.join("\u{1f}").as_bytes()) % (*c).max(1);
                                 (n.clone(), h.to_string())
                             })
                             .collect();
@@ -284,6 +284,25 @@ impl Loads {
     pub fn focus_max_over_mean(&self) -> Option<f64> {
         max_over_mean(&self.focus_per_node)
     }
+}
+
+/// The hash behind synthetic keys' values: fixed, so a plan's figures do not move when the
+/// sketches' hash changes (FNV-1a over 8-byte words, then a murmur3 finaliser).
+fn stable_hash(data: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ (data.len() as u64);
+    let mut chunks = data.chunks_exact(8);
+    for c in &mut chunks {
+        let w = u64::from_le_bytes(c.try_into().expect("invariant: 8-byte chunk"));
+        h = (h ^ w).wrapping_mul(0x0000_0100_0000_01b3).rotate_left(29);
+    }
+    for &b in chunks.remainder() {
+        h = (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    h ^ (h >> 33)
 }
 
 #[cfg(test)]
