@@ -118,7 +118,7 @@ impl<'t> Analyzer<'t> {
     }
 
     /// Counts `key` on `slot`, with its non-empty hash tag if any.
-    #[inline]
+    #[inline(always)]
     fn add_placed(
         &mut self,
         key: &[u8],

@@ -581,6 +581,16 @@ impl PatternTree {
         if hm.skeleton == hk && hm.generation == self.memo_generation && hm.holds(key) {
             return Some(hm.leaf);
         }
+        self.leaf_by_tokens(key, sk, hk)
+    }
+
+    /// The leaf of `key` found by tokenizing it (the memos did not know it); remembers it
+    /// for its skeleton `sk` or hex skeleton `hk`. Out of line: most keys never get here.
+    #[cold]
+    #[inline(never)]
+    fn leaf_by_tokens(&mut self, key: &[u8], sk: u64, hk: u64) -> Option<u32> {
+        let slot = sk as usize & (MEMO_SLOTS - 1);
+        let hex_slot = hk as usize & (HEX_MEMO_SLOTS - 1);
         let mut rec = std::mem::take(&mut self.recorded);
         tokenize_recorded(key, &self.delimiters, &mut rec);
         let h = sequence_hash(&rec.tokens, key);
@@ -623,7 +633,7 @@ impl PatternTree {
 
     /// Counts one key whose tag's [`hash64`](crate::sketch::hash64) the caller has already
     /// computed (`None` without a tag).
-    #[inline]
+    #[inline(always)]
     pub fn add_with_tag_hash(&mut self, obs: &Observation<'_>, tag_hash: Option<u64>) {
         let leaf = self.leaf_of(obs.key);
         let stats = match leaf {
