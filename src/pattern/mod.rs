@@ -320,6 +320,10 @@ struct PackedCheck {
     ip: bool,
     /// Length matched, 0 for no match.
     len: u8,
+    /// For a matched address: bit `k` set when octet `k` has three digits (the only octets
+    /// that can exceed 255), whose offset from `at` is `octets >> 4k & 15`.
+    wide: u8,
+    octets: u16,
 }
 
 impl PackedCheck {
@@ -344,17 +348,17 @@ impl PackedCheck {
             return false;
         };
         if self.ip {
-            let (mut octet, mut ok) = (0u32, true);
-            for &b in v {
-                let dot = b == b'.';
-                ok &= !dot || octet <= 255;
-                octet = if dot {
-                    0
-                } else {
-                    octet * 10 + (b.wrapping_sub(b'0') as u32 & 0xF)
-                };
+            // The skeleton fixes where the digits and dots are: only the three-digit octets
+            // need a look, and three ASCII digits compare with "255" as a number.
+            let mut ok = true;
+            for k in 0..4 {
+                let off = (self.octets >> (4 * k)) as usize & 15;
+                let n = v.get(off..off + 3).map_or(u32::MAX, |d| {
+                    u32::from(d[0]) << 16 | u32::from(d[1]) << 8 | u32::from(d[2])
+                });
+                ok &= (self.wide >> k) & 1 == 0 || n <= 0x32_35_35;
             }
-            ok && octet <= 255
+            ok
         } else {
             let two = |i: usize| {
                 (v[i].wrapping_sub(b'0') as u32) * 10 + v[i + 1].wrapping_sub(b'0') as u32
@@ -375,8 +379,14 @@ struct Memo {
 }
 
 impl Memo {
-    /// A memo for `leaf`, when the tests fit in one.
-    fn new(skeleton: u64, leaf: u32, generation: u32, checks: &[ValueCheck]) -> Option<Memo> {
+    /// A memo for `leaf`, when the tests (made on `key`) fit in one.
+    fn new(
+        skeleton: u64,
+        leaf: u32,
+        generation: u32,
+        checks: &[ValueCheck],
+        key: &[u8],
+    ) -> Option<Memo> {
         let mut m = Memo {
             skeleton,
             leaf,
@@ -395,7 +405,23 @@ impl Memo {
                     None => 0,
                     Some(l) => u8::try_from(l).ok()?,
                 },
+                wide: 0,
+                octets: 0,
             };
+            if let (true, Some(l)) = (c.ip, c.len) {
+                let v = key.get(c.at..c.at + l)?;
+                let mut start = 0usize;
+                for (k, octet) in v.split(|&b| b == b'.').enumerate() {
+                    if k >= 4 || start > 15 {
+                        return None;
+                    }
+                    if octet.len() == 3 {
+                        p.wide |= 1 << k;
+                        p.octets |= (start as u16) << (4 * k);
+                    }
+                    start += octet.len() + 1;
+                }
+            }
         }
         Some(m)
     }
@@ -615,7 +641,7 @@ impl PatternTree {
             .any(|t| matches!(t, Token::Class(Class::Uuid | Class::Hex)));
         if let Some(l) = leaf {
             if !unique {
-                if let Some(m) = Memo::new(sk, l, self.memo_generation, &rec.checks) {
+                if let Some(m) = Memo::new(sk, l, self.memo_generation, &rec.checks, key) {
                     self.memo[slot] = m;
                 }
             } else if let Some(m) = HexMemo::new(hk, l, self.memo_generation, &rec, key) {
