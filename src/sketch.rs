@@ -191,6 +191,14 @@ pub struct SpaceSaving {
     items: Vec<HeavyHitter>,
     /// hash64 of each item (tells live index entries from stale ones; rebuilds the index).
     hashes: Vec<u64>,
+    /// The items of minimum weight.
+    mins: MinList,
+}
+
+/// The items of a [`SpaceSaving`] table at the minimum weight, rebuilt by one scan when it
+/// runs out or may be wrong.
+#[derive(Debug, Clone)]
+struct MinList {
     /// Indices of items whose weight is `min` (valid when not `stale`).
     at_min: Vec<usize>,
     /// Position of each item in `at_min`, or `usize::MAX`.
@@ -201,18 +209,9 @@ pub struct SpaceSaving {
     stale: bool,
 }
 
-/// How many times the capacity the Space-Saving index may grow (with stale entries) before
-/// it is rebuilt.
-const INDEX_SLACK: usize = 4;
-
-impl SpaceSaving {
-    /// A table with room for `capacity` items.
-    pub fn new(capacity: usize) -> SpaceSaving {
-        SpaceSaving {
-            capacity: capacity.max(1),
-            index: HashIndex::default(),
-            items: Vec::new(),
-            hashes: Vec::new(),
+impl MinList {
+    fn new() -> MinList {
+        MinList {
             at_min: Vec::new(),
             min_pos: Vec::new(),
             min: 0,
@@ -220,8 +219,14 @@ impl SpaceSaving {
         }
     }
 
-    /// Removes item `i` from the minimum list (its weight grew).
-    fn leave_min(&mut self, i: usize) {
+    /// Makes room for one more item (not at the minimum until the next rebuild).
+    fn push(&mut self) {
+        self.min_pos.push(usize::MAX);
+        self.stale = true;
+    }
+
+    /// Removes item `i` from the list (its weight grew).
+    fn leave(&mut self, i: usize) {
         let p = self.min_pos[i];
         if p == usize::MAX {
             return;
@@ -236,23 +241,40 @@ impl SpaceSaving {
         }
     }
 
-    /// Rebuilds the minimum list by one scan (over fields, so the caller may hold the index).
-    fn rebuild_min(
-        items: &[HeavyHitter],
-        at_min: &mut Vec<usize>,
-        min_pos: &mut [usize],
-        min: &mut u64,
-    ) {
-        for &i in at_min.iter() {
-            min_pos[i] = usize::MAX;
-        }
-        at_min.clear();
-        *min = items.iter().map(|h| h.weight).min().unwrap_or(0);
-        for (i, h) in items.iter().enumerate() {
-            if h.weight == *min {
-                min_pos[i] = at_min.len();
-                at_min.push(i);
+    /// An item of minimum weight among `items` (not empty), and that weight.
+    fn victim(&mut self, items: &[HeavyHitter]) -> (usize, u64) {
+        if self.stale || self.at_min.is_empty() {
+            for &i in &self.at_min {
+                self.min_pos[i] = usize::MAX;
             }
+            self.at_min.clear();
+            self.min = items.iter().map(|h| h.weight).min().unwrap_or(0);
+            for (i, h) in items.iter().enumerate() {
+                if h.weight == self.min {
+                    self.min_pos[i] = self.at_min.len();
+                    self.at_min.push(i);
+                }
+            }
+            self.stale = false;
+        }
+        let i = *self.at_min.last().expect("a full table has a minimum");
+        (i, self.min)
+    }
+}
+
+/// How many times the capacity the Space-Saving index may grow (with stale entries) before
+/// it is rebuilt.
+const INDEX_SLACK: usize = 4;
+
+impl SpaceSaving {
+    /// A table with room for `capacity` items.
+    pub fn new(capacity: usize) -> SpaceSaving {
+        SpaceSaving {
+            capacity: capacity.max(1),
+            index: HashIndex::default(),
+            items: Vec::new(),
+            hashes: Vec::new(),
+            mins: MinList::new(),
         }
     }
 
@@ -276,7 +298,7 @@ impl SpaceSaving {
                 self.items[i].weight += weight;
                 self.items[i].other += other;
                 if weight > 0 {
-                    self.leave_min(i);
+                    self.mins.leave(i);
                 }
                 return;
             }
@@ -293,23 +315,12 @@ impl SpaceSaving {
                 other,
             });
             self.hashes.push(h);
-            self.min_pos.push(usize::MAX);
-            self.stale = true;
+            self.mins.push();
             return;
         }
         // Replace an item of minimum weight: the newcomer inherits it as possible over-count.
-        if self.stale || self.at_min.is_empty() {
-            Self::rebuild_min(
-                &self.items,
-                &mut self.at_min,
-                &mut self.min_pos,
-                &mut self.min,
-            );
-            self.stale = false;
-        }
-        let i = *self.at_min.last().expect("a full table has a minimum");
+        let (i, min) = self.mins.victim(&self.items);
         *slot = i;
-        let min = self.min;
         let e = &mut self.items[i];
         e.item.clear();
         e.item.extend_from_slice(item);
@@ -318,7 +329,7 @@ impl SpaceSaving {
         e.other = other;
         self.hashes[i] = h;
         if weight > 0 {
-            self.leave_min(i);
+            self.mins.leave(i);
         }
     }
 
@@ -376,7 +387,7 @@ impl SpaceSaving {
             let hh = hash64(&h.item);
             fresh.index.insert(hh, i);
             fresh.hashes.push(hh);
-            fresh.min_pos.push(usize::MAX);
+            fresh.mins.push();
             fresh.items.push(h);
         }
         *self = fresh;
