@@ -415,8 +415,6 @@ pub fn par_read_file<S: ChunkSink>(
     summarize(reports, format)
 }
 
-/// Skips a line that starts at `pos` and runs past a whole window; returns its length (without
-/// the line end) and the offset of the next line.
 /// A mapped window of the file and the jobs it is cut into.
 struct Window {
     map: memmap2::Mmap,
@@ -535,6 +533,8 @@ impl Feed<'_> {
     }
 }
 
+/// Skips a line that starts at `pos` and runs past a whole window; returns its length (without
+/// the line end) and the offset of the next line.
 fn skip_long_line(
     file: &File,
     pos: usize,
