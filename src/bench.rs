@@ -314,13 +314,16 @@ fn percentile(sorted: &[f64], q: f64) -> f64 {
 }
 
 /// Runs every batch with every strategy on the cluster. `stop` ends the runs early (Ctrl-C);
-/// keys under the prefix are deleted before returning, whatever happens.
+/// keys under the prefix are deleted before returning, whatever happens. `observe` is told
+/// what starts (a result of `None`, with the step's index and the number of steps) and each
+/// result as it finishes, so a caller can show progress and print results as they come.
 pub fn run_bench(
     live: &LiveCluster,
     map: &SlotMap,
     batches: &[Batch],
     opts: &BenchOptions,
     stop: &AtomicBool,
+    observe: &mut dyn FnMut(BenchStep<'_>),
 ) -> Result<Vec<BenchResult>, BenchError> {
     if !valid_prefix(&opts.prefix) {
         return Err(BenchError::BadPrefix(opts.prefix.clone()));
@@ -360,7 +363,7 @@ pub fn run_bench(
             });
         }
     }
-    let result = run_all(live, &addrs, &work, opts, stop);
+    let result = run_all(live, &addrs, &work, opts, stop, observe);
     let cleaned = clean_up(live, &addrs, &opts.prefix);
     let results = result?;
     cleaned?;
@@ -373,16 +376,24 @@ fn run_all(
     work: &[(String, Strategy, ExecPlan, SimResult)],
     opts: &BenchOptions,
     stop: &AtomicBool,
+    observe: &mut dyn FnMut(BenchStep<'_>),
 ) -> Result<Vec<BenchResult>, BenchError> {
     let mut out = Vec::new();
     let mut stats: Vec<redis::Connection> = addrs
         .iter()
         .map(|a| connect(live, a))
         .collect::<Result<_, _>>()?;
-    for (name, strategy, plan, predicted) in work {
+    for (step, (name, strategy, plan, predicted)) in work.iter().enumerate() {
         if stop.load(Ordering::Relaxed) {
             break;
         }
+        observe(BenchStep {
+            index: step,
+            steps: work.len(),
+            batch: name,
+            strategy: *strategy,
+            result: None,
+        });
         let wire: Vec<Vec<Vec<u8>>> = plan
             .waves
             .iter()
@@ -523,8 +534,30 @@ fn run_all(
             measured,
             matches,
         });
+        observe(BenchStep {
+            index: step,
+            steps: work.len(),
+            batch: name,
+            strategy: *strategy,
+            result: out.last(),
+        });
     }
     Ok(out)
+}
+
+/// One (batch, strategy) run of [`run_bench`], as it starts (`result: None`) and finishes.
+#[derive(Debug, Clone, Copy)]
+pub struct BenchStep<'a> {
+    /// Which run this is, from 0.
+    pub index: usize,
+    /// Runs in all.
+    pub steps: usize,
+    /// The batch.
+    pub batch: &'a str,
+    /// The strategy.
+    pub strategy: Strategy,
+    /// The result, once the run is done.
+    pub result: Option<&'a BenchResult>,
 }
 
 #[cfg(test)]

@@ -5,6 +5,8 @@
 use crate::topology::reply::{Reply, from_reply};
 use crate::topology::{Node, SlotMap};
 use redis::{ConnectionAddr, ConnectionInfo, IntoConnectionInfo, Value};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// Why a live cluster could not be read.
@@ -187,6 +189,14 @@ pub struct ScanOptions {
     pub count: u64,
     /// Read from replicas: master address → the replica to scan instead (READONLY is sent).
     pub replicas: Option<std::collections::BTreeMap<String, String>>,
+    /// Set to stop every scan at its next SCAN call (another node failed).
+    pub cancel: Arc<AtomicBool>,
+}
+
+impl ScanOptions {
+    fn is_cancelled(&self) -> bool {
+        self.cancel.load(Ordering::Relaxed)
+    }
 }
 
 impl Default for ScanOptions {
@@ -198,6 +208,7 @@ impl Default for ScanOptions {
             bytes: false,
             count: 1000,
             replicas: None,
+            cancel: Arc::default(),
         }
     }
 }
@@ -429,6 +440,9 @@ impl LiveCluster {
         let mut commands: u64 = 0;
         let budget = opts.per_node.unwrap_or(u64::MAX);
         loop {
+            if opts.is_cancelled() {
+                break;
+            }
             let mut cmd = redis::cmd("SCAN");
             cmd.arg(cursor);
             if let Some(p) = &opts.pattern {
@@ -477,6 +491,46 @@ impl LiveCluster {
             }
         }
         Ok(sampled)
+    }
+}
+
+impl LiveCluster {
+    /// Samples `nodes` at once, one thread each, feeding node `i`'s keys (with their bytes
+    /// when asked) to `sinks[i]`. The first node to fail stops the others at their next SCAN
+    /// call, and its error is returned: a report never silently lacks a node.
+    pub fn scan_nodes<S: Send>(
+        &self,
+        nodes: &[Node],
+        opts: &ScanOptions,
+        sinks: &mut [S],
+        f: impl Fn(&mut S, &[u8], Option<u64>) + Sync,
+    ) -> Result<u64, LiveError> {
+        assert_eq!(nodes.len(), sinks.len(), "one sink per node");
+        let results: Vec<Result<u64, LiveError>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = sinks
+                .iter_mut()
+                .zip(nodes)
+                .map(|(sink, node)| {
+                    let f = &f;
+                    scope.spawn(move || {
+                        let r = self.scan_node(node, opts, |k, b| f(sink, k, b));
+                        if r.is_err() {
+                            opts.cancel.store(true, Ordering::Relaxed);
+                        }
+                        r
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("invariant: sampling threads do not panic"))
+                .collect()
+        });
+        let mut total = 0;
+        for r in results {
+            total += r?;
+        }
+        Ok(total)
     }
 }
 

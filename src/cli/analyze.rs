@@ -1,17 +1,18 @@
 //! `keyplan analyze`: distribution, skew, hot slots and tags, and key patterns of a dump.
 
 use super::Ctx;
-use super::args::{InputArgs, SampleArgs, TopologyArgs, open_all, read_context, warn_malformed};
+use super::args::{
+    InputArgs, SampleArgs, TopologyArgs, open_all, read_context, total_size, warn_malformed,
+};
 use crate::analyze::{AnalyzeConfig, Analyzer};
 use crate::error::{ExitStatus, UserError};
 use crate::keys::ReadSummary;
 use crate::pattern::{DEFAULT_DELIMITERS, Delimiters};
 use crate::report::analyze::{render_json, render_table};
 use anyhow::Context as _;
-use std::io::{BufWriter, IsTerminal};
+use super::progress::Unit;
+use std::io::BufWriter;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::Duration;
 
 /// Output format of `analyze`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -105,7 +106,7 @@ pub fn run(args: AnalyzeArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
         return run_live(&args, live, topology, source, config, ctx);
     }
     let inputs = open_all(&args.files)?;
-    let total_bytes: Option<u64> = inputs.iter().map(|(_, i)| i.file_size()).sum();
+    let total_bytes = total_size(&inputs);
     let names: Vec<String> = inputs.iter().map(|(n, _)| n.clone()).collect();
     let mut workers: Vec<Analyzer<'_>> = (0..threads)
         .map(|_| Analyzer::new(&topology, &config))
@@ -113,27 +114,15 @@ pub fn run(args: AnalyzeArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     let mut read = ReadSummary::default();
     let mut summaries = Vec::new();
 
-    let progress = AtomicU64::new(0);
-    let done = AtomicBool::new(false);
-    let show_progress = std::io::stderr().is_terminal();
-    std::thread::scope(|scope| -> anyhow::Result<()> {
-        if show_progress {
-            let (progress, done) = (&progress, &done);
-            scope.spawn(move || draw_progress(progress, done, total_bytes, Unit::Bytes));
-        }
-        let result = (|| -> anyhow::Result<()> {
-            for (name, input) in inputs {
-                let s = input
-                    .par_read(&opts, &mut workers, Some(&progress))
-                    .map_err(|e| read_context(&name, e))?;
-                read.merge(s.clone());
-                summaries.push((name, s));
-            }
-            Ok(())
-        })();
-        done.store(true, Ordering::Relaxed);
-        result
-    })?;
+    let progress = ctx.progress("reading keys", Unit::Bytes, total_bytes);
+    for (name, input) in inputs {
+        let s = input
+            .par_read(&opts, &mut workers, Some(progress.counter()))
+            .map_err(|e| read_context(&name, e))?;
+        read.merge(s.clone());
+        summaries.push((name, s));
+    }
+    progress.finish();
 
     let report = merged(workers).finish(&read, source, &config);
     emit(&args, &report, &names.join(", "), &config, ctx)?;
@@ -167,40 +156,15 @@ fn run_live(
         .iter()
         .map(|_| Analyzer::new(&topology, &config))
         .collect();
-    let progress = AtomicU64::new(0);
-    let done = AtomicBool::new(false);
-    let show_progress = std::io::stderr().is_terminal();
     let total = opts.per_node.map(|n| n * nodes.len() as u64);
-    let results: Vec<Result<u64, crate::live::LiveError>> = std::thread::scope(|scope| {
-        if show_progress {
-            let (progress, done) = (&progress, &done);
-            scope.spawn(move || draw_progress(progress, done, total, Unit::Keys));
-        }
-        let handles: Vec<_> = workers
-            .iter_mut()
-            .zip(&nodes)
-            .map(|(w, node)| {
-                let (live, opts, progress) = (&live, &opts, &progress);
-                scope.spawn(move || {
-                    live.scan_node(node, opts, |k, b| {
-                        w.add(k, b, None);
-                        progress.fetch_add(1, Ordering::Relaxed);
-                    })
-                })
-            })
-            .collect();
-        let r = handles
-            .into_iter()
-            .map(|h| h.join().expect("invariant: sampling threads do not panic"))
-            .collect();
-        done.store(true, Ordering::Relaxed);
-        r
-    });
+    let progress = ctx.progress("sampling", Unit::Keys, total);
     let mut read = crate::keys::ReadSummary::default();
-    for r in results {
-        // A node that fails is an error: never report a cluster with a node silently missing.
-        read.keys += r?;
-    }
+    // A node that fails is an error: never report a cluster with a node silently missing.
+    read.keys = live.scan_nodes(&nodes, &opts, &mut workers, |w, k, b| {
+        w.add(k, b, None);
+        progress.inc(1);
+    })?;
+    progress.finish();
     read.lines = read.keys;
     let report = merged(workers).finish(&read, source.clone(), &config);
     emit(args, &report, &source, &config, ctx)?;
@@ -217,7 +181,7 @@ fn emit(
     let report = report.clone();
     // Charts only for a person at a terminal (and never with NO_COLOR); pipes get plain text.
     let charts = args.output.is_none()
-        && std::io::stdout().is_terminal()
+        && ctx.stdout_is_terminal
         && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     let write = |out: &mut dyn std::io::Write| match args.format {
         AnalyzeFormat::Json => render_json(out, &report),
@@ -238,47 +202,4 @@ fn emit(
         }
     }
     Ok(())
-}
-
-/// Draws a progress bar on stderr until `done` (only called when stderr is a terminal).
-/// What a progress bar counts.
-#[derive(Clone, Copy)]
-enum Unit {
-    Bytes,
-    Keys,
-}
-
-fn draw_progress(progress: &AtomicU64, done: &AtomicBool, total: Option<u64>, unit: Unit) {
-    use indicatif::{ProgressBar, ProgressStyle};
-    // Only show a bar for runs that take a while.
-    std::thread::sleep(Duration::from_millis(400));
-    if done.load(Ordering::Relaxed) {
-        return;
-    }
-    let (with_total, without) = match unit {
-        Unit::Bytes => (
-            "{spinner} reading keys {bytes}/{total_bytes} [{bar:30}] {bytes_per_sec} eta {eta}",
-            "{spinner} reading keys {bytes} {bytes_per_sec}",
-        ),
-        Unit::Keys => (
-            "{spinner} sampling keys {pos}/{len} [{bar:30}] {per_sec} eta {eta}",
-            "{spinner} sampling keys {pos} {per_sec}",
-        ),
-    };
-    let bar = match total {
-        Some(t) => ProgressBar::new(t).with_style(
-            ProgressStyle::with_template(with_total)
-                .unwrap_or_else(|_| ProgressStyle::default_bar())
-                .progress_chars("=> "),
-        ),
-        None => ProgressBar::new_spinner().with_style(
-            ProgressStyle::with_template(without)
-                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-        ),
-    };
-    while !done.load(Ordering::Relaxed) {
-        bar.set_position(progress.load(Ordering::Relaxed));
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    bar.finish_and_clear();
 }

@@ -214,6 +214,69 @@ pub fn output_sink<'a>(
     })
 }
 
+/// A file written under a temporary name beside its destination and renamed onto it by
+/// [`AtomicFile::commit`]; dropped without a commit, it is removed. Readers of the destination
+/// see the old file or the whole new one, never a part.
+pub struct AtomicFile {
+    dest: PathBuf,
+    file: std::io::BufWriter<tempfile::NamedTempFile>,
+}
+
+impl AtomicFile {
+    /// Starts writing `dest` (its directory must exist and be writable).
+    pub fn create(dest: &Path) -> anyhow::Result<AtomicFile> {
+        let dir = match dest.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        let mut builder = tempfile::Builder::new();
+        builder.prefix(".keyplan-").suffix(".tmp");
+        // The finished file gets the usual mode (0666 less the umask), not a temp file's 0600.
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            builder.permissions(std::fs::Permissions::from_mode(0o666));
+        }
+        let tmp = builder
+            .tempfile_in(dir)
+            .with_context(|| {
+                format!(
+                    "cannot write '{}': cannot create a file in '{}' (check that the directory exists and is writable)",
+                    dest.display(),
+                    dir.display()
+                )
+            })?;
+        Ok(AtomicFile {
+            dest: dest.to_path_buf(),
+            file: std::io::BufWriter::new(tmp),
+        })
+    }
+
+    /// Flushes the file and renames it onto the destination.
+    pub fn commit(self) -> anyhow::Result<()> {
+        let dest = self.dest;
+        let tmp = self
+            .file
+            .into_inner()
+            .map_err(|e| e.into_error())
+            .with_context(|| format!("writing '{}'", dest.display()))?;
+        tmp.persist(&dest)
+            .map_err(|e| e.error)
+            .with_context(|| format!("cannot write '{}'", dest.display()))?;
+        Ok(())
+    }
+}
+
+impl std::io::Write for AtomicFile {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.file.write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.file.flush()
+    }
+}
+
 /// The name a dump is reported under: its path, or `<stdin>` for `-`.
 pub fn input_name(path: &Path) -> String {
     if path == Path::new("-") {
@@ -344,6 +407,33 @@ pub fn read_context(file: &str, e: ReadError) -> anyhow::Error {
     }
 }
 
+/// The total size of the inputs in bytes, when every one is a regular file.
+pub fn total_size(inputs: &[(String, Input)]) -> Option<u64> {
+    inputs.iter().map(|(_, i)| i.file_size()).sum()
+}
+
+/// A reader that adds the bytes it reads to a progress counter.
+pub struct Counted<'a, R> {
+    inner: R,
+    counter: &'a AtomicU64,
+}
+
+impl<'a, R> Counted<'a, R> {
+    /// `inner`, counted into `counter`.
+    pub fn new(inner: R, counter: &'a AtomicU64) -> Self {
+        Counted { inner, counter }
+    }
+}
+
+impl<R: Read> Read for Counted<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.counter
+            .fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
 /// Opens every dump up front; `-` may appear once.
 pub fn open_all(files: &[PathBuf]) -> anyhow::Result<Vec<(String, Input)>> {
     if files.iter().filter(|p| p.as_os_str() == "-").count() > 1 {
@@ -416,6 +506,7 @@ impl SampleArgs {
             bytes: self.bytes,
             replicas,
             count: self.scan_count,
+            cancel: Default::default(),
         })
     }
 }

@@ -3,9 +3,12 @@
 
 use super::Ctx;
 use super::simulate::StrategyArg;
-use crate::bench::{BenchOptions, run_bench};
+use super::progress::Unit;
+use crate::bench::{BenchOptions, BenchResult, run_bench};
 use crate::error::{ExitStatus, UserError};
-use crate::report::bench::{BenchReport, render_json, render_table};
+use crate::report::bench::{
+    BenchReport, render_batch_table, render_json, render_table_footer, render_table_header,
+};
 use crate::simulate::NetworkModel;
 use crate::simulate::batch::{Batch, from_scheme, parse_batches};
 use anyhow::Context as _;
@@ -52,9 +55,9 @@ pub struct BenchArgs {
     #[arg(long, value_name = "FILE")]
     pub scheme: Option<PathBuf>,
 
-    /// Execution strategy
-    #[arg(long, value_enum, default_value = "all")]
-    pub strategy: StrategyArg,
+    /// Execution strategies, comma-separated or repeated (e.g. pipeline,hashtag)
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "all", value_name = "STRATEGY,…")]
+    pub strategy: Vec<StrategyArg>,
 
     /// Seconds each (batch, strategy) runs
     #[arg(long, default_value_t = 2.0, value_name = "S")]
@@ -129,7 +132,7 @@ pub fn run(args: BenchArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
         std::env::var("REDISCLI_AUTH").ok(),
     )?);
     let map = live.topology()?;
-    let strategies = args.strategy.strategies();
+    let strategies = super::simulate::strategies_of(&args.strategy);
     let opts = BenchOptions {
         prefix: args.prefix.clone(),
         duration: Duration::from_secs_f64(args.duration),
@@ -143,25 +146,63 @@ pub fn run(args: BenchArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     // Ctrl-C stops the run; the keys written are still deleted. A handler may already be set
     // (the library used twice in one process): then Ctrl-C keeps its default behaviour.
     let _ = ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::Relaxed));
-    let results = run_bench(&live, &map, &batches, &opts, &INTERRUPTED)?;
-    let interrupted = INTERRUPTED.load(Ordering::Relaxed);
-    let report = BenchReport {
+    let mut report = BenchReport {
         schema_version: 1,
         cluster: live.url_text(),
         prefix: args.prefix.clone(),
         duration_s: args.duration,
         concurrency: args.concurrency as usize,
         network: opts.net,
-        interrupted,
-        results,
+        interrupted: false,
+        results: Vec::new(),
     };
-    let mut out = BufWriter::new(&mut *ctx.stdout);
-    match args.format {
-        BenchFormat::Json => render_json(&mut out, &report)?,
-        BenchFormat::Table => render_table(&mut out, &report)?,
+    // Tables are printed batch by batch as each finishes; JSON is one document at the end.
+    let table = args.format == BenchFormat::Table;
+    if table {
+        render_table_header(&mut *ctx.stdout, &report)?;
     }
-    out.flush()?;
-    drop(out);
+    let per_batch = opts.strategies.len();
+    let progress = ctx.progress("benchmarking", Unit::Steps, None);
+    let layout = ctx.layout;
+    let stdout = &mut *ctx.stdout;
+    let mut pending: Vec<BenchResult> = Vec::new();
+    let mut write_err: Option<std::io::Error> = None;
+    let run = run_bench(&live, &map, &batches, &opts, &INTERRUPTED, &mut |step| {
+        progress.set_total(step.steps as u64);
+        match step.result {
+            None => {
+                progress.set_position(step.index as u64);
+                progress.set_message(format!("{} · {}", step.batch, step.strategy.name()));
+            }
+            Some(r) => {
+                progress.set_position(step.index as u64 + 1);
+                pending.push(r.clone());
+                if table && pending.len() == per_batch {
+                    let done = std::mem::take(&mut pending);
+                    if let Err(e) = progress.suspend(|| render_batch_table(stdout, &done, &layout))
+                    {
+                        write_err.get_or_insert(e);
+                    }
+                }
+            }
+        }
+    });
+    progress.finish();
+    report.results = run?;
+    if let Some(e) = write_err {
+        return Err(anyhow::Error::new(e).context("writing the results"));
+    }
+    let interrupted = INTERRUPTED.load(Ordering::Relaxed);
+    report.interrupted = interrupted;
+    if table {
+        // An interrupted run's last batch may be partly done: its results so far.
+        render_batch_table(&mut *ctx.stdout, &pending, &ctx.layout)?;
+        render_table_footer(&mut *ctx.stdout, &report)?;
+    } else {
+        let mut out = BufWriter::new(&mut *ctx.stdout);
+        render_json(&mut out, &report)?;
+        out.flush()?;
+    }
     if interrupted {
         writeln!(ctx.stderr, "interrupted: the keys written were deleted")?;
         return Ok(ExitStatus::Error);

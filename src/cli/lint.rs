@@ -1,7 +1,10 @@
 //! `keyplan lint`: check a key scheme (`keyplan.yaml`) and key dumps against the rules.
 
 use super::Ctx;
-use super::args::{InputArgs, TopologyArgs, open_all, read_context, warn_malformed};
+use super::args::{
+    Counted, InputArgs, TopologyArgs, open_all, read_context, total_size, warn_malformed,
+};
+use super::progress::Unit;
 use crate::error::{ExitStatus, UserError};
 use crate::keys::for_each_record;
 use crate::lint::rule::Severity;
@@ -174,13 +177,17 @@ pub fn run(args: LintArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     }
     let opts = args.input.read_options();
     let mut summaries = Vec::new();
-    for (name, input) in open_all(&args.keys)? {
+    let inputs = open_all(&args.keys)?;
+    let progress = ctx.progress("reading keys", Unit::Bytes, total_size(&inputs));
+    for (name, input) in inputs {
         let mut linter = DumpLinter::new(&rules, scheme.as_ref().map(|(_, s)| s), &topology, &name);
+        let input = Counted::new(input, progress.counter());
         let summary = for_each_record(input, &opts, |line, rec| linter.key(line, rec.key))
             .map_err(|e| read_context(&name, e))?;
         diags.extend(linter.finish());
         summaries.push((name, summary));
     }
+    progress.finish();
     sort(&mut diags);
     let format = match args.format {
         LintFormatArg::Human => LintFormat::Human,

@@ -2,7 +2,10 @@
 //! the batches, the estimates and the output (report or commands).
 
 use super::Ctx;
-use super::args::{InputArgs, SampleArgs, TopologyArgs, open_all, read_context, warn_malformed};
+use super::args::{
+    InputArgs, SampleArgs, TopologyArgs, open_all, read_context, total_size, warn_malformed,
+};
+use super::progress::Unit;
 use crate::error::{ExitStatus, UserError};
 use crate::keys::Record;
 use crate::keys::parallel::ChunkSink;
@@ -184,20 +187,23 @@ pub fn load_sample(
     let mut keys = 0;
     if !args.keys.is_empty() {
         let opts = args.input.read_options();
-        for (name, input) in open_all(&args.keys)? {
+        let inputs = open_all(&args.keys)?;
+        let progress = ctx.progress("reading keys", Unit::Bytes, total_size(&inputs));
+        for (name, input) in inputs {
             let mut sinks: Vec<WeightSink> = (0..threads)
                 .map(|_| WeightSink(SlotWeights::default()))
                 .collect();
             let summary = input
-                .par_read(&opts, &mut sinks, None)
+                .par_read(&opts, &mut sinks, Some(progress.counter()))
                 .map_err(|e| read_context(&name, e))?;
             for s in &sinks {
                 weights.merge(&s.0);
             }
             keys += summary.keys;
-            warn_malformed(ctx, &name, &summary)?;
+            progress.suspend(|| warn_malformed(ctx, &name, &summary))?;
             source.push(name);
         }
+        progress.finish();
     } else if !args.no_sample
         && let Some(live) = args.topology.live()?
     {
@@ -208,27 +214,16 @@ pub fn load_sample(
             .filter(|&i| view.slot_count(i) > 0)
             .map(|i| view.nodes[i].to_node())
             .collect();
-        let results: Vec<(SlotWeights, Result<u64, crate::live::LiveError>)> =
-            std::thread::scope(|scope| {
-                let handles: Vec<_> = masters
-                    .iter()
-                    .map(|node| {
-                        let (live, opts) = (&live, &opts);
-                        scope.spawn(move || {
-                            let mut w = SlotWeights::default();
-                            let r = live.scan_node(node, opts, |k, b| w.add(k, b, None));
-                            (w, r)
-                        })
-                    })
-                    .collect();
-                handles
-                    .into_iter()
-                    .map(|h| h.join().expect("invariant: sampling threads do not panic"))
-                    .collect()
-            });
-        for (w, r) in results {
-            keys += r?;
-            weights.merge(&w);
+        let total = opts.per_node.map(|n| n * masters.len() as u64);
+        let progress = ctx.progress("sampling", Unit::Keys, total);
+        let mut sinks: Vec<SlotWeights> = masters.iter().map(|_| SlotWeights::default()).collect();
+        keys += live.scan_nodes(&masters, &opts, &mut sinks, |w, k, b| {
+            w.add(k, b, None);
+            progress.inc(1);
+        })?;
+        progress.finish();
+        for w in &sinks {
+            weights.merge(w);
         }
         source.push(format!(
             "live sample ({} per master{})",

@@ -9,12 +9,16 @@ pub mod completions;
 pub mod lint;
 pub mod migration;
 pub mod plan;
+pub mod progress;
 pub mod rebalance;
 pub mod reshard;
 pub mod rules;
 pub mod scan;
 pub mod simulate;
 pub mod slot;
+pub mod terminal;
+
+pub use terminal::Terminal;
 
 use crate::error::{ExitStatus, UserError};
 use clap::{Parser, Subcommand};
@@ -30,6 +34,15 @@ pub struct Cli {
     /// What to do
     #[command(subcommand)]
     pub command: Command,
+
+    /// No progress bars on stderr (they are drawn only when stderr is a terminal)
+    #[arg(long, short = 'q', global = true)]
+    pub quiet: bool,
+
+    /// Tables at their natural width even when stdout is a terminal (pipes and files always
+    /// get them so)
+    #[arg(long, global = true)]
+    pub wide: bool,
 }
 
 /// The subcommands.
@@ -61,12 +74,30 @@ pub enum Command {
     Man(completions::ManArgs),
 }
 
-/// Context for a run: where output and diagnostics go.
+/// Context for a run: where output and diagnostics go, and how the terminal is laid out.
 pub struct Ctx<'a> {
     /// Standard output.
     pub stdout: &'a mut dyn Write,
     /// Standard error.
     pub stderr: &'a mut dyn Write,
+    /// Whether progress bars are drawn.
+    pub progress: progress::ProgressConfig,
+    /// How text reports are laid out (the terminal's width, or unbounded).
+    pub layout: crate::report::TextLayout,
+    /// Whether standard output is a terminal (charts are drawn only then).
+    pub stdout_is_terminal: bool,
+}
+
+impl Ctx<'_> {
+    /// Starts a progress bar for a long step (drawn only when progress is on).
+    pub fn progress(
+        &self,
+        label: &str,
+        unit: progress::Unit,
+        total: Option<u64>,
+    ) -> progress::Progress {
+        progress::Progress::start(self.progress, label, unit, total)
+    }
 }
 
 /// Whether an error chain is a closed pipe (`keyplan … | head`), which is not a failure.
@@ -77,8 +108,26 @@ fn is_broken_pipe(err: &anyhow::Error) -> bool {
     })
 }
 
-/// Runs keyplan with `args` (program name first), writing to the given streams.
+/// Runs keyplan with `args` (program name first), writing to the given streams as to pipes
+/// (no progress, tables at their natural width).
 pub fn run<I, T>(args: I, stdout: &mut dyn Write, stderr: &mut dyn Write) -> ExitStatus
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    run_with(args, stdout, stderr, Terminal::default())
+}
+
+/// Runs keyplan with `args`, writing to streams connected as `terminal` says.
+///
+/// The streams are written in short bursts; no lock is held across the run, so a progress
+/// bar drawn on the real stderr meanwhile never waits for the command.
+pub fn run_with<I, T>(
+    args: I,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn Write,
+    terminal: Terminal,
+) -> ExitStatus
 where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
@@ -96,7 +145,21 @@ where
             };
         }
     };
-    let mut ctx = Ctx { stdout, stderr };
+    let progress = if terminal.stderr_is_terminal && !cli.quiet {
+        progress::ProgressConfig::terminal()
+    } else {
+        progress::ProgressConfig::off()
+    };
+    let layout = crate::report::TextLayout {
+        width: terminal.stdout_width.filter(|_| !cli.wide),
+    };
+    let mut ctx = Ctx {
+        stdout,
+        stderr,
+        progress,
+        layout,
+        stdout_is_terminal: terminal.stdout_width.is_some(),
+    };
     let result = match cli.command {
         Command::Analyze(a) => analyze::run(a, &mut ctx),
         Command::Bench(a) => bench::run(a, &mut ctx),

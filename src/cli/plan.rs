@@ -3,7 +3,10 @@
 //! cardinalities).
 
 use super::Ctx;
-use super::args::{InputArgs, TopologyArgs, open_all, read_context, warn_malformed};
+use super::args::{
+    Counted, InputArgs, TopologyArgs, open_all, read_context, total_size, warn_malformed,
+};
+use super::progress::Unit;
 use crate::error::{ExitStatus, UserError};
 use crate::keys::for_each_record;
 use crate::plan::observed::plan_observed;
@@ -195,7 +198,10 @@ pub fn run(args: PlanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
                 .expect("invariant: key_regex compiles")
         });
         let opts_r = args.input.read_options();
-        for (name, input) in open_all(&args.keys)? {
+        let inputs = open_all(&args.keys)?;
+        let progress = ctx.progress("reading keys", Unit::Bytes, total_size(&inputs));
+        for (name, input) in inputs {
+            let input = Counted::new(input, progress.counter());
             let summary = for_each_record(input, &opts_r, |_, rec| {
                 sample_keys += 1;
                 if let (Some(s), Some(w), Some(ms), Some(set)) =
@@ -224,8 +230,9 @@ pub fn run(args: PlanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
                 }
             })
             .map_err(|e| read_context(&name, e))?;
-            warn_malformed(ctx, &name, &summary)?;
+            progress.suspend(|| warn_malformed(ctx, &name, &summary))?;
         }
+        progress.finish();
     }
     let workload = match (scheme.as_ref(), workload) {
         (Some(s), Some(w)) if w.is_empty() => Some(Workload::synthetic(s, nodes)),

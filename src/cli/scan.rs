@@ -1,11 +1,11 @@
 //! `keyplan scan`: sample keys from a live cluster into a dump for later offline use.
 
 use super::Ctx;
-use super::args::{SampleArgs, TopologyArgs};
+use super::args::{AtomicFile, SampleArgs, TopologyArgs};
+use super::progress::Unit;
 use crate::error::{ExitStatus, UserError};
 use crate::keys::quote_into;
-use anyhow::Context as _;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::sync::mpsc;
 
@@ -42,63 +42,68 @@ pub fn run(args: ScanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     };
     let map = live.topology()?;
     let opts = args.sampling.scan_options(&live)?;
+    let nodes = map.nodes();
+    // A file is written under a temporary name and renamed when the sample is complete: a
+    // failed scan never leaves a partial sample behind.
     let mut file = match &args.output {
-        Some(p) => Some(BufWriter::new(
-            std::fs::File::create(p).with_context(|| format!("cannot write '{}'", p.display()))?,
-        )),
+        Some(p) => Some(AtomicFile::create(p)?),
         None => None,
     };
+    let progress = ctx.progress(
+        "sampling",
+        Unit::Keys,
+        opts.per_node.map(|n| n * nodes.len() as u64),
+    );
     // Sampling threads send text in chunks; this thread writes them (stdout is not `Send`).
     let (tx, rx) = mpsc::sync_channel::<Vec<u8>>(16);
     let mut write_err: Option<std::io::Error> = None;
-    let results: Vec<Result<u64, crate::live::LiveError>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = map
-            .nodes()
-            .iter()
-            .map(|node| {
-                let (live, opts, tx) = (&live, &opts, tx.clone());
-                scope.spawn(move || {
-                    let mut buf = String::new();
-                    let r = live.scan_node(node, opts, |k, b| {
-                        quote_into(k, &mut buf);
-                        if opts.bytes {
-                            buf.push('\t');
-                            buf.push_str(&b.unwrap_or(0).to_string());
-                        }
-                        buf.push('\n');
-                        if buf.len() > 1 << 16 {
-                            let _ = tx.send(std::mem::take(&mut buf).into_bytes());
-                        }
-                    });
-                    let _ = tx.send(buf.into_bytes());
-                    r
-                })
-            })
-            .collect();
-        drop(tx);
+    let result = std::thread::scope(|scope| {
+        let sampler = scope.spawn(|| {
+            let mut sinks: Vec<(String, mpsc::SyncSender<Vec<u8>>)> =
+                nodes.iter().map(|_| (String::new(), tx.clone())).collect();
+            drop(tx);
+            let r = live.scan_nodes(nodes, &opts, &mut sinks, |(buf, tx), k, b| {
+                quote_into(k, buf);
+                if opts.bytes {
+                    buf.push('\t');
+                    buf.push_str(&b.unwrap_or(0).to_string());
+                }
+                buf.push('\n');
+                progress.inc(1);
+                if buf.len() > 1 << 16 {
+                    let _ = tx.send(std::mem::take(buf).into_bytes());
+                }
+            });
+            for (buf, tx) in sinks {
+                let _ = tx.send(buf.into_bytes());
+            }
+            r
+        });
         for chunk in rx {
+            if write_err.is_some() {
+                continue;
+            }
             let w = match file.as_mut() {
                 Some(f) => f.write_all(&chunk),
                 None => ctx.stdout.write_all(&chunk),
             };
             if let Err(e) = w {
-                write_err.get_or_insert(e);
+                // Stop sampling: there is nowhere to put the keys.
+                opts.cancel.store(true, std::sync::atomic::Ordering::Relaxed);
+                write_err = Some(e);
             }
         }
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("invariant: scan threads do not panic"))
-            .collect()
+        sampler
+            .join()
+            .expect("invariant: the sampling thread does not panic")
     });
+    progress.finish();
     if let Some(e) = write_err {
         return Err(anyhow::Error::new(e).context("writing the sample"));
     }
-    let mut total = 0;
-    for r in results {
-        total += r?;
-    }
-    match file.as_mut() {
-        Some(f) => f.flush()?,
+    let total = result?;
+    match file {
+        Some(f) => f.commit()?,
         None => ctx.stdout.flush()?,
     }
     writeln!(

@@ -31,6 +31,17 @@ pub enum StrategyArg {
     All,
 }
 
+/// The strategies a `--strategy` list stands for, in the order given, each once.
+pub fn strategies_of(list: &[StrategyArg]) -> Vec<Strategy> {
+    let mut out: Vec<Strategy> = Vec::new();
+    for s in list.iter().flat_map(|a| a.strategies()) {
+        if !out.contains(&s) {
+            out.push(s);
+        }
+    }
+    out
+}
+
 impl StrategyArg {
     /// The strategies this choice stands for.
     pub fn strategies(self) -> Vec<Strategy> {
@@ -79,9 +90,9 @@ pub struct SimulateArgs {
     #[command(flatten)]
     pub topology: TopologyArgs,
 
-    /// Execution strategy
-    #[arg(long, value_enum, default_value = "all")]
-    pub strategy: StrategyArg,
+    /// Execution strategies, comma-separated or repeated (e.g. pipeline,hashtag)
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "all", value_name = "STRATEGY,…")]
+    pub strategy: Vec<StrategyArg>,
 
     /// Round-trip time in milliseconds
     #[arg(long, default_value_t = 0.5, value_name = "MS")]
@@ -284,7 +295,7 @@ pub fn run(args: SimulateArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
         per_key_us: args.per_key_us,
         bandwidth_mb_s: args.bandwidth,
     };
-    let strategies = args.strategy.strategies();
+    let strategies = strategies_of(&args.strategy);
     if !args.client.is_empty() {
         let mut profiles = clients(&args.client)?;
         if args.client.iter().any(|n| n == "all") {

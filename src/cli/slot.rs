@@ -1,7 +1,10 @@
 //! `keyplan slot`: each key's hash slot, the bytes Redis hashes and why, and the owning node.
 
 use super::Ctx;
-use super::args::{InputArgs, TopologyArgs, malformed_of, open_all, read_context, warn_malformed};
+use super::args::{
+    InputArgs, TopologyArgs, malformed_of, open_all, read_context, total_size, warn_malformed,
+};
+use super::progress::Unit;
 use crate::error::{ExitStatus, UserError};
 use crate::keys::parallel::ChunkSink;
 use crate::keys::{Record, for_each_record};
@@ -215,7 +218,9 @@ fn run_counts(
     }
     let mut malformed = Vec::new();
     let mut summaries = Vec::new();
-    for (name, src) in open_all(&args.files)? {
+    let inputs = open_all(&args.files)?;
+    let progress = ctx.progress("reading keys", Unit::Bytes, total_size(&inputs));
+    for (name, src) in inputs {
         let mut sinks: Vec<Histogram> = (0..threads)
             .map(|_| Histogram {
                 counts: vec![0u64; SLOT_COUNT],
@@ -223,7 +228,7 @@ fn run_counts(
             })
             .collect();
         let summary = src
-            .par_read(&opts, &mut sinks, None)
+            .par_read(&opts, &mut sinks, Some(progress.counter()))
             .map_err(|e| read_context(&name, e))?;
         for s in &sinks {
             for (t, c) in total.iter_mut().zip(&s.counts) {
@@ -233,6 +238,7 @@ fn run_counts(
         malformed.extend(malformed_of(&name, &summary));
         summaries.push((name, summary));
     }
+    progress.finish();
     let slots = total
         .iter()
         .enumerate()

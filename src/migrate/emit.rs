@@ -163,7 +163,19 @@ pub fn emit(
         Emit::RedisCli => {
             check_lowest_first(view, moves)?;
             prelude(&mut out, view, ctx, &entry);
-            for m in moves {
+            for (i, m) in moves.iter().enumerate() {
+                let _ = writeln!(
+                    out,
+                    "echo {} >&2",
+                    sh(&format!(
+                        "keyplan script: move {} of {}: {} slot(s) from {} to {}",
+                        i + 1,
+                        moves.len(),
+                        m.slots.len(),
+                        view.nodes[m.from].name,
+                        view.nodes[m.to].name
+                    ))
+                );
                 let _ = writeln!(
                     out,
                     "redis-cli --cluster reshard {} --cluster-from {} --cluster-to {} --cluster-slots {} --cluster-yes",
@@ -182,6 +194,8 @@ pub fn emit(
                 .map(|&i| address(view, i).map(sh))
                 .collect::<Result<_, _>>()?;
             let _ = writeln!(out, "MASTERS={}", sh(&masters.join(" ")));
+            let total: usize = moves.iter().map(|m| m.slots.len()).sum();
+            let _ = writeln!(out, "TOTAL={total} DONE=0");
             out.push_str(MOVE_SLOT);
             for m in moves {
                 let (sh_, sp) = split_addr(address(view, m.from)?);
@@ -218,6 +232,8 @@ ok() {
 }
 # move_slot SLOT SRC_HOST SRC_PORT SRC_ID DST_HOST DST_PORT DST_ID
 move_slot() {
+  DONE=$((DONE + 1))
+  echo "keyplan script: slot $1 ($DONE of $TOTAL): $2:$3 -> $5:$6" >&2
   ok "$5" "$6" CLUSTER SETSLOT "$1" IMPORTING "$4"
   ok "$2" "$3" CLUSTER SETSLOT "$1" MIGRATING "$7"
   while :; do
@@ -278,8 +294,10 @@ cccccccccccccccccccccccccccccccccccccccc 127.0.0.1:7002@17002 master - 0 0 3 con
             "redis-cli --cluster reshard 127.0.0.1:7000 --cluster-from bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb --cluster-to \"$NEW_ID_1\" --cluster-slots 1366 --cluster-yes"
         ));
         assert_eq!(s.matches("--cluster reshard").count(), 3);
+        assert!(s.contains("echo 'keyplan script: move 1 of 3: 1366 slot(s) from "), "{s}");
         let s = emit(&v, &p.moves, Emit::Setslot, &EmitContext::default()).unwrap();
         assert_eq!(s.matches("\nmove_slot ").count(), 4096);
+        assert!(s.contains("\nTOTAL=4096 DONE=0\n"));
         assert!(s.contains(
             "move_slot 5461 127.0.0.1 7001 bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb 127.0.0.1 7003 \"$NEW_ID_1\""
         ));

@@ -12,12 +12,17 @@ use crate::topology::Topology;
 const SYNTHETIC_PER_FAMILY: u64 = 4000;
 /// Keys a family is assumed to have when a variable has no declared cardinality.
 const UNKNOWN_CARDINALITY: u64 = 1_000_000;
+/// Sample keys kept per family: beyond this, a hash-chosen subset (the same whatever the key
+/// order) stands for all of them, so memory stays bounded on any dump.
+const KEPT_PER_FAMILY: usize = 50_000;
 
-/// One key of a family: its variable values (in the family's variable order) and its weight.
+/// One key of a family: its variable values (in the family's variable order), its weight and
+/// (for sample keys) the hash that decided it is kept.
 #[derive(Debug, Clone)]
 struct FamilyKey {
     values: Vec<String>,
     weight: f64,
+    hash: u64,
 }
 
 /// A family (declared key) and its keys.
@@ -25,6 +30,48 @@ struct FamilyKey {
 struct Family {
     vars: Vec<String>,
     keys: Vec<FamilyKey>,
+    /// Sample keys seen (kept or not).
+    seen: u64,
+    /// Sample keys are kept when their hash is at most this.
+    threshold: u64,
+}
+
+impl Family {
+    fn new(vars: Vec<String>, keys: Vec<FamilyKey>) -> Family {
+        Family {
+            vars,
+            keys,
+            seen: 0,
+            threshold: u64::MAX,
+        }
+    }
+
+    /// What each kept key stands for: all the sample keys seen over those kept.
+    fn scale(&self) -> f64 {
+        if self.seen > self.keys.len() as u64 && !self.keys.is_empty() {
+            self.seen as f64 / self.keys.len() as f64
+        } else {
+            1.0
+        }
+    }
+
+    /// Keeps the sample key `k` if its hash is under the threshold; halves what is kept (the
+    /// keys of the lowest hashes stay) when more than twice the bound are kept.
+    fn keep(&mut self, k: FamilyKey) {
+        self.seen += 1;
+        if k.hash > self.threshold {
+            return;
+        }
+        self.keys.push(k);
+        if self.keys.len() > 2 * KEPT_PER_FAMILY {
+            let (_, nth, _) = self
+                .keys
+                .select_nth_unstable_by_key(KEPT_PER_FAMILY - 1, |k| k.hash);
+            self.threshold = nth.hash;
+            let threshold = self.threshold;
+            self.keys.retain(|k| k.hash <= threshold);
+        }
+    }
 }
 
 /// The keys plans are scored on.
@@ -112,9 +159,10 @@ impl Workload {
                             })
                             .collect(),
                         weight,
+                        hash: 0,
                     })
                     .collect();
-                Family { vars, keys }
+                Family::new(vars, keys)
             })
             .collect();
         Workload {
@@ -131,10 +179,7 @@ impl Workload {
             families: scheme
                 .keys
                 .iter()
-                .map(|k| Family {
-                    vars: distinct_vars(&k.template),
-                    keys: Vec::new(),
-                })
+                .map(|k| Family::new(distinct_vars(&k.template), Vec::new()))
                 .collect(),
             other: vec![0.0; nodes],
             source: "sample",
@@ -168,9 +213,10 @@ impl Workload {
                         values[i] = val;
                     }
                 }
-                self.families[fi].keys.push(FamilyKey {
+                self.families[fi].keep(FamilyKey {
                     values,
                     weight: 1.0,
+                    hash: stable_hash(key),
                 });
             }
             None => {
@@ -198,7 +244,9 @@ impl Workload {
         for (fi, f) in self.families.iter().enumerate() {
             let orig = &scheme.keys[fi].template;
             let rk = rekeys.iter().find(|r| r.family == fi);
+            let scale = f.scale();
             for k in &f.keys {
+                let weight = k.weight * scale;
                 let before = render(orig, &f.vars, &k.values, &[]);
                 let node_before = topo.node_of(&before);
                 let node = match rk {
@@ -215,19 +263,19 @@ impl Workload {
                             .collect();
                         let after = render(&r.template, &f.vars, &k.values, &extra);
                         if after != before {
-                            renamed += k.weight;
+                            renamed += weight;
                         }
                         let n = topo.node_of(&after);
                         if n != node_before {
-                            moved += k.weight;
+                            moved += weight;
                         }
                         n
                     }
                 };
                 if let Some(n) = node {
-                    per_node[n] += k.weight;
+                    per_node[n] += weight;
                     if focus.contains(&fi) {
-                        focus_per_node[n] += k.weight;
+                        focus_per_node[n] += weight;
                     }
                 }
             }
@@ -348,5 +396,36 @@ mod tests {
         assert_eq!(base.per_node.iter().sum::<f64>(), 2.0);
         let n = topo.node_of(b"user:42:profile").unwrap();
         assert!(base.per_node[n] >= 1.0);
+    }
+
+    #[test]
+    fn a_large_sample_is_bounded_and_still_counts_every_key() {
+        let s = Scheme::parse(SCHEME).unwrap();
+        let topo = Topology::Cluster(SlotMap::from_masters(3).unwrap());
+        let n = 3 * KEPT_PER_FAMILY as u64 + 17;
+        let mut forward = Workload::sample(&s, 3);
+        let mut backward = Workload::sample(&s, 3);
+        let key = |i: u64| (format!("user:{i}:profile"), vec![i.to_string()]);
+        for i in 0..n {
+            let (k, v) = key(i);
+            forward.add_sample_key(&s, &topo, k.as_bytes(), Some((1, v)));
+            let (k, v) = key(n - 1 - i);
+            backward.add_sample_key(&s, &topo, k.as_bytes(), Some((1, v)));
+        }
+        let kept = forward.families[1].keys.len();
+        assert!(kept <= 2 * KEPT_PER_FAMILY && kept >= KEPT_PER_FAMILY, "{kept}");
+        let a = forward.loads(&s, &topo, &[], &[1]);
+        let b = backward.loads(&s, &topo, &[], &[1]);
+        // The kept subset does not depend on the key order, and stands for every key.
+        assert_eq!(a.per_node, b.per_node);
+        assert!((a.per_node.iter().sum::<f64>() - n as f64).abs() < 1e-6);
+        // Each node's estimate is close to its exact count.
+        let mut exact = [0f64; 3];
+        for i in 0..n {
+            exact[topo.node_of(key(i).0.as_bytes()).unwrap()] += 1.0;
+        }
+        for (est, ex) in a.per_node.iter().zip(exact) {
+            assert!((est - ex).abs() / ex < 0.03, "{est} vs {ex}");
+        }
     }
 }

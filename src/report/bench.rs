@@ -1,7 +1,7 @@
 //! Renders `keyplan bench` results: the seed-002-shaped table (strategy, QPS, latency, round
 //! trips and commands predicted / measured) or JSON.
 
-use super::new_table;
+use super::TextLayout;
 use crate::bench::BenchResult;
 use crate::simulate::NetworkModel;
 use comfy_table::{Cell, CellAlignment};
@@ -48,69 +48,89 @@ fn num(x: f64) -> String {
     }
 }
 
-/// Writes the report as tables, one per batch.
-pub fn render_table(out: &mut dyn Write, r: &BenchReport) -> io::Result<()> {
+/// Writes the line that opens the table report.
+pub fn render_table_header(out: &mut dyn Write, r: &BenchReport) -> io::Result<()> {
     writeln!(
         out,
         "keyplan bench on {}: {} s per strategy, {} worker(s), keys under '{}:' (deleted afterwards)",
         r.cluster, r.duration_s, r.concurrency, r.prefix
     )?;
-    let mut i = 0;
-    while i < r.results.len() {
-        let name = &r.results[i].batch;
-        writeln!(out, "\n{name}")?;
-        let mut t = new_table();
-        t.set_header([
-            "strategy",
-            "QPS",
-            "P50 ms",
-            "P99 ms",
-            "round trips pred / meas",
-            "commands pred / meas",
-            "per node (meas)",
-            "predicted ms",
-            "match",
+    out.flush()
+}
+
+/// Writes one batch's table: its results, one row per strategy.
+pub fn render_batch_table(
+    out: &mut dyn Write,
+    results: &[BenchResult],
+    layout: &TextLayout,
+) -> io::Result<()> {
+    let Some(first) = results.first() else {
+        return Ok(());
+    };
+    writeln!(out, "\n{}", layout.text(&first.batch))?;
+    let mut t = layout.table();
+    t.set_header([
+        "strategy",
+        "QPS",
+        "P50 ms",
+        "P99 ms",
+        "round trips pred / meas",
+        "commands pred / meas",
+        "per node (meas)",
+        "predicted ms",
+        "match",
+    ]);
+    for x in results {
+        let m = &x.measured;
+        let per_node = m
+            .per_node
+            .iter()
+            .map(|n| format!("{} {}", n.node, num(n.commands)))
+            .collect::<Vec<_>>()
+            .join(", ");
+        t.add_row(vec![
+            Cell::new(x.strategy.name()),
+            right(format!("{:.0}", m.qps)),
+            right(format!("{:.3}", m.p50_ms)),
+            right(format!("{:.3}", m.p99_ms)),
+            right(format!(
+                "{} / {}",
+                x.predicted.round_trips,
+                num(m.round_trips)
+            )),
+            right(format!("{} / {}", x.predicted.commands, num(m.commands))),
+            Cell::new(per_node),
+            right(format!("{:.3}", x.predicted.latency_ms)),
+            Cell::new(if x.matches {
+                "✓".to_string()
+            } else if m.errors > 0 {
+                format!(
+                    "✗ {} error(s): {}",
+                    m.errors,
+                    m.first_error.as_deref().unwrap_or("")
+                )
+            } else {
+                "✗".to_string()
+            }),
         ]);
-        while i < r.results.len() && &r.results[i].batch == name {
-            let x = &r.results[i];
-            let m = &x.measured;
-            let per_node = m
-                .per_node
-                .iter()
-                .map(|n| format!("{} {}", n.node, num(n.commands)))
-                .collect::<Vec<_>>()
-                .join(", ");
-            t.add_row(vec![
-                Cell::new(x.strategy.name()),
-                right(format!("{:.0}", m.qps)),
-                right(format!("{:.3}", m.p50_ms)),
-                right(format!("{:.3}", m.p99_ms)),
-                right(format!(
-                    "{} / {}",
-                    x.predicted.round_trips,
-                    num(m.round_trips)
-                )),
-                right(format!("{} / {}", x.predicted.commands, num(m.commands))),
-                Cell::new(per_node),
-                right(format!("{:.3}", x.predicted.latency_ms)),
-                Cell::new(if x.matches {
-                    "✓".to_string()
-                } else if m.errors > 0 {
-                    format!(
-                        "✗ {} error(s): {}",
-                        m.errors,
-                        m.first_error.as_deref().unwrap_or("")
-                    )
-                } else {
-                    "✗".to_string()
-                }),
-            ]);
-            i += 1;
-        }
-        writeln!(out, "{t}")?;
     }
+    writeln!(out, "{t}")?;
+    out.flush()
+}
+
+/// Writes the lines that close the table report.
+pub fn render_table_footer(out: &mut dyn Write, r: &BenchReport) -> io::Result<()> {
     if r.interrupted {
         writeln!(out, "\ninterrupted: results so far")?;
     }
     out.flush()
+}
+
+/// Writes the report as tables, one per batch.
+pub fn render_table(out: &mut dyn Write, r: &BenchReport, layout: &TextLayout) -> io::Result<()> {
+    render_table_header(out, r)?;
+    for batch in r.results.chunk_by(|a, b| a.batch == b.batch) {
+        render_batch_table(out, batch, layout)?;
+    }
+    render_table_footer(out, r)
 }

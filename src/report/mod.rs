@@ -58,13 +58,78 @@ pub fn display_key(key: &[u8]) -> Cow<'_, str> {
     }
 }
 
-/// A table in keyplan's house style: UTF-8 borders, no terminal-width dependence (so output is
-/// the same on a terminal and in a pipe).
+/// A table in keyplan's house style at its natural width: UTF-8 borders, no terminal-width
+/// dependence (what pipes, files and `--wide` get).
 pub fn new_table() -> comfy_table::Table {
-    let mut t = comfy_table::Table::new();
-    t.load_style(comfy_table::presets::UTF8_FULL_CONDENSED)
-        .set_content_arrangement(comfy_table::ContentArrangement::Disabled);
-    t
+    TextLayout::default().table()
+}
+
+/// How text reports are laid out: at their natural width (pipes, files, `--wide`: the same
+/// bytes on every run), or fitted to a terminal's width.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TextLayout {
+    /// The terminal's width in columns, or `None` for no limit.
+    pub width: Option<u16>,
+}
+
+impl TextLayout {
+    /// Fitted to a terminal `width` columns wide.
+    pub fn fitted(width: u16) -> Self {
+        TextLayout { width: Some(width) }
+    }
+
+    /// A table in keyplan's house style; fitted to the width (cells wrap) when there is one.
+    pub fn table(&self) -> comfy_table::Table {
+        let mut t = comfy_table::Table::new();
+        t.load_style(comfy_table::presets::UTF8_FULL_CONDENSED);
+        match self.width {
+            Some(w) => {
+                t.set_content_arrangement(comfy_table::ContentArrangement::Dynamic)
+                    .set_width(w);
+            }
+            None => {
+                t.set_content_arrangement(comfy_table::ContentArrangement::Disabled);
+            }
+        }
+        t
+    }
+
+    /// The longest key (or other identifier) shown whole in a table cell or message line.
+    pub fn max_key_chars(&self) -> usize {
+        match self.width {
+            Some(w) => (usize::from(w) / 2).max(16),
+            None => usize::MAX,
+        }
+    }
+
+    /// A key as [`display_key`] writes it, shortened with `…` in the middle when it is longer
+    /// than [`TextLayout::max_key_chars`].
+    pub fn key<'a>(&self, key: &'a [u8]) -> Cow<'a, str> {
+        match display_key(key) {
+            Cow::Borrowed(s) => elide_middle(s, self.max_key_chars()),
+            Cow::Owned(s) => Cow::Owned(elide_middle(&s, self.max_key_chars()).into_owned()),
+        }
+    }
+
+    /// Text shortened with `…` in the middle to at most [`TextLayout::max_key_chars`].
+    pub fn text<'a>(&self, s: &'a str) -> Cow<'a, str> {
+        elide_middle(s, self.max_key_chars())
+    }
+}
+
+/// `s` cut to at most `max` characters by replacing its middle with `…`.
+pub fn elide_middle(s: &str, max: usize) -> Cow<'_, str> {
+    let n = s.chars().count();
+    if n <= max || max < 3 {
+        return Cow::Borrowed(s);
+    }
+    let keep = max - 1;
+    let head = keep.div_ceil(2);
+    let tail = keep - head;
+    let mut out: String = s.chars().take(head).collect();
+    out.push('…');
+    out.extend(s.chars().skip(n - tail));
+    Cow::Owned(out)
 }
 
 #[cfg(test)]
@@ -81,6 +146,17 @@ mod tests {
             serde_json::to_string(&JsonBytes(b"\xff\x00")).unwrap(),
             r#"{"base64":"/wA="}"#
         );
+    }
+
+    #[test]
+    fn elides_in_the_middle() {
+        assert_eq!(elide_middle("abcdefghij", 20), "abcdefghij");
+        assert_eq!(elide_middle("abcdefghij", 5), "ab…ij");
+        assert_eq!(elide_middle("abcdefghij", 6), "abc…ij");
+        assert_eq!(elide_middle("ключключключ", 5).chars().count(), 5);
+        let layout = TextLayout::fitted(40);
+        assert_eq!(layout.key(&[b'k'; 100]).chars().count(), 20);
+        assert_eq!(TextLayout::default().key(&[b'k'; 100]).len(), 100);
     }
 
     #[test]

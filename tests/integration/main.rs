@@ -15,5 +15,6 @@ mod reports;
 mod rules;
 mod simulate;
 mod support;
+mod terminal;
 mod twemproxy;
 mod vectors;

@@ -1,0 +1,316 @@
+//! keyplan run the way a person runs it: through a pseudo-terminal (util-linux `script`), where
+//! progress bars draw. Every command that can show progress must finish there with the same
+//! output and exit status as through pipes, and draw its bar; with stdout on a 100-column
+//! terminal, every line fits.
+
+use super::analyze::{Cluster, generated_keys};
+use super::support::{keyplan, require_binary};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// Runs `shell` (a `sh -c` line) with stdin, stdout and stderr on a fresh pseudo-terminal
+/// `cols` columns wide; returns the exit status and everything the terminal showed.
+/// Progress bars appear at once (no 400 ms delay), so even a quick run draws one.
+fn in_pty(shell: &str, cols: u16) -> (i32, String) {
+    let script = require_binary("script").expect("checked by the caller");
+    let line = format!("stty cols {cols} rows 50 2>/dev/null; {shell}");
+    let mut child = Command::new(script)
+        .args(["-qec", &line, "/dev/null"])
+        .env("KEYPLAN_PROGRESS_DELAY_MS", "0")
+        .env_remove("NO_COLOR")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run script");
+    // A hang is the defect under test: fail instead of waiting forever.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        if child.try_wait().expect("wait for script").is_some() {
+            break;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("`{shell}` did not finish in a terminal within 120 s (hang)");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().expect("script output");
+    let code = out.status.code().unwrap_or(-1);
+    (code, String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+fn bin() -> PathBuf {
+    assert_cmd::cargo::cargo_bin("keyplan")
+}
+
+fn sh_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+fn command_line(args: &[String]) -> String {
+    let mut line = sh_quote(&bin().display().to_string());
+    for a in args {
+        line.push(' ');
+        line.push_str(&sh_quote(a));
+    }
+    line
+}
+
+/// The piped run of `args`: its output and exit status.
+fn piped(args: &[String], stdin: Option<&Path>) -> Output {
+    let mut cmd = keyplan();
+    cmd.args(args);
+    if let Some(p) = stdin {
+        cmd.pipe_stdin(p).unwrap();
+    }
+    cmd.output().unwrap()
+}
+
+/// What the terminal showed, without escape sequences and with carriage-return redraws
+/// resolved to the last text of each line.
+fn screen_lines(typescript: &str) -> Vec<String> {
+    let mut clean = String::new();
+    let mut chars = typescript.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            // CSI: ESC [ params final-byte
+            if chars.peek() == Some(&'[') {
+                chars.next();
+                for d in chars.by_ref() {
+                    if ('@'..='~').contains(&d) {
+                        break;
+                    }
+                }
+            } else {
+                chars.next();
+            }
+            continue;
+        }
+        clean.push(c);
+    }
+    clean
+        .split('\n')
+        .map(|l| {
+            let l = l.trim_end_matches('\r');
+            l.rsplit('\r').next().unwrap_or("").to_string()
+        })
+        .collect()
+}
+
+/// Runs `args` through a pipe and through a terminal (stdout to a file, stderr on the
+/// terminal); both must end alike, with the same stdout, and the terminal must show `bar`.
+fn same_in_a_terminal(args: &[String], stdin: Option<&Path>, bar: &str) {
+    same_in_a_terminal_as(args, stdin, bar, |out| out.to_vec())
+}
+
+/// [`same_in_a_terminal`], comparing stdout after `normal` (for output whose order may vary).
+fn same_in_a_terminal_as(
+    args: &[String],
+    stdin: Option<&Path>,
+    bar: &str,
+    normal: impl Fn(&[u8]) -> Vec<u8>,
+) {
+    let expected = piped(args, stdin);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("stdout");
+    let mut line = command_line(args);
+    if let Some(p) = stdin {
+        line = format!("cat {} | {line}", sh_quote(&p.display().to_string()));
+    }
+    line.push_str(&format!(" > {}", sh_quote(&out.display().to_string())));
+    let (code, shown) = in_pty(&line, 100);
+    let got = std::fs::read(&out).unwrap();
+    assert_eq!(
+        Some(code),
+        expected.status.code(),
+        "`{line}` exited {code} in a terminal; piped: {:?}\n{shown}",
+        expected.status
+    );
+    assert!(
+        normal(&got) == normal(&expected.stdout),
+        "`{line}`: stdout in a terminal differs from the piped run\n--- terminal:\n{}\n--- piped:\n{}",
+        String::from_utf8_lossy(&got),
+        String::from_utf8_lossy(&expected.stdout)
+    );
+    assert!(
+        shown.contains(bar),
+        "`{line}`: no progress bar ('{bar}') on the terminal:\n{shown}"
+    );
+}
+
+fn have_script() -> bool {
+    require_binary("script").is_some()
+}
+
+fn dump(dir: &Path, n: usize) -> PathBuf {
+    let keys = generated_keys(n);
+    let mut text = Vec::with_capacity(n * 30);
+    for k in keys {
+        text.extend_from_slice(&k);
+        text.push(b'\n');
+    }
+    let p = dir.join("keys.txt");
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn s(v: &[&str]) -> Vec<String> {
+    v.iter().map(|x| x.to_string()).collect()
+}
+
+fn examples(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("examples")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+#[test]
+fn offline_commands_finish_in_a_terminal_with_the_piped_output() {
+    if !have_script() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let keys = dump(dir.path(), 200_000);
+    let k = keys.display().to_string();
+    same_in_a_terminal(&s(&["analyze", &k]), None, "reading keys");
+    same_in_a_terminal(&s(&["analyze", "--format", "json", "-"]), Some(&keys), "reading keys");
+    same_in_a_terminal(&s(&["slot", "--counts", "--keys", &k]), None, "reading keys");
+    same_in_a_terminal(&s(&["lint", "--keys", &k]), None, "reading keys");
+    let scheme = examples("keyplan.yaml");
+    same_in_a_terminal(
+        &s(&["plan", "--scheme", &scheme, "--keys", &k]),
+        None,
+        "reading keys",
+    );
+    same_in_a_terminal(
+        &s(&["rebalance", "--preview", "--masters", "3", "--keys", &k]),
+        None,
+        "reading keys",
+    );
+}
+
+#[test]
+fn quiet_draws_no_bar() {
+    if !have_script() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let keys = dump(dir.path(), 20_000);
+    let line = format!(
+        "{} --quiet > /dev/null",
+        command_line(&s(&["analyze", &keys.display().to_string()]))
+    );
+    let (code, shown) = in_pty(&line, 100);
+    assert_eq!(code, 0, "{shown}");
+    assert!(!shown.contains("reading keys"), "{shown}");
+}
+
+#[test]
+fn live_commands_finish_in_a_terminal_with_the_piped_output() {
+    if !have_script() {
+        return;
+    }
+    let Some(cluster) = Cluster::create() else {
+        return;
+    };
+    cluster.load(&generated_keys(20_000));
+    let url = format!("redis://127.0.0.1:{}", cluster.nodes[0].port);
+    same_in_a_terminal(
+        &s(&["analyze", "--cluster", &url, "--sample", "all"]),
+        None,
+        "sampling",
+    );
+    // Nodes are sampled at once, so their keys interleave differently run to run.
+    same_in_a_terminal_as(
+        &s(&["scan", "--cluster", &url, "--sample", "all"]),
+        None,
+        "sampling",
+        |out| {
+            let mut lines: Vec<&[u8]> = out.split(|&b| b == b'\n').collect();
+            lines.sort();
+            lines.join(&b'\n')
+        },
+    );
+    // Bench measures timings, which differ run to run: compare the exit status and the
+    // table's fixed parts, and check that results are printed as each batch finishes.
+    let dir = tempfile::tempdir().unwrap();
+    let batches = dir.path().join("batches.txt");
+    std::fs::write(&batches, "MGET a b c\nMSET {t}a 1 {t}b 2\n").unwrap();
+    let args = s(&[
+        "bench",
+        "--cluster",
+        &url,
+        "--allow-writes",
+        "--duration",
+        "0.2",
+        "--strategy",
+        "pipeline,hashtag",
+        "--batches",
+        &batches.display().to_string(),
+    ]);
+    let expected = piped(&args, None);
+    let (code, shown) = in_pty(&command_line(&args), 100);
+    assert_eq!(Some(code), expected.status.code(), "{shown}");
+    assert!(shown.contains("benchmarking"), "{shown}");
+    for line in String::from_utf8_lossy(&expected.stdout).lines() {
+        if line.starts_with("keyplan bench on") || line == "MGET a b c" {
+            assert!(shown.contains(line), "missing `{line}` in\n{shown}");
+        }
+    }
+}
+
+/// Every line a person sees on a 100-column terminal fits it.
+#[test]
+fn output_fits_a_100_column_terminal() {
+    if !have_script() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let keys = dump(dir.path(), 20_000);
+    // A 2 KB key, which lint reports whole in a pipe.
+    let long = dir.path().join("long.txt");
+    let mut text = std::fs::read(&keys).unwrap();
+    text.extend_from_slice(&[b'x'; 2048]);
+    text.push(b'\n');
+    std::fs::write(&long, text).unwrap();
+    let k = keys.display().to_string();
+    let l = long.display().to_string();
+    let scheme = examples("keyplan.yaml");
+    let batches = examples("batches.txt");
+    let runs: Vec<Vec<String>> = vec![
+        s(&["analyze", &k]),
+        s(&["plan", "--scheme", &scheme]),
+        s(&["plan", "--batches", &batches, "--keys", &k]),
+        s(&["simulate", "--batches", &batches, "--client", "all"]),
+        s(&["simulate", "--scheme", &scheme]),
+        s(&["rebalance", "--preview", "--masters", "3", "--keys", &k]),
+        s(&[
+            "reshard", "--preview", "--masters", "3", "--from", "master-1", "--to", "master-2",
+            "--slots", "100",
+        ]),
+        s(&["lint", "--scheme", &scheme, "--keys", &l]),
+        s(&["rules"]),
+        s(&["slot", "--counts", "--keys", &k]),
+    ];
+    for args in runs {
+        let line = format!("{} 2>/dev/null", command_line(&args));
+        let (code, shown) = in_pty(&line, 100);
+        assert!(code == 0 || code == 1, "`{line}` exited {code}:\n{shown}");
+        for l in screen_lines(&shown) {
+            assert!(
+                l.chars().count() <= 100,
+                "`{}`: a line of {} columns on a 100-column terminal:\n{l}",
+                args.join(" "),
+                l.chars().count()
+            );
+        }
+        // --wide keeps the natural width, as pipes get it.
+        let wide = format!("{} --wide 2>/dev/null", command_line(&args));
+        let (wide_code, _) = in_pty(&wide, 100);
+        assert_eq!(wide_code, code, "{wide}");
+    }
+}
