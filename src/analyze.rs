@@ -1,4 +1,4 @@
-//! `analyze`: one streaming pass over a key dump (SPEC §3).
+//! `analyze`: one streaming pass over a key dump.
 //!
 //! Each worker owns an [`Analyzer`]: per-slot counts of keys, bytes and ops, hash-tag sketches
 //! (a HyperLogLog of distinct tags and Space-Saving tables of the heaviest tags by keys and by

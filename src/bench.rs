@@ -1,5 +1,5 @@
 //! `keyplan bench`: runs batches on a real cluster with each strategy and measures what
-//! happens, next to the simulator's prediction (SPEC §8). It writes only keys under its own
+//! happens, next to the simulator's prediction. It writes only keys under its own
 //! prefix, refuses a prefix that already holds keys, and deletes everything under the prefix
 //! when done (also after an error or an interrupt). No printing: the CLI renders the results.
 
@@ -50,7 +50,7 @@ pub enum BenchError {
     #[error("--prefix '{0}': use letters, digits and : _ - . only (no braces or glob characters)")]
     BadPrefix(String),
     /// A batch cannot be executed.
-    #[error("batch {batch}: {source}")]
+    #[error("batch {batch}")]
     Batch {
         /// The batch.
         batch: String,

@@ -1,4 +1,4 @@
-//! Exit statuses and user-facing errors (STYLE.md §11.4–5).
+//! Exit statuses and user-facing errors.
 
 /// How a run ended; `main` turns it into the process exit code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

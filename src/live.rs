@@ -1,4 +1,4 @@
-//! Live clusters (SPEC §8), read-only: the topology from `CLUSTER SHARDS` (falling back to
+//! Live clusters, read-only: the topology from `CLUSTER SHARDS` (falling back to
 //! `CLUSTER SLOTS`), and keys sampled from every master with `SCAN` (plus `MEMORY USAGE` for
 //! bytes). Passwords never appear in any message.
 
@@ -37,6 +37,22 @@ pub enum LiveError {
         addr: String,
         /// The server's words.
         reason: String,
+    },
+    /// The server wants a password and none was given.
+    #[error(
+        "{addr} requires a password, and none was given: put it in the URL (redis://user:password@host:port, or redis://:password@host:port for the default user) or in the REDISCLI_AUTH environment variable"
+    )]
+    NoPassword {
+        /// host:port
+        addr: String,
+    },
+    /// Something answers on the port, but not in the Redis protocol.
+    #[error(
+        "{addr} does not speak the Redis protocol (RESP): check that the port is a Redis or Valkey server's"
+    )]
+    NotResp {
+        /// host:port
+        addr: String,
     },
     /// The server is not in cluster mode.
     #[error(
@@ -279,11 +295,15 @@ impl LiveCluster {
                 addr: addr.clone(),
                 reason: e.to_string(),
             })?;
-        let con = client
+        let mut con = client
             .get_connection_with_timeout(self.timeout)
             .map_err(|e| {
                 let reason = e.to_string();
-                if reason.contains("WRONGPASS")
+                if is_not_resp(&reason) {
+                    LiveError::NotResp { addr: addr.clone() }
+                } else if reason.contains("NOAUTH") {
+                    LiveError::NoPassword { addr: addr.clone() }
+                } else if reason.contains("WRONGPASS")
                     || reason.contains("NOAUTH")
                     || reason.contains("invalid password")
                     || reason.contains("Authentication")
@@ -301,6 +321,21 @@ impl LiveCluster {
             })?;
         let _ = con.set_read_timeout(Some(self.timeout));
         let _ = con.set_write_timeout(Some(self.timeout));
+        // A server that wants a password accepts the connection and refuses every command:
+        // say so now, not at whatever command comes first.
+        if let Err(e) = redis::cmd("PING").query::<()>(&mut con) {
+            let reason = e.to_string();
+            return Err(if reason.contains("NOAUTH") {
+                LiveError::NoPassword { addr }
+            } else if is_not_resp(&reason) {
+                LiveError::NotResp { addr }
+            } else {
+                LiveError::Connect {
+                    addr,
+                    reason: first_line(&reason),
+                }
+            });
+        }
         Ok(con)
     }
 
@@ -554,6 +589,11 @@ fn cluster_command_error<'a>(
             }
         }
     }
+}
+
+/// Whether a client error says the peer's bytes are not RESP.
+fn is_not_resp(reason: &str) -> bool {
+    reason.contains("Parse error") || reason.contains("Incompatible type")
 }
 
 pub(crate) fn first_line(s: &str) -> String {

@@ -1,4 +1,4 @@
-//! Distribution statistics over nodes (SPEC §3): how unevenly a weight (keys, bytes, ops) is
+//! Distribution statistics over nodes: how unevenly a weight (keys, bytes, ops) is
 //! spread, and a verdict in plain words.
 
 use serde::Serialize;

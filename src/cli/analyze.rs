@@ -2,15 +2,16 @@
 
 use super::Ctx;
 use super::args::{
-    InputArgs, SampleArgs, TopologyArgs, open_all, read_context, total_size, warn_malformed,
+    AtomicFile, InputArgs, SampleArgs, TopologyArgs, open_all, read_context, total_size,
+    warn_malformed,
 };
+use super::progress::Unit;
 use crate::analyze::{AnalyzeConfig, Analyzer};
 use crate::error::{ExitStatus, UserError};
 use crate::keys::ReadSummary;
 use crate::pattern::{DEFAULT_DELIMITERS, Delimiters};
 use crate::report::analyze::{render_json, render_table};
 use anyhow::Context as _;
-use super::progress::Unit;
 use std::io::BufWriter;
 use std::path::PathBuf;
 
@@ -120,6 +121,7 @@ pub fn run(args: AnalyzeArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
             .par_read(&opts, &mut workers, Some(progress.counter()))
             .map_err(|e| read_context(&name, e))?;
         read.merge(s.clone());
+        args.input.check_not_empty(&name, &s)?;
         summaries.push((name, s));
     }
     progress.finish();
@@ -158,14 +160,17 @@ fn run_live(
         .collect();
     let total = opts.per_node.map(|n| n * nodes.len() as u64);
     let progress = ctx.progress("sampling", Unit::Keys, total);
-    let mut read = crate::keys::ReadSummary::default();
     // A node that fails is an error: never report a cluster with a node silently missing.
-    read.keys = live.scan_nodes(&nodes, &opts, &mut workers, |w, k, b| {
+    let sampled = live.scan_nodes(&nodes, &opts, &mut workers, |w, k, b| {
         w.add(k, b, None);
         progress.inc(1);
     })?;
     progress.finish();
-    read.lines = read.keys;
+    let read = crate::keys::ReadSummary {
+        keys: sampled,
+        lines: sampled,
+        ..Default::default()
+    };
     let report = merged(workers).finish(&read, source.clone(), &config);
     emit(args, &report, &source, &config, ctx)?;
     Ok(ExitStatus::Clean)
@@ -183,18 +188,21 @@ fn emit(
     let charts = args.output.is_none()
         && ctx.stdout_is_terminal
         && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let layout = ctx.layout_for(args.output.as_ref());
     let write = |out: &mut dyn std::io::Write| match args.format {
         AnalyzeFormat::Json => render_json(out, &report),
-        AnalyzeFormat::Table => render_table(out, &report, inputs, config.top, charts),
+        AnalyzeFormat::Table => {
+            let mut out = layout.writer(out);
+            render_table(&mut out, &report, inputs, config.top, charts, &layout)
+        }
         AnalyzeFormat::Html => crate::report::html::render_html(out, &report, inputs),
     };
     match &args.output {
         Some(path) => {
-            let f = std::fs::File::create(path)
-                .with_context(|| format!("cannot write the report to '{}'", path.display()))?;
-            let mut out = BufWriter::new(f);
+            let mut out = AtomicFile::create(path)?;
             write(&mut out)
                 .with_context(|| format!("writing the report to '{}'", path.display()))?;
+            out.commit()?;
         }
         None => {
             let mut out = BufWriter::new(&mut *ctx.stdout);

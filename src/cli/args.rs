@@ -39,9 +39,30 @@ pub struct InputArgs {
     /// Longest line accepted, in bytes; longer lines are skipped and reported as malformed
     #[arg(long, default_value_t = DEFAULT_MAX_LINE, value_name = "BYTES")]
     pub max_line_bytes: usize,
+
+    /// Accept a dump with no keys (by default an empty dump is an error, so that an empty
+    /// `redis-cli --scan` in CI does not pass unnoticed)
+    #[arg(long)]
+    pub allow_empty: bool,
 }
 
 impl InputArgs {
+    /// An error for a dump that held no keys, unless `--allow-empty`.
+    pub fn check_not_empty(&self, name: &str, s: &ReadSummary) -> Result<(), UserError> {
+        if s.keys > 0 || self.allow_empty {
+            return Ok(());
+        }
+        let what = if s.lines == 0 {
+            "it is empty".to_string()
+        } else {
+            format!("its {} line(s) are all blank or malformed", s.lines)
+        };
+        Err(UserError::new(
+            format!("no keys in {name}: {what}"),
+            "check the command that wrote it (an empty `redis-cli --scan` reaches no keys), or pass --allow-empty to accept it",
+        ))
+    }
+
     /// The reader settings these flags ask for.
     pub fn read_options(&self) -> ReadOptions {
         ReadOptions {

@@ -2,8 +2,8 @@
 //! simulator's prediction.
 
 use super::Ctx;
-use super::simulate::StrategyArg;
 use super::progress::Unit;
+use super::simulate::StrategyArg;
 use crate::bench::{BenchOptions, BenchResult, run_bench};
 use crate::error::{ExitStatus, UserError};
 use crate::report::bench::{
@@ -56,7 +56,13 @@ pub struct BenchArgs {
     pub scheme: Option<PathBuf>,
 
     /// Execution strategies, comma-separated or repeated (e.g. pipeline,hashtag)
-    #[arg(long, value_enum, value_delimiter = ',', default_value = "all", value_name = "STRATEGY,…")]
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "all",
+        value_name = "STRATEGY,…"
+    )]
     pub strategy: Vec<StrategyArg>,
 
     /// Seconds each (batch, strategy) runs
@@ -158,9 +164,6 @@ pub fn run(args: BenchArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     };
     // Tables are printed batch by batch as each finishes; JSON is one document at the end.
     let table = args.format == BenchFormat::Table;
-    if table {
-        render_table_header(&mut *ctx.stdout, &report)?;
-    }
     let per_batch = opts.strategies.len();
     let progress = ctx.progress("benchmarking", Unit::Steps, None);
     let layout = ctx.layout;
@@ -169,6 +172,12 @@ pub fn run(args: BenchArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     let mut write_err: Option<std::io::Error> = None;
     let run = run_bench(&live, &map, &batches, &opts, &INTERRUPTED, &mut |step| {
         progress.set_total(step.steps as u64);
+        if table && step.index == 0 && step.result.is_none() {
+            // Printed once every batch is known to run: a refusal prints nothing on stdout.
+            if let Err(e) = progress.suspend(|| render_table_header(stdout, &report)) {
+                write_err.get_or_insert(e);
+            }
+        }
         match step.result {
             None => {
                 progress.set_position(step.index as u64);

@@ -185,6 +185,7 @@ pub fn run(args: LintArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
         let summary = for_each_record(input, &opts, |line, rec| linter.key(line, rec.key))
             .map_err(|e| read_context(&name, e))?;
         diags.extend(linter.finish());
+        args.input.check_not_empty(&name, &summary)?;
         summaries.push((name, summary));
     }
     progress.finish();
@@ -195,8 +196,14 @@ pub fn run(args: LintArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
         LintFormatArg::Sarif => LintFormat::Sarif,
         LintFormatArg::Github => LintFormat::Github,
     };
+    let layout = ctx.layout;
     let mut out = BufWriter::new(&mut *ctx.stdout);
-    render(&mut out, &diags, &rules, format).context("writing the findings")?;
+    if format == LintFormat::Human {
+        render(&mut layout.writer(&mut out), &diags, &rules, format)
+    } else {
+        render(&mut out, &diags, &rules, format)
+    }
+    .context("writing the findings")?;
     drop(out);
     for (name, s) in &summaries {
         warn_malformed(ctx, name, s)?;

@@ -11,8 +11,8 @@ use crate::keys::Record;
 use crate::keys::parallel::ChunkSink;
 use crate::migrate::emit::{Emit, EmitContext, emit};
 use crate::migrate::impact::{
-    MotionReport, Rate, SlotWeights, batches_in_motion, emptied_early, migration_seconds,
-    over_budget, parse_rate, parse_size,
+    ByteSize, MotionReport, Rate, SlotWeights, batches_in_motion, emptied_early, migration_seconds,
+    over_budget, parse_byte_size, parse_rate,
 };
 use crate::migrate::{ClusterView, MigrationReport, Move, SampleInfo};
 use crate::report::migrate::{render_json, render_table};
@@ -199,6 +199,7 @@ pub fn load_sample(
             for s in &sinks {
                 weights.merge(&s.0);
             }
+            args.input.check_not_empty(&name, &summary)?;
             keys += summary.keys;
             progress.suspend(|| warn_malformed(ctx, &name, &summary))?;
             source.push(name);
@@ -290,7 +291,7 @@ pub fn motion(
 }
 
 /// Parsed estimate options: the rate and the byte budget.
-pub fn estimates(args: &PreviewArgs) -> anyhow::Result<(Option<Rate>, Option<f64>)> {
+pub fn estimates(args: &PreviewArgs) -> anyhow::Result<(Option<Rate>, Option<ByteSize>)> {
     let rate = args
         .migrate_rate
         .as_deref()
@@ -307,7 +308,7 @@ pub fn estimates(args: &PreviewArgs) -> anyhow::Result<(Option<Rate>, Option<f64
         .max_node_bytes
         .as_deref()
         .map(|b| {
-            parse_size(b).map_err(|e| {
+            parse_byte_size(b).map_err(|e| {
                 UserError::new(
                     format!("--max-node-bytes {e}"),
                     "give a size such as 25GB or 800MiB",
@@ -324,7 +325,7 @@ pub fn finish_report(
     view: &ClusterView,
     moves: &[Move],
     rate: Option<Rate>,
-    budget: Option<f64>,
+    budget: Option<ByteSize>,
 ) -> Result<(), UserError> {
     for (node, k) in emptied_early(view, moves) {
         report.warnings.push(format!(
@@ -356,11 +357,13 @@ pub fn finish_report(
                 "give a tsv sample (key<TAB>bytes) or sample live with --bytes",
             ));
         }
-        for (name, bytes) in over_budget(&report.plan.impact, b, scale) {
+        for (name, bytes) in over_budget(&report.plan.impact, b.bytes, scale) {
             report.warnings.push(format!(
-                "{name} would hold {} after the move, over the --max-node-bytes budget of {} (ElastiCache advises keeping headroom for the migration's copy; add a node or move fewer slots to it)",
-                crate::report::analyze::human_bytes(bytes as u64),
-                crate::report::analyze::human_bytes(b as u64)
+                "{name} would hold {} after the move, {} ({:.1}%) over the --max-node-bytes budget of {} (keep headroom for the migration's copy of a slot's keys; add a node or move fewer slots to it)",
+                b.show(bytes),
+                b.show(bytes - b.bytes),
+                100.0 * (bytes - b.bytes) / b.bytes.max(1.0),
+                b.show(b.bytes)
             ));
         }
     }
@@ -393,6 +396,7 @@ pub fn output(
     emit_ctx: &EmitContext,
     ctx: &mut Ctx<'_>,
 ) -> anyhow::Result<ExitStatus> {
+    let layout = ctx.layout_for(args.output.as_ref());
     let mut sink = super::args::output_sink(args.output.as_ref(), &mut *ctx.stdout)?;
     let mut out = BufWriter::new(&mut *sink);
     match args.emit {
@@ -406,7 +410,7 @@ pub fn output(
         }
         None => match args.format {
             PreviewFormat::Json => render_json(&mut out, report)?,
-            PreviewFormat::Table => render_table(&mut out, report)?,
+            PreviewFormat::Table => render_table(&mut layout.writer(&mut out), report, &layout)?,
             PreviewFormat::Html => crate::report::html::render_migration(&mut out, report)?,
         },
     }

@@ -89,6 +89,15 @@ pub struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
+    /// The layout of a text report written to `output` (`None`: standard output): a file
+    /// always gets the natural width.
+    pub fn layout_for(&self, output: Option<&std::path::PathBuf>) -> crate::report::TextLayout {
+        match output {
+            Some(_) => crate::report::TextLayout::default(),
+            None => self.layout,
+        }
+    }
+
     /// Starts a progress bar for a long step (drawn only when progress is on).
     pub fn progress(
         &self,

@@ -230,6 +230,7 @@ pub fn run(args: PlanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
                 }
             })
             .map_err(|e| read_context(&name, e))?;
+            args.input.check_not_empty(&name, &summary)?;
             progress.suspend(|| warn_malformed(ctx, &name, &summary))?;
         }
         progress.finish();
@@ -291,11 +292,12 @@ pub fn run(args: PlanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
         observed,
     };
 
+    let layout = ctx.layout_for(args.output.as_ref());
     let mut sink = super::args::output_sink(args.output.as_ref(), &mut *ctx.stdout)?;
     let mut out = BufWriter::new(&mut *sink);
     match args.format {
         PlanFormat::Json => render_json(&mut out, &report)?,
-        PlanFormat::Table => render_table(&mut out, &report)?,
+        PlanFormat::Table => render_table(&mut layout.writer(&mut out), &report, &layout)?,
         PlanFormat::Html => crate::report::html::render_plan(&mut out, &report)?,
         PlanFormat::Yaml => {
             let (Some(text), Some(s)) = (&scheme_text, &scheme) else {

@@ -4,7 +4,6 @@ use super::Ctx;
 use super::lint::rule_set;
 use crate::error::{ExitStatus, UserError};
 use crate::lint::{ExampleOutcome, check_examples};
-use crate::report::new_table;
 use std::path::PathBuf;
 
 /// List keyplan's lint rules, or explain one.
@@ -41,7 +40,7 @@ pub fn run(args: RulesArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     let set = rule_set(&args.rules, &[], &[], &[])?;
     match args.action.unwrap_or(RulesAction::List) {
         RulesAction::List => {
-            let mut t = new_table();
+            let mut t = ctx.layout.table();
             t.set_header(vec!["code", "name", "severity", "summary"]);
             for r in &set.rules {
                 t.add_row(vec![

@@ -89,7 +89,8 @@ pub fn run(args: ScanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
             };
             if let Err(e) = w {
                 // Stop sampling: there is nowhere to put the keys.
-                opts.cancel.store(true, std::sync::atomic::Ordering::Relaxed);
+                opts.cancel
+                    .store(true, std::sync::atomic::Ordering::Relaxed);
                 write_err = Some(e);
             }
         }

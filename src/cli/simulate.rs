@@ -3,7 +3,7 @@
 use super::Ctx;
 use super::args::TopologyArgs;
 use crate::error::{ExitStatus, UserError};
-use crate::report::new_table;
+use crate::report::TextLayout;
 use crate::scheme::Scheme;
 use crate::simulate::{
     Batch, Client, NetworkModel, Strategy, batch, parse_batches, simulate, simulate_client_stale,
@@ -91,7 +91,13 @@ pub struct SimulateArgs {
     pub topology: TopologyArgs,
 
     /// Execution strategies, comma-separated or repeated (e.g. pipeline,hashtag)
-    #[arg(long, value_enum, value_delimiter = ',', default_value = "all", value_name = "STRATEGY,…")]
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "all",
+        value_name = "STRATEGY,…"
+    )]
     pub strategy: Vec<StrategyArg>,
 
     /// Round-trip time in milliseconds
@@ -242,6 +248,7 @@ pub fn run(args: SimulateArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
         .into());
     }
     let (topology, topo_source) = args.topology.resolve_with_scheme(scheme.as_ref())?;
+    let layout = ctx.layout_for(args.output.as_ref());
     let mut sink = super::args::output_sink(args.output.as_ref(), &mut *ctx.stdout)?;
     let mut batches: Vec<(Option<u64>, Batch)> = Vec::new();
     if let Some(p) = &args.batches {
@@ -354,8 +361,16 @@ pub fn run(args: SimulateArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
                 clients: &results,
             };
             crate::report::html::render_simulate(&mut out, &html)?;
+        } else if args.format == SimFormat::Json {
+            render_clients(&mut out, &results, &net, args.format, &layout)?;
         } else {
-            render_clients(&mut out, &results, &net, args.format)?;
+            render_clients(
+                &mut layout.writer(&mut out),
+                &results,
+                &net,
+                args.format,
+                &layout,
+            )?;
         }
         out.flush()?;
         return Ok(ExitStatus::Clean);
@@ -395,6 +410,7 @@ pub fn run(args: SimulateArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
             writeln!(out)?;
         }
         SimFormat::Table if !args.sizes.is_empty() => {
+            let mut out = layout.writer(&mut out);
             write_network(&mut out, &net, Some(topology.nodes().len()))?;
             // One sweep table per batch: sizes down, strategies across (round trips / latency).
             let mut names: Vec<String> = Vec::new();
@@ -405,7 +421,7 @@ pub fn run(args: SimulateArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
             }
             for name in names {
                 writeln!(out, "\n{name}: round trips / latency ms by batch size")?;
-                let mut t = new_table();
+                let mut t = layout.table();
                 let mut header = vec!["size".to_string()];
                 header.extend(strategies.iter().map(|s| s.name().to_string()));
                 t.set_header(header);
@@ -427,6 +443,7 @@ pub fn run(args: SimulateArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
             }
         }
         SimFormat::Table => {
+            let mut out = layout.writer(&mut out);
             write_network(&mut out, &net, Some(topology.nodes().len()))?;
             let right = |s: String| Cell::new(s).set_alignment(CellAlignment::Right);
             let mut i = 0;
@@ -439,7 +456,7 @@ pub fn run(args: SimulateArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
                     first.batch,
                     size.map(|n| format!(" [size {n}]")).unwrap_or_default()
                 )?;
-                let mut t = new_table();
+                let mut t = layout.table();
                 t.set_header(vec![
                     "strategy",
                     "round trips",
@@ -490,6 +507,7 @@ fn render_clients(
     results: &[crate::simulate::ClientResult],
     net: &NetworkModel,
     format: SimFormat,
+    layout: &TextLayout,
 ) -> anyhow::Result<()> {
     if format == SimFormat::Json {
         serde_json::to_writer(
@@ -505,7 +523,7 @@ fn render_clients(
     while i < results.len() {
         let name = &results[i].batch;
         writeln!(out, "\n{name}")?;
-        let mut t = new_table();
+        let mut t = layout.table();
         t.set_header(vec![
             "client",
             "outcome",
@@ -542,16 +560,16 @@ fn render_clients(
         }
         writeln!(out, "{t}")?;
     }
-    writeln!(out, "\nprofiles: {}", {
-        let mut seen: Vec<String> = Vec::new();
-        for r in results {
-            let s = format!("{} = {}", r.client, r.models);
-            if !seen.contains(&s) {
-                seen.push(s);
-            }
+    // What each profile models, as footnotes under the tables.
+    writeln!(out, "\nprofiles:")?;
+    let mut seen: Vec<String> = Vec::new();
+    for r in results {
+        let s = format!("{} = {}", r.client, r.models);
+        if !seen.contains(&s) {
+            writeln!(out, "  {s}")?;
+            seen.push(s);
         }
-        seen.join("; ")
-    })?;
+    }
     Ok(())
 }
 

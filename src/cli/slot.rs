@@ -113,8 +113,9 @@ pub fn run(args: SlotArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
         .as_ref()
         .map(|t| t.nodes().iter().map(|n| n.name.as_str()).collect())
         .unwrap_or_default();
+    let layout = ctx.layout;
     let stdout = BufWriter::with_capacity(1 << 16, &mut *ctx.stdout);
-    let mut em = SlotEmitter::begin(stdout, format, topology.is_some(), args.explain)?;
+    let mut em = SlotEmitter::begin(stdout, format, topology.is_some(), args.explain, &layout)?;
     let emit = |em: &mut SlotEmitter<_>, key: &[u8]| -> std::io::Result<()> {
         let (slot, hashed) = match topology.as_ref().and_then(|t| t.ring()) {
             Some(ring) => (None, ring.hashed(key)),
@@ -159,6 +160,7 @@ pub fn run(args: SlotArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
         }
         let summary = summary.map_err(|e| read_context(&name, e))?;
         malformed.extend(malformed_of(&name, &summary));
+        args.input.check_not_empty(&name, &summary)?;
         summaries.push((name, summary));
     }
     em.finish(&malformed)?;
@@ -236,6 +238,7 @@ fn run_counts(
             }
         }
         malformed.extend(malformed_of(&name, &summary));
+        args.input.check_not_empty(&name, &summary)?;
         summaries.push((name, summary));
     }
     progress.finish();
@@ -260,7 +263,7 @@ fn run_counts(
         malformed,
     };
     let mut out = BufWriter::new(&mut *ctx.stdout);
-    render_counts(&mut out, &report, format).context("writing the slot counts")?;
+    render_counts(&mut out, &report, format, &ctx.layout).context("writing the slot counts")?;
     drop(out);
     for (name, s) in &summaries {
         warn_malformed(ctx, name, s)?;

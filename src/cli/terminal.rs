@@ -47,4 +47,3 @@ fn terminal_width() -> Option<u16> {
         .and_then(|c| c.trim().parse::<u16>().ok())
         .filter(|w| *w > 0)
 }
-

@@ -1,4 +1,4 @@
-//! Key dumps: streaming readers for the line formats of SPEC §2.1.
+//! Key dumps: streaming readers for the line formats keyplan reads (raw, quoted, tsv).
 //!
 //! * `raw`: one key per line, as `redis-cli --scan > file` writes; one trailing `\r` is
 //!   stripped (so CRLF files work; a key that really ends in `\r` needs the quoted form);

@@ -1,4 +1,4 @@
-//! `lint`: rules (YAML, `rules/`) checked against a key scheme and key dumps (SPEC §4).
+//! `lint`: rules (YAML, `rules/`) checked against a key scheme and key dumps.
 //!
 //! Rule logic lives in a few check kinds ([`rule::CheckKind`]); a rule picks one and sets its
 //! parameters, so a new rule of an existing kind is one YAML file. Findings are

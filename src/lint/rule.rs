@@ -1,4 +1,4 @@
-//! Rules as YAML (STYLE.md §10): metadata, documentation, the check kind with its parameters,
+//! Rules as YAML: metadata, documentation, the check kind with its parameters,
 //! and valid/invalid examples that the test suite runs.
 
 use serde::{Deserialize, Serialize};

@@ -1,4 +1,4 @@
-//! The commands that would execute a plan, as text (SPEC §7): `redis-cli --cluster reshard`
+//! The commands that would execute a plan, as text: `redis-cli --cluster reshard`
 //! lines, or a `CLUSTER SETSLOT` + `MIGRATE` shell script. keyplan prints them and never runs
 //! them.
 
@@ -294,7 +294,10 @@ cccccccccccccccccccccccccccccccccccccccc 127.0.0.1:7002@17002 master - 0 0 3 con
             "redis-cli --cluster reshard 127.0.0.1:7000 --cluster-from bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb --cluster-to \"$NEW_ID_1\" --cluster-slots 1366 --cluster-yes"
         ));
         assert_eq!(s.matches("--cluster reshard").count(), 3);
-        assert!(s.contains("echo 'keyplan script: move 1 of 3: 1366 slot(s) from "), "{s}");
+        assert!(
+            s.contains("echo 'keyplan script: move 1 of 3: 1366 slot(s) from "),
+            "{s}"
+        );
         let s = emit(&v, &p.moves, Emit::Setslot, &EmitContext::default()).unwrap();
         assert_eq!(s.matches("\nmove_slot ").count(), 4096);
         assert!(s.contains("\nTOTAL=4096 DONE=0\n"));

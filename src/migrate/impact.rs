@@ -292,6 +292,59 @@ pub enum Rate {
 /// Parses a size: `512`, `64KB`, `1.5GiB`, `25GB` (KB/MB/GB/TB powers of 1000, KiB/MiB/GiB/TiB
 /// powers of 1024; `B` optional).
 pub fn parse_size(s: &str) -> Result<f64, String> {
+    parse_byte_size(s).map(|b| b.bytes)
+}
+
+/// A size as the user gave it: its bytes, and the unit they wrote it in.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ByteSize {
+    /// The size in bytes.
+    pub bytes: f64,
+    /// The unit's name as keyplan writes it (`B`, `KB`, …, `GiB`, `TiB`).
+    pub unit: &'static str,
+    /// Bytes per unit.
+    pub per_unit: f64,
+}
+
+impl ByteSize {
+    /// `bytes` in this size's unit (`5.02 GB`); a number of bytes too small to show in it
+    /// (under 0.01 of the unit) in the smaller units of the same family.
+    pub fn show(&self, bytes: f64) -> String {
+        let decimal = !self.unit.contains('i');
+        let mut units: Vec<(&str, f64)> = if decimal {
+            vec![
+                ("B", 1.0),
+                ("KB", 1e3),
+                ("MB", 1e6),
+                ("GB", 1e9),
+                ("TB", 1e12),
+            ]
+        } else {
+            vec![
+                ("B", 1.0),
+                ("KiB", 1024.0),
+                ("MiB", 1024f64.powi(2)),
+                ("GiB", 1024f64.powi(3)),
+                ("TiB", 1024f64.powi(4)),
+            ]
+        };
+        units.retain(|(_, m)| *m <= self.per_unit);
+        let (name, m) = units
+            .iter()
+            .rev()
+            .find(|(_, m)| bytes.abs() >= *m * 0.01 || *m == 1.0)
+            .copied()
+            .unwrap_or(("B", 1.0));
+        if m == 1.0 {
+            format!("{} B", bytes.round())
+        } else {
+            format!("{:.2} {name}", bytes / m)
+        }
+    }
+}
+
+/// Parses a size (`25GB`, `800MiB`, `1e9`), keeping the unit it was written in.
+pub fn parse_byte_size(s: &str) -> Result<ByteSize, String> {
     let t = s.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -300,23 +353,27 @@ pub fn parse_size(s: &str) -> Result<f64, String> {
     let v: f64 = num
         .parse()
         .map_err(|_| format!("'{s}' is not a size (e.g. 512MB, 2GiB)"))?;
-    let mult = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1.0,
-        "k" | "kb" => 1e3,
-        "m" | "mb" => 1e6,
-        "g" | "gb" => 1e9,
-        "t" | "tb" => 1e12,
-        "ki" | "kib" => 1024.0,
-        "mi" | "mib" => 1024.0 * 1024.0,
-        "gi" | "gib" => 1024.0 * 1024.0 * 1024.0,
-        "ti" | "tib" => 1024.0f64.powi(4),
+    let (unit, per_unit) = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => ("B", 1.0),
+        "k" | "kb" => ("KB", 1e3),
+        "m" | "mb" => ("MB", 1e6),
+        "g" | "gb" => ("GB", 1e9),
+        "t" | "tb" => ("TB", 1e12),
+        "ki" | "kib" => ("KiB", 1024.0),
+        "mi" | "mib" => ("MiB", 1024.0 * 1024.0),
+        "gi" | "gib" => ("GiB", 1024.0 * 1024.0 * 1024.0),
+        "ti" | "tib" => ("TiB", 1024.0f64.powi(4)),
         other => {
             return Err(format!(
                 "'{s}': unknown unit '{other}' (use B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)"
             ));
         }
     };
-    Ok(v * mult)
+    Ok(ByteSize {
+        bytes: v * per_unit,
+        unit,
+        per_unit,
+    })
 }
 
 /// Parses a rate: `5000keys/s` (or `5000/s`, `5000`) or a byte rate such as `20MB/s`.
@@ -485,6 +542,19 @@ pub fn batches_in_motion(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_are_shown_in_the_users_unit() {
+        let b = parse_byte_size("5GB").unwrap();
+        assert_eq!(b.bytes, 5e9);
+        assert_eq!(b.show(5.02e9), "5.02 GB");
+        assert_eq!(b.show(0.02e9), "20.00 MB");
+        assert_eq!(b.show(512.0), "512 B");
+        let b = parse_byte_size("800MiB").unwrap();
+        assert_eq!(b.show(1024.0 * 1024.0 * 801.5), "801.50 MiB");
+        assert_eq!(b.show(1024.0 * 3.0), "3.00 KiB");
+        assert!(parse_byte_size("5XB").is_err());
+    }
     use crate::migrate::redis_cli::{RebalanceOptions, rebalance};
     use crate::topology::SlotMap;
 

@@ -1,4 +1,4 @@
-//! Slot migrations (SPEC §7): the plans `redis-cli --cluster rebalance` and `reshard` would
+//! Slot migrations: the plans `redis-cli --cluster rebalance` and `reshard` would
 //! execute, a load-aware plan that balances what a key sample says, and what any plan does to
 //! every node. Pure: no I/O, no printing; keyplan never executes a migration.
 //!

@@ -1,4 +1,4 @@
-//! Key-pattern inference (SPEC §3): keys are tokenized ([`segment`]) and folded into a tree of
+//! Key-pattern inference: keys are tokenized ([`segment`]) and folded into a tree of
 //! patterns with bounded memory.
 //!
 //! Every distinct token path is a pattern; literal letter runs stay literal until one position

@@ -1,4 +1,4 @@
-//! Splitting a key into tokens and classifying them (SPEC §3 "pattern inference").
+//! Splitting a key into tokens and classifying them.
 //!
 //! A key is cut at delimiters (configurable; `:` `/` `|` `.` `-` `_` by default) and at hash-tag
 //! braces, which stay literal tokens. At the start of each segment, compound values that contain

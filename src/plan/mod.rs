@@ -1,4 +1,4 @@
-//! `keyplan plan` (SPEC §5): hash-tag suggestions with their cost in skew and their gain in
+//! `keyplan plan`: hash-tag suggestions with their cost in skew and their gain in
 //! round trips. Pure: no I/O, no printing.
 //!
 //! For every scheme batch that is cross-slot, fans out over several nodes, or sits on a hash

@@ -55,19 +55,19 @@ impl Family {
         }
     }
 
-    /// Keeps the sample key `k` if its hash is under the threshold; halves what is kept (the
-    /// keys of the lowest hashes stay) when more than twice the bound are kept.
+    /// Keeps the sample key `k` if its hash is at most the threshold; while more than twice
+    /// the bound are kept, halves the threshold (a power of two less one) and drops the keys
+    /// above it. The threshold only drops when the keys under it, of the whole sample, are
+    /// too many, so it ends as the largest level that keeps at most twice the bound: what is
+    /// kept does not depend on the key order.
     fn keep(&mut self, k: FamilyKey) {
         self.seen += 1;
         if k.hash > self.threshold {
             return;
         }
         self.keys.push(k);
-        if self.keys.len() > 2 * KEPT_PER_FAMILY {
-            let (_, nth, _) = self
-                .keys
-                .select_nth_unstable_by_key(KEPT_PER_FAMILY - 1, |k| k.hash);
-            self.threshold = nth.hash;
+        while self.keys.len() > 2 * KEPT_PER_FAMILY {
+            self.threshold >>= 1;
             let threshold = self.threshold;
             self.keys.retain(|k| k.hash <= threshold);
         }
@@ -413,7 +413,11 @@ mod tests {
             backward.add_sample_key(&s, &topo, k.as_bytes(), Some((1, v)));
         }
         let kept = forward.families[1].keys.len();
-        assert!(kept <= 2 * KEPT_PER_FAMILY && kept >= KEPT_PER_FAMILY, "{kept}");
+        assert!(
+            (KEPT_PER_FAMILY / 2..=2 * KEPT_PER_FAMILY).contains(&kept),
+            "{kept}"
+        );
+        assert_eq!(kept, backward.families[1].keys.len());
         let a = forward.loads(&s, &topo, &[], &[1]);
         let b = backward.loads(&s, &topo, &[], &[1]);
         // The kept subset does not depend on the key order, and stands for every key.

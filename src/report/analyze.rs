@@ -1,6 +1,6 @@
 //! Renders an [`AnalyzeReport`]: readable tables with the verdict first, or JSON.
 
-use super::{display_key, new_table};
+use super::{TextLayout, display_key};
 use crate::analyze::AnalyzeReport;
 use comfy_table::{Cell, CellAlignment};
 use std::io::{self, Write};
@@ -80,6 +80,7 @@ pub fn render_table(
     inputs: &str,
     top: usize,
     charts: bool,
+    layout: &TextLayout,
 ) -> io::Result<()> {
     let t = &r.totals;
     let (wb, wo) = (t.has_bytes, t.has_ops);
@@ -115,7 +116,7 @@ pub fn render_table(
     }
     writeln!(out)?;
 
-    let mut nodes = new_table();
+    let mut nodes = layout.table();
     let ring = r.topology.kind == "ring";
     let mut header = if ring {
         vec!["server", "address", "ring share", "keys", "keys %"]
@@ -205,7 +206,7 @@ pub fn render_table(
         )?;
     }
 
-    let mut skew = new_table();
+    let mut skew = layout.table();
     skew.set_header(vec![
         "weight",
         "max/mean",
@@ -242,7 +243,7 @@ pub fn render_table(
         t.distinct_tags_estimate
     )?;
     if !r.hot_tags.is_empty() {
-        let mut tags = new_table();
+        let mut tags = layout.table();
         let mut header = vec!["tag", "slot", "node", "keys", "keys %"];
         if wb {
             header.extend(["bytes", "bytes %"]);
@@ -271,7 +272,7 @@ pub fn render_table(
         writeln!(out, "Top tags by keys\n{tags}")?;
     }
     if !r.hot_tags_by_bytes.is_empty() {
-        let mut tags = new_table();
+        let mut tags = layout.table();
         tags.set_header(vec![
             "tag", "slot", "node", "bytes", "bytes %", "keys", "hot",
         ]);
@@ -290,7 +291,7 @@ pub fn render_table(
     }
     writeln!(out)?;
 
-    let mut slots = new_table();
+    let mut slots = layout.table();
     let mut header = vec!["slot", "node", "keys", "keys %"];
     if wb {
         header.extend(["bytes", "bytes %"]);
@@ -315,7 +316,7 @@ pub fn render_table(
 
     let shown = r.patterns.len().min(top);
     let total_patterns = r.patterns.len() + r.patterns_not_listed;
-    let mut pats = new_table();
+    let mut pats = layout.table();
     let mut header = vec!["pattern", "keys", "keys %"];
     if wb {
         header.extend(["bytes", "bytes %"]);
@@ -355,7 +356,7 @@ pub fn render_table(
     } else {
         "slots"
     };
-    let mut matrix = new_table();
+    let mut matrix = layout.table();
     let mut header = vec!["pattern × node (share of the pattern's keys)".to_string()];
     header.extend(
         r.nodes

@@ -1,8 +1,8 @@
 //! Renders a [`MigrationReport`]: tables (plan, moves, nodes before → after, skew, batches in
 //! motion, warnings) or JSON.
 
+use super::TextLayout;
 use super::analyze::human_bytes;
-use super::new_table;
 use crate::migrate::impact::{Impact, SkewSet};
 use crate::migrate::{MigrationReport, PlanReport};
 use comfy_table::{Cell, CellAlignment};
@@ -67,11 +67,16 @@ fn skew_line(before: &SkewSet, after: &SkewSet) -> String {
     parts.join(", ")
 }
 
-fn moves_table(out: &mut dyn Write, im: &Impact, has_bytes: bool) -> io::Result<()> {
+fn moves_table(
+    out: &mut dyn Write,
+    im: &Impact,
+    has_bytes: bool,
+    layout: &TextLayout,
+) -> io::Result<()> {
     if im.moves.is_empty() {
         return Ok(());
     }
-    let mut t = new_table();
+    let mut t = layout.table();
     let mut header = vec!["from", "to", "slots", "slot ranges", "keys"];
     if has_bytes {
         header.push("bytes");
@@ -93,8 +98,14 @@ fn moves_table(out: &mut dyn Write, im: &Impact, has_bytes: bool) -> io::Result<
     writeln!(out, "{t}")
 }
 
-fn nodes_table(out: &mut dyn Write, im: &Impact, has_bytes: bool, has_ops: bool) -> io::Result<()> {
-    let mut t = new_table();
+fn nodes_table(
+    out: &mut dyn Write,
+    im: &Impact,
+    has_bytes: bool,
+    has_ops: bool,
+    layout: &TextLayout,
+) -> io::Result<()> {
+    let mut t = layout.table();
     let mut header = vec![
         "node",
         "slots before → after",
@@ -161,7 +172,11 @@ fn plan_summary(p: &PlanReport, has_bytes: bool) -> String {
 }
 
 /// Writes the report as tables.
-pub fn render_table(out: &mut dyn Write, r: &MigrationReport) -> io::Result<()> {
+pub fn render_table(
+    out: &mut dyn Write,
+    r: &MigrationReport,
+    layout: &TextLayout,
+) -> io::Result<()> {
     let (hb, ho) = (r.sample.has_bytes, r.sample.has_ops);
     let p = &r.plan;
     writeln!(
@@ -201,10 +216,10 @@ pub fn render_table(out: &mut dyn Write, r: &MigrationReport) -> io::Result<()> 
     }
     if p.needed {
         writeln!(out, "Moves: {}", plan_summary(p, hb))?;
-        moves_table(out, &p.impact, hb)?;
+        moves_table(out, &p.impact, hb, layout)?;
     }
     writeln!(out, "\nNodes:")?;
-    nodes_table(out, &p.impact, hb, ho)?;
+    nodes_table(out, &p.impact, hb, ho, layout)?;
     writeln!(
         out,
         "Skew (busiest node ÷ mean, before → after): {}",
@@ -234,7 +249,7 @@ pub fn render_table(out: &mut dyn Write, r: &MigrationReport) -> io::Result<()> 
     }
     if !r.batches.is_empty() {
         writeln!(out, "\nBatches touching slots that move:")?;
-        let mut t = new_table();
+        let mut t = layout.table();
         t.set_header([
             "batch",
             "client",

@@ -117,6 +117,109 @@ impl TextLayout {
     }
 }
 
+impl TextLayout {
+    /// `out`, with prose lines longer than the width wrapped at spaces (continued with a
+    /// two-space indent) and words longer than a line shortened in the middle. Table lines
+    /// pass as they are (tables fit themselves). Without a width, text passes unchanged.
+    pub fn writer<W: std::io::Write>(&self, out: W) -> Fitted<W> {
+        Fitted {
+            out,
+            width: self.width.map(usize::from),
+            line: Vec::new(),
+        }
+    }
+}
+
+/// A writer that fits prose lines to a width; see [`TextLayout::writer`].
+pub struct Fitted<W: std::io::Write> {
+    out: W,
+    width: Option<usize>,
+    line: Vec<u8>,
+}
+
+impl<W: std::io::Write> Fitted<W> {
+    fn emit_line(&mut self) -> std::io::Result<()> {
+        let Some(width) = self.width else {
+            return self.out.write_all(&self.line);
+        };
+        let text = String::from_utf8_lossy(&self.line);
+        let body = text.strip_suffix('\n').unwrap_or(&text);
+        let is_table = body.starts_with(['┌', '│', '├', '╞', '└', '╘', '═', '─']);
+        if is_table || body.chars().count() <= width {
+            return self.out.write_all(&self.line);
+        }
+        let wrapped = wrap(body, width);
+        for l in &wrapped {
+            self.out.write_all(l.as_bytes())?;
+            self.out.write_all(b"\n")?;
+        }
+        Ok(())
+    }
+}
+
+impl<W: std::io::Write> std::io::Write for Fitted<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.width.is_none() {
+            return self.out.write(buf);
+        }
+        let mut rest = buf;
+        while let Some(i) = memchr::memchr(b'\n', rest) {
+            self.line.extend_from_slice(&rest[..=i]);
+            self.emit_line()?;
+            self.line.clear();
+            rest = &rest[i + 1..];
+        }
+        self.line.extend_from_slice(rest);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        if !self.line.is_empty() {
+            self.out.write_all(&self.line)?;
+            self.line.clear();
+        }
+        self.out.flush()
+    }
+}
+
+impl<W: std::io::Write> Drop for Fitted<W> {
+    fn drop(&mut self) {
+        let _ = std::io::Write::flush(self);
+    }
+}
+
+/// `text` broken into lines of at most `width` characters at spaces; continuation lines are
+/// indented by two spaces (and keep the text's own indent); a word longer than a line is
+/// shortened in the middle.
+pub fn wrap(text: &str, width: usize) -> Vec<String> {
+    let indent: String = text.chars().take_while(|c| *c == ' ').collect();
+    let cont = format!("{indent}  ");
+    let width = width.max(cont.chars().count() + 8);
+    let mut lines = Vec::new();
+    let mut cur = indent.clone();
+    let mut cur_len = cur.chars().count();
+    let mut first_word = true;
+    for word in text.split(' ').filter(|w| !w.is_empty()) {
+        // Room on a continuation line, where a long word may well land.
+        let word = elide_middle(word, width - cont.chars().count());
+        let wlen = word.chars().count();
+        if !first_word && cur_len + 1 + wlen > width {
+            lines.push(std::mem::replace(&mut cur, cont.clone()));
+            cur_len = cont.chars().count();
+            first_word = true;
+        }
+        if !first_word {
+            cur.push(' ');
+            cur_len += 1;
+        }
+        cur.push_str(&word);
+        cur_len += wlen;
+        first_word = false;
+    }
+    lines.push(cur);
+    lines
+}
+
 /// `s` cut to at most `max` characters by replacing its middle with `…`.
 pub fn elide_middle(s: &str, max: usize) -> Cow<'_, str> {
     let n = s.chars().count();
@@ -157,6 +260,35 @@ mod tests {
         let layout = TextLayout::fitted(40);
         assert_eq!(layout.key(&[b'k'; 100]).chars().count(), 20);
         assert_eq!(TextLayout::default().key(&[b'k'; 100]).len(), 100);
+    }
+
+    #[test]
+    fn wraps_prose_and_passes_tables() {
+        use std::io::Write as _;
+        let mut buf = Vec::new();
+        {
+            let mut w = TextLayout::fitted(20).writer(&mut buf);
+            write!(
+                w,
+                "short line\nthis line is far too long to fit\n│ a table row that is long │\n"
+            )
+            .unwrap();
+            writeln!(w, "{}", "k".repeat(50)).unwrap();
+        }
+        let text = String::from_utf8(buf).unwrap();
+        assert_eq!(
+            text,
+            "short line\nthis line is far too\n  long to fit\n│ a table row that is long │\nkkkkkkkkk…kkkkkkkk\n"
+        );
+        for l in text.lines().filter(|l| !l.starts_with('│')) {
+            assert!(l.chars().count() <= 20, "{l}");
+        }
+        let mut buf = Vec::new();
+        TextLayout::default()
+            .writer(&mut buf)
+            .write_all(b"this line is far too long to fit\n")
+            .unwrap();
+        assert_eq!(buf, b"this line is far too long to fit\n");
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Renders a [`PlanReport`]: per batch the candidates (round trips, latency, skew, keys moved,
 //! Pareto front), the recommendation with its reason and the rewritten patterns; or JSON.
 
-use super::new_table;
+use super::TextLayout;
 use crate::plan::observed::ObservedPlan;
 use crate::plan::{BatchPlan, Score};
 use comfy_table::{Cell, CellAlignment};
@@ -81,7 +81,7 @@ fn outcome(s: &Score) -> String {
 }
 
 /// Writes the report as tables.
-pub fn render_table(out: &mut dyn Write, r: &PlanReport) -> io::Result<()> {
+pub fn render_table(out: &mut dyn Write, r: &PlanReport, layout: &TextLayout) -> io::Result<()> {
     writeln!(out, "keyplan plan: topology {}", r.topology)?;
     let w = &r.workload;
     match w.source.as_str() {
@@ -111,7 +111,7 @@ pub fn render_table(out: &mut dyn Write, r: &PlanReport) -> io::Result<()> {
             }
             Some(p) => writeln!(out, "{} ({}): {p}", b.batch, b.command)?,
         }
-        let mut t = new_table();
+        let mut t = layout.table();
         t.set_header([
             "",
             "candidate",

@@ -1,7 +1,7 @@
 //! Output of `keyplan slot`: one row per key (table, tsv or JSON, streamed where the format
 //! allows) or the per-slot counts of `--counts`.
 
-use super::{JsonBytes, display_key, new_table};
+use super::{JsonBytes, TextLayout, display_key};
 use serde::Serialize;
 use std::io::{self, Write};
 
@@ -71,6 +71,7 @@ impl<W: Write> SlotEmitter<W> {
         format: SlotFormat,
         with_node: bool,
         with_explain: bool,
+        layout: &TextLayout,
     ) -> io::Result<Self> {
         let mut table = None;
         let mut header = vec!["key", "slot", "hashed"];
@@ -84,7 +85,7 @@ impl<W: Write> SlotEmitter<W> {
             SlotFormat::Json => out.write_all(b"{\"schema_version\":1,\"keys\":[")?,
             SlotFormat::Tsv => writeln!(out, "{}", header.join("\t"))?,
             SlotFormat::Table => {
-                let mut t = new_table();
+                let mut t = layout.table();
                 t.set_header(header);
                 table = Some(t);
             }
@@ -201,6 +202,7 @@ pub fn render_counts(
     out: &mut dyn Write,
     r: &SlotCountsReport,
     format: SlotFormat,
+    layout: &TextLayout,
 ) -> io::Result<()> {
     let with_node = r.slots.iter().any(|s| s.node.is_some());
     match format {
@@ -219,7 +221,7 @@ pub fn render_counts(
             }
         }
         SlotFormat::Table => {
-            let mut t = new_table();
+            let mut t = layout.table();
             let mut header = vec!["slot", "keys", "share"];
             if with_node {
                 header.push("node");

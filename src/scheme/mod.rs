@@ -1,4 +1,4 @@
-//! The key scheme, `keyplan.yaml` (SPEC §2.2): the keys an application uses, as patterns with
+//! The key scheme, `keyplan.yaml`: the keys an application uses, as patterns with
 //! `<var>` placeholders (braces are literal Redis hash-tag braces), typed variables, and the
 //! batches it runs. Every problem is reported with the file's line and column.
 
@@ -447,7 +447,7 @@ pub fn var_regex(v: Option<&Var>) -> String {
 mod tests {
     use super::*;
 
-    /// The example of SPEC §2.2, shared with the integration tests.
+    /// The documented example scheme, shared with the integration tests.
     pub const SPEC_EXAMPLE: &str = include_str!("../../tests/fixtures/spec-keyplan.yaml");
 
     #[test]

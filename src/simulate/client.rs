@@ -1,4 +1,4 @@
-//! Client profiles (SPEC §6, reference/clients.md): what a given client library or proxy
+//! Client profiles: what a given client library or proxy
 //! really does with a batch whose keys span several slots: split it (per slot, per run of
 //! same-slot keys, per server, per key), send the parts in parallel or one after another,
 //! reject it before sending anything, or let the server answer `CROSSSLOT`.
@@ -589,7 +589,7 @@ pub fn simulate_client(
     simulate_client_stale(b, topo, topo, client, net)
 }
 
-/// How a client follows MOVED and ASK (reference/clients.md).
+/// How a client follows MOVED and ASK.
 struct Follow {
     /// `ASKING` is its own round trip before the command (else pipelined with it).
     asking_rtt: bool,
@@ -997,7 +997,7 @@ pub fn simulate_client_stale(
                         r,
                         Outcome::NotModelled,
                         format!(
-                            "reference/clients.md does not describe {}'s cluster transactions",
+                            "how {} runs a transaction on a cluster is not modelled",
                             client.name()
                         ),
                     );

@@ -1,5 +1,5 @@
-//! The simulated pipeline executor (SPEC §6): what a batch costs on a topology under each
-//! execution strategy of seed 002, from a pure cost model: commands per node, nodes touched,
+//! The simulated pipeline executor: what a batch costs on a topology under each
+//! execution strategy, from a pure cost model: commands per node, nodes touched,
 //! round trips the client waits for, bytes sent, and a wall-clock estimate.
 
 pub mod batch;
@@ -14,7 +14,7 @@ pub use client::{Client, ClientResult, Outcome, simulate_client, simulate_client
 use serde::Serialize;
 use std::collections::BTreeMap;
 
-/// How a client executes a batch (seed 002's four approaches).
+/// How a client executes a batch (the four approaches: one command per key, per-node pipelines one after another or concurrently, and one hash tag).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Strategy {
@@ -31,7 +31,7 @@ pub enum Strategy {
 }
 
 impl Strategy {
-    /// All strategies, in seed 002's order.
+    /// All strategies, in the order reports list them.
     pub const ALL: [Strategy; 5] = [
         Strategy::Serial,
         Strategy::Pipeline,

@@ -1,4 +1,4 @@
-//! Batches from a `redis-cli MONITOR` capture (SPEC §6): multi-key commands, MULTI…EXEC blocks
+//! Batches from a `redis-cli MONITOR` capture: multi-key commands, MULTI…EXEC blocks
 //! and scripts (EVAL/EVALSHA/FCALL) with their keys, grouped per client connection as MONITOR
 //! shows them. Single-key commands outside a transaction are not batches and are only counted.
 //!

@@ -1,13 +1,13 @@
 //! The bulk slot path: many newline-separated keys in, a 16384-slot histogram out.
 //!
-//! This is the inner loop of `analyze` and `slot --counts` on raw dumps (SPEC §9). For short
+//! This is the inner loop of `analyze` and `slot --counts` on raw dumps. For short
 //! keys, finding line ends and braces costs more than the CRC, so the fast path is a *fused
 //! scan*: one SIMD pass marks every `\n`, `{` and `}` of a buffer in three bitmaps, and the
 //! per-key work then is bit arithmetic plus one CRC, with no per-key `memchr` calls. A portable
 //! scan (memchr per line) gives identical results and is what non-AVX2 CPUs use; tests compare
 //! the two on edge cases.
 //!
-//! Line rules (SPEC §2.1, raw format): lines end at `\n`; one trailing `\r` is stripped; blank
+//! Line rules (raw format): lines end at `\n`; one trailing `\r` is stripped; blank
 //! lines are skipped; a last line without a final newline still counts.
 #![allow(unsafe_code)]
 #![deny(unsafe_op_in_unsafe_fn)]

@@ -1,4 +1,4 @@
-//! Carry-less-multiply folding for CRC16-XMODEM (reference/performance.md).
+//! Carry-less-multiply folding for CRC16-XMODEM.
 //!
 //! CRC16-XMODEM of a message `M` is `M·x^16 mod P` with `P = 0x1_1021`. A message is folded
 //! 16 bytes at a time into a 128-bit remainder `S ≡ M (mod P)`:

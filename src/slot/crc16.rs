@@ -1,4 +1,4 @@
-//! CRC16-XMODEM, the checksum behind Redis Cluster's `keyHashSlot` (SPEC §1).
+//! CRC16-XMODEM, the checksum behind Redis Cluster's `keyHashSlot`.
 //!
 //! Polynomial 0x1021, initial value 0, no reflection, no final xor; the check value of
 //! `"123456789"` is `0x31C3`. Three implementations live here and tests prove them identical:

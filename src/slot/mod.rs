@@ -1,4 +1,4 @@
-//! The slot core: Redis Cluster's `keyHashSlot`, exactly (SPEC §1).
+//! The slot core: Redis Cluster's `keyHashSlot`, exactly.
 //!
 //! `slot = CRC16-XMODEM(h) mod 16384`, where `h` is the hash tag when the key has one and the
 //! whole key otherwise. The tag rule: find the FIRST `{`; find the first `}` after it; if both

@@ -1,4 +1,4 @@
-//! The key hashes of client-side sharding, bit-exact (reference/hashing.md).
+//! The key hashes of client-side sharding, bit-exact.
 //!
 //! twemproxy's hashes take `const char*`, and on x86 `char` is signed: bytes >= 0x80 are
 //! sign-extended before they are mixed in where the C code converts a `char` to a wider type.

@@ -1,4 +1,4 @@
-//! Topologies: which node owns a key (SPEC §2.3).
+//! Topologies: which node owns a key.
 //!
 //! Every command places keys through [`Topology`]. Today it knows Redis Cluster slot maps built
 //! the way `redis-cli --cluster create` lays out N masters; the parsers for `CLUSTER NODES`,

@@ -1,4 +1,4 @@
-//! `CLUSTER NODES` text and `nodes.conf` (reference/redis-cluster.md §2).
+//! `CLUSTER NODES` text and `nodes.conf`.
 //!
 //! `<id> <ip:port@cport[,hostname[,aux…]]> <flags> <master|-> <ping-sent> <pong-recv>
 //! <config-epoch> <link-state> <slot|start-end|[slot->-id]|[slot-<-id]> …`

@@ -1,4 +1,4 @@
-//! Client-side sharding rings (SPEC §2.3, reference/hashing.md): twemproxy's ketama, modula
+//! Client-side sharding rings: twemproxy's ketama, modula
 //! and random distributions, libketama, Jedis' sharded ring, jump consistent hash and plain
 //! modulo. Each maps a key to a server exactly as the original code does.
 

@@ -4,7 +4,7 @@
 //! The keys model a plausible e-commerce/social application. About 20% carry a hash tag and
 //! the average line is ~28 bytes. The data is deliberately skewed: a low-cardinality
 //! `feed:{group_N}` tag (12 groups, Zipf-like) and one hot `lb:{global}` leaderboard tag
-//! concentrate keys on a few slots, the way seed 000 warns hash tags do.
+//! concentrate keys on a few slots, the way a low-cardinality hash tag does.
 #![allow(dead_code)]
 
 pub struct Rng(pub u64);

@@ -5,7 +5,7 @@ use crate::support::{RedisServer, Reply, Resp, keyplan, require_binary};
 use predicates::prelude::*;
 use std::process::Command;
 
-/// The example of SPEC §2.2.
+/// The documented example scheme.
 const SPEC: &str = include_str!("../fixtures/spec-keyplan.yaml");
 
 fn scheme(dir: &tempfile::TempDir, text: &str) -> std::path::PathBuf {

@@ -177,8 +177,16 @@ fn offline_commands_finish_in_a_terminal_with_the_piped_output() {
     let keys = dump(dir.path(), 200_000);
     let k = keys.display().to_string();
     same_in_a_terminal(&s(&["analyze", &k]), None, "reading keys");
-    same_in_a_terminal(&s(&["analyze", "--format", "json", "-"]), Some(&keys), "reading keys");
-    same_in_a_terminal(&s(&["slot", "--counts", "--keys", &k]), None, "reading keys");
+    same_in_a_terminal(
+        &s(&["analyze", "--format", "json", "-"]),
+        Some(&keys),
+        "reading keys",
+    );
+    same_in_a_terminal(
+        &s(&["slot", "--counts", "--keys", &k]),
+        None,
+        "reading keys",
+    );
     same_in_a_terminal(&s(&["lint", "--keys", &k]), None, "reading keys");
     let scheme = examples("keyplan.yaml");
     same_in_a_terminal(
@@ -289,8 +297,16 @@ fn output_fits_a_100_column_terminal() {
         s(&["simulate", "--scheme", &scheme]),
         s(&["rebalance", "--preview", "--masters", "3", "--keys", &k]),
         s(&[
-            "reshard", "--preview", "--masters", "3", "--from", "master-1", "--to", "master-2",
-            "--slots", "100",
+            "reshard",
+            "--preview",
+            "--masters",
+            "3",
+            "--from",
+            "master-1",
+            "--to",
+            "master-2",
+            "--slots",
+            "100",
         ]),
         s(&["lint", "--scheme", &scheme, "--keys", &l]),
         s(&["rules"]),

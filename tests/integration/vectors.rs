@@ -1,4 +1,4 @@
-//! The reference vectors (tests/fixtures/vectors.json, from reference/vectors.json): Redis
+//! The reference vectors (tests/fixtures/vectors.json): Redis
 //! slots, every twemproxy hash, twemproxy ketama rings, Jedis' MurmurHash64A and rings, jump.
 
 use keyplan::slot::key_slot;
