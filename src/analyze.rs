@@ -14,7 +14,7 @@ use crate::sketch::{Hll, SpaceSaving, hash64};
 use crate::skew::{Skew, describe, skew};
 use crate::slot::bulk::{BulkScanner, KeySpan, LineCounts, LongLine};
 use crate::slot::{SLOT_COUNT, TagShape, crc16, crc16_in};
-use crate::topology::{Migration, Topology, format_ranges};
+use crate::topology::{Migration, Topology};
 use serde::Serialize;
 
 /// How `analyze` summarises.
@@ -228,6 +228,51 @@ impl ChunkSink for Analyzer<'_> {
     }
 }
 
+/// A finding of `analyze` beyond the tables: what it is, its figures, and a sentence.
+#[derive(Debug, Clone, Serialize)]
+pub struct Note {
+    /// What kind of finding, with its figures (`kind` names it in JSON).
+    #[serde(flatten)]
+    pub what: NoteKind,
+    /// The finding in words.
+    pub text: String,
+}
+
+/// The kinds of [`Note`].
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum NoteKind {
+    /// A pattern's keys gather on one node far beyond its fair share.
+    PatternOnOneNode {
+        /// The pattern.
+        pattern: String,
+        /// Its keys.
+        keys: u64,
+        /// The node.
+        node: String,
+        /// The share of the pattern's keys on that node (0–1).
+        share: f64,
+        /// The node's share of slots (or of the ring) (0–1).
+        fair_share: f64,
+    },
+    /// On a client-side ring, keys that differ only in their last character land together.
+    RingClusters {
+        /// Patterns where they do.
+        patterns: usize,
+        /// Patterns checked.
+        checked: usize,
+        /// Servers on the ring.
+        servers: usize,
+        /// Up to three examples in words.
+        examples: Vec<String>,
+    },
+    /// twemproxy's fnv1a_64 hash, which is the cause of such clustering.
+    WeakRingHash {
+        /// The hash.
+        hash: String,
+    },
+}
+
 /// Where the topology came from and what it says.
 #[derive(Debug, Clone, Serialize)]
 pub struct TopologyInfo {
@@ -237,8 +282,8 @@ pub struct TopologyInfo {
     pub source: String,
     /// Number of nodes keys can land on.
     pub nodes: usize,
-    /// Slots no node serves (with --allow-partial), as ranges like `0-99`.
-    pub uncovered_slots: Vec<String>,
+    /// Slots no node serves (with --allow-partial), as `[first, last]` ranges.
+    pub uncovered_slots: Vec<(u16, u16)>,
     /// Slots in migration.
     pub migrating: Vec<Migration>,
 }
@@ -281,8 +326,8 @@ pub struct NodeReport {
     pub node_id: Option<String>,
     /// `host:port`, when known.
     pub address: Option<String>,
-    /// Slot ranges like `0-5460`.
-    pub slot_ranges: Vec<String>,
+    /// Slot ranges, each `[first, last]` (inclusive).
+    pub slot_ranges: Vec<(u16, u16)>,
     /// Slots served.
     pub slots: usize,
     /// Keys.
@@ -396,11 +441,14 @@ pub struct PatternReport {
     pub hottest_node: Option<String>,
     /// Up to three example keys.
     pub examples: Vec<ByteString>,
-    /// Anchored byte regex every key of the pattern matches.
+    /// An anchored regex every key of the pattern matches (Python `re`, `grep -P` and Rust
+    /// `regex` syntax, matched against the key's bytes).
     pub regex: String,
+    /// A `SCAN … MATCH` glob every key of the pattern matches (it may match more).
+    pub scan_match: String,
 }
 
-/// The result of `analyze` (JSON `schema_version` 1).
+/// The result of `analyze` (JSON `schema_version` 2).
 #[derive(Debug, Clone, Serialize)]
 pub struct AnalyzeReport {
     /// JSON schema version.
@@ -423,8 +471,8 @@ pub struct AnalyzeReport {
     pub patterns: Vec<PatternReport>,
     /// Patterns beyond the listing limit, folded.
     pub patterns_not_listed: usize,
-    /// Findings in words (e.g. a pattern that clusters on one server).
-    pub notes: Vec<String>,
+    /// Findings (e.g. a pattern that clusters on one server).
+    pub notes: Vec<Note>,
     /// Keys per slot (16384 entries; for the HTML heatmap, not part of the JSON contract).
     #[serde(skip)]
     pub slot_keys: Vec<u64>,
@@ -467,14 +515,7 @@ impl Analyzer<'_> {
                 id: node.name.clone(),
                 node_id: node.id.clone(),
                 address: node.address.clone(),
-                slot_ranges: map
-                    .map(|m| {
-                        m.ranges_of(i)
-                            .iter()
-                            .map(|r| format_ranges(&[*r]))
-                            .collect()
-                    })
-                    .unwrap_or_default(),
+                slot_ranges: map.map(|m| m.ranges_of(i)).unwrap_or_default(),
                 slots: slot_counts[i],
                 keys: node_keys[i],
                 bytes: node_bytes[i],
@@ -624,19 +665,18 @@ impl Analyzer<'_> {
                     hottest_node,
                     examples: st.examples().map(|e| ByteString(e.to_vec())).collect(),
                     regex: p.regex.clone(),
+                    scan_match: p.scan_match.clone(),
                 }
             })
             .collect();
 
         AnalyzeReport {
-            schema_version: 1,
+            schema_version: 2,
             topology: TopologyInfo {
                 kind: if self.ring { "ring" } else { "cluster" },
                 source,
                 nodes: n,
-                uncovered_slots: map
-                    .map(|m| m.uncovered().iter().map(|r| format_ranges(&[*r])).collect())
-                    .unwrap_or_default(),
+                uncovered_slots: map.map(|m| m.uncovered()).unwrap_or_default(),
                 migrating: map.map(|m| m.migrations().to_vec()).unwrap_or_default(),
             },
             totals: Totals {
@@ -688,21 +728,30 @@ impl Analyzer<'_> {
 
 /// Findings in words: patterns whose keys pile onto one node far beyond its nominal share,
 /// and, on client-side rings, keys that differ only in their last character landing together.
-fn notes(patterns: &[PatternReport], topo: &Topology) -> Vec<String> {
+fn notes(patterns: &[PatternReport], topo: &Topology) -> Vec<Note> {
     let nominal = topo.nominal_shares();
     let mut out = Vec::new();
     for p in patterns.iter().filter(|p| p.keys >= 50) {
         for (i, pn) in p.nodes.iter().enumerate() {
             let fair = nominal.get(i).copied().unwrap_or(0.0);
             if pn.share >= 0.5 && pn.share >= 1.5 * fair && fair < 0.5 {
-                out.push(format!(
-                    "pattern {} puts {:.1}% of its {} keys on {} (its fair share is {:.1}%)",
-                    p.pattern,
-                    100.0 * pn.share,
-                    p.keys,
-                    pn.node,
-                    100.0 * fair
-                ));
+                out.push(Note {
+                    text: format!(
+                        "pattern {} puts {:.1}% of its {} keys on {} (its fair share is {:.1}%)",
+                        p.pattern,
+                        100.0 * pn.share,
+                        p.keys,
+                        pn.node,
+                        100.0 * fair
+                    ),
+                    what: NoteKind::PatternOnOneNode {
+                        pattern: p.pattern.clone(),
+                        keys: p.keys,
+                        node: pn.node.clone(),
+                        share: pn.share,
+                        fair_share: fair,
+                    },
+                });
             }
         }
     }
@@ -757,11 +806,19 @@ fn notes(patterns: &[PatternReport], topo: &Topology) -> Vec<String> {
             String::new()
         };
         found.truncate(3);
-        out.push(format!(
-            "keys that differ only in their last character land on the same server in {total} of {checked} patterns checked (with {servers} servers about {:.0} of 10 would): {}{more}",
-            10.0 / servers as f64,
-            found.join("; ")
-        ));
+        out.push(Note {
+            text: format!(
+                "keys that differ only in their last character land on the same server in {total} of {checked} patterns checked (with {servers} servers about {:.0} of 10 would): {}{more}",
+                10.0 / servers as f64,
+                found.join("; ")
+            ),
+            what: NoteKind::RingClusters {
+                patterns: total,
+                checked,
+                servers,
+                examples: found.clone(),
+            },
+        });
     }
     if clustered
         && matches!(
@@ -773,10 +830,13 @@ fn notes(patterns: &[PatternReport], topo: &Topology) -> Vec<String> {
             }
         )
     {
-        out.push(
-            "twemproxy's fnv1a_64 is really a 32-bit FNV-1a with multiplier 435: keys that differ only in their last characters get nearby hashes and land on the same server; `hash: murmur` or `hash: md5` spreads them"
+        out.push(Note {
+            text: "twemproxy's fnv1a_64 is really a 32-bit FNV-1a with multiplier 435: keys that differ only in their last characters get nearby hashes and land on the same server; `hash: murmur` or `hash: md5` spreads them"
                 .to_string(),
-        );
+            what: NoteKind::WeakRingHash {
+                hash: "fnv1a_64".into(),
+            },
+        });
     }
     out
 }

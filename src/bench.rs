@@ -98,6 +98,8 @@ pub struct NodeCommands {
 pub struct BenchResult {
     /// The batch.
     pub batch: String,
+    /// The batch's stable identity (line, scheme name, command).
+    pub batch_id: crate::simulate::batch::BatchId,
     /// The strategy.
     pub strategy: Strategy,
     /// The simulator's prediction for the same keys and topology.
@@ -350,7 +352,7 @@ pub fn run_bench(
                 source,
             })?;
             let predicted = simulate(&input, &topo, s, &opts.net);
-            work.push((b.name.clone(), s, plan, predicted));
+            work.push((b, s, plan, predicted));
         }
     }
     for addr in &addrs {
@@ -373,7 +375,7 @@ pub fn run_bench(
 fn run_all(
     live: &LiveCluster,
     addrs: &[String],
-    work: &[(String, Strategy, ExecPlan, SimResult)],
+    work: &[(&Batch, Strategy, ExecPlan, SimResult)],
     opts: &BenchOptions,
     stop: &AtomicBool,
     observe: &mut dyn FnMut(BenchStep<'_>),
@@ -383,7 +385,8 @@ fn run_all(
         .iter()
         .map(|a| connect(live, a))
         .collect::<Result<_, _>>()?;
-    for (step, (name, strategy, plan, predicted)) in work.iter().enumerate() {
+    for (step, (batch, strategy, plan, predicted)) in work.iter().enumerate() {
+        let name = &batch.name;
         if stop.load(Ordering::Relaxed) {
             break;
         }
@@ -529,6 +532,7 @@ fn run_all(
             && predicted_nodes == measured_nodes;
         out.push(BenchResult {
             batch: name.clone(),
+            batch_id: batch.id.clone(),
             strategy: *strategy,
             predicted: predicted.clone(),
             measured,
@@ -563,6 +567,17 @@ pub struct BenchStep<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_refused_batch_is_explained_once() {
+        let e = anyhow::Error::from(BenchError::Batch {
+            batch: "line 1: EVAL \"return 1\" 1 a".into(),
+            source: ExecError::Unsplittable("EVAL".into()),
+        });
+        let text = format!("{e:#}");
+        assert_eq!(text.matches("does not split").count(), 1, "{text}");
+        assert!(text.starts_with("batch line 1: EVAL"), "{text}");
+    }
 
     #[test]
     fn prefixes_and_deltas() {

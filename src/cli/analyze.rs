@@ -20,7 +20,7 @@ use std::path::PathBuf;
 pub enum AnalyzeFormat {
     /// Tables, verdict first
     Table,
-    /// One JSON document (schema_version 1, documented in README)
+    /// One JSON document (schema_version 2, documented in README)
     Json,
     /// A self-contained HTML report with charts (use -o report.html)
     Html,

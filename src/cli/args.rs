@@ -108,7 +108,9 @@ pub struct TopologyArgs {
     #[arg(long, value_name = "URL", conflicts_with = "topology")]
     pub cluster: Option<String>,
 
-    /// A topology file: CLUSTER NODES text (or nodes.conf), or a twemproxy config
+    /// A topology file: CLUSTER NODES text (or a nodes.conf), CLUSTER SLOTS or CLUSTER SHARDS
+    /// as redis-cli prints them, a twemproxy (nutcracker) config, a keyplan topology YAML, or a
+    /// libketama server list; the format is detected (--topology-format to force it)
     #[arg(long, value_name = "FILE")]
     pub topology: Option<PathBuf>,
 
@@ -203,13 +205,16 @@ impl TopologyArgs {
     /// The live cluster named by `--cluster`, if any (the password from the URL, else from
     /// REDISCLI_AUTH as redis-cli does).
     pub fn live(&self) -> anyhow::Result<Option<crate::live::LiveCluster>> {
-        let Some(url) = &self.cluster else {
-            return Ok(None);
-        };
-        let env = std::env::var("REDISCLI_AUTH").ok();
-        let url = crate::live::ClusterUrl::parse(url, env)?;
-        Ok(Some(crate::live::LiveCluster::new(url)))
+        self.cluster.as_deref().map(live_cluster).transpose()
     }
+}
+
+/// The live cluster at `url` (the password from the URL, else from REDISCLI_AUTH as
+/// redis-cli does).
+pub fn live_cluster(url: &str) -> anyhow::Result<crate::live::LiveCluster> {
+    let env = std::env::var("REDISCLI_AUTH").ok();
+    let url = crate::live::ClusterUrl::parse(url, env)?;
+    Ok(crate::live::LiveCluster::new(url))
 }
 
 /// The `--cluster` URL with any password masked.

@@ -133,10 +133,7 @@ pub fn run(args: BenchArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
             .with_context(|| format!("cannot read batch file '{}'", p.display()))?;
         batches.extend(parse_batches(&text).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?);
     }
-    let live = crate::live::LiveCluster::new(crate::live::ClusterUrl::parse(
-        url,
-        std::env::var("REDISCLI_AUTH").ok(),
-    )?);
+    let live = super::args::live_cluster(url)?;
     let map = live.topology()?;
     let strategies = super::simulate::strategies_of(&args.strategy);
     let opts = BenchOptions {
@@ -153,7 +150,7 @@ pub fn run(args: BenchArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     // (the library used twice in one process): then Ctrl-C keeps its default behaviour.
     let _ = ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::Relaxed));
     let mut report = BenchReport {
-        schema_version: 1,
+        schema_version: 2,
         cluster: live.url_text(),
         prefix: args.prefix.clone(),
         duration_s: args.duration,

@@ -14,7 +14,7 @@ use crate::migrate::impact::{
     ByteSize, MotionReport, Rate, SlotWeights, batches_in_motion, emptied_early, migration_seconds,
     over_budget, parse_byte_size, parse_rate,
 };
-use crate::migrate::{ClusterView, MigrationReport, Move, SampleInfo};
+use crate::migrate::{ClusterView, MigrationReport, Move, SampleInfo, Warning, WarningKind};
 use crate::report::migrate::{render_json, render_table};
 use crate::simulate::NetworkModel;
 use crate::simulate::batch::{self, Batch, parse_batches};
@@ -328,11 +328,18 @@ pub fn finish_report(
     budget: Option<ByteSize>,
 ) -> Result<(), UserError> {
     for (node, k) in emptied_early(view, moves) {
-        report.warnings.push(format!(
-            "{} gives its last slot in move {} of {}: with cluster-allow-replica-migration yes (the default) Redis then makes it a replica, and a single redis-cli run stops at the next move with \"ERR Please use SETSLOT only with masters\" (redis/redis#9223); run `CONFIG SET cluster-allow-replica-migration no` on it first, or run the moves one by one (--emit redis-cli)",
-            view.nodes[node].name,
-            k + 1,
-            moves.len()
+        report.warnings.push(Warning::new(
+            WarningKind::EmptiedEarly {
+                node: view.nodes[node].name.clone(),
+                step: k + 1,
+                moves: moves.len(),
+            },
+            format!(
+                "{} gives its last slot in move {} of {}: with cluster-allow-replica-migration yes (the default) Redis then makes it a replica, and a single redis-cli run stops at the next move with \"ERR Please use SETSLOT only with masters\" (redis/redis#9223); run `CONFIG SET cluster-allow-replica-migration no` on it first, or run the moves one by one (--emit redis-cli)",
+                view.nodes[node].name,
+                k + 1,
+                moves.len()
+            ),
         ));
     }
     let scale = report.sample.scale;
@@ -358,12 +365,20 @@ pub fn finish_report(
             ));
         }
         for (name, bytes) in over_budget(&report.plan.impact, b.bytes, scale) {
-            report.warnings.push(format!(
+            let text = format!(
                 "{name} would hold {} after the move, {} ({:.1}%) over the --max-node-bytes budget of {} (keep headroom for the migration's copy of a slot's keys; add a node or move fewer slots to it)",
-                b.show(bytes),
+                b.in_unit(bytes),
                 b.show(bytes - b.bytes),
                 100.0 * (bytes - b.bytes) / b.bytes.max(1.0),
-                b.show(b.bytes)
+                b.in_unit(b.bytes)
+            );
+            report.warnings.push(Warning::new(
+                WarningKind::OverBudget {
+                    node: name,
+                    bytes,
+                    budget: b.bytes,
+                },
+                text,
             ));
         }
     }
@@ -372,16 +387,22 @@ pub fn finish_report(
     for m in &report.batches {
         // Only failures the move causes: a batch that fails on the stable cluster is lint's.
         if fine(m.baseline) && (!fine(m.during) || !fine(m.after)) {
-            report.warnings.push(format!(
+            let text = format!(
                 "batch {} fails with {} while slots {} move{}",
                 m.batch,
                 m.client,
-                m.slots_in_motion,
+                crate::topology::format_ranges(&m.slots_in_motion),
                 m.message
                     .as_deref()
                     .map(|s| format!(": {s}"))
                     .unwrap_or_default()
-            ));
+            );
+            let what = WarningKind::BatchFails {
+                batch: m.batch.clone(),
+                client: m.client.to_string(),
+                slots: m.slots_in_motion.clone(),
+            };
+            report.warnings.push(Warning::new(what, text));
         }
     }
     Ok(())
@@ -419,7 +440,7 @@ pub fn output(
     drop(sink);
     if args.emit.is_some() || args.format != PreviewFormat::Table {
         for w in &report.warnings {
-            writeln!(ctx.stderr, "warning: {w}")?;
+            writeln!(ctx.stderr, "warning: {}", w.text)?;
         }
     }
     Ok(if report.warnings.is_empty() {

@@ -70,7 +70,7 @@ pub enum Command {
     Slot(slot::SlotArgs),
     /// Print a shell completion script (bash, zsh, fish, powershell, elvish)
     Completions(completions::CompletionsArgs),
-    /// Print the man page (roff)
+    /// Write the man pages (roff): one per subcommand into a directory, or one to stdout
     Man(completions::ManArgs),
 }
 

@@ -28,7 +28,7 @@ const MAX_SAMPLE_KEYS: usize = 2_000_000;
 pub enum PlanFormat {
     /// Tables: candidates per batch, the recommendation and the rewritten patterns
     Table,
-    /// One JSON document (schema_version 1, documented in README)
+    /// One JSON document (schema_version 2, documented in README)
     Json,
     /// The scheme file with the recommendations applied (needs --scheme)
     Yaml,
@@ -56,7 +56,7 @@ pub enum PlanStrategy {
     after_help = "Examples:\n  keyplan plan --scheme keyplan.yaml\n  keyplan plan --scheme keyplan.yaml --keys sample.keys --max-skew 1.2\n  keyplan plan --scheme keyplan.yaml --format yaml > keyplan.new.yaml\n  keyplan plan --batches batches.txt --keys sample.keys"
 )]
 pub struct PlanArgs {
-    /// The key scheme whose batches to plan
+    /// The key scheme whose batches to plan [default: ./keyplan.yaml when it exists]
     #[arg(long, value_name = "FILE")]
     pub scheme: Option<PathBuf>,
 
@@ -107,10 +107,14 @@ pub struct PlanArgs {
 }
 
 /// Runs `keyplan plan`.
-pub fn run(args: PlanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
+pub fn run(mut args: PlanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
+    // As lint does: the scheme of the current directory unless one is named.
+    if args.scheme.is_none() {
+        args.scheme = Some(PathBuf::from("keyplan.yaml")).filter(|p| p.is_file());
+    }
     if args.scheme.is_none() && args.batches.is_none() && args.monitor.is_none() {
         return Err(UserError::new(
-            "nothing to plan",
+            "nothing to plan: no --scheme, no keyplan.yaml here, no --batches and no --monitor",
             "pass --scheme keyplan.yaml, --batches FILE or --monitor CAPTURE",
         )
         .into());
@@ -272,7 +276,7 @@ pub fn run(args: PlanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     let observed = plan_observed(&observed_batches, &topology, &sample, &opts);
     let problems = batches.iter().filter(|b| b.problem.is_some()).count() + observed.len();
     let report = PlanReport {
-        schema_version: 1,
+        schema_version: 2,
         topology: topo_source,
         workload: WorkloadInfo {
             source: match &workload {

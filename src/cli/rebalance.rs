@@ -12,6 +12,7 @@ use crate::migrate::impact::{SlotWeights, impact};
 use crate::migrate::load_aware::{self, LoadAwareOptions};
 use crate::migrate::redis_cli::{self, RebalanceOptions};
 use crate::migrate::{ClusterView, MigrationReport, PlanReport};
+use crate::migrate::{Warning, WarningKind};
 use crate::slot::SLOT_COUNT;
 
 /// What a load-aware plan balances.
@@ -188,7 +189,7 @@ pub fn run(args: RebalanceArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus>
         (report, Some(slot_report), la.moves)
     };
     let mut report = MigrationReport {
-        schema_version: 1,
+        schema_version: 2,
         command: "rebalance",
         topology: source,
         skipped_nodes: view.skipped.clone(),
@@ -203,9 +204,14 @@ pub fn run(args: RebalanceArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus>
         let after = view.owners_after(&moves);
         for &r in &removed {
             if after.contains(&Some(r)) {
-                report.warnings.push(format!(
-                    "{} still serves slots after the plan: del-node would refuse it",
-                    view.nodes[r].name
+                report.warnings.push(Warning::new(
+                    WarningKind::StillServes {
+                        node: view.nodes[r].name.clone(),
+                    },
+                    format!(
+                        "{} still serves slots after the plan: del-node would refuse it",
+                        view.nodes[r].name
+                    ),
                 ));
             }
         }

@@ -11,6 +11,7 @@ use crate::migrate::emit::EmitContext;
 use crate::migrate::impact::impact;
 use crate::migrate::redis_cli::{self, Sources};
 use crate::migrate::{MigrationReport, PlanReport};
+use crate::migrate::{Warning, WarningKind};
 
 /// Preview `redis-cli --cluster reshard --cluster-from … --cluster-to … --cluster-slots N`:
 /// which slots move, and what that does to every node.
@@ -62,7 +63,7 @@ pub fn run(args: ReshardArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     let (batches, clients) = load_batches(&args.common)?;
     let planned: usize = plan.moves.iter().map(|m| m.slots.len()).sum();
     let mut report = MigrationReport {
-        schema_version: 1,
+        schema_version: 2,
         command: "reshard",
         topology: source,
         skipped_nodes: view.skipped.clone(),
@@ -80,15 +81,26 @@ pub fn run(args: ReshardArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
         warnings: Vec::new(),
     };
     if plan.skipped_target {
-        report.warnings.push(format!(
-            "{} is the target and also listed in --from: redis-cli skips it (\"It is not possible to use the target node as source node\")",
-            view.nodes[plan.target].name
+        report.warnings.push(Warning::new(
+            WarningKind::TargetIsSource {
+                node: view.nodes[plan.target].name.clone(),
+            },
+            format!(
+                "{} is the target and also listed in --from: redis-cli skips it (\"It is not possible to use the target node as source node\")",
+                view.nodes[plan.target].name
+            ),
         ));
     }
     if planned < args.slots {
-        report.warnings.push(format!(
-            "the plan moves {planned} slots, not {}: redis-cli rounds each source's share down (the largest source's up), or the sources own fewer slots",
-            args.slots
+        report.warnings.push(Warning::new(
+            WarningKind::FewerSlots {
+                planned,
+                asked: args.slots,
+            },
+            format!(
+                "the plan moves {planned} slots, not {}: redis-cli rounds each source's share down (the largest source's up), or the sources own fewer slots",
+                args.slots
+            ),
         ));
     }
     finish_report(&mut report, &view, &plan.moves, rate, budget)?;

@@ -1,7 +1,7 @@
 //! `keyplan scan`: sample keys from a live cluster into a dump for later offline use.
 
 use super::Ctx;
-use super::args::{AtomicFile, SampleArgs, TopologyArgs};
+use super::args::{AtomicFile, SampleArgs, live_cluster};
 use super::progress::Unit;
 use crate::error::{ExitStatus, UserError};
 use crate::keys::quote_into;
@@ -18,9 +18,9 @@ use std::sync::mpsc;
     after_help = "Examples:\n  keyplan scan --cluster redis://127.0.0.1:7000 --sample all --bytes -o sample.tsv\n  REDISCLI_AUTH=secret keyplan scan --cluster redis://127.0.0.1:7000 --match 'user:*' --rate 500"
 )]
 pub struct ScanArgs {
-    /// The cluster.
-    #[command(flatten)]
-    pub topology: TopologyArgs,
+    /// The cluster: redis://[user:password@]host:port (password also from REDISCLI_AUTH)
+    #[arg(long, value_name = "URL", required = true)]
+    pub cluster: Option<String>,
 
     /// Write the sample here instead of standard output
     #[arg(short, long, value_name = "FILE")]
@@ -33,7 +33,7 @@ pub struct ScanArgs {
 
 /// Runs `keyplan scan`.
 pub fn run(args: ScanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
-    let Some(live) = args.topology.live()? else {
+    let Some(live) = args.cluster.as_deref().map(live_cluster).transpose()? else {
         return Err(UserError::new(
             "scan needs --cluster URL",
             "for example --cluster redis://127.0.0.1:7000",

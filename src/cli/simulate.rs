@@ -61,7 +61,7 @@ impl StrategyArg {
 pub enum SimFormat {
     /// A table per batch
     Table,
-    /// {"schema_version": 1, "results": [...]}
+    /// {"schema_version": 2, "results": [...]}
     Json,
     /// A self-contained HTML report with charts (use -o FILE)
     Html,
@@ -405,7 +405,7 @@ pub fn run(args: SimulateArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
                 .collect();
             serde_json::to_writer(
                 &mut out,
-                &json!({"schema_version": 1, "network": net, "results": rs}),
+                &json!({"schema_version": 2, "network": net, "results": rs}),
             )?;
             writeln!(out)?;
         }
@@ -512,7 +512,7 @@ fn render_clients(
     if format == SimFormat::Json {
         serde_json::to_writer(
             &mut *out,
-            &json!({"schema_version": 1, "network": net, "results": results}),
+            &json!({"schema_version": 2, "network": net, "results": results}),
         )?;
         writeln!(out)?;
         return Ok(());

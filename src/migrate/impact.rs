@@ -3,7 +3,7 @@
 //! it takes at a given rate, which nodes end over a memory budget, and which batches meet
 //! ASK, TRYAGAIN or MOVED while slots move.
 
-use super::{ClusterView, Move, ranges_text};
+use super::{ClusterView, Move, sorted_ranges};
 use crate::simulate::NetworkModel;
 use crate::simulate::batch::Batch;
 use crate::simulate::client::{Client, Outcome, simulate_client_stale};
@@ -76,8 +76,8 @@ impl SlotWeights {
 pub struct NodeState {
     /// Slots served.
     pub slots: usize,
-    /// The slots as ranges, `0-1364 5461-6826`.
-    pub slot_ranges: String,
+    /// The slots as `[first, last]` ranges.
+    pub slot_ranges: Vec<(u16, u16)>,
     /// Sample keys in those slots.
     pub keys: u64,
     /// Sample bytes.
@@ -124,8 +124,8 @@ pub struct MoveImpact {
     pub to_id: Option<String>,
     /// Slots moved.
     pub slots: usize,
-    /// The slots as ranges.
-    pub slot_ranges: String,
+    /// The slots as `[first, last]` ranges.
+    pub slot_ranges: Vec<(u16, u16)>,
     /// Sample keys moved.
     pub keys: u64,
     /// Sample bytes moved.
@@ -190,7 +190,7 @@ fn state(
     let share = |v: f64, t: f64| if t > 0.0 { v / t } else { 0.0 };
     NodeState {
         slots: slots.len(),
-        slot_ranges: ranges_text(&slots),
+        slot_ranges: sorted_ranges(&slots),
         keys,
         bytes,
         ops,
@@ -257,7 +257,7 @@ pub fn impact(view: &ClusterView, moves: &[Move], w: &SlotWeights) -> Impact {
             from_id: view.nodes[m.from].id.clone(),
             to_id: view.nodes[m.to].id.clone(),
             slots: m.slots.len(),
-            slot_ranges: ranges_text(&m.slots),
+            slot_ranges: sorted_ranges(&m.slots),
             keys: m.slots.iter().map(|&s| w.keys[s as usize]).sum(),
             bytes: m.slots.iter().map(|&s| w.bytes[s as usize]).sum(),
             ops: m.slots.iter().map(|&s| w.ops[s as usize]).sum::<f64>() + 0.0,
@@ -307,8 +307,17 @@ pub struct ByteSize {
 }
 
 impl ByteSize {
-    /// `bytes` in this size's unit (`5.02 GB`); a number of bytes too small to show in it
-    /// (under 0.01 of the unit) in the smaller units of the same family.
+    /// `bytes` in exactly this size's unit (`0.90 GB`).
+    pub fn in_unit(&self, bytes: f64) -> String {
+        if self.per_unit == 1.0 {
+            format!("{} B", bytes.round())
+        } else {
+            format!("{:.2} {}", bytes / self.per_unit, self.unit)
+        }
+    }
+
+    /// `bytes` in this size's unit (`5.02 GB`); less than one of that unit in the largest
+    /// smaller unit of the same family it makes at least one of (`20.00 MB`).
     pub fn show(&self, bytes: f64) -> String {
         let decimal = !self.unit.contains('i');
         let mut units: Vec<(&str, f64)> = if decimal {
@@ -332,7 +341,7 @@ impl ByteSize {
         let (name, m) = units
             .iter()
             .rev()
-            .find(|(_, m)| bytes.abs() >= *m * 0.01 || *m == 1.0)
+            .find(|(_, m)| bytes.abs() >= *m || *m == 1.0)
             .copied()
             .unwrap_or(("B", 1.0));
         if m == 1.0 {
@@ -453,10 +462,12 @@ pub fn emptied_early(view: &ClusterView, moves: &[Move]) -> Vec<(usize, usize)> 
 pub struct MotionReport {
     /// Batch name.
     pub batch: String,
+    /// The batch's stable identity (line, scheme name, command).
+    pub batch_id: crate::simulate::batch::BatchId,
     /// Client profile.
     pub client: &'static str,
-    /// Slots of the batch that the plan moves, as ranges.
-    pub slots_in_motion: String,
+    /// Slots of the batch that the plan moves, as `[first, last]` ranges.
+    pub slots_in_motion: Vec<(u16, u16)>,
     /// Outcome on the cluster as it is, with nothing moving (a batch that fails anyway is not
     /// the migration's doing).
     pub baseline: Outcome,
@@ -524,8 +535,9 @@ pub fn batches_in_motion(
             let a = simulate_client_stale(b, &before, &after_map, c, net);
             out.push(MotionReport {
                 batch: b.name.clone(),
+                batch_id: b.id.clone(),
                 client: c.name(),
-                slots_in_motion: ranges_text(&slots),
+                slots_in_motion: sorted_ranges(&slots),
                 baseline: base.outcome,
                 during: d.outcome,
                 ask: d.ask,
@@ -550,6 +562,7 @@ mod tests {
         assert_eq!(b.show(5.02e9), "5.02 GB");
         assert_eq!(b.show(0.02e9), "20.00 MB");
         assert_eq!(b.show(512.0), "512 B");
+        assert_eq!(parse_byte_size("0.9GB").unwrap().in_unit(0.9e9), "0.90 GB");
         let b = parse_byte_size("800MiB").unwrap();
         assert_eq!(b.show(1024.0 * 1024.0 * 801.5), "801.50 MiB");
         assert_eq!(b.show(1024.0 * 3.0), "3.00 KiB");

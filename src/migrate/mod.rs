@@ -374,7 +374,74 @@ pub struct MigrationReport {
     /// Batches touching slots that move, per client profile.
     pub batches: Vec<impact::MotionReport>,
     /// Things to look at before running the plan.
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Warning>,
+}
+
+/// Something to look at before running a migration plan: its kind and figures, and a sentence.
+#[derive(Debug, Clone, serde::Serialize, PartialEq)]
+pub struct Warning {
+    /// What kind of warning, with its figures (`kind` names it in JSON).
+    #[serde(flatten)]
+    pub what: WarningKind,
+    /// The warning in words.
+    pub text: String,
+}
+
+/// The kinds of [`Warning`].
+#[derive(Debug, Clone, serde::Serialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum WarningKind {
+    /// `reshard`: the target is also a source; redis-cli skips it.
+    TargetIsSource {
+        /// The node.
+        node: String,
+    },
+    /// `reshard`: fewer slots move than asked.
+    FewerSlots {
+        /// Slots the plan moves.
+        planned: usize,
+        /// Slots asked for.
+        asked: usize,
+    },
+    /// A master gives its last slot before the plan is over (it may turn into a replica).
+    EmptiedEarly {
+        /// The node.
+        node: String,
+        /// The move (from 1) in which it gives its last slot.
+        step: usize,
+        /// Moves in the plan.
+        moves: usize,
+    },
+    /// A node to remove still serves slots after the plan.
+    StillServes {
+        /// The node.
+        node: String,
+    },
+    /// A node would hold more bytes than `--max-node-bytes`.
+    OverBudget {
+        /// The node.
+        node: String,
+        /// Its bytes after the plan (scaled).
+        bytes: f64,
+        /// The budget in bytes.
+        budget: f64,
+    },
+    /// A batch that works on the stable cluster fails while its slots move.
+    BatchFails {
+        /// The batch.
+        batch: String,
+        /// The client profile.
+        client: String,
+        /// The batch's slots that move.
+        slots: Vec<(u16, u16)>,
+    },
+}
+
+impl Warning {
+    /// A warning of `what`, said as `text`.
+    pub fn new(what: WarningKind, text: String) -> Warning {
+        Warning { what, text }
+    }
 }
 
 /// Ascending slots folded into contiguous ranges.
@@ -387,6 +454,13 @@ pub fn ranges(slots: impl IntoIterator<Item = u16>) -> Vec<(u16, u16)> {
         }
     }
     out
+}
+
+/// Slots as `[first, last]` ranges (sorted first).
+pub fn sorted_ranges(slots: &[u16]) -> Vec<(u16, u16)> {
+    let mut v = slots.to_vec();
+    v.sort_unstable();
+    ranges(v)
 }
 
 /// Slots as the `0-1364 5461-6826` text redis-cli and `CLUSTER NODES` use (sorted first).

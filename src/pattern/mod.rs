@@ -203,8 +203,12 @@ pub struct Pattern {
     pub text: String,
     /// The text of its hash tag (between the first `{` and the next `}`), if it has one.
     pub tag: Option<String>,
-    /// A byte regex matching every key of the pattern (anchored).
+    /// A regex matching every key of the pattern, anchored (`^…$`), in the syntax Python's `re`,
+    /// PCRE (`grep -P`) and Rust's `regex` share; match it against the key's bytes (a Rust
+    /// `regex::bytes::Regex` needs `(?-u)` in front for the byte class of `<bytes>`).
     pub regex: String,
+    /// A `SCAN … MATCH` glob that matches every key of the pattern (and may match more).
+    pub scan_match: String,
     /// Its counts.
     pub stats: PatternStats,
 }
@@ -818,7 +822,8 @@ impl PatternTree {
             out.push(Pattern {
                 text: "<unclassified>".into(),
                 tag: None,
-                regex: "(?s-u)^.*$".into(),
+                regex: "^(?s:.*)$".into(),
+                scan_match: "*".into(),
                 stats: self.unclassified,
             });
         }
@@ -882,7 +887,8 @@ fn sequence_hash(tokens: &[Token], key: &[u8]) -> u64 {
 
 fn render(path: &[Key], stats: PatternStats) -> Pattern {
     let mut text = String::new();
-    let mut regex = String::from("(?s-u)^");
+    let mut regex = String::from("^");
+    let mut glob = String::new();
     let mut open: Option<usize> = None;
     let mut tag: Option<String> = None;
     let mut tag_start = 0;
@@ -905,10 +911,19 @@ fn render(path: &[Key], stats: PatternStats) -> Pattern {
                 }
                 text.push_str(&s);
                 regex.push_str(&regex::escape(&s));
+                for c in s.chars() {
+                    if matches!(c, '*' | '?' | '[' | ']' | '\\') {
+                        glob.push('\\');
+                    }
+                    glob.push(c);
+                }
             }
             Key::Class(c) => {
                 text.push_str(c.placeholder());
                 let _ = write!(regex, "(?:{})", c.regex());
+                if !glob.ends_with('*') || glob.ends_with("\\*") {
+                    glob.push('*');
+                }
             }
         }
     }
@@ -917,6 +932,7 @@ fn render(path: &[Key], stats: PatternStats) -> Pattern {
         text,
         tag: tag.filter(|t| !t.is_empty()),
         regex,
+        scan_match: glob,
         stats,
     }
 }
@@ -1006,7 +1022,7 @@ mod tests {
         let p = &t.finish()[0];
         assert_eq!(p.text, "feed:{group_<int>}:user:<int>");
         assert_eq!(p.tag.as_deref(), Some("group_<int>"));
-        let re = regex::bytes::Regex::new(&p.regex).unwrap();
+        let re = regex::bytes::Regex::new(&format!("(?-u){}", p.regex)).unwrap();
         assert!(re.is_match(b"feed:{group_3}:user:42"));
         assert!(!re.is_match(b"feed:{group_x}:user:42"));
         assert_eq!(

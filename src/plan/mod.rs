@@ -118,6 +118,8 @@ pub struct Candidate {
 pub struct BatchPlan {
     /// Batch name.
     pub batch: String,
+    /// The batch's stable identity (line, scheme name, command).
+    pub batch_id: crate::simulate::batch::BatchId,
     /// Its command.
     pub command: String,
     /// What is wrong with it now (`None`: nothing).
@@ -643,6 +645,11 @@ fn plan_batch(ctx: &Ctx<'_>, b: &SchemeBatch) -> BatchPlan {
     let (recommended, reason) = recommend(ctx, b, &cands, fine, crossslot);
     BatchPlan {
         batch: b.name.clone(),
+        batch_id: crate::simulate::batch::BatchId {
+            line: None,
+            name: Some(b.name.clone()),
+            command: b.command.name().to_ascii_uppercase(),
+        },
         command: b.command.name().into(),
         problem,
         candidates: cands,

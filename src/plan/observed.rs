@@ -15,6 +15,8 @@ use serde::Serialize;
 pub struct ObservedPlan {
     /// The batch (its line in the file).
     pub batch: String,
+    /// The batch's stable identity (line, scheme name, command).
+    pub batch_id: crate::simulate::batch::BatchId,
     /// Distinct keys.
     pub keys: usize,
     /// Slots the keys hash to.
@@ -393,6 +395,7 @@ pub fn plan_observed(
         before.skew = matched_before;
         out.push(ObservedPlan {
             batch: b.name.clone(),
+            batch_id: b.id.clone(),
             keys: keys.len(),
             slots: slots.len(),
             shared: pick,

@@ -94,7 +94,7 @@ pub fn render_table(
         writeln!(
             out,
             "uncovered slots: {} ({} keys there)",
-            r.topology.uncovered_slots.join(" "),
+            crate::topology::format_ranges(&r.topology.uncovered_slots),
             t.uncovered_keys
         )?;
     }
@@ -112,7 +112,7 @@ pub fn render_table(
     writeln!(out)?;
     writeln!(out, "Verdict: {}", r.skew.verdict)?;
     for n in &r.notes {
-        writeln!(out, "Note: {n}")?;
+        writeln!(out, "Note: {}", n.text)?;
     }
     writeln!(out)?;
 
@@ -135,13 +135,8 @@ pub fn render_table(
     nodes.set_header(header);
 
     for n in &r.nodes {
-        let mut ranges = n
-            .slot_ranges
-            .iter()
-            .take(4)
-            .cloned()
-            .collect::<Vec<_>>()
-            .join(" ");
+        let mut ranges =
+            crate::topology::format_ranges(&n.slot_ranges[..n.slot_ranges.len().min(4)]);
         if n.slot_ranges.len() > 4 {
             ranges.push_str(&format!(" … ({} ranges)", n.slot_ranges.len()));
         }

@@ -23,16 +23,12 @@ fn pct(x: f64) -> String {
     format!("{:.1}%", 100.0 * x)
 }
 
-fn short_ranges(s: &str, max: usize) -> String {
-    let parts: Vec<&str> = s.split(' ').filter(|p| !p.is_empty()).collect();
-    if parts.len() <= max {
-        parts.join(" ")
+fn short_ranges(ranges: &[(u16, u16)], max: usize) -> String {
+    let shown = crate::topology::format_ranges(&ranges[..ranges.len().min(max)]);
+    if ranges.len() <= max {
+        shown
     } else {
-        format!(
-            "{} … (+{} ranges)",
-            parts[..max].join(" "),
-            parts.len() - max
-        )
+        format!("{shown} … (+{} ranges)", ranges.len() - max)
     }
 }
 
@@ -279,7 +275,7 @@ pub fn render_table(
     if !r.warnings.is_empty() {
         writeln!(out, "\nWarnings:")?;
         for w in &r.warnings {
-            writeln!(out, "  - {w}")?;
+            writeln!(out, "  - {}", w.text)?;
         }
     }
     out.flush()

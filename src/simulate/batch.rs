@@ -73,11 +73,45 @@ impl Op {
     }
 }
 
+/// What identifies a batch, whatever its display name: where it was written and what it runs.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct BatchId {
+    /// Its line in the batch file or MONITOR capture (from 1), or `None` for a scheme batch.
+    pub line: Option<usize>,
+    /// The scheme's name for it, or `None` for a line of a file.
+    pub name: Option<String>,
+    /// What it runs: the command of a one-command batch or script (`MGET`, `EVALSHA`, …),
+    /// `PIPELINE` or `MULTI`.
+    pub command: String,
+}
+
+impl BatchId {
+    pub(crate) fn of(
+        line: Option<usize>,
+        name: Option<String>,
+        kind: BatchKind,
+        ops: &[Op],
+    ) -> BatchId {
+        let command = match kind {
+            BatchKind::Pipeline => "PIPELINE".to_string(),
+            BatchKind::Multi => "MULTI".to_string(),
+            _ => ops.first().map(|o| o.command.clone()).unwrap_or_default(),
+        };
+        BatchId {
+            line,
+            name,
+            command,
+        }
+    }
+}
+
 /// A batch: commands that belong together.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Batch {
-    /// A name (the file's line, or the scheme's batch name).
+    /// A name for display (the file's line and text, or the scheme's batch name).
     pub name: String,
+    /// Its stable identity.
+    pub id: BatchId,
     /// How it is sent as written.
     pub kind: BatchKind,
     /// Its commands.
@@ -89,6 +123,7 @@ impl Batch {
     pub fn map_keys(&self, mut f: impl FnMut(&[u8]) -> Vec<u8>) -> Batch {
         Batch {
             name: self.name.clone(),
+            id: self.id.clone(),
             kind: self.kind,
             ops: self.ops.iter().map(|op| op.map_keys(&mut f)).collect(),
         }
@@ -206,7 +241,13 @@ pub fn parse_batches(text: &str) -> Result<Vec<Batch>, String> {
         } else {
             format!("line {line}: {l}")
         };
-        out.push(Batch { name, kind, ops });
+        let id = BatchId::of(Some(line), None, kind, &ops);
+        out.push(Batch {
+            name,
+            id,
+            kind,
+            ops,
+        });
     }
     Ok(out)
 }
@@ -318,6 +359,7 @@ pub fn from_scheme(s: &Scheme, size_override: Option<u64>) -> Vec<Batch> {
         };
         out.push(Batch {
             name: b.name.clone(),
+            id: BatchId::of(None, Some(b.name.clone()), kind, &ops),
             kind,
             ops,
         });

@@ -309,6 +309,8 @@ impl Outcome {
 pub struct ClientResult {
     /// Batch name.
     pub batch: String,
+    /// The batch's stable identity (line, scheme name, command).
+    pub batch_id: crate::simulate::batch::BatchId,
     /// Profile name.
     pub client: &'static str,
     /// The versions the profile models.
@@ -748,6 +750,7 @@ pub fn simulate_client_stale(
 ) -> ClientResult {
     let mut r = ClientResult {
         batch: b.name.clone(),
+        batch_id: b.id.clone(),
         client: client.name(),
         models: client.models(),
         outcome: Outcome::Ok,

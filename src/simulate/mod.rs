@@ -93,6 +93,8 @@ pub struct NodeLoad {
 pub struct SimResult {
     /// Batch name.
     pub batch: String,
+    /// The batch's stable identity (line, scheme name, command).
+    pub batch_id: crate::simulate::batch::BatchId,
     /// Strategy.
     pub strategy: Strategy,
     /// Round trips the client waits for, one after another.
@@ -256,6 +258,7 @@ pub fn simulate(b: &Batch, topo: &Topology, strategy: Strategy, net: &NetworkMod
     let nodes: Vec<NodeLoad> = load.into_values().collect();
     SimResult {
         batch: b.name.clone(),
+        batch_id: b.id.clone(),
         strategy,
         round_trips,
         nodes_touched: nodes.len(),

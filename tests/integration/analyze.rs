@@ -243,7 +243,7 @@ fn per_node_counts_equal_each_masters_dbsize() {
 #[test]
 fn report_on_the_bundled_example() {
     let v = analyze_json(&[], std::path::Path::new("examples/app.keys"));
-    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["schema_version"], 2);
     assert_eq!(v["totals"]["keys"], 20000);
     assert_eq!(v["totals"]["has_bytes"], true);
     assert!(
@@ -254,7 +254,7 @@ fn report_on_the_bundled_example() {
     );
     let nodes = v["nodes"].as_array().unwrap();
     assert_eq!(nodes.len(), 3);
-    assert_eq!(nodes[0]["slot_ranges"][0], "0-5460");
+    assert_eq!(nodes[0]["slot_ranges"][0], serde_json::json!([0, 5460]));
     let sum: u64 = nodes.iter().map(|n| n["keys"].as_u64().unwrap()).sum();
     assert_eq!(sum, 20000);
     let patterns: Vec<&str> = v["patterns"]
@@ -380,7 +380,7 @@ fn analyze_table_and_errors() {
         .assert()
         .success()
         .stdout(predicates::str::contains(
-            "\"uncovered_slots\":[\"5461-16383\"]",
+            "\"uncovered_slots\":[[5461,16383]]",
         ));
 }
 
@@ -405,7 +405,7 @@ fn analyze_over_a_twemproxy_ketama_pool() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|n| n.as_str().unwrap())
+        .map(|n| n["text"].as_str().unwrap())
         .collect();
     assert!(
         notes
@@ -414,6 +414,23 @@ fn analyze_over_a_twemproxy_ketama_pool() {
         "{notes:?}"
     );
     assert!(notes.iter().any(|n| n.contains("fnv1a_64")), "{notes:?}");
+    // Notes are objects: a kind with its figures, and the sentence.
+    let kinds: Vec<&str> = v["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["kind"].as_str().unwrap())
+        .collect();
+    assert!(kinds.contains(&"ring_clusters"), "{kinds:?}");
+    assert!(kinds.contains(&"weak_ring_hash"), "{kinds:?}");
+    let clusters = v["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["kind"] == "ring_clusters")
+        .unwrap();
+    assert_eq!(clusters["servers"], 3);
+    assert!(clusters["patterns"].as_u64().unwrap() <= clusters["checked"].as_u64().unwrap());
     // Each key's server in `slot` agrees with the library ring.
     let out = keyplan()
         .args([
@@ -507,13 +524,7 @@ fn html_report_structure_and_rendering() {
             text.contains(&format!(">{id}</text>")),
             "node {id} has a bar"
         );
-        let ranges = n["slot_ranges"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|r| r.as_str().unwrap())
-            .collect::<Vec<_>>()
-            .join(" ");
+        let ranges = crate::support::ranges_text(&n["slot_ranges"]);
         assert!(
             text.contains(&format!("{id} ({ranges})")),
             "node {id} in the legend"
@@ -579,7 +590,7 @@ fn live_cluster_topology_and_full_sample() {
                 .as_array()
                 .unwrap()
                 .iter()
-                .map(|r| r.as_str().unwrap().to_string())
+                .map(crate::support::range_text)
                 .collect();
             (
                 n["address"].as_str().unwrap().to_string(),
@@ -627,7 +638,7 @@ fn live_cluster_topology_and_full_sample() {
                     .as_array()
                     .unwrap()
                     .iter()
-                    .map(|r| r.as_str().unwrap().to_string())
+                    .map(crate::support::range_text)
                     .collect(),
             )
         })
@@ -744,4 +755,129 @@ fn live_cluster_with_a_password() {
         !all.contains(password) && all.contains("refused the credentials"),
         "{all}"
     );
+}
+
+/// Each pattern's `regex` matches its keys in Python's `re` and in `grep -P`, and its
+/// `scan_match` glob finds at least its keys with a real server's `SCAN … MATCH`.
+#[test]
+fn pattern_regex_and_scan_match_work_in_python_grep_and_redis() {
+    let Some(server) = require_binary("redis-server") else {
+        return;
+    };
+    let Some(python) = require_binary("python3") else {
+        return;
+    };
+    let dump = std::path::Path::new("examples/app.keys");
+    let v = analyze_json(&["--top", "1000"], dump);
+    let patterns = v["patterns"].as_array().unwrap();
+    assert!(patterns.len() > 5);
+    let keys: Vec<Vec<u8>> = std::fs::read(dump)
+        .unwrap()
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        // key<TAB>bytes<TAB>ops
+        .map(|l| l.split(|&b| b == b'\t').next().unwrap_or(l).to_vec())
+        .collect();
+
+    // Python: every key matches the regex of exactly as many keys as the pattern counts, or
+    // more (patterns are disjoint, but a regex is only as strict as its classes).
+    let mut script = std::process::Command::new(&python)
+        .args([
+            "-c",
+            "import json,re,sys\n\
+             d=json.loads(sys.argv[1]); keys=[l.split(b'\\t')[0] for l in open(sys.argv[2],'rb').read().split(b'\\n')]\n\
+             for p in d:\n\
+             \x20 r=re.compile(p['regex'].encode())\n\
+             \x20 n=sum(1 for k in keys if k and r.fullmatch(k))\n\
+             \x20 assert n>=p['keys'], (p['pattern'],n,p['keys'])\n\
+             \x20 for e in p['examples']: assert r.fullmatch(e.encode()), (p['regex'],e)\n\
+             print('ok',len(d))",
+        ])
+        .arg(serde_json::to_string(patterns).unwrap())
+        .arg(dump)
+        .output()
+        .unwrap();
+    assert!(
+        script.status.success(),
+        "python re: {}",
+        String::from_utf8_lossy(&script.stderr)
+    );
+    // grep -P on the examples.
+    for p in patterns {
+        let examples: Vec<&str> = p["examples"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e.as_str().unwrap())
+            .collect();
+        script = std::process::Command::new("grep")
+            .args(["-c", "-P", p["regex"].as_str().unwrap()])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .and_then(|mut c| {
+                use std::io::Write as _;
+                c.stdin
+                    .take()
+                    .unwrap()
+                    .write_all(format!("{}\n", examples.join("\n")).as_bytes())?;
+                c.wait_with_output()
+            })
+            .unwrap();
+        let n: usize = String::from_utf8_lossy(&script.stdout)
+            .trim()
+            .parse()
+            .unwrap_or(0);
+        assert_eq!(n, examples.len(), "grep -P {}", p["regex"]);
+    }
+
+    // Redis: SCAN MATCH with each glob finds at least the pattern's keys.
+    let redis = RedisServer::start(&server, false);
+    let mut c = redis.connect();
+    let mut buf = Vec::new();
+    for k in &keys {
+        Resp::encode(&mut buf, &[b"SET", k, b"1"]);
+    }
+    c.send(&buf).unwrap();
+    for _ in &keys {
+        c.read().unwrap();
+    }
+    let distinct: std::collections::BTreeSet<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+    for p in patterns {
+        let glob = p["scan_match"].as_str().unwrap();
+        // The dump may repeat a key; the server holds each once.
+        let re =
+            regex::bytes::Regex::new(&format!("(?-u){}", p["regex"].as_str().unwrap())).unwrap();
+        let expected = distinct.iter().filter(|k| re.is_match(k)).count() as u64;
+        let mut cursor = b"0".to_vec();
+        let mut found = 0u64;
+        loop {
+            let reply = c
+                .call(&[
+                    b"SCAN",
+                    &cursor,
+                    b"MATCH",
+                    glob.as_bytes(),
+                    b"COUNT",
+                    b"10000",
+                ])
+                .unwrap();
+            let Reply::Array(parts) = reply else {
+                panic!("SCAN replied {reply:?}")
+            };
+            let (Reply::Bulk(Some(next)), Reply::Array(ks)) = (&parts[0], &parts[1]) else {
+                panic!("SCAN replied {parts:?}")
+            };
+            found += ks.len() as u64;
+            cursor = next.clone();
+            if cursor == b"0" {
+                break;
+            }
+        }
+        assert!(
+            found >= expected && expected > 0,
+            "SCAN MATCH {glob} found {found} keys, the pattern {} has {expected} distinct keys",
+            p["pattern"],
+        );
+    }
 }

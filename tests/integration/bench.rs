@@ -296,8 +296,10 @@ fn a_node_dying_mid_scan_is_named() {
     cluster.load(&generated_keys(6000));
     let url = format!("redis://127.0.0.1:{}", cluster.nodes[0].port);
     let victim = cluster.nodes[2].port;
-    // COUNT 10 at 20 SCANs a second per node: about 10 seconds per node, so the kill below
+    // COUNT 10 at 5 SCANs a second per node: about 40 seconds per node, so the kill below
     // lands in the middle.
+    let sample = std::env::temp_dir().join(format!("kp-midscan-{victim}.tsv"));
+    let _ = std::fs::remove_file(&sample);
     let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("keyplan"))
         .args([
             "scan",
@@ -306,19 +308,28 @@ fn a_node_dying_mid_scan_is_named() {
             "--sample",
             "all",
             "--rate",
-            "20",
+            "5",
             "--scan-count",
             "10",
             "-o",
         ])
-        .arg(std::env::temp_dir().join(format!("kp-midscan-{victim}.tsv")))
+        .arg(&sample)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(1500));
     cluster.nodes[2].kill();
+    let killed = Instant::now();
     let out = child.wait_with_output().unwrap();
+    // The other nodes' scans stop at once instead of running to their end (~40 s).
+    assert!(
+        killed.elapsed() < Duration::from_secs(20),
+        "scan went on for {:?} after a node died",
+        killed.elapsed()
+    );
+    // No partial sample is left behind.
+    assert!(!sample.exists(), "a failed scan left {}", sample.display());
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains(&format!("127.0.0.1:{victim}")), "{err}");

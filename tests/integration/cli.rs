@@ -391,7 +391,7 @@ fn simulate_inputs_and_errors() {
         .unwrap();
     assert!(out.status.success());
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["schema_version"], 2);
     let clients = v["results"].as_array().unwrap();
     // Twemproxy needs a ring; on the default cluster "all" leaves it out.
     assert_eq!(clients.len(), 14);

@@ -7,6 +7,7 @@ mod cli;
 #[path = "../common/keygen.rs"]
 mod keygen;
 mod lint;
+mod messages;
 mod plan;
 mod properties;
 mod rebalance;

@@ -37,7 +37,7 @@ fn recommended(b: &Value) -> &Value {
 fn shop_scheme_gets_the_known_answers() {
     let (code, v) = plan_json(&["--scheme", SHOP]);
     assert_eq!(code, 1, "problems are findings");
-    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["schema_version"], 2);
     assert_eq!(v["workload"]["source"], "declared cardinalities");
 
     // The cross-slot checkout gets {<order_id>}.

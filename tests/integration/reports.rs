@@ -68,7 +68,7 @@ fn rebalance_report_matches_the_json() {
     for m in moves {
         assert!(text.contains(&format!(
             "<code>{}</code>",
-            m["slot_ranges"].as_str().unwrap()
+            crate::support::ranges_text(&m["slot_ranges"])
         )));
     }
     assert!(text.contains(&format!("<b>{}</b>", v["keys_moved"])));

@@ -183,7 +183,7 @@ fn commands_per_node_equal_the_model_for_every_strategy() {
             .arg("--topology")
             .arg(&topo_file),
     );
-    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["schema_version"], 2);
     assert_eq!(v["results"].as_array().unwrap().len(), 5);
     assert_eq!(v["results"][0]["strategy"], "serial");
     assert_eq!(v["results"][0]["round_trips"], 50);

@@ -389,3 +389,23 @@ pub fn field_pairs(items: &serde_json::Value, name: &str, value: &str) -> Vec<(S
         })
         .collect()
 }
+
+/// A `[first, last]` slot range of a JSON report as redis-cli writes it (`0-5460`, or `7`).
+pub fn range_text(r: &serde_json::Value) -> String {
+    let (a, b) = (r[0].as_u64().unwrap(), r[1].as_u64().unwrap());
+    if a == b {
+        a.to_string()
+    } else {
+        format!("{a}-{b}")
+    }
+}
+
+/// A JSON array of `[first, last]` ranges as CLUSTER NODES writes them (`0-99 200-300`).
+pub fn ranges_text(v: &serde_json::Value) -> String {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(range_text)
+        .collect::<Vec<_>>()
+        .join(" ")
+}

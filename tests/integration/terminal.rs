@@ -24,21 +24,28 @@ fn in_pty(shell: &str, cols: u16) -> (i32, String) {
         .stderr(Stdio::piped())
         .spawn()
         .expect("run script");
+    // Read what the terminal shows while the command runs (a full pipe would stop it).
+    let mut stdout = child.stdout.take().expect("piped stdout");
+    let reader = std::thread::spawn(move || {
+        let mut shown = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut stdout, &mut shown);
+        shown
+    });
     // A hang is the defect under test: fail instead of waiting forever.
     let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        if child.try_wait().expect("wait for script").is_some() {
-            break;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for script") {
+            break status;
         }
         if Instant::now() > deadline {
             let _ = child.kill();
             panic!("`{shell}` did not finish in a terminal within 120 s (hang)");
         }
         std::thread::sleep(Duration::from_millis(50));
-    }
-    let out = child.wait_with_output().expect("script output");
-    let code = out.status.code().unwrap_or(-1);
-    (code, String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    let shown = reader.join().expect("reader thread");
+    let code = status.code().unwrap_or(-1);
+    (code, String::from_utf8_lossy(&shown).into_owned())
 }
 
 fn bin() -> PathBuf {

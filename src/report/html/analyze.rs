@@ -30,7 +30,7 @@ pub fn render_html(out: &mut dyn Write, r: &AnalyzeReport, inputs: &str) -> io::
         esc(&r.skew.verdict)
     );
     for n in &r.notes {
-        let _ = write!(h, "<div class=\"note\">{}</div>", esc(n));
+        let _ = write!(h, "<div class=\"note\">{}</div>", esc(&n.text));
     }
     let _ = write!(h, "<div class=\"cards\">");
     let mut card = |label: &str, value: String| {
@@ -222,7 +222,7 @@ fn heatmap(h: &mut String, r: &AnalyzeReport) {
             "<span><i class=\"sw\" style=\"background:{}\"></i>{} ({})</span>",
             node_color(i),
             esc(&n.id),
-            esc(&n.slot_ranges.join(" "))
+            esc(&crate::topology::format_ranges(&n.slot_ranges))
         );
     }
     let _ = write!(h, "</p>");

@@ -10,7 +10,7 @@ use crate::slot::SLOT_COUNT;
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
-/// Owners of every slot from the nodes' slot ranges (`0-1364 5461-6826`).
+/// Owners of every slot from the nodes' slot ranges.
 fn owners(r: &MigrationReport, after: bool) -> Vec<Option<usize>> {
     let mut owner = vec![None; SLOT_COUNT];
     for (i, n) in r.plan.impact.nodes.iter().enumerate() {
@@ -19,15 +19,10 @@ fn owners(r: &MigrationReport, after: bool) -> Vec<Option<usize>> {
         } else {
             &n.before.slot_ranges
         };
-        for part in ranges.split(' ').filter(|p| !p.is_empty()) {
-            let (a, b) = match part.split_once('-') {
-                Some((a, b)) => (a.parse::<usize>().ok(), b.parse::<usize>().ok()),
-                None => (part.parse().ok(), part.parse().ok()),
-            };
-            if let (Some(a), Some(b)) = (a, b) {
-                for o in owner.iter_mut().take(b.min(SLOT_COUNT - 1) + 1).skip(a) {
-                    *o = Some(i);
-                }
+        for &(a, b) in ranges {
+            let (a, b) = (usize::from(a), usize::from(b).min(SLOT_COUNT - 1));
+            for o in owner.iter_mut().take(b + 1).skip(a) {
+                *o = Some(i);
             }
         }
     }
@@ -80,7 +75,7 @@ pub fn render_migration(out: &mut dyn Write, r: &MigrationReport) -> io::Result<
         esc(&verdict)
     );
     for w in &r.warnings {
-        let _ = write!(h, "<div class=\"note\">{}</div>", esc(w));
+        let _ = write!(h, "<div class=\"note\">{}</div>", esc(&w.text));
     }
     let skew = |s: &Option<crate::skew::Skew>| {
         s.as_ref()
@@ -203,7 +198,7 @@ pub fn render_migration(out: &mut dyn Write, r: &MigrationReport) -> io::Result<
                 esc(&m.from),
                 esc(&m.to),
                 m.slots,
-                esc(&m.slot_ranges),
+                esc(&crate::topology::format_ranges(&m.slot_ranges)),
                 m.keys
             );
             if r.sample.has_bytes {
@@ -242,7 +237,7 @@ pub fn render_migration(out: &mut dyn Write, r: &MigrationReport) -> io::Result<
                 "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\"><code>{}</code></td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td></tr>",
                 esc(&m.batch),
                 esc(m.client),
-                esc(&m.slots_in_motion),
+                esc(&crate::topology::format_ranges(&m.slots_in_motion)),
                 m.baseline.name(),
                 m.during.name(),
                 m.ask,

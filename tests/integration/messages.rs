@@ -1,0 +1,216 @@
+//! What keyplan says when something is wrong or missing: each message names the problem and
+//! what to do, against real servers where a server is involved.
+
+use super::support::{RedisServer, keyplan, require_binary};
+use std::io::Write as _;
+
+fn stderr_of(cmd: &mut assert_cmd::Command) -> (Option<i32>, String) {
+    let out = cmd.output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_server_that_wants_a_password_says_how_to_give_it() {
+    let Some(server) = require_binary("redis-server") else {
+        return;
+    };
+    let node = RedisServer::start_with(&server, true, Some("s3cret-pw"));
+    let url = format!("redis://127.0.0.1:{}", node.port);
+    let (code, err) =
+        stderr_of(
+            keyplan()
+                .env_remove("REDISCLI_AUTH")
+                .args(["analyze", "--cluster", &url]),
+        );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("requires a password"), "{err}");
+    assert!(err.contains("REDISCLI_AUTH"), "{err}");
+    assert!(err.contains("redis://user:password@host:port"), "{err}");
+    assert!(!err.contains("NOAUTH"), "no bare server error: {err}");
+}
+
+#[test]
+fn a_port_that_does_not_speak_resp_is_named() {
+    // An HTTP-ish server on a loopback port: it answers anything with a status line.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for s in listener.incoming().flatten() {
+            let mut s = s;
+            let _ = s.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
+        }
+    });
+    let url = format!("redis://127.0.0.1:{port}");
+    let (code, err) = stderr_of(keyplan().args(["analyze", "--cluster", &url]));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "127.0.0.1:{port} does not speak the Redis protocol"
+        )),
+        "{err}"
+    );
+    assert!(!err.contains("Parse error"), "{err}");
+}
+
+#[test]
+fn an_empty_dump_is_an_error_unless_allowed() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty.keys");
+    std::fs::write(&empty, b"").unwrap();
+    let blank = dir.path().join("blank.keys");
+    std::fs::write(&blank, b"\n\n").unwrap();
+    let e = empty.to_str().unwrap();
+    let b = blank.to_str().unwrap();
+    let scheme = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/keyplan.yaml");
+    let runs: Vec<Vec<&str>> = vec![
+        vec!["analyze", e],
+        vec!["analyze", b],
+        vec!["slot", "--counts", "--keys", e],
+        vec!["lint", "--keys", e],
+        vec!["plan", "--scheme", scheme, "--keys", e],
+        vec!["rebalance", "--preview", "--masters", "3", "--keys", e],
+    ];
+    for args in runs {
+        let (code, err) = stderr_of(keyplan().args(&args));
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(err.contains("no keys in"), "{args:?}: {err}");
+        assert!(err.contains("--allow-empty"), "{args:?}: {err}");
+        let out = keyplan().args(&args).arg("--allow-empty").output().unwrap();
+        assert_ne!(
+            out.status.code(),
+            Some(2),
+            "{args:?} --allow-empty: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+#[test]
+fn a_byte_budget_is_reported_in_the_users_unit_with_the_excess() {
+    let dir = tempfile::tempdir().unwrap();
+    let dump = dir.path().join("sample.tsv");
+    let mut text = String::new();
+    for i in 0..3000 {
+        text.push_str(&format!("user:{i}\t1000000\n"));
+    }
+    std::fs::write(&dump, text).unwrap();
+    let out = keyplan()
+        .args([
+            "rebalance",
+            "--preview",
+            "--masters",
+            "3",
+            "--max-node-bytes",
+            "0.9GB",
+            "--keys",
+        ])
+        .arg(&dump)
+        .output()
+        .unwrap();
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Three masters of about 1 GB each, over a 0.9 GB budget by about 0.1 GB.
+    assert!(
+        all.contains("over the --max-node-bytes budget of 0.90 GB"),
+        "{all}"
+    );
+    assert!(all.contains(" GB after the move, "), "{all}");
+    assert!(all.contains(" MB ("), "the excess in MB: {all}");
+    assert!(!all.contains("GiB"), "{all}");
+}
+
+#[test]
+fn man_pages_per_subcommand() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = keyplan().arg("man").arg(dir.path()).output().unwrap();
+    assert!(out.status.success());
+    for page in [
+        "keyplan.1",
+        "keyplan-analyze.1",
+        "keyplan-lint.1",
+        "keyplan-scan.1",
+    ] {
+        let text = std::fs::read_to_string(dir.path().join(page)).unwrap();
+        assert!(text.contains(".TH"), "{page}");
+    }
+    let out = keyplan()
+        .args(["man", "--command", "analyze"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("keyplan\\-analyze"), "{text}");
+    assert!(text.contains("hot\\-tag\\-share"), "{text}");
+    let (code, err) = stderr_of(keyplan().args(["man", "--command", "nope"]));
+    assert_eq!(code, Some(2));
+    assert!(err.contains("pick one of analyze"), "{err}");
+}
+
+#[test]
+fn help_lists_every_topology_format_and_scan_only_its_options() {
+    for cmd in [
+        "analyze",
+        "lint",
+        "plan",
+        "simulate",
+        "rebalance",
+        "reshard",
+        "slot",
+    ] {
+        let out = keyplan().args([cmd, "--help"]).output().unwrap();
+        let help = String::from_utf8_lossy(&out.stdout).replace('\n', " ");
+        let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+        for format in [
+            "CLUSTER NODES",
+            "nodes.conf",
+            "CLUSTER SLOTS",
+            "CLUSTER SHARDS",
+            "twemproxy",
+            "keyplan topology YAML",
+            "libketama",
+        ] {
+            assert!(help.contains(format), "{cmd} --help lacks {format}");
+        }
+    }
+    let out = keyplan().args(["scan", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    for absent in ["--masters", "--topology", "--pool", "--allow-partial"] {
+        assert!(!help.contains(absent), "scan --help lists {absent}");
+    }
+    assert!(help.contains("--cluster"));
+}
+
+#[test]
+fn plan_reads_the_scheme_of_the_current_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/examples/keyplan.yaml"),
+        dir.path().join("keyplan.yaml"),
+    )
+    .unwrap();
+    let here = keyplan()
+        .current_dir(dir.path())
+        .args(["plan", "--format", "json"])
+        .output()
+        .unwrap();
+    let named = keyplan()
+        .current_dir(dir.path())
+        .args(["plan", "--format", "json", "--scheme", "keyplan.yaml"])
+        .output()
+        .unwrap();
+    assert_eq!(here.status.code(), named.status.code());
+    assert_eq!(
+        String::from_utf8_lossy(&here.stdout),
+        String::from_utf8_lossy(&named.stdout)
+    );
+    let empty = tempfile::tempdir().unwrap();
+    let (code, err) = stderr_of(keyplan().current_dir(empty.path()).arg("plan"));
+    assert_eq!(code, Some(2));
+    assert!(err.contains("no keyplan.yaml here"), "{err}");
+}
