@@ -226,17 +226,50 @@ fn live_url_text(t: &TopologyArgs) -> String {
         .unwrap_or_default()
 }
 
-/// Where a report goes: the `-o` file (created), or standard output.
+/// Where a report goes: the `-o` file (written under a temporary name, in place only once
+/// [`Sink::finish`] is called), or standard output.
+pub enum Sink<'a> {
+    /// The `-o` file.
+    File(AtomicFile),
+    /// Standard output.
+    Stdout(&'a mut dyn std::io::Write),
+}
+
+impl Sink<'_> {
+    /// Puts the file in place (or flushes standard output). A sink dropped without this
+    /// leaves no file behind.
+    pub fn finish(self) -> anyhow::Result<()> {
+        match self {
+            Sink::File(f) => f.commit(),
+            Sink::Stdout(s) => Ok(s.flush()?),
+        }
+    }
+}
+
+impl std::io::Write for Sink<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Sink::File(f) => f.write(buf),
+            Sink::Stdout(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Sink::File(f) => f.flush(),
+            Sink::Stdout(s) => s.flush(),
+        }
+    }
+}
+
+/// The sink for `-o PATH` (or standard output without it).
 pub fn output_sink<'a>(
     path: Option<&PathBuf>,
     stdout: &'a mut dyn std::io::Write,
-) -> anyhow::Result<Box<dyn std::io::Write + 'a>> {
+) -> anyhow::Result<Sink<'a>> {
     Ok(match path {
-        Some(p) => Box::new(
-            File::create(p)
-                .with_context(|| format!("cannot create output file '{}'", p.display()))?,
-        ),
-        None => Box::new(stdout),
+        Some(p) => Sink::File(AtomicFile::create(p)?),
+        None => Sink::Stdout(stdout),
     })
 }
 

@@ -419,7 +419,7 @@ pub fn output(
 ) -> anyhow::Result<ExitStatus> {
     let layout = ctx.layout_for(args.output.as_ref());
     let mut sink = super::args::output_sink(args.output.as_ref(), &mut *ctx.stdout)?;
-    let mut out = BufWriter::new(&mut *sink);
+    let mut out = BufWriter::new(&mut sink);
     match args.emit {
         Some(how) => {
             let how = match how {
@@ -437,7 +437,7 @@ pub fn output(
     }
     out.flush()?;
     drop(out);
-    drop(sink);
+    sink.finish()?;
     if args.emit.is_some() || args.format != PreviewFormat::Table {
         for w in &report.warnings {
             writeln!(ctx.stderr, "warning: {}", w.text)?;

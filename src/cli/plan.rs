@@ -298,7 +298,7 @@ pub fn run(mut args: PlanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
 
     let layout = ctx.layout_for(args.output.as_ref());
     let mut sink = super::args::output_sink(args.output.as_ref(), &mut *ctx.stdout)?;
-    let mut out = BufWriter::new(&mut *sink);
+    let mut out = BufWriter::new(&mut sink);
     match args.format {
         PlanFormat::Json => render_json(&mut out, &report)?,
         PlanFormat::Table => render_table(&mut layout.writer(&mut out), &report, &layout)?,
@@ -317,6 +317,8 @@ pub fn run(mut args: PlanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
         }
     }
     out.flush()?;
+    drop(out);
+    sink.finish()?;
     Ok(if problems > 0 {
         ExitStatus::Findings
     } else {

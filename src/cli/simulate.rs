@@ -352,7 +352,7 @@ pub fn run(args: SimulateArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
                 results.push(simulate_client_stale(b, &believed, &topology, c, &net));
             }
         }
-        let mut out = BufWriter::new(&mut *sink);
+        let mut out = BufWriter::new(&mut sink);
         if args.format == SimFormat::Html {
             let html = crate::report::html::SimulateHtml {
                 topology: &topo_source,
@@ -373,6 +373,8 @@ pub fn run(args: SimulateArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
             )?;
         }
         out.flush()?;
+        drop(out);
+        sink.finish()?;
         return Ok(ExitStatus::Clean);
     }
     let mut results = Vec::new();
@@ -381,7 +383,7 @@ pub fn run(args: SimulateArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
             results.push((*size, simulate(b, &topology, s, &net)));
         }
     }
-    let mut out = BufWriter::new(&mut *sink);
+    let mut out = BufWriter::new(&mut sink);
     match args.format {
         SimFormat::Html => {
             let html = crate::report::html::SimulateHtml {
@@ -498,6 +500,8 @@ pub fn run(args: SimulateArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
         }
     }
     out.flush()?;
+    drop(out);
+    sink.finish()?;
     Ok(ExitStatus::Clean)
 }
 

@@ -14,7 +14,7 @@ const SYNTHETIC_PER_FAMILY: u64 = 4000;
 const UNKNOWN_CARDINALITY: u64 = 1_000_000;
 /// Sample keys kept per family: beyond this, a hash-chosen subset (the same whatever the key
 /// order) stands for all of them, so memory stays bounded on any dump.
-const KEPT_PER_FAMILY: usize = 50_000;
+const KEPT_PER_FAMILY: usize = 20_000;
 
 /// One key of a family: its variable values (in the family's variable order), its weight and
 /// (for sample keys) the hash that decided it is kept.

@@ -214,3 +214,41 @@ fn plan_reads_the_scheme_of_the_current_directory() {
     assert_eq!(code, Some(2));
     assert!(err.contains("no keyplan.yaml here"), "{err}");
 }
+
+#[test]
+fn a_failed_run_leaves_no_output_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.txt");
+    std::fs::write(&bad, "MSET a\n").unwrap();
+    let out = dir.path().join("out.json");
+    let (code, err) = stderr_of(
+        keyplan()
+            .args(["simulate", "--format", "json", "--batches"])
+            .arg(&bad)
+            .arg("-o")
+            .arg(&out),
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(!out.exists(), "a failed simulate left {}", out.display());
+    // Nor any temporary file.
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left.len(), 1, "{left:?}");
+    // A run that succeeds puts the whole file in place.
+    let good = dir.path().join("good.txt");
+    std::fs::write(&good, "MGET a b c\n").unwrap();
+    let (code, err) = stderr_of(
+        keyplan()
+            .args(["simulate", "--format", "json", "--batches"])
+            .arg(&good)
+            .arg("-o")
+            .arg(&out),
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(v["results"][0]["batch_id"]["line"], 1);
+    assert_eq!(v["results"][0]["batch_id"]["command"], "MGET");
+}
