@@ -171,7 +171,9 @@ pub fn run(args: BenchArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
         progress.set_total(step.steps as u64);
         if table && step.index == 0 && step.result.is_none() {
             // Printed once every batch is known to run: a refusal prints nothing on stdout.
-            if let Err(e) = progress.suspend(|| render_table_header(stdout, &report)) {
+            if let Err(e) =
+                progress.suspend(|| render_table_header(&mut layout.writer(&mut *stdout), &report))
+            {
                 write_err.get_or_insert(e);
             }
         }
@@ -185,8 +187,9 @@ pub fn run(args: BenchArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
                 pending.push(r.clone());
                 if table && pending.len() == per_batch {
                     let done = std::mem::take(&mut pending);
-                    if let Err(e) = progress.suspend(|| render_batch_table(stdout, &done, &layout))
-                    {
+                    let write =
+                        || render_batch_table(&mut layout.writer(&mut *stdout), &done, &layout);
+                    if let Err(e) = progress.suspend(write) {
                         write_err.get_or_insert(e);
                     }
                 }
@@ -202,8 +205,9 @@ pub fn run(args: BenchArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     report.interrupted = interrupted;
     if table {
         // An interrupted run's last batch may be partly done: its results so far.
-        render_batch_table(&mut *ctx.stdout, &pending, &ctx.layout)?;
-        render_table_footer(&mut *ctx.stdout, &report)?;
+        let mut out = ctx.layout.writer(&mut *ctx.stdout);
+        render_batch_table(&mut out, &pending, &ctx.layout)?;
+        render_table_footer(&mut out, &report)?;
     } else {
         let mut out = BufWriter::new(&mut *ctx.stdout);
         render_json(&mut out, &report)?;

@@ -272,9 +272,17 @@ fn live_commands_finish_in_a_terminal_with_the_piped_output() {
     assert_eq!(Some(code), expected.status.code(), "{shown}");
     assert!(shown.contains("benchmarking"), "{shown}");
     for line in String::from_utf8_lossy(&expected.stdout).lines() {
-        if line.starts_with("keyplan bench on") || line == "MGET a b c" {
+        if line == "MGET a b c" || line.starts_with("line 1: MGET a b c") {
             assert!(shown.contains(line), "missing `{line}` in\n{shown}");
         }
+    }
+    // Its tables and its bar fit the 100-column terminal.
+    for l in screen_lines(&shown) {
+        assert!(
+            l.chars().count() <= 100,
+            "bench: a line of {} columns:\n{l}",
+            l.chars().count()
+        );
     }
 }
 
