@@ -125,6 +125,43 @@ pub struct TopologyArgs {
     /// Accept a slot map whose slots are not all served, and report the uncovered ones
     #[arg(long)]
     pub allow_partial: bool,
+
+    /// `masters` came from a scheme's `topology: { masters: N }` (set by `with_scheme`).
+    #[arg(skip)]
+    pub from_scheme: bool,
+}
+
+/// A key scheme read from its file.
+#[derive(Debug, Clone)]
+pub struct LoadedScheme {
+    /// Where it was read.
+    pub path: PathBuf,
+    /// Its text (for rewriting it).
+    pub text: String,
+    /// The parsed scheme.
+    pub scheme: crate::scheme::Scheme,
+}
+
+/// Reads and parses the scheme at `path`; errors name the file (and the line and column of a
+/// bad entry).
+pub fn load_scheme(path: &Path) -> anyhow::Result<LoadedScheme> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read scheme '{}'", path.display()))?;
+    let scheme = crate::scheme::Scheme::parse(&text)
+        .map_err(|e| anyhow::anyhow!("{}:{e}", path.display()))?;
+    Ok(LoadedScheme {
+        path: path.to_path_buf(),
+        text,
+        scheme,
+    })
+}
+
+/// `--scheme FILE`, else `./keyplan.yaml` when it exists.
+pub fn scheme_path(flag: Option<&PathBuf>) -> Option<PathBuf> {
+    match flag {
+        Some(p) => Some(p.clone()),
+        None => Some(PathBuf::from("keyplan.yaml")).filter(|p| p.is_file()),
+    }
 }
 
 impl TopologyArgs {
@@ -164,6 +201,10 @@ impl TopologyArgs {
             return Ok(Some((t, source)));
         }
         let (n, source) = match (self.masters, default_masters) {
+            (Some(n), _) if self.from_scheme => (
+                n,
+                format!("the scheme's {n} masters, as redis-cli --cluster create assigns slots"),
+            ),
             (Some(n), _) => (
                 n,
                 format!("{n} masters as redis-cli --cluster create assigns slots"),
@@ -184,22 +225,42 @@ impl TopologyArgs {
 }
 
 impl TopologyArgs {
-    /// The topology asked for, else the scheme's `topology: { masters: N }`, else 3 masters.
+    /// These flags with the scheme's `topology:` filled in where no flag names a topology. The
+    /// one precedence rule of every command: `--cluster`, `--topology` or `--masters`, else
+    /// the scheme's `file:` (read relative to the scheme, with its `pool:` unless `--pool` is
+    /// given), else the scheme's `masters:`, else the command's default.
+    pub fn with_scheme(&self, scheme: Option<&LoadedScheme>) -> TopologyArgs {
+        let mut t = self.clone();
+        let named = t.cluster.is_some() || t.topology.is_some() || t.masters.is_some();
+        let Some((path, st)) = scheme.and_then(|s| Some((&s.path, s.scheme.topology.as_ref()?)))
+        else {
+            return t;
+        };
+        if named {
+            return t;
+        }
+        if let Some(file) = &st.file {
+            let dir = path.parent().unwrap_or(Path::new("."));
+            t.topology = Some(dir.join(file));
+            if t.pool.is_none() {
+                t.pool = st.pool.clone();
+            }
+        } else if let Some(n) = st.masters {
+            t.masters = Some(n);
+            t.from_scheme = true;
+        }
+        t
+    }
+
+    /// The topology asked for (after [`TopologyArgs::with_scheme`]), else 3 masters.
     pub fn resolve_with_scheme(
         &self,
-        scheme: Option<&crate::scheme::Scheme>,
+        scheme: Option<&LoadedScheme>,
     ) -> anyhow::Result<(Topology, String)> {
-        if let Some(t) = self.resolve(None)? {
-            return Ok(t);
-        }
-        let masters = scheme
-            .and_then(|s| s.topology.as_ref())
-            .and_then(|t| t.masters)
-            .unwrap_or(3);
-        Ok((
-            Topology::Cluster(SlotMap::from_masters(masters as usize)?),
-            format!("{masters} masters as redis-cli --cluster create assigns slots"),
-        ))
+        Ok(self
+            .with_scheme(scheme)
+            .resolve(Some(3))?
+            .expect("invariant: a default topology is given"))
     }
 
     /// The live cluster named by `--cluster`, if any (the password from the URL, else from

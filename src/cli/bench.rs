@@ -122,11 +122,7 @@ pub fn run(args: BenchArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     }
     let mut batches: Vec<Batch> = Vec::new();
     if let Some(p) = &args.scheme {
-        let text = std::fs::read_to_string(p)
-            .with_context(|| format!("cannot read scheme '{}'", p.display()))?;
-        let s = crate::scheme::Scheme::parse(&text)
-            .map_err(|e| anyhow::anyhow!("{}:{e}", p.display()))?;
-        batches.extend(from_scheme(&s, None));
+        batches.extend(from_scheme(&super::args::load_scheme(p)?.scheme, None));
     }
     if let Some(p) = &args.batches {
         let text = std::fs::read_to_string(p)

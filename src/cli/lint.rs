@@ -2,7 +2,8 @@
 
 use super::Ctx;
 use super::args::{
-    Counted, InputArgs, TopologyArgs, open_all, read_context, total_size, warn_malformed,
+    Counted, InputArgs, TopologyArgs, load_scheme, open_all, read_context, scheme_path, total_size,
+    warn_malformed,
 };
 use super::progress::Unit;
 use crate::error::{ExitStatus, UserError};
@@ -10,11 +11,9 @@ use crate::keys::for_each_record;
 use crate::lint::rule::Severity;
 use crate::lint::{DumpLinter, RuleSet, lint_scheme, sort};
 use crate::report::lint::{LintFormat, render};
-use crate::scheme::Scheme;
-use crate::topology::{SlotMap, Topology, TopologyOptions};
 use anyhow::Context as _;
 use std::io::BufWriter;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// Output format of `lint`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -146,10 +145,7 @@ pub fn rule_set(
 
 /// Runs `keyplan lint`.
 pub fn run(args: LintArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
-    let scheme_path = match &args.scheme {
-        Some(p) => Some(p.clone()),
-        None => Some(PathBuf::from("keyplan.yaml")).filter(|p| p.is_file()),
-    };
+    let scheme_path = scheme_path(args.scheme.as_ref());
     if scheme_path.is_none() && args.keys.is_empty() {
         return Err(UserError::new(
             "nothing to lint: no --scheme, no keyplan.yaml here, and no --keys",
@@ -158,29 +154,20 @@ pub fn run(args: LintArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
         .into());
     }
     let rules = rule_set(&args.rules, &args.select, &args.ignore, &args.severity)?;
-    let scheme = match &scheme_path {
-        Some(p) => {
-            let text = std::fs::read_to_string(p)
-                .with_context(|| format!("cannot read scheme '{}'", p.display()))?;
-            let s = Scheme::parse(&text).map_err(|e| anyhow::anyhow!("{}:{e}", p.display()))?;
-            Some((p.clone(), s))
-        }
-        None => None,
-    };
-    let topology = match args.topology.resolve(None)? {
-        Some((t, _)) => t,
-        None => scheme_topology(scheme.as_ref())?,
-    };
+    let scheme = scheme_path.as_deref().map(load_scheme).transpose()?;
+    let (topology, _) = args.topology.resolve_with_scheme(scheme.as_ref())?;
     let mut diags = Vec::new();
-    if let Some((p, s)) = &scheme {
-        diags.extend(lint_scheme(&rules, s, &p.display().to_string(), &topology));
+    if let Some(l) = &scheme {
+        let path = l.path.display().to_string();
+        diags.extend(lint_scheme(&rules, &l.scheme, &path, &topology));
     }
     let opts = args.input.read_options();
     let mut summaries = Vec::new();
     let inputs = open_all(&args.keys)?;
     let progress = ctx.progress("reading keys", Unit::Bytes, total_size(&inputs));
     for (name, input) in inputs {
-        let mut linter = DumpLinter::new(&rules, scheme.as_ref().map(|(_, s)| s), &topology, &name);
+        let mut linter =
+            DumpLinter::new(&rules, scheme.as_ref().map(|l| &l.scheme), &topology, &name);
         let input = Counted::new(input, progress.counter());
         let summary = for_each_record(input, &opts, |line, rec| linter.key(line, rec.key))
             .map_err(|e| read_context(&name, e))?;
@@ -219,28 +206,4 @@ pub fn run(args: LintArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     } else {
         ExitStatus::Clean
     })
-}
-
-/// The scheme's own `topology:` (a file is relative to the scheme), else 3 masters.
-fn scheme_topology(scheme: Option<&(PathBuf, Scheme)>) -> anyhow::Result<Topology> {
-    if let Some((path, s)) = scheme
-        && let Some(t) = &s.topology
-    {
-        if let Some(f) = &t.file {
-            let p = path.parent().unwrap_or(Path::new(".")).join(f);
-            let text = std::fs::read_to_string(&p).with_context(|| {
-                format!("cannot read the scheme's topology file '{}'", p.display())
-            })?;
-            let opts = TopologyOptions {
-                allow_partial: false,
-                pool: t.pool.clone(),
-            };
-            return Topology::parse_as(&text, crate::topology::TopologyFormat::Auto, &opts)
-                .with_context(|| format!("in topology file {}", p.display()));
-        }
-        if let Some(n) = t.masters {
-            return Ok(Topology::Cluster(SlotMap::from_masters(n as usize)?));
-        }
-    }
-    Ok(Topology::Cluster(SlotMap::from_masters(3)?))
 }

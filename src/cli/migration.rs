@@ -3,7 +3,8 @@
 
 use super::Ctx;
 use super::args::{
-    InputArgs, SampleArgs, TopologyArgs, open_all, read_context, total_size, warn_malformed,
+    InputArgs, LoadedScheme, SampleArgs, TopologyArgs, load_scheme, open_all, read_context,
+    total_size, warn_malformed,
 };
 use super::progress::Unit;
 use crate::error::{ExitStatus, UserError};
@@ -107,6 +108,12 @@ pub struct PreviewArgs {
     /// Write to this file instead of standard output
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+}
+
+/// The `--scheme` of a preview, read (its batches are checked in motion, its `topology:` is
+/// the default topology).
+pub fn load_preview_scheme(args: &PreviewArgs) -> anyhow::Result<Option<LoadedScheme>> {
+    args.scheme.as_deref().map(load_scheme).transpose()
 }
 
 /// The cluster as redis-cli would see it, and where it came from.
@@ -247,14 +254,13 @@ pub fn load_sample(
 }
 
 /// The batches from `--scheme` and `--batches`, and the client profiles to run them with.
-pub fn load_batches(args: &PreviewArgs) -> anyhow::Result<(Vec<Batch>, Vec<Client>)> {
+pub fn load_batches(
+    args: &PreviewArgs,
+    scheme: Option<&LoadedScheme>,
+) -> anyhow::Result<(Vec<Batch>, Vec<Client>)> {
     let mut batches = Vec::new();
-    if let Some(p) = &args.scheme {
-        let text = std::fs::read_to_string(p)
-            .with_context(|| format!("cannot read scheme '{}'", p.display()))?;
-        let s = crate::scheme::Scheme::parse(&text)
-            .map_err(|e| anyhow::anyhow!("{}:{e}", p.display()))?;
-        batches.extend(batch::from_scheme(&s, None));
+    if let Some(s) = scheme {
+        batches.extend(batch::from_scheme(&s.scheme, None));
     }
     if let Some(p) = &args.batches {
         let text = std::fs::read_to_string(p)

@@ -4,7 +4,8 @@
 
 use super::Ctx;
 use super::args::{
-    Counted, InputArgs, TopologyArgs, open_all, read_context, total_size, warn_malformed,
+    Counted, InputArgs, TopologyArgs, load_scheme, open_all, read_context, scheme_path, total_size,
+    warn_malformed,
 };
 use super::progress::Unit;
 use crate::error::{ExitStatus, UserError};
@@ -13,7 +14,6 @@ use crate::plan::observed::plan_observed;
 use crate::plan::workload::Workload;
 use crate::plan::{PlanOptions, plan_scheme, yaml};
 use crate::report::plan::{PlanReport, WorkloadInfo, render_json, render_table};
-use crate::scheme::Scheme;
 use crate::simulate::batch::parse_batches;
 use crate::simulate::{NetworkModel, Strategy};
 use anyhow::Context as _;
@@ -109,9 +109,7 @@ pub struct PlanArgs {
 /// Runs `keyplan plan`.
 pub fn run(mut args: PlanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     // As lint does: the scheme of the current directory unless one is named.
-    if args.scheme.is_none() {
-        args.scheme = Some(PathBuf::from("keyplan.yaml")).filter(|p| p.is_file());
-    }
+    args.scheme = scheme_path(args.scheme.as_ref());
     if args.scheme.is_none() && args.batches.is_none() && args.monitor.is_none() {
         return Err(UserError::new(
             "nothing to plan: no --scheme, no keyplan.yaml here, no --batches and no --monitor",
@@ -140,20 +138,9 @@ pub fn run(mut args: PlanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
         )
         .into());
     }
-    let scheme_text = match &args.scheme {
-        Some(p) => Some(
-            std::fs::read_to_string(p)
-                .with_context(|| format!("cannot read scheme '{}'", p.display()))?,
-        ),
-        None => None,
-    };
-    let scheme = match (&scheme_text, &args.scheme) {
-        (Some(t), Some(p)) => {
-            Some(Scheme::parse(t).map_err(|e| anyhow::anyhow!("{}:{e}", p.display()))?)
-        }
-        _ => None,
-    };
-    let (topology, topo_source) = args.topology.resolve_with_scheme(scheme.as_ref())?;
+    let loaded = args.scheme.as_deref().map(load_scheme).transpose()?;
+    let (topology, topo_source) = args.topology.resolve_with_scheme(loaded.as_ref())?;
+    let scheme = loaded.as_ref().map(|l| l.scheme.clone());
     let client = match &args.client {
         Some(c) => {
             let v = super::simulate::clients(std::slice::from_ref(c))?;
@@ -304,7 +291,7 @@ pub fn run(mut args: PlanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
         PlanFormat::Table => render_table(&mut layout.writer(&mut out), &report, &layout)?,
         PlanFormat::Html => crate::report::html::render_plan(&mut out, &report)?,
         PlanFormat::Yaml => {
-            let (Some(text), Some(s)) = (&scheme_text, &scheme) else {
+            let (Some(text), Some(s)) = (loaded.as_ref().map(|l| &l.text), &scheme) else {
                 unreachable!("checked above: --format yaml needs --scheme");
             };
             let updated = yaml::apply(text, s, &report.batches).map_err(|e| {

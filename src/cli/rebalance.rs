@@ -3,8 +3,8 @@
 
 use super::Ctx;
 use super::migration::{
-    PreviewArgs, estimates, finish_report, load_batches, load_sample, load_view, motion, output,
-    require_preview,
+    PreviewArgs, estimates, finish_report, load_batches, load_preview_scheme, load_sample,
+    load_view, motion, output, require_preview,
 };
 use crate::error::{ExitStatus, UserError};
 use crate::migrate::emit::EmitContext;
@@ -114,7 +114,8 @@ pub fn run(args: RebalanceArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus>
         .map(|w| parse_weight(w))
         .collect::<Result<_, _>>()?;
     let (rate, budget) = estimates(&args.common)?;
-    let (mut view, source) = load_view(&args.common.topology)?;
+    let scheme = load_preview_scheme(&args.common)?;
+    let (mut view, source) = load_view(&args.common.topology.with_scheme(scheme.as_ref()))?;
     for a in &args.add_node {
         view.add_node(a)?;
     }
@@ -138,7 +139,7 @@ pub fn run(args: RebalanceArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus>
     if args.balance_by != BalanceBy::Slots {
         check_sample(&sample, &weights_by_slot, args.balance_by)?;
     }
-    let (batches, clients) = load_batches(&args.common)?;
+    let (batches, clients) = load_batches(&args.common, scheme.as_ref())?;
 
     let slot_plan = redis_cli::rebalance(&view, &opts)?;
     let slot_report = slot_plan_report(&view, &slot_plan, &opts, &weights_by_slot);

@@ -3,8 +3,8 @@
 
 use super::Ctx;
 use super::migration::{
-    PreviewArgs, estimates, finish_report, load_batches, load_sample, load_view, motion, output,
-    require_preview,
+    PreviewArgs, estimates, finish_report, load_batches, load_preview_scheme, load_sample,
+    load_view, motion, output, require_preview,
 };
 use crate::error::ExitStatus;
 use crate::migrate::emit::EmitContext;
@@ -44,7 +44,8 @@ pub struct ReshardArgs {
 pub fn run(args: ReshardArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     require_preview(&args.common, "reshard")?;
     let (rate, budget) = estimates(&args.common)?;
-    let (view, source) = load_view(&args.common.topology)?;
+    let scheme = load_preview_scheme(&args.common)?;
+    let (view, source) = load_view(&args.common.topology.with_scheme(scheme.as_ref()))?;
     // redis-cli splits --cluster-from on ',' and stops at an `all`.
     let mut ids = Vec::new();
     let mut all = false;
@@ -60,7 +61,7 @@ pub fn run(args: ReshardArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     let from = if all { Sources::All } else { Sources::Ids(ids) };
     let plan = redis_cli::reshard(&view, &from, &args.to, args.slots)?;
     let (weights, sample) = load_sample(&args.common, &view, ctx)?;
-    let (batches, clients) = load_batches(&args.common)?;
+    let (batches, clients) = load_batches(&args.common, scheme.as_ref())?;
     let planned: usize = plan.moves.iter().map(|m| m.slots.len()).sum();
     let mut report = MigrationReport {
         schema_version: 2,

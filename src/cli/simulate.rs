@@ -4,7 +4,6 @@ use super::Ctx;
 use super::args::TopologyArgs;
 use crate::error::{ExitStatus, UserError};
 use crate::report::TextLayout;
-use crate::scheme::Scheme;
 use crate::simulate::{
     Batch, Client, NetworkModel, Strategy, batch, parse_batches, simulate, simulate_client_stale,
 };
@@ -232,14 +231,12 @@ pub fn run(args: SimulateArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
             .into());
         }
     }
-    let scheme = match &args.scheme {
-        Some(p) => {
-            let text = std::fs::read_to_string(p)
-                .with_context(|| format!("cannot read scheme '{}'", p.display()))?;
-            Some(Scheme::parse(&text).map_err(|e| anyhow::anyhow!("{}:{e}", p.display()))?)
-        }
-        None => None,
-    };
+    let loaded = args
+        .scheme
+        .as_deref()
+        .map(super::args::load_scheme)
+        .transpose()?;
+    let scheme = loaded.as_ref().map(|l| &l.scheme);
     if !args.sizes.is_empty() && scheme.is_none() {
         return Err(UserError::new(
             "--sizes needs --scheme",
@@ -247,7 +244,7 @@ pub fn run(args: SimulateArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
         )
         .into());
     }
-    let (topology, topo_source) = args.topology.resolve_with_scheme(scheme.as_ref())?;
+    let (topology, topo_source) = args.topology.resolve_with_scheme(loaded.as_ref())?;
     let layout = ctx.layout_for(args.output.as_ref());
     let mut sink = super::args::output_sink(args.output.as_ref(), &mut *ctx.stdout)?;
     let mut batches: Vec<(Option<u64>, Batch)> = Vec::new();

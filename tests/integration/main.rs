@@ -4,6 +4,7 @@
 mod analyze;
 mod bench;
 mod cli;
+mod house;
 #[path = "../common/keygen.rs"]
 mod keygen;
 mod lint;

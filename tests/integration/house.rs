@@ -1,0 +1,129 @@
+//! Every command reads its inputs through one loader layer: the same scheme gives the same
+//! topology to lint, plan, simulate and the migration previews, and the same failures.
+
+use super::support::keyplan;
+
+/// Four masters with uneven slot ranges and their own addresses.
+const NODES: &str = "\
+a000000000000000000000000000000000000001 10.9.0.1:7000@17000 myself,master - 0 0 1 connected 0-999
+a000000000000000000000000000000000000002 10.9.0.2:7000@17000 master - 0 0 2 connected 1000-8191
+a000000000000000000000000000000000000003 10.9.0.3:7000@17000 master - 0 0 3 connected 8192-12287
+a000000000000000000000000000000000000004 10.9.0.4:7000@17000 master - 0 0 4 connected 12288-16383
+";
+
+fn example_scheme() -> String {
+    std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/keyplan.yaml"
+    ))
+    .unwrap()
+}
+
+fn json(args: &[&str], dir: &std::path::Path) -> (Option<i32>, serde_json::Value, String) {
+    let out = keyplan().current_dir(dir).args(args).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    let v = serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
+    (out.status.code(), v, err)
+}
+
+#[test]
+fn a_schemes_topology_file_is_used_by_every_command() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("conf")).unwrap();
+    std::fs::write(dir.path().join("conf/nodes.txt"), NODES).unwrap();
+    // The file is relative to the scheme, not to the working directory.
+    let scheme =
+        example_scheme().replace("topology: { masters: 3 }", "topology: { file: nodes.txt }");
+    std::fs::write(dir.path().join("conf/keyplan.yaml"), &scheme).unwrap();
+    let s = "conf/keyplan.yaml";
+
+    let (code, v, err) = json(&["simulate", "--scheme", s, "--format", "json"], dir.path());
+    assert_eq!(code, Some(0), "{err}");
+    let addrs: std::collections::BTreeSet<String> = v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|r| r["nodes"].as_array().unwrap().clone())
+        .filter_map(|n| n["address"].as_str().map(str::to_string))
+        .collect();
+    assert!(!addrs.is_empty());
+    assert!(addrs.iter().all(|a| a.starts_with("10.9.0.")), "{addrs:?}");
+
+    let (code, v, err) = json(&["plan", "--scheme", s, "--format", "json"], dir.path());
+    assert!(code == Some(0) || code == Some(1), "{err}");
+    assert!(
+        v["topology"].as_str().unwrap().contains("nodes.txt"),
+        "{}",
+        v["topology"]
+    );
+
+    let (code, v, err) = json(
+        &["rebalance", "--preview", "--scheme", s, "--format", "json"],
+        dir.path(),
+    );
+    assert!(code == Some(0) || code == Some(1), "{err}");
+    let nodes = v["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), 4);
+    assert_eq!(nodes[0]["address"], "10.9.0.1:7000");
+    // redis-cli rebalances the uneven masters: slots move.
+    assert!(v["slots_moved"].as_u64().unwrap() > 0);
+
+    let (code, _, err) = json(
+        &[
+            "reshard",
+            "--preview",
+            "--scheme",
+            s,
+            "--format",
+            "json",
+            "--from",
+            "all",
+            "--to",
+            "a000000000000000000000000000000000000001",
+            "--slots",
+            "100",
+        ],
+        dir.path(),
+    );
+    assert!(code == Some(0) || code == Some(1), "{err}");
+
+    // A flag still wins over the scheme.
+    let (code, v, err) = json(
+        &[
+            "simulate",
+            "--scheme",
+            s,
+            "--format",
+            "json",
+            "--masters",
+            "2",
+        ],
+        dir.path(),
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let names: std::collections::BTreeSet<String> = v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|r| r["nodes"].as_array().unwrap().clone())
+        .map(|n| n["node"].as_str().unwrap().to_string())
+        .collect();
+    assert!(names.iter().all(|n| n.starts_with("master-")), "{names:?}");
+
+    // A missing topology file stops every command, naming the file.
+    std::fs::remove_file(dir.path().join("conf/nodes.txt")).unwrap();
+    for args in [
+        vec!["lint", "--scheme", s],
+        vec!["plan", "--scheme", s],
+        vec!["simulate", "--scheme", s],
+        vec!["rebalance", "--preview", "--scheme", s],
+    ] {
+        let (code, _, err) = json(&args, dir.path());
+        assert_eq!(
+            code,
+            Some(2),
+            "{args:?} carried on without its topology: {err}"
+        );
+        assert!(err.contains("nodes.txt"), "{args:?}: {err}");
+    }
+}
