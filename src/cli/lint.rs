@@ -66,21 +66,9 @@ pub struct LintArgs {
     #[command(flatten)]
     pub topology: TopologyArgs,
 
-    /// Extra rules: every *.yml file in this directory (repeatable)
-    #[arg(long = "rules", value_name = "DIR")]
-    pub rules: Vec<PathBuf>,
-
-    /// Only these rules (codes, code prefixes like KP3, or names; comma-separated)
-    #[arg(long, value_delimiter = ',', value_name = "IDS")]
-    pub select: Vec<String>,
-
-    /// Skip these rules (codes, prefixes or names; comma-separated)
-    #[arg(long, value_delimiter = ',', value_name = "IDS")]
-    pub ignore: Vec<String>,
-
-    /// Override a rule's severity, e.g. KP302=warning or KP201=off (repeatable)
-    #[arg(long, value_name = "ID=LEVEL")]
-    pub severity: Vec<String>,
+    /// Which rules apply.
+    #[command(flatten)]
+    pub rules: RuleArgs,
 
     /// Exit 1 when a finding is at or above this severity
     #[arg(long, value_enum, default_value = "warning")]
@@ -143,6 +131,35 @@ pub fn rule_set(
     Ok(set)
 }
 
+/// Which rules apply: the built-ins, extra rule files, and the user's choices. `lint` and
+/// `plan` take the same flags, so a plan aims at the rules its rewrite is linted with.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RuleArgs {
+    /// Extra rules: every *.yml file in this directory (repeatable); a file with a built-in
+    /// rule's code replaces it (e.g. KP201 with other thresholds)
+    #[arg(long = "rules", value_name = "DIR")]
+    pub rules: Vec<PathBuf>,
+
+    /// Only these rules (codes, code prefixes like KP3, or names; comma-separated)
+    #[arg(long, value_delimiter = ',', value_name = "IDS")]
+    pub select: Vec<String>,
+
+    /// Skip these rules (codes, prefixes or names; comma-separated)
+    #[arg(long, value_delimiter = ',', value_name = "IDS")]
+    pub ignore: Vec<String>,
+
+    /// Override a rule's severity, e.g. KP302=warning or KP201=off (repeatable)
+    #[arg(long, value_name = "ID=LEVEL")]
+    pub severity: Vec<String>,
+}
+
+impl RuleArgs {
+    /// The rule set these flags ask for.
+    pub fn rule_set(&self) -> anyhow::Result<RuleSet> {
+        rule_set(&self.rules, &self.select, &self.ignore, &self.severity)
+    }
+}
+
 /// Runs `keyplan lint`.
 pub fn run(args: LintArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     let scheme_path = scheme_path(args.scheme.as_ref());
@@ -153,7 +170,7 @@ pub fn run(args: LintArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
         )
         .into());
     }
-    let rules = rule_set(&args.rules, &args.select, &args.ignore, &args.severity)?;
+    let rules = args.rules.rule_set()?;
     let scheme = scheme_path.as_deref().map(load_scheme).transpose()?;
     let (topology, _) = args.topology.resolve_with_scheme(scheme.as_ref())?;
     let mut diags = Vec::new();

@@ -60,6 +60,10 @@ pub struct PlanArgs {
     #[arg(long, value_name = "FILE")]
     pub scheme: Option<PathBuf>,
 
+    /// The rules a rewrite must lint clean under (the same flags as `keyplan lint`).
+    #[command(flatten)]
+    pub rules: super::lint::RuleArgs,
+
     /// Key samples: skew is measured by re-keying them ('-' for stdin) [default: keys generated
     /// from the scheme's declared cardinalities]
     #[arg(long = "keys", value_name = "FILE", num_args = 1..)]
@@ -168,6 +172,7 @@ pub fn run(mut args: PlanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
             rtt_ms: args.rtt,
             ..NetworkModel::default()
         },
+        tag: args.rules.rule_set()?.tag_requirement(),
     };
     let nodes = topology.nodes().len();
 

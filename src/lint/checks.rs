@@ -261,7 +261,11 @@ pub fn lint_scheme(
                     };
                     let Some(card) = card else { continue };
                     let share = 1.0 / card.max(1) as f64;
-                    if card < min_per_node.saturating_mul(nodes as u64) || share > *max_share {
+                    let need = super::TagRequirement {
+                        min_per_node: *min_per_node,
+                        max_share: *max_share,
+                    };
+                    if need.fails(card, nodes) {
                         out.push(diag(r, path, k.pos.line as u64, k.pos.column as u64,
                             format!(
                                 "key '{}': its hash tag `{{{}}}` takes about {card} value(s), so its keys use at most {card} slot(s) on {nodes} nodes and one tag value holds ~{:.1}% of them",

@@ -44,6 +44,9 @@ pub struct ActiveRule {
     pub origin: String,
 }
 
+/// Where built-in rules say they come from.
+const BUILTIN_ORIGIN: &str = "rules/";
+
 /// The rules in force.
 #[derive(Debug, Clone, Default)]
 pub struct RuleSet {
@@ -56,7 +59,10 @@ impl RuleSet {
     pub fn builtin() -> Result<RuleSet, String> {
         let mut set = RuleSet::default();
         for (file, text) in builtin::BUILTIN {
-            set.add(RuleSpec::parse(text, file)?, format!("rules/{file}"))?;
+            set.add(
+                RuleSpec::parse(text, file)?,
+                format!("{BUILTIN_ORIGIN}{file}"),
+            )?;
         }
         Ok(set)
     }
@@ -83,10 +89,27 @@ impl RuleSet {
         Ok(())
     }
 
-    /// Loads every `*.yml` / `*.yaml` rule in a directory (sorted by file name).
+    /// Loads every `*.yml` / `*.yaml` rule in a directory (sorted by file name). A rule with
+    /// the code and name of a built-in rule replaces it (other thresholds, another severity,
+    /// its own documentation), as long as it runs the same kind of check.
     pub fn load_dir(&mut self, files: &[(String, String)]) -> Result<(), String> {
         for (path, text) in files {
-            self.add(RuleSpec::parse(text, path)?, path.clone())?;
+            let spec = RuleSpec::parse(text, path)?;
+            if let Some(i) = self.rules.iter().position(|r| {
+                r.origin.starts_with(BUILTIN_ORIGIN)
+                    && r.spec.id == spec.id
+                    && r.spec.name == spec.name
+            }) {
+                let old = &self.rules[i].spec.check;
+                if std::mem::discriminant(old) != std::mem::discriminant(&spec.check) {
+                    return Err(format!(
+                        "{path}: rule {} replaces a built-in rule with another kind of check; give it a code of its own",
+                        spec.id
+                    ));
+                }
+                self.rules.remove(i);
+            }
+            self.add(spec, path.clone())?;
         }
         Ok(())
     }
@@ -145,6 +168,62 @@ impl RuleSet {
     /// Rules that are on.
     pub fn active(&self) -> impl Iterator<Item = &ActiveRule> {
         self.rules.iter().filter(|r| r.severity != Severity::Off)
+    }
+
+    /// What a hash tag must meet to lint clean under the active tag-cardinality rules (KP201
+    /// and any of the user's), or `None` when none is active. `plan` aims its rewrites at this,
+    /// so a recommendation lints clean under the same rules and parameters.
+    pub fn tag_requirement(&self) -> Option<TagRequirement> {
+        self.active()
+            .filter_map(|r| match r.spec.check {
+                rule::CheckKind::TagCardinality {
+                    min_per_node,
+                    max_share,
+                } => Some(TagRequirement {
+                    min_per_node,
+                    max_share,
+                }),
+                _ => None,
+            })
+            .reduce(|a, b| TagRequirement {
+                min_per_node: a.min_per_node.max(b.min_per_node),
+                max_share: a.max_share.min(b.max_share),
+            })
+    }
+}
+
+/// The parameters of a tag-cardinality rule: how many values a hash tag needs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TagRequirement {
+    /// Fewest tag values per node.
+    pub min_per_node: u64,
+    /// Largest share of a pattern's keys one tag value may hold.
+    pub max_share: f64,
+}
+
+impl TagRequirement {
+    /// Whether a tag of `values` values on `nodes` nodes fails the rule.
+    pub fn fails(&self, values: u64, nodes: usize) -> bool {
+        let share = 1.0 / values.max(1) as f64;
+        values < self.min_per_node.saturating_mul(nodes as u64) || share > self.max_share
+    }
+
+    /// The fewest values a tag needs on `nodes` nodes to pass.
+    pub fn values_needed(&self, nodes: usize) -> u64 {
+        let by_share = if self.max_share > 0.0 {
+            (1.0 / self.max_share).ceil().min(u64::MAX as f64) as u64
+        } else {
+            u64::MAX
+        };
+        let mut n = self
+            .min_per_node
+            .saturating_mul(nodes as u64)
+            .max(by_share)
+            .max(1);
+        while n < u64::MAX && self.fails(n, nodes) {
+            n += 1;
+        }
+        n
     }
 }
 

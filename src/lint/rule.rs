@@ -66,26 +66,9 @@ pub enum BytesFlag {
     Control,
 }
 
-fn default_min_per_node() -> u64 {
-    4
-}
-fn default_max_share() -> f64 {
-    0.02
-}
-fn default_min_nodes() -> usize {
-    2
-}
-fn default_max_over_mean() -> f64 {
-    1.25
-}
-fn default_min_keys() -> u64 {
-    30
-}
-fn default_max_len() -> usize {
-    512
-}
-
-/// The check a rule runs, with its parameters.
+/// The check a rule runs, with its parameters. Every parameter is required: a rule file states
+/// its own values, and the built-in rules' files in `rules/` are the only place keyplan's
+/// defaults are written.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum CheckKind {
@@ -99,16 +82,13 @@ pub enum CheckKind {
     /// Pipelines touching several nodes.
     Fanout {
         /// Report from this many nodes on.
-        #[serde(default = "default_min_nodes")]
         min_nodes: usize,
     },
     /// Hash tags with too few values.
     TagCardinality {
         /// Fewest tag values per node.
-        #[serde(default = "default_min_per_node")]
         min_per_node: u64,
         /// Largest share of a pattern's data one tag value may hold.
-        #[serde(default = "default_max_share")]
         max_share: f64,
     },
     /// Tagged variables that no batch shares.
@@ -116,10 +96,8 @@ pub enum CheckKind {
     /// Node skew in a dump.
     NodeSkew {
         /// Largest busiest-node / mean ratio.
-        #[serde(default = "default_max_over_mean")]
         max_over_mean: f64,
         /// Dumps with fewer keys are not judged.
-        #[serde(default = "default_min_keys")]
         min_keys: u64,
     },
     /// Dump keys matching no declared pattern.
@@ -127,7 +105,6 @@ pub enum CheckKind {
     /// Over-long keys.
     KeyLength {
         /// Longest acceptable key in bytes.
-        #[serde(default = "default_max_len")]
         max: usize,
     },
     /// Whitespace or control bytes in keys.

@@ -14,6 +14,7 @@ pub mod observed;
 pub mod workload;
 pub mod yaml;
 
+use crate::lint::TagRequirement;
 use crate::lint::checks::{batch_single_slot, combined_cardinality, seg_vars};
 use crate::scheme::{Batch as SchemeBatch, Scheme, Seg, TagPart, Template, Var, VarKind};
 use crate::simulate::batch::{Batch, from_scheme};
@@ -35,6 +36,9 @@ pub struct PlanOptions {
     pub client: Option<Client>,
     /// The network model.
     pub net: NetworkModel,
+    /// What a hash tag needs to lint clean (the active tag-cardinality rules), or `None` when
+    /// no such rule is active.
+    pub tag: Option<TagRequirement>,
 }
 
 impl Default for PlanOptions {
@@ -44,6 +48,9 @@ impl Default for PlanOptions {
             strategy: Strategy::Pipeline,
             client: None,
             net: NetworkModel::default(),
+            tag: crate::lint::RuleSet::builtin()
+                .ok()
+                .and_then(|r| r.tag_requirement()),
         }
     }
 }
@@ -130,15 +137,6 @@ pub struct BatchPlan {
     pub recommended: usize,
     /// Why, in plain words.
     pub reason: String,
-}
-
-/// Requirement for a tag to lint clean (KP201's defaults): at least this many values per node,
-/// and no value above this share.
-const MIN_PER_NODE: u64 = 4;
-const MAX_SHARE: f64 = 0.02;
-
-fn tag_values_needed(nodes: usize) -> u64 {
-    (MIN_PER_NODE * nodes as u64).max((1.0 / MAX_SHARE).ceil() as u64)
 }
 
 fn seg_text(segs: &[Seg]) -> String {
@@ -334,7 +332,7 @@ fn plan_batch(ctx: &Ctx<'_>, b: &SchemeBatch) -> BatchPlan {
         None
     };
     let mut cands = vec![keep];
-    let needed = tag_values_needed(ctx.nodes);
+    let needed = ctx.opts.tag.map_or(1, |t| t.values_needed(ctx.nodes));
     // A concentration the scheme accepts on purpose (`allow: [KP201]` on the batch or on all
     // its keys) is not a problem.
     let kp201 = |list: &[String]| {

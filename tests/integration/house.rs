@@ -127,3 +127,76 @@ fn a_schemes_topology_file_is_used_by_every_command() {
         assert!(err.contains("nodes.txt"), "{args:?}: {err}");
     }
 }
+
+/// A user's KP201 (here: tags may hold up to 10% of a pattern each) reaches `plan` as it
+/// reaches `lint`: the feed's 12-group tag passes both, where the built-in rule fails both.
+#[test]
+fn a_rule_override_reaches_the_planner() {
+    let dir = tempfile::tempdir().unwrap();
+    let builtin = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/rules/KP201-low-cardinality-hash-tag.yml"
+    ))
+    .unwrap();
+    let rules = dir.path().join("rules");
+    std::fs::create_dir(&rules).unwrap();
+    std::fs::write(
+        rules.join("KP201.yml"),
+        builtin.replace("max_share: 0.02", "max_share: 0.1"),
+    )
+    .unwrap();
+    let scheme = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/keyplan.yaml");
+    let r = rules.to_str().unwrap();
+    let feed = |v: &serde_json::Value| {
+        v["batches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|b| b["batch"] == "feed_fanout")
+            .cloned()
+            .unwrap()
+    };
+    let kp201 = |v: &serde_json::Value| {
+        v["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|d| d["code"] == "KP201" && d["message"].as_str().unwrap().contains("'feed'"))
+    };
+    // Built-in thresholds: lint flags the feed's tag, plan calls it a problem.
+    let (_, lint, err) = json(
+        &["lint", "--scheme", scheme, "--format", "json"],
+        dir.path(),
+    );
+    assert!(kp201(&lint), "{err}");
+    let (_, plan, err) = json(
+        &["plan", "--scheme", scheme, "--format", "json"],
+        dir.path(),
+    );
+    assert!(feed(&plan)["problem"].is_string(), "{err}");
+    // The override: both accept it.
+    let (_, lint, err) = json(
+        &["lint", "--scheme", scheme, "--rules", r, "--format", "json"],
+        dir.path(),
+    );
+    assert!(!kp201(&lint), "{err}");
+    let (_, plan, err) = json(
+        &["plan", "--scheme", scheme, "--rules", r, "--format", "json"],
+        dir.path(),
+    );
+    assert!(feed(&plan)["problem"].is_null(), "{}\n{err}", feed(&plan));
+    // KP201 off: plan asks nothing of tags either.
+    let (_, plan, err) = json(
+        &[
+            "plan",
+            "--scheme",
+            scheme,
+            "--severity",
+            "KP201=off",
+            "--format",
+            "json",
+        ],
+        dir.path(),
+    );
+    assert!(feed(&plan)["problem"].is_null(), "{}\n{err}", feed(&plan));
+}
