@@ -266,7 +266,13 @@ pub fn run(mut args: PlanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
         observed_batches.extend(parsed);
     }
     let observed = plan_observed(&observed_batches, &topology, &sample, &opts);
-    let problems = batches.iter().filter(|b| b.problem.is_some()).count() + observed.len();
+    // Findings: a batch with a problem, or one whose recommendation changes anything (every
+    // observed batch listed is one that a change would help).
+    let problems = batches
+        .iter()
+        .filter(|b| b.problem.is_some() || b.recommended != 0)
+        .count()
+        + observed.len();
     let report = PlanReport {
         schema_version: 2,
         topology: topo_source,

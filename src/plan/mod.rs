@@ -743,10 +743,31 @@ fn recommend(
                 c.score.round_trips,
                 c.new_vars.first().map(|v| v.cardinality).unwrap_or(0)
             ),
-            "per-node-pipelines" => format!(
-                "no tag helps: the batch's keys share no variable, so keep the layout and send per-node pipelines in parallel: {} round trip(s) instead of {} ({:.3} ms instead of {:.3} ms)",
-                c.score.round_trips, before.round_trips, c.score.latency_ms, before.latency_ms
-            ),
+            "per-node-pipelines" => {
+                let pipelines = format!(
+                    "keep the layout and send per-node pipelines in parallel: {} round trip(s) instead of {} ({:.3} ms instead of {:.3} ms)",
+                    c.score.round_trips, before.round_trips, c.score.latency_ms, before.latency_ms
+                );
+                // Tags were considered: say why each loses, rather than that none exists.
+                let tags: Vec<&Candidate> = cands
+                    .iter()
+                    .filter(|t| t.kind == "tag" || t.kind == "bucket")
+                    .collect();
+                match tags.iter().min_by(|a, b| skew(a).total_cmp(&skew(b))) {
+                    None => {
+                        format!("no tag helps: the batch's keys share no variable, so {pipelines}")
+                    }
+                    Some(t) if skew(t) > max + 1e-9 => format!(
+                        "{pipelines}; the tags that would make it one slot crowd a node: {} puts {:.2}× the mean load on the busiest node, over --max-skew {max}",
+                        t.summary,
+                        skew(t)
+                    ),
+                    Some(t) => format!(
+                        "{pipelines}; that beats the tags: {} takes {} round trip(s) ({:.3} ms)",
+                        t.summary, t.score.round_trips, t.score.latency_ms
+                    ),
+                }
+            }
             _ => format!(
                 "keeping the layout is best within --max-skew {max}: {} round trip(s)",
                 c.score.round_trips

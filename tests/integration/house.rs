@@ -200,3 +200,59 @@ fn a_rule_override_reaches_the_planner() {
     );
     assert!(feed(&plan)["problem"].is_null(), "{}\n{err}", feed(&plan));
 }
+
+/// A batch that keeps a variable the same is never told its keys share none, even when a
+/// per-node pipeline beats the tag on that variable; and plan's exit status says whether it
+/// recommends a change.
+#[test]
+fn plan_reasons_and_exit_status_follow_its_candidates() {
+    let dir = tempfile::tempdir().unwrap();
+    let scheme = dir.path().join("keyplan.yaml");
+    std::fs::write(
+        &scheme,
+        "version: 1\nvars:\n  group: { kind: word, cardinality: 12 }\n  user_id: { kind: int, cardinality: 2000000 }\nkeys:\n  feed: { pattern: \"feed:<group>:user:<user_id>\" }\nbatches:\n  feed_read: { command: pipeline, keys: [feed], size: 100, same: [group] }\n",
+    )
+    .unwrap();
+    let (code, v, err) = json(
+        &[
+            "plan",
+            "--scheme",
+            scheme.to_str().unwrap(),
+            "--format",
+            "json",
+        ],
+        dir.path(),
+    );
+    assert_eq!(code, Some(1), "{err}");
+    let b = &v["batches"][0];
+    let kinds: Vec<&str> = b["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["kind"].as_str().unwrap())
+        .collect();
+    assert!(kinds.contains(&"tag"), "{kinds:?}");
+    let reason = b["reason"].as_str().unwrap();
+    assert!(!reason.contains("share no variable"), "{reason}");
+
+    // Observed batches: a cross-slot one is a finding, a single-slot one is not.
+    let cross = dir.path().join("cross.txt");
+    std::fs::write(&cross, "MGET user:1:a user:1:b\n").unwrap();
+    let same = dir.path().join("same.txt");
+    std::fs::write(&same, "MGET {user:1}:a {user:1}:b\n").unwrap();
+    let empty = tempfile::tempdir().unwrap();
+    for (file, want) in [(&cross, 1), (&same, 0)] {
+        let out = keyplan()
+            .current_dir(empty.path())
+            .args(["plan", "--batches"])
+            .arg(file)
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(want),
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
+}
