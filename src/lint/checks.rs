@@ -4,7 +4,10 @@
 use super::rule::{BytesFlag, CheckKind, TagFlag};
 use super::{ActiveRule, Diagnostic, RuleSet};
 use crate::report::display_key;
-use crate::scheme::{Batch, KeyDecl, Scheme, Seg, TagPart, Template};
+use crate::scheme::predicates::{
+    batch_single_slot, combined_cardinality, seg_text, seg_vars, single_slot_rewrites,
+};
+use crate::scheme::{Scheme, Seg, TagPart, Template};
 use crate::slot::TagShape;
 use crate::topology::Topology;
 
@@ -31,80 +34,9 @@ fn diag(
     }
 }
 
-pub(crate) fn seg_text(segs: &[Seg]) -> String {
-    segs.iter()
-        .map(|s| match s {
-            Seg::Lit(l) => l.clone(),
-            Seg::Var(v) => format!("<{v}>"),
-        })
-        .collect()
-}
-
-pub(crate) fn seg_vars(segs: &[Seg]) -> Vec<&str> {
-    let mut v: Vec<&str> = segs
-        .iter()
-        .filter_map(|s| match s {
-            Seg::Var(v) => Some(v.as_str()),
-            Seg::Lit(_) => None,
-        })
-        .collect();
-    v.sort();
-    v.dedup();
-    v
-}
-
-/// Distinct values a set of variables can take together (product of cardinalities).
-pub(crate) fn combined_cardinality(scheme: &Scheme, vars: &[&str]) -> Option<u64> {
-    vars.iter().try_fold(1u64, |acc, v| {
-        scheme.cardinality(v).map(|c| acc.saturating_mul(c.max(1)))
-    })
-}
-
 fn allowed(list: &[String], r: &ActiveRule) -> bool {
     list.iter()
         .any(|a| a.eq_ignore_ascii_case(&r.spec.id) || *a == r.spec.name)
-}
-
-/// Whether all of a batch's keys hash the same bytes, from variables it keeps `same`.
-pub(crate) fn batch_single_slot(scheme: &Scheme, b: &Batch) -> Result<(), String> {
-    let keys: Vec<&KeyDecl> = b.keys.iter().filter_map(|k| scheme.key(k)).collect();
-    let hashed: Vec<Vec<Seg>> = keys.iter().map(|k| k.template.hashed()).collect();
-    let per_batch = b.size.unwrap_or(keys.len() as u64);
-    for (k, h) in keys.iter().zip(&hashed) {
-        if h != &hashed[0] {
-            return Err(format!(
-                "{} hashes `{}` but {} hashes `{}`",
-                keys[0].name,
-                seg_text(&hashed[0]),
-                k.name,
-                seg_text(h)
-            ));
-        }
-    }
-    // Several keys of one batch differ in the variables the batch does not keep the same.
-    let many = per_batch > 1;
-    if many {
-        for v in seg_vars(&hashed[0]) {
-            if !b.same.iter().any(|s| s == v) {
-                return Err(format!(
-                    "the hashed part `{}` of {} contains <{v}>, which differs between the batch's keys (not in `same`)",
-                    seg_text(&hashed[0]),
-                    keys[0].name
-                ));
-            }
-        }
-    }
-    Ok(())
-}
-
-/// The variable to tag so a batch becomes single-slot: one in `same` that every key uses.
-pub(crate) fn shared_var<'a>(scheme: &Scheme, b: &'a Batch) -> Option<&'a str> {
-    b.same.iter().map(String::as_str).find(|v| {
-        b.keys
-            .iter()
-            .filter_map(|k| scheme.key(k))
-            .all(|k| k.template.vars().any(|x| x == *v))
-    })
 }
 
 /// Checks a scheme against the active rules.
@@ -196,13 +128,14 @@ pub fn lint_scheme(
                     .filter(|b| b.command.is_atomic() && !allowed(&b.allow, r))
                 {
                     if let Err(why) = batch_single_slot(scheme, b) {
-                        let help = match shared_var(scheme, b) {
-                            Some(v) => format!(
-                                "tag the shared variable in every key: {}",
-                                b.keys
+                        // The rewrite that changes the fewest patterns: what plan weighs first.
+                        let help = match single_slot_rewrites(scheme, b).first() {
+                            Some(r) => format!(
+                                "put its keys on one slot with the tag `{{{}}}`: {}",
+                                seg_text(&r.tag),
+                                r.rewrites
                                     .iter()
-                                    .filter_map(|k| scheme.key(k))
-                                    .map(|k| format!("{}: \"{}\"", k.name, k.template.with_tag_on(v)))
+                                    .map(|(f, text)| format!("{}: \"{text}\"", scheme.keys[*f].name))
                                     .collect::<Vec<_>>()
                                     .join(", ")
                             ),

@@ -15,7 +15,10 @@ pub mod workload;
 pub mod yaml;
 
 use crate::lint::TagRequirement;
-use crate::lint::checks::{batch_single_slot, combined_cardinality, seg_vars};
+use crate::scheme::predicates::{
+    TagRewrite, batch_single_slot, combined_cardinality, family_indices, seg_text, seg_vars,
+    tag_rewrites, with_tag_text,
+};
 use crate::scheme::{Batch as SchemeBatch, Scheme, Seg, TagPart, Template, Var, VarKind};
 use crate::simulate::batch::{Batch, from_scheme};
 use crate::simulate::client::{Client, simulate_client};
@@ -139,43 +142,6 @@ pub struct BatchPlan {
     pub reason: String,
 }
 
-fn seg_text(segs: &[Seg]) -> String {
-    crate::lint::checks::seg_text(segs)
-}
-
-/// The pattern with braces removed and `tag` (pieces) braced at its first occurrence, or
-/// `None` when the pattern does not contain `tag`'s pieces contiguously.
-fn with_tag_text(t: &Template, tag: &[Seg]) -> Option<String> {
-    // Work on the unbraced pieces.
-    let mut segs: Vec<Seg> = Vec::new();
-    for s in &t.segs {
-        match s {
-            Seg::Lit(l) => {
-                let l = l.replace(['{', '}'], "");
-                if l.is_empty() {
-                    continue;
-                }
-                match segs.last_mut() {
-                    Some(Seg::Lit(p)) => p.push_str(&l),
-                    _ => segs.push(Seg::Lit(l)),
-                }
-            }
-            v => segs.push(v.clone()),
-        }
-    }
-    let text = seg_text(&segs);
-    let needle = seg_text(tag);
-    let at = text.find(&needle)?;
-    // The match must not cut a variable name (`<…>` boundaries hold by construction of
-    // seg_text when the needle starts and ends on piece boundaries or literal characters).
-    Some(format!(
-        "{}{{{}}}{}",
-        &text[..at],
-        needle,
-        &text[at + needle.len()..]
-    ))
-}
-
 struct Ctx<'a> {
     scheme: &'a Scheme,
     topo: &'a Topology,
@@ -290,21 +256,9 @@ pub fn plan_scheme(
     scheme.batches.iter().map(|b| plan_batch(&ctx, b)).collect()
 }
 
-fn families(scheme: &Scheme, b: &SchemeBatch) -> Vec<usize> {
-    let mut out: Vec<usize> = Vec::new();
-    for k in &b.keys {
-        if let Some(i) = scheme.keys.iter().position(|d| &d.name == k)
-            && !out.contains(&i)
-        {
-            out.push(i);
-        }
-    }
-    out
-}
-
 fn plan_batch(ctx: &Ctx<'_>, b: &SchemeBatch) -> BatchPlan {
     let scheme = ctx.scheme;
-    let fams = families(scheme, b);
+    let fams = family_indices(scheme, b);
     let single = batch_single_slot(scheme, b);
     let atomic = b.command.is_atomic();
     let crossslot = atomic && single.is_err();
@@ -396,47 +350,24 @@ fn plan_batch(ctx: &Ctx<'_>, b: &SchemeBatch) -> BatchPlan {
             .filter(|v| !low_card || !tag_vars.contains(v))
             .collect();
         for v in &shared {
-            // Tag texts to try: `<v>` alone, and any existing tag of a batch key that uses
-            // only shared variables (it keeps that key's keys in place).
-            let mut texts: Vec<Vec<Seg>> = vec![vec![Seg::Var(v.to_string())]];
-            for &f in &fams {
-                if let TagPart::Tagged(segs) = scheme.keys[f].template.tag_part().0 {
-                    let vars = seg_vars(&segs);
-                    if vars.contains(&v.as_str())
-                        && vars.iter().all(|x| b.same.iter().any(|s| s == x))
-                        && !texts.contains(&segs)
-                    {
-                        texts.push(segs);
-                    }
-                }
-            }
-            for tag in texts {
-                let mut rw: Vec<(usize, Template)> = Vec::new();
-                let mut rewrites = Vec::new();
-                let mut ok = true;
-                for &f in &fams {
-                    let t = &scheme.keys[f].template;
-                    if t.hashed() == tag && matches!(t.tag_part().0, TagPart::Tagged(_)) {
-                        continue;
-                    }
-                    let Some(text) = with_tag_text(t, &tag) else {
-                        ok = false;
-                        break;
-                    };
-                    let Ok(nt) = Template::parse(&text) else {
-                        ok = false;
-                        break;
-                    };
-                    rewrites.push(Rewrite {
+            // The same rewrites lint suggests: `<v>` alone, and any existing tag of a batch
+            // key that uses only shared variables (it keeps that key's keys in place).
+            for TagRewrite { tag, rewrites: tr } in tag_rewrites(scheme, b, v) {
+                let rw: Vec<(usize, Template)> = tr
+                    .iter()
+                    .map(|(f, text)| {
+                        let t = Template::parse(text).expect("invariant: tag_rewrites parses");
+                        (*f, t)
+                    })
+                    .collect();
+                let rewrites: Vec<Rewrite> = tr
+                    .into_iter()
+                    .map(|(f, to)| Rewrite {
                         key: scheme.keys[f].name.clone(),
-                        from: t.text.clone(),
-                        to: text,
-                    });
-                    rw.push((f, nt));
-                }
-                if !ok || rewrites.is_empty() {
-                    continue;
-                }
+                        from: scheme.keys[f].template.text.clone(),
+                        to,
+                    })
+                    .collect();
                 let s2 = rewritten(scheme, &rw, &[]);
                 let rekeys: Vec<Rekey> = rw
                     .iter()

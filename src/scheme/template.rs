@@ -137,24 +137,6 @@ impl Template {
         }
     }
 
-    /// The pattern rewritten with `{<var>}` around the first occurrence of `var`, after any
-    /// existing braces are removed (for "tag the shared variable" fixes).
-    pub fn with_tag_on(&self, var: &str) -> String {
-        let mut out = String::new();
-        let mut done = false;
-        for s in &self.segs {
-            match s {
-                Seg::Lit(l) => out.push_str(&l.replace(['{', '}'], "")),
-                Seg::Var(v) if v == var && !done => {
-                    out.push_str(&format!("{{<{v}>}}"));
-                    done = true;
-                }
-                Seg::Var(v) => out.push_str(&format!("<{v}>")),
-            }
-        }
-        out
-    }
-
     /// An example key with every variable replaced by `values(var)`.
     pub fn render(&self, value: &mut impl FnMut(&str) -> String) -> String {
         self.segs
@@ -197,10 +179,6 @@ mod tests {
         assert_eq!(
             Template::parse("user:<id>").unwrap().tag_part().0,
             TagPart::NoBrace
-        );
-        assert_eq!(
-            Template::parse("user:<id>:x").unwrap().with_tag_on("id"),
-            "user:{<id>}:x"
         );
         assert!(Template::parse("a<b").is_err());
         assert!(Template::parse("a<b c>").is_err());

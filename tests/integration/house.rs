@@ -256,3 +256,51 @@ fn plan_reasons_and_exit_status_follow_its_candidates() {
         );
     }
 }
+
+/// lint's fix for a cross-slot batch is the rewrite plan recommends for it.
+#[test]
+fn lint_and_plan_give_the_same_fix_for_a_cross_slot_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let scheme = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/keyplan.yaml");
+    let (_, lint, err) = json(
+        &["lint", "--scheme", scheme, "--format", "json"],
+        dir.path(),
+    );
+    let help = lint["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["code"] == "KP301" && d["message"].as_str().unwrap().contains("cart_view"))
+        .unwrap_or_else(|| panic!("no KP301 for cart_view: {err}"))["help"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (_, plan, err) = json(
+        &["plan", "--scheme", scheme, "--format", "json"],
+        dir.path(),
+    );
+    let b = plan["batches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["batch"] == "cart_view")
+        .unwrap_or_else(|| panic!("{err}"))
+        .clone();
+    let rec = &b["candidates"][b["recommended"].as_u64().unwrap() as usize];
+    assert_eq!(rec["kind"], "tag");
+    let rewrites = rec["rewrites"].as_array().unwrap();
+    assert!(!rewrites.is_empty());
+    for r in rewrites {
+        let said = format!(
+            "{}: \"{}\"",
+            r["key"].as_str().unwrap(),
+            r["to"].as_str().unwrap()
+        );
+        assert!(
+            help.contains(&said),
+            "lint says `{help}`, plan rewrites {said}"
+        );
+    }
+    // And lint names no key that plan leaves alone.
+    assert_eq!(help.matches(": \"").count(), rewrites.len(), "{help}");
+}
