@@ -159,6 +159,7 @@ pub fn run(mut args: PlanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
         }
         None => None,
     };
+    let rules = args.rules.rule_set()?;
     let opts = PlanOptions {
         max_skew: args.max_skew,
         strategy: match args.strategy {
@@ -172,7 +173,8 @@ pub fn run(mut args: PlanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
             rtt_ms: args.rtt,
             ..NetworkModel::default()
         },
-        tag: args.rules.rule_set()?.tag_requirement(),
+        tag: rules.tag_requirement(),
+        tag_rules: rules.tag_rules(),
     };
     let nodes = topology.nodes().len();
 

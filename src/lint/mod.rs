@@ -170,6 +170,15 @@ impl RuleSet {
         self.rules.iter().filter(|r| r.severity != Severity::Off)
     }
 
+    /// The codes and names of the active tag-cardinality rules (KP201 and any of the user's):
+    /// what an `allow:` must name to accept a crowded tag.
+    pub fn tag_rules(&self) -> Vec<(String, String)> {
+        self.active()
+            .filter(|r| matches!(r.spec.check, rule::CheckKind::TagCardinality { .. }))
+            .map(|r| (r.spec.id.clone(), r.spec.name.clone()))
+            .collect()
+    }
+
     /// What a hash tag must meet to lint clean under the active tag-cardinality rules (KP201
     /// and any of the user's), or `None` when none is active. `plan` aims its rewrites at this,
     /// so a recommendation lints clean under the same rules and parameters.

@@ -42,6 +42,8 @@ pub struct PlanOptions {
     /// What a hash tag needs to lint clean (the active tag-cardinality rules), or `None` when
     /// no such rule is active.
     pub tag: Option<TagRequirement>,
+    /// Those rules' codes and names (what `allow:` names to accept a crowded tag).
+    pub tag_rules: Vec<(String, String)>,
 }
 
 impl Default for PlanOptions {
@@ -54,6 +56,9 @@ impl Default for PlanOptions {
             tag: crate::lint::RuleSet::builtin()
                 .ok()
                 .and_then(|r| r.tag_requirement()),
+            tag_rules: crate::lint::RuleSet::builtin()
+                .map(|r| r.tag_rules())
+                .unwrap_or_default(),
         }
     }
 }
@@ -102,6 +107,15 @@ pub struct Score {
     pub keys_renamed: f64,
 }
 
+/// Rules one key should allow (with a reason) when a candidate is adopted.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct KeyAllow {
+    /// The key's name in the scheme.
+    pub key: String,
+    /// Rule codes to add to its `allow:`.
+    pub rules: Vec<String>,
+}
+
 /// A candidate layout for one batch.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Candidate {
@@ -115,6 +129,9 @@ pub struct Candidate {
     pub new_vars: Vec<NewVar>,
     /// Rules the batch should allow once adopted (a per-node fan-out on purpose).
     pub allow: Vec<String>,
+    /// Rules keys should allow once adopted: a tag with fewer values than the tag rules ask,
+    /// kept or chosen on purpose (each with the rules to name).
+    pub key_allow: Vec<KeyAllow>,
     /// Variables to add to the batch's `same` (a bucketed batch is run one bucket at a time).
     pub add_same: Vec<String>,
     /// Its cost.
@@ -268,6 +285,7 @@ fn plan_batch(ctx: &Ctx<'_>, b: &SchemeBatch) -> BatchPlan {
         rewrites: Vec::new(),
         new_vars: Vec::new(),
         allow: Vec::new(),
+        key_allow: Vec::new(),
         add_same: Vec::new(),
         score: ctx.score(scheme, &b.name, ctx.opts.strategy, &[], crossslot, &fams),
         pareto: false,
@@ -289,9 +307,35 @@ fn plan_batch(ctx: &Ctx<'_>, b: &SchemeBatch) -> BatchPlan {
     let needed = ctx.opts.tag.map_or(1, |t| t.values_needed(ctx.nodes));
     // A concentration the scheme accepts on purpose (`allow: [KP201]` on the batch or on all
     // its keys) is not a problem.
+    let tag_rules = &ctx.opts.tag_rules;
     let kp201 = |list: &[String]| {
-        list.iter()
-            .any(|a| a.eq_ignore_ascii_case("KP201") || a == "low-cardinality-hash-tag")
+        !tag_rules.is_empty()
+            && tag_rules.iter().all(|(code, name)| {
+                list.iter()
+                    .any(|a| a.eq_ignore_ascii_case(code) || a == name)
+            })
+    };
+    // The tag rules a key does not allow yet.
+    let to_allow = |f: usize| -> Vec<String> {
+        let allow = &scheme.keys[f].allow;
+        tag_rules
+            .iter()
+            .filter(|(code, name)| {
+                !allow
+                    .iter()
+                    .any(|a| a.eq_ignore_ascii_case(code) || a == name)
+            })
+            .map(|(code, _)| code.clone())
+            .collect()
+    };
+    let allow_on = |fams: &[usize]| -> Vec<KeyAllow> {
+        fams.iter()
+            .map(|&f| KeyAllow {
+                key: scheme.keys[f].name.clone(),
+                rules: to_allow(f),
+            })
+            .filter(|a| !a.rules.is_empty())
+            .collect()
     };
     let accepted = kp201(&b.allow) || fams.iter().all(|&f| kp201(&scheme.keys[f].allow));
     let low_card = !accepted
@@ -301,6 +345,10 @@ fn plan_batch(ctx: &Ctx<'_>, b: &SchemeBatch) -> BatchPlan {
         && fams
             .iter()
             .all(|&f| matches!(scheme.keys[f].template.tag_part().0, TagPart::Tagged(_)));
+    if low_card {
+        // Keeping a crowded tag lints clean only when its keys say they accept it.
+        cands[0].key_allow = allow_on(&fams);
+    }
     let tag_vars: Vec<String> = current_tag
         .as_ref()
         .map(|(t, _)| seg_vars(t).into_iter().map(str::to_string).collect())
@@ -379,6 +427,13 @@ fn plan_batch(ctx: &Ctx<'_>, b: &SchemeBatch) -> BatchPlan {
                     .collect();
                 let card = combined_cardinality(scheme, &seg_vars(&tag));
                 let score = ctx.score(&s2, &b.name, ctx.opts.strategy, &rekeys, false, &fams);
+                // A tag with fewer values than the tag rules ask lints clean only when its
+                // keys say they accept it.
+                let key_allow = if card.is_some_and(|c| c < needed) {
+                    allow_on(&fams)
+                } else {
+                    Vec::new()
+                };
                 cands.push(Candidate {
                     kind: "tag",
                     summary: format!(
@@ -389,6 +444,7 @@ fn plan_batch(ctx: &Ctx<'_>, b: &SchemeBatch) -> BatchPlan {
                     rewrites,
                     new_vars: Vec::new(),
                     allow: Vec::new(),
+                    key_allow,
                     add_same: Vec::new(),
                     score,
                     pareto: false,
@@ -506,6 +562,7 @@ fn plan_batch(ctx: &Ctx<'_>, b: &SchemeBatch) -> BatchPlan {
                     rewrites,
                     new_vars: vec![nv],
                     allow: Vec::new(),
+                    key_allow: Vec::new(),
                     add_same: vec![bname.clone()],
                     score,
                     pareto: false,
@@ -537,6 +594,7 @@ fn plan_batch(ctx: &Ctx<'_>, b: &SchemeBatch) -> BatchPlan {
             } else {
                 vec!["KP302".into()]
             },
+            key_allow: Vec::new(),
             add_same: Vec::new(),
             score,
             pareto: false,

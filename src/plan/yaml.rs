@@ -74,6 +74,7 @@ pub fn apply(text: &str, scheme: &Scheme, plans: &[BatchPlan]) -> Result<String,
     let mut edits: Vec<(usize, usize, String)> = Vec::new();
     let mut new_vars: Vec<&NewVar> = Vec::new();
     let mut done_keys: Vec<&str> = Vec::new();
+    let mut allowed_keys: Vec<&str> = Vec::new();
     for p in plans {
         let c = &p.candidates[p.recommended];
         for r in &c.rewrites {
@@ -96,6 +97,33 @@ pub fn apply(text: &str, scheme: &Scheme, plans: &[BatchPlan]) -> Result<String,
         for v in &c.new_vars {
             if !new_vars.iter().any(|x| x.name == v.name) {
                 new_vars.push(v);
+            }
+        }
+        for ka in &c.key_allow {
+            let k = scheme
+                .key(&ka.key)
+                .ok_or_else(|| EditError(format!("key '{}' is not in the scheme", ka.key)))?;
+            let missing: Vec<&String> = ka
+                .rules
+                .iter()
+                .filter(|a| !k.allow.iter().any(|x| x.eq_ignore_ascii_case(a)))
+                .collect();
+            if !missing.is_empty() && !allowed_keys.contains(&ka.key.as_str()) {
+                allowed_keys.push(&ka.key);
+                edits.push(batch_list_edit(
+                    text,
+                    (k.decl.line, k.decl.column),
+                    "allow",
+                    &missing,
+                    !k.allow.is_empty(),
+                    Some((
+                        "reason",
+                        quote(&format!(
+                            "keyplan plan: batch {} runs on one slot through this tag on purpose ({})",
+                            p.batch, c.summary
+                        )),
+                    )),
+                )?);
             }
         }
         if !c.add_same.is_empty() || !c.allow.is_empty() {

@@ -165,6 +165,14 @@ pub fn render_table(out: &mut dyn Write, r: &PlanReport, layout: &TextLayout) ->
                 rec.allow.join(", ")
             )?;
         }
+        for ka in &rec.key_allow {
+            writeln!(
+                out,
+                "  {}: allow: [{}] (its tag has fewer values than the rules ask, on purpose)",
+                ka.key,
+                ka.rules.join(", ")
+            )?;
+        }
     }
     if !r.observed.is_empty() {
         writeln!(out, "\nObserved batches over several slots:")?;

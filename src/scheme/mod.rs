@@ -215,6 +215,8 @@ pub struct KeyDecl {
     pub template: Template,
     /// Where the pattern is written.
     pub pos: Pos,
+    /// Where the key's mapping starts (`{ pattern: … }` or its first field).
+    pub decl: Pos,
     /// Average bytes per key.
     pub bytes: Option<u64>,
     /// Redis type.
@@ -332,6 +334,7 @@ impl Scheme {
                 name: name.clone(),
                 template,
                 pos: p,
+                decl: pos(k),
                 bytes: k.value.bytes,
                 kind: k.value.kind.clone(),
                 allow: k.value.allow.clone(),

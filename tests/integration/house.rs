@@ -304,3 +304,45 @@ fn lint_and_plan_give_the_same_fix_for_a_cross_slot_batch() {
     // And lint names no key that plan leaves alone.
     assert_eq!(help.matches(": \"").count(), rewrites.len(), "{help}");
 }
+
+/// `plan --format yaml` writes a scheme that lints clean even when the best layout keeps a
+/// tag with fewer values than KP201 asks: the key then allows KP201, with a reason.
+#[test]
+fn the_planned_scheme_lints_clean_with_a_crowded_tag_kept_on_purpose() {
+    let dir = tempfile::tempdir().unwrap();
+    let scheme = dir.path().join("keyplan.yaml");
+    std::fs::write(
+        &scheme,
+        "version: 1\nvars:\n  board: { kind: word, cardinality: 20 }\n  day: { kind: date, cardinality: 30 }\nkeys:\n  leaderboard: { pattern: \"lb:{global}:<board>:<day>\", type: zset }\nbatches:\n  boards: { command: multi, keys: [leaderboard], size: 20, same: [day] }\n",
+    )
+    .unwrap();
+    let out = keyplan()
+        .current_dir(dir.path())
+        .args(["plan", "--format", "yaml"])
+        .output()
+        .unwrap();
+    let planned = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        planned.contains("allow: [KP201], reason: \"keyplan plan:"),
+        "{planned}"
+    );
+    std::fs::write(&scheme, &planned).unwrap();
+    let lint = keyplan()
+        .current_dir(dir.path())
+        .arg("lint")
+        .output()
+        .unwrap();
+    assert_eq!(
+        lint.status.code(),
+        Some(0),
+        "{planned}\n{}",
+        String::from_utf8_lossy(&lint.stdout)
+    );
+    // Planning the planned scheme again changes nothing.
+    let again = keyplan()
+        .current_dir(dir.path())
+        .args(["plan", "--format", "yaml"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8(again.stdout).unwrap(), planned);
+}
