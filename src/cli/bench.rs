@@ -3,7 +3,7 @@
 
 use super::Ctx;
 use super::progress::Unit;
-use super::simulate::StrategyArg;
+use super::simulate::StrategyList;
 use crate::bench::{BenchOptions, BenchResult, run_bench};
 use crate::error::{ExitStatus, UserError};
 use crate::report::bench::{
@@ -55,15 +55,9 @@ pub struct BenchArgs {
     #[arg(long, value_name = "FILE")]
     pub scheme: Option<PathBuf>,
 
-    /// Execution strategies, comma-separated or repeated (e.g. pipeline,hashtag)
-    #[arg(
-        long,
-        value_enum,
-        value_delimiter = ',',
-        default_value = "all",
-        value_name = "STRATEGY,…"
-    )]
-    pub strategy: Vec<StrategyArg>,
+    /// Which strategies.
+    #[command(flatten)]
+    pub strategy: StrategyList,
 
     /// Seconds each (batch, strategy) runs
     #[arg(long, default_value_t = 2.0, value_name = "S")]
@@ -131,7 +125,7 @@ pub fn run(args: BenchArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     }
     let live = super::args::live_cluster(url)?;
     let map = live.topology()?;
-    let strategies = super::simulate::strategies_of(&args.strategy);
+    let strategies = args.strategy.strategies();
     let opts = BenchOptions {
         prefix: args.prefix.clone(),
         duration: Duration::from_secs_f64(args.duration),

@@ -30,15 +30,31 @@ pub enum StrategyArg {
     All,
 }
 
-/// The strategies a `--strategy` list stands for, in the order given, each once.
-pub fn strategies_of(list: &[StrategyArg]) -> Vec<Strategy> {
-    let mut out: Vec<Strategy> = Vec::new();
-    for s in list.iter().flat_map(|a| a.strategies()) {
-        if !out.contains(&s) {
-            out.push(s);
+/// `--strategy`: a list of strategies (`simulate`, `bench`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct StrategyList {
+    /// Execution strategies, comma-separated or repeated (e.g. pipeline,hashtag)
+    #[arg(
+        long = "strategy",
+        value_enum,
+        value_delimiter = ',',
+        default_value = "all",
+        value_name = "STRATEGY,…"
+    )]
+    pub list: Vec<StrategyArg>,
+}
+
+impl StrategyList {
+    /// The strategies the list stands for, in the order given, each once.
+    pub fn strategies(&self) -> Vec<Strategy> {
+        let mut out: Vec<Strategy> = Vec::new();
+        for s in self.list.iter().flat_map(|a| a.strategies()) {
+            if !out.contains(&s) {
+                out.push(s);
+            }
         }
+        out
     }
-    out
 }
 
 impl StrategyArg {
@@ -89,15 +105,9 @@ pub struct SimulateArgs {
     #[command(flatten)]
     pub topology: TopologyArgs,
 
-    /// Execution strategies, comma-separated or repeated (e.g. pipeline,hashtag)
-    #[arg(
-        long,
-        value_enum,
-        value_delimiter = ',',
-        default_value = "all",
-        value_name = "STRATEGY,…"
-    )]
-    pub strategy: Vec<StrategyArg>,
+    /// Which strategies.
+    #[command(flatten)]
+    pub strategy: StrategyList,
 
     /// Round-trip time in milliseconds
     #[arg(long, default_value_t = 0.5, value_name = "MS")]
@@ -299,7 +309,7 @@ pub fn run(args: SimulateArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
         per_key_us: args.per_key_us,
         bandwidth_mb_s: args.bandwidth,
     };
-    let strategies = strategies_of(&args.strategy);
+    let strategies = args.strategy.strategies();
     if !args.client.is_empty() {
         let mut profiles = clients(&args.client)?;
         if args.client.iter().any(|n| n == "all") {

@@ -103,27 +103,14 @@ pub fn apply(text: &str, scheme: &Scheme, plans: &[BatchPlan]) -> Result<String,
             let k = scheme
                 .key(&ka.key)
                 .ok_or_else(|| EditError(format!("key '{}' is not in the scheme", ka.key)))?;
-            let missing: Vec<&String> = ka
-                .rules
-                .iter()
-                .filter(|a| !k.allow.iter().any(|x| x.eq_ignore_ascii_case(a)))
-                .collect();
+            let missing = not_allowed(&ka.rules, &k.allow);
             if !missing.is_empty() && !allowed_keys.contains(&ka.key.as_str()) {
                 allowed_keys.push(&ka.key);
-                edits.push(batch_list_edit(
-                    text,
-                    (k.decl.line, k.decl.column),
-                    "allow",
-                    &missing,
-                    !k.allow.is_empty(),
-                    Some((
-                        "reason",
-                        quote(&format!(
-                            "keyplan plan: batch {} runs on one slot through this tag on purpose ({})",
-                            p.batch, c.summary
-                        )),
-                    )),
-                )?);
+                let reason = format!(
+                    "keyplan plan: batch {} runs on one slot through this tag on purpose ({})",
+                    p.batch, c.summary
+                );
+                edits.push(allow_edit(text, k.decl, &missing, &k.allow, &reason)?);
             }
         }
         if !c.add_same.is_empty() || !c.allow.is_empty() {
@@ -143,20 +130,10 @@ pub fn apply(text: &str, scheme: &Scheme, plans: &[BatchPlan]) -> Result<String,
                     None,
                 )?);
             }
-            let missing: Vec<&String> = c
-                .allow
-                .iter()
-                .filter(|a| !b.allow.iter().any(|x| x.eq_ignore_ascii_case(a)))
-                .collect();
+            let missing = not_allowed(&c.allow, &b.allow);
             if !missing.is_empty() {
-                edits.push(batch_list_edit(
-                    text,
-                    (b.pos.line, b.pos.column),
-                    "allow",
-                    &missing,
-                    !b.allow.is_empty(),
-                    Some(("reason", quote(&format!("keyplan plan: {}", c.summary)))),
-                )?);
+                let reason = format!("keyplan plan: {}", c.summary);
+                edits.push(allow_edit(text, b.pos, &missing, &b.allow, &reason)?);
             }
         }
     }
@@ -169,6 +146,33 @@ pub fn apply(text: &str, scheme: &Scheme, plans: &[BatchPlan]) -> Result<String,
         out.replace_range(a..b, &r);
     }
     Ok(out)
+}
+
+/// Adds `missing` to the `allow:` of the key or batch mapping at `at` (which allows `allow`
+/// now), with `reason` when the field is new.
+fn allow_edit(
+    text: &str,
+    at: crate::scheme::Pos,
+    missing: &[&String],
+    allow: &[String],
+    reason: &str,
+) -> Result<(usize, usize, String), EditError> {
+    batch_list_edit(
+        text,
+        (at.line, at.column),
+        "allow",
+        missing,
+        !allow.is_empty(),
+        Some(("reason", quote(reason))),
+    )
+}
+
+/// The rule codes of `wanted` that `allow` does not name yet.
+fn not_allowed<'a>(wanted: &'a [String], allow: &[String]) -> Vec<&'a String> {
+    wanted
+        .iter()
+        .filter(|a| !allow.iter().any(|x| x.eq_ignore_ascii_case(a)))
+        .collect()
 }
 
 /// Adds `items` to the list field `field` of the batch whose mapping starts at (line, column):

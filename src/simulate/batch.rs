@@ -119,6 +119,16 @@ pub struct Batch {
 }
 
 impl Batch {
+    /// A batch written at `line` of a file (a batch file or a MONITOR capture).
+    pub fn at_line(name: String, line: usize, kind: BatchKind, ops: Vec<Op>) -> Batch {
+        Batch {
+            name,
+            id: BatchId::of(Some(line), None, kind, &ops),
+            kind,
+            ops,
+        }
+    }
+
     /// The same batch with every key replaced by `f(key)`.
     pub fn map_keys(&self, mut f: impl FnMut(&[u8]) -> Vec<u8>) -> Batch {
         Batch {
@@ -241,13 +251,7 @@ pub fn parse_batches(text: &str) -> Result<Vec<Batch>, String> {
         } else {
             format!("line {line}: {l}")
         };
-        let id = BatchId::of(Some(line), None, kind, &ops);
-        out.push(Batch {
-            name,
-            id,
-            kind,
-            ops,
-        });
+        out.push(Batch::at_line(name, line, kind, ops));
     }
     Ok(out)
 }

@@ -5,7 +5,7 @@
 //! A line looks like `1796034785.337983 [0 127.0.0.1:35226] "SET" "a" "1"`; commands a script
 //! runs appear as `[0 lua]` and belong to the script, so they are skipped.
 
-use super::batch::{BatchId, op_of, split_args};
+use super::batch::{op_of, split_args};
 use super::{Batch, BatchKind, Op};
 use std::collections::HashMap;
 
@@ -92,12 +92,7 @@ pub fn parse_monitor(text: &str) -> Result<(Vec<Batch>, MonitorStats), String> {
                     && ops.iter().any(|o| !o.keys.is_empty())
                 {
                     let name = name_of(at, client, &ops, BatchKind::Multi);
-                    out.push(Batch {
-                        name,
-                        id: BatchId::of(Some(at), None, BatchKind::Multi, &ops),
-                        kind: BatchKind::Multi,
-                        ops,
-                    });
+                    out.push(Batch::at_line(name, at, BatchKind::Multi, ops));
                 }
             }
             "DISCARD" => {
@@ -122,13 +117,7 @@ pub fn parse_monitor(text: &str) -> Result<(Vec<Batch>, MonitorStats), String> {
                 };
                 let ops = vec![op];
                 let name = name_of(line, client, &ops, kind);
-                let id = BatchId::of(Some(line), None, kind, &ops);
-                out.push(Batch {
-                    name,
-                    id,
-                    kind,
-                    ops,
-                });
+                out.push(Batch::at_line(name, line, kind, ops));
             }
         }
     }
