@@ -3,13 +3,11 @@
 use super::Ctx;
 use super::args::TopologyArgs;
 use crate::error::{ExitStatus, UserError};
-use crate::report::TextLayout;
+use crate::report::simulate::{SimulationReport, render_json, render_table};
 use crate::simulate::{
     Batch, Client, NetworkModel, Strategy, batch, parse_batches, simulate, simulate_client_stale,
 };
 use anyhow::Context as _;
-use comfy_table::{Cell, CellAlignment};
-use serde_json::json;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 
@@ -254,7 +252,7 @@ pub fn run(args: SimulateArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
         )
         .into());
     }
-    let (topology, topo_source) = args.topology.resolve_with_scheme(loaded.as_ref())?;
+    let (mut topology, topo_source) = args.topology.resolve_with_scheme(loaded.as_ref())?;
     let layout = ctx.layout_for(args.output.as_ref());
     let mut sink = super::args::output_sink(args.output.as_ref(), &mut *ctx.stdout)?;
     let mut batches: Vec<(Option<u64>, Batch)> = Vec::new();
@@ -310,6 +308,7 @@ pub fn run(args: SimulateArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
         bandwidth_mb_s: args.bandwidth,
     };
     let strategies = args.strategy.strategies();
+    let mut client_results = None;
     if !args.client.is_empty() {
         let mut profiles = clients(&args.client)?;
         if args.client.iter().any(|n| n == "all") {
@@ -328,7 +327,6 @@ pub fn run(args: SimulateArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
             )
             .into());
         }
-        let mut topology = topology;
         for spec in &args.migrating {
             add_migration(&mut topology, spec)?;
         }
@@ -359,244 +357,37 @@ pub fn run(args: SimulateArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
                 results.push(simulate_client_stale(b, &believed, &topology, c, &net));
             }
         }
-        let mut out = BufWriter::new(&mut sink);
-        if args.format == SimFormat::Html {
-            let html = crate::report::html::SimulateHtml {
-                topology: &topo_source,
-                network: &net,
-                strategies: &[],
-                clients: &results,
-            };
-            crate::report::html::render_simulate(&mut out, &html)?;
-        } else if args.format == SimFormat::Json {
-            render_clients(&mut out, &results, &net, args.format, &layout)?;
-        } else {
-            render_clients(
-                &mut layout.writer(&mut out),
-                &results,
-                &net,
-                args.format,
-                &layout,
-            )?;
-        }
-        out.flush()?;
-        drop(out);
-        sink.finish()?;
-        return Ok(ExitStatus::Clean);
+        client_results = Some(results);
     }
-    let mut results = Vec::new();
-    for (size, b) in &batches {
-        for &s in &strategies {
-            results.push((*size, simulate(b, &topology, s, &net)));
+    let results = match &client_results {
+        Some(_) => Vec::new(),
+        None => {
+            let mut results = Vec::new();
+            for (size, b) in &batches {
+                for &s in &strategies {
+                    results.push((*size, simulate(b, &topology, s, &net)));
+                }
+            }
+            results
         }
-    }
+    };
+    let report = SimulationReport {
+        topology: topo_source,
+        nodes: topology.nodes().len(),
+        network: net,
+        strategies,
+        sizes: args.sizes.iter().map(|&n| n.max(1)).collect(),
+        results,
+        clients: client_results,
+    };
     let mut out = BufWriter::new(&mut sink);
     match args.format {
-        SimFormat::Html => {
-            let html = crate::report::html::SimulateHtml {
-                topology: &topo_source,
-                network: &net,
-                strategies: &results,
-                clients: &[],
-            };
-            crate::report::html::render_simulate(&mut out, &html)?;
-        }
-        SimFormat::Json => {
-            let rs: Vec<serde_json::Value> = results
-                .iter()
-                .map(|(size, r)| {
-                    let mut v = serde_json::to_value(r).unwrap_or_default();
-                    if let Some(n) = size {
-                        v["size"] = json!(n);
-                    }
-                    v
-                })
-                .collect();
-            serde_json::to_writer(
-                &mut out,
-                &json!({"schema_version": 2, "network": net, "results": rs}),
-            )?;
-            writeln!(out)?;
-        }
-        SimFormat::Table if !args.sizes.is_empty() => {
-            let mut out = layout.writer(&mut out);
-            write_network(&mut out, &net, Some(topology.nodes().len()))?;
-            // One sweep table per batch: sizes down, strategies across (round trips / latency).
-            let mut names: Vec<String> = Vec::new();
-            for (_, r) in &results {
-                if !names.contains(&r.batch) {
-                    names.push(r.batch.clone());
-                }
-            }
-            for name in names {
-                writeln!(out, "\n{name}: round trips / latency ms by batch size")?;
-                let mut t = layout.table();
-                let mut header = vec!["size".to_string()];
-                header.extend(strategies.iter().map(|s| s.name().to_string()));
-                t.set_header(header);
-                for &n in &args.sizes {
-                    let mut row = vec![Cell::new(n.max(1)).set_alignment(CellAlignment::Right)];
-                    for &st in &strategies {
-                        let cell = results
-                            .iter()
-                            .find(|(size, r)| {
-                                *size == Some(n.max(1)) && r.batch == name && r.strategy == st
-                            })
-                            .map(|(_, r)| format!("{} / {:.3}", r.round_trips, r.latency_ms))
-                            .unwrap_or_default();
-                        row.push(Cell::new(cell).set_alignment(CellAlignment::Right));
-                    }
-                    t.add_row(row);
-                }
-                writeln!(out, "{t}")?;
-            }
-        }
-        SimFormat::Table => {
-            let mut out = layout.writer(&mut out);
-            write_network(&mut out, &net, Some(topology.nodes().len()))?;
-            let right = |s: String| Cell::new(s).set_alignment(CellAlignment::Right);
-            let mut i = 0;
-            while i < results.len() {
-                let (size, first) = &results[i];
-                let keys: u64 = first.nodes.iter().map(|n| n.keys).sum();
-                writeln!(
-                    out,
-                    "\n{}{} ({keys} keys)",
-                    first.batch,
-                    size.map(|n| format!(" [size {n}]")).unwrap_or_default()
-                )?;
-                let mut t = layout.table();
-                t.set_header(vec![
-                    "strategy",
-                    "round trips",
-                    "nodes",
-                    "commands",
-                    "connections",
-                    "bytes",
-                    "latency ms",
-                    "commands per node",
-                ]);
-                while i < results.len()
-                    && results[i].1.batch == first.batch
-                    && results[i].0 == *size
-                {
-                    let r = &results[i].1;
-                    t.add_row(vec![
-                        Cell::new(r.strategy.name()),
-                        right(r.round_trips.to_string()),
-                        right(r.nodes_touched.to_string()),
-                        right(r.commands.to_string()),
-                        right(r.connections.to_string()),
-                        right(r.bytes.to_string()),
-                        right(format!("{:.3}", r.latency_ms)),
-                        Cell::new(
-                            r.nodes
-                                .iter()
-                                .map(|n| format!("{} {}", n.node, n.commands))
-                                .collect::<Vec<_>>()
-                                .join(", "),
-                        ),
-                    ]);
-                    i += 1;
-                }
-                writeln!(out, "{t}")?;
-                for e in &first.errors {
-                    writeln!(out, "error: {e}")?;
-                }
-            }
-        }
+        SimFormat::Html => crate::report::html::render_simulate(&mut out, &report.html())?,
+        SimFormat::Json => render_json(&mut out, &report)?,
+        SimFormat::Table => render_table(&mut layout.writer(&mut out), &report, &layout)?,
     }
     out.flush()?;
     drop(out);
     sink.finish()?;
     Ok(ExitStatus::Clean)
-}
-
-/// Renders client-profile results.
-fn render_clients(
-    out: &mut impl Write,
-    results: &[crate::simulate::ClientResult],
-    net: &NetworkModel,
-    format: SimFormat,
-    layout: &TextLayout,
-) -> anyhow::Result<()> {
-    if format == SimFormat::Json {
-        serde_json::to_writer(
-            &mut *out,
-            &json!({"schema_version": 2, "network": net, "results": results}),
-        )?;
-        writeln!(out)?;
-        return Ok(());
-    }
-    write_network(out, net, None)?;
-    let right = |s: String| Cell::new(s).set_alignment(CellAlignment::Right);
-    let mut i = 0;
-    while i < results.len() {
-        let name = &results[i].batch;
-        writeln!(out, "\n{name}")?;
-        let mut t = layout.table();
-        t.set_header(vec![
-            "client",
-            "outcome",
-            "round trips",
-            "nodes",
-            "commands",
-            "latency ms",
-            "what happens",
-        ]);
-        while i < results.len() && &results[i].batch == name {
-            let r = &results[i];
-            let mut what = match &r.message {
-                Some(m) => m.clone(),
-                None => r
-                    .nodes
-                    .iter()
-                    .map(|n| format!("{} {}", n.node, n.commands))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            };
-            if r.moved + r.ask > 0 {
-                what = format!("{what} ({} MOVED, {} ASK)", r.moved, r.ask);
-            }
-            t.add_row(vec![
-                Cell::new(r.client),
-                Cell::new(r.outcome.name()),
-                right(r.round_trips.to_string()),
-                right(r.nodes_touched.to_string()),
-                right(r.commands.to_string()),
-                right(format!("{:.3}", r.latency_ms)),
-                Cell::new(what),
-            ]);
-            i += 1;
-        }
-        writeln!(out, "{t}")?;
-    }
-    // What each profile models, as footnotes under the tables.
-    writeln!(out, "\nprofiles:")?;
-    let mut seen: Vec<String> = Vec::new();
-    for r in results {
-        let s = format!("{} = {}", r.client, r.models);
-        if !seen.contains(&s) {
-            writeln!(out, "  {s}")?;
-            seen.push(s);
-        }
-    }
-    Ok(())
-}
-
-/// The network model line above the tables.
-fn write_network(
-    out: &mut impl Write,
-    net: &NetworkModel,
-    nodes: Option<usize>,
-) -> std::io::Result<()> {
-    write!(
-        out,
-        "network: rtt {} ms, {} µs per key, {} MB/s",
-        net.rtt_ms, net.per_key_us, net.bandwidth_mb_s
-    )?;
-    match nodes {
-        Some(n) => writeln!(out, "; {n} nodes"),
-        None => writeln!(out),
-    }
 }

@@ -10,6 +10,7 @@ pub mod html;
 pub mod lint;
 pub mod migrate;
 pub mod plan;
+pub mod simulate;
 pub mod slot;
 
 use base64::Engine as _;

@@ -1,0 +1,251 @@
+//! Renders `keyplan simulate`: a table per batch (its strategies, or the client profiles), a
+//! sweep table per batch with `--sizes`, or JSON.
+
+use super::TextLayout;
+use crate::simulate::client::ClientResult;
+use crate::simulate::{NetworkModel, SimResult, Strategy};
+use comfy_table::{Cell, CellAlignment};
+use serde_json::json;
+use std::io::{self, Write};
+
+/// What `simulate` found.
+#[derive(Debug, Clone)]
+pub struct SimulationReport {
+    /// Where keys live, in words.
+    pub topology: String,
+    /// Nodes of the topology.
+    pub nodes: usize,
+    /// The network model.
+    pub network: NetworkModel,
+    /// The strategies run (strategy mode).
+    pub strategies: Vec<Strategy>,
+    /// The swept batch sizes (`--sizes`), or empty.
+    pub sizes: Vec<u64>,
+    /// Strategy results, with the swept size when there is one.
+    pub results: Vec<(Option<u64>, SimResult)>,
+    /// Client-profile results (`--client`); then `results` is empty.
+    pub clients: Option<Vec<ClientResult>>,
+}
+
+impl SimulationReport {
+    /// The report as the HTML renderer takes it.
+    pub fn html(&self) -> super::html::SimulateHtml<'_> {
+        super::html::SimulateHtml {
+            topology: &self.topology,
+            network: &self.network,
+            strategies: &self.results,
+            clients: self.clients.as_deref().unwrap_or(&[]),
+        }
+    }
+}
+
+/// Writes the report as one JSON document (schema_version 2).
+pub fn render_json(out: &mut dyn Write, r: &SimulationReport) -> io::Result<()> {
+    let results: Vec<serde_json::Value> = match &r.clients {
+        Some(c) => c
+            .iter()
+            .map(|x| serde_json::to_value(x).unwrap_or_default())
+            .collect(),
+        None => r
+            .results
+            .iter()
+            .map(|(size, x)| {
+                let mut v = serde_json::to_value(x).unwrap_or_default();
+                if let Some(n) = size {
+                    v["size"] = json!(n);
+                }
+                v
+            })
+            .collect(),
+    };
+    serde_json::to_writer(
+        &mut *out,
+        &json!({"schema_version": 2, "network": r.network, "results": results}),
+    )?;
+    writeln!(out)?;
+    out.flush()
+}
+
+fn right(s: impl ToString) -> Cell {
+    Cell::new(s.to_string()).set_alignment(CellAlignment::Right)
+}
+
+/// Writes the report as tables.
+pub fn render_table(
+    out: &mut dyn Write,
+    r: &SimulationReport,
+    layout: &TextLayout,
+) -> io::Result<()> {
+    match &r.clients {
+        Some(c) => clients_tables(out, c, &r.network, layout),
+        None if !r.sizes.is_empty() => sweep_tables(out, r, layout),
+        None => strategy_tables(out, r, layout),
+    }?;
+    out.flush()
+}
+
+/// One sweep table per batch: sizes down, strategies across (round trips / latency).
+fn sweep_tables(out: &mut dyn Write, r: &SimulationReport, layout: &TextLayout) -> io::Result<()> {
+    write_network(out, &r.network, Some(r.nodes))?;
+    let mut names: Vec<&String> = Vec::new();
+    for (_, x) in &r.results {
+        if !names.contains(&&x.batch) {
+            names.push(&x.batch);
+        }
+    }
+    for name in names {
+        writeln!(out, "\n{name}: round trips / latency ms by batch size")?;
+        let mut t = layout.table();
+        let mut header = vec!["size".to_string()];
+        header.extend(r.strategies.iter().map(|s| s.name().to_string()));
+        t.set_header(header);
+        for &n in &r.sizes {
+            let mut row = vec![right(n.max(1))];
+            for &st in &r.strategies {
+                let cell = r
+                    .results
+                    .iter()
+                    .find(|(size, x)| {
+                        *size == Some(n.max(1)) && &x.batch == name && x.strategy == st
+                    })
+                    .map(|(_, x)| format!("{} / {:.3}", x.round_trips, x.latency_ms))
+                    .unwrap_or_default();
+                row.push(right(cell));
+            }
+            t.add_row(row);
+        }
+        writeln!(out, "{t}")?;
+    }
+    Ok(())
+}
+
+/// One table per batch (and size): a row per strategy.
+fn strategy_tables(
+    out: &mut dyn Write,
+    r: &SimulationReport,
+    layout: &TextLayout,
+) -> io::Result<()> {
+    write_network(out, &r.network, Some(r.nodes))?;
+    let results = &r.results;
+    let mut i = 0;
+    while i < results.len() {
+        let (size, first) = &results[i];
+        let keys: u64 = first.nodes.iter().map(|n| n.keys).sum();
+        writeln!(
+            out,
+            "\n{}{} ({keys} keys)",
+            first.batch,
+            size.map(|n| format!(" [size {n}]")).unwrap_or_default()
+        )?;
+        let mut t = layout.table();
+        t.set_header(vec![
+            "strategy",
+            "round trips",
+            "nodes",
+            "commands",
+            "connections",
+            "bytes",
+            "latency ms",
+            "commands per node",
+        ]);
+        while i < results.len() && results[i].1.batch == first.batch && results[i].0 == *size {
+            let x = &results[i].1;
+            t.add_row(vec![
+                Cell::new(x.strategy.name()),
+                right(x.round_trips),
+                right(x.nodes_touched),
+                right(x.commands),
+                right(x.connections),
+                right(x.bytes),
+                right(format!("{:.3}", x.latency_ms)),
+                Cell::new(
+                    x.nodes
+                        .iter()
+                        .map(|n| format!("{} {}", n.node, n.commands))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                ),
+            ]);
+            i += 1;
+        }
+        writeln!(out, "{t}")?;
+        for e in &first.errors {
+            writeln!(out, "error: {e}")?;
+        }
+    }
+    Ok(())
+}
+
+/// One table per batch: a row per client profile; what each profile models as footnotes.
+fn clients_tables(
+    out: &mut dyn Write,
+    results: &[ClientResult],
+    net: &NetworkModel,
+    layout: &TextLayout,
+) -> io::Result<()> {
+    write_network(out, net, None)?;
+    let mut i = 0;
+    while i < results.len() {
+        let name = &results[i].batch;
+        writeln!(out, "\n{name}")?;
+        let mut t = layout.table();
+        t.set_header(vec![
+            "client",
+            "outcome",
+            "round trips",
+            "nodes",
+            "commands",
+            "latency ms",
+            "what happens",
+        ]);
+        while i < results.len() && &results[i].batch == name {
+            let x = &results[i];
+            let mut what = match &x.message {
+                Some(m) => m.clone(),
+                None => x
+                    .nodes
+                    .iter()
+                    .map(|n| format!("{} {}", n.node, n.commands))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            };
+            if x.moved + x.ask > 0 {
+                what = format!("{what} ({} MOVED, {} ASK)", x.moved, x.ask);
+            }
+            t.add_row(vec![
+                Cell::new(x.client),
+                Cell::new(x.outcome.name()),
+                right(x.round_trips),
+                right(x.nodes_touched),
+                right(x.commands),
+                right(format!("{:.3}", x.latency_ms)),
+                Cell::new(what),
+            ]);
+            i += 1;
+        }
+        writeln!(out, "{t}")?;
+    }
+    writeln!(out, "\nprofiles:")?;
+    let mut seen: Vec<String> = Vec::new();
+    for x in results {
+        let s = format!("{} = {}", x.client, x.models);
+        if !seen.contains(&s) {
+            writeln!(out, "  {s}")?;
+            seen.push(s);
+        }
+    }
+    Ok(())
+}
+
+/// The network model line above the tables.
+fn write_network(out: &mut dyn Write, net: &NetworkModel, nodes: Option<usize>) -> io::Result<()> {
+    write!(
+        out,
+        "network: rtt {} ms, {} µs per key, {} MB/s",
+        net.rtt_ms, net.per_key_us, net.bandwidth_mb_s
+    )?;
+    match nodes {
+        Some(n) => writeln!(out, "; {n} nodes"),
+        None => writeln!(out),
+    }
+}
