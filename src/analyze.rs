@@ -6,10 +6,10 @@
 //! and [`Analyzer::finish`] turns the result into an [`AnalyzeReport`], the versioned JSON
 //! contract documented in README.
 
+use crate::keys::display::ByteString;
 use crate::keys::parallel::ChunkSink;
 use crate::keys::{ReadSummary, Record};
 use crate::pattern::{Delimiters, Observation, PatternTree};
-use crate::report::ByteString;
 use crate::sketch::{Hll, SpaceSaving, hash64};
 use crate::skew::{Skew, describe, skew};
 use crate::slot::bulk::{BulkScanner, KeySpan, LineCounts, LongLine};
@@ -792,7 +792,7 @@ fn notes(patterns: &[PatternReport], topo: &Topology) -> Vec<Note> {
             let node = counts.iter().position(|&c| c == max).unwrap_or(0);
             found.push(format!(
                 "{max} of 10 variants of {} land on {}",
-                crate::report::display_key(&example.0),
+                crate::keys::display::display_key(&example.0),
                 ring.nodes()[node].name
             ));
         }

@@ -11,6 +11,7 @@
 //! in place, and quoted keys are decoded into one reused scratch buffer.
 
 mod chunk;
+pub mod display;
 mod mapped;
 pub mod parallel;
 pub mod pipe;

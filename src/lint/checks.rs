@@ -3,7 +3,7 @@
 
 use super::rule::{BytesFlag, CheckKind, TagFlag};
 use super::{ActiveRule, Diagnostic, RuleSet};
-use crate::report::display_key;
+use crate::keys::display::display_key;
 use crate::scheme::predicates::{
     batch_single_slot, combined_cardinality, seg_text, seg_vars, single_slot_rewrites,
 };

@@ -2,6 +2,7 @@
 // Tests report skips and mismatches on stderr.
 #![allow(clippy::print_stderr)]
 mod analyze;
+mod architecture;
 mod bench;
 mod cli;
 mod house;
