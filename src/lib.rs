@@ -9,6 +9,22 @@
 //! assert_eq!(key_slot(b"{user1000}.following"), key_slot(b"user1000"));
 //! assert_eq!(hash_tag(b"order:{42}:items"), b"42");
 //! ```
+//!
+//! # Layers
+//!
+//! Each layer uses only the ones above it:
+//!
+//! | layer | modules | what it is |
+//! |---|---|---|
+//! | core | [`slot`], [`keys`], [`sketch`], [`skew`] | the slot rule and its kernels, dump readers, sketches, skew statistics |
+//! | model | [`topology`], [`scheme`], [`pattern`] | where keys live, what an application's keys and batches are, key patterns |
+//! | engines | [`analyze`], [`lint`], [`simulate`], [`plan`], [`migrate`] | pure computations that return typed reports |
+//! | adapters | [`live`], [`bench`] | talking to a running cluster (read-only sampling; bench's own keys) |
+//! | output | [`report`] | renderers: a typed report in, bytes on a writer out; nothing else |
+//! | shell | [`cli`] | flags, loading inputs, progress, one engine call, one renderer, exit status |
+//!
+//! Nothing below the shell prints or exits, and nothing below the output layer imports it (a
+//! test checks both).
 #![warn(missing_docs)]
 #![deny(unsafe_code)]
 
