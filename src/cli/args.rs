@@ -156,6 +156,31 @@ pub fn load_scheme(path: &Path) -> anyhow::Result<LoadedScheme> {
     })
 }
 
+/// The batches of a batch file (one a line); errors name the file and line.
+pub fn read_batch_file(path: &Path) -> anyhow::Result<Vec<crate::simulate::Batch>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read batch file '{}'", path.display()))?;
+    crate::simulate::parse_batches(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+}
+
+/// The batches of a `redis-cli MONITOR` capture, and what else it held.
+pub fn read_monitor(
+    path: &Path,
+) -> anyhow::Result<(
+    Vec<crate::simulate::Batch>,
+    crate::simulate::monitor::MonitorStats,
+)> {
+    let bytes = std::fs::read(path)
+        .with_context(|| format!("cannot read MONITOR capture '{}'", path.display()))?;
+    crate::simulate::monitor::parse_monitor(&String::from_utf8_lossy(&bytes)).map_err(|e| {
+        UserError::new(
+            format!("{}: {e}", path.display()),
+            "capture with `redis-cli MONITOR > capture.txt` (one command a line)",
+        )
+        .into()
+    })
+}
+
 /// `--scheme FILE`, else `./keyplan.yaml` when it exists.
 pub fn scheme_path(flag: Option<&PathBuf>) -> Option<PathBuf> {
     match flag {

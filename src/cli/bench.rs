@@ -10,8 +10,7 @@ use crate::report::bench::{
     BenchReport, render_batch_table, render_json, render_table_footer, render_table_header,
 };
 use crate::simulate::NetworkModel;
-use crate::simulate::batch::{Batch, from_scheme, parse_batches};
-use anyhow::Context as _;
+use crate::simulate::batch::{Batch, from_scheme};
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -119,9 +118,7 @@ pub fn run(args: BenchArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
         batches.extend(from_scheme(&super::args::load_scheme(p)?.scheme, None));
     }
     if let Some(p) = &args.batches {
-        let text = std::fs::read_to_string(p)
-            .with_context(|| format!("cannot read batch file '{}'", p.display()))?;
-        batches.extend(parse_batches(&text).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?);
+        batches.extend(super::args::read_batch_file(p)?);
     }
     let live = super::args::live_cluster(url)?;
     let map = live.topology()?;

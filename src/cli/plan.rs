@@ -14,9 +14,7 @@ use crate::plan::observed::plan_observed;
 use crate::plan::workload::Workload;
 use crate::plan::{PlanOptions, plan_scheme, yaml};
 use crate::report::plan::{PlanReport, WorkloadInfo, render_json, render_table};
-use crate::simulate::batch::parse_batches;
 use crate::simulate::{NetworkModel, Strategy};
-use anyhow::Context as _;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 
@@ -250,22 +248,10 @@ pub fn run(mut args: PlanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
     };
     let mut observed_batches = Vec::new();
     if let Some(p) = &args.batches {
-        let text = std::fs::read_to_string(p)
-            .with_context(|| format!("cannot read batch file '{}'", p.display()))?;
-        observed_batches
-            .extend(parse_batches(&text).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?);
+        observed_batches.extend(super::args::read_batch_file(p)?);
     }
     if let Some(p) = &args.monitor {
-        let bytes = std::fs::read(p)
-            .with_context(|| format!("cannot read MONITOR capture '{}'", p.display()))?;
-        let (parsed, _) = crate::simulate::monitor::parse_monitor(&String::from_utf8_lossy(&bytes))
-            .map_err(|e| {
-                UserError::new(
-                    format!("{}: {e}", p.display()),
-                    "capture with `redis-cli MONITOR > capture.txt` (one command a line)",
-                )
-            })?;
-        observed_batches.extend(parsed);
+        observed_batches.extend(super::args::read_monitor(p)?.0);
     }
     let observed = plan_observed(&observed_batches, &topology, &sample, &opts);
     // Findings: a batch with a problem, or one whose recommendation changes anything (every

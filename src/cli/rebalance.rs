@@ -3,8 +3,8 @@
 
 use super::Ctx;
 use super::migration::{
-    PreviewArgs, estimates, finish_report, load_batches, load_preview_scheme, load_sample,
-    load_view, motion, output, require_preview,
+    PreviewArgs, estimates, load_batches, load_preview_scheme, load_sample, load_view, motion,
+    output, require_preview,
 };
 use crate::error::{ExitStatus, UserError};
 use crate::migrate::emit::EmitContext;
@@ -200,7 +200,7 @@ pub fn run(args: RebalanceArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus>
         compare,
         warnings: Vec::new(),
     };
-    finish_report(&mut report, &view, &moves, rate, budget)?;
+    crate::migrate::finish_report(&mut report, &view, &moves, rate, budget)?;
     if !removed.is_empty() {
         let after = view.owners_after(&moves);
         for &r in &removed {

@@ -3,8 +3,8 @@
 
 use super::Ctx;
 use super::migration::{
-    PreviewArgs, estimates, finish_report, load_batches, load_preview_scheme, load_sample,
-    load_view, motion, output, require_preview,
+    PreviewArgs, estimates, load_batches, load_preview_scheme, load_sample, load_view, motion,
+    output, require_preview,
 };
 use crate::error::ExitStatus;
 use crate::migrate::emit::EmitContext;
@@ -104,7 +104,7 @@ pub fn run(args: ReshardArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
             ),
         ));
     }
-    finish_report(&mut report, &view, &plan.moves, rate, budget)?;
+    crate::migrate::finish_report(&mut report, &view, &plan.moves, rate, budget)?;
     let emit_ctx = EmitContext {
         header: vec![
             format!("redis-cli reshard plan from {}", report.topology),

@@ -5,7 +5,7 @@ use super::args::TopologyArgs;
 use crate::error::{ExitStatus, UserError};
 use crate::report::simulate::{SimulationReport, render_json, render_table};
 use crate::simulate::{
-    Batch, Client, NetworkModel, Strategy, batch, parse_batches, simulate, simulate_client_stale,
+    Batch, Client, NetworkModel, Strategy, batch, simulate, simulate_client_stale,
 };
 use anyhow::Context as _;
 use std::io::{BufWriter, Write};
@@ -257,23 +257,11 @@ pub fn run(args: SimulateArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
     let mut sink = super::args::output_sink(args.output.as_ref(), &mut *ctx.stdout)?;
     let mut batches: Vec<(Option<u64>, Batch)> = Vec::new();
     if let Some(p) = &args.batches {
-        let text = std::fs::read_to_string(p)
-            .with_context(|| format!("cannot read batch file '{}'", p.display()))?;
-        let parsed = parse_batches(&text).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;
+        let parsed = super::args::read_batch_file(p)?;
         batches.extend(parsed.into_iter().map(|b| (None, b)));
     }
     if let Some(p) = &args.monitor {
-        let text = std::fs::read(p)
-            .with_context(|| format!("cannot read MONITOR capture '{}'", p.display()))?;
-        let (parsed, stats) = crate::simulate::monitor::parse_monitor(&String::from_utf8_lossy(
-            &text,
-        ))
-        .map_err(|e| {
-            UserError::new(
-                format!("{}: {e}", p.display()),
-                "capture with `redis-cli MONITOR > capture.txt` (one command a line)",
-            )
-        })?;
+        let (parsed, stats) = super::args::read_monitor(p)?;
         writeln!(
             ctx.stderr,
             "{}: {} commands, {} batches; {} single-key commands are not batches{}",

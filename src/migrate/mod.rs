@@ -11,9 +11,11 @@ pub mod impact;
 pub mod load_aware;
 pub mod redis_cli;
 
+use crate::error::UserError;
 use crate::slot::SLOT_COUNT;
 use crate::topology::nodes::{self, NodeLine};
 use crate::topology::{Migration, NO_OWNER, Node, SlotMap, TopologyError, format_ranges};
+use impact::{ByteSize, Rate, emptied_early, migration_seconds, over_budget};
 
 /// A node as redis-cli's cluster manager sees it.
 #[derive(Debug, Clone, PartialEq)]
@@ -468,6 +470,95 @@ pub fn ranges_text(slots: &[u16]) -> String {
     let mut v = slots.to_vec();
     v.sort_unstable();
     format_ranges(&ranges(v))
+}
+
+/// Fills in the time estimate and the warnings that follow from the plan.
+pub fn finish_report(
+    report: &mut MigrationReport,
+    view: &ClusterView,
+    moves: &[Move],
+    rate: Option<Rate>,
+    budget: Option<ByteSize>,
+) -> Result<(), UserError> {
+    for (node, k) in emptied_early(view, moves) {
+        report.warnings.push(Warning::new(
+            WarningKind::EmptiedEarly {
+                node: view.nodes[node].name.clone(),
+                step: k + 1,
+                moves: moves.len(),
+            },
+            format!(
+                "{} gives its last slot in move {} of {}: with cluster-allow-replica-migration yes (the default) Redis then makes it a replica, and a single redis-cli run stops at the next move with \"ERR Please use SETSLOT only with masters\" (redis/redis#9223); run `CONFIG SET cluster-allow-replica-migration no` on it first, or run the moves one by one (--emit redis-cli)",
+                view.nodes[node].name,
+                k + 1,
+                moves.len()
+            ),
+        ));
+    }
+    let scale = report.sample.scale;
+    let has_bytes = report.sample.has_bytes;
+    if let Some(r) = rate {
+        let secs = migration_seconds(&report.plan.impact, r, scale, has_bytes);
+        if secs.is_none() {
+            return Err(UserError::new(
+                "--migrate-rate in bytes per second needs bytes in the sample",
+                "give a tsv sample (key<TAB>bytes), sample live with --bytes, or a rate in keys/s",
+            ));
+        }
+        report.plan.migration_seconds = secs;
+        if let Some(c) = &mut report.compare {
+            c.migration_seconds = migration_seconds(&c.impact, r, scale, has_bytes);
+        }
+    }
+    if let Some(b) = budget {
+        if !has_bytes {
+            return Err(UserError::new(
+                "--max-node-bytes needs bytes in the sample",
+                "give a tsv sample (key<TAB>bytes) or sample live with --bytes",
+            ));
+        }
+        for (name, bytes) in over_budget(&report.plan.impact, b.bytes, scale) {
+            let text = format!(
+                "{name} would hold {} after the move, {} ({:.1}%) over the --max-node-bytes budget of {} (keep headroom for the migration's copy of a slot's keys; add a node or move fewer slots to it)",
+                b.in_unit(bytes),
+                b.show(bytes - b.bytes),
+                100.0 * (bytes - b.bytes) / b.bytes.max(1.0),
+                b.in_unit(b.bytes)
+            );
+            report.warnings.push(Warning::new(
+                WarningKind::OverBudget {
+                    node: name,
+                    bytes,
+                    budget: b.bytes,
+                },
+                text,
+            ));
+        }
+    }
+    use crate::simulate::client::Outcome;
+    let fine = |o: Outcome| matches!(o, Outcome::Ok | Outcome::NotModelled);
+    for m in &report.batches {
+        // Only failures the move causes: a batch that fails on the stable cluster is lint's.
+        if fine(m.baseline) && (!fine(m.during) || !fine(m.after)) {
+            let text = format!(
+                "batch {} fails with {} while slots {} move{}",
+                m.batch,
+                m.client,
+                format_ranges(&m.slots_in_motion),
+                m.message
+                    .as_deref()
+                    .map(|s| format!(": {s}"))
+                    .unwrap_or_default()
+            );
+            let what = WarningKind::BatchFails {
+                batch: m.batch.clone(),
+                client: m.client.to_string(),
+                slots: m.slots_in_motion.clone(),
+            };
+            report.warnings.push(Warning::new(what, text));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -23,7 +23,11 @@ fn domain_modules_do_not_import_the_renderers_or_the_cli_and_do_not_print() {
     let mut checked = 0;
     let mut bad = Vec::new();
     for f in &files {
-        let rel = f.strip_prefix(&src).unwrap().to_string_lossy().replace('\\', "/");
+        let rel = f
+            .strip_prefix(&src)
+            .unwrap()
+            .to_string_lossy()
+            .replace('\\', "/");
         if rel.starts_with("report/") || rel.starts_with("cli/") || rel == "main.rs" {
             continue;
         }
