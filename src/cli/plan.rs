@@ -183,16 +183,7 @@ pub fn run(mut args: PlanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
     let want_observed = args.batches.is_some() || args.monitor.is_some();
     let mut workload = scheme.as_ref().map(|s| Workload::sample(s, nodes));
     if !args.keys.is_empty() {
-        let matchers: Option<Vec<regex::bytes::Regex>> = scheme.as_ref().map(|s| {
-            s.keys
-                .iter()
-                .filter_map(|k| regex::bytes::Regex::new(&s.key_regex(k, true)).ok())
-                .collect()
-        });
-        let set = scheme.as_ref().map(|s| {
-            regex::bytes::RegexSet::new(s.keys.iter().map(|k| s.key_regex(k, false)))
-                .expect("invariant: key_regex compiles")
-        });
+        let matcher = scheme.as_ref().map(crate::scheme::matcher::KeyMatcher::new);
         let opts_r = args.input.read_options();
         let inputs = open_all(&args.keys)?;
         let progress = ctx.progress("reading keys", Unit::Bytes, total_size(&inputs));
@@ -200,22 +191,8 @@ pub fn run(mut args: PlanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
             let input = Counted::new(input, progress.counter());
             let summary = for_each_record(input, &opts_r, |_, rec| {
                 sample_keys += 1;
-                if let (Some(s), Some(w), Some(ms), Some(set)) =
-                    (&scheme, workload.as_mut(), &matchers, &set)
-                {
-                    let m = set.matches(rec.key).iter().next();
-                    let matched = m.and_then(|fi| {
-                        let caps = ms.get(fi)?.captures(rec.key)?;
-                        let vals: Vec<String> = (0..caps.len() - 1)
-                            .map(|i| {
-                                caps.name(&format!("v{i}"))
-                                    .map(|c| String::from_utf8_lossy(c.as_bytes()).into_owned())
-                                    .unwrap_or_default()
-                            })
-                            .collect();
-                        Some((fi, vals))
-                    });
-                    w.add_sample_key(s, &topology, rec.key, matched);
+                if let (Some(s), Some(w), Some(m)) = (&scheme, workload.as_mut(), &matcher) {
+                    w.add_sample_key(s, &topology, rec.key, m.matched(rec.key));
                 }
                 if want_observed {
                     if sample.len() < MAX_SAMPLE_KEYS {

@@ -4,6 +4,7 @@
 use super::rule::{BytesFlag, CheckKind, TagFlag};
 use super::{ActiveRule, Diagnostic, RuleSet};
 use crate::keys::display::display_key;
+use crate::scheme::matcher::KeyMatcher;
 use crate::scheme::predicates::{
     batch_single_slot, combined_cardinality, seg_text, seg_vars, single_slot_rewrites,
 };
@@ -254,18 +255,13 @@ fn bytes_hit(flag: BytesFlag, key: &[u8]) -> bool {
     }
 }
 
-/// A compiled key pattern for matching dump keys.
-struct Matcher {
-    re: regex::bytes::Regex,
-    allow: Vec<String>,
-}
-
 /// Lints keys of one dump, one at a time.
 pub struct DumpLinter<'a> {
     rules: Vec<&'a ActiveRule>,
     path: String,
     topo: &'a Topology,
-    matchers: Option<Vec<Matcher>>,
+    /// The scheme's patterns, and per declared key, which of `rules` its `allow:` silences.
+    matcher: Option<(KeyMatcher, Vec<Vec<bool>>)>,
     node_keys: Vec<u64>,
     keys: u64,
     found: Vec<Diagnostic>,
@@ -281,24 +277,20 @@ impl<'a> DumpLinter<'a> {
         path: &str,
     ) -> Self {
         let rules: Vec<&ActiveRule> = rules.active().collect();
-        let matchers = scheme.map(|s| {
-            s.keys
+        let matcher = scheme.map(|s| {
+            let allowed = s
+                .keys
                 .iter()
-                .filter_map(|k| {
-                    let re = s.key_regex(k, false);
-                    regex::bytes::Regex::new(&re).ok().map(|re| Matcher {
-                        re,
-                        allow: k.allow.clone(),
-                    })
-                })
-                .collect()
+                .map(|k| rules.iter().map(|r| allowed(&k.allow, r)).collect())
+                .collect();
+            (KeyMatcher::new(s), allowed)
         });
         let n = rules.len();
         DumpLinter {
             rules,
             path: path.to_string(),
             topo,
-            matchers,
+            matcher,
             node_keys: vec![0; topo.nodes().len()],
             keys: 0,
             found: Vec::new(),
@@ -320,17 +312,14 @@ impl<'a> DumpLinter<'a> {
         if let Some(i) = self.topo.node_of(key) {
             self.node_keys[i] += 1;
         }
-        let allow: Vec<String> = match &self.matchers {
-            Some(ms) => ms
-                .iter()
-                .find(|m| m.re.is_match(key))
-                .map(|m| m.allow.clone())
-                .unwrap_or_default(),
-            None => Vec::new(),
-        };
+        let family = self.matcher.as_ref().map(|(m, _)| m.family(key));
         for i in 0..self.rules.len() {
             let r = self.rules[i];
-            if allowed(&allow, r) {
+            let silenced = match (&self.matcher, family) {
+                (Some((_, allowed)), Some(Some(f))) => allowed[f][i],
+                _ => false,
+            };
+            if silenced {
                 continue;
             }
             match &r.spec.check {
@@ -378,20 +367,16 @@ impl<'a> DumpLinter<'a> {
                         None,
                     );
                 }
-                CheckKind::UnmatchedKey => {
-                    if let Some(ms) = &self.matchers
-                        && !ms.iter().any(|m| m.re.is_match(key))
-                    {
-                        self.push(
-                            i,
-                            line,
-                            format!(
-                                "key {} matches no pattern declared in the scheme",
-                                display_key(key)
-                            ),
-                            Some("declare its pattern under `keys:`".into()),
-                        );
-                    }
+                CheckKind::UnmatchedKey if family == Some(None) => {
+                    self.push(
+                        i,
+                        line,
+                        format!(
+                            "key {} matches no pattern declared in the scheme",
+                            display_key(key)
+                        ),
+                        Some("declare its pattern under `keys:`".into()),
+                    );
                 }
                 _ => {}
             }
