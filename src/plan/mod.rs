@@ -116,11 +116,37 @@ pub struct KeyAllow {
     pub rules: Vec<String>,
 }
 
+/// What a candidate does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CandidateKind {
+    /// Keep the patterns as they are.
+    Keep,
+    /// Put the batch's keys on one hash tag.
+    Tag,
+    /// A tag with a bucket variable: the keys stay spread, one pipeline per bucket.
+    Bucket,
+    /// Keep the patterns; one pipeline per node, all nodes at once.
+    PerNodePipelines,
+}
+
+impl CandidateKind {
+    /// Its name in JSON and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            CandidateKind::Keep => "keep",
+            CandidateKind::Tag => "tag",
+            CandidateKind::Bucket => "bucket",
+            CandidateKind::PerNodePipelines => "per-node-pipelines",
+        }
+    }
+}
+
 /// A candidate layout for one batch.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Candidate {
-    /// `keep`, `tag`, `bucket`, `per-node-pipelines`.
-    pub kind: &'static str,
+    /// What it does.
+    pub kind: CandidateKind,
     /// One line: what changes.
     pub summary: String,
     /// Pattern changes, ready to paste.
@@ -280,7 +306,7 @@ fn plan_batch(ctx: &Ctx<'_>, b: &SchemeBatch) -> BatchPlan {
     let atomic = b.command.is_atomic();
     let crossslot = atomic && single.is_err();
     let keep = Candidate {
-        kind: "keep",
+        kind: CandidateKind::Keep,
         summary: "keep the current patterns".into(),
         rewrites: Vec::new(),
         new_vars: Vec::new(),
@@ -435,7 +461,7 @@ fn plan_batch(ctx: &Ctx<'_>, b: &SchemeBatch) -> BatchPlan {
                     Vec::new()
                 };
                 cands.push(Candidate {
-                    kind: "tag",
+                    kind: CandidateKind::Tag,
                     summary: format!(
                         "tag `{{{}}}`{}",
                         seg_text(&tag),
@@ -469,7 +495,7 @@ fn plan_batch(ctx: &Ctx<'_>, b: &SchemeBatch) -> BatchPlan {
                     tag.clone(),
                 ));
             }
-            for c in cands.iter().filter(|c| c.kind == "tag") {
+            for c in cands.iter().filter(|c| c.kind == CandidateKind::Tag) {
                 let rw: Vec<(usize, Template)> = fams
                     .iter()
                     .map(|&f| {
@@ -553,7 +579,7 @@ fn plan_batch(ctx: &Ctx<'_>, b: &SchemeBatch) -> BatchPlan {
                 let enough = card.saturating_mul(k) >= needed;
                 let fits = score.skew.is_none_or(|s| s <= ctx.opts.max_skew);
                 let c = Candidate {
-                    kind: "bucket",
+                    kind: CandidateKind::Bucket,
                     summary: format!(
                         "bucketed tag `{{{}}}` with {k} buckets ({} values)",
                         seg_text(&new_tag),
@@ -585,7 +611,7 @@ fn plan_batch(ctx: &Ctx<'_>, b: &SchemeBatch) -> BatchPlan {
             score.outcome = "ok, but not atomic: the batch is split per node".into();
         }
         cands.push(Candidate {
-            kind: "per-node-pipelines",
+            kind: CandidateKind::PerNodePipelines,
             summary: "keep the patterns; send one pipeline per node, all nodes in parallel".into(),
             rewrites: Vec::new(),
             new_vars: Vec::new(),
@@ -686,7 +712,7 @@ fn recommend(
     // moved, then fewest rewrites.
     let mut best: Option<usize> = None;
     for (i, c) in cands.iter().enumerate() {
-        let usable = ok(c) || (!crossslot && c.kind == "per-node-pipelines");
+        let usable = ok(c) || (!crossslot && c.kind == CandidateKind::PerNodePipelines);
         if !usable || skew(c) > max + 1e-9 {
             continue;
         }
@@ -717,14 +743,14 @@ fn recommend(
     if let Some(i) = best {
         let c = &cands[i];
         let why = match c.kind {
-            "tag" => format!(
+            CandidateKind::Tag => format!(
                 "{}: every batch lands on one slot, {} → {} round trip(s), and the busiest node carries {:.2}× the mean (within --max-skew {max})",
                 c.summary,
                 before.round_trips,
                 c.score.round_trips,
                 skew(c)
             ),
-            "bucket" => format!(
+            CandidateKind::Bucket => format!(
                 "{}: the keys stay spread ({:.2}× the mean on the busiest node, within --max-skew {max}); the batch becomes one single-slot pipeline per bucket, touching {} node(s) in {} round trip(s) ({} in parallel)",
                 c.summary,
                 skew(c),
@@ -732,7 +758,7 @@ fn recommend(
                 c.score.round_trips,
                 c.new_vars.first().map(|v| v.cardinality).unwrap_or(0)
             ),
-            "per-node-pipelines" => {
+            CandidateKind::PerNodePipelines => {
                 let pipelines = format!(
                     "keep the layout and send per-node pipelines in parallel: {} round trip(s) instead of {} ({:.3} ms instead of {:.3} ms)",
                     c.score.round_trips, before.round_trips, c.score.latency_ms, before.latency_ms
@@ -740,7 +766,7 @@ fn recommend(
                 // Tags were considered: say why each loses, rather than that none exists.
                 let tags: Vec<&Candidate> = cands
                     .iter()
-                    .filter(|t| t.kind == "tag" || t.kind == "bucket")
+                    .filter(|t| matches!(t.kind, CandidateKind::Tag | CandidateKind::Bucket))
                     .collect();
                 match tags.iter().min_by(|a, b| skew(a).total_cmp(&skew(b))) {
                     None => {
@@ -757,7 +783,7 @@ fn recommend(
                     ),
                 }
             }
-            _ => format!(
+            CandidateKind::Keep => format!(
                 "keeping the layout is best within --max-skew {max}: {} round trip(s)",
                 c.score.round_trips
             ),
@@ -768,7 +794,7 @@ fn recommend(
     let tagged = cands
         .iter()
         .enumerate()
-        .filter(|(_, c)| c.kind == "tag" && ok(c))
+        .filter(|(_, c)| c.kind == CandidateKind::Tag && ok(c))
         .min_by(|a, b| skew(a.1).total_cmp(&skew(b.1)));
     if crossslot {
         if let Some((i, c)) = tagged {
@@ -784,7 +810,7 @@ fn recommend(
         }
         let i = cands
             .iter()
-            .position(|c| c.kind == "per-node-pipelines")
+            .position(|c| c.kind == CandidateKind::PerNodePipelines)
             .unwrap_or(0);
         return (
             i,
@@ -878,7 +904,7 @@ batches:
             c.problem
         );
         let r = &c.candidates[c.recommended];
-        assert_eq!(r.kind, "tag");
+        assert_eq!(r.kind, CandidateKind::Tag);
         let to: Vec<&str> = r.rewrites.iter().map(|x| x.to.as_str()).collect();
         assert_eq!(to, ["order:{<order_id>}:items", "order:{<order_id>}:total"]);
         assert_eq!(r.score.round_trips, 1);
@@ -899,7 +925,7 @@ batches:
             f.problem
         );
         let r = &f.candidates[f.recommended];
-        assert_eq!(r.kind, "bucket", "{f:#?}");
+        assert_eq!(r.kind, CandidateKind::Bucket, "{f:#?}");
         assert!(
             r.rewrites[0]
                 .to
@@ -918,7 +944,7 @@ batches:
         let (_, p) = run();
         let l = &p[2];
         let r = &l.candidates[l.recommended];
-        assert_eq!(r.kind, "per-node-pipelines", "{l:#?}");
+        assert_eq!(r.kind, CandidateKind::PerNodePipelines, "{l:#?}");
         assert!(l.reason.starts_with("no tag helps"), "{}", l.reason);
         assert_eq!(r.score.round_trips, 1);
         assert_eq!(l.candidates[0].score.round_trips, 3);

@@ -441,7 +441,7 @@ proptest! {
         if p.problem.is_none() {
             return Ok(());
         }
-        prop_assert_eq!(c.kind, "tag", "{:#?}", p);
+        prop_assert_eq!(c.kind, keyplan::plan::CandidateKind::Tag, "{:#?}", p);
         let templates: Vec<Template> = scheme
             .keys
             .iter()

@@ -3,16 +3,17 @@
 
 use super::{cards, esc, node_color, page_end, page_start, trim_num};
 use crate::plan::BatchPlan;
+use crate::plan::CandidateKind;
 use crate::report::plan::PlanReport;
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
-fn kind_color(kind: &str) -> &'static str {
+fn kind_color(kind: CandidateKind) -> &'static str {
     match kind {
-        "keep" => "#777777",
-        "tag" => node_color(0),
-        "bucket" => node_color(1),
-        _ => node_color(2),
+        CandidateKind::Keep => "#777777",
+        CandidateKind::Tag => node_color(0),
+        CandidateKind::Bucket => node_color(1),
+        CandidateKind::PerNodePipelines => node_color(2),
     }
 }
 
