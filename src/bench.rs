@@ -5,7 +5,7 @@
 
 use crate::live::{LiveCluster, LiveError, first_line};
 use crate::simulate::exec::{ExecError, ExecPlan, exec_plan, onto_one_tag};
-use crate::simulate::{Batch, NetworkModel, SimResult, Strategy, simulate};
+use crate::simulate::{Batch, NetworkModel, SimResult, Strategy, costed};
 use crate::topology::{SlotMap, Topology};
 use redis::Value;
 use serde::Serialize;
@@ -351,7 +351,8 @@ pub fn run_bench(
                 batch: b.name.clone(),
                 source,
             })?;
-            let predicted = simulate(&input, &topo, s, &opts.net);
+            // The prediction is the cost of the very plan executed.
+            let predicted = costed(b, &topo, s, &plan, 0, &opts.net);
             work.push((b, s, plan, predicted));
         }
     }

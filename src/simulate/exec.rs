@@ -1,6 +1,11 @@
 //! The commands each strategy sends, as an execution plan: waves the client waits for one after
-//! another, each made of lanes (one pipeline on one connection to one node) sent together. The
-//! simulator's counts and `keyplan bench`'s execution come from the same rules.
+//! another, each made of lanes (one pipeline on one connection to one node) sent together.
+//!
+//! This is the one execution model: `keyplan bench` executes the plan [`exec_plan`] builds,
+//! and the simulator's numbers ([`super::simulate`]) are [`cost`] of the plan [`model_plan`]
+//! builds, which is the same plan whenever bench can run the batch (and, where it cannot, the
+//! same rules with the refusals turned into a best effort: an unsplittable multi-key command
+//! split key by key, keys on unserved slots left out and counted).
 
 use super::Strategy;
 use super::batch::{Batch, BatchKind, Op};
@@ -15,6 +20,28 @@ pub struct Lane {
     pub node: usize,
     /// The commands, each as its arguments (name first).
     pub commands: Vec<Vec<Vec<u8>>>,
+    /// Keys the counted commands address (MULTI/EXEC wrappers excluded).
+    pub keys: u64,
+    /// Request bytes of the counted commands (RESP).
+    pub bytes: u64,
+}
+
+impl Lane {
+    fn new(node: usize, commands: Vec<(Args, u64)>) -> Lane {
+        let keys = commands.iter().map(|(_, k)| k).sum();
+        let bytes = commands.iter().map(|(c, _)| request_bytes(c)).sum();
+        Lane {
+            node,
+            commands: commands.into_iter().map(|(c, _)| c).collect(),
+            keys,
+            bytes,
+        }
+    }
+}
+
+fn request_bytes(args: &Args) -> u64 {
+    let refs: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
+    super::resp_bytes(&refs)
 }
 
 /// Lanes sent together; the client waits for all of them.
@@ -58,14 +85,24 @@ fn splits(command: &str) -> bool {
 /// A command's arguments (name first).
 type Args = Vec<Vec<u8>>;
 
-fn per_key(op: &Op) -> Result<Vec<(Option<u16>, Args)>, ExecError> {
+/// How strictly a plan is built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// What bench can execute: refuses what it cannot.
+    Strict,
+    /// The simulator's best effort: never refuses.
+    Model,
+}
+
+/// The commands of `op` with the slot of their key and their number of keys.
+fn per_key(op: &Op, mode: Mode) -> Result<Vec<(Option<u16>, Args, u64)>, ExecError> {
     if op.keys.is_empty() {
-        return Ok(vec![(None, op.args.clone())]);
+        return Ok(vec![(None, op.args.clone(), 0)]);
     }
     if op.keys.len() == 1 && !splits(&op.command) {
-        return Ok(vec![(Some(key_slot(&op.keys[0])), op.args.clone())]);
+        return Ok(vec![(Some(key_slot(&op.keys[0])), op.args.clone(), 1)]);
     }
-    if !splits(&op.command) {
+    if !splits(&op.command) && mode == Mode::Strict {
         return Err(ExecError::Unsplittable(op.command.clone()));
     }
     let single = op.single_key_command().as_bytes().to_vec();
@@ -78,7 +115,7 @@ fn per_key(op: &Op) -> Result<Vec<(Option<u16>, Args)>, ExecError> {
             if let Some(v) = op.values.get(i) {
                 args.push(v.clone());
             }
-            (Some(key_slot(k)), args)
+            (Some(key_slot(k)), args, 1)
         })
         .collect())
 }
@@ -100,24 +137,96 @@ pub fn onto_one_tag(b: &Batch) -> Batch {
     })
 }
 
-/// The execution plan of `b` under `strategy` on `topo`. For `Hashtag`, pass the batch
-/// rewritten with [`onto_one_tag`].
+/// The execution plan of `b` under `strategy` on `topo`, as `keyplan bench` runs it. For
+/// `Hashtag`, pass the batch rewritten with [`onto_one_tag`].
 pub fn exec_plan(b: &Batch, topo: &Topology, strategy: Strategy) -> Result<ExecPlan, ExecError> {
-    let node_of = |slot: Option<u16>| -> Result<usize, ExecError> {
+    build(b, topo, strategy, Mode::Strict).map(|(p, _)| p)
+}
+
+/// The plan the simulator costs: [`exec_plan`]'s, never refused (see the module docs). For
+/// `Hashtag`, pass the batch rewritten with [`onto_one_tag`]. Also returns how many commands
+/// were left out because their key's slot has no node.
+pub fn model_plan(b: &Batch, topo: &Topology, strategy: Strategy) -> (ExecPlan, usize) {
+    build(b, topo, strategy, Mode::Model).expect("invariant: the model mode never refuses")
+}
+
+/// What a plan costs under a network model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cost {
+    /// Waves the client waits for.
+    pub round_trips: u64,
+    /// Connections used at once (the widest wave).
+    pub connections: u64,
+    /// Wall-clock estimate: each wave takes its slowest node's time (a node works through
+    /// its lanes of the wave one after another).
+    pub latency_ms: f64,
+}
+
+/// The cost of `plan`: per wave, the slowest node's round trip plus its per-key time and its
+/// request bytes over the bandwidth; waves add up.
+pub fn cost(plan: &ExecPlan, net: &super::NetworkModel) -> Cost {
+    let mut latency = 0.0;
+    for w in &plan.waves {
+        let mut per_node: BTreeMap<usize, (u64, u64)> = BTreeMap::new();
+        for l in &w.lanes {
+            let e = per_node.entry(l.node).or_default();
+            e.0 += l.keys;
+            e.1 += l.bytes;
+        }
+        latency += per_node
+            .values()
+            .map(|&(keys, bytes)| {
+                net.rtt_ms
+                    + keys as f64 * net.per_key_us / 1000.0
+                    + bytes as f64 / (net.bandwidth_mb_s * 1000.0)
+            })
+            .fold(0.0, f64::max);
+    }
+    Cost {
+        round_trips: plan.waves.len() as u64,
+        connections: plan
+            .waves
+            .iter()
+            .map(|w| w.lanes.len() as u64)
+            .max()
+            .unwrap_or(0),
+        latency_ms: latency,
+    }
+}
+
+fn build(
+    b: &Batch,
+    topo: &Topology,
+    strategy: Strategy,
+    mode: Mode,
+) -> Result<(ExecPlan, usize), ExecError> {
+    let mut unplaced = 0;
+    let node_of = |slot: Option<u16>| -> Result<Option<usize>, ExecError> {
         match slot {
-            None => Ok(0),
-            Some(s) => topo.node_of_slot(s).ok_or(ExecError::Unserved(s)),
+            None => Ok(Some(0).filter(|_| !topo.nodes().is_empty())),
+            Some(s) => match topo.node_of_slot(s) {
+                Some(n) => Ok(Some(n)),
+                None if mode == Mode::Model => Ok(None),
+                None => Err(ExecError::Unserved(s)),
+            },
         }
     };
     let mut plan = ExecPlan::default();
     if strategy == Strategy::Hashtag {
         let Some(first) = b.keys().next() else {
-            return Ok(plan);
+            return Ok((plan, 0));
         };
-        let node = node_of(Some(key_slot(first)))?;
-        let mut commands: Vec<Vec<Vec<u8>>> = Vec::new();
-        let counted;
-        match b.kind {
+        let Some(node) = node_of(Some(key_slot(first)))? else {
+            return Ok((plan, b.keys().count()));
+        };
+        let mut commands: Vec<(Args, u64)> = Vec::new();
+        let kind = if b.kind == BatchKind::Script && mode == Mode::Model {
+            // The simulator's best effort: the script's keys, one command each, one trip.
+            BatchKind::Pipeline
+        } else {
+            b.kind
+        };
+        match kind {
             BatchKind::Script => {
                 return Err(ExecError::Unsplittable(
                     b.ops.first().map(|o| o.command.clone()).unwrap_or_default(),
@@ -125,56 +234,54 @@ pub fn exec_plan(b: &Batch, topo: &Topology, strategy: Strategy) -> Result<ExecP
             }
             BatchKind::MultiKey => {
                 // One command with every key (they share one slot now).
-                commands.extend(b.ops.iter().map(|o| o.args.clone()));
-                counted = commands.len() as u64;
+                commands.extend(b.ops.iter().map(|o| (o.args.clone(), o.keys.len() as u64)));
             }
             BatchKind::Pipeline | BatchKind::Multi => {
                 for op in &b.ops {
-                    for (_, c) in per_key(op)? {
-                        commands.push(c);
+                    for (_, c, k) in per_key(op, mode)? {
+                        commands.push((c, k));
                     }
-                }
-                counted = commands.len() as u64;
-                if b.kind == BatchKind::Multi {
-                    commands.insert(0, vec![b"MULTI".to_vec()]);
-                    commands.push(vec![b"EXEC".to_vec()]);
                 }
             }
         }
-        plan.commands_per_node.insert(node, counted);
-        plan.waves.push(Wave {
-            lanes: vec![Lane { node, commands }],
-        });
-        return Ok(plan);
+        plan.commands_per_node.insert(node, commands.len() as u64);
+        let mut lane = Lane::new(node, commands);
+        if kind == BatchKind::Multi {
+            // The wrappers are sent (and are not counted).
+            lane.commands.insert(0, vec![b"MULTI".to_vec()]);
+            lane.commands.push(vec![b"EXEC".to_vec()]);
+        }
+        plan.waves.push(Wave { lanes: vec![lane] });
+        return Ok((plan, 0));
     }
-    let mut cmds: Vec<(usize, Option<u16>, Vec<Vec<u8>>)> = Vec::new();
+    let mut cmds: Vec<(usize, Option<u16>, Args, u64)> = Vec::new();
     for op in &b.ops {
-        for (slot, c) in per_key(op)? {
-            cmds.push((node_of(slot)?, slot, c));
+        for (slot, c, k) in per_key(op, mode)? {
+            match node_of(slot)? {
+                Some(n) => cmds.push((n, slot, c, k)),
+                None => unplaced += 1,
+            }
         }
     }
-    for (n, _, _) in &cmds {
+    for (n, _, _, _) in &cmds {
         *plan.commands_per_node.entry(*n).or_default() += 1;
     }
     match strategy {
         Strategy::Serial => {
-            for (node, _, c) in cmds {
+            for (node, _, c, k) in cmds {
                 plan.waves.push(Wave {
-                    lanes: vec![Lane {
-                        node,
-                        commands: vec![c],
-                    }],
+                    lanes: vec![Lane::new(node, vec![(c, k)])],
                 });
             }
         }
         Strategy::Pipeline | Strategy::Parallel => {
-            let mut per_node: BTreeMap<usize, Vec<Vec<Vec<u8>>>> = BTreeMap::new();
-            for (node, _, c) in cmds {
-                per_node.entry(node).or_default().push(c);
+            let mut per_node: BTreeMap<usize, Vec<(Args, u64)>> = BTreeMap::new();
+            for (node, _, c, k) in cmds {
+                per_node.entry(node).or_default().push((c, k));
             }
             let lanes: Vec<Lane> = per_node
                 .into_iter()
-                .map(|(node, commands)| Lane { node, commands })
+                .map(|(node, commands)| Lane::new(node, commands))
                 .collect();
             if strategy == Strategy::Pipeline {
                 plan.waves = lanes.into_iter().map(|l| Wave { lanes: vec![l] }).collect();
@@ -183,16 +290,16 @@ pub fn exec_plan(b: &Batch, topo: &Topology, strategy: Strategy) -> Result<ExecP
             }
         }
         Strategy::SlotParallel => {
-            let mut per_slot: BTreeMap<(usize, u16), Vec<Vec<Vec<u8>>>> = BTreeMap::new();
-            for (node, slot, c) in cmds {
+            let mut per_slot: BTreeMap<(usize, u16), Vec<(Args, u64)>> = BTreeMap::new();
+            for (node, slot, c, k) in cmds {
                 per_slot
                     .entry((node, slot.unwrap_or(0)))
                     .or_default()
-                    .push(c);
+                    .push((c, k));
             }
             let lanes: Vec<Lane> = per_slot
                 .into_iter()
-                .map(|((node, _), commands)| Lane { node, commands })
+                .map(|((node, _), commands)| Lane::new(node, commands))
                 .collect();
             if !lanes.is_empty() {
                 plan.waves.push(Wave { lanes });
@@ -200,7 +307,7 @@ pub fn exec_plan(b: &Batch, topo: &Topology, strategy: Strategy) -> Result<ExecP
         }
         Strategy::Hashtag => unreachable!("handled above"),
     }
-    Ok(plan)
+    Ok((plan, unplaced))
 }
 
 #[cfg(test)]
@@ -208,6 +315,76 @@ mod tests {
     use super::*;
     use crate::simulate::{NetworkModel, parse_batches, simulate};
     use crate::topology::SlotMap;
+
+    /// The simulator's numbers are the cost of the very plan bench executes: for every batch
+    /// bench can run and every strategy, the strict plan equals the model plan, and
+    /// `simulate` reports its waves, lanes, per-node commands, keys, bytes and cost.
+    #[test]
+    fn simulate_is_the_cost_of_the_plan_bench_executes() {
+        let t = Topology::Cluster(SlotMap::from_masters(3).unwrap());
+        let net = NetworkModel::default();
+        let text = "MGET hello somekey x bar a b foo{hash_tag}\nPIPELINE GET session:9; ZADD board 1 x; HGET cart:7 items\nMULTI SET {u}a 1; INCR {u}b\nMSET a 1 b 2 c 3\nDEL k1 k2 k3 k4\nPIPELINE PING; GET a\n";
+        for b in parse_batches(text).unwrap() {
+            for s in Strategy::ALL {
+                let input = if s == Strategy::Hashtag {
+                    onto_one_tag(&b)
+                } else {
+                    b.clone()
+                };
+                let strict = exec_plan(&input, &t, s).unwrap();
+                let (model, unplaced) = model_plan(&input, &t, s);
+                assert_eq!(strict, model, "{} {s:?}", b.name);
+                assert_eq!(unplaced, 0);
+                let r = simulate(&b, &t, s, &net);
+                let c = cost(&strict, &net);
+                assert_eq!(r.round_trips, c.round_trips, "{} {s:?}", b.name);
+                assert_eq!(r.connections, c.connections, "{} {s:?}", b.name);
+                assert_eq!(r.latency_ms, c.latency_ms, "{} {s:?}", b.name);
+                let lanes: Vec<&Lane> = strict.waves.iter().flat_map(|w| &w.lanes).collect();
+                assert_eq!(r.bytes, lanes.iter().map(|l| l.bytes).sum::<u64>());
+                let per_node: Vec<(String, u64)> = r
+                    .nodes
+                    .iter()
+                    .map(|n| (n.node.clone(), n.commands))
+                    .collect();
+                let planned: Vec<(String, u64)> = strict
+                    .commands_per_node
+                    .iter()
+                    .map(|(&n, &c)| (t.nodes()[n].name.clone(), c))
+                    .collect();
+                assert_eq!(planned, per_node, "{} {s:?}", b.name);
+                // Every key of the batch is addressed once (keyless commands aside).
+                let keys: u64 = r.nodes.iter().map(|n| n.keys).sum();
+                assert_eq!(keys, b.keys().count() as u64, "{} {s:?}", b.name);
+            }
+        }
+    }
+
+    /// What bench refuses, the simulator still costs: an unsplittable command key by key, and
+    /// keys on unserved slots left out and counted.
+    #[test]
+    fn the_model_never_refuses() {
+        let t = Topology::Cluster(SlotMap::from_masters(3).unwrap());
+        let b = &parse_batches("SUNION a b c").unwrap()[0];
+        assert!(exec_plan(b, &t, Strategy::Pipeline).is_err());
+        let (p, unplaced) = model_plan(b, &t, Strategy::Pipeline);
+        assert_eq!(p.commands_per_node.values().sum::<u64>(), 3);
+        assert_eq!(unplaced, 0);
+        let partial = Topology::parse_as(
+            "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa 127.0.0.1:7000@17000 myself,master - 0 0 1 connected 0-8191\n",
+            crate::topology::TopologyFormat::ClusterNodes,
+            &crate::topology::TopologyOptions {
+                allow_partial: true,
+                pool: None,
+            },
+        )
+        .unwrap();
+        let b = &parse_batches("MGET hello somekey").unwrap()[0];
+        assert!(exec_plan(b, &partial, Strategy::Pipeline).is_err());
+        // hello → 866 (served), somekey → 11058 (not served).
+        let (p, unplaced) = model_plan(b, &partial, Strategy::Pipeline);
+        assert_eq!((p.waves.len(), unplaced), (1, 1));
+    }
 
     #[test]
     fn plans_agree_with_the_simulator() {

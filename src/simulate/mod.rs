@@ -7,7 +7,6 @@ pub mod client;
 pub mod exec;
 pub mod monitor;
 
-use crate::slot::key_slot;
 use crate::topology::Topology;
 pub use batch::{Batch, BatchKind, Op, parse_batches};
 pub use client::{Client, ClientResult, Outcome, simulate_client, simulate_client_stale};
@@ -124,148 +123,65 @@ pub(crate) fn resp_bytes(args: &[&[u8]]) -> u64 {
     n as u64
 }
 
-/// One command as a strategy sends it: its name, its keys, its slot and node.
-struct Cmd {
-    keys: Vec<Vec<u8>>,
-    bytes: u64,
-    node: Option<usize>,
-    slot: u16,
-}
-
-/// The single-key commands a batch becomes when split key by key (MGET → GET, MSET → SET…).
-fn split_per_key(b: &Batch, topo: &Topology) -> Vec<Cmd> {
-    let mut out = Vec::new();
-    for op in &b.ops {
-        let single = op.single_key_command();
-        for (i, k) in op.keys.iter().enumerate() {
-            let mut args: Vec<&[u8]> = vec![single.as_bytes(), k];
-            let extra = op.values.get(i).map(|v| v.as_slice());
-            if let Some(v) = extra {
-                args.push(v);
-            }
-            out.push(Cmd {
-                keys: vec![k.clone()],
-                bytes: resp_bytes(&args),
-                node: topo.node_of(k),
-                slot: key_slot(k),
-            });
-        }
-        if op.keys.is_empty() {
-            // A keyless command (e.g. PING inside a pipeline): any node; count it on the first.
-            out.push(Cmd {
-                keys: Vec::new(),
-                bytes: resp_bytes(&[op.command.as_bytes()]),
-                node: Some(0).filter(|_| !topo.nodes().is_empty()),
-                slot: 0,
-            });
-        }
-    }
-    out
-}
-
-/// Simulates a batch under a strategy.
+/// Simulates a batch under a strategy: the cost of the execution plan `keyplan bench` runs
+/// (see [`exec`]), with each node's commands, keys and request bytes.
 pub fn simulate(b: &Batch, topo: &Topology, strategy: Strategy, net: &NetworkModel) -> SimResult {
-    let names: Vec<&crate::topology::Node> = topo.nodes().iter().collect();
-    let per_key = split_per_key(b, topo);
+    let input = if strategy == Strategy::Hashtag {
+        exec::onto_one_tag(b)
+    } else {
+        b.clone()
+    };
+    let (plan, unplaced) = exec::model_plan(&input, topo, strategy);
+    costed(b, topo, strategy, &plan, unplaced, net)
+}
+
+/// The result of running `plan` (batch `b`'s plan under `strategy`, with `unplaced` commands
+/// left out for want of a node): what [`simulate`] reports, and what `keyplan bench` predicts
+/// for the plan it executes.
+pub fn costed(
+    b: &Batch,
+    topo: &Topology,
+    strategy: Strategy,
+    plan: &exec::ExecPlan,
+    unplaced: usize,
+    net: &NetworkModel,
+) -> SimResult {
     let mut errors = Vec::new();
-    let unplaced = per_key.iter().filter(|c| c.node.is_none()).count();
     if unplaced > 0 {
         errors.push(format!(
             "{unplaced} key(s) land on slots no node serves (CLUSTERDOWN)"
         ));
     }
-    let placed: Vec<&Cmd> = per_key.iter().filter(|c| c.node.is_some()).collect();
-    // The commands each strategy sends, grouped by the unit it waits for.
+    let names = topo.nodes();
     let mut load: BTreeMap<usize, NodeLoad> = BTreeMap::new();
-    let mut add = |node: usize, commands: u64, keys: u64, bytes: u64| {
-        let e = load.entry(node).or_insert_with(|| NodeLoad {
-            node: names[node].name.clone(),
-            address: names[node].address.clone(),
+    for lane in plan.waves.iter().flat_map(|w| &w.lanes) {
+        let e = load.entry(lane.node).or_insert_with(|| NodeLoad {
+            node: names[lane.node].name.clone(),
+            address: names[lane.node].address.clone(),
             commands: 0,
             keys: 0,
             bytes: 0,
         });
-        e.commands += commands;
-        e.keys += keys;
-        e.bytes += bytes;
-    };
-    let us = |keys: u64| keys as f64 * net.per_key_us / 1000.0;
-    let wire = |bytes: u64| bytes as f64 / (net.bandwidth_mb_s * 1000.0);
-    let (round_trips, connections, latency) = match strategy {
-        Strategy::Serial => {
-            let mut lat = 0.0;
-            for c in &placed {
-                add(c.node.unwrap_or(0), 1, c.keys.len() as u64, c.bytes);
-                lat += net.rtt_ms + us(c.keys.len() as u64) + wire(c.bytes);
-            }
-            (placed.len() as u64, 1, lat)
+        e.keys += lane.keys;
+        e.bytes += lane.bytes;
+    }
+    for (n, c) in &plan.commands_per_node {
+        if let Some(e) = load.get_mut(n) {
+            e.commands = *c;
         }
-        Strategy::Pipeline | Strategy::Parallel | Strategy::SlotParallel => {
-            for c in &placed {
-                add(c.node.unwrap_or(0), 1, c.keys.len() as u64, c.bytes);
-            }
-            let per_node: Vec<f64> = load
-                .values()
-                .map(|l| net.rtt_ms + us(l.keys) + wire(l.bytes))
-                .collect();
-            match strategy {
-                Strategy::Pipeline => (load.len() as u64, 1, per_node.iter().sum()),
-                Strategy::Parallel => (
-                    u64::from(!load.is_empty()),
-                    load.len() as u64,
-                    per_node.iter().cloned().fold(0.0, f64::max),
-                ),
-                _ => {
-                    let slots: std::collections::BTreeSet<u16> =
-                        placed.iter().map(|c| c.slot).collect();
-                    (
-                        u64::from(!load.is_empty()),
-                        slots.len() as u64,
-                        per_node.iter().cloned().fold(0.0, f64::max),
-                    )
-                }
-            }
-        }
-        Strategy::Hashtag => {
-            // Every key gets the first key's hash tag: one node; a multi-key command stays one
-            // command, a pipeline or MULTI stays one round trip.
-            let node = placed.first().and_then(|c| c.node);
-            let keys: u64 = placed.iter().map(|c| c.keys.len() as u64).sum();
-            let (commands, bytes) = match b.kind {
-                BatchKind::MultiKey => {
-                    let mut args: Vec<&[u8]> = vec![b.ops[0].command.as_bytes()];
-                    for op in &b.ops {
-                        for (i, k) in op.keys.iter().enumerate() {
-                            args.push(k);
-                            if let Some(v) = op.values.get(i) {
-                                args.push(v);
-                            }
-                        }
-                    }
-                    (1, resp_bytes(&args))
-                }
-                _ => (placed.len() as u64, placed.iter().map(|c| c.bytes).sum()),
-            };
-            match node {
-                Some(n) => {
-                    add(n, commands, keys, bytes);
-                    (1, 1, net.rtt_ms + us(keys) + wire(bytes))
-                }
-                None => (0, 0, 0.0),
-            }
-        }
-    };
+    }
+    let c = exec::cost(plan, net);
     let nodes: Vec<NodeLoad> = load.into_values().collect();
     SimResult {
         batch: b.name.clone(),
         batch_id: b.id.clone(),
         strategy,
-        round_trips,
+        round_trips: c.round_trips,
         nodes_touched: nodes.len(),
         commands: nodes.iter().map(|n| n.commands).sum(),
-        connections,
+        connections: c.connections,
         bytes: nodes.iter().map(|n| n.bytes).sum(),
-        latency_ms: latency,
+        latency_ms: c.latency_ms,
         nodes,
         errors,
     }
