@@ -17,6 +17,7 @@ mod redis;
 mod reports;
 mod rules;
 mod simulate;
+mod snapshots;
 mod support;
 mod terminal;
 mod twemproxy;
