@@ -70,7 +70,10 @@ fn lint_renderers() {
 #[test]
 fn plan_renderers() {
     for f in ["table", "json", "yaml"] {
-        snap(&format!("plan-{f}"), &["plan", "--scheme", SCHEME, "--format", f]);
+        snap(
+            &format!("plan-{f}"),
+            &["plan", "--scheme", SCHEME, "--format", f],
+        );
     }
     snap(
         "plan-observed-table",
@@ -81,7 +84,10 @@ fn plan_renderers() {
 #[test]
 fn simulate_renderers() {
     snap("simulate-table", &["simulate", "--batches", BATCHES]);
-    snap("simulate-json", &["simulate", "--batches", BATCHES, "--format", "json"]);
+    snap(
+        "simulate-json",
+        &["simulate", "--batches", BATCHES, "--format", "json"],
+    );
     snap(
         "simulate-sweep",
         &["simulate", "--scheme", SCHEME, "--sizes", "1,10,100"],
@@ -96,20 +102,47 @@ fn simulate_renderers() {
 fn migration_renderers() {
     snap(
         "rebalance-table",
-        &["rebalance", "--preview", "--masters", "3", "--keys", KEYS, "--weight", "master-0=2"],
+        &[
+            "rebalance",
+            "--preview",
+            "--masters",
+            "3",
+            "--keys",
+            KEYS,
+            "--weight",
+            "master-0=2",
+        ],
     );
     snap(
         "rebalance-json",
         &[
-            "rebalance", "--preview", "--masters", "3", "--keys", KEYS, "--weight", "master-0=2",
-            "--format", "json",
+            "rebalance",
+            "--preview",
+            "--masters",
+            "3",
+            "--keys",
+            KEYS,
+            "--weight",
+            "master-0=2",
+            "--format",
+            "json",
         ],
     );
     snap(
         "reshard-table",
         &[
-            "reshard", "--preview", "--masters", "3", "--keys", KEYS, "--from", "master-1", "--to",
-            "master-0", "--slots", "500",
+            "reshard",
+            "--preview",
+            "--masters",
+            "3",
+            "--keys",
+            KEYS,
+            "--from",
+            "master-1",
+            "--to",
+            "master-0",
+            "--slots",
+            "500",
         ],
     );
 }
@@ -118,13 +151,32 @@ fn migration_renderers() {
 fn slot_and_rules_renderers() {
     snap(
         "slot-table",
-        &["slot", "--masters", "3", "--explain", "user:1", "{user:1}:cart", "a{}b"],
+        &[
+            "slot",
+            "--masters",
+            "3",
+            "--explain",
+            "user:1",
+            "{user:1}:cart",
+            "a{}b",
+        ],
     );
     snap(
         "slot-json",
-        &["slot", "--masters", "3", "--format", "json", "user:1", "{user:1}:cart"],
+        &[
+            "slot",
+            "--masters",
+            "3",
+            "--format",
+            "json",
+            "user:1",
+            "{user:1}:cart",
+        ],
     );
-    snap("slot-counts", &["slot", "--counts", "--masters", "3", "--keys", KEYS]);
+    snap(
+        "slot-counts",
+        &["slot", "--counts", "--masters", "3", "--keys", KEYS],
+    );
     snap("rules-list", &["rules"]);
     snap("rules-explain", &["rules", "explain", "KP201"]);
 }

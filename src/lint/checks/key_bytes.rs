@@ -1,0 +1,52 @@
+//! `key-bytes`: whitespace or control bytes in keys and patterns.
+
+use super::{Check, Finding, allowed};
+use crate::keys::display::display_key;
+use crate::lint::ActiveRule;
+use crate::lint::rule::BytesFlag;
+use crate::scheme::Scheme;
+
+pub(super) struct KeyBytesCheck(pub BytesFlag);
+
+fn hit(flag: BytesFlag, key: &[u8]) -> bool {
+    match flag {
+        BytesFlag::Whitespace => key.iter().any(|&b| b == b' ' || b == b'\t'),
+        BytesFlag::Control => key.iter().any(|&b| (b < 0x20 && b != b'\t') || b == 0x7f),
+    }
+}
+
+impl Check for KeyBytesCheck {
+    fn scheme(&self, r: &ActiveRule, scheme: &Scheme, _nodes: usize) -> Vec<Finding> {
+        scheme
+            .keys
+            .iter()
+            .filter(|k| !allowed(&k.allow, r) && hit(self.0, k.template.text.as_bytes()))
+            .map(|k| {
+                Finding::at(
+                    k.pos,
+                    format!(
+                        "key '{}' (`{}`): {}",
+                        k.name,
+                        k.template.text.escape_debug(),
+                        r.spec.summary
+                    ),
+                    None,
+                )
+            })
+            .collect()
+    }
+
+    fn key(
+        &self,
+        r: &ActiveRule,
+        key: &[u8],
+        _unmatched: bool,
+    ) -> Option<(String, Option<String>)> {
+        hit(self.0, key).then(|| {
+            (
+                format!("key {}: {}", display_key(key), r.spec.summary),
+                None,
+            )
+        })
+    }
+}

@@ -1,0 +1,59 @@
+//! `key-length`: keys (and patterns whose fixed text alone is) longer than a limit.
+
+use super::{Check, Finding, allowed};
+use crate::keys::display::display_key;
+use crate::lint::ActiveRule;
+use crate::scheme::{Scheme, Seg};
+
+pub(super) struct KeyLengthCheck {
+    pub max: usize,
+}
+
+impl Check for KeyLengthCheck {
+    fn scheme(&self, r: &ActiveRule, scheme: &Scheme, _nodes: usize) -> Vec<Finding> {
+        let max = self.max;
+        let mut out = Vec::new();
+        for k in scheme.keys.iter().filter(|k| !allowed(&k.allow, r)) {
+            let fixed: usize = k
+                .template
+                .segs
+                .iter()
+                .map(|s| match s {
+                    Seg::Lit(l) => l.len(),
+                    Seg::Var(_) => 0,
+                })
+                .sum();
+            if fixed > max {
+                out.push(Finding::at(
+                    k.pos,
+                    format!(
+                        "key '{}': its fixed text alone is {fixed} bytes (over {max})",
+                        k.name
+                    ),
+                    None,
+                ));
+            }
+        }
+        out
+    }
+
+    fn key(
+        &self,
+        _r: &ActiveRule,
+        key: &[u8],
+        _unmatched: bool,
+    ) -> Option<(String, Option<String>)> {
+        let max = self.max;
+        (key.len() > max).then(|| {
+            let shown: Vec<u8> = key.iter().take(60).copied().collect();
+            (
+                format!(
+                    "key {}… is {} bytes (over {max})",
+                    display_key(&shown),
+                    key.len()
+                ),
+                None,
+            )
+        })
+    }
+}

@@ -1,0 +1,254 @@
+//! The check kinds, one file each behind the [`Check`] trait. Scheme checks reason on patterns
+//! and declared cardinalities; dump checks look at every key (streaming, bounded memory:
+//! findings per rule and file are capped).
+
+mod cross_slot;
+mod fanout;
+mod key_bytes;
+mod key_length;
+mod node_skew;
+mod tag_cardinality;
+mod tag_shape;
+mod unmatched_key;
+mod unused_tag;
+
+use super::rule::CheckKind;
+use super::{ActiveRule, Diagnostic, RuleSet};
+use crate::scheme::Scheme;
+use crate::scheme::matcher::KeyMatcher;
+use crate::topology::Topology;
+
+/// Findings kept per rule and dump file (the rest are counted in one summary finding).
+const MAX_PER_RULE: usize = 20;
+
+fn diag(
+    r: &ActiveRule,
+    path: &str,
+    line: u64,
+    column: u64,
+    message: String,
+    help: Option<String>,
+) -> Diagnostic {
+    Diagnostic {
+        code: r.spec.id.clone(),
+        name: r.spec.name.clone(),
+        severity: r.severity,
+        message,
+        path: path.to_string(),
+        line,
+        column,
+        help,
+    }
+}
+
+fn allowed(list: &[String], r: &ActiveRule) -> bool {
+    list.iter()
+        .any(|a| a.eq_ignore_ascii_case(&r.spec.id) || *a == r.spec.name)
+}
+
+/// A finding of a check at a place in the scheme.
+pub(crate) struct Finding {
+    line: u64,
+    column: u64,
+    message: String,
+    help: Option<String>,
+}
+
+impl Finding {
+    fn at(pos: crate::scheme::Pos, message: String, help: Option<String>) -> Finding {
+        Finding {
+            line: pos.line as u64,
+            column: pos.column as u64,
+            message,
+            help,
+        }
+    }
+}
+
+/// What one kind of check finds: in a scheme, in one key of a dump, and over a whole dump.
+/// Each kind lives in a file of its own; a kind implements the hooks it needs.
+pub(crate) trait Check {
+    /// Findings in a scheme laid over `nodes` nodes.
+    fn scheme(&self, _r: &ActiveRule, _scheme: &Scheme, _nodes: usize) -> Vec<Finding> {
+        Vec::new()
+    }
+
+    /// A finding for one dump key (`unmatched`: a scheme is given and the key matches none of
+    /// its patterns): the message and a hint.
+    fn key(
+        &self,
+        _r: &ActiveRule,
+        _key: &[u8],
+        _unmatched: bool,
+    ) -> Option<(String, Option<String>)> {
+        None
+    }
+
+    /// A finding over a whole dump, from its keys per node.
+    fn dump(
+        &self,
+        _r: &ActiveRule,
+        _topo: &Topology,
+        _node_keys: &[u64],
+        _keys: u64,
+    ) -> Option<(String, Option<String>)> {
+        None
+    }
+}
+
+/// The check a rule's kind and parameters describe.
+fn check_of(kind: &CheckKind) -> Box<dyn Check> {
+    match kind {
+        CheckKind::TagShape { flag } => Box::new(tag_shape::TagShapeCheck(*flag)),
+        CheckKind::CrossSlot => Box::new(cross_slot::CrossSlotCheck),
+        CheckKind::Fanout { min_nodes } => Box::new(fanout::FanoutCheck {
+            min_nodes: *min_nodes,
+        }),
+        CheckKind::TagCardinality {
+            min_per_node,
+            max_share,
+        } => Box::new(tag_cardinality::TagCardinalityCheck(
+            super::TagRequirement {
+                min_per_node: *min_per_node,
+                max_share: *max_share,
+            },
+        )),
+        CheckKind::UnusedTag => Box::new(unused_tag::UnusedTagCheck),
+        CheckKind::NodeSkew {
+            max_over_mean,
+            min_keys,
+        } => Box::new(node_skew::NodeSkewCheck {
+            max_over_mean: *max_over_mean,
+            min_keys: *min_keys,
+        }),
+        CheckKind::UnmatchedKey => Box::new(unmatched_key::UnmatchedKeyCheck),
+        CheckKind::KeyLength { max } => Box::new(key_length::KeyLengthCheck { max: *max }),
+        CheckKind::KeyBytes { flag } => Box::new(key_bytes::KeyBytesCheck(*flag)),
+    }
+}
+
+/// Checks a scheme against the active rules.
+pub fn lint_scheme(
+    rules: &RuleSet,
+    scheme: &Scheme,
+    path: &str,
+    topo: &Topology,
+) -> Vec<Diagnostic> {
+    let nodes = topo.nodes().len().max(1);
+    let mut out = Vec::new();
+    for r in rules.active() {
+        for f in check_of(&r.spec.check).scheme(r, scheme, nodes) {
+            out.push(diag(r, path, f.line, f.column, f.message, f.help));
+        }
+    }
+    super::sort(&mut out);
+    out
+}
+
+/// Lints keys of one dump, one at a time.
+pub struct DumpLinter<'a> {
+    rules: Vec<&'a ActiveRule>,
+    /// One check per rule, in the same order.
+    checks: Vec<Box<dyn Check>>,
+    path: String,
+    topo: &'a Topology,
+    /// The scheme's patterns, and per declared key, which of `rules` its `allow:` silences.
+    matcher: Option<(KeyMatcher, Vec<Vec<bool>>)>,
+    node_keys: Vec<u64>,
+    keys: u64,
+    found: Vec<Diagnostic>,
+    counts: Vec<usize>,
+}
+
+impl<'a> DumpLinter<'a> {
+    /// A linter for the dump at `path`, with the scheme (for `unmatched-key`) if any.
+    pub fn new(
+        rules: &'a RuleSet,
+        scheme: Option<&Scheme>,
+        topo: &'a Topology,
+        path: &str,
+    ) -> Self {
+        let rules: Vec<&ActiveRule> = rules.active().collect();
+        let matcher = scheme.map(|s| {
+            let allowed = s
+                .keys
+                .iter()
+                .map(|k| rules.iter().map(|r| allowed(&k.allow, r)).collect())
+                .collect();
+            (KeyMatcher::new(s), allowed)
+        });
+        let n = rules.len();
+        let checks = rules.iter().map(|r| check_of(&r.spec.check)).collect();
+        DumpLinter {
+            rules,
+            checks,
+            path: path.to_string(),
+            topo,
+            matcher,
+            node_keys: vec![0; topo.nodes().len()],
+            keys: 0,
+            found: Vec::new(),
+            counts: vec![0; n],
+        }
+    }
+
+    fn push(&mut self, i: usize, line: u64, message: String, help: Option<String>) {
+        self.counts[i] += 1;
+        if self.counts[i] <= MAX_PER_RULE {
+            let d = diag(self.rules[i], &self.path, line, 1, message, help);
+            self.found.push(d);
+        }
+    }
+
+    /// Checks one key (its 1-based line in the dump).
+    pub fn key(&mut self, line: u64, key: &[u8]) {
+        self.keys += 1;
+        if let Some(i) = self.topo.node_of(key) {
+            self.node_keys[i] += 1;
+        }
+        let family = self.matcher.as_ref().map(|(m, _)| m.family(key));
+        for i in 0..self.rules.len() {
+            let r = self.rules[i];
+            let silenced = match (&self.matcher, family) {
+                (Some((_, allowed)), Some(Some(f))) => allowed[f][i],
+                _ => false,
+            };
+            if silenced {
+                continue;
+            }
+            let unmatched = family == Some(None);
+            if let Some((message, help)) = self.checks[i].key(r, key, unmatched) {
+                self.push(i, line, message, help);
+            }
+        }
+    }
+
+    /// The findings, with per-rule overflow summarised and dump-wide checks added.
+    pub fn finish(mut self) -> Vec<Diagnostic> {
+        for i in 0..self.rules.len() {
+            let r = self.rules[i];
+            if let Some((message, help)) =
+                self.checks[i].dump(r, self.topo, &self.node_keys, self.keys)
+            {
+                self.found.push(diag(r, &self.path, 0, 0, message, help));
+            }
+            if self.counts[i] > MAX_PER_RULE {
+                let d = diag(
+                    r,
+                    &self.path,
+                    0,
+                    0,
+                    format!(
+                        "… and {} more keys like these ({} in all)",
+                        self.counts[i] - MAX_PER_RULE,
+                        self.counts[i]
+                    ),
+                    None,
+                );
+                self.found.push(d);
+            }
+        }
+        super::sort(&mut self.found);
+        self.found
+    }
+}
