@@ -4,6 +4,7 @@ use super::Ctx;
 use super::lint::rule_set;
 use crate::error::{ExitStatus, UserError};
 use crate::lint::{ExampleOutcome, check_examples};
+use crate::report::rules::{render_explain, render_list, render_tests};
 use std::path::PathBuf;
 
 /// List keyplan's lint rules, or explain one.
@@ -38,19 +39,11 @@ pub enum RulesAction {
 /// Runs `keyplan rules`.
 pub fn run(args: RulesArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     let set = rule_set(&args.rules, &[], &[], &[])?;
+    let layout = ctx.layout;
+    let mut out = layout.writer(&mut *ctx.stdout);
     match args.action.unwrap_or(RulesAction::List) {
         RulesAction::List => {
-            let mut t = ctx.layout.table();
-            t.set_header(vec!["code", "name", "severity", "summary"]);
-            for r in &set.rules {
-                t.add_row(vec![
-                    r.spec.id.clone(),
-                    r.spec.name.clone(),
-                    r.spec.severity.name().to_string(),
-                    r.spec.summary.clone(),
-                ]);
-            }
-            writeln!(ctx.stdout, "{t}")?;
+            render_list(&mut out, &set, &layout)?;
             Ok(ExitStatus::Clean)
         }
         RulesAction::Explain { code } => {
@@ -64,40 +57,18 @@ pub fn run(args: RulesArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
                         "`keyplan rules` lists the codes and names",
                     )
                 })?;
-            writeln!(
-                ctx.stdout,
-                "{} {} [{}]\n\n{}\n",
-                r.spec.id,
-                r.spec.name,
-                r.spec.severity.name(),
-                r.spec.summary
-            )?;
-            writeln!(ctx.stdout, "{}", r.spec.description.trim_end())?;
+            render_explain(&mut out, r)?;
             Ok(ExitStatus::Clean)
         }
         RulesAction::Test => {
-            let mut failed = 0;
-            for r in &set.rules {
-                let outcome = check_examples(&r.spec);
-                let text = match &outcome {
-                    ExampleOutcome::Validated => "ok".to_string(),
-                    ExampleOutcome::Noisy(e) => format!("NOISY: a valid example is reported: {e}"),
-                    ExampleOutcome::Missing(e) => {
-                        format!("MISSING: an invalid example is not reported: {e}")
-                    }
-                    ExampleOutcome::Broken(e) => format!("BROKEN: {e}"),
-                };
-                if outcome != ExampleOutcome::Validated {
-                    failed += 1;
-                }
-                writeln!(
-                    ctx.stdout,
-                    "{} {} ({}): {text}",
-                    r.spec.id, r.spec.name, r.origin
-                )?;
-            }
-            writeln!(ctx.stdout, "{} rules, {failed} failed", set.rules.len())?;
-            Ok(if failed == 0 {
+            let results: Vec<_> = set
+                .rules
+                .iter()
+                .map(|r| (r, check_examples(&r.spec)))
+                .collect();
+            render_tests(&mut out, &results)?;
+            let ok = results.iter().all(|(_, o)| *o == ExampleOutcome::Validated);
+            Ok(if ok {
                 ExitStatus::Clean
             } else {
                 ExitStatus::Findings

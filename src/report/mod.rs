@@ -10,6 +10,7 @@ pub mod html;
 pub mod lint;
 pub mod migrate;
 pub mod plan;
+pub mod rules;
 pub mod simulate;
 pub mod slot;
 
