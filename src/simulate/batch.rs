@@ -147,9 +147,76 @@ impl Batch {
     }
 }
 
+/// Why a batch file line or a MONITOR capture line could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BatchError {
+    /// A bad `"…"` argument.
+    #[error("line {line}, column {column}: {message}")]
+    Quote {
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// A line of a capture that is not a MONITOR line.
+    #[error(
+        "line {line}, column {column}: {message} (expected `<time> [<db> <client>] \"CMD\" \"arg\" …`, as redis-cli MONITOR prints)"
+    )]
+    Monitor {
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// What is missing.
+        message: &'static str,
+    },
+    /// A command with no name.
+    #[error("line {line}: an empty command")]
+    Empty {
+        /// 1-based line.
+        line: usize,
+    },
+    /// MSET/MSETNX with an odd number of arguments.
+    #[error("line {line}: {command} needs key value pairs")]
+    Pairs {
+        /// 1-based line.
+        line: usize,
+        /// The command.
+        command: String,
+    },
+    /// A script call without a number of keys.
+    #[error("line {line}: {command} script numkeys key … expected")]
+    NumKeys {
+        /// 1-based line.
+        line: usize,
+        /// The command.
+        command: String,
+    },
+    /// A script call with fewer keys than it declares.
+    #[error("line {line}: {command} declares {declared} keys but lists fewer")]
+    FewerKeys {
+        /// 1-based line.
+        line: usize,
+        /// The command.
+        command: String,
+        /// Keys declared.
+        declared: usize,
+    },
+    /// `PIPELINE` or `MULTI` with nothing after it.
+    #[error("line {line}: {head} without commands (separate them with ';')")]
+    NoCommands {
+        /// 1-based line.
+        line: usize,
+        /// `PIPELINE` or `MULTI`.
+        head: String,
+    },
+}
+
 /// Splits a command line into arguments: whitespace-separated, with redis-cli's `"…"` quoting.
 /// `s` starts at 1-based column `col` of line `line` (for error positions).
-pub(crate) fn split_args(s: &str, line: usize, col: usize) -> Result<Vec<Vec<u8>>, String> {
+pub(crate) fn split_args(s: &str, line: usize, col: usize) -> Result<Vec<Vec<u8>>, BatchError> {
     let b = s.as_bytes();
     let mut out = Vec::new();
     let mut i = 0;
@@ -163,7 +230,11 @@ pub(crate) fn split_args(s: &str, line: usize, col: usize) -> Result<Vec<Vec<u8>
             let n = crate::keys::unquote(&b[i..], &mut v).map_err(|e| {
                 // The dump reader's hint about raw dumps does not apply to commands.
                 let what = e.message.split(" (is this a raw dump").next().unwrap_or("");
-                format!("line {line}, column {}: {what}", col - 1 + i + e.column)
+                BatchError::Quote {
+                    line,
+                    column: col - 1 + i + e.column,
+                    message: what.to_string(),
+                }
             })?;
             out.push(v);
             i += n;
@@ -179,9 +250,9 @@ pub(crate) fn split_args(s: &str, line: usize, col: usize) -> Result<Vec<Vec<u8>
 }
 
 /// The keys (and values) of a command, by the command's key positions.
-pub(crate) fn op_of(args: Vec<Vec<u8>>, line: usize) -> Result<Op, String> {
+pub(crate) fn op_of(args: Vec<Vec<u8>>, line: usize) -> Result<Op, BatchError> {
     let Some(name) = args.first() else {
-        return Err(format!("line {line}: an empty command"));
+        return Err(BatchError::Empty { line });
     };
     let command = String::from_utf8_lossy(name).to_ascii_uppercase();
     let n = args.len();
@@ -190,7 +261,7 @@ pub(crate) fn op_of(args: Vec<Vec<u8>>, line: usize) -> Result<Op, String> {
         | "SDIFF" | "PFCOUNT" => ((1..n).collect(), Vec::new()),
         "MSET" | "MSETNX" => {
             if !(n - 1).is_multiple_of(2) {
-                return Err(format!("line {line}: {command} needs key value pairs"));
+                return Err(BatchError::Pairs { line, command });
             }
             ((1..n).step_by(2).collect(), (2..n).step_by(2).collect())
         }
@@ -198,11 +269,16 @@ pub(crate) fn op_of(args: Vec<Vec<u8>>, line: usize) -> Result<Op, String> {
             let k: usize = args
                 .get(2)
                 .and_then(|k| std::str::from_utf8(k).ok()?.parse().ok())
-                .ok_or_else(|| format!("line {line}: {command} script numkeys key … expected"))?;
+                .ok_or_else(|| BatchError::NumKeys {
+                    line,
+                    command: command.clone(),
+                })?;
             if n < 3 + k {
-                return Err(format!(
-                    "line {line}: {command} declares {k} keys but lists fewer"
-                ));
+                return Err(BatchError::FewerKeys {
+                    line,
+                    command,
+                    declared: k,
+                });
             }
             ((3..3 + k).collect(), Vec::new())
         }
@@ -213,7 +289,7 @@ pub(crate) fn op_of(args: Vec<Vec<u8>>, line: usize) -> Result<Op, String> {
 }
 
 /// Parses a batch file: one batch a line; blank lines and `#` comments are skipped.
-pub fn parse_batches(text: &str) -> Result<Vec<Batch>, String> {
+pub fn parse_batches(text: &str) -> Result<Vec<Batch>, BatchError> {
     let mut out = Vec::new();
     for (i, raw) in text.lines().enumerate() {
         let line = i + 1;
@@ -233,9 +309,7 @@ pub fn parse_batches(text: &str) -> Result<Vec<Batch>, String> {
             ops.push(op_of(split_args(p, line, 1)?, line)?);
         }
         if ops.is_empty() {
-            return Err(format!(
-                "line {line}: {upper} without commands (separate them with ';')"
-            ));
+            return Err(BatchError::NoCommands { line, head: upper });
         }
         let kind = if kind == BatchKind::MultiKey
             && matches!(

@@ -5,7 +5,7 @@
 //! A line looks like `1796034785.337983 [0 127.0.0.1:35226] "SET" "a" "1"`; commands a script
 //! runs appear as `[0 lua]` and belong to the script, so they are skipped.
 
-use super::batch::{op_of, split_args};
+use super::batch::{BatchError, op_of, split_args};
 use super::{Batch, BatchKind, Op};
 use std::collections::HashMap;
 
@@ -40,7 +40,7 @@ fn name_of(line: usize, client: &str, ops: &[Op], kind: BatchKind) -> String {
 }
 
 /// Parses a MONITOR capture. Errors name the line and column.
-pub fn parse_monitor(text: &str) -> Result<(Vec<Batch>, MonitorStats), String> {
+pub fn parse_monitor(text: &str) -> Result<(Vec<Batch>, MonitorStats), BatchError> {
     let mut out = Vec::new();
     let mut stats = MonitorStats::default();
     // Per client: the line of its open MULTI and the commands queued since.
@@ -51,10 +51,10 @@ pub fn parse_monitor(text: &str) -> Result<(Vec<Batch>, MonitorStats), String> {
         if l.trim().is_empty() || l == "OK" {
             continue;
         }
-        let bad = |col: usize, what: &str| {
-            format!(
-                "line {line}, column {col}: {what} (expected `<time> [<db> <client>] \"CMD\" \"arg\" …`, as redis-cli MONITOR prints)"
-            )
+        let bad = |column: usize, message: &'static str| BatchError::Monitor {
+            line,
+            column,
+            message,
         };
         let (ts, rest) = l
             .split_once(' ')
@@ -174,10 +174,33 @@ mod tests {
     #[test]
     fn errors_name_the_line() {
         let e = parse_monitor("OK\nhello world\n").unwrap_err();
-        assert!(e.starts_with("line 2, column 1"), "{e}");
+        assert!(
+            matches!(
+                e,
+                BatchError::Monitor {
+                    line: 2,
+                    column: 1,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        assert!(e.to_string().starts_with("line 2, column 1"), "{e}");
         let e = parse_monitor("1.0 [0 c] \"GET\" \"unterminated\n").unwrap_err();
         assert!(
-            e.starts_with("line 1, column 29: the quoted key has no closing"),
+            matches!(
+                e,
+                BatchError::Quote {
+                    line: 1,
+                    column: 29,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        assert!(
+            e.to_string()
+                .starts_with("line 1, column 29: the quoted key has no closing"),
             "{e}"
         );
         let (_, s) = parse_monitor("1.0 [0 c] \"MULTI\"\n1.1 [0 c] \"SET\" \"a\" \"1\"\n").unwrap();
