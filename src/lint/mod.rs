@@ -9,6 +9,7 @@ pub(crate) mod checks;
 pub mod rule;
 
 pub use checks::{DumpLinter, lint_scheme};
+pub use rule::RuleError;
 use rule::{RuleSpec, Severity};
 use serde::Serialize;
 
@@ -56,7 +57,7 @@ pub struct RuleSet {
 
 impl RuleSet {
     /// The built-in rules.
-    pub fn builtin() -> Result<RuleSet, String> {
+    pub fn builtin() -> Result<RuleSet, RuleError> {
         let mut set = RuleSet::default();
         for (file, text) in builtin::BUILTIN {
             set.add(
@@ -68,16 +69,18 @@ impl RuleSet {
     }
 
     /// Adds a rule; codes and names must be unique.
-    pub fn add(&mut self, spec: RuleSpec, origin: String) -> Result<(), String> {
+    pub fn add(&mut self, spec: RuleSpec, origin: String) -> Result<(), RuleError> {
         if let Some(r) = self
             .rules
             .iter()
             .find(|r| r.spec.id == spec.id || r.spec.name == spec.name)
         {
-            return Err(format!(
-                "{origin}: rule {} ({}) clashes with {} ({}) from {}",
-                spec.id, spec.name, r.spec.id, r.spec.name, r.origin
-            ));
+            return Err(RuleError::Clash {
+                origin,
+                rule: format!("{} ({})", spec.id, spec.name),
+                other: format!("{} ({})", r.spec.id, r.spec.name),
+                other_origin: r.origin.clone(),
+            });
         }
         let severity = spec.severity;
         self.rules.push(ActiveRule {
@@ -92,7 +95,7 @@ impl RuleSet {
     /// Loads every `*.yml` / `*.yaml` rule in a directory (sorted by file name). A rule with
     /// the code and name of a built-in rule replaces it (other thresholds, another severity,
     /// its own documentation), as long as it runs the same kind of check.
-    pub fn load_dir(&mut self, files: &[(String, String)]) -> Result<(), String> {
+    pub fn load_dir(&mut self, files: &[(String, String)]) -> Result<(), RuleError> {
         for (path, text) in files {
             let spec = RuleSpec::parse(text, path)?;
             if let Some(i) = self.rules.iter().position(|r| {
@@ -102,10 +105,10 @@ impl RuleSet {
             }) {
                 let old = &self.rules[i].spec.check;
                 if std::mem::discriminant(old) != std::mem::discriminant(&spec.check) {
-                    return Err(format!(
-                        "{path}: rule {} replaces a built-in rule with another kind of check; give it a code of its own",
-                        spec.id
-                    ));
+                    return Err(RuleError::KindChanged {
+                        origin: path.clone(),
+                        id: spec.id,
+                    });
                 }
                 self.rules.remove(i);
             }
@@ -121,12 +124,13 @@ impl RuleSet {
     }
 
     /// Keeps only the rules named (codes, code prefixes like `KP3`, or names).
-    pub fn select(&mut self, codes: &[String]) -> Result<(), String> {
+    pub fn select(&mut self, codes: &[String]) -> Result<(), RuleError> {
         for c in codes {
             if !self.rules.iter().any(|r| matches_code(r, c)) {
-                return Err(format!(
-                    "--select {c}: no rule has this code, prefix or name"
-                ));
+                return Err(RuleError::Unknown {
+                    flag: "--select",
+                    code: c.clone(),
+                });
             }
         }
         for r in &mut self.rules {
@@ -138,7 +142,7 @@ impl RuleSet {
     }
 
     /// Turns the rules named off.
-    pub fn ignore(&mut self, codes: &[String]) -> Result<(), String> {
+    pub fn ignore(&mut self, codes: &[String]) -> Result<(), RuleError> {
         for c in codes {
             let mut hit = false;
             for r in &mut self.rules {
@@ -148,19 +152,21 @@ impl RuleSet {
                 }
             }
             if !hit {
-                return Err(format!(
-                    "--ignore {c}: no rule has this code, prefix or name"
-                ));
+                return Err(RuleError::Unknown {
+                    flag: "--ignore",
+                    code: c.clone(),
+                });
             }
         }
         Ok(())
     }
 
     /// Overrides one rule's severity.
-    pub fn set_severity(&mut self, code: &str, severity: Severity) -> Result<(), String> {
-        let i = self
-            .find(code)
-            .ok_or_else(|| format!("--severity {code}=…: no rule has this code or name"))?;
+    pub fn set_severity(&mut self, code: &str, severity: Severity) -> Result<(), RuleError> {
+        let i = self.find(code).ok_or_else(|| RuleError::Unknown {
+            flag: "--severity",
+            code: format!("{code}=…"),
+        })?;
         self.rules[i].severity = severity;
         Ok(())
     }

@@ -66,6 +66,65 @@ pub enum BytesFlag {
     Control,
 }
 
+/// Why a rule file or a rule choice cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RuleError {
+    /// The file is not a rule (YAML or fields).
+    #[error("{origin}: {message}")]
+    Yaml {
+        /// The file.
+        origin: String,
+        /// What is wrong, with its position.
+        message: String,
+    },
+    /// A code that is not upper-case letters and digits.
+    #[error("{origin}: id '{id}' must be upper-case letters and digits, like KP101")]
+    BadId {
+        /// The file.
+        origin: String,
+        /// The code.
+        id: String,
+    },
+    /// A name that is not kebab-case.
+    #[error("{origin}: name '{name}' must be kebab-case")]
+    BadName {
+        /// The file.
+        origin: String,
+        /// The name.
+        name: String,
+    },
+    /// Two rules with one code or one name.
+    #[error("{origin}: rule {rule} clashes with {other} from {other_origin}")]
+    Clash {
+        /// The file of the new rule.
+        origin: String,
+        /// Its code and name: `KP201 (low-cardinality-hash-tag)`.
+        rule: String,
+        /// The code and name of the rule already there.
+        other: String,
+        /// Where it came from.
+        other_origin: String,
+    },
+    /// A rule replacing a built-in one with another kind of check.
+    #[error(
+        "{origin}: rule {id} replaces a built-in rule with another kind of check; give it a code of its own"
+    )]
+    KindChanged {
+        /// The file.
+        origin: String,
+        /// The code.
+        id: String,
+    },
+    /// `--select`, `--ignore` or `--severity` naming no rule.
+    #[error("{flag} {code}: no rule has this code, prefix or name")]
+    Unknown {
+        /// The flag.
+        flag: &'static str,
+        /// What it named.
+        code: String,
+    },
+}
+
 /// The check a rule runs, with its parameters. Every parameter is required: a rule file states
 /// its own values, and the built-in rules' files in `rules/` are the only place keyplan's
 /// defaults are written.
@@ -172,18 +231,21 @@ pub struct RuleSpec {
 
 impl RuleSpec {
     /// Parses a rule file; `origin` names it in errors.
-    pub fn parse(text: &str, origin: &str) -> Result<RuleSpec, String> {
-        let r: RuleSpec = serde_saphyr::from_str(text).map_err(|e| format!("{origin}: {e}"))?;
+    pub fn parse(text: &str, origin: &str) -> Result<RuleSpec, RuleError> {
+        let r: RuleSpec = serde_saphyr::from_str(text).map_err(|e| RuleError::Yaml {
+            origin: origin.to_string(),
+            message: e.to_string(),
+        })?;
         let code_ok = r.id.len() == 5 && r.id.starts_with("KP")
             || (r.id.len() >= 3
                 && r.id
                     .chars()
                     .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit()));
         if !code_ok {
-            return Err(format!(
-                "{origin}: id '{}' must be upper-case letters and digits, like KP101",
-                r.id
-            ));
+            return Err(RuleError::BadId {
+                origin: origin.to_string(),
+                id: r.id,
+            });
         }
         if r.name.is_empty()
             || !r
@@ -191,7 +253,10 @@ impl RuleSpec {
                 .chars()
                 .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
         {
-            return Err(format!("{origin}: name '{}' must be kebab-case", r.name));
+            return Err(RuleError::BadName {
+                origin: origin.to_string(),
+                name: r.name,
+            });
         }
         Ok(r)
     }
