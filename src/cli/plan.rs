@@ -112,6 +112,61 @@ pub struct PlanArgs {
 pub fn run(mut args: PlanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     // As lint does: the scheme of the current directory unless one is named.
     args.scheme = scheme_path(args.scheme.as_ref());
+    check(&args)?;
+    let loaded = args.scheme.as_deref().map(load_scheme).transpose()?;
+    let (topology, topo_source) = args.topology.resolve_with_scheme(loaded.as_ref())?;
+    let scheme = loaded.as_ref().map(|l| &l.scheme);
+    let opts = options(&args)?;
+    let sample = read_sample(&args, scheme, &topology, ctx)?;
+    let batches = match (scheme, &sample.workload) {
+        (Some(s), Some(w)) => plan_scheme(s, &topology, w, &opts),
+        _ => Vec::new(),
+    };
+    let mut observed_batches = Vec::new();
+    if let Some(p) = &args.batches {
+        observed_batches.extend(super::args::read_batch_file(p)?);
+    }
+    if let Some(p) = &args.monitor {
+        observed_batches.extend(super::args::read_monitor(p)?.0);
+    }
+    let observed = plan_observed(&observed_batches, &topology, &sample.keys, &opts);
+    // Findings: a batch with a problem, or one whose recommendation changes anything (every
+    // observed batch listed is one that a change would help).
+    let problems = batches
+        .iter()
+        .filter(|b| b.problem.is_some() || b.recommended != 0)
+        .count()
+        + observed.len();
+    let report = PlanReport {
+        schema_version: 2,
+        topology: topo_source,
+        workload: WorkloadInfo {
+            source: match &sample.workload {
+                Some(w) => w.source.to_string(),
+                None if sample.read > 0 => "sample".into(),
+                None => "none".into(),
+            },
+            keys: sample.read,
+            unmatched: sample.workload.as_ref().map(|w| w.unmatched).unwrap_or(0),
+        },
+        max_skew: args.max_skew,
+        scored_with: match opts.client {
+            Some(c) => format!("client {}", c.name()),
+            None => format!("strategy {}", opts.strategy.name()),
+        },
+        batches,
+        observed,
+    };
+    write(&args, &report, loaded.as_ref(), ctx)?;
+    Ok(if problems > 0 {
+        ExitStatus::Findings
+    } else {
+        ExitStatus::Clean
+    })
+}
+
+/// Refuses flag combinations and values plan cannot use.
+fn check(args: &PlanArgs) -> anyhow::Result<()> {
     if args.scheme.is_none() && args.batches.is_none() && args.monitor.is_none() {
         return Err(UserError::new(
             "nothing to plan: no --scheme, no keyplan.yaml here, no --batches and no --monitor",
@@ -140,9 +195,11 @@ pub fn run(mut args: PlanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
         )
         .into());
     }
-    let loaded = args.scheme.as_deref().map(load_scheme).transpose()?;
-    let (topology, topo_source) = args.topology.resolve_with_scheme(loaded.as_ref())?;
-    let scheme = loaded.as_ref().map(|l| l.scheme.clone());
+    Ok(())
+}
+
+/// How plans are scored: the strategy or client, the network, and the rules a tag must meet.
+fn options(args: &PlanArgs) -> anyhow::Result<PlanOptions> {
     let client = match &args.client {
         Some(c) => {
             let v = super::simulate::clients(std::slice::from_ref(c))?;
@@ -158,7 +215,7 @@ pub fn run(mut args: PlanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
         None => None,
     };
     let rules = args.rules.rule_set()?;
-    let opts = PlanOptions {
+    Ok(PlanOptions {
         max_skew: args.max_skew,
         strategy: match args.strategy {
             PlanStrategy::Serial => Strategy::Serial,
@@ -173,30 +230,47 @@ pub fn run(mut args: PlanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
         },
         tag: rules.tag_requirement(),
         tag_rules: rules.tag_rules(),
-    };
-    let nodes = topology.nodes().len();
+    })
+}
 
-    // The sample: matched against the scheme's patterns, and kept (bounded) for observed batches.
-    let mut sample: Vec<Vec<u8>> = Vec::new();
-    let mut sample_keys = 0u64;
+/// The `--keys` sample: the workload plans are scored on, and the keys kept for observed
+/// batches.
+struct Sample {
+    /// Scheme keys from the sample, or generated from declared cardinalities.
+    workload: Option<Workload>,
+    /// Keys read.
+    read: u64,
+    /// Keys kept for observed batches (bounded).
+    keys: Vec<Vec<u8>>,
+}
+
+fn read_sample(
+    args: &PlanArgs,
+    scheme: Option<&crate::scheme::Scheme>,
+    topology: &crate::topology::Topology,
+    ctx: &mut Ctx<'_>,
+) -> anyhow::Result<Sample> {
+    let nodes = topology.nodes().len();
+    let mut keys: Vec<Vec<u8>> = Vec::new();
+    let mut read = 0u64;
     let mut truncated = false;
     let want_observed = args.batches.is_some() || args.monitor.is_some();
-    let mut workload = scheme.as_ref().map(|s| Workload::sample(s, nodes));
+    let mut workload = scheme.map(|s| Workload::sample(s, nodes));
     if !args.keys.is_empty() {
-        let matcher = scheme.as_ref().map(crate::scheme::matcher::KeyMatcher::new);
-        let opts_r = args.input.read_options();
+        let matcher = scheme.map(crate::scheme::matcher::KeyMatcher::new);
+        let opts = args.input.read_options();
         let inputs = open_all(&args.keys)?;
         let progress = ctx.progress("reading keys", Unit::Bytes, total_size(&inputs));
         for (name, input) in inputs {
             let input = Counted::new(input, progress.counter());
-            let summary = for_each_record(input, &opts_r, |_, rec| {
-                sample_keys += 1;
-                if let (Some(s), Some(w), Some(m)) = (&scheme, workload.as_mut(), &matcher) {
-                    w.add_sample_key(s, &topology, rec.key, m.matched(rec.key));
+            let summary = for_each_record(input, &opts, |_, rec| {
+                read += 1;
+                if let (Some(s), Some(w), Some(m)) = (scheme, workload.as_mut(), &matcher) {
+                    w.add_sample_key(s, topology, rec.key, m.matched(rec.key));
                 }
                 if want_observed {
-                    if sample.len() < MAX_SAMPLE_KEYS {
-                        sample.push(rec.key.to_vec());
+                    if keys.len() < MAX_SAMPLE_KEYS {
+                        keys.push(rec.key.to_vec());
                     } else {
                         truncated = true;
                     }
@@ -208,69 +282,42 @@ pub fn run(mut args: PlanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
         }
         progress.finish();
     }
-    let workload = match (scheme.as_ref(), workload) {
-        (Some(s), Some(w)) if w.is_empty() => Some(Workload::synthetic(s, nodes)),
-        (_, w) => w,
-    };
     if truncated {
         writeln!(
             ctx.stderr,
             "warning: observed batches are scored on the first {MAX_SAMPLE_KEYS} sample keys"
         )?;
     }
-
-    let batches = match (&scheme, &workload) {
-        (Some(s), Some(w)) => plan_scheme(s, &topology, w, &opts),
-        _ => Vec::new(),
+    let workload = match (scheme, workload) {
+        (Some(s), Some(w)) if w.is_empty() => Some(Workload::synthetic(s, nodes)),
+        (_, w) => w,
     };
-    let mut observed_batches = Vec::new();
-    if let Some(p) = &args.batches {
-        observed_batches.extend(super::args::read_batch_file(p)?);
-    }
-    if let Some(p) = &args.monitor {
-        observed_batches.extend(super::args::read_monitor(p)?.0);
-    }
-    let observed = plan_observed(&observed_batches, &topology, &sample, &opts);
-    // Findings: a batch with a problem, or one whose recommendation changes anything (every
-    // observed batch listed is one that a change would help).
-    let problems = batches
-        .iter()
-        .filter(|b| b.problem.is_some() || b.recommended != 0)
-        .count()
-        + observed.len();
-    let report = PlanReport {
-        schema_version: 2,
-        topology: topo_source,
-        workload: WorkloadInfo {
-            source: match &workload {
-                Some(w) => w.source.to_string(),
-                None if sample_keys > 0 => "sample".into(),
-                None => "none".into(),
-            },
-            keys: sample_keys,
-            unmatched: workload.as_ref().map(|w| w.unmatched).unwrap_or(0),
-        },
-        max_skew: args.max_skew,
-        scored_with: match client {
-            Some(c) => format!("client {}", c.name()),
-            None => format!("strategy {}", opts.strategy.name()),
-        },
-        batches,
-        observed,
-    };
+    Ok(Sample {
+        workload,
+        read,
+        keys,
+    })
+}
 
+/// Writes the report (or, with `--format yaml`, the scheme with the recommendations applied).
+fn write(
+    args: &PlanArgs,
+    report: &PlanReport,
+    loaded: Option<&super::args::LoadedScheme>,
+    ctx: &mut Ctx<'_>,
+) -> anyhow::Result<()> {
     let layout = ctx.layout_for(args.output.as_ref());
     let mut sink = super::args::output_sink(args.output.as_ref(), &mut *ctx.stdout)?;
     let mut out = BufWriter::new(&mut sink);
     match args.format {
-        PlanFormat::Json => render_json(&mut out, &report)?,
-        PlanFormat::Table => render_table(&mut layout.writer(&mut out), &report, &layout)?,
-        PlanFormat::Html => crate::report::html::render_plan(&mut out, &report)?,
+        PlanFormat::Json => render_json(&mut out, report)?,
+        PlanFormat::Table => render_table(&mut layout.writer(&mut out), report, &layout)?,
+        PlanFormat::Html => crate::report::html::render_plan(&mut out, report)?,
         PlanFormat::Yaml => {
-            let (Some(text), Some(s)) = (loaded.as_ref().map(|l| &l.text), &scheme) else {
+            let Some(l) = loaded else {
                 unreachable!("checked above: --format yaml needs --scheme");
             };
-            let updated = yaml::apply(text, s, &report.batches).map_err(|e| {
+            let updated = yaml::apply(&l.text, &l.scheme, &report.batches).map_err(|e| {
                 UserError::new(
                     format!("cannot write the updated scheme: {e}"),
                     "apply the rewrites printed by --format table by hand",
@@ -281,10 +328,5 @@ pub fn run(mut args: PlanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
     }
     out.flush()?;
     drop(out);
-    sink.finish()?;
-    Ok(if problems > 0 {
-        ExitStatus::Findings
-    } else {
-        ExitStatus::Clean
-    })
+    sink.finish()
 }
