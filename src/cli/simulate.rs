@@ -219,6 +219,58 @@ pub(crate) fn clients(names: &[String]) -> Result<Vec<Client>, UserError> {
 
 /// Runs `keyplan simulate`.
 pub fn run(args: SimulateArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
+    check(&args)?;
+    let loaded = args
+        .scheme
+        .as_deref()
+        .map(super::args::load_scheme)
+        .transpose()?;
+    let (mut topology, topo_source) = args.topology.resolve_with_scheme(loaded.as_ref())?;
+    let batches = load_batches(&args, loaded.as_ref().map(|l| &l.scheme), ctx)?;
+    let net = NetworkModel {
+        rtt_ms: args.rtt,
+        per_key_us: args.per_key_us,
+        bandwidth_mb_s: args.bandwidth,
+    };
+    let strategies = args.strategy.strategies();
+    let clients = if args.client.is_empty() {
+        None
+    } else {
+        Some(run_clients(&args, &mut topology, &batches, &net)?)
+    };
+    let mut results = Vec::new();
+    if clients.is_none() {
+        for (size, b) in &batches {
+            for &s in &strategies {
+                results.push((*size, simulate(b, &topology, s, &net)));
+            }
+        }
+    }
+    let report = SimulationReport {
+        topology: topo_source,
+        nodes: topology.nodes().len(),
+        network: net,
+        strategies,
+        sizes: args.sizes.iter().map(|&n| n.max(1)).collect(),
+        results,
+        clients,
+    };
+    let layout = ctx.layout_for(args.output.as_ref());
+    let mut sink = super::args::output_sink(args.output.as_ref(), &mut *ctx.stdout)?;
+    let mut out = BufWriter::new(&mut sink);
+    match args.format {
+        SimFormat::Html => crate::report::html::render_simulate(&mut out, &report.html())?,
+        SimFormat::Json => render_json(&mut out, &report)?,
+        SimFormat::Table => render_table(&mut layout.writer(&mut out), &report, &layout)?,
+    }
+    out.flush()?;
+    drop(out);
+    sink.finish()?;
+    Ok(ExitStatus::Clean)
+}
+
+/// Refuses flag combinations and values simulate cannot use.
+fn check(args: &SimulateArgs) -> anyhow::Result<()> {
     if args.scheme.is_none() && args.batches.is_none() && args.monitor.is_none() {
         return Err(UserError::new(
             "no batches to simulate",
@@ -239,22 +291,29 @@ pub fn run(args: SimulateArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
             .into());
         }
     }
-    let loaded = args
-        .scheme
-        .as_deref()
-        .map(super::args::load_scheme)
-        .transpose()?;
-    let scheme = loaded.as_ref().map(|l| &l.scheme);
-    if !args.sizes.is_empty() && scheme.is_none() {
+    if !args.sizes.is_empty() && args.scheme.is_none() {
         return Err(UserError::new(
             "--sizes needs --scheme",
             "sizes regenerate the scheme's batches with N keys each",
         )
         .into());
     }
-    let (mut topology, topo_source) = args.topology.resolve_with_scheme(loaded.as_ref())?;
-    let layout = ctx.layout_for(args.output.as_ref());
-    let mut sink = super::args::output_sink(args.output.as_ref(), &mut *ctx.stdout)?;
+    if !args.sizes.is_empty() && !args.client.is_empty() {
+        return Err(UserError::new(
+            "--sizes cannot be combined with --client",
+            "sweep sizes with strategies, or drop --sizes to see client profiles",
+        )
+        .into());
+    }
+    Ok(())
+}
+
+/// The batches of `--batches`, `--monitor` and the scheme (with the swept size, if any).
+fn load_batches(
+    args: &SimulateArgs,
+    scheme: Option<&crate::scheme::Scheme>,
+    ctx: &mut Ctx<'_>,
+) -> anyhow::Result<Vec<(Option<u64>, Batch)>> {
     let mut batches: Vec<(Option<u64>, Batch)> = Vec::new();
     if let Some(p) = &args.batches {
         let parsed = super::args::read_batch_file(p)?;
@@ -277,7 +336,7 @@ pub fn run(args: SimulateArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
         )?;
         batches.extend(parsed.into_iter().map(|b| (None, b)));
     }
-    if let Some(s) = &scheme {
+    if let Some(s) = scheme {
         if args.sizes.is_empty() {
             batches.extend(batch::from_scheme(s, None).into_iter().map(|b| (None, b)));
         } else {
@@ -290,92 +349,56 @@ pub fn run(args: SimulateArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
             }
         }
     }
-    let net = NetworkModel {
-        rtt_ms: args.rtt,
-        per_key_us: args.per_key_us,
-        bandwidth_mb_s: args.bandwidth,
-    };
-    let strategies = args.strategy.strategies();
-    let mut client_results = None;
-    if !args.client.is_empty() {
-        let mut profiles = clients(&args.client)?;
-        if args.client.iter().any(|n| n == "all") {
-            // Only the profiles that apply to this kind of topology.
-            let ring = matches!(topology, crate::topology::Topology::Ring(_));
-            profiles.retain(|c| match c {
-                Client::Twemproxy => ring,
-                Client::Envoy => true,
-                _ => !ring,
-            });
-        }
-        if !args.sizes.is_empty() {
-            return Err(UserError::new(
-                "--sizes cannot be combined with --client",
-                "sweep sizes with strategies, or drop --sizes to see client profiles",
+    Ok(batches)
+}
+
+/// What the `--client` profiles do with each batch, on `topology` (with `--migrating` slots
+/// marked) as the client believes it (`--client-topology`).
+fn run_clients(
+    args: &SimulateArgs,
+    topology: &mut crate::topology::Topology,
+    batches: &[(Option<u64>, Batch)],
+    net: &NetworkModel,
+) -> anyhow::Result<Vec<crate::simulate::ClientResult>> {
+    let mut profiles = clients(&args.client)?;
+    if args.client.iter().any(|n| n == "all") {
+        // Only the profiles that apply to this kind of topology.
+        let ring = matches!(topology, crate::topology::Topology::Ring(_));
+        profiles.retain(|c| match c {
+            Client::Twemproxy => ring,
+            Client::Envoy => true,
+            _ => !ring,
+        });
+    }
+    for spec in &args.migrating {
+        add_migration(topology, spec)?;
+    }
+    let believed = match &args.client_topology {
+        Some(p) => {
+            let text = std::fs::read_to_string(p)
+                .with_context(|| format!("cannot read client topology '{}'", p.display()))?;
+            crate::topology::Topology::parse_as(
+                &text,
+                crate::topology::TopologyFormat::Auto,
+                &crate::topology::TopologyOptions {
+                    allow_partial: true,
+                    pool: None,
+                },
             )
-            .into());
-        }
-        for spec in &args.migrating {
-            add_migration(&mut topology, spec)?;
-        }
-        let believed = match &args.client_topology {
-            Some(p) => {
-                let text = std::fs::read_to_string(p)
-                    .with_context(|| format!("cannot read client topology '{}'", p.display()))?;
-                crate::topology::Topology::parse_as(
-                    &text,
-                    crate::topology::TopologyFormat::Auto,
-                    &crate::topology::TopologyOptions {
-                        allow_partial: true,
-                        pool: None,
-                    },
+            .map_err(|e| {
+                UserError::new(
+                    format!("{}: {e}", p.display()),
+                    "give the client's slot map as CLUSTER NODES text or another --topology format",
                 )
-                .map_err(|e| {
-                    UserError::new(
-                        format!("{}: {e}", p.display()),
-                        "give the client's slot map as CLUSTER NODES text or another --topology format",
-                    )
-                })?
-            }
-            None => topology.clone(),
-        };
-        let mut results = Vec::new();
-        for (_, b) in &batches {
-            for &c in &profiles {
-                results.push(simulate_client_stale(b, &believed, &topology, c, &net));
-            }
+            })?
         }
-        client_results = Some(results);
-    }
-    let results = match &client_results {
-        Some(_) => Vec::new(),
-        None => {
-            let mut results = Vec::new();
-            for (size, b) in &batches {
-                for &s in &strategies {
-                    results.push((*size, simulate(b, &topology, s, &net)));
-                }
-            }
-            results
+        None => topology.clone(),
+    };
+    let mut results = Vec::new();
+    for (_, b) in batches {
+        for &c in &profiles {
+            results.push(simulate_client_stale(b, &believed, topology, c, net));
         }
-    };
-    let report = SimulationReport {
-        topology: topo_source,
-        nodes: topology.nodes().len(),
-        network: net,
-        strategies,
-        sizes: args.sizes.iter().map(|&n| n.max(1)).collect(),
-        results,
-        clients: client_results,
-    };
-    let mut out = BufWriter::new(&mut sink);
-    match args.format {
-        SimFormat::Html => crate::report::html::render_simulate(&mut out, &report.html())?,
-        SimFormat::Json => render_json(&mut out, &report)?,
-        SimFormat::Table => render_table(&mut layout.writer(&mut out), &report, &layout)?,
     }
-    out.flush()?;
-    drop(out);
-    sink.finish()?;
-    Ok(ExitStatus::Clean)
+    Ok(results)
 }
