@@ -12,7 +12,7 @@ use crate::migrate::impact::{SlotWeights, impact};
 use crate::migrate::load_aware::{self, LoadAwareOptions};
 use crate::migrate::redis_cli::{self, RebalanceOptions};
 use crate::migrate::{ClusterView, MigrationReport, PlanReport};
-use crate::migrate::{Warning, WarningKind};
+use crate::migrate::{Move, Warning, WarningKind};
 use crate::slot::SLOT_COUNT;
 
 /// What a load-aware plan balances.
@@ -147,47 +147,8 @@ pub fn run(args: RebalanceArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus>
         let moves = slot_plan.moves.clone();
         (slot_report, None, moves)
     } else {
-        let w: Vec<f64> = (0..SLOT_COUNT)
-            .map(|s| match args.balance_by {
-                BalanceBy::Keys => weights_by_slot.keys[s] as f64,
-                BalanceBy::Bytes => weights_by_slot.bytes[s] as f64,
-                BalanceBy::Ops => weights_by_slot.ops[s],
-                BalanceBy::Slots => 1.0,
-            })
-            .collect();
-        let la = load_aware::plan(
-            &view,
-            &w,
-            &LoadAwareOptions {
-                weights: opts.weights.clone(),
-                use_empty_masters: opts.use_empty_masters,
-                tolerance: args.threshold as f64 / 100.0,
-            },
-        )?;
-        let message = if la.moves.is_empty() {
-            Some(format!(
-                "No moves needed: every node is within {:.2}% of its share of {}.",
-                args.threshold,
-                args.balance_by.name()
-            ))
-        } else if !la.within_tolerance {
-            Some(format!(
-                "The busiest node stays at {:.2}× its share of {}: its hottest slots cannot be split (hash tags); see `keyplan analyze` for the tags.",
-                la.max_over_target,
-                args.balance_by.name()
-            ))
-        } else {
-            None
-        };
-        let report = PlanReport {
-            plan: "load-aware".into(),
-            balance_by: args.balance_by.name().into(),
-            needed: !la.moves.is_empty(),
-            message,
-            impact: impact(&view, &la.moves, &weights_by_slot),
-            migration_seconds: None,
-        };
-        (report, Some(slot_report), la.moves)
+        let (report, moves) = load_aware_plan(&args, &view, &opts, &weights_by_slot)?;
+        (report, Some(slot_report), moves)
     };
     let mut report = MigrationReport {
         schema_version: 2,
@@ -201,22 +162,96 @@ pub fn run(args: RebalanceArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus>
         warnings: Vec::new(),
     };
     crate::migrate::finish_report(&mut report, &view, &moves, rate, budget)?;
-    if !removed.is_empty() {
-        let after = view.owners_after(&moves);
-        for &r in &removed {
-            if after.contains(&Some(r)) {
-                report.warnings.push(Warning::new(
-                    WarningKind::StillServes {
-                        node: view.nodes[r].name.clone(),
-                    },
-                    format!(
-                        "{} still serves slots after the plan: del-node would refuse it",
-                        view.nodes[r].name
-                    ),
-                ));
-            }
-        }
+    report
+        .warnings
+        .extend(still_serving(&view, &moves, &removed));
+    let header = script_header(&args, &report, &opts);
+    let emit_ctx = EmitContext {
+        header,
+        remove: removed,
+    };
+    output(&args.common, &report, &view, &moves, &emit_ctx, ctx)
+}
+
+/// The load-aware plan of `--balance-by keys|bytes|ops`, with its report.
+fn load_aware_plan(
+    args: &RebalanceArgs,
+    view: &ClusterView,
+    opts: &RebalanceOptions,
+    weights_by_slot: &SlotWeights,
+) -> anyhow::Result<(PlanReport, Vec<Move>)> {
+    let w: Vec<f64> = (0..SLOT_COUNT)
+        .map(|s| match args.balance_by {
+            BalanceBy::Keys => weights_by_slot.keys[s] as f64,
+            BalanceBy::Bytes => weights_by_slot.bytes[s] as f64,
+            BalanceBy::Ops => weights_by_slot.ops[s],
+            BalanceBy::Slots => 1.0,
+        })
+        .collect();
+    let la = load_aware::plan(
+        view,
+        &w,
+        &LoadAwareOptions {
+            weights: opts.weights.clone(),
+            use_empty_masters: opts.use_empty_masters,
+            tolerance: args.threshold as f64 / 100.0,
+        },
+    )?;
+    let message = if la.moves.is_empty() {
+        Some(format!(
+            "No moves needed: every node is within {:.2}% of its share of {}.",
+            args.threshold,
+            args.balance_by.name()
+        ))
+    } else if !la.within_tolerance {
+        Some(format!(
+            "The busiest node stays at {:.2}× its share of {}: its hottest slots cannot be split (hash tags); see `keyplan analyze` for the tags.",
+            la.max_over_target,
+            args.balance_by.name()
+        ))
+    } else {
+        None
+    };
+    let report = PlanReport {
+        plan: "load-aware".into(),
+        balance_by: args.balance_by.name().into(),
+        needed: !la.moves.is_empty(),
+        message,
+        impact: impact(view, &la.moves, weights_by_slot),
+        migration_seconds: None,
+    };
+    Ok((report, la.moves))
+}
+
+/// Warnings for `--remove-node` nodes that still serve slots after the plan.
+fn still_serving(view: &ClusterView, moves: &[Move], removed: &[usize]) -> Vec<Warning> {
+    if removed.is_empty() {
+        return Vec::new();
     }
+    let after = view.owners_after(moves);
+    removed
+        .iter()
+        .filter(|&&r| after.contains(&Some(r)))
+        .map(|&r| {
+            Warning::new(
+                WarningKind::StillServes {
+                    node: view.nodes[r].name.clone(),
+                },
+                format!(
+                    "{} still serves slots after the plan: del-node would refuse it",
+                    view.nodes[r].name
+                ),
+            )
+        })
+        .collect()
+}
+
+/// The comment lines of an emitted script: the plan, and the redis-cli command it equals.
+fn script_header(
+    args: &RebalanceArgs,
+    report: &MigrationReport,
+    opts: &RebalanceOptions,
+) -> Vec<String> {
     let mut header = vec![format!(
         "{} plan (balance by {}), from {}",
         report.plan.plan, report.plan.balance_by, report.topology
@@ -236,11 +271,7 @@ pub fn run(args: RebalanceArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus>
             format_args!(" --cluster-threshold {}", args.threshold)
         ));
     }
-    let emit_ctx = EmitContext {
-        header,
-        remove: removed,
-    };
-    output(&args.common, &report, &view, &moves, &emit_ctx, ctx)
+    header
 }
 
 fn slot_plan_report(
