@@ -82,37 +82,7 @@ pub struct BenchArgs {
 
 /// Runs `keyplan bench`.
 pub fn run(args: BenchArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
-    let Some(url) = &args.cluster else {
-        return Err(UserError::new(
-            "bench runs on a live cluster, and no --cluster is given",
-            "pass --cluster redis://host:port (and --allow-writes)",
-        )
-        .into());
-    };
-    if !args.allow_writes {
-        return Err(UserError::new(
-            "bench writes keys to the cluster, and --allow-writes is not given",
-            format!(
-                "it writes only keys under '{}:' (--prefix), refuses a prefix that already holds keys and deletes what it wrote; pass --allow-writes to go ahead",
-                args.prefix
-            ),
-        )
-        .into());
-    }
-    if args.batches.is_none() && args.scheme.is_none() {
-        return Err(UserError::new(
-            "no batches to run",
-            "pass --batches FILE or --scheme keyplan.yaml",
-        )
-        .into());
-    }
-    if !(args.duration > 0.0 && args.duration.is_finite() && args.duration <= 3600.0) {
-        return Err(UserError::new(
-            format!("--duration {}: not a number of seconds", args.duration),
-            "give seconds per batch and strategy, e.g. --duration 2",
-        )
-        .into());
-    }
+    let url = check(&args)?;
     let mut batches: Vec<Batch> = Vec::new();
     if let Some(p) = &args.scheme {
         batches.extend(from_scheme(&super::args::load_scheme(p)?.scheme, None));
@@ -148,18 +118,54 @@ pub fn run(args: BenchArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     };
     // Tables are printed batch by batch as each finishes; JSON is one document at the end.
     let table = args.format == BenchFormat::Table;
+    let pending = run_printing(&live, &map, &batches, &opts, &mut report, table, ctx)?;
+    let interrupted = INTERRUPTED.load(Ordering::Relaxed);
+    report.interrupted = interrupted;
+    if table {
+        // An interrupted run's last batch may be partly done: its results so far.
+        let mut out = ctx.layout.writer(&mut *ctx.stdout);
+        render_batch_table(&mut out, &pending, &ctx.layout)?;
+        render_table_footer(&mut out, &report)?;
+    } else {
+        let mut out = BufWriter::new(&mut *ctx.stdout);
+        render_json(&mut out, &report)?;
+        out.flush()?;
+    }
+    if interrupted {
+        writeln!(ctx.stderr, "interrupted: the keys written were deleted")?;
+        return Ok(ExitStatus::Error);
+    }
+    Ok(if report.results.iter().all(|r| r.matches) {
+        ExitStatus::Clean
+    } else {
+        ExitStatus::Findings
+    })
+}
+
+/// Runs the bench, drawing progress and (for tables) printing each batch's table as its last
+/// strategy finishes; fills `report.results` and returns the results of a batch left partly
+/// done by an interruption.
+fn run_printing(
+    live: &crate::live::LiveCluster,
+    map: &crate::topology::SlotMap,
+    batches: &[Batch],
+    opts: &BenchOptions,
+    report: &mut BenchReport,
+    table: bool,
+    ctx: &mut Ctx<'_>,
+) -> anyhow::Result<Vec<BenchResult>> {
     let per_batch = opts.strategies.len();
     let progress = ctx.progress("benchmarking", Unit::Steps, None);
     let layout = ctx.layout;
     let stdout = &mut *ctx.stdout;
     let mut pending: Vec<BenchResult> = Vec::new();
     let mut write_err: Option<std::io::Error> = None;
-    let run = run_bench(&live, &map, &batches, &opts, &INTERRUPTED, &mut |step| {
+    let run = run_bench(live, map, batches, opts, &INTERRUPTED, &mut |step| {
         progress.set_total(step.steps as u64);
         if table && step.index == 0 && step.result.is_none() {
             // Printed once every batch is known to run: a refusal prints nothing on stdout.
             if let Err(e) =
-                progress.suspend(|| render_table_header(&mut layout.writer(&mut *stdout), &report))
+                progress.suspend(|| render_table_header(&mut layout.writer(&mut *stdout), report))
             {
                 write_err.get_or_insert(e);
             }
@@ -188,25 +194,41 @@ pub fn run(args: BenchArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     if let Some(e) = write_err {
         return Err(anyhow::Error::new(e).context("writing the results"));
     }
-    let interrupted = INTERRUPTED.load(Ordering::Relaxed);
-    report.interrupted = interrupted;
-    if table {
-        // An interrupted run's last batch may be partly done: its results so far.
-        let mut out = ctx.layout.writer(&mut *ctx.stdout);
-        render_batch_table(&mut out, &pending, &ctx.layout)?;
-        render_table_footer(&mut out, &report)?;
-    } else {
-        let mut out = BufWriter::new(&mut *ctx.stdout);
-        render_json(&mut out, &report)?;
-        out.flush()?;
+    Ok(pending)
+}
+
+/// Refuses what bench must not do or cannot do; the cluster URL.
+fn check(args: &BenchArgs) -> anyhow::Result<&str> {
+    let Some(url) = args.cluster.as_deref() else {
+        return Err(UserError::new(
+            "bench runs on a live cluster, and no --cluster is given",
+            "pass --cluster redis://host:port (and --allow-writes)",
+        )
+        .into());
+    };
+    if !args.allow_writes {
+        return Err(UserError::new(
+            "bench writes keys to the cluster, and --allow-writes is not given",
+            format!(
+                "it writes only keys under '{}:' (--prefix), refuses a prefix that already holds keys and deletes what it wrote; pass --allow-writes to go ahead",
+                args.prefix
+            ),
+        )
+        .into());
     }
-    if interrupted {
-        writeln!(ctx.stderr, "interrupted: the keys written were deleted")?;
-        return Ok(ExitStatus::Error);
+    if args.batches.is_none() && args.scheme.is_none() {
+        return Err(UserError::new(
+            "no batches to run",
+            "pass --batches FILE or --scheme keyplan.yaml",
+        )
+        .into());
     }
-    Ok(if report.results.iter().all(|r| r.matches) {
-        ExitStatus::Clean
-    } else {
-        ExitStatus::Findings
-    })
+    if !(args.duration > 0.0 && args.duration.is_finite() && args.duration <= 3600.0) {
+        return Err(UserError::new(
+            format!("--duration {}: not a number of seconds", args.duration),
+            "give seconds per batch and strategy, e.g. --duration 2",
+        )
+        .into());
+    }
+    Ok(url)
 }
