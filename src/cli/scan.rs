@@ -45,10 +45,7 @@ pub fn run(args: ScanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     let nodes = map.nodes();
     // A file is written under a temporary name and renamed when the sample is complete: a
     // failed scan never leaves a partial sample behind.
-    let mut file = match &args.output {
-        Some(p) => Some(AtomicFile::create(p)?),
-        None => None,
-    };
+    let mut file = args.output.as_deref().map(AtomicFile::create).transpose()?;
     let progress = ctx.progress(
         "sampling",
         Unit::Keys,

@@ -86,6 +86,19 @@ fn arg_bytes(s: &OsString) -> Vec<u8> {
     s.to_string_lossy().into_owned().into_bytes()
 }
 
+impl SlotFormatArg {
+    /// The format asked for: `auto` is a table for keys given as arguments, tsv for dumps.
+    fn resolve(self, no_dumps: bool) -> SlotFormat {
+        match self {
+            SlotFormatArg::Auto if no_dumps => SlotFormat::Table,
+            SlotFormatArg::Auto => SlotFormat::Tsv,
+            SlotFormatArg::Table => SlotFormat::Table,
+            SlotFormatArg::Tsv => SlotFormat::Tsv,
+            SlotFormatArg::Json => SlotFormat::Json,
+        }
+    }
+}
+
 /// Runs `keyplan slot`.
 pub fn run(args: SlotArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     if args.keys.is_empty() && args.files.is_empty() {
@@ -96,13 +109,7 @@ pub fn run(args: SlotArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
         .into());
     }
     let topology = args.topology.resolve(None)?.map(|(t, _)| t);
-    let format = match args.format {
-        SlotFormatArg::Auto if args.files.is_empty() => SlotFormat::Table,
-        SlotFormatArg::Auto => SlotFormat::Tsv,
-        SlotFormatArg::Table => SlotFormat::Table,
-        SlotFormatArg::Tsv => SlotFormat::Tsv,
-        SlotFormatArg::Json => SlotFormat::Json,
-    };
+    let format = args.format.resolve(args.files.is_empty());
     if args.counts {
         return run_counts(&args, topology.as_ref(), format, ctx);
     }
