@@ -451,8 +451,6 @@ pub struct PatternReport {
 /// The result of `analyze` (JSON `schema_version` 2).
 #[derive(Debug, Clone, Serialize)]
 pub struct AnalyzeReport {
-    /// JSON schema version.
-    pub schema_version: u32,
     /// The topology used.
     pub topology: TopologyInfo,
     /// Totals.
@@ -671,7 +669,6 @@ impl Analyzer<'_> {
             .collect();
 
         AnalyzeReport {
-            schema_version: 2,
             topology: TopologyInfo {
                 kind: if self.ring { "ring" } else { "cluster" },
                 source,

@@ -107,7 +107,6 @@ pub fn run(args: BenchArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     // (the library used twice in one process): then Ctrl-C keeps its default behaviour.
     let _ = ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::Relaxed));
     let mut report = BenchReport {
-        schema_version: 2,
         cluster: live.url_text(),
         prefix: args.prefix.clone(),
         duration_s: args.duration,

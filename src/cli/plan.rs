@@ -138,7 +138,6 @@ pub fn run(mut args: PlanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
         .count()
         + observed.len();
     let report = PlanReport {
-        schema_version: 2,
         topology: topo_source,
         workload: WorkloadInfo {
             source: match &sample.workload {

@@ -151,7 +151,6 @@ pub fn run(args: RebalanceArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus>
         (report, Some(slot_report), moves)
     };
     let mut report = MigrationReport {
-        schema_version: 2,
         command: "rebalance",
         topology: source,
         skipped_nodes: view.skipped.clone(),

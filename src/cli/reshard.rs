@@ -64,7 +64,6 @@ pub fn run(args: ReshardArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     let (batches, clients) = load_batches(&args.common, scheme.as_ref())?;
     let planned: usize = plan.moves.iter().map(|m| m.slots.len()).sum();
     let mut report = MigrationReport {
-        schema_version: 2,
         command: "reshard",
         topology: source,
         skipped_nodes: view.skipped.clone(),

@@ -264,7 +264,6 @@ fn run_counts(
         })
         .collect();
     let report = SlotCountsReport {
-        schema_version: 1,
         keys: total.iter().sum(),
         slots,
         malformed,

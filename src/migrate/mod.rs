@@ -358,8 +358,6 @@ pub struct SampleInfo {
 /// The preview of a migration (`keyplan rebalance --preview`, `keyplan reshard --preview`).
 #[derive(Debug, Clone, serde::Serialize, PartialEq)]
 pub struct MigrationReport {
-    /// JSON contract version.
-    pub schema_version: u32,
     /// `rebalance` or `reshard`.
     pub command: &'static str,
     /// Where the topology came from.

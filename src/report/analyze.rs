@@ -39,9 +39,7 @@ fn right(s: impl ToString) -> Cell {
 
 /// Writes the report as JSON (one line).
 pub fn render_json(out: &mut dyn Write, r: &AnalyzeReport) -> io::Result<()> {
-    serde_json::to_writer(&mut *out, r)?;
-    out.write_all(b"\n")?;
-    out.flush()
+    super::json::write_document(out, super::json::ANALYZE, r)
 }
 
 /// A horizontal bar of `width` cells for a value in 0..=1 (eighth-block resolution).

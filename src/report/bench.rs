@@ -11,8 +11,6 @@ use std::io::{self, Write};
 /// The bench report (`--format json`).
 #[derive(Debug, Clone, Serialize)]
 pub struct BenchReport {
-    /// JSON contract version.
-    pub schema_version: u32,
     /// The cluster (password masked).
     pub cluster: String,
     /// The key prefix written under.
@@ -31,9 +29,7 @@ pub struct BenchReport {
 
 /// Writes the report as JSON (one line).
 pub fn render_json(out: &mut dyn Write, r: &BenchReport) -> io::Result<()> {
-    serde_json::to_writer(&mut *out, r)?;
-    out.write_all(b"\n")?;
-    out.flush()
+    super::json::write_document(out, super::json::BENCH, r)
 }
 
 fn right(s: impl ToString) -> Cell {

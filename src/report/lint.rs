@@ -72,12 +72,10 @@ pub fn render(
         }
         LintFormat::Json => {
             let v = json!({
-                "schema_version": 1,
                 "diagnostics": diags,
                 "summary": {"errors": e, "warnings": w, "info": i, "hints": h},
             });
-            serde_json::to_writer(&mut *out, &v)?;
-            writeln!(out)?;
+            super::json::write_document(&mut *out, super::json::LINT, &v)?;
         }
         LintFormat::Github => {
             for d in diags {

@@ -10,9 +10,7 @@ use std::io::{self, Write};
 
 /// Writes the report as JSON (one line).
 pub fn render_json(out: &mut dyn Write, r: &MigrationReport) -> io::Result<()> {
-    serde_json::to_writer(&mut *out, r)?;
-    out.write_all(b"\n")?;
-    out.flush()
+    super::json::write_document(out, super::json::MIGRATION, r)
 }
 
 fn right(s: impl ToString) -> Cell {

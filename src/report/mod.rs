@@ -7,6 +7,7 @@
 pub mod analyze;
 pub mod bench;
 pub mod html;
+pub mod json;
 pub mod lint;
 pub mod migrate;
 pub mod plan;

@@ -22,8 +22,6 @@ pub struct WorkloadInfo {
 /// The whole plan (`keyplan plan --format json`).
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct PlanReport {
-    /// JSON contract version.
-    pub schema_version: u32,
     /// Where keys live.
     pub topology: String,
     /// What skew is measured on.
@@ -40,9 +38,7 @@ pub struct PlanReport {
 
 /// Writes the report as JSON (one line).
 pub fn render_json(out: &mut dyn Write, r: &PlanReport) -> io::Result<()> {
-    serde_json::to_writer(&mut *out, r)?;
-    out.write_all(b"\n")?;
-    out.flush()
+    super::json::write_document(out, super::json::PLAN, r)
 }
 
 fn right(s: impl ToString) -> Cell {

@@ -58,12 +58,11 @@ pub fn render_json(out: &mut dyn Write, r: &SimulationReport) -> io::Result<()> 
             })
             .collect(),
     };
-    serde_json::to_writer(
-        &mut *out,
-        &json!({"schema_version": 2, "network": r.network, "results": results}),
-    )?;
-    writeln!(out)?;
-    out.flush()
+    super::json::write_document(
+        out,
+        super::json::SIMULATE,
+        &json!({"network": r.network, "results": results}),
+    )
 }
 
 fn right(s: impl ToString) -> Cell {

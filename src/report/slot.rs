@@ -82,7 +82,10 @@ impl<W: Write> SlotEmitter<W> {
             header.push("explain");
         }
         match format {
-            SlotFormat::Json => out.write_all(b"{\"schema_version\":1,\"keys\":[")?,
+            SlotFormat::Json => {
+                out.write_all(super::json::open_document(super::json::SLOT).as_bytes())?;
+                out.write_all(b"\"keys\":[")?;
+            }
             SlotFormat::Tsv => writeln!(out, "{}", header.join("\t"))?,
             SlotFormat::Table => {
                 let mut t = layout.table();
@@ -187,8 +190,6 @@ pub struct SlotCount {
 /// The report of `slot --counts`.
 #[derive(Debug, Clone, Serialize)]
 pub struct SlotCountsReport {
-    /// JSON schema version.
-    pub schema_version: u32,
     /// Keys counted.
     pub keys: u64,
     /// Non-empty slots, ascending.
@@ -207,8 +208,7 @@ pub fn render_counts(
     let with_node = r.slots.iter().any(|s| s.node.is_some());
     match format {
         SlotFormat::Json => {
-            serde_json::to_writer(&mut *out, r)?;
-            out.write_all(b"\n")?;
+            super::json::write_document(&mut *out, super::json::SLOT, r)?;
         }
         SlotFormat::Tsv => {
             writeln!(out, "slot\tkeys{}", if with_node { "\tnode" } else { "" })?;
