@@ -200,17 +200,29 @@ fn check(args: &PlanArgs) -> anyhow::Result<()> {
 /// How plans are scored: the strategy or client, the network, and the rules a tag must meet.
 fn options(args: &PlanArgs) -> anyhow::Result<PlanOptions> {
     let client = match &args.client {
-        Some(c) => {
-            let v = super::simulate::clients(std::slice::from_ref(c))?;
-            if v.len() != 1 {
-                return Err(UserError::new(
-                    format!("--client {c}: plan scores one client at a time"),
-                    "name one profile, e.g. --client redis-py",
-                )
-                .into());
+        // A profile's own name is that profile (`redis-py` alone, not also its splitting API).
+        Some(c) => match crate::simulate::Client::ALL.iter().find(|x| x.name() == c) {
+            Some(&exact) => Some(exact),
+            None => {
+                let v = super::simulate::clients(std::slice::from_ref(c))?;
+                if v.len() != 1 {
+                    let names: Vec<&str> = v.iter().map(|x| x.name()).collect();
+                    let what = if names.len() > 3 {
+                        format!("{} profiles", names.len())
+                    } else {
+                        names.join(" and ")
+                    };
+                    return Err(UserError::new(
+                        format!(
+                            "--client {c}: plan scores one client at a time, and this names {what}"
+                        ),
+                        format!("name one of them, e.g. --client {}", names[0]),
+                    )
+                    .into());
+                }
+                Some(v[0])
             }
-            Some(v[0])
-        }
+        },
         None => None,
     };
     let rules = args.rules.rule_set()?;

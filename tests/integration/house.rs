@@ -346,3 +346,27 @@ fn the_planned_scheme_lints_clean_with_a_crowded_tag_kept_on_purpose() {
         .unwrap();
     assert_eq!(String::from_utf8(again.stdout).unwrap(), planned);
 }
+
+/// `plan --client NAME` scores with that profile, even where the name also stands for a
+/// library's second API elsewhere (`redis-py`); a choice of several is refused with the names.
+#[test]
+fn plan_scores_with_one_named_client() {
+    let dir = tempfile::tempdir().unwrap();
+    let scheme = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/keyplan.yaml");
+    let (code, v, err) = json(
+        &[
+            "plan", "--scheme", scheme, "--client", "redis-py", "--format", "json",
+        ],
+        dir.path(),
+    );
+    assert_eq!(code, Some(1), "{err}");
+    assert_eq!(v["scored_with"], "client redis-py");
+    let out = keyplan()
+        .args(["plan", "--scheme", scheme, "--client", "all"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("plan scores one client at a time"), "{err}");
+    assert!(err.contains("name one of them"), "{err}");
+}
