@@ -1,0 +1,325 @@
+//! The multi-key phase of a client profile: whether a client splits a command whose keys span
+//! several slots (servers), how (per slot, per run, per server, per key), whether it rejects
+//! it first, or lets the server answer CROSSSLOT.
+
+use super::Client;
+use crate::simulate::{Batch, Op, resp_bytes};
+use crate::slot::key_slot;
+use crate::topology::Topology;
+use std::collections::BTreeMap;
+
+/// How a split command is cut into sub-commands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Unit {
+    /// One sub-command per slot (first-appearance order).
+    Slot,
+    /// One per run of consecutive same-slot keys (Jedis 8: slots A,B,A give 3).
+    Runs,
+    /// One per backend server (twemproxy fragments).
+    Server,
+    /// One single-key command per key (Envoy: MGET → GET per key).
+    Key,
+}
+
+impl Client {
+    /// Commands the client splits itself when their keys span several slots (servers).
+    pub(super) fn splits(self) -> &'static [&'static str] {
+        match self {
+            Client::Jedis3 | Client::Jedis | Client::GoRedis | Client::Ioredis => &[],
+            Client::Jedis8 => &["DEL", "EXISTS", "MGET", "MSET", "TOUCH", "UNLINK", "MSETEX"],
+            Client::Lettuce => &[
+                "DEL", "EXISTS", "MGET", "MSET", "TOUCH", "UNLINK", "MSETNX", "MSETEX",
+            ],
+            Client::RedisPy => &["DEL", "EXISTS", "UNLINK", "TOUCH"],
+            Client::RedisPyNonatomic => &["DEL", "EXISTS", "UNLINK", "TOUCH", "MGET", "MSET"],
+            Client::StackExchange => &[],
+            Client::Redisson => &["MGET", "MSET", "DEL", "UNLINK", "EXISTS", "TOUCH"],
+            Client::NodeRedis => &["DEL", "UNLINK", "EXISTS", "TOUCH", "MGET", "MSET"],
+            Client::RedisRs | Client::RedisRsAsync => {
+                &["MGET", "DEL", "EXISTS", "UNLINK", "TOUCH", "WATCH", "MSET"]
+            }
+            Client::Twemproxy => &["MGET", "DEL", "UNLINK", "TOUCH", "MSET"],
+            Client::Envoy => &["MGET", "MSET", "DEL", "EXISTS", "TOUCH", "UNLINK"],
+        }
+    }
+
+    pub(super) fn unit(self) -> Unit {
+        match self {
+            Client::Jedis8 => Unit::Runs,
+            Client::Twemproxy => Unit::Server,
+            Client::Envoy => Unit::Key,
+            _ => Unit::Slot,
+        }
+    }
+
+    /// Split sub-commands go one after another (each a full round trip).
+    pub(super) fn serial_split(self) -> bool {
+        matches!(self, Client::Jedis8 | Client::RedisRs)
+    }
+
+    /// The client-side error for a multi-slot command it does not split, if it checks.
+    pub(super) fn rejects(self, command: &str) -> Option<String> {
+        match self {
+            Client::Jedis3 => Some(
+                "JedisClusterOperationException: No way to dispatch this command to Redis \
+                 Cluster because keys have different slots."
+                    .into(),
+            ),
+            Client::Jedis | Client::Jedis8 => {
+                Some("JedisClusterOperationException: Keys must belong to same hashslot.".into())
+            }
+            Client::StackExchange => Some(
+                "RedisCommandException: Multi-key operations must involve a single slot; keys \
+                 can use 'hash tags' to help this, i.e. '{/users/12345}/account' and \
+                 '{/users/12345}/contacts' will always be in the same slot"
+                    .into(),
+            ),
+            Client::RedisPy | Client::RedisPyNonatomic => Some(format!(
+                "RedisClusterException: {command} - all keys must map to the same key slot"
+            )),
+            _ => None,
+        }
+    }
+}
+
+/// One command a node receives.
+#[derive(Debug, Clone)]
+pub(super) struct Sub {
+    pub(super) node: usize,
+    pub(super) keys: u64,
+    pub(super) bytes: u64,
+    /// The one slot it addresses (None: several slots, or a command that fails anyway).
+    pub(super) slot: Option<u16>,
+    /// Redirects it has followed to get here.
+    pub(super) hops: u8,
+}
+
+/// A keyless command (MULTI, EXEC, ASKING, CLUSTER SLOTS) sent to `node`.
+pub(super) fn control(node: usize, args: &[&[u8]]) -> Sub {
+    Sub {
+        node,
+        keys: 0,
+        bytes: resp_bytes(args),
+        slot: None,
+        hops: 0,
+    }
+}
+
+/// A key with where it lives.
+pub(super) struct Placed<'a> {
+    pub(super) key: &'a [u8],
+    pub(super) value: Option<&'a [u8]>,
+    pub(super) slot: u16,
+    pub(super) node: Option<usize>,
+}
+
+pub(super) fn place<'a>(op: &'a Op, topo: &Topology) -> Vec<Placed<'a>> {
+    op.keys
+        .iter()
+        .enumerate()
+        .map(|(i, k)| Placed {
+            key: k,
+            value: op.values.get(i).map(|v| v.as_slice()),
+            slot: key_slot(k),
+            node: topo.node_of(k),
+        })
+        .collect()
+}
+
+/// Keys span several slots (cluster) or several servers (ring).
+pub(super) fn spans(keys: &[Placed<'_>], topo: &Topology) -> bool {
+    let Some(first) = keys.first() else {
+        return false;
+    };
+    match topo {
+        Topology::Cluster(_) => keys.iter().any(|k| k.slot != first.slot),
+        Topology::Ring(_) => keys.iter().any(|k| k.node != first.node),
+    }
+}
+
+pub(super) fn command_bytes(command: &str, keys: &[&Placed<'_>]) -> u64 {
+    let mut args: Vec<&[u8]> = vec![command.as_bytes()];
+    for k in keys {
+        args.push(k.key);
+        if let Some(v) = k.value {
+            args.push(v);
+        }
+    }
+    resp_bytes(&args)
+}
+
+/// What happens to one command.
+pub(super) enum OpPlan {
+    /// The client refuses it (whole batch fails before sending).
+    Reject(String),
+    /// Sent as these commands; `serial` when the client waits for each in turn.
+    Send { subs: Vec<Sub>, serial: bool },
+    /// Sent to one node, which answers with an error.
+    ServerError { sub: Sub, message: String },
+    /// Sent; some keys go to a server that does not own them.
+    Wrong { sub: Sub, message: String },
+    /// A key lives on a slot nobody serves.
+    Unserved(String),
+}
+
+pub(super) const CROSSSLOT: &str = "CROSSSLOT Keys in request don't hash to the same slot";
+
+/// How `client` sends one command `op` on its own (not in a pipeline).
+pub(super) fn plan_op(client: Client, op: &Op, topo: &Topology) -> OpPlan {
+    let keys = place(op, topo);
+    if keys.iter().any(|k| k.node.is_none()) {
+        return OpPlan::Unserved(format!(
+            "{}: a key lands on a slot no node serves (CLUSTERDOWN)",
+            op.command
+        ));
+    }
+    let node0 = keys.first().and_then(|k| k.node).unwrap_or(0);
+    let all: Vec<&Placed<'_>> = keys.iter().collect();
+    let whole = Sub {
+        node: node0,
+        keys: keys.len() as u64,
+        bytes: command_bytes(&op.command, &all),
+        slot: keys.first().map(|k| k.slot),
+        hops: 0,
+    };
+    if !spans(&keys, topo) {
+        return OpPlan::Send {
+            subs: vec![whole],
+            serial: false,
+        };
+    }
+    if client.splits().contains(&op.command.as_str()) {
+        let mut groups: Vec<Vec<&Placed<'_>>> = Vec::new();
+        match client.unit() {
+            Unit::Slot | Unit::Server => {
+                let mut index: BTreeMap<u64, usize> = BTreeMap::new();
+                for k in &keys {
+                    let id = match client.unit() {
+                        Unit::Slot => u64::from(k.slot),
+                        _ => k.node.unwrap_or(0) as u64,
+                    };
+                    let g = *index.entry(id).or_insert_with(|| {
+                        groups.push(Vec::new());
+                        groups.len() - 1
+                    });
+                    groups[g].push(k);
+                }
+            }
+            Unit::Runs => {
+                for k in &keys {
+                    match groups.last_mut() {
+                        Some(g) if g[0].slot == k.slot => g.push(k),
+                        _ => groups.push(vec![k]),
+                    }
+                }
+            }
+            Unit::Key => groups = keys.iter().map(|k| vec![k]).collect(),
+        }
+        let command = if client.unit() == Unit::Key {
+            op.single_key_command()
+        } else {
+            op.command.as_str()
+        };
+        let subs = groups
+            .iter()
+            .map(|g| Sub {
+                node: g[0].node.unwrap_or(0),
+                keys: g.len() as u64,
+                bytes: command_bytes(command, g),
+                slot: (client.unit() != Unit::Server).then_some(g[0].slot),
+                hops: 0,
+            })
+            .collect();
+        return OpPlan::Send {
+            subs,
+            serial: client.serial_split(),
+        };
+    }
+    if let Some(message) = client.rejects(&op.command) {
+        return OpPlan::Reject(message);
+    }
+    match topo {
+        Topology::Cluster(_) => OpPlan::ServerError {
+            sub: Sub {
+                keys: 0,
+                slot: None,
+                ..whole
+            },
+            message: format!("{}: {CROSSSLOT}", op.command),
+        },
+        Topology::Ring(_) => OpPlan::Wrong {
+            sub: whole,
+            message: format!(
+                "{}: sent whole to the server of its first key; keys owned by other servers \
+                 are read or written there anyway",
+                op.command
+            ),
+        },
+    }
+}
+
+/// Redis-rs's sync cluster pipeline refuses these commands (redis crate 1.8 `is_illegal_cmd`;
+/// multi-word entries there are subcommands of these).
+pub(super) const REDIS_RS_PIPELINE_ILLEGAL: &[&str] = &[
+    "BGREWRITEAOF",
+    "BGSAVE",
+    "BITOP",
+    "BRPOPLPUSH",
+    "CLIENT",
+    "CONFIG",
+    "DBSIZE",
+    "ECHO",
+    "FLUSHALL",
+    "FLUSHDB",
+    "INFO",
+    "KEYS",
+    "LASTSAVE",
+    "MGET",
+    "MOVE",
+    "MSET",
+    "MSETNX",
+    "MSETEX",
+    "PING",
+    "PUBLISH",
+    "RANDOMKEY",
+    "RENAME",
+    "RENAMENX",
+    "RPOPLPUSH",
+    "SAVE",
+    "SCAN",
+    "SCRIPT",
+    "SDIFF",
+    "SDIFFSTORE",
+    "SENTINEL",
+    "SHUTDOWN",
+    "SINTER",
+    "SINTERSTORE",
+    "SLAVEOF",
+    "SLOWLOG",
+    "SMOVE",
+    "SORT",
+    "SUNION",
+    "SUNIONSTORE",
+    "TIME",
+];
+
+/// ioredis checks a pipeline (or MULTI) before sending it: every command's keys in one slot,
+/// and every command's first key on one node group.
+pub(super) fn ioredis_refusal(b: &Batch, topo: &Topology) -> Option<&'static str> {
+    if b.ops
+        .iter()
+        .any(|o| o.keys.iter().any(|k| key_slot(k) != key_slot(&o.keys[0])))
+    {
+        return Some("All the keys in a pipeline command should belong to the same slot");
+    }
+    let mut firsts = b
+        .ops
+        .iter()
+        .filter_map(|o| o.keys.first())
+        .map(|k| topo.node_of(k));
+    let n0 = firsts.next();
+    if firsts.any(|n| Some(n) != n0) {
+        return Some("All keys in the pipeline should belong to the same slots allocation group");
+    }
+    None
+}
