@@ -7,16 +7,13 @@
 
 mod redirect;
 mod split;
+mod waves;
 
-use super::{Batch, BatchKind, NetworkModel, NodeLoad, Op};
-use crate::slot::key_slot;
+use super::{Batch, BatchKind, NetworkModel, NodeLoad};
 use crate::topology::Topology;
 use redirect::{PipeRedirect, READ_ONLY, redirect, same_node};
 use serde::Serialize;
-use split::{
-    CROSSSLOT, OpPlan, REDIS_RS_PIPELINE_ILLEGAL, Sub, command_bytes, control, ioredis_refusal,
-    place, plan_op,
-};
+use split::{OpPlan, Sub, control, plan_op};
 use std::collections::BTreeMap;
 
 /// A client library or proxy whose cross-slot behaviour keyplan models.
@@ -337,367 +334,36 @@ pub fn simulate_client_stale(
             ),
         );
     }
-    // Waves: groups of commands sent together; the client waits for each wave in turn.
-    let mut waves: Vec<Vec<Sub>> = Vec::new();
-    let mut errors: Vec<(Outcome, String)> = Vec::new();
     let plans: Vec<OpPlan> = b.ops.iter().map(|op| plan_op(client, op, topo)).collect();
     for p in &plans {
         if let OpPlan::Unserved(m) = p {
             return fail(r, Outcome::ServerError, m.clone());
         }
     }
-    let slots_of = |op: &Op| -> Vec<u16> {
-        let mut s: Vec<u16> = op.keys.iter().map(|k| key_slot(k)).collect();
-        s.sort_unstable();
-        s.dedup();
-        s
+    let cx = waves::Cx {
+        b,
+        topo,
+        actual,
+        client,
+        plans: &plans,
     };
-    let first_node = |op: &Op| op.keys.first().and_then(|k| topo.node_of(k)).unwrap_or(0);
-    let whole = |op: &Op, keys: u64| Sub {
-        node: first_node(op),
-        keys,
-        bytes: command_bytes(&op.command, &place(op, topo).iter().collect::<Vec<_>>()),
-        slot: match slots_of(op).as_slice() {
-            [one] => Some(*one),
-            _ => None,
-        },
-        hops: 0,
+    // Waves: groups of commands sent together; the client waits for each wave in turn.
+    let waves::Built {
+        waves,
+        mut errors,
+        note,
+    } = match waves::build(&cx) {
+        Ok(built) => built,
+        Err(refused) => {
+            if refused.one_trip {
+                r.round_trips = 1;
+                r.latency_ms = net.rtt_ms;
+            }
+            return fail(r, refused.outcome, refused.message);
+        }
     };
-    match b.kind {
-        BatchKind::MultiKey | BatchKind::Script => match plans.first() {
-            None => {}
-            Some(OpPlan::Reject(m)) => return fail(r, Outcome::ClientError, m.clone()),
-            Some(OpPlan::Send { subs, serial }) => {
-                if *serial {
-                    waves.extend(subs.iter().map(|s| vec![s.clone()]));
-                } else {
-                    waves.push(subs.clone());
-                }
-            }
-            Some(OpPlan::ServerError { sub, message }) => {
-                waves.push(vec![sub.clone()]);
-                errors.push((Outcome::ServerError, message.clone()));
-            }
-            Some(OpPlan::Wrong { sub, message }) => {
-                waves.push(vec![sub.clone()]);
-                errors.push((Outcome::WrongServer, message.clone()));
-            }
-            Some(OpPlan::Unserved(_)) => {}
-        },
-        BatchKind::Pipeline => {
-            let multi_slot: Option<&Op> = b.ops.iter().find(|op| slots_of(op).len() > 1);
-            match client {
-                Client::Jedis3 => {
-                    return fail(
-                        r,
-                        Outcome::ClientError,
-                        "Jedis 3.x has no cluster pipeline".into(),
-                    );
-                }
-                Client::Jedis | Client::Jedis8 => {
-                    if let Some(op) = multi_slot {
-                        let m = if client == Client::Jedis8
-                            && client.splits().contains(&op.command.as_str())
-                        {
-                            format!(
-                                "UnsupportedOperationException: {} cannot be routed to a \
-                                 single slot in a ClusterPipeline",
-                                op.command
-                            )
-                        } else {
-                            "JedisClusterOperationException: Keys must belong to same \
-                             hashslot."
-                                .into()
-                        };
-                        return fail(r, Outcome::ClientError, m);
-                    }
-                    // Grouped per node; sync() reads the nodes with 3 worker threads, so the
-                    // nodes are waited for in waves of 3.
-                    let subs: Vec<Sub> = b
-                        .ops
-                        .iter()
-                        .map(|op| whole(op, op.keys.len() as u64))
-                        .collect();
-                    let mut nodes: Vec<usize> = subs.iter().map(|s| s.node).collect();
-                    nodes.sort_unstable();
-                    nodes.dedup();
-                    for chunk in nodes.chunks(3) {
-                        waves.push(
-                            subs.iter()
-                                .filter(|s| chunk.contains(&s.node))
-                                .cloned()
-                                .collect(),
-                        );
-                    }
-                }
-                // Every command of the pipeline must address one slot (checked before sending),
-                // then per node (redis-py) or per command (StackExchange IBatch).
-                Client::RedisPy | Client::RedisPyNonatomic | Client::StackExchange => {
-                    if let Some(m) = multi_slot.and_then(|op| client.rejects(&op.command)) {
-                        return fail(r, Outcome::ClientError, m);
-                    }
-                    waves.push(
-                        b.ops
-                            .iter()
-                            .map(|op| whole(op, op.keys.len() as u64))
-                            .collect(),
-                    );
-                }
-                Client::Ioredis => {
-                    if let Some(m) = ioredis_refusal(b, topo) {
-                        return fail(r, Outcome::ClientError, m.into());
-                    }
-                    waves.push(
-                        b.ops
-                            .iter()
-                            .map(|op| whole(op, op.keys.len() as u64))
-                            .collect(),
-                    );
-                }
-                Client::RedisRs => {
-                    if let Some(op) = b
-                        .ops
-                        .iter()
-                        .find(|o| REDIS_RS_PIPELINE_ILLEGAL.contains(&o.command.as_str()))
-                    {
-                        return fail(
-                            r,
-                            Outcome::ClientError,
-                            format!(
-                                "This command cannot be safely routed in cluster mode - \
-                                 Client: Command '{}' can't be executed in a cluster pipeline.",
-                                op.command
-                            ),
-                        );
-                    }
-                    let mut wave = Vec::new();
-                    for op in &b.ops {
-                        if slots_of(op).len() > 1 {
-                            wave.push(whole(op, 0));
-                            errors.push((
-                                Outcome::ServerError,
-                                format!("{}: {CROSSSLOT}", op.command),
-                            ));
-                        } else {
-                            wave.push(whole(op, op.keys.len() as u64));
-                        }
-                    }
-                    waves.push(wave);
-                }
-                Client::RedisRsAsync => {
-                    let all: Vec<u16> = {
-                        let mut s: Vec<u16> = b.ops.iter().flat_map(&slots_of).collect();
-                        s.sort_unstable();
-                        s.dedup();
-                        s
-                    };
-                    if all.len() > 1 {
-                        return fail(
-                            r,
-                            Outcome::ClientError,
-                            "CrossSlot: Received crossed slots in pipeline".into(),
-                        );
-                    }
-                    waves.push(
-                        b.ops
-                            .iter()
-                            .map(|op| whole(op, op.keys.len() as u64))
-                            .collect(),
-                    );
-                }
-                // Each command handled as it would be alone (split where the client splits,
-                // else routed by its first key), everything in flight at once.
-                Client::Lettuce
-                | Client::Redisson
-                | Client::GoRedis
-                | Client::NodeRedis
-                | Client::Twemproxy
-                | Client::Envoy => {
-                    let mut wave = Vec::new();
-                    for plan in &plans {
-                        match plan {
-                            OpPlan::Send { subs, .. } => wave.extend(subs.iter().cloned()),
-                            OpPlan::ServerError { sub, message } => {
-                                wave.push(sub.clone());
-                                errors.push((Outcome::ServerError, message.clone()));
-                            }
-                            OpPlan::Wrong { sub, message } => {
-                                wave.push(sub.clone());
-                                errors.push((Outcome::WrongServer, message.clone()));
-                            }
-                            OpPlan::Reject(m) => {
-                                return fail(r, Outcome::ClientError, m.clone());
-                            }
-                            OpPlan::Unserved(_) => {}
-                        }
-                    }
-                    waves.push(wave);
-                }
-            }
-        }
-        BatchKind::Multi => 'multi: {
-            let mut redisson_multi: Option<Vec<Sub>> = None;
-            let mut slots: Vec<u16> = b.ops.iter().flat_map(&slots_of).collect();
-            slots.sort_unstable();
-            slots.dedup();
-            let cross = slots.len() > 1;
-            match client {
-                Client::Jedis3 | Client::Jedis | Client::Jedis8 | Client::Lettuce => {
-                    return fail(
-                        r,
-                        Outcome::NotModelled,
-                        format!(
-                            "how {} runs a transaction on a cluster is not modelled",
-                            client.name()
-                        ),
-                    );
-                }
-                Client::Twemproxy => {
-                    r.round_trips = 1;
-                    r.latency_ms = net.rtt_ms;
-                    return fail(
-                        r,
-                        Outcome::ProxyError,
-                        "twemproxy does not support MULTI".into(),
-                    );
-                }
-                Client::RedisRs => {
-                    return fail(
-                        r,
-                        Outcome::ClientError,
-                        "atomic pipelines are not supported in cluster mode (redis-rs sync)".into(),
-                    );
-                }
-                Client::StackExchange if cross => {
-                    let m = client.rejects("MULTI").unwrap_or_default();
-                    return fail(r, Outcome::ClientError, m);
-                }
-                Client::Redisson => {
-                    // RBatch in an atomic mode: each node's commands wrapped in their own
-                    // MULTI/EXEC, the nodes in parallel.
-                    let mut groups: BTreeMap<usize, Vec<&Op>> = BTreeMap::new();
-                    for op in b.ops.iter().filter(|o| !o.keys.is_empty()) {
-                        groups.entry(first_node(op)).or_default().push(op);
-                    }
-                    let mut wave = Vec::new();
-                    let mut failed = false;
-                    for (&node, ops) in &groups {
-                        let mut slots: Vec<u16> = ops.iter().flat_map(|o| slots_of(o)).collect();
-                        slots.sort_unstable();
-                        slots.dedup();
-                        let ok = slots.len() == 1;
-                        failed |= !ok;
-                        wave.push(control(node, &[b"MULTI"]));
-                        for op in ops {
-                            wave.push(Sub {
-                                node,
-                                keys: if ok { op.keys.len() as u64 } else { 0 },
-                                slot: None,
-                                ..whole(op, 0)
-                            });
-                        }
-                        wave.push(control(node, &[b"EXEC"]));
-                    }
-                    if failed {
-                        errors.push((
-                            Outcome::ServerError,
-                            format!("{CROSSSLOT} inside a node's MULTI; EXEC answers EXECABORT"),
-                        ));
-                    } else if groups.len() > 1 {
-                        r.message = Some(format!(
-                            "atomic per node only: {} separate MULTI/EXEC",
-                            groups.len()
-                        ));
-                    }
-                    redisson_multi = Some(wave);
-                }
-                Client::RedisPy | Client::RedisPyNonatomic if cross => {
-                    // Checked when WATCH runs, else at execute() over the queued commands
-                    // (redis-py 8.1 `ClusterPipeline`, verified by running it).
-                    let m = if b.ops.iter().any(|o| o.command == "WATCH") {
-                        "CrossSlotTransactionError: Cannot watch or send commands on different \
-                         slots"
-                    } else {
-                        "CrossSlotTransactionError: All keys involved in a cluster transaction \
-                         must map to the same slot"
-                    };
-                    return fail(r, Outcome::ClientError, m.into());
-                }
-                Client::GoRedis if cross => {
-                    return fail(
-                        r,
-                        Outcome::ClientError,
-                        "ErrCrossSlot: TxPipeline keys span several slots (go-redis v9.11+)".into(),
-                    );
-                }
-                Client::RedisRsAsync if cross => {
-                    return fail(
-                        r,
-                        Outcome::ClientError,
-                        "CrossSlot: Received crossed slots in pipeline".into(),
-                    );
-                }
-                Client::Ioredis if cross => {
-                    if let Some(m) = ioredis_refusal(b, topo) {
-                        return fail(r, Outcome::ClientError, m.into());
-                    }
-                }
-                _ => {}
-            }
-            if let Some(wave) = redisson_multi {
-                waves.push(wave);
-                break 'multi;
-            }
-            // MULTI, the commands, EXEC: one node (the first keyed command's), one round trip.
-            let node = b
-                .ops
-                .iter()
-                .find(|o| !o.keys.is_empty())
-                .map(first_node)
-                .unwrap_or(0);
-            let first_slot = b
-                .ops
-                .iter()
-                .find_map(|o| o.keys.first())
-                .map(|k| key_slot(k));
-            let mut wave = vec![control(node, &[b"MULTI"])];
-            let mut failed = false;
-            for op in &b.ops {
-                let ok = op.keys.iter().all(|k| Some(key_slot(k)) == first_slot);
-                failed |= !ok;
-                wave.push(Sub {
-                    node,
-                    keys: if ok { op.keys.len() as u64 } else { 0 },
-                    slot: None,
-                    ..whole(op, 0)
-                });
-                // A stale map or a slot in migration: the transaction meets a redirect.
-                for k in &op.keys {
-                    let hit = topo
-                        .node_of(k)
-                        .and_then(|n| redirect(&topo.nodes()[n], actual, key_slot(k)));
-                    if hit.is_some() {
-                        return fail(
-                            r,
-                            Outcome::NotModelled,
-                            "MULTI meets MOVED/ASK: redirects of transactions are not modelled"
-                                .into(),
-                        );
-                    }
-                }
-            }
-            wave.push(control(node, &[b"EXEC"]));
-            if failed {
-                for s in wave.iter_mut() {
-                    s.keys = 0;
-                }
-                errors.push((
-                    Outcome::ServerError,
-                    format!("{CROSSSLOT} (or MOVED) inside MULTI; EXEC answers EXECABORT"),
-                ));
-            }
-            waves.push(wave);
-        }
+    if note.is_some() {
+        r.message = note;
     }
     // The nodes of both maps in one index space: the client's map first, then real nodes it
     // does not know.
