@@ -162,6 +162,19 @@ pub struct Cost {
     pub latency_ms: f64,
 }
 
+/// How long a wave takes: its slowest node's round trip plus that node's per-key time and its
+/// request bytes over the bandwidth, from each node's `(keys, bytes)` in the wave. The client
+/// profiles cost their waves with it too.
+pub fn wave_ms(per_node: impl Iterator<Item = (u64, u64)>, net: &super::NetworkModel) -> f64 {
+    per_node
+        .map(|(keys, bytes)| {
+            net.rtt_ms
+                + keys as f64 * net.per_key_us / 1000.0
+                + bytes as f64 / (net.bandwidth_mb_s * 1000.0)
+        })
+        .fold(0.0, f64::max)
+}
+
 /// The cost of `plan`: per wave, the slowest node's round trip plus its per-key time and its
 /// request bytes over the bandwidth; waves add up.
 pub fn cost(plan: &ExecPlan, net: &super::NetworkModel) -> Cost {
@@ -173,14 +186,7 @@ pub fn cost(plan: &ExecPlan, net: &super::NetworkModel) -> Cost {
             e.0 += l.keys;
             e.1 += l.bytes;
         }
-        latency += per_node
-            .values()
-            .map(|&(keys, bytes)| {
-                net.rtt_ms
-                    + keys as f64 * net.per_key_us / 1000.0
-                    + bytes as f64 / (net.bandwidth_mb_s * 1000.0)
-            })
-            .fold(0.0, f64::max);
+        latency += wave_ms(per_node.values().copied(), net);
     }
     Cost {
         round_trips: plan.waves.len() as u64,

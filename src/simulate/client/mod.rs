@@ -9,11 +9,10 @@ mod redirect;
 mod split;
 mod waves;
 
-use super::{Batch, BatchKind, NetworkModel, NodeLoad};
+use super::{Batch, NetworkModel, NodeLoad};
 use crate::topology::Topology;
-use redirect::{PipeRedirect, READ_ONLY, redirect, same_node};
 use serde::Serialize;
-use split::{OpPlan, Sub, control, plan_op};
+use split::{OpPlan, plan_op};
 use std::collections::BTreeMap;
 
 /// A client library or proxy whose cross-slot behaviour keyplan models.
@@ -365,178 +364,13 @@ pub fn simulate_client_stale(
     if note.is_some() {
         r.message = note;
     }
-    // The nodes of both maps in one index space: the client's map first, then real nodes it
-    // does not know.
-    let mut names: Vec<crate::topology::Node> = topo.nodes().to_vec();
-    let actual_index: Vec<usize> = actual
-        .nodes()
-        .iter()
-        .map(|n| match names.iter().position(|m| same_node(m, n)) {
-            Some(i) => i,
-            None => {
-                names.push(n.clone());
-                names.len() - 1
-            }
-        })
-        .collect();
-    // Redirects.
+    let followed = redirect::follow_redirects(b, topo, actual, client, waves, &mut errors);
+    r.moved = followed.moved;
+    r.ask = followed.ask;
+    let names = followed.names;
+    let waves = followed.waves;
     let mut latency = if client.is_proxy() { net.rtt_ms } else { 0.0 };
-    let mut redirected_waves: Vec<Vec<Sub>> = Vec::new();
-    let mut extra_latency = 0.0;
-    // Follow-up waves are themselves checked (a MOVED can lead to an ASK), so work through a
-    // queue with the follow-ups of a wave put first.
-    let mut queue: std::collections::VecDeque<Vec<Sub>> = waves.into();
-    let limit = client.max_redirects();
-    while let Some(mut wave) = queue.pop_front() {
-        let original = wave.clone();
-        let mut hits: Vec<(Sub, bool, usize)> = Vec::new();
-        let mut over_limit: Option<(Sub, bool, usize)> = None;
-        for sub in wave.iter_mut() {
-            let Some(slot) = sub.slot else { continue };
-            if let Some((ask, target)) = redirect(&names[sub.node], actual, slot) {
-                let hit = (sub.clone(), ask, actual_index[target]);
-                // The node answers with the redirect instead of the keys.
-                sub.keys = 0;
-                if ask {
-                    r.ask += 1;
-                } else {
-                    r.moved += 1;
-                }
-                if sub.hops >= limit && client.follow().is_some() {
-                    over_limit.get_or_insert(hit);
-                } else {
-                    hits.push(hit);
-                }
-            }
-        }
-        redirected_waves.push(wave);
-        let mut follow_ups: Vec<Vec<Sub>> = Vec::new();
-        let message = |(s, ask, t): &(Sub, bool, usize)| {
-            format!(
-                "{} {} {}",
-                if *ask { "ASK" } else { "MOVED" },
-                s.slot.unwrap_or(0),
-                names[*t]
-                    .address
-                    .clone()
-                    .unwrap_or_else(|| names[*t].name.clone())
-            )
-        };
-        if let Some(h) = &over_limit {
-            errors.push((
-                Outcome::ServerError,
-                format!(
-                    "{} returned to the application: {} follows at most {limit} redirect(s) per \
-                     command",
-                    message(h),
-                    client.name()
-                ),
-            ));
-        }
-        if hits.is_empty() {
-            continue;
-        }
-        let Some(follow) = client.follow() else {
-            errors.push((Outcome::ServerError, format!("{} returned to the application (the proxy does not follow redirects by default)", message(&hits[0]))));
-            continue;
-        };
-        let pipeline = b.kind == BatchKind::Pipeline;
-        let asking = |t: usize| control(t, &[b"ASKING"]);
-        // A command re-sent after MOVED is checked again at its new node; after ASK (with
-        // ASKING) the importing node serves it.
-        let retried = |(s, ask, t): &(Sub, bool, usize)| Sub {
-            node: *t,
-            slot: if *ask { None } else { s.slot },
-            hops: s.hops + 1,
-            ..s.clone()
-        };
-        let refresh = |t: usize| control(t, &[b"CLUSTER", b"SLOTS"]);
-        let any_moved = hits.iter().any(|h| !h.1);
-        match (pipeline, &follow.pipeline) {
-            (true, PipeRedirect::NotFollowed) => {
-                errors.push((
-                    Outcome::ServerError,
-                    format!(
-                        "{} returned as that command's reply (not followed in a pipeline)",
-                        message(&hits[0])
-                    ),
-                ));
-            }
-            (true, PipeRedirect::WholeResend) => {
-                let same = hits
-                    .iter()
-                    .all(|h| h.1 == hits[0].1 && h.2 == hits[0].2 && h.0.slot == hits[0].0.slot);
-                let read_only = b
-                    .ops
-                    .iter()
-                    .all(|o| READ_ONLY.contains(&o.command.as_str()));
-                if same && read_only {
-                    let (_, ask, t) = hits[0];
-                    let mut again = Vec::new();
-                    for sub in &original {
-                        if ask {
-                            again.push(asking(t));
-                        }
-                        again.push(Sub {
-                            node: t,
-                            slot: None,
-                            ..sub.clone()
-                        });
-                    }
-                    follow_ups.push(again);
-                } else {
-                    errors.push((
-                        Outcome::ServerError,
-                        format!("{} returned as that command's reply (ioredis re-sends a pipeline only when every error is the same redirect and the rest is read-only)", message(&hits[0])),
-                    ));
-                }
-            }
-            (true, PipeRedirect::SerialRetry) => {
-                if any_moved && follow.blocking_refresh {
-                    follow_ups.push(vec![refresh(hits[0].2)]);
-                }
-                for h in &hits {
-                    if h.1 && follow.asking_rtt {
-                        follow_ups.push(vec![asking(h.2)]);
-                    }
-                    let mut w = vec![retried(h)];
-                    if h.1 && !follow.asking_rtt {
-                        w.insert(0, asking(h.2));
-                    }
-                    follow_ups.push(w);
-                }
-            }
-            (_, p) => {
-                // Each redirected command follows on its own, the redirected ones concurrently.
-                if let (PipeRedirect::RetryRound { backoff_ms }, true) = (p, pipeline) {
-                    extra_latency += backoff_ms;
-                }
-                if any_moved && follow.blocking_refresh {
-                    let mut targets: Vec<usize> =
-                        hits.iter().filter(|h| !h.1).map(|h| h.2).collect();
-                    targets.dedup();
-                    follow_ups.push(targets.into_iter().take(1).map(refresh).collect());
-                }
-                if follow.asking_rtt && hits.iter().any(|h| h.1) {
-                    redirected_waves
-                        .push(hits.iter().filter(|h| h.1).map(|h| asking(h.2)).collect());
-                }
-                let mut w = Vec::new();
-                for h in &hits {
-                    if h.1 && !follow.asking_rtt {
-                        w.push(asking(h.2));
-                    }
-                    w.push(retried(h));
-                }
-                follow_ups.push(w);
-            }
-        }
-        for w in follow_ups.into_iter().rev() {
-            queue.push_front(w);
-        }
-    }
-    let waves = redirected_waves;
-    latency += extra_latency;
+    latency += followed.extra_latency;
     // Cost the waves.
     let mut load: BTreeMap<usize, NodeLoad> = BTreeMap::new();
     let mut connections = 0u64;
@@ -561,14 +395,7 @@ pub fn simulate_client_stale(
             l.bytes += s.bytes;
         }
         connections = connections.max(per_node.len() as u64);
-        latency += per_node
-            .values()
-            .map(|&(k, by)| {
-                net.rtt_ms
-                    + k as f64 * net.per_key_us / 1000.0
-                    + by as f64 / (net.bandwidth_mb_s * 1000.0)
-            })
-            .fold(0.0, f64::max);
+        latency += crate::simulate::exec::wave_ms(per_node.values().copied(), net);
     }
     r.round_trips = if client.is_proxy() {
         u64::from(!waves.is_empty())
