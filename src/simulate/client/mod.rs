@@ -5,9 +5,9 @@
 //!
 //! Each profile names the version range it models. Pure: no I/O.
 //!
-//! A profile runs in phases, one file each: [`split`] (how one multi-key command is sent:
+//! A profile runs in phases, one file each: `split` (how one multi-key command is sent:
 //! whole, split per slot/run/server/key, or refused), `waves` (what the client sends for a
-//! multi-key command, a pipeline or MULTI…EXEC, as waves it waits for in turn), [`redirect`]
+//! multi-key command, a pipeline or MULTI…EXEC, as waves it waits for in turn), `redirect`
 //! (the MOVED/ASK the waves meet on the real cluster and how the client follows them), and the
 //! cost here, with the same per-wave cost as the strategies ([`crate::simulate::exec::wave_ms`]).
 
