@@ -364,12 +364,32 @@ pub fn output_sink<'a>(
 /// see the old file or the whole new one, never a part.
 pub struct AtomicFile {
     dest: PathBuf,
-    file: std::io::BufWriter<tempfile::NamedTempFile>,
+    out: Target,
+}
+
+enum Target {
+    /// A temporary file beside the destination, renamed onto it at the commit.
+    Temp(std::io::BufWriter<tempfile::NamedTempFile>),
+    /// A link or something that is not a regular file (`/dev/stdout`, a FIFO): written in
+    /// place.
+    Direct(std::io::BufWriter<File>),
 }
 
 impl AtomicFile {
     /// Starts writing `dest` (its directory must exist and be writable).
     pub fn create(dest: &Path) -> anyhow::Result<AtomicFile> {
+        // A link (`/dev/stdout`) or something that is not a regular file (a FIFO) is written
+        // in place: renaming onto it would replace the link or the device.
+        let in_place = std::fs::symlink_metadata(dest)
+            .is_ok_and(|m| m.file_type().is_symlink() || !(m.is_file() || m.is_dir()));
+        if in_place {
+            let f =
+                File::create(dest).with_context(|| format!("cannot write '{}'", dest.display()))?;
+            return Ok(AtomicFile {
+                dest: dest.to_path_buf(),
+                out: Target::Direct(std::io::BufWriter::new(f)),
+            });
+        }
         let dir = match dest.parent() {
             Some(d) if !d.as_os_str().is_empty() => d,
             _ => Path::new("."),
@@ -393,32 +413,45 @@ impl AtomicFile {
             })?;
         Ok(AtomicFile {
             dest: dest.to_path_buf(),
-            file: std::io::BufWriter::new(tmp),
+            out: Target::Temp(std::io::BufWriter::new(tmp)),
         })
     }
 
     /// Flushes the file and renames it onto the destination.
     pub fn commit(self) -> anyhow::Result<()> {
         let dest = self.dest;
-        let tmp = self
-            .file
-            .into_inner()
-            .map_err(|e| e.into_error())
-            .with_context(|| format!("writing '{}'", dest.display()))?;
-        tmp.persist(&dest)
-            .map_err(|e| e.error)
-            .with_context(|| format!("cannot write '{}'", dest.display()))?;
+        match self.out {
+            Target::Direct(mut f) => {
+                std::io::Write::flush(&mut f)
+                    .with_context(|| format!("writing '{}'", dest.display()))?;
+            }
+            Target::Temp(f) => {
+                let tmp = f
+                    .into_inner()
+                    .map_err(|e| e.into_error())
+                    .with_context(|| format!("writing '{}'", dest.display()))?;
+                tmp.persist(&dest)
+                    .map_err(|e| e.error)
+                    .with_context(|| format!("cannot write '{}'", dest.display()))?;
+            }
+        }
         Ok(())
     }
 }
 
 impl std::io::Write for AtomicFile {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.file.write(buf)
+        match &mut self.out {
+            Target::Temp(f) => f.write(buf),
+            Target::Direct(f) => f.write(buf),
+        }
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        self.file.flush()
+        match &mut self.out {
+            Target::Temp(f) => f.flush(),
+            Target::Direct(f) => f.flush(),
+        }
     }
 }
 

@@ -252,3 +252,44 @@ fn a_failed_run_leaves_no_output_file() {
     assert_eq!(v["results"][0]["batch_id"]["line"], 1);
     assert_eq!(v["results"][0]["batch_id"]["command"], "MGET");
 }
+
+/// `-o` through a link writes the link's target and leaves the link in place; `/dev/stdout`
+/// (a link to the process's stdout) works as it does for other tools.
+#[test]
+fn output_through_a_link_keeps_the_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("real.json");
+    let link = dir.path().join("link.json");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let keys = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/app.keys");
+    let out = keyplan()
+        .args(["analyze", "--format", "json", keys, "-o"])
+        .arg(&link)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&target).unwrap()).unwrap();
+    assert_eq!(v["totals"]["keys"], 20000);
+    if std::path::Path::new("/dev/stdout").exists() {
+        let out = keyplan()
+            .args(["analyze", "--format", "json", keys, "-o", "/dev/stdout"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["totals"]["keys"], 20000);
+        assert!(
+            std::fs::symlink_metadata("/dev/stdout")
+                .map(|m| !m.file_type().is_file())
+                .unwrap_or(true),
+            "/dev/stdout was replaced by a file"
+        );
+    }
+}
