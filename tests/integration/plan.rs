@@ -246,9 +246,8 @@ fn plan_errors_name_the_flag() {
         ),
     ];
     for (args, want) in cases {
-        let out = keyplan().args(*args).output().unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        let (code, _, err) = crate::support::run_in_process(args);
+        assert_eq!(code, 2, "{args:?}: {err}");
         assert!(err.contains(want), "{args:?}: {err}");
     }
 }

@@ -462,12 +462,7 @@ fn previews_equal_real_redis_cli_migrations() {
 }
 
 fn run(args: &[&str]) -> (i32, String, String) {
-    let out = keyplan().args(args).output().unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    crate::support::run_in_process(args)
 }
 
 /// A sample where a few hash tags pile keys into slots master-0 keeps under redis-cli's plan.

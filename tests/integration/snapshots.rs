@@ -4,17 +4,8 @@
 //! `INSTA_UPDATE=always cargo test snapshots` to accept).
 
 fn run(args: &[&str]) -> String {
-    let mut out = Vec::new();
-    let mut err = Vec::new();
-    let mut argv = vec!["keyplan"];
-    argv.extend_from_slice(args);
-    let status = keyplan::cli::run(argv, &mut out, &mut err);
-    format!(
-        "exit {}\n--- stdout\n{}--- stderr\n{}",
-        status.code(),
-        String::from_utf8_lossy(&out),
-        String::from_utf8_lossy(&err)
-    )
+    let (code, out, err) = crate::support::run_in_process(args);
+    format!("exit {code}\n--- stdout\n{out}--- stderr\n{err}")
 }
 
 fn snap(name: &str, args: &[&str]) {

@@ -409,3 +409,18 @@ pub fn ranges_text(v: &serde_json::Value) -> String {
         .collect::<Vec<_>>()
         .join(" ")
 }
+
+/// Runs keyplan in this process (through `keyplan::cli::run`, streams as pipes): the exit
+/// code, stdout and stderr. For table-driven cases; a handful of tests run the real binary.
+pub fn run_in_process(args: &[&str]) -> (i32, String, String) {
+    let mut out = Vec::new();
+    let mut err = Vec::new();
+    let mut argv = vec!["keyplan"];
+    argv.extend_from_slice(args);
+    let status = keyplan::cli::run(argv, &mut out, &mut err);
+    (
+        i32::from(status.code()),
+        String::from_utf8_lossy(&out).into_owned(),
+        String::from_utf8_lossy(&err).into_owned(),
+    )
+}
