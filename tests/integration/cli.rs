@@ -5,14 +5,11 @@ use keyplan::slot::key_slot;
 use predicates::prelude::*;
 use std::io::Write;
 
+/// The stdout of a successful in-process run.
 fn stdout_of(args: &[&str]) -> String {
-    let out = keyplan().args(args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    let (code, out, err) = crate::support::run_in_process(args);
+    assert_eq!(code, 0, "{err}");
+    out
 }
 
 fn write_file(dir: &tempfile::TempDir, name: &str, data: &[u8]) -> std::path::PathBuf {
@@ -167,24 +164,21 @@ fn unreadable_paths_name_the_file() {
 
 #[test]
 fn bad_flags_exit_2() {
-    keyplan()
-        .args(["slot", "--masters", "0", "k"])
-        .assert()
-        .code(2);
-    keyplan()
-        .args(["slot", "--format", "yaml", "k"])
-        .assert()
-        .code(2);
-    keyplan().args(["nope"]).assert().code(2);
-    keyplan()
-        .args(["slot", "--keys", "-", "--keys", "-"])
-        .assert()
-        .code(2);
-    keyplan()
-        .args(["--help"])
-        .assert()
-        .code(0)
-        .stdout(predicate::str::contains("slot"));
+    let cases: &[(&[&str], i32, &str)] = &[
+        (&["slot", "--masters", "0", "k"], 2, "--masters"),
+        (&["slot", "--format", "yaml", "k"], 2, "--format"),
+        (&["nope"], 2, "nope"),
+        (&["slot", "--keys", "-", "--keys", "-"], 2, "more than once"),
+        (&["--help"], 0, ""),
+    ];
+    for (args, want, says) in cases {
+        let (code, out, err) = crate::support::run_in_process(args);
+        assert_eq!(code, *want, "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        if *want == 0 {
+            assert!(out.contains("slot"), "{out}");
+        }
+    }
 }
 
 #[test]
