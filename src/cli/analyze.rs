@@ -2,17 +2,17 @@
 
 use super::Ctx;
 use super::args::{
-    AtomicFile, InputArgs, SampleArgs, TopologyArgs, open_all, read_context, total_size,
-    warn_malformed,
+    InputArgs, SampleArgs, TopologyArgs, open_all, read_context, total_size, warn_malformed,
 };
 use super::progress::Unit;
 use crate::analyze::{AnalyzeConfig, Analyzer};
 use crate::error::{ExitStatus, UserError};
 use crate::keys::ReadSummary;
 use crate::pattern::{DEFAULT_DELIMITERS, Delimiters};
-use crate::report::analyze::{render_json, render_table};
+use crate::report::analyze::AnalyzeView;
+use crate::report::render::{Format, render};
 use anyhow::Context as _;
-use std::io::BufWriter;
+use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 
 /// Output format of `analyze`.
@@ -183,31 +183,26 @@ fn emit(
     config: &AnalyzeConfig,
     ctx: &mut Ctx<'_>,
 ) -> anyhow::Result<()> {
-    let report = report.clone();
     // Charts only for a person at a terminal (and never with NO_COLOR); pipes get plain text.
     let charts = args.output.is_none()
         && ctx.stdout_is_terminal
         && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     let layout = ctx.layout_for(args.output.as_ref());
-    let write = |out: &mut dyn std::io::Write| match args.format {
-        AnalyzeFormat::Json => render_json(out, &report),
-        AnalyzeFormat::Table => {
-            let mut out = layout.writer(out);
-            render_table(&mut out, &report, inputs, config.top, charts, &layout)
-        }
-        AnalyzeFormat::Html => crate::report::html::render_html(out, &report, inputs),
+    let view = AnalyzeView {
+        report,
+        inputs,
+        top: config.top,
+        charts,
     };
-    match &args.output {
-        Some(path) => {
-            let mut out = AtomicFile::create(path)?;
-            write(&mut out)
-                .with_context(|| format!("writing the report to '{}'", path.display()))?;
-            out.commit()?;
-        }
-        None => {
-            let mut out = BufWriter::new(&mut *ctx.stdout);
-            write(&mut out).context("writing the report")?;
-        }
-    }
-    Ok(())
+    let format = match args.format {
+        AnalyzeFormat::Json => Format::Json,
+        AnalyzeFormat::Table => Format::Table,
+        AnalyzeFormat::Html => Format::Html,
+    };
+    let mut sink = super::args::output_sink(args.output.as_ref(), &mut *ctx.stdout)?;
+    let mut out = BufWriter::new(&mut sink);
+    render(&view, format, &mut out, &layout).context("writing the report")?;
+    out.flush()?;
+    drop(out);
+    sink.finish()
 }

@@ -15,7 +15,7 @@ use crate::migrate::impact::{
     ByteSize, MotionReport, Rate, SlotWeights, batches_in_motion, parse_byte_size, parse_rate,
 };
 use crate::migrate::{ClusterView, MigrationReport, Move, SampleInfo};
-use crate::report::migrate::{render_json, render_table};
+use crate::report::render::{Format, render};
 use crate::simulate::NetworkModel;
 use crate::simulate::batch::{self, Batch};
 use crate::simulate::client::Client;
@@ -344,9 +344,9 @@ pub fn output(
             out.write_all(text.as_bytes())?;
         }
         None => match args.format {
-            PreviewFormat::Json => render_json(&mut out, report)?,
-            PreviewFormat::Table => render_table(&mut layout.writer(&mut out), report, &layout)?,
-            PreviewFormat::Html => crate::report::html::render_migration(&mut out, report)?,
+            PreviewFormat::Json => render(report, Format::Json, &mut out, &layout)?,
+            PreviewFormat::Table => render(report, Format::Table, &mut out, &layout)?,
+            PreviewFormat::Html => render(report, Format::Html, &mut out, &layout)?,
         },
     }
     out.flush()?;

@@ -13,7 +13,8 @@ use crate::keys::for_each_record;
 use crate::plan::observed::plan_observed;
 use crate::plan::workload::Workload;
 use crate::plan::{PlanOptions, plan_scheme, yaml};
-use crate::report::plan::{PlanReport, WorkloadInfo, render_json, render_table};
+use crate::report::plan::{PlanReport, WorkloadInfo};
+use crate::report::render::{Format, render};
 use crate::simulate::{NetworkModel, Strategy};
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
@@ -321,9 +322,9 @@ fn write(
     let mut sink = super::args::output_sink(args.output.as_ref(), &mut *ctx.stdout)?;
     let mut out = BufWriter::new(&mut sink);
     match args.format {
-        PlanFormat::Json => render_json(&mut out, report)?,
-        PlanFormat::Table => render_table(&mut layout.writer(&mut out), report, &layout)?,
-        PlanFormat::Html => crate::report::html::render_plan(&mut out, report)?,
+        PlanFormat::Json => render(report, Format::Json, &mut out, &layout)?,
+        PlanFormat::Table => render(report, Format::Table, &mut out, &layout)?,
+        PlanFormat::Html => render(report, Format::Html, &mut out, &layout)?,
         PlanFormat::Yaml => {
             let Some(l) = loaded else {
                 unreachable!("checked above: --format yaml needs --scheme");

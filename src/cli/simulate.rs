@@ -3,7 +3,8 @@
 use super::Ctx;
 use super::args::TopologyArgs;
 use crate::error::{ExitStatus, UserError};
-use crate::report::simulate::{SimulationReport, render_json, render_table};
+use crate::report::render::{Format, render};
+use crate::report::simulate::SimulationReport;
 use crate::simulate::{
     Batch, Client, NetworkModel, Strategy, batch, simulate, simulate_client_stale,
 };
@@ -258,11 +259,12 @@ pub fn run(args: SimulateArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
     let layout = ctx.layout_for(args.output.as_ref());
     let mut sink = super::args::output_sink(args.output.as_ref(), &mut *ctx.stdout)?;
     let mut out = BufWriter::new(&mut sink);
-    match args.format {
-        SimFormat::Html => crate::report::html::render_simulate(&mut out, &report.html())?,
-        SimFormat::Json => render_json(&mut out, &report)?,
-        SimFormat::Table => render_table(&mut layout.writer(&mut out), &report, &layout)?,
-    }
+    let format = match args.format {
+        SimFormat::Html => Format::Html,
+        SimFormat::Json => Format::Json,
+        SimFormat::Table => Format::Table,
+    };
+    render(&report, format, &mut out, &layout)?;
     out.flush()?;
     drop(out);
     sink.finish()?;

@@ -69,6 +69,18 @@ pub fn sparkline(values: &[f64]) -> String {
         .collect()
 }
 
+/// An analyze report with what its text and HTML renderings show around it.
+pub struct AnalyzeView<'a> {
+    /// The report.
+    pub report: &'a AnalyzeReport,
+    /// What was read, in words.
+    pub inputs: &'a str,
+    /// Rows in the top lists.
+    pub top: usize,
+    /// Share bars and a sparkline (a terminal without NO_COLOR).
+    pub charts: bool,
+}
+
 /// Writes the report as tables. `inputs` names what was read; `top` bounds the long lists.
 /// With `charts` (a terminal without NO_COLOR), share bars and a slot-density sparkline are
 /// added; pipes and files get plain tables.

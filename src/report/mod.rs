@@ -11,6 +11,7 @@ pub mod json;
 pub mod lint;
 pub mod migrate;
 pub mod plan;
+pub mod render;
 pub mod rules;
 pub mod simulate;
 pub mod slot;
