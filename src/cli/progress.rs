@@ -151,6 +151,8 @@ impl Progress {
     fn stop(&mut self) {
         self.shared.done.store(true, Ordering::Relaxed);
         if let Some(t) = self.thread.take() {
+            // Wake the drawing thread from its wait so the run ends without a pause.
+            t.thread().unpark();
             let _ = t.join();
         }
     }
@@ -189,7 +191,7 @@ fn draw(shared: &Shared, label: &str, unit: Unit, delay: Duration) {
         if shared.done.load(Ordering::Relaxed) {
             return;
         }
-        std::thread::sleep(Duration::from_millis(20).min(delay));
+        std::thread::park_timeout(shown_at.saturating_duration_since(Instant::now()));
     }
     let mut with_total = None;
     loop {
@@ -225,7 +227,7 @@ fn draw(shared: &Shared, label: &str, unit: Unit, delay: Duration) {
         if done {
             return;
         }
-        std::thread::sleep(Duration::from_millis(100));
+        std::thread::park_timeout(Duration::from_millis(100));
     }
 }
 
