@@ -175,22 +175,16 @@ fn add_migration(topology: &mut crate::topology::Topology, spec: &str) -> Result
         .ok()
         .filter(|s| *s < 16384)
         .ok_or_else(|| bad(format!("'{slot}' is not a slot (0-16383)")))?;
-    let index = map
-        .nodes()
-        .iter()
-        .position(|n| {
-            n.name == to || n.address.as_deref() == Some(to) || n.id.as_deref() == Some(to)
-        })
-        .ok_or_else(|| {
-            bad(format!(
-                "no node '{to}' (nodes: {})",
-                map.nodes()
-                    .iter()
-                    .map(|n| n.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ))
-        })?;
+    let index = crate::topology::find_node(map.nodes(), to).ok_or_else(|| {
+        bad(format!(
+            "no node '{to}' (nodes: {})",
+            map.nodes()
+                .iter()
+                .map(|n| n.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    })?;
     map.add_migration(slot, index).map_err(bad)
 }
 

@@ -30,6 +30,18 @@ pub struct Node {
     pub replicas: usize,
 }
 
+impl Node {
+    /// Whether `s` names this node: its name, its address or its id.
+    pub fn is_named(&self, s: &str) -> bool {
+        self.name == s || self.address.as_deref() == Some(s) || self.id.as_deref() == Some(s)
+    }
+}
+
+/// The index of the node `s` names (see [`Node::is_named`]) among `nodes`.
+pub fn find_node(nodes: &[Node], s: &str) -> Option<usize> {
+    nodes.iter().position(|n| n.is_named(s))
+}
+
 /// Which way a slot is moving, as a `CLUSTER NODES` marker says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]

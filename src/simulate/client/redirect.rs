@@ -137,11 +137,7 @@ pub(super) fn redirect(
         return Some((false, owner));
     }
     // A slot migrating away from its owner: the key is assumed already moved (worst case).
-    let named = |s: &str| {
-        nodes.iter().position(|n| {
-            n.name == s || n.address.as_deref() == Some(s) || n.id.as_deref() == Some(s)
-        })
-    };
+    let named = |s: &str| crate::topology::find_node(nodes, s);
     use crate::topology::MigrationDirection::*;
     map.migrations()
         .iter()
