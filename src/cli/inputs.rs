@@ -1,0 +1,185 @@
+//! Key dumps as the commands open them: files (read through memory maps by the parallel
+//! reader) or standard input, with their names, sizes, progress counting and malformed lines.
+
+use super::Ctx;
+use crate::error::UserError;
+use crate::keys::parallel::{ChunkSink, par_read, par_read_file};
+use crate::keys::{ReadError, ReadOptions, ReadSummary};
+use crate::report::slot::MalformedLine;
+use anyhow::Context as _;
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicU64;
+
+/// The name a dump is reported under: its path, or `<stdin>` for `-`.
+pub fn input_name(path: &Path) -> String {
+    if path == Path::new("-") {
+        "<stdin>".to_string()
+    } else {
+        path.display().to_string()
+    }
+}
+
+/// An opened key dump.
+pub enum Input {
+    /// Standard input.
+    Stdin(io::Stdin),
+    /// A file (regular files are read through memory maps by the parallel reader).
+    File(File),
+}
+
+impl Read for Input {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Input::Stdin(s) => s.read(buf),
+            Input::File(f) => f.read(buf),
+        }
+    }
+}
+
+impl Input {
+    /// Reads the whole dump on `sinks.len()` threads.
+    pub fn par_read<S: ChunkSink>(
+        self,
+        opts: &ReadOptions,
+        sinks: &mut [S],
+        progress: Option<&AtomicU64>,
+    ) -> Result<ReadSummary, ReadError> {
+        match self {
+            Input::Stdin(s) => par_read(s, opts, sinks, progress),
+            Input::File(f) => par_read_file(&f, opts, sinks, progress),
+        }
+    }
+
+    /// The size of the input in bytes, when known (regular files).
+    pub fn file_size(&self) -> Option<u64> {
+        match self {
+            Input::File(f) => f.metadata().ok().filter(|m| m.is_file()).map(|m| m.len()),
+            Input::Stdin(_) => None,
+        }
+    }
+}
+
+/// Opens a key dump; `-` is standard input.
+pub fn open_input(path: &PathBuf) -> anyhow::Result<Input> {
+    if path.as_os_str() == "-" {
+        // `keyplan … --keys - < dump` gets the fast file path too.
+        #[cfg(unix)]
+        {
+            use std::os::fd::AsFd;
+            if let Ok(fd) = io::stdin().as_fd().try_clone_to_owned() {
+                let f = File::from(fd);
+                if f.metadata().is_ok_and(|m| m.is_file()) {
+                    return Ok(Input::File(f));
+                }
+                crate::keys::pipe::widen(&f);
+            }
+        }
+        return Ok(Input::Stdin(io::stdin()));
+    }
+    if path.is_dir() {
+        anyhow::bail!(
+            "cannot read key dump '{}': it is a directory; pass a file, or '-' for stdin",
+            path.display()
+        );
+    }
+    let f = File::open(path).with_context(|| {
+        format!(
+            "cannot open key dump '{}' (check the path and its permissions)",
+            path.display()
+        )
+    })?;
+    crate::keys::pipe::widen(&f); // `<(redis-cli --scan)` is a pipe too
+    Ok(Input::File(f))
+}
+
+/// The malformed lines of a summary, for JSON reports.
+pub fn malformed_of(file: &str, s: &ReadSummary) -> Vec<MalformedLine> {
+    s.malformed_lines
+        .iter()
+        .map(|e| MalformedLine {
+            file: file.to_string(),
+            line: e.line,
+            column: e.column,
+            message: e.message.clone(),
+        })
+        .collect()
+}
+
+/// Reports skipped lines on stderr once, at the end.
+pub fn warn_malformed(ctx: &mut Ctx<'_>, file: &str, s: &ReadSummary) -> std::io::Result<()> {
+    if s.malformed == 0 {
+        return Ok(());
+    }
+    writeln!(
+        ctx.stderr,
+        "warning: {file}: skipped {} malformed line(s) of {} (--strict makes them fatal):",
+        s.malformed, s.lines
+    )?;
+    for e in &s.malformed_lines {
+        writeln!(
+            ctx.stderr,
+            "  {file}:{}:{}: {}",
+            e.line, e.column, e.message
+        )?;
+    }
+    if s.malformed > s.malformed_lines.len() as u64 {
+        writeln!(
+            ctx.stderr,
+            "  … and {} more",
+            s.malformed - s.malformed_lines.len() as u64
+        )?;
+    }
+    Ok(())
+}
+
+/// Adds the dump's name to a read error.
+pub fn read_context(file: &str, e: ReadError) -> anyhow::Error {
+    match e {
+        ReadError::Io(io) => anyhow::Error::new(io).context(format!("reading key dump {file}")),
+        other => anyhow::Error::new(other).context(format!("in key dump {file}")),
+    }
+}
+
+/// The total size of the inputs in bytes, when every one is a regular file.
+pub fn total_size(inputs: &[(String, Input)]) -> Option<u64> {
+    inputs.iter().map(|(_, i)| i.file_size()).sum()
+}
+
+/// A reader that adds the bytes it reads to a progress counter.
+pub struct Counted<'a, R> {
+    inner: R,
+    counter: &'a AtomicU64,
+}
+
+impl<'a, R> Counted<'a, R> {
+    /// `inner`, counted into `counter`.
+    pub fn new(inner: R, counter: &'a AtomicU64) -> Self {
+        Counted { inner, counter }
+    }
+}
+
+impl<R: Read> Read for Counted<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.counter
+            .fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
+/// Opens every dump up front; `-` may appear once.
+pub fn open_all(files: &[PathBuf]) -> anyhow::Result<Vec<(String, Input)>> {
+    if files.iter().filter(|p| p.as_os_str() == "-").count() > 1 {
+        return Err(UserError::new(
+            "--keys - is given more than once",
+            "standard input can be read only once; name it once",
+        )
+        .into());
+    }
+    files
+        .iter()
+        .map(|p| Ok((input_name(p), open_input(p)?)))
+        .collect()
+}
