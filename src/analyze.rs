@@ -65,6 +65,8 @@ pub struct Analyzer<'t> {
     scanner: BulkScanner,
     saw_bytes: bool,
     saw_ops: bool,
+    /// Keys per slot as the servers count them (a live cluster), overriding the sample's.
+    exact_slot_keys: Option<Vec<u64>>,
 }
 
 impl<'t> Analyzer<'t> {
@@ -88,7 +90,15 @@ impl<'t> Analyzer<'t> {
             scanner: BulkScanner::new(),
             saw_bytes: false,
             saw_ops: false,
+            exact_slot_keys: None,
         }
+    }
+
+    /// The servers' own key count of every slot (`CLUSTER COUNTKEYSINSLOT` or
+    /// `CLUSTER SLOT-STATS`): node and slot key figures, their skew and the verdict come from
+    /// these; patterns and tags stay figures of the sample.
+    pub fn set_exact_slot_keys(&mut self, counts: Vec<u64>) {
+        self.exact_slot_keys = Some(counts);
     }
 
     /// Counts one key with its weights.
@@ -291,8 +301,12 @@ pub struct TopologyInfo {
 /// Totals over the whole input.
 #[derive(Debug, Clone, Serialize)]
 pub struct Totals {
-    /// Keys analysed.
+    /// Keys: those read from a dump, or the servers' exact count on a live cluster.
     pub keys: u64,
+    /// Keys sampled from a live cluster, when `keys` is the servers' count (patterns, tags and
+    /// bytes are figures of this sample).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sampled: Option<u64>,
     /// Sum of the bytes weights (0 without weights).
     pub bytes: u64,
     /// Sum of the ops weights (0 without weights).
@@ -332,6 +346,9 @@ pub struct NodeReport {
     pub slots: usize,
     /// Keys.
     pub keys: u64,
+    /// Keys sampled from it, when `keys` is the servers' count.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sampled: Option<u64>,
     /// Bytes.
     pub bytes: u64,
     /// Ops.
@@ -496,9 +513,27 @@ impl Analyzer<'_> {
         let map = topo.slot_map();
         let names: Vec<String> = topo.nodes().iter().map(|n| n.name.clone()).collect();
         let n = names.len();
-        let (node_keys, node_bytes, node_ops) = (&self.node_keys, &self.node_bytes, &self.node_ops);
+        // The sample's counts, and the figures of nodes and slots: the servers' exact counts
+        // where they were read.
+        let sampled_keys: u64 = self.slot_keys.iter().sum();
+        let sampled_node_keys = self.node_keys.clone();
+        let (slot_keys, exact_node_keys) = match &self.exact_slot_keys {
+            Some(exact) => {
+                let mut per_node = vec![0u64; n];
+                for (s, &c) in exact.iter().enumerate() {
+                    if let Some(i) = topo.node_of_slot(s as u16) {
+                        per_node[i] += c;
+                    }
+                }
+                (exact.clone(), Some(per_node))
+            }
+            None => (self.slot_keys.clone(), None),
+        };
+        let node_keys: &Vec<u64> = exact_node_keys.as_ref().unwrap_or(&self.node_keys);
+        let (node_bytes, node_ops) = (&self.node_bytes, &self.node_ops);
         let uncovered_keys = self.unplaced;
-        let keys: u64 = self.slot_keys.iter().sum();
+        let keys: u64 = slot_keys.iter().sum();
+        let exact = self.exact_slot_keys.is_some();
         let bytes: u64 = self.slot_bytes.iter().sum();
         let ops: f64 = self.slot_ops.iter().sum();
         let slot_counts: Vec<usize> = (0..n)
@@ -516,6 +551,7 @@ impl Analyzer<'_> {
                 slot_ranges: map.map(|m| m.ranges_of(i)).unwrap_or_default(),
                 slots: slot_counts[i],
                 keys: node_keys[i],
+                sampled: exact.then(|| sampled_node_keys[i]),
                 bytes: node_bytes[i],
                 ops: node_ops[i],
                 share_keys: share(node_keys[i] as f64, keys as f64),
@@ -560,9 +596,8 @@ impl Analyzer<'_> {
             )
         };
 
-        let mut slot_order: Vec<usize> =
-            (0..SLOT_COUNT).filter(|&s| self.slot_keys[s] > 0).collect();
-        slot_order.sort_by(|&a, &b| self.slot_keys[b].cmp(&self.slot_keys[a]).then(a.cmp(&b)));
+        let mut slot_order: Vec<usize> = (0..SLOT_COUNT).filter(|&s| slot_keys[s] > 0).collect();
+        slot_order.sort_by(|&a, &b| slot_keys[b].cmp(&slot_keys[a]).then(a.cmp(&b)));
         let ring = self.ring;
         let node_name = |slot: u16| {
             if ring {
@@ -577,10 +612,10 @@ impl Analyzer<'_> {
             .map(|&s| SlotReport {
                 slot: s as u16,
                 node: node_name(s as u16),
-                keys: self.slot_keys[s],
+                keys: slot_keys[s],
                 bytes: self.slot_bytes[s],
                 ops: self.slot_ops[s],
-                share_keys: share(self.slot_keys[s] as f64, keys as f64),
+                share_keys: share(slot_keys[s] as f64, keys as f64),
                 share_bytes: share(self.slot_bytes[s] as f64, bytes as f64),
             })
             .collect();
@@ -591,7 +626,7 @@ impl Analyzer<'_> {
             } else {
                 (h.weight, h.error, h.other)
             };
-            let sk = share(k as f64, keys as f64);
+            let sk = share(k as f64, sampled_keys as f64);
             let sb = share(b as f64, bytes as f64);
             TagReport {
                 tag: ByteString(h.item.clone()),
@@ -655,7 +690,7 @@ impl Analyzer<'_> {
                     keys: st.keys,
                     bytes: st.bytes,
                     ops: st.ops,
-                    share_keys: share(st.keys as f64, keys as f64),
+                    share_keys: share(st.keys as f64, sampled_keys as f64),
                     share_bytes: share(st.bytes as f64, bytes as f64),
                     tag_cardinality: p.tag.as_ref().map(|_| st.tags.estimate()),
                     tag: p.tag.clone(),
@@ -678,6 +713,7 @@ impl Analyzer<'_> {
             },
             totals: Totals {
                 keys,
+                sampled: exact.then_some(sampled_keys),
                 bytes,
                 ops,
                 has_bytes: self.saw_bytes,
@@ -686,7 +722,7 @@ impl Analyzer<'_> {
                 blank_lines: read.blank,
                 malformed_lines: read.malformed,
                 tagged_keys: self.tagged,
-                tagged_share: share(self.tagged as f64, keys as f64),
+                tagged_share: share(self.tagged as f64, sampled_keys as f64),
                 distinct_tags_estimate: if self.tagged == 0 {
                     0
                 } else {
@@ -717,7 +753,7 @@ impl Analyzer<'_> {
             slot_keys: if self.ring {
                 Vec::new()
             } else {
-                self.slot_keys.clone()
+                slot_keys.clone()
             },
         }
     }

@@ -530,6 +530,37 @@ impl LiveCluster {
 }
 
 impl LiveCluster {
+    /// The number of keys the master `node` holds in each of `slots` (`CLUSTER
+    /// COUNTKEYSINSLOT`, pipelined): the servers' exact figures, whatever is sampled.
+    pub fn slot_key_counts(&self, node: &Node, slots: &[u16]) -> Result<Vec<u64>, LiveError> {
+        let addr = node.address.clone().unwrap_or_else(|| node.name.clone());
+        let (host, port) = addr
+            .rsplit_once(':')
+            .and_then(|(h, p)| p.parse::<u16>().ok().map(|p| (h.to_string(), p)))
+            .ok_or_else(|| LiveError::Node {
+                addr: addr.clone(),
+                what: "connect".into(),
+                reason: "bad address".into(),
+                sampled: 0,
+            })?;
+        let mut con = self.connect(&host, port)?;
+        let mut out = Vec::with_capacity(slots.len());
+        for chunk in slots.chunks(1024) {
+            let mut pipe = redis::pipe();
+            for s in chunk {
+                pipe.cmd("CLUSTER").arg("COUNTKEYSINSLOT").arg(*s);
+            }
+            let counts: Vec<u64> = pipe.query(&mut con).map_err(|e| LiveError::Node {
+                addr: addr.clone(),
+                what: "CLUSTER COUNTKEYSINSLOT".into(),
+                reason: first_line(&e.to_string()),
+                sampled: 0,
+            })?;
+            out.extend(counts);
+        }
+        Ok(out)
+    }
+
     /// Samples `nodes` at once, one thread each, feeding node `i`'s keys (with their bytes
     /// when asked) to `sinks[i]`. The first node to fail stops the others at their next SCAN
     /// call, and its error is returned: a report never silently lacks a node.

@@ -171,9 +171,38 @@ fn run_live(
         lines: sampled,
         ..Default::default()
     };
-    let report = merged(workers).finish(&read, source.clone(), &config);
+    let mut analyzer = merged(workers);
+    // The servers know every slot's exact key count: node and slot figures come from them,
+    // whatever the sample (unless --match narrows the keys to some of them).
+    if args.sampling.pattern.is_none()
+        && let Some(counts) = exact_slot_keys(&live, &topology)?
+    {
+        analyzer.set_exact_slot_keys(counts);
+    }
+    let report = analyzer.finish(&read, source.clone(), &config);
     emit(args, &report, &source, &config, ctx)?;
     Ok(ExitStatus::Clean)
+}
+
+/// Every slot's key count, from the master that owns it (`None` for a client-side ring).
+fn exact_slot_keys(
+    live: &crate::live::LiveCluster,
+    topology: &crate::topology::Topology,
+) -> anyhow::Result<Option<Vec<u64>>> {
+    let Some(map) = topology.slot_map() else {
+        return Ok(None);
+    };
+    let mut counts = vec![0u64; crate::slot::SLOT_COUNT];
+    for (i, node) in map.nodes().iter().enumerate() {
+        let slots: Vec<u16> = map.ranges_of(i).iter().flat_map(|&(a, b)| a..=b).collect();
+        if slots.is_empty() {
+            continue;
+        }
+        for (s, c) in slots.iter().zip(live.slot_key_counts(node, &slots)?) {
+            counts[usize::from(*s)] = c;
+        }
+    }
+    Ok(Some(counts))
 }
 
 fn emit(

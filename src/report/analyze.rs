@@ -100,6 +100,12 @@ pub fn render_table(
         "topology: {} ({} nodes)",
         r.topology.source, r.topology.nodes
     )?;
+    if let Some(sampled) = t.sampled {
+        writeln!(
+            out,
+            "keys per node and slot: the servers' exact counts; patterns, tags and bytes: a sample of {sampled} keys"
+        )?;
+    }
     if !r.topology.uncovered_slots.is_empty() {
         writeln!(
             out,

@@ -881,3 +881,61 @@ fn pattern_regex_and_scan_match_work_in_python_grep_and_redis() {
         );
     }
 }
+
+/// On a live cluster, node and slot key figures are the servers' own counts whatever the
+/// sample: with 200 keys sampled per master from masters holding very different numbers of
+/// keys, every node's keys equal its DBSIZE and each hot slot's keys its COUNTKEYSINSLOT.
+#[test]
+fn live_node_keys_are_exact_whatever_the_sample() {
+    let Some(cluster) = Cluster::create() else {
+        return;
+    };
+    // Uneven: 6,000 keys on one tag (one slot, one master) and 3,000 spread keys.
+    let mut keys: Vec<Vec<u8>> = (0..6000)
+        .map(|i| format!("{{hot}}:{i}").into_bytes())
+        .collect();
+    keys.extend(generated_keys(3000));
+    cluster.load(&keys);
+    let dbsize = cluster.dbsize();
+    let url = format!("redis://127.0.0.1:{}", cluster.nodes[0].port);
+    let v = json_of(
+        keyplan()
+            .args([
+                "analyze",
+                "--cluster",
+                &url,
+                "--sample",
+                "200",
+                "--format",
+                "json",
+            ])
+            .arg("--quiet"),
+    );
+    let total: u64 = dbsize.iter().sum();
+    assert_eq!(v["totals"]["keys"], total);
+    assert!(v["totals"]["sampled"].as_u64().unwrap() <= 600);
+    for (n, size) in cluster.nodes.iter().zip(&dbsize) {
+        let addr = format!("127.0.0.1:{}", n.port);
+        let node = v["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["address"] == addr.as_str())
+            .unwrap();
+        assert_eq!(node["keys"], *size, "{addr}");
+        assert!(node["sampled"].as_u64().unwrap() <= 200, "{addr}");
+    }
+    // The hottest slot is {hot}'s, with all 6,000 of its keys.
+    let hot = &v["hot_slots"][0];
+    assert_eq!(hot["slot"], u64::from(keyplan::slot::key_slot(b"{hot}")));
+    assert_eq!(hot["keys"], 6000);
+    // The verdict names the skew the servers see, not the sample's even 200s.
+    let verdict = v["skew"]["verdict"].as_str().unwrap();
+    assert!(verdict.contains("skewed"), "{verdict}");
+    // The table says which figures are exact.
+    let out = keyplan()
+        .args(["analyze", "--cluster", &url, "--sample", "200"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("the servers' exact counts"));
+}
