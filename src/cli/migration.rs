@@ -232,6 +232,13 @@ pub fn load_sample(
         for w in &sinks {
             weights.merge(w);
         }
+        // The servers' exact keys per slot replace the sample's (bytes scaled to them),
+        // unless --match narrows the keys.
+        if args.sampling.pattern.is_none() {
+            let exact = exact_view_keys(&live, view)?;
+            weights.scale_to(&exact, &view.owner);
+            source.push("keys per slot: the servers' exact counts".into());
+        }
         source.push(format!(
             "live sample ({} per master{})",
             args.sampling.sample,
@@ -250,6 +257,28 @@ pub fn load_sample(
         scale: args.scale,
     };
     Ok((weights, info))
+}
+
+/// Every slot's key count, from the master that owns it in `view`.
+fn exact_view_keys(
+    live: &crate::live::LiveCluster,
+    view: &ClusterView,
+) -> anyhow::Result<Vec<u64>> {
+    let mut counts = vec![0u64; crate::slot::SLOT_COUNT];
+    for i in view.masters() {
+        let slots: Vec<u16> = (0..crate::slot::SLOT_COUNT)
+            .filter(|&s| view.owner[s] == Some(i))
+            .map(|s| s as u16)
+            .collect();
+        if slots.is_empty() {
+            continue;
+        }
+        let node = view.nodes[i].to_node();
+        for (s, c) in slots.iter().zip(live.slot_key_counts(&node, &slots)?) {
+            counts[usize::from(*s)] = c;
+        }
+    }
+    Ok(counts)
 }
 
 /// The batches from `--scheme` and `--batches`, and the client profiles to run them with.

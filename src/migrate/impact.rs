@@ -65,6 +65,43 @@ impl SlotWeights {
         self.has_ops |= o.has_ops;
     }
 
+    /// Takes `exact` (the servers' keys per slot) as the keys, and scales the sample's bytes
+    /// and ops to them: a slot's sampled bytes per key times its exact keys, or, for a slot
+    /// without sampled keys, its owner's sampled bytes per key (`owner` of each slot).
+    pub fn scale_to(&mut self, exact: &[u64], owner: &[Option<usize>]) {
+        let nodes = owner.iter().flatten().max().map_or(0, |m| m + 1);
+        let mut node_keys = vec![0u64; nodes];
+        let mut node_bytes = vec![0u64; nodes];
+        let mut node_ops = vec![0f64; nodes];
+        for (s, o) in owner.iter().enumerate().take(SLOT_COUNT) {
+            if let Some(i) = *o {
+                node_keys[i] += self.keys[s];
+                node_bytes[i] += self.bytes[s];
+                node_ops[i] += self.ops[s];
+            }
+        }
+        for (s, o) in owner.iter().enumerate().take(SLOT_COUNT) {
+            let e = exact.get(s).copied().unwrap_or(0);
+            let (per_key_bytes, per_key_ops) = if self.keys[s] > 0 {
+                (
+                    self.bytes[s] as f64 / self.keys[s] as f64,
+                    self.ops[s] / self.keys[s] as f64,
+                )
+            } else {
+                match *o {
+                    Some(i) if node_keys[i] > 0 => (
+                        node_bytes[i] as f64 / node_keys[i] as f64,
+                        node_ops[i] / node_keys[i] as f64,
+                    ),
+                    _ => (0.0, 0.0),
+                }
+            };
+            self.bytes[s] = (per_key_bytes * e as f64).round() as u64;
+            self.ops[s] = per_key_ops * e as f64;
+            self.keys[s] = e;
+        }
+    }
+
     /// Keys in the sample.
     pub fn total_keys(&self) -> u64 {
         self.keys.iter().sum()
@@ -554,6 +591,25 @@ pub fn batches_in_motion(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sample_scales_to_exact_counts() {
+        let mut w = SlotWeights::default();
+        // Slot 1: 2 sampled keys of 100 bytes; slot 2 sampled nothing (same owner).
+        w.add(b"{a}1", Some(100), None);
+        w.add(b"{a}2", Some(100), None);
+        let s1 = crate::slot::key_slot(b"{a}") as usize;
+        let s2 = (s1 + 1) % SLOT_COUNT;
+        let mut exact = vec![0u64; SLOT_COUNT];
+        exact[s1] = 50;
+        exact[s2] = 10;
+        let owner: Vec<Option<usize>> = vec![Some(0); SLOT_COUNT];
+        w.scale_to(&exact, &owner);
+        assert_eq!((w.keys[s1], w.bytes[s1]), (50, 5000));
+        // Bytes per key of the owner's sample.
+        assert_eq!((w.keys[s2], w.bytes[s2]), (10, 1000));
+        assert_eq!(w.total_keys(), 60);
+    }
 
     #[test]
     fn sizes_are_shown_in_the_users_unit() {

@@ -694,3 +694,56 @@ fn table_report_reads_like_redis_cli() {
         "{out}"
     );
 }
+
+/// A live preview takes each slot's keys from the servers: a 50-key sample per master and
+/// the whole keyspace give the same keys before and after on every node, equal to DBSIZE
+/// before the move.
+#[test]
+fn a_sampled_live_preview_agrees_with_the_full_one() {
+    let Some(cluster) = Cluster::create() else {
+        return;
+    };
+    let mut keys: Vec<Vec<u8>> = (0..4000)
+        .map(|i| format!("{{hot}}:{i}").into_bytes())
+        .collect();
+    keys.extend(crate::analyze::generated_keys(3000));
+    cluster.load(&keys);
+    let dbsize = cluster.dbsize();
+    let url = format!("redis://127.0.0.1:{}", cluster.nodes[0].port);
+    let preview = |sample: &str| {
+        let (code, out, err) = crate::support::run_in_process(&[
+            "rebalance",
+            "--preview",
+            "--cluster",
+            &url,
+            "--balance-by",
+            "keys",
+            "--sample",
+            sample,
+            "--format",
+            "json",
+        ]);
+        assert!(code == 0 || code == 1, "{err}");
+        let v: Value = serde_json::from_str(&out).unwrap();
+        v["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| {
+                (
+                    n["address"].as_str().unwrap().to_string(),
+                    n["before"]["keys"].as_u64().unwrap(),
+                    n["after"]["keys"].as_u64().unwrap(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let small = preview("50");
+    let all = preview("all");
+    assert_eq!(small, all);
+    for (n, size) in cluster.nodes.iter().zip(&dbsize) {
+        let addr = format!("127.0.0.1:{}", n.port);
+        let before = small.iter().find(|(a, _, _)| *a == addr).unwrap().1;
+        assert_eq!(before, *size, "{addr}");
+    }
+}
