@@ -436,15 +436,11 @@ impl LiveCluster {
                 reason: "bad address".into(),
                 sampled: 0,
             })?;
-        let (addr, host, port) = match &opts.replicas {
+        // A master without a healthy replica is sampled itself (the caller warns).
+        let replica = opts.replicas.as_ref().and_then(|m| m.get(&addr));
+        let (addr, host, port) = match replica {
             None => (addr, host, port),
-            Some(map) => {
-                let r = map.get(&addr).ok_or_else(|| LiveError::Node {
-                    addr: addr.clone(),
-                    what: "read from replicas".into(),
-                    reason: "this master has no healthy replica (use --read-from masters)".into(),
-                    sampled: 0,
-                })?;
+            Some(r) => {
                 let (h, p) = r
                     .rsplit_once(':')
                     .and_then(|(h, p)| p.parse::<u16>().ok().map(|p| (h.to_string(), p)))
@@ -458,7 +454,7 @@ impl LiveCluster {
             }
         };
         let mut con = self.connect(&host, port)?;
-        if opts.replicas.is_some() {
+        if replica.is_some() {
             // Replicas serve reads of their slots (MEMORY USAGE) only after READONLY.
             redis::cmd("READONLY")
                 .query::<()>(&mut con)

@@ -158,6 +158,9 @@ fn run_live(
         .iter()
         .map(|_| Analyzer::new(&topology, &config))
         .collect();
+    for w in args.sampling.replica_fallbacks(&opts, &nodes) {
+        writeln!(ctx.stderr, "{w}")?;
+    }
     let total = opts.per_node.map(|n| n * nodes.len() as u64);
     let progress = ctx.progress("sampling", Unit::Keys, total);
     // A node that fails is an error: never report a cluster with a node silently missing.

@@ -376,6 +376,26 @@ impl SampleArgs {
     }
 }
 
+impl SampleArgs {
+    /// Warnings for `--read-from replicas` on `nodes` (masters) that have no healthy replica:
+    /// those masters are sampled themselves.
+    pub fn replica_fallbacks(
+        &self,
+        opts: &crate::live::ScanOptions,
+        nodes: &[crate::topology::Node],
+    ) -> Vec<String> {
+        let Some(map) = &opts.replicas else {
+            return Vec::new();
+        };
+        nodes
+            .iter()
+            .filter_map(|n| n.address.as_ref())
+            .filter(|a| !map.contains_key(*a))
+            .map(|a| format!("warning: {a} has no healthy replica: sampling the master itself"))
+            .collect()
+    }
+}
+
 /// Parses `--sample`.
 pub fn sample_budget(s: &str) -> anyhow::Result<Option<u64>> {
     if s == "all" {

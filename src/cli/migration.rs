@@ -221,6 +221,9 @@ pub fn load_sample(
             .filter(|&i| view.slot_count(i) > 0)
             .map(|i| view.nodes[i].to_node())
             .collect();
+        for w in args.sampling.replica_fallbacks(&opts, &masters) {
+            writeln!(ctx.stderr, "{w}")?;
+        }
         let total = opts.per_node.map(|n| n * masters.len() as u64);
         let progress = ctx.progress("sampling", Unit::Keys, total);
         let mut sinks: Vec<SlotWeights> = masters.iter().map(|_| SlotWeights::default()).collect();

@@ -43,6 +43,9 @@ pub fn run(args: ScanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     let map = live.topology()?;
     let opts = args.sampling.scan_options(&live)?;
     let nodes = map.nodes();
+    for w in args.sampling.replica_fallbacks(&opts, nodes) {
+        writeln!(ctx.stderr, "{w}")?;
+    }
     // A file is written under a temporary name and renamed when the sample is complete: a
     // failed scan never leaves a partial sample behind.
     let mut file = args.output.as_deref().map(AtomicFile::create).transpose()?;

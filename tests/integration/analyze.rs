@@ -939,3 +939,34 @@ fn live_node_keys_are_exact_whatever_the_sample() {
         .unwrap();
     assert!(String::from_utf8_lossy(&out.stdout).contains("the servers' exact counts"));
 }
+
+/// `--read-from replicas` samples a master itself, with a warning, when it has no healthy
+/// replica (here: none has), instead of failing the run.
+#[test]
+fn read_from_replicas_falls_back_to_masters_without_one() {
+    let Some(cluster) = Cluster::create() else {
+        return;
+    };
+    cluster.load(&generated_keys(500));
+    let url = format!("redis://127.0.0.1:{}", cluster.nodes[0].port);
+    let out = keyplan()
+        .args([
+            "analyze",
+            "--cluster",
+            &url,
+            "--read-from",
+            "replicas",
+            "--sample",
+            "all",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(err.matches("has no healthy replica").count(), 3, "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["totals"]["keys"], 500);
+    assert_eq!(v["totals"]["sampled"], 500);
+}
