@@ -427,29 +427,13 @@ impl LiveCluster {
             reason: "the node has no address".into(),
             sampled: 0,
         })?;
-        let (host, port) = addr
-            .rsplit_once(':')
-            .and_then(|(h, p)| p.parse::<u16>().ok().map(|p| (h.to_string(), p)))
-            .ok_or_else(|| LiveError::Node {
-                addr: addr.clone(),
-                what: "connect".into(),
-                reason: "bad address".into(),
-                sampled: 0,
-            })?;
+        let (host, port) = host_port(&addr)?;
         // A master without a healthy replica is sampled itself (the caller warns).
         let replica = opts.replicas.as_ref().and_then(|m| m.get(&addr));
         let (addr, host, port) = match replica {
             None => (addr, host, port),
             Some(r) => {
-                let (h, p) = r
-                    .rsplit_once(':')
-                    .and_then(|(h, p)| p.parse::<u16>().ok().map(|p| (h.to_string(), p)))
-                    .ok_or_else(|| LiveError::Node {
-                        addr: r.clone(),
-                        what: "connect".into(),
-                        reason: "bad address".into(),
-                        sampled: 0,
-                    })?;
+                let (h, p) = host_port(r)?;
                 (r.clone(), h, p)
             }
         };
@@ -530,15 +514,7 @@ impl LiveCluster {
     /// COUNTKEYSINSLOT`, pipelined): the servers' exact figures, whatever is sampled.
     pub fn slot_key_counts(&self, node: &Node, slots: &[u16]) -> Result<Vec<u64>, LiveError> {
         let addr = node.address.clone().unwrap_or_else(|| node.name.clone());
-        let (host, port) = addr
-            .rsplit_once(':')
-            .and_then(|(h, p)| p.parse::<u16>().ok().map(|p| (h.to_string(), p)))
-            .ok_or_else(|| LiveError::Node {
-                addr: addr.clone(),
-                what: "connect".into(),
-                reason: "bad address".into(),
-                sampled: 0,
-            })?;
+        let (host, port) = host_port(&addr)?;
         let mut con = self.connect(&host, port)?;
         let mut out = Vec::with_capacity(slots.len());
         for chunk in slots.chunks(1024) {
@@ -616,6 +592,18 @@ fn cluster_command_error<'a>(
             }
         }
     }
+}
+
+/// `host` and `port` of a `host:port` address.
+fn host_port(addr: &str) -> Result<(String, u16), LiveError> {
+    addr.rsplit_once(':')
+        .and_then(|(h, p)| p.parse::<u16>().ok().map(|p| (h.to_string(), p)))
+        .ok_or_else(|| LiveError::Node {
+            addr: addr.to_string(),
+            what: "connect".into(),
+            reason: "bad address".into(),
+            sampled: 0,
+        })
 }
 
 /// Whether a client error says the peer's bytes are not RESP.
