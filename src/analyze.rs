@@ -67,6 +67,8 @@ pub struct Analyzer<'t> {
     saw_ops: bool,
     /// Keys per slot as the servers count them (a live cluster), overriding the sample's.
     exact_slot_keys: Option<Vec<u64>>,
+    /// Each node's data bytes as it reports them (a live cluster).
+    node_dataset: Option<Vec<u64>>,
 }
 
 impl<'t> Analyzer<'t> {
@@ -91,7 +93,14 @@ impl<'t> Analyzer<'t> {
             saw_bytes: false,
             saw_ops: false,
             exact_slot_keys: None,
+            node_dataset: None,
         }
+    }
+
+    /// Each node's data bytes as the node reports them (`INFO memory`), shown next to the
+    /// sample's bytes.
+    pub fn set_node_dataset(&mut self, bytes: Vec<u64>) {
+        self.node_dataset = Some(bytes);
     }
 
     /// The servers' own key count of every slot (`CLUSTER COUNTKEYSINSLOT` or
@@ -349,6 +358,10 @@ pub struct NodeReport {
     /// Keys sampled from it, when `keys` is the servers' count.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sampled: Option<u64>,
+    /// The node's data bytes as it reports them (`INFO memory` `used_memory_dataset`; a live
+    /// cluster only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dataset_bytes: Option<u64>,
     /// Bytes.
     pub bytes: u64,
     /// Ops.
@@ -552,6 +565,7 @@ impl Analyzer<'_> {
                 slots: slot_counts[i],
                 keys: node_keys[i],
                 sampled: exact.then(|| sampled_node_keys[i]),
+                dataset_bytes: self.node_dataset.as_ref().and_then(|d| d.get(i).copied()),
                 bytes: node_bytes[i],
                 ops: node_ops[i],
                 share_keys: share(node_keys[i] as f64, keys as f64),

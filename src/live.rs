@@ -533,6 +533,32 @@ impl LiveCluster {
         Ok(out)
     }
 
+    /// The bytes of data the master `node` holds, as it reports them (`INFO memory`,
+    /// `used_memory_dataset`).
+    pub fn dataset_bytes(&self, node: &Node) -> Result<u64, LiveError> {
+        let addr = node.address.clone().unwrap_or_else(|| node.name.clone());
+        let (host, port) = host_port(&addr)?;
+        let mut con = self.connect(&host, port)?;
+        let info: String = redis::cmd("INFO")
+            .arg("memory")
+            .query(&mut con)
+            .map_err(|e| LiveError::Node {
+                addr: addr.clone(),
+                what: "INFO memory".into(),
+                reason: first_line(&e.to_string()),
+                sampled: 0,
+            })?;
+        info.lines()
+            .find_map(|l| l.strip_prefix("used_memory_dataset:"))
+            .and_then(|v| v.trim().parse().ok())
+            .ok_or_else(|| LiveError::Node {
+                addr,
+                what: "INFO memory".into(),
+                reason: "no used_memory_dataset field".into(),
+                sampled: 0,
+            })
+    }
+
     /// Samples `nodes` at once, one thread each, feeding node `i`'s keys (with their bytes
     /// when asked) to `sinks[i]`. The first node to fail stops the others at their next SCAN
     /// call, and its error is returned: a report never silently lacks a node.

@@ -182,6 +182,11 @@ fn run_live(
     {
         analyzer.set_exact_slot_keys(counts);
     }
+    let dataset: Vec<u64> = nodes
+        .iter()
+        .map(|n| live.dataset_bytes(n))
+        .collect::<Result<_, _>>()?;
+    analyzer.set_node_dataset(dataset);
     let report = analyzer.finish(&read, source.clone(), &config);
     emit(args, &report, &source, &config, ctx)?;
     Ok(ExitStatus::Clean)

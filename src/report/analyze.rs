@@ -145,6 +145,10 @@ pub fn render_table(
     if wo {
         header.extend(["ops", "ops %"]);
     }
+    let dataset = r.nodes.iter().any(|n| n.dataset_bytes.is_some());
+    if dataset {
+        header.push("data (INFO)");
+    }
     if charts {
         header.push("keys ÷ fair share (| = 1×)");
     }
@@ -182,6 +186,13 @@ pub fn render_table(
         }
         if wo {
             row.extend([right(num(n.ops)), right(pct(n.share_ops))]);
+        }
+        if dataset {
+            row.push(right(
+                n.dataset_bytes
+                    .map(human_bytes)
+                    .unwrap_or_else(|| "-".into()),
+            ));
         }
         if charts {
             // The bar is the node's share over its fair share, on a scale where the mark is

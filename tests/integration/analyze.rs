@@ -924,6 +924,8 @@ fn live_node_keys_are_exact_whatever_the_sample() {
             .unwrap();
         assert_eq!(node["keys"], *size, "{addr}");
         assert!(node["sampled"].as_u64().unwrap() <= 200, "{addr}");
+        // The node's own figure of its data bytes (INFO memory) is there.
+        assert!(node["dataset_bytes"].as_u64().unwrap() > 0, "{addr}");
     }
     // The hottest slot is {hot}'s, with all 6,000 of its keys.
     let hot = &v["hot_slots"][0];
