@@ -510,12 +510,17 @@ impl LiveCluster {
 }
 
 impl LiveCluster {
-    /// The number of keys the master `node` holds in each of `slots` (`CLUSTER
-    /// COUNTKEYSINSLOT`, pipelined): the servers' exact figures, whatever is sampled.
+    /// The number of keys the master `node` holds in each of `slots`: `CLUSTER SLOT-STATS
+    /// SLOTSRANGE` where the server has it (Valkey 8+, Redis 8.2+), else `CLUSTER
+    /// COUNTKEYSINSLOT` pipelined. The servers' exact figures, whatever is sampled.
     pub fn slot_key_counts(&self, node: &Node, slots: &[u16]) -> Result<Vec<u64>, LiveError> {
         let addr = node.address.clone().unwrap_or_else(|| node.name.clone());
         let (host, port) = host_port(&addr)?;
         let mut con = self.connect(&host, port)?;
+        // Valkey 8+ and Redis 8.2+ answer a whole range at once.
+        if let Some(counts) = slot_stats_key_counts(&mut con, slots) {
+            return Ok(counts);
+        }
         let mut out = Vec::with_capacity(slots.len());
         for chunk in slots.chunks(1024) {
             let mut pipe = redis::pipe();
@@ -618,6 +623,52 @@ fn cluster_command_error<'a>(
             }
         }
     }
+}
+
+/// Each of `slots`' key count from `CLUSTER SLOT-STATS SLOTSRANGE` over their contiguous
+/// ranges, or `None` when the server does not have the command (or answers otherwise).
+fn slot_stats_key_counts(con: &mut redis::Connection, slots: &[u16]) -> Option<Vec<u64>> {
+    let mut counts: std::collections::BTreeMap<u16, u64> = std::collections::BTreeMap::new();
+    let mut i = 0;
+    while i < slots.len() {
+        let lo = slots[i];
+        let mut hi = lo;
+        while i + 1 < slots.len() && slots[i + 1] == hi + 1 {
+            i += 1;
+            hi = slots[i];
+        }
+        i += 1;
+        let reply: Value = redis::cmd("CLUSTER")
+            .arg("SLOT-STATS")
+            .arg("SLOTSRANGE")
+            .arg(lo)
+            .arg(hi)
+            .query(con)
+            .ok()?;
+        let Value::Array(entries) = reply else {
+            return None;
+        };
+        for e in entries {
+            let Value::Array(pair) = e else { return None };
+            let (Some(Value::Int(slot)), Some(stats)) = (pair.first(), pair.get(1)) else {
+                return None;
+            };
+            let fields: Vec<(Value, Value)> = match stats {
+                Value::Array(kv) => kv
+                    .chunks(2)
+                    .filter_map(|c| Some((c.first()?.clone(), c.get(1)?.clone())))
+                    .collect(),
+                Value::Map(m) => m.clone(),
+                _ => return None,
+            };
+            let keys = fields.iter().find_map(|(k, v)| match (to_reply(k), v) {
+                (Reply::Str(name), Value::Int(n)) if name == "key-count" => Some(*n),
+                _ => None,
+            })?;
+            counts.insert(u16::try_from(*slot).ok()?, u64::try_from(keys).ok()?);
+        }
+    }
+    slots.iter().map(|s| counts.get(s).copied()).collect()
 }
 
 /// `host` and `port` of a `host:port` address.

