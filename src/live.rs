@@ -358,7 +358,31 @@ impl LiveCluster {
                 to_reply(&v)
             }
         };
-        from_reply(&reply, false).map_err(|e| LiveError::Topology(e.to_string()))
+        let mut map = from_reply(&reply, false).map_err(|e| LiveError::Topology(e.to_string()))?;
+        // Slots in migration: each master lists only its own markers, in CLUSTER NODES. A node
+        // that cannot be asked here is reported by the sampling that follows.
+        let mut migrations: Vec<crate::topology::Migration> = Vec::new();
+        for n in map.nodes() {
+            let Some(Ok((h, p))) = n.address.as_deref().map(host_port) else {
+                continue;
+            };
+            let Ok(mut c) = self.connect(&h, p) else {
+                continue;
+            };
+            let Ok(text) = redis::cmd("CLUSTER").arg("NODES").query::<String>(&mut c) else {
+                continue;
+            };
+            if let Ok(parsed) = crate::topology::nodes::parse(&text) {
+                for m in parsed.migrations {
+                    if !migrations.contains(&m) {
+                        migrations.push(m);
+                    }
+                }
+            }
+        }
+        migrations.sort_by(|a, b| (a.slot, &a.node).cmp(&(b.slot, &b.node)));
+        map.migrations = migrations;
+        Ok(map)
     }
 
     /// For every master, a replica to read from (the first healthy one in `CLUSTER NODES`):

@@ -1048,3 +1048,47 @@ fn valkey_counts_come_from_slot_stats() {
         );
     }
 }
+
+/// A slot in migration on a live cluster shows in `analyze --cluster`, with the markers of
+/// both ends (each master lists only its own in CLUSTER NODES).
+#[test]
+fn live_slots_in_migration_are_shown() {
+    let Some(cluster) = Cluster::create() else {
+        return;
+    };
+    let id = |i: usize| match cluster.nodes[i]
+        .connect()
+        .call(&[b"CLUSTER", b"MYID"])
+        .unwrap()
+    {
+        Reply::Bulk(Some(b)) => b,
+        other => panic!("MYID replied {other:?}"),
+    };
+    let (a, b) = (id(0), id(1));
+    // Slot 100 is the first master's: redis-cli --cluster create gives it 0-5460.
+    let ok = |i: usize, args: &[&[u8]]| {
+        let r = cluster.nodes[i].connect().call(args).unwrap();
+        assert!(matches!(r, Reply::Status(_)), "{r:?}");
+    };
+    ok(1, &[b"CLUSTER", b"SETSLOT", b"100", b"IMPORTING", &a]);
+    ok(0, &[b"CLUSTER", b"SETSLOT", b"100", b"MIGRATING", &b]);
+    let url = format!("redis://127.0.0.1:{}", cluster.nodes[0].port);
+    let v = json_of(keyplan().args(["analyze", "--cluster", &url, "--format", "json"]));
+    let m = v["topology"]["migrating"].as_array().unwrap();
+    let dirs: Vec<(&str, &str)> = m
+        .iter()
+        .map(|x| {
+            (
+                x["direction"].as_str().unwrap(),
+                x["node"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    let (n0, n1) = (
+        format!("127.0.0.1:{}", cluster.nodes[0].port),
+        format!("127.0.0.1:{}", cluster.nodes[1].port),
+    );
+    assert!(dirs.contains(&("migrating", n0.as_str())), "{m:?}");
+    assert!(dirs.contains(&("importing", n1.as_str())), "{m:?}");
+    assert!(m.iter().all(|x| x["slot"] == 100), "{m:?}");
+}
