@@ -197,6 +197,27 @@ fn cluster_with_replicas() -> Option<(Vec<RedisServer>, Vec<u16>)> {
                 _ => false,
             };
             ok &= state;
+            // Its view of the cluster agrees too (gossip lags replication): 3 masters and 3
+            // replicas, every link connected, no handshake or failure flags.
+            let view = match c.call(&[b"CLUSTER", b"NODES"]).unwrap() {
+                Reply::Bulk(Some(b)) => String::from_utf8_lossy(&b).into_owned(),
+                _ => String::new(),
+            };
+            let lines: Vec<&str> = view.lines().filter(|l| !l.trim().is_empty()).collect();
+            let role = |l: &&str, r: &str| {
+                l.split(' ')
+                    .nth(2)
+                    .is_some_and(|f| f.split(',').any(|x| x == r))
+            };
+            ok &= lines.len() == 6
+                && lines.iter().filter(|l| role(l, "master")).count() == 3
+                && lines.iter().filter(|l| role(l, "slave")).count() == 3
+                && lines.iter().all(|l| {
+                    l.split(' ').nth(7) == Some("connected")
+                        && !role(l, "handshake")
+                        && !role(l, "fail?")
+                        && !role(l, "fail")
+                });
             if info.contains("role:master") {
                 masters.push(n.port);
                 ok &= info.contains("connected_slaves:1");
