@@ -911,6 +911,28 @@ fn pattern_regex_and_scan_match_work_in_python_grep_and_redis() {
     }
 }
 
+/// Loads `hot` keys on one tag (one slot, one master) and `spread` generated keys: each
+/// master's DBSIZE, and the cluster's URL.
+fn load_uneven(cluster: &Cluster, hot: usize, spread: usize) -> (Vec<u64>, String) {
+    let mut keys: Vec<Vec<u8>> = (0..hot)
+        .map(|i| format!("{{hot}}:{i}").into_bytes())
+        .collect();
+    keys.extend(generated_keys(spread));
+    cluster.load(&keys);
+    let url = format!("redis://127.0.0.1:{}", cluster.nodes[0].port);
+    (cluster.dbsize(), url)
+}
+
+/// The `nodes[]` entry of an analyze report for `addr`.
+fn node_of<'a>(v: &'a serde_json::Value, addr: &str) -> &'a serde_json::Value {
+    v["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["address"] == addr)
+        .unwrap_or_else(|| panic!("no node {addr} in the report"))
+}
+
 /// On a live cluster, node and slot key figures are the servers' own counts whatever the
 /// sample: with 200 keys sampled per master from masters holding very different numbers of
 /// keys, every node's keys equal its DBSIZE and each hot slot's keys its COUNTKEYSINSLOT.
@@ -920,13 +942,7 @@ fn live_node_keys_are_exact_whatever_the_sample() {
         return;
     };
     // Uneven: 6,000 keys on one tag (one slot, one master) and 3,000 spread keys.
-    let mut keys: Vec<Vec<u8>> = (0..6000)
-        .map(|i| format!("{{hot}}:{i}").into_bytes())
-        .collect();
-    keys.extend(generated_keys(3000));
-    cluster.load(&keys);
-    let dbsize = cluster.dbsize();
-    let url = format!("redis://127.0.0.1:{}", cluster.nodes[0].port);
+    let (dbsize, url) = load_uneven(&cluster, 6000, 3000);
     let v = json_of(
         keyplan()
             .args([
@@ -945,12 +961,7 @@ fn live_node_keys_are_exact_whatever_the_sample() {
     assert!(v["totals"]["sampled"].as_u64().unwrap() <= 600);
     for (n, size) in cluster.nodes.iter().zip(&dbsize) {
         let addr = format!("127.0.0.1:{}", n.port);
-        let node = v["nodes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|x| x["address"] == addr.as_str())
-            .unwrap();
+        let node = node_of(&v, &addr);
         assert_eq!(node["keys"], *size, "{addr}");
         assert!(node["sampled"].as_u64().unwrap() <= 200, "{addr}");
         // The node's own figure of its data bytes (INFO memory) is there.
@@ -1009,13 +1020,7 @@ fn valkey_counts_come_from_slot_stats() {
     let Some(cluster) = Cluster::create_valkey() else {
         return;
     };
-    let mut keys: Vec<Vec<u8>> = (0..2000)
-        .map(|i| format!("{{hot}}:{i}").into_bytes())
-        .collect();
-    keys.extend(generated_keys(1000));
-    cluster.load(&keys);
-    let dbsize = cluster.dbsize();
-    let url = format!("redis://127.0.0.1:{}", cluster.nodes[0].port);
+    let (dbsize, url) = load_uneven(&cluster, 2000, 1000);
     let v = json_of(keyplan().args([
         "analyze",
         "--cluster",
@@ -1027,12 +1032,7 @@ fn valkey_counts_come_from_slot_stats() {
     ]));
     for (n, size) in cluster.nodes.iter().zip(&dbsize) {
         let addr = format!("127.0.0.1:{}", n.port);
-        let node = v["nodes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|x| x["address"] == addr.as_str())
-            .unwrap();
+        let node = node_of(&v, &addr);
         assert_eq!(node["keys"], *size, "{addr}");
     }
     assert_eq!(v["hot_slots"][0]["keys"], 2000);
