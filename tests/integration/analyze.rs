@@ -2,7 +2,7 @@
 //! its report on generated data.
 
 use crate::keygen::KeyGen;
-use crate::support::{RedisServer, Reply, Resp, json_of, keyplan, require_binary};
+use crate::support::{RedisServer, Reply, Resp, all_output, json_of, keyplan, require_binary};
 use std::collections::BTreeMap;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -736,11 +736,7 @@ fn live_cluster_with_a_password() {
     );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["totals"]["keys"].as_u64().unwrap(), dbsize);
-    let all = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let all = all_output(&out);
     assert!(!all.contains(password));
     // In the URL too, and with a wrong one: never echoed.
     let out = keyplan()
@@ -754,11 +750,7 @@ fn live_cluster_with_a_password() {
         .output()
         .unwrap();
     assert!(out.status.success());
-    let all = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let all = all_output(&out);
     assert!(
         !all.contains(password) && all.contains("***"),
         "masked in the report's source"
@@ -775,11 +767,7 @@ fn live_cluster_with_a_password() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    let all = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let all = all_output(&out);
     assert!(
         !all.contains(password) && all.contains("refused the credentials"),
         "{all}"

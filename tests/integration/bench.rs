@@ -3,7 +3,9 @@
 //! reading from replicas, and a node dying in the middle of a scan.
 
 use super::analyze::{Cluster, generated_keys};
-use super::support::{RedisServer, Reply, field_pairs, json_of, keyplan, require_binary};
+use super::support::{
+    RedisServer, Reply, all_output, field_pairs, json_of, keyplan, require_binary,
+};
 use serde_json::Value;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -152,11 +154,7 @@ fn bench_on_a_password_protected_cluster_never_prints_the_password() {
         .arg(&file)
         .output()
         .unwrap();
-    let all = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let all = all_output(&out);
     assert_eq!(out.status.code(), Some(0), "{all}");
     assert!(!all.contains(password));
     assert!(all.contains("keyplan bench on redis://"), "{all}");

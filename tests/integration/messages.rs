@@ -1,7 +1,7 @@
 //! What keyplan says when something is wrong or missing: each message names the problem and
 //! what to do, against real servers where a server is involved.
 
-use super::support::{RedisServer, keyplan, require_binary};
+use super::support::{RedisServer, all_output, keyplan, require_binary};
 use std::io::Write as _;
 
 fn stderr_of(cmd: &mut assert_cmd::Command) -> (Option<i32>, String) {
@@ -110,11 +110,7 @@ fn a_byte_budget_is_reported_in_the_users_unit_with_the_excess() {
         .arg(&dump)
         .output()
         .unwrap();
-    let all = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let all = all_output(&out);
     // Three masters of about 1 GB each, over a 0.9 GB budget by about 0.1 GB.
     assert!(
         all.contains("over the --max-node-bytes budget of 0.90 GB"),

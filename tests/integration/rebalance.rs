@@ -3,7 +3,7 @@
 //! every node's slot ranges and DBSIZE afterwards must equal the preview.
 
 use super::analyze::Cluster;
-use super::support::{RedisServer, Reply, keyplan, require_binary};
+use super::support::{RedisServer, Reply, all_output, keyplan, require_binary};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -49,11 +49,7 @@ fn redis_cli(cli: &Path, args: &[String]) -> String {
         .args(args)
         .output()
         .expect("run redis-cli");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = all_output(&out);
     assert!(out.status.success(), "redis-cli {args:?} failed:\n{text}");
     text
 }

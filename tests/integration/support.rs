@@ -315,6 +315,15 @@ impl Drop for Nutcracker {
     }
 }
 
+/// A finished process's standard output followed by its standard error, as text.
+pub fn all_output(out: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
 /// Runs a keyplan command that must succeed and parses its JSON output.
 pub fn json_of(cmd: &mut assert_cmd::Command) -> serde_json::Value {
     let out = cmd.output().expect("run keyplan");
