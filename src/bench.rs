@@ -514,6 +514,7 @@ fn run_all(
             first_error,
         };
         let predicted_nodes: Vec<(String, f64)> = predicted
+            .load
             .nodes
             .iter()
             .map(|n| {
@@ -529,7 +530,7 @@ fn run_all(
             .map(|n| (n.node.clone(), n.commands))
             .collect();
         let matches = errors == 0
-            && (measured.round_trips - predicted.round_trips as f64).abs() < 1e-9
+            && (measured.round_trips - predicted.load.round_trips as f64).abs() < 1e-9
             && predicted_nodes == measured_nodes;
         out.push(BenchResult {
             batch: name.clone(),

@@ -14,25 +14,12 @@ use crate::topology::{SlotMap, Topology, TopologyFormat, TopologyOptions};
 use anyhow::Context as _;
 use std::path::{Path, PathBuf};
 
-/// Line format of key dumps.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum InputFormatArg {
-    /// Decide from the first non-blank line.
-    Auto,
-    /// One key per line, as `redis-cli --scan > file` writes (one trailing CR is stripped).
-    Raw,
-    /// redis-cli's quoted form: "..." with \\ \" \n \r \t \a \b \xHH escapes.
-    Quoted,
-    /// key<TAB>bytes[<TAB>ops]; the key raw (no TABs) or quoted.
-    Tsv,
-}
-
 /// How key dumps are read.
 #[derive(Debug, Clone, clap::Args)]
 pub struct InputArgs {
     /// Line format of the key dumps
     #[arg(long, value_enum, default_value = "auto", value_name = "FORMAT")]
-    pub input_format: InputFormatArg,
+    pub input_format: InputFormat,
 
     /// Stop with exit status 2 at the first malformed line instead of skipping and counting it
     #[arg(long)]
@@ -68,33 +55,11 @@ impl InputArgs {
     /// The reader settings these flags ask for.
     pub fn read_options(&self) -> ReadOptions {
         ReadOptions {
-            format: match self.input_format {
-                InputFormatArg::Auto => InputFormat::Auto,
-                InputFormatArg::Raw => InputFormat::Raw,
-                InputFormatArg::Quoted => InputFormat::Quoted,
-                InputFormatArg::Tsv => InputFormat::Tsv,
-            },
+            format: self.input_format,
             strict: self.strict,
             max_line_bytes: self.max_line_bytes.max(1),
         }
     }
-}
-
-/// Formats of topology files.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum TopologyFormatArg {
-    /// Decide from the content
-    Auto,
-    /// The text of CLUSTER NODES, or a nodes.conf
-    ClusterNodes,
-    /// A twemproxy (nutcracker) YAML config
-    Twemproxy,
-    /// keyplan topology YAML (nodes: or ring:)
-    Keyplan,
-    /// CLUSTER SLOTS or CLUSTER SHARDS as redis-cli prints them (RESP2, RESP3 or --json)
-    ClusterReply,
-    /// A libketama server file (ip:port memory)
-    Libketama,
 }
 
 /// Where keys live.
@@ -118,7 +83,7 @@ pub struct TopologyArgs {
 
     /// Format of the --topology file
     #[arg(long, value_enum, default_value = "auto", value_name = "FORMAT")]
-    pub topology_format: TopologyFormatArg,
+    pub topology_format: TopologyFormat,
 
     /// The twemproxy pool to use (required when the config has several)
     #[arg(long, value_name = "NAME")]
@@ -207,14 +172,7 @@ impl TopologyArgs {
             let bytes = std::fs::read(path)
                 .with_context(|| format!("cannot read topology file '{}'", path.display()))?;
             let text = String::from_utf8_lossy(&bytes);
-            let format = match self.topology_format {
-                TopologyFormatArg::Auto => TopologyFormat::Auto,
-                TopologyFormatArg::ClusterNodes => TopologyFormat::ClusterNodes,
-                TopologyFormatArg::Twemproxy => TopologyFormat::Twemproxy,
-                TopologyFormatArg::Keyplan => TopologyFormat::Keyplan,
-                TopologyFormatArg::ClusterReply => TopologyFormat::ClusterReply,
-                TopologyFormatArg::Libketama => TopologyFormat::Libketama,
-            };
+            let format = self.topology_format;
             let opts = TopologyOptions {
                 allow_partial: self.allow_partial,
                 pool: self.pool.clone(),

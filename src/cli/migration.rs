@@ -35,15 +35,6 @@ pub enum PreviewFormat {
     Html,
 }
 
-/// Commands to print instead of the report.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum EmitArg {
-    /// `redis-cli --cluster reshard … --cluster-yes` lines, one per move
-    RedisCli,
-    /// A shell script of CLUSTER SETSLOT IMPORTING/MIGRATING, MIGRATE and SETSLOT NODE per slot
-    Setslot,
-}
-
 /// Options shared by `rebalance` and `reshard`.
 #[derive(Debug, clap::Args)]
 pub struct PreviewArgs {
@@ -98,7 +89,7 @@ pub struct PreviewArgs {
 
     /// Print the commands that would execute the plan instead of the report
     #[arg(long, value_enum, value_name = "HOW")]
-    pub emit: Option<EmitArg>,
+    pub emit: Option<Emit>,
 
     /// Output format
     #[arg(long, value_enum, default_value = "table")]
@@ -117,7 +108,7 @@ pub fn load_preview_scheme(args: &PreviewArgs) -> anyhow::Result<Option<LoadedSc
 
 /// The cluster as redis-cli would see it, and where it came from.
 pub fn load_view(t: &TopologyArgs) -> anyhow::Result<(ClusterView, String)> {
-    use super::args::TopologyFormatArg as F;
+    use crate::topology::TopologyFormat as F;
     if let Some(live) = t.live()? {
         let text = live.cluster_nodes()?;
         let view = ClusterView::from_cluster_nodes(&text)
@@ -368,10 +359,6 @@ pub fn output(
     let mut out = BufWriter::new(&mut sink);
     match args.emit {
         Some(how) => {
-            let how = match how {
-                EmitArg::RedisCli => Emit::RedisCli,
-                EmitArg::Setslot => Emit::Setslot,
-            };
             let text = emit(view, moves, how, emit_ctx)?;
             out.write_all(text.as_bytes())?;
         }

@@ -24,17 +24,17 @@ use memchr::memchr;
 use std::fmt;
 use std::io::{self, Read};
 
-/// The line format of a key dump.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// The line format of a key dump (the variants' docs are `--input-format`'s help).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum InputFormat {
     /// Decide from the first non-blank line.
     #[default]
     Auto,
-    /// One raw key per line.
+    /// One key per line, as `redis-cli --scan > file` writes (one trailing CR is stripped).
     Raw,
-    /// One redis-cli quoted key per line.
+    /// redis-cli's quoted form: "..." with \\ \" \n \r \t \a \b \xHH escapes.
     Quoted,
-    /// `key<TAB>bytes[<TAB>ops]`.
+    /// key<TAB>bytes[<TAB>ops]; the key raw (no TABs) or quoted.
     Tsv,
 }
 

@@ -6,13 +6,12 @@ use super::{ClusterView, MigrateError, Move};
 use crate::slot::SLOT_COUNT;
 use std::fmt::Write as _;
 
-/// Which commands to write.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Which commands to write (the variants' docs are `--emit`'s help).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Emit {
-    /// One `redis-cli --cluster reshard … --cluster-yes` line per move.
+    /// `redis-cli --cluster reshard … --cluster-yes` lines, one per move
     RedisCli,
-    /// A shell script: `CLUSTER SETSLOT … IMPORTING/MIGRATING`, `MIGRATE` in batches,
-    /// `CLUSTER SETSLOT … NODE` per slot.
+    /// A shell script of CLUSTER SETSLOT IMPORTING/MIGRATING, MIGRATE and SETSLOT NODE per slot
     Setslot,
 }
 

@@ -213,12 +213,22 @@ impl Ctx<'_> {
                     }
                     _ => "ok".into(),
                 };
-                (outcome, r.round_trips, r.latency_ms, r.nodes_touched)
+                (
+                    outcome,
+                    r.load.round_trips,
+                    r.load.latency_ms,
+                    r.load.nodes_touched,
+                )
             }
             None => {
                 let r = simulate(b, self.topo, strategy, &self.opts.net);
                 let outcome = r.errors.first().cloned().unwrap_or_else(|| "ok".into());
-                (outcome, r.round_trips, r.latency_ms, r.nodes_touched)
+                (
+                    outcome,
+                    r.load.round_trips,
+                    r.load.latency_ms,
+                    r.load.nodes_touched,
+                )
             }
         }
     }

@@ -157,12 +157,22 @@ fn run(b: &Batch, topo: &Topology, opts: &PlanOptions, strategy: Strategy) -> Sc
                 (Some(m), o) if o != Outcome::Ok => format!("{}: {m}", o.name()),
                 _ => "ok".into(),
             };
-            (o, r.round_trips, r.latency_ms, r.nodes_touched)
+            (
+                o,
+                r.load.round_trips,
+                r.load.latency_ms,
+                r.load.nodes_touched,
+            )
         }
         None => {
             let r = simulate(b, topo, strategy, &opts.net);
             let o = r.errors.first().cloned().unwrap_or_else(|| "ok".into());
-            (o, r.round_trips, r.latency_ms, r.nodes_touched)
+            (
+                o,
+                r.load.round_trips,
+                r.load.latency_ms,
+                r.load.nodes_touched,
+            )
         }
     };
     Score {

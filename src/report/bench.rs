@@ -91,12 +91,16 @@ pub fn render_batch_table(
             right(format!("{:.3}", m.p99_ms)),
             right(format!(
                 "{} / {}",
-                x.predicted.round_trips,
+                x.predicted.load.round_trips,
                 num(m.round_trips)
             )),
-            right(format!("{} / {}", x.predicted.commands, num(m.commands))),
+            right(format!(
+                "{} / {}",
+                x.predicted.load.commands,
+                num(m.commands)
+            )),
             Cell::new(per_node),
-            right(format!("{:.3}", x.predicted.latency_ms)),
+            right(format!("{:.3}", x.predicted.load.latency_ms)),
             Cell::new(if x.matches {
                 "✓".to_string()
             } else if m.errors > 0 {

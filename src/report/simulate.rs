@@ -107,7 +107,7 @@ fn sweep_tables(out: &mut dyn Write, r: &SimulationReport, layout: &TextLayout) 
                     .find(|(size, x)| {
                         *size == Some(n.max(1)) && &x.batch == name && x.strategy == st
                     })
-                    .map(|(_, x)| format!("{} / {:.3}", x.round_trips, x.latency_ms))
+                    .map(|(_, x)| format!("{} / {:.3}", x.load.round_trips, x.load.latency_ms))
                     .unwrap_or_default();
                 row.push(right(cell));
             }
@@ -129,7 +129,7 @@ fn strategy_tables(
     let mut i = 0;
     while i < results.len() {
         let (size, first) = &results[i];
-        let keys: u64 = first.nodes.iter().map(|n| n.keys).sum();
+        let keys: u64 = first.load.nodes.iter().map(|n| n.keys).sum();
         writeln!(
             out,
             "\n{}{} ({keys} keys)",
@@ -151,14 +151,15 @@ fn strategy_tables(
             let x = &results[i].1;
             t.add_row(vec![
                 Cell::new(x.strategy.name()),
-                right(x.round_trips),
-                right(x.nodes_touched),
-                right(x.commands),
-                right(x.connections),
-                right(x.bytes),
-                right(format!("{:.3}", x.latency_ms)),
+                right(x.load.round_trips),
+                right(x.load.nodes_touched),
+                right(x.load.commands),
+                right(x.load.connections),
+                right(x.load.bytes),
+                right(format!("{:.3}", x.load.latency_ms)),
                 Cell::new(
-                    x.nodes
+                    x.load
+                        .nodes
                         .iter()
                         .map(|n| format!("{} {}", n.node, n.commands))
                         .collect::<Vec<_>>()
@@ -202,6 +203,7 @@ fn clients_tables(
             let mut what = match &x.message {
                 Some(m) => m.clone(),
                 None => x
+                    .load
                     .nodes
                     .iter()
                     .map(|n| format!("{} {}", n.node, n.commands))
@@ -214,10 +216,10 @@ fn clients_tables(
             t.add_row(vec![
                 Cell::new(x.client),
                 Cell::new(x.outcome.name()),
-                right(x.round_trips),
-                right(x.nodes_touched),
-                right(x.commands),
-                right(format!("{:.3}", x.latency_ms)),
+                right(x.load.round_trips),
+                right(x.load.nodes_touched),
+                right(x.load.commands),
+                right(format!("{:.3}", x.load.latency_ms)),
                 Cell::new(what),
             ]);
             i += 1;

@@ -343,12 +343,13 @@ mod tests {
                 assert_eq!(unplaced, 0);
                 let r = simulate(&b, &t, s, &net);
                 let c = cost(&strict, &net);
-                assert_eq!(r.round_trips, c.round_trips, "{} {s:?}", b.name);
-                assert_eq!(r.connections, c.connections, "{} {s:?}", b.name);
-                assert_eq!(r.latency_ms, c.latency_ms, "{} {s:?}", b.name);
+                assert_eq!(r.load.round_trips, c.round_trips, "{} {s:?}", b.name);
+                assert_eq!(r.load.connections, c.connections, "{} {s:?}", b.name);
+                assert_eq!(r.load.latency_ms, c.latency_ms, "{} {s:?}", b.name);
                 let lanes: Vec<&Lane> = strict.waves.iter().flat_map(|w| &w.lanes).collect();
-                assert_eq!(r.bytes, lanes.iter().map(|l| l.bytes).sum::<u64>());
+                assert_eq!(r.load.bytes, lanes.iter().map(|l| l.bytes).sum::<u64>());
                 let per_node: Vec<(String, u64)> = r
+                    .load
                     .nodes
                     .iter()
                     .map(|n| (n.node.clone(), n.commands))
@@ -360,7 +361,7 @@ mod tests {
                     .collect();
                 assert_eq!(planned, per_node, "{} {s:?}", b.name);
                 // Every key of the batch is addressed once (keyless commands aside).
-                let keys: u64 = r.nodes.iter().map(|n| n.keys).sum();
+                let keys: u64 = r.load.nodes.iter().map(|n| n.keys).sum();
                 assert_eq!(keys, b.keys().count() as u64, "{} {s:?}", b.name);
             }
         }

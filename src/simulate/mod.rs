@@ -87,6 +87,26 @@ pub struct NodeLoad {
     pub bytes: u64,
 }
 
+/// What one execution of a batch costs the client and the nodes: the figures a strategy and a
+/// client profile report alike.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct BatchLoad {
+    /// Round trips the client waits for, one after another.
+    pub round_trips: u64,
+    /// Nodes that receive commands.
+    pub nodes_touched: usize,
+    /// Commands the nodes receive.
+    pub commands: u64,
+    /// Most connections in use at once.
+    pub connections: u64,
+    /// Request bytes the nodes receive.
+    pub bytes: u64,
+    /// Wall-clock estimate in milliseconds.
+    pub latency_ms: f64,
+    /// Per node, in node order (nodes with no commands left out).
+    pub nodes: Vec<NodeLoad>,
+}
+
 /// The cost of one batch under one strategy.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct SimResult {
@@ -96,20 +116,9 @@ pub struct SimResult {
     pub batch_id: crate::simulate::batch::BatchId,
     /// Strategy.
     pub strategy: Strategy,
-    /// Round trips the client waits for, one after another.
-    pub round_trips: u64,
-    /// Nodes that receive commands.
-    pub nodes_touched: usize,
-    /// Commands sent in all.
-    pub commands: u64,
-    /// Connections used at once.
-    pub connections: u64,
-    /// Request bytes sent.
-    pub bytes: u64,
-    /// Wall-clock estimate in milliseconds.
-    pub latency_ms: f64,
-    /// Per node, in node order (nodes with no commands left out).
-    pub nodes: Vec<NodeLoad>,
+    /// What running it costs.
+    #[serde(flatten)]
+    pub load: BatchLoad,
     /// What goes wrong (e.g. keys no node serves).
     pub errors: Vec<String>,
 }
@@ -176,13 +185,15 @@ pub fn costed(
         batch: b.name.clone(),
         batch_id: b.id.clone(),
         strategy,
-        round_trips: c.round_trips,
-        nodes_touched: nodes.len(),
-        commands: nodes.iter().map(|n| n.commands).sum(),
-        connections: c.connections,
-        bytes: nodes.iter().map(|n| n.bytes).sum(),
-        latency_ms: c.latency_ms,
-        nodes,
+        load: BatchLoad {
+            round_trips: c.round_trips,
+            nodes_touched: nodes.len(),
+            commands: nodes.iter().map(|n| n.commands).sum(),
+            connections: c.connections,
+            bytes: nodes.iter().map(|n| n.bytes).sum(),
+            latency_ms: c.latency_ms,
+            nodes,
+        },
         errors,
     }
 }
@@ -209,9 +220,13 @@ mod tests {
         };
         let t = topo();
         let r = simulate(b, &t, Strategy::Serial, &net);
-        assert_eq!((r.round_trips, r.commands, r.connections), (7, 7, 1));
-        assert!((r.latency_ms - 7.0).abs() < 1e-9);
+        assert_eq!(
+            (r.load.round_trips, r.load.commands, r.load.connections),
+            (7, 7, 1)
+        );
+        assert!((r.load.latency_ms - 7.0).abs() < 1e-9);
         let per_node: Vec<(String, u64)> = r
+            .load
             .nodes
             .iter()
             .map(|n| (n.node.clone(), n.commands))
@@ -222,15 +237,21 @@ mod tests {
             vec![("master-0".into(), 4), ("master-2".into(), 3)]
         );
         let r = simulate(b, &t, Strategy::Pipeline, &net);
-        assert_eq!((r.round_trips, r.commands, r.nodes_touched), (2, 7, 2));
+        assert_eq!(
+            (r.load.round_trips, r.load.commands, r.load.nodes_touched),
+            (2, 7, 2)
+        );
         let r = simulate(b, &t, Strategy::Parallel, &net);
-        assert_eq!((r.round_trips, r.connections), (1, 2));
-        assert!((r.latency_ms - 1.0).abs() < 1e-9);
+        assert_eq!((r.load.round_trips, r.load.connections), (1, 2));
+        assert!((r.load.latency_ms - 1.0).abs() < 1e-9);
         let r = simulate(b, &t, Strategy::SlotParallel, &net);
-        assert_eq!((r.round_trips, r.connections), (1, 7));
+        assert_eq!((r.load.round_trips, r.load.connections), (1, 7));
         let r = simulate(b, &t, Strategy::Hashtag, &net);
-        assert_eq!((r.round_trips, r.commands, r.nodes_touched), (1, 1, 1));
-        assert_eq!(r.nodes[0].keys, 7);
+        assert_eq!(
+            (r.load.round_trips, r.load.commands, r.load.nodes_touched),
+            (1, 1, 1)
+        );
+        assert_eq!(r.load.nodes[0].keys, 7);
     }
 
     #[test]

@@ -330,20 +330,20 @@ pub enum Topology {
     Ring(ring::Ring),
 }
 
-/// The formats `--topology` reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The formats `--topology` reads (the variants' docs are `--topology-format`'s help).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum TopologyFormat {
-    /// Decide from the content.
+    /// Decide from the content
     Auto,
-    /// `CLUSTER NODES` text or `nodes.conf`.
+    /// The text of CLUSTER NODES, or a nodes.conf
     ClusterNodes,
-    /// A twemproxy (nutcracker) YAML config.
+    /// A twemproxy (nutcracker) YAML config
     Twemproxy,
-    /// keyplan's topology YAML (`nodes:` or `ring:`).
+    /// keyplan topology YAML (nodes: or ring:)
     Keyplan,
-    /// `CLUSTER SLOTS` / `CLUSTER SHARDS` as redis-cli prints them (or `--json`).
+    /// CLUSTER SLOTS or CLUSTER SHARDS as redis-cli prints them (RESP2, RESP3 or --json)
     ClusterReply,
-    /// A libketama server file.
+    /// A libketama server file (ip:port memory)
     Libketama,
 }
 

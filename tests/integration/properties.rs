@@ -206,16 +206,16 @@ proptest! {
         nodes.dedup();
         for c in Client::ALL {
             let r = simulate_client(b, &topo, c, &NetworkModel::default());
-            let keys_sent: u64 = r.nodes.iter().map(|n| n.keys).sum();
+            let keys_sent: u64 = r.load.nodes.iter().map(|n| n.keys).sum();
             match r.outcome {
                 // Every key is read exactly once, on the nodes that own them.
                 Outcome::Ok => {
                     prop_assert_eq!(keys_sent, keys.len() as u64, "{:?}", c);
-                    prop_assert_eq!(r.nodes_touched, nodes.len(), "{:?}", c);
-                    prop_assert!(r.round_trips >= 1);
-                    prop_assert!(r.commands >= r.nodes_touched as u64);
+                    prop_assert_eq!(r.load.nodes_touched, nodes.len(), "{:?}", c);
+                    prop_assert!(r.load.round_trips >= 1);
+                    prop_assert!(r.load.commands >= r.load.nodes_touched as u64);
                 }
-                Outcome::ClientError => prop_assert_eq!((r.round_trips, r.commands), (0, 0)),
+                Outcome::ClientError => prop_assert_eq!((r.load.round_trips, r.load.commands), (0, 0)),
                 Outcome::ServerError => prop_assert!(r.message.is_some()),
                 Outcome::NotModelled => prop_assert_eq!(c, Client::Twemproxy),
                 other => prop_assert!(false, "{:?}: unexpected {:?}", c, other),

@@ -157,6 +157,7 @@ fn commands_per_node_equal_the_model_for_every_strategy() {
             .collect();
         let sim = simulate(batch, &topo, strategy, &net);
         let predicted: BTreeMap<String, u64> = sim
+            .load
             .nodes
             .iter()
             .map(|n| (n.node.clone(), n.commands))
@@ -303,6 +304,7 @@ fn twemproxy_profile_equals_a_real_nutcracker() {
         let r = simulate_client(b, &topo, Client::Twemproxy, &net);
         assert_eq!(r.outcome, Outcome::Ok, "{line}");
         let predicted: BTreeMap<String, u64> = r
+            .load
             .nodes
             .iter()
             .map(|n| (n.node.clone(), n.commands))
@@ -430,10 +432,10 @@ fn redirects_equal_a_real_cluster() {
     let batch = &parse_batches(&format!("PIPELINE GET {k1}; GET {k2}; GET {k3}")).unwrap()[0];
     let r = simulate_client_stale(batch, &believed, &actual, Client::RedisPy, &net);
     assert_eq!((r.outcome, r.moved, r.ask), (Outcome::Ok, 1, 1));
-    assert_eq!(r.round_trips, 1 + 1 + 2);
+    assert_eq!(r.load.round_trips, 1 + 1 + 2);
     let r = simulate_client_stale(batch, &believed, &actual, Client::Lettuce, &net);
     assert_eq!(
-        (r.outcome, r.moved, r.ask, r.round_trips),
+        (r.outcome, r.moved, r.ask, r.load.round_trips),
         (Outcome::Ok, 1, 1, 2)
     );
     // The re-sent commands reach the nodes the servers named.
@@ -443,7 +445,8 @@ fn redirects_equal_a_real_cluster() {
     };
     for t in [target(&real[0]), target(&real[1])] {
         assert!(
-            r.nodes
+            r.load
+                .nodes
                 .iter()
                 .any(|n| n.address.as_deref() == Some(t.as_str())),
             "{t}"
@@ -684,6 +687,7 @@ except Exception as e:
             None => {
                 assert_eq!(r.outcome, Outcome::Ok, "{what}: redis-py succeeded");
                 let predicted: BTreeMap<String, u64> = r
+                    .load
                     .nodes
                     .iter()
                     .map(|n| (n.address.clone().unwrap(), n.commands))
@@ -831,6 +835,7 @@ fn node_library_equals_its_profile(env: &str, client: Client, script_text: &str)
         let b = &parse_batches(&line).unwrap()[0];
         let r = simulate_client(b, &topo, client, &net);
         let predicted: BTreeMap<String, u64> = r
+            .load
             .nodes
             .iter()
             .map(|n| (n.address.clone().unwrap(), n.commands))
@@ -1013,6 +1018,7 @@ fn redis_rs_equals_its_profile() {
             Ok(()) => {
                 assert_eq!(r.outcome, Outcome::Ok, "{line}: redis-rs succeeded");
                 let predicted: BTreeMap<String, u64> = r
+                    .load
                     .nodes
                     .iter()
                     .map(|n| (n.address.clone().unwrap(), n.commands))

@@ -77,12 +77,12 @@ pub fn render_simulate(out: &mut dyn Write, s: &SimulateHtml<'_>) -> io::Result<
                 let Some(n) = size else { continue };
                 let key = r.strategy.name().to_string();
                 match series.iter_mut().find(|(k, _)| *k == key) {
-                    Some((_, p)) => p.push((*n as f64, r.latency_ms)),
-                    None => series.push((key.clone(), vec![(*n as f64, r.latency_ms)])),
+                    Some((_, p)) => p.push((*n as f64, r.load.latency_ms)),
+                    None => series.push((key.clone(), vec![(*n as f64, r.load.latency_ms)])),
                 }
                 match rts.iter_mut().find(|(k, _)| *k == key) {
-                    Some((_, p)) => p.push((*n as f64, r.round_trips as f64)),
-                    None => rts.push((key, vec![(*n as f64, r.round_trips as f64)])),
+                    Some((_, p)) => p.push((*n as f64, r.load.round_trips as f64)),
+                    None => rts.push((key, vec![(*n as f64, r.load.round_trips as f64)])),
                 }
             }
             let _ = write!(
@@ -112,7 +112,10 @@ pub fn render_simulate(out: &mut dyn Write, s: &SimulateHtml<'_>) -> io::Result<
         let bad_color = node_color(5);
         let mut groups = Vec::new();
         for (_, r) in s.strategies.iter().filter(|(_, r)| r.batch == name) {
-            let mut label = format!("{:.3} ms · {} round trip(s)", r.latency_ms, r.round_trips);
+            let mut label = format!(
+                "{:.3} ms · {} round trip(s)",
+                r.load.latency_ms, r.load.round_trips
+            );
             if !r.errors.is_empty() {
                 label.push_str(" · errors");
             }
@@ -120,7 +123,7 @@ pub fn render_simulate(out: &mut dyn Write, s: &SimulateHtml<'_>) -> io::Result<
                 r.strategy.name().to_string(),
                 vec![Bar {
                     label,
-                    value: r.latency_ms,
+                    value: r.load.latency_ms,
                     color: if r.errors.is_empty() {
                         ok_color
                     } else {
@@ -133,7 +136,10 @@ pub fn render_simulate(out: &mut dyn Write, s: &SimulateHtml<'_>) -> io::Result<
         }
         for r in s.clients.iter().filter(|r| r.batch == name) {
             let ok = r.outcome == crate::simulate::client::Outcome::Ok;
-            let mut label = format!("{:.3} ms · {} round trip(s)", r.latency_ms, r.round_trips);
+            let mut label = format!(
+                "{:.3} ms · {} round trip(s)",
+                r.load.latency_ms, r.load.round_trips
+            );
             if !ok {
                 label.push_str(&format!(" · {}", r.outcome.name()));
             }
@@ -141,7 +147,7 @@ pub fn render_simulate(out: &mut dyn Write, s: &SimulateHtml<'_>) -> io::Result<
                 r.client.to_string(),
                 vec![Bar {
                     label,
-                    value: r.latency_ms,
+                    value: r.load.latency_ms,
                     color: if ok { ok_color } else { bad_color },
                     faded: false,
                 }],
@@ -168,11 +174,11 @@ pub fn render_simulate(out: &mut dyn Write, s: &SimulateHtml<'_>) -> io::Result<
                 h,
                 "<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.3}</td><td class=\"l\">{}</td></tr>",
                 r.strategy.name(),
-                r.round_trips,
-                r.nodes_touched,
-                r.commands,
-                r.bytes,
-                r.latency_ms,
+                r.load.round_trips,
+                r.load.nodes_touched,
+                r.load.commands,
+                r.load.bytes,
+                r.load.latency_ms,
                 esc(&r.errors.join("; "))
             );
         }
@@ -181,11 +187,11 @@ pub fn render_simulate(out: &mut dyn Write, s: &SimulateHtml<'_>) -> io::Result<
                 h,
                 "<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.3}</td><td class=\"l\">{}{}</td></tr>",
                 r.client,
-                r.round_trips,
-                r.nodes_touched,
-                r.commands,
-                r.bytes,
-                r.latency_ms,
+                r.load.round_trips,
+                r.load.nodes_touched,
+                r.load.commands,
+                r.load.bytes,
+                r.load.latency_ms,
                 r.outcome.name(),
                 r.message
                     .as_deref()

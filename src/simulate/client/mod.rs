@@ -257,20 +257,9 @@ pub struct ClientResult {
     pub outcome: Outcome,
     /// The error the application sees, or why it is not modelled.
     pub message: Option<String>,
-    /// Round trips the client waits for, one after another.
-    pub round_trips: u64,
-    /// Nodes that receive commands.
-    pub nodes_touched: usize,
-    /// Commands the nodes receive.
-    pub commands: u64,
-    /// Most connections in use at once.
-    pub connections: u64,
-    /// Request bytes the nodes receive.
-    pub bytes: u64,
-    /// Wall-clock estimate in milliseconds.
-    pub latency_ms: f64,
-    /// Per node, in node order.
-    pub nodes: Vec<NodeLoad>,
+    /// What running it costs.
+    #[serde(flatten)]
+    pub load: crate::simulate::BatchLoad,
     /// MOVED redirects met (a stale client map).
     pub moved: u64,
     /// ASK redirects met (slots in migration).
@@ -304,13 +293,7 @@ pub fn simulate_client_stale(
         models: client.models(),
         outcome: Outcome::Ok,
         message: None,
-        round_trips: 0,
-        nodes_touched: 0,
-        commands: 0,
-        connections: 0,
-        bytes: 0,
-        latency_ms: 0.0,
-        nodes: Vec::new(),
+        load: crate::simulate::BatchLoad::default(),
         moved: 0,
         ask: 0,
     };
@@ -361,8 +344,8 @@ pub fn simulate_client_stale(
         Ok(built) => built,
         Err(refused) => {
             if refused.one_trip {
-                r.round_trips = 1;
-                r.latency_ms = net.rtt_ms;
+                r.load.round_trips = 1;
+                r.load.latency_ms = net.rtt_ms;
             }
             return fail(r, refused.outcome, refused.message);
         }
@@ -403,17 +386,17 @@ pub fn simulate_client_stale(
         connections = connections.max(per_node.len() as u64);
         latency += crate::simulate::exec::wave_ms(per_node.values().copied(), net);
     }
-    r.round_trips = if client.is_proxy() {
+    r.load.round_trips = if client.is_proxy() {
         u64::from(!waves.is_empty())
     } else {
         waves.len() as u64
     };
-    r.nodes = load.into_values().collect();
-    r.nodes_touched = r.nodes.len();
-    r.commands = r.nodes.iter().map(|n| n.commands).sum();
-    r.bytes = r.nodes.iter().map(|n| n.bytes).sum();
-    r.connections = connections;
-    r.latency_ms = latency;
+    r.load.nodes = load.into_values().collect();
+    r.load.nodes_touched = r.load.nodes.len();
+    r.load.commands = r.load.nodes.iter().map(|n| n.commands).sum();
+    r.load.bytes = r.load.nodes.iter().map(|n| n.bytes).sum();
+    r.load.connections = connections;
+    r.load.latency_ms = latency;
     if let Some((o, m)) = errors.into_iter().next() {
         r.outcome = o;
         r.message = Some(m);
@@ -444,28 +427,34 @@ mod tests {
         // Jedis 8 splits by consecutive runs and sends them serially: a,d on one slot? no:
         // a 15495, d 11298 differ, so 4 runs → 4 round trips.
         let r = run("MGET a b c d", Client::Jedis8);
-        assert_eq!((r.outcome, r.round_trips, r.commands), (Outcome::Ok, 4, 4));
+        assert_eq!(
+            (r.outcome, r.load.round_trips, r.load.commands),
+            (Outcome::Ok, 4, 4)
+        );
         // Lettuce: per slot, all at once → 1 round trip, one connection per node.
         let r = run("MGET a b c d", Client::Lettuce);
-        assert_eq!((r.round_trips, r.commands, r.connections), (1, 4, 3));
+        assert_eq!(
+            (r.load.round_trips, r.load.commands, r.load.connections),
+            (1, 4, 3)
+        );
         // redis-py: plain MGET across slots is refused before sending.
         let r = run("MGET a b c d", Client::RedisPy);
-        assert_eq!((r.outcome, r.round_trips), (Outcome::ClientError, 0));
+        assert_eq!((r.outcome, r.load.round_trips), (Outcome::ClientError, 0));
         assert!(r.message.unwrap().contains("MGET - all keys must map"));
         // …but DEL is split per slot.
         let r = run("DEL a b c d", Client::RedisPy);
-        assert_eq!((r.outcome, r.commands), (Outcome::Ok, 4));
+        assert_eq!((r.outcome, r.load.commands), (Outcome::Ok, 4));
         // go-redis routes by the first key; the server answers CROSSSLOT.
         let r = run("MGET a b c d", Client::GoRedis);
         assert_eq!(
-            (r.outcome, r.round_trips, r.commands),
+            (r.outcome, r.load.round_trips, r.load.commands),
             (Outcome::ServerError, 1, 1)
         );
-        assert_eq!(r.nodes[0].node, "master-2");
+        assert_eq!(r.load.nodes[0].node, "master-2");
         // Envoy: one GET per key, plus the client→proxy hop.
         let r = run("MGET a b c d", Client::Envoy);
-        assert_eq!((r.round_trips, r.commands), (1, 4));
-        assert!((r.latency_ms - 2.0).abs() < 1e-9);
+        assert_eq!((r.load.round_trips, r.load.commands), (1, 4));
+        assert!((r.load.latency_ms - 2.0).abs() < 1e-9);
         // Jedis 3 refuses.
         assert_eq!(
             run("MGET a b", Client::Jedis3).outcome,
@@ -477,29 +466,35 @@ mod tests {
                 continue;
             }
             let r = run("MGET {u}a {u}b", c);
-            assert_eq!((r.outcome, r.commands), (Outcome::Ok, 1), "{c:?}");
+            assert_eq!((r.outcome, r.load.commands), (Outcome::Ok, 1), "{c:?}");
         }
     }
 
     #[test]
     fn runs_count_returns_to_a_slot() {
         // Slots A,B,A: Jedis 8 sends 3 commands, Lettuce 2.
-        assert_eq!(run("MGET {x}1 {y}1 {x}2", Client::Jedis8).commands, 3);
-        assert_eq!(run("MGET {x}1 {y}1 {x}2", Client::Lettuce).commands, 2);
+        assert_eq!(run("MGET {x}1 {y}1 {x}2", Client::Jedis8).load.commands, 3);
+        assert_eq!(run("MGET {x}1 {y}1 {x}2", Client::Lettuce).load.commands, 2);
     }
 
     #[test]
     fn pipelines_and_transactions() {
         let r = run("PIPELINE GET a; GET b; GET c; GET d", Client::Jedis);
-        assert_eq!((r.outcome, r.round_trips, r.commands), (Outcome::Ok, 1, 4));
+        assert_eq!(
+            (r.outcome, r.load.round_trips, r.load.commands),
+            (Outcome::Ok, 1, 4)
+        );
         let r = run("PIPELINE GET a; GET b", Client::Ioredis);
         assert_eq!(r.outcome, Outcome::ClientError);
         let r = run("PIPELINE GET a; MGET a b", Client::RedisRs);
         assert_eq!(r.outcome, Outcome::ClientError);
         let r = run("PIPELINE GET a; DEL a b", Client::GoRedis);
-        assert_eq!((r.outcome, r.commands), (Outcome::ServerError, 2));
+        assert_eq!((r.outcome, r.load.commands), (Outcome::ServerError, 2));
         let r = run("MULTI SET {u}a 1; INCR {u}b", Client::RedisPy);
-        assert_eq!((r.outcome, r.commands, r.round_trips), (Outcome::Ok, 4, 1));
+        assert_eq!(
+            (r.outcome, r.load.commands, r.load.round_trips),
+            (Outcome::Ok, 4, 1)
+        );
         let r = run("MULTI SET a 1; INCR b", Client::RedisPy);
         assert_eq!(r.outcome, Outcome::ClientError);
         let r = run("MULTI SET a 1; INCR b", Client::NodeRedis);
@@ -535,11 +530,19 @@ mod tests {
                 assert_eq!((fresh.moved, fresh.ask), (0, 0));
                 assert!(r.moved > 0, "{c:?}");
                 assert_eq!(r.outcome, Outcome::Ok, "{c:?} {line}");
-                assert_eq!(r.nodes.iter().map(|n| n.keys).sum::<u64>(), 40, "{c:?}");
-                assert!(r.round_trips > fresh.round_trips, "{c:?}");
+                assert_eq!(
+                    r.load.nodes.iter().map(|n| n.keys).sum::<u64>(),
+                    40,
+                    "{c:?}"
+                );
+                assert!(r.load.round_trips > fresh.load.round_trips, "{c:?}");
                 // Plus one CLUSTER SLOTS where the client waits for a refresh (node-redis).
                 let refresh = u64::from(c == Client::NodeRedis);
-                assert_eq!(r.commands, fresh.commands + r.moved + refresh, "{c:?}");
+                assert_eq!(
+                    r.load.commands,
+                    fresh.load.commands + r.moved + refresh,
+                    "{c:?}"
+                );
             }
         }
     }
@@ -597,11 +600,14 @@ mod tests {
                 .starts_with("RedisCommandException: Multi-key operations")
         );
         let r = run("MGET a b c d", Client::Redisson);
-        assert_eq!((r.outcome, r.commands, r.round_trips), (Outcome::Ok, 4, 1));
+        assert_eq!(
+            (r.outcome, r.load.commands, r.load.round_trips),
+            (Outcome::Ok, 4, 1)
+        );
         // RBatch atomic: one MULTI/EXEC per node; b and c are alone on their nodes.
         let r = run("MULTI SET b 1; SET c 1", Client::Redisson);
         assert_eq!(
-            (r.outcome, r.commands, r.nodes_touched),
+            (r.outcome, r.load.commands, r.load.nodes_touched),
             (Outcome::Ok, 6, 2)
         );
         assert!(r.message.unwrap().contains("atomic per node only"));
@@ -609,7 +615,7 @@ mod tests {
         let r = run("MULTI SET a 1; SET d 1", Client::Redisson);
         assert_eq!(r.outcome, Outcome::ServerError);
         let r = run("MGET a b c d", Client::RedisPyNonatomic);
-        assert_eq!((r.outcome, r.commands), (Outcome::Ok, 4));
+        assert_eq!((r.outcome, r.load.commands), (Outcome::Ok, 4));
     }
 
     #[test]
@@ -628,13 +634,16 @@ mod tests {
         };
         let r = simulate_client_stale(b, &believed, &actual, Client::Lettuce, &net);
         assert_eq!(
-            (r.outcome, r.moved, r.ask, r.round_trips),
+            (r.outcome, r.moved, r.ask, r.load.round_trips),
             (Outcome::Ok, 1, 1, 3)
         );
-        assert_eq!(r.nodes.iter().map(|n| n.keys).sum::<u64>(), 1);
+        assert_eq!(r.load.nodes.iter().map(|n| n.keys).sum::<u64>(), 1);
         // Jedis: GET, CLUSTER SLOTS, GET (ASK), ASKING, GET.
         let r = simulate_client_stale(b, &believed, &actual, Client::Jedis, &net);
-        assert_eq!((r.outcome, r.round_trips, r.commands), (Outcome::Ok, 5, 5));
+        assert_eq!(
+            (r.outcome, r.load.round_trips, r.load.commands),
+            (Outcome::Ok, 5, 5)
+        );
         // StackExchange.Redis follows one redirect: the ASK reaches the application.
         let r = simulate_client_stale(b, &believed, &actual, Client::StackExchange, &net);
         assert_eq!(r.outcome, Outcome::ServerError);
