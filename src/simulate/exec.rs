@@ -10,7 +10,7 @@
 use super::Strategy;
 use super::batch::{Batch, BatchKind, Op};
 use crate::slot::{hash_tag, key_slot};
-use crate::topology::Topology;
+use crate::topology::{Node, Topology};
 use std::collections::BTreeMap;
 
 /// One pipeline on one connection to one node.
@@ -24,6 +24,8 @@ pub struct Lane {
     pub keys: u64,
     /// Request bytes of the counted commands (RESP).
     pub bytes: u64,
+    /// Commands that count (MULTI/EXEC wrappers excluded).
+    pub counted: u64,
 }
 
 impl Lane {
@@ -32,11 +34,36 @@ impl Lane {
         let bytes = commands.iter().map(|(c, _)| request_bytes(c)).sum();
         Lane {
             node,
+            counted: commands.len() as u64,
             commands: commands.into_iter().map(|(c, _)| c).collect(),
             keys,
             bytes,
         }
     }
+
+    /// What the lane puts on its node.
+    pub fn load(&self) -> LaneLoad {
+        LaneLoad {
+            node: self.node,
+            commands: self.counted,
+            keys: self.keys,
+            bytes: self.bytes,
+        }
+    }
+}
+
+/// What one lane (one pipeline on one connection) puts on its node: the shape the cost model
+/// reads. Strategies' plans and client profiles' waves both come down to waves of these.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LaneLoad {
+    /// The node (index into the node list the plan was built on).
+    pub node: usize,
+    /// Commands that count.
+    pub commands: u64,
+    /// Keys they address.
+    pub keys: u64,
+    /// Their request bytes (RESP).
+    pub bytes: u64,
 }
 
 fn request_bytes(args: &Args) -> u64 {
@@ -163,11 +190,17 @@ pub struct Cost {
 }
 
 /// How long a wave takes: its slowest node's round trip plus that node's per-key time and its
-/// request bytes over the bandwidth, from each node's `(keys, bytes)` in the wave. The client
-/// profiles cost their waves with it too.
-pub fn wave_ms(per_node: impl Iterator<Item = (u64, u64)>, net: &super::NetworkModel) -> f64 {
+/// request bytes over the bandwidth.
+fn wave_ms(wave: &[LaneLoad], net: &super::NetworkModel) -> f64 {
+    let mut per_node: BTreeMap<usize, (u64, u64)> = BTreeMap::new();
+    for l in wave {
+        let e = per_node.entry(l.node).or_default();
+        e.0 += l.keys;
+        e.1 += l.bytes;
+    }
     per_node
-        .map(|(keys, bytes)| {
+        .values()
+        .map(|&(keys, bytes)| {
             net.rtt_ms
                 + keys as f64 * net.per_key_us / 1000.0
                 + bytes as f64 / (net.bandwidth_mb_s * 1000.0)
@@ -175,29 +208,70 @@ pub fn wave_ms(per_node: impl Iterator<Item = (u64, u64)>, net: &super::NetworkM
         .fold(0.0, f64::max)
 }
 
-/// The cost of `plan`: per wave, the slowest node's round trip plus its per-key time and its
-/// request bytes over the bandwidth; waves add up.
-pub fn cost(plan: &ExecPlan, net: &super::NetworkModel) -> Cost {
-    let mut latency = 0.0;
-    for w in &plan.waves {
-        let mut per_node: BTreeMap<usize, (u64, u64)> = BTreeMap::new();
-        for l in &w.lanes {
-            let e = per_node.entry(l.node).or_default();
-            e.0 += l.keys;
-            e.1 += l.bytes;
-        }
-        latency += wave_ms(per_node.values().copied(), net);
-    }
+/// The cost of waves of lanes: per wave, the slowest node's time; waves add up. The one cost
+/// model of strategies ([`cost`]) and client profiles alike.
+pub fn cost_waves(waves: &[Vec<LaneLoad>], net: &super::NetworkModel) -> Cost {
     Cost {
-        round_trips: plan.waves.len() as u64,
-        connections: plan
-            .waves
-            .iter()
-            .map(|w| w.lanes.len() as u64)
-            .max()
-            .unwrap_or(0),
-        latency_ms: latency,
+        round_trips: waves.len() as u64,
+        connections: waves.iter().map(|w| w.len() as u64).max().unwrap_or(0),
+        latency_ms: waves.iter().map(|w| wave_ms(w, net)).sum(),
     }
+}
+
+/// What waves of lanes put on each node, in node order (nodes with no lane left out), named
+/// from `nodes`.
+pub fn node_loads(waves: &[Vec<LaneLoad>], nodes: &[Node]) -> Vec<super::NodeLoad> {
+    let mut load: BTreeMap<usize, super::NodeLoad> = BTreeMap::new();
+    for l in waves.iter().flatten() {
+        let e = load.entry(l.node).or_insert_with(|| super::NodeLoad {
+            node: nodes
+                .get(l.node)
+                .map(|n| n.name.clone())
+                .unwrap_or_default(),
+            address: nodes.get(l.node).and_then(|n| n.address.clone()),
+            commands: 0,
+            keys: 0,
+            bytes: 0,
+        });
+        e.commands += l.commands;
+        e.keys += l.keys;
+        e.bytes += l.bytes;
+    }
+    load.into_values().collect()
+}
+
+/// The full figures of waves of lanes: [`cost_waves`] and [`node_loads`] together.
+pub fn batch_load(
+    waves: &[Vec<LaneLoad>],
+    nodes: &[Node],
+    net: &super::NetworkModel,
+) -> super::BatchLoad {
+    let c = cost_waves(waves, net);
+    let nodes = node_loads(waves, nodes);
+    super::BatchLoad {
+        round_trips: c.round_trips,
+        nodes_touched: nodes.len(),
+        commands: nodes.iter().map(|n| n.commands).sum(),
+        connections: c.connections,
+        bytes: nodes.iter().map(|n| n.bytes).sum(),
+        latency_ms: c.latency_ms,
+        nodes,
+    }
+}
+
+impl ExecPlan {
+    /// The plan as waves of lane loads (what the cost model reads).
+    pub fn lane_loads(&self) -> Vec<Vec<LaneLoad>> {
+        self.waves
+            .iter()
+            .map(|w| w.lanes.iter().map(Lane::load).collect())
+            .collect()
+    }
+}
+
+/// The cost of `plan` ([`cost_waves`] of its lanes).
+pub fn cost(plan: &ExecPlan, net: &super::NetworkModel) -> Cost {
+    cost_waves(&plan.lane_loads(), net)
 }
 
 fn build(

@@ -11,7 +11,6 @@ use crate::topology::Topology;
 pub use batch::{Batch, BatchKind, Op, parse_batches};
 pub use client::{Client, ClientResult, Outcome, simulate_client, simulate_client_stale};
 use serde::Serialize;
-use std::collections::BTreeMap;
 
 /// How a client executes a batch (the four approaches: one command per key, per-node pipelines one after another or concurrently, and one hash tag).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -161,39 +160,11 @@ pub fn costed(
             "{unplaced} key(s) land on slots no node serves (CLUSTERDOWN)"
         ));
     }
-    let names = topo.nodes();
-    let mut load: BTreeMap<usize, NodeLoad> = BTreeMap::new();
-    for lane in plan.waves.iter().flat_map(|w| &w.lanes) {
-        let e = load.entry(lane.node).or_insert_with(|| NodeLoad {
-            node: names[lane.node].name.clone(),
-            address: names[lane.node].address.clone(),
-            commands: 0,
-            keys: 0,
-            bytes: 0,
-        });
-        e.keys += lane.keys;
-        e.bytes += lane.bytes;
-    }
-    for (n, c) in &plan.commands_per_node {
-        if let Some(e) = load.get_mut(n) {
-            e.commands = *c;
-        }
-    }
-    let c = exec::cost(plan, net);
-    let nodes: Vec<NodeLoad> = load.into_values().collect();
     SimResult {
         batch: b.name.clone(),
         batch_id: b.id.clone(),
         strategy,
-        load: BatchLoad {
-            round_trips: c.round_trips,
-            nodes_touched: nodes.len(),
-            commands: nodes.iter().map(|n| n.commands).sum(),
-            connections: c.connections,
-            bytes: nodes.iter().map(|n| n.bytes).sum(),
-            latency_ms: c.latency_ms,
-            nodes,
-        },
+        load: exec::batch_load(&plan.lane_loads(), topo.nodes(), net),
         errors,
     }
 }

@@ -8,14 +8,16 @@
 //! A profile runs in phases, one file each: `split` (how one multi-key command is sent:
 //! whole, split per slot/run/server/key, or refused), `waves` (what the client sends for a
 //! multi-key command, a pipeline or MULTI…EXEC, as waves it waits for in turn), `redirect`
-//! (the MOVED/ASK the waves meet on the real cluster and how the client follows them), and the
-//! cost here, with the same per-wave cost as the strategies ([`crate::simulate::exec::wave_ms`]).
+//! (the MOVED/ASK the waves meet on the real cluster and how the client follows them). The waves
+//! then become waves of lanes (one per node) and are costed by the one model the strategies
+//! use ([`crate::simulate::exec::batch_load`]).
 
 mod redirect;
 mod split;
 mod waves;
 
-use super::{Batch, NetworkModel, NodeLoad};
+use super::exec::LaneLoad;
+use super::{Batch, NetworkModel};
 use crate::topology::Topology;
 use serde::Serialize;
 use split::{OpPlan, plan_op};
@@ -356,47 +358,31 @@ pub fn simulate_client_stale(
     let followed = redirect::follow_redirects(b, topo, actual, client, waves, &mut errors);
     r.moved = followed.moved;
     r.ask = followed.ask;
-    let names = followed.names;
-    let waves = followed.waves;
-    let mut latency = if client.is_proxy() { net.rtt_ms } else { 0.0 };
-    latency += followed.extra_latency;
-    // Cost the waves.
-    let mut load: BTreeMap<usize, NodeLoad> = BTreeMap::new();
-    let mut connections = 0u64;
-    for wave in &waves {
-        let mut per_node: BTreeMap<usize, (u64, u64)> = BTreeMap::new();
-        for s in wave {
-            let e = per_node.entry(s.node).or_default();
-            e.0 += s.keys;
-            e.1 += s.bytes;
-            let l = load.entry(s.node).or_insert_with(|| NodeLoad {
-                node: names
-                    .get(s.node)
-                    .map(|n| n.name.clone())
-                    .unwrap_or_default(),
-                address: names.get(s.node).and_then(|n| n.address.clone()),
-                commands: 0,
-                keys: 0,
-                bytes: 0,
-            });
-            l.commands += 1;
-            l.keys += s.keys;
-            l.bytes += s.bytes;
-        }
-        connections = connections.max(per_node.len() as u64);
-        latency += crate::simulate::exec::wave_ms(per_node.values().copied(), net);
+    let waves = &followed.waves;
+    // One lane per node and wave: the commands a wave sends to one node share a connection.
+    let lanes: Vec<Vec<LaneLoad>> = waves
+        .iter()
+        .map(|wave| {
+            let mut per_node: BTreeMap<usize, LaneLoad> = BTreeMap::new();
+            for s in wave {
+                let l = per_node.entry(s.node).or_insert(LaneLoad {
+                    node: s.node,
+                    ..LaneLoad::default()
+                });
+                l.commands += 1;
+                l.keys += s.keys;
+                l.bytes += s.bytes;
+            }
+            per_node.into_values().collect()
+        })
+        .collect();
+    r.load = crate::simulate::exec::batch_load(&lanes, &followed.names, net);
+    // A proxy is one round trip to the client (the proxy's own fan-out is behind it).
+    if client.is_proxy() {
+        r.load.round_trips = u64::from(!waves.is_empty());
+        r.load.latency_ms += net.rtt_ms;
     }
-    r.load.round_trips = if client.is_proxy() {
-        u64::from(!waves.is_empty())
-    } else {
-        waves.len() as u64
-    };
-    r.load.nodes = load.into_values().collect();
-    r.load.nodes_touched = r.load.nodes.len();
-    r.load.commands = r.load.nodes.iter().map(|n| n.commands).sum();
-    r.load.bytes = r.load.nodes.iter().map(|n| n.bytes).sum();
-    r.load.connections = connections;
-    r.load.latency_ms = latency;
+    r.load.latency_ms += followed.extra_latency;
     if let Some((o, m)) = errors.into_iter().next() {
         r.outcome = o;
         r.message = Some(m);
