@@ -534,6 +534,18 @@ impl LiveCluster {
 }
 
 impl LiveCluster {
+    /// Every slot's key count (16384 entries), asking each master of `owners` for the slots it
+    /// owns ([`LiveCluster::slot_key_counts`]); slots no master owns count 0.
+    pub fn exact_slot_keys(&self, owners: &[(Node, Vec<u16>)]) -> Result<Vec<u64>, LiveError> {
+        let mut counts = vec![0u64; crate::slot::SLOT_COUNT];
+        for (node, slots) in owners.iter().filter(|(_, s)| !s.is_empty()) {
+            for (s, c) in slots.iter().zip(self.slot_key_counts(node, slots)?) {
+                counts[usize::from(*s)] = c;
+            }
+        }
+        Ok(counts)
+    }
+
     /// The number of keys the master `node` holds in each of `slots`: `CLUSTER SLOT-STATS
     /// SLOTSRANGE` where the server has it (Valkey 8+, Redis 8.2+), else `CLUSTER
     /// COUNTKEYSINSLOT` pipelined. The servers' exact figures, whatever is sampled.

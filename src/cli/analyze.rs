@@ -200,17 +200,13 @@ fn exact_slot_keys(
     let Some(map) = topology.slot_map() else {
         return Ok(None);
     };
-    let mut counts = vec![0u64; crate::slot::SLOT_COUNT];
-    for (i, node) in map.nodes().iter().enumerate() {
-        let slots: Vec<u16> = map.ranges_of(i).iter().flat_map(|&(a, b)| a..=b).collect();
-        if slots.is_empty() {
-            continue;
-        }
-        for (s, c) in slots.iter().zip(live.slot_key_counts(node, &slots)?) {
-            counts[usize::from(*s)] = c;
-        }
-    }
-    Ok(Some(counts))
+    let owners: Vec<(crate::topology::Node, Vec<u16>)> = (0..map.nodes().len())
+        .map(|i| {
+            let slots = map.ranges_of(i).iter().flat_map(|&(a, b)| a..=b).collect();
+            (map.nodes()[i].clone(), slots)
+        })
+        .collect();
+    Ok(Some(live.exact_slot_keys(&owners)?))
 }
 
 fn emit(

@@ -258,21 +258,17 @@ fn exact_view_keys(
     live: &crate::live::LiveCluster,
     view: &ClusterView,
 ) -> anyhow::Result<Vec<u64>> {
-    let mut counts = vec![0u64; crate::slot::SLOT_COUNT];
-    for i in view.masters() {
-        let slots: Vec<u16> = (0..crate::slot::SLOT_COUNT)
-            .filter(|&s| view.owner[s] == Some(i))
-            .map(|s| s as u16)
-            .collect();
-        if slots.is_empty() {
-            continue;
-        }
-        let node = view.nodes[i].to_node();
-        for (s, c) in slots.iter().zip(live.slot_key_counts(&node, &slots)?) {
-            counts[usize::from(*s)] = c;
-        }
-    }
-    Ok(counts)
+    let owners: Vec<(crate::topology::Node, Vec<u16>)> = view
+        .masters()
+        .into_iter()
+        .map(|i| {
+            let slots = (0..crate::slot::SLOT_COUNT as u16)
+                .filter(|&s| view.owner[usize::from(s)] == Some(i))
+                .collect();
+            (view.nodes[i].to_node(), slots)
+        })
+        .collect();
+    Ok(live.exact_slot_keys(&owners)?)
 }
 
 /// The batches from `--scheme` and `--batches`, and the client profiles to run them with.

@@ -7,37 +7,11 @@ use super::migration::{
     output, require_preview,
 };
 use crate::error::{ExitStatus, UserError};
+use crate::migrate::MigrationReport;
+use crate::migrate::balance::{BalanceBy, load_aware_report, redis_cli_report, still_serving};
 use crate::migrate::emit::EmitContext;
-use crate::migrate::impact::{SlotWeights, impact};
-use crate::migrate::load_aware::{self, LoadAwareOptions};
+use crate::migrate::impact::SlotWeights;
 use crate::migrate::redis_cli::{self, RebalanceOptions};
-use crate::migrate::{ClusterView, MigrationReport, PlanReport};
-use crate::migrate::{Move, Warning, WarningKind};
-use crate::slot::SLOT_COUNT;
-
-/// What a load-aware plan balances.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum BalanceBy {
-    /// Slot counts, exactly as redis-cli --cluster rebalance
-    Slots,
-    /// Sample keys per node
-    Keys,
-    /// Sample bytes per node (tsv samples or --bytes)
-    Bytes,
-    /// Sample ops per node (tsv samples with an ops column)
-    Ops,
-}
-
-impl BalanceBy {
-    fn name(self) -> &'static str {
-        match self {
-            BalanceBy::Slots => "slots",
-            BalanceBy::Keys => "keys",
-            BalanceBy::Bytes => "bytes",
-            BalanceBy::Ops => "ops",
-        }
-    }
-}
 
 /// Preview `redis-cli --cluster rebalance`: which slots move where, and what that does to
 /// every node's keys, bytes and ops.
@@ -142,12 +116,18 @@ pub fn run(args: RebalanceArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus>
     let (batches, clients) = load_batches(&args.common, scheme.as_ref())?;
 
     let slot_plan = redis_cli::rebalance(&view, &opts)?;
-    let slot_report = slot_plan_report(&view, &slot_plan, &opts, &weights_by_slot);
+    let slot_report = redis_cli_report(&view, &slot_plan, &opts, &weights_by_slot);
     let (plan, compare, moves) = if args.balance_by == BalanceBy::Slots {
         let moves = slot_plan.moves.clone();
         (slot_report, None, moves)
     } else {
-        let (report, moves) = load_aware_plan(&args, &view, &opts, &weights_by_slot)?;
+        let (report, moves) = load_aware_report(
+            &view,
+            args.balance_by,
+            &weights_by_slot,
+            &opts,
+            args.threshold,
+        )?;
         (report, Some(slot_report), moves)
     };
     let mut report = MigrationReport {
@@ -170,79 +150,6 @@ pub fn run(args: RebalanceArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus>
         remove: removed,
     };
     output(&args.common, &report, &view, &moves, &emit_ctx, ctx)
-}
-
-/// The load-aware plan of `--balance-by keys|bytes|ops`, with its report.
-fn load_aware_plan(
-    args: &RebalanceArgs,
-    view: &ClusterView,
-    opts: &RebalanceOptions,
-    weights_by_slot: &SlotWeights,
-) -> anyhow::Result<(PlanReport, Vec<Move>)> {
-    let w: Vec<f64> = (0..SLOT_COUNT)
-        .map(|s| match args.balance_by {
-            BalanceBy::Keys => weights_by_slot.keys[s] as f64,
-            BalanceBy::Bytes => weights_by_slot.bytes[s] as f64,
-            BalanceBy::Ops => weights_by_slot.ops[s],
-            BalanceBy::Slots => 1.0,
-        })
-        .collect();
-    let la = load_aware::plan(
-        view,
-        &w,
-        &LoadAwareOptions {
-            weights: opts.weights.clone(),
-            use_empty_masters: opts.use_empty_masters,
-            tolerance: args.threshold as f64 / 100.0,
-        },
-    )?;
-    let message = if la.moves.is_empty() {
-        Some(format!(
-            "No moves needed: every node is within {:.2}% of its share of {}.",
-            args.threshold,
-            args.balance_by.name()
-        ))
-    } else if !la.within_tolerance {
-        Some(format!(
-            "The busiest node stays at {:.2}× its share of {}: its hottest slots cannot be split (hash tags); see `keyplan analyze` for the tags.",
-            la.max_over_target,
-            args.balance_by.name()
-        ))
-    } else {
-        None
-    };
-    let report = PlanReport {
-        plan: "load-aware".into(),
-        balance_by: args.balance_by.name().into(),
-        needed: !la.moves.is_empty(),
-        message,
-        impact: impact(view, &la.moves, weights_by_slot),
-        migration_seconds: None,
-    };
-    Ok((report, la.moves))
-}
-
-/// Warnings for `--remove-node` nodes that still serve slots after the plan.
-fn still_serving(view: &ClusterView, moves: &[Move], removed: &[usize]) -> Vec<Warning> {
-    if removed.is_empty() {
-        return Vec::new();
-    }
-    let after = view.owners_after(moves);
-    removed
-        .iter()
-        .filter(|&&r| after.contains(&Some(r)))
-        .map(|&r| {
-            Warning::new(
-                WarningKind::StillServes {
-                    node: view.nodes[r].name.clone(),
-                },
-                format!(
-                    "{} still serves slots after the plan: del-node would refuse it",
-                    view.nodes[r].name
-                ),
-            )
-        })
-        .collect()
 }
 
 /// The comment lines of an emitted script: the plan, and the redis-cli command it equals.
@@ -271,27 +178,6 @@ fn script_header(
         ));
     }
     header
-}
-
-fn slot_plan_report(
-    view: &ClusterView,
-    p: &redis_cli::RebalancePlan,
-    opts: &RebalanceOptions,
-    w: &SlotWeights,
-) -> PlanReport {
-    PlanReport {
-        plan: "redis-cli rebalance".into(),
-        balance_by: "slots".into(),
-        needed: p.needed,
-        message: (!p.needed).then(|| {
-            format!(
-                "*** No rebalancing needed! All nodes are within the {:.2}% threshold.",
-                opts.threshold
-            )
-        }),
-        impact: impact(view, &p.moves, w),
-        migration_seconds: None,
-    }
 }
 
 fn check_sample(

@@ -79,21 +79,11 @@ pub fn run(args: ScanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
             }
             r
         });
-        for chunk in rx {
-            if write_err.is_some() {
-                continue;
-            }
-            let w = match file.as_mut() {
-                Some(f) => f.write_all(&chunk),
-                None => ctx.stdout.write_all(&chunk),
-            };
-            if let Err(e) = w {
-                // Stop sampling: there is nowhere to put the keys.
-                opts.cancel
-                    .store(true, std::sync::atomic::Ordering::Relaxed);
-                write_err = Some(e);
-            }
-        }
+        let out: &mut dyn Write = match file.as_mut() {
+            Some(f) => f,
+            None => &mut *ctx.stdout,
+        };
+        write_err = write_chunks(rx, out, &opts.cancel);
         sampler
             .join()
             .expect("invariant: the sampling thread does not panic")
@@ -113,4 +103,23 @@ pub fn run(args: ScanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
         map.nodes().len()
     )?;
     Ok(ExitStatus::Clean)
+}
+
+/// Writes the sampled chunks to `out` as they come; at the first write error, asks the
+/// sampler to stop (there is nowhere to put the keys) and returns the error.
+fn write_chunks(
+    rx: mpsc::Receiver<Vec<u8>>,
+    out: &mut dyn Write,
+    cancel: &std::sync::atomic::AtomicBool,
+) -> Option<std::io::Error> {
+    let mut err = None;
+    for chunk in rx {
+        if err.is_none()
+            && let Err(e) = out.write_all(&chunk)
+        {
+            cancel.store(true, std::sync::atomic::Ordering::Relaxed);
+            err = Some(e);
+        }
+    }
+    err
 }

@@ -6,12 +6,11 @@ use super::args::{
 };
 use super::progress::Unit;
 use crate::error::{ExitStatus, UserError};
-use crate::keys::parallel::ChunkSink;
+use crate::keys::parallel::SlotHistogram;
 use crate::keys::{Record, for_each_record};
 use crate::report::slot::{
     SlotCount, SlotCountsReport, SlotEmitter, SlotFormat, SlotRow, render_counts,
 };
-use crate::slot::bulk::{BulkScanner, LineCounts, LongLine};
 use crate::slot::{SLOT_COUNT, TagShape, explain, key_slot};
 use crate::topology::Topology;
 use anyhow::Context as _;
@@ -177,31 +176,6 @@ pub fn run(args: SlotArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     Ok(ExitStatus::Clean)
 }
 
-/// A histogram sink for one worker (aligned so neighbouring workers share no cache line).
-#[repr(align(128))]
-struct Histogram {
-    counts: Vec<u64>,
-    scanner: BulkScanner,
-}
-
-impl ChunkSink for Histogram {
-    fn record(&mut self, rec: &Record<'_>) {
-        self.counts[key_slot(rec.key) as usize] += 1;
-    }
-
-    fn raw_lines(
-        &mut self,
-        data: &[u8],
-        max_line: usize,
-        long: &mut Vec<LongLine>,
-    ) -> Option<LineCounts> {
-        Some(
-            self.scanner
-                .count_raw_lines_limited(data, &mut self.counts, max_line, long),
-        )
-    }
-}
-
 fn run_counts(
     args: &SlotArgs,
     topology: Option<&Topology>,
@@ -230,12 +204,8 @@ fn run_counts(
     let inputs = open_all(&args.files)?;
     let progress = ctx.progress("reading keys", Unit::Bytes, total_size(&inputs));
     for (name, src) in inputs {
-        let mut sinks: Vec<Histogram> = (0..threads)
-            .map(|_| Histogram {
-                counts: vec![0u64; SLOT_COUNT],
-                scanner: BulkScanner::new(),
-            })
-            .collect();
+        let mut sinks: Vec<SlotHistogram> =
+            (0..threads).map(|_| SlotHistogram::default()).collect();
         let summary = src
             .par_read(&opts, &mut sinks, Some(progress.counter()))
             .map_err(|e| read_context(&name, e))?;

@@ -41,6 +41,42 @@ pub trait ChunkSink: Send {
     }
 }
 
+/// A sink that counts keys per slot (one per worker; aligned so that neighbouring workers
+/// share no cache line). Raw lines take the fused bulk scan.
+#[repr(align(128))]
+pub struct SlotHistogram {
+    /// Keys per slot.
+    pub counts: Vec<u64>,
+    scanner: crate::slot::bulk::BulkScanner,
+}
+
+impl Default for SlotHistogram {
+    fn default() -> Self {
+        SlotHistogram {
+            counts: vec![0; crate::slot::SLOT_COUNT],
+            scanner: crate::slot::bulk::BulkScanner::new(),
+        }
+    }
+}
+
+impl ChunkSink for SlotHistogram {
+    fn record(&mut self, rec: &Record<'_>) {
+        self.counts[crate::slot::key_slot(rec.key) as usize] += 1;
+    }
+
+    fn raw_lines(
+        &mut self,
+        data: &[u8],
+        max_line: usize,
+        long: &mut Vec<LongLine>,
+    ) -> Option<LineCounts> {
+        Some(
+            self.scanner
+                .count_raw_lines_limited(data, &mut self.counts, max_line, long),
+        )
+    }
+}
+
 #[derive(Debug, Default)]
 struct ChunkReport {
     seq: u64,

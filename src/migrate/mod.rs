@@ -6,6 +6,7 @@
 //! it connects to first, then the other nodes in the order of that node's `CLUSTER NODES`
 //! reply. That order decides ties in redis-cli's algorithms, so it is kept exactly.
 
+pub mod balance;
 pub mod emit;
 pub mod impact;
 pub mod load_aware;
