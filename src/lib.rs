@@ -31,6 +31,7 @@
 pub mod analyze;
 pub mod bench;
 pub mod cli;
+pub mod command;
 pub mod error;
 pub mod keys;
 pub mod lint;

@@ -30,6 +30,9 @@ pub struct Op {
     pub args: Vec<Vec<u8>>,
     /// Where each of `keys` sits in `args`.
     pub key_at: Vec<usize>,
+    /// Whether the server's command table knows the command (a module's command is not
+    /// known: its keys are a guess).
+    pub known: bool,
 }
 
 impl Op {
@@ -45,6 +48,7 @@ impl Op {
             values: values_at.iter().map(|&i| args[i].clone()).collect(),
             args,
             key_at,
+            known: true,
         }
     }
 
@@ -60,6 +64,7 @@ impl Op {
             values: self.values.clone(),
             args,
             key_at: self.key_at.clone(),
+            known: self.known,
         }
     }
 
@@ -178,31 +183,15 @@ pub enum BatchError {
         /// 1-based line.
         line: usize,
     },
-    /// MSET/MSETNX with an odd number of arguments.
-    #[error("line {line}: {command} needs key value pairs")]
-    Pairs {
+    /// A command the server would refuse before looking at its keys (wrong number of
+    /// arguments, a key count that is not a number or exceeds the arguments, an unknown
+    /// subcommand).
+    #[error("line {line}: {message}")]
+    Command {
         /// 1-based line.
         line: usize,
-        /// The command.
-        command: String,
-    },
-    /// A script call without a number of keys.
-    #[error("line {line}: {command} script numkeys key … expected")]
-    NumKeys {
-        /// 1-based line.
-        line: usize,
-        /// The command.
-        command: String,
-    },
-    /// A script call with fewer keys than it declares.
-    #[error("line {line}: {command} declares {declared} keys but lists fewer")]
-    FewerKeys {
-        /// 1-based line.
-        line: usize,
-        /// The command.
-        command: String,
-        /// Keys declared.
-        declared: usize,
+        /// The server's reason, in words.
+        message: String,
     },
     /// `PIPELINE` or `MULTI` with nothing after it.
     #[error("line {line}: {head} without commands (separate them with ';')")]
@@ -249,43 +238,58 @@ pub(crate) fn split_args(s: &str, line: usize, col: usize) -> Result<Vec<Vec<u8>
     Ok(out)
 }
 
-/// The keys (and values) of a command, by the command's key positions.
-pub(crate) fn op_of(args: Vec<Vec<u8>>, line: usize) -> Result<Op, BatchError> {
-    let Some(name) = args.first() else {
+/// How strictly [`op_of`] treats a command the server would refuse.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Strictness {
+    /// A batch file: a command with the wrong number of arguments or a bad key count is an
+    /// error at its line.
+    File,
+    /// A capture of what clients really sent: such a command is kept, with the keys the
+    /// server would find (none when it finds none).
+    Capture,
+}
+
+/// The keys (and values) of a command, where the server finds them (its key specifications:
+/// BLPOP's lists, RENAME's destination, ZUNIONSTORE's numkeys, XREAD's STREAMS, SORT's
+/// STORE, …). A command the server does not know (a module's) is taken to address its first
+/// argument, as module commands do, and marked unknown.
+pub(crate) fn op_of(args: Vec<Vec<u8>>, line: usize, strict: Strictness) -> Result<Op, BatchError> {
+    use crate::command::{KeysError, table};
+    if args.is_empty() {
         return Err(BatchError::Empty { line });
-    };
-    let command = String::from_utf8_lossy(name).to_ascii_uppercase();
+    }
     let n = args.len();
-    let (key_at, values_at): (Vec<usize>, Vec<usize>) = match command.as_str() {
-        "MGET" | "DEL" | "EXISTS" | "UNLINK" | "TOUCH" | "WATCH" | "SUNION" | "SINTER"
-        | "SDIFF" | "PFCOUNT" => ((1..n).collect(), Vec::new()),
-        "MSET" | "MSETNX" => {
-            if !(n - 1).is_multiple_of(2) {
-                return Err(BatchError::Pairs { line, command });
-            }
-            ((1..n).step_by(2).collect(), (2..n).step_by(2).collect())
+    let (key_at, known): (Vec<usize>, bool) = match table().keys(&args) {
+        Ok(refs) => (refs.iter().map(|r| r.pos).collect(), true),
+        Err(KeysError::Unknown(_)) => ((1..n.min(2)).collect(), false),
+        Err(_) if strict == Strictness::Capture => (Vec::new(), true),
+        Err(e) => {
+            return Err(BatchError::Command {
+                line,
+                message: e.to_string(),
+            });
         }
-        "EVAL" | "EVALSHA" | "EVAL_RO" | "EVALSHA_RO" | "FCALL" | "FCALL_RO" => {
-            let k: usize = args
-                .get(2)
-                .and_then(|k| std::str::from_utf8(k).ok()?.parse().ok())
-                .ok_or_else(|| BatchError::NumKeys {
-                    line,
-                    command: command.clone(),
-                })?;
-            if n < 3 + k {
-                return Err(BatchError::FewerKeys {
-                    line,
-                    command,
-                    declared: k,
-                });
-            }
-            ((3..3 + k).collect(), Vec::new())
-        }
-        "PING" | "MULTI" | "EXEC" | "DISCARD" | "INFO" | "TIME" => (Vec::new(), Vec::new()),
-        _ => ((1..n.min(2)).collect(), Vec::new()),
     };
-    Ok(Op::new(args, key_at, &values_at))
+    let mut op = Op::new(args, key_at, &[]);
+    op.known = known;
+    if matches!(op.command.as_str(), "MSET" | "MSETNX") {
+        if (n - 1) % 2 == 1 && strict == Strictness::File {
+            // The server checks the pairs itself.
+            return Err(BatchError::Command {
+                line,
+                message: format!(
+                    "wrong number of arguments for '{}' (key value pairs)",
+                    op.command
+                ),
+            });
+        }
+        op.values = op
+            .key_at
+            .iter()
+            .filter_map(|&i| op.args.get(i + 1).cloned())
+            .collect();
+    }
+    Ok(op)
 }
 
 /// Parses a batch file: one batch a line; blank lines and `#` comments are skipped.
@@ -306,7 +310,7 @@ pub fn parse_batches(text: &str) -> Result<Vec<Batch>, BatchError> {
         };
         let mut ops = Vec::new();
         for p in parts.iter().map(|p| p.trim()).filter(|p| !p.is_empty()) {
-            ops.push(op_of(split_args(p, line, 1)?, line)?);
+            ops.push(op_of(split_args(p, line, 1)?, line, Strictness::File)?);
         }
         if ops.is_empty() {
             return Err(BatchError::NoCommands { line, head: upper });

@@ -5,7 +5,7 @@
 //! A line looks like `1796034785.337983 [0 127.0.0.1:35226] "SET" "a" "1"`; commands a script
 //! runs appear as `[0 lua]` and belong to the script, so they are skipped.
 
-use super::batch::{BatchError, op_of, split_args};
+use super::batch::{BatchError, Strictness, op_of, split_args};
 use super::{Batch, BatchKind, Op};
 use std::collections::HashMap;
 
@@ -82,7 +82,7 @@ pub fn parse_monitor(text: &str) -> Result<(Vec<Batch>, MonitorStats), BatchErro
             return Err(bad(args_at, "no command"));
         }
         stats.commands += 1;
-        let op = op_of(args, line)?;
+        let op = op_of(args, line, Strictness::Capture)?;
         match op.command.as_str() {
             "MULTI" => {
                 open.insert(client.to_string(), (line, Vec::new()));

@@ -5,6 +5,7 @@ mod analyze;
 mod architecture;
 mod bench;
 mod cli;
+mod commands;
 mod house;
 #[path = "../common/keygen.rs"]
 mod keygen;

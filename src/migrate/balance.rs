@@ -1,0 +1,133 @@
+//! What a rebalance balances, and the plan reports of both planners: redis-cli's slot-count
+//! plan and keyplan's load-aware one, with the warnings a plan's result calls for.
+
+use super::impact::{SlotWeights, impact};
+use super::load_aware::{self, LoadAwareOptions};
+use super::redis_cli::{RebalanceOptions, RebalancePlan};
+use super::{ClusterView, MigrateError, Move, PlanReport, Warning, WarningKind};
+use crate::slot::SLOT_COUNT;
+
+/// What a rebalance balances (the variants' docs are `--balance-by`'s help).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum BalanceBy {
+    /// Slot counts, exactly as redis-cli --cluster rebalance
+    Slots,
+    /// Sample keys per node
+    Keys,
+    /// Sample bytes per node (tsv samples or --bytes)
+    Bytes,
+    /// Sample ops per node (tsv samples with an ops column)
+    Ops,
+}
+
+impl BalanceBy {
+    /// The name users type.
+    pub fn name(self) -> &'static str {
+        match self {
+            BalanceBy::Slots => "slots",
+            BalanceBy::Keys => "keys",
+            BalanceBy::Bytes => "bytes",
+            BalanceBy::Ops => "ops",
+        }
+    }
+
+    /// Each slot's weight under this measure.
+    pub fn slot_weights(self, w: &SlotWeights) -> Vec<f64> {
+        (0..SLOT_COUNT)
+            .map(|s| match self {
+                BalanceBy::Keys => w.keys[s] as f64,
+                BalanceBy::Bytes => w.bytes[s] as f64,
+                BalanceBy::Ops => w.ops[s],
+                BalanceBy::Slots => 1.0,
+            })
+            .collect()
+    }
+}
+
+/// The load-aware plan balancing `by` (within `tolerance`, a fraction of each node's target),
+/// with its report.
+pub fn load_aware_report(
+    view: &ClusterView,
+    by: BalanceBy,
+    weights: &SlotWeights,
+    opts: &RebalanceOptions,
+    tolerance_pct: f32,
+) -> Result<(PlanReport, Vec<Move>), MigrateError> {
+    let la = load_aware::plan(
+        view,
+        &by.slot_weights(weights),
+        &LoadAwareOptions {
+            weights: opts.weights.clone(),
+            use_empty_masters: opts.use_empty_masters,
+            tolerance: tolerance_pct as f64 / 100.0,
+        },
+    )?;
+    let message = if la.moves.is_empty() {
+        Some(format!(
+            "No moves needed: every node is within {tolerance_pct:.2}% of its share of {}.",
+            by.name()
+        ))
+    } else if !la.within_tolerance {
+        Some(format!(
+            "The busiest node stays at {:.2}× its share of {}: its hottest slots cannot be split (hash tags); see `keyplan analyze` for the tags.",
+            la.max_over_target,
+            by.name()
+        ))
+    } else {
+        None
+    };
+    let report = PlanReport {
+        plan: "load-aware".into(),
+        balance_by: by.name().into(),
+        needed: !la.moves.is_empty(),
+        message,
+        impact: impact(view, &la.moves, weights),
+        migration_seconds: None,
+    };
+    Ok((report, la.moves))
+}
+
+/// The report of redis-cli's own rebalance plan `p`.
+pub fn redis_cli_report(
+    view: &ClusterView,
+    p: &RebalancePlan,
+    opts: &RebalanceOptions,
+    w: &SlotWeights,
+) -> PlanReport {
+    PlanReport {
+        plan: "redis-cli rebalance".into(),
+        balance_by: "slots".into(),
+        needed: p.needed,
+        message: (!p.needed).then(|| {
+            format!(
+                "*** No rebalancing needed! All nodes are within the {:.2}% threshold.",
+                opts.threshold
+            )
+        }),
+        impact: impact(view, &p.moves, w),
+        migration_seconds: None,
+    }
+}
+
+/// Warnings for nodes being removed (`removed`) that still serve slots after `moves`.
+pub fn still_serving(view: &ClusterView, moves: &[Move], removed: &[usize]) -> Vec<Warning> {
+    if removed.is_empty() {
+        return Vec::new();
+    }
+    let after = view.owners_after(moves);
+    removed
+        .iter()
+        .filter(|&&r| after.contains(&Some(r)))
+        .map(|&r| {
+            Warning::new(
+                WarningKind::StillServes {
+                    node: view.nodes[r].name.clone(),
+                },
+                format!(
+                    "{} still serves slots after the plan: del-node would refuse it",
+                    view.nodes[r].name
+                ),
+            )
+        })
+        .collect()
+}

