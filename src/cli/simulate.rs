@@ -5,6 +5,7 @@ use super::args::TopologyArgs;
 use crate::error::{ExitStatus, UserError};
 use crate::report::render::{Format, render};
 use crate::report::simulate::SimulationReport;
+use crate::simulate::verdict::as_written;
 use crate::simulate::{
     Batch, Client, NetworkModel, Strategy, batch, simulate, simulate_client_stale,
 };
@@ -241,7 +242,14 @@ pub fn run(args: SimulateArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
             }
         }
     }
+    let mut verdicts = Vec::new();
+    for (_, b) in &batches {
+        if !verdicts.iter().any(|(name, _, _)| name == &b.name) {
+            verdicts.push((b.name.clone(), b.id.clone(), as_written(b, &topology)));
+        }
+    }
     let report = SimulationReport {
+        verdicts,
         topology: topo_source,
         nodes: topology.nodes().len(),
         network: net,

@@ -3,6 +3,7 @@
 
 use super::TextLayout;
 use crate::simulate::client::ClientResult;
+use crate::simulate::verdict::Verdict;
 use crate::simulate::{NetworkModel, SimResult, Strategy};
 use comfy_table::{Cell, CellAlignment};
 use serde_json::json;
@@ -25,6 +26,8 @@ pub struct SimulationReport {
     pub results: Vec<(Option<u64>, SimResult)>,
     /// Client-profile results (`--client`); then `results` is empty.
     pub clients: Option<Vec<ClientResult>>,
+    /// What the cluster answers to each batch sent as written, by batch name.
+    pub verdicts: Vec<(String, crate::simulate::batch::BatchId, Verdict)>,
 }
 
 impl SimulationReport {
@@ -61,7 +64,16 @@ pub fn render_json(out: &mut dyn Write, r: &SimulationReport) -> io::Result<()> 
     super::json::write_document(
         out,
         super::json::SIMULATE,
-        &json!({"network": r.network, "results": results}),
+        &json!({
+            "network": r.network,
+            "batches": r.verdicts.iter().map(|(name, id, v)| {
+                let mut x = serde_json::to_value(v).unwrap_or_default();
+                x["batch"] = json!(name);
+                x["batch_id"] = serde_json::to_value(id).unwrap_or_default();
+                x
+            }).collect::<Vec<_>>(),
+            "results": results,
+        }),
     )
 }
 
@@ -76,7 +88,7 @@ pub fn render_table(
     layout: &TextLayout,
 ) -> io::Result<()> {
     match &r.clients {
-        Some(c) => clients_tables(out, c, &r.network, layout),
+        Some(c) => clients_tables(out, r, c, layout),
         None if !r.sizes.is_empty() => sweep_tables(out, r, layout),
         None => strategy_tables(out, r, layout),
     }?;
@@ -169,6 +181,7 @@ fn strategy_tables(
             i += 1;
         }
         writeln!(out, "{t}")?;
+        write_verdict(out, r, &first.batch)?;
         for e in &first.errors {
             writeln!(out, "error: {e}")?;
         }
@@ -176,18 +189,36 @@ fn strategy_tables(
     Ok(())
 }
 
+/// The line that says a batch fails as written (nothing when it runs).
+fn write_verdict(out: &mut dyn Write, r: &SimulationReport, batch: &str) -> io::Result<()> {
+    let Some((_, _, v)) = r.verdicts.iter().find(|(name, _, _)| name == batch) else {
+        return Ok(());
+    };
+    if let Some(m) = &v.message {
+        writeln!(
+            out,
+            "as written, the cluster refuses it: {m} ({} slots; keys {})",
+            v.slots,
+            v.keys.join(" ")
+        )?;
+    }
+    Ok(())
+}
+
 /// One table per batch: a row per client profile; what each profile models as footnotes.
 fn clients_tables(
     out: &mut dyn Write,
+    r: &SimulationReport,
     results: &[ClientResult],
-    net: &NetworkModel,
     layout: &TextLayout,
 ) -> io::Result<()> {
+    let net = &r.network;
     write_network(out, net, None)?;
     let mut i = 0;
     while i < results.len() {
         let name = &results[i].batch;
         writeln!(out, "\n{name}")?;
+        write_verdict(out, r, name)?;
         let mut t = layout.table();
         t.set_header(vec![
             "client",

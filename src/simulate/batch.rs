@@ -121,6 +121,12 @@ pub struct Batch {
     pub kind: BatchKind,
     /// Its commands.
     pub ops: Vec<Op>,
+    /// What a script really ran, as a MONITOR capture shows it (`[0 lua]` lines): each
+    /// command's keys, in order. Empty for anything but a captured script.
+    pub script_ran: Vec<Vec<Vec<u8>>>,
+    /// The script declares `allow-cross-slot-keys` (`#!lua flags=…`): it may touch keys of
+    /// several slots of its node.
+    pub allow_cross_slot: bool,
 }
 
 impl Batch {
@@ -131,6 +137,8 @@ impl Batch {
             id: BatchId::of(Some(line), None, kind, &ops),
             kind,
             ops,
+            script_ran: Vec::new(),
+            allow_cross_slot: false,
         }
     }
 
@@ -141,6 +149,12 @@ impl Batch {
             id: self.id.clone(),
             kind: self.kind,
             ops: self.ops.iter().map(|op| op.map_keys(&mut f)).collect(),
+            script_ran: self
+                .script_ran
+                .iter()
+                .map(|keys| keys.iter().map(|k| f(k)).collect())
+                .collect(),
+            allow_cross_slot: self.allow_cross_slot,
         }
     }
 
@@ -444,6 +458,8 @@ pub fn from_scheme(s: &Scheme, size_override: Option<u64>) -> Vec<Batch> {
             id: BatchId::of(None, Some(b.name.clone()), kind, &ops),
             kind,
             ops,
+            script_ran: Vec::new(),
+            allow_cross_slot: false,
         });
     }
     out

@@ -6,6 +6,7 @@ pub mod batch;
 pub mod client;
 pub mod exec;
 pub mod monitor;
+pub mod verdict;
 
 use crate::topology::Topology;
 pub use batch::{Batch, BatchKind, Op, parse_batches};

@@ -39,12 +39,30 @@ fn name_of(line: usize, client: &str, ops: &[Op], kind: BatchKind) -> String {
     format!("line {line} [{client}]: {text}")
 }
 
+/// Whether an EVAL's script declares `#!lua flags=…allow-cross-slot-keys…` on its first line.
+fn allows_cross_slot(op: &Op) -> bool {
+    if !op.command.starts_with("EVAL") || op.command.starts_with("EVALSHA") {
+        return false;
+    }
+    let Some(body) = op.args.get(1) else {
+        return false;
+    };
+    let first = body.split(|&c| c == b'\n').next().unwrap_or_default();
+    let first = String::from_utf8_lossy(first);
+    first.starts_with("#!")
+        && first
+            .split_once("flags=")
+            .is_some_and(|(_, f)| f.split([',', ' ']).any(|x| x == "allow-cross-slot-keys"))
+}
+
 /// Parses a MONITOR capture. Errors name the line and column.
 pub fn parse_monitor(text: &str) -> Result<(Vec<Batch>, MonitorStats), BatchError> {
-    let mut out = Vec::new();
+    let mut out: Vec<Batch> = Vec::new();
     let mut stats = MonitorStats::default();
     // Per client: the line of its open MULTI and the commands queued since.
     let mut open: HashMap<String, (usize, Vec<Op>)> = HashMap::new();
+    // The script whose `[0 lua]` commands may follow (an index into `out`).
+    let mut last_script: Option<usize> = None;
     for (i, raw) in text.lines().enumerate() {
         let line = i + 1;
         let l = raw.trim_end_matches('\r');
@@ -73,14 +91,23 @@ pub fn parse_monitor(text: &str) -> Result<(Vec<Batch>, MonitorStats), BatchErro
             .split_once(' ')
             .map(|(_, c)| c)
             .ok_or_else(|| bad(open_at + 1, "no client in '[db client]'"))?;
-        if client == "lua" {
-            continue;
-        }
         let args_at = open_at + inside.len() + 2;
         let args = split_args(args, line, args_at)?;
         if args.is_empty() {
             return Err(bad(args_at, "no command"));
         }
+        if client == "lua" {
+            // A command the script just sent ran (the server runs a script to its end before
+            // anything else, so its commands follow its line).
+            if let Some(b) = last_script.and_then(|i| out.get_mut(i)) {
+                let op = op_of(args, line, Strictness::Capture)?;
+                if !op.keys.is_empty() {
+                    b.script_ran.push(op.keys);
+                }
+            }
+            continue;
+        }
+        last_script = None;
         stats.commands += 1;
         let op = op_of(args, line, Strictness::Capture)?;
         match op.command.as_str() {
@@ -104,9 +131,9 @@ pub fn parse_monitor(text: &str) -> Result<(Vec<Batch>, MonitorStats), BatchErro
                     continue;
                 }
                 let kind = match op.command.as_str() {
-                    "EVAL" | "EVALSHA" | "EVAL_RO" | "EVALSHA_RO" | "FCALL" | "FCALL_RO"
-                        if !op.keys.is_empty() =>
-                    {
+                    "EVAL" | "EVALSHA" | "EVAL_RO" | "EVALSHA_RO" | "FCALL" | "FCALL_RO" => {
+                        // Kept even without declared keys: the keys it runs on may follow.
+                        last_script = Some(out.len());
                         BatchKind::Script
                     }
                     _ if op.keys.len() >= 2 => BatchKind::MultiKey,
@@ -115,12 +142,21 @@ pub fn parse_monitor(text: &str) -> Result<(Vec<Batch>, MonitorStats), BatchErro
                         continue;
                     }
                 };
+                let allow = kind == BatchKind::Script && allows_cross_slot(&op);
                 let ops = vec![op];
                 let name = name_of(line, client, &ops, kind);
-                out.push(Batch::at_line(name, line, kind, ops));
+                let mut b = Batch::at_line(name, line, kind, ops);
+                b.allow_cross_slot = allow;
+                out.push(b);
             }
         }
     }
+    // A script with no declared keys that ran no key command is not a batch.
+    let before = out.len();
+    out.retain(|b| {
+        !(b.kind == BatchKind::Script && b.keys().next().is_none() && b.script_ran.is_empty())
+    });
+    stats.single += (before - out.len()) as u64;
     stats.unterminated = open.len() as u64;
     Ok((out, stats))
 }

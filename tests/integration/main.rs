@@ -23,3 +23,4 @@ mod support;
 mod terminal;
 mod twemproxy;
 mod vectors;
+mod verdicts;

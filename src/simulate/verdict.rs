@@ -1,0 +1,236 @@
+//! What a Redis Cluster answers to a batch sent as written by a client that routes each
+//! command to the owner of its keys' slot: the server's own rules, before any client splits
+//! anything.
+//!
+//! - A command whose keys hash to more than one slot is refused with `CROSSSLOT`.
+//! - MULTI … EXEC: every key of every queued command must hash to one slot, else `CROSSSLOT`.
+//! - A pipeline is its commands, each on its own.
+//! - A script (EVAL, EVALSHA, FCALL): its declared keys must share a slot; each command it runs
+//!   must address keys of one slot on the node it runs on ("Script attempted to access a non
+//!   local key in a cluster node"). Redis 7.4+ also binds a script that does not allow
+//!   cross-slot keys to one slot (its declared keys', else the first it touches) and refuses
+//!   any other ("Script attempted to access keys that do not hash to the same slot"); Redis
+//!   7.0–7.2 and Valkey 8 do not (both checked against real servers). The verdict follows
+//!   them and says when Redis 7.4+ would refuse what they run.
+//! - A key on a slot no node serves: `CLUSTERDOWN`.
+//!
+//! A client-side ring (twemproxy, client sharding) has no slots: nothing here applies.
+
+use super::{Batch, BatchKind};
+use crate::slot::key_slot;
+use crate::topology::Topology;
+use serde::Serialize;
+
+/// The outcome of a batch sent as written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Outcome {
+    /// Every command runs.
+    Ok,
+    /// A command (or the transaction) spans several slots: `CROSSSLOT`.
+    Crossslot,
+    /// A script touches a key another node owns.
+    NonLocalScriptKey,
+    /// A key lands on a slot no node serves: `CLUSTERDOWN`.
+    Unserved,
+}
+
+impl Outcome {
+    /// The name JSON and tables use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::Crossslot => "crossslot",
+            Outcome::NonLocalScriptKey => "non-local-script-key",
+            Outcome::Unserved => "unserved",
+        }
+    }
+}
+
+/// A batch's outcome with the server's words and what caused it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Verdict {
+    /// What happens.
+    pub outcome: Outcome,
+    /// The error the application sees, as the server words it (None when ok).
+    pub message: Option<String>,
+    /// Distinct slots the batch's keys hash to (declared keys and keys a script ran).
+    pub slots: usize,
+    /// The keys of the failing command or script access (at most 8).
+    pub keys: Vec<String>,
+}
+
+const CROSSSLOT: &str = "CROSSSLOT Keys in request don't hash to the same slot";
+const NON_LOCAL: &str = "Script attempted to access a non local key in a cluster node";
+const SCRIPT_SLOT: &str = "Script attempted to access keys that do not hash to the same slot";
+
+fn shown(keys: &[&[u8]]) -> Vec<String> {
+    keys.iter()
+        .take(8)
+        .map(|k| String::from_utf8_lossy(k).into_owned())
+        .collect()
+}
+
+fn distinct(slots: impl Iterator<Item = u16>) -> Vec<u16> {
+    let mut v: Vec<u16> = slots.collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// What the cluster `topo` answers to `b` sent as written.
+pub fn as_written(b: &Batch, topo: &Topology) -> Verdict {
+    let all: Vec<&[u8]> = b
+        .keys()
+        .chain(b.script_ran.iter().flatten().map(Vec::as_slice))
+        .collect();
+    let slots = distinct(all.iter().map(|k| key_slot(k))).len();
+    let verdict = |outcome: Outcome, message: Option<&str>, keys: &[&[u8]]| Verdict {
+        outcome,
+        message: message.map(str::to_string),
+        slots,
+        keys: shown(keys),
+    };
+    let Some(map) = topo.slot_map() else {
+        return verdict(Outcome::Ok, None, &[]);
+    };
+    if let Some(k) = all
+        .iter()
+        .find(|k| map.owner_of_slot(key_slot(k)).is_none())
+    {
+        let m = format!("CLUSTERDOWN Hash slot not served (slot {})", key_slot(k));
+        return Verdict {
+            message: Some(m),
+            ..verdict(Outcome::Unserved, None, &[k])
+        };
+    }
+    // The commands the server checks one by one (a transaction is checked as one).
+    let groups: Vec<Vec<&[u8]>> = match b.kind {
+        BatchKind::Multi => vec![b.keys().collect()],
+        _ => b
+            .ops
+            .iter()
+            .map(|o| o.keys.iter().map(Vec::as_slice).collect())
+            .collect(),
+    };
+    for g in &groups {
+        if distinct(g.iter().map(|k| key_slot(k))).len() > 1 {
+            return verdict(Outcome::Crossslot, Some(CROSSSLOT), g);
+        }
+    }
+    if b.kind != BatchKind::Script || b.script_ran.is_empty() {
+        return verdict(Outcome::Ok, None, &[]);
+    }
+    // The script runs on its declared keys' node (with none declared, on whichever node the
+    // client picked: the first command decides whether that can work at all).
+    let declared: Option<u16> = b.keys().next().map(key_slot);
+    let mut bound: Option<u16> = declared;
+    let mut stricter = None;
+    let node = declared.and_then(|s| map.owner_of_slot(s));
+    for keys in &b.script_ran {
+        let ks: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+        let own = distinct(ks.iter().map(|k| key_slot(k)));
+        if own.is_empty() {
+            continue;
+        }
+        let owners = distinct(
+            own.iter()
+                .filter_map(|&s| map.owner_of_slot(s).map(|n| n as u16)),
+        );
+        let here = match node {
+            Some(n) => owners.len() == 1 && usize::from(owners[0]) == n,
+            None => owners.len() == 1,
+        };
+        if own.len() > 1 || !here {
+            // Not all on the script's node (a command over several slots is refused the same
+            // way): the server's words are Redis 7.0's.
+            return verdict(Outcome::NonLocalScriptKey, Some(NON_LOCAL), &ks);
+        }
+        if b.allow_cross_slot {
+            continue;
+        }
+        // Redis 7.4+ binds the script to its declared keys' slot (or the first
+        // slot it touches) and refuse any other; Redis 7.0–7.2 and Valkey 8 do not check.
+        match bound {
+            None => bound = Some(own[0]),
+            Some(s) if s != own[0] && stricter.is_none() => stricter = Some(ks.clone()),
+            Some(_) => {}
+        }
+    }
+    if declared.is_none() {
+        // Keys touched, none declared: it works only where the client happens to send it.
+        let n = topo.nodes().len();
+        if n > 1 {
+            let ks: Vec<&[u8]> = b.script_ran.iter().flatten().map(Vec::as_slice).collect();
+            return Verdict {
+                message: Some(format!(
+                    "{NON_LOCAL} (the script declares no keys, so a cluster client sends it to any of {n} nodes; it runs only on the owner of slot {})",
+                    bound.unwrap_or(0)
+                )),
+                ..verdict(Outcome::NonLocalScriptKey, None, &ks)
+            };
+        }
+    }
+    match stricter {
+        Some(ks) => Verdict {
+            message: Some(format!(
+                "runs on Redis 7.0–7.2 and Valkey 8, but Redis 7.4+ refuses it: {SCRIPT_SLOT} (the script touches more than one slot)"
+            )),
+            ..verdict(Outcome::Ok, None, &ks)
+        },
+        None => verdict(Outcome::Ok, None, &[]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::simulate::parse_batches;
+    use crate::topology::SlotMap;
+
+    fn verdict_of(line: &str) -> Outcome {
+        let t = Topology::Cluster(SlotMap::from_masters(3).unwrap());
+        as_written(&parse_batches(line).unwrap()[0], &t).outcome
+    }
+
+    #[test]
+    fn the_servers_rules() {
+        assert_eq!(verdict_of("MGET {u}a {u}b"), Outcome::Ok);
+        assert_eq!(verdict_of("MGET a b"), Outcome::Crossslot);
+        assert_eq!(verdict_of("BLPOP q1 q2 0"), Outcome::Crossslot);
+        assert_eq!(verdict_of("RENAME {x}a {x}b"), Outcome::Ok);
+        assert_eq!(verdict_of("PIPELINE GET a; GET b"), Outcome::Ok);
+        assert_eq!(verdict_of("PIPELINE GET a; MGET a b"), Outcome::Crossslot);
+        assert_eq!(verdict_of("MULTI SET a 1; SET b 2"), Outcome::Crossslot);
+        assert_eq!(verdict_of("MULTI SET {a}1 1; SET {a}2 2"), Outcome::Ok);
+        assert_eq!(verdict_of("EVAL s 2 a b"), Outcome::Crossslot);
+    }
+
+    #[test]
+    fn scripts_that_touch_undeclared_keys() {
+        let t = Topology::Cluster(SlotMap::from_masters(3).unwrap());
+        let mut b = parse_batches("EVAL s 1 {u}a").unwrap()[0].clone();
+        b.script_ran = vec![vec![b"{u}b".to_vec()]];
+        assert_eq!(as_written(&b, &t).outcome, Outcome::Ok);
+        // "b" (slot 3300, master-0) is not on {u}'s master (slot 11826, master-2).
+        b.script_ran = vec![vec![b"b".to_vec()]];
+        assert_eq!(as_written(&b, &t).outcome, Outcome::NonLocalScriptKey);
+        // Same node, other slots: Redis 7.0 and Valkey 8 run it, Redis 7.4+ refuses it (said
+        // in the message) unless the script allows cross-slot keys.
+        let same_node: Vec<Vec<u8>> = (0u32..)
+            .map(|i| format!("k{i}").into_bytes())
+            .filter(|k| key_slot(k) != key_slot(b"{u}a") && t.node_of(k) == t.node_of(b"{u}a"))
+            .take(2)
+            .collect();
+        assert_ne!(key_slot(&same_node[0]), key_slot(&same_node[1]));
+        b.script_ran = vec![vec![same_node[0].clone()]];
+        let v = as_written(&b, &t);
+        assert_eq!(v.outcome, Outcome::Ok);
+        assert!(v.message.unwrap().contains("Redis 7.4+ refuses it"));
+        b.script_ran = vec![vec![same_node[0].clone()], vec![same_node[1].clone()]];
+        assert_eq!(as_written(&b, &t).outcome, Outcome::Ok);
+        b.allow_cross_slot = true;
+        assert_eq!(as_written(&b, &t).message, None);
+        assert_eq!(as_written(&b, &t).outcome, Outcome::Ok);
+    }
+}
