@@ -9,7 +9,7 @@ use crate::simulate::{Batch, NetworkModel, SimResult, Strategy, costed};
 use crate::topology::{SlotMap, Topology};
 use redis::Value;
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -36,7 +36,7 @@ pub enum BenchError {
     Live(#[from] LiveError),
     /// The prefix already holds keys.
     #[error(
-        "the prefix '{prefix}' already holds keys (e.g. '{example}' on {node}); bench writes only under an unused prefix: pick another with --prefix"
+        "the prefix '{prefix}' already holds keys (e.g. '{example}' on {node}); bench writes only under an unused prefix: pick another with --prefix (if an earlier bench run left them, `keyplan bench --cleanup --prefix {prefix} --cluster URL` removes what its journal lists)"
     )]
     PrefixInUse {
         /// The prefix.
@@ -45,6 +45,18 @@ pub enum BenchError {
         example: String,
         /// Where.
         node: String,
+    },
+    /// Cleanup could not delete every key the run wrote.
+    #[error(
+        "{remaining} key(s) bench wrote under '{prefix}:' remain ({why}); remove them with: keyplan bench --cleanup --prefix {prefix} --cluster URL"
+    )]
+    LeftKeys {
+        /// The prefix.
+        prefix: String,
+        /// How many remain.
+        remaining: u64,
+        /// The first failure.
+        why: String,
     },
     /// The prefix is unusable.
     #[error("--prefix '{0}': use letters, digits and : _ - . only (no braces or glob characters)")]
@@ -140,7 +152,7 @@ fn node_err(addr: &str, what: &str, e: redis::RedisError) -> LiveError {
     }
 }
 
-/// Keys under `prefix` on one node (up to `limit`).
+/// Keys under `prefix:` on one node (up to `limit`).
 fn keys_under(
     con: &mut redis::Connection,
     addr: &str,
@@ -153,7 +165,7 @@ fn keys_under(
         let (next, keys): (u64, Vec<Vec<u8>>) = redis::cmd("SCAN")
             .arg(cursor)
             .arg("MATCH")
-            .arg(format!("{prefix}*"))
+            .arg(format!("{prefix}:*"))
             .arg("COUNT")
             .arg(1000)
             .query(con)
@@ -166,26 +178,209 @@ fn keys_under(
     }
 }
 
-/// Deletes every key under `prefix` on every master; returns how many.
-pub fn clean_up(live: &LiveCluster, masters: &[String], prefix: &str) -> Result<u64, LiveError> {
-    let mut deleted = 0;
-    for addr in masters {
-        let mut con = connect(live, addr)?;
-        loop {
-            let keys = keys_under(&mut con, addr, prefix, 10_000)?;
-            if keys.is_empty() {
-                break;
+/// The key that lists every key a run writes. It is written before the first batch runs, so
+/// that `keyplan bench --cleanup` removes what a killed run left behind.
+pub fn journal_key(prefix: &str) -> String {
+    format!("{prefix}:journal")
+}
+
+/// What a cleanup did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Cleanup {
+    /// Keys deleted (keys listed but never written are not counted).
+    pub deleted: u64,
+    /// Keys that could not be deleted (a node unreachable, a refusal).
+    pub remaining: u64,
+    /// Why, per node or reply.
+    pub failures: Vec<String>,
+}
+
+fn owner_addr(map: &SlotMap, key: &[u8]) -> Option<String> {
+    let n = map.owner_of_slot(crate::slot::key_slot(key))?;
+    let node = &map.nodes()[n];
+    Some(node.address.clone().unwrap_or_else(|| node.name.clone()))
+}
+
+/// Deletes exactly `keys` (never a pattern over keys of others), each on the master that owns
+/// its slot in `map`, following the MOVED and ASK answers of a cluster whose slots moved since
+/// (a failover, a reshard). Nodes that cannot be reached are skipped and their keys counted as
+/// remaining; the other nodes are still cleaned.
+pub fn delete_keys(live: &LiveCluster, map: &SlotMap, keys: &[Vec<u8>]) -> Cleanup {
+    let mut out = Cleanup::default();
+    // (address, asking, key)
+    let mut pending: Vec<(String, bool, &[u8])> = Vec::new();
+    for k in keys {
+        match owner_addr(map, k) {
+            Some(a) => pending.push((a, false, k)),
+            None => {
+                out.remaining += 1;
+                out.failures.push(format!(
+                    "{}: slot {} has no master",
+                    String::from_utf8_lossy(k),
+                    crate::slot::key_slot(k)
+                ));
             }
-            let mut pipe = redis::pipe();
-            for k in &keys {
-                pipe.cmd("UNLINK").arg(k).ignore();
-            }
-            pipe.query::<()>(&mut con)
-                .map_err(|e| node_err(addr, "UNLINK", e))?;
-            deleted += keys.len() as u64;
         }
     }
-    Ok(deleted)
+    for _round in 0..5 {
+        if pending.is_empty() {
+            break;
+        }
+        let mut by_addr: BTreeMap<String, Vec<(bool, &[u8])>> = BTreeMap::new();
+        for (a, asking, k) in pending.drain(..) {
+            by_addr.entry(a).or_default().push((asking, k));
+        }
+        for (addr, ks) in by_addr {
+            match unlink_on(live, &addr, &ks) {
+                Ok((deleted, redirected, refused)) => {
+                    out.deleted += deleted;
+                    pending.extend(redirected);
+                    for r in refused {
+                        out.remaining += 1;
+                        if out.failures.len() < 8 {
+                            out.failures.push(r);
+                        }
+                    }
+                }
+                Err(e) => {
+                    out.remaining += ks.len() as u64;
+                    out.failures.push(e.to_string());
+                }
+            }
+        }
+    }
+    out.remaining += pending.len() as u64;
+    out
+}
+
+type Redirected<'a> = Vec<(String, bool, &'a [u8])>;
+
+/// UNLINKs `keys` on one node in pipelines; returns (deleted, keys redirected elsewhere,
+/// refusals).
+fn unlink_on<'a>(
+    live: &LiveCluster,
+    addr: &str,
+    keys: &[(bool, &'a [u8])],
+) -> Result<(u64, Redirected<'a>, Vec<String>), LiveError> {
+    let mut con = connect(live, addr)?;
+    let (mut deleted, mut redirected, mut refused) = (0, Vec::new(), Vec::new());
+    for chunk in keys.chunks(1000) {
+        let mut buf = Vec::new();
+        let mut replies = 0;
+        for (asking, k) in chunk {
+            if *asking {
+                buf.extend(redis::cmd("ASKING").get_packed_command());
+                replies += 1;
+            }
+            buf.extend(redis::cmd("UNLINK").arg(*k).get_packed_command());
+            replies += 1;
+        }
+        con.send_packed_command(&buf)
+            .map_err(|e| node_err(addr, "UNLINK", e))?;
+        let mut at = 0;
+        for _ in 0..replies {
+            let v = con
+                .recv_response()
+                .map_err(|e| node_err(addr, "UNLINK", e))?;
+            let (asking, key) = chunk[at.min(chunk.len() - 1)];
+            match v {
+                Value::Okay | Value::SimpleString(_) => continue, // ASKING's +OK
+                Value::Int(n) => deleted += n.max(0) as u64,
+                Value::ServerError(e) => {
+                    let to = e
+                        .details()
+                        .and_then(|d| d.split(' ').nth(1))
+                        .map(str::to_string);
+                    match (e.code(), to) {
+                        ("MOVED", Some(to)) => redirected.push((to, false, key)),
+                        ("ASK", Some(to)) => redirected.push((to, true, key)),
+                        _ => refused.push(format!(
+                            "{addr}: UNLINK {}: {}",
+                            String::from_utf8_lossy(key),
+                            first_line(&e.to_string())
+                        )),
+                    }
+                }
+                other => refused.push(format!("{addr}: UNLINK replied {other:?}")),
+            }
+            let _ = asking;
+            at += 1;
+        }
+    }
+    Ok((deleted, redirected, refused))
+}
+
+/// Reads the journal of an earlier run under `prefix` (from the master that owns it): the
+/// keys it wrote, or an empty list when there is no journal.
+pub fn read_journal(
+    live: &LiveCluster,
+    map: &SlotMap,
+    prefix: &str,
+) -> Result<Vec<Vec<u8>>, LiveError> {
+    let journal = journal_key(prefix);
+    let Some(addr) = owner_addr(map, journal.as_bytes()) else {
+        return Ok(Vec::new());
+    };
+    let mut con = connect(live, &addr)?;
+    let mut out = Vec::new();
+    let mut cursor: u64 = 0;
+    loop {
+        let (next, keys): (u64, Vec<Vec<u8>>) = redis::cmd("SSCAN")
+            .arg(&journal)
+            .arg(cursor)
+            .arg("COUNT")
+            .arg(1000)
+            .query(&mut con)
+            .map_err(|e| node_err(&addr, "SSCAN", e))?;
+        out.extend(keys);
+        cursor = next;
+        if cursor == 0 {
+            return Ok(out);
+        }
+    }
+}
+
+/// Writes the journal: every key the run will write, and the journal itself.
+fn write_journal(
+    live: &LiveCluster,
+    map: &SlotMap,
+    prefix: &str,
+    keys: &BTreeSet<Vec<u8>>,
+) -> Result<(), LiveError> {
+    let journal = journal_key(prefix);
+    let addr = owner_addr(map, journal.as_bytes()).ok_or_else(|| LiveError::Node {
+        addr: "-".into(),
+        what: "journal".into(),
+        reason: format!("no master serves the slot of '{journal}'"),
+        sampled: 0,
+    })?;
+    let mut con = connect(live, &addr)?;
+    let all: Vec<&Vec<u8>> = keys.iter().collect();
+    for chunk in all.chunks(1000) {
+        redis::cmd("SADD")
+            .arg(&journal)
+            .arg(chunk)
+            .query::<()>(&mut con)
+            .map_err(|e| node_err(&addr, "SADD (journal)", e))?;
+    }
+    Ok(())
+}
+
+/// Deletes what an earlier run under `prefix` wrote, from its journal (`keyplan bench
+/// --cleanup`), then the journal when nothing remains.
+pub fn clean_journal(
+    live: &LiveCluster,
+    map: &SlotMap,
+    prefix: &str,
+) -> Result<Cleanup, LiveError> {
+    let keys = read_journal(live, map, prefix)?;
+    let mut c = delete_keys(live, map, &keys);
+    if c.remaining == 0 {
+        let j = delete_keys(live, map, &[journal_key(prefix).into_bytes()]);
+        c.remaining += j.remaining;
+        c.failures.extend(j.failures);
+    }
+    Ok(c)
 }
 
 /// `cmdstat_<name>:calls=N` per command, from INFO commandstats.
@@ -216,19 +411,31 @@ fn command_calls(
     Ok(out)
 }
 
-/// Commands that do not count: the bench's own bookkeeping and transaction wrappers.
-const NOT_COUNTED: [&str; 3] = ["info", "multi", "exec"];
-
-fn counted_delta(before: &BTreeMap<String, u64>, after: &BTreeMap<String, u64>) -> u64 {
+/// The calls of `counted` commands (lower-case names, as INFO commandstats names them) between
+/// two readings: only the batch's own commands, never the bench's bookkeeping, transaction
+/// wrappers or what replicas and other clients send meanwhile (`REPLCONF ACK`, …).
+fn counted_delta(
+    before: &BTreeMap<String, u64>,
+    after: &BTreeMap<String, u64>,
+    counted: &BTreeSet<String>,
+) -> u64 {
     after
         .iter()
-        .filter(|(name, _)| {
-            !NOT_COUNTED
-                .iter()
-                .any(|n| name.as_str() == *n || name.starts_with(&format!("{n}|")))
-        })
+        .filter(|(name, _)| counted.contains(name.as_str()))
         .map(|(name, &calls)| calls.saturating_sub(before.get(name).copied().unwrap_or(0)))
         .sum()
+}
+
+/// The lower-case names of the commands a plan counts (MULTI/EXEC wrappers left out).
+fn plan_commands(plan: &ExecPlan) -> BTreeSet<String> {
+    plan.waves
+        .iter()
+        .flat_map(|w| &w.lanes)
+        .flat_map(|l| &l.commands)
+        .filter_map(|c| c.first())
+        .map(|n| String::from_utf8_lossy(n).to_ascii_lowercase())
+        .filter(|n| n != "multi" && n != "exec")
+        .collect()
 }
 
 /// The batch with its keys under the prefix.
@@ -289,7 +496,7 @@ fn execute(
                 match con.recv_response() {
                     Ok(Value::ServerError(e)) => {
                         errors += 1;
-                        first.get_or_insert_with(|| format!("{e:?}"));
+                        first.get_or_insert_with(|| first_line(&e.to_string()));
                     }
                     Ok(_) => {}
                     Err(e) if e.is_io_error() || e.is_timeout() => {
@@ -338,6 +545,7 @@ pub fn run_bench(
         .collect();
     // Plans first: a batch that cannot run stops everything before a key is written.
     let mut work = Vec::new();
+    let mut written: BTreeSet<Vec<u8>> = BTreeSet::new();
     for b in batches {
         for &s in &opts.strategies {
             // Keys stay under the prefix: the one-tag rewrite comes first, so the prefix
@@ -347,6 +555,7 @@ pub fn run_bench(
             } else {
                 prefixed(b, &opts.prefix)
             };
+            written.extend(input.keys().map(<[u8]>::to_vec));
             let plan = exec_plan(&input, &topo, s).map_err(|source| BenchError::Batch {
                 batch: b.name.clone(),
                 source,
@@ -366,11 +575,24 @@ pub fn run_bench(
             });
         }
     }
+    // Every key the plans address (destinations included), journaled before any is written.
+    write_journal(live, map, &opts.prefix, &written)?;
     let result = run_all(live, &addrs, &work, opts, stop, observe);
-    let cleaned = clean_up(live, &addrs, &opts.prefix);
-    let results = result?;
-    cleaned?;
-    Ok(results)
+    // A fresh slot map if the cluster can give one (slots may have moved meanwhile).
+    let now = live.topology().unwrap_or_else(|_| map.clone());
+    let written: Vec<Vec<u8>> = written.into_iter().collect();
+    let mut cleaned = delete_keys(live, &now, &written);
+    if cleaned.remaining == 0 {
+        cleaned = delete_keys(live, &now, &[journal_key(&opts.prefix).into_bytes()]);
+    }
+    if cleaned.remaining > 0 {
+        return Err(BenchError::LeftKeys {
+            prefix: opts.prefix.clone(),
+            remaining: cleaned.remaining,
+            why: cleaned.failures.first().cloned().unwrap_or_default(),
+        });
+    }
+    result
 }
 
 fn run_all(
@@ -476,6 +698,7 @@ fn run_all(
             .zip(addrs)
             .map(|(c, a)| command_calls(c, a))
             .collect::<Result<_, _>>()?;
+        let counted = plan_commands(plan);
         let mut latencies = Vec::new();
         let (mut rts, mut execs, mut errors) = (0u64, 0u64, 0u64);
         let mut first_error = None;
@@ -494,7 +717,7 @@ fn run_all(
             .iter()
             .enumerate()
             .filter_map(|(i, a)| {
-                let d = counted_delta(&before[i], &after[i]);
+                let d = counted_delta(&before[i], &after[i], &counted);
                 (d > 0).then(|| NodeCommands {
                     node: a.clone(),
                     commands: d as f64 / execs.max(1) as f64,
@@ -599,9 +822,26 @@ mod tests {
             ("info".to_string(), 2),
             ("exec".to_string(), 3),
             ("set".to_string(), 2),
+            ("replconf".to_string(), 40),
         ]
         .into();
-        assert_eq!(counted_delta(&before, &after), 6);
+        // Only the plan's own commands count (a replica's REPLCONF ACK does not).
+        let counted: BTreeSet<String> = ["get".to_string(), "set".to_string()].into();
+        assert_eq!(counted_delta(&before, &after, &counted), 6);
+        // Destinations are prefixed too: every key position the server knows.
+        for (line, keys) in [
+            ("RENAME {x}a {x}victim", vec!["kp:{x}a", "kp:{x}victim"]),
+            ("COPY {x}a {x}dst", vec!["kp:{x}a", "kp:{x}dst"]),
+            ("SMOVE {x}a {x}b m", vec!["kp:{x}a", "kp:{x}b"]),
+        ] {
+            let b = &crate::simulate::parse_batches(line).unwrap()[0];
+            let p = prefixed(b, "kp");
+            let got: Vec<String> = p
+                .keys()
+                .map(|k| String::from_utf8_lossy(k).into_owned())
+                .collect();
+            assert_eq!(got, keys, "{line}");
+        }
         assert_eq!(percentile(&[1.0, 2.0, 3.0, 4.0], 0.5), 3.0);
     }
 }

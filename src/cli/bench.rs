@@ -71,6 +71,11 @@ pub struct BenchArgs {
     #[arg(long, default_value = "keyplan:bench", value_name = "PREFIX")]
     pub prefix: String,
 
+    /// Only delete what an earlier run under --prefix wrote (from the journal it keeps on the
+    /// cluster: the keys a killed or failed run left behind), then exit
+    #[arg(long, conflicts_with_all = ["batches", "scheme"])]
+    pub cleanup: bool,
+
     /// Round-trip time for the prediction, in milliseconds
     #[arg(long, default_value_t = 0.5, value_name = "MS")]
     pub rtt: f64,
@@ -82,6 +87,9 @@ pub struct BenchArgs {
 
 /// Runs `keyplan bench`.
 pub fn run(args: BenchArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
+    if args.cleanup {
+        return run_cleanup(&args, ctx);
+    }
     let url = check(&args)?;
     let mut batches: Vec<Batch> = Vec::new();
     if let Some(p) = &args.scheme {
@@ -194,6 +202,33 @@ fn run_printing(
         return Err(anyhow::Error::new(e).context("writing the results"));
     }
     Ok(pending)
+}
+
+/// `--cleanup`: deletes the keys the journal under the prefix lists.
+fn run_cleanup(args: &BenchArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
+    let Some(url) = args.cluster.as_deref() else {
+        return Err(UserError::new(
+            "--cleanup needs the cluster",
+            "pass --cluster redis://host:port",
+        )
+        .into());
+    };
+    let live = super::args::live_cluster(url)?;
+    let map = live.topology()?;
+    let c = crate::bench::clean_journal(&live, &map, &args.prefix)?;
+    writeln!(
+        ctx.stderr,
+        "deleted {} key(s) an earlier bench run wrote under '{}:'; {} remain",
+        c.deleted, args.prefix, c.remaining
+    )?;
+    for f in &c.failures {
+        writeln!(ctx.stderr, "  {f}")?;
+    }
+    Ok(if c.remaining == 0 {
+        ExitStatus::Clean
+    } else {
+        ExitStatus::Error
+    })
 }
 
 /// Refuses what bench must not do or cannot do; the cluster URL.

@@ -98,6 +98,43 @@ pub enum ExecError {
     /// A key lands on a slot no node serves.
     #[error("a key lands on slot {0}, which no node serves")]
     Unserved(u16),
+    /// A command bench must not run: it could touch what is not under its prefix.
+    #[error("{command}: {why}")]
+    Refused {
+        /// The command.
+        command: String,
+        /// Why.
+        why: &'static str,
+    },
+}
+
+/// Why bench must not run `op`, or `None`: it runs only data commands whose every key it knows
+/// (from the server's key specifications) and so can put under its prefix.
+pub fn bench_refusal(op: &Op) -> Option<&'static str> {
+    if !op.known {
+        return Some(
+            "not a Redis 7.0 or Valkey 8 command, so bench cannot know which of its arguments are keys to put under its prefix",
+        );
+    }
+    let Ok(cmd) = crate::command::table().lookup(&op.args) else {
+        return Some("not a command the server knows as written");
+    };
+    if cmd.is_script() || cmd.in_category("@scripting") {
+        return Some("a script can touch any key, not only those under the bench prefix");
+    }
+    if cmd.has_flag("admin") || cmd.in_category("@admin") || cmd.in_category("@dangerous") {
+        return Some("an administrative or dangerous command; bench runs data commands only");
+    }
+    if cmd.in_category("@pubsub") {
+        return Some("a pub/sub command; bench runs data commands only");
+    }
+    if op.keys.is_empty() && !matches!(cmd.name.as_str(), "ping" | "echo") {
+        return Some("it addresses no key, so bench cannot confine it to its prefix");
+    }
+    if cmd.has_flag("blocking") {
+        return Some("a blocking command would wait for its whole timeout on bench's empty keys");
+    }
+    None
 }
 
 fn splits(command: &str) -> bool {
@@ -291,6 +328,14 @@ fn build(
             },
         }
     };
+    if mode == Mode::Strict
+        && let Some((op, why)) = b.ops.iter().find_map(|o| bench_refusal(o).map(|w| (o, w)))
+    {
+        return Err(ExecError::Refused {
+            command: op.command.clone(),
+            why,
+        });
+    }
     let mut plan = ExecPlan::default();
     if strategy == Strategy::Hashtag {
         let Some(first) = b.keys().next() else {

@@ -357,3 +357,170 @@ fn a_node_dying_mid_scan_is_named() {
         "the sampled count is reported: {err}"
     );
 }
+
+/// Every key of every master, sorted.
+fn all_keys(cluster: &Cluster) -> Vec<String> {
+    let mut out: Vec<String> = cluster
+        .nodes
+        .iter()
+        .flat_map(|n| match n.connect().call(&[b"KEYS", b"*"]).unwrap() {
+            Reply::Array(v) => v
+                .into_iter()
+                .map(|k| match k {
+                    Reply::Bulk(Some(b)) => String::from_utf8_lossy(&b).into_owned(),
+                    other => panic!("KEYS item {other:?}"),
+                })
+                .collect::<Vec<_>>(),
+            other => panic!("KEYS replied {other:?}"),
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+fn bench_file(
+    url: &str,
+    dir: &std::path::Path,
+    text: &str,
+    extra: &[&str],
+) -> std::process::Output {
+    let file = dir.join("batches.txt");
+    std::fs::write(&file, text).unwrap();
+    keyplan()
+        .args([
+            "bench",
+            "--cluster",
+            url,
+            "--allow-writes",
+            "--duration",
+            "0.1",
+            "--prefix",
+            "kp:job",
+        ])
+        .args(extra)
+        .arg("--batches")
+        .arg(&file)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn bench_never_touches_what_is_not_its_own() {
+    let Some(cluster) = Cluster::create() else {
+        return;
+    };
+    // Another application's keys, some starting with the prefix string.
+    let theirs: Vec<Vec<u8>> = ["kp:job2:a", "kp:jobs", "victim", "{x}victim", "evil0"]
+        .iter()
+        .map(|k| k.as_bytes().to_vec())
+        .collect();
+    cluster.load(&theirs);
+    let before = all_keys(&cluster);
+    let url = format!("redis://127.0.0.1:{}", cluster.nodes[0].port);
+    let dir = tempfile::tempdir().unwrap();
+    // Admin, keyless, unknown commands and scripts are refused before anything is written.
+    for line in [
+        "FLUSHALL",
+        "FLUSHDB",
+        "SHUTDOWN",
+        "PIPELINE GET a; FLUSHALL",
+        "EVAL \"redis.call('set','evil','1')\" 0",
+        "EVAL \"return 1\" 1 a",
+        "MYMODULE.SET a 1",
+        "CONFIG SET maxmemory 1",
+        "KEYS *",
+        "SORT l BY nosort GET other_* STORE dst",
+        "BLPOP a b 0",
+        "PUBLISH ch msg",
+    ] {
+        let out = bench_file(&url, dir.path(), line, &[]);
+        assert_eq!(out.status.code(), Some(2), "{line}: {}", all_output(&out));
+        assert_eq!(all_keys(&cluster), before, "{line} wrote something");
+    }
+    // Destination keys are prefixed like any key: RENAME, COPY, SUNIONSTORE write under it.
+    let out = bench_file(
+        &url,
+        dir.path(),
+        "MSET {x}a 1 {x}b 2\nCOPY {x}a {x}dst\nRENAME {x}b {x}victim\nSUNIONSTORE {x}u {x}s {x}t\nSMOVE {x}s {x}t m\n",
+        &["--strategy", "hashtag"],
+    );
+    let text = all_output(&out);
+    assert_ne!(out.status.code(), Some(2), "{text}");
+    // Cleanup deleted only what bench wrote: the others' keys, prefix-alike included, stay.
+    assert_eq!(all_keys(&cluster), before, "{text}");
+}
+
+#[test]
+fn a_killed_bench_is_cleaned_up_from_its_journal() {
+    let Some(cluster) = Cluster::create() else {
+        return;
+    };
+    cluster.load(&[b"kp:job2:mine".to_vec()]);
+    let before = all_keys(&cluster);
+    let url = format!("redis://127.0.0.1:{}", cluster.nodes[0].port);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("batches.txt");
+    std::fs::write(
+        &file,
+        "MSET a 1 b 2 c 3\nPIPELINE SET x 1; SET y 2; INCR z\n",
+    )
+    .unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("keyplan");
+    let mut child = Command::new(bin)
+        .args([
+            "bench",
+            "--cluster",
+            &url,
+            "--allow-writes",
+            "--duration",
+            "30",
+            "--prefix",
+            "kp:job",
+            "--batches",
+        ])
+        .arg(&file)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until it has written keys, then kill it without a chance to clean up.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while all_keys(&cluster)
+        .iter()
+        .filter(|k| k.starts_with("kp:job:"))
+        .count()
+        < 2
+    {
+        assert!(Instant::now() < deadline, "bench wrote nothing");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(all_keys(&cluster).len() > before.len());
+    // The next run is refused and says how to clean up.
+    let out = bench_file(&url, dir.path(), "MGET a b", &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        all_output(&out).contains("keyplan bench --cleanup --prefix kp:job"),
+        "{}",
+        all_output(&out)
+    );
+    let out = keyplan()
+        .args([
+            "bench",
+            "--cleanup",
+            "--prefix",
+            "kp:job",
+            "--cluster",
+            &url,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", all_output(&out));
+    assert!(
+        all_output(&out).contains("0 remain"),
+        "{}",
+        all_output(&out)
+    );
+    assert_eq!(all_keys(&cluster), before);
+}
