@@ -137,7 +137,8 @@ pub fn run(mut args: PlanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
         .iter()
         .filter(|b| b.problem.is_some() || b.recommended != 0)
         .count()
-        + observed.len();
+        + observed.len()
+        + usize::from(crate::plan::observed::one_slot_note(&observed_batches, &topology).is_some());
     let report = PlanReport {
         topology: topo_source,
         workload: WorkloadInfo {
@@ -156,6 +157,9 @@ pub fn run(mut args: PlanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
         },
         batches,
         observed,
+        notes: crate::plan::observed::one_slot_note(&observed_batches, &topology)
+            .into_iter()
+            .collect(),
     };
     write(&args, &report, loaded.as_ref(), ctx)?;
     Ok(if problems > 0 {

@@ -3,7 +3,7 @@
 //! slot. Keys are split into segments at `:`, `/` and `|`.
 
 use super::{PlanOptions, Score};
-use crate::simulate::batch::Batch;
+use crate::simulate::batch::{Batch, BatchKind};
 use crate::simulate::client::{Outcome, simulate_client};
 use crate::simulate::{Strategy, simulate};
 use crate::slot::key_slot;
@@ -41,8 +41,12 @@ pub struct ObservedPlan {
     pub recommendation: String,
 }
 
+/// Segment separators: `:`, `/`, `|`, and the `\x06\x16` kombu puts between a queue's name and
+/// its priority.
+const SEPARATORS: [char; 5] = [':', '/', '|', '\u{6}', '\u{16}'];
+
 fn split(key: &str) -> Vec<&str> {
-    key.split([':', '/', '|']).collect()
+    key.split(SEPARATORS).collect()
 }
 
 fn is_uuid(s: &str) -> bool {
@@ -91,7 +95,7 @@ fn shape(key: &str, shared: Option<&str>) -> String {
     let unbraced = key.replace(['{', '}'], "");
     let mut rest = unbraced.as_str();
     loop {
-        let cut = rest.find([':', '/', '|']);
+        let cut = rest.find(SEPARATORS);
         let (seg, delim) = match cut {
             Some(i) => (&rest[..i], Some(&rest[i..i + 1])),
             None => (rest, None),
@@ -125,7 +129,7 @@ fn tag_key(key: &str, shared: &str) -> String {
     let mut tagged = false;
     let mut rest = unbraced.as_str();
     loop {
-        let cut = rest.find([':', '/', '|']);
+        let cut = rest.find(SEPARATORS);
         let seg = match cut {
             Some(i) => &rest[..i],
             None => rest,
@@ -296,6 +300,43 @@ fn shape_regex(shape: &str) -> Option<(regex::bytes::Regex, usize)> {
     regex::bytes::Regex::new(&re).ok().map(|r| (r, 1))
 }
 
+/// When every observed batch has all its keys on one and the same slot (a library configured
+/// with one global `{prefix}` tag), the batches run but the whole workload sits on one node: a
+/// skew problem, said with the tag and the fix.
+pub fn one_slot_note(batches: &[Batch], topo: &Topology) -> Option<String> {
+    let mut slot = None;
+    let mut keys = 0usize;
+    let mut example = None;
+    for b in batches {
+        for k in b
+            .keys()
+            .chain(b.script_ran.iter().flatten().map(Vec::as_slice))
+        {
+            let s = key_slot(k);
+            if *slot.get_or_insert(s) != s {
+                return None;
+            }
+            keys += 1;
+            example.get_or_insert_with(|| String::from_utf8_lossy(k).into_owned());
+        }
+    }
+    let slot = slot?;
+    if batches.len() < 3 || topo.nodes().len() < 2 {
+        return None;
+    }
+    let example = example.unwrap_or_default();
+    let tag = String::from_utf8_lossy(crate::slot::hash_tag(example.as_bytes())).into_owned();
+    let node = topo
+        .node_of_slot(slot)
+        .map(|n| topo.nodes()[n].name.clone())
+        .unwrap_or_else(|| "-".into());
+    Some(format!(
+        "All {} observed batches ({keys} keys) hash to one slot, {slot} (tag `{{{tag}}}`, e.g. {example}), on {node}: they run, but the whole workload lands on one node of {}. That is a skew problem: tag per name instead of one global tag (for a queue library, one tag per queue, as `bull:{{<queue>}}:…`), so that names spread over the nodes while each batch stays on one slot.",
+        batches.len(),
+        topo.nodes().len()
+    ))
+}
+
 /// Plans every observed batch whose keys span several slots. `sample` (may be empty) scores
 /// the skew of each rewrite.
 pub fn plan_observed(
@@ -312,7 +353,11 @@ pub fn plan_observed(
     };
     for b in batches {
         let mut keys: Vec<String> = Vec::new();
-        for k in b.keys() {
+        // A script's keys are also those it touched without declaring them.
+        for k in b
+            .keys()
+            .chain(b.script_ran.iter().flatten().map(Vec::as_slice))
+        {
             let k = String::from_utf8_lossy(k).into_owned();
             if !keys.contains(&k) {
                 keys.push(k);
@@ -349,10 +394,23 @@ pub fn plan_observed(
                 std::cmp::Reverse(v.len()),
             )
         });
+        // An id; else a name that is not every key's first segment (a queue's or a group's
+        // name, as `bull:{<queue>}:…`): the family prefix itself would put a whole family on
+        // one slot.
         let pick = shared
-            .first()
-            .filter(|v| rank(v) > 1)
+            .iter()
+            .find(|v| {
+                rank(v) > 1
+                    || !sets
+                        .iter()
+                        .all(|s| s.first().map(String::as_str) == Some(v.as_str()))
+                    || keys.iter().any(|k| k.as_str() == v.as_str())
+            })
             .map(|v| v.to_string());
+        let atomic = matches!(
+            b.kind,
+            BatchKind::Multi | BatchKind::Script | BatchKind::MultiKey
+        );
         let mut patterns: Vec<String> = keys.iter().map(|k| shape(k, None)).collect();
         patterns.sort();
         patterns.dedup();
@@ -388,6 +446,24 @@ pub fn plan_observed(
                     after.round_trips
                 );
                 (rw, ex, after, rec)
+            }
+            None if atomic => {
+                // Splitting would drop what the batch is for: the application must change.
+                let what = match b.kind {
+                    BatchKind::Multi => "a MULTI … EXEC transaction".to_string(),
+                    BatchKind::Script => "a script".to_string(),
+                    _ => format!("one {} command", b.id.command),
+                };
+                let rec = format!(
+                    "no segment is shared by all {} keys, and {what} must run on one slot: the application must change: give these keys one hash tag (the id that ties them, such as a group, chord or order id) or stop batching them; per-node pipelines would run it, but not atomically{}",
+                    keys.len(),
+                    if b.kind == BatchKind::MultiKey {
+                        " (and a blocking pop over several lists cannot be split at all)"
+                    } else {
+                        ""
+                    }
+                );
+                (Vec::new(), Vec::new(), before.clone(), rec)
             }
             None => {
                 let after = run(b, topo, opts, Strategy::Parallel);
@@ -436,7 +512,12 @@ pub fn plan_observed(
         values.dedup();
         p.batches_seen = same.len();
         p.tag_values_seen = values.len();
-        if p.batches_seen >= 3 && p.tag_values_seen == 1 {
+        let name = p.shared.as_deref().is_some_and(|v| rank(v) == 1);
+        if name {
+            p.recommendation.push_str(
+                "; the tag is a name, not an id: every key of that name lands on one slot (a queue library's documented cluster setup); with few names, load gathers on few nodes",
+            );
+        } else if p.batches_seen >= 3 && p.tag_values_seen == 1 {
             p.recommendation.push_str(&format!(
                 "; but all {} batches of this shape share the same value, so the tag would be a constant and put them all on one node",
                 p.batches_seen

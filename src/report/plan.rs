@@ -34,6 +34,8 @@ pub struct PlanReport {
     pub batches: Vec<BatchPlan>,
     /// Observed batches over several slots.
     pub observed: Vec<ObservedPlan>,
+    /// What the observed batches show as a whole (e.g. every one on a single slot).
+    pub notes: Vec<String>,
 }
 
 /// Writes the report as JSON (one line).
@@ -86,13 +88,21 @@ pub fn render_table(out: &mut dyn Write, r: &PlanReport, layout: &TextLayout) ->
             "skew measured on {} sample keys ({} match no declared pattern); max skew {}; round trips with {}",
             w.keys, w.unmatched, r.max_skew, r.scored_with
         )?,
+        "none" => writeln!(
+            out,
+            "no key sample and no scheme: skew is not measured (give --keys); round trips with {}",
+            r.scored_with
+        )?,
         other => writeln!(
             out,
             "skew measured on keys generated from the {other} (give --keys for a real sample); max skew {}; round trips with {}",
             r.max_skew, r.scored_with
         )?,
     }
-    if r.batches.is_empty() && r.observed.is_empty() {
+    for n in &r.notes {
+        writeln!(out, "\n{n}")?;
+    }
+    if r.batches.is_empty() && r.observed.is_empty() && r.notes.is_empty() {
         writeln!(
             out,
             "\nNothing to plan: no scheme batches, and no observed batch spans several slots."
