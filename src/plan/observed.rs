@@ -394,17 +394,26 @@ pub fn plan_observed(
                 std::cmp::Reverse(v.len()),
             )
         });
-        // An id; else a name that is not every key's first segment (a queue's or a group's
-        // name, as `bull:{<queue>}:…`): the family prefix itself would put a whole family on
-        // one slot.
+        // An id; else a name that ties keys of different shapes and is neither every key's
+        // first segment (the family prefix) nor every key's last (a constant suffix), or is a
+        // whole key itself: a queue's or a group's name, as `bull:{<queue>}:…`. A name shared by
+        // keys of one shape is a constant of that family: tagging it would put the whole family
+        // on one slot.
+        let shapes_now: std::collections::BTreeSet<String> =
+            keys.iter().map(|k| shape(k, None)).collect();
+        let all_at = |v: &str, last: bool| {
+            sets.iter().all(|s| {
+                let at = if last { s.last() } else { s.first() };
+                at.map(String::as_str) == Some(v)
+            })
+        };
         let pick = shared
             .iter()
             .find(|v| {
                 rank(v) > 1
-                    || !sets
-                        .iter()
-                        .all(|s| s.first().map(String::as_str) == Some(v.as_str()))
-                    || keys.iter().any(|k| k.as_str() == v.as_str())
+                    || (shapes_now.len() > 1
+                        && ((!all_at(v, false) && !all_at(v, true))
+                            || keys.iter().any(|k| k.as_str() == v.as_str())))
             })
             .map(|v| v.to_string());
         let atomic = matches!(
@@ -568,5 +577,42 @@ mod tests {
             "{}",
             p[1].recommendation
         );
+    }
+
+    #[test]
+    fn atomic_batches_keep_their_atomicity_and_names_tie_families() {
+        let topo = Topology::Cluster(SlotMap::from_masters(3).unwrap());
+        let text = "MULTI SET task:aaa 1; SET task:bbb 2\nPIPELINE GET task:aaa; GET task:bbb\nEVALSHA x 2 bull:q:wait bull:q:active\nMGET user:1:profile user:2:profile user:3:profile\n";
+        let b = parse_batches(text).unwrap();
+        let p = plan_observed(&b, &topo, &[], &PlanOptions::default());
+        let by_line = |l: usize| p.iter().find(|x| x.batch_id.line == Some(l)).unwrap();
+        let multi = by_line(1);
+        assert!(
+            multi.recommendation.contains("application must change"),
+            "{}",
+            multi.recommendation
+        );
+        assert!(!multi.recommendation.contains("send per-node pipelines"));
+        assert_eq!(multi.after.round_trips, multi.before.round_trips);
+        // A pipeline is not atomic: per-node pipelines are fine advice.
+        assert!(
+            by_line(2)
+                .recommendation
+                .contains("send per-node pipelines")
+        );
+        // The queue name ties the queue's keys of different shapes.
+        assert_eq!(by_line(3).shared.as_deref(), Some("q"));
+        // One family's constant suffix is not a tag.
+        assert_eq!(by_line(4).shared, None);
+        // All batches on one slot: a skew problem.
+        let one =
+            parse_batches("MGET {g}:a {g}:b\nMGET {g}:c {g}:d\nMULTI SET {g}:e 1; SET {g}:f 2\n")
+                .unwrap();
+        let note = one_slot_note(&one, &topo).unwrap();
+        assert!(
+            note.contains("tag `{g}`") && note.contains("skew problem"),
+            "{note}"
+        );
+        assert_eq!(one_slot_note(&b, &topo), None);
     }
 }
