@@ -81,6 +81,16 @@ fn right(s: impl ToString) -> Cell {
     Cell::new(s.to_string()).set_alignment(CellAlignment::Right)
 }
 
+/// A client's latency as text: "-" when nothing was sent (the client, a proxy or the model
+/// refused the batch before any round trip), never a misleading 0.000 ms.
+pub(crate) fn client_latency(x: &ClientResult) -> String {
+    if x.load.round_trips == 0 && x.outcome != crate::simulate::client::Outcome::Ok {
+        "-".into()
+    } else {
+        format!("{:.3}", x.load.latency_ms)
+    }
+}
+
 /// Writes the report as tables.
 pub fn render_table(
     out: &mut dyn Write,
@@ -250,7 +260,7 @@ fn clients_tables(
                 right(x.load.round_trips),
                 right(x.load.nodes_touched),
                 right(x.load.commands),
-                right(format!("{:.3}", x.load.latency_ms)),
+                right(client_latency(x)),
                 Cell::new(what),
             ]);
             i += 1;

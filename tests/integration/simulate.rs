@@ -609,6 +609,12 @@ try:
             p.get(k)
         p.execute()
     elif what == "transaction":
+        # What code that sent MULTI on one server calls: pipeline(), the default.
+        p = rc.pipeline()
+        for k in keys:
+            p.set(k, "1")
+        p.execute()
+    elif what == "transaction_true":
         p = rc.pipeline(transaction=True)
         for k in keys:
             p.set(k, "1")
@@ -660,6 +666,12 @@ except Exception as e:
             "MULTI SET {u}a 1; SET {u}b 1".into(),
             Client::RedisPy,
         ),
+        (
+            "transaction_true",
+            k(3),
+            format!("MULTI SET {} 1", k(3).join(" 1; SET ")),
+            Client::RedisPy,
+        ),
     ];
     let net = NetworkModel::default();
     for (what, args, line, client) in cases {
@@ -675,6 +687,20 @@ except Exception as e:
         let b = &parse_batches(&line).unwrap()[0];
         let r = simulate_client(b, &topo, client, &net);
         match v["error"].as_str() {
+            // The profile models pipeline() for a MULTI batch, and names what
+            // pipeline(transaction=True) raises.
+            Some(e) if what == "transaction_true" => {
+                assert_eq!(r.outcome, Outcome::NotAtomic, "{what}");
+                assert!(
+                    r.message
+                        .as_deref()
+                        .unwrap()
+                        .ends_with(&format!("raises {e}")),
+                    "{what}: {e} vs {:?}",
+                    r.message
+                );
+                assert!(measured.is_empty(), "{what}: {measured:?}");
+            }
             Some(e) => {
                 assert_eq!(
                     r.outcome,
@@ -684,8 +710,16 @@ except Exception as e:
                 assert_eq!(r.message.as_deref(), Some(e), "{what}");
                 assert!(measured.is_empty(), "{what}: {measured:?}");
             }
+            None if what == "transaction_true" => {
+                panic!("pipeline(transaction=True) ran cross-slot keys")
+            }
             None => {
-                assert_eq!(r.outcome, Outcome::Ok, "{what}: redis-py succeeded");
+                let want = if what == "transaction" {
+                    Outcome::NotAtomic
+                } else {
+                    Outcome::Ok
+                };
+                assert_eq!(r.outcome, want, "{what}: redis-py succeeded");
                 let predicted: BTreeMap<String, u64> = r
                     .load
                     .nodes

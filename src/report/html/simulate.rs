@@ -136,10 +136,14 @@ pub fn render_simulate(out: &mut dyn Write, s: &SimulateHtml<'_>) -> io::Result<
         }
         for r in s.clients.iter().filter(|r| r.batch == name) {
             let ok = r.outcome == crate::simulate::client::Outcome::Ok;
-            let mut label = format!(
-                "{:.3} ms · {} round trip(s)",
-                r.load.latency_ms, r.load.round_trips
-            );
+            let mut label = if r.load.round_trips == 0 && !ok {
+                "refused before sending".to_string()
+            } else {
+                format!(
+                    "{:.3} ms · {} round trip(s)",
+                    r.load.latency_ms, r.load.round_trips
+                )
+            };
             if !ok {
                 label.push_str(&format!(" · {}", r.outcome.name()));
             }
@@ -185,13 +189,13 @@ pub fn render_simulate(out: &mut dyn Write, s: &SimulateHtml<'_>) -> io::Result<
         for r in s.clients.iter().filter(|r| r.batch == name) {
             let _ = write!(
                 h,
-                "<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.3}</td><td class=\"l\">{}{}</td></tr>",
+                "<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\">{}{}</td></tr>",
                 r.client,
                 r.load.round_trips,
                 r.load.nodes_touched,
                 r.load.commands,
                 r.load.bytes,
-                r.load.latency_ms,
+                crate::report::simulate::client_latency(r),
                 r.outcome.name(),
                 r.message
                     .as_deref()

@@ -226,6 +226,8 @@ pub enum Outcome {
     ProxyError,
     /// It runs, but some keys are read from or written to a server that does not own them.
     WrongServer,
+    /// It runs without an error, but not as the transaction it was written as.
+    NotAtomic,
     /// clients.md does not describe what this client does with this kind of batch.
     NotModelled,
 }
@@ -239,6 +241,7 @@ impl Outcome {
             Outcome::ServerError => "server-error",
             Outcome::ProxyError => "proxy-error",
             Outcome::WrongServer => "wrong-server",
+            Outcome::NotAtomic => "not-atomic",
             Outcome::NotModelled => "not-modelled",
         }
     }

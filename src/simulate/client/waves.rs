@@ -367,17 +367,28 @@ fn multi(cx: &Cx<'_>, out: &mut Built) -> Result<(), Refused> {
             }
             redisson_multi = Some(wave);
         }
-        Client::RedisPy | Client::RedisPyNonatomic if cross => {
-            // Checked when WATCH runs, else at execute() over the queued commands
-            // (redis-py 8.1 `ClusterPipeline`, verified by running it).
-            let m = if b.ops.iter().any(|o| o.command == "WATCH") {
-                "CrossSlotTransactionError: Cannot watch or send commands on different \
-                     slots"
+        Client::RedisPy | Client::RedisPyNonatomic => {
+            // The code that sent MULTI on one server calls `pipeline()`, whose default on a
+            // RedisCluster (transaction=None) is a plain pipeline: no MULTI, no error, no
+            // atomicity (redis-py 8.1 `ClusterPipeline`, verified by running it). With
+            // `pipeline(transaction=True)` cross-slot keys raise CrossSlotTransactionError
+            // (when WATCH runs, else at execute()).
+            pipeline(cx, out)?;
+            let with_true = if !cross {
+                "pipeline(transaction=True) would run it as one transaction".to_string()
+            } else if b.ops.iter().any(|o| o.command == "WATCH") {
+                "pipeline(transaction=True) raises CrossSlotTransactionError: Cannot watch or send commands on different slots".to_string()
             } else {
-                "CrossSlotTransactionError: All keys involved in a cluster transaction \
-                     must map to the same slot"
+                "pipeline(transaction=True) raises CrossSlotTransactionError: All keys involved in a cluster transaction must map to the same slot".to_string()
             };
-            return Err(Refused::new(Outcome::ClientError, m.into()));
+            out.errors.push((
+                Outcome::NotAtomic,
+                format!(
+                    "atomicity lost: RedisCluster.pipeline() (transaction=None, the default) sends these commands without MULTI/EXEC, {}, no error; {with_true}",
+                    if cross { "split per node" } else { "on one node" }
+                ),
+            ));
+            return Ok(());
         }
         Client::GoRedis if cross => {
             return Err(Refused::new(
