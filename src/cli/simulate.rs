@@ -5,7 +5,10 @@ use super::args::TopologyArgs;
 use crate::error::{ExitStatus, UserError};
 use crate::report::render::{Format, render};
 use crate::report::simulate::SimulationReport;
-use crate::simulate::verdict::as_written;
+use crate::simulate::verdict::{as_written, over_instances};
+
+/// Generated instances a scheme batch is judged over.
+const INSTANCES: u64 = 256;
 use crate::simulate::{
     Batch, Client, NetworkModel, Strategy, batch, simulate, simulate_client_stale,
 };
@@ -243,10 +246,26 @@ pub fn run(args: SimulateArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
         }
     }
     let mut verdicts = Vec::new();
+    // A scheme batch is judged over many generated instances, not the one shown.
+    let instances: Vec<Vec<Batch>> = match loaded.as_ref() {
+        Some(l) => (0..INSTANCES)
+            .map(|i| batch::from_scheme_instance(&l.scheme, None, i))
+            .collect(),
+        None => Vec::new(),
+    };
     for (_, b) in &batches {
-        if !verdicts.iter().any(|(name, _, _)| name == &b.name) {
-            verdicts.push((b.name.clone(), b.id.clone(), as_written(b, &topology)));
+        if verdicts.iter().any(|(name, _, _)| name == &b.name) {
+            continue;
         }
+        let generated: Vec<Batch> = match b.id.line {
+            None => instances
+                .iter()
+                .filter_map(|i| i.iter().find(|x| x.name == b.name).cloned())
+                .collect(),
+            Some(_) => Vec::new(),
+        };
+        let v = over_instances(&generated, &topology).unwrap_or_else(|| as_written(b, &topology));
+        verdicts.push((b.name.clone(), b.id.clone(), v));
     }
     let report = SimulationReport {
         verdicts,

@@ -204,6 +204,15 @@ fn write_verdict(out: &mut dyn Write, r: &SimulationReport, batch: &str) -> io::
     let Some((_, _, v)) = r.verdicts.iter().find(|(name, _, _)| name == batch) else {
         return Ok(());
     };
+    if let Some(i) = &v.instances {
+        writeln!(
+            out,
+            "over {} generated instances (other values of its variables): keys on {:.2} node(s) on average; {:.0}% refused as written",
+            i.generated,
+            i.mean_nodes,
+            i.share_failing * 100.0
+        )?;
+    }
     if let Some(m) = &v.message {
         writeln!(
             out,

@@ -385,6 +385,12 @@ pub(crate) fn value_of(kind: VarKind, values: &[String], n: u64) -> String {
 /// One batch per scheme batch, with keys generated from the declared variables: variables the
 /// batch keeps `same` share one value, the others differ from key to key; `size` keys.
 pub fn from_scheme(s: &Scheme, size_override: Option<u64>) -> Vec<Batch> {
+    from_scheme_instance(s, size_override, 0)
+}
+
+/// Like [`from_scheme`], the `instance`-th time the application runs each batch: other
+/// values of every variable (instance 0 is [`from_scheme`]'s).
+pub fn from_scheme_instance(s: &Scheme, size_override: Option<u64>, instance: u64) -> Vec<Batch> {
     let mut out = Vec::new();
     for b in &s.batches {
         let size = size_override
@@ -403,9 +409,9 @@ pub fn from_scheme(s: &Scheme, size_override: Option<u64>) -> Vec<Batch> {
                     .map(|v| (v.kind, v.values.as_slice()))
                     .unwrap_or((VarKind::Any, &[]));
                 let n = if b.same.iter().any(|x| x == var) {
-                    7
+                    7 + instance.wrapping_mul(104_729)
                 } else {
-                    i * 7919 + 13
+                    (i * 7919 + 13).wrapping_add(instance.wrapping_mul(1_000_003))
                 };
                 // A variable takes at most its declared number of values.
                 let n = match v.and_then(|v| v.cardinality) {

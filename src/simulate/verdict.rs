@@ -48,7 +48,7 @@ impl Outcome {
 }
 
 /// A batch's outcome with the server's words and what caused it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Verdict {
     /// What happens.
     pub outcome: Outcome,
@@ -58,6 +58,61 @@ pub struct Verdict {
     pub slots: usize,
     /// The keys of the failing command or script access (at most 8).
     pub keys: Vec<String>,
+    /// For a batch generated from a scheme: the verdict over many generated instances.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instances: Option<Instances>,
+}
+
+/// How a scheme batch fares over many generated instances (other values of its variables).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Instances {
+    /// Instances generated.
+    pub generated: usize,
+    /// Instances the cluster refuses as written.
+    pub failing: usize,
+    /// `failing / generated`.
+    pub share_failing: f64,
+    /// Mean distinct nodes an instance's keys land on.
+    pub mean_nodes: f64,
+}
+
+/// The verdict of a scheme batch over its generated `instances` (the first is the one shown):
+/// refused when any instance is, with the share in the message.
+pub fn over_instances(instances: &[Batch], topo: &Topology) -> Option<Verdict> {
+    let first = instances.first()?;
+    let all: Vec<Verdict> = instances.iter().map(|b| as_written(b, topo)).collect();
+    let failing = all.iter().filter(|v| v.outcome != Outcome::Ok).count();
+    let mean_nodes = instances
+        .iter()
+        .map(|b| {
+            let mut n: Vec<usize> = b.keys().filter_map(|k| topo.node_of(k)).collect();
+            n.sort_unstable();
+            n.dedup();
+            n.len() as f64
+        })
+        .sum::<f64>()
+        / instances.len() as f64;
+    let stats = Instances {
+        generated: instances.len(),
+        failing,
+        share_failing: failing as f64 / instances.len() as f64,
+        mean_nodes,
+    };
+    let mut v = match all.iter().position(|v| v.outcome != Outcome::Ok) {
+        Some(i) => {
+            let mut v = all[i].clone();
+            v.message = Some(format!(
+                "{} (in {failing} of {} generated instances, {:.0}%)",
+                v.message.unwrap_or_default(),
+                instances.len(),
+                stats.share_failing * 100.0
+            ));
+            v
+        }
+        None => as_written(first, topo),
+    };
+    v.instances = Some(stats);
+    Some(v)
 }
 
 const CROSSSLOT: &str = "CROSSSLOT Keys in request don't hash to the same slot";
@@ -90,6 +145,7 @@ pub fn as_written(b: &Batch, topo: &Topology) -> Verdict {
         message: message.map(str::to_string),
         slots,
         keys: shown(keys),
+        instances: None,
     };
     let Some(map) = topo.slot_map() else {
         return verdict(Outcome::Ok, None, &[]);

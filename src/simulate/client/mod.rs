@@ -479,13 +479,15 @@ mod tests {
         assert_eq!(r.outcome, Outcome::ClientError);
         let r = run("PIPELINE GET a; DEL a b", Client::GoRedis);
         assert_eq!((r.outcome, r.load.commands), (Outcome::ServerError, 2));
+        // redis-py's default cluster pipeline(): the commands without MULTI/EXEC, no error.
         let r = run("MULTI SET {u}a 1; INCR {u}b", Client::RedisPy);
         assert_eq!(
             (r.outcome, r.load.commands, r.load.round_trips),
-            (Outcome::Ok, 4, 1)
+            (Outcome::NotAtomic, 2, 1)
         );
         let r = run("MULTI SET a 1; INCR b", Client::RedisPy);
-        assert_eq!(r.outcome, Outcome::ClientError);
+        assert_eq!(r.outcome, Outcome::NotAtomic);
+        assert!(r.message.unwrap().contains("CrossSlotTransactionError"));
         let r = run("MULTI SET a 1; INCR b", Client::NodeRedis);
         assert_eq!(r.outcome, Outcome::ServerError);
         assert_eq!(
