@@ -186,8 +186,10 @@ pub fn run(args: LintArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
         let mut linter =
             DumpLinter::new(&rules, scheme.as_ref().map(|l| &l.scheme), &topology, &name);
         let input = Counted::new(input, progress.counter());
-        let summary = for_each_record(input, &opts, |line, rec| linter.key(line, rec.key))
-            .map_err(|e| read_context(&name, e))?;
+        let summary = for_each_record(input, &opts, |line, rec| {
+            linter.record(line, rec.key, rec.bytes, rec.ops)
+        })
+        .map_err(|e| read_context(&name, e))?;
         diags.extend(linter.finish());
         args.input.check_not_empty(&name, &summary)?;
         summaries.push((name, summary));

@@ -300,8 +300,18 @@ pub fn check_examples(spec: &RuleSpec) -> ExampleOutcome {
         }
         if !keys.is_empty() {
             let mut d = DumpLinter::new(&set, scheme.as_ref(), &topo, "example.keys");
+            // A key, or `key<TAB>bytes[<TAB>ops]` as in a tsv dump (when the second field is a
+            // number; else the TAB is part of the key).
             for (i, k) in keys.iter().enumerate() {
-                d.key(i as u64 + 1, k.as_bytes());
+                let mut f = k.split('\t');
+                let key = f.next().unwrap_or_default();
+                match f.next().map(str::parse::<u64>) {
+                    Some(Ok(bytes)) => {
+                        let ops = f.next().and_then(|o| o.parse().ok());
+                        d.record(i as u64 + 1, key.as_bytes(), Some(bytes), ops);
+                    }
+                    _ => d.key(i as u64 + 1, k.as_bytes()),
+                }
             }
             n += d.finish().len();
         }

@@ -159,6 +159,13 @@ pub enum CheckKind {
         /// Dumps with fewer keys are not judged.
         min_keys: u64,
     },
+    /// One slot or one hash-tag value holding a large share of a dump's keys or bytes.
+    HotSpot {
+        /// Largest share of the keys (or bytes) one slot or tag value may hold.
+        max_share: f64,
+        /// Dumps with fewer keys are not judged.
+        min_keys: u64,
+    },
     /// Dump keys matching no declared pattern.
     UnmatchedKey,
     /// Over-long keys.

@@ -154,11 +154,17 @@ fn simulate_report_matches_the_json() {
         "clients",
     );
     for r in v["results"].as_array().unwrap() {
-        assert!(text.contains(&format!(
-            "{:.3} ms · {} round trip(s)",
-            r["latency_ms"].as_f64().unwrap(),
-            r["round_trips"]
-        )));
+        // A batch refused before sending says so instead of a latency.
+        let label = if r["round_trips"] == 0 && r["outcome"] != "ok" {
+            "refused before sending".to_string()
+        } else {
+            format!(
+                "{:.3} ms · {} round trip(s)",
+                r["latency_ms"].as_f64().unwrap(),
+                r["round_trips"]
+            )
+        };
+        assert!(text.contains(&label), "{label}");
     }
     assert_renders(&dir.path().join("sweep.html"), dir.path());
 }

@@ -4,6 +4,7 @@
 
 mod cross_slot;
 mod fanout;
+mod hot_spot;
 mod key_bytes;
 mod key_length;
 mod node_skew;
@@ -84,15 +85,84 @@ pub(crate) trait Check {
         None
     }
 
-    /// A finding over a whole dump, from its keys per node.
+    /// A finding over a whole dump, from its totals.
     fn dump(
         &self,
         _r: &ActiveRule,
         _topo: &Topology,
-        _node_keys: &[u64],
-        _keys: u64,
+        _totals: &DumpTotals,
     ) -> Option<(String, Option<String>)> {
         None
+    }
+}
+
+/// What a dump holds, per node, per slot and per hash-tag value (the dump-wide checks read it).
+pub(crate) struct DumpTotals {
+    /// Keys read.
+    pub keys: u64,
+    /// Bytes of the keys (a tsv dump's second column), 0 without.
+    pub bytes: u64,
+    /// Whether the dump carried bytes.
+    pub has_bytes: bool,
+    /// Whether the dump carried ops.
+    pub has_ops: bool,
+    /// Per node: keys, bytes, ops.
+    pub node_keys: Vec<u64>,
+    /// Per node bytes.
+    pub node_bytes: Vec<u64>,
+    /// Per node ops.
+    pub node_ops: Vec<f64>,
+    /// Per slot: keys and bytes.
+    pub slot_keys: Vec<u64>,
+    /// Per slot bytes.
+    pub slot_bytes: Vec<u64>,
+    /// The heaviest hash-tag values by keys (bytes carried along).
+    pub tags: crate::sketch::SpaceSaving,
+    /// The heaviest hash-tag values by bytes.
+    pub tags_by_bytes: crate::sketch::SpaceSaving,
+}
+
+impl DumpTotals {
+    fn new(nodes: usize) -> DumpTotals {
+        DumpTotals {
+            keys: 0,
+            bytes: 0,
+            has_bytes: false,
+            has_ops: false,
+            node_keys: vec![0; nodes],
+            node_bytes: vec![0; nodes],
+            node_ops: vec![0.0; nodes],
+            slot_keys: vec![0; crate::slot::SLOT_COUNT],
+            slot_bytes: vec![0; crate::slot::SLOT_COUNT],
+            tags: crate::sketch::SpaceSaving::new(64),
+            tags_by_bytes: crate::sketch::SpaceSaving::new(64),
+        }
+    }
+
+    fn add(&mut self, topo: &Topology, key: &[u8], bytes: Option<u64>, ops: Option<f64>) {
+        self.keys += 1;
+        let b = bytes.unwrap_or(0);
+        self.has_bytes |= bytes.is_some();
+        self.has_ops |= ops.is_some();
+        self.bytes += b;
+        let slot = crate::slot::key_slot(key) as usize;
+        self.slot_keys[slot] += 1;
+        self.slot_bytes[slot] += b;
+        if let Some(i) = topo.node_of(key) {
+            self.node_keys[i] += 1;
+            self.node_bytes[i] += b;
+            self.node_ops[i] += ops.unwrap_or(0.0);
+        }
+        if matches!(
+            crate::slot::TagShape::of(key),
+            crate::slot::TagShape::Tagged { .. }
+        ) {
+            let tag = crate::slot::hash_tag(key);
+            self.tags.add(tag, 1, b);
+            if bytes.is_some() {
+                self.tags_by_bytes.add(tag, b, 1);
+            }
+        }
     }
 }
 
@@ -119,6 +189,13 @@ fn check_of(kind: &CheckKind) -> Box<dyn Check> {
             min_keys,
         } => Box::new(node_skew::NodeSkewCheck {
             max_over_mean: *max_over_mean,
+            min_keys: *min_keys,
+        }),
+        CheckKind::HotSpot {
+            max_share,
+            min_keys,
+        } => Box::new(hot_spot::HotSpotCheck {
+            max_share: *max_share,
             min_keys: *min_keys,
         }),
         CheckKind::UnmatchedKey => Box::new(unmatched_key::UnmatchedKeyCheck),
@@ -154,8 +231,7 @@ pub struct DumpLinter<'a> {
     topo: &'a Topology,
     /// The scheme's patterns, and per declared key, which of `rules` its `allow:` silences.
     matcher: Option<(KeyMatcher, Vec<Vec<bool>>)>,
-    node_keys: Vec<u64>,
-    keys: u64,
+    totals: DumpTotals,
     found: Vec<Diagnostic>,
     counts: Vec<usize>,
 }
@@ -185,8 +261,7 @@ impl<'a> DumpLinter<'a> {
             path: path.to_string(),
             topo,
             matcher,
-            node_keys: vec![0; topo.nodes().len()],
-            keys: 0,
+            totals: DumpTotals::new(topo.nodes().len()),
             found: Vec::new(),
             counts: vec![0; n],
         }
@@ -202,10 +277,12 @@ impl<'a> DumpLinter<'a> {
 
     /// Checks one key (its 1-based line in the dump).
     pub fn key(&mut self, line: u64, key: &[u8]) {
-        self.keys += 1;
-        if let Some(i) = self.topo.node_of(key) {
-            self.node_keys[i] += 1;
-        }
+        self.record(line, key, None, None);
+    }
+
+    /// Checks one key with its bytes and ops when the dump has them (a tsv dump).
+    pub fn record(&mut self, line: u64, key: &[u8], bytes: Option<u64>, ops: Option<f64>) {
+        self.totals.add(self.topo, key, bytes, ops);
         let family = self.matcher.as_ref().map(|(m, _)| m.family(key));
         for i in 0..self.rules.len() {
             let r = self.rules[i];
@@ -227,9 +304,7 @@ impl<'a> DumpLinter<'a> {
     pub fn finish(mut self) -> Vec<Diagnostic> {
         for i in 0..self.rules.len() {
             let r = self.rules[i];
-            if let Some((message, help)) =
-                self.checks[i].dump(r, self.topo, &self.node_keys, self.keys)
-            {
+            if let Some((message, help)) = self.checks[i].dump(r, self.topo, &self.totals) {
                 self.found.push(diag(r, &self.path, 0, 0, message, help));
             }
             if self.counts[i] > MAX_PER_RULE {

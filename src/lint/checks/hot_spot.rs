@@ -1,0 +1,107 @@
+//! `hot-spot`: one slot or one hash-tag value holding a large share of a dump's keys or bytes
+//! (a node can be within its share while one of its slots is a hot spot no rebalance can split).
+
+use super::{Check, DumpTotals};
+use crate::lint::ActiveRule;
+use crate::topology::Topology;
+
+pub(super) struct HotSpotCheck {
+    pub max_share: f64,
+    pub min_keys: u64,
+}
+
+impl Check for HotSpotCheck {
+    fn dump(
+        &self,
+        _r: &ActiveRule,
+        topo: &Topology,
+        t: &DumpTotals,
+    ) -> Option<(String, Option<String>)> {
+        if t.keys < self.min_keys {
+            return None;
+        }
+        let pct = |x: f64| x * 100.0;
+        let mut found: Vec<(f64, String)> = Vec::new();
+        let node_of_slot = |s: usize| {
+            topo.node_of_slot(s as u16)
+                .map(|n| topo.nodes()[n].name.clone())
+                .unwrap_or_else(|| "-".into())
+        };
+        let on_ring = topo.ring().is_some();
+        if !on_ring {
+            let (slot, &keys) = t.slot_keys.iter().enumerate().max_by_key(|(_, k)| **k)?;
+            let share = keys as f64 / t.keys as f64;
+            if share > self.max_share {
+                found.push((
+                    share,
+                    format!(
+                        "slot {slot} (on {}) holds {:.1}% of the keys ({keys} of {})",
+                        node_of_slot(slot),
+                        pct(share),
+                        t.keys
+                    ),
+                ));
+            }
+            if t.has_bytes && t.bytes > 0 {
+                let (slot, &b) = t.slot_bytes.iter().enumerate().max_by_key(|(_, b)| **b)?;
+                let share = b as f64 / t.bytes as f64;
+                if share > self.max_share {
+                    found.push((
+                        share,
+                        format!(
+                            "slot {slot} (on {}) holds {:.1}% of the bytes",
+                            node_of_slot(slot),
+                            pct(share)
+                        ),
+                    ));
+                }
+            }
+        }
+        if let Some(top) = t.tags.top(1).first() {
+            // A lower bound of the tag's keys (Space-Saving over-counts by at most `error`).
+            let share = (top.weight - top.error) as f64 / t.keys as f64;
+            if share > self.max_share {
+                found.push((
+                    share,
+                    format!(
+                        "the hash tag {{{}}} holds {:.1}% of the keys",
+                        String::from_utf8_lossy(&top.item),
+                        pct(share)
+                    ),
+                ));
+            }
+        }
+        if t.has_bytes
+            && t.bytes > 0
+            && let Some(top) = t.tags_by_bytes.top(1).first()
+        {
+            let share = (top.weight - top.error) as f64 / t.bytes as f64;
+            if share > self.max_share {
+                found.push((
+                    share,
+                    format!(
+                        "the hash tag {{{}}} holds {:.1}% of the bytes",
+                        String::from_utf8_lossy(&top.item),
+                        pct(share)
+                    ),
+                ));
+            }
+        }
+        if found.is_empty() {
+            return None;
+        }
+        found.sort_by(|a, b| b.0.total_cmp(&a.0));
+        let text: Vec<String> = found.into_iter().map(|(_, t)| t).collect();
+        Some((
+            format!(
+                "{} (over the {:.1}% limit): a slot moves whole, so no rebalance spreads it",
+                text.join("; "),
+                pct(self.max_share)
+            ),
+            Some(
+                "run `keyplan analyze` to see the pattern behind it; spread that tag (a finer variable, or buckets)"
+                    .into(),
+            ),
+        ))
+    }
+}
