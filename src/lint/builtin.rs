@@ -17,4 +17,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("KP402-overlong-key.yml", include_str!("../../rules/KP402-overlong-key.yml")),
     ("KP403-whitespace-in-key.yml", include_str!("../../rules/KP403-whitespace-in-key.yml")),
     ("KP404-control-bytes-in-key.yml", include_str!("../../rules/KP404-control-bytes-in-key.yml")),
+    ("KP501-rq-on-cluster.yml", include_str!("../../rules/KP501-rq-on-cluster.yml")),
+    ("KP502-kombu-priority-lists.yml", include_str!("../../rules/KP502-kombu-priority-lists.yml")),
+    ("KP503-dramatiq-on-cluster.yml", include_str!("../../rules/KP503-dramatiq-on-cluster.yml")),
 ];

@@ -166,6 +166,16 @@ pub enum CheckKind {
         /// Dumps with fewer keys are not judged.
         min_keys: u64,
     },
+    /// Dump keys of a known family (a library's keys) with a known cluster hazard: one finding
+    /// per dump, with the count and an example.
+    KeyFamily {
+        /// A regular expression a key of the family matches (over its bytes).
+        pattern: String,
+        /// What is wrong with that family on a cluster.
+        message: String,
+        /// What to do instead.
+        help: String,
+    },
     /// Dump keys matching no declared pattern.
     UnmatchedKey,
     /// Over-long keys.
@@ -263,6 +273,14 @@ impl RuleSpec {
             return Err(RuleError::BadName {
                 origin: origin.to_string(),
                 name: r.name,
+            });
+        }
+        if let CheckKind::KeyFamily { pattern, .. } = &r.check
+            && let Err(e) = regex::bytes::Regex::new(pattern)
+        {
+            return Err(RuleError::Yaml {
+                origin: origin.to_string(),
+                message: format!("check.pattern is not a valid regular expression: {e}"),
             });
         }
         Ok(r)

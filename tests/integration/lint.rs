@@ -354,3 +354,59 @@ fn cross_slot_verdicts_match_a_real_cluster() {
     }
     let _ = Command::new("true");
 }
+
+/// Real libraries (rq, kombu, dramatiq, limits from PyPI) run against a real server, their keys
+/// dumped with `redis-cli --scan`: each library's rule fires on its own dump, and on no other.
+#[test]
+fn library_rules_fire_on_real_library_dumps() {
+    let Some(python) = crate::verdicts::library_python() else {
+        return;
+    };
+    let (Some(server), Some(cli)) = (require_binary("redis-server"), require_binary("redis-cli"))
+    else {
+        return;
+    };
+    let drive =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/libraries/drive.py");
+    let dir = tempfile::tempdir().unwrap();
+    for (lib, rule) in [
+        ("rq", "KP501"),
+        ("kombu", "KP502"),
+        ("dramatiq", "KP503"),
+        ("limits", ""),
+    ] {
+        let s = RedisServer::start(&server, false);
+        let out = std::process::Command::new(&python)
+            .arg(&drive)
+            .arg(s.port.to_string())
+            .arg(lib)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{lib}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let dump = std::process::Command::new(&cli)
+            .args(["-p", &s.port.to_string(), "--scan"])
+            .output()
+            .unwrap();
+        assert!(!dump.stdout.is_empty(), "{lib} wrote no keys");
+        let file = dir.path().join(format!("{lib}.keys"));
+        std::fs::write(&file, &dump.stdout).unwrap();
+        let out = keyplan()
+            .args(["lint", "--select", "KP5", "--format", "json", "--keys"])
+            .arg(&file)
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let codes: Vec<&str> = v["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["code"].as_str().unwrap())
+            .collect();
+        let want: Vec<&str> = if rule.is_empty() { vec![] } else { vec![rule] };
+        assert_eq!(codes, want, "{lib}: {v}");
+    }
+}

@@ -1075,3 +1075,35 @@ fn data_counts(cluster: &Cluster, data: &[&str]) -> BTreeMap<String, u64> {
         })
         .collect()
 }
+
+/// The captures of real libraries in tests/fixtures/libraries (see its README): dramatiq's
+/// dispatch script touches keys it does not declare, kombu's BRPOP spans its lists, rq's
+/// transactions span a job and its queue; limits' scripts stay on their one key.
+#[test]
+fn captures_of_real_libraries_get_their_verdicts() {
+    let count = |lib: &str, outcome: &str| -> usize {
+        let v = json_of(keyplan().args([
+            "simulate",
+            "--monitor",
+            &format!("tests/fixtures/libraries/{lib}.monitor"),
+            "--strategy",
+            "pipeline",
+            "--format",
+            "json",
+        ]));
+        v["batches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|b| b["outcome"] == outcome)
+            .count()
+    };
+    assert!(count("dramatiq", "non-local-script-key") > 50);
+    assert_eq!(count("dramatiq", "ok"), 0);
+    assert!(count("kombu", "crossslot") > 20);
+    assert!(count("rq", "crossslot") > 20);
+    assert_eq!(
+        count("limits", "crossslot") + count("limits", "non-local-script-key"),
+        0
+    );
+}

@@ -6,6 +6,7 @@ mod cross_slot;
 mod fanout;
 mod hot_spot;
 mod key_bytes;
+mod key_family;
 mod key_length;
 mod node_skew;
 mod tag_cardinality;
@@ -198,6 +199,11 @@ fn check_of(kind: &CheckKind) -> Box<dyn Check> {
             max_share: *max_share,
             min_keys: *min_keys,
         }),
+        CheckKind::KeyFamily {
+            pattern,
+            message,
+            help,
+        } => Box::new(key_family::KeyFamilyCheck::new(pattern, message, help)),
         CheckKind::UnmatchedKey => Box::new(unmatched_key::UnmatchedKeyCheck),
         CheckKind::KeyLength { max } => Box::new(key_length::KeyLengthCheck { max: *max }),
         CheckKind::KeyBytes { flag } => Box::new(key_bytes::KeyBytesCheck(*flag)),
