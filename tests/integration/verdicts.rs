@@ -303,7 +303,7 @@ fn monitor_line(line: &str) -> Option<(String, Vec<Vec<u8>>)> {
     let open = line.find(" [")?;
     let close = line[open..].find("] ")? + open;
     let client = line[open + 2..close].split_once(' ')?.1.to_string();
-    let b = line[close + 2..].as_bytes();
+    let b = &line.as_bytes()[close + 2..];
     let mut out = Vec::new();
     let mut i = 0;
     while i < b.len() {
