@@ -88,6 +88,7 @@ pub struct CommandInfo {
     pub acl: Vec<String>,
     /// Key specifications.
     pub specs: Vec<KeySpec>,
+    upper: String,
 }
 
 impl CommandInfo {
@@ -99,6 +100,11 @@ impl CommandInfo {
     /// Whether the command is in this ACL category (`@dangerous`).
     pub fn in_category(&self, category: &str) -> bool {
         self.acl.iter().any(|c| c == category)
+    }
+
+    /// The upper-case name (`GET`, `OBJECT|ENCODING`).
+    pub fn upper(&self) -> &str {
+        &self.upper
     }
 
     /// Whether the command has subcommands (`OBJECT`, `XINFO`, …).
@@ -257,6 +263,7 @@ impl Table {
             by_name.insert(
                 name.to_string(),
                 CommandInfo {
+                    upper: name.to_ascii_uppercase(),
                     name: name.to_string(),
                     arity: arity.parse().map_err(|_| bad())?,
                     flags: words(flags),
@@ -346,6 +353,65 @@ pub fn key_refs(cmd: &CommandInfo, args: &[Vec<u8>]) -> Result<Vec<KeyRef>, Keys
             }),
         },
     }
+}
+
+/// A command line of `cmd` addressing exactly `keys` (two or more), with filler arguments
+/// (`0`) where its syntax wants others: the arguments and where each key sits, or `None` when
+/// the command does not take that many keys in a way keyplan can lay out. Tried forms: the
+/// keys in a row at the first key position (SUNION, RENAME, BLPOP … 0), a count then the keys
+/// (LMPOP 2 a b, ZUNIONSTORE d 2 a b), and a keyword then the keys (XREAD STREAMS a b 0 0);
+/// each checked by finding its keys the server's way.
+pub fn args_for(cmd: &CommandInfo, keys: &[Vec<u8>]) -> Option<(Vec<Vec<u8>>, Vec<usize>)> {
+    if cmd.is_container() || keys.len() < 2 {
+        return None;
+    }
+    let name = cmd.upper.as_bytes().to_vec();
+    let zero = || b"0".to_vec();
+    let n = keys.len();
+    let mut tries: Vec<Vec<Vec<u8>>> = Vec::new();
+    for spec in cmd.specs.iter().take(1) {
+        let at = match &spec.begin {
+            BeginSearch::Index(i) => *i,
+            BeginSearch::Keyword { keyword, .. } => {
+                // keyword, keys, then as many fillers (XREAD's ids).
+                let mut a = vec![name.clone(), keyword.as_bytes().to_vec()];
+                a.extend(keys.iter().cloned());
+                a.extend((0..n).map(|_| zero()));
+                tries.push(a);
+                continue;
+            }
+            BeginSearch::Unknown => continue,
+        };
+        let lead: Vec<Vec<u8>> = (1..at).map(|_| zero()).collect();
+        for trailing in 0..4 {
+            let mut a = vec![name.clone()];
+            a.extend(lead.iter().cloned());
+            a.extend(keys.iter().cloned());
+            a.extend((0..trailing).map(|_| zero()));
+            tries.push(a);
+            // The first key alone, a count, then the rest (ZUNIONSTORE d 2 a b).
+            let mut a = vec![name.clone()];
+            a.extend(lead.iter().cloned());
+            a.push(keys[0].clone());
+            a.push((n - 1).to_string().into_bytes());
+            a.extend(keys[1..].iter().cloned());
+            a.extend((0..trailing).map(|_| zero()));
+            tries.push(a);
+            // A count, then the keys (LMPOP 2 a b LEFT).
+            let mut a = vec![name.clone()];
+            a.extend(lead.iter().cloned());
+            a.push(n.to_string().into_bytes());
+            a.extend(keys.iter().cloned());
+            a.extend((0..trailing).map(|_| zero()));
+            tries.push(a);
+        }
+    }
+    tries.into_iter().find_map(|args| {
+        let refs = key_refs(cmd, &args).ok()?;
+        let at: Vec<usize> = refs.iter().map(|r| r.pos).collect();
+        let found: Vec<&Vec<u8>> = at.iter().map(|&i| &args[i]).collect();
+        (found.len() == n && found.iter().zip(keys).all(|(a, b)| *a == b)).then_some((args, at))
+    })
 }
 
 fn read_key(pos: usize) -> KeyRef {
@@ -560,5 +626,45 @@ mod tests {
         let get = table().get("get").unwrap();
         assert!(get.has_flag("readonly") && !get.is_container());
         assert!(table().get("flushall").unwrap().in_category("@dangerous"));
+    }
+
+    #[test]
+    fn several_keys_laid_out_the_servers_way() {
+        let keys = vec![b"a".to_vec(), b"b".to_vec(), b"c".to_vec()];
+        for name in [
+            "mget",
+            "sunionstore",
+            "blpop",
+            "brpop",
+            "bzpopmin",
+            "zunionstore",
+            "zdiff",
+            "sintercard",
+            "lmpop",
+            "zmpop",
+            "xread",
+            "pfmerge",
+            "del",
+            "watch",
+        ] {
+            let cmd = table().get(name).unwrap();
+            let (args, at) = args_for(cmd, &keys).unwrap_or_else(|| panic!("{name}"));
+            let found: Vec<&Vec<u8>> = at.iter().map(|&i| &args[i]).collect();
+            assert_eq!(found, keys.iter().collect::<Vec<_>>(), "{name}");
+        }
+        // Two keys exactly.
+        let two = vec![b"a".to_vec(), b"b".to_vec()];
+        for name in ["rename", "copy", "smove", "lmove", "rpoplpush", "blmove"] {
+            assert!(
+                args_for(table().get(name).unwrap(), &two).is_some(),
+                "{name}"
+            );
+            assert!(
+                args_for(table().get(name).unwrap(), &keys).is_none(),
+                "{name}"
+            );
+        }
+        // One key only.
+        assert!(args_for(table().get("get").unwrap(), &two).is_none());
     }
 }

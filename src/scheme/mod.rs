@@ -92,8 +92,7 @@ pub enum VarKind {
 }
 
 /// Commands a batch can run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BatchCommand {
     /// MGET
     Mget,
@@ -113,6 +112,10 @@ pub enum BatchCommand {
     Lua,
     /// A pipeline (may span slots)
     Pipeline,
+    /// Any other command that takes several keys (BRPOP, RENAME, ZUNIONSTORE, SUNIONSTORE,
+    /// XREAD …), by its upper-case name; its keys go where the server's key specifications
+    /// put them.
+    Other(&'static str),
 }
 
 impl BatchCommand {
@@ -133,6 +136,54 @@ impl BatchCommand {
             BatchCommand::Multi => "MULTI",
             BatchCommand::Lua => "EVAL",
             BatchCommand::Pipeline => "pipeline",
+            BatchCommand::Other(name) => name,
+        }
+    }
+
+    /// The command `text` names (any case): one of the batch forms, or a command of the
+    /// server's table that takes several keys.
+    pub fn parse(text: &str) -> Result<BatchCommand, String> {
+        Ok(match text.to_ascii_lowercase().as_str() {
+            "mget" => BatchCommand::Mget,
+            "mset" => BatchCommand::Mset,
+            "del" => BatchCommand::Del,
+            "exists" => BatchCommand::Exists,
+            "unlink" => BatchCommand::Unlink,
+            "touch" => BatchCommand::Touch,
+            "multi" => BatchCommand::Multi,
+            "lua" => BatchCommand::Lua,
+            "pipeline" => BatchCommand::Pipeline,
+            other => {
+                let table = crate::command::table();
+                let Some(cmd) = table.get(other) else {
+                    return Err(format!(
+                        "unknown command `{text}`: use mget, mset, del, exists, unlink, touch, multi, lua, pipeline, or a Redis command that takes several keys"
+                    ));
+                };
+                if crate::command::args_for(cmd, &[b"a".to_vec(), b"b".to_vec()]).is_none() {
+                    return Err(format!(
+                        "`{text}` does not take several keys keyplan can lay out: describe this batch in a batch file (--batches) instead"
+                    ));
+                }
+                BatchCommand::Other(cmd.upper())
+            }
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for BatchCommand {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        BatchCommand::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+impl serde::Serialize for BatchCommand {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            BatchCommand::Lua => s.serialize_str("lua"),
+            BatchCommand::Pipeline => s.serialize_str("pipeline"),
+            other => s.serialize_str(&other.name().to_ascii_lowercase()),
         }
     }
 }

@@ -444,6 +444,26 @@ pub fn from_scheme_instance(s: &Scheme, size_override: Option<u64>, instance: u6
                 args.extend(keys);
                 (BatchKind::Script, vec![Op::new(args, key_at, &[])])
             }
+            crate::scheme::BatchCommand::Other(name) => {
+                let cmd = crate::command::table()
+                    .get(&name.to_ascii_lowercase())
+                    .expect("invariant: a scheme's command is in the table (checked when read)");
+                let kind = if cmd.is_script() {
+                    BatchKind::Script
+                } else {
+                    BatchKind::MultiKey
+                };
+                match crate::command::args_for(cmd, &keys) {
+                    Some((args, key_at)) => (kind, vec![Op::new(args, key_at, &[])]),
+                    // One key (size 1): the command with it.
+                    None => {
+                        let mut args = vec![name.as_bytes().to_vec()];
+                        let key_at: Vec<usize> = (1..=keys.len()).collect();
+                        args.extend(keys);
+                        (kind, vec![Op::new(args, key_at, &[])])
+                    }
+                }
+            }
             _ => {
                 let mset = matches!(b.command, crate::scheme::BatchCommand::Mset);
                 let mut args = vec![command.into_bytes()];
