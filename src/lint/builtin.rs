@@ -10,6 +10,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("KP201-low-cardinality-hash-tag.yml", include_str!("../../rules/KP201-low-cardinality-hash-tag.yml")),
     ("KP202-node-skew.yml", include_str!("../../rules/KP202-node-skew.yml")),
     ("KP203-hot-slot-or-tag.yml", include_str!("../../rules/KP203-hot-slot-or-tag.yml")),
+    ("KP204-cardinality-drift.yml", include_str!("../../rules/KP204-cardinality-drift.yml")),
     ("KP301-cross-slot-batch.yml", include_str!("../../rules/KP301-cross-slot-batch.yml")),
     ("KP302-pipeline-fanout.yml", include_str!("../../rules/KP302-pipeline-fanout.yml")),
     ("KP303-tag-without-shared-batch.yml", include_str!("../../rules/KP303-tag-without-shared-batch.yml")),

@@ -176,6 +176,13 @@ pub enum CheckKind {
         /// What to do instead.
         help: String,
     },
+    /// A variable whose values in a dump disagree with its declared cardinality.
+    CardinalityDrift {
+        /// Keys of a declared key needed before its variables are judged.
+        min_keys: u64,
+        /// How far off the distinct values seen may be (a factor either way).
+        factor: f64,
+    },
     /// Dump keys matching no declared pattern.
     UnmatchedKey,
     /// Over-long keys.

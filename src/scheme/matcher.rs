@@ -12,6 +12,8 @@ pub struct KeyMatcher {
     /// Per declared key: its pattern with one capture group per variable (compiled when first
     /// needed).
     captures: Vec<(String, OnceLock<Option<Regex>>)>,
+    /// Per declared key: its variables in pattern order (one per occurrence, as `values`).
+    names: Vec<Vec<String>>,
 }
 
 impl KeyMatcher {
@@ -24,7 +26,16 @@ impl KeyMatcher {
             .iter()
             .map(|k| (scheme.key_regex(k, true), OnceLock::new()))
             .collect();
-        KeyMatcher { set, captures }
+        let names = scheme
+            .keys
+            .iter()
+            .map(|k| k.template.vars().map(str::to_string).collect())
+            .collect();
+        KeyMatcher {
+            set,
+            captures,
+            names,
+        }
     }
 
     /// The index (into the scheme's keys) of the first declared key `key` matches.
@@ -47,6 +58,11 @@ impl KeyMatcher {
                 })
                 .collect(),
         )
+    }
+
+    /// The variable names of declared key `family`, in the order of [`KeyMatcher::values`].
+    pub fn var_names(&self, family: usize) -> Option<&[String]> {
+        self.names.get(family).map(Vec::as_slice)
     }
 
     /// [`KeyMatcher::family`] with [`KeyMatcher::values`].

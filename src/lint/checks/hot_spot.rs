@@ -16,6 +16,7 @@ impl Check for HotSpotCheck {
         _r: &ActiveRule,
         topo: &Topology,
         t: &DumpTotals,
+        _scheme: Option<&crate::scheme::Scheme>,
     ) -> Option<(String, Option<String>)> {
         if t.keys < self.min_keys {
             return None;

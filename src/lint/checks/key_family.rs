@@ -61,6 +61,7 @@ impl Check for KeyFamilyCheck {
         _r: &ActiveRule,
         _topo: &Topology,
         _t: &DumpTotals,
+        _scheme: Option<&crate::scheme::Scheme>,
     ) -> Option<(String, Option<String>)> {
         let n = self.seen.get();
         let example = self.example.borrow().clone()?;

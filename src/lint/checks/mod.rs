@@ -2,6 +2,7 @@
 //! and declared cardinalities; dump checks look at every key (streaming, bounded memory:
 //! findings per rule and file are capped).
 
+mod cardinality_drift;
 mod cross_slot;
 mod fanout;
 mod hot_spot;
@@ -86,12 +87,21 @@ pub(crate) trait Check {
         None
     }
 
-    /// A finding over a whole dump, from its totals.
+    /// Whether [`Check::family_key`] should be called (it costs a pattern match per key).
+    fn wants_values(&self) -> bool {
+        false
+    }
+
+    /// A dump key of declared key `family` (a scheme is given), with the scheme's patterns.
+    fn family_key(&self, _family: usize, _key: &[u8], _matcher: &KeyMatcher) {}
+
+    /// A finding over a whole dump, from its totals (and the scheme, when one is given).
     fn dump(
         &self,
         _r: &ActiveRule,
         _topo: &Topology,
         _totals: &DumpTotals,
+        _scheme: Option<&Scheme>,
     ) -> Option<(String, Option<String>)> {
         None
     }
@@ -204,6 +214,9 @@ fn check_of(kind: &CheckKind) -> Box<dyn Check> {
             message,
             help,
         } => Box::new(key_family::KeyFamilyCheck::new(pattern, message, help)),
+        CheckKind::CardinalityDrift { min_keys, factor } => Box::new(
+            cardinality_drift::CardinalityDriftCheck::new(*min_keys, *factor),
+        ),
         CheckKind::UnmatchedKey => Box::new(unmatched_key::UnmatchedKeyCheck),
         CheckKind::KeyLength { max } => Box::new(key_length::KeyLengthCheck { max: *max }),
         CheckKind::KeyBytes { flag } => Box::new(key_bytes::KeyBytesCheck(*flag)),
@@ -238,6 +251,7 @@ pub struct DumpLinter<'a> {
     /// The scheme's patterns, and per declared key, which of `rules` its `allow:` silences.
     matcher: Option<(KeyMatcher, Vec<Vec<bool>>)>,
     totals: DumpTotals,
+    scheme: Option<Scheme>,
     found: Vec<Diagnostic>,
     counts: Vec<usize>,
 }
@@ -268,6 +282,7 @@ impl<'a> DumpLinter<'a> {
             topo,
             matcher,
             totals: DumpTotals::new(topo.nodes().len()),
+            scheme: scheme.cloned(),
             found: Vec::new(),
             counts: vec![0; n],
         }
@@ -300,6 +315,11 @@ impl<'a> DumpLinter<'a> {
                 continue;
             }
             let unmatched = family == Some(None);
+            if let (Some((m, _)), Some(Some(f))) = (&self.matcher, family)
+                && self.checks[i].wants_values()
+            {
+                self.checks[i].family_key(f, key, m);
+            }
             if let Some((message, help)) = self.checks[i].key(r, key, unmatched) {
                 self.push(i, line, message, help);
             }
@@ -310,7 +330,9 @@ impl<'a> DumpLinter<'a> {
     pub fn finish(mut self) -> Vec<Diagnostic> {
         for i in 0..self.rules.len() {
             let r = self.rules[i];
-            if let Some((message, help)) = self.checks[i].dump(r, self.topo, &self.totals) {
+            if let Some((message, help)) =
+                self.checks[i].dump(r, self.topo, &self.totals, self.scheme.as_ref())
+            {
                 self.found.push(diag(r, &self.path, 0, 0, message, help));
             }
             if self.counts[i] > MAX_PER_RULE {

@@ -15,6 +15,7 @@ impl Check for NodeSkewCheck {
         _r: &ActiveRule,
         topo: &Topology,
         t: &DumpTotals,
+        _scheme: Option<&crate::scheme::Scheme>,
     ) -> Option<(String, Option<String>)> {
         let max_over_mean = self.max_over_mean;
         if t.keys < self.min_keys || t.node_keys.is_empty() {
