@@ -326,15 +326,30 @@ fn plan_batch(ctx: &Ctx<'_>, b: &SchemeBatch) -> BatchPlan {
         score: ctx.score(scheme, &b.name, ctx.opts.strategy, &[], crossslot, &fams),
         pareto: false,
     };
-    // The tag the batch's keys share now (if single-slot) and its number of values.
+    // The tag the batch's keys share now (if single-slot) and its number of values: what a
+    // key sample shows when it clearly disagrees with the declaration (both are said).
+    let mut observed_note: Option<String> = None;
     let current_tag: Option<(Vec<Seg>, Option<u64>)> = if single.is_ok() {
         let hashed = scheme.keys[fams[0]].template.hashed();
         let vars = seg_vars(&hashed);
-        let card = if vars.is_empty() {
+        let mut card = if vars.is_empty() {
             Some(1)
         } else {
             combined_cardinality(scheme, &vars)
         };
+        if let (Some(declared), Some((seen, keys))) =
+            (card, ctx.work.observed_distinct(fams[0], &vars))
+        {
+            // A sample this large would show about this many values under the declaration.
+            let d = declared.max(1) as f64;
+            let expected = d * (1.0 - (-(keys as f64) / d).exp());
+            if !vars.is_empty() && keys >= 50 && (seen as f64) * 4.0 < expected {
+                observed_note = Some(format!(
+                    "{seen} value(s) in {keys} sample keys; the scheme declares {declared}"
+                ));
+                card = Some(seen);
+            }
+        }
         Some((hashed, card))
     } else {
         None
@@ -413,9 +428,13 @@ fn plan_batch(ctx: &Ctx<'_>, b: &SchemeBatch) -> BatchPlan {
     } else if low_card {
         let (tag, card) = current_tag.clone().expect("checked above");
         Some(format!(
-            "one slot, but its tag `{{{}}}` takes about {} value(s) (fewer than {needed}): those keys crowd a few slots",
+            "one slot, but its tag `{{{}}}` takes about {} value(s){} (fewer than {needed}): those keys crowd a few slots",
             seg_text(&tag),
-            card.unwrap_or(0)
+            card.unwrap_or(0),
+            observed_note
+                .as_ref()
+                .map(|n| format!(" ({n})"))
+                .unwrap_or_default()
         ))
     } else {
         None
@@ -958,5 +977,30 @@ batches:
         assert!(l.reason.starts_with("no tag helps"), "{}", l.reason);
         assert_eq!(r.score.round_trips, 1);
         assert_eq!(l.candidates[0].score.round_trips, 3);
+    }
+
+    /// A tag declared over 100 values that a sample shows with one: judged by what the sample
+    /// shows, and both figures said.
+    #[test]
+    fn the_sample_overrides_a_declared_tag_cardinality() {
+        let s = Scheme::parse(
+            "version: 1\nvars:\n  season: { kind: word, cardinality: 100 }\n  user: { kind: int, cardinality: 1000000 }\nkeys:\n  board: { pattern: \"board:{season:<season>}:user:<user>\" }\n  meta: { pattern: \"meta:{season:<season>}\" }\nbatches:\n  top: { command: mget, keys: [board, meta], same: [season] }\n",
+        )
+        .unwrap();
+        let topo = Topology::Cluster(SlotMap::from_masters(3).unwrap());
+        let m = crate::scheme::matcher::KeyMatcher::new(&s);
+        let mut w = Workload::sample(&s, 3);
+        for i in 0..500 {
+            let k = format!("board:{{season:spring}}:user:{i}");
+            w.add_sample_key(&s, &topo, k.as_bytes(), m.matched(k.as_bytes()));
+        }
+        let p = plan_scheme(&s, &topo, &w, &PlanOptions::default());
+        let problem = p[0].problem.as_deref().unwrap();
+        assert!(
+            problem.contains(
+                "takes about 1 value(s) (1 value(s) in 500 sample keys; the scheme declares 100)"
+            ),
+            "{problem}"
+        );
     }
 }

@@ -126,6 +126,32 @@ fn render(t: &Template, vars: &[String], values: &[String], extra: &[(String, St
 }
 
 impl Workload {
+    /// For a sample: the distinct combinations of `vars` (a subset of family `fi`'s variables)
+    /// among the sample keys of that family kept for scoring, with how many keys that is;
+    /// `None` for generated keys or a family with no sample key.
+    pub fn observed_distinct(&self, fi: usize, vars: &[&str]) -> Option<(u64, u64)> {
+        if self.source != "sample" {
+            return None;
+        }
+        let f = self.families.get(fi)?;
+        if f.keys.is_empty() {
+            return None;
+        }
+        let at: Vec<usize> = vars
+            .iter()
+            .filter_map(|v| f.vars.iter().position(|x| x == v))
+            .collect();
+        let mut combos: std::collections::HashSet<Vec<&str>> = std::collections::HashSet::new();
+        for k in &f.keys {
+            combos.insert(
+                at.iter()
+                    .map(|&i| k.values.get(i).map_or("", String::as_str))
+                    .collect(),
+            );
+        }
+        Some((combos.len() as u64, f.keys.len() as u64))
+    }
+
     /// Keys generated from the declared cardinalities: per family, up to a few thousand keys
     /// with values drawn from each variable's declared range, weighted so a family counts as
     /// many keys as the product of its variables' cardinalities.
