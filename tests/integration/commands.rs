@@ -214,3 +214,110 @@ fn the_command_table_is_the_servers_own() {
         );
     }
 }
+
+/// keyplan's key positions equal the server's own `COMMAND GETKEYS`: for hand-written lines of
+/// every form (keyword and key-count specs, SORT … STORE, MIGRATE … KEYS, scripts) and for a
+/// line keyplan lays out for every command of the table that takes several keys.
+#[test]
+fn key_positions_equal_command_getkeys() {
+    let Some(redis) = require_binary("redis-server") else {
+        return;
+    };
+    let server = RedisServer::start(&redis, false);
+    let mut con = server.connect();
+    let split = |l: &str| -> Vec<Vec<u8>> { l.split(' ').map(|a| a.as_bytes().to_vec()).collect() };
+    let mut lines: Vec<Vec<Vec<u8>>> = [
+        "GET a",
+        "MSET a 1 b 2 c 3",
+        "BLPOP a b c 0",
+        "LMPOP 2 a b LEFT COUNT 2",
+        "ZUNIONSTORE d 3 a b c WEIGHTS 1 2 3",
+        "XREAD COUNT 2 BLOCK 0 STREAMS a b c 0 0 0",
+        "XREADGROUP GROUP g c STREAMS a b > >",
+        "SORT a BY w_* GET o_* LIMIT 0 5 STORE d",
+        "SORT a STORE d1 STORE d2",
+        "SORT_RO a BY w_*",
+        "MIGRATE h 6379  0 5 COPY REPLACE AUTH pw KEYS a b c",
+        "MIGRATE h 6379 a 0 5",
+        "GEORADIUS g 0 0 1 km STORE d",
+        "GEORADIUSBYMEMBER g m 1 km STOREDIST d",
+        "EVAL s 3 a b c x y",
+        "EVALSHA 0123 2 a b",
+        "FCALL f 2 a b x",
+        "OBJECT ENCODING a",
+        "XINFO STREAM a",
+        "MEMORY USAGE a",
+        "BITOP AND d a b c",
+        "RENAME a b",
+        "COPY a b DB 0 REPLACE",
+        "SINTERCARD 2 a b LIMIT 1",
+        "ZINTERCARD 3 a b c",
+        "PFMERGE d a b",
+        "WATCH a b c",
+        "SMOVE a b m",
+    ]
+    .iter()
+    .map(|l| split(l))
+    .collect();
+    let keys = [b"ka".to_vec(), b"kb".to_vec(), b"kc".to_vec()];
+    let mut names: Vec<&keyplan::command::CommandInfo> =
+        keyplan::command::table().commands().collect();
+    names.sort_by(|a, b| a.name.cmp(&b.name));
+    for cmd in names {
+        for n in [2, 3] {
+            if let Some((args, _)) = keyplan::command::args_for(cmd, &keys[..n]) {
+                lines.push(args);
+            }
+        }
+    }
+    let mut checked = 0;
+    let mut wrong = Vec::new();
+    for args in &lines {
+        let mut q: Vec<&[u8]> = vec![b"COMMAND", b"GETKEYS"];
+        q.extend(args.iter().map(Vec::as_slice));
+        let theirs: Vec<Vec<u8>> = match con.call(&q).unwrap() {
+            Reply::Array(a) => a
+                .into_iter()
+                .map(|k| match k {
+                    Reply::Bulk(Some(b)) => b,
+                    other => panic!("GETKEYS item {other:?}"),
+                })
+                .collect(),
+            // The server finds no key in it (or refuses the line): keyplan must find none.
+            Reply::Error(_) => Vec::new(),
+            other => panic!("GETKEYS replied {other:?}"),
+        };
+        let mine: Vec<Vec<u8>> = keyplan::command::table()
+            .keys(args)
+            // Sharded pub/sub channels route like keys but are not keys to GETKEYS.
+            .map(|refs| {
+                refs.iter()
+                    .filter(|r| !r.channel)
+                    .map(|r| args[r.pos].clone())
+                    .collect()
+            })
+            .unwrap_or_default();
+        checked += 1;
+        if mine != theirs {
+            let show = |v: &[Vec<u8>]| {
+                v.iter()
+                    .map(|k| String::from_utf8_lossy(k).into_owned())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            };
+            wrong.push(format!(
+                "{}: server [{}], keyplan [{}]",
+                show(args),
+                show(&theirs),
+                show(&mine)
+            ));
+        }
+    }
+    assert!(checked > 100, "only {checked} lines");
+    assert!(
+        wrong.is_empty(),
+        "{} of {checked} differ:\n{}",
+        wrong.len(),
+        wrong.join("\n")
+    );
+}
