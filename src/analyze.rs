@@ -69,6 +69,23 @@ pub struct Analyzer<'t> {
     exact_slot_keys: Option<Vec<u64>>,
     /// Each node's data bytes as it reports them (a live cluster).
     node_dataset: Option<Vec<u64>>,
+    /// Where the ops weights come from, when the servers measured them (a live cluster).
+    ops_source: Option<String>,
+    /// Each node's measured load (a live cluster): CPU µs, request and reply bytes.
+    node_load: Option<Vec<NodeLoad>>,
+}
+
+/// A node's load as its server measured it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct NodeLoad {
+    /// CPU time in commands, in microseconds.
+    pub cpu_usec: u64,
+    /// Request bytes received (per-slot counters only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub network_bytes_in: Option<u64>,
+    /// Reply bytes sent (per-slot counters only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub network_bytes_out: Option<u64>,
 }
 
 impl<'t> Analyzer<'t> {
@@ -94,6 +111,8 @@ impl<'t> Analyzer<'t> {
             saw_ops: false,
             exact_slot_keys: None,
             node_dataset: None,
+            ops_source: None,
+            node_load: None,
         }
     }
 
@@ -101,6 +120,27 @@ impl<'t> Analyzer<'t> {
     /// sample's bytes.
     pub fn set_node_dataset(&mut self, bytes: Vec<u64>) {
         self.node_dataset = Some(bytes);
+    }
+
+    /// The servers' own measure of each slot's load (CPU µs from `CLUSTER SLOT-STATS`) as the
+    /// ops weights of slots and nodes: node shares, hot slots by load and the verdict follow
+    /// it. `source` says where it comes from and over what time.
+    pub fn set_slot_ops(&mut self, ops: Vec<f64>, source: String) {
+        let topo = self.topology;
+        self.node_ops = vec![0.0; topo.nodes().len()];
+        for (s, &o) in ops.iter().enumerate() {
+            if let Some(i) = topo.node_of_slot(s as u16) {
+                self.node_ops[i] += o;
+            }
+        }
+        self.slot_ops = ops;
+        self.saw_ops = true;
+        self.ops_source = Some(source);
+    }
+
+    /// Each node's load as its server measured it.
+    pub fn set_node_load(&mut self, load: Vec<NodeLoad>) {
+        self.node_load = Some(load);
     }
 
     /// The servers' own key count of every slot (`CLUSTER COUNTKEYSINSLOT` or
@@ -324,6 +364,10 @@ pub struct Totals {
     pub has_bytes: bool,
     /// Whether the input carried ops weights.
     pub has_ops: bool,
+    /// Where the ops weights come from when the servers measured them (`CLUSTER SLOT-STATS`
+    /// CPU µs, and over what time); absent for a dump's ops column.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ops_source: Option<String>,
     /// Lines read.
     pub lines: u64,
     /// Blank lines skipped.
@@ -362,6 +406,9 @@ pub struct NodeReport {
     /// cluster only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dataset_bytes: Option<u64>,
+    /// The node's load as its server measured it (a live cluster only).
+    #[serde(skip_serializing_if = "Option::is_none", flatten)]
+    pub load: Option<NodeLoad>,
     /// Bytes.
     pub bytes: u64,
     /// Ops.
@@ -410,6 +457,8 @@ pub struct SlotReport {
     pub share_keys: f64,
     /// Share of all bytes (0..1).
     pub share_bytes: f64,
+    /// Share of all ops (0..1).
+    pub share_ops: f64,
 }
 
 /// A heavy hash tag.
@@ -491,6 +540,10 @@ pub struct AnalyzeReport {
     pub skew: SkewReport,
     /// The slots with the most keys.
     pub hot_slots: Vec<SlotReport>,
+    /// The slots with the most load, when the servers measured it (a live cluster with
+    /// `CLUSTER SLOT-STATS`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub hot_slots_by_ops: Vec<SlotReport>,
     /// The tags with the most keys.
     pub hot_tags: Vec<TagReport>,
     /// The tags with the most bytes (with weights).
@@ -566,6 +619,7 @@ impl Analyzer<'_> {
                 keys: node_keys[i],
                 sampled: exact.then(|| sampled_node_keys[i]),
                 dataset_bytes: self.node_dataset.as_ref().and_then(|d| d.get(i).copied()),
+                load: self.node_load.as_ref().and_then(|d| d.get(i).copied()),
                 bytes: node_bytes[i],
                 ops: node_ops[i],
                 share_keys: share(node_keys[i] as f64, keys as f64),
@@ -620,19 +674,38 @@ impl Analyzer<'_> {
                 topo.node_of_slot(slot).map(|i| names[i].clone())
             }
         };
+        let slot_report = |s: usize| SlotReport {
+            slot: s as u16,
+            node: node_name(s as u16),
+            keys: slot_keys[s],
+            bytes: self.slot_bytes[s],
+            ops: self.slot_ops[s],
+            share_keys: share(slot_keys[s] as f64, keys as f64),
+            share_bytes: share(self.slot_bytes[s] as f64, bytes as f64),
+            share_ops: share(self.slot_ops[s], ops),
+        };
         let hot_slots = slot_order
             .iter()
             .take(if ring { 0 } else { config.top })
-            .map(|&s| SlotReport {
-                slot: s as u16,
-                node: node_name(s as u16),
-                keys: slot_keys[s],
-                bytes: self.slot_bytes[s],
-                ops: self.slot_ops[s],
-                share_keys: share(slot_keys[s] as f64, keys as f64),
-                share_bytes: share(self.slot_bytes[s] as f64, bytes as f64),
-            })
+            .map(|&s| slot_report(s))
             .collect();
+        let hot_slots_by_ops = if self.ops_source.is_some() && !ring {
+            let mut by_ops: Vec<usize> = (0..SLOT_COUNT)
+                .filter(|&s| self.slot_ops[s] > 0.0)
+                .collect();
+            by_ops.sort_by(|&a, &b| {
+                self.slot_ops[b]
+                    .total_cmp(&self.slot_ops[a])
+                    .then(a.cmp(&b))
+            });
+            by_ops
+                .iter()
+                .take(config.top)
+                .map(|&s| slot_report(s))
+                .collect()
+        } else {
+            Vec::new()
+        };
         let tag_report = |h: &crate::sketch::HeavyHitter, by_bytes: bool| {
             let slot = crc16(&h.item) & 0x3FFF;
             let (k, kerr, b) = if by_bytes {
@@ -732,6 +805,7 @@ impl Analyzer<'_> {
                 ops,
                 has_bytes: self.saw_bytes,
                 has_ops: self.saw_ops,
+                ops_source: self.ops_source.clone(),
                 lines: read.lines,
                 blank_lines: read.blank,
                 malformed_lines: read.malformed,
@@ -752,6 +826,7 @@ impl Analyzer<'_> {
                 verdict,
             },
             hot_slots,
+            hot_slots_by_ops,
             hot_tags,
             hot_tags_by_bytes,
             notes: notes(&patterns, topo),

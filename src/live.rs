@@ -574,6 +574,114 @@ impl LiveCluster {
         Ok(out)
     }
 
+    /// Per-slot load from every master of `owners` (`CLUSTER SLOT-STATS`), or `None` when a
+    /// server does not count CPU per slot (Redis before 8.2, Valkey without
+    /// `cluster-slot-stats-enabled yes`). With `window`, the counters are read twice and the
+    /// difference kept (a slot whose counters went down changed owner meanwhile: its second
+    /// reading is kept).
+    pub fn slot_load(
+        &self,
+        owners: &[(Node, Vec<u16>)],
+        window: Option<std::time::Duration>,
+    ) -> Result<Option<SlotLoad>, LiveError> {
+        let read = |owners: &[(Node, Vec<u16>)]| -> Result<Option<Vec<[u64; 4]>>, LiveError> {
+            let mut out = vec![[0u64; 4]; crate::slot::SLOT_COUNT];
+            let mut memory = false;
+            for (node, slots) in owners.iter().filter(|(_, s)| !s.is_empty()) {
+                let addr = node.address.clone().unwrap_or_else(|| node.name.clone());
+                let (host, port) = host_port(&addr)?;
+                let mut con = self.connect(&host, port)?;
+                let Some(stats) = slot_stats(&mut con, slots) else {
+                    return Ok(None);
+                };
+                for (s, f) in slots.iter().zip(&stats) {
+                    let Some(&cpu) = f.get("cpu-usec") else {
+                        return Ok(None);
+                    };
+                    let m = f.get("memory-bytes").copied();
+                    memory |= m.is_some();
+                    out[usize::from(*s)] = [
+                        cpu,
+                        f.get("network-bytes-in").copied().unwrap_or(0),
+                        f.get("network-bytes-out").copied().unwrap_or(0),
+                        m.unwrap_or(u64::MAX),
+                    ];
+                }
+            }
+            if !memory {
+                for x in &mut out {
+                    x[3] = u64::MAX;
+                }
+            }
+            Ok(Some(out))
+        };
+        let Some(first) = read(owners)? else {
+            return Ok(None);
+        };
+        let (values, since) = match window {
+            None => (
+                first,
+                "the counters as they stand: since each node started or last reset its statistics (CONFIG RESETSTAT), and since each slot last changed owner".to_string(),
+            ),
+            Some(w) => {
+                std::thread::sleep(w);
+                let Some(second) = read(owners)? else {
+                    return Ok(None);
+                };
+                let delta = first
+                    .iter()
+                    .zip(&second)
+                    .map(|(a, b)| {
+                        let mut d = [0u64; 4];
+                        for i in 0..3 {
+                            d[i] = if b[i] >= a[i] { b[i] - a[i] } else { b[i] };
+                        }
+                        // Memory is a level, not a counter: the second reading.
+                        d[3] = b[3];
+                        d
+                    })
+                    .collect();
+                (delta, format!("the {:.0} s window keyplan measured (--window)", w.as_secs_f64()))
+            }
+        };
+        let memory = (values.first().is_some_and(|v| v[3] != u64::MAX))
+            .then(|| values.iter().map(|v| v[3]).collect());
+        Ok(Some(SlotLoad {
+            cpu_usec: values.iter().map(|v| v[0]).collect(),
+            net_in: values.iter().map(|v| v[1]).collect(),
+            net_out: values.iter().map(|v| v[2]).collect(),
+            memory,
+            since,
+        }))
+    }
+
+    /// The time `node` spent in commands, from `INFO commandstats` (node level: what a server
+    /// without per-slot load can say).
+    pub fn node_command_time(&self, node: &Node) -> Result<NodeCommandTime, LiveError> {
+        let addr = node.address.clone().unwrap_or_else(|| node.name.clone());
+        let (host, port) = host_port(&addr)?;
+        let mut con = self.connect(&host, port)?;
+        let info: String = redis::cmd("INFO")
+            .arg("commandstats")
+            .query(&mut con)
+            .map_err(|e| LiveError::Node {
+                addr: addr.clone(),
+                what: "INFO commandstats".into(),
+                reason: first_line(&e.to_string()),
+                sampled: 0,
+            })?;
+        let mut t = NodeCommandTime { usec: 0, calls: 0 };
+        for l in info.lines().filter(|l| l.starts_with("cmdstat_")) {
+            let field = |name: &str| {
+                l.split([':', ','])
+                    .find_map(|f| f.strip_prefix(name)?.parse::<u64>().ok())
+            };
+            t.usec += field("usec=").unwrap_or(0);
+            t.calls += field("calls=").unwrap_or(0);
+        }
+        Ok(t)
+    }
+
     /// The bytes of data the master `node` holds, as it reports them (`INFO memory`,
     /// `used_memory_dataset`).
     pub fn dataset_bytes(&self, node: &Node) -> Result<u64, LiveError> {
@@ -664,7 +772,20 @@ fn cluster_command_error<'a>(
 /// Each of `slots`' key count from `CLUSTER SLOT-STATS SLOTSRANGE` over their contiguous
 /// ranges, or `None` when the server does not have the command (or answers otherwise).
 fn slot_stats_key_counts(con: &mut redis::Connection, slots: &[u16]) -> Option<Vec<u64>> {
-    let mut counts: std::collections::BTreeMap<u16, u64> = std::collections::BTreeMap::new();
+    let stats = slot_stats(con, slots)?;
+    stats.iter().map(|f| f.get("key-count").copied()).collect()
+}
+
+/// `CLUSTER SLOT-STATS SLOTSRANGE` over `slots` (grouped into runs): each slot's fields
+/// (`key-count`, and `cpu-usec`, `network-bytes-in`, `network-bytes-out`, `memory-bytes` where
+/// the server counts them), in the order of `slots`; `None` when the server does not have the
+/// command or a slot is missing from its answer.
+fn slot_stats(
+    con: &mut redis::Connection,
+    slots: &[u16],
+) -> Option<Vec<std::collections::BTreeMap<String, u64>>> {
+    let mut by_slot: std::collections::BTreeMap<u16, std::collections::BTreeMap<String, u64>> =
+        std::collections::BTreeMap::new();
     let mut i = 0;
     while i < slots.len() {
         let lo = slots[i];
@@ -697,14 +818,44 @@ fn slot_stats_key_counts(con: &mut redis::Connection, slots: &[u16]) -> Option<V
                 Value::Map(m) => m.clone(),
                 _ => return None,
             };
-            let keys = fields.iter().find_map(|(k, v)| match (to_reply(k), v) {
-                (Reply::Str(name), Value::Int(n)) if name == "key-count" => Some(*n),
-                _ => None,
-            })?;
-            counts.insert(u16::try_from(*slot).ok()?, u64::try_from(keys).ok()?);
+            let map = fields
+                .iter()
+                .filter_map(|(k, v)| match (to_reply(k), v) {
+                    (Reply::Str(name), Value::Int(n)) => Some((name, u64::try_from(*n).ok()?)),
+                    _ => None,
+                })
+                .collect();
+            by_slot.insert(u16::try_from(*slot).ok()?, map);
         }
     }
-    slots.iter().map(|s| counts.get(s).copied()).collect()
+    slots.iter().map(|s| by_slot.get(s).cloned()).collect()
+}
+
+/// What the servers measured per slot (`CLUSTER SLOT-STATS`: Valkey 8+ with
+/// `cluster-slot-stats-enabled yes`, Redis 8.2+), for every slot (16384 entries each).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SlotLoad {
+    /// CPU time spent on each slot's commands, in microseconds.
+    pub cpu_usec: Vec<u64>,
+    /// Request bytes received for each slot's commands.
+    pub net_in: Vec<u64>,
+    /// Reply bytes sent for each slot's commands.
+    pub net_out: Vec<u64>,
+    /// Memory each slot's keys take (Redis 8.2+ `memory-bytes`), when the server counts it.
+    pub memory: Option<Vec<u64>>,
+    /// Over what time: the counters as they stand (since each node started or its statistics
+    /// were reset, and a slot's since it last changed owner), or the delta over a window.
+    pub since: String,
+}
+
+/// One node's command time from `INFO commandstats` (all its commands, in microseconds), for
+/// servers without per-slot load.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeCommandTime {
+    /// Microseconds spent in commands.
+    pub usec: u64,
+    /// Commands run.
+    pub calls: u64,
 }
 
 /// `host` and `port` of a `host:port` address.

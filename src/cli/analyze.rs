@@ -177,10 +177,37 @@ fn run_live(
     let mut analyzer = merged(workers);
     // The servers know every slot's exact key count: node and slot figures come from them,
     // whatever the sample (unless --match narrows the keys to some of them).
-    if args.sampling.pattern.is_none()
-        && let Some(counts) = exact_slot_keys(&live, &topology)?
-    {
-        analyzer.set_exact_slot_keys(counts);
+    let owners = super::args::SampleArgs::owners(&topology);
+    if args.sampling.pattern.is_none() && !owners.is_empty() {
+        analyzer.set_exact_slot_keys(live.exact_slot_keys(&owners)?);
+    }
+    // The load the servers measured: per slot where they count it, else per node.
+    match live.slot_load(&owners, args.sampling.window()?)? {
+        Some(load) => {
+            analyzer.set_node_load(node_load(&topology, &load));
+            analyzer.set_slot_ops(
+                load.cpu_usec.iter().map(|&c| c as f64).collect(),
+                format!("CPU µs per slot from CLUSTER SLOT-STATS: {}", load.since),
+            );
+        }
+        None if !owners.is_empty() => {
+            let times: Vec<crate::analyze::NodeLoad> = nodes
+                .iter()
+                .map(|n| {
+                    live.node_command_time(n).map(|t| crate::analyze::NodeLoad {
+                        cpu_usec: t.usec,
+                        network_bytes_in: None,
+                        network_bytes_out: None,
+                    })
+                })
+                .collect::<Result<_, _>>()?;
+            analyzer.set_node_load(times);
+            writeln!(
+                ctx.stderr,
+                "note: the servers do not count load per slot (that needs Valkey 8+ with cluster-slot-stats-enabled yes, or Redis 8.2+): each node's CPU is from INFO commandstats, and slots are not weighed by load"
+            )?;
+        }
+        None => {}
     }
     let dataset: Vec<u64> = nodes
         .iter()
@@ -192,21 +219,28 @@ fn run_live(
     Ok(ExitStatus::Clean)
 }
 
-/// Every slot's key count, from the master that owns it (`None` for a client-side ring).
-fn exact_slot_keys(
-    live: &crate::live::LiveCluster,
+/// Each node's sums of the servers' per-slot load.
+fn node_load(
     topology: &crate::topology::Topology,
-) -> anyhow::Result<Option<Vec<u64>>> {
-    let Some(map) = topology.slot_map() else {
-        return Ok(None);
-    };
-    let owners: Vec<(crate::topology::Node, Vec<u16>)> = (0..map.nodes().len())
-        .map(|i| {
-            let slots = map.ranges_of(i).iter().flat_map(|&(a, b)| a..=b).collect();
-            (map.nodes()[i].clone(), slots)
-        })
-        .collect();
-    Ok(Some(live.exact_slot_keys(&owners)?))
+    load: &crate::live::SlotLoad,
+) -> Vec<crate::analyze::NodeLoad> {
+    let mut out = vec![
+        crate::analyze::NodeLoad {
+            cpu_usec: 0,
+            network_bytes_in: Some(0),
+            network_bytes_out: Some(0),
+        };
+        topology.nodes().len()
+    ];
+    for s in 0..crate::slot::SLOT_COUNT {
+        if let Some(i) = topology.node_of_slot(s as u16) {
+            let n = &mut out[i];
+            n.cpu_usec += load.cpu_usec[s];
+            n.network_bytes_in = n.network_bytes_in.map(|b| b + load.net_in[s]);
+            n.network_bytes_out = n.network_bytes_out.map(|b| b + load.net_out[s]);
+        }
+    }
+    out
 }
 
 fn emit(

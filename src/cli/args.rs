@@ -300,6 +300,11 @@ pub struct SampleArgs {
     /// the masters
     #[arg(long, value_enum, default_value = "masters", value_name = "NODES")]
     pub read_from: ReadFrom,
+
+    /// With --cluster: measure the load (CLUSTER SLOT-STATS CPU and network counters) over
+    /// this many seconds instead of taking the counters as they stand
+    #[arg(long, value_name = "S")]
+    pub window: Option<f64>,
 }
 
 /// Which nodes a live sample reads.
@@ -312,6 +317,31 @@ pub enum ReadFrom {
 }
 
 impl SampleArgs {
+    /// `--window` as a duration (a positive number of seconds, at most an hour).
+    pub fn window(&self) -> Result<Option<std::time::Duration>, UserError> {
+        match self.window {
+            None => Ok(None),
+            Some(w) if w > 0.0 && w <= 3600.0 => Ok(Some(std::time::Duration::from_secs_f64(w))),
+            Some(w) => Err(UserError::new(
+                format!("--window {w}: not a number of seconds between 0 and 3600"),
+                "give the seconds to measure the load over, e.g. --window 10",
+            )),
+        }
+    }
+
+    /// Every master's slots of `topology` (a client-side ring has none).
+    pub fn owners(topology: &Topology) -> Vec<(crate::topology::Node, Vec<u16>)> {
+        let Some(map) = topology.slot_map() else {
+            return Vec::new();
+        };
+        (0..map.nodes().len())
+            .map(|i| {
+                let slots = map.ranges_of(i).iter().flat_map(|&(a, b)| a..=b).collect();
+                (map.nodes()[i].clone(), slots)
+            })
+            .collect()
+    }
+
     /// The scan settings these flags ask for, on `live` (its replicas with --read-from
     /// replicas).
     pub fn scan_options(

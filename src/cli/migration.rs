@@ -228,10 +228,30 @@ pub fn load_sample(
         }
         // The servers' exact keys per slot replace the sample's (bytes scaled to them),
         // unless --match narrows the keys.
+        let owners = view_owners(view);
         if args.sampling.pattern.is_none() {
-            let exact = exact_view_keys(&live, view)?;
+            let exact = live.exact_slot_keys(&owners)?;
             weights.scale_to(&exact, &view.owner);
             source.push("keys per slot: the servers' exact counts".into());
+        }
+        // The load the servers measured per slot, where they count it.
+        if let Some(load) = live.slot_load(&owners, args.sampling.window()?)? {
+            let f = |v: &[u64]| v.iter().map(|&x| x as f64).collect::<Vec<f64>>();
+            source.push(format!(
+                "CPU and network per slot: CLUSTER SLOT-STATS, {}",
+                load.since
+            ));
+            weights.measured = Some(crate::migrate::impact::MeasuredLoad {
+                cpu_usec: f(&load.cpu_usec),
+                net_bytes: load
+                    .net_in
+                    .iter()
+                    .zip(&load.net_out)
+                    .map(|(a, b)| (a + b) as f64)
+                    .collect(),
+                memory: load.memory.as_deref().map(f),
+                since: load.since.clone(),
+            });
         }
         source.push(format!(
             "live sample ({} per master{})",
@@ -253,13 +273,9 @@ pub fn load_sample(
     Ok((weights, info))
 }
 
-/// Every slot's key count, from the master that owns it in `view`.
-fn exact_view_keys(
-    live: &crate::live::LiveCluster,
-    view: &ClusterView,
-) -> anyhow::Result<Vec<u64>> {
-    let owners: Vec<(crate::topology::Node, Vec<u16>)> = view
-        .masters()
+/// Every master of `view` with the slots it owns.
+fn view_owners(view: &ClusterView) -> Vec<(crate::topology::Node, Vec<u16>)> {
+    view.masters()
         .into_iter()
         .map(|i| {
             let slots = (0..crate::slot::SLOT_COUNT as u16)
@@ -267,8 +283,7 @@ fn exact_view_keys(
                 .collect();
             (view.nodes[i].to_node(), slots)
         })
-        .collect();
-    Ok(live.exact_slot_keys(&owners)?)
+        .collect()
 }
 
 /// The batches from `--scheme` and `--batches`, and the client profiles to run them with.

@@ -185,6 +185,12 @@ fn check_sample(
     w: &SlotWeights,
     by: BalanceBy,
 ) -> Result<(), UserError> {
+    if matches!(by, BalanceBy::Cpu | BalanceBy::Net | BalanceBy::Memory) {
+        return by.available(w).map_err(|m| {
+            let (title, hint) = m.split_once(": ").unwrap_or((m.as_str(), ""));
+            UserError::new(title, hint)
+        });
+    }
     if w.total_keys() == 0 {
         return Err(UserError::new(
             format!("--balance-by {} needs a key sample", by.name()),

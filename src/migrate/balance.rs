@@ -18,6 +18,13 @@ pub enum BalanceBy {
     Bytes,
     /// Sample ops per node (tsv samples with an ops column)
     Ops,
+    /// CPU time per slot as the servers measured it (--cluster; CLUSTER SLOT-STATS)
+    Cpu,
+    /// Network bytes in and out per slot as the servers measured them (--cluster; CLUSTER
+    /// SLOT-STATS)
+    Net,
+    /// Memory per slot as the servers measured it (--cluster; Redis 8.2+ CLUSTER SLOT-STATS)
+    Memory,
 }
 
 impl BalanceBy {
@@ -28,19 +35,56 @@ impl BalanceBy {
             BalanceBy::Keys => "keys",
             BalanceBy::Bytes => "bytes",
             BalanceBy::Ops => "ops",
+            BalanceBy::Cpu => "cpu",
+            BalanceBy::Net => "net",
+            BalanceBy::Memory => "memory",
         }
     }
 
-    /// Each slot's weight under this measure.
+    /// Each slot's weight under this measure (0 for a measured load that was not read).
     pub fn slot_weights(self, w: &SlotWeights) -> Vec<f64> {
+        let m = w.measured.as_ref();
         (0..SLOT_COUNT)
             .map(|s| match self {
                 BalanceBy::Keys => w.keys[s] as f64,
                 BalanceBy::Bytes => w.bytes[s] as f64,
                 BalanceBy::Ops => w.ops[s],
                 BalanceBy::Slots => 1.0,
+                BalanceBy::Cpu => m.map_or(0.0, |m| m.cpu_usec[s]),
+                BalanceBy::Net => m.map_or(0.0, |m| m.net_bytes[s]),
+                BalanceBy::Memory => m.and_then(|m| m.memory.as_ref()).map_or(0.0, |v| v[s]),
             })
             .collect()
+    }
+
+    /// Whether the weights can balance by this measure, or why not.
+    pub fn available(self, w: &SlotWeights) -> Result<(), String> {
+        let measured = || {
+            w.measured.as_ref().ok_or_else(|| {
+                format!(
+                    "--balance-by {} needs the load the servers measure per slot: give --cluster URL of a cluster whose servers have CLUSTER SLOT-STATS (Valkey 8+ with cluster-slot-stats-enabled yes, or Redis 8.2+)",
+                    self.name()
+                )
+            })
+        };
+        match self {
+            BalanceBy::Slots => Ok(()),
+            BalanceBy::Keys if w.total_keys() == 0 => {
+                Err("--balance-by keys needs a key sample: give --keys FILE (or --cluster URL to sample live)".into())
+            }
+            BalanceBy::Bytes if !w.has_bytes => Err(
+                "--balance-by bytes needs bytes in the sample: give a tsv sample (key<TAB>bytes) or sample live with --bytes".into(),
+            ),
+            BalanceBy::Ops if !w.has_ops => Err(
+                "--balance-by ops needs ops in the sample: give a tsv sample with a third column (key<TAB>bytes<TAB>ops), or --balance-by cpu on a live cluster".into(),
+            ),
+            BalanceBy::Cpu | BalanceBy::Net => measured().map(|_| ()),
+            BalanceBy::Memory => match &measured()?.memory {
+                Some(_) => Ok(()),
+                None => Err("--balance-by memory needs per-slot memory-bytes from CLUSTER SLOT-STATS (Redis 8.2+); Valkey does not count it: use --balance-by bytes with --bytes".into()),
+            },
+            _ => Ok(()),
+        }
     }
 }
 

@@ -25,6 +25,21 @@ pub struct SlotWeights {
     pub has_bytes: bool,
     /// Whether the sample carried ops.
     pub has_ops: bool,
+    /// Measured load per slot (`CLUSTER SLOT-STATS` of a live cluster), when read.
+    pub measured: Option<MeasuredLoad>,
+}
+
+/// What the servers measured per slot (16384 entries each).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MeasuredLoad {
+    /// CPU µs.
+    pub cpu_usec: Vec<f64>,
+    /// Network bytes in and out.
+    pub net_bytes: Vec<f64>,
+    /// Memory bytes of the slot's keys, where the server counts them (Redis 8.2+).
+    pub memory: Option<Vec<f64>>,
+    /// Over what time the counters run.
+    pub since: String,
 }
 
 impl Default for SlotWeights {
@@ -35,6 +50,7 @@ impl Default for SlotWeights {
             ops: vec![0.0; SLOT_COUNT],
             has_bytes: false,
             has_ops: false,
+            measured: None,
         }
     }
 }
@@ -127,6 +143,12 @@ pub struct NodeState {
     pub share_bytes: f64,
     /// Share of the sample's ops.
     pub share_ops: f64,
+    /// CPU µs the servers measured in those slots (a live cluster with CLUSTER SLOT-STATS).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_usec: Option<f64>,
+    /// Network bytes in and out the servers measured in those slots.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub net_bytes: Option<f64>,
 }
 
 /// One master before and after.
@@ -182,6 +204,9 @@ pub struct SkewSet {
     pub bytes: Option<Skew>,
     /// Ops (when the sample has them).
     pub ops: Option<Skew>,
+    /// CPU the servers measured (a live cluster with CLUSTER SLOT-STATS).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<Skew>,
 }
 
 /// Skew before and after.
@@ -225,7 +250,14 @@ fn state(
     // `+ 0.0`: an empty float sum is -0.0, which would print as "-0".
     let ops: f64 = slots.iter().map(|&s| w.ops[s as usize]).sum::<f64>() + 0.0;
     let share = |v: f64, t: f64| if t > 0.0 { v / t } else { 0.0 };
+    let measured = |f: &dyn Fn(&MeasuredLoad) -> &Vec<f64>| {
+        w.measured
+            .as_ref()
+            .map(|m| slots.iter().map(|&s| f(m)[s as usize]).sum::<f64>() + 0.0)
+    };
     NodeState {
+        cpu_usec: measured(&|m| &m.cpu_usec),
+        net_bytes: measured(&|m| &m.net_bytes),
         slots: slots.len(),
         slot_ranges: sorted_ranges(&slots),
         keys,
@@ -257,6 +289,11 @@ fn skew_set(states: &[(&str, &NodeState)], w: &SlotWeights) -> SkewSet {
             None
         },
         ops: if w.has_ops { of(&|s| s.ops) } else { None },
+        cpu: if w.measured.is_some() {
+            of(&|s| s.cpu_usec.unwrap_or(0.0))
+        } else {
+            None
+        },
     }
 }
 

@@ -106,6 +106,9 @@ pub fn render_table(
             "keys per node and slot: the servers' exact counts; patterns, tags and bytes: a sample of {sampled} keys"
         )?;
     }
+    if let Some(src) = &t.ops_source {
+        writeln!(out, "ops: {src}")?;
+    }
     if !r.topology.uncovered_slots.is_empty() {
         writeln!(
             out,
@@ -143,7 +146,25 @@ pub fn render_table(
         header.extend(["bytes", "bytes %"]);
     }
     if wo {
-        header.extend(["ops", "ops %"]);
+        header.extend([
+            if t.ops_source.is_some() {
+                "CPU µs"
+            } else {
+                "ops"
+            },
+            "ops %",
+        ]);
+    }
+    let net = r
+        .nodes
+        .iter()
+        .any(|n| n.load.is_some_and(|l| l.network_bytes_in.is_some()));
+    let cpu_only = !wo && r.nodes.iter().any(|n| n.load.is_some());
+    if cpu_only {
+        header.push("CPU µs (INFO)");
+    }
+    if net {
+        header.extend(["net in", "net out"]);
     }
     let dataset = r.nodes.iter().any(|n| n.dataset_bytes.is_some());
     if dataset {
@@ -186,6 +207,18 @@ pub fn render_table(
         }
         if wo {
             row.extend([right(num(n.ops)), right(pct(n.share_ops))]);
+        }
+        if cpu_only {
+            row.push(right(
+                n.load
+                    .map(|l| l.cpu_usec.to_string())
+                    .unwrap_or_else(|| "-".into()),
+            ));
+        }
+        if net {
+            let b = |x: Option<u64>| x.map(human_bytes).unwrap_or_else(|| "-".into());
+            row.push(right(b(n.load.and_then(|l| l.network_bytes_in))));
+            row.push(right(b(n.load.and_then(|l| l.network_bytes_out))));
         }
         if dataset {
             row.push(right(
@@ -335,6 +368,23 @@ pub fn render_table(
         out,
         "Hottest slots (a slot holds 0.006% of keys on average)\n{slots}\n"
     )?;
+    if !r.hot_slots_by_ops.is_empty() {
+        let mut by_load = layout.table();
+        by_load.set_header(vec!["slot", "node", "CPU µs", "CPU %", "keys"]);
+        for s in &r.hot_slots_by_ops {
+            by_load.add_row(vec![
+                right(s.slot),
+                Cell::new(s.node.as_deref().unwrap_or("-")),
+                right(num(s.ops)),
+                right(pct(s.share_ops)),
+                right(s.keys),
+            ]);
+        }
+        writeln!(
+            out,
+            "Busiest slots by CPU (CLUSTER SLOT-STATS)\n{by_load}\n"
+        )?;
+    }
 
     let shown = r.patterns.len().min(top);
     let total_patterns = r.patterns.len() + r.patterns_not_listed;

@@ -46,6 +46,7 @@ fn skew_line(before: &SkewSet, after: &SkewSet) -> String {
         ("keys", &before.keys, &after.keys),
         ("bytes", &before.bytes, &after.bytes),
         ("ops", &before.ops, &after.ops),
+        ("cpu", &before.cpu, &after.cpu),
         ("slots", &before.slots, &after.slots),
     ];
     for (name, b, a) in pairs {
@@ -113,6 +114,10 @@ fn nodes_table(
     if has_ops {
         header.extend(["ops before → after", "ops % after"]);
     }
+    let cpu = im.nodes.iter().any(|n| n.before.cpu_usec.is_some());
+    if cpu {
+        header.extend(["CPU µs before → after (measured)"]);
+    }
     t.set_header(header);
     for n in &im.nodes {
         let mut name = n.name.clone();
@@ -145,6 +150,13 @@ fn nodes_table(
         if has_ops {
             row.push(right(format!("{:.1} → {:.1}", n.before.ops, n.after.ops)));
             row.push(right(pct(n.after.share_ops)));
+        }
+        if cpu {
+            row.push(right(format!(
+                "{:.0} → {:.0}",
+                n.before.cpu_usec.unwrap_or(0.0),
+                n.after.cpu_usec.unwrap_or(0.0)
+            )));
         }
         t.add_row(row);
     }

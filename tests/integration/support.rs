@@ -62,6 +62,16 @@ impl RedisServer {
 
     /// Like [`RedisServer::start`], optionally with a password (requirepass + masterauth).
     pub fn start_with(binary: &Path, cluster: bool, password: Option<&str>) -> RedisServer {
+        Self::start_args(binary, cluster, password, &[])
+    }
+
+    /// Like [`RedisServer::start_with`], with extra server arguments (`--name value` pairs).
+    pub fn start_args(
+        binary: &Path,
+        cluster: bool,
+        password: Option<&str>,
+        extra: &[&str],
+    ) -> RedisServer {
         let dir = tempfile::tempdir().expect("temp dir");
         let port = free_port();
         let mut cmd = Command::new(binary);
@@ -84,6 +94,7 @@ impl RedisServer {
         if let Some(p) = password {
             cmd.arg("--requirepass").arg(p).arg("--masterauth").arg(p);
         }
+        cmd.args(extra);
         if cluster {
             cmd.arg("--cluster-enabled")
                 .arg("yes")
