@@ -54,6 +54,8 @@ pub struct Analyzer<'t> {
     slot_ops: Vec<f64>,
     node_keys: Vec<u64>,
     node_bytes: Vec<u64>,
+    /// Per node, the sum of squared key bytes (the sample's variance, for intervals).
+    node_bytes_sq: Vec<f64>,
     node_ops: Vec<f64>,
     unplaced: u64,
     ring: bool,
@@ -73,6 +75,45 @@ pub struct Analyzer<'t> {
     ops_source: Option<String>,
     /// Each node's measured load (a live cluster): CPU µs, request and reply bytes.
     node_load: Option<Vec<NodeLoad>>,
+}
+
+/// A figure of the whole cluster estimated from a sample, with a 95% interval.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Estimate {
+    /// The estimate.
+    pub value: f64,
+    /// Lower end of the 95% interval.
+    pub low: f64,
+    /// Upper end of the 95% interval.
+    pub high: f64,
+}
+
+/// A node's total bytes from `n` sampled keys of `big_n` (their bytes summing to `sum`, squares
+/// to `sq`): the mean times the node's keys, with the normal 95% interval of a simple random
+/// sample (finite-population corrected).
+fn bytes_estimate(n: u64, big_n: u64, sum: f64, sq: f64) -> Option<Estimate> {
+    if n == 0 {
+        return None;
+    }
+    let (nf, bn) = (n as f64, big_n as f64);
+    let mean = sum / nf;
+    let var = if n > 1 {
+        ((sq - nf * mean * mean) / (nf - 1.0)).max(0.0)
+    } else {
+        0.0
+    };
+    let fpc = if bn > 0.0 {
+        (1.0 - nf / bn).max(0.0)
+    } else {
+        0.0
+    };
+    let half = 1.96 * bn * (var / nf * fpc).sqrt();
+    let value = mean * bn;
+    Some(Estimate {
+        value,
+        low: (value - half).max(0.0),
+        high: value + half,
+    })
 }
 
 /// A node's load as its server measured it.
@@ -98,6 +139,7 @@ impl<'t> Analyzer<'t> {
             slot_ops: vec![0.0; SLOT_COUNT],
             node_keys: vec![0; topology.nodes().len()],
             node_bytes: vec![0; topology.nodes().len()],
+            node_bytes_sq: vec![0.0; topology.nodes().len()],
             node_ops: vec![0.0; topology.nodes().len()],
             unplaced: 0,
             ring: topology.ring().is_some(),
@@ -216,6 +258,7 @@ impl<'t> Analyzer<'t> {
                 self.node_keys[i] += 1;
                 if weighted {
                     self.node_bytes[i] += w;
+                    self.node_bytes_sq[i] += (w as f64) * (w as f64);
                     self.node_ops[i] += o;
                 }
             }
@@ -249,6 +292,9 @@ impl<'t> Analyzer<'t> {
             *a += b;
         }
         for (a, b) in self.node_bytes.iter_mut().zip(&o.node_bytes) {
+            *a += b;
+        }
+        for (a, b) in self.node_bytes_sq.iter_mut().zip(&o.node_bytes_sq) {
             *a += b;
         }
         for (a, b) in self.node_ops.iter_mut().zip(&o.node_ops) {
@@ -409,8 +455,12 @@ pub struct NodeReport {
     /// The node's load as its server measured it (a live cluster only).
     #[serde(skip_serializing_if = "Option::is_none", flatten)]
     pub load: Option<NodeLoad>,
-    /// Bytes.
+    /// Bytes (of the sample, on a live cluster).
     pub bytes: u64,
+    /// The node's bytes estimated from the sample (its sampled bytes per key times its exact
+    /// keys), with a 95% interval: a live cluster with bytes sampled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub estimated_bytes: Option<Estimate>,
     /// Ops.
     pub ops: f64,
     /// Share of all keys (0..1).
@@ -470,8 +520,12 @@ pub struct TagReport {
     pub slot: u16,
     /// Its node.
     pub node: Option<String>,
-    /// Keys carrying it (upper bound).
+    /// Keys carrying it (upper bound; of the sample, on a live cluster).
     pub keys: u64,
+    /// The tag's keys in the whole cluster, estimated from a live sample (its node's exact keys
+    /// over its sampled ones).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub estimated_keys: Option<f64>,
     /// How much `keys` may over-count.
     pub keys_error: u64,
     /// Bytes of its keys (approximate).
@@ -500,8 +554,13 @@ pub struct PatternNode {
 pub struct PatternReport {
     /// e.g. `feed:{group_<int>}:user:<int>`.
     pub pattern: String,
-    /// Keys.
+    /// Keys (of the sample, on a live cluster).
     pub keys: u64,
+    /// The pattern's keys in the whole cluster, estimated from a live sample: each node's
+    /// sampled keys weigh its exact keys over its sampled ones (`share_keys` is this estimate's
+    /// share then).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub estimated_keys: Option<f64>,
     /// Bytes.
     pub bytes: u64,
     /// Ops.
@@ -596,6 +655,15 @@ impl Analyzer<'_> {
             None => (self.slot_keys.clone(), None),
         };
         let node_keys: &Vec<u64> = exact_node_keys.as_ref().unwrap_or(&self.node_keys);
+        // On a live cluster each node's sampled keys stand for its exact keys: the weight
+        // that makes pattern, tag and byte figures estimates of the whole cluster.
+        let factor: Option<Vec<f64>> = exact_node_keys.as_ref().map(|exact| {
+            exact
+                .iter()
+                .zip(&sampled_node_keys)
+                .map(|(&e, &s)| if s > 0 { e as f64 / s as f64 } else { 0.0 })
+                .collect()
+        });
         let (node_bytes, node_ops) = (&self.node_bytes, &self.node_ops);
         let uncovered_keys = self.unplaced;
         let keys: u64 = slot_keys.iter().sum();
@@ -621,6 +689,16 @@ impl Analyzer<'_> {
                 dataset_bytes: self.node_dataset.as_ref().and_then(|d| d.get(i).copied()),
                 load: self.node_load.as_ref().and_then(|d| d.get(i).copied()),
                 bytes: node_bytes[i],
+                estimated_bytes: if exact && self.saw_bytes {
+                    bytes_estimate(
+                        sampled_node_keys[i],
+                        node_keys[i],
+                        node_bytes[i] as f64,
+                        self.node_bytes_sq[i],
+                    )
+                } else {
+                    None
+                },
                 ops: node_ops[i],
                 share_keys: share(node_keys[i] as f64, keys as f64),
                 share_bytes: share(node_bytes[i] as f64, bytes as f64),
@@ -713,13 +791,22 @@ impl Analyzer<'_> {
             } else {
                 (h.weight, h.error, h.other)
             };
-            let sk = share(k as f64, sampled_keys as f64);
+            let estimated_keys = factor.as_ref().map(|f| {
+                topo.node_of_slot(slot)
+                    .and_then(|i| f.get(i))
+                    .map_or(0.0, |x| k as f64 * x)
+            });
+            let sk = match estimated_keys {
+                Some(e) => share(e, keys as f64),
+                None => share(k as f64, sampled_keys as f64),
+            };
             let sb = share(b as f64, bytes as f64);
             TagReport {
                 tag: ByteString(h.item.clone()),
                 slot,
                 node: node_name(slot),
                 keys: k,
+                estimated_keys,
                 keys_error: kerr,
                 bytes: b,
                 share_keys: sk,
@@ -772,12 +859,22 @@ impl Analyzer<'_> {
                         ra.total_cmp(&rb).then(j.cmp(i))
                     })
                     .map(|(_, pn)| pn.node.clone());
+                let estimated_keys = factor.as_ref().map(|f| {
+                    f.iter()
+                        .enumerate()
+                        .map(|(i, x)| st.node_keys.get(i).copied().unwrap_or(0) as f64 * x)
+                        .sum::<f64>()
+                });
                 PatternReport {
                     pattern: p.text.clone(),
                     keys: st.keys,
+                    estimated_keys,
                     bytes: st.bytes,
                     ops: st.ops,
-                    share_keys: share(st.keys as f64, sampled_keys as f64),
+                    share_keys: match estimated_keys {
+                        Some(e) => share(e, keys as f64),
+                        None => share(st.keys as f64, sampled_keys as f64),
+                    },
                     share_bytes: share(st.bytes as f64, bytes as f64),
                     tag_cardinality: p.tag.as_ref().map(|_| st.tags.estimate()),
                     tag: p.tag.clone(),

@@ -103,7 +103,7 @@ pub fn render_table(
     if let Some(sampled) = t.sampled {
         writeln!(
             out,
-            "keys per node and slot: the servers' exact counts; patterns, tags and bytes: a sample of {sampled} keys"
+            "keys per node and slot: the servers' exact counts; patterns and tags (≈): estimates for the whole cluster from a sample of {sampled} keys, each node's sampled keys weighing its exact keys over its sampled ones"
         )?;
     }
     if let Some(src) = &t.ops_source {
@@ -203,7 +203,16 @@ pub fn render_table(
             ]
         };
         if wb {
-            row.extend([right(human_bytes(n.bytes)), right(pct(n.share_bytes))]);
+            let b = match n.estimated_bytes {
+                // The whole node, estimated from the sample, with its 95% interval.
+                Some(e) => format!(
+                    "≈{} ±{}",
+                    human_bytes(e.value.round() as u64),
+                    human_bytes(((e.high - e.low) / 2.0).round() as u64)
+                ),
+                None => human_bytes(n.bytes),
+            };
+            row.extend([right(b), right(pct(n.share_bytes))]);
         }
         if wo {
             row.extend([right(num(n.ops)), right(pct(n.share_ops))]);
@@ -306,10 +315,11 @@ pub fn render_table(
         header.push("hot");
         tags.set_header(header);
         for h in &r.hot_tags {
-            let keys = if h.keys_error > 0 {
-                format!("≤{}", h.keys)
-            } else {
-                h.keys.to_string()
+            let keys = match h.estimated_keys {
+                // Estimated for the whole cluster from a live sample.
+                Some(e) => format!("≈{}", e.round()),
+                None if h.keys_error > 0 => format!("≤{}", h.keys),
+                None => h.keys.to_string(),
             };
             let mut row = vec![
                 Cell::new(display_key(&h.tag.0)),
@@ -398,7 +408,10 @@ pub fn render_table(
     for p in r.patterns.iter().take(shown) {
         let mut row = vec![
             Cell::new(&p.pattern),
-            right(p.keys),
+            right(match p.estimated_keys {
+                Some(e) => format!("≈{}", e.round()),
+                None => p.keys.to_string(),
+            }),
             right(pct(p.share_keys)),
         ];
         if wb {

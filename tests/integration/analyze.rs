@@ -966,6 +966,58 @@ fn live_node_keys_are_exact_whatever_the_sample() {
         assert!(node.get("network_bytes_in").is_none(), "{addr}");
     }
     assert!(v["totals"].get("ops_source").is_none());
+    // Patterns and tags are estimates for the whole cluster (each node's sampled keys weigh its
+    // exact keys over its sampled ones): {hot}'s 6,000 keys and the 3,000 spread ones, from
+    // 200 keys a master.
+    let pattern = |text: &str| -> f64 {
+        v["patterns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p["pattern"].as_str().unwrap().starts_with(text))
+            .map(|p| p["estimated_keys"].as_f64().unwrap())
+            .sum()
+    };
+    let hot_est = pattern("{hot}");
+    assert!((hot_est - 6000.0).abs() < 600.0, "{hot_est}");
+    let tag = &v["hot_tags"][0];
+    assert_eq!(tag["tag"], "hot");
+    assert!(
+        (tag["estimated_keys"].as_f64().unwrap() - 6000.0).abs() < 600.0,
+        "{tag}"
+    );
+    // Bytes from a sample of 200 a master estimate each node's bytes with an interval: the
+    // full sample's sum (every key's MEMORY USAGE) lies within it (twice its half-width, so
+    // that one unlucky draw out of twenty does not fail the test).
+    let bytes_of = |sample: &str| {
+        json_of(keyplan().args([
+            "analyze",
+            "--cluster",
+            &url,
+            "--sample",
+            sample,
+            "--bytes",
+            "--format",
+            "json",
+            "--quiet",
+        ]))
+    };
+    let (small, full) = (bytes_of("200"), bytes_of("all"));
+    for n in &cluster.nodes {
+        let addr = format!("127.0.0.1:{}", n.port);
+        let e = &node_of(&small, &addr)["estimated_bytes"];
+        let truth = node_of(&full, &addr)["bytes"].as_f64().unwrap();
+        let (value, low, high) = (
+            e["value"].as_f64().unwrap(),
+            e["low"].as_f64().unwrap(),
+            e["high"].as_f64().unwrap(),
+        );
+        assert!(low <= value && value <= high, "{e}");
+        assert!(
+            (truth - value).abs() <= (high - low) + 1.0,
+            "{addr}: {truth} vs {e}"
+        );
+    }
     // The hottest slot is {hot}'s, with all 6,000 of its keys.
     let hot = &v["hot_slots"][0];
     assert_eq!(hot["slot"], u64::from(keyplan::slot::key_slot(b"{hot}")));
