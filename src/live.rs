@@ -359,10 +359,17 @@ impl LiveCluster {
             }
         };
         let mut map = from_reply(&reply, false).map_err(|e| LiveError::Topology(e.to_string()))?;
-        // Slots in migration: each master lists only its own markers, in CLUSTER NODES. A node
-        // that cannot be asked here is reported by the sampling that follows.
+        let migrations = self.migration_markers(map.nodes());
+        map.migrations = migrations;
+        Ok(map)
+    }
+
+    /// The slots in migration, from every node of `nodes`: each master lists only its own
+    /// markers (`[slot->-id]`, `[slot-<-id]`) in CLUSTER NODES. A node that cannot be asked is
+    /// passed over (what needs it reports it).
+    pub fn migration_markers(&self, nodes: &[Node]) -> Vec<crate::topology::Migration> {
         let mut migrations: Vec<crate::topology::Migration> = Vec::new();
-        for n in map.nodes() {
+        for n in nodes {
             let Some(Ok((h, p))) = n.address.as_deref().map(host_port) else {
                 continue;
             };
@@ -381,8 +388,7 @@ impl LiveCluster {
             }
         }
         migrations.sort_by(|a, b| (a.slot, &a.node).cmp(&(b.slot, &b.node)));
-        map.migrations = migrations;
-        Ok(map)
+        migrations
     }
 
     /// For every master, a replica to read from (the first healthy one in `CLUSTER NODES`):

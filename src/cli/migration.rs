@@ -111,8 +111,21 @@ pub fn load_view(t: &TopologyArgs) -> anyhow::Result<(ClusterView, String)> {
     use crate::topology::TopologyFormat as F;
     if let Some(live) = t.live()? {
         let text = live.cluster_nodes()?;
-        let view = ClusterView::from_cluster_nodes(&text)
+        let mut view = ClusterView::from_cluster_nodes(&text)
             .context("reading the live cluster's CLUSTER NODES")?;
+        // The seed lists only its own migration markers: every master's count.
+        let masters: Vec<crate::topology::Node> = view
+            .masters()
+            .into_iter()
+            .map(|i| view.nodes[i].to_node())
+            .collect();
+        for m in live.migration_markers(&masters) {
+            if !view.open.contains(&m) {
+                view.open.push(m);
+            }
+        }
+        view.open
+            .sort_by(|a, b| (a.slot, &a.node).cmp(&(b.slot, &b.node)));
         let url = t.cluster.as_deref().unwrap_or_default();
         let masked = crate::live::ClusterUrl::parse(url, None)
             .map(|u| u.to_string())

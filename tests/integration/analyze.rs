@@ -1167,6 +1167,22 @@ fn live_slots_in_migration_are_shown() {
     assert!(dirs.contains(&("migrating", n0.as_str())), "{m:?}");
     assert!(dirs.contains(&("importing", n1.as_str())), "{m:?}");
     assert!(m.iter().all(|x| x["slot"] == 100), "{m:?}");
+    // A preview seeded at the third master (whose CLUSTER NODES shows no marker) still sees
+    // the open slot, and refuses as redis-cli does.
+    let url2 = format!("redis://127.0.0.1:{}", cluster.nodes[2].port);
+    let out = keyplan()
+        .args([
+            "rebalance",
+            "--preview",
+            "--cluster",
+            &url2,
+            "--use-empty-masters",
+        ])
+        .output()
+        .unwrap();
+    let text = all_output(&out);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(text.contains("100") && text.contains("open"), "{text}");
 }
 
 /// Each slot's CPU µs as one server counts it (`CLUSTER SLOT-STATS SLOTSRANGE 0 16383`).
