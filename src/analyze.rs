@@ -180,6 +180,11 @@ impl<'t> Analyzer<'t> {
         self.ops_source = Some(source);
     }
 
+    /// Says where the ops weights the keys carried come from (e.g. `OBJECT FREQ`).
+    pub fn set_ops_source(&mut self, source: String) {
+        self.ops_source = Some(source);
+    }
+
     /// Each node's load as its server measured it.
     pub fn set_node_load(&mut self, load: Vec<NodeLoad>) {
         self.node_load = Some(load);
@@ -767,7 +772,12 @@ impl Analyzer<'_> {
             .take(if ring { 0 } else { config.top })
             .map(|&s| slot_report(s))
             .collect();
-        let hot_slots_by_ops = if self.ops_source.is_some() && !ring {
+        let hot_slots_by_ops = if self
+            .ops_source
+            .as_deref()
+            .is_some_and(|s| s.starts_with("CPU"))
+            && !ring
+        {
             let mut by_ops: Vec<usize> = (0..SLOT_COUNT)
                 .filter(|&s| self.slot_ops[s] > 0.0)
                 .collect();

@@ -201,6 +201,9 @@ pub struct ScanOptions {
     pub rate: Option<f64>,
     /// Also read `MEMORY USAGE` of every key.
     pub bytes: bool,
+    /// Also read `OBJECT FREQ` of every key (its LFU access counter; the server must run an
+    /// LFU `maxmemory-policy`).
+    pub heat: bool,
     /// `SCAN … COUNT`.
     pub count: u64,
     /// Read from replicas: master address → the replica to scan instead (READONLY is sent).
@@ -222,6 +225,7 @@ impl Default for ScanOptions {
             pattern: None,
             rate: None,
             bytes: false,
+            heat: false,
             count: 1000,
             replicas: None,
             cancel: Arc::default(),
@@ -449,7 +453,7 @@ impl LiveCluster {
         &self,
         node: &Node,
         opts: &ScanOptions,
-        mut f: impl FnMut(&[u8], Option<u64>),
+        mut f: impl FnMut(&[u8], Option<u64>, Option<f64>),
     ) -> Result<u64, LiveError> {
         let addr = node.address.clone().ok_or_else(|| LiveError::Node {
             addr: node.name.clone(),
@@ -478,6 +482,34 @@ impl LiveCluster {
                     reason: first_line(&e.to_string()),
                     sampled: 0,
                 })?;
+        }
+        if opts.heat {
+            // OBJECT FREQ answers only under an LFU policy: say which policy runs instead.
+            let info: String = redis::cmd("INFO")
+                .arg("memory")
+                .query(&mut con)
+                .map_err(|e| LiveError::Node {
+                    addr: addr.clone(),
+                    what: "INFO memory".into(),
+                    reason: first_line(&e.to_string()),
+                    sampled: 0,
+                })?;
+            let policy = info
+                .lines()
+                .find_map(|l| l.strip_prefix("maxmemory_policy:"))
+                .unwrap_or("unknown")
+                .trim()
+                .to_string();
+            if !policy.contains("lfu") {
+                return Err(LiveError::Node {
+                    addr: addr.clone(),
+                    what: "--heat (OBJECT FREQ)".into(),
+                    reason: format!(
+                        "its maxmemory-policy is {policy}, and OBJECT FREQ needs an LFU policy (allkeys-lfu or volatile-lfu): drop --heat, or run the cluster with an LFU policy"
+                    ),
+                    sampled: 0,
+                });
+            }
         }
         let mut cursor: u64 = 0;
         let mut sampled: u64 = 0;
@@ -519,8 +551,31 @@ impl LiveCluster {
             } else {
                 vec![None; keys.len()]
             };
-            for (k, b) in keys.iter().zip(sizes) {
-                f(k, b);
+            let heat: Vec<Option<f64>> = if opts.heat && !keys.is_empty() {
+                let mut pipe = redis::pipe();
+                for k in keys {
+                    pipe.cmd("OBJECT").arg("FREQ").arg(k);
+                }
+                commands += keys.len() as u64;
+                // A key gone since SCAN answers an error: no heat for it.
+                let replies: Vec<Value> = pipe.query(&mut con).map_err(|e| LiveError::Node {
+                    addr: addr.clone(),
+                    what: "OBJECT FREQ".into(),
+                    reason: first_line(&e.to_string()),
+                    sampled,
+                })?;
+                replies
+                    .into_iter()
+                    .map(|v| match v {
+                        Value::Int(n) => Some(n as f64),
+                        _ => None,
+                    })
+                    .collect()
+            } else {
+                vec![None; keys.len()]
+            };
+            for ((k, b), h) in keys.iter().zip(sizes).zip(heat) {
+                f(k, b, h);
             }
             sampled += keys.len() as u64;
             cursor = next;
@@ -722,7 +777,7 @@ impl LiveCluster {
         nodes: &[Node],
         opts: &ScanOptions,
         sinks: &mut [S],
-        f: impl Fn(&mut S, &[u8], Option<u64>) + Sync,
+        f: impl Fn(&mut S, &[u8], Option<u64>, Option<f64>) + Sync,
     ) -> Result<u64, LiveError> {
         assert_eq!(nodes.len(), sinks.len(), "one sink per node");
         let results: Vec<Result<u64, LiveError>> = std::thread::scope(|scope| {
@@ -732,7 +787,7 @@ impl LiveCluster {
                 .map(|(sink, node)| {
                     let f = &f;
                     scope.spawn(move || {
-                        let r = self.scan_node(node, opts, |k, b| f(sink, k, b));
+                        let r = self.scan_node(node, opts, |k, b, h| f(sink, k, b, h));
                         if r.is_err() {
                             opts.cancel.store(true, Ordering::Relaxed);
                         }

@@ -164,8 +164,8 @@ fn run_live(
     let total = opts.per_node.map(|n| n * nodes.len() as u64);
     let progress = ctx.progress("sampling", Unit::Keys, total);
     // A node that fails is an error: never report a cluster with a node silently missing.
-    let sampled = live.scan_nodes(&nodes, &opts, &mut workers, |w, k, b| {
-        w.add(k, b, None);
+    let sampled = live.scan_nodes(&nodes, &opts, &mut workers, |w, k, b, h| {
+        w.add(k, b, h);
         progress.inc(1);
     })?;
     progress.finish();
@@ -185,10 +185,13 @@ fn run_live(
     match live.slot_load(&owners, args.sampling.window()?)? {
         Some(load) => {
             analyzer.set_node_load(node_load(&topology, &load));
-            analyzer.set_slot_ops(
-                load.cpu_usec.iter().map(|&c| c as f64).collect(),
-                format!("CPU µs per slot from CLUSTER SLOT-STATS: {}", load.since),
-            );
+            // --heat asked for the keys' LFU counters as the ops: the CPU stays per node.
+            if !args.sampling.heat {
+                analyzer.set_slot_ops(
+                    load.cpu_usec.iter().map(|&c| c as f64).collect(),
+                    format!("CPU µs per slot from CLUSTER SLOT-STATS: {}", load.since),
+                );
+            }
         }
         None if !owners.is_empty() => {
             let times: Vec<crate::analyze::NodeLoad> = nodes
@@ -214,6 +217,11 @@ fn run_live(
         .map(|n| live.dataset_bytes(n))
         .collect::<Result<_, _>>()?;
     analyzer.set_node_dataset(dataset);
+    if args.sampling.heat {
+        analyzer.set_ops_source(
+            "OBJECT FREQ of each sampled key (its LFU access counter, logarithmic: a heat rank, not a count of operations)".into(),
+        );
+    }
     let report = analyzer.finish(&read, source.clone(), &config);
     emit(args, &report, &source, &config, ctx)?;
     Ok(ExitStatus::Clean)

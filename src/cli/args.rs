@@ -291,6 +291,11 @@ pub struct SampleArgs {
     #[arg(long)]
     pub bytes: bool,
 
+    /// With --cluster: read each key's OBJECT FREQ (its LFU access counter) as its ops weight;
+    /// the servers must run an LFU maxmemory-policy
+    #[arg(long)]
+    pub heat: bool,
+
     /// With --cluster: the SCAN COUNT hint (keys a SCAN call looks at; lower is gentler)
     #[arg(long, default_value_t = 1000, value_name = "N",
           value_parser = clap::value_parser!(u64).range(1..=100_000))]
@@ -357,6 +362,7 @@ impl SampleArgs {
             pattern: self.pattern.clone(),
             rate: self.rate,
             bytes: self.bytes,
+            heat: self.heat,
             replicas,
             count: self.scan_count,
             cancel: Default::default(),

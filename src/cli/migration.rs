@@ -195,6 +195,7 @@ pub fn load_sample(
     let mut weights = SlotWeights::default();
     let mut source = Vec::new();
     let mut keys = 0;
+    let mut scale = args.scale;
     if !args.keys.is_empty() {
         let opts = args.input.read_options();
         let inputs = open_all(&args.keys)?;
@@ -231,8 +232,8 @@ pub fn load_sample(
         let total = opts.per_node.map(|n| n * masters.len() as u64);
         let progress = ctx.progress("sampling", Unit::Keys, total);
         let mut sinks: Vec<SlotWeights> = masters.iter().map(|_| SlotWeights::default()).collect();
-        keys += live.scan_nodes(&masters, &opts, &mut sinks, |w, k, b| {
-            w.add(k, b, None);
+        keys += live.scan_nodes(&masters, &opts, &mut sinks, |w, k, b, h| {
+            w.add(k, b, h);
             progress.inc(1);
         })?;
         progress.finish();
@@ -246,6 +247,14 @@ pub fn load_sample(
             let exact = live.exact_slot_keys(&owners)?;
             weights.scale_to(&exact, &view.owner);
             source.push("keys per slot: the servers' exact counts".into());
+            // Exact counts stand for the whole cluster already.
+            if scale != 1.0 {
+                writeln!(
+                    ctx.stderr,
+                    "note: --scale {scale} ignored: keys per slot are the servers' exact counts, which already stand for the whole cluster"
+                )?;
+                scale = 1.0;
+            }
         }
         // The load the servers measured per slot, where they count it.
         if let Some(load) = live.slot_load(&owners, args.sampling.window()?)? {
@@ -281,7 +290,7 @@ pub fn load_sample(
         keys,
         has_bytes: weights.has_bytes,
         has_ops: weights.has_ops,
-        scale: args.scale,
+        scale,
     };
     Ok((weights, info))
 }

@@ -62,7 +62,7 @@ pub fn run(args: ScanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
             let mut sinks: Vec<(String, mpsc::SyncSender<Vec<u8>>)> =
                 nodes.iter().map(|_| (String::new(), tx.clone())).collect();
             drop(tx);
-            let r = live.scan_nodes(nodes, &opts, &mut sinks, |(buf, tx), k, b| {
+            let r = live.scan_nodes(nodes, &opts, &mut sinks, |(buf, tx), k, b, _| {
                 quote_into(k, buf);
                 if opts.bytes {
                     buf.push('\t');

@@ -147,7 +147,10 @@ pub fn render_table(
     }
     if wo {
         header.extend([
-            if t.ops_source.is_some() {
+            if t.ops_source
+                .as_deref()
+                .is_some_and(|s| s.starts_with("CPU"))
+            {
                 "CPU µs"
             } else {
                 "ops"

@@ -1317,3 +1317,59 @@ fn valkey_load_comes_from_slot_stats_and_drives_a_cpu_balanced_plan() {
     );
     assert!(!p["moves"].as_array().unwrap().is_empty());
 }
+
+/// `--heat` reads each sampled key's OBJECT FREQ as its ops weight under an LFU policy, and
+/// names the policy that prevents it otherwise.
+#[test]
+fn heat_reads_lfu_counters_and_names_the_policy_otherwise() {
+    let Some(cluster) = Cluster::create() else {
+        return;
+    };
+    let keys = generated_keys(600);
+    cluster.load(&keys);
+    let url = format!("redis://127.0.0.1:{}", cluster.nodes[0].port);
+    let out = keyplan()
+        .args(["analyze", "--cluster", &url, "--heat"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        all_output(&out).contains("maxmemory-policy is noeviction"),
+        "{}",
+        all_output(&out)
+    );
+    for n in &cluster.nodes {
+        n.connect()
+            .call(&[b"CONFIG", b"SET", b"maxmemory-policy", b"allkeys-lfu"])
+            .unwrap();
+    }
+    // Many reads of the first master's keys: their LFU counters climb.
+    let mut c0 = cluster.nodes[0].connect();
+    let mine: Vec<&Vec<u8>> = keys
+        .iter()
+        .filter(|k| matches!(c0.call(&[b"GET", k]).unwrap(), Reply::Bulk(_)))
+        .collect();
+    for _ in 0..200 {
+        for k in &mine {
+            c0.call(&[b"GET", k]).unwrap();
+        }
+    }
+    let v = json_of(keyplan().args([
+        "analyze",
+        "--cluster",
+        &url,
+        "--heat",
+        "--sample",
+        "all",
+        "--format",
+        "json",
+    ]));
+    assert!(
+        v["totals"]["ops_source"]
+            .as_str()
+            .unwrap()
+            .contains("OBJECT FREQ")
+    );
+    let hot = node_of(&v, &format!("127.0.0.1:{}", cluster.nodes[0].port));
+    assert!(hot["share_ops"].as_f64().unwrap() > 0.5, "{hot}");
+}
