@@ -238,6 +238,7 @@ impl Default for ScanOptions {
 pub struct LiveCluster {
     url: ClusterUrl,
     timeout: Duration,
+    allow_partial: bool,
 }
 
 fn to_reply(v: &Value) -> Reply {
@@ -263,7 +264,15 @@ impl LiveCluster {
         LiveCluster {
             url,
             timeout: Duration::from_secs(10),
+            allow_partial: false,
         }
+    }
+
+    /// Accept a slot map whose slots are not all served (`--allow-partial`): the uncovered
+    /// slots are reported instead of refused.
+    pub fn allow_partial(mut self, yes: bool) -> LiveCluster {
+        self.allow_partial = yes;
+        self
     }
 
     fn info(&self, host: &str, port: u16) -> Result<ConnectionInfo, LiveError> {
@@ -362,7 +371,8 @@ impl LiveCluster {
                 to_reply(&v)
             }
         };
-        let mut map = from_reply(&reply, false).map_err(|e| LiveError::Topology(e.to_string()))?;
+        let mut map = from_reply(&reply, self.allow_partial)
+            .map_err(|e| LiveError::Topology(e.to_string()))?;
         let migrations = self.migration_markers(map.nodes());
         map.migrations = migrations;
         Ok(map)
@@ -514,6 +524,8 @@ impl LiveCluster {
         let mut cursor: u64 = 0;
         let mut sampled: u64 = 0;
         let started = Instant::now();
+        // A server whose cursor never comes back to 0 would keep a scan going forever.
+        let mut empty_pages: u64 = 0;
         let mut commands: u64 = 0;
         let budget = opts.per_node.unwrap_or(u64::MAX);
         loop {
@@ -534,43 +546,92 @@ impl LiveCluster {
                     sampled,
                 })?;
             commands += 1;
+            if keys.is_empty() {
+                empty_pages += 1;
+                if next != 0 && (next == cursor || empty_pages > MAX_EMPTY_PAGES) {
+                    return Err(LiveError::Node {
+                        addr: addr.clone(),
+                        what: "SCAN".into(),
+                        reason: format!(
+                            "the scan makes no progress (cursor {next} after {empty_pages} empty pages in a row): the server does not end its SCAN"
+                        ),
+                        sampled,
+                    });
+                }
+            } else {
+                empty_pages = 0;
+            }
             let take = keys.len().min((budget - sampled) as usize);
             let keys = &keys[..take];
-            let sizes: Vec<Option<u64>> = if opts.bytes && !keys.is_empty() {
-                let mut pipe = redis::pipe();
-                for k in keys {
-                    pipe.cmd("MEMORY").arg("USAGE").arg(k).arg("SAMPLES").arg(0);
+            // Per-key commands go in chunks of a tenth of a second's budget, each sent when
+            // the rate allows it: the rate holds in every second, not only on average.
+            let chunk = opts
+                .rate
+                .map_or(keys.len().max(1), |r| ((r / 10.0) as usize).max(1));
+            let throttle = |commands: u64| {
+                if let Some(rate) = opts.rate.filter(|r| *r > 0.0) {
+                    let due = Duration::from_secs_f64(commands as f64 / rate);
+                    let spent = started.elapsed();
+                    if due > spent {
+                        std::thread::sleep(due - spent);
+                    }
                 }
-                commands += keys.len() as u64;
-                pipe.query(&mut con).map_err(|e| LiveError::Node {
-                    addr: addr.clone(),
-                    what: "MEMORY USAGE".into(),
-                    reason: first_line(&e.to_string()),
-                    sampled,
-                })?
+            };
+            let mut per_key = |what: &str,
+                               cmd: &dyn Fn(&mut redis::Pipeline, &[u8]),
+                               commands: &mut u64|
+             -> Result<Vec<Value>, LiveError> {
+                let mut out = Vec::with_capacity(keys.len());
+                for part in keys.chunks(chunk) {
+                    throttle(*commands);
+                    let mut pipe = redis::pipe();
+                    for k in part {
+                        cmd(&mut pipe, k);
+                    }
+                    *commands += part.len() as u64;
+                    let replies: Vec<Value> =
+                        pipe.query(&mut con).map_err(|e| LiveError::Node {
+                            addr: addr.clone(),
+                            what: what.into(),
+                            reason: first_line(&e.to_string()),
+                            sampled,
+                        })?;
+                    out.extend(replies);
+                }
+                Ok(out)
+            };
+            let sizes: Vec<Option<u64>> = if opts.bytes && !keys.is_empty() {
+                per_key(
+                    "MEMORY USAGE",
+                    &|p, k| {
+                        p.cmd("MEMORY").arg("USAGE").arg(k).arg("SAMPLES").arg(0);
+                    },
+                    &mut commands,
+                )?
+                .into_iter()
+                .map(|v| match v {
+                    Value::Int(n) => u64::try_from(n).ok(),
+                    _ => None,
+                })
+                .collect()
             } else {
                 vec![None; keys.len()]
             };
             let heat: Vec<Option<f64>> = if opts.heat && !keys.is_empty() {
-                let mut pipe = redis::pipe();
-                for k in keys {
-                    pipe.cmd("OBJECT").arg("FREQ").arg(k);
-                }
-                commands += keys.len() as u64;
-                // A key gone since SCAN answers an error: no heat for it.
-                let replies: Vec<Value> = pipe.query(&mut con).map_err(|e| LiveError::Node {
-                    addr: addr.clone(),
-                    what: "OBJECT FREQ".into(),
-                    reason: first_line(&e.to_string()),
-                    sampled,
-                })?;
-                replies
-                    .into_iter()
-                    .map(|v| match v {
-                        Value::Int(n) => Some(n as f64),
-                        _ => None,
-                    })
-                    .collect()
+                // A key gone since SCAN answers nil or an error: no heat for it.
+                per_key(
+                    "OBJECT FREQ",
+                    &|p, k| {
+                        p.cmd("OBJECT").arg("FREQ").arg(k);
+                    },
+                    &mut commands,
+                )?
+                .into_iter()
+                .map(|v| match v {
+                    Value::Int(n) => Some(n as f64),
+                    _ => None,
+                })
+                .collect()
             } else {
                 vec![None; keys.len()]
             };
@@ -891,6 +952,10 @@ fn slot_stats(
     }
     slots.iter().map(|s| by_slot.get(s).cloned()).collect()
 }
+
+/// Empty SCAN pages in a row after which a scan is taken to make no progress (a legitimate
+/// scan of a sparse table returns at most its buckets / COUNT of them).
+const MAX_EMPTY_PAGES: u64 = 200_000;
 
 /// What the servers measured per slot (`CLUSTER SLOT-STATS`: Valkey 8+ with
 /// `cluster-slot-stats-enabled yes`, Redis 8.2+), for every slot (16384 entries each).

@@ -153,7 +153,7 @@ fn run_live(
     ctx: &mut Ctx<'_>,
 ) -> anyhow::Result<ExitStatus> {
     let opts = args.sampling.scan_options(&live)?;
-    let nodes: Vec<crate::topology::Node> = topology.nodes().to_vec();
+    let nodes = super::args::SampleArgs::scan_targets(&topology);
     let mut workers: Vec<Analyzer<'_>> = nodes
         .iter()
         .map(|_| Analyzer::new(&topology, &config))
@@ -169,6 +169,7 @@ fn run_live(
         progress.inc(1);
     })?;
     progress.finish();
+    super::args::SampleArgs::check_stable(&live, &topology)?;
     let read = crate::keys::ReadSummary {
         keys: sampled,
         lines: sampled,
@@ -194,9 +195,18 @@ fn run_live(
             }
         }
         None if !owners.is_empty() => {
-            let times: Vec<crate::analyze::NodeLoad> = nodes
+            // Masters that own no slot (a failed one, replaced) are not asked.
+            let times: Vec<crate::analyze::NodeLoad> = topology
+                .nodes()
                 .iter()
                 .map(|n| {
+                    if !nodes.iter().any(|t| t.address == n.address) {
+                        return Ok(crate::analyze::NodeLoad {
+                            cpu_usec: 0,
+                            network_bytes_in: None,
+                            network_bytes_out: None,
+                        });
+                    }
                     live.node_command_time(n).map(|t| crate::analyze::NodeLoad {
                         cpu_usec: t.usec,
                         network_bytes_in: None,
@@ -212,9 +222,13 @@ fn run_live(
         }
         None => {}
     }
-    let dataset: Vec<u64> = nodes
+    let dataset: Vec<u64> = topology
+        .nodes()
         .iter()
-        .map(|n| live.dataset_bytes(n))
+        .map(|n| match nodes.iter().any(|t| t.address == n.address) {
+            true => live.dataset_bytes(n),
+            false => Ok(0),
+        })
         .collect::<Result<_, _>>()?;
     analyzer.set_node_dataset(dataset);
     if args.sampling.heat {

@@ -112,8 +112,7 @@ pub struct LoadedScheme {
 /// Reads and parses the scheme at `path`; errors name the file (and the line and column of a
 /// bad entry).
 pub fn load_scheme(path: &Path) -> anyhow::Result<LoadedScheme> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read scheme '{}'", path.display()))?;
+    let text = super::inputs::read_text(path, "scheme")?;
     let scheme = crate::scheme::Scheme::parse(&text)
         .map_err(|e| anyhow::anyhow!("{}:{e}", path.display()))?;
     Ok(LoadedScheme {
@@ -125,8 +124,7 @@ pub fn load_scheme(path: &Path) -> anyhow::Result<LoadedScheme> {
 
 /// The batches of a batch file (one a line); errors name the file and line.
 pub fn read_batch_file(path: &Path) -> anyhow::Result<Vec<crate::simulate::Batch>> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read batch file '{}'", path.display()))?;
+    let text = super::inputs::read_text(path, "batch file")?;
     crate::simulate::parse_batches(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
 }
 
@@ -137,8 +135,8 @@ pub fn read_monitor(
     Vec<crate::simulate::Batch>,
     crate::simulate::monitor::MonitorStats,
 )> {
-    let bytes = std::fs::read(path)
-        .with_context(|| format!("cannot read MONITOR capture '{}'", path.display()))?;
+    let bytes =
+        super::inputs::read_capped(path, "MONITOR capture", super::inputs::MAX_CAPTURE_FILE)?;
     crate::simulate::monitor::parse_monitor(&String::from_utf8_lossy(&bytes)).map_err(|e| {
         UserError::new(
             format!("{}: {e}", path.display()),
@@ -169,8 +167,8 @@ impl TopologyArgs {
             return Ok(Some((Topology::Cluster(map), source)));
         }
         if let Some(path) = &self.topology {
-            let bytes = std::fs::read(path)
-                .with_context(|| format!("cannot read topology file '{}'", path.display()))?;
+            let bytes =
+                super::inputs::read_capped(path, "topology file", super::inputs::MAX_TEXT_FILE)?;
             let text = String::from_utf8_lossy(&bytes);
             let format = self.topology_format;
             let opts = TopologyOptions {
@@ -251,7 +249,12 @@ impl TopologyArgs {
     /// The live cluster named by `--cluster`, if any (the password from the URL, else from
     /// REDISCLI_AUTH as redis-cli does).
     pub fn live(&self) -> anyhow::Result<Option<crate::live::LiveCluster>> {
-        self.cluster.as_deref().map(live_cluster).transpose()
+        Ok(self
+            .cluster
+            .as_deref()
+            .map(live_cluster)
+            .transpose()?
+            .map(|l| l.allow_partial(self.allow_partial)))
     }
 }
 
@@ -283,9 +286,10 @@ pub struct SampleArgs {
     #[arg(long = "match", value_name = "PATTERN")]
     pub pattern: Option<String>,
 
-    /// With --cluster: at most this many commands per second per node
-    #[arg(long, value_name = "OPS")]
-    pub rate: Option<f64>,
+    /// With --cluster: at most this many commands per second per node, in every second (raise
+    /// it on an idle cluster; 0 is not allowed)
+    #[arg(long, value_name = "OPS", default_value_t = DEFAULT_RATE, value_parser = parse_rate)]
+    pub rate: f64,
 
     /// With --cluster: read each key's MEMORY USAGE as its bytes weight
     #[arg(long)]
@@ -312,6 +316,19 @@ pub struct SampleArgs {
     pub window: Option<f64>,
 }
 
+/// The default `--rate`: gentle on a production master (a few percent of one core).
+pub const DEFAULT_RATE: f64 = 5000.0;
+
+/// `--rate`: a finite number of commands per second between 1 and 10 million.
+fn parse_rate(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(rate) if rate.is_finite() && (1.0..=10_000_000.0).contains(&rate) => Ok(rate),
+        _ => Err(format!(
+            "not a number of commands per second between 1 and 10000000 (the default is {DEFAULT_RATE}; raise it, e.g. --rate 50000, on a cluster with headroom)"
+        )),
+    }
+}
+
 /// Which nodes a live sample reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ReadFrom {
@@ -332,6 +349,58 @@ impl SampleArgs {
                 "give the seconds to measure the load over, e.g. --window 10",
             )),
         }
+    }
+
+    /// The nodes a live sample reads: on a cluster, the masters that own slots (a master
+    /// demoted a moment ago, or a failed one replaced by its replica, owns none and holds no
+    /// key of its own); on a ring, every server.
+    pub fn scan_targets(topology: &Topology) -> Vec<crate::topology::Node> {
+        match topology.slot_map() {
+            Some(map) => (0..map.nodes().len())
+                .filter(|&i| map.slot_count(i) > 0)
+                .map(|i| map.nodes()[i].clone())
+                .collect(),
+            None => topology.nodes().to_vec(),
+        }
+    }
+
+    /// Fails when the slot map changed while keys were sampled (a failover or a reshard):
+    /// the sample would count some keys twice and miss others.
+    pub fn check_stable(
+        live: &crate::live::LiveCluster,
+        before: &Topology,
+    ) -> Result<(), UserError> {
+        let Some(map) = before.slot_map() else {
+            return Ok(());
+        };
+        let owners = |m: &SlotMap| -> Vec<Option<String>> {
+            (0..crate::slot::SLOT_COUNT as u16)
+                .map(|s| {
+                    m.owner_of_slot(s)
+                        .map(|i| m.nodes()[i].address.clone().unwrap_or_default())
+                })
+                .collect()
+        };
+        let after = live.topology().map_err(|e| {
+            UserError::new(
+                format!("cannot read the slot map again after sampling: {e}"),
+                "run again once the cluster is stable",
+            )
+        })?;
+        if owners(map) != owners(&after) {
+            let changed = owners(map)
+                .iter()
+                .zip(owners(&after))
+                .filter(|(a, b)| *a != b)
+                .count();
+            return Err(UserError::new(
+                format!(
+                    "the slot map changed while keys were sampled ({changed} slot(s) changed owner: a failover or a reshard): the sample would count some keys twice and miss others"
+                ),
+                "run again once the cluster is stable (CLUSTER INFO cluster_state:ok, no slot migrating)",
+            ));
+        }
+        Ok(())
     }
 
     /// Every master's slots of `topology` (a client-side ring has none).
@@ -360,7 +429,7 @@ impl SampleArgs {
         Ok(crate::live::ScanOptions {
             per_node: sample_budget(&self.sample)?,
             pattern: self.pattern.clone(),
-            rate: self.rate,
+            rate: Some(self.rate),
             bytes: self.bytes,
             heat: self.heat,
             replicas,

@@ -96,8 +96,7 @@ pub fn rule_set(
         files.sort();
         let mut loaded = Vec::new();
         for f in files {
-            let text = std::fs::read_to_string(&f)
-                .with_context(|| format!("cannot read rule '{}'", f.display()))?;
+            let text = super::inputs::read_text(&f, "rule")?;
             loaded.push((f.display().to_string(), text));
         }
         if loaded.is_empty() {

@@ -133,8 +133,8 @@ pub fn load_view(t: &TopologyArgs) -> anyhow::Result<(ClusterView, String)> {
         return Ok((view, format!("live cluster {masked} (CLUSTER NODES)")));
     }
     if let Some(path) = &t.topology {
-        let bytes = std::fs::read(path)
-            .with_context(|| format!("cannot read topology file '{}'", path.display()))?;
+        let bytes =
+            super::inputs::read_capped(path, "topology file", super::inputs::MAX_TEXT_FILE)?;
         let text = String::from_utf8_lossy(&bytes);
         let as_nodes = match t.topology_format {
             F::ClusterNodes => true,

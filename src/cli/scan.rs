@@ -42,7 +42,9 @@ pub fn run(args: ScanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     };
     let map = live.topology()?;
     let opts = args.sampling.scan_options(&live)?;
-    let nodes = map.nodes();
+    let topology = crate::topology::Topology::Cluster(map);
+    let targets = super::args::SampleArgs::scan_targets(&topology);
+    let nodes = targets.as_slice();
     for w in args.sampling.replica_fallbacks(&opts, nodes) {
         writeln!(ctx.stderr, "{w}")?;
     }
@@ -93,6 +95,7 @@ pub fn run(args: ScanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
         return Err(anyhow::Error::new(e).context("writing the sample"));
     }
     let total = result?;
+    super::args::SampleArgs::check_stable(&live, &topology)?;
     match file {
         Some(f) => f.commit()?,
         None => ctx.stdout.flush()?,
@@ -100,7 +103,7 @@ pub fn run(args: ScanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     writeln!(
         ctx.stderr,
         "sampled {total} keys from {} masters",
-        map.nodes().len()
+        nodes.len()
     )?;
     Ok(ExitStatus::Clean)
 }

@@ -12,7 +12,6 @@ const INSTANCES: u64 = 256;
 use crate::simulate::{
     Batch, Client, NetworkModel, Strategy, batch, simulate, simulate_client_stale,
 };
-use anyhow::Context as _;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 
@@ -314,6 +313,20 @@ fn check(args: &SimulateArgs) -> anyhow::Result<()> {
             .into());
         }
     }
+    if let Some(&n) = args
+        .sizes
+        .iter()
+        .find(|&&n| n == 0 || n > crate::scheme::MAX_BATCH_KEYS)
+    {
+        return Err(UserError::new(
+            format!(
+                "--sizes {n}: a batch has between 1 and {} keys",
+                crate::scheme::MAX_BATCH_KEYS
+            ),
+            "give batch sizes such as --sizes 1,10,100,1000",
+        )
+        .into());
+    }
     if !args.sizes.is_empty() && args.scheme.is_none() {
         return Err(UserError::new(
             "--sizes needs --scheme",
@@ -398,8 +411,7 @@ fn run_clients(
     }
     let believed = match &args.client_topology {
         Some(p) => {
-            let text = std::fs::read_to_string(p)
-                .with_context(|| format!("cannot read client topology '{}'", p.display()))?;
+            let text = super::inputs::read_text(p, "client topology")?;
             crate::topology::Topology::parse_as(
                 &text,
                 crate::topology::TopologyFormat::Auto,

@@ -258,7 +258,7 @@ impl RuleSpec {
     pub fn parse(text: &str, origin: &str) -> Result<RuleSpec, RuleError> {
         let r: RuleSpec = serde_saphyr::from_str(text).map_err(|e| RuleError::Yaml {
             origin: origin.to_string(),
-            message: e.to_string(),
+            message: crate::error::yaml_message(&e.to_string()),
         })?;
         let code_ok = r.id.len() == 5 && r.id.starts_with("KP")
             || (r.id.len() >= 3

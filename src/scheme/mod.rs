@@ -60,7 +60,7 @@ fn yaml_error(e: serde_saphyr::Error) -> SchemeError {
         line: l.line() as u32,
         column: l.column() as u32,
     });
-    let mut message = e.to_string();
+    let mut message = crate::error::yaml_message(&e.to_string());
     // The reader's text starts "error: line L column C: "; the position is given separately.
     if pos.is_some()
         && let Some(rest) = message.strip_prefix("error: line ")
@@ -90,6 +90,10 @@ pub enum VarKind {
     /// Anything (may even contain braces).
     Any,
 }
+
+/// Keys one batch may have (`size:`, `--sizes`): far past any real batch, and small enough to
+/// generate.
+pub const MAX_BATCH_KEYS: u64 = 1_000_000;
 
 /// Commands a batch can run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -418,6 +422,12 @@ impl Scheme {
                         ),
                     ));
                 }
+            }
+            if let Some(n) = b.value.size.filter(|&n| n == 0 || n > MAX_BATCH_KEYS) {
+                return Err(at(
+                    p,
+                    format!("batch '{name}': size {n} is not between 1 and {MAX_BATCH_KEYS} keys"),
+                ));
             }
             batches.push(Batch {
                 name: name.clone(),

@@ -112,7 +112,8 @@ pub fn parse_slots(s: &str) -> Result<Vec<(u16, u16)>, String> {
 
 /// Parses keyplan topology YAML.
 pub fn parse(text: &str, allow_partial: bool) -> Result<super::Topology, TopologyError> {
-    let cfg: TopologyConfig = serde_saphyr::from_str(text).map_err(|e| err(e.to_string()))?;
+    let cfg: TopologyConfig = serde_saphyr::from_str(text)
+        .map_err(|e| err(crate::error::yaml_message(&e.to_string())))?;
     match (cfg.nodes, cfg.ring) {
         (Some(nodes), None) => cluster(nodes, allow_partial).map(super::Topology::Cluster),
         (None, Some(ring)) => build_ring(ring).map(super::Topology::Ring),
@@ -259,12 +260,12 @@ fn build_ring(r: RingConfig) -> Result<Ring, TopologyError> {
             }
         })
         .collect();
-    Ok(Ring::new(
+    Ring::try_new(
         kind.clone(),
         servers,
         hash_tag,
         format!("keyplan ring ({})", r.kind),
-    ))
+    )
 }
 
 /// Whether `text` looks like a libketama server file: `host:port<space>memory` lines.
@@ -325,12 +326,12 @@ pub fn parse_libketama(text: &str) -> Result<Ring, TopologyError> {
         });
     }
     let n = servers.len();
-    Ok(Ring::new(
+    Ring::try_new(
         RingKind::Libketama,
         servers,
         None,
         format!("libketama server file ({n} servers)"),
-    ))
+    )
 }
 
 #[cfg(test)]

@@ -157,7 +157,53 @@ fn jedis_tag(key: &[u8]) -> &[u8] {
     key
 }
 
+/// Ring entries (points, slots of a modula table) keyplan builds at the most: a ring past it
+/// is a typo (a weight of 4294967295) rather than a real pool.
+pub const MAX_RING_ENTRIES: u64 = 10_000_000;
+
+/// Servers a ring may have (server indexes are 16-bit).
+pub const MAX_RING_SERVERS: usize = 65_535;
+
 impl Ring {
+    /// [`Ring::new`], after checking that the ring can be built: at most
+    /// [`MAX_RING_SERVERS`] servers, weights whose sum fits the 32 bits twemproxy and
+    /// libketama add them in, and at most [`MAX_RING_ENTRIES`] entries.
+    pub fn try_new(
+        kind: RingKind,
+        servers: Vec<RingServer>,
+        hash_tag: Option<[u8; 2]>,
+        source: String,
+    ) -> Result<Ring, super::TopologyError> {
+        let bad = |m: String| Err(super::TopologyError::Config(m));
+        if servers.len() > MAX_RING_SERVERS {
+            return bad(format!(
+                "{} servers: a ring has at most {MAX_RING_SERVERS}",
+                servers.len()
+            ));
+        }
+        let total: u64 = servers.iter().map(|s| u64::from(s.weight)).sum();
+        let entries: u64 = match &kind {
+            RingKind::Ketama { .. } | RingKind::Libketama => {
+                if total > u64::from(u32::MAX) {
+                    return bad(format!(
+                        "the weights sum to {total}, past the 4294967295 the ring adds them in: lower them (only their ratios matter)"
+                    ));
+                }
+                160 * servers.len() as u64
+            }
+            RingKind::Modula { .. } => total,
+            RingKind::Jedis { version, .. } if *version < 4 => 160 * total,
+            RingKind::Jedis { .. } => 160 * servers.len() as u64,
+            _ => servers.len() as u64,
+        };
+        if entries > MAX_RING_ENTRIES {
+            return bad(format!(
+                "these weights make a ring of {entries} entries (at most {MAX_RING_ENTRIES}): lower them (only their ratios matter)"
+            ));
+        }
+        Ok(Ring::new(kind, servers, hash_tag, source))
+    }
+
     /// Builds a ring from its servers, in configuration order.
     pub fn new(
         kind: RingKind,

@@ -100,15 +100,15 @@ fn parse_server(entry: &str) -> Result<RingServer, String> {
 
 /// The names of the pools in a nutcracker config, in file order.
 pub fn pools(text: &str) -> Result<Vec<String>, TopologyError> {
-    let cfg: IndexMap<String, PoolConfig> =
-        serde_saphyr::from_str(text).map_err(|e| err(e.to_string()))?;
+    let cfg: IndexMap<String, PoolConfig> = serde_saphyr::from_str(text)
+        .map_err(|e| err(crate::error::yaml_message(&e.to_string())))?;
     Ok(cfg.keys().cloned().collect())
 }
 
 /// Reads pool `pool` (required when the file has several) of a nutcracker config.
 pub fn parse(text: &str, pool: Option<&str>) -> Result<Ring, TopologyError> {
-    let cfg: IndexMap<String, PoolConfig> =
-        serde_saphyr::from_str(text).map_err(|e| err(e.to_string()))?;
+    let cfg: IndexMap<String, PoolConfig> = serde_saphyr::from_str(text)
+        .map_err(|e| err(crate::error::yaml_message(&e.to_string())))?;
     let names: Vec<String> = cfg.keys().cloned().collect();
     let (name, p) = match pool {
         Some(want) => cfg.get_key_value(want).ok_or_else(|| {
@@ -188,7 +188,7 @@ pub fn parse(text: &str, pool: Option<&str>) -> Result<Ring, TopologyError> {
             .map(|t| format!(", hash_tag \"{}\"", String::from_utf8_lossy(&t)))
             .unwrap_or_default()
     );
-    Ok(Ring::new(kind, servers, hash_tag, desc))
+    Ring::try_new(kind, servers, hash_tag, desc)
 }
 
 #[cfg(test)]

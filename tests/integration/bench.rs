@@ -162,9 +162,16 @@ fn bench_on_a_password_protected_cluster_never_prints_the_password() {
 
 /// Three masters with one replica each (redis-cli --cluster create --cluster-replicas 1).
 fn cluster_with_replicas() -> Option<(Vec<RedisServer>, Vec<u16>)> {
+    cluster_with_replicas_args(&[])
+}
+
+/// [`cluster_with_replicas`] with extra server arguments.
+fn cluster_with_replicas_args(extra: &[&str]) -> Option<(Vec<RedisServer>, Vec<u16>)> {
     let server = require_binary("redis-server")?;
     let cli = require_binary("redis-cli")?;
-    let nodes: Vec<RedisServer> = (0..6).map(|_| RedisServer::start(&server, true)).collect();
+    let nodes: Vec<RedisServer> = (0..6)
+        .map(|_| RedisServer::start_args(&server, true, None, extra))
+        .collect();
     let mut cmd = Command::new(cli);
     cmd.arg("--cluster").arg("create");
     for n in &nodes {
@@ -523,4 +530,114 @@ fn a_killed_bench_is_cleaned_up_from_its_journal() {
         all_output(&out)
     );
     assert_eq!(all_keys(&cluster), before);
+}
+
+/// After a failover (manual, and a master killed and replaced by its replica), live sampling
+/// reads only the masters that own slots: every key counted once, none from the demoted or
+/// dead node, and no "cannot connect" to a node the cluster has replaced.
+#[test]
+fn live_sampling_survives_failovers() {
+    let Some((mut nodes, masters)) =
+        cluster_with_replicas_args(&["--cluster-node-timeout", "2000"])
+    else {
+        return;
+    };
+    let cli = require_binary("redis-cli").unwrap();
+    let keys: Vec<String> = (0..600).map(|i| format!("k:{i}")).collect();
+    let mut args = vec![
+        "-c".to_string(),
+        "-p".into(),
+        masters[0].to_string(),
+        "MSET".into(),
+    ];
+    // One MSET per key through the cluster (redis-cli -c follows MOVED).
+    for k in &keys {
+        let out = Command::new(&cli)
+            .args(&args[..3])
+            .args(["SET", k, "v"])
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+    }
+    args.clear();
+    let total = |url: &str| -> (Option<i32>, u64, String) {
+        let out = keyplan()
+            .args([
+                "analyze",
+                "--cluster",
+                url,
+                "--sample",
+                "all",
+                "--format",
+                "json",
+            ])
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        (
+            out.status.code(),
+            v["totals"]["sampled"].as_u64().unwrap_or(0),
+            all_output(&out),
+        )
+    };
+    let replica_of = |master: u16| -> u16 {
+        let id = match super::support::connect_port(master)
+            .call(&[b"CLUSTER", b"MYID"])
+            .unwrap()
+        {
+            Reply::Bulk(Some(b)) => String::from_utf8_lossy(&b).into_owned(),
+            other => panic!("{other:?}"),
+        };
+        nodes
+            .iter()
+            .map(|n| n.port)
+            .find(|&p| {
+                p != master
+                    && matches!(super::support::connect_port(p).call(&[b"CLUSTER", b"NODES"]).unwrap(),
+                        Reply::Bulk(Some(b)) if String::from_utf8_lossy(&b).lines().any(|l| l.contains("myself") && l.contains(&id)))
+            })
+            .expect("a replica of the master")
+    };
+    // A manual failover: the old master becomes a replica, slotless.
+    let r = replica_of(masters[1]);
+    super::support::connect_port(r)
+        .call(&[b"CLUSTER", b"FAILOVER"])
+        .unwrap();
+    let url = format!("redis://127.0.0.1:{}", masters[0]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (code, sampled, text) = total(&url);
+        if code == Some(0) {
+            assert_eq!(sampled, keys.len() as u64, "{text}");
+        }
+        let promoted = matches!(super::support::connect_port(r).call(&[b"INFO", b"replication"]).unwrap(),
+            Reply::Bulk(Some(b)) if String::from_utf8_lossy(&b).contains("role:master"));
+        if promoted && code == Some(0) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the failover did not finish: {text}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // A master killed: once its replica took over, sampling works without the dead node.
+    let victim = masters[2];
+    let r2 = replica_of(victim);
+    nodes.iter_mut().find(|n| n.port == victim).unwrap().kill();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let ok = matches!(super::support::connect_port(r2).call(&[b"CLUSTER", b"INFO"]).unwrap(),
+            Reply::Bulk(Some(b)) if String::from_utf8_lossy(&b).contains("cluster_state:ok"))
+            && matches!(super::support::connect_port(r2).call(&[b"INFO", b"replication"]).unwrap(),
+            Reply::Bulk(Some(b)) if String::from_utf8_lossy(&b).contains("role:master"));
+        if ok {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the replica did not take over");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let (code, sampled, text) = total(&url);
+    assert_eq!(code, Some(0), "{text}");
+    assert_eq!(sampled, keys.len() as u64, "{text}");
 }

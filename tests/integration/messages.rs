@@ -289,3 +289,140 @@ fn output_through_a_link_keeps_the_link() {
         );
     }
 }
+
+/// Hostile and mistaken inputs: each is refused with a located message, never a panic, a
+/// runaway allocation or a silent wrong answer.
+#[test]
+fn hostile_inputs_are_refused_with_their_limits() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, bytes: &[u8]| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, bytes).unwrap();
+        p
+    };
+    let keys = write("k.keys", b"a\nb\n");
+    let run = |args: &[&std::ffi::OsStr]| -> (Option<i32>, String) {
+        let out = keyplan().args(args).output().unwrap();
+        (out.status.code(), all_output(&out))
+    };
+    let os = |s: &str| std::ffi::OsString::from(s);
+    // Not UTF-8 in a scheme: the line and column.
+    let scheme = write(
+        "s.yaml",
+        b"version: 1\nkeys:\n  a: { pattern: \"x\xff\" }\n",
+    );
+    let (code, text) = run(&[&os("lint"), &os("--scheme"), scheme.as_os_str()]);
+    assert_eq!(code, Some(2), "{text}");
+    assert!(text.contains("s.yaml:3:19: not UTF-8"), "{text}");
+    // A whole-file input that never ends.
+    let (code, text) = run(&[
+        &os("analyze"),
+        &os("--topology"),
+        &os("/dev/zero"),
+        keys.as_os_str(),
+    ]);
+    assert_eq!(code, Some(2), "{text}");
+    assert!(text.contains("larger than 64 MiB"), "{text}");
+    // Rates that mean nothing.
+    for rate in ["0", "NaN", "inf", "1e-300", "1e9"] {
+        let (code, text) = run(&[
+            &os("analyze"),
+            &os("--cluster"),
+            &os("redis://127.0.0.1:1"),
+            &os("--rate"),
+            &os(rate),
+        ]);
+        assert_eq!(code, Some(2), "{rate}: {text}");
+        assert!(
+            text.contains("commands per second between 1 and 10000000"),
+            "{rate}: {text}"
+        );
+    }
+    // Ring weights past what a ring can be.
+    for (name, conf) in [
+        (
+            "modula.yml",
+            "p:\n  hash: fnv1a_64\n  distribution: modula\n  servers:\n   - 10.0.0.1:6379:4294967295\n",
+        ),
+        (
+            "ketama.yml",
+            "p:\n  hash: fnv1a_64\n  distribution: ketama\n  servers:\n   - 10.0.0.1:6379:4294967295\n   - 10.0.0.2:6379:4294967295\n",
+        ),
+    ] {
+        let t = write(name, conf.as_bytes());
+        let (code, text) = run(&[
+            &os("analyze"),
+            &os("--topology"),
+            t.as_os_str(),
+            keys.as_os_str(),
+        ]);
+        assert_eq!(code, Some(2), "{name}: {text}");
+        assert!(
+            text.contains("lower them (only their ratios matter)"),
+            "{name}: {text}"
+        );
+    }
+    // More servers than a ring can index (a libketama server file).
+    let mut big = String::new();
+    for i in 0..65_536u32 {
+        big.push_str(&format!(
+            "10.{}.{}.{}:11211 1\n",
+            i >> 16,
+            (i >> 8) & 255,
+            i & 255
+        ));
+    }
+    let t = write("big.servers", big.as_bytes());
+    let (code, text) = run(&[
+        &os("analyze"),
+        &os("--topology"),
+        t.as_os_str(),
+        keys.as_os_str(),
+    ]);
+    assert_eq!(code, Some(2), "{text}");
+    assert!(text.contains("at most 65535"), "{text}");
+    // A YAML file far too large for what it claims to be: said in words, not the reader's.
+    let mut yaml = String::from("ring:\n  kind: ketama\n  servers:\n");
+    for i in 0..65_536u32 {
+        yaml.push_str(&format!(
+            "    - {{ name: s{i}, address: 10.0.0.1:{} }}\n",
+            1000 + i % 60000
+        ));
+    }
+    let t = write("big.yml", yaml.as_bytes());
+    let (code, text) = run(&[
+        &os("analyze"),
+        &os("--topology"),
+        t.as_os_str(),
+        keys.as_os_str(),
+    ]);
+    assert_eq!(code, Some(2), "{text}");
+    assert!(
+        text.contains("is this the right file?") && !text.contains("budget"),
+        "{text}"
+    );
+    // Batch sizes no batch has.
+    let scheme = write(
+        "size.yaml",
+        b"version: 1\nkeys:\n  a: { pattern: \"a:<id>\" }\nvars:\n  id: { kind: int }\nbatches:\n  b: { command: mget, keys: [a], size: 1000000000 }\n",
+    );
+    let (code, text) = run(&[&os("simulate"), &os("--scheme"), scheme.as_os_str()]);
+    assert_eq!(code, Some(2), "{text}");
+    assert!(
+        text.contains("size 1000000000 is not between 1 and 1000000"),
+        "{text}"
+    );
+    let ok_scheme = write(
+        "ok.yaml",
+        b"version: 1\nkeys:\n  a: { pattern: \"a:<id>\" }\nvars:\n  id: { kind: int }\nbatches:\n  b: { command: mget, keys: [a] }\n",
+    );
+    let (code, text) = run(&[
+        &os("simulate"),
+        &os("--scheme"),
+        ok_scheme.as_os_str(),
+        &os("--sizes"),
+        &os("99999999999"),
+    ]);
+    assert_eq!(code, Some(2), "{text}");
+    assert!(text.contains("between 1 and 1000000 keys"), "{text}");
+}
