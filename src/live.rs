@@ -1001,8 +1001,18 @@ fn is_not_resp(reason: &str) -> bool {
     reason.contains("Parse error") || reason.contains("Incompatible type")
 }
 
+/// A server's or the OS's words, made short and plain: the first line, at most 300
+/// characters, and a timeout said as one.
 pub(crate) fn first_line(s: &str) -> String {
-    s.lines().next().unwrap_or("").to_string()
+    let line = s.lines().next().unwrap_or("");
+    if line.contains("Resource temporarily unavailable") || line.contains("timed out") {
+        return "no answer within the timeout (10 s): is the node overloaded or unreachable?"
+            .to_string();
+    }
+    match line.char_indices().nth(300) {
+        Some((i, _)) => format!("{}… ({} bytes in all)", &line[..i], line.len()),
+        None => line.to_string(),
+    }
 }
 
 #[cfg(test)]

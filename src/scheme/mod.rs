@@ -440,6 +440,30 @@ impl Scheme {
                 reason: b.value.reason.clone(),
             });
         }
+        if let Some(n) = raw
+            .topology
+            .as_ref()
+            .and_then(|t| t.masters)
+            .filter(|&n| n == 0 || n > 16384)
+        {
+            // Where `masters:` is written, for the message.
+            let line = text
+                .lines()
+                .position(|l| l.contains("masters"))
+                .map_or(1, |i| i + 1);
+            let column = text
+                .lines()
+                .nth(line - 1)
+                .and_then(|l| l.find("masters"))
+                .map_or(1, |c| c + 1);
+            return Err(at(
+                Pos {
+                    line: line as u32,
+                    column: column as u32,
+                },
+                format!("topology: masters: {n} is not between 1 and 16384 (a cluster's masters)"),
+            ));
+        }
         let topology = raw.topology.map(|t| SchemeTopology {
             masters: t.masters,
             file: t.file,

@@ -314,6 +314,17 @@ fn hostile_inputs_are_refused_with_their_limits() {
     let (code, text) = run(&[&os("lint"), &os("--scheme"), scheme.as_os_str()]);
     assert_eq!(code, Some(2), "{text}");
     assert!(text.contains("s.yaml:3:19: not UTF-8"), "{text}");
+    // A scheme's own topology with no masters: the scheme is named, not --masters.
+    let scheme = write(
+        "m0.yaml",
+        b"version: 1\ntopology: { masters: 0 }\nkeys:\n  a: { pattern: \"a\" }\n",
+    );
+    let (code, text) = run(&[&os("lint"), &os("--scheme"), scheme.as_os_str()]);
+    assert_eq!(code, Some(2), "{text}");
+    assert!(
+        text.contains("m0.yaml:2:13: topology: masters: 0") && !text.contains("--masters"),
+        "{text}"
+    );
     // A whole-file input that never ends.
     let (code, text) = run(&[
         &os("analyze"),
