@@ -378,6 +378,32 @@ impl LiveCluster {
         Ok(map)
     }
 
+    /// One per-key command for `key` on the node `to`, after ASKING: a key of a slot in
+    /// migration, on the node that holds it now.
+    fn ask_once(
+        &self,
+        to: &str,
+        key: &[u8],
+        cmd: &dyn Fn(&mut redis::Pipeline, &[u8]),
+    ) -> Result<Value, LiveError> {
+        let (host, port) = host_port(to)?;
+        let mut con = self.connect(&host, port)?;
+        let mut pipe = redis::pipe();
+        pipe.ignore_errors();
+        pipe.cmd("ASKING").ignore();
+        cmd(&mut pipe, key);
+        let mut replies: Vec<Value> = pipe.query(&mut con).map_err(|e| LiveError::Node {
+            addr: to.to_string(),
+            what: "a key in migration".into(),
+            reason: first_line(&e.to_string()),
+            sampled: 0,
+        })?;
+        Ok(match replies.pop() {
+            Some(Value::ServerError(_)) | None => Value::Nil,
+            Some(v) => v,
+        })
+    }
+
     /// The slots in migration, from every node of `nodes`: each master lists only its own
     /// markers (`[slot->-id]`, `[slot-<-id]`) in CLUSTER NODES. A node that cannot be asked is
     /// passed over (what needs it reports it).
@@ -585,6 +611,7 @@ impl LiveCluster {
                 for part in keys.chunks(chunk) {
                     throttle(*commands);
                     let mut pipe = redis::pipe();
+                    pipe.ignore_errors();
                     for k in part {
                         cmd(&mut pipe, k);
                     }
@@ -596,7 +623,33 @@ impl LiveCluster {
                             reason: first_line(&e.to_string()),
                             sampled,
                         })?;
-                    out.extend(replies);
+                    for (k, v) in part.iter().zip(replies) {
+                        // A key of a slot in migration may have moved since SCAN: the node
+                        // answers ASK (or MOVED), and the key is asked where it is now.
+                        let v = match v {
+                            Value::ServerError(e) if e.code() == "ASK" => {
+                                match e.details().and_then(|d| d.split(' ').nth(1)) {
+                                    Some(to) => self.ask_once(to, k, cmd)?,
+                                    None => Value::Nil,
+                                }
+                            }
+                            // An importing node holds keys of a slot it does not own yet: it
+                            // answers them after ASKING.
+                            Value::ServerError(e) if e.code() == "MOVED" => {
+                                self.ask_once(&addr, k, cmd)?
+                            }
+                            Value::ServerError(e) => {
+                                return Err(LiveError::Node {
+                                    addr: addr.clone(),
+                                    what: what.into(),
+                                    reason: first_line(&e.to_string()),
+                                    sampled,
+                                });
+                            }
+                            v => v,
+                        };
+                        out.push(v);
+                    }
                 }
                 Ok(out)
             };

@@ -1373,3 +1373,65 @@ fn heat_reads_lfu_counters_and_names_the_policy_otherwise() {
     let hot = node_of(&v, &format!("127.0.0.1:{}", cluster.nodes[0].port));
     assert!(hot["share_ops"].as_f64().unwrap() > 0.5, "{hot}");
 }
+
+/// `--bytes` while a slot is migrating, keys half moved (real MIGRATE): the source answers ASK
+/// for keys gone, the importing node MOVED for keys it holds of a slot it does not own yet;
+/// keyplan follows both and reads every sampled key's bytes.
+#[test]
+fn bytes_are_read_while_a_slot_migrates() {
+    let Some(cluster) = Cluster::create() else {
+        return;
+    };
+    let id = |i: usize| match cluster.nodes[i]
+        .connect()
+        .call(&[b"CLUSTER", b"MYID"])
+        .unwrap()
+    {
+        Reply::Bulk(Some(b)) => b,
+        other => panic!("MYID replied {other:?}"),
+    };
+    let (a, b) = (id(0), id(1));
+    // 40 keys of slot 100 (`{x}` is not slot 100: find a tag that is), on the first master.
+    let tag = (0u32..)
+        .map(|i| format!("t{i}"))
+        .find(|t| keyplan::slot::key_slot(t.as_bytes()) == 100)
+        .unwrap();
+    let keys: Vec<Vec<u8>> = (0..40)
+        .map(|i| format!("{{{tag}}}:{i}").into_bytes())
+        .collect();
+    cluster.load(&keys);
+    let ok = |i: usize, args: &[&[u8]]| {
+        let r = cluster.nodes[i].connect().call(args).unwrap();
+        assert!(matches!(r, Reply::Status(_)), "{r:?}");
+    };
+    ok(1, &[b"CLUSTER", b"SETSLOT", b"100", b"IMPORTING", &a]);
+    ok(0, &[b"CLUSTER", b"SETSLOT", b"100", b"MIGRATING", &b]);
+    // Half the keys moved.
+    let port1 = cluster.nodes[1].port.to_string();
+    for k in &keys[..20] {
+        ok(
+            0,
+            &[b"MIGRATE", b"127.0.0.1", port1.as_bytes(), k, b"0", b"5000"],
+        );
+    }
+    let url = format!("redis://127.0.0.1:{}", cluster.nodes[0].port);
+    let v = json_of(keyplan().args([
+        "analyze",
+        "--cluster",
+        &url,
+        "--sample",
+        "all",
+        "--bytes",
+        "--format",
+        "json",
+    ]));
+    assert_eq!(v["totals"]["sampled"], 40, "{}", v["totals"]);
+    let pattern_bytes: u64 = v["patterns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["bytes"].as_u64().unwrap())
+        .sum();
+    // Every key's bytes were read: 40 keys of at least a few dozen bytes each.
+    assert!(pattern_bytes >= 40 * 16, "{pattern_bytes}");
+}
