@@ -69,3 +69,8 @@ if [ -x /usr/bin/time ]; then
   /usr/bin/time -f "peak resident memory, analyze, $N keys: %M KB" "$BIN" analyze --format json "$DUMP" > /dev/null
   /usr/bin/time -f "peak resident memory, analyze, $(( N / 10 )) keys: %M KB" "$BIN" analyze --format json "$SMALL" > /dev/null
 fi
+
+# The fuzz harness with a long budget (CI runs 64 cases per input kind): mutated real inputs of
+# every kind, no panic, exit 0/1/2 with a message. KEYPLAN_FUZZ_CASES overrides it.
+printf '\nfuzzing every input kind (%s cases each)\n' "${KEYPLAN_FUZZ_CASES:-2000}"
+KEYPLAN_FUZZ_CASES="${KEYPLAN_FUZZ_CASES:-2000}" cargo test --release --test integration fuzz:: 2>&1 | grep -E '^test |test result'

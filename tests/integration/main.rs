@@ -6,6 +6,7 @@ mod architecture;
 mod bench;
 mod cli;
 mod commands;
+mod fuzz;
 mod house;
 #[path = "../common/keygen.rs"]
 mod keygen;
