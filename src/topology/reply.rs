@@ -160,10 +160,36 @@ struct Parser {
     pos: usize,
 }
 
+/// Nesting deeper than any CLUSTER SLOTS or SHARDS reply (they nest 4 deep).
+const MAX_DEPTH: usize = 32;
+
 impl Parser {
-    fn value(&mut self) -> Result<Reply, TopologyError> {
+    /// The line of the event at `pos` (or of the last event, past the end).
+    fn line_at(&self, pos: usize) -> usize {
+        self.events[..(pos + 1).min(self.events.len())]
+            .iter()
+            .rev()
+            .find_map(|e| match e {
+                Event::Marker { line, .. } => Some(*line),
+                Event::Scalar(_) => None,
+            })
+            .unwrap_or(1)
+    }
+
+    fn value(&mut self, depth: usize) -> Result<Reply, TopologyError> {
+        if depth > MAX_DEPTH {
+            return Err(err(
+                self.line_at(self.pos),
+                format!(
+                    "nested deeper than {MAX_DEPTH} levels: not a CLUSTER SLOTS or SHARDS reply"
+                ),
+            ));
+        }
         match self.events.get(self.pos) {
-            None => Err(err(0, "the reply ends where a value was expected")),
+            None => Err(err(
+                self.line_at(self.pos),
+                "the reply ends where a value was expected",
+            )),
             Some(Event::Scalar(r)) => {
                 let r = r.clone();
                 self.pos += 1;
@@ -182,7 +208,7 @@ impl Parser {
                     }
                     let key = map_key.clone();
                     self.pos += 1;
-                    let v = self.value()?;
+                    let v = self.value(depth + 1)?;
                     match key {
                         Some(k) => map.push((k, v)),
                         None => items.push(v),
@@ -205,7 +231,7 @@ pub fn parse_display(text: &str) -> Result<Reply, TopologyError> {
         return Err(err(1, "empty reply"));
     }
     let mut p = Parser { events, pos: 0 };
-    let r = p.value()?;
+    let r = p.value(0)?;
     if let Some(e) = p.events.get(p.pos) {
         let line = match e {
             Event::Marker { line, .. } => *line,

@@ -412,6 +412,19 @@ fn hostile_inputs_are_refused_with_their_limits() {
         text.contains("is this the right file?") && !text.contains("budget"),
         "{text}"
     );
+    // A reply display nested 200,000 deep: refused, not a stack overflow.
+    let deep = format!("{}(integer) 0\n", "1) ".repeat(200_000));
+    let t = write("deep.txt", deep.as_bytes());
+    let (code, text) = run(&[
+        &os("slot"),
+        &os("--topology"),
+        t.as_os_str(),
+        &os("--topology-format"),
+        &os("cluster-reply"),
+        &os("a"),
+    ]);
+    assert_eq!(code, Some(2), "{text}");
+    assert!(text.contains("nested deeper than 32 levels"), "{text}");
     // Batch sizes no batch has.
     let scheme = write(
         "size.yaml",
