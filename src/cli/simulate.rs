@@ -252,8 +252,9 @@ pub fn run(args: SimulateArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
             .collect(),
         None => Vec::new(),
     };
+    let mut judged: std::collections::HashSet<&str> = std::collections::HashSet::new();
     for (_, b) in &batches {
-        if verdicts.iter().any(|(name, _, _)| name == &b.name) {
+        if !judged.insert(b.name.as_str()) {
             continue;
         }
         let generated: Vec<Batch> = match b.id.line {

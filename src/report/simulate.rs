@@ -6,7 +6,6 @@ use crate::simulate::client::ClientResult;
 use crate::simulate::verdict::Verdict;
 use crate::simulate::{NetworkModel, SimResult, Strategy};
 use comfy_table::{Cell, CellAlignment};
-use serde_json::json;
 use std::io::{self, Write};
 
 /// What `simulate` found.
@@ -42,38 +41,65 @@ impl SimulationReport {
     }
 }
 
-/// Writes the report as one JSON document (schema_version 2).
+/// One batch's verdict as JSON: its name and identity, then the verdict's fields.
+#[derive(serde::Serialize)]
+struct BatchVerdict<'a> {
+    batch: &'a str,
+    batch_id: &'a crate::simulate::batch::BatchId,
+    #[serde(flatten)]
+    verdict: &'a Verdict,
+}
+
+/// A strategy result with its swept size.
+#[derive(serde::Serialize)]
+struct Sized<'a> {
+    #[serde(flatten)]
+    result: &'a SimResult,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    size: Option<u64>,
+}
+
+/// The results, serialized one by one as they are (no copy of the whole report).
+struct Results<'a>(&'a SimulationReport);
+
+impl serde::Serialize for Results<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match &self.0.clients {
+            Some(c) => s.collect_seq(c.iter()),
+            None => s.collect_seq(self.0.results.iter().map(|(size, result)| Sized {
+                result,
+                size: *size,
+            })),
+        }
+    }
+}
+
+#[derive(serde::Serialize)]
+struct Doc<'a> {
+    network: &'a NetworkModel,
+    batches: Vec<BatchVerdict<'a>>,
+    results: Results<'a>,
+}
+
+/// Writes the report as one JSON document (schema_version 2), streamed: memory stays that of
+/// the report itself.
 pub fn render_json(out: &mut dyn Write, r: &SimulationReport) -> io::Result<()> {
-    let results: Vec<serde_json::Value> = match &r.clients {
-        Some(c) => c
-            .iter()
-            .map(|x| serde_json::to_value(x).unwrap_or_default())
-            .collect(),
-        None => r
-            .results
-            .iter()
-            .map(|(size, x)| {
-                let mut v = serde_json::to_value(x).unwrap_or_default();
-                if let Some(n) = size {
-                    v["size"] = json!(n);
-                }
-                v
-            })
-            .collect(),
-    };
     super::json::write_document(
         out,
         super::json::SIMULATE,
-        &json!({
-            "network": r.network,
-            "batches": r.verdicts.iter().map(|(name, id, v)| {
-                let mut x = serde_json::to_value(v).unwrap_or_default();
-                x["batch"] = json!(name);
-                x["batch_id"] = serde_json::to_value(id).unwrap_or_default();
-                x
-            }).collect::<Vec<_>>(),
-            "results": results,
-        }),
+        &Doc {
+            network: &r.network,
+            batches: r
+                .verdicts
+                .iter()
+                .map(|(batch, batch_id, verdict)| BatchVerdict {
+                    batch,
+                    batch_id,
+                    verdict,
+                })
+                .collect(),
+            results: Results(r),
+        },
     )
 }
 
