@@ -21,4 +21,6 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("KP501-rq-on-cluster.yml", include_str!("../../rules/KP501-rq-on-cluster.yml")),
     ("KP502-kombu-priority-lists.yml", include_str!("../../rules/KP502-kombu-priority-lists.yml")),
     ("KP503-dramatiq-on-cluster.yml", include_str!("../../rules/KP503-dramatiq-on-cluster.yml")),
+    ("KP504-bullmq-without-hash-tag.yml", include_str!("../../rules/KP504-bullmq-without-hash-tag.yml")),
+    ("KP505-bullmq-one-global-tag.yml", include_str!("../../rules/KP505-bullmq-one-global-tag.yml")),
 ];

@@ -410,3 +410,60 @@ fn library_rules_fire_on_real_library_dumps() {
         assert_eq!(codes, want, "{lib}: {v}");
     }
 }
+
+/// BullMQ (npm) run against a real server: without a hash tag its keys fire KP504, with the
+/// one global prefix tag `{bull}` KP505; each only on its own dump.
+#[test]
+fn bullmq_rules_fire_on_real_bullmq_dumps() {
+    let Some(bullmq) = std::env::var_os("KEYPLAN_BULLMQ") else {
+        if std::env::var_os("CI").is_some() {
+            panic!("KEYPLAN_BULLMQ is not set, and CI is set: .ci/run must install bullmq");
+        }
+        eprintln!("NOTICE: KEYPLAN_BULLMQ not set; skipping the BullMQ test");
+        return;
+    };
+    let (Some(server), Some(cli), Some(node)) = (
+        require_binary("redis-server"),
+        require_binary("redis-cli"),
+        require_binary("node"),
+    ) else {
+        return;
+    };
+    let drive = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/libraries/drive-bullmq.js");
+    let dir = tempfile::tempdir().unwrap();
+    for (prefix, rule) in [("bull", "KP504"), ("{bull}", "KP505")] {
+        let s = RedisServer::start(&server, false);
+        let out = Command::new(&node)
+            .env("KEYPLAN_BULLMQ", &bullmq)
+            .arg(&drive)
+            .arg(s.port.to_string())
+            .arg(prefix)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{prefix}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let dump = Command::new(&cli)
+            .args(["-p", &s.port.to_string(), "--scan"])
+            .output()
+            .unwrap();
+        let file = dir.path().join("bullmq.keys");
+        std::fs::write(&file, &dump.stdout).unwrap();
+        let out = keyplan()
+            .args(["lint", "--select", "KP5", "--format", "json", "--keys"])
+            .arg(&file)
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let codes: Vec<&str> = v["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["code"].as_str().unwrap())
+            .collect();
+        assert_eq!(codes, vec![rule], "{prefix}: {v}");
+    }
+}
