@@ -830,21 +830,27 @@ impl LiveCluster {
         }))
     }
 
-    /// The time `node` spent in commands, from `INFO commandstats` (node level: what a server
-    /// without per-slot load can say).
-    pub fn node_command_time(&self, node: &Node) -> Result<NodeCommandTime, LiveError> {
+    /// One `INFO` section of `node`, with the address asked.
+    fn info_section(&self, node: &Node, section: &str) -> Result<(String, String), LiveError> {
         let addr = node.address.clone().unwrap_or_else(|| node.name.clone());
         let (host, port) = host_port(&addr)?;
         let mut con = self.connect(&host, port)?;
         let info: String = redis::cmd("INFO")
-            .arg("commandstats")
+            .arg(section)
             .query(&mut con)
             .map_err(|e| LiveError::Node {
                 addr: addr.clone(),
-                what: "INFO commandstats".into(),
+                what: format!("INFO {section}"),
                 reason: first_line(&e.to_string()),
                 sampled: 0,
             })?;
+        Ok((addr, info))
+    }
+
+    /// The time `node` spent in commands, from `INFO commandstats` (node level: what a server
+    /// without per-slot load can say).
+    pub fn node_command_time(&self, node: &Node) -> Result<NodeCommandTime, LiveError> {
+        let (_, info) = self.info_section(node, "commandstats")?;
         let mut t = NodeCommandTime { usec: 0, calls: 0 };
         for l in info.lines().filter(|l| l.starts_with("cmdstat_")) {
             let field = |name: &str| {
@@ -860,18 +866,7 @@ impl LiveCluster {
     /// The bytes of data the master `node` holds, as it reports them (`INFO memory`,
     /// `used_memory_dataset`).
     pub fn dataset_bytes(&self, node: &Node) -> Result<u64, LiveError> {
-        let addr = node.address.clone().unwrap_or_else(|| node.name.clone());
-        let (host, port) = host_port(&addr)?;
-        let mut con = self.connect(&host, port)?;
-        let info: String = redis::cmd("INFO")
-            .arg("memory")
-            .query(&mut con)
-            .map_err(|e| LiveError::Node {
-                addr: addr.clone(),
-                what: "INFO memory".into(),
-                reason: first_line(&e.to_string()),
-                sampled: 0,
-            })?;
+        let (addr, info) = self.info_section(node, "memory")?;
         info.lines()
             .find_map(|l| l.strip_prefix("used_memory_dataset:"))
             .and_then(|v| v.trim().parse().ok())

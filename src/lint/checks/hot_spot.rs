@@ -28,64 +28,40 @@ impl Check for HotSpotCheck {
                 .map(|n| topo.nodes()[n].name.clone())
                 .unwrap_or_else(|| "-".into())
         };
-        let on_ring = topo.ring().is_some();
-        if !on_ring {
-            let (slot, &keys) = t.slot_keys.iter().enumerate().max_by_key(|(_, k)| **k)?;
-            let share = keys as f64 / t.keys as f64;
-            if share > self.max_share {
-                found.push((
-                    share,
-                    format!(
-                        "slot {slot} (on {}) holds {:.1}% of the keys ({keys} of {})",
-                        node_of_slot(slot),
-                        pct(share),
-                        t.keys
-                    ),
-                ));
-            }
-            if t.has_bytes && t.bytes > 0 {
-                let (slot, &b) = t.slot_bytes.iter().enumerate().max_by_key(|(_, b)| **b)?;
-                let share = b as f64 / t.bytes as f64;
+        // The largest slot and tag, by keys and (with a bytes column) by bytes.
+        let mut by = vec![("keys", &t.slot_keys, t.keys, &t.tags)];
+        if t.has_bytes && t.bytes > 0 {
+            by.push(("bytes", &t.slot_bytes, t.bytes, &t.tags_by_bytes));
+        }
+        for (what, per_slot, total, tags) in by {
+            if topo.ring().is_none()
+                && let Some((slot, &v)) = per_slot.iter().enumerate().max_by_key(|(_, v)| **v)
+            {
+                let share = v as f64 / total as f64;
                 if share > self.max_share {
                     found.push((
                         share,
                         format!(
-                            "slot {slot} (on {}) holds {:.1}% of the bytes",
+                            "slot {slot} (on {}) holds {:.1}% of the {what}",
                             node_of_slot(slot),
                             pct(share)
                         ),
                     ));
                 }
             }
-        }
-        if let Some(top) = t.tags.top(1).first() {
-            // A lower bound of the tag's keys (Space-Saving over-counts by at most `error`).
-            let share = (top.weight - top.error) as f64 / t.keys as f64;
-            if share > self.max_share {
-                found.push((
-                    share,
-                    format!(
-                        "the hash tag {{{}}} holds {:.1}% of the keys",
-                        String::from_utf8_lossy(&top.item),
-                        pct(share)
-                    ),
-                ));
-            }
-        }
-        if t.has_bytes
-            && t.bytes > 0
-            && let Some(top) = t.tags_by_bytes.top(1).first()
-        {
-            let share = (top.weight - top.error) as f64 / t.bytes as f64;
-            if share > self.max_share {
-                found.push((
-                    share,
-                    format!(
-                        "the hash tag {{{}}} holds {:.1}% of the bytes",
-                        String::from_utf8_lossy(&top.item),
-                        pct(share)
-                    ),
-                ));
+            if let Some(top) = tags.top(1).first() {
+                // A lower bound (Space-Saving over-counts by at most `error`).
+                let share = (top.weight - top.error) as f64 / total as f64;
+                if share > self.max_share {
+                    found.push((
+                        share,
+                        format!(
+                            "the hash tag {{{}}} holds {:.1}% of the {what}",
+                            String::from_utf8_lossy(&top.item),
+                            pct(share)
+                        ),
+                    ));
+                }
             }
         }
         if found.is_empty() {
