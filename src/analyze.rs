@@ -44,6 +44,12 @@ impl Default for AnalyzeConfig {
     }
 }
 
+/// A slot holding more than this share of the keys is a hot spot the verdict names (a slot's
+/// fair share is 1/16384, about 0.006%).
+const HOT_SLOT_SHARE: f64 = 0.02;
+/// A tag holding more than this share of the keys or bytes is named by the verdict.
+const HOT_TAG_VERDICT_SHARE: f64 = 0.05;
+
 /// One worker's running state. Aligned to 128 bytes so that workers kept side by side in one
 /// `Vec` never share a cache line (their per-key counters would ping-pong between cores).
 #[repr(align(128))]
@@ -734,7 +740,7 @@ impl Analyzer<'_> {
             topo.ring().map(|r| r.kind()),
             Some(crate::topology::ring::RingKind::Random)
         );
-        let verdict = if random {
+        let mut verdict = if random {
             "the pool uses distribution: random, so any key can land on any server: there is no per-server placement to report".to_string()
         } else {
             verdict(
@@ -824,13 +830,13 @@ impl Analyzer<'_> {
                 hot: sk > config.hot_tag_share || sb > config.hot_tag_share,
             }
         };
-        let hot_tags = self
+        let hot_tags: Vec<TagReport> = self
             .tags_by_keys
             .top(config.top)
             .iter()
             .map(|h| tag_report(h, false))
             .collect();
-        let hot_tags_by_bytes = if self.saw_bytes {
+        let hot_tags_by_bytes: Vec<TagReport> = if self.saw_bytes {
             self.tags_by_bytes
                 .top(config.top)
                 .iter()
@@ -839,6 +845,42 @@ impl Analyzer<'_> {
         } else {
             Vec::new()
         };
+        // Even nodes can hide one slot or one tag no rebalance can split: the verdict says so.
+        if !ring && keys >= 100 {
+            let mut hot: Vec<String> = Vec::new();
+            if let Some(&s) = slot_order.first() {
+                let share = share(slot_keys[s] as f64, keys as f64);
+                if share > HOT_SLOT_SHARE {
+                    hot.push(format!("slot {s} holds {:.1}% of the keys", share * 100.0));
+                }
+            }
+            let tag_keys = hot_tags
+                .first()
+                .filter(|t: &&TagReport| t.share_keys > HOT_TAG_VERDICT_SHARE);
+            if let Some(t) = tag_keys {
+                hot.push(format!(
+                    "the tag {{{}}} holds {:.1}% of the keys",
+                    String::from_utf8_lossy(&t.tag.0),
+                    t.share_keys * 100.0
+                ));
+            }
+            if let Some(t) = hot_tags_by_bytes
+                .first()
+                .filter(|t| t.share_bytes > HOT_TAG_VERDICT_SHARE)
+            {
+                hot.push(format!(
+                    "the tag {{{}}} holds {:.1}% of the bytes",
+                    String::from_utf8_lossy(&t.tag.0),
+                    t.share_bytes * 100.0
+                ));
+            }
+            if !hot.is_empty() {
+                verdict.push_str(&format!(
+                    "; but {}: a slot moves whole, so no rebalance spreads it",
+                    hot.join(" and ")
+                ));
+            }
+        }
 
         let all = self.patterns.finish();
         let patterns_not_listed = all.len().saturating_sub(config.max_patterns);

@@ -29,8 +29,19 @@ pub use segment::{
 };
 use std::fmt::Write as _;
 
-/// Distinct literal letter runs one position may hold before it becomes `<word>`.
+/// Distinct literal letter runs one position may hold, in the finished patterns, before it
+/// becomes `<word>`.
 pub const LITERAL_CAP: usize = 16;
+/// The same for the first position, a key's family prefix (`user`, `session`, …): real
+/// applications have dozens to hundreds of families, and their names stay literal.
+pub const ROOT_LITERAL_CAP: usize = 1024;
+/// While keys stream in, a position folds only past this many literal runs (a bound on memory);
+/// the finished patterns fold at [`LITERAL_CAP`], which is lower, so that whether a position
+/// folded midway (it depends on which keys a thread saw) never shows in the result.
+const STREAM_LITERAL_CAP: usize = 64;
+/// Literal runs one position needs before they can be taken for ids (each holding one or two
+/// keys) and folded: a few short names of a family's parts (`.DQ`, `.XQ`, `.msgs`) are not ids.
+const ID_LIKE_MIN: usize = 8;
 /// Most nodes a tree holds.
 pub const MAX_NODES: usize = 50_000;
 /// Example keys kept per pattern.
@@ -131,7 +142,7 @@ impl PatternStats {
             tagged: 0,
             node_keys: vec![0; nodes],
             node_bytes: vec![0; nodes],
-            tags: Hll::new(8),
+            tags: Hll::new(10),
             examples: Vec::new(),
             example_bar: u16::MAX,
         }
@@ -494,7 +505,7 @@ impl PatternTree {
             return Some(c);
         }
         if t.is_alpha_lit()
-            && (self.nodes[n as usize].alpha_lits as usize >= LITERAL_CAP
+            && (self.nodes[n as usize].alpha_lits as usize >= stream_cap(n)
                 || self.nodes.len() >= MAX_NODES)
         {
             self.fold_to_word(n);
@@ -555,7 +566,7 @@ impl PatternTree {
                 }
             }
         }
-        if self.nodes[dst as usize].alpha_lits as usize > LITERAL_CAP {
+        if self.nodes[dst as usize].alpha_lits as usize > stream_cap(dst) {
             self.fold_to_word(dst);
         }
     }
@@ -752,6 +763,67 @@ impl PatternTree {
                 .sum::<u64>()
     }
 
+    /// The fold of the finished patterns, top down, from the counts of the whole input only:
+    /// a position with more literal runs than its cap, or one that holds a `<word>` already
+    /// (another part of the input folded it), becomes `<word>`; inside a hash tag, literal runs
+    /// that lead to the same shapes are values of one tag (`{celeb:taylor}`,
+    /// `{celeb:ronaldo}`) and fold too.
+    fn fold_canonical(&mut self, n: u32, in_tag: bool) {
+        let node = &self.nodes[n as usize];
+        let alpha: Vec<u32> = node
+            .children
+            .iter()
+            .filter(|(k, _)| k.is_alpha_lit())
+            .map(|(_, c)| *c)
+            .collect();
+        let has_word = node
+            .children
+            .iter()
+            .any(|(k, _)| *k == Key::Class(Class::Word));
+        let cap = if n == 0 {
+            ROOT_LITERAL_CAP
+        } else {
+            LITERAL_CAP
+        };
+        let tag_values = in_tag && alpha.len() >= 2 && {
+            let shape = |c: u32| {
+                let mut keys: Vec<&Key> = self.nodes[c as usize]
+                    .children
+                    .iter()
+                    .map(|(k, _)| k)
+                    .collect();
+                keys.sort();
+                (keys, self.nodes[c as usize].leaf.is_some())
+            };
+            let first = shape(alpha[0]);
+            alpha.iter().all(|&c| shape(c) == first)
+        };
+        if !alpha.is_empty() && (alpha.len() > cap || has_word || tag_values) {
+            self.fold_to_word(n);
+        }
+        let children: Vec<(bool, u32)> = self.nodes[n as usize]
+            .children
+            .iter()
+            .map(|(k, c)| {
+                let opens = matches!(k, Key::Lit(l) if **l == *b"{");
+                let closes = matches!(k, Key::Lit(l) if **l == *b"}");
+                (
+                    if opens {
+                        true
+                    } else if closes {
+                        false
+                    } else {
+                        in_tag
+                    },
+                    *c,
+                )
+            })
+            .collect();
+        for (t, c) in children {
+            self.fold_canonical(c, t);
+        }
+    }
+
     /// Folds positions whose literal letter runs look like ids (one or two keys each).
     fn fold_id_like(&mut self, n: u32) {
         let node = &self.nodes[n as usize];
@@ -761,7 +833,7 @@ impl PatternTree {
             .filter(|(k, _)| k.is_alpha_lit())
             .map(|(_, c)| *c)
             .collect();
-        if !node.word_mode && alpha.len() >= 2 {
+        if !node.word_mode && alpha.len() >= ID_LIKE_MIN {
             let total: u64 = alpha.iter().map(|c| self.subtree_keys(*c)).sum();
             if total <= 2 * alpha.len() as u64 {
                 self.fold_to_word(n);
@@ -782,6 +854,7 @@ impl PatternTree {
     ///
     /// [`finish`]: PatternTree::finish
     pub fn fold(&mut self) {
+        self.fold_canonical(0, false);
         self.fold_id_like(0);
     }
 
@@ -834,6 +907,15 @@ impl PatternTree {
                 .then_with(|| a.text.cmp(&b.text))
         });
         out
+    }
+}
+
+/// The literal runs position `n` may hold while keys stream in.
+fn stream_cap(n: u32) -> usize {
+    if n == 0 {
+        ROOT_LITERAL_CAP
+    } else {
+        STREAM_LITERAL_CAP
     }
 }
 
@@ -961,9 +1043,56 @@ mod tests {
 
     #[test]
     fn alphabetic_ids_group_together() {
+        let names = [
+            "user:alice",
+            "user:bob",
+            "user:carol",
+            "user:dave",
+            "user:erin",
+            "user:frank",
+            "user:grace",
+            "user:heidi",
+        ];
+        assert_eq!(infer(&names), vec![("user:<word>".into(), 8)]);
+        // A few short names of a family's parts are not ids: they stay apart.
+        let parts = infer(&[
+            "dramatiq:default.DQ",
+            "dramatiq:default.XQ",
+            "dramatiq:default.msgs",
+        ]);
+        assert_eq!(parts.len(), 3, "{parts:?}");
+    }
+
+    #[test]
+    fn family_prefixes_stay_literal_and_threads_do_not_matter() {
+        let mut keys = Vec::new();
+        for p in [
+            "user", "session", "cart", "order", "invoice", "payment", "product", "review",
+            "wishlist", "coupon", "shipment", "address", "token", "device", "feed", "follow",
+            "like", "comment", "notif", "msg", "thread", "group", "event", "metric",
+        ] {
+            for i in 0..50 {
+                keys.push(format!("{p}:{}", i * 7919));
+            }
+        }
+        let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+        let one = infer(&keys);
+        assert_eq!(one.len(), 24, "{one:?}");
+        assert!(one.iter().all(|(p, n)| p.ends_with(":<int>") && *n == 50));
+    }
+
+    #[test]
+    fn tag_values_of_one_shape_fold() {
+        let mut keys = Vec::new();
+        for c in ["taylor", "ronaldo"] {
+            for i in 0..20 {
+                keys.push(format!("feed:{{celeb:{c}}}:post:{i}"));
+            }
+        }
+        let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
         assert_eq!(
-            infer(&["user:alice", "user:bob"]),
-            vec![("user:<word>".into(), 2)]
+            infer(&keys),
+            vec![("feed:{celeb:<word>}:post:<int>".into(), 40)]
         );
     }
 

@@ -24,6 +24,11 @@ pub enum Class {
     Ip,
     /// An alphabetic identifier (many distinct values at one position).
     Word,
+    /// A ULID: 26 characters of Crockford base32.
+    Ulid,
+    /// An opaque token: 20 or more letters, digits, `-` and `_` in a random-looking mix
+    /// (base62 and base64url session ids, nanoids, KSUIDs, mixed letter-digit ids).
+    Token,
     /// Non-ASCII or control bytes.
     Bytes,
     /// Everything after the token limit.
@@ -40,6 +45,8 @@ impl Class {
             Class::Date => "<date>",
             Class::Ip => "<ip>",
             Class::Word => "<word>",
+            Class::Ulid => "<ulid>",
+            Class::Token => "<token>",
             Class::Bytes => "<bytes>",
             Class::Rest => "<rest>",
         }
@@ -56,6 +63,8 @@ impl Class {
             Class::Date => "[0-9]{4}-[0-9]{2}-[0-9]{2}",
             Class::Ip => "[0-9]{1,3}\\.[0-9]{1,3}\\.[0-9]{1,3}\\.[0-9]{1,3}",
             Class::Word => "[A-Za-z]+",
+            Class::Ulid => "[0-7][0-9A-HJKMNP-TV-Za-hjkmnp-tv-z]{25}",
+            Class::Token => "[A-Za-z0-9_-]+",
             Class::Bytes => "[\\x00-\\x1f\\x7f-\\xff]+",
             Class::Rest => "(?s:.*)",
         }
@@ -178,6 +187,66 @@ fn match_uuid(key: &[u8], i: usize, d: &Delimiters) -> Option<usize> {
         & all_hex(&s[19..23])
         & all_hex(&s[24..]);
     (hex && boundary(key, i + 36, d)).then_some(36)
+}
+
+/// An id-like run at `key[i..]`: a ULID (26 Crockford base32 characters, the first 0-7), or an
+/// opaque token (20 or more letters, digits, `-` and `_`, the character kind changing at least
+/// once every three characters: base62/base64url ids, not words joined by `-` or `_`). It ends
+/// at a delimiter other than `-` and `_`, or at the end. Reads letters and digit positions
+/// only, never digit values (the skeleton memo relies on it).
+fn match_id_like(key: &[u8], i: usize, d: &Delimiters) -> Option<(usize, Class)> {
+    let mut j = i;
+    let (mut upper, mut lower, mut digits, mut changes) = (0usize, 0usize, 0usize, 0usize);
+    let mut last = 0u8;
+    while j < key.len() {
+        let b = key[j];
+        let kind = match b {
+            b'0'..=b'9' => 1,
+            b'A'..=b'Z' => 2,
+            b'a'..=b'z' => 3,
+            b'-' | b'_' => 4,
+            _ => break,
+        };
+        if kind == 4 && !d.is(b) {
+            break;
+        }
+        match kind {
+            1 => digits += 1,
+            2 => upper += 1,
+            3 => lower += 1,
+            _ => {}
+        }
+        if last != 0 && kind != last {
+            changes += 1;
+        }
+        last = kind;
+        j += 1;
+    }
+    let len = j - i;
+    if j < key.len() && !d.is(key[j]) {
+        return None;
+    }
+    // All hex: `<hex>`'s (or a uuid's), decided by the segment rules.
+    if key[i..j].iter().all(u8::is_ascii_hexdigit) {
+        return None;
+    }
+    let crockford = |b: &u8| matches!(b.to_ascii_uppercase(), b'0'..=b'9' | b'A'..=b'H' | b'J' | b'K' | b'M' | b'N' | b'P'..=b'T' | b'V'..=b'Z');
+    if len == 26
+        && matches!(key[i], b'0'..=b'7')
+        && key[i..j].iter().all(crockford)
+        && (upper == 0 || lower == 0)
+        && digits > 0
+    {
+        return Some((len, Class::Ulid));
+    }
+    // Letters and digits mixed, the kind changing often (a random base62 string changes
+    // about every other character; words, even CamelCase ones, far less).
+    let random = if digits > 0 && upper + lower > 0 {
+        changes * 4 >= len
+    } else {
+        upper > 1 && lower > 1 && changes * 3 >= len
+    };
+    (len >= 20 && random).then_some((len, Class::Token))
 }
 
 fn match_date(key: &[u8], i: usize, d: &Delimiters) -> Option<usize> {
@@ -409,6 +478,17 @@ pub fn tokenize_into<S: TokenSink>(key: &[u8], d: &Delimiters, out: &mut S) {
         }
         let b = key[i];
         if d.is(b) {
+            // An opaque token may start with `-` or `_` (base64url), right after another
+            // delimiter or at the start.
+            if matches!(b, b'-' | b'_')
+                && (i == 0 || d.is(key[i - 1]))
+                && n - i >= 20
+                && let Some((len, class)) = match_id_like(key, i, d)
+            {
+                out.class(class);
+                i += len;
+                continue;
+            }
             out.lit(key, i, i + 1);
             i += 1;
             continue;
@@ -443,6 +523,14 @@ pub fn tokenize_into<S: TokenSink>(key: &[u8], d: &Delimiters, out: &mut S) {
                     }
                 }
             }
+        }
+        if c & (C_DIGIT | C_HEXALPHA | C_ALPHA) != 0
+            && n - i >= 20
+            && let Some((len, class)) = match_id_like(key, i, d)
+        {
+            out.class(class);
+            i += len;
+            continue;
         }
         let mut j = i;
         let mut mask = 0u8;

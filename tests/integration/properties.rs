@@ -470,3 +470,90 @@ proptest! {
         }
     }
 }
+
+/// A dump of many families: literal prefixes, a few family parts, numeric and hex ids, tagged
+/// keys with tag values of one shape, alphabetic names; `seed` varies the values.
+fn family_dump(seed: u64, n: usize) -> Vec<String> {
+    let mut r = seed | 1;
+    let mut next = || {
+        r ^= r << 13;
+        r ^= r >> 7;
+        r ^= r << 17;
+        r
+    };
+    let prefixes = [
+        "user", "session", "cart", "order", "invoice", "payment", "product", "review", "wishlist",
+        "coupon", "shipment", "address", "token", "device", "feed", "follow", "like", "comment",
+    ];
+    let names = [
+        "alice", "bob", "carol", "dave", "erin", "frank", "grace", "heidi", "ivan", "judy",
+    ];
+    (0..n)
+        .map(|i| {
+            let x = next();
+            match i % 6 {
+                0 | 1 => format!("{}:{}", prefixes[(x % 18) as usize], x % 1_000_000),
+                2 => format!(
+                    "dramatiq:default.{}",
+                    ["DQ", "XQ", "msgs"][(x % 3) as usize]
+                ),
+                3 => format!("cache:{:016x}", x),
+                4 => format!(
+                    "feed:{{celeb:{}}}:post:{}",
+                    ["taylor", "ronaldo", "messi"][(x % 3) as usize],
+                    x % 500
+                ),
+                _ => format!("profile:{}:{}", names[(x % 10) as usize], x % 100),
+            }
+        })
+        .collect()
+}
+
+/// The patterns `analyze` reports for `keys`, with `threads` workers (text, keys, examples).
+fn patterns_of(keys: &[String], threads: &str) -> serde_json::Value {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("d.keys");
+    std::fs::write(&p, keys.join("\n") + "\n").unwrap();
+    let (code, out, err) = crate::support::run_in_process(&[
+        "analyze",
+        "--format",
+        "json",
+        "--threads",
+        threads,
+        p.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let mut pats: Vec<serde_json::Value> = v["patterns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| serde_json::json!([p["pattern"], p["keys"], p["examples"], p["tag_cardinality"]]))
+        .collect();
+    pats.sort_by_key(|p| p.to_string());
+    serde_json::Value::Array(pats)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 3, ..ProptestConfig::default() })]
+
+    /// Patterns are a function of the multiset of keys (160,000 keys: several 1 MiB chunks, so
+    /// that threads really split them): 1, 2 and 8 threads and any key order
+    /// give the same patterns, counts, examples and tag cardinalities.
+    #[test]
+    fn patterns_do_not_depend_on_threads_or_order(seed in any::<u64>(), rot in 0usize..160_000) {
+        let keys = family_dump(seed, 160_000);
+        let one = patterns_of(&keys, "1");
+        prop_assert_eq!(&one, &patterns_of(&keys, "2"));
+        prop_assert_eq!(&one, &patterns_of(&keys, "8"));
+        let mut shuffled = keys.clone();
+        shuffled.rotate_left(rot);
+        shuffled.reverse();
+        prop_assert_eq!(&one, &patterns_of(&shuffled, "2"));
+        // The families stay apart: literal prefixes, the three parts, one celeb pattern.
+        let text = one.to_string();
+        prop_assert!(text.contains("\"user:<int>\""), "{}", text);
+        prop_assert!(text.contains("dramatiq:default.DQ"), "{}", text);
+        prop_assert!(text.contains("feed:{celeb:<word>}:post:<int>"), "{}", text);
+    }
+}
