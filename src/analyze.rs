@@ -622,6 +622,10 @@ pub struct AnalyzeReport {
     pub patterns: Vec<PatternReport>,
     /// Patterns beyond the listing limit, folded.
     pub patterns_not_listed: usize,
+    /// Keys of the patterns not listed (of the sample, on a live cluster).
+    pub keys_not_listed: u64,
+    /// Bytes of the patterns not listed.
+    pub bytes_not_listed: u64,
     /// Findings (e.g. a pattern that clusters on one server).
     pub notes: Vec<Note>,
     /// Keys per slot (16384 entries; for the HTML heatmap, not part of the JSON contract).
@@ -883,10 +887,27 @@ impl Analyzer<'_> {
         }
 
         let all = self.patterns.finish();
-        let patterns_not_listed = all.len().saturating_sub(config.max_patterns);
+        // At least `max_patterns`, and as many more as it takes to cover 99% of the keys (up
+        // to ten times as many); what the rest holds is said.
+        let total_pattern_keys: u64 = all.iter().map(|p| p.stats.keys).sum();
+        let mut listed = 0usize;
+        let mut covered = 0u64;
+        for p in &all {
+            if listed >= config.max_patterns
+                && (covered as f64 >= 0.99 * total_pattern_keys as f64
+                    || listed >= 10 * config.max_patterns)
+            {
+                break;
+            }
+            covered += p.stats.keys;
+            listed += 1;
+        }
+        let patterns_not_listed = all.len() - listed;
+        let keys_not_listed: u64 = all[listed..].iter().map(|p| p.stats.keys).sum();
+        let bytes_not_listed: u64 = all[listed..].iter().map(|p| p.stats.bytes).sum();
         let patterns: Vec<PatternReport> = all
             .into_iter()
-            .take(config.max_patterns)
+            .take(listed)
             .map(|p| {
                 let st = &p.stats;
                 let pnodes: Vec<PatternNode> = names
@@ -981,6 +1002,8 @@ impl Analyzer<'_> {
             notes: notes(&patterns, topo),
             patterns,
             patterns_not_listed,
+            keys_not_listed,
+            bytes_not_listed,
             slot_owner: if self.ring {
                 Vec::new()
             } else {

@@ -437,7 +437,17 @@ pub fn render_table(
         ]);
         pats.add_row(row);
     }
-    writeln!(out, "Patterns ({shown} of {total_patterns})\n{pats}\n")?;
+    writeln!(out, "Patterns ({shown} of {total_patterns})\n{pats}")?;
+    if r.patterns_not_listed > 0 {
+        writeln!(
+            out,
+            "({} more patterns, not listed, hold {} keys and {})",
+            r.patterns_not_listed,
+            r.keys_not_listed,
+            human_bytes(r.bytes_not_listed)
+        )?;
+    }
+    writeln!(out)?;
 
     let nominal = if r.topology.kind == "ring" {
         "ring"
