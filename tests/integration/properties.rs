@@ -557,3 +557,120 @@ proptest! {
         prop_assert!(text.contains("feed:{celeb:<word>}:post:<int>"), "{}", text);
     }
 }
+
+/// Key dumps of real libraries (tests/fixtures/libraries, see its README): every key's
+/// template, as the library's source writes it, against the pattern keyplan infers for it.
+/// At least 95% of each library's keys fall in a pattern that holds only their template, and
+/// no pattern mixes two templates.
+#[test]
+fn library_dumps_keep_their_templates() {
+    let templates: &[(&str, &[&str])] = &[
+        (
+            "rq",
+            &[
+                r"^rq:job:[0-9a-f-]{36}$",
+                r"^rq:results:[0-9a-f-]{36}$",
+                r"^rq:finished:[a-z]+$",
+                r"^rq:failed:[a-z]+$",
+                r"^rq:started:[a-z]+$",
+                r"^rq:queue:[a-z]+$",
+                r"^rq:queues$",
+                r"^rq:workers(:[a-z]+)?$",
+                r"^rq:worker:[0-9a-f]{32}$",
+            ],
+        ),
+        (
+            "kombu",
+            &[
+                r"^[a-z]+\x06\x16[0-9]$",
+                r"^_kombu\.binding\.[a-z]+$",
+                r"^_kombu\.binding_permanent\.[a-z]+$",
+            ],
+        ),
+        (
+            "dramatiq",
+            &[
+                r"^dramatiq:__heartbeats__$",
+                r"^dramatiq:[a-z]+\.DQ$",
+                r"^dramatiq:[a-z]+\.DQ\.msgs$",
+            ],
+        ),
+        (
+            "limits",
+            &[
+                r"^LIMITS:LIMITER/api-fixed/.+/[0-9]+/[0-9]+/[a-z]+$",
+                r"^LIMITS:LIMITER/api-moving/.+/[0-9]+/[0-9]+/[a-z]+$",
+                r"^LIMITS:\{LIMITER/api-sliding/.+/[0-9]+/[0-9]+/[a-z]+\}(/.*)?$",
+            ],
+        ),
+        (
+            "bullmq",
+            &[
+                r"^bull:[a-z]+:[0-9]+$",
+                r"^bull:[a-z]+:wait$",
+                r"^bull:[a-z]+:meta$",
+                r"^bull:[a-z]+:marker$",
+                r"^bull:[a-z]+:id$",
+                r"^bull:[a-z]+:events$",
+                r"^bull:[a-z]+:delayed$",
+                r"^bull:[a-z]+:completed$",
+                r"^bull:[a-z]+:stalled-check$",
+            ],
+        ),
+    ];
+    for (lib, temps) in templates {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join(format!("tests/fixtures/libraries/{lib}.keys"));
+        let text = std::fs::read(&path).unwrap();
+        let keys: Vec<&[u8]> = text
+            .split(|&b| b == b'\n')
+            .filter(|k| !k.is_empty())
+            .collect();
+        let res: Vec<regex::bytes::Regex> = temps
+            .iter()
+            .map(|t| regex::bytes::Regex::new(&format!("(?-u){t}")).unwrap())
+            .collect();
+        let mut tree = PatternTree::new(Delimiters::default(), 1);
+        for k in &keys {
+            tree.add(&Observation {
+                key: k,
+                bytes: 0,
+                ops: 0.0,
+                node: Some(0),
+                tag: keyplan::slot::tag(k),
+                slot: key_slot(k),
+            });
+        }
+        tree.fold();
+        // Per pattern, the templates of its keys.
+        let mut by_pattern: std::collections::BTreeMap<String, Vec<usize>> = Default::default();
+        let mut template_of = Vec::new();
+        for k in &keys {
+            let t = res
+                .iter()
+                .position(|r| r.is_match(k))
+                .unwrap_or_else(|| panic!("{lib}: no template for {}", String::from_utf8_lossy(k)));
+            let p = tree.classify(k).unwrap_or_else(|| "<none>".into());
+            by_pattern.entry(p.clone()).or_default().push(t);
+            template_of.push((p, t));
+        }
+        let pure = |p: &str| {
+            let ts = &by_pattern[p];
+            ts.iter().all(|t| *t == ts[0])
+        };
+        let mixed: Vec<&String> = by_pattern.keys().filter(|p| !pure(p)).collect();
+        assert!(
+            mixed.is_empty(),
+            "{lib}: patterns mixing templates: {mixed:?}"
+        );
+        let good = template_of
+            .iter()
+            .filter(|(p, _)| p != "<none>" && pure(p))
+            .count();
+        assert!(
+            good as f64 >= 0.95 * keys.len() as f64,
+            "{lib}: {good} of {} keys in a pattern of their own template: {by_pattern:?}",
+            keys.len()
+        );
+    }
+}
