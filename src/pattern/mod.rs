@@ -25,7 +25,7 @@ pub mod segment;
 use crate::sketch::{HashIndex, Hll};
 pub use segment::{
     Class, DEFAULT_DELIMITERS, Delimiters, MAX_TOKENS, Recorded, Token, TokenSink, ValueCheck,
-    hex_skeleton_hash, skeleton_hash, tokenize, tokenize_into, tokenize_recorded,
+    hex_skeleton_hash, shape_hash, skeleton_hash, tokenize, tokenize_into, tokenize_recorded,
 };
 use std::fmt::Write as _;
 
@@ -239,8 +239,12 @@ pub struct PatternTree {
     memo: Vec<Memo>,
     /// Direct-mapped by hex skeleton ([`hex_skeleton_hash`]): keys with uuids and hex ids.
     hex_memo: Vec<HexMemo>,
+    /// Direct-mapped by shape ([`shape_hash`]): keys with opaque tokens and ULIDs.
+    id_memo: Vec<IdMemo>,
     /// Entries of `memo` and `hex_memo` from an older generation are empty.
     memo_generation: u32,
+    /// Positions folded to `<word>` so far.
+    folds: u64,
 }
 
 /// Entries in the hex-skeleton memo.
@@ -322,6 +326,92 @@ impl HexMemo {
                 let letter = span.iter().any(|b| !b.is_ascii_digit());
                 letter && (span.len() >= 16 || span.iter().any(u8::is_ascii_digit))
             })
+    }
+}
+
+/// Entries in the shape memo.
+const ID_MEMO_SLOTS: usize = 1 << 10;
+/// Most `<token>`/`<ulid>` spans an [`IdMemo`] re-checks.
+const ID_SPANS: usize = 2;
+
+/// What a shape resolved to. Valid for a key of that shape when it starts with the same bytes
+/// (the literal tokens before the first class) and each `<token>`/`<ulid>` span is still one
+/// (the recognizer run again there gives the same length and class). The remembered key had
+/// only `<token>` and `<ulid>` tokens and literals without letters or digits after its prefix,
+/// and no date, IP or hex token: nothing else about its letters and digits decided its tokens.
+#[derive(Debug, Clone, Copy, Default)]
+struct IdMemo {
+    shape: u64,
+    leaf: u32,
+    generation: u32,
+    prefix_len: u8,
+    ids: u8,
+    spans: [(u16, u16, bool); ID_SPANS],
+    prefix: [u8; HEX_PREFIX],
+}
+
+impl IdMemo {
+    fn new(
+        shape: u64,
+        leaf: u32,
+        generation: u32,
+        rec: &Recorded,
+        key: &[u8],
+        d: &Delimiters,
+    ) -> Option<IdMemo> {
+        let tokens = &rec.tokens;
+        let first_class = tokens.iter().position(|t| matches!(t, Token::Class(_)))?;
+        let prefix_len = match first_class.checked_sub(1) {
+            Some(i) => match tokens[i] {
+                Token::Lit { end, .. } => end,
+                Token::Class(_) => return None,
+            },
+            None => 0,
+        };
+        let rest_ok = tokens[first_class..].iter().all(|t| match t {
+            Token::Class(c) => matches!(c, Class::Token | Class::Ulid),
+            Token::Lit { start, end } => !key[*start..*end].iter().any(u8::is_ascii_alphanumeric),
+        });
+        if !rest_ok
+            || rec.id_spans.is_empty()
+            || !rec.checks.is_empty()
+            || !rec.hex_spans.is_empty()
+            || prefix_len > HEX_PREFIX
+            || rec.id_spans.len() > ID_SPANS
+        {
+            return None;
+        }
+        let mut m = IdMemo {
+            shape,
+            leaf,
+            generation,
+            prefix_len: prefix_len as u8,
+            ids: rec.id_spans.len() as u8,
+            ..IdMemo::default()
+        };
+        m.prefix[..prefix_len].copy_from_slice(&key[..prefix_len]);
+        for (slot, &start) in m.spans.iter_mut().zip(&rec.id_spans) {
+            let (len, class) = segment::match_id_like(key, start, d)?;
+            *slot = (
+                u16::try_from(start).ok()?,
+                u16::try_from(len).ok()?,
+                class == Class::Ulid,
+            );
+        }
+        Some(m)
+    }
+
+    /// Whether `key` (of the same shape) tokenizes as the remembered key did.
+    #[inline]
+    fn holds(&self, key: &[u8], d: &Delimiters) -> bool {
+        let p = self.prefix_len as usize;
+        key[..p] == self.prefix[..p]
+            && self.spans[..self.ids as usize]
+                .iter()
+                .all(|&(start, len, ulid)| {
+                    segment::match_id_like(key, start as usize, d)
+                        == Some((len as usize, if ulid { Class::Ulid } else { Class::Token }))
+                })
     }
 }
 
@@ -463,6 +553,8 @@ impl PatternTree {
             cache: HashIndex::default(),
             memo: vec![Memo::default(); MEMO_SLOTS],
             hex_memo: vec![HexMemo::default(); HEX_MEMO_SLOTS],
+            id_memo: vec![IdMemo::default(); ID_MEMO_SLOTS],
+            folds: 0,
             memo_generation: 1,
         }
     }
@@ -521,6 +613,7 @@ impl PatternTree {
     fn fold_to_word(&mut self, n: u32) {
         // Leaves merge: remembered token sequences may now belong elsewhere.
         self.forget();
+        self.folds += 1;
         let node = &mut self.nodes[n as usize];
         node.word_mode = true;
         node.alpha_lits = 0;
@@ -600,6 +693,7 @@ impl PatternTree {
         if self.memo_generation == 0 {
             self.memo.fill(Memo::default());
             self.hex_memo.fill(HexMemo::default());
+            self.id_memo.fill(IdMemo::default());
             self.memo_generation = 1;
         }
     }
@@ -622,14 +716,29 @@ impl PatternTree {
         if hm.skeleton == hk && hm.generation == self.memo_generation && hm.holds(key) {
             return Some(hm.leaf);
         }
-        self.leaf_by_tokens(key, sk, hk)
+        self.leaf_by_shape(key, sk, hk)
+    }
+
+    /// The leaf of `key` remembered for its shape (keys with opaque tokens and ULIDs), else
+    /// found by tokenizing it. Out of line: keys of repeating skeletons never get here.
+    #[inline(never)]
+    fn leaf_by_shape(&mut self, key: &[u8], sk: u64, hk: u64) -> Option<u32> {
+        let sh = shape_hash(key);
+        let im = &self.id_memo[sh as usize & (ID_MEMO_SLOTS - 1)];
+        if im.shape == sh
+            && im.generation == self.memo_generation
+            && im.holds(key, &self.delimiters)
+        {
+            return Some(im.leaf);
+        }
+        self.leaf_by_tokens(key, sk, hk, sh)
     }
 
     /// The leaf of `key` found by tokenizing it (the memos did not know it); remembers it
     /// for its skeleton `sk` or hex skeleton `hk`. Out of line: most keys never get here.
     #[cold]
     #[inline(never)]
-    fn leaf_by_tokens(&mut self, key: &[u8], sk: u64, hk: u64) -> Option<u32> {
+    fn leaf_by_tokens(&mut self, key: &[u8], sk: u64, hk: u64, sh: u64) -> Option<u32> {
         let slot = sk as usize & (MEMO_SLOTS - 1);
         let hex_slot = hk as usize & (HEX_MEMO_SLOTS - 1);
         let mut rec = std::mem::take(&mut self.recorded);
@@ -655,7 +764,10 @@ impl PatternTree {
             .iter()
             .any(|t| matches!(t, Token::Class(Class::Uuid | Class::Hex)));
         if let Some(l) = leaf {
-            if !unique {
+            if let Some(m) = IdMemo::new(sh, l, self.memo_generation, &rec, key, &self.delimiters) {
+                // Opaque tokens and ULIDs never repeat a skeleton: remember the shape.
+                self.id_memo[sh as usize & (ID_MEMO_SLOTS - 1)] = m;
+            } else if !unique {
                 if let Some(m) = Memo::new(sk, l, self.memo_generation, &rec.checks, key) {
                     self.memo[slot] = m;
                 }
@@ -854,8 +966,17 @@ impl PatternTree {
     ///
     /// [`finish`]: PatternTree::finish
     pub fn fold(&mut self) {
-        self.fold_canonical(0, false);
-        self.fold_id_like(0);
+        // Folding a position can make deeper positions alike (and so foldable as tag values),
+        // and the other way round: until nothing changes, so that folding twice is folding
+        // once.
+        for _ in 0..16 {
+            let before = self.folds;
+            self.fold_canonical(0, false);
+            self.fold_id_like(0);
+            if self.folds == before {
+                break;
+            }
+        }
     }
 
     /// The text of the pattern `key` is counted in, without counting it (`None` when the tree

@@ -26,6 +26,8 @@ pub enum Class {
     Word,
     /// A ULID: 26 characters of Crockford base32.
     Ulid,
+    /// An IPv6 address (hex groups and `:`, with `::`, or all eight groups).
+    Ipv6,
     /// An opaque token: 20 or more letters, digits, `-` and `_` in a random-looking mix
     /// (base62 and base64url session ids, nanoids, KSUIDs, mixed letter-digit ids).
     Token,
@@ -46,6 +48,7 @@ impl Class {
             Class::Ip => "<ip>",
             Class::Word => "<word>",
             Class::Ulid => "<ulid>",
+            Class::Ipv6 => "<ipv6>",
             Class::Token => "<token>",
             Class::Bytes => "<bytes>",
             Class::Rest => "<rest>",
@@ -63,7 +66,8 @@ impl Class {
             Class::Date => "[0-9]{4}-[0-9]{2}-[0-9]{2}",
             Class::Ip => "[0-9]{1,3}\\.[0-9]{1,3}\\.[0-9]{1,3}\\.[0-9]{1,3}",
             Class::Word => "[A-Za-z]+",
-            Class::Ulid => "[0-7][0-9A-HJKMNP-TV-Za-hjkmnp-tv-z]{25}",
+            Class::Ulid => "[0-9A-HJKMNP-TV-Z]{26}",
+            Class::Ipv6 => "[0-9A-Fa-f:]*:[0-9A-Fa-f:]*",
             Class::Token => "[A-Za-z0-9_-]+",
             Class::Bytes => "[\\x00-\\x1f\\x7f-\\xff]+",
             Class::Rest => "(?s:.*)",
@@ -189,21 +193,72 @@ fn match_uuid(key: &[u8], i: usize, d: &Delimiters) -> Option<usize> {
     (hex && boundary(key, i + 36, d)).then_some(36)
 }
 
-/// An id-like run at `key[i..]`: a ULID (26 Crockford base32 characters, the first 0-7), or an
+/// An IPv6 address at `key[i..]`: groups of 1 to 4 hex digits joined by `:`, with one `::`
+/// (at least two groups then) or eight groups without; it ends before a `:` not followed by a
+/// hex group, so the key's own `:` separators stay separators (`rl:2001:db8::1:minute`).
+/// Reads which bytes are hex digits and `:`, never digit values.
+fn match_ipv6(key: &[u8], i: usize) -> Option<usize> {
+    let hex_run = |at: usize| {
+        key[at..]
+            .iter()
+            .take(5)
+            .take_while(|b| b.is_ascii_hexdigit())
+            .count()
+    };
+    let mut j = i;
+    let (mut groups, mut double) = (0usize, false);
+    let mut end = i;
+    loop {
+        let g = hex_run(j);
+        if g > 4 {
+            return None;
+        }
+        if g > 0 {
+            groups += 1;
+            j += g;
+            end = j;
+        }
+        if key.get(j) != Some(&b':') {
+            break;
+        }
+        if key.get(j + 1) == Some(&b':') {
+            if double {
+                break;
+            }
+            double = true;
+            j += 2;
+            end = j;
+            continue;
+        }
+        // A single `:` continues the address only before another hex group.
+        if hex_run(j + 1) == 0 || g == 0 {
+            break;
+        }
+        j += 1;
+    }
+    let ok = (double && groups >= 2) || (!double && groups == 8);
+    // A trailing `::` belongs to the address only when nothing hex follows it.
+    (ok && end > i).then_some(end - i)
+}
+
+/// An id-like run at `key[i..]`: a ULID (26 upper-case Crockford base32 characters), or an
 /// opaque token (20 or more letters, digits, `-` and `_`, the character kind changing at least
 /// once every three characters: base62/base64url ids, not words joined by `-` or `_`). It ends
 /// at a delimiter other than `-` and `_`, or at the end. Reads letters and digit positions
 /// only, never digit values (the skeleton memo relies on it).
-fn match_id_like(key: &[u8], i: usize, d: &Delimiters) -> Option<(usize, Class)> {
+pub(crate) fn match_id_like(key: &[u8], i: usize, d: &Delimiters) -> Option<(usize, Class)> {
+    // Kinds: hex digits (0-9, a-f, A-F) as one kind, other upper-case and lower-case letters,
+    // and `-`/`_`. Which hex digit a character is never matters, so keys that differ only in
+    // hex digits (or only in digits) get the same answer: the skeleton memos rely on it.
     let mut j = i;
-    let (mut upper, mut lower, mut digits, mut changes) = (0usize, 0usize, 0usize, 0usize);
+    let (mut hex, mut upper, mut lower, mut changes) = (0usize, 0usize, 0usize, 0usize);
     let mut last = 0u8;
     while j < key.len() {
         let b = key[j];
         let kind = match b {
-            b'0'..=b'9' => 1,
-            b'A'..=b'Z' => 2,
-            b'a'..=b'z' => 3,
+            b'0'..=b'9' | b'a'..=b'f' | b'A'..=b'F' => 1,
+            b'G'..=b'Z' => 2,
+            b'g'..=b'z' => 3,
             b'-' | b'_' => 4,
             _ => break,
         };
@@ -211,7 +266,7 @@ fn match_id_like(key: &[u8], i: usize, d: &Delimiters) -> Option<(usize, Class)>
             break;
         }
         match kind {
-            1 => digits += 1,
+            1 => hex += 1,
             2 => upper += 1,
             3 => lower += 1,
             _ => {}
@@ -226,22 +281,29 @@ fn match_id_like(key: &[u8], i: usize, d: &Delimiters) -> Option<(usize, Class)>
     if j < key.len() && !d.is(key[j]) {
         return None;
     }
-    // All hex: `<hex>`'s (or a uuid's), decided by the segment rules.
-    if key[i..j].iter().all(u8::is_ascii_hexdigit) {
+    // Only hex digits (and `-`, `_`): `<hex>`, uuids and ints, decided by the segment rules.
+    if upper + lower == 0 {
         return None;
     }
     let crockford = |b: &u8| matches!(b.to_ascii_uppercase(), b'0'..=b'9' | b'A'..=b'H' | b'J' | b'K' | b'M' | b'N' | b'P'..=b'T' | b'V'..=b'Z');
+    // Canonical ULIDs: no lower-case letter past `f`, and their 16 random characters mix
+    // letters past `F` with hex digits.
+    let random_part = &key[(j.saturating_sub(16)).max(i)..j];
     if len == 26
-        && matches!(key[i], b'0'..=b'7')
         && key[i..j].iter().all(crockford)
-        && (upper == 0 || lower == 0)
-        && digits > 0
+        && lower == 0
+        && random_part.iter().any(u8::is_ascii_hexdigit)
+        && random_part
+            .iter()
+            .filter(|b| matches!(b, b'G'..=b'Z'))
+            .count()
+            >= 3
     {
         return Some((len, Class::Ulid));
     }
-    // Letters and digits mixed, the kind changing often (a random base62 string changes
-    // about every other character; words, even CamelCase ones, far less).
-    let random = if digits > 0 && upper + lower > 0 {
+    // Hex digits and other letters mixed, the kind changing often (a random base62 string
+    // changes about every other character; words, even CamelCase ones, far less).
+    let random = if hex > 0 {
         changes * 4 >= len
     } else {
         upper > 1 && lower > 1 && changes * 3 >= len
@@ -326,6 +388,12 @@ pub trait TokenSink {
     fn hex_span(&mut self, start: usize, end: usize) {
         let _ = (start, end);
     }
+
+    /// The `<token>` or `<ulid>` just written starts at `key[start]`.
+    #[inline(always)]
+    fn id_span(&mut self, start: usize) {
+        let _ = start;
+    }
 }
 
 impl TokenSink for Vec<Token> {
@@ -382,6 +450,8 @@ pub struct Recorded {
     pub checks: Vec<ValueCheck>,
     /// Where each `<hex>` token is, in order.
     pub hex_spans: Vec<(usize, usize)>,
+    /// Where each `<token>` and `<ulid>` starts, in order.
+    pub id_spans: Vec<usize>,
 }
 
 impl TokenSink for Recorded {
@@ -405,6 +475,10 @@ impl TokenSink for Recorded {
     fn hex_span(&mut self, start: usize, end: usize) {
         self.hex_spans.push((start, end));
     }
+    #[inline(always)]
+    fn id_span(&mut self, start: usize) {
+        self.id_spans.push(start);
+    }
 }
 
 /// Splits `key` into tokens and records the value-dependent tests (both cleared first).
@@ -412,7 +486,36 @@ pub fn tokenize_recorded(key: &[u8], d: &Delimiters, out: &mut Recorded) {
     out.tokens.clear();
     out.checks.clear();
     out.hex_spans.clear();
+    out.id_spans.clear();
     tokenize_into(key, d, out);
+}
+
+/// A 64-bit hash of the *shape* of a key: every ASCII letter and digit read as `a`. Keys whose
+/// opaque tokens and ULIDs never repeat a skeleton share a shape, so the pattern tree can
+/// remember them by it (re-checking each token, see the pattern tree's id memo).
+#[inline]
+pub fn shape_hash(key: &[u8]) -> u64 {
+    const L: u64 = 0x0101_0101_0101_0101;
+    const H: u64 = 0x8080_8080_8080_8080;
+    /// High bit of each byte set where `lo <= byte <= hi` (bytes below 0x80 only; no borrow
+    /// crosses bytes: each operand byte is at least 0x80).
+    #[inline(always)]
+    fn between(w: u64, lo: u64, hi: u64) -> u64 {
+        let x = (w & !H) | H;
+        (x - lo * L) & !(x - (hi + 1) * L) & !w & H
+    }
+    #[inline(always)]
+    fn shape(w: u64) -> u64 {
+        let full = |m: u64| (m >> 7) * 0xFF;
+        let (d, u, l) = (
+            full(between(w, 0x30, 0x39)),
+            full(between(w, 0x41, 0x5A)),
+            full(between(w, 0x61, 0x7A)),
+        );
+        let m = d | u | l;
+        (w & !m) | ((0x61 * L) & m)
+    }
+    crate::sketch::mix_words(key, shape)
 }
 
 /// A 64-bit hash of the *skeleton* of a key: the key with every ASCII digit replaced by `0`.
@@ -486,6 +589,7 @@ pub fn tokenize_into<S: TokenSink>(key: &[u8], d: &Delimiters, out: &mut S) {
                 && let Some((len, class)) = match_id_like(key, i, d)
             {
                 out.class(class);
+                out.id_span(i);
                 i += len;
                 continue;
             }
@@ -496,6 +600,13 @@ pub fn tokenize_into<S: TokenSink>(key: &[u8], d: &Delimiters, out: &mut S) {
         // A segment starts here: compound values first, behind O(1) pre-checks.
         let c = CLASS[b as usize];
         if c & (C_DIGIT | C_HEXALPHA) != 0 {
+            if key[i..n.min(i + 5)].contains(&b':')
+                && let Some(len) = match_ipv6(key, i)
+            {
+                out.class(Class::Ipv6);
+                i += len;
+                continue;
+            }
             if key.get(i + 8) == Some(&b'-')
                 && let Some(len) = match_uuid(key, i, d)
             {
@@ -529,6 +640,7 @@ pub fn tokenize_into<S: TokenSink>(key: &[u8], d: &Delimiters, out: &mut S) {
             && let Some((len, class)) = match_id_like(key, i, d)
         {
             out.class(class);
+            out.id_span(i);
             i += len;
             continue;
         }
