@@ -91,8 +91,12 @@ fn id_keys(count: u64, seed: u64) {
             }
             _ => {
                 k.extend_from_slice(
-                    format!("rl:2001:db8:{:x}::{:x}:minute", next() % 65536, next() % 65536)
-                        .as_bytes(),
+                    format!(
+                        "rl:2001:db8:{:x}::{:x}:minute",
+                        next() % 65536,
+                        next() % 65536
+                    )
+                    .as_bytes(),
                 );
             }
         }

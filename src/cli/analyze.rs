@@ -182,10 +182,40 @@ fn run_live(
     if args.sampling.pattern.is_none() && !owners.is_empty() {
         analyzer.set_exact_slot_keys(live.exact_slot_keys(&owners)?);
     }
-    // The load the servers measured: per slot where they count it, else per node.
-    match live.slot_load(&owners, args.sampling.window()?)? {
+    read_load(args, &live, &topology, &owners, &nodes, &mut analyzer, ctx)?;
+    let dataset: Vec<u64> = topology
+        .nodes()
+        .iter()
+        .map(|n| match nodes.iter().any(|t| t.address == n.address) {
+            true => live.dataset_bytes(n),
+            false => Ok(0),
+        })
+        .collect::<Result<_, _>>()?;
+    analyzer.set_node_dataset(dataset);
+    if args.sampling.heat {
+        analyzer.set_ops_source(
+            "OBJECT FREQ of each sampled key (its LFU access counter, logarithmic: a heat rank, not a count of operations)".into(),
+        );
+    }
+    let report = analyzer.finish(&read, source.clone(), &config);
+    emit(args, &report, &source, &config, ctx)?;
+    Ok(ExitStatus::Clean)
+}
+
+/// The load the servers measured: per slot where they count it (CLUSTER SLOT-STATS), else each
+/// node's command time (INFO commandstats), with a note saying so.
+fn read_load(
+    args: &AnalyzeArgs,
+    live: &crate::live::LiveCluster,
+    topology: &crate::topology::Topology,
+    owners: &[(crate::topology::Node, Vec<u16>)],
+    nodes: &[crate::topology::Node],
+    analyzer: &mut Analyzer<'_>,
+    ctx: &mut Ctx<'_>,
+) -> anyhow::Result<()> {
+    match live.slot_load(owners, args.sampling.window()?)? {
         Some(load) => {
-            analyzer.set_node_load(node_load(&topology, &load));
+            analyzer.set_node_load(node_load(topology, &load));
             // --heat asked for the keys' LFU counters as the ops: the CPU stays per node.
             if !args.sampling.heat {
                 analyzer.set_slot_ops(
@@ -222,23 +252,7 @@ fn run_live(
         }
         None => {}
     }
-    let dataset: Vec<u64> = topology
-        .nodes()
-        .iter()
-        .map(|n| match nodes.iter().any(|t| t.address == n.address) {
-            true => live.dataset_bytes(n),
-            false => Ok(0),
-        })
-        .collect::<Result<_, _>>()?;
-    analyzer.set_node_dataset(dataset);
-    if args.sampling.heat {
-        analyzer.set_ops_source(
-            "OBJECT FREQ of each sampled key (its LFU access counter, logarithmic: a heat rank, not a count of operations)".into(),
-        );
-    }
-    let report = analyzer.finish(&read, source.clone(), &config);
-    emit(args, &report, &source, &config, ctx)?;
-    Ok(ExitStatus::Clean)
+    Ok(())
 }
 
 /// Each node's sums of the servers' per-slot load.
