@@ -17,7 +17,7 @@
 //! | layer | modules | what it is |
 //! |---|---|---|
 //! | core | [`slot`], [`keys`], [`sketch`], [`skew`] | the slot rule and its kernels, dump readers, sketches, skew statistics |
-//! | model | [`topology`], [`scheme`], [`pattern`] | where keys live, what an application's keys and batches are, key patterns |
+//! | model | [`topology`], [`scheme`], [`pattern`], [`command`] | where keys live, what an application's keys and batches are, key patterns, the servers' command table |
 //! | engines | [`analyze`], [`lint`], [`simulate`], [`plan`], [`migrate`] | pure computations that return typed reports |
 //! | adapters | [`live`], [`bench`] | talking to a running cluster (read-only sampling; bench's own keys) |
 //! | output | [`report`] | renderers: a typed report in, bytes on a writer out; nothing else |
