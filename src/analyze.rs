@@ -371,6 +371,15 @@ pub enum NoteKind {
         /// The node's share of slots (or of the ring) (0–1).
         fair_share: f64,
     },
+    /// A pattern whose hash tag takes few values: its hottest values and their shares.
+    TagValues {
+        /// The pattern.
+        pattern: String,
+        /// Its tag's estimated number of values.
+        values: u64,
+        /// The hottest values: (tag, keys, share of the pattern's keys).
+        hottest: Vec<(String, u64, f64)>,
+    },
     /// On a client-side ring, keys that differ only in their last character land together.
     RingClusters {
         /// Patterns where they do.
@@ -886,6 +895,13 @@ impl Analyzer<'_> {
             }
         }
 
+        // The heavy tags, for the notes on tag patterns' hottest values.
+        let heavy_tags: Vec<(Vec<u8>, u64)> = self
+            .tags_by_keys
+            .top(config.heavy_capacity)
+            .into_iter()
+            .map(|h| (h.item, h.weight - h.error))
+            .collect();
         let all = self.patterns.finish();
         // At least `max_patterns`, and as many more as it takes to cover 99% of the keys (up
         // to ten times as many); what the rest holds is said.
@@ -999,7 +1015,11 @@ impl Analyzer<'_> {
             hot_slots_by_ops,
             hot_tags,
             hot_tags_by_bytes,
-            notes: notes(&patterns, topo),
+            notes: {
+                let mut n = notes(&patterns, topo);
+                n.extend(tag_value_notes(&patterns, &heavy_tags));
+                n
+            },
             patterns,
             patterns_not_listed,
             keys_not_listed,
@@ -1022,6 +1042,74 @@ impl Analyzer<'_> {
 
 /// Findings in words: patterns whose keys pile onto one node far beyond its nominal share,
 /// and, on client-side rings, keys that differ only in their last character landing together.
+/// For each pattern whose hash tag has a variable part and few values (at most 64), one note
+/// naming its hottest tag values (from the heavy-hitter tags) and their share of its keys: one
+/// tag value is one slot, so a hot value is a hot slot.
+fn tag_value_notes(patterns: &[PatternReport], heavy: &[(Vec<u8>, u64)]) -> Vec<Note> {
+    let mut out = Vec::new();
+    for p in patterns.iter().filter(|p| p.keys >= 50) {
+        let (Some(tag), Some(values)) = (&p.tag, p.tag_cardinality) else {
+            continue;
+        };
+        if !tag.contains('<') || !(2..=64).contains(&values) {
+            continue;
+        }
+        // The tag's text as a regex: placeholders by their classes, the rest literal.
+        let mut re = String::from("(?-u)^");
+        let mut rest = tag.as_str();
+        while let Some(open) = rest.find('<') {
+            re.push_str(&regex::escape(&rest[..open]));
+            let close = rest[open..].find('>').map_or(rest.len(), |c| open + c + 1);
+            let class = match &rest[open..close] {
+                "<int>" => "[0-9]+",
+                "<word>" => "[A-Za-z]+",
+                "<hex>" => "[0-9A-Fa-f]+",
+                _ => ".+",
+            };
+            re.push_str(class);
+            rest = &rest[close..];
+        }
+        re.push_str(&regex::escape(rest));
+        re.push('$');
+        let Ok(re) = regex::bytes::Regex::new(&re) else {
+            continue;
+        };
+        let mut hottest: Vec<(String, u64, f64)> = heavy
+            .iter()
+            .filter(|(t, _)| re.is_match(t))
+            .take(3)
+            .map(|(t, k)| {
+                (
+                    String::from_utf8_lossy(t).into_owned(),
+                    *k,
+                    (*k as f64 / p.keys as f64).min(1.0),
+                )
+            })
+            .collect();
+        hottest.retain(|h| h.1 > 0);
+        if hottest.is_empty() {
+            continue;
+        }
+        let list = hottest
+            .iter()
+            .map(|(t, _, share)| format!("{{{t}}} {:.1}%", share * 100.0))
+            .collect::<Vec<_>>()
+            .join(", ");
+        out.push(Note {
+            text: format!(
+                "pattern {}: its tag takes about {values} value(s), each one slot; the hottest: {list} of its keys",
+                p.pattern
+            ),
+            what: NoteKind::TagValues {
+                pattern: p.pattern.clone(),
+                values,
+                hottest,
+            },
+        });
+    }
+    out
+}
+
 fn notes(patterns: &[PatternReport], topo: &Topology) -> Vec<Note> {
     let nominal = topo.nominal_shares();
     let mut out = Vec::new();
