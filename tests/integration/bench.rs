@@ -627,7 +627,14 @@ fn live_sampling_survives_failovers() {
     nodes.iter_mut().find(|n| n.port == victim).unwrap().kill();
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let ok = matches!(super::support::connect_port(r2).call(&[b"CLUSTER", b"INFO"]).unwrap(),
+        // The replica took over, and the seed keyplan asks knows it: no slot is the dead
+        // node's in the seed's CLUSTER NODES.
+        let seed_knows = matches!(super::support::connect_port(masters[0]).call(&[b"CLUSTER", b"NODES"]).unwrap(),
+            Reply::Bulk(Some(b)) if String::from_utf8_lossy(&b).lines()
+                .filter(|l| l.contains(&format!(":{victim}@")))
+                .all(|l| l.split(' ').count() <= 8));
+        let ok = seed_knows
+            && matches!(super::support::connect_port(masters[0]).call(&[b"CLUSTER", b"INFO"]).unwrap(),
             Reply::Bulk(Some(b)) if String::from_utf8_lossy(&b).contains("cluster_state:ok"))
             && matches!(super::support::connect_port(r2).call(&[b"INFO", b"replication"]).unwrap(),
             Reply::Bulk(Some(b)) if String::from_utf8_lossy(&b).contains("role:master"));
