@@ -316,8 +316,8 @@ pub struct SampleArgs {
     pub window: Option<f64>,
 }
 
-/// The default `--rate`: gentle on a production master (a few percent of one core).
-pub const DEFAULT_RATE: f64 = 5000.0;
+/// The default `--rate`: gentle on a production master (under a tenth of one core).
+pub const DEFAULT_RATE: f64 = 20000.0;
 
 /// `--rate`: a finite number of commands per second between 1 and 10 million.
 fn parse_rate(text: &str) -> Result<f64, String> {
