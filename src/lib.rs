@@ -16,7 +16,7 @@
 //!
 //! | layer | modules | what it is |
 //! |---|---|---|
-//! | core | [`slot`], [`keys`], [`sketch`], [`skew`] | the slot rule and its kernels, dump readers, sketches, skew statistics |
+//! | core | [`slot`], [`keys`], [`rdb`], [`sketch`], [`skew`] | the slot rule and its kernels, dump and snapshot readers, sketches, skew statistics |
 //! | model | [`topology`], [`scheme`], [`pattern`], [`command`] | where keys live, what an application's keys and batches are, key patterns, the servers' command table |
 //! | engines | [`analyze`], [`lint`], [`simulate`], [`plan`], [`migrate`] | pure computations that return typed reports |
 //! | adapters | [`live`], [`bench`] | talking to a running cluster (read-only sampling; bench's own keys) |
@@ -39,6 +39,7 @@ pub mod live;
 pub mod migrate;
 pub mod pattern;
 pub mod plan;
+pub mod rdb;
 pub mod report;
 pub mod scheme;
 pub mod simulate;

@@ -118,7 +118,7 @@ pub fn run(args: AnalyzeArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     let progress = ctx.progress("reading keys", Unit::Bytes, total_bytes);
     for (name, input) in inputs {
         let s = input
-            .par_read(&opts, &mut workers, Some(progress.counter()))
+            .par_read(&name, &opts, &mut workers, Some(progress.counter()))
             .map_err(|e| read_context(&name, e))?;
         read.merge(s.clone());
         args.input.check_not_empty(&name, &s)?;

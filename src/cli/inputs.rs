@@ -12,6 +12,9 @@ use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
 
+/// How many of the biggest keys a snapshot read keeps (reports show `--top` of them).
+pub const TOP_KEYS: usize = 100;
+
 /// The name a dump is reported under: its path, or `<stdin>` for `-`.
 pub fn input_name(path: &Path) -> String {
     if path == Path::new("-") {
@@ -39,16 +42,45 @@ impl Read for Input {
 }
 
 impl Input {
-    /// Reads the whole dump on `sinks.len()` threads.
+    /// Reads the whole dump (or snapshot) on `sinks.len()` threads; `name` is what reports
+    /// call it.
     pub fn par_read<S: ChunkSink>(
         self,
+        name: &str,
         opts: &ReadOptions,
         sinks: &mut [S],
         progress: Option<&AtomicU64>,
     ) -> Result<ReadSummary, ReadError> {
+        use crate::keys::InputFormat;
+        use std::io::BufRead;
+        let want_rdb = opts.format == InputFormat::Rdb;
+        let may_rdb = want_rdb || opts.format == InputFormat::Auto;
         match self {
-            Input::Stdin(s) => par_read(s, opts, sinks, progress),
-            Input::File(f) => par_read_file(&f, opts, sinks, progress),
+            Input::Stdin(s) => {
+                let mut s = io::BufReader::with_capacity(1 << 20, s);
+                let head = s.fill_buf()?;
+                let snapshot = crate::rdb::sniff(head).is_some();
+                if may_rdb && snapshot {
+                    let mut data = Vec::new();
+                    s.read_to_end(&mut data)?;
+                    let data = crate::rdb::read::Mapped::Owned(data);
+                    return crate::rdb::read::par_read_data(data, name, sinks, progress, TOP_KEYS);
+                }
+                if want_rdb {
+                    return Err(ReadError::NotSnapshot);
+                }
+                par_read(s, opts, sinks, progress)
+            }
+            Input::File(f) => {
+                let snapshot = crate::rdb::read::is_snapshot(&f);
+                if may_rdb && snapshot {
+                    return crate::rdb::read::par_read(&f, name, sinks, progress, TOP_KEYS);
+                }
+                if want_rdb {
+                    return Err(ReadError::NotSnapshot);
+                }
+                par_read_file(&f, opts, sinks, progress)
+            }
         }
     }
 

@@ -205,7 +205,7 @@ pub fn load_sample(
                 .map(|_| WeightSink(SlotWeights::default()))
                 .collect();
             let summary = input
-                .par_read(&opts, &mut sinks, Some(progress.counter()))
+                .par_read(&name, &opts, &mut sinks, Some(progress.counter()))
                 .map_err(|e| read_context(&name, e))?;
             for s in &sinks {
                 weights.merge(&s.0);

@@ -9,18 +9,29 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::sync::mpsc;
 
-/// Sample keys from every master of a live cluster into a dump (read-only).
+/// Sample keys from every master of a live cluster (read-only), or list what an RDB snapshot
+/// holds, into a dump.
 ///
 /// Keys are written in redis-cli's quoted form (one per line), or as `key<TAB>bytes` with
-/// --bytes: both read back with `--input-format auto`.
+/// --bytes: both read back with `--input-format auto`. With --rdb, every key of the snapshot
+/// is written as `key<TAB>bytes` (estimated memory), or with --format jsonl as one JSON object
+/// per key with its type, encoding, elements, memory, size in the file, expiry and LFU/idle.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  keyplan scan --cluster redis://127.0.0.1:7000 --sample all --bytes -o sample.tsv\n  REDISCLI_AUTH=secret keyplan scan --cluster redis://127.0.0.1:7000 --match 'user:*' --rate 500"
+    after_help = "Examples:\n  keyplan scan --cluster redis://127.0.0.1:7000 --sample all --bytes -o sample.tsv\n  REDISCLI_AUTH=secret keyplan scan --cluster redis://127.0.0.1:7000 --match 'user:*' --rate 500\n  keyplan scan --rdb dump.rdb --format jsonl -o keys.jsonl"
 )]
 pub struct ScanArgs {
     /// The cluster: redis://[user:password@]host:port (password also from REDISCLI_AUTH)
-    #[arg(long, value_name = "URL", required = true)]
+    #[arg(long, value_name = "URL", required_unless_present = "rdb", conflicts_with = "rdb")]
     pub cluster: Option<String>,
+
+    /// Read this RDB snapshot instead of a live cluster
+    #[arg(long, value_name = "FILE")]
+    pub rdb: Option<PathBuf>,
+
+    /// What --rdb writes per key
+    #[arg(long, value_enum, default_value = "tsv", requires = "rdb")]
+    pub format: SnapshotFormat,
 
     /// Write the sample here instead of standard output
     #[arg(short, long, value_name = "FILE")]
@@ -31,8 +42,21 @@ pub struct ScanArgs {
     pub sampling: SampleArgs,
 }
 
+/// What `scan --rdb` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SnapshotFormat {
+    /// key<TAB>bytes, the key in redis-cli's quoted form (a dump every command reads)
+    Tsv,
+    /// One JSON object per key: key, db, slot, type, encoding, elements, bytes, serialized,
+    /// expires_at_ms, lfu, idle
+    Jsonl,
+}
+
 /// Runs `keyplan scan`.
 pub fn run(args: ScanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
+    if let Some(rdb) = &args.rdb {
+        return run_rdb(rdb, args.format, args.output.as_deref(), ctx);
+    }
     let Some(live) = args.cluster.as_deref().map(live_cluster).transpose()? else {
         return Err(UserError::new(
             "scan needs --cluster URL",
@@ -125,4 +149,73 @@ fn write_chunks(
         }
     }
     err
+}
+
+/// `scan --rdb`: every key of a snapshot, in file order.
+fn run_rdb(
+    path: &std::path::Path,
+    format: SnapshotFormat,
+    output: Option<&std::path::Path>,
+    ctx: &mut Ctx<'_>,
+) -> anyhow::Result<ExitStatus> {
+    use crate::rdb::{Parser, read::Mapped};
+    use crate::report::snapshot::{write_jsonl, write_tsv};
+    use anyhow::Context as _;
+    let name = path.display().to_string();
+    let file = std::fs::File::open(path)
+        .with_context(|| format!("cannot open snapshot '{name}' (check the path and its permissions)"))?;
+    let data = Mapped::open(&file).with_context(|| format!("cannot read snapshot '{name}'"))?;
+    let mut parser = Parser::new(&data).map_err(|e| {
+        UserError::new(
+            format!("{name}: {e}"),
+            "pass a file written by SAVE/BGSAVE (dump.rdb), or read a key dump with analyze",
+        )
+    })?;
+    let mut file = output.map(AtomicFile::create).transpose()?;
+    let progress = ctx.progress("reading snapshot", Unit::Bytes, Some(data.len() as u64));
+    let mut keys = 0u64;
+    let mut last = 0u64;
+    let (mut jbuf, mut tbuf) = (Vec::new(), String::new());
+    {
+        let out: &mut dyn Write = match file.as_mut() {
+            Some(f) => f,
+            None => &mut *ctx.stdout,
+        };
+        let mut out = std::io::BufWriter::with_capacity(1 << 16, out);
+        loop {
+            let k = match parser.next_key() {
+                Ok(Some(k)) => k,
+                Ok(None) => break,
+                Err(e) => {
+                    return Err(UserError::new(
+                        format!("{name}: {e}"),
+                        "the snapshot is damaged or truncated at that byte; nothing was written to -o",
+                    )
+                    .into());
+                }
+            };
+            match format {
+                SnapshotFormat::Jsonl => write_jsonl(&mut out, &k, &mut jbuf)?,
+                SnapshotFormat::Tsv => write_tsv(&mut out, &k, &mut tbuf)?,
+            }
+            keys += 1;
+            if keys % 4096 == 0 {
+                let pos = parser.position();
+                progress.inc(pos - last);
+                last = pos;
+            }
+        }
+        out.flush()?;
+    }
+    progress.finish();
+    match file {
+        Some(f) => f.commit()?,
+        None => ctx.stdout.flush()?,
+    }
+    let odd = match parser.uninterpreted() {
+        0 => String::new(),
+        n => format!(" ({n} values could not be interpreted: their keys are listed, elements null)"),
+    };
+    writeln!(ctx.stderr, "read {keys} keys from {name} (RDB {}){odd}", parser.version())?;
+    Ok(ExitStatus::Clean)
 }

@@ -207,7 +207,7 @@ fn run_counts(
         let mut sinks: Vec<SlotHistogram> =
             (0..threads).map(|_| SlotHistogram::default()).collect();
         let summary = src
-            .par_read(&opts, &mut sinks, Some(progress.counter()))
+            .par_read(&name, &opts, &mut sinks, Some(progress.counter()))
             .map_err(|e| read_context(&name, e))?;
         for s in &sinks {
             for (t, c) in total.iter_mut().zip(&s.counts) {

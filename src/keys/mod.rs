@@ -12,7 +12,7 @@
 
 mod chunk;
 pub mod display;
-mod mapped;
+pub(crate) mod mapped;
 pub mod parallel;
 pub mod pipe;
 mod quoted;
@@ -36,6 +36,8 @@ pub enum InputFormat {
     Quoted,
     /// key<TAB>bytes[<TAB>ops]; the key raw (no TABs) or quoted.
     Tsv,
+    /// An RDB snapshot (SAVE/BGSAVE; any Redis or Valkey version): keys with their memory.
+    Rdb,
 }
 
 /// A format after auto-detection.
@@ -47,6 +49,8 @@ pub enum Format {
     Quoted,
     /// `key<TAB>bytes[<TAB>ops]`.
     Tsv,
+    /// An RDB snapshot.
+    Rdb,
 }
 
 impl fmt::Display for Format {
@@ -55,6 +59,7 @@ impl fmt::Display for Format {
             Format::Raw => "raw",
             Format::Quoted => "quoted",
             Format::Tsv => "tsv",
+            Format::Rdb => "rdb",
         })
     }
 }
@@ -68,6 +73,8 @@ pub struct Record<'a> {
     pub bytes: Option<u64>,
     /// Traffic weight, e.g. operations per second (tsv column 3).
     pub ops: Option<f64>,
+    /// Whether the key has an expiry, when the input says (snapshots do; dumps do not).
+    pub expires: Option<bool>,
 }
 
 /// A problem with one line: where it is and what is wrong.
@@ -129,6 +136,8 @@ pub struct ReadSummary {
     pub malformed: u64,
     /// The first [`MALFORMED_KEPT`] malformed lines.
     pub malformed_lines: Vec<LineError>,
+    /// What snapshots held beyond their keys (RDB inputs only).
+    pub snapshot: Option<Box<crate::rdb::summary::SnapshotSummary>>,
 }
 
 impl ReadSummary {
@@ -150,6 +159,11 @@ impl ReadSummary {
             if self.malformed_lines.len() < MALFORMED_KEPT {
                 self.malformed_lines.push(e);
             }
+        }
+        match (&mut self.snapshot, other.snapshot) {
+            (Some(mine), Some(theirs)) => mine.merge(&theirs),
+            (mine @ None, theirs) => *mine = theirs,
+            (Some(_), None) => {}
         }
     }
 }
@@ -177,6 +191,14 @@ pub enum ReadError {
         /// The line it was detected from.
         detected_line: u64,
     },
+    /// An RDB snapshot that could not be read.
+    #[error("{0}")]
+    Rdb(crate::rdb::RdbError),
+    /// `--input-format rdb` on something that is not a snapshot.
+    #[error(
+        "not an RDB snapshot (it does not start with REDIS0… or VALKEY…); drop --input-format rdb to read it as a key dump"
+    )]
+    NotSnapshot,
 }
 
 /// Whether `s` is a tsv weight: a non-empty run of ASCII digits.
@@ -239,6 +261,7 @@ pub fn parse_line<'a>(
             key: line,
             bytes: None,
             ops: None,
+            expires: None,
         }),
         Format::Quoted => {
             if line.first() != Some(&b'"') {
@@ -264,9 +287,15 @@ pub fn parse_line<'a>(
                 key: scratch,
                 bytes: None,
                 ops: None,
+                expires: None,
             })
         }
         Format::Tsv => parse_tsv(line, scratch),
+        Format::Rdb => Err(ParseFailure {
+            column: 1,
+            message: "an RDB snapshot is read as a whole file, not line by line".into(),
+            other_form: None,
+        }),
     }
 }
 
@@ -350,6 +379,7 @@ fn parse_tsv<'a>(line: &'a [u8], scratch: &'a mut Vec<u8>) -> Result<Record<'a>,
         key,
         bytes: Some(bytes),
         ops,
+        expires: None,
     })
 }
 
@@ -379,6 +409,7 @@ impl LineParser {
             InputFormat::Raw => Some(Format::Raw),
             InputFormat::Quoted => Some(Format::Quoted),
             InputFormat::Tsv => Some(Format::Tsv),
+            InputFormat::Rdb => Some(Format::Rdb),
         };
         LineParser {
             requested: opts.format,

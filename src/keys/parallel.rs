@@ -177,6 +177,7 @@ fn requested_format(opts: &ReadOptions) -> Option<Format> {
         InputFormat::Raw => Some(Format::Raw),
         InputFormat::Quoted => Some(Format::Quoted),
         InputFormat::Tsv => Some(Format::Tsv),
+        InputFormat::Rdb => Some(Format::Rdb),
     }
 }
 

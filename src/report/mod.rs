@@ -15,6 +15,7 @@ pub mod render;
 pub mod rules;
 pub mod simulate;
 pub mod slot;
+pub mod snapshot;
 
 use std::borrow::Cow;
 

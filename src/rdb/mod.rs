@@ -1,0 +1,822 @@
+//! RDB snapshots: a reader for the files `SAVE`/`BGSAVE` write (Redis 2.x to 8.x, RDB
+//! versions 1–12, and Valkey's, whose 9.x files start `VALKEY080`).
+//!
+//! [`Parser`] walks a snapshot held in memory (a memory map) one key at a time and says, for
+//! each, what a `redis-cli --scan` dump cannot: its type and encoding, its element count, the
+//! memory it takes in the server (an estimate, see [`memory`]), its size in the file, its
+//! expiry and its LFU/idle figures. Values are skipped, not decoded: only the headers of
+//! packed encodings are read (and decompressed when the snapshot compressed them), so the
+//! reader runs at the speed of the lengths it follows.
+//!
+//! A value the reader can step over but not interpret (a corrupt packed blob inside a
+//! well-formed string) keeps its key and is reported with no element count; a file that ends
+//! early or holds a byte sequence no server writes is an error naming the byte offset.
+
+pub mod blob;
+pub mod lzf;
+pub mod memory;
+pub mod read;
+pub mod summary;
+
+use blob::Packed;
+use std::fmt;
+
+/// Why a snapshot could not be read, and where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RdbError {
+    /// Byte offset in the file.
+    pub offset: u64,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for RdbError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "byte {}: {}", self.offset, self.message)
+    }
+}
+
+impl std::error::Error for RdbError {}
+
+/// Which server family wrote the file (its magic).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Magic {
+    /// `REDIS` followed by a 4-digit version (Redis, and Valkey before 9.0).
+    Redis,
+    /// `VALKEY` followed by a 3-digit version (Valkey 9.0 and later).
+    Valkey,
+}
+
+/// Whether `data` starts like a snapshot, and which.
+pub fn sniff(data: &[u8]) -> Option<(Magic, u32)> {
+    let digits = |d: &[u8]| -> Option<u32> {
+        if d.iter().all(u8::is_ascii_digit) {
+            std::str::from_utf8(d).ok()?.parse().ok()
+        } else {
+            None
+        }
+    };
+    if let Some(rest) = data.strip_prefix(b"REDIS") {
+        return Some((Magic::Redis, digits(rest.get(..4)?)?));
+    }
+    if let Some(rest) = data.strip_prefix(b"VALKEY") {
+        return Some((Magic::Valkey, digits(rest.get(..3)?)?));
+    }
+    None
+}
+
+/// A value's type, as `TYPE` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ValueKind {
+    /// string
+    String,
+    /// list
+    List,
+    /// set
+    Set,
+    /// zset
+    Zset,
+    /// hash
+    Hash,
+    /// stream
+    Stream,
+    /// A module type, by its 9-character name.
+    Module([u8; 9]),
+}
+
+impl ValueKind {
+    /// The name `TYPE` answers (a module type's own name).
+    pub fn name(&self) -> std::borrow::Cow<'static, str> {
+        match self {
+            ValueKind::String => "string".into(),
+            ValueKind::List => "list".into(),
+            ValueKind::Set => "set".into(),
+            ValueKind::Zset => "zset".into(),
+            ValueKind::Hash => "hash".into(),
+            ValueKind::Stream => "stream".into(),
+            ValueKind::Module(n) => String::from_utf8_lossy(n).into_owned().into(),
+        }
+    }
+}
+
+/// The name of the module type a 64-bit module id stands for (9 characters of 6 bits each,
+/// then 10 bits of version).
+pub fn module_name(id: u64) -> [u8; 9] {
+    const CHARS: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let mut name = [0u8; 9];
+    for (i, c) in name.iter_mut().enumerate() {
+        *c = CHARS[((id >> (58 - 6 * i)) & 63) as usize];
+    }
+    name
+}
+
+/// One key of a snapshot and what the snapshot says about its value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeyInfo<'a> {
+    /// The key's bytes.
+    pub key: &'a [u8],
+    /// The database number (`SELECT`).
+    pub db: u64,
+    /// The value's type.
+    pub kind: ValueKind,
+    /// The encoding the snapshot stores the value in, named as `OBJECT ENCODING` names it.
+    pub encoding: &'static str,
+    /// Elements (list items, set members, hash fields, sorted-set members, stream entries;
+    /// a string's length in bytes); `None` when the value could not be interpreted.
+    pub elements: Option<u64>,
+    /// Estimated memory in the server: the value and the key (see [`memory`]).
+    pub memory: u64,
+    /// Bytes the value takes in the snapshot.
+    pub serialized: u64,
+    /// Absolute expiry in Unix milliseconds.
+    pub expires_at_ms: Option<i64>,
+    /// LFU counter, when the server ran an LFU eviction policy.
+    pub lfu: Option<u8>,
+    /// Seconds idle, when the server ran an LRU eviction policy.
+    pub idle: Option<u64>,
+    /// Offset of the value's type byte.
+    pub offset: u64,
+}
+
+/// A string as the snapshot stores it.
+#[derive(Debug, Clone, Copy)]
+enum Str {
+    Int(i64),
+    Raw { start: usize, len: usize },
+    Lzf { start: usize, clen: usize, ulen: usize },
+}
+
+impl Str {
+    fn len(&self) -> u64 {
+        match *self {
+            Str::Int(v) => {
+                let mut b = itoa_len(v.unsigned_abs());
+                if v < 0 {
+                    b += 1;
+                }
+                b
+            }
+            Str::Raw { len, .. } => len as u64,
+            Str::Lzf { ulen, .. } => ulen as u64,
+        }
+    }
+}
+
+fn itoa_len(mut v: u64) -> u64 {
+    let mut n = 1;
+    while v >= 10 {
+        v /= 10;
+        n += 1;
+    }
+    n
+}
+
+/// Reads a snapshot held in memory one key at a time.
+pub struct Parser<'a> {
+    data: &'a [u8],
+    pos: usize,
+    version: u32,
+    magic: Magic,
+    db: u64,
+    key: Vec<u8>,
+    scratch: Vec<u8>,
+    aux: Vec<(Vec<u8>, Vec<u8>)>,
+    functions: u64,
+    uninterpreted: u64,
+    done: bool,
+    /// Valkey ≥ 8.1 keeps the key (and a short string value) inside the value's object.
+    embedded_keys: bool,
+}
+
+type R<T> = Result<T, RdbError>;
+
+impl<'a> Parser<'a> {
+    /// Checks the header and positions the parser on the first record.
+    pub fn new(data: &'a [u8]) -> R<Parser<'a>> {
+        let (magic, version) = sniff(data).ok_or_else(|| RdbError {
+            offset: 0,
+            message: "not an RDB snapshot: it does not start with REDIS0… or VALKEY…".into(),
+        })?;
+        let redis_ok = magic == Magic::Redis && (1..=79).contains(&version);
+        let valkey_ok = magic == Magic::Valkey && (80..=999).contains(&version);
+        if !(redis_ok || valkey_ok) {
+            return Err(RdbError {
+                offset: 5,
+                message: format!("RDB version {version} is not one any server writes"),
+            });
+        }
+        Ok(Parser {
+            data,
+            pos: 9,
+            version,
+            magic,
+            db: 0,
+            key: Vec::new(),
+            scratch: Vec::new(),
+            aux: Vec::new(),
+            functions: 0,
+            uninterpreted: 0,
+            done: false,
+            embedded_keys: false,
+        })
+    }
+
+    /// The RDB format version.
+    pub fn version(&self) -> u32 {
+        self.version
+    }
+
+    /// Which magic the file starts with.
+    pub fn magic(&self) -> Magic {
+        self.magic
+    }
+
+    /// The auxiliary fields read so far (`redis-ver`, `ctime`, `used-mem`, …).
+    pub fn aux(&self) -> &[(Vec<u8>, Vec<u8>)] {
+        &self.aux
+    }
+
+    /// Function libraries stepped over.
+    pub fn functions(&self) -> u64 {
+        self.functions
+    }
+
+    /// Values whose key was read but whose contents could not be interpreted.
+    pub fn uninterpreted(&self) -> u64 {
+        self.uninterpreted
+    }
+
+    /// Bytes consumed so far.
+    pub fn position(&self) -> u64 {
+        self.pos as u64
+    }
+
+    fn err<T>(&self, at: usize, message: impl Into<String>) -> R<T> {
+        Err(RdbError {
+            offset: at as u64,
+            message: message.into(),
+        })
+    }
+
+    fn truncated<T>(&self, what: &str) -> R<T> {
+        self.err(
+            self.pos,
+            format!("the file ends inside {what} (a truncated or partly copied snapshot)"),
+        )
+    }
+
+    fn byte(&mut self) -> R<u8> {
+        match self.data.get(self.pos) {
+            Some(&b) => {
+                self.pos += 1;
+                Ok(b)
+            }
+            None => self.truncated("a record"),
+        }
+    }
+
+    fn take(&mut self, n: u64, what: &str) -> R<usize> {
+        let start = self.pos;
+        match usize::try_from(n)
+            .ok()
+            .and_then(|n| start.checked_add(n))
+            .filter(|&end| end <= self.data.len())
+        {
+            Some(end) => {
+                self.pos = end;
+                Ok(start)
+            }
+            None => self.truncated(what),
+        }
+    }
+
+    fn fixed<const N: usize>(&mut self, what: &str) -> R<[u8; N]> {
+        let at = self.take(N as u64, what)?;
+        Ok(self.data[at..at + N].try_into().expect("invariant: N bytes taken"))
+    }
+
+    /// A length, or an encoded-string marker (`Err(kind)` in the inner result).
+    fn len_or_enc(&mut self) -> R<Result<u64, u8>> {
+        let at = self.pos;
+        let b = self.byte()?;
+        Ok(match b >> 6 {
+            0 => Ok((b & 0x3f) as u64),
+            1 => Ok((((b & 0x3f) as u64) << 8) | self.byte()? as u64),
+            3 => Err(b & 0x3f),
+            _ => match b {
+                0x80 => Ok(u32::from_be_bytes(self.fixed("a length")?) as u64),
+                0x81 => Ok(u64::from_be_bytes(self.fixed("a length")?)),
+                _ => return self.err(at, format!("byte 0x{b:02x} is not a length")),
+            },
+        })
+    }
+
+    fn len(&mut self) -> R<u64> {
+        let at = self.pos;
+        match self.len_or_enc()? {
+            Ok(n) => Ok(n),
+            Err(_) => self.err(at, "an encoded string where a length belongs"),
+        }
+    }
+
+    fn string(&mut self) -> R<Str> {
+        let at = self.pos;
+        match self.len_or_enc()? {
+            Ok(n) => {
+                let start = self.take(n, "a string")?;
+                Ok(Str::Raw {
+                    start,
+                    len: n as usize,
+                })
+            }
+            Err(0) => Ok(Str::Int(i8::from_le_bytes(self.fixed("an integer")?) as i64)),
+            Err(1) => Ok(Str::Int(i16::from_le_bytes(self.fixed("an integer")?) as i64)),
+            Err(2) => Ok(Str::Int(i32::from_le_bytes(self.fixed("an integer")?) as i64)),
+            Err(3) => {
+                let clen = self.len()?;
+                let ulen = self.len()?;
+                let ulen = usize::try_from(ulen)
+                    .ok()
+                    .filter(|&u| u <= 1 << 40)
+                    .map_or_else(|| self.err(at, "a compressed string of impossible length"), Ok)?;
+                let start = self.take(clen, "a compressed string")?;
+                Ok(Str::Lzf {
+                    start,
+                    clen: clen as usize,
+                    ulen,
+                })
+            }
+            Err(k) => self.err(at, format!("unknown string encoding {k}")),
+        }
+    }
+
+    /// The bytes of `s` (decompressed into `out` when needed; `out` holds them either way).
+    fn materialize(&self, s: Str, out: &mut Vec<u8>, at: usize) -> R<()> {
+        out.clear();
+        match s {
+            Str::Int(v) => out.extend_from_slice(v.to_string().as_bytes()),
+            Str::Raw { start, len } => out.extend_from_slice(&self.data[start..start + len]),
+            Str::Lzf { start, clen, ulen } => {
+                if let Err(e) = lzf::decompress(&self.data[start..start + clen], ulen, out) {
+                    return self.err(at, e.to_string());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Elements of a packed blob, reading no more of it than needed; `None` when malformed.
+    fn packed_count(&mut self, s: Str, kind: Packed) -> Option<u64> {
+        match s {
+            Str::Int(_) => None,
+            Str::Raw { start, len } => blob::count(kind, &self.data[start..start + len]),
+            Str::Lzf { start, clen, ulen } => {
+                let input = &self.data[start..start + clen];
+                let mut buf = std::mem::take(&mut self.scratch);
+                let mut n = None;
+                if lzf::decompress_prefix(input, ulen, blob::HEADER, &mut buf).is_ok() {
+                    n = if blob::header_count_exact(kind, &buf) {
+                        blob::count(kind, &buf)
+                    } else if lzf::decompress(input, ulen, &mut buf).is_ok() {
+                        blob::count(kind, &buf)
+                    } else {
+                        None
+                    };
+                }
+                self.scratch = buf;
+                n
+            }
+        }
+    }
+
+    fn skip_module_value(&mut self) -> R<()> {
+        loop {
+            let at = self.pos;
+            match self.len()? {
+                0 => return Ok(()),
+                1 | 2 => {
+                    let _ = self.len_or_enc()?;
+                }
+                3 => {
+                    self.take(4, "a module float")?;
+                }
+                4 => {
+                    self.take(8, "a module double")?;
+                }
+                5 => {
+                    self.string()?;
+                }
+                op => return self.err(at, format!("unknown module value opcode {op}")),
+            }
+        }
+    }
+
+    /// The next key, or `None` at the end of the snapshot.
+    pub fn next_key(&mut self) -> R<Option<KeyInfo<'_>>> {
+        if self.done {
+            return Ok(None);
+        }
+        let mut expires_at_ms = None;
+        let mut lfu = None;
+        let mut idle = None;
+        loop {
+            let at = self.pos;
+            if at == self.data.len() {
+                return self.truncated("the snapshot (no end marker)");
+            }
+            let t = self.byte()?;
+            match t {
+                0xff => {
+                    self.done = true;
+                    if self.version >= 5 {
+                        self.take(8, "the checksum")?;
+                    }
+                    return Ok(None);
+                }
+                0xfe => self.db = self.len()?,
+                0xfd => {
+                    expires_at_ms = Some(u32::from_le_bytes(self.fixed("an expiry")?) as i64 * 1000)
+                }
+                0xfc => expires_at_ms = Some(i64::from_le_bytes(self.fixed("an expiry")?)),
+                0xfb => {
+                    self.len()?;
+                    self.len()?;
+                }
+                0xfa => {
+                    let k = self.string()?;
+                    let v = self.string()?;
+                    if self.aux.len() < 256 {
+                        let (mut kb, mut vb) = (Vec::new(), Vec::new());
+                        self.materialize(k, &mut kb, at)?;
+                        self.materialize(v, &mut vb, at)?;
+                        if kb == b"valkey-ver" {
+                            self.embedded_keys = version_at_least(&vb, 8, 1);
+                        }
+                        self.aux.push((kb, vb));
+                    }
+                }
+                0xf9 => lfu = Some(self.byte()?),
+                0xf8 => idle = Some(self.len()?),
+                0xf7 => {
+                    self.len()?; // module id
+                    self.len()?; // the "when" opcode
+                    self.len()?; // when
+                    self.skip_module_value()?;
+                }
+                0xf6 => {
+                    return self.err(
+                        at,
+                        "a function library in the Redis 7.0 release-candidate format, which \
+                         no released server reads; save the snapshot again with Redis ≥ 7.0.0",
+                    );
+                }
+                0xf5 => {
+                    self.string()?;
+                    self.functions += 1;
+                }
+                0xf4 => {
+                    self.len()?;
+                    self.len()?;
+                    self.len()?;
+                }
+                _ => return self.value(t, at, expires_at_ms, lfu, idle).map(Some),
+            }
+        }
+    }
+
+    fn value(
+        &mut self,
+        t: u8,
+        at: usize,
+        expires_at_ms: Option<i64>,
+        lfu: Option<u8>,
+        idle: Option<u64>,
+    ) -> R<KeyInfo<'_>> {
+        if !matches!(t, 0..=7 | 9..=25) {
+            return self.err(
+                at,
+                format!(
+                    "unknown value type {t} (written by a server newer than this keyplan, or \
+                     not a snapshot from here on)"
+                ),
+            );
+        }
+        let key = self.string()?;
+        let mut kb = std::mem::take(&mut self.key);
+        self.materialize(key, &mut kb, at)?;
+        self.key = kb;
+        let start = self.pos;
+        let layout = memory::Layout {
+            key_len: self.key.len() as u64,
+            expires: expires_at_ms.is_some(),
+            embedded_keys: self.embedded_keys,
+        };
+        let v = self.value_body(t, at, &layout)?;
+        let memory = v.memory + layout.key();
+        if v.elements.is_none() {
+            self.uninterpreted += 1;
+        }
+        Ok(KeyInfo {
+            key: &self.key,
+            db: self.db,
+            kind: v.kind,
+            encoding: v.encoding,
+            elements: v.elements,
+            memory,
+            serialized: (self.pos - start) as u64,
+            expires_at_ms,
+            lfu,
+            idle,
+            offset: at as u64,
+        })
+    }
+
+    fn value_body(&mut self, t: u8, at: usize, layout: &memory::Layout) -> R<Value> {
+        use ValueKind as K;
+        Ok(match t {
+            0 => {
+                let s = self.string()?;
+                let len = s.len();
+                let encoding = match s {
+                    Str::Int(_) => "int",
+                    Str::Raw { start, len } if len <= 20 && is_long(&self.data[start..start + len]) => {
+                        "int"
+                    }
+                    _ if layout.embeds(len) => "embstr",
+                    _ => "raw",
+                };
+                Value::new(K::String, encoding, Some(len), layout.string(len, encoding))
+            }
+            1 | 2 => {
+                let n = self.len()?;
+                let mut strings = 0u64;
+                for _ in 0..n {
+                    strings += memory::sds(self.string()?.len());
+                }
+                if t == 1 {
+                    Value::new(K::List, "linkedlist", Some(n), memory::linked_list(n, strings))
+                } else {
+                    Value::new(K::Set, "hashtable", Some(n), layout.set(n, strings))
+                }
+            }
+            3 | 5 => {
+                let n = self.len()?;
+                let mut strings = 0u64;
+                for _ in 0..n {
+                    strings += memory::sds(self.string()?.len());
+                    if t == 5 {
+                        self.take(8, "a score")?;
+                    } else {
+                        let l = self.byte()?;
+                        if l < 253 {
+                            self.take(l as u64, "a score")?;
+                        }
+                    }
+                }
+                Value::new(K::Zset, "skiplist", Some(n), layout.skiplist(n, strings))
+            }
+            4 | 22 | 24 => {
+                if t == 24 {
+                    self.take(8, "a hash's next field expiry")?;
+                }
+                let n = self.len()?;
+                let mut strings = 0u64;
+                for _ in 0..n {
+                    if t != 4 {
+                        self.len()?; // field TTL
+                    }
+                    strings += memory::sds(self.string()?.len());
+                    strings += memory::sds(self.string()?.len());
+                }
+                Value::new(K::Hash, "hashtable", Some(n), layout.hash(n, strings))
+            }
+            6 => {
+                return self.err(
+                    at,
+                    "a module value in the Redis 4.0 release-candidate format, which cannot be \
+                     stepped over without the module",
+                );
+            }
+            7 => {
+                let id = self.len()?;
+                self.skip_module_value()?;
+                let size = (self.pos - at) as u64;
+                Value::new(K::Module(module_name(id)), "raw", Some(1), memory::OBJECT + size)
+            }
+            9 | 10 | 11 | 12 | 13 | 16 | 17 | 20 | 23 | 25 => {
+                if t == 25 {
+                    self.take(8, "a hash's next field expiry")?;
+                }
+                let (kind, encoding, packed, per) = match t {
+                    9 => (K::Hash, "zipmap", Packed::Zipmap, 2),
+                    10 => (K::List, "ziplist", Packed::Ziplist, 1),
+                    11 => (K::Set, "intset", Packed::Intset, 1),
+                    12 => (K::Zset, "ziplist", Packed::Ziplist, 2),
+                    13 => (K::Hash, "ziplist", Packed::Ziplist, 2),
+                    16 => (K::Hash, "listpack", Packed::Listpack, 2),
+                    17 => (K::Zset, "listpack", Packed::Listpack, 2),
+                    20 => (K::Set, "listpack", Packed::Listpack, 1),
+                    _ => (K::Hash, "listpackex", Packed::Listpack, 3),
+                };
+                let s = self.string()?;
+                let elements = self.packed_count(s, packed).map(|n| n / per);
+                Value::new(kind, encoding, elements, memory::packed(s.len()))
+            }
+            14 | 18 => {
+                let nodes = self.len()?;
+                let mut elements = Some(0u64);
+                let mut blobs = 0u64;
+                let mut only_packed_size = None;
+                for i in 0..nodes {
+                    let plain = if t == 18 {
+                        let c = self.len()?;
+                        if !(1..=2).contains(&c) {
+                            return self.err(self.pos, format!("unknown list node container {c}"));
+                        }
+                        c == 1
+                    } else {
+                        false
+                    };
+                    let s = self.string()?;
+                    blobs += memory::alloc(s.len());
+                    let n = if plain {
+                        Some(1)
+                    } else {
+                        let kind = if t == 14 { Packed::Ziplist } else { Packed::Listpack };
+                        self.packed_count(s, kind)
+                    };
+                    elements = elements.zip(n).map(|(a, b)| a + b);
+                    if i == 0 && !plain {
+                        only_packed_size = Some(s.len());
+                    }
+                }
+                // Servers from 7.2 (RDB 11) hold a list that fits one small node as a listpack.
+                match only_packed_size {
+                    Some(size) if t == 18 && nodes == 1 && self.version >= 11 && size <= 8192 => {
+                        Value::new(K::List, "listpack", elements, memory::packed(size))
+                    }
+                    _ => Value::new(K::List, "quicklist", elements, memory::quicklist(nodes, blobs)),
+                }
+            }
+            15 | 19 | 21 => self.stream(t)?,
+            _ => unreachable!("invariant: value types are checked above"),
+        })
+    }
+
+    fn stream(&mut self, t: u8) -> R<Value> {
+        let nodes = self.len()?;
+        let mut mem = memory::STREAM;
+        for _ in 0..nodes {
+            self.string()?; // master id
+            let lp = self.string()?;
+            mem += memory::STREAM_NODE + memory::alloc(lp.len().max(memory::STREAM_NODE_PREALLOC));
+        }
+        let length = self.len()?;
+        self.len()?; // last id
+        self.len()?;
+        if t >= 19 {
+            for _ in 0..5 {
+                self.len()?; // first id, max deleted id, entries added
+            }
+        }
+        let groups = self.len()?;
+        for _ in 0..groups {
+            self.string()?;
+            self.len()?;
+            self.len()?;
+            if t >= 19 {
+                self.len()?; // entries read
+            }
+            mem += memory::STREAM_GROUP;
+            let pending = self.len()?;
+            for _ in 0..pending {
+                self.take(16 + 8, "a pending entry")?;
+                self.len()?;
+            }
+            mem += pending * memory::STREAM_PENDING;
+            let consumers = self.len()?;
+            for _ in 0..consumers {
+                let name = self.string()?;
+                mem += memory::STREAM_CONSUMER + name.len();
+                self.take(if t >= 21 { 16 } else { 8 }, "a consumer's times")?;
+                let own = self.len()?;
+                self.take(own.saturating_mul(16), "a consumer's pending entries")?;
+            }
+        }
+        Ok(Value::new(ValueKind::Stream, "stream", Some(length), mem))
+    }
+}
+
+struct Value {
+    kind: ValueKind,
+    encoding: &'static str,
+    elements: Option<u64>,
+    memory: u64,
+}
+
+impl Value {
+    fn new(kind: ValueKind, encoding: &'static str, elements: Option<u64>, memory: u64) -> Value {
+        Value {
+            kind,
+            encoding,
+            elements,
+            memory,
+        }
+    }
+}
+
+/// Whether a version string (`8.1.3`) is at least `major.minor`.
+fn version_at_least(v: &[u8], major: u32, minor: u32) -> bool {
+    let s = String::from_utf8_lossy(v);
+    let mut it = s.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+    let (a, b) = (it.next().unwrap_or(0), it.next().unwrap_or(0));
+    (a, b) >= (major, minor)
+}
+
+/// Whether a server would hold these bytes as an integer: the canonical decimal form of an
+/// i64 (no sign on zero, no leading zeros, no `+`).
+fn is_long(b: &[u8]) -> bool {
+    let digits = b.strip_prefix(b"-").unwrap_or(b);
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return false;
+    }
+    if digits.len() > 1 && digits[0] == b'0' || b == b"-0" {
+        return false;
+    }
+    std::str::from_utf8(b).is_ok_and(|s| s.parse::<i64>().is_ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(body: &[u8]) -> Vec<u8> {
+        let mut f = b"REDIS0011".to_vec();
+        f.extend_from_slice(body);
+        f.push(0xff);
+        f.extend_from_slice(&[0; 8]);
+        f
+    }
+
+    #[test]
+    fn strings_of_every_encoding() {
+        let mut body = vec![0xfa, 3, b'a', b'b', b'c', 1, b'x'];
+        body.extend_from_slice(&[0xfe, 2]);
+        body.extend_from_slice(&[0, 1, b'k', 0xc0, 0x7f]); // int8
+        body.extend_from_slice(&[0xfc]);
+        body.extend_from_slice(&1_700_000_000_000i64.to_le_bytes());
+        body.extend_from_slice(&[0, 2, b'k', b'2', 3, b'a', b'b', b'c']);
+        let data = file(&body);
+        let mut p = Parser::new(&data).unwrap();
+        let k = p.next_key().unwrap().unwrap();
+        assert_eq!((k.key, k.db, k.encoding, k.elements), (&b"k"[..], 2, "int", Some(3)));
+        assert_eq!(k.expires_at_ms, None);
+        let k = p.next_key().unwrap().unwrap();
+        assert_eq!((k.key, k.encoding, k.elements), (&b"k2"[..], "embstr", Some(3)));
+        assert_eq!(k.expires_at_ms, Some(1_700_000_000_000));
+        assert!(p.next_key().unwrap().is_none());
+        assert_eq!(p.aux(), &[(b"abc".to_vec(), b"x".to_vec())]);
+    }
+
+    #[test]
+    fn truncation_names_the_offset() {
+        let data = b"REDIS0011\x00\x05ab";
+        let mut p = Parser::new(data).unwrap();
+        let e = p.next_key().unwrap_err();
+        assert_eq!(e.offset, 12);
+        assert!(e.message.contains("ends inside"), "{e}");
+        assert!(Parser::new(b"REDIS00a1").is_err());
+        assert!(Parser::new(b"hello").is_err());
+        let e = Parser::new(b"REDIS0011\x08").unwrap().next_key().unwrap_err();
+        assert!(e.message.contains("unknown value type 8"), "{e}");
+    }
+
+    #[test]
+    fn canonical_integers() {
+        for (s, want) in [
+            ("0", true),
+            ("-1", true),
+            ("9223372036854775807", true),
+            ("9223372036854775808", false),
+            ("007", false),
+            ("-0", false),
+            ("+1", false),
+            ("", false),
+        ] {
+            assert_eq!(is_long(s.as_bytes()), want, "{s}");
+        }
+    }
+
+    #[test]
+    fn module_names() {
+        // "ReJSON-RL" version 3, as the module registers it.
+        let chars = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+        let mut id = 0u64;
+        for c in b"ReJSON-RL" {
+            id = id << 6 | chars.iter().position(|x| x == c).unwrap() as u64;
+        }
+        id = id << 10 | 3;
+        assert_eq!(&module_name(id), b"ReJSON-RL");
+    }
+}

@@ -1,0 +1,287 @@
+//! What a snapshot holds beyond its keys: keys and memory by type, expiry coverage and the
+//! biggest keys, gathered while the keys stream past.
+
+use super::KeyInfo;
+use crate::keys::display::ByteString;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
+
+/// Keys of one type.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct TypeStats {
+    /// Keys.
+    pub keys: u64,
+    /// Estimated memory in the servers.
+    pub memory: u64,
+    /// Bytes in the snapshot.
+    pub serialized: u64,
+    /// Elements over all keys of the type.
+    pub elements: u64,
+    /// Keys without an expiry.
+    pub keys_no_expiry: u64,
+    /// Memory of the keys without an expiry.
+    pub memory_no_expiry: u64,
+}
+
+impl TypeStats {
+    fn add(&mut self, k: &KeyInfo<'_>) {
+        self.keys += 1;
+        self.memory += k.memory;
+        self.serialized += k.serialized;
+        self.elements += k.elements.unwrap_or(0);
+        if k.expires_at_ms.is_none() {
+            self.keys_no_expiry += 1;
+            self.memory_no_expiry += k.memory;
+        }
+    }
+
+    fn merge(&mut self, o: &TypeStats) {
+        self.keys += o.keys;
+        self.memory += o.memory;
+        self.serialized += o.serialized;
+        self.elements += o.elements;
+        self.keys_no_expiry += o.keys_no_expiry;
+        self.memory_no_expiry += o.memory_no_expiry;
+    }
+}
+
+/// One of the biggest keys.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct BigKey {
+    /// The key.
+    pub key: ByteString,
+    /// Its slot.
+    pub slot: u16,
+    /// Its type.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Its encoding in the snapshot.
+    pub encoding: &'static str,
+    /// Its elements (a string's length), when known.
+    pub elements: Option<u64>,
+    /// Estimated memory in the server.
+    pub memory: u64,
+    /// Bytes in the snapshot (what MIGRATE sends for it, roughly).
+    pub serialized: u64,
+    /// Whether it has an expiry.
+    pub expires: bool,
+    /// The snapshot it was read from.
+    pub file: String,
+}
+
+/// The files read.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct SnapshotFile {
+    /// Its name.
+    pub file: String,
+    /// `REDIS` or `VALKEY`.
+    pub magic: super::Magic,
+    /// RDB format version.
+    pub rdb_version: u32,
+    /// The server version that wrote it (`valkey-ver` or `redis-ver` aux field).
+    pub server: Option<String>,
+    /// Keys read.
+    pub keys: u64,
+    /// Values whose contents could not be interpreted (counted, key kept).
+    pub uninterpreted: u64,
+    /// Function libraries it holds.
+    pub functions: u64,
+    /// Bytes read.
+    pub bytes: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Ranked(u64, Reverse<Vec<u8>>, u64);
+
+/// Keeps the `n` largest entries by a metric (ties: smaller key first), deterministically.
+#[derive(Debug, Clone, Default)]
+struct TopN {
+    n: usize,
+    heap: BinaryHeap<Reverse<Ranked>>,
+    items: BTreeMap<u64, BigKey>,
+    next: u64,
+}
+
+impl TopN {
+    fn new(n: usize) -> TopN {
+        TopN {
+            n,
+            ..TopN::default()
+        }
+    }
+
+    fn wants(&self, metric: u64, key: &[u8]) -> bool {
+        if self.n == 0 {
+            return false;
+        }
+        if self.heap.len() < self.n {
+            return true;
+        }
+        let Reverse(Ranked(m, Reverse(k), _)) = self.heap.peek().expect("invariant: full heap");
+        (metric, Reverse(key)) > (*m, Reverse(k.as_slice()))
+    }
+
+    fn push(&mut self, metric: u64, big: BigKey) {
+        if !self.wants(metric, &big.key.0) {
+            return;
+        }
+        let id = self.next;
+        self.next += 1;
+        self.heap
+            .push(Reverse(Ranked(metric, Reverse(big.key.0.clone()), id)));
+        self.items.insert(id, big);
+        if self.heap.len() > self.n {
+            let Reverse(Ranked(_, _, gone)) = self.heap.pop().expect("invariant: non-empty");
+            self.items.remove(&gone);
+        }
+    }
+
+    fn sorted(&self) -> Vec<BigKey> {
+        let mut v: Vec<(Ranked, &BigKey)> = self
+            .heap
+            .iter()
+            .map(|Reverse(r)| (r.clone(), &self.items[&r.2]))
+            .collect();
+        v.sort_by(|a, b| b.0.0.cmp(&a.0.0).then_with(|| a.1.key.0.cmp(&b.1.key.0)));
+        v.into_iter().map(|(_, b)| b.clone()).collect()
+    }
+}
+
+/// What the snapshots read hold, beyond their keys.
+#[derive(Debug, Clone, Default)]
+pub struct SnapshotSummary {
+    /// The files, in the order read.
+    pub files: Vec<SnapshotFile>,
+    /// Keys by type name.
+    pub by_type: BTreeMap<String, TypeStats>,
+    by_memory: TopN,
+    by_elements: TopN,
+}
+
+impl PartialEq for SnapshotSummary {
+    fn eq(&self, o: &Self) -> bool {
+        self.files == o.files
+            && self.by_type == o.by_type
+            && self.biggest_by_memory() == o.biggest_by_memory()
+            && self.biggest_by_elements() == o.biggest_by_elements()
+    }
+}
+
+impl SnapshotSummary {
+    /// An empty summary keeping the `top` biggest keys of each ranking.
+    pub fn new(top: usize) -> SnapshotSummary {
+        SnapshotSummary {
+            files: Vec::new(),
+            by_type: BTreeMap::new(),
+            by_memory: TopN::new(top),
+            by_elements: TopN::new(top),
+        }
+    }
+
+    /// Counts one key of `file`.
+    pub fn add(&mut self, k: &KeyInfo<'_>, file: &str) {
+        let name = k.kind.name();
+        match self.by_type.get_mut(name.as_ref()) {
+            Some(t) => t.add(k),
+            None => {
+                let mut t = TypeStats::default();
+                t.add(k);
+                self.by_type.insert(name.into_owned(), t);
+            }
+        }
+        let elements = k.elements.unwrap_or(0);
+        let by_mem = self.by_memory.wants(k.memory, k.key);
+        let by_el = k.kind != super::ValueKind::String && self.by_elements.wants(elements, k.key);
+        if by_mem || by_el {
+            let big = BigKey {
+                key: ByteString(k.key.to_vec()),
+                slot: crate::slot::key_slot(k.key),
+                kind: k.kind.name().into_owned(),
+                encoding: k.encoding,
+                elements: k.elements,
+                memory: k.memory,
+                serialized: k.serialized,
+                expires: k.expires_at_ms.is_some(),
+                file: file.to_string(),
+            };
+            if by_el {
+                self.by_elements.push(elements, big.clone());
+            }
+            if by_mem {
+                self.by_memory.push(k.memory, big);
+            }
+        }
+    }
+
+    /// Adds the figures of another summary (of other files).
+    pub fn merge(&mut self, o: &SnapshotSummary) {
+        self.files.extend(o.files.iter().cloned());
+        for (name, t) in &o.by_type {
+            self.by_type.entry(name.clone()).or_default().merge(t);
+        }
+        for b in o.by_memory.sorted() {
+            self.by_memory.push(b.memory, b);
+        }
+        for b in o.by_elements.sorted() {
+            self.by_elements.push(b.elements.unwrap_or(0), b);
+        }
+    }
+
+    /// The biggest keys by estimated memory, biggest first.
+    pub fn biggest_by_memory(&self) -> Vec<BigKey> {
+        self.by_memory.sorted()
+    }
+
+    /// The collections with the most elements, biggest first (strings are not ranked here).
+    pub fn biggest_by_elements(&self) -> Vec<BigKey> {
+        self.by_elements.sorted()
+    }
+
+    /// All types together.
+    pub fn total(&self) -> TypeStats {
+        let mut t = TypeStats::default();
+        for s in self.by_type.values() {
+            t.merge(s);
+        }
+        t
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rdb::ValueKind;
+
+    fn info(key: &[u8], memory: u64, elements: u64) -> KeyInfo<'_> {
+        KeyInfo {
+            key,
+            db: 0,
+            kind: ValueKind::Hash,
+            encoding: "listpack",
+            elements: Some(elements),
+            memory,
+            serialized: memory / 2,
+            expires_at_ms: None,
+            lfu: None,
+            idle: None,
+            offset: 0,
+        }
+    }
+
+    #[test]
+    fn top_keys_are_deterministic_and_bounded() {
+        let mut a = SnapshotSummary::new(2);
+        for (k, m) in [(&b"a"[..], 10), (b"b", 30), (b"c", 30), (b"d", 5)] {
+            a.add(&info(k, m, m), "f");
+        }
+        let keys: Vec<Vec<u8>> = a.biggest_by_memory().into_iter().map(|b| b.key.0).collect();
+        assert_eq!(keys, vec![b"b".to_vec(), b"c".to_vec()]);
+        let mut b = SnapshotSummary::new(2);
+        b.add(&info(b"z", 100, 1), "g");
+        a.merge(&b);
+        let keys: Vec<Vec<u8>> = a.biggest_by_memory().into_iter().map(|b| b.key.0).collect();
+        assert_eq!(keys, vec![b"z".to_vec(), b"b".to_vec()]);
+        assert_eq!(a.total().keys, 5);
+        assert_eq!(a.by_type["hash"].keys_no_expiry, 5);
+    }
+}

@@ -1,0 +1,59 @@
+//! A snapshot's keys as `keyplan scan --rdb` writes them: JSON lines (one object per key) or
+//! the tsv key dump (`key<TAB>bytes`) every other command reads.
+
+use crate::keys::display::JsonBytes;
+use crate::keys::quote_into;
+use crate::rdb::KeyInfo;
+use std::io::{self, Write};
+
+/// One key as a JSON object on one line: `key` (a string, or `{"base64": …}` when the key is
+/// not UTF-8), `db`, `slot`, `type`, `encoding`, `elements`, `bytes` (estimated memory),
+/// `serialized`, `expires_at_ms`, `lfu`, `idle`.
+pub fn write_jsonl(out: &mut dyn Write, k: &KeyInfo<'_>, buf: &mut Vec<u8>) -> io::Result<()> {
+    #[derive(serde::Serialize)]
+    struct Line<'a> {
+        key: JsonBytes<'a>,
+        db: u64,
+        slot: u16,
+        #[serde(rename = "type")]
+        kind: &'a str,
+        encoding: &'a str,
+        elements: Option<u64>,
+        bytes: u64,
+        serialized: u64,
+        expires_at_ms: Option<i64>,
+        lfu: Option<u8>,
+        idle: Option<u64>,
+    }
+    let kind = k.kind.name();
+    buf.clear();
+    serde_json::to_writer(
+        &mut *buf,
+        &Line {
+            key: JsonBytes(k.key),
+            db: k.db,
+            slot: crate::slot::key_slot(k.key),
+            kind: &kind,
+            encoding: k.encoding,
+            elements: k.elements,
+            bytes: k.memory,
+            serialized: k.serialized,
+            expires_at_ms: k.expires_at_ms,
+            lfu: k.lfu,
+            idle: k.idle,
+        },
+    )
+    .map_err(io::Error::other)?;
+    buf.push(b'\n');
+    out.write_all(buf)
+}
+
+/// One key as a tsv dump line: the key in redis-cli's quoted form, a TAB, its memory.
+pub fn write_tsv(out: &mut dyn Write, k: &KeyInfo<'_>, buf: &mut String) -> io::Result<()> {
+    buf.clear();
+    quote_into(k.key, buf);
+    buf.push('\t');
+    buf.push_str(&k.memory.to_string());
+    buf.push('\n');
+    out.write_all(buf.as_bytes())
+}
