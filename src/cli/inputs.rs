@@ -84,6 +84,52 @@ impl Input {
         }
     }
 
+    /// Calls `f` with every key in order, on this thread (the number is the line, or for a
+    /// snapshot the key's position). `progress` advances by the bytes read.
+    pub fn for_each(
+        self,
+        name: &str,
+        opts: &ReadOptions,
+        progress: &AtomicU64,
+        f: impl FnMut(u64, &crate::keys::Record<'_>),
+    ) -> Result<ReadSummary, ReadError> {
+        use crate::keys::InputFormat;
+        use crate::rdb::read::Mapped;
+        use std::io::BufRead;
+        let want_rdb = opts.format == InputFormat::Rdb;
+        let may_rdb = want_rdb || opts.format == InputFormat::Auto;
+        match self {
+            Input::Stdin(s) => {
+                let mut s = io::BufReader::with_capacity(1 << 20, s);
+                if may_rdb && crate::rdb::sniff(s.fill_buf()?).is_some() {
+                    let mut data = Vec::new();
+                    s.read_to_end(&mut data)?;
+                    return crate::rdb::read::for_each(
+                        Mapped::Owned(data),
+                        name,
+                        Some(progress),
+                        TOP_KEYS,
+                        f,
+                    );
+                }
+                if want_rdb {
+                    return Err(ReadError::NotSnapshot);
+                }
+                crate::keys::for_each_record(Counted::new(s, progress), opts, f)
+            }
+            Input::File(file) => {
+                if may_rdb && crate::rdb::read::is_snapshot(&file) {
+                    let data = Mapped::open(&file)?;
+                    return crate::rdb::read::for_each(data, name, Some(progress), TOP_KEYS, f);
+                }
+                if want_rdb {
+                    return Err(ReadError::NotSnapshot);
+                }
+                crate::keys::for_each_record(Counted::new(Input::File(file), progress), opts, f)
+            }
+        }
+    }
+
     /// The size of the input in bytes, when known (regular files).
     pub fn file_size(&self) -> Option<u64> {
         match self {

@@ -2,12 +2,11 @@
 
 use super::Ctx;
 use super::args::{
-    Counted, InputArgs, TopologyArgs, load_scheme, open_all, read_context, scheme_path, total_size,
+    InputArgs, TopologyArgs, load_scheme, open_all, read_context, scheme_path, total_size,
     warn_malformed,
 };
 use super::progress::Unit;
 use crate::error::{ExitStatus, UserError};
-use crate::keys::for_each_record;
 use crate::lint::rule::Severity;
 use crate::lint::{DumpLinter, RuleSet, lint_scheme, sort};
 use crate::report::lint::{LintFormat, render};
@@ -184,8 +183,7 @@ pub fn run(args: LintArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     for (name, input) in inputs {
         let mut linter =
             DumpLinter::new(&rules, scheme.as_ref().map(|l| &l.scheme), &topology, &name);
-        let input = Counted::new(input, progress.counter());
-        let summary = for_each_record(input, &opts, |line, rec| {
+        let summary = input.for_each(&name, &opts, progress.counter(), |line, rec| {
             linter.record(line, rec.key, rec.bytes, rec.ops)
         })
         .map_err(|e| read_context(&name, e))?;

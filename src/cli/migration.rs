@@ -196,6 +196,7 @@ pub fn load_sample(
     let mut source = Vec::new();
     let mut keys = 0;
     let mut scale = args.scale;
+    let mut snapshot: Option<Box<crate::rdb::summary::SnapshotSummary>> = None;
     if !args.keys.is_empty() {
         let opts = args.input.read_options();
         let inputs = open_all(&args.keys)?;
@@ -212,6 +213,12 @@ pub fn load_sample(
             }
             args.input.check_not_empty(&name, &summary)?;
             keys += summary.keys;
+            if let Some(s) = &summary.snapshot {
+                match &mut snapshot {
+                    Some(all) => all.merge(s),
+                    None => snapshot = Some(s.clone()),
+                }
+            }
             progress.suspend(|| warn_malformed(ctx, &name, &summary))?;
             source.push(name);
         }
@@ -286,6 +293,7 @@ pub fn load_sample(
         ));
     }
     let info = SampleInfo {
+        snapshot,
         source,
         keys,
         has_bytes: weights.has_bytes,
@@ -425,5 +433,18 @@ pub fn require_preview(args: &PreviewArgs, command: &str) -> Result<(), UserErro
             format!("keyplan {command} only previews: add --preview"),
             "keyplan never migrates slots; with --emit redis-cli or --emit setslot it prints the commands that would",
         ))
+    }
+}
+
+/// The biggest keys of the moving slots and the warnings for those MIGRATE struggles with
+/// (snapshot inputs only).
+pub fn big_keys(
+    sample: &SampleInfo,
+    view: &ClusterView,
+    moves: &[crate::migrate::Move],
+) -> (Vec<crate::migrate::MovingKey>, Vec<crate::migrate::Warning>) {
+    match &sample.snapshot {
+        Some(s) => crate::migrate::moving_big_keys(view, moves, |slot| s.slot_biggest(slot).cloned(), 10),
+        None => (Vec::new(), Vec::new()),
     }
 }

@@ -4,12 +4,11 @@
 
 use super::Ctx;
 use super::args::{
-    Counted, InputArgs, TopologyArgs, load_scheme, open_all, read_context, scheme_path, total_size,
+    InputArgs, TopologyArgs, load_scheme, open_all, read_context, scheme_path, total_size,
     warn_malformed,
 };
 use super::progress::Unit;
 use crate::error::{ExitStatus, UserError};
-use crate::keys::for_each_record;
 use crate::plan::observed::plan_observed;
 use crate::plan::workload::Workload;
 use crate::plan::{PlanOptions, plan_scheme, yaml};
@@ -278,8 +277,7 @@ fn read_sample(
         let inputs = open_all(&args.keys)?;
         let progress = ctx.progress("reading keys", Unit::Bytes, total_size(&inputs));
         for (name, input) in inputs {
-            let input = Counted::new(input, progress.counter());
-            let summary = for_each_record(input, &opts, |_, rec| {
+            let summary = input.for_each(&name, &opts, progress.counter(), |_, rec| {
                 read += 1;
                 if let (Some(s), Some(w), Some(m)) = (scheme, workload.as_mut(), &matcher) {
                     w.add_sample_key(s, topology, rec.key, m.matched(rec.key));

@@ -139,8 +139,12 @@ pub fn run(args: RebalanceArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus>
         plan,
         compare,
         warnings: Vec::new(),
+        moving_big_keys: Vec::new(),
     };
     crate::migrate::finish_report(&mut report, &view, &moves, rate, budget)?;
+    let (big, big_warnings) = super::migration::big_keys(&report.sample, &view, &moves);
+    report.moving_big_keys = big;
+    report.warnings.extend(big_warnings);
     report
         .warnings
         .extend(still_serving(&view, &moves, &removed));

@@ -354,6 +354,9 @@ pub struct SampleInfo {
     pub has_ops: bool,
     /// Factor applied to sample counts for time and budget estimates (`--scale`).
     pub scale: f64,
+    /// What snapshot inputs held beyond their keys (their biggest keys per slot).
+    #[serde(skip)]
+    pub snapshot: Option<Box<crate::rdb::summary::SnapshotSummary>>,
 }
 
 /// The preview of a migration (`keyplan rebalance --preview`, `keyplan reshard --preview`).
@@ -376,6 +379,101 @@ pub struct MigrationReport {
     pub batches: Vec<impact::MotionReport>,
     /// Things to look at before running the plan.
     pub warnings: Vec<Warning>,
+    /// The biggest keys in the slots that move, biggest first (snapshot inputs only).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub moving_big_keys: Vec<MovingKey>,
+}
+
+/// A big key in a slot that moves.
+#[derive(Debug, Clone, serde::Serialize, PartialEq)]
+pub struct MovingKey {
+    /// The key and its figures.
+    #[serde(flatten)]
+    pub key: crate::rdb::summary::BigKey,
+    /// The node it leaves.
+    pub from: String,
+    /// The node it goes to.
+    pub to: String,
+}
+
+fn mib(b: u64) -> String {
+    format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64)
+}
+
+/// Keys whose MIGRATE fails: the RESTORE payload passes the target's `proto-max-bulk-len`
+/// (512 MB by default).
+pub const MIGRATE_FAILS_BYTES: u64 = 512 << 20;
+/// Keys whose MIGRATE is slow enough to notice: both nodes block while the key is serialized,
+/// sent and restored.
+pub const MIGRATE_SLOW_BYTES: u64 = 10 << 20;
+/// Collections with this many elements are slow to MIGRATE whatever their size.
+pub const MIGRATE_SLOW_ELEMENTS: u64 = 100_000;
+
+/// The biggest keys of the slots `moves` move (`top` of them, biggest first), and a warning
+/// for each big enough to make MIGRATE slow or fail.
+pub fn moving_big_keys(
+    view: &ClusterView,
+    moves: &[Move],
+    biggest: impl Fn(u16) -> Option<crate::rdb::summary::BigKey>,
+    top: usize,
+) -> (Vec<MovingKey>, Vec<Warning>) {
+    let mut all: Vec<MovingKey> = moves
+        .iter()
+        .flat_map(|m| m.slots.iter().map(move |&s| (m, s)))
+        .filter_map(|(m, s)| {
+            biggest(s).map(|key| MovingKey {
+                key,
+                from: view.nodes[m.from].name.clone(),
+                to: view.nodes[m.to].name.clone(),
+            })
+        })
+        .collect();
+    all.sort_by(|a, b| {
+        b.key
+            .memory
+            .cmp(&a.key.memory)
+            .then_with(|| a.key.key.0.cmp(&b.key.key.0))
+    });
+    let mut warnings = Vec::new();
+    for k in &all {
+        let big = &k.key;
+        let elements = big.elements.unwrap_or(0);
+        let name = crate::keys::display::display_key(&big.key.0);
+        let text = if big.serialized >= MIGRATE_FAILS_BYTES {
+            format!(
+                "key {name} (slot {}, {} in the snapshot) is larger than the 512 MB a node accepts in one RESTORE by default: MIGRATE of slot {} will fail unless {} raises proto-max-bulk-len",
+                big.slot,
+                mib(big.serialized),
+                big.slot,
+                k.to
+            )
+        } else if big.memory >= MIGRATE_SLOW_BYTES || elements >= MIGRATE_SLOW_ELEMENTS {
+            format!(
+                "key {name} (slot {}, {} {}, ~{} in memory) blocks {} and {} while MIGRATE serializes, sends and restores it; move slot {} off-peak or split the key",
+                big.slot,
+                elements,
+                if big.kind == "string" { "bytes" } else { "elements" },
+                mib(big.memory),
+                k.from,
+                k.to,
+                big.slot
+            )
+        } else {
+            break;
+        };
+        warnings.push(Warning {
+            what: WarningKind::BigKey {
+                key: big.key.clone(),
+                slot: big.slot,
+                memory: big.memory,
+                serialized: big.serialized,
+                elements: big.elements,
+            },
+            text,
+        });
+    }
+    all.truncate(top);
+    (all, warnings)
 }
 
 /// Something to look at before running a migration plan: its kind and figures, and a sentence.
@@ -403,6 +501,19 @@ pub enum WarningKind {
         planned: usize,
         /// Slots asked for.
         asked: usize,
+    },
+    /// A key big enough to make MIGRATE slow or fail.
+    BigKey {
+        /// The key.
+        key: crate::keys::display::ByteString,
+        /// Its slot.
+        slot: u16,
+        /// Estimated memory.
+        memory: u64,
+        /// Bytes in the snapshot.
+        serialized: u64,
+        /// Elements (a string's length).
+        elements: Option<u64>,
     },
     /// A master gives its last slot before the plan is over (it may turn into a replica).
     EmptiedEarly {

@@ -186,25 +186,7 @@ pub fn par_read_data<S: ChunkSink>(
         outcome
     });
     result.map_err(ReadError::Rdb)?;
-    let server = parser
-        .aux()
-        .iter()
-        .find(|(k, _)| k == b"valkey-ver")
-        .or_else(|| parser.aux().iter().find(|(k, _)| k == b"redis-ver"))
-        .map(|(k, v)| {
-            let family = if k == b"valkey-ver" { "valkey" } else { "redis" };
-            format!("{family} {}", String::from_utf8_lossy(v))
-        });
-    snapshot.files.push(SnapshotFile {
-        file: name.to_string(),
-        magic: parser.magic(),
-        rdb_version: parser.version(),
-        server,
-        keys,
-        uninterpreted: parser.uninterpreted(),
-        functions: parser.functions(),
-        bytes: parser.position(),
-    });
+    snapshot.files.push(file_entry(&parser, name, keys));
     Ok(ReadSummary {
         format: Some(Format::Rdb),
         lines: keys,
@@ -219,5 +201,73 @@ fn new_batch(seq: u64) -> Batch {
         seq,
         keys: Vec::with_capacity(64 << 10),
         entries: Vec::with_capacity(BATCH_KEYS),
+    }
+}
+
+/// Calls `f` with every key of a snapshot in file order (the number is the key's position,
+/// 1-based, where a dump would give a line number), on this thread.
+pub fn for_each(
+    data: Mapped,
+    name: &str,
+    progress: Option<&AtomicU64>,
+    top: usize,
+    mut f: impl FnMut(u64, &Record<'_>),
+) -> Result<ReadSummary, ReadError> {
+    let mut parser = Parser::new(&data).map_err(ReadError::Rdb)?;
+    let mut snapshot = SnapshotSummary::new(top);
+    let mut keys = 0u64;
+    let mut reported = 0u64;
+    while let Some(k) = parser.next_key().map_err(ReadError::Rdb)? {
+        snapshot.add(&k, name);
+        keys += 1;
+        f(
+            keys,
+            &Record {
+                key: k.key,
+                bytes: Some(k.memory),
+                ops: None,
+                expires: Some(k.expires_at_ms.is_some()),
+            },
+        );
+        if keys % 4096 == 0
+            && let Some(p) = progress
+        {
+            let pos = parser.position();
+            p.fetch_add(pos - reported, Ordering::Relaxed);
+            reported = pos;
+        }
+    }
+    if let Some(p) = progress {
+        p.fetch_add(parser.position() - reported, Ordering::Relaxed);
+    }
+    snapshot.files.push(file_entry(&parser, name, keys));
+    Ok(ReadSummary {
+        format: Some(Format::Rdb),
+        lines: keys,
+        keys,
+        snapshot: Some(Box::new(snapshot)),
+        ..ReadSummary::default()
+    })
+}
+
+fn file_entry(parser: &Parser<'_>, name: &str, keys: u64) -> SnapshotFile {
+    let server = parser
+        .aux()
+        .iter()
+        .find(|(k, _)| k == b"valkey-ver")
+        .or_else(|| parser.aux().iter().find(|(k, _)| k == b"redis-ver"))
+        .map(|(k, v)| {
+            let family = if k == b"valkey-ver" { "valkey" } else { "redis" };
+            format!("{family} {}", String::from_utf8_lossy(v))
+        });
+    SnapshotFile {
+        file: name.to_string(),
+        magic: parser.magic(),
+        rdb_version: parser.version(),
+        server,
+        keys,
+        uninterpreted: parser.uninterpreted(),
+        functions: parser.functions(),
+        bytes: parser.position(),
     }
 }

@@ -15,7 +15,7 @@ pub struct TypeStats {
     pub memory: u64,
     /// Bytes in the snapshot.
     pub serialized: u64,
-    /// Elements over all keys of the type.
+    /// Elements over all keys of the type (0 for strings).
     pub elements: u64,
     /// Keys without an expiry.
     pub keys_no_expiry: u64,
@@ -28,7 +28,9 @@ impl TypeStats {
         self.keys += 1;
         self.memory += k.memory;
         self.serialized += k.serialized;
-        self.elements += k.elements.unwrap_or(0);
+        if k.kind != super::ValueKind::String {
+            self.elements += k.elements.unwrap_or(0);
+        }
         if k.expires_at_ms.is_none() {
             self.keys_no_expiry += 1;
             self.memory_no_expiry += k.memory;
@@ -156,6 +158,8 @@ pub struct SnapshotSummary {
     pub by_type: BTreeMap<String, TypeStats>,
     by_memory: TopN,
     by_elements: TopN,
+    /// The biggest key of each slot (by memory; ties: smaller key), for migration previews.
+    slot_biggest: Vec<Option<BigKey>>,
 }
 
 impl PartialEq for SnapshotSummary {
@@ -175,6 +179,26 @@ impl SnapshotSummary {
             by_type: BTreeMap::new(),
             by_memory: TopN::new(top),
             by_elements: TopN::new(top),
+            slot_biggest: vec![None; crate::slot::SLOT_COUNT],
+        }
+    }
+
+    /// The biggest key of `slot`, if the snapshots hold any key there.
+    pub fn slot_biggest(&self, slot: u16) -> Option<&BigKey> {
+        self.slot_biggest.get(slot as usize).and_then(|b| b.as_ref())
+    }
+
+    fn offer_slot(&mut self, big: &BigKey) {
+        if self.slot_biggest.is_empty() {
+            self.slot_biggest = vec![None; crate::slot::SLOT_COUNT];
+        }
+        let cur = &mut self.slot_biggest[big.slot as usize];
+        let better = match cur {
+            None => true,
+            Some(c) => (big.memory, Reverse(&big.key.0)) > (c.memory, Reverse(&c.key.0)),
+        };
+        if better {
+            *cur = Some(big.clone());
         }
     }
 
@@ -192,10 +216,15 @@ impl SnapshotSummary {
         let elements = k.elements.unwrap_or(0);
         let by_mem = self.by_memory.wants(k.memory, k.key);
         let by_el = k.kind != super::ValueKind::String && self.by_elements.wants(elements, k.key);
-        if by_mem || by_el {
+        let slot = crate::slot::key_slot(k.key);
+        let by_slot = self.slot_biggest.get(slot as usize).is_some_and(|c| {
+            c.as_ref()
+                .is_none_or(|c| (k.memory, Reverse(k.key)) > (c.memory, Reverse(&c.key.0[..])))
+        });
+        if by_mem || by_el || by_slot {
             let big = BigKey {
                 key: ByteString(k.key.to_vec()),
-                slot: crate::slot::key_slot(k.key),
+                slot,
                 kind: k.kind.name().into_owned(),
                 encoding: k.encoding,
                 elements: k.elements,
@@ -204,6 +233,9 @@ impl SnapshotSummary {
                 expires: k.expires_at_ms.is_some(),
                 file: file.to_string(),
             };
+            if by_slot {
+                self.offer_slot(&big);
+            }
             if by_el {
                 self.by_elements.push(elements, big.clone());
             }
@@ -224,6 +256,9 @@ impl SnapshotSummary {
         }
         for b in o.by_elements.sorted() {
             self.by_elements.push(b.elements.unwrap_or(0), b);
+        }
+        for b in o.slot_biggest.iter().flatten() {
+            self.offer_slot(b);
         }
     }
 

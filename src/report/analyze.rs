@@ -478,6 +478,9 @@ pub fn render_table(
         out,
         "Pattern × node (▲: more than 1.25× the node's {nominal} share)\n{matrix}"
     )?;
+    if let Some(snap) = &r.snapshot {
+        render_snapshot(out, snap, layout)?;
+    }
     if t.malformed_lines > 0 {
         writeln!(
             out,
@@ -486,6 +489,98 @@ pub fn render_table(
         )?;
     }
     out.flush()
+}
+
+fn render_snapshot(
+    out: &mut dyn Write,
+    s: &crate::analyze::snapshot::SnapshotReport,
+    layout: &TextLayout,
+) -> io::Result<()> {
+    writeln!(out)?;
+    for f in &s.files {
+        let uninterpreted = match f.uninterpreted {
+            0 => String::new(),
+            n => format!(", {n} values not interpreted"),
+        };
+        writeln!(
+            out,
+            "Snapshot {}: RDB {}{}, {} keys, {}{uninterpreted}",
+            f.file,
+            f.rdb_version,
+            f.server
+                .as_deref()
+                .map(|v| format!(" ({v})"))
+                .unwrap_or_default(),
+            f.keys,
+            human_bytes(f.bytes),
+        )?;
+    }
+    writeln!(
+        out,
+        "Memory (estimated): {}; keys with no expiry: {} of keys, {} of memory",
+        human_bytes(s.total.memory),
+        pct(s.share_keys_no_expiry),
+        pct(s.share_memory_no_expiry)
+    )?;
+    let mut types = layout.table();
+    types.set_header(vec![
+        "type",
+        "keys",
+        "keys %",
+        "memory",
+        "memory %",
+        "elements",
+        "no expiry",
+        "in file",
+    ]);
+    for t in &s.types {
+        types.add_row(vec![
+            Cell::new(&t.kind),
+            right(t.stats.keys),
+            right(pct(t.share_keys)),
+            right(human_bytes(t.stats.memory)),
+            right(pct(t.share_memory)),
+            right(t.stats.elements),
+            right(pct(if t.stats.keys == 0 {
+                0.0
+            } else {
+                t.stats.keys_no_expiry as f64 / t.stats.keys as f64
+            })),
+            right(human_bytes(t.stats.serialized)),
+        ]);
+    }
+    writeln!(out, "Keys by type\n{types}")?;
+    for (title, keys) in [
+        ("Biggest keys by memory", &s.biggest_by_memory),
+        ("Most elements", &s.biggest_by_elements),
+    ] {
+        if keys.is_empty() {
+            continue;
+        }
+        let mut t = layout.table();
+        t.set_header(vec![
+            "key", "type", "encoding", "elements", "memory", "slot", "node", "ttl",
+        ]);
+        for k in keys {
+            t.add_row(vec![
+                Cell::new(layout.key(&k.key.key.0)),
+                Cell::new(&k.key.kind),
+                Cell::new(k.key.encoding),
+                right(
+                    k.key
+                        .elements
+                        .map(|e| e.to_string())
+                        .unwrap_or_else(|| "?".into()),
+                ),
+                right(human_bytes(k.key.memory)),
+                right(k.key.slot),
+                Cell::new(k.node.as_deref().unwrap_or("-")),
+                Cell::new(if k.key.expires { "yes" } else { "no" }),
+            ]);
+        }
+        writeln!(out, "{title}\n{t}")?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -282,6 +282,30 @@ pub fn render_table(
         }
         writeln!(out, "{t}")?;
     }
+    if !r.moving_big_keys.is_empty() {
+        let mut t = super::new_table();
+        t.set_header(vec![
+            "key", "slot", "type", "elements", "memory", "in file", "from", "to",
+        ]);
+        for k in &r.moving_big_keys {
+            t.add_row(vec![
+                Cell::new(super::display_key(&k.key.key.0)),
+                right(k.key.slot),
+                Cell::new(&k.key.kind),
+                right(
+                    k.key
+                        .elements
+                        .map(|e| e.to_string())
+                        .unwrap_or_else(|| "?".into()),
+                ),
+                right(super::analyze::human_bytes(k.key.memory)),
+                right(super::analyze::human_bytes(k.key.serialized)),
+                Cell::new(&k.from),
+                Cell::new(&k.to),
+            ]);
+        }
+        writeln!(out, "\nBiggest keys in the slots that move\n{t}")?;
+    }
     if !r.warnings.is_empty() {
         writeln!(out, "\nWarnings:")?;
         for w in &r.warnings {

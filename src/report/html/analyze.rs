@@ -60,6 +60,7 @@ pub fn render_html(out: &mut dyn Write, r: &AnalyzeReport, inputs: &str) -> io::
     heatmap(&mut h, r);
     patterns(&mut h, r);
     tags(&mut h, r);
+    snapshot(&mut h, r);
 
     let _ = writeln!(
         h,
@@ -301,6 +302,67 @@ fn patterns(h: &mut String, r: &AnalyzeReport) {
             "<p class=\"sub\">{} more patterns in the JSON report.</p>",
             r.patterns.len() - 50
         );
+    }
+}
+
+fn snapshot(h: &mut String, r: &AnalyzeReport) {
+    use crate::report::analyze::human_bytes;
+    let Some(s) = &r.snapshot else {
+        return;
+    };
+    let _ = write!(
+        h,
+        "<h2>Snapshot contents</h2><p class=\"sub\">{} keys, {} of memory (estimated); keys with no expiry: {} of keys, {} of memory.</p><table><tr><th class=\"l\">type</th><th>keys</th><th>share of keys</th><th>memory</th><th>share of memory</th><th>elements</th><th>no expiry</th></tr>",
+        s.total.keys,
+        human_bytes(s.total.memory),
+        pct(s.share_keys_no_expiry),
+        pct(s.share_memory_no_expiry)
+    );
+    for t in &s.types {
+        let no_expiry = if t.stats.keys == 0 {
+            0.0
+        } else {
+            t.stats.keys_no_expiry as f64 / t.stats.keys as f64
+        };
+        let _ = write!(
+            h,
+            "<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&t.kind),
+            t.stats.keys,
+            pct(t.share_keys),
+            human_bytes(t.stats.memory),
+            pct(t.share_memory),
+            t.stats.elements,
+            pct(no_expiry)
+        );
+    }
+    let _ = write!(h, "</table>");
+    for (title, keys) in [
+        ("Biggest keys by memory", &s.biggest_by_memory),
+        ("Most elements", &s.biggest_by_elements),
+    ] {
+        if keys.is_empty() {
+            continue;
+        }
+        let _ = write!(
+            h,
+            "<h2>{title}</h2><table><tr><th class=\"l\">key</th><th class=\"l\">type</th><th class=\"l\">encoding</th><th>elements</th><th>memory</th><th>slot</th><th class=\"l\">node</th><th class=\"l\">expiry</th></tr>"
+        );
+        for k in keys {
+            let _ = write!(
+                h,
+                "<tr><td class=\"l\"><code>{}</code></td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>",
+                esc(&display_key(&k.key.key.0)),
+                esc(&k.key.kind),
+                k.key.encoding,
+                k.key.elements.map(|e| e.to_string()).unwrap_or_else(|| "?".into()),
+                human_bytes(k.key.memory),
+                k.key.slot,
+                esc(k.node.as_deref().unwrap_or("-")),
+                if k.key.expires { "yes" } else { "no" }
+            );
+        }
+        let _ = write!(h, "</table>");
     }
 }
 

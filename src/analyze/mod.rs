@@ -6,6 +6,8 @@
 //! and [`Analyzer::finish`] turns the result into an [`AnalyzeReport`], the versioned JSON
 //! contract documented in README.
 
+pub mod snapshot;
+
 use crate::keys::display::ByteString;
 use crate::keys::parallel::ChunkSink;
 use crate::keys::{ReadSummary, Record};
@@ -637,6 +639,9 @@ pub struct AnalyzeReport {
     pub bytes_not_listed: u64,
     /// Findings (e.g. a pattern that clusters on one server).
     pub notes: Vec<Note>,
+    /// What snapshots held beyond their keys (RDB inputs, or a live sample with --bytes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub snapshot: Option<snapshot::SnapshotReport>,
     /// Keys per slot (16384 entries; for the HTML heatmap, not part of the JSON contract).
     #[serde(skip)]
     pub slot_keys: Vec<u64>,
@@ -1024,6 +1029,10 @@ impl Analyzer<'_> {
             patterns_not_listed,
             keys_not_listed,
             bytes_not_listed,
+            snapshot: read
+                .snapshot
+                .as_deref()
+                .map(|s| snapshot::snapshot_report(s, topo, config.top)),
             slot_owner: if self.ring {
                 Vec::new()
             } else {
