@@ -57,13 +57,13 @@ fn share(a: u64, b: u64) -> f64 {
 pub fn snapshot_report(s: &SnapshotSummary, topo: &Topology, top: usize) -> SnapshotReport {
     let total = s.total();
     let mut types: Vec<TypeRow> = s
-        .by_type
-        .iter()
+        .by_type()
+        .into_iter()
         .map(|(k, t)| TypeRow {
-            kind: k.clone(),
-            stats: t.clone(),
             share_keys: share(t.keys, total.keys),
             share_memory: share(t.memory, total.memory),
+            kind: k,
+            stats: t,
         })
         .collect();
     types.sort_by(|a, b| {

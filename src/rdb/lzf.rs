@@ -37,7 +37,8 @@ pub fn decompress_prefix(
 ) -> Result<(), LzfError> {
     out.clear();
     let want = want.min(full);
-    out.reserve(want);
+    // The stated length comes from the file: reserve no more than the input can expand to.
+    out.reserve(want.min(input.len().saturating_mul(4)));
     let mut i = 0usize;
     while i < input.len() && out.len() < want {
         let ctrl = input[i] as usize;

@@ -336,9 +336,10 @@ impl<'a> Parser<'a> {
             Err(3) => {
                 let clen = self.len()?;
                 let ulen = self.len()?;
+                // A 2-byte back reference expands to at most 264 bytes.
                 let ulen = usize::try_from(ulen)
                     .ok()
-                    .filter(|&u| u <= 1 << 40)
+                    .filter(|&u| u <= (clen as usize).saturating_mul(132).saturating_add(64))
                     .map_or_else(|| self.err(at, "a compressed string of impossible length"), Ok)?;
                 let start = self.take(clen, "a compressed string")?;
                 Ok(Str::Lzf {

@@ -92,6 +92,20 @@ pub struct SnapshotFile {
     pub bytes: u64,
 }
 
+const BUILTIN: [super::ValueKind; 6] = [
+    super::ValueKind::String,
+    super::ValueKind::List,
+    super::ValueKind::Set,
+    super::ValueKind::Zset,
+    super::ValueKind::Hash,
+    super::ValueKind::Stream,
+];
+
+/// The index of a built-in type in [`SnapshotSummary`]'s table (`None` for module types).
+fn builtin_index(kind: super::ValueKind) -> Option<usize> {
+    BUILTIN.iter().position(|&k| k == kind)
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 struct Ranked(u64, Reverse<Vec<u8>>, u64);
 
@@ -154,18 +168,22 @@ impl TopN {
 pub struct SnapshotSummary {
     /// The files, in the order read.
     pub files: Vec<SnapshotFile>,
-    /// Keys by type name.
-    pub by_type: BTreeMap<String, TypeStats>,
+    /// Keys of the built-in types, indexed by [`builtin_index`].
+    builtin: [TypeStats; 6],
+    /// Keys of module types, by name.
+    modules: BTreeMap<[u8; 9], TypeStats>,
     by_memory: TopN,
     by_elements: TopN,
-    /// The biggest key of each slot (by memory; ties: smaller key), for migration previews.
+    /// The biggest key of each slot (by memory; ties: the first read), for migration
+    /// previews, and its memory alone (checked first: a small array stays in cache).
     slot_biggest: Vec<Option<BigKey>>,
+    slot_max: Vec<u64>,
 }
 
 impl PartialEq for SnapshotSummary {
     fn eq(&self, o: &Self) -> bool {
         self.files == o.files
-            && self.by_type == o.by_type
+            && self.by_type() == o.by_type()
             && self.biggest_by_memory() == o.biggest_by_memory()
             && self.biggest_by_elements() == o.biggest_by_elements()
     }
@@ -176,10 +194,12 @@ impl SnapshotSummary {
     pub fn new(top: usize) -> SnapshotSummary {
         SnapshotSummary {
             files: Vec::new(),
-            by_type: BTreeMap::new(),
+            builtin: Default::default(),
+            modules: BTreeMap::new(),
             by_memory: TopN::new(top),
             by_elements: TopN::new(top),
             slot_biggest: vec![None; crate::slot::SLOT_COUNT],
+            slot_max: vec![0; crate::slot::SLOT_COUNT],
         }
     }
 
@@ -191,36 +211,34 @@ impl SnapshotSummary {
     fn offer_slot(&mut self, big: &BigKey) {
         if self.slot_biggest.is_empty() {
             self.slot_biggest = vec![None; crate::slot::SLOT_COUNT];
+            self.slot_max = vec![0; crate::slot::SLOT_COUNT];
         }
-        let cur = &mut self.slot_biggest[big.slot as usize];
-        let better = match cur {
-            None => true,
-            Some(c) => (big.memory, Reverse(&big.key.0)) > (c.memory, Reverse(&c.key.0)),
-        };
-        if better {
-            *cur = Some(big.clone());
+        let s = big.slot as usize;
+        if self.slot_biggest[s].is_none() || big.memory > self.slot_max[s] {
+            self.slot_max[s] = big.memory;
+            self.slot_biggest[s] = Some(big.clone());
         }
     }
 
     /// Counts one key of `file`.
     pub fn add(&mut self, k: &KeyInfo<'_>, file: &str) {
-        let name = k.kind.name();
-        match self.by_type.get_mut(name.as_ref()) {
-            Some(t) => t.add(k),
+        match builtin_index(k.kind) {
+            Some(i) => self.builtin[i].add(k),
             None => {
-                let mut t = TypeStats::default();
-                t.add(k);
-                self.by_type.insert(name.into_owned(), t);
+                if let super::ValueKind::Module(name) = k.kind {
+                    self.modules.entry(name).or_default().add(k);
+                }
             }
         }
         let elements = k.elements.unwrap_or(0);
         let by_mem = self.by_memory.wants(k.memory, k.key);
         let by_el = k.kind != super::ValueKind::String && self.by_elements.wants(elements, k.key);
         let slot = crate::slot::key_slot(k.key);
-        let by_slot = self.slot_biggest.get(slot as usize).is_some_and(|c| {
-            c.as_ref()
-                .is_none_or(|c| (k.memory, Reverse(k.key)) > (c.memory, Reverse(&c.key.0[..])))
-        });
+        // Memory is never 0, so a 0 in `slot_max` means the slot has no key yet.
+        let by_slot = self
+            .slot_max
+            .get(slot as usize)
+            .is_some_and(|&m| k.memory > m);
         if by_mem || by_el || by_slot {
             let big = BigKey {
                 key: ByteString(k.key.to_vec()),
@@ -248,8 +266,11 @@ impl SnapshotSummary {
     /// Adds the figures of another summary (of other files).
     pub fn merge(&mut self, o: &SnapshotSummary) {
         self.files.extend(o.files.iter().cloned());
-        for (name, t) in &o.by_type {
-            self.by_type.entry(name.clone()).or_default().merge(t);
+        for (mine, theirs) in self.builtin.iter_mut().zip(&o.builtin) {
+            mine.merge(theirs);
+        }
+        for (name, t) in &o.modules {
+            self.modules.entry(*name).or_default().merge(t);
         }
         for b in o.by_memory.sorted() {
             self.by_memory.push(b.memory, b);
@@ -272,10 +293,24 @@ impl SnapshotSummary {
         self.by_elements.sorted()
     }
 
+    /// Keys by type name (types with keys only).
+    pub fn by_type(&self) -> BTreeMap<String, TypeStats> {
+        let mut m = BTreeMap::new();
+        for (kind, t) in BUILTIN.iter().zip(&self.builtin) {
+            if t.keys > 0 {
+                m.insert(kind.name().into_owned(), t.clone());
+            }
+        }
+        for (name, t) in &self.modules {
+            m.insert(super::ValueKind::Module(*name).name().into_owned(), t.clone());
+        }
+        m
+    }
+
     /// All types together.
     pub fn total(&self) -> TypeStats {
         let mut t = TypeStats::default();
-        for s in self.by_type.values() {
+        for s in self.by_type().values() {
             t.merge(s);
         }
         t
@@ -317,6 +352,6 @@ mod tests {
         let keys: Vec<Vec<u8>> = a.biggest_by_memory().into_iter().map(|b| b.key.0).collect();
         assert_eq!(keys, vec![b"z".to_vec(), b"b".to_vec()]);
         assert_eq!(a.total().keys, 5);
-        assert_eq!(a.by_type["hash"].keys_no_expiry, 5);
+        assert_eq!(a.by_type()["hash"].keys_no_expiry, 5);
     }
 }

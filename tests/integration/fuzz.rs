@@ -10,7 +10,7 @@ use crate::support::run_in_process;
 use proptest::prelude::*;
 use std::path::Path;
 
-fn cases() -> u32 {
+pub(crate) fn cases() -> u32 {
     std::env::var("KEYPLAN_FUZZ_CASES")
         .ok()
         .and_then(|v| v.parse().ok())

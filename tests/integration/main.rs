@@ -14,6 +14,7 @@ mod lint;
 mod messages;
 mod plan;
 mod properties;
+mod rdb;
 mod rebalance;
 mod redis;
 mod reports;

