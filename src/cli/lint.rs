@@ -183,10 +183,11 @@ pub fn run(args: LintArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     for (name, input) in inputs {
         let mut linter =
             DumpLinter::new(&rules, scheme.as_ref().map(|l| &l.scheme), &topology, &name);
-        let summary = input.for_each(&name, &opts, progress.counter(), |line, rec| {
-            linter.record(line, rec.key, rec.bytes, rec.ops)
-        })
-        .map_err(|e| read_context(&name, e))?;
+        let summary = input
+            .for_each(&name, &opts, progress.counter(), |line, rec| {
+                linter.record(line, rec.key, rec.bytes, rec.ops)
+            })
+            .map_err(|e| read_context(&name, e))?;
         diags.extend(linter.finish());
         args.input.check_not_empty(&name, &summary)?;
         summaries.push((name, summary));

@@ -444,7 +444,9 @@ pub fn big_keys(
     moves: &[crate::migrate::Move],
 ) -> (Vec<crate::migrate::MovingKey>, Vec<crate::migrate::Warning>) {
     match &sample.snapshot {
-        Some(s) => crate::migrate::moving_big_keys(view, moves, |slot| s.slot_biggest(slot).cloned(), 10),
+        Some(s) => {
+            crate::migrate::moving_big_keys(view, moves, |slot| s.slot_biggest(slot).cloned(), 10)
+        }
         None => (Vec::new(), Vec::new()),
     }
 }

@@ -277,20 +277,21 @@ fn read_sample(
         let inputs = open_all(&args.keys)?;
         let progress = ctx.progress("reading keys", Unit::Bytes, total_size(&inputs));
         for (name, input) in inputs {
-            let summary = input.for_each(&name, &opts, progress.counter(), |_, rec| {
-                read += 1;
-                if let (Some(s), Some(w), Some(m)) = (scheme, workload.as_mut(), &matcher) {
-                    w.add_sample_key(s, topology, rec.key, m.matched(rec.key));
-                }
-                if want_observed {
-                    if keys.len() < MAX_SAMPLE_KEYS {
-                        keys.push(rec.key.to_vec());
-                    } else {
-                        truncated = true;
+            let summary = input
+                .for_each(&name, &opts, progress.counter(), |_, rec| {
+                    read += 1;
+                    if let (Some(s), Some(w), Some(m)) = (scheme, workload.as_mut(), &matcher) {
+                        w.add_sample_key(s, topology, rec.key, m.matched(rec.key));
                     }
-                }
-            })
-            .map_err(|e| read_context(&name, e))?;
+                    if want_observed {
+                        if keys.len() < MAX_SAMPLE_KEYS {
+                            keys.push(rec.key.to_vec());
+                        } else {
+                            truncated = true;
+                        }
+                    }
+                })
+                .map_err(|e| read_context(&name, e))?;
             args.input.check_not_empty(&name, &summary)?;
             progress.suspend(|| warn_malformed(ctx, &name, &summary))?;
         }

@@ -22,7 +22,12 @@ use std::sync::mpsc;
 )]
 pub struct ScanArgs {
     /// The cluster: redis://[user:password@]host:port (password also from REDISCLI_AUTH)
-    #[arg(long, value_name = "URL", required_unless_present = "rdb", conflicts_with = "rdb")]
+    #[arg(
+        long,
+        value_name = "URL",
+        required_unless_present = "rdb",
+        conflicts_with = "rdb"
+    )]
     pub cluster: Option<String>,
 
     /// Read this RDB snapshot instead of a live cluster
@@ -162,8 +167,9 @@ fn run_rdb(
     use crate::report::snapshot::{write_jsonl, write_tsv};
     use anyhow::Context as _;
     let name = path.display().to_string();
-    let file = std::fs::File::open(path)
-        .with_context(|| format!("cannot open snapshot '{name}' (check the path and its permissions)"))?;
+    let file = std::fs::File::open(path).with_context(|| {
+        format!("cannot open snapshot '{name}' (check the path and its permissions)")
+    })?;
     let data = Mapped::open(&file).with_context(|| format!("cannot read snapshot '{name}'"))?;
     let mut parser = Parser::new(&data).map_err(|e| {
         UserError::new(
@@ -175,6 +181,7 @@ fn run_rdb(
     let progress = ctx.progress("reading snapshot", Unit::Bytes, Some(data.len() as u64));
     let mut keys = 0u64;
     let mut last = 0u64;
+    let mut released = 0usize;
     let (mut jbuf, mut tbuf) = (Vec::new(), String::new());
     {
         let out: &mut dyn Write = match file.as_mut() {
@@ -199,10 +206,11 @@ fn run_rdb(
                 SnapshotFormat::Tsv => write_tsv(&mut out, &k, &mut tbuf)?,
             }
             keys += 1;
-            if keys % 4096 == 0 {
+            if keys.is_multiple_of(4096) {
                 let pos = parser.position();
                 progress.inc(pos - last);
                 last = pos;
+                data.release_behind(pos, &mut released);
             }
         }
         out.flush()?;
@@ -214,8 +222,14 @@ fn run_rdb(
     }
     let odd = match parser.uninterpreted() {
         0 => String::new(),
-        n => format!(" ({n} values could not be interpreted: their keys are listed, elements null)"),
+        n => {
+            format!(" ({n} values could not be interpreted: their keys are listed, elements null)")
+        }
     };
-    writeln!(ctx.stderr, "read {keys} keys from {name} (RDB {}){odd}", parser.version())?;
+    writeln!(
+        ctx.stderr,
+        "read {keys} keys from {name} (RDB {}){odd}",
+        parser.version()
+    )?;
     Ok(ExitStatus::Clean)
 }

@@ -452,7 +452,11 @@ pub fn moving_big_keys(
                 "key {name} (slot {}, {} {}, ~{} in memory) blocks {} and {} while MIGRATE serializes, sends and restores it; move slot {} off-peak or split the key",
                 big.slot,
                 elements,
-                if big.kind == "string" { "bytes" } else { "elements" },
+                if big.kind == "string" {
+                    "bytes"
+                } else {
+                    "elements"
+                },
                 mib(big.memory),
                 k.from,
                 k.to,

@@ -110,9 +110,21 @@ mod tests {
     #[test]
     fn errors() {
         let mut out = Vec::new();
-        assert_eq!(decompress(&[5, b'a'], 6, &mut out), Err(LzfError::Truncated));
-        assert_eq!(decompress(&[1 << 5, 0], 3, &mut out), Err(LzfError::BadReference));
-        assert_eq!(decompress(&[2, b'a', b'b', b'c'], 2, &mut out), Err(LzfError::TooLong));
-        assert_eq!(decompress(&[0, b'a'], 2, &mut out), Err(LzfError::Truncated));
+        assert_eq!(
+            decompress(&[5, b'a'], 6, &mut out),
+            Err(LzfError::Truncated)
+        );
+        assert_eq!(
+            decompress(&[1 << 5, 0], 3, &mut out),
+            Err(LzfError::BadReference)
+        );
+        assert_eq!(
+            decompress(&[2, b'a', b'b', b'c'], 2, &mut out),
+            Err(LzfError::TooLong)
+        );
+        assert_eq!(
+            decompress(&[0, b'a'], 2, &mut out),
+            Err(LzfError::Truncated)
+        );
     }
 }

@@ -148,7 +148,11 @@ pub fn packed(bytes: u64) -> u64 {
 
 /// Buckets of a hash table holding `n` entries.
 fn buckets(n: u64) -> u64 {
-    if n == 0 { 0 } else { n.next_power_of_two().max(4) }
+    if n == 0 {
+        0
+    } else {
+        n.next_power_of_two().max(4)
+    }
 }
 
 /// A hash table value (set or hash) of `n` entries whose strings cost `strings` in all.
@@ -190,13 +194,17 @@ mod tests {
 
     #[test]
     fn size_classes() {
-        let got: Vec<u64> = [1, 8, 9, 17, 33, 48, 49, 65, 100, 129, 200, 257, 600, 1025, 5000]
-            .iter()
-            .map(|&n| alloc(n))
-            .collect();
+        let got: Vec<u64> = [
+            1, 8, 9, 17, 33, 48, 49, 65, 100, 129, 200, 257, 600, 1025, 5000,
+        ]
+        .iter()
+        .map(|&n| alloc(n))
+        .collect();
         assert_eq!(
             got,
-            [8, 8, 16, 32, 48, 48, 64, 80, 112, 160, 224, 320, 640, 1280, 5120]
+            [
+                8, 8, 16, 32, 48, 48, 64, 80, 112, 160, 224, 320, 640, 1280, 5120
+            ]
         );
     }
 

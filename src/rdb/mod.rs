@@ -143,8 +143,15 @@ pub struct KeyInfo<'a> {
 #[derive(Debug, Clone, Copy)]
 enum Str {
     Int(i64),
-    Raw { start: usize, len: usize },
-    Lzf { start: usize, clen: usize, ulen: usize },
+    Raw {
+        start: usize,
+        len: usize,
+    },
+    Lzf {
+        start: usize,
+        clen: usize,
+        ulen: usize,
+    },
 }
 
 impl Str {
@@ -293,7 +300,9 @@ impl<'a> Parser<'a> {
 
     fn fixed<const N: usize>(&mut self, what: &str) -> R<[u8; N]> {
         let at = self.take(N as u64, what)?;
-        Ok(self.data[at..at + N].try_into().expect("invariant: N bytes taken"))
+        Ok(self.data[at..at + N]
+            .try_into()
+            .expect("invariant: N bytes taken"))
     }
 
     /// A length, or an encoded-string marker (`Err(kind)` in the inner result).
@@ -331,8 +340,12 @@ impl<'a> Parser<'a> {
                 })
             }
             Err(0) => Ok(Str::Int(i8::from_le_bytes(self.fixed("an integer")?) as i64)),
-            Err(1) => Ok(Str::Int(i16::from_le_bytes(self.fixed("an integer")?) as i64)),
-            Err(2) => Ok(Str::Int(i32::from_le_bytes(self.fixed("an integer")?) as i64)),
+            Err(1) => Ok(Str::Int(
+                i16::from_le_bytes(self.fixed("an integer")?) as i64
+            )),
+            Err(2) => Ok(Str::Int(
+                i32::from_le_bytes(self.fixed("an integer")?) as i64
+            )),
             Err(3) => {
                 let clen = self.len()?;
                 let ulen = self.len()?;
@@ -340,7 +353,10 @@ impl<'a> Parser<'a> {
                 let ulen = usize::try_from(ulen)
                     .ok()
                     .filter(|&u| u <= (clen as usize).saturating_mul(132).saturating_add(64))
-                    .map_or_else(|| self.err(at, "a compressed string of impossible length"), Ok)?;
+                    .map_or_else(
+                        || self.err(at, "a compressed string of impossible length"),
+                        Ok,
+                    )?;
                 let start = self.take(clen, "a compressed string")?;
                 Ok(Str::Lzf {
                     start,
@@ -377,13 +393,10 @@ impl<'a> Parser<'a> {
                 let mut buf = std::mem::take(&mut self.scratch);
                 let mut n = None;
                 if lzf::decompress_prefix(input, ulen, blob::HEADER, &mut buf).is_ok() {
-                    n = if blob::header_count_exact(kind, &buf) {
-                        blob::count(kind, &buf)
-                    } else if lzf::decompress(input, ulen, &mut buf).is_ok() {
-                        blob::count(kind, &buf)
-                    } else {
-                        None
-                    };
+                    // The header's count is exact, or the whole blob is expanded and walked.
+                    let whole = blob::header_count_exact(kind, &buf)
+                        || lzf::decompress(input, ulen, &mut buf).is_ok();
+                    n = if whole { blob::count(kind, &buf) } else { None };
                 }
                 self.scratch = buf;
                 n
@@ -541,7 +554,9 @@ impl<'a> Parser<'a> {
                 let len = s.len();
                 let encoding = match s {
                     Str::Int(_) => "int",
-                    Str::Raw { start, len } if len <= 20 && is_long(&self.data[start..start + len]) => {
+                    Str::Raw { start, len }
+                        if len <= 20 && is_long(&self.data[start..start + len]) =>
+                    {
                         "int"
                     }
                     _ if layout.embeds(len) => "embstr",
@@ -556,7 +571,12 @@ impl<'a> Parser<'a> {
                     strings += memory::sds(self.string()?.len());
                 }
                 if t == 1 {
-                    Value::new(K::List, "linkedlist", Some(n), memory::linked_list(n, strings))
+                    Value::new(
+                        K::List,
+                        "linkedlist",
+                        Some(n),
+                        memory::linked_list(n, strings),
+                    )
                 } else {
                     Value::new(K::Set, "hashtable", Some(n), layout.set(n, strings))
                 }
@@ -603,7 +623,12 @@ impl<'a> Parser<'a> {
                 let id = self.len()?;
                 self.skip_module_value()?;
                 let size = (self.pos - at) as u64;
-                Value::new(K::Module(module_name(id)), "raw", Some(1), memory::OBJECT + size)
+                Value::new(
+                    K::Module(module_name(id)),
+                    "raw",
+                    Some(1),
+                    memory::OBJECT + size,
+                )
             }
             9 | 10 | 11 | 12 | 13 | 16 | 17 | 20 | 23 | 25 => {
                 if t == 25 {
@@ -644,7 +669,11 @@ impl<'a> Parser<'a> {
                     let n = if plain {
                         Some(1)
                     } else {
-                        let kind = if t == 14 { Packed::Ziplist } else { Packed::Listpack };
+                        let kind = if t == 14 {
+                            Packed::Ziplist
+                        } else {
+                            Packed::Listpack
+                        };
                         self.packed_count(s, kind)
                     };
                     elements = elements.zip(n).map(|(a, b)| a + b);
@@ -657,7 +686,12 @@ impl<'a> Parser<'a> {
                     Some(size) if t == 18 && nodes == 1 && self.version >= 11 && size <= 8192 => {
                         Value::new(K::List, "listpack", elements, memory::packed(size))
                     }
-                    _ => Value::new(K::List, "quicklist", elements, memory::quicklist(nodes, blobs)),
+                    _ => Value::new(
+                        K::List,
+                        "quicklist",
+                        elements,
+                        memory::quicklist(nodes, blobs),
+                    ),
                 }
             }
             15 | 19 | 21 => self.stream(t)?,
@@ -771,10 +805,16 @@ mod tests {
         let data = file(&body);
         let mut p = Parser::new(&data).unwrap();
         let k = p.next_key().unwrap().unwrap();
-        assert_eq!((k.key, k.db, k.encoding, k.elements), (&b"k"[..], 2, "int", Some(3)));
+        assert_eq!(
+            (k.key, k.db, k.encoding, k.elements),
+            (&b"k"[..], 2, "int", Some(3))
+        );
         assert_eq!(k.expires_at_ms, None);
         let k = p.next_key().unwrap().unwrap();
-        assert_eq!((k.key, k.encoding, k.elements), (&b"k2"[..], "embstr", Some(3)));
+        assert_eq!(
+            (k.key, k.encoding, k.elements),
+            (&b"k2"[..], "embstr", Some(3))
+        );
         assert_eq!(k.expires_at_ms, Some(1_700_000_000_000));
         assert!(p.next_key().unwrap().is_none());
         assert_eq!(p.aux(), &[(b"abc".to_vec(), b"x".to_vec())]);
@@ -789,7 +829,10 @@ mod tests {
         assert!(e.message.contains("ends inside"), "{e}");
         assert!(Parser::new(b"REDIS00a1").is_err());
         assert!(Parser::new(b"hello").is_err());
-        let e = Parser::new(b"REDIS0011\x08").unwrap().next_key().unwrap_err();
+        let e = Parser::new(b"REDIS0011\x08")
+            .unwrap()
+            .next_key()
+            .unwrap_err();
         assert!(e.message.contains("unknown value type 8"), "{e}");
     }
 

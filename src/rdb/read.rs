@@ -39,10 +39,12 @@ impl Mapped {
         let meta = file.metadata()?;
         let mut f = file;
         let start = f.stream_position().unwrap_or(0);
-        if meta.is_file() && meta.len() > start && usize::try_from(meta.len()).is_ok() {
-            if let Ok(m) = map_window(file, start, (meta.len() - start) as usize) {
-                return Ok(Mapped::Map(m));
-            }
+        if meta.is_file()
+            && meta.len() > start
+            && usize::try_from(meta.len()).is_ok()
+            && let Ok(m) = map_window(file, start, (meta.len() - start) as usize)
+        {
+            return Ok(Mapped::Map(m));
         }
         let mut v = Vec::new();
         f.read_to_end(&mut v)?;
@@ -53,6 +55,17 @@ impl Mapped {
     pub fn release(&self, range: std::ops::Range<usize>) {
         if let Mapped::Map(m) = self {
             release(m, range);
+        }
+    }
+
+    /// Drops the pages before `pos` once 64 MiB more have been read since `released`, so a
+    /// walk through the file keeps resident memory flat.
+    pub fn release_behind(&self, pos: u64, released: &mut usize) {
+        let pos = pos as usize;
+        if pos.saturating_sub(*released) >= RELEASE_EVERY {
+            let upto = pos & !4095;
+            self.release(*released..upto);
+            *released = upto;
         }
     }
 }
@@ -102,13 +115,14 @@ pub fn par_read_data<S: ChunkSink>(
     progress: Option<&AtomicU64>,
     top: usize,
 ) -> Result<ReadSummary, ReadError> {
-    assert!(!sinks.is_empty(), "rdb::read::par_read needs at least one sink");
+    assert!(
+        !sinks.is_empty(),
+        "rdb::read::par_read needs at least one sink"
+    );
     let mut parser = Parser::new(&data).map_err(ReadError::Rdb)?;
     let mut snapshot = SnapshotSummary::new(top);
     let workers = sinks.len();
-    let (txs, rxs): (Vec<_>, Vec<_>) = (0..workers)
-        .map(|_| mpsc::sync_channel::<Batch>(4))
-        .unzip();
+    let (txs, rxs): (Vec<_>, Vec<_>) = (0..workers).map(|_| mpsc::sync_channel::<Batch>(4)).unzip();
     let (free_tx, free_rx) = mpsc::channel::<Batch>();
     let mut keys = 0u64;
     let result: Result<(), RdbError> = std::thread::scope(|scope| {
@@ -168,12 +182,7 @@ pub fn par_read_data<S: ChunkSink>(
                     p.fetch_add(pos - reported, Ordering::Relaxed);
                 }
                 reported = pos;
-                let pos = pos as usize;
-                if pos - released >= RELEASE_EVERY {
-                    let upto = pos & !4095;
-                    data.release(released..upto);
-                    released = upto;
-                }
+                data.release_behind(pos, &mut released);
             }
         };
         if !batch.entries.is_empty() {
@@ -217,6 +226,7 @@ pub fn for_each(
     let mut snapshot = SnapshotSummary::new(top);
     let mut keys = 0u64;
     let mut reported = 0u64;
+    let mut released = 0usize;
     while let Some(k) = parser.next_key().map_err(ReadError::Rdb)? {
         snapshot.add(&k, name);
         keys += 1;
@@ -229,12 +239,13 @@ pub fn for_each(
                 expires: Some(k.expires_at_ms.is_some()),
             },
         );
-        if keys % 4096 == 0
-            && let Some(p) = progress
-        {
+        if keys.is_multiple_of(4096) {
             let pos = parser.position();
-            p.fetch_add(pos - reported, Ordering::Relaxed);
+            if let Some(p) = progress {
+                p.fetch_add(pos - reported, Ordering::Relaxed);
+            }
             reported = pos;
+            data.release_behind(pos, &mut released);
         }
     }
     if let Some(p) = progress {
@@ -257,7 +268,11 @@ fn file_entry(parser: &Parser<'_>, name: &str, keys: u64) -> SnapshotFile {
         .find(|(k, _)| k == b"valkey-ver")
         .or_else(|| parser.aux().iter().find(|(k, _)| k == b"redis-ver"))
         .map(|(k, v)| {
-            let family = if k == b"valkey-ver" { "valkey" } else { "redis" };
+            let family = if k == b"valkey-ver" {
+                "valkey"
+            } else {
+                "redis"
+            };
             format!("{family} {}", String::from_utf8_lossy(v))
         });
     SnapshotFile {

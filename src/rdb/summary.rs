@@ -205,7 +205,9 @@ impl SnapshotSummary {
 
     /// The biggest key of `slot`, if the snapshots hold any key there.
     pub fn slot_biggest(&self, slot: u16) -> Option<&BigKey> {
-        self.slot_biggest.get(slot as usize).and_then(|b| b.as_ref())
+        self.slot_biggest
+            .get(slot as usize)
+            .and_then(|b| b.as_ref())
     }
 
     fn offer_slot(&mut self, big: &BigKey) {
@@ -302,7 +304,10 @@ impl SnapshotSummary {
             }
         }
         for (name, t) in &self.modules {
-            m.insert(super::ValueKind::Module(*name).name().into_owned(), t.clone());
+            m.insert(
+                super::ValueKind::Module(*name).name().into_owned(),
+                t.clone(),
+            );
         }
         m
     }

@@ -78,6 +78,33 @@ if [ -x /usr/bin/time ]; then
   /usr/bin/time -f "peak resident memory, analyze, $(( N / 10 )) keys: %M KB" "$BIN" analyze --format json "$SMALL" > /dev/null
 fi
 
+# RDB snapshots: a real redis-server writes one (DEBUG POPULATE: N/2 string keys, compressed
+# as servers compress them), then keyplan reads it; each as MB/s and a ratio of `cat`.
+if command -v redis-server > /dev/null && command -v redis-cli > /dev/null; then
+  RPORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  redis-server --port "$RPORT" --bind 127.0.0.1 --dir "$DIR" --save "" --daemonize yes \
+    --enable-debug-command yes --logfile "$DIR/redis.log"
+  sleep 0.5
+  redis-cli -p "$RPORT" DEBUG POPULATE $(( N / 2 )) user:session 120 > /dev/null
+  redis-cli -p "$RPORT" SAVE > /dev/null
+  redis-cli -p "$RPORT" SHUTDOWN NOSAVE > /dev/null 2>&1 || true
+  RDB="$DIR/dump.rdb"
+  MB=$(awk -v b="$(stat -c %s "$RDB")" 'BEGIN{printf "%.1f", b/1048576}')
+  cat "$RDB" > /dev/null
+  timed() { local s e; s=$(date +%s%N); bash -c "$1"; e=$(date +%s%N); awk -v n=$(( e - s )) 'BEGIN{printf "%.4f", n/1e9}'; }
+  tc=$(timed "cat '$RDB' > /dev/null")
+  ts=$(timed "$BIN scan --rdb '$RDB' > /dev/null 2>&1")
+  ta=$(timed "$BIN analyze --format json '$RDB' > /dev/null")
+  printf '\nsnapshot: %s keys, %s MB\n' "$(( N / 2 ))" "$MB"
+  for row in "cat:$tc" "keyplan scan --rdb (tsv):$ts" "keyplan analyze (full report):$ta"; do
+    name="${row%%:*}"; t="${row##*:}"
+    printf '%-46s %9.3f s %8.0f MB/s %7.2f× cat\n' "$name" "$t" "$(awk -v m="$MB" -v t="$t" 'BEGIN{print m/t}')" "$(awk -v a="$t" -v b="$tc" 'BEGIN{print a/b}')"
+  done
+  if [ -x /usr/bin/time ]; then
+    /usr/bin/time -f "peak resident memory, analyze of the snapshot: %M KB" "$BIN" analyze --format json "$RDB" > /dev/null
+  fi
+fi
+
 # The fuzz harness with a long budget (CI runs 64 cases per input kind): mutated real inputs of
 # every kind, no panic, exit 0/1/2 with a message. KEYPLAN_FUZZ_CASES overrides it.
 printf '\nfuzzing every input kind (%s cases each)\n' "${KEYPLAN_FUZZ_CASES:-2000}"

