@@ -75,6 +75,10 @@ pub struct Analyzer<'t> {
     scanner: BulkScanner,
     saw_bytes: bool,
     saw_ops: bool,
+    /// Whether the input says which keys expire (snapshots), and whether the key being
+    /// counted does.
+    saw_expiry: bool,
+    current_expires: bool,
     /// Keys per slot as the servers count them (a live cluster), overriding the sample's.
     exact_slot_keys: Option<Vec<u64>>,
     /// Each node's data bytes as it reports them (a live cluster).
@@ -159,6 +163,8 @@ impl<'t> Analyzer<'t> {
             scanner: BulkScanner::new(),
             saw_bytes: false,
             saw_ops: false,
+            saw_expiry: false,
+            current_expires: false,
             exact_slot_keys: None,
             node_dataset: None,
             ops_source: None,
@@ -285,6 +291,7 @@ impl<'t> Analyzer<'t> {
                 node,
                 tag,
                 slot: slot as u16,
+                expires: self.current_expires,
             },
             tag_hash,
         );
@@ -321,12 +328,20 @@ impl<'t> Analyzer<'t> {
         self.patterns.merge(&o.patterns);
         self.saw_bytes |= o.saw_bytes;
         self.saw_ops |= o.saw_ops;
+        self.saw_expiry |= o.saw_expiry;
     }
 }
 
 impl ChunkSink for Analyzer<'_> {
     fn record(&mut self, rec: &Record<'_>) {
-        self.add(rec.key, rec.bytes, rec.ops);
+        if let Some(e) = rec.expires {
+            self.saw_expiry = true;
+            self.current_expires = e;
+            self.add(rec.key, rec.bytes, rec.ops);
+            self.current_expires = false;
+        } else {
+            self.add(rec.key, rec.bytes, rec.ops);
+        }
     }
 
     fn raw_lines(
@@ -585,6 +600,12 @@ pub struct PatternReport {
     pub estimated_keys: Option<f64>,
     /// Bytes.
     pub bytes: u64,
+    /// Keys with no expiry (snapshot inputs only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub keys_no_expiry: Option<u64>,
+    /// Bytes of the keys with no expiry (snapshot inputs only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes_no_expiry: Option<u64>,
     /// Ops.
     pub ops: f64,
     /// Share of all keys (0..1).
@@ -964,6 +985,8 @@ impl Analyzer<'_> {
                     keys: st.keys,
                     estimated_keys,
                     bytes: st.bytes,
+                    keys_no_expiry: self.saw_expiry.then(|| st.keys - st.expiring),
+                    bytes_no_expiry: self.saw_expiry.then(|| st.bytes - st.expiring_bytes),
                     ops: st.ops,
                     share_keys: match estimated_keys {
                         Some(e) => share(e, keys as f64),

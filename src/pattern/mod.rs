@@ -119,6 +119,10 @@ pub struct PatternStats {
     pub ops: f64,
     /// Keys that carry a non-empty hash tag.
     pub tagged: u64,
+    /// Keys with an expiry (snapshot inputs say).
+    pub expiring: u64,
+    /// Bytes of the keys with an expiry.
+    pub expiring_bytes: u64,
     /// Keys per node (index into the topology's nodes).
     pub node_keys: Vec<u64>,
     /// Bytes per node.
@@ -140,6 +144,8 @@ impl PatternStats {
             bytes: 0,
             ops: 0.0,
             tagged: 0,
+            expiring: 0,
+            expiring_bytes: 0,
             node_keys: vec![0; nodes],
             node_bytes: vec![0; nodes],
             tags: Hll::new(10),
@@ -172,6 +178,8 @@ impl PatternStats {
         self.bytes += o.bytes;
         self.ops += o.ops;
         self.tagged += o.tagged;
+        self.expiring += o.expiring;
+        self.expiring_bytes += o.expiring_bytes;
         for (a, b) in self.node_keys.iter_mut().zip(&o.node_keys) {
             *a += b;
         }
@@ -205,6 +213,8 @@ pub struct Observation<'k> {
     pub tag: Option<&'k [u8]>,
     /// Its slot.
     pub slot: u16,
+    /// Whether it has an expiry (false when the input does not say).
+    pub expires: bool,
 }
 
 /// A finished pattern.
@@ -796,6 +806,10 @@ impl PatternTree {
         stats.keys += 1;
         stats.bytes += obs.bytes;
         stats.ops += obs.ops;
+        if obs.expires {
+            stats.expiring += 1;
+            stats.expiring_bytes += obs.bytes;
+        }
         if let Some(i) = obs.node {
             stats.node_keys[i] += 1;
             if obs.bytes > 0 {
@@ -1154,6 +1168,7 @@ mod tests {
                 node: Some(0),
                 tag: crate::slot::tag(k.as_bytes()),
                 slot: crate::slot::key_slot(k.as_bytes()),
+                expires: false,
             });
         }
         t.finish()
@@ -1268,6 +1283,7 @@ mod tests {
             node: Some(0),
             tag: Some(b"group_3"),
             slot: 0,
+            expires: false,
         });
         let p = &t.finish()[0];
         assert_eq!(p.text, "feed:{group_<int>}:user:<int>");
@@ -1297,6 +1313,7 @@ mod tests {
                 node: Some(0),
                 tag: None,
                 slot: crate::slot::key_slot(k.as_bytes()),
+                expires: false,
             };
             one.add(&o);
             if i % 2 == 0 { a.add(&o) } else { b.add(&o) }

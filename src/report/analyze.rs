@@ -406,6 +406,10 @@ pub fn render_table(
     if wb {
         header.extend(["bytes", "bytes %"]);
     }
+    let expiry = r.patterns.iter().any(|p| p.keys_no_expiry.is_some());
+    if expiry {
+        header.push("no expiry");
+    }
     header.extend(["tag", "distinct tags", "hottest node", "example"]);
     pats.set_header(header);
     for p in r.patterns.iter().take(shown) {
@@ -419,6 +423,13 @@ pub fn render_table(
         ];
         if wb {
             row.extend([right(human_bytes(p.bytes)), right(pct(p.share_bytes))]);
+        }
+        if expiry {
+            let share = match p.keys_no_expiry {
+                Some(n) if p.keys > 0 => pct(n as f64 / p.keys as f64),
+                _ => "-".into(),
+            };
+            row.push(right(share));
         }
         row.extend([
             Cell::new(p.tag.as_deref().unwrap_or("-")),

@@ -237,6 +237,7 @@ fn counts_agree_with_classify(keys: &[Vec<u8>]) -> Result<(), TestCaseError> {
             node: Some(0),
             tag: keyplan::slot::tag(k),
             slot: key_slot(k),
+            expires: false,
         });
     }
     tree.fold();
@@ -639,6 +640,7 @@ fn library_dumps_keep_their_templates() {
                 node: Some(0),
                 tag: keyplan::slot::tag(k),
                 slot: key_slot(k),
+                expires: false,
             });
         }
         tree.fold();
