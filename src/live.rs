@@ -878,6 +878,76 @@ impl LiveCluster {
             })
     }
 
+    /// What `node` says of each of `keys` (which it should own): type, encoding, element
+    /// count (a string's length) and whether it expires; `None` for a key it no longer holds.
+    pub fn describe_keys(
+        &self,
+        node: &Node,
+        keys: &[&[u8]],
+    ) -> Result<Vec<Option<crate::analyze::snapshot::KeyFacts>>, LiveError> {
+        let addr = node.address.clone().ok_or_else(|| LiveError::Node {
+            addr: node.name.clone(),
+            what: "connect".into(),
+            reason: "the node has no address".into(),
+            sampled: 0,
+        })?;
+        let (host, port) = host_port(&addr)?;
+        let mut con = self.connect(&host, port)?;
+        const LENGTHS: [(&str, &str); 6] = [
+            ("string", "STRLEN"),
+            ("list", "LLEN"),
+            ("set", "SCARD"),
+            ("zset", "ZCARD"),
+            ("hash", "HLEN"),
+            ("stream", "XLEN"),
+        ];
+        let mut out = Vec::with_capacity(keys.len());
+        for chunk in keys.chunks(64) {
+            let mut pipe = redis::pipe();
+            pipe.ignore_errors();
+            for k in chunk {
+                pipe.cmd("TYPE").arg(*k);
+                pipe.cmd("OBJECT").arg("ENCODING").arg(*k);
+                pipe.cmd("PTTL").arg(*k);
+                for (_, cmd) in LENGTHS {
+                    pipe.cmd(cmd).arg(*k);
+                }
+            }
+            let replies: Vec<Value> = pipe.query(&mut con).map_err(|e| LiveError::Node {
+                addr: addr.clone(),
+                what: "TYPE/OBJECT ENCODING of the biggest sampled keys".into(),
+                reason: first_line(&e.to_string()),
+                sampled: 0,
+            })?;
+            for r in replies.chunks(3 + LENGTHS.len()) {
+                let text = |v: &Value| match v {
+                    Value::SimpleString(s) => Some(s.clone()),
+                    Value::BulkString(b) => Some(String::from_utf8_lossy(b).into_owned()),
+                    _ => None,
+                };
+                let int = |v: &Value| match v {
+                    Value::Int(i) => Some(*i),
+                    _ => None,
+                };
+                let kind = r.first().and_then(text).filter(|t| t != "none");
+                out.push(kind.map(|kind| {
+                    let elements = LENGTHS
+                        .iter()
+                        .position(|(t, _)| *t == kind)
+                        .and_then(|i| r.get(3 + i).and_then(int))
+                        .and_then(|n| u64::try_from(n).ok());
+                    crate::analyze::snapshot::KeyFacts {
+                        encoding: r.get(1).and_then(text).unwrap_or_default(),
+                        expires: r.get(2).and_then(int).is_some_and(|t| t >= 0),
+                        kind,
+                        elements,
+                    }
+                }));
+            }
+        }
+        Ok(out)
+    }
+
     /// Samples `nodes` at once, one thread each, feeding node `i`'s keys (with their bytes
     /// when asked) to `sinks[i]`. The first node to fail stops the others at their next SCAN
     /// call, and its error is returned: a report never silently lacks a node.

@@ -5,6 +5,7 @@ use super::args::{
     InputArgs, SampleArgs, TopologyArgs, open_all, read_context, total_size, warn_malformed,
 };
 use super::progress::Unit;
+use crate::analyze::snapshot::Biggest;
 use crate::analyze::{AnalyzeConfig, Analyzer};
 use crate::error::{ExitStatus, UserError};
 use crate::keys::ReadSummary;
@@ -154,9 +155,15 @@ fn run_live(
 ) -> anyhow::Result<ExitStatus> {
     let opts = args.sampling.scan_options(&live)?;
     let nodes = super::args::SampleArgs::scan_targets(&topology);
-    let mut workers: Vec<Analyzer<'_>> = nodes
+    // With --bytes, each node's biggest sampled keys are kept too (described afterwards).
+    let keep = if opts.bytes {
+        super::inputs::TOP_KEYS
+    } else {
+        0
+    };
+    let mut workers: Vec<(Analyzer<'_>, Biggest)> = nodes
         .iter()
-        .map(|_| Analyzer::new(&topology, &config))
+        .map(|_| (Analyzer::new(&topology, &config), Biggest::new(keep)))
         .collect();
     for w in args.sampling.replica_fallbacks(&opts, &nodes) {
         writeln!(ctx.stderr, "{w}")?;
@@ -164,10 +171,18 @@ fn run_live(
     let total = opts.per_node.map(|n| n * nodes.len() as u64);
     let progress = ctx.progress("sampling", Unit::Keys, total);
     // A node that fails is an error: never report a cluster with a node silently missing.
-    let sampled = live.scan_nodes(&nodes, &opts, &mut workers, |w, k, b, h| {
+    let sampled = live.scan_nodes(&nodes, &opts, &mut workers, |(w, big), k, b, h| {
         w.add(k, b, h);
+        if let Some(b) = b {
+            big.offer(b, k);
+        }
         progress.inc(1);
     })?;
+    let (workers, bigs): (Vec<Analyzer<'_>>, Vec<Biggest>) = workers.into_iter().unzip();
+    let mut biggest = Biggest::new(keep);
+    for b in &bigs {
+        biggest.merge(b);
+    }
     progress.finish();
     super::args::SampleArgs::check_stable(&live, &topology)?;
     let read = crate::keys::ReadSummary {
@@ -197,9 +212,39 @@ fn run_live(
             "OBJECT FREQ of each sampled key (its LFU access counter, logarithmic: a heat rank, not a count of operations)".into(),
         );
     }
-    let report = analyzer.finish(&read, source.clone(), &config);
+    let mut report = analyzer.finish(&read, source.clone(), &config);
+    if !biggest.keys().is_empty() {
+        report.snapshot = Some(describe_biggest(&live, &topology, &biggest, config.top)?);
+    }
     emit(args, &report, &source, &config, ctx)?;
     Ok(ExitStatus::Clean)
+}
+
+/// The biggest sampled keys as their servers describe them (type, encoding, elements, TTL).
+fn describe_biggest(
+    live: &crate::live::LiveCluster,
+    topology: &crate::topology::Topology,
+    biggest: &Biggest,
+    top: usize,
+) -> anyhow::Result<crate::analyze::snapshot::SnapshotReport> {
+    let keys = biggest.keys();
+    let mut facts = vec![None; keys.len()];
+    let mut by_node: std::collections::BTreeMap<usize, Vec<usize>> = Default::default();
+    for (i, (_, k)) in keys.iter().enumerate() {
+        if let Some(n) = topology.node_of(k) {
+            by_node.entry(n).or_default().push(i);
+        }
+    }
+    for (n, idx) in by_node {
+        let ks: Vec<&[u8]> = idx.iter().map(|&i| keys[i].1.as_slice()).collect();
+        let got = live.describe_keys(&topology.nodes()[n], &ks)?;
+        for (i, f) in idx.into_iter().zip(got) {
+            facts[i] = f;
+        }
+    }
+    Ok(crate::analyze::snapshot::sample_report(
+        keys, &facts, topology, top,
+    ))
 }
 
 /// The load the servers measured: per slot where they count it (CLUSTER SLOT-STATS), else each

@@ -439,11 +439,12 @@ pub fn moving_big_keys(
         let big = &k.key;
         let elements = big.elements.unwrap_or(0);
         let name = crate::keys::display::display_key(&big.key.0);
-        let text = if big.serialized >= MIGRATE_FAILS_BYTES {
+        let serialized = big.serialized.unwrap_or(0);
+        let text = if serialized >= MIGRATE_FAILS_BYTES {
             format!(
                 "key {name} (slot {}, {} in the snapshot) is larger than the 512 MB a node accepts in one RESTORE by default: MIGRATE of slot {} will fail unless {} raises proto-max-bulk-len",
                 big.slot,
-                mib(big.serialized),
+                mib(serialized),
                 big.slot,
                 k.to
             )
@@ -470,7 +471,7 @@ pub fn moving_big_keys(
                 key: big.key.clone(),
                 slot: big.slot,
                 memory: big.memory,
-                serialized: big.serialized,
+                serialized,
                 elements: big.elements,
             },
             text,

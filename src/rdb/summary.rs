@@ -57,17 +57,17 @@ pub struct BigKey {
     /// Its type.
     #[serde(rename = "type")]
     pub kind: String,
-    /// Its encoding in the snapshot.
-    pub encoding: &'static str,
+    /// Its encoding (in the snapshot, or as the server says).
+    pub encoding: String,
     /// Its elements (a string's length), when known.
     pub elements: Option<u64>,
     /// Estimated memory in the server.
     pub memory: u64,
-    /// Bytes in the snapshot (what MIGRATE sends for it, roughly).
-    pub serialized: u64,
+    /// Bytes in the snapshot (what MIGRATE sends for it, roughly); `None` for a live sample.
+    pub serialized: Option<u64>,
     /// Whether it has an expiry.
     pub expires: bool,
-    /// The snapshot it was read from.
+    /// The snapshot it was read from (the node, for a live sample).
     pub file: String,
 }
 
@@ -246,10 +246,10 @@ impl SnapshotSummary {
                 key: ByteString(k.key.to_vec()),
                 slot,
                 kind: k.kind.name().into_owned(),
-                encoding: k.encoding,
+                encoding: k.encoding.to_string(),
                 elements: k.elements,
                 memory: k.memory,
-                serialized: k.serialized,
+                serialized: Some(k.serialized),
                 expires: k.expires_at_ms.is_some(),
                 file: file.to_string(),
             };

@@ -508,6 +508,12 @@ fn render_snapshot(
     layout: &TextLayout,
 ) -> io::Result<()> {
     writeln!(out)?;
+    if s.source == "sample" {
+        writeln!(
+            out,
+            "Biggest keys of the sample: bytes by MEMORY USAGE; type, encoding, elements and expiry as their servers say now"
+        )?;
+    }
     for f in &s.files {
         let uninterpreted = match f.uninterpreted {
             0 => String::new(),
@@ -526,6 +532,47 @@ fn render_snapshot(
             human_bytes(f.bytes),
         )?;
     }
+    if !s.types.is_empty() {
+        render_types(out, s, layout)?;
+    }
+    for (title, keys) in [
+        ("Biggest keys by memory", &s.biggest_by_memory),
+        ("Most elements", &s.biggest_by_elements),
+    ] {
+        if keys.is_empty() {
+            continue;
+        }
+        let mut t = layout.table();
+        t.set_header(vec![
+            "key", "type", "encoding", "elements", "memory", "slot", "node", "ttl",
+        ]);
+        for k in keys {
+            t.add_row(vec![
+                Cell::new(layout.key(&k.key.key.0)),
+                Cell::new(&k.key.kind),
+                Cell::new(&k.key.encoding),
+                right(
+                    k.key
+                        .elements
+                        .map(|e| e.to_string())
+                        .unwrap_or_else(|| "?".into()),
+                ),
+                right(human_bytes(k.key.memory)),
+                right(k.key.slot),
+                Cell::new(k.node.as_deref().unwrap_or("-")),
+                Cell::new(if k.key.expires { "yes" } else { "no" }),
+            ]);
+        }
+        writeln!(out, "{title}\n{t}")?;
+    }
+    Ok(())
+}
+
+fn render_types(
+    out: &mut dyn Write,
+    s: &crate::analyze::snapshot::SnapshotReport,
+    layout: &TextLayout,
+) -> io::Result<()> {
     writeln!(
         out,
         "Memory (estimated): {}; keys with no expiry: {} of keys, {} of memory",
@@ -561,36 +608,6 @@ fn render_snapshot(
         ]);
     }
     writeln!(out, "Keys by type\n{types}")?;
-    for (title, keys) in [
-        ("Biggest keys by memory", &s.biggest_by_memory),
-        ("Most elements", &s.biggest_by_elements),
-    ] {
-        if keys.is_empty() {
-            continue;
-        }
-        let mut t = layout.table();
-        t.set_header(vec![
-            "key", "type", "encoding", "elements", "memory", "slot", "node", "ttl",
-        ]);
-        for k in keys {
-            t.add_row(vec![
-                Cell::new(layout.key(&k.key.key.0)),
-                Cell::new(&k.key.kind),
-                Cell::new(k.key.encoding),
-                right(
-                    k.key
-                        .elements
-                        .map(|e| e.to_string())
-                        .unwrap_or_else(|| "?".into()),
-                ),
-                right(human_bytes(k.key.memory)),
-                right(k.key.slot),
-                Cell::new(k.node.as_deref().unwrap_or("-")),
-                Cell::new(if k.key.expires { "yes" } else { "no" }),
-            ]);
-        }
-        writeln!(out, "{title}\n{t}")?;
-    }
     Ok(())
 }
 

@@ -299,7 +299,12 @@ pub fn render_table(
                         .unwrap_or_else(|| "?".into()),
                 ),
                 right(super::analyze::human_bytes(k.key.memory)),
-                right(super::analyze::human_bytes(k.key.serialized)),
+                right(
+                    k.key
+                        .serialized
+                        .map(super::analyze::human_bytes)
+                        .unwrap_or_else(|| "-".into()),
+                ),
                 Cell::new(&k.from),
                 Cell::new(&k.to),
             ]);

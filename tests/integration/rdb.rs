@@ -558,3 +558,91 @@ fn damaged_snapshots_fail_cleanly() {
         }
     }
 }
+
+/// Sends one command to the node that owns its key, following the servers' MOVED replies.
+fn call_routed(cluster: &Cluster, args: &[&[u8]]) -> Reply {
+    let mut port = cluster.nodes[0].port;
+    for _ in 0..4 {
+        let mut c = crate::support::connect_port(port);
+        match c.call(args).unwrap() {
+            Reply::Error(e) if e.starts_with("MOVED ") => {
+                port = e.rsplit(':').next().unwrap().parse().unwrap();
+            }
+            other => return other,
+        }
+    }
+    panic!("too many redirects");
+}
+
+/// A live sample with --bytes lists its biggest keys as the servers describe them.
+#[test]
+fn live_samples_list_their_biggest_keys() {
+    let Some(cluster) = Cluster::create() else {
+        return;
+    };
+    let keys: Vec<Vec<u8>> = (0..500).map(|i| format!("user:{i}").into_bytes()).collect();
+    cluster.load(&keys);
+    let mut h: Vec<Vec<u8>> = vec![b"HSET".to_vec(), b"big:hash".to_vec()];
+    for j in 0..3000 {
+        h.push(format!("field{j}").into_bytes());
+        h.push(b"value-value-value".to_vec());
+    }
+    let refs: Vec<&[u8]> = h.iter().map(|v| v.as_slice()).collect();
+    assert!(matches!(call_routed(&cluster, &refs), Reply::Int(3000)));
+    assert!(matches!(
+        call_routed(
+            &cluster,
+            &[b"SET", b"big:string", &[b'x'; 20_000], b"EX", b"3600"]
+        ),
+        Reply::Status(_)
+    ));
+    let url = format!("redis://127.0.0.1:{}", cluster.nodes[0].port);
+    let out = keyplan()
+        .args([
+            "analyze",
+            "--cluster",
+            &url,
+            "--sample",
+            "all",
+            "--bytes",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let s = &v["snapshot"];
+    assert_eq!(s["source"], "sample");
+    let first = &s["biggest_by_memory"][0];
+    assert_eq!(first["key"], "big:hash");
+    assert_eq!(first["type"], "hash");
+    assert_eq!(first["encoding"], "hashtable");
+    assert_eq!(first["elements"].as_u64(), Some(3000));
+    assert_eq!(first["expires"], false);
+    let second = &s["biggest_by_memory"][1];
+    assert_eq!(
+        (&second["key"], &second["type"], &second["expires"]),
+        (&"big:string".into(), &"string".into(), &true.into())
+    );
+    assert_eq!(s["biggest_by_elements"][0]["key"], "big:hash");
+    // The node named is the one that holds the key.
+    let slot = first["slot"].as_u64().unwrap();
+    let owner = v["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| {
+            n["slot_ranges"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|r| r[0].as_u64().unwrap() <= slot && slot <= r[1].as_u64().unwrap())
+        })
+        .unwrap();
+    assert_eq!(first["node"], owner["id"]);
+}

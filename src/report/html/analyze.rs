@@ -310,33 +310,40 @@ fn snapshot(h: &mut String, r: &AnalyzeReport) {
     let Some(s) = &r.snapshot else {
         return;
     };
-    let _ = write!(
-        h,
-        "<h2>Snapshot contents</h2><p class=\"sub\">{} keys, {} of memory (estimated); keys with no expiry: {} of keys, {} of memory.</p><table><tr><th class=\"l\">type</th><th>keys</th><th>share of keys</th><th>memory</th><th>share of memory</th><th>elements</th><th>no expiry</th></tr>",
-        s.total.keys,
-        human_bytes(s.total.memory),
-        pct(s.share_keys_no_expiry),
-        pct(s.share_memory_no_expiry)
-    );
-    for t in &s.types {
-        let no_expiry = if t.stats.keys == 0 {
-            0.0
-        } else {
-            t.stats.keys_no_expiry as f64 / t.stats.keys as f64
-        };
+    if s.source == "sample" {
         let _ = write!(
             h,
-            "<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            esc(&t.kind),
-            t.stats.keys,
-            pct(t.share_keys),
-            human_bytes(t.stats.memory),
-            pct(t.share_memory),
-            t.stats.elements,
-            pct(no_expiry)
+            "<h2>Biggest keys of the sample</h2><p class=\"sub\">Bytes by MEMORY USAGE; type, encoding, elements and expiry as their servers say now.</p>"
         );
+    } else {
+        let _ = write!(
+            h,
+            "<h2>Snapshot contents</h2><p class=\"sub\">{} keys, {} of memory (estimated); keys with no expiry: {} of keys, {} of memory.</p><table><tr><th class=\"l\">type</th><th>keys</th><th>share of keys</th><th>memory</th><th>share of memory</th><th>elements</th><th>no expiry</th></tr>",
+            s.total.keys,
+            human_bytes(s.total.memory),
+            pct(s.share_keys_no_expiry),
+            pct(s.share_memory_no_expiry)
+        );
+        for t in &s.types {
+            let no_expiry = if t.stats.keys == 0 {
+                0.0
+            } else {
+                t.stats.keys_no_expiry as f64 / t.stats.keys as f64
+            };
+            let _ = write!(
+                h,
+                "<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&t.kind),
+                t.stats.keys,
+                pct(t.share_keys),
+                human_bytes(t.stats.memory),
+                pct(t.share_memory),
+                t.stats.elements,
+                pct(no_expiry)
+            );
+        }
+        let _ = write!(h, "</table>");
     }
-    let _ = write!(h, "</table>");
     for (title, keys) in [
         ("Biggest keys by memory", &s.biggest_by_memory),
         ("Most elements", &s.biggest_by_elements),
@@ -354,7 +361,7 @@ fn snapshot(h: &mut String, r: &AnalyzeReport) {
                 "<tr><td class=\"l\"><code>{}</code></td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>",
                 esc(&display_key(&k.key.key.0)),
                 esc(&k.key.kind),
-                k.key.encoding,
+                esc(&k.key.encoding),
                 k.key
                     .elements
                     .map(|e| e.to_string())
