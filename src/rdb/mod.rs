@@ -597,6 +597,17 @@ impl<'a> Parser<'a> {
                 }
                 Value::new(K::Zset, "skiplist", Some(n), layout.skiplist(n, strings))
             }
+            22 if self.magic == Magic::Valkey => {
+                // Valkey 9's hash with field expiries: (field, value, expiry ms) per field.
+                let n = self.len()?;
+                let mut strings = 0u64;
+                for _ in 0..n {
+                    strings += memory::sds(self.string()?.len());
+                    strings += memory::sds(self.string()?.len());
+                    self.take(8, "a field's expiry")?;
+                }
+                Value::new(K::Hash, "hashtable", Some(n), layout.hash(n, strings) + 8 * n)
+            }
             4 | 22 | 24 => {
                 if t == 24 {
                     self.take(8, "a hash's next field expiry")?;
@@ -834,6 +845,27 @@ mod tests {
             .next_key()
             .unwrap_err();
         assert!(e.message.contains("unknown value type 8"), "{e}");
+    }
+
+    #[test]
+    fn valkey_hashes_with_field_expiries() {
+        let mut f = b"VALKEY080".to_vec();
+        f.extend_from_slice(&[22, 1, b'h', 2]);
+        for (field, value) in [(&b"a"[..], &b"1"[..]), (b"b", b"2")] {
+            f.extend_from_slice(&[field.len() as u8]);
+            f.extend_from_slice(field);
+            f.extend_from_slice(&[value.len() as u8]);
+            f.extend_from_slice(value);
+            f.extend_from_slice(&(-1i64).to_le_bytes());
+        }
+        f.extend_from_slice(&[0, 1, b'k', 1, b'v', 0xff]);
+        f.extend_from_slice(&[0; 8]);
+        let mut p = Parser::new(&f).unwrap();
+        let k = p.next_key().unwrap().unwrap();
+        assert_eq!((k.key, k.kind, k.elements), (&b"h"[..], ValueKind::Hash, Some(2)));
+        let k = p.next_key().unwrap().unwrap();
+        assert_eq!(k.key, b"k");
+        assert!(p.next_key().unwrap().is_none());
     }
 
     #[test]
