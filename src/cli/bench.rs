@@ -71,6 +71,15 @@ pub struct BenchArgs {
     #[arg(long, default_value = "keyplan:bench", value_name = "PREFIX")]
     pub prefix: String,
 
+    /// Measure the load model's parameters on this cluster with bench's own micro-benchmarks
+    /// (never your batches) and write them to -o FILE, for simulate/plan/bench --calibration
+    #[arg(long, conflicts_with_all = ["batches", "scheme", "cleanup"], requires = "output")]
+    pub calibrate: bool,
+
+    /// The calibration file to write (with --calibrate)
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+
     /// Only delete what an earlier run under --prefix wrote (from the journal it keeps on the
     /// cluster: the keys a killed or failed run left behind), then exit
     #[arg(long, conflicts_with_all = ["batches", "scheme"])]
@@ -89,6 +98,9 @@ pub struct BenchArgs {
 pub fn run(args: BenchArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     if args.cleanup {
         return run_cleanup(&args, ctx);
+    }
+    if args.calibrate {
+        return run_calibrate(&args, ctx);
     }
     let url = check(&args)?;
     let mut batches: Vec<Batch> = Vec::new();
@@ -250,7 +262,7 @@ fn check(args: &BenchArgs) -> anyhow::Result<&str> {
         )
         .into());
     }
-    if args.batches.is_none() && args.scheme.is_none() {
+    if args.batches.is_none() && args.scheme.is_none() && !args.calibrate {
         return Err(UserError::new(
             "no batches to run",
             "pass --batches FILE or --scheme keyplan.yaml",
@@ -265,4 +277,58 @@ fn check(args: &BenchArgs) -> anyhow::Result<&str> {
         .into());
     }
     Ok(url)
+}
+
+/// `bench --calibrate`: the micro-benchmarks, the fit, the file.
+fn run_calibrate(args: &BenchArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
+    use crate::bench::calibrate::{LEVELS, calibrate};
+    let url = check(args)?;
+    let out = args.output.as_ref().expect("invariant: clap requires -o");
+    let live = super::args::live_cluster(url)?;
+    let map = live.topology()?;
+    let opts = BenchOptions {
+        prefix: args.prefix.clone(),
+        duration: Duration::from_secs_f64(args.duration),
+        concurrency: 1,
+        strategies: Vec::new(),
+        net: NetworkModel::default(),
+    };
+    let _ = ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::Relaxed));
+    let progress = ctx.progress("calibrating", Unit::Steps, None);
+    let mut done = 0u64;
+    let cal = calibrate(&live, &map, &opts, &INTERRUPTED, &mut |step| {
+        progress.set_total((step.steps * LEVELS.len()) as u64);
+        if step.result.is_some() {
+            done += 1;
+            progress.set_position(done);
+        }
+        progress.set_message(format!("{} · {}", step.batch, step.strategy.name()));
+    });
+    progress.finish();
+    if INTERRUPTED.load(Ordering::Relaxed) {
+        writeln!(ctx.stderr, "interrupted: the keys written were deleted; no calibration written")?;
+        return Ok(ExitStatus::Error);
+    }
+    let cal = cal?;
+    let mut sink = super::args::output_sink(Some(out), &mut *ctx.stdout)?;
+    serde_json::to_writer_pretty(&mut sink, &cal)?;
+    sink.write_all(b"\n")?;
+    sink.finish()?;
+    let within = cal
+        .points
+        .iter()
+        .filter(|p| p.qps > 0.0 && (0.7..=1.43).contains(&(p.predicted_qps / p.qps)))
+        .count();
+    writeln!(
+        ctx.stderr,
+        "calibrated on {} ({} masters): one round trip {:.0} µs (p99 {:.0} µs); the fitted model predicts {} of {} micro-benchmarks within 0.7–1.43× of their measured QPS; written to {}",
+        cal.measured_on.cluster,
+        cal.measured_on.masters,
+        cal.round_trip_us.p50,
+        cal.round_trip_us.p99,
+        within,
+        cal.points.len(),
+        out.display()
+    )?;
+    Ok(ExitStatus::Clean)
 }

@@ -6,6 +6,7 @@ pub mod batch;
 pub mod client;
 pub mod exec;
 pub mod monitor;
+pub mod perf;
 pub mod verdict;
 
 use crate::topology::Topology;

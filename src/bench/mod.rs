@@ -3,6 +3,8 @@
 //! prefix, refuses a prefix that already holds keys, and deletes everything under the prefix
 //! when done (also after an error or an interrupt). No printing: the CLI renders the results.
 
+pub mod calibrate;
+
 use crate::live::{LiveCluster, LiveError, first_line};
 use crate::simulate::exec::{ExecError, ExecPlan, exec_plan, onto_one_tag};
 use crate::simulate::{Batch, NetworkModel, SimResult, Strategy, costed};
@@ -94,6 +96,9 @@ pub struct Measured {
     pub errors: u64,
     /// The first error reply.
     pub first_error: Option<String>,
+    /// Every execution's latency, ms (for calibration; not in JSON).
+    #[serde(skip)]
+    pub latencies: Vec<f64>,
 }
 
 /// Commands one node received per execution.
@@ -534,6 +539,22 @@ pub fn run_bench(
     stop: &AtomicBool,
     observe: &mut dyn FnMut(BenchStep<'_>),
 ) -> Result<Vec<BenchResult>, BenchError> {
+    let pairs: Vec<(&Batch, Strategy)> = batches
+        .iter()
+        .flat_map(|b| opts.strategies.iter().map(move |&s| (b, s)))
+        .collect();
+    run_pairs(live, map, &pairs, opts, stop, observe)
+}
+
+/// [`run_bench`] for chosen (batch, strategy) pairs, in order.
+pub fn run_pairs(
+    live: &LiveCluster,
+    map: &SlotMap,
+    pairs: &[(&Batch, Strategy)],
+    opts: &BenchOptions,
+    stop: &AtomicBool,
+    observe: &mut dyn FnMut(BenchStep<'_>),
+) -> Result<Vec<BenchResult>, BenchError> {
     if !valid_prefix(&opts.prefix) {
         return Err(BenchError::BadPrefix(opts.prefix.clone()));
     }
@@ -546,24 +567,22 @@ pub fn run_bench(
     // Plans first: a batch that cannot run stops everything before a key is written.
     let mut work = Vec::new();
     let mut written: BTreeSet<Vec<u8>> = BTreeSet::new();
-    for b in batches {
-        for &s in &opts.strategies {
-            // Keys stay under the prefix: the one-tag rewrite comes first, so the prefix
-            // (which has no braces) goes in front of the tag.
-            let input = if s == Strategy::Hashtag {
-                prefixed(&onto_one_tag(b), &opts.prefix)
-            } else {
-                prefixed(b, &opts.prefix)
-            };
-            written.extend(input.keys().map(<[u8]>::to_vec));
-            let plan = exec_plan(&input, &topo, s).map_err(|source| BenchError::Batch {
-                batch: b.name.clone(),
-                source,
-            })?;
-            // The prediction is the cost of the very plan executed.
-            let predicted = costed(b, &topo, s, &plan, 0, &opts.net);
-            work.push((b, s, plan, predicted));
-        }
+    for &(b, s) in pairs {
+        // Keys stay under the prefix: the one-tag rewrite comes first, so the prefix
+        // (which has no braces) goes in front of the tag.
+        let input = if s == Strategy::Hashtag {
+            prefixed(&onto_one_tag(b), &opts.prefix)
+        } else {
+            prefixed(b, &opts.prefix)
+        };
+        written.extend(input.keys().map(<[u8]>::to_vec));
+        let plan = exec_plan(&input, &topo, s).map_err(|source| BenchError::Batch {
+            batch: b.name.clone(),
+            source,
+        })?;
+        // The prediction is the cost of the very plan executed.
+        let predicted = costed(b, &topo, s, &plan, 0, &opts.net);
+        work.push((b, s, plan, predicted));
     }
     for addr in &addrs {
         let mut con = connect(live, addr)?;
@@ -735,6 +754,7 @@ fn run_all(
             per_node,
             errors,
             first_error,
+            latencies,
         };
         let predicted_nodes: Vec<(String, f64)> = predicted
             .load

@@ -1,0 +1,609 @@
+//! The load model: what a batch costs in latency and throughput under concurrency.
+//!
+//! An execution plan is reduced to its *features*: waves (round trips waited on one after
+//! another), lanes (one connection's pipeline in a wave), commands, keys and request KiB. Three
+//! linear cost functions of the features, with coefficients calibrated on the real cluster
+//! (`keyplan bench --calibrate`) or documented defaults, give:
+//!
+//! * `latency`: the time of one execution by a lone client (µs): per wave the round trip, per
+//!   extra lane the client's send and receive on one more connection, per command and key the
+//!   work on both sides;
+//! * `cpu`: the CPU one execution costs on the machine the client shares with the servers (or
+//!   the client's own machine), over `cores` cores;
+//! * `node`: what one execution costs a node's single thread, per node of the plan.
+//!
+//! Means under concurrency come from mean-value analysis (MVA) of a closed network: N clients,
+//! each starting its next batch as soon as the last one is answered; the CPU a multi-server
+//! station, every node a single-threaded queue, and the lone-client latency the floor (the
+//! response time at N = 1 is exactly `latency`). Percentiles come from a seeded Monte-Carlo
+//! simulation: each sampled execution takes the lone-client latency times a draw from the
+//! calibrated latency distribution, plus the queueing delays of the CPU (Erlang C, M/M/c) and
+//! of each node (M/M/1) at the utilisations MVA predicts.
+
+use serde::{Deserialize, Serialize};
+
+/// The features of one execution plan.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Features {
+    /// Executions (1 for one plan: the per-execution fixed cost).
+    pub executions: f64,
+    /// Round trips waited on one after another.
+    pub waves: f64,
+    /// Pipelines on one connection each (summed over waves).
+    pub lanes: f64,
+    /// Commands.
+    pub commands: f64,
+    /// Keys addressed.
+    pub keys: f64,
+    /// Request KiB.
+    pub kib: f64,
+}
+
+/// Coefficients of one linear cost function, in µs per unit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Coefs {
+    /// Per execution (fixed).
+    #[serde(default)]
+    pub execution_us: f64,
+    /// Per wave.
+    pub wave_us: f64,
+    /// Per lane.
+    pub lane_us: f64,
+    /// Per command.
+    pub command_us: f64,
+    /// Per key.
+    pub key_us: f64,
+    /// Per KiB of request.
+    pub kib_us: f64,
+}
+
+impl Coefs {
+    /// The cost of `f`.
+    pub fn of(&self, f: &Features) -> f64 {
+        self.execution_us * f.executions
+            + self.wave_us * f.waves
+            + self.lane_us * f.lanes
+            + self.command_us * f.commands
+            + self.key_us * f.keys
+            + self.kib_us * f.kib
+    }
+
+    fn as_array(&self) -> [f64; 6] {
+        [
+            self.execution_us,
+            self.wave_us,
+            self.lane_us,
+            self.command_us,
+            self.key_us,
+            self.kib_us,
+        ]
+    }
+
+    fn from_array(a: [f64; 6]) -> Coefs {
+        Coefs {
+            execution_us: a[0],
+            wave_us: a[1],
+            lane_us: a[2],
+            command_us: a[3],
+            key_us: a[4],
+            kib_us: a[5],
+        }
+    }
+}
+
+/// Quantiles of the lone-client latency over its mean (101 points: 0%, 1%, …, 100%).
+pub type Jitter = [f64; 101];
+
+/// The calibrated (or default) parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct PerfParams {
+    /// Lone-client latency of an execution.
+    pub latency: Coefs,
+    /// CPU per execution on the shared machine.
+    pub cpu: Coefs,
+    /// Cores of that machine.
+    pub cores: f64,
+    /// A node thread's time per execution (of the lanes it serves).
+    pub node: Coefs,
+    /// The lone-client latency distribution, as quantiles over the mean.
+    #[serde(with = "jitter_serde")]
+    pub jitter: Jitter,
+}
+
+mod jitter_serde {
+    use super::Jitter;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(j: &Jitter, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(j.iter())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Jitter, D::Error> {
+        let v: Vec<f64> = Vec::deserialize(d)?;
+        let mut j = [0.0; 101];
+        if v.len() != 101 || v.iter().any(|x| !x.is_finite() || *x < 0.0) {
+            return Err(serde::de::Error::custom(
+                "jitter must list 101 non-negative quantiles",
+            ));
+        }
+        j.copy_from_slice(&v);
+        Ok(j)
+    }
+}
+
+impl PerfParams {
+    /// The documented defaults, measured with `keyplan bench --calibrate` on a 3-master
+    /// cluster on this project's 2-core test machine (loopback), with the round trip of a wave
+    /// set to `rtt_us`: what an uncalibrated prediction uses.
+    pub fn defaults(rtt_us: f64) -> PerfParams {
+        PerfParams {
+            latency: Coefs {
+                execution_us: 0.0,
+                wave_us: rtt_us,
+                lane_us: 6.0,
+                command_us: 0.4,
+                key_us: 0.14,
+                kib_us: 0.5,
+            },
+            cpu: Coefs {
+                execution_us: 0.0,
+                wave_us: 8.0,
+                lane_us: 12.0,
+                command_us: 0.4,
+                key_us: 0.25,
+                kib_us: 1.0,
+            },
+            cores: 2.0,
+            node: Coefs {
+                execution_us: 0.0,
+                wave_us: 0.0,
+                lane_us: 4.0,
+                command_us: 0.3,
+                key_us: 0.1,
+                kib_us: 0.3,
+            },
+            jitter: default_jitter(),
+        }
+    }
+}
+
+/// A latency distribution shaped like loopback round trips: tight around the median with a
+/// tail to about 1.6× the mean at the 99th percentile.
+pub fn default_jitter() -> Jitter {
+    let mut j = [0.0; 101];
+    for (i, q) in j.iter_mut().enumerate() {
+        let p = i as f64 / 100.0;
+        // Piecewise: 0.8× at the minimum, the mean near the median, 1.6× at p99, 2.5× at max.
+        *q = if p <= 0.5 {
+            0.8 + 0.38 * (p / 0.5)
+        } else if p <= 0.99 {
+            1.18 - 0.2 + 0.62 * ((p - 0.5) / 0.49).powi(3) + 0.2
+        } else {
+            2.5
+        };
+    }
+    normalize(&mut j);
+    j
+}
+
+/// Scales quantiles so that their mean is 1.
+fn normalize(j: &mut Jitter) {
+    let mean = j.iter().sum::<f64>() / j.len() as f64;
+    if mean > 0.0 {
+        for q in j.iter_mut() {
+            *q /= mean;
+        }
+    }
+}
+
+/// Quantiles over the mean of latency samples (any order).
+pub fn jitter_of(samples: &[f64]) -> Option<Jitter> {
+    if samples.len() < 20 {
+        return None;
+    }
+    let mut s: Vec<f64> = samples.iter().copied().filter(|x| x.is_finite()).collect();
+    s.sort_by(f64::total_cmp);
+    let mut j = [0.0; 101];
+    for (i, q) in j.iter_mut().enumerate() {
+        let at = ((s.len() - 1) as f64 * i as f64 / 100.0).round() as usize;
+        *q = s[at];
+    }
+    normalize(&mut j);
+    Some(j)
+}
+
+/// A hot distribution: `share` of the requests go to the hottest `nodes_share` of the nodes.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Hot {
+    /// Share of requests (0.8 for 80/20).
+    pub share: f64,
+    /// Share of nodes (0.2 for 80/20).
+    pub nodes_share: f64,
+}
+
+/// What the model predicts for one batch at one concurrency.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Prediction {
+    /// Concurrent clients.
+    pub concurrency: u32,
+    /// Batches per second, all clients together.
+    pub qps: f64,
+    /// Mean latency, ms.
+    pub mean_ms: f64,
+    /// Median latency, ms.
+    pub p50_ms: f64,
+    /// 99th percentile, ms.
+    pub p99_ms: f64,
+    /// The busiest station and its utilisation (`cpu` or a node's index as `node N`).
+    pub bottleneck: &'static str,
+    /// Its utilisation, 0..1.
+    pub utilization: f64,
+}
+
+/// One execution's demands: lone latency (µs), CPU (µs) and per-node thread time (µs).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Demands {
+    /// Lone-client latency.
+    pub latency_us: f64,
+    /// CPU on the shared machine.
+    pub cpu_us: f64,
+    /// Per node (index into the topology's nodes).
+    pub node_us: Vec<f64>,
+}
+
+/// The demands of one execution whose waves are `waves` (each a list of lanes).
+pub fn demands(
+    waves: &[Vec<super::exec::LaneLoad>],
+    nodes: usize,
+    p: &PerfParams,
+    hot: Option<Hot>,
+) -> Demands {
+    let mut f = Features {
+        executions: 1.0,
+        ..Features::default()
+    };
+    let mut node_us = vec![0.0; nodes.max(1)];
+    let mut latency = 0.0;
+    for (i, w) in waves.iter().enumerate() {
+        // The per-execution cost is counted once, with the first wave.
+        let mut wf = Features {
+            executions: if i == 0 { 1.0 } else { 0.0 },
+            waves: 1.0,
+            ..Features::default()
+        };
+        for l in w {
+            let lf = Features {
+                executions: 0.0,
+                waves: 0.0,
+                lanes: 1.0,
+                commands: l.commands as f64,
+                keys: l.keys as f64,
+                kib: l.bytes as f64 / 1024.0,
+            };
+            wf.lanes += 1.0;
+            wf.commands += lf.commands;
+            wf.keys += lf.keys;
+            wf.kib += lf.kib;
+            if let Some(n) = node_us.get_mut(l.node) {
+                *n += p.node.of(&lf);
+            }
+        }
+        latency += p.latency.of(&wf);
+        f.waves += 1.0;
+        f.lanes += wf.lanes;
+        f.commands += wf.commands;
+        f.keys += wf.keys;
+        f.kib += wf.kib;
+    }
+    if let Some(h) = hot {
+        node_us = reweigh(&node_us, h);
+    }
+    Demands {
+        latency_us: latency,
+        cpu_us: p.cpu.of(&f),
+        node_us,
+    }
+}
+
+/// Node demands redistributed so that `h.share` of the work lands on the hottest
+/// `h.nodes_share` of the nodes (at least one), the rest spread evenly.
+fn reweigh(node_us: &[f64], h: Hot) -> Vec<f64> {
+    let n = node_us.len();
+    let total: f64 = node_us.iter().sum();
+    if n < 2 || total <= 0.0 {
+        return node_us.to_vec();
+    }
+    let hot = ((n as f64 * h.nodes_share).ceil() as usize).clamp(1, n - 1);
+    (0..n)
+        .map(|i| {
+            if i < hot {
+                total * h.share / hot as f64
+            } else {
+                total * (1.0 - h.share) / (n - hot) as f64
+            }
+        })
+        .collect()
+}
+
+/// Mean-value analysis of `n` closed-loop clients: (throughput per µs, mean response µs,
+/// CPU utilisation, node utilisations).
+fn mva(d: &Demands, cores: f64, n: u32) -> (f64, f64, f64, Vec<f64>) {
+    let cores = cores.max(1.0);
+    let mut q_cpu = 0.0;
+    let mut q_node = vec![0.0; d.node_us.len()];
+    let (mut x, mut r) = (0.0, d.latency_us.max(1e-3));
+    for i in 1..=n.max(1) {
+        let w_cpu = d.cpu_us / cores * (q_cpu - (cores - 1.0)).max(0.0);
+        let w_node: Vec<f64> = d.node_us.iter().zip(&q_node).map(|(s, q)| s * q).collect();
+        r = d.latency_us.max(1e-3) + w_cpu + w_node.iter().sum::<f64>();
+        x = i as f64 / r;
+        q_cpu = x * (d.cpu_us + w_cpu);
+        for ((q, s), w) in q_node.iter_mut().zip(&d.node_us).zip(&w_node) {
+            *q = x * (s + w);
+        }
+    }
+    let u_cpu = (x * d.cpu_us / cores).min(1.0);
+    let u_node = d.node_us.iter().map(|s| (x * s).min(1.0)).collect();
+    (x, r, u_cpu, u_node)
+}
+
+/// Erlang C: the probability that an arrival waits at an M/M/c station with offered load `a`
+/// (in servers) and `c` servers.
+fn erlang_c(c: f64, a: f64) -> f64 {
+    let servers = c.round().max(1.0) as u32;
+    let rho = a / servers as f64;
+    if rho >= 1.0 {
+        return 1.0;
+    }
+    let mut term = 1.0;
+    let mut sum = 1.0;
+    for k in 1..servers {
+        term *= a / k as f64;
+        sum += term;
+    }
+    let last = term * a / servers as f64 / (1.0 - rho);
+    last / (sum + last)
+}
+
+/// A small deterministic generator for the Monte-Carlo draws (SplitMix64).
+struct Rng(u64);
+
+impl Rng {
+    fn uniform(&mut self) -> f64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    fn exp(&mut self, mean: f64) -> f64 {
+        -mean * (1.0 - self.uniform()).ln()
+    }
+}
+
+fn jitter_draw(j: &Jitter, u: f64) -> f64 {
+    let x = u * 100.0;
+    let i = (x.floor() as usize).min(99);
+    let t = x - i as f64;
+    j[i] * (1.0 - t) + j[i + 1] * t
+}
+
+const DRAWS: usize = 4000;
+
+/// Predicts one execution's throughput and latency with `n` clients.
+pub fn predict(d: &Demands, p: &PerfParams, n: u32) -> Prediction {
+    let n = n.max(1);
+    let (x, r, u_cpu, u_node) = mva(d, p.cores, n);
+    // Percentiles: the lone latency with its calibrated spread, plus each station's queueing
+    // delay at the utilisation MVA found (the mean of the sum matches MVA's queueing part
+    // only approximately; the median and tail are what this adds).
+    let mut rng = Rng(0x6B65_7970_6C61_6E00 ^ n as u64);
+    let cores = p.cores.max(1.0);
+    let a = (x * d.cpu_us).min(cores * 0.999);
+    let wait_p = if n > 1 { erlang_c(cores, a) } else { 0.0 };
+    let cpu_rate_gap = (cores / d.cpu_us.max(1e-9) - x).max(1e-12); // per µs
+    let mut draws: Vec<f64> = (0..DRAWS)
+        .map(|_| {
+            let mut t = d.latency_us * jitter_draw(&p.jitter, rng.uniform());
+            if n > 1 {
+                if rng.uniform() < wait_p {
+                    t += rng.exp(1.0 / cpu_rate_gap).min(r * 50.0);
+                }
+                for (s, u) in d.node_us.iter().zip(&u_node) {
+                    if *s > 0.0 && rng.uniform() < *u {
+                        t += rng.exp(s / (1.0 - u.min(0.999))).min(r * 50.0);
+                    }
+                }
+            }
+            t
+        })
+        .collect();
+    draws.sort_by(f64::total_cmp);
+    let q = |f: f64| draws[((DRAWS - 1) as f64 * f).round() as usize];
+    // Scale the draws so that their mean is MVA's (the means are MVA's; the shape is the
+    // simulation's).
+    let mean_draw = draws.iter().sum::<f64>() / DRAWS as f64;
+    let k = if mean_draw > 0.0 { r / mean_draw } else { 1.0 };
+    let (mut bottleneck, mut util) = ("cpu", u_cpu);
+    for (i, u) in u_node.iter().enumerate() {
+        if *u > util {
+            util = *u;
+            bottleneck = NODE_NAMES.get(i).copied().unwrap_or("node");
+        }
+    }
+    Prediction {
+        concurrency: n,
+        qps: x * 1e6,
+        mean_ms: r / 1000.0,
+        p50_ms: q(0.5) * k / 1000.0,
+        p99_ms: q(0.99) * k / 1000.0,
+        bottleneck,
+        utilization: util,
+    }
+}
+
+const NODE_NAMES: [&str; 16] = [
+    "node 0", "node 1", "node 2", "node 3", "node 4", "node 5", "node 6", "node 7", "node 8",
+    "node 9", "node 10", "node 11", "node 12", "node 13", "node 14", "node 15",
+];
+
+/// Least squares with non-negative coefficients over the five features (active-set: a
+/// coefficient that comes out negative is dropped and the rest refitted). `rows` are
+/// (features, observed µs); `fixed` pins coefficients (`Some(v)`).
+pub fn fit(rows: &[(Features, f64)], fixed: [Option<f64>; 6]) -> Coefs {
+    let feats = |f: &Features| [f.executions, f.waves, f.lanes, f.commands, f.keys, f.kib];
+    let mut active: Vec<usize> = (0..6).filter(|&i| fixed[i].is_none()).collect();
+    let mut coef = [0.0; 6];
+    for (i, v) in fixed.iter().enumerate() {
+        if let Some(v) = v {
+            coef[i] = *v;
+        }
+    }
+    loop {
+        let m = active.len();
+        if m == 0 {
+            break;
+        }
+        // Normal equations for the active coefficients on the residual of the fixed ones.
+        let mut ata = vec![vec![0.0; m]; m];
+        let mut atb = vec![0.0; m];
+        for (f, y) in rows {
+            let v = feats(f);
+            let fixed_part: f64 = (0..6)
+                .filter(|i| !active.contains(i))
+                .map(|i| coef[i] * v[i])
+                .sum();
+            let y = y - fixed_part;
+            for (a, &i) in active.iter().enumerate() {
+                atb[a] += v[i] * y;
+                for (b, &j) in active.iter().enumerate() {
+                    ata[a][b] += v[i] * v[j];
+                }
+            }
+        }
+        let Some(sol) = solve(ata, atb) else {
+            // Singular: drop the last active feature and retry.
+            let gone = active.pop().expect("invariant: m > 0");
+            coef[gone] = 0.0;
+            continue;
+        };
+        if let Some(neg) = sol.iter().position(|&s| s < 0.0) {
+            let gone = active.remove(neg);
+            coef[gone] = 0.0;
+            continue;
+        }
+        for (a, &i) in active.iter().enumerate() {
+            coef[i] = sol[a];
+        }
+        break;
+    }
+    Coefs::from_array(coef)
+}
+
+/// Gaussian elimination with partial pivoting; `None` when singular.
+fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Option<Vec<f64>> {
+    let n = b.len();
+    for c in 0..n {
+        let p = (c..n).max_by(|&i, &j| a[i][c].abs().total_cmp(&a[j][c].abs()))?;
+        if a[p][c].abs() < 1e-12 {
+            return None;
+        }
+        a.swap(c, p);
+        b.swap(c, p);
+        for r in c + 1..n {
+            let f = a[r][c] / a[c][c];
+            for k in c..n {
+                a[r][k] -= f * a[c][k];
+            }
+            b[r] -= f * b[c];
+        }
+    }
+    let mut x = vec![0.0; n];
+    for r in (0..n).rev() {
+        let s: f64 = (r + 1..n).map(|k| a[r][k] * x[k]).sum();
+        x[r] = (b[r] - s) / a[r][r];
+    }
+    Some(x)
+}
+
+/// Scores of a fit: each row's predicted over observed.
+pub fn ratios(c: &Coefs, rows: &[(Features, f64)]) -> Vec<f64> {
+    rows.iter()
+        .map(|(f, y)| if *y > 0.0 { c.of(f) / y } else { 1.0 })
+        .collect()
+}
+
+/// Unused coefficient arrays are exposed for the calibration file's readers.
+pub fn coefs_array(c: &Coefs) -> [f64; 6] {
+    c.as_array()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::simulate::exec::LaneLoad;
+
+    fn lane(node: usize, commands: u64, keys: u64) -> LaneLoad {
+        LaneLoad {
+            node,
+            commands,
+            keys,
+            bytes: keys * 12,
+        }
+    }
+
+    #[test]
+    fn a_lone_client_sees_the_lone_latency() {
+        let p = PerfParams::defaults(40.0);
+        let d = demands(&[vec![lane(0, 1, 50)]], 3, &p, None);
+        let one = predict(&d, &p, 1);
+        assert!((one.mean_ms * 1000.0 - d.latency_us).abs() < 1e-6);
+        assert!((one.qps - 1e6 / d.latency_us).abs() < 1e-6);
+    }
+
+    #[test]
+    fn fits_recover_coefficients() {
+        let truth = Coefs {
+            execution_us: 12.0,
+            wave_us: 30.0,
+            lane_us: 5.0,
+            command_us: 0.5,
+            key_us: 0.2,
+            kib_us: 0.0,
+        };
+        let rows: Vec<(Features, f64)> = [
+            (1.0, 1.0, 1.0, 1.0),
+            (1.0, 1.0, 1.0, 50.0),
+            (1.0, 3.0, 3.0, 50.0),
+            (3.0, 3.0, 3.0, 50.0),
+            (1.0, 24.0, 24.0, 24.0),
+            (8.0, 8.0, 8.0, 64.0),
+            (1.0, 1.0, 16.0, 16.0),
+        ]
+        .iter()
+        .map(|&(w, l, c, k)| {
+            let f = Features {
+                executions: 1.0,
+                waves: w,
+                lanes: l,
+                commands: c,
+                keys: k,
+                kib: 0.0,
+            };
+            (f, truth.of(&f))
+        })
+        .collect();
+        let got = fit(&rows, [None; 6]);
+        for (a, b) in coefs_array(&got).iter().zip(coefs_array(&truth)) {
+            assert!((a - b).abs() < 1e-6, "{got:?}");
+        }
+    }
+
+    #[test]
+    fn erlang_c_limits() {
+        assert!((erlang_c(1.0, 0.5) - 0.5).abs() < 1e-12); // M/M/1: P(wait) = ρ
+        assert!(erlang_c(2.0, 0.0) == 0.0);
+        assert!(erlang_c(2.0, 1.9) > erlang_c(2.0, 1.0));
+    }
+}
