@@ -15,6 +15,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+/// The tolerance of a QPS prediction: predicted over measured within these bounds.
+pub const QPS_TOLERANCE: (f64, f64) = (0.7, 1.43);
+
 /// How to bench.
 #[derive(Debug, Clone)]
 pub struct BenchOptions {
@@ -125,6 +128,10 @@ pub struct BenchResult {
     pub measured: Measured,
     /// Round trips and per-node commands equal the prediction, with no error replies.
     pub matches: bool,
+    /// Predicted QPS over measured.
+    pub qps_ratio: f64,
+    /// The predicted QPS is within 0.7–1.43× of the measured.
+    pub qps_within: bool,
 }
 
 fn valid_prefix(p: &str) -> bool {
@@ -519,6 +526,25 @@ fn execute(
     Ok((rts, errors, first))
 }
 
+/// The median time of a PING on every master (100 each, one connection at a time), ms: the
+/// round trip bench's predictions use when no calibration is given.
+pub fn probe_round_trip(live: &LiveCluster, map: &SlotMap) -> Result<f64, LiveError> {
+    let mut times = Vec::new();
+    for n in map.nodes() {
+        let addr = n.address.clone().unwrap_or_else(|| n.name.clone());
+        let mut con = connect(live, &addr)?;
+        for _ in 0..100 {
+            let t = Instant::now();
+            redis::cmd("PING")
+                .query::<()>(&mut con)
+                .map_err(|e| node_err(&addr, "PING", e))?;
+            times.push(t.elapsed().as_secs_f64() * 1000.0);
+        }
+    }
+    times.sort_by(f64::total_cmp);
+    Ok(percentile(&times, 0.5))
+}
+
 fn percentile(sorted: &[f64], q: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
@@ -775,6 +801,11 @@ fn run_all(
         let matches = errors == 0
             && (measured.round_trips - predicted.load.round_trips as f64).abs() < 1e-9
             && predicted_nodes == measured_nodes;
+        let qps_ratio = if measured.qps > 0.0 {
+            predicted.load.qps / measured.qps
+        } else {
+            0.0
+        };
         out.push(BenchResult {
             batch: name.clone(),
             batch_id: batch.id.clone(),
@@ -782,6 +813,8 @@ fn run_all(
             predicted: predicted.clone(),
             measured,
             matches,
+            qps_ratio,
+            qps_within: (QPS_TOLERANCE.0..=QPS_TOLERANCE.1).contains(&qps_ratio),
         });
         observe(BenchStep {
             index: step,

@@ -477,3 +477,103 @@ pub fn sample_budget(s: &str) -> anyhow::Result<Option<u64>> {
             .into()
         })
 }
+
+/// The load model's flags (`simulate`, `plan`): calibration, network, concurrency, hot nodes.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ModelArgs {
+    /// A calibration file from `keyplan bench --calibrate` (without it the documented defaults
+    /// are used and the figures are uncalibrated)
+    #[arg(long, value_name = "FILE")]
+    pub calibration: Option<PathBuf>,
+
+    /// Round trip of one wave in milliseconds [default: 0.5; with --calibration, the measured one]
+    #[arg(long, value_name = "MS")]
+    pub rtt: Option<f64>,
+
+    /// Time per key in microseconds [default: 0.19; with --calibration, the measured one]
+    #[arg(long, value_name = "US")]
+    pub per_key_us: Option<f64>,
+
+    /// Client→server bandwidth in MB/s [default: 1250]
+    #[arg(long, value_name = "MB_S")]
+    pub bandwidth: Option<f64>,
+
+    /// Concurrent clients, each running the batch again as soon as it is answered: predicted
+    /// QPS, P50 and P99 are for this many
+    #[arg(long, default_value_t = 1, value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub concurrency: u32,
+
+    /// A hot distribution: SHARE/NODES percent, e.g. 80/20 sends 80% of the requests to 20%
+    /// of the nodes
+    #[arg(long, value_name = "SHARE/NODES")]
+    pub hot_nodes: Option<String>,
+}
+
+impl ModelArgs {
+    /// The model these flags describe.
+    pub fn model(&self) -> anyhow::Result<crate::simulate::NetworkModel> {
+        use crate::simulate::NetworkModel;
+        use crate::simulate::perf::{DEFAULT_KEY_US, Hot};
+        for (flag, v) in [
+            ("--rtt", self.rtt),
+            ("--per-key-us", self.per_key_us),
+            ("--bandwidth", self.bandwidth),
+        ] {
+            if let Some(v) = v
+                && (!v.is_finite() || v < 0.0 || (flag == "--bandwidth" && v == 0.0))
+            {
+                return Err(UserError::new(
+                    format!("{flag} {v}: not a usable value"),
+                    "give a positive number",
+                )
+                .into());
+            }
+        }
+        let mut net = match &self.calibration {
+            Some(path) => {
+                let text = super::inputs::read_text(path, "calibration file")?;
+                let cal = crate::bench::calibrate::Calibration::parse(&text).map_err(|e| {
+                    UserError::new(
+                        format!("{}: {e}", path.display()),
+                        "give a file written by `keyplan bench --calibrate -o FILE`",
+                    )
+                })?;
+                let mut net = NetworkModel::calibrated(cal.params, self.rtt);
+                if let Some(k) = self.per_key_us {
+                    net.perf.latency.key_us = k;
+                    net.per_key_us = k;
+                }
+                if let Some(b) = self.bandwidth {
+                    net.perf.latency.kib_us = 1024.0 / b;
+                    net.bandwidth_mb_s = b;
+                }
+                net
+            }
+            None => NetworkModel::uncalibrated(
+                self.rtt.unwrap_or(0.5),
+                self.per_key_us.unwrap_or(DEFAULT_KEY_US),
+                self.bandwidth.unwrap_or(1250.0),
+            ),
+        };
+        net.concurrency = self.concurrency;
+        if let Some(h) = &self.hot_nodes {
+            let parsed = h.split_once('/').and_then(|(a, b)| {
+                let (a, b): (f64, f64) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
+                (a > 0.0 && a < 100.0 && b > 0.0 && b < 100.0).then_some((a, b))
+            });
+            let Some((share, nodes)) = parsed else {
+                return Err(UserError::new(
+                    format!("--hot-nodes {h}: not SHARE/NODES percentages"),
+                    "give two percentages between 0 and 100, e.g. --hot-nodes 80/20",
+                )
+                .into());
+            };
+            net.hot = Some(Hot {
+                share: share / 100.0,
+                nodes_share: nodes / 100.0,
+            });
+        }
+        Ok(net)
+    }
+}

@@ -85,9 +85,14 @@ pub struct BenchArgs {
     #[arg(long, conflicts_with_all = ["batches", "scheme"])]
     pub cleanup: bool,
 
-    /// Round-trip time for the prediction, in milliseconds
-    #[arg(long, default_value_t = 0.5, value_name = "MS")]
-    pub rtt: f64,
+    /// The calibration file the predictions use (from --calibrate; without it bench probes
+    /// the round trip itself and uses the documented defaults for the rest)
+    #[arg(long, value_name = "FILE", conflicts_with = "calibrate")]
+    pub calibration: Option<PathBuf>,
+
+    /// Round trip of one wave for the predictions, in milliseconds [default: measured]
+    #[arg(long, value_name = "MS")]
+    pub rtt: Option<f64>,
 
     /// Output format
     #[arg(long, value_enum, default_value = "table")]
@@ -113,15 +118,33 @@ pub fn run(args: BenchArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     let live = super::args::live_cluster(url)?;
     let map = live.topology()?;
     let strategies = args.strategy.strategies();
+    let mut net = match (&args.calibration, args.rtt) {
+        (Some(_), _) => super::args::ModelArgs {
+            calibration: args.calibration.clone(),
+            rtt: args.rtt,
+            per_key_us: None,
+            bandwidth: None,
+            concurrency: 1,
+            hot_nodes: None,
+        }
+        .model()?,
+        (None, Some(rtt)) => NetworkModel::uncalibrated(
+            rtt,
+            crate::simulate::perf::DEFAULT_KEY_US,
+            1250.0,
+        ),
+        (None, None) => {
+            let probe_ms = crate::bench::probe_round_trip(&live, &map)?;
+            NetworkModel::probed(probe_ms)
+        }
+    };
+    net.concurrency = u32::from(args.concurrency);
     let opts = BenchOptions {
         prefix: args.prefix.clone(),
         duration: Duration::from_secs_f64(args.duration),
         concurrency: args.concurrency as usize,
         strategies,
-        net: NetworkModel {
-            rtt_ms: args.rtt,
-            ..NetworkModel::default()
-        },
+        net,
     };
     // Ctrl-C stops the run; the keys written are still deleted. A handler may already be set
     // (the library used twice in one process): then Ctrl-C keeps its default behaviour.

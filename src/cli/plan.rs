@@ -14,7 +14,7 @@ use crate::plan::workload::Workload;
 use crate::plan::{PlanOptions, plan_scheme, yaml};
 use crate::report::plan::{PlanReport, WorkloadInfo};
 use crate::report::render::{Format, render};
-use crate::simulate::{NetworkModel, Strategy};
+use crate::simulate::Strategy;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 
@@ -95,9 +95,9 @@ pub struct PlanArgs {
     #[arg(long, value_name = "CLIENT")]
     pub client: Option<String>,
 
-    /// Round-trip time in milliseconds
-    #[arg(long, default_value_t = 0.5, value_name = "MS")]
-    pub rtt: f64,
+    /// The load model that scores the candidates.
+    #[command(flatten)]
+    pub model: super::args::ModelArgs,
 
     /// Output format
     #[arg(long, value_enum, default_value = "table")]
@@ -191,13 +191,6 @@ fn check(args: &PlanArgs) -> anyhow::Result<()> {
         )
         .into());
     }
-    if !(args.rtt >= 0.0 && args.rtt.is_finite()) {
-        return Err(UserError::new(
-            format!("--rtt {}: not a number of milliseconds", args.rtt),
-            "give the round-trip time in milliseconds, e.g. --rtt 0.5",
-        )
-        .into());
-    }
     Ok(())
 }
 
@@ -239,10 +232,7 @@ fn options(args: &PlanArgs) -> anyhow::Result<PlanOptions> {
             PlanStrategy::SlotParallel => Strategy::SlotParallel,
         },
         client,
-        net: NetworkModel {
-            rtt_ms: args.rtt,
-            ..NetworkModel::default()
-        },
+        net: args.model.model()?,
         tag: rules.tag_requirement(),
         tag_rules: rules.tag_rules(),
     })

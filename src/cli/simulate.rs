@@ -111,17 +111,9 @@ pub struct SimulateArgs {
     #[command(flatten)]
     pub strategy: StrategyList,
 
-    /// Round-trip time in milliseconds
-    #[arg(long, default_value_t = 0.5, value_name = "MS")]
-    pub rtt: f64,
-
-    /// Server time per key in microseconds
-    #[arg(long, default_value_t = 2.0, value_name = "US")]
-    pub per_key_us: f64,
-
-    /// Client→server bandwidth in MB/s
-    #[arg(long, default_value_t = 1250.0, value_name = "MB_S")]
-    pub bandwidth: f64,
+    /// The load model.
+    #[command(flatten)]
+    pub model: super::args::ModelArgs,
 
     /// With --scheme: sweep the batch size over these values (e.g. 1,10,100,1000)
     #[arg(long, value_delimiter = ',', value_name = "N,N,…")]
@@ -225,11 +217,7 @@ pub fn run(args: SimulateArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
         .transpose()?;
     let (mut topology, topo_source) = args.topology.resolve_with_scheme(loaded.as_ref())?;
     let batches = load_batches(&args, loaded.as_ref().map(|l| &l.scheme), ctx)?;
-    let net = NetworkModel {
-        rtt_ms: args.rtt,
-        per_key_us: args.per_key_us,
-        bandwidth_mb_s: args.bandwidth,
-    };
+    let net = args.model.model()?;
     let strategies = args.strategy.strategies();
     let clients = if args.client.is_empty() {
         None
@@ -300,19 +288,6 @@ fn check(args: &SimulateArgs) -> anyhow::Result<()> {
             "pass --scheme keyplan.yaml, --batches FILE or --monitor CAPTURE",
         )
         .into());
-    }
-    for (flag, v) in [
-        ("--rtt", args.rtt),
-        ("--per-key-us", args.per_key_us),
-        ("--bandwidth", args.bandwidth),
-    ] {
-        if !v.is_finite() || v < 0.0 || (flag == "--bandwidth" && v == 0.0) {
-            return Err(UserError::new(
-                format!("{flag} {v}: not a usable value"),
-                "give a positive number",
-            )
-            .into());
-        }
     }
     if let Some(&n) = args
         .sizes

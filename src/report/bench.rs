@@ -67,14 +67,14 @@ pub fn render_batch_table(
     let mut t = layout.table();
     t.set_header([
         "strategy",
-        "QPS",
-        "P50 ms",
-        "P99 ms",
+        "QPS pred / meas",
+        "P50 ms pred / meas",
+        "P99 ms pred / meas",
         "round trips pred / meas",
         "commands pred / meas",
         "per node (meas)",
-        "predicted ms",
         "match",
+        "QPS model",
     ]);
     for x in results {
         let m = &x.measured;
@@ -86,9 +86,9 @@ pub fn render_batch_table(
             .join(", ");
         t.add_row(vec![
             Cell::new(x.strategy.name()),
-            right(format!("{:.0}", m.qps)),
-            right(format!("{:.3}", m.p50_ms)),
-            right(format!("{:.3}", m.p99_ms)),
+            right(format!("{:.0} / {:.0}", x.predicted.load.qps, m.qps)),
+            right(format!("{:.3} / {:.3}", x.predicted.load.p50_ms, m.p50_ms)),
+            right(format!("{:.3} / {:.3}", x.predicted.load.p99_ms, m.p99_ms)),
             right(format!(
                 "{} / {}",
                 x.predicted.load.round_trips,
@@ -100,7 +100,6 @@ pub fn render_batch_table(
                 num(m.commands)
             )),
             Cell::new(per_node),
-            right(format!("{:.3}", x.predicted.load.latency_ms)),
             Cell::new(if x.matches {
                 "✓".to_string()
             } else if m.errors > 0 {
@@ -112,6 +111,11 @@ pub fn render_batch_table(
             } else {
                 "✗".to_string()
             }),
+            Cell::new(format!(
+                "{} {:.2}×",
+                if x.qps_within { "✓" } else { "✗" },
+                x.qps_ratio
+            )),
         ]);
     }
     writeln!(out, "{t}")?;

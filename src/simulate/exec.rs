@@ -221,37 +221,23 @@ pub struct Cost {
     pub round_trips: u64,
     /// Connections used at once (the widest wave).
     pub connections: u64,
-    /// Wall-clock estimate: each wave takes its slowest node's time (a node works through
-    /// its lanes of the wave one after another).
+    /// A lone client's wall-clock time (the load model's latency).
     pub latency_ms: f64,
 }
 
-/// How long a wave takes: its slowest node's round trip plus that node's per-key time and its
-/// request bytes over the bandwidth.
-fn wave_ms(wave: &[LaneLoad], net: &super::NetworkModel) -> f64 {
-    let mut per_node: BTreeMap<usize, (u64, u64)> = BTreeMap::new();
-    for l in wave {
-        let e = per_node.entry(l.node).or_default();
-        e.0 += l.keys;
-        e.1 += l.bytes;
-    }
-    per_node
-        .values()
-        .map(|&(keys, bytes)| {
-            net.rtt_ms
-                + keys as f64 * net.per_key_us / 1000.0
-                + bytes as f64 / (net.bandwidth_mb_s * 1000.0)
-        })
-        .fold(0.0, f64::max)
-}
 
 /// The cost of waves of lanes: per wave, the slowest node's time; waves add up. The one cost
 /// model of strategies ([`cost`]) and client profiles alike.
 pub fn cost_waves(waves: &[Vec<LaneLoad>], net: &super::NetworkModel) -> Cost {
+    let latency_ms = if waves.is_empty() {
+        0.0
+    } else {
+        super::perf::demands(waves, 0, &net.perf, None).latency_us / 1000.0
+    };
     Cost {
         round_trips: waves.len() as u64,
         connections: waves.iter().map(|w| w.len() as u64).max().unwrap_or(0),
-        latency_ms: waves.iter().map(|w| wave_ms(w, net)).sum(),
+        latency_ms,
     }
 }
 
@@ -284,6 +270,8 @@ pub fn batch_load(
     net: &super::NetworkModel,
 ) -> super::BatchLoad {
     let c = cost_waves(waves, net);
+    let d = super::perf::demands(waves, nodes.len(), &net.perf, net.hot);
+    let p = super::perf::predict_waves(&d, &net.perf, net.concurrency, waves.len() as f64);
     let nodes = node_loads(waves, nodes);
     super::BatchLoad {
         round_trips: c.round_trips,
@@ -292,6 +280,9 @@ pub fn batch_load(
         connections: c.connections,
         bytes: nodes.iter().map(|n| n.bytes).sum(),
         latency_ms: c.latency_ms,
+        qps: if waves.is_empty() { 0.0 } else { p.qps },
+        p50_ms: p.p50_ms,
+        p99_ms: p.p99_ms,
         nodes,
     }
 }

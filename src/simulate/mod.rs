@@ -52,24 +52,88 @@ impl Strategy {
     }
 }
 
-/// The network and server model.
+/// The network and server model: the load model's parameters (see [`perf`]), calibrated on a
+/// real cluster or the documented defaults, and the load to predict for.
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct NetworkModel {
-    /// Round-trip time between client and any node, in milliseconds.
+    /// Round trip of one wave (network and both ends' fixed work), in milliseconds.
     pub rtt_ms: f64,
-    /// Server time per key touched, in microseconds.
+    /// Time per key touched, in microseconds.
     pub per_key_us: f64,
     /// Bandwidth client → nodes, in megabytes per second.
     pub bandwidth_mb_s: f64,
+    /// Concurrent clients the throughput and percentiles are predicted for.
+    pub concurrency: u32,
+    /// A hot distribution of the requests over the nodes, if asked.
+    pub hot: Option<perf::Hot>,
+    /// Whether the parameters come from a calibration of a real cluster.
+    pub calibrated: bool,
+    /// The load model's parameters.
+    #[serde(skip)]
+    pub perf: perf::PerfParams,
 }
 
 impl Default for NetworkModel {
     fn default() -> Self {
+        NetworkModel::uncalibrated(0.5, perf::DEFAULT_KEY_US, 1250.0)
+    }
+}
+
+impl NetworkModel {
+    /// The documented default parameters with a wave's round trip of `rtt_ms`, `per_key_us` per
+    /// key and the bandwidth given; one client.
+    pub fn uncalibrated(rtt_ms: f64, per_key_us: f64, bandwidth_mb_s: f64) -> NetworkModel {
+        let mut p = perf::PerfParams::defaults(rtt_ms * 1000.0);
+        p.latency.key_us = per_key_us;
+        p.latency.kib_us = if bandwidth_mb_s.is_finite() && bandwidth_mb_s > 0.0 {
+            1024.0 / bandwidth_mb_s
+        } else {
+            0.0
+        };
         NetworkModel {
-            rtt_ms: 0.5,
-            per_key_us: 2.0,
-            bandwidth_mb_s: 1250.0,
+            rtt_ms,
+            per_key_us,
+            bandwidth_mb_s,
+            concurrency: 1,
+            hot: None,
+            calibrated: false,
+            perf: p,
         }
+    }
+
+    /// A calibrated model; `rtt_ms`, when given, replaces the measured round trip of a wave
+    /// (the same client and servers over another network).
+    pub fn calibrated(p: perf::PerfParams, rtt_ms: Option<f64>) -> NetworkModel {
+        let mut p = p;
+        if let Some(r) = rtt_ms {
+            p.latency.wave_us = r * 1000.0;
+        }
+        NetworkModel {
+            rtt_ms: p.latency.wave_us / 1000.0,
+            per_key_us: p.latency.key_us,
+            bandwidth_mb_s: if p.latency.kib_us > 0.0 {
+                1024.0 / p.latency.kib_us
+            } else {
+                f64::INFINITY
+            },
+            concurrency: 1,
+            hot: None,
+            calibrated: true,
+            perf: p,
+        }
+    }
+
+    /// The defaults around a round trip measured as `probe_ms` (one PING): the wave's part is
+    /// what remains after the default costs of one lane and one command.
+    pub fn probed(probe_ms: f64) -> NetworkModel {
+        let d = perf::PerfParams::defaults(0.0).latency;
+        let wave_ms = (probe_ms - (d.lane_us + d.command_us) / 1000.0).max(0.001);
+        NetworkModel::uncalibrated(wave_ms, perf::DEFAULT_KEY_US, 1250.0)
+    }
+
+    /// One wave's round trip, ms.
+    pub fn wave_ms(&self) -> f64 {
+        self.perf.latency.wave_us / 1000.0
     }
 }
 
@@ -102,8 +166,14 @@ pub struct BatchLoad {
     pub connections: u64,
     /// Request bytes the nodes receive.
     pub bytes: u64,
-    /// Wall-clock estimate in milliseconds.
+    /// Wall-clock time of one execution by a lone client, in milliseconds.
     pub latency_ms: f64,
+    /// Batches per second the model predicts at the model's concurrency (all clients).
+    pub qps: f64,
+    /// Predicted median latency at that concurrency, ms.
+    pub p50_ms: f64,
+    /// Predicted 99th percentile latency at that concurrency, ms.
+    pub p99_ms: f64,
     /// Per node, in node order (nodes with no commands left out).
     pub nodes: Vec<NodeLoad>,
 }

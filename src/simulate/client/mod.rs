@@ -350,7 +350,7 @@ pub fn simulate_client_stale(
         Err(refused) => {
             if refused.one_trip {
                 r.load.round_trips = 1;
-                r.load.latency_ms = net.rtt_ms;
+                r.load.latency_ms = net.wave_ms();
             }
             return fail(r, refused.outcome, refused.message);
         }
@@ -383,7 +383,7 @@ pub fn simulate_client_stale(
     // A proxy is one round trip to the client (the proxy's own fan-out is behind it).
     if client.is_proxy() {
         r.load.round_trips = u64::from(!waves.is_empty());
-        r.load.latency_ms += net.rtt_ms;
+        r.load.latency_ms += net.wave_ms();
     }
     r.load.latency_ms += followed.extra_latency;
     if let Some((o, m)) = errors.into_iter().next() {
