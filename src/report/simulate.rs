@@ -193,6 +193,9 @@ fn strategy_tables(
             "connections",
             "bytes",
             "latency ms",
+            "QPS",
+            "P50 ms",
+            "P99 ms",
             "commands per node",
         ]);
         while i < results.len() && results[i].1.batch == first.batch && results[i].0 == *size {
@@ -205,6 +208,9 @@ fn strategy_tables(
                 right(x.load.connections),
                 right(x.load.bytes),
                 right(format!("{:.3}", x.load.latency_ms)),
+                right(format!("{:.0}", x.load.qps)),
+                right(format!("{:.3}", x.load.p50_ms)),
+                right(format!("{:.3}", x.load.p99_ms)),
                 Cell::new(
                     x.load
                         .nodes
@@ -316,13 +322,41 @@ fn clients_tables(
 
 /// The network model line above the tables.
 fn write_network(out: &mut dyn Write, net: &NetworkModel, nodes: Option<usize>) -> io::Result<()> {
+    let short = |x: f64| {
+        let s = format!("{x:.3}");
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    };
     write!(
         out,
         "network: rtt {} ms, {} µs per key, {} MB/s",
-        net.rtt_ms, net.per_key_us, net.bandwidth_mb_s
+        short(net.rtt_ms),
+        short(net.per_key_us),
+        if net.bandwidth_mb_s.is_finite() {
+            short(net.bandwidth_mb_s)
+        } else {
+            "unlimited".into()
+        }
     )?;
     match nodes {
         Some(n) => writeln!(out, "; {n} nodes"),
         None => writeln!(out),
-    }
+    }?;
+    writeln!(
+        out,
+        "load model: {}; latency is one client's, QPS/P50/P99 are for {} concurrent client{}{}",
+        if net.calibrated {
+            "calibrated on a real cluster"
+        } else {
+            "uncalibrated (documented defaults; measure yours with `keyplan bench --calibrate`)"
+        },
+        net.concurrency,
+        if net.concurrency == 1 { "" } else { "s" },
+        net.hot
+            .map(|h| format!(
+                ", {:.0}% of the requests on {:.0}% of the nodes",
+                h.share * 100.0,
+                h.nodes_share * 100.0
+            ))
+            .unwrap_or_default()
+    )
 }

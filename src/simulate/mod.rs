@@ -131,6 +131,20 @@ impl NetworkModel {
         NetworkModel::uncalibrated(wave_ms, perf::DEFAULT_KEY_US, 1250.0)
     }
 
+    /// A model where only round trips cost (`rtt_ms` each): no per-lane, per-command or
+    /// per-key time, no CPU (for examples and tests whose latencies must be whole round trips).
+    pub fn round_trips_only(rtt_ms: f64) -> NetworkModel {
+        let mut net = NetworkModel::uncalibrated(rtt_ms, 0.0, f64::INFINITY);
+        let zero = perf::Coefs::default();
+        net.perf.latency = perf::Coefs {
+            wave_us: rtt_ms * 1000.0,
+            ..zero
+        };
+        net.perf.cpu = zero;
+        net.perf.node = zero;
+        net
+    }
+
     /// One wave's round trip, ms.
     pub fn wave_ms(&self) -> f64 {
         self.perf.latency.wave_us / 1000.0
@@ -256,11 +270,7 @@ mod tests {
         // x → 16287 (node 2), 123456789 → 12739 (node 2), bar → 5061 (node 0), foo → 12182 (2)
         // {user1000}.following → 3443 (node 0); "a" → 15495 (node 2); b → 3300 (node 0).
         let b = &parse_batches("MGET hello somekey x bar a b foo{hash_tag}").unwrap()[0];
-        let net = NetworkModel {
-            rtt_ms: 1.0,
-            per_key_us: 0.0,
-            bandwidth_mb_s: f64::INFINITY,
-        };
+        let net = NetworkModel::round_trips_only(1.0);
         let t = topo();
         let r = simulate(b, &t, Strategy::Serial, &net);
         assert_eq!(

@@ -402,11 +402,7 @@ mod tests {
     fn run(line: &str, c: Client) -> ClientResult {
         let t = Topology::Cluster(SlotMap::from_masters(3).unwrap());
         let b = &parse_batches(line).unwrap()[0];
-        let net = NetworkModel {
-            rtt_ms: 1.0,
-            per_key_us: 0.0,
-            bandwidth_mb_s: f64::INFINITY,
-        };
+        let net = NetworkModel::round_trips_only(1.0);
         simulate_client(b, &t, c, &net)
     }
 
@@ -618,11 +614,7 @@ mod tests {
         map.add_migration(15495, 0).unwrap();
         let actual = Topology::Cluster(map);
         let b = &parse_batches("GET a").unwrap()[0];
-        let net = NetworkModel {
-            rtt_ms: 1.0,
-            per_key_us: 0.0,
-            bandwidth_mb_s: f64::INFINITY,
-        };
+        let net = NetworkModel::round_trips_only(1.0);
         let r = simulate_client_stale(b, &believed, &actual, Client::Lettuce, &net);
         assert_eq!(
             (r.outcome, r.moved, r.ask, r.load.round_trips),
