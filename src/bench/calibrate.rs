@@ -264,9 +264,9 @@ pub fn calibrate(
         .map(|n| n.get())
         .unwrap_or(1);
     let loopback = map.nodes().iter().all(|n| {
-        n.address
-            .as_deref()
-            .is_some_and(|a| a.starts_with("127.") || a.starts_with("[::1]") || a.starts_with("localhost"))
+        n.address.as_deref().is_some_and(|a| {
+            a.starts_with("127.") || a.starts_with("[::1]") || a.starts_with("localhost")
+        })
     });
     let feats: Vec<Features> = batches
         .iter()

@@ -504,8 +504,8 @@ pub struct ModelArgs {
           value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub concurrency: u32,
 
-    /// A hot distribution: SHARE/NODES percent, e.g. 80/20 sends 80% of the requests to 20%
-    /// of the nodes
+    /// How requests spread over the nodes: SHARE/NODES percent (80/20 sends 80% of them to
+    /// 20% of the nodes), or `uniform` [default: as the batches' keys place them]
     #[arg(long, value_name = "SHARE/NODES")]
     pub hot_nodes: Option<String>,
 }
@@ -557,7 +557,9 @@ impl ModelArgs {
             ),
         };
         net.concurrency = self.concurrency;
-        if let Some(h) = &self.hot_nodes {
+        if self.hot_nodes.as_deref() == Some("uniform") {
+            net.hot = Some(Hot::UNIFORM);
+        } else if let Some(h) = &self.hot_nodes {
             let parsed = h.split_once('/').and_then(|(a, b)| {
                 let (a, b): (f64, f64) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
                 (a > 0.0 && a < 100.0 && b > 0.0 && b < 100.0).then_some((a, b))
@@ -565,7 +567,7 @@ impl ModelArgs {
             let Some((share, nodes)) = parsed else {
                 return Err(UserError::new(
                     format!("--hot-nodes {h}: not SHARE/NODES percentages"),
-                    "give two percentages between 0 and 100, e.g. --hot-nodes 80/20",
+                    "give two percentages between 0 and 100, e.g. --hot-nodes 80/20, or uniform",
                 )
                 .into());
             };

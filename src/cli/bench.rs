@@ -128,11 +128,9 @@ pub fn run(args: BenchArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
             hot_nodes: None,
         }
         .model()?,
-        (None, Some(rtt)) => NetworkModel::uncalibrated(
-            rtt,
-            crate::simulate::perf::DEFAULT_KEY_US,
-            1250.0,
-        ),
+        (None, Some(rtt)) => {
+            NetworkModel::uncalibrated(rtt, crate::simulate::perf::DEFAULT_KEY_US, 1250.0)
+        }
         (None, None) => {
             let probe_ms = crate::bench::probe_round_trip(&live, &map)?;
             NetworkModel::probed(probe_ms)
@@ -329,7 +327,10 @@ fn run_calibrate(args: &BenchArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStat
     });
     progress.finish();
     if INTERRUPTED.load(Ordering::Relaxed) {
-        writeln!(ctx.stderr, "interrupted: the keys written were deleted; no calibration written")?;
+        writeln!(
+            ctx.stderr,
+            "interrupted: the keys written were deleted; no calibration written"
+        )?;
         return Ok(ExitStatus::Error);
     }
     let cal = cal?;

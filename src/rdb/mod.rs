@@ -606,7 +606,12 @@ impl<'a> Parser<'a> {
                     strings += memory::sds(self.string()?.len());
                     self.take(8, "a field's expiry")?;
                 }
-                Value::new(K::Hash, "hashtable", Some(n), layout.hash(n, strings) + 8 * n)
+                Value::new(
+                    K::Hash,
+                    "hashtable",
+                    Some(n),
+                    layout.hash(n, strings) + 8 * n,
+                )
             }
             4 | 22 | 24 => {
                 if t == 24 {
@@ -862,7 +867,10 @@ mod tests {
         f.extend_from_slice(&[0; 8]);
         let mut p = Parser::new(&f).unwrap();
         let k = p.next_key().unwrap().unwrap();
-        assert_eq!((k.key, k.kind, k.elements), (&b"h"[..], ValueKind::Hash, Some(2)));
+        assert_eq!(
+            (k.key, k.kind, k.elements),
+            (&b"h"[..], ValueKind::Hash, Some(2))
+        );
         let k = p.next_key().unwrap().unwrap();
         assert_eq!(k.key, b"k");
         assert!(p.next_key().unwrap().is_none());

@@ -225,7 +225,6 @@ pub struct Cost {
     pub latency_ms: f64,
 }
 
-
 /// The cost of waves of lanes: per wave, the slowest node's time; waves add up. The one cost
 /// model of strategies ([`cost`]) and client profiles alike.
 pub fn cost_waves(waves: &[Vec<LaneLoad>], net: &super::NetworkModel) -> Cost {

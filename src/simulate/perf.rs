@@ -174,19 +174,14 @@ impl PerfParams {
 /// The latency distribution of one 16-key MGET round trip on loopback, as `bench
 /// --calibrate` measured it on this project's test machine (quantiles over the mean).
 const LOOPBACK_JITTER: Jitter = [
-    0.382, 0.758, 0.763, 0.767, 0.770, 0.773, 0.775, 0.777,
-    0.779, 0.782, 0.785, 0.787, 0.791, 0.797, 0.815, 0.845,
-    0.851, 0.856, 0.860, 0.863, 0.866, 0.869, 0.872, 0.875,
-    0.878, 0.882, 0.885, 0.889, 0.897, 0.911, 0.920, 0.925,
-    0.929, 0.933, 0.937, 0.943, 0.947, 0.952, 0.955, 0.958,
-    0.960, 0.962, 0.965, 0.968, 0.970, 0.973, 0.975, 0.978,
-    0.981, 0.983, 0.986, 0.988, 0.991, 0.994, 0.997, 1.001,
-    1.005, 1.009, 1.014, 1.018, 1.021, 1.025, 1.027, 1.030,
-    1.033, 1.035, 1.037, 1.040, 1.043, 1.045, 1.048, 1.051,
-    1.055, 1.058, 1.063, 1.068, 1.073, 1.077, 1.081, 1.085,
-    1.088, 1.090, 1.092, 1.094, 1.096, 1.098, 1.100, 1.101,
-    1.103, 1.105, 1.107, 1.109, 1.111, 1.114, 1.118, 1.122,
-    1.128, 1.137, 1.193, 1.345, 4.035,
+    0.382, 0.758, 0.763, 0.767, 0.770, 0.773, 0.775, 0.777, 0.779, 0.782, 0.785, 0.787, 0.791,
+    0.797, 0.815, 0.845, 0.851, 0.856, 0.860, 0.863, 0.866, 0.869, 0.872, 0.875, 0.878, 0.882,
+    0.885, 0.889, 0.897, 0.911, 0.920, 0.925, 0.929, 0.933, 0.937, 0.943, 0.947, 0.952, 0.955,
+    0.958, 0.960, 0.962, 0.965, 0.968, 0.970, 0.973, 0.975, 0.978, 0.981, 0.983, 0.986, 0.988,
+    0.991, 0.994, 0.997, 1.001, 1.005, 1.009, 1.014, 1.018, 1.021, 1.025, 1.027, 1.030, 1.033,
+    1.035, 1.037, 1.040, 1.043, 1.045, 1.048, 1.051, 1.055, 1.058, 1.063, 1.068, 1.073, 1.077,
+    1.081, 1.085, 1.088, 1.090, 1.092, 1.094, 1.096, 1.098, 1.100, 1.101, 1.103, 1.105, 1.107,
+    1.109, 1.111, 1.114, 1.118, 1.122, 1.128, 1.137, 1.193, 1.345, 4.035,
 ];
 
 /// The default latency distribution: [`LOOPBACK_JITTER`].
@@ -226,13 +221,22 @@ pub fn jitter_of(samples: &[f64]) -> Option<Jitter> {
     Some(j)
 }
 
-/// A hot distribution: `share` of the requests go to the hottest `nodes_share` of the nodes.
+/// A distribution of the requests over the nodes: `share` of them go to the hottest
+/// `nodes_share` of the nodes; [`Hot::UNIFORM`] spreads them evenly.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Hot {
     /// Share of requests (0.8 for 80/20).
     pub share: f64,
     /// Share of nodes (0.2 for 80/20).
     pub nodes_share: f64,
+}
+
+impl Hot {
+    /// Every node the same share.
+    pub const UNIFORM: Hot = Hot {
+        share: 0.0,
+        nodes_share: 0.0,
+    };
 }
 
 /// What the model predicts for one batch at one concurrency.
@@ -326,6 +330,9 @@ fn reweigh(node_us: &[f64], h: Hot) -> Vec<f64> {
     let total: f64 = node_us.iter().sum();
     if n < 2 || total <= 0.0 {
         return node_us.to_vec();
+    }
+    if h == Hot::UNIFORM {
+        return vec![total / n as f64; n];
     }
     let hot = ((n as f64 * h.nodes_share).ceil() as usize).clamp(1, n - 1);
     (0..n)
@@ -455,7 +462,9 @@ pub fn predict_waves(d: &Demands, p: &PerfParams, n: u32, waves: f64) -> Predict
 fn predict_uncached(d: &Demands, p: &PerfParams, n: u32, waves: f64) -> Prediction {
     let n = n.max(1);
     let (x, r, u_cpu, u_node) = mva(d, p.cores, n);
-    let mut rng = Rng(0x6B65_7970_6C61_6E00 ^ u64::from(n));
+    // The same draws at every concurrency (common random numbers): each draw grows with the
+    // queueing delay, so percentiles never fall as clients are added.
+    let mut rng = Rng(0x6B65_7970_6C61_6E00);
     let waves = waves.max(1.0);
     let spread = waves.sqrt();
     let wait = (r - d.latency_us).max(0.0);
@@ -463,18 +472,14 @@ fn predict_uncached(d: &Demands, p: &PerfParams, n: u32, waves: f64) -> Predicti
     let mut draws: Vec<f64> = (0..DRAWS)
         .map(|_| {
             let j = 1.0 + (jitter_draw(&p.jitter, rng.uniform()) - 1.0) / spread;
-            let mut t = d.latency_us * j.max(0.0);
-            if wait > 0.0 {
-                t += rng.gamma(shape) * wait / shape;
-            }
-            t
+            // The gamma draw is taken even without a wait, so that every concurrency sees the
+            // same sequence.
+            let g = rng.gamma(shape);
+            d.latency_us * j.max(0.0) + g * wait / shape
         })
         .collect();
     draws.sort_by(f64::total_cmp);
     let q = |f: f64| draws[((DRAWS - 1) as f64 * f).round() as usize];
-    // The draws' mean is MVA's up to sampling noise; scale it to exactly MVA's.
-    let mean_draw = draws.iter().sum::<f64>() / DRAWS as f64;
-    let k = if mean_draw > 0.0 { r / mean_draw } else { 1.0 };
     let (mut bottleneck, mut util) = ("cpu", u_cpu);
     for (i, u) in u_node.iter().enumerate() {
         if *u > util {
@@ -486,8 +491,8 @@ fn predict_uncached(d: &Demands, p: &PerfParams, n: u32, waves: f64) -> Predicti
         concurrency: n,
         qps: x * 1e6,
         mean_ms: r / 1000.0,
-        p50_ms: q(0.5) * k / 1000.0,
-        p99_ms: q(0.99) * k / 1000.0,
+        p50_ms: q(0.5) / 1000.0,
+        p99_ms: q(0.99) / 1000.0,
         bottleneck,
         utilization: util,
     }
@@ -561,10 +566,11 @@ fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Option<Vec<f64>> {
         }
         a.swap(c, p);
         b.swap(c, p);
+        let pivot = a[c].clone();
         for r in c + 1..n {
-            let f = a[r][c] / a[c][c];
-            for k in c..n {
-                a[r][k] -= f * a[c][k];
+            let f = a[r][c] / pivot[c];
+            for (x, p) in a[r].iter_mut().zip(&pivot).skip(c) {
+                *x -= f * p;
             }
             b[r] -= f * b[c];
         }
@@ -649,5 +655,4 @@ mod tests {
             assert!((a - b).abs() < 1e-6, "{got:?}");
         }
     }
-
 }

@@ -11,6 +11,7 @@ mod house;
 #[path = "../common/keygen.rs"]
 mod keygen;
 mod lint;
+mod loadmodel;
 mod messages;
 mod plan;
 mod properties;

@@ -676,3 +676,91 @@ fn library_dumps_keep_their_templates() {
         );
     }
 }
+
+/// A batch of 1–60 keys over a few prefixes and tags, as an MGET or a pipeline of GETs.
+fn model_batch() -> impl Strategy<Value = keyplan::simulate::Batch> {
+    (
+        prop::collection::vec((0u8..4, 0u32..500, any::<bool>()), 1..60),
+        any::<bool>(),
+    )
+        .prop_map(|(keys, pipeline)| {
+            let keys: Vec<String> = keys
+                .into_iter()
+                .map(|(p, i, tagged)| {
+                    if tagged {
+                        format!("p{p}:{{t{}}}:{i}", i % 7)
+                    } else {
+                        format!("p{p}:{i}")
+                    }
+                })
+                .collect();
+            let line = if pipeline {
+                format!(
+                    "PIPELINE {}",
+                    keys.iter()
+                        .map(|k| format!("GET {k}"))
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                )
+            } else {
+                format!("MGET {}", keys.join(" "))
+            };
+            keyplan::simulate::parse_batches(&line).unwrap().remove(0)
+        })
+}
+
+fn model_at(
+    concurrency: u32,
+    hot: Option<keyplan::simulate::perf::Hot>,
+) -> keyplan::simulate::NetworkModel {
+    keyplan::simulate::NetworkModel {
+        concurrency,
+        hot,
+        ..Default::default()
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// More clients never lower the predicted P99 (or P50), and never raise the latency of one.
+    #[test]
+    fn more_concurrency_never_lowers_p99(b in model_batch(), c in 1u32..64, more in 1u32..64) {
+        use keyplan::simulate::{Strategy as S, simulate};
+        let topo = keyplan::topology::Topology::Cluster(keyplan::topology::SlotMap::from_masters(3).unwrap());
+        for s in S::ALL {
+            let lo = simulate(&b, &topo, s, &model_at(c, None));
+            let hi = simulate(&b, &topo, s, &model_at(c + more, None));
+            prop_assert!(hi.load.p99_ms >= lo.load.p99_ms - 1e-12, "{s:?}: {} < {}", hi.load.p99_ms, lo.load.p99_ms);
+            prop_assert!(hi.load.p50_ms >= lo.load.p50_ms - 1e-12);
+            prop_assert!((hi.load.latency_ms - lo.load.latency_ms).abs() < 1e-12);
+        }
+    }
+
+    /// One hash tag never costs more round trips than the batch split per node.
+    #[test]
+    fn a_hashtag_never_costs_more_round_trips(b in model_batch()) {
+        use keyplan::simulate::{Strategy as S, simulate};
+        let topo = keyplan::topology::Topology::Cluster(keyplan::topology::SlotMap::from_masters(3).unwrap());
+        let net = model_at(1, None);
+        let tag = simulate(&b, &topo, S::Hashtag, &net).load.round_trips;
+        for s in [S::Pipeline, S::Parallel, S::SlotParallel, S::Serial] {
+            prop_assert!(tag <= simulate(&b, &topo, s, &net).load.round_trips);
+        }
+    }
+
+    /// A hot distribution never predicts more throughput than an even one.
+    #[test]
+    fn a_hot_distribution_never_raises_qps(b in model_batch(), c in 1u32..128, share in 50u32..100, nodes in 5u32..50) {
+        use keyplan::simulate::perf::Hot;
+        use keyplan::simulate::{Strategy as S, simulate};
+        let topo = keyplan::topology::Topology::Cluster(keyplan::topology::SlotMap::from_masters(5).unwrap());
+        let hot = Hot { share: share as f64 / 100.0, nodes_share: nodes as f64 / 100.0 };
+        prop_assume!(hot.share > hot.nodes_share);
+        for s in S::ALL {
+            let even = simulate(&b, &topo, s, &model_at(c, Some(Hot::UNIFORM)));
+            let skewed = simulate(&b, &topo, s, &model_at(c, Some(hot)));
+            prop_assert!(skewed.load.qps <= even.load.qps * (1.0 + 1e-9), "{s:?}: {} > {}", skewed.load.qps, even.load.qps);
+        }
+    }
+}
