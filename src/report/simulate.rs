@@ -278,6 +278,8 @@ fn clients_tables(
             "nodes",
             "commands",
             "latency ms",
+            "QPS",
+            "P99 ms",
             "what happens",
         ]);
         while i < results.len() && &results[i].batch == name {
@@ -302,6 +304,16 @@ fn clients_tables(
                 right(x.load.nodes_touched),
                 right(x.load.commands),
                 right(client_latency(x)),
+                right(if client_latency(x) == "-" {
+                    "-".to_string()
+                } else {
+                    format!("{:.0}", x.load.qps)
+                }),
+                right(if client_latency(x) == "-" {
+                    "-".to_string()
+                } else {
+                    format!("{:.3}", x.load.p99_ms)
+                }),
                 Cell::new(what),
             ]);
             i += 1;
