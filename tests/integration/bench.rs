@@ -648,3 +648,126 @@ fn live_sampling_survives_failovers() {
     assert_eq!(code, Some(0), "{text}");
     assert_eq!(sampled, keys.len() as u64, "{text}");
 }
+
+/// SIGTERM (and SIGHUP) during a bench: it stops, deletes every key it wrote, exits 2.
+#[test]
+fn a_terminated_bench_cleans_up() {
+    let Some(cluster) = Cluster::create() else {
+        return;
+    };
+    cluster.load(&[b"theirs:1".to_vec()]);
+    let before = all_keys(&cluster);
+    let url = format!("redis://127.0.0.1:{}", cluster.nodes[0].port);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("batches.txt");
+    std::fs::write(&file, "MSET a 1 b 2 c 3\nPIPELINE SET x 1; INCR z\n").unwrap();
+    for signal in ["TERM", "HUP"] {
+        let bin = assert_cmd::cargo::cargo_bin("keyplan");
+        let child = Command::new(bin)
+            .args([
+                "bench",
+                "--cluster",
+                &url,
+                "--allow-writes",
+                "--duration",
+                "30",
+                "--prefix",
+                "kp:term",
+                "--batches",
+            ])
+            .arg(&file)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while all_keys(&cluster)
+            .iter()
+            .filter(|k| k.starts_with("kp:term:") && !k.ends_with(":journal"))
+            .count()
+            < 2
+        {
+            assert!(Instant::now() < deadline, "bench wrote nothing");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let status = Command::new("kill")
+            .args([&format!("-{signal}"), &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let out = child.wait_with_output().unwrap();
+        let text = all_output(&out);
+        assert_eq!(out.status.code(), Some(2), "SIG{signal}: {text}");
+        assert!(text.contains("interrupted"), "SIG{signal}: {text}");
+        assert_eq!(all_keys(&cluster), before, "SIG{signal}: {text}");
+    }
+}
+
+/// A reshard while a live scan runs: the scan either fails saying the slot map changed, or
+/// counts every key exactly once; never a silently wrong count.
+#[test]
+fn a_reshard_mid_scan_is_caught() {
+    let Some(cluster) = Cluster::create() else {
+        return;
+    };
+    let cli = require_binary("redis-cli").unwrap();
+    let keys: Vec<Vec<u8>> = (0..3000).map(|i| format!("r:{i}").into_bytes()).collect();
+    cluster.load(&keys);
+    let url = format!("redis://127.0.0.1:{}", cluster.nodes[0].port);
+    let id = |port: u16| match super::support::connect_port(port)
+        .call(&[b"CLUSTER", b"MYID"])
+        .unwrap()
+    {
+        Reply::Bulk(Some(b)) => String::from_utf8_lossy(&b).into_owned(),
+        other => panic!("{other:?}"),
+    };
+    let (from, to) = (id(cluster.nodes[0].port), id(cluster.nodes[1].port));
+    let bin = assert_cmd::cargo::cargo_bin("keyplan");
+    // A slow scan (with --bytes, 200 commands a second per master: about 5 s).
+    let scan = Command::new(bin)
+        .args([
+            "scan",
+            "--cluster",
+            &url,
+            "--sample",
+            "all",
+            "--bytes",
+            "--rate",
+            "200",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let moved = Command::new(&cli)
+        .args(["--cluster", "reshard"])
+        .arg(format!("127.0.0.1:{}", cluster.nodes[0].port))
+        .args(["--cluster-from", &from, "--cluster-to", &to])
+        .args(["--cluster-slots", "2000", "--cluster-yes"])
+        .output()
+        .unwrap();
+    assert!(moved.status.success(), "{}", all_output(&moved));
+    let out = scan.wait_with_output().unwrap();
+    let text = all_output(&out);
+    eprintln!(
+        "scan during a reshard: exit {:?}: {}",
+        out.status.code(),
+        text.lines().last().unwrap_or("")
+    );
+    match out.status.code() {
+        Some(2) => assert!(text.contains("slot map changed"), "{text}"),
+        Some(0) => {
+            let mut got: Vec<&str> = std::str::from_utf8(&out.stdout)
+                .unwrap()
+                .lines()
+                .map(|l| l.split('\t').next().unwrap_or(""))
+                .collect();
+            let n = got.len();
+            got.sort();
+            got.dedup();
+            assert_eq!((n, got.len()), (keys.len(), keys.len()), "{text}");
+        }
+        other => panic!("exit {other:?}: {text}"),
+    }
+}
