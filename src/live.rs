@@ -268,6 +268,12 @@ impl LiveCluster {
         }
     }
 
+    /// How long to wait for a node to connect or answer (10 s by default).
+    pub fn timeout(mut self, t: Duration) -> LiveCluster {
+        self.timeout = t;
+        self
+    }
+
     /// Accept a slot map whose slots are not all served (`--allow-partial`): the uncovered
     /// slots are reported instead of refused.
     pub fn allow_partial(mut self, yes: bool) -> LiveCluster {
@@ -1124,7 +1130,7 @@ fn is_not_resp(reason: &str) -> bool {
 pub(crate) fn first_line(s: &str) -> String {
     let line = s.lines().next().unwrap_or("");
     if line.contains("Resource temporarily unavailable") || line.contains("timed out") {
-        return "no answer within the timeout (10 s): is the node overloaded or unreachable?"
+        return "no answer within the timeout (KEYPLAN_TIMEOUT, 10 s by default): is the node overloaded or unreachable?"
             .to_string();
     }
     match line.char_indices().nth(300) {

@@ -263,7 +263,18 @@ impl TopologyArgs {
 pub fn live_cluster(url: &str) -> anyhow::Result<crate::live::LiveCluster> {
     let env = std::env::var("REDISCLI_AUTH").ok();
     let url = crate::live::ClusterUrl::parse(url, env)?;
-    Ok(crate::live::LiveCluster::new(url))
+    let mut live = crate::live::LiveCluster::new(url);
+    // KEYPLAN_TIMEOUT: seconds to wait for a node (10 by default).
+    if let Ok(v) = std::env::var("KEYPLAN_TIMEOUT") {
+        let secs: f64 = v.trim().parse().ok().filter(|s: &f64| *s > 0.0 && s.is_finite() && *s <= 3600.0).ok_or_else(|| {
+            UserError::new(
+                format!("KEYPLAN_TIMEOUT={v}: not a number of seconds"),
+                "give seconds to wait for a node's answer, e.g. KEYPLAN_TIMEOUT=30 (default 10)",
+            )
+        })?;
+        live = live.timeout(std::time::Duration::from_secs_f64(secs));
+    }
+    Ok(live)
 }
 
 /// The `--cluster` URL with any password masked.

@@ -97,6 +97,16 @@ pub enum TopologyError {
         "unrecognised topology format; supported: CLUSTER NODES text or a nodes.conf, CLUSTER SLOTS/SHARDS replies, keyplan YAML, a twemproxy config, a libketama server file (name the format with --topology-format)"
     )]
     Unrecognised,
+    /// No format matched cleanly, and the closest one fails: its own located error.
+    #[error(
+        "{source} (this looks like {format}; if it is another format, name it with --topology-format)"
+    )]
+    Guessed {
+        /// The format the text resembles.
+        format: &'static str,
+        /// What that format's reader says.
+        source: Box<TopologyError>,
+    },
 }
 
 pub(crate) const NO_OWNER: u16 = u16::MAX;
@@ -356,6 +366,43 @@ pub struct TopologyOptions {
     pub pool: Option<String>,
 }
 
+/// The format a text that no reader recognised resembles most, if any: CLUSTER NODES lines
+/// (an id, an address, flags naming master or slave), a CLUSTER SLOTS/SHARDS reply (JSON or
+/// redis-cli's numbered display), a twemproxy config (`servers:`), keyplan YAML (`masters:`,
+/// `slots:`).
+fn closest_format(text: &str) -> Option<(TopologyFormat, &'static str)> {
+    let first = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.starts_with('#'))?;
+    let f: Vec<&str> = first.split_whitespace().collect();
+    let flags = |s: &str| {
+        s.split(',').any(|x| {
+            matches!(
+                x,
+                "master" | "slave" | "myself" | "replica" | "fail" | "handshake" | "noaddr"
+            )
+        })
+    };
+    if f.len() >= 3 && f[1].contains(':') && flags(f[2]) {
+        return Some((TopologyFormat::ClusterNodes, "CLUSTER NODES text"));
+    }
+    let t = text.trim_start();
+    if t.starts_with('{') || t.starts_with(|c: char| c.is_ascii_digit()) && first.contains(')') {
+        return Some((TopologyFormat::ClusterReply, "a CLUSTER SLOTS/SHARDS reply"));
+    }
+    if text.lines().any(|l| l.trim_start().starts_with("servers:")) {
+        return Some((TopologyFormat::Twemproxy, "a twemproxy config"));
+    }
+    if text
+        .lines()
+        .any(|l| l.starts_with("masters:") || l.trim_start().starts_with("slots:"))
+    {
+        return Some((TopologyFormat::Keyplan, "keyplan topology YAML"));
+    }
+    None
+}
+
 impl Topology {
     /// The nodes keys can land on.
     pub fn nodes(&self) -> &[Node] {
@@ -424,7 +471,16 @@ impl Topology {
             TopologyFormat::Auto if config::looks_like(text) => TopologyFormat::Keyplan,
             TopologyFormat::Auto if twemproxy::looks_like(text) => TopologyFormat::Twemproxy,
             TopologyFormat::Auto if config::libketama_looks_like(text) => TopologyFormat::Libketama,
-            TopologyFormat::Auto => return Err(TopologyError::Unrecognised),
+            TopologyFormat::Auto => {
+                // Nothing matched cleanly: the closest format's own error says where and what.
+                let Some((guess, name)) = closest_format(text) else {
+                    return Err(TopologyError::Unrecognised);
+                };
+                return Self::parse_as(text, guess, opts).map_err(|e| TopologyError::Guessed {
+                    format: name,
+                    source: Box::new(e),
+                });
+            }
             f => f,
         };
         match format {
@@ -569,5 +625,17 @@ vars currentEpoch 6 lastVoteEpoch 0
             Topology::parse("hello", false),
             Err(TopologyError::Unrecognised)
         ));
+        // A short id: not recognised as CLUSTER NODES, but close enough for its own error.
+        let e = Topology::parse(
+            "e7d1eec 127.0.0.1:7000@17000 myself,master - 0 0 1 connected 0-5460\n",
+            false,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.starts_with("line 1: 'e7d1eec' is not a 40-character node id")
+                && e.contains("looks like CLUSTER NODES"),
+            "{e}"
+        );
     }
 }

@@ -279,47 +279,111 @@ pub fn parse(text: &str, allow_partial: bool) -> Result<SlotMap, TopologyError> 
     } else {
         parse_display(text)?
     };
-    from_reply(&reply, allow_partial)
+    from_reply_at(&reply, allow_partial, &entry_lines(text))
+}
+
+/// The 1-based line where each top-level entry of a reply's text starts: the lines of the
+/// display's top-level markers (`1) `, `2) `, …), or of the values at depth 1 of JSON.
+fn entry_lines(text: &str) -> Vec<usize> {
+    let t = text.trim_start();
+    let skipped = text.len() - t.len();
+    let first_line = 1 + text[..skipped].matches('\n').count();
+    if !(t.starts_with('[') || t.starts_with('{')) {
+        return text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| {
+                let digits = l.bytes().take_while(u8::is_ascii_digit).count();
+                digits > 0 && matches!(l.as_bytes().get(digits), Some(b')' | b'#'))
+            })
+            .map(|(i, _)| i + 1)
+            .collect();
+    }
+    let (mut depth, mut line, mut in_str, mut escaped) = (0usize, first_line, false, false);
+    let mut expect_value = false;
+    let mut out = Vec::new();
+    for c in t.chars() {
+        if c == '\n' {
+            line += 1;
+        }
+        if in_str {
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '"') => in_str = false,
+                _ => {}
+            }
+            continue;
+        }
+        if depth == 1 && expect_value && !c.is_whitespace() && c != ']' {
+            out.push(line);
+            expect_value = false;
+        }
+        match c {
+            '"' => in_str = true,
+            '[' | '{' => {
+                depth += 1;
+                if depth == 1 {
+                    expect_value = true;
+                }
+            }
+            ']' | '}' => depth = depth.saturating_sub(1),
+            ',' if depth == 1 => expect_value = true,
+            _ => {}
+        }
+    }
+    out
 }
 
 /// Interprets a `CLUSTER SLOTS` or `CLUSTER SHARDS` reply (however it was obtained).
 pub fn from_reply(reply: &Reply, allow_partial: bool) -> Result<SlotMap, TopologyError> {
+    from_reply_at(reply, allow_partial, &[])
+}
+
+/// [`from_reply`], with the line each entry starts on for the errors (1 when unknown).
+fn from_reply_at(
+    reply: &Reply,
+    allow_partial: bool,
+    lines: &[usize],
+) -> Result<SlotMap, TopologyError> {
     let Reply::Array(items) = reply else {
         return Err(err(1, "expected an array of slot ranges or shards"));
     };
     let mut nodes: Vec<Node> = Vec::new();
     let mut owner = vec![NO_OWNER; SLOT_COUNT].into_boxed_slice();
-    let mut add = |node: Node, ranges: &[(i64, i64)], what: &str| -> Result<(), TopologyError> {
-        let idx = match nodes.iter().position(|n| n.name == node.name) {
-            Some(i) => i,
-            None => {
-                nodes.push(node);
-                nodes.len() - 1
-            }
-        };
-        for &(a, b) in ranges {
-            if a < 0 || b >= SLOT_COUNT as i64 || a > b {
-                return Err(err(
-                    1,
-                    format!("{what}: slot range {a}-{b} is not within 0-16383"),
-                ));
-            }
-            for s in a..=b {
-                let o = &mut owner[s as usize];
-                if *o != NO_OWNER && *o as usize != idx {
-                    return Err(err(1, format!("slot {s} is owned twice ({what})")));
+    let mut add =
+        |node: Node, ranges: &[(i64, i64)], what: &str, at: usize| -> Result<(), TopologyError> {
+            let idx = match nodes.iter().position(|n| n.name == node.name) {
+                Some(i) => i,
+                None => {
+                    nodes.push(node);
+                    nodes.len() - 1
                 }
-                *o = idx as u16;
+            };
+            for &(a, b) in ranges {
+                if a < 0 || b >= SLOT_COUNT as i64 || a > b {
+                    return Err(err(
+                        at,
+                        format!("{what}: slot range {a}-{b} is not within 0-16383"),
+                    ));
+                }
+                for s in a..=b {
+                    let o = &mut owner[s as usize];
+                    if *o != NO_OWNER && *o as usize != idx {
+                        return Err(err(at, format!("slot {s} is owned twice ({what})")));
+                    }
+                    *o = idx as u16;
+                }
             }
-        }
-        Ok(())
-    };
+            Ok(())
+        };
     for (i, item) in items.iter().enumerate() {
         let what = format!("entry {}", i + 1);
+        let at = lines.get(i).copied().unwrap_or(1);
         if let Some(slots) = item.get("slots") {
             // CLUSTER SHARDS: {slots: [s1, e1, …], nodes: [{id, ip, endpoint, port, role, …}]}
             let Reply::Array(flat) = slots else {
-                return Err(err(1, format!("{what}: 'slots' is not a list")));
+                return Err(err(at, format!("{what}: 'slots' is not a list")));
             };
             let v: Vec<i64> = flat.iter().filter_map(Reply::as_int).collect();
             let ranges: Vec<(i64, i64)> = v
@@ -328,12 +392,12 @@ pub fn from_reply(reply: &Reply, allow_partial: bool) -> Result<SlotMap, Topolog
                 .map(|c| (c[0], c[1]))
                 .collect();
             let Some(Reply::Array(ns)) = item.get("nodes") else {
-                return Err(err(1, format!("{what}: no 'nodes'")));
+                return Err(err(at, format!("{what}: no 'nodes'")));
             };
             let master = ns
                 .iter()
                 .find(|n| n.get("role").and_then(Reply::as_str) == Some("master"))
-                .ok_or_else(|| err(1, format!("{what}: no node with role master")))?;
+                .ok_or_else(|| err(at, format!("{what}: no node with role master")))?;
             let id = master.get("id").and_then(Reply::as_str).map(str::to_string);
             let host = master
                 .get("endpoint")
@@ -367,17 +431,17 @@ pub fn from_reply(reply: &Reply, allow_partial: bool) -> Result<SlotMap, Topolog
                 },
                 replicas,
             };
-            add(node, &ranges, &what)?;
+            add(node, &ranges, &what, at)?;
         } else if let Reply::Array(parts) = item {
             // CLUSTER SLOTS: [start, end, [ip, port, id, …], replicas…]
             let (Some(a), Some(b)) = (
                 parts.first().and_then(Reply::as_int),
                 parts.get(1).and_then(Reply::as_int),
             ) else {
-                return Err(err(1, format!("{what}: expected start and end slots")));
+                return Err(err(at, format!("{what}: expected start and end slots")));
             };
             let Some(Reply::Array(m)) = parts.get(2) else {
-                return Err(err(1, format!("{what}: no master node")));
+                return Err(err(at, format!("{what}: no master node")));
             };
             let host = m.first().and_then(Reply::as_str).unwrap_or("");
             let port = m.get(1).and_then(Reply::as_int);
@@ -395,10 +459,10 @@ pub fn from_reply(reply: &Reply, allow_partial: bool) -> Result<SlotMap, Topolog
                 flags: Vec::new(),
                 replicas: parts.len().saturating_sub(3),
             };
-            add(node, &[(a, b)], &what)?;
+            add(node, &[(a, b)], &what, at)?;
         } else {
             return Err(err(
-                1,
+                at,
                 format!("{what}: neither a CLUSTER SLOTS range nor a CLUSTER SHARDS shard"),
             ));
         }
@@ -497,5 +561,17 @@ mod tests {
         ] {
             let _ = parse(junk, true);
         }
+    }
+
+    #[test]
+    fn errors_name_the_entry_line() {
+        let display = "1) 1) (integer) 0\n   2) (integer) 5460\n   3) 1) \"127.0.0.1\"\n      2) (integer) 1\n2) 1) (integer) 5461\n   2) (integer) 99999\n   3) 1) \"127.0.0.1\"\n      2) (integer) 2\n";
+        assert_eq!(entry_lines(display), vec![1, 5]);
+        let e = parse(display, false).unwrap_err().to_string();
+        assert!(e.starts_with("line 5: entry 2"), "{e}");
+        let json = "[\n  [0, 5460, [\"a\", 1]],\n  [5461, 99999, [\"b]\", 2]]\n]\n";
+        assert_eq!(entry_lines(json), vec![2, 3]);
+        let e = parse(json, false).unwrap_err().to_string();
+        assert!(e.starts_with("line 3: entry 2"), "{e}");
     }
 }

@@ -7,6 +7,7 @@ mod bench;
 mod cli;
 mod commands;
 mod fuzz;
+mod hostile;
 mod house;
 #[path = "../common/keygen.rs"]
 mod keygen;
