@@ -286,14 +286,15 @@ pub(crate) fn match_id_like(key: &[u8], i: usize, d: &Delimiters) -> Option<(usi
         return None;
     }
     let crockford = |b: &u8| matches!(b.to_ascii_uppercase(), b'0'..=b'9' | b'A'..=b'H' | b'J' | b'K' | b'M' | b'N' | b'P'..=b'T' | b'V'..=b'Z');
-    // Canonical ULIDs: no lower-case letter past `f`, and their 16 random characters mix
-    // letters past `F` with hex digits.
+    // Canonical ULIDs: no lower-case letter past `f`; their 16 random characters hold hex
+    // digits, and the 26 mix in letters past `F` (a random part can have few of them: redis-om's
+    // ids did, 11 of 1,600).
     let random_part = &key[(j.saturating_sub(16)).max(i)..j];
     if len == 26
         && key[i..j].iter().all(crockford)
         && lower == 0
         && random_part.iter().any(u8::is_ascii_hexdigit)
-        && random_part
+        && key[i..j]
             .iter()
             .filter(|b| matches!(b, b'G'..=b'Z'))
             .count()

@@ -618,6 +618,21 @@ fn library_dumps_keep_their_templates() {
                 r"^bull:[a-z]+:stalled-check$",
             ],
         ),
+        ("express-session", &[r"^sess:[A-Za-z0-9_-]{32}$"]),
+        (
+            "redis-om",
+            &[
+                r"^shop:customer:[0-9A-Z]{26}$",
+                r"^shop:order:[0-9A-Z]{26}$",
+            ],
+        ),
+        (
+            "django",
+            &[
+                r"^:1:django\.contrib\.sessions\.cache[a-z0-9]{32}$",
+                r"^:1:product:[0-9]+$",
+            ],
+        ),
     ];
     for (lib, temps) in templates {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
