@@ -118,25 +118,7 @@ pub fn run(args: BenchArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     let live = super::args::live_cluster(url)?;
     let map = live.topology()?;
     let strategies = args.strategy.strategies();
-    let mut net = match (&args.calibration, args.rtt) {
-        (Some(_), _) => super::args::ModelArgs {
-            calibration: args.calibration.clone(),
-            rtt: args.rtt,
-            per_key_us: None,
-            bandwidth: None,
-            concurrency: 1,
-            hot_nodes: None,
-        }
-        .model()?,
-        (None, Some(rtt)) => {
-            NetworkModel::uncalibrated(rtt, crate::simulate::perf::DEFAULT_KEY_US, 1250.0)
-        }
-        (None, None) => {
-            let probe_ms = crate::bench::probe_round_trip(&live, &map)?;
-            NetworkModel::probed(probe_ms)
-        }
-    };
-    net.concurrency = u32::from(args.concurrency);
+    let net = prediction_model(&args, &live, &map)?;
     let opts = BenchOptions {
         prefix: args.prefix.clone(),
         duration: Duration::from_secs_f64(args.duration),
@@ -180,6 +162,32 @@ pub fn run(args: BenchArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     } else {
         ExitStatus::Findings
     })
+}
+
+/// The model bench's predictions use: the calibration, else the defaults around `--rtt` or
+/// around a round trip bench measures itself; at bench's own concurrency.
+fn prediction_model(
+    args: &BenchArgs,
+    live: &crate::live::LiveCluster,
+    map: &crate::topology::SlotMap,
+) -> anyhow::Result<NetworkModel> {
+    let mut net = match (&args.calibration, args.rtt) {
+        (Some(_), _) => super::args::ModelArgs {
+            calibration: args.calibration.clone(),
+            rtt: args.rtt,
+            per_key_us: None,
+            bandwidth: None,
+            concurrency: 1,
+            hot_nodes: None,
+        }
+        .model()?,
+        (None, Some(rtt)) => {
+            NetworkModel::uncalibrated(rtt, crate::simulate::perf::DEFAULT_KEY_US, 1250.0)
+        }
+        (None, None) => NetworkModel::probed(crate::bench::probe_round_trip(live, map)?),
+    };
+    net.concurrency = u32::from(args.concurrency);
+    Ok(net)
 }
 
 /// Runs the bench, drawing progress and (for tables) printing each batch's table as its last

@@ -436,17 +436,17 @@ pub fn require_preview(args: &PreviewArgs, command: &str) -> Result<(), UserErro
     }
 }
 
-/// The biggest keys of the moving slots and the warnings for those MIGRATE struggles with
-/// (snapshot inputs only).
-pub fn big_keys(
-    sample: &SampleInfo,
+/// Adds to `report` the biggest keys of the moving slots and a warning for each that MIGRATE
+/// struggles with (snapshot inputs only).
+pub fn add_big_keys(
+    report: &mut crate::migrate::MigrationReport,
     view: &ClusterView,
     moves: &[crate::migrate::Move],
-) -> (Vec<crate::migrate::MovingKey>, Vec<crate::migrate::Warning>) {
-    match &sample.snapshot {
-        Some(s) => {
-            crate::migrate::moving_big_keys(view, moves, |slot| s.slot_biggest(slot).cloned(), 10)
-        }
-        None => (Vec::new(), Vec::new()),
+) {
+    if let Some(s) = &report.sample.snapshot {
+        let (big, warnings) =
+            crate::migrate::moving_big_keys(view, moves, |slot| s.slot_biggest(slot).cloned(), 10);
+        report.moving_big_keys = big;
+        report.warnings.extend(warnings);
     }
 }

@@ -142,9 +142,7 @@ pub fn run(args: RebalanceArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus>
         moving_big_keys: Vec::new(),
     };
     crate::migrate::finish_report(&mut report, &view, &moves, rate, budget)?;
-    let (big, big_warnings) = super::migration::big_keys(&report.sample, &view, &moves);
-    report.moving_big_keys = big;
-    report.warnings.extend(big_warnings);
+    super::migration::add_big_keys(&mut report, &view, &moves);
     report
         .warnings
         .extend(still_serving(&view, &moves, &removed));

@@ -105,9 +105,7 @@ pub fn run(args: ReshardArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
         ));
     }
     crate::migrate::finish_report(&mut report, &view, &plan.moves, rate, budget)?;
-    let (big, big_warnings) = super::migration::big_keys(&report.sample, &view, &plan.moves);
-    report.moving_big_keys = big;
-    report.warnings.extend(big_warnings);
+    super::migration::add_big_keys(&mut report, &view, &plan.moves);
     let emit_ctx = EmitContext {
         header: vec![
             format!("redis-cli reshard plan from {}", report.topology),
