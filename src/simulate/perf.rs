@@ -1,7 +1,8 @@
 //! The load model: what a batch costs in latency and throughput under concurrency.
 //!
-//! An execution plan is reduced to its *features*: waves (round trips waited on one after
-//! another), lanes (one connection's pipeline in a wave), commands, keys and request KiB. Three
+//! An execution plan is reduced to its *features*: one execution (a fixed cost), waves (round
+//! trips waited on one after another), lanes (one connection's pipeline in a wave), commands,
+//! keys and request KiB. Three
 //! linear cost functions of the features, with coefficients calibrated on the real cluster
 //! (`keyplan bench --calibrate`) or documented defaults, give:
 //!
@@ -583,14 +584,7 @@ fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Option<Vec<f64>> {
     Some(x)
 }
 
-/// Scores of a fit: each row's predicted over observed.
-pub fn ratios(c: &Coefs, rows: &[(Features, f64)]) -> Vec<f64> {
-    rows.iter()
-        .map(|(f, y)| if *y > 0.0 { c.of(f) / y } else { 1.0 })
-        .collect()
-}
-
-/// Unused coefficient arrays are exposed for the calibration file's readers.
+/// The coefficients in the order of the features (execution, wave, lane, command, key, KiB).
 pub fn coefs_array(c: &Coefs) -> [f64; 6] {
     c.as_array()
 }
