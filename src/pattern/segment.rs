@@ -114,6 +114,8 @@ pub const MAX_TOKENS: usize = 48;
 pub struct Delimiters {
     /// Per byte: `C_DELIM` for delimiters, else its character class.
     table: [u8; 256],
+    /// Per byte: its kind in an id-like run (see [`match_id_like`]).
+    id_kind: [u8; 256],
 }
 
 /// The default delimiters.
@@ -131,7 +133,19 @@ impl Delimiters {
         }
         table[b'{' as usize] = C_DELIM;
         table[b'}' as usize] = C_DELIM;
-        Delimiters { table }
+        let mut id_kind = [0u8; 256];
+        for (b, k) in id_kind.iter_mut().enumerate() {
+            let c = b as u8;
+            *k = match c {
+                b'0'..=b'9' | b'a'..=b'f' | b'A'..=b'F' => 1,
+                b'I' | b'L' | b'O' | b'U' => 2 | ID_NOT_CROCKFORD,
+                b'G'..=b'Z' => 2,
+                b'g'..=b'z' => 3,
+                b'-' | b'_' if table[b] == C_DELIM => 4,
+                _ => 0,
+            };
+        }
+        Delimiters { table, id_kind }
     }
 
     #[inline(always)]
@@ -248,34 +262,41 @@ fn match_ipv6(key: &[u8], i: usize) -> Option<usize> {
 /// only, never digit values (the skeleton memo relies on it).
 pub(crate) fn match_id_like(key: &[u8], i: usize, d: &Delimiters) -> Option<(usize, Class)> {
     // Kinds: hex digits (0-9, a-f, A-F) as one kind, other upper-case and lower-case letters,
-    // and `-`/`_`. Which hex digit a character is never matters, so keys that differ only in
-    // hex digits (or only in digits) get the same answer: the skeleton memos rely on it.
-    let mut j = i;
-    let (mut hex, mut upper, mut lower, mut changes) = (0usize, 0usize, 0usize, 0usize);
-    let mut last = 0u8;
+    // and `-`/`_` when they are delimiters. Which hex digit a character is never matters, so
+    // keys that differ only in hex digits (or only in digits) get the same answer: the skeleton
+    // memos rely on it. One table lookup per byte, no data-dependent branch but the run's end:
+    // random ids change kind at every other byte, which a `match` mispredicts.
+    let table = &d.id_kind;
+    let first = *key.get(i)?;
+    let mut last = table[first as usize] & ID_KIND;
+    let (mut j, mut changes) = (i, 0usize);
+    // Four 16-bit counters (hex, upper, lower, `-`/`_`) and the upper-case letters Crockford
+    // base32 leaves out; flushed before a counter could overflow.
+    let (mut hex, mut upper, mut lower, mut dash, mut ilou) =
+        (0usize, 0usize, 0usize, 0usize, 0usize);
     while j < key.len() {
-        let b = key[j];
-        let kind = match b {
-            b'0'..=b'9' | b'a'..=b'f' | b'A'..=b'F' => 1,
-            b'G'..=b'Z' => 2,
-            b'g'..=b'z' => 3,
-            b'-' | b'_' => 4,
-            _ => break,
-        };
-        if kind == 4 && !d.is(b) {
+        let stop = (j + 0xFFFF).min(key.len());
+        let (mut acc, mut excluded) = (0u64, 0usize);
+        while j < stop {
+            let e = table[key[j] as usize];
+            let kind = e & ID_KIND;
+            if kind == 0 {
+                break;
+            }
+            acc += 1u64 << (16 * (kind - 1));
+            excluded += (e >> 3) as usize;
+            changes += (kind != last) as usize;
+            last = kind;
+            j += 1;
+        }
+        hex += (acc & 0xFFFF) as usize;
+        upper += (acc >> 16 & 0xFFFF) as usize;
+        lower += (acc >> 32 & 0xFFFF) as usize;
+        dash += (acc >> 48) as usize;
+        ilou += excluded;
+        if j < stop {
             break;
         }
-        match kind {
-            1 => hex += 1,
-            2 => upper += 1,
-            3 => lower += 1,
-            _ => {}
-        }
-        if last != 0 && kind != last {
-            changes += 1;
-        }
-        last = kind;
-        j += 1;
     }
     let len = j - i;
     if j < key.len() && !d.is(key[j]) {
@@ -285,20 +306,15 @@ pub(crate) fn match_id_like(key: &[u8], i: usize, d: &Delimiters) -> Option<(usi
     if upper + lower == 0 {
         return None;
     }
-    let crockford = |b: &u8| matches!(b.to_ascii_uppercase(), b'0'..=b'9' | b'A'..=b'H' | b'J' | b'K' | b'M' | b'N' | b'P'..=b'T' | b'V'..=b'Z');
-    // Canonical ULIDs: no lower-case letter past `f`; their 16 random characters hold hex
-    // digits, and the 26 mix in letters past `F` (a random part can have few of them: redis-om's
-    // ids did, 11 of 1,600).
-    let random_part = &key[(j.saturating_sub(16)).max(i)..j];
+    // Canonical ULIDs: Crockford base32 (no `I`, `L`, `O`, `U`), no lower-case letter past `f`;
+    // their 16 random characters hold hex digits, and the 26 mix in at least three letters past
+    // `F` (a random part can have few of them: redis-om's ids did, 11 of 1,600).
     if len == 26
-        && key[i..j].iter().all(crockford)
         && lower == 0
-        && random_part.iter().any(u8::is_ascii_hexdigit)
-        && key[i..j]
-            .iter()
-            .filter(|b| matches!(b, b'G'..=b'Z'))
-            .count()
-            >= 3
+        && dash == 0
+        && ilou == 0
+        && upper >= 3
+        && key[j - 16..j].iter().any(u8::is_ascii_hexdigit)
     {
         return Some((len, Class::Ulid));
     }
@@ -311,6 +327,11 @@ pub(crate) fn match_id_like(key: &[u8], i: usize, d: &Delimiters) -> Option<(usi
     };
     (len >= 20 && random).then_some((len, Class::Token))
 }
+
+/// In [`Delimiters::id_kind`]: the character kind of an id-like run (0: the run ends).
+const ID_KIND: u8 = 7;
+/// In [`Delimiters::id_kind`]: an upper-case letter Crockford base32 leaves out.
+const ID_NOT_CROCKFORD: u8 = 8;
 
 fn match_date(key: &[u8], i: usize, d: &Delimiters) -> Option<usize> {
     let s = key.get(i..i + 10)?;
@@ -711,6 +732,76 @@ fn runs<S: TokenSink>(key: &[u8], from: usize, to: usize, out: &mut S) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// `match_id_like` written the plain way (a `match` per byte, separate passes for the ULID
+    /// test): the table-driven version must agree with it on every input.
+    fn plain_id_like(key: &[u8], i: usize, d: &Delimiters) -> Option<(usize, Class)> {
+        let mut j = i;
+        let (mut hex, mut upper, mut lower, mut changes, mut last) = (0, 0, 0, 0, 0u8);
+        while j < key.len() {
+            let b = key[j];
+            let kind = match b {
+                b'0'..=b'9' | b'a'..=b'f' | b'A'..=b'F' => 1,
+                b'G'..=b'Z' => 2,
+                b'g'..=b'z' => 3,
+                b'-' | b'_' if d.is(b) => 4,
+                _ => break,
+            };
+            match kind {
+                1 => hex += 1,
+                2 => upper += 1,
+                3 => lower += 1,
+                _ => {}
+            }
+            if last != 0 && kind != last {
+                changes += 1;
+            }
+            last = kind;
+            j += 1;
+        }
+        let len = j - i;
+        if (j < key.len() && !d.is(key[j])) || upper + lower == 0 {
+            return None;
+        }
+        let crockford = |b: &u8| matches!(b.to_ascii_uppercase(), b'0'..=b'9' | b'A'..=b'H' | b'J' | b'K' | b'M' | b'N' | b'P'..=b'T' | b'V'..=b'Z');
+        let run = &key[i..j];
+        if len == 26
+            && run.iter().all(crockford)
+            && lower == 0
+            && run[10..].iter().any(u8::is_ascii_hexdigit)
+            && run.iter().filter(|b| matches!(b, b'G'..=b'Z')).count() >= 3
+        {
+            return Some((len, Class::Ulid));
+        }
+        let random = if hex > 0 {
+            changes * 4 >= len
+        } else {
+            upper > 1 && lower > 1 && changes * 3 >= len
+        };
+        (len >= 20 && random).then_some((len, Class::Token))
+    }
+
+    proptest! {
+        #[test]
+        fn id_like_agrees_with_the_plain_version(
+            key in proptest::collection::vec(
+                prop_oneof![
+                    6 => proptest::sample::select(b"0123456789abcdefABCDEF".to_vec()),
+                    6 => proptest::sample::select(b"GHIJKLMNOPQRSTUVWXYZ".to_vec()),
+                    4 => proptest::sample::select(b"ghijklmnopqrstuvwxyz".to_vec()),
+                    1 => proptest::sample::select(b"-_:.@ {}".to_vec()),
+                    1 => any::<u8>(),
+                ],
+                0..48,
+            ),
+            at in 0usize..8,
+            delims in proptest::sample::select(vec![":/|.-_", ":", ":-", "_"]),
+        ) {
+            let d = Delimiters::new(delims);
+            prop_assert_eq!(match_id_like(&key, at, &d), plain_id_like(&key, at, &d));
+        }
+    }
 
     fn text(key: &str) -> String {
         let mut v = Vec::new();
