@@ -25,7 +25,7 @@ pub mod segment;
 use crate::sketch::{HashIndex, Hll};
 pub use segment::{
     Class, DEFAULT_DELIMITERS, Delimiters, MAX_TOKENS, Recorded, Token, TokenSink, ValueCheck,
-    hex_skeleton_hash, shape_hash, skeleton_hash, tokenize, tokenize_into, tokenize_recorded,
+    hex_skeleton_hash, shape_hashes, skeleton_hash, tokenize, tokenize_into, tokenize_recorded,
 };
 use std::fmt::Write as _;
 
@@ -251,6 +251,12 @@ pub struct PatternTree {
     hex_memo: Vec<HexMemo>,
     /// Direct-mapped by shape ([`shape_hash`]): keys with opaque tokens and ULIDs.
     id_memo: Vec<IdMemo>,
+    /// Direct-mapped by class shape ([`class_shape_hash`]): keys whose letters or hex groups
+    /// vary (e-mail addresses, words, IPv6 addresses), re-tokenized but not walked.
+    token_memo: Vec<TokenMemo>,
+    /// The tokens of the key a token memo entry is checked against.
+    scratch: Vec<Token>,
+
     /// Entries of `memo` and `hex_memo` from an older generation are empty.
     memo_generation: u32,
     /// Positions folded to `<word>` so far.
@@ -425,6 +431,111 @@ impl IdMemo {
     }
 }
 
+/// Entries in the class-shape memo.
+const TOKEN_MEMO_SLOTS: usize = 1 << 10;
+/// Most tokens a [`TokenMemo`] keeps.
+const TOKEN_MEMO_TOKENS: usize = 16;
+/// Longest key a [`TokenMemo`] keeps.
+const TOKEN_MEMO_BYTES: usize = 96;
+
+/// In a [`TokenMemo`]: a literal that must hold the same bytes.
+const FIXED: u8 = 0xFF;
+/// In a [`TokenMemo`]: a letter run where the tree reads `<word>`, whatever the letters.
+const ANY_WORD: u8 = 0xFE;
+
+/// What a class shape resolved to: the remembered key's tokens, and for each literal whether
+/// its bytes decided the path (a letter run at a position folded to `<word>` did not). Valid
+/// for a key that tokenizes into the same tokens at the same places with the same bytes in
+/// every deciding literal: the tree walk would take the same path. Checking tokenizes the key
+/// (so dates, IP addresses and every class are decided as always) but skips the walk.
+#[derive(Debug, Clone, Copy)]
+struct TokenMemo {
+    shape: u64,
+    leaf: u32,
+    generation: u32,
+    len: u8,
+    count: u8,
+    /// Per token: start, end, and the class (`Class as u8`), [`FIXED`] or [`ANY_WORD`].
+    tokens: [(u8, u8, u8); TOKEN_MEMO_TOKENS],
+    bytes: [u8; TOKEN_MEMO_BYTES],
+}
+
+impl Default for TokenMemo {
+    fn default() -> Self {
+        TokenMemo {
+            shape: 0,
+            leaf: 0,
+            generation: 0,
+            len: 0,
+            count: 0,
+            tokens: [(0, 0, 0); TOKEN_MEMO_TOKENS],
+            bytes: [0; TOKEN_MEMO_BYTES],
+        }
+    }
+}
+
+impl TokenMemo {
+    /// A memo for `tokens` of `key`, whose literals at the positions in `words` (a bit per
+    /// token) the tree reads as `<word>`.
+    fn new(
+        shape: u64,
+        leaf: u32,
+        generation: u32,
+        tokens: &[Token],
+        words: u64,
+        key: &[u8],
+    ) -> Option<TokenMemo> {
+        if key.len() > TOKEN_MEMO_BYTES || tokens.len() > TOKEN_MEMO_TOKENS {
+            return None;
+        }
+        let mut m = TokenMemo {
+            shape,
+            leaf,
+            generation,
+            len: key.len() as u8,
+            count: tokens.len() as u8,
+            ..TokenMemo::default()
+        };
+        m.bytes[..key.len()].copy_from_slice(key);
+        let mut at = 0usize;
+        for (i, (slot, t)) in m.tokens.iter_mut().zip(tokens).enumerate() {
+            *slot = match *t {
+                Token::Lit { start, end } => {
+                    at = end;
+                    let kind = if words >> i & 1 == 1 { ANY_WORD } else { FIXED };
+                    (start as u8, end as u8, kind)
+                }
+                // A class token's extent is not recorded: the next literal's start pins it.
+                Token::Class(c) => (at as u8, at as u8, c as u8),
+            };
+        }
+        Some(m)
+    }
+
+    /// Whether `tokens` of `key` (of the same class shape) take the remembered path.
+    #[inline]
+    fn holds(&self, tokens: &[Token], key: &[u8]) -> bool {
+        key.len() == self.len as usize
+            && tokens.len() == self.count as usize
+            && tokens
+                .iter()
+                .zip(&self.tokens)
+                .all(|(t, &(s, e, kind))| match *t {
+                    Token::Lit { start, end } => {
+                        kind >= ANY_WORD
+                            && start == s as usize
+                            && end == e as usize
+                            && if kind == ANY_WORD {
+                                key[start].is_ascii_alphabetic()
+                            } else {
+                                key[start..end] == self.bytes[start..end]
+                            }
+                    }
+                    Token::Class(c) => kind == c as u8,
+                })
+    }
+}
+
 /// Entries in the skeleton memo.
 const MEMO_SLOTS: usize = 1 << 11;
 
@@ -564,6 +675,9 @@ impl PatternTree {
             memo: vec![Memo::default(); MEMO_SLOTS],
             hex_memo: vec![HexMemo::default(); HEX_MEMO_SLOTS],
             id_memo: vec![IdMemo::default(); ID_MEMO_SLOTS],
+            token_memo: vec![TokenMemo::default(); TOKEN_MEMO_SLOTS],
+            scratch: Vec::new(),
+
             folds: 0,
             memo_generation: 1,
         }
@@ -700,10 +814,12 @@ impl PatternTree {
     fn forget(&mut self) {
         self.cache.clear();
         self.memo_generation = self.memo_generation.wrapping_add(1);
+
         if self.memo_generation == 0 {
             self.memo.fill(Memo::default());
             self.hex_memo.fill(HexMemo::default());
             self.id_memo.fill(IdMemo::default());
+            self.token_memo.fill(TokenMemo::default());
             self.memo_generation = 1;
         }
     }
@@ -720,6 +836,14 @@ impl PatternTree {
         {
             return Some(m.leaf);
         }
+        self.leaf_by_hashes(key, sk)
+    }
+
+    /// The leaf of `key` remembered for its hex skeleton (uuids, hex ids), its shape (opaque
+    /// tokens, ULIDs) or its tokens, else found by walking the tree. Out of line: keys of
+    /// repeating skeletons never get here.
+    #[inline(never)]
+    fn leaf_by_hashes(&mut self, key: &[u8], sk: u64) -> Option<u32> {
         let hk = hex_skeleton_hash(key);
         let hex_slot = hk as usize & (HEX_MEMO_SLOTS - 1);
         let hm = &self.hex_memo[hex_slot];
@@ -729,11 +853,11 @@ impl PatternTree {
         self.leaf_by_shape(key, sk, hk)
     }
 
-    /// The leaf of `key` remembered for its shape (keys with opaque tokens and ULIDs), else
-    /// found by tokenizing it. Out of line: keys of repeating skeletons never get here.
+    /// The leaf of `key` remembered for its shape (opaque tokens, ULIDs) or its tokens, else
+    /// found by walking the tree.
     #[inline(never)]
     fn leaf_by_shape(&mut self, key: &[u8], sk: u64, hk: u64) -> Option<u32> {
-        let sh = shape_hash(key);
+        let [sh, ch] = shape_hashes(key);
         let im = &self.id_memo[sh as usize & (ID_MEMO_SLOTS - 1)];
         if im.shape == sh
             && im.generation == self.memo_generation
@@ -741,14 +865,52 @@ impl PatternTree {
         {
             return Some(im.leaf);
         }
-        self.leaf_by_tokens(key, sk, hk, sh)
+        // The token memo, by shape (keys with hex groups or ids) and by class shape.
+        let (shape_slot, class_slot) = (
+            sh as usize & (TOKEN_MEMO_SLOTS - 1),
+            ch as usize & (TOKEN_MEMO_SLOTS - 1),
+        );
+        let live = |m: &TokenMemo, h: u64| {
+            m.shape == h && m.generation == self.memo_generation && m.len as usize == key.len()
+        };
+        let by_shape = &self.token_memo[shape_slot];
+        let by_class = &self.token_memo[class_slot];
+        let (a, b) = (live(by_shape, sh), live(by_class, ch));
+        if a || b {
+            tokenize(key, &self.delimiters, &mut self.scratch);
+            if a && by_shape.holds(&self.scratch, key) {
+                return Some(by_shape.leaf);
+            }
+            if b && by_class.holds(&self.scratch, key) {
+                return Some(by_class.leaf);
+            }
+        }
+        self.leaf_by_tokens(key, sk, hk, sh, ch)
+    }
+
+    /// Which of `tokens` (a bit per token, the first 64) the tree reads as `<word>` on the
+    /// path it has for them; `None` when it has no such path.
+    fn word_positions(&self, tokens: &[Token], key: &[u8]) -> Option<u64> {
+        let mut n = 0u32;
+        let mut words = 0u64;
+        for (i, t) in tokens.iter().enumerate().take(64) {
+            let tok = Tok::of(t, key);
+            let tok = if tok.is_alpha_lit() && self.nodes[n as usize].word_mode {
+                words |= 1 << i;
+                Tok::Class(Class::Word)
+            } else {
+                tok
+            };
+            n = self.find(n, &tok)?;
+        }
+        Some(words)
     }
 
     /// The leaf of `key` found by tokenizing it (the memos did not know it); remembers it
     /// for its skeleton `sk` or hex skeleton `hk`. Out of line: most keys never get here.
     #[cold]
     #[inline(never)]
-    fn leaf_by_tokens(&mut self, key: &[u8], sk: u64, hk: u64, sh: u64) -> Option<u32> {
+    fn leaf_by_tokens(&mut self, key: &[u8], sk: u64, hk: u64, sh: u64, ch: u64) -> Option<u32> {
         let slot = sk as usize & (MEMO_SLOTS - 1);
         let hex_slot = hk as usize & (HEX_MEMO_SLOTS - 1);
         let mut rec = std::mem::take(&mut self.recorded);
@@ -774,6 +936,27 @@ impl PatternTree {
             .iter()
             .any(|t| matches!(t, Token::Class(Class::Uuid | Class::Hex)));
         if let Some(l) = leaf {
+            // Every key is remembered by its tokens too, for keys that never repeat a skeleton:
+            // by shape when a class mixes letters and digits at random (IPv6 addresses, hex
+            // ids), else by class shape (letters that vary: e-mail addresses, words).
+            let mixed = rec.tokens.iter().any(|t| {
+                matches!(
+                    t,
+                    Token::Class(
+                        Class::Ipv6 | Class::Hex | Class::Uuid | Class::Token | Class::Ulid
+                    )
+                )
+            });
+            let th = if mixed { sh } else { ch };
+            if rec.tokens.len() <= TOKEN_MEMO_TOKENS
+                && key.len() <= TOKEN_MEMO_BYTES
+                && let Some(words) = self.word_positions(&rec.tokens, key)
+                && let Some(m) =
+                    TokenMemo::new(th, l, self.memo_generation, &rec.tokens, words, key)
+            {
+                let i = th as usize & (TOKEN_MEMO_SLOTS - 1);
+                self.token_memo[i] = m;
+            }
             if let Some(m) = IdMemo::new(sh, l, self.memo_generation, &rec, key, &self.delimiters) {
                 // Opaque tokens and ULIDs never repeat a skeleton: remember the shape.
                 self.id_memo[sh as usize & (ID_MEMO_SLOTS - 1)] = m;

@@ -261,19 +261,79 @@ fn match_ipv6(key: &[u8], i: usize) -> Option<usize> {
 /// at a delimiter other than `-` and `_`, or at the end. Reads letters and digit positions
 /// only, never digit values (the skeleton memo relies on it).
 pub(crate) fn match_id_like(key: &[u8], i: usize, d: &Delimiters) -> Option<(usize, Class)> {
+    if i >= key.len() {
+        return None;
+    }
+    #[cfg(target_arch = "x86_64")]
+    let run = id_run_sse2(key, i, d);
+    #[cfg(not(target_arch = "x86_64"))]
+    let run = id_run_scalar(key, i, d);
+    decide_id_like(key, i, run, d)
+}
+
+/// What an id-like run starting at `key[i]` holds: its end and its character counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+struct IdRun {
+    /// One past the run's last byte.
+    end: usize,
+    hex: usize,
+    upper: usize,
+    lower: usize,
+    dash: usize,
+    /// Upper-case letters Crockford base32 leaves out (`I`, `L`, `O`, `U`).
+    ilou: usize,
+    /// Places where the character kind changes from one byte to the next.
+    changes: usize,
+}
+
+/// The class of the run `r` at `key[i..]`, if it is an id.
+#[inline]
+fn decide_id_like(key: &[u8], i: usize, r: IdRun, d: &Delimiters) -> Option<(usize, Class)> {
+    let (j, len) = (r.end, r.end - i);
+    if j < key.len() && !d.is(key[j]) {
+        return None;
+    }
+    // Only hex digits (and `-`, `_`): `<hex>`, uuids and ints, decided by the segment rules.
+    if r.upper + r.lower == 0 {
+        return None;
+    }
+    // Canonical ULIDs: Crockford base32 (no `I`, `L`, `O`, `U`), no lower-case letter past `f`;
+    // their 16 random characters hold hex digits, and the 26 mix in at least three letters past
+    // `F` (a random part can have few of them: redis-om's ids did, 11 of 1,600).
+    if len == 26
+        && r.lower == 0
+        && r.dash == 0
+        && r.ilou == 0
+        && r.upper >= 3
+        && key[j - 16..j].iter().any(u8::is_ascii_hexdigit)
+    {
+        return Some((len, Class::Ulid));
+    }
+    // Hex digits and other letters mixed, the kind changing often (a random base62 string
+    // changes about every other character; words, even CamelCase ones, far less).
+    let random = if r.hex > 0 {
+        r.changes * 4 >= len
+    } else {
+        r.upper > 1 && r.lower > 1 && r.changes * 3 >= len
+    };
+    (len >= 20 && random).then_some((len, Class::Token))
+}
+
+/// The id-like run at `key[i..]` (`i` in bounds), one table lookup per byte.
+#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
+fn id_run_scalar(key: &[u8], i: usize, d: &Delimiters) -> IdRun {
     // Kinds: hex digits (0-9, a-f, A-F) as one kind, other upper-case and lower-case letters,
     // and `-`/`_` when they are delimiters. Which hex digit a character is never matters, so
     // keys that differ only in hex digits (or only in digits) get the same answer: the skeleton
-    // memos rely on it. One table lookup per byte, no data-dependent branch but the run's end:
-    // random ids change kind at every other byte, which a `match` mispredicts.
+    // memos rely on it.
     let table = &d.id_kind;
-    let first = *key.get(i)?;
-    let mut last = table[first as usize] & ID_KIND;
-    let (mut j, mut changes) = (i, 0usize);
-    // Four 16-bit counters (hex, upper, lower, `-`/`_`) and the upper-case letters Crockford
-    // base32 leaves out; flushed before a counter could overflow.
-    let (mut hex, mut upper, mut lower, mut dash, mut ilou) =
-        (0usize, 0usize, 0usize, 0usize, 0usize);
+    let mut last = table[key[i] as usize] & ID_KIND;
+    let mut r = IdRun {
+        end: i,
+        ..IdRun::default()
+    };
+    let mut j = i;
+    // Four 16-bit counters (hex, upper, lower, `-`/`_`), flushed before one could overflow.
     while j < key.len() {
         let stop = (j + 0xFFFF).min(key.len());
         let (mut acc, mut excluded) = (0u64, 0usize);
@@ -285,47 +345,95 @@ pub(crate) fn match_id_like(key: &[u8], i: usize, d: &Delimiters) -> Option<(usi
             }
             acc += 1u64 << (16 * (kind - 1));
             excluded += (e >> 3) as usize;
-            changes += (kind != last) as usize;
+            r.changes += (kind != last) as usize;
             last = kind;
             j += 1;
         }
-        hex += (acc & 0xFFFF) as usize;
-        upper += (acc >> 16 & 0xFFFF) as usize;
-        lower += (acc >> 32 & 0xFFFF) as usize;
-        dash += (acc >> 48) as usize;
-        ilou += excluded;
+        r.hex += (acc & 0xFFFF) as usize;
+        r.upper += (acc >> 16 & 0xFFFF) as usize;
+        r.lower += (acc >> 32 & 0xFFFF) as usize;
+        r.dash += (acc >> 48) as usize;
+        r.ilou += excluded;
         if j < stop {
             break;
         }
     }
-    let len = j - i;
-    if j < key.len() && !d.is(key[j]) {
-        return None;
+    r.end = j;
+    r
+}
+
+/// [`id_run_scalar`] sixteen bytes at a time: each character kind as a bit mask (SSE2, part
+/// of every x86-64 CPU), counts by popcount, kind changes where a byte's kind bits differ
+/// from the previous byte's.
+#[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)]
+fn id_run_sse2(key: &[u8], i: usize, d: &Delimiters) -> IdRun {
+    use std::arch::x86_64::*;
+    let dash_ok = d.is(b'-');
+    let underscore_ok = d.is(b'_');
+    // SAFETY: SSE2 is part of the x86-64 baseline; loads are unaligned and within `chunk`.
+    unsafe {
+        let range = |x: __m128i, lo: u8, hi: u8| {
+            _mm_and_si128(
+                _mm_cmpgt_epi8(x, _mm_set1_epi8((lo - 1) as i8)),
+                _mm_cmplt_epi8(x, _mm_set1_epi8((hi + 1) as i8)),
+            )
+        };
+        let eq = |x: __m128i, b: u8| _mm_cmpeq_epi8(x, _mm_set1_epi8(b as i8));
+        let bits = |m: __m128i| _mm_movemask_epi8(m) as u32;
+        let mut r = IdRun::default();
+        let mut j = i;
+        // The previous byte's kind bits (hex, upper, lower, dash); for the run's first byte,
+        // its own (no change before it).
+        let mut prev: Option<[u32; 4]> = None;
+        loop {
+            let mut buf = [0u8; 16];
+            let x = if j + 16 <= key.len() {
+                _mm_loadu_si128(key.as_ptr().add(j) as *const __m128i)
+            } else {
+                buf[..key.len() - j].copy_from_slice(&key[j..]);
+                _mm_loadu_si128(buf.as_ptr() as *const __m128i)
+            };
+            let hex = bits(_mm_or_si128(
+                range(x, b'0', b'9'),
+                _mm_or_si128(range(x, b'a', b'f'), range(x, b'A', b'F')),
+            ));
+            let upper = bits(range(x, b'G', b'Z'));
+            let lower = bits(range(x, b'g', b'z'));
+            let mut dash = 0;
+            if dash_ok {
+                dash |= bits(eq(x, b'-'));
+            }
+            if underscore_ok {
+                dash |= bits(eq(x, b'_'));
+            }
+            let ilou = bits(_mm_or_si128(
+                _mm_or_si128(eq(x, b'I'), eq(x, b'L')),
+                _mm_or_si128(eq(x, b'O'), eq(x, b'U')),
+            ));
+            let valid = hex | upper | lower | dash;
+            let stop = (!valid).trailing_zeros().min(16);
+            let run = ((1u32 << stop) - 1) & 0xFFFF;
+            let kinds = [hex, upper, lower, dash];
+            let before = prev.unwrap_or([hex & 1, upper & 1, lower & 1, dash & 1]);
+            let mut changed = 0u32;
+            for (k, b) in kinds.iter().zip(before) {
+                changed |= k ^ ((k << 1) | b);
+            }
+            r.changes += (changed & run).count_ones() as usize;
+            r.hex += (hex & run).count_ones() as usize;
+            r.upper += (upper & run).count_ones() as usize;
+            r.lower += (lower & run).count_ones() as usize;
+            r.dash += (dash & run).count_ones() as usize;
+            r.ilou += (ilou & run).count_ones() as usize;
+            j += stop as usize;
+            if stop < 16 || j >= key.len() {
+                r.end = j.min(key.len());
+                return r;
+            }
+            prev = Some(kinds.map(|k| k >> 15 & 1));
+        }
     }
-    // Only hex digits (and `-`, `_`): `<hex>`, uuids and ints, decided by the segment rules.
-    if upper + lower == 0 {
-        return None;
-    }
-    // Canonical ULIDs: Crockford base32 (no `I`, `L`, `O`, `U`), no lower-case letter past `f`;
-    // their 16 random characters hold hex digits, and the 26 mix in at least three letters past
-    // `F` (a random part can have few of them: redis-om's ids did, 11 of 1,600).
-    if len == 26
-        && lower == 0
-        && dash == 0
-        && ilou == 0
-        && upper >= 3
-        && key[j - 16..j].iter().any(u8::is_ascii_hexdigit)
-    {
-        return Some((len, Class::Ulid));
-    }
-    // Hex digits and other letters mixed, the kind changing often (a random base62 string
-    // changes about every other character; words, even CamelCase ones, far less).
-    let random = if hex > 0 {
-        changes * 4 >= len
-    } else {
-        upper > 1 && lower > 1 && changes * 3 >= len
-    };
-    (len >= 20 && random).then_some((len, Class::Token))
 }
 
 /// In [`Delimiters::id_kind`]: the character kind of an id-like run (0: the run ends).
@@ -517,27 +625,64 @@ pub fn tokenize_recorded(key: &[u8], d: &Delimiters, out: &mut Recorded) {
 /// remember them by it (re-checking each token, see the pattern tree's id memo).
 #[inline]
 pub fn shape_hash(key: &[u8]) -> u64 {
-    const L: u64 = 0x0101_0101_0101_0101;
-    const H: u64 = 0x8080_8080_8080_8080;
-    /// High bit of each byte set where `lo <= byte <= hi` (bytes below 0x80 only; no borrow
-    /// crosses bytes: each operand byte is at least 0x80).
-    #[inline(always)]
-    fn between(w: u64, lo: u64, hi: u64) -> u64 {
-        let x = (w & !H) | H;
-        (x - lo * L) & !(x - (hi + 1) * L) & !w & H
-    }
-    #[inline(always)]
-    fn shape(w: u64) -> u64 {
-        let full = |m: u64| (m >> 7) * 0xFF;
-        let (d, u, l) = (
-            full(between(w, 0x30, 0x39)),
-            full(between(w, 0x41, 0x5A)),
-            full(between(w, 0x61, 0x7A)),
-        );
-        let m = d | u | l;
-        (w & !m) | ((0x61 * L) & m)
-    }
-    crate::sketch::mix_words(key, shape)
+    crate::sketch::mix_words(key, shape_word)
+}
+
+const L: u64 = 0x0101_0101_0101_0101;
+const H: u64 = 0x8080_8080_8080_8080;
+
+/// High bit of each byte set where `lo <= byte <= hi` (bytes below 0x80 only; no borrow
+/// crosses bytes: each operand byte is at least 0x80).
+#[inline(always)]
+fn between(w: u64, lo: u64, hi: u64) -> u64 {
+    let x = (w & !H) | H;
+    (x - lo * L) & !(x - (hi + 1) * L) & !w & H
+}
+
+/// A byte mask (0xFF per byte) from high bits.
+#[inline(always)]
+fn full(m: u64) -> u64 {
+    (m >> 7) * 0xFF
+}
+
+/// Eight bytes with every ASCII letter and digit read as `a`.
+#[inline(always)]
+fn shape_word(w: u64) -> u64 {
+    let m = full(between(w, 0x30, 0x39) | between(w, 0x41, 0x5A) | between(w, 0x61, 0x7A));
+    (w & !m) | ((0x61 * L) & m)
+}
+
+/// Eight bytes with every ASCII letter read as `a` and every digit as `0`.
+#[inline(always)]
+fn class_shape_word(w: u64) -> u64 {
+    let d = full(between(w, 0x30, 0x39));
+    let l = full(between(w, 0x41, 0x5A) | between(w, 0x61, 0x7A));
+    (w & !(d | l)) | ((0x30 * L) & d) | ((0x61 * L) & l)
+}
+
+/// A 64-bit hash of the *class shape* of a key: every ASCII letter read as `a` and every digit
+/// as `0`. Keys of one family whose letters vary (e-mail addresses, words) and whose hex groups
+/// vary (IPv6 addresses) share it, and their letter and digit runs start and end at the same
+/// places, so the pattern tree can remember their tokens by it (re-tokenizing each key, see the
+/// pattern tree's token memo).
+#[inline]
+pub fn class_shape_hash(key: &[u8]) -> u64 {
+    crate::sketch::mix_words(key, class_shape_word)
+}
+
+/// [`shape_hash`] and [`class_shape_hash`] of `key` in one pass: the hashes a key needs when
+/// neither its skeleton nor its hex skeleton is remembered.
+#[inline]
+pub fn shape_hashes(key: &[u8]) -> [u64; 2] {
+    crate::sketch::mix_words_n(key, |w| {
+        // The byte classes once, shared by the two maps (each equal to its own word map).
+        let d = full(between(w, 0x30, 0x39));
+        let l = full(between(w | (0x20 * L), 0x61, 0x7A));
+        let alnum = d | l;
+        let shape = (w & !alnum) | ((0x61 * L) & alnum);
+        let class_shape = (w & !alnum) | ((0x30 * L) & d) | ((0x61 * L) & l);
+        [shape, class_shape]
+    })
 }
 
 /// A 64-bit hash of the *skeleton* of a key: the key with every ASCII digit replaced by `0`.
@@ -563,26 +708,26 @@ pub fn hex_skeleton_hash(key: &[u8]) -> u64 {
 
 #[inline(always)]
 fn skeleton_hash_of<const HEX: bool>(key: &[u8]) -> u64 {
-    const L: u64 = 0x0101_0101_0101_0101;
-    const H: u64 = 0x8080_8080_8080_8080;
-    #[inline(always)]
-    fn skeleton<const HEX: bool>(w: u64) -> u64 {
-        let t = w ^ (0x30 * L);
-        // High bit of each byte: set where (t & 0x7f) >= 10 (no borrows: every byte >= 0x80).
-        let ge10 = ((t | H) - 10 * L) & H;
-        // Digits: t < 10 and the byte below 0x80.
-        let digit = !ge10 & !t & H;
-        let mut m = (digit >> 7) * 0xFF;
-        if HEX {
-            // Hex letters: (byte | 0x20) ^ 0x60 in 1..=6, the byte below 0x80.
-            let u = (w | (0x20 * L)) ^ (0x60 * L);
-            let ge1 = ((u | H) - L) & H;
-            let ge7 = ((u | H) - 7 * L) & H;
-            m |= ((ge1 & !ge7 & !u & H) >> 7) * 0xFF;
-        }
-        (w & !m) | ((0x30 * L) & m)
+    crate::sketch::mix_words(key, skeleton_word::<HEX>)
+}
+
+/// Eight bytes with every digit (and, with `HEX`, every hex letter) read as `0`.
+#[inline(always)]
+fn skeleton_word<const HEX: bool>(w: u64) -> u64 {
+    let t = w ^ (0x30 * L);
+    // High bit of each byte: set where (t & 0x7f) >= 10 (no borrows: every byte >= 0x80).
+    let ge10 = ((t | H) - 10 * L) & H;
+    // Digits: t < 10 and the byte below 0x80.
+    let digit = !ge10 & !t & H;
+    let mut m = (digit >> 7) * 0xFF;
+    if HEX {
+        // Hex letters: (byte | 0x20) ^ 0x60 in 1..=6, the byte below 0x80.
+        let u = (w | (0x20 * L)) ^ (0x60 * L);
+        let ge1 = ((u | H) - L) & H;
+        let ge7 = ((u | H) - 7 * L) & H;
+        m |= ((ge1 & !ge7 & !u & H) >> 7) * 0xFF;
     }
-    crate::sketch::mix_words(key, skeleton::<HEX>)
+    (w & !m) | ((0x30 * L) & m)
 }
 
 /// Splits `key` into tokens, appending them to `out` (cleared first).
@@ -784,6 +929,31 @@ mod tests {
 
     proptest! {
         #[test]
+        fn one_pass_hashes_equal_the_separate_ones(
+            key in proptest::collection::vec(any::<u8>(), 0..80),
+        ) {
+            prop_assert_eq!(shape_hashes(&key), [shape_hash(&key), class_shape_hash(&key)]);
+        }
+
+        #[test]
+        fn long_id_runs_agree_with_the_plain_version(
+            key in proptest::collection::vec(
+                proptest::sample::select(b"0123456789abcdefABCDEFGHIJKLMNOPQRSTUVWXYZghijklmnopqrstuvwxyz-_".to_vec()),
+                0..90,
+            ),
+            end in proptest::sample::select(b":.@ ".to_vec()),
+            at in 0usize..4,
+            delims in proptest::sample::select(vec![":/|.-_", ":", ":-", "_"]),
+        ) {
+            let d = Delimiters::new(delims);
+            let mut key = key;
+            key.push(end);
+            prop_assert_eq!(match_id_like(&key, at, &d), plain_id_like(&key, at, &d));
+            key.pop();
+            prop_assert_eq!(match_id_like(&key, at, &d), plain_id_like(&key, at, &d));
+        }
+
+        #[test]
         fn id_like_agrees_with_the_plain_version(
             key in proptest::collection::vec(
                 prop_oneof![
@@ -793,13 +963,17 @@ mod tests {
                     1 => proptest::sample::select(b"-_:.@ {}".to_vec()),
                     1 => any::<u8>(),
                 ],
-                0..48,
+                0..72,
             ),
             at in 0usize..8,
             delims in proptest::sample::select(vec![":/|.-_", ":", ":-", "_"]),
         ) {
             let d = Delimiters::new(delims);
             prop_assert_eq!(match_id_like(&key, at, &d), plain_id_like(&key, at, &d));
+            #[cfg(target_arch = "x86_64")]
+            if at < key.len() {
+                prop_assert_eq!(id_run_sse2(&key, at, &d), id_run_scalar(&key, at, &d));
+            }
         }
     }
 
