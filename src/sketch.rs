@@ -147,6 +147,45 @@ pub fn mix_words_n<const N: usize>(data: &[u8], word: impl Fn(u64) -> [u64; N]) 
     acc
 }
 
+/// [`mix_words_n`] with the words of each 16-byte block mapped together by `block` (which must
+/// equal `word` applied to the block's two little-endian words): a vector unit maps sixteen
+/// bytes in a few instructions. Keys of 16 bytes or fewer use `word`.
+#[inline(always)]
+pub fn mix_blocks_n<const N: usize>(
+    data: &[u8],
+    word: impl Fn(u64) -> [u64; N],
+    block: impl Fn(&[u8]) -> [[u64; 2]; N],
+) -> [u64; N] {
+    const S0: u64 = 0x2d35_8dcc_aa6c_78a5;
+    const S1: u64 = 0x8bb8_4b93_962e_acc9;
+    const S2: u64 = 0x4b33_a62e_d433_d4a3;
+    const S3: u64 = 0x4d5a_2da5_1de1_aa47;
+    let n = data.len();
+    if n <= 16 {
+        return mix_words_n(data, word);
+    }
+    let mut acc = [0u64; N];
+    let mut i = 0usize;
+    let mut lane = 0u64;
+    while i + 16 < n {
+        let w = block(&data[i..i + 16]);
+        for k in 0..N {
+            acc[k] ^= mum(
+                w[k][0] ^ S0.wrapping_add(lane),
+                w[k][1] ^ S1.wrapping_add(lane),
+            );
+        }
+        i += 16;
+        lane = lane.wrapping_add(S2);
+    }
+    let w = block(&data[n - 16..]);
+    for k in 0..N {
+        acc[k] ^= mum(w[k][0] ^ S2, w[k][1] ^ S3);
+        acc[k] = mum(acc[k] ^ S3, (n as u64) ^ S0);
+    }
+    acc
+}
+
 /// HyperLogLog with `2^p` one-byte registers (standard error ≈ 1.04/√(2^p)).
 #[derive(Debug, Clone)]
 pub struct Hll {

@@ -21,6 +21,7 @@
 //! never repeat, are remembered by their hex skeleton ([`hex_skeleton_hash`]) instead.
 
 pub mod segment;
+mod simd;
 
 use crate::sketch::{HashIndex, Hll};
 pub use segment::{

@@ -265,7 +265,11 @@ pub(crate) fn match_id_like(key: &[u8], i: usize, d: &Delimiters) -> Option<(usi
         return None;
     }
     #[cfg(target_arch = "x86_64")]
-    let run = id_run_sse2(key, i, d);
+    let run = if std::arch::is_x86_feature_detected!("popcnt") {
+        id_run_popcnt(key, i, d)
+    } else {
+        id_run_sse2(key, i, d)
+    };
     #[cfg(not(target_arch = "x86_64"))]
     let run = id_run_scalar(key, i, d);
     decide_id_like(key, i, run, d)
@@ -367,6 +371,19 @@ fn id_run_scalar(key: &[u8], i: usize, d: &Delimiters) -> IdRun {
 /// from the previous byte's.
 #[cfg(target_arch = "x86_64")]
 #[allow(unsafe_code)]
+fn id_run_popcnt(key: &[u8], i: usize, d: &Delimiters) -> IdRun {
+    /// The same body compiled with the POPCNT instruction (the counts are popcounts).
+    #[target_feature(enable = "popcnt")]
+    fn with_popcnt(key: &[u8], i: usize, d: &Delimiters) -> IdRun {
+        id_run_sse2(key, i, d)
+    }
+    // SAFETY: called only where the CPU has POPCNT.
+    unsafe { with_popcnt(key, i, d) }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)]
+#[inline(always)]
 fn id_run_sse2(key: &[u8], i: usize, d: &Delimiters) -> IdRun {
     use std::arch::x86_64::*;
     let dash_ok = d.is(b'-');
@@ -628,6 +645,8 @@ pub fn shape_hash(key: &[u8]) -> u64 {
     crate::sketch::mix_words(key, shape_word)
 }
 
+// The word maps below are also what `simd` falls back to off x86-64.
+
 const L: u64 = 0x0101_0101_0101_0101;
 const H: u64 = 0x8080_8080_8080_8080;
 
@@ -647,14 +666,14 @@ fn full(m: u64) -> u64 {
 
 /// Eight bytes with every ASCII letter and digit read as `a`.
 #[inline(always)]
-fn shape_word(w: u64) -> u64 {
+pub(super) fn shape_word(w: u64) -> u64 {
     let m = full(between(w, 0x30, 0x39) | between(w, 0x41, 0x5A) | between(w, 0x61, 0x7A));
     (w & !m) | ((0x61 * L) & m)
 }
 
 /// Eight bytes with every ASCII letter read as `a` and every digit as `0`.
 #[inline(always)]
-fn class_shape_word(w: u64) -> u64 {
+pub(super) fn class_shape_word(w: u64) -> u64 {
     let d = full(between(w, 0x30, 0x39));
     let l = full(between(w, 0x41, 0x5A) | between(w, 0x61, 0x7A));
     (w & !(d | l)) | ((0x30 * L) & d) | ((0x61 * L) & l)
@@ -674,15 +693,19 @@ pub fn class_shape_hash(key: &[u8]) -> u64 {
 /// neither its skeleton nor its hex skeleton is remembered.
 #[inline]
 pub fn shape_hashes(key: &[u8]) -> [u64; 2] {
-    crate::sketch::mix_words_n(key, |w| {
-        // The byte classes once, shared by the two maps (each equal to its own word map).
-        let d = full(between(w, 0x30, 0x39));
-        let l = full(between(w | (0x20 * L), 0x61, 0x7A));
-        let alnum = d | l;
-        let shape = (w & !alnum) | ((0x61 * L) & alnum);
-        let class_shape = (w & !alnum) | ((0x30 * L) & d) | ((0x61 * L) & l);
-        [shape, class_shape]
-    })
+    crate::sketch::mix_blocks_n(
+        key,
+        |w| {
+            // The byte classes once, shared by the two maps (each equal to its own word map).
+            let d = full(between(w, 0x30, 0x39));
+            let l = full(between(w | (0x20 * L), 0x61, 0x7A));
+            let alnum = d | l;
+            let shape = (w & !alnum) | ((0x61 * L) & alnum);
+            let class_shape = (w & !alnum) | ((0x30 * L) & d) | ((0x61 * L) & l);
+            [shape, class_shape]
+        },
+        super::simd::shape_blocks,
+    )
 }
 
 /// A 64-bit hash of the *skeleton* of a key: the key with every ASCII digit replaced by `0`.
@@ -708,12 +731,16 @@ pub fn hex_skeleton_hash(key: &[u8]) -> u64 {
 
 #[inline(always)]
 fn skeleton_hash_of<const HEX: bool>(key: &[u8]) -> u64 {
-    crate::sketch::mix_words(key, skeleton_word::<HEX>)
+    crate::sketch::mix_blocks_n(
+        key,
+        |w| [skeleton_word::<HEX>(w)],
+        |b| [super::simd::skeleton_block::<HEX>(b)],
+    )[0]
 }
 
 /// Eight bytes with every digit (and, with `HEX`, every hex letter) read as `0`.
 #[inline(always)]
-fn skeleton_word<const HEX: bool>(w: u64) -> u64 {
+pub(super) fn skeleton_word<const HEX: bool>(w: u64) -> u64 {
     let t = w ^ (0x30 * L);
     // High bit of each byte: set where (t & 0x7f) >= 10 (no borrows: every byte >= 0x80).
     let ge10 = ((t | H) - 10 * L) & H;
@@ -802,15 +829,6 @@ pub fn tokenize_into<S: TokenSink>(key: &[u8], d: &Delimiters, out: &mut S) {
                 }
             }
         }
-        if c & (C_DIGIT | C_HEXALPHA | C_ALPHA) != 0
-            && n - i >= 20
-            && let Some((len, class)) = match_id_like(key, i, d)
-        {
-            out.class(class);
-            out.id_span(i);
-            i += len;
-            continue;
-        }
         let mut j = i;
         let mut mask = 0u8;
         while j < n {
@@ -820,6 +838,15 @@ pub fn tokenize_into<S: TokenSink>(key: &[u8], d: &Delimiters, out: &mut S) {
             }
             mask |= c;
             j += 1;
+        }
+        if c & (C_DIGIT | C_HEXALPHA | C_ALPHA) != 0
+            && may_be_id(key, i, j, mask)
+            && let Some((len, class)) = match_id_like(key, i, d)
+        {
+            out.class(class);
+            out.id_span(i);
+            i += len;
+            continue;
         }
         let len = j - i;
         if mask == C_DIGIT {
@@ -838,6 +865,18 @@ pub fn tokenize_into<S: TokenSink>(key: &[u8], d: &Delimiters, out: &mut S) {
         }
         i = j;
     }
+}
+
+/// Whether an id-like run can start at the segment `key[i..j]` whose class bits are `mask`
+/// (when not, [`match_id_like`] would say no). The run starts with the segment's bytes, so a
+/// byte that is neither a letter, a digit nor a delimiter in the segment ends it where no
+/// delimiter follows (no id), and a delimiter other than `-` and `_` ends it with the segment
+/// (an id only when the segment is 20 bytes or more).
+#[inline(always)]
+fn may_be_id(key: &[u8], i: usize, j: usize, mask: u8) -> bool {
+    mask & C_OTHER == 0
+        && key.len() - i >= 20
+        && (j - i >= 20 || matches!(key.get(j), Some(b'-' | b'_')))
 }
 
 /// Splits the segment `key[from..to]` into letter runs (literal), digit runs (`<int>`), single
@@ -932,7 +971,41 @@ mod tests {
         fn one_pass_hashes_equal_the_separate_ones(
             key in proptest::collection::vec(any::<u8>(), 0..80),
         ) {
+            for (blocks, words) in [
+                (skeleton_hash(&key), crate::sketch::mix_words(&key, skeleton_word::<false>)),
+                (hex_skeleton_hash(&key), crate::sketch::mix_words(&key, skeleton_word::<true>)),
+            ] {
+                prop_assert_eq!(blocks, words);
+            }
             prop_assert_eq!(shape_hashes(&key), [shape_hash(&key), class_shape_hash(&key)]);
+        }
+
+        #[test]
+        fn the_id_precheck_never_turns_an_id_away(
+            key in proptest::collection::vec(
+                prop_oneof![
+                    8 => proptest::sample::select(b"0123456789abcdefABCDEFGHIJKLMNOPQRSTUVWXYZghijklmnopqrstuvwxyz".to_vec()),
+                    1 => proptest::sample::select(b"-_:.@ {}".to_vec()),
+                    1 => any::<u8>(),
+                ],
+                0..60,
+            ),
+            delims in proptest::sample::select(vec![":/|.-_", ":", ":-", "_", ":@"]),
+        ) {
+            let d = Delimiters::new(delims);
+            for i in 0..key.len() {
+                if d.is(key[i]) {
+                    continue;
+                }
+                let (mut j, mut mask) = (i, 0u8);
+                while j < key.len() && d.class(key[j]) != C_DELIM {
+                    mask |= d.class(key[j]);
+                    j += 1;
+                }
+                if !may_be_id(&key, i, j, mask) {
+                    prop_assert_eq!(match_id_like(&key, i, &d), None, "at {}", i);
+                }
+            }
         }
 
         #[test]
@@ -973,6 +1046,9 @@ mod tests {
             #[cfg(target_arch = "x86_64")]
             if at < key.len() {
                 prop_assert_eq!(id_run_sse2(&key, at, &d), id_run_scalar(&key, at, &d));
+                if std::arch::is_x86_feature_detected!("popcnt") {
+                    prop_assert_eq!(id_run_popcnt(&key, at, &d), id_run_scalar(&key, at, &d));
+                }
             }
         }
     }

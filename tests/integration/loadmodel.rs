@@ -6,7 +6,7 @@
 //! cores in between, they do not, so a failed round is run again (calibration included), up to
 //! three rounds, and the test fails only when none holds.
 
-use crate::analyze::Cluster;
+use crate::cluster::Cluster;
 use crate::support::keyplan;
 
 fn batches() -> String {

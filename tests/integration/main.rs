@@ -5,6 +5,7 @@ mod analyze;
 mod architecture;
 mod bench;
 mod cli;
+mod cluster;
 mod commands;
 mod fuzz;
 mod hostile;
@@ -12,7 +13,6 @@ mod house;
 #[path = "../common/keygen.rs"]
 mod keygen;
 mod lint;
-mod loadmodel;
 mod messages;
 mod plan;
 mod properties;
