@@ -5,7 +5,7 @@
 
 pub mod calibrate;
 
-use crate::live::{LiveCluster, LiveError, first_line};
+use crate::live::{LiveCluster, LiveError, NodeConn, first_line};
 use crate::simulate::exec::{ExecError, ExecPlan, exec_plan, onto_one_tag};
 use crate::simulate::{Batch, NetworkModel, SimResult, Strategy, costed};
 use crate::topology::{SlotMap, Topology};
@@ -145,7 +145,7 @@ fn host_port(addr: &str) -> Option<(String, u16)> {
     Some((h.to_string(), p.parse().ok()?))
 }
 
-fn connect(live: &LiveCluster, addr: &str) -> Result<redis::Connection, LiveError> {
+fn connect(live: &LiveCluster, addr: &str) -> Result<NodeConn, LiveError> {
     let (h, p) = host_port(addr).ok_or_else(|| LiveError::Node {
         addr: addr.to_string(),
         what: "connect".into(),
@@ -166,7 +166,7 @@ fn node_err(addr: &str, what: &str, e: redis::RedisError) -> LiveError {
 
 /// Keys under `prefix:` on one node (up to `limit`).
 fn keys_under(
-    con: &mut redis::Connection,
+    con: &mut NodeConn,
     addr: &str,
     prefix: &str,
     limit: usize,
@@ -396,10 +396,7 @@ pub fn clean_journal(
 }
 
 /// `cmdstat_<name>:calls=N` per command, from INFO commandstats.
-fn command_calls(
-    con: &mut redis::Connection,
-    addr: &str,
-) -> Result<BTreeMap<String, u64>, LiveError> {
+fn command_calls(con: &mut NodeConn, addr: &str) -> Result<BTreeMap<String, u64>, LiveError> {
     let text: String = redis::cmd("INFO")
         .arg("commandstats")
         .query(con)
@@ -457,7 +454,7 @@ fn prefixed(b: &Batch, prefix: &str) -> Batch {
 
 struct Worker {
     /// Connections per node; as many as the plan's widest use of that node in one wave.
-    cons: BTreeMap<usize, Vec<redis::Connection>>,
+    cons: BTreeMap<usize, Vec<NodeConn>>,
 }
 
 struct Run {
@@ -649,7 +646,7 @@ fn run_all(
     observe: &mut dyn FnMut(BenchStep<'_>),
 ) -> Result<Vec<BenchResult>, BenchError> {
     let mut out = Vec::new();
-    let mut stats: Vec<redis::Connection> = addrs
+    let mut stats: Vec<NodeConn> = addrs
         .iter()
         .map(|a| connect(live, a))
         .collect::<Result<_, _>>()?;
@@ -686,7 +683,7 @@ fn run_all(
         for _ in 0..opts.concurrency.max(1) {
             let mut cons = BTreeMap::new();
             for (&n, &c) in &need {
-                let v: Vec<redis::Connection> = (0..c)
+                let v: Vec<NodeConn> = (0..c)
                     .map(|_| connect(live, &addrs[n]))
                     .collect::<Result<_, _>>()?;
                 cons.insert(n, v);

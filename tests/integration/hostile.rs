@@ -34,9 +34,14 @@ fn hostile_servers_get_clear_errors() {
             "does not speak the Redis protocol",
         ),
         (&b"-ERR unknown command\r\n"[..], "127.0.0.1"),
-        // A bulk reply that announces 2 GB and never sends it: a timeout, not a 2 GB buffer.
-        (&b"$2147483647\r\nabc"[..], "no answer within the timeout"),
-        (&b"*2147483647\r\n"[..], "no answer within the timeout"),
+        // Replies that announce more than Redis's own limits are refused at their header.
+        (
+            &b"$2147483647\r\nabc"[..],
+            "a string of 2147483647 bytes, past Redis's own limit",
+        ),
+        (&b"*2147483647\r\n"[..], "more than 4194304 elements"),
+        // A bulk reply that announces a legal size and never sends it: a timeout.
+        (&b"$1000\r\nabc"[..], "no answer within the timeout"),
         (&b"+OK\r\n"[..], "127.0.0.1"),
     ] {
         let port = fake(reply);
@@ -56,6 +61,70 @@ fn hostile_servers_get_clear_errors() {
             started.elapsed() < Duration::from_secs(60),
             "{reply:?}: took {:?}",
             started.elapsed()
+        );
+    }
+}
+
+/// A server that answers every request with `head` and then `fill` over and over (about
+/// `mib` MiB of it), as fast as the socket takes it.
+fn streaming(head: &'static [u8], fill: Vec<u8>, mib: usize) -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let chunk = fill.repeat(((1 << 20) / fill.len()).max(1));
+        for c in l.incoming() {
+            let Ok(mut c) = c else { continue };
+            let chunk = chunk.clone();
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                while let Ok(n) = c.read(&mut buf) {
+                    if n == 0 || c.write_all(head).is_err() {
+                        break;
+                    }
+                    for _ in 0..mib {
+                        if c.write_all(&chunk).is_err() {
+                            return;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    port
+}
+
+#[test]
+fn replies_past_redis_limits_are_stopped_while_they_stream() {
+    let big_bulk = [&b"$65536\r\n"[..], &[b'x'; 65536], b"\r\n"].concat();
+    for (head, fill, want) in [
+        // A simple string that never ends.
+        (&b"+"[..], b"x".to_vec(), "a line of more than 1 MiB"),
+        // An array of a legal length whose 64 KiB elements add up past 512 MiB.
+        (
+            &b"*4000000\r\n"[..],
+            big_bulk,
+            "a reply of more than 512 MiB",
+        ),
+        // Nested arrays that announce more elements than any reply keyplan asks for.
+        (
+            &b"*4000000\r\n*4000000\r\n"[..],
+            b":1\r\n".to_vec(),
+            "more than 4194304 elements",
+        ),
+    ] {
+        let port = streaming(head, fill, 2048);
+        let out = keyplan()
+            .env("KEYPLAN_TIMEOUT", "5")
+            .args(["analyze", "--cluster", &format!("redis://127.0.0.1:{port}")])
+            .timeout(Duration::from_secs(120))
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(2), "{head:?}: {text}");
+        assert!(text.contains(want), "{head:?}: {text}");
+        assert!(
+            text.contains("keyplan stopped reading it"),
+            "{head:?}: {text}"
         );
     }
 }

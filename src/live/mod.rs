@@ -2,8 +2,11 @@
 //! `CLUSTER SLOTS`), and keys sampled from every master with `SCAN` (plus `MEMORY USAGE` for
 //! bytes). Passwords never appear in any message.
 
+mod conn;
+
 use crate::topology::reply::{Reply, from_reply};
 use crate::topology::{Node, SlotMap};
+pub use conn::{MAX_REPLY_BYTES, NodeConn};
 use redis::{ConnectionAddr, ConnectionInfo, IntoConnectionInfo, Value};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -307,37 +310,41 @@ impl LiveCluster {
             })
     }
 
-    pub(crate) fn connect(&self, host: &str, port: u16) -> Result<redis::Connection, LiveError> {
+    pub(crate) fn connect(&self, host: &str, port: u16) -> Result<NodeConn, LiveError> {
         let addr = format!("{host}:{port}");
-        let client =
-            redis::Client::open(self.info(host, port)?).map_err(|e| LiveError::Connect {
-                addr: addr.clone(),
-                reason: e.to_string(),
-            })?;
-        let mut con = client
-            .get_connection_with_timeout(self.timeout)
-            .map_err(|e| {
-                let reason = e.to_string();
-                if is_not_resp(&reason) {
-                    LiveError::NotResp { addr: addr.clone() }
-                } else if reason.contains("NOAUTH") {
-                    LiveError::NoPassword { addr: addr.clone() }
-                } else if reason.contains("WRONGPASS")
-                    || reason.contains("NOAUTH")
-                    || reason.contains("invalid password")
-                    || reason.contains("Authentication")
-                {
-                    LiveError::Auth {
-                        addr: addr.clone(),
-                        reason: first_line(&reason),
-                    }
-                } else {
-                    LiveError::Connect {
-                        addr: addr.clone(),
-                        reason: first_line(&reason),
-                    }
+        let opened = if self.url.tls {
+            self.connect_tls(host, port, &addr)
+        } else {
+            NodeConn::plain(
+                host,
+                port,
+                self.timeout,
+                self.url.username.as_deref(),
+                self.url.password.as_deref(),
+            )
+        };
+        let mut con = opened.map_err(|e| {
+            let reason = e.to_string();
+            if is_not_resp(&reason) {
+                LiveError::NotResp { addr: addr.clone() }
+            } else if reason.contains("NOAUTH") {
+                LiveError::NoPassword { addr: addr.clone() }
+            } else if reason.contains("WRONGPASS")
+                || reason.contains("NOAUTH")
+                || reason.contains("invalid password")
+                || reason.contains("Authentication")
+            {
+                LiveError::Auth {
+                    addr: addr.clone(),
+                    reason: first_line(&reason),
                 }
-            })?;
+            } else {
+                LiveError::Connect {
+                    addr: addr.clone(),
+                    reason: first_line(&reason),
+                }
+            }
+        })?;
         let _ = con.set_read_timeout(Some(self.timeout));
         let _ = con.set_write_timeout(Some(self.timeout));
         // A server that wants a password accepts the connection and refuses every command:
@@ -356,6 +363,20 @@ impl LiveCluster {
             });
         }
         Ok(con)
+    }
+
+    /// A TLS connection (`rediss://`), redis-rs's own.
+    fn connect_tls(&self, host: &str, port: u16, addr: &str) -> redis::RedisResult<NodeConn> {
+        let info = self.info(host, port).map_err(|e| {
+            redis::RedisError::from(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("{addr}: {e}"),
+            ))
+        })?;
+        let client = redis::Client::open(info)?;
+        Ok(NodeConn::redis(
+            client.get_connection_with_timeout(self.timeout)?,
+        ))
     }
 
     /// The cluster's slot map, from the seed node.
@@ -378,7 +399,7 @@ impl LiveCluster {
             }
         };
         let mut map = from_reply(&reply, self.allow_partial)
-            .map_err(|e| LiveError::Topology(e.to_string()))?;
+            .map_err(|e| LiveError::Topology(format!("as {addr} sent it: {e}")))?;
         let migrations = self.migration_markers(map.nodes());
         map.migrations = migrations;
         Ok(map)
@@ -441,8 +462,12 @@ impl LiveCluster {
     /// master address → replica address.
     pub fn replica_map(&self) -> Result<std::collections::BTreeMap<String, String>, LiveError> {
         let text = self.cluster_nodes()?;
-        let parsed =
-            crate::topology::nodes::parse(&text).map_err(|e| LiveError::Topology(e.to_string()))?;
+        let parsed = crate::topology::nodes::parse(&text).map_err(|e| {
+            LiveError::Topology(format!(
+                "CLUSTER NODES as {}:{} sent it: {e}",
+                self.url.host, self.url.port
+            ))
+        })?;
         let mut out = std::collections::BTreeMap::new();
         for l in &parsed.lines {
             let healthy = !l
@@ -1017,7 +1042,7 @@ fn cluster_command_error<'a>(
 
 /// Each of `slots`' key count from `CLUSTER SLOT-STATS SLOTSRANGE` over their contiguous
 /// ranges, or `None` when the server does not have the command (or answers otherwise).
-fn slot_stats_key_counts(con: &mut redis::Connection, slots: &[u16]) -> Option<Vec<u64>> {
+fn slot_stats_key_counts(con: &mut NodeConn, slots: &[u16]) -> Option<Vec<u64>> {
     let stats = slot_stats(con, slots)?;
     stats.iter().map(|f| f.get("key-count").copied()).collect()
 }
@@ -1027,7 +1052,7 @@ fn slot_stats_key_counts(con: &mut redis::Connection, slots: &[u16]) -> Option<V
 /// the server counts them), in the order of `slots`; `None` when the server does not have the
 /// command or a slot is missing from its answer.
 fn slot_stats(
-    con: &mut redis::Connection,
+    con: &mut NodeConn,
     slots: &[u16],
 ) -> Option<Vec<std::collections::BTreeMap<String, u64>>> {
     let mut by_slot: std::collections::BTreeMap<u16, std::collections::BTreeMap<String, u64>> =
