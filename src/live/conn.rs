@@ -1,10 +1,10 @@
 //! One connection to one node, with the reply size capped.
 //!
-//! Plain TCP connections are keyplan's own: the socket, redis-rs's RESP parser, and a reader
-//! that follows the replies as they arrive and stops one that announces or sends more than
-//! [`MAX_REPLY_BYTES`] or [`MAX_REPLY_ELEMENTS`] (a hostile or broken server that streams a
-//! gigantic bulk string or array would otherwise be buffered whole). TLS connections stay
-//! redis-rs's own connections (no cap: redis-rs does not offer one).
+//! Connections are keyplan's own: a TCP socket (under TLS for `rediss://`, with the `tls`
+//! build feature), redis-rs's RESP parser, and a reader that follows the replies as they
+//! arrive and stops one that announces or sends more than [`MAX_REPLY_BYTES`] or
+//! [`MAX_REPLY_ELEMENTS`] (a hostile or broken server that streams a gigantic bulk string or
+//! array would otherwise be buffered whole).
 
 use redis::{ConnectionLike, RedisError, RedisResult, Value};
 use std::io::{Read, Write};
@@ -29,24 +29,21 @@ const MAX_DEPTH: usize = 64;
 /// an endless line would take quadratic time long before the byte limit.
 pub const MAX_LINE_BYTES: u64 = 1024 * 1024;
 
-/// A connection to one node.
+/// A connection to one node, whose replies are read through [`Capped`].
 pub struct NodeConn {
-    inner: Inner,
-}
-
-enum Inner {
-    Plain(Plain),
-    Redis(Box<redis::Connection>),
-}
-
-/// A plain TCP connection whose replies are read through [`Capped`].
-struct Plain {
-    stream: TcpStream,
+    /// What is read and written: the socket, or TLS over it.
+    stream: Box<dyn Stream>,
+    /// The socket (for its timeouts).
+    tcp: TcpStream,
     parser: redis::Parser,
     tracker: Tracker,
     open: bool,
     limit: u64,
 }
+
+/// A byte stream to a node.
+trait Stream: Read + Write + Send {}
+impl<T: Read + Write + Send> Stream for T {}
 
 /// Follows the RESP stream byte by byte as it is read (headers, lengths, nesting), so a reply
 /// is stopped as soon as its announced or received size passes the limits, before the parser
@@ -191,7 +188,7 @@ fn too_big(what: String) -> std::io::Error {
 
 /// Reads from a stream through the [`Tracker`].
 struct Capped<'a> {
-    stream: &'a mut TcpStream,
+    stream: &'a mut dyn Stream,
     tracker: &'a mut Tracker,
     limit: u64,
 }
@@ -205,39 +202,28 @@ impl Read for Capped<'_> {
 }
 
 impl NodeConn {
-    /// A plain TCP connection to `host:port` within `timeout`, authenticated when a password
-    /// is given (`AUTH [username] password`).
-    pub fn plain(
+    /// A connection to `host:port` within `timeout` (TLS when `tls`), authenticated when a
+    /// password is given (`AUTH [username] password`).
+    pub fn open(
         host: &str,
         port: u16,
+        tls: bool,
         timeout: Duration,
         username: Option<&str>,
         password: Option<&str>,
-    ) -> RedisResult<NodeConn> {
-        Self::plain_with_limit(host, port, timeout, username, password, MAX_REPLY_BYTES)
-    }
-
-    /// [`NodeConn::plain`] with another reply cap (tests).
-    pub fn plain_with_limit(
-        host: &str,
-        port: u16,
-        timeout: Duration,
-        username: Option<&str>,
-        password: Option<&str>,
-        limit: u64,
     ) -> RedisResult<NodeConn> {
         let mut last = None;
-        let mut stream = None;
+        let mut tcp = None;
         for addr in (host, port).to_socket_addrs()? {
             match TcpStream::connect_timeout(&addr, timeout) {
                 Ok(s) => {
-                    stream = Some(s);
+                    tcp = Some(s);
                     break;
                 }
                 Err(e) => last = Some(e),
             }
         }
-        let stream = match (stream, last) {
+        let tcp = match (tcp, last) {
             (Some(s), _) => s,
             (None, Some(e)) => return Err(e.into()),
             (None, None) => {
@@ -248,16 +234,20 @@ impl NodeConn {
                 .into());
             }
         };
-        stream.set_read_timeout(Some(timeout))?;
-        stream.set_write_timeout(Some(timeout))?;
+        tcp.set_read_timeout(Some(timeout))?;
+        tcp.set_write_timeout(Some(timeout))?;
+        let stream: Box<dyn Stream> = if tls {
+            tls_stream(host, tcp.try_clone()?)?
+        } else {
+            Box::new(tcp.try_clone()?)
+        };
         let mut con = NodeConn {
-            inner: Inner::Plain(Plain {
-                stream,
-                parser: redis::Parser::new(),
-                tracker: Tracker::default(),
-                open: true,
-                limit,
-            }),
+            stream,
+            tcp,
+            parser: redis::Parser::new(),
+            tracker: Tracker::default(),
+            open: true,
+            limit: MAX_REPLY_BYTES,
         };
         if let Some(password) = password {
             let mut auth = redis::cmd("AUTH");
@@ -269,59 +259,23 @@ impl NodeConn {
         Ok(con)
     }
 
-    /// A redis-rs connection (TLS).
-    pub fn redis(con: redis::Connection) -> NodeConn {
-        NodeConn {
-            inner: Inner::Redis(Box::new(con)),
-        }
-    }
-
     /// Sends a packed command (or pipeline) without reading its replies.
     pub fn send_packed_command(&mut self, cmd: &[u8]) -> RedisResult<()> {
-        match &mut self.inner {
-            Inner::Plain(p) => p.send(cmd),
-            Inner::Redis(c) => c.send_packed_command(cmd),
-        }
-    }
-
-    /// Reads one reply.
-    pub fn recv_response(&mut self) -> RedisResult<Value> {
-        match &mut self.inner {
-            Inner::Plain(p) => p.read(),
-            Inner::Redis(c) => c.recv_response(),
-        }
-    }
-
-    /// Sets the read timeout.
-    pub fn set_read_timeout(&self, dur: Option<Duration>) -> RedisResult<()> {
-        match &self.inner {
-            Inner::Plain(p) => Ok(p.stream.set_read_timeout(dur)?),
-            Inner::Redis(c) => c.set_read_timeout(dur),
-        }
-    }
-
-    /// Sets the write timeout.
-    pub fn set_write_timeout(&self, dur: Option<Duration>) -> RedisResult<()> {
-        match &self.inner {
-            Inner::Plain(p) => Ok(p.stream.set_write_timeout(dur)?),
-            Inner::Redis(c) => c.set_write_timeout(dur),
-        }
-    }
-}
-
-impl Plain {
-    fn send(&mut self, cmd: &[u8]) -> RedisResult<()> {
-        self.stream.write_all(cmd).map_err(|e| {
+        let sent = self
+            .stream
+            .write_all(cmd)
+            .and_then(|()| self.stream.flush());
+        sent.map_err(|e| {
             self.open = false;
             RedisError::from(e)
         })
     }
 
-    /// One reply (RESP3 push messages, which keyplan never asks for, are skipped).
-    fn read(&mut self) -> RedisResult<Value> {
+    /// Reads one reply (RESP3 push messages, which keyplan never asks for, are skipped).
+    pub fn recv_response(&mut self) -> RedisResult<Value> {
         loop {
             let mut capped = Capped {
-                stream: &mut self.stream,
+                stream: &mut *self.stream,
                 tracker: &mut self.tracker,
                 limit: self.limit,
             };
@@ -336,17 +290,70 @@ impl Plain {
             }
         }
     }
+
+    /// Sets the read timeout.
+    pub fn set_read_timeout(&self, dur: Option<Duration>) -> RedisResult<()> {
+        Ok(self.tcp.set_read_timeout(dur)?)
+    }
+
+    /// Sets the write timeout.
+    pub fn set_write_timeout(&self, dur: Option<Duration>) -> RedisResult<()> {
+        Ok(self.tcp.set_write_timeout(dur)?)
+    }
+}
+
+/// TLS over `tcp` to `host`, the handshake done (so a certificate that is not trusted is an
+/// error here, not at the first command). Trusted: the system's store (which `SSL_CERT_FILE`
+/// and `SSL_CERT_DIR` replace) and the Mozilla roots.
+#[cfg(feature = "tls")]
+fn tls_stream(host: &str, tcp: TcpStream) -> RedisResult<Box<dyn Stream>> {
+    use std::sync::Arc;
+    let failed = |what: &str, e: &dyn std::fmt::Display| {
+        RedisError::from(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("TLS {what}: {e}"),
+        ))
+    };
+    let mut roots = rustls::RootCertStore::empty();
+    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    for cert in rustls_native_certs::load_native_certs().certs {
+        // A certificate of the system's store that rustls cannot use is passed over.
+        let _ = roots.add(cert);
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| failed("setup", &e))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let name = rustls::pki_types::ServerName::try_from(host.to_string())
+        .map_err(|e| failed("server name", &e))?;
+    let conn = rustls::ClientConnection::new(Arc::new(config), name)
+        .map_err(|e| failed("handshake", &e))?;
+    let mut stream = rustls::StreamOwned::new(conn, tcp);
+    while stream.conn.is_handshaking() {
+        stream
+            .conn
+            .complete_io(&mut stream.sock)
+            .map_err(|e| failed("handshake", &e))?;
+    }
+    Ok(Box::new(stream))
+}
+
+/// Without the `tls` feature, `rediss://` URLs are refused when they are parsed.
+#[cfg(not(feature = "tls"))]
+fn tls_stream(_host: &str, _tcp: TcpStream) -> RedisResult<Box<dyn Stream>> {
+    Err(std::io::Error::new(
+        std::io::ErrorKind::Unsupported,
+        "rediss:// needs keyplan built with the `tls` feature",
+    )
+    .into())
 }
 
 impl ConnectionLike for NodeConn {
     fn req_packed_command(&mut self, cmd: &[u8]) -> RedisResult<Value> {
-        match &mut self.inner {
-            Inner::Plain(p) => {
-                p.send(cmd)?;
-                p.read()
-            }
-            Inner::Redis(c) => c.req_packed_command(cmd),
-        }
+        self.send_packed_command(cmd)?;
+        self.recv_response()
     }
 
     fn req_packed_commands(
@@ -355,17 +362,13 @@ impl ConnectionLike for NodeConn {
         offset: usize,
         count: usize,
     ) -> RedisResult<Vec<Value>> {
-        let p = match &mut self.inner {
-            Inner::Plain(p) => p,
-            Inner::Redis(c) => return c.req_packed_commands(cmd, offset, count),
-        };
-        p.send(cmd)?;
+        self.send_packed_command(cmd)?;
         // Every reply is read, even after an error, so the next command reads its own.
         let mut out = Vec::with_capacity(count);
         let mut first_err = None;
         let mut queue_error = None;
         for i in 0..offset + count {
-            match p.read() {
+            match self.recv_response() {
                 // A command a transaction refused to queue: the transaction is aborted.
                 Ok(v @ Value::ServerError(_)) if i < offset => {
                     queue_error.get_or_insert(v);
@@ -374,7 +377,7 @@ impl ConnectionLike for NodeConn {
                 Ok(_) => {}
                 Err(e) => {
                     first_err.get_or_insert(e);
-                    if !p.open {
+                    if !self.open {
                         break;
                     }
                 }
@@ -390,10 +393,7 @@ impl ConnectionLike for NodeConn {
     }
 
     fn get_db(&self) -> i64 {
-        match &self.inner {
-            Inner::Plain(_) => 0,
-            Inner::Redis(c) => c.get_db(),
-        }
+        0
     }
 
     fn check_connection(&mut self) -> bool {
@@ -401,10 +401,7 @@ impl ConnectionLike for NodeConn {
     }
 
     fn is_open(&self) -> bool {
-        match &self.inner {
-            Inner::Plain(p) => p.open,
-            Inner::Redis(c) => c.is_open(),
-        }
+        self.open
     }
 }
 

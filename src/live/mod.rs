@@ -7,7 +7,7 @@ mod conn;
 use crate::topology::reply::{Reply, from_reply};
 use crate::topology::{Node, SlotMap};
 pub use conn::{MAX_REPLY_BYTES, NodeConn};
-use redis::{ConnectionAddr, ConnectionInfo, IntoConnectionInfo, Value};
+use redis::Value;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -284,45 +284,16 @@ impl LiveCluster {
         self
     }
 
-    fn info(&self, host: &str, port: u16) -> Result<ConnectionInfo, LiveError> {
-        let addr = if self.url.tls {
-            ConnectionAddr::TcpTls {
-                host: host.to_string(),
-                port,
-                insecure: false,
-                tls_params: None,
-            }
-        } else {
-            ConnectionAddr::Tcp(host.to_string(), port)
-        };
-        let mut settings = redis::RedisConnectionInfo::default();
-        if let Some(u) = &self.url.username {
-            settings = settings.set_username(u);
-        }
-        if let Some(p) = &self.url.password {
-            settings = settings.set_password(p);
-        }
-        addr.into_connection_info()
-            .map(|i| i.set_redis_settings(settings))
-            .map_err(|e| LiveError::Connect {
-                addr: format!("{host}:{port}"),
-                reason: e.to_string(),
-            })
-    }
-
     pub(crate) fn connect(&self, host: &str, port: u16) -> Result<NodeConn, LiveError> {
         let addr = format!("{host}:{port}");
-        let opened = if self.url.tls {
-            self.connect_tls(host, port, &addr)
-        } else {
-            NodeConn::plain(
-                host,
-                port,
-                self.timeout,
-                self.url.username.as_deref(),
-                self.url.password.as_deref(),
-            )
-        };
+        let opened = NodeConn::open(
+            host,
+            port,
+            self.url.tls,
+            self.timeout,
+            self.url.username.as_deref(),
+            self.url.password.as_deref(),
+        );
         let mut con = opened.map_err(|e| {
             let reason = e.to_string();
             if is_not_resp(&reason) {
@@ -363,20 +334,6 @@ impl LiveCluster {
             });
         }
         Ok(con)
-    }
-
-    /// A TLS connection (`rediss://`), redis-rs's own.
-    fn connect_tls(&self, host: &str, port: u16, addr: &str) -> redis::RedisResult<NodeConn> {
-        let info = self.info(host, port).map_err(|e| {
-            redis::RedisError::from(std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                format!("{addr}: {e}"),
-            ))
-        })?;
-        let client = redis::Client::open(info)?;
-        Ok(NodeConn::redis(
-            client.get_connection_with_timeout(self.timeout)?,
-        ))
     }
 
     /// The cluster's slot map, from the seed node.

@@ -25,6 +25,7 @@ mod simulate;
 mod snapshots;
 mod support;
 mod terminal;
+mod tls;
 mod twemproxy;
 mod vectors;
 mod verdicts;
