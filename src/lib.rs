@@ -19,7 +19,7 @@
 //! | core | [`slot`], [`keys`], [`rdb`], [`sketch`], [`skew`] | the slot rule and its kernels, dump and snapshot readers, sketches, skew statistics |
 //! | model | [`topology`], [`scheme`], [`pattern`], [`command`] | where keys live, what an application's keys and batches are, key patterns, the servers' command table |
 //! | engines | [`analyze`], [`lint`], [`simulate`], [`plan`], [`migrate`] | pure computations that return typed reports |
-//! | adapters | [`live`], [`bench`] | talking to a running cluster (read-only sampling; bench's own keys) |
+//! | adapters | [`live`], [`bench`](mod@bench) | talking to a running cluster (read-only sampling; bench's own keys) |
 //! | output | [`report`] | renderers: a typed report in, bytes on a writer out; nothing else |
 //! | shell | [`cli`] | flags, loading inputs, progress, one engine call, one renderer, exit status |
 //!

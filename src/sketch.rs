@@ -276,7 +276,7 @@ pub struct HeavyHitter {
 /// An evicted item's hash stays in the index (one probe per update instead of three: find,
 /// unindex the victim, index the newcomer); an entry counts only while the item it points to
 /// still has that hash, and the index is rebuilt from the items when stale entries make it
-/// [`INDEX_SLACK`] times the capacity, so its memory stays bounded.
+/// `INDEX_SLACK` times the capacity, so its memory stays bounded.
 #[derive(Debug, Clone)]
 pub struct SpaceSaving {
     capacity: usize,

@@ -29,7 +29,8 @@ const MAX_DEPTH: usize = 64;
 /// an endless line would take quadratic time long before the byte limit.
 pub const MAX_LINE_BYTES: u64 = 1024 * 1024;
 
-/// A connection to one node, whose replies are read through [`Capped`].
+/// A connection to one node, whose replies are followed as they are read and stopped at
+/// Redis's own limits.
 pub struct NodeConn {
     /// What is read and written: the socket, or TLS over it.
     stream: Box<dyn Stream>,

@@ -18,7 +18,11 @@
 //! with its digits read as `0`, see [`skeleton_hash`]) resolved to, with the date and IPv4 tests
 //! whose outcome decided it; a key of a remembered skeleton that passes the same tests the same
 //! way has the same tokens, hence the same pattern. Keys with uuids and hex ids, whose skeletons
-//! never repeat, are remembered by their hex skeleton ([`hex_skeleton_hash`]) instead.
+//! never repeat, are remembered by their hex skeleton ([`hex_skeleton_hash`]) instead; keys with
+//! opaque tokens and ULIDs by their shape (letters and digits read as `a`), re-checking each
+//! id's run; and keys whose letters or hex groups vary (e-mail addresses, words, IPv6
+//! addresses) by their class shape or shape in a token memo, which re-tokenizes the key but
+//! skips the walk.
 
 pub mod segment;
 mod simd;
@@ -252,12 +256,12 @@ pub struct PatternTree {
     hex_memo: Vec<HexMemo>,
     /// Direct-mapped by shape ([`shape_hash`]): keys with opaque tokens and ULIDs.
     id_memo: Vec<IdMemo>,
-    /// Direct-mapped by class shape ([`class_shape_hash`]): keys whose letters or hex groups
-    /// vary (e-mail addresses, words, IPv6 addresses), re-tokenized but not walked.
+    /// Direct-mapped by class shape ([`segment::class_shape_hash`]) or shape: keys whose
+    /// letters or hex groups vary (e-mail addresses, words, IPv6 addresses), re-tokenized but
+    /// not walked.
     token_memo: Vec<TokenMemo>,
     /// The tokens of the key a token memo entry is checked against.
     scratch: Vec<Token>,
-
     /// Entries of `memo` and `hex_memo` from an older generation are empty.
     memo_generation: u32,
     /// Positions folded to `<word>` so far.
@@ -678,7 +682,6 @@ impl PatternTree {
             id_memo: vec![IdMemo::default(); ID_MEMO_SLOTS],
             token_memo: vec![TokenMemo::default(); TOKEN_MEMO_SLOTS],
             scratch: Vec::new(),
-
             folds: 0,
             memo_generation: 1,
         }
