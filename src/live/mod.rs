@@ -326,6 +326,14 @@ impl LiveCluster {
                 LiveError::NoPassword { addr }
             } else if is_not_resp(&reason) {
                 LiveError::NotResp { addr }
+            } else if reason.contains("keyplan stopped reading it") {
+                // Connected: the reply to PING was past the protocol's limits.
+                LiveError::Node {
+                    addr,
+                    what: "PING".into(),
+                    reason: first_line(&reason),
+                    sampled: 0,
+                }
             } else {
                 LiveError::Connect {
                     addr,
