@@ -48,59 +48,19 @@ fn mum(a: u64, b: u64) -> u64 {
 /// so the multiplies run in parallel instead of adding up their latencies word after word.
 #[inline(always)]
 pub fn mix_words(data: &[u8], word: impl Fn(u64) -> u64) -> u64 {
-    const S0: u64 = 0x2d35_8dcc_aa6c_78a5;
-    const S1: u64 = 0x8bb8_4b93_962e_acc9;
-    const S2: u64 = 0x4b33_a62e_d433_d4a3;
-    const S3: u64 = 0x4d5a_2da5_1de1_aa47;
-    let le64 = |s: &[u8]| u64::from_le_bytes(s[..8].try_into().expect("invariant: 8 bytes"));
-    let le32 = |s: &[u8]| {
-        u64::from(u32::from_le_bytes(
-            s[..4].try_into().expect("invariant: 4 bytes"),
-        ))
-    };
-    let n = data.len();
-    let acc = if n <= 16 {
-        let (a, b) = if n >= 8 {
-            (le64(data), le64(&data[n - 8..]))
-        } else if n >= 4 {
-            (le32(data), le32(&data[n - 4..]))
-        } else if n > 0 {
-            let a = u64::from(data[0]) << 16 | u64::from(data[n / 2]) << 8 | u64::from(data[n - 1]);
-            (a, 0)
-        } else {
-            (0, 0)
-        };
-        mum(word(a) ^ S0, word(b) ^ S1)
-    } else {
-        // 16-byte blocks from the start, then the last 16 bytes.
-        let mut acc = 0u64;
-        let mut i = 0usize;
-        let mut lane = 0u64;
-        while i + 16 < n {
-            acc ^= mum(
-                word(le64(&data[i..])) ^ S0.wrapping_add(lane),
-                word(le64(&data[i + 8..])) ^ S1.wrapping_add(lane),
-            );
-            i += 16;
-            lane = lane.wrapping_add(S2);
-        }
-        acc ^ mum(
-            word(le64(&data[n - 16..])) ^ S2,
-            word(le64(&data[n - 8..])) ^ S3,
-        )
-    };
-    mum(acc ^ S3, (n as u64) ^ S0)
+    mix_words_n(data, |w| [word(w)])[0]
 }
 
+/// The secrets [`mix_words_n`] and [`mix_blocks_n`] mix with.
+const S0: u64 = 0x2d35_8dcc_aa6c_78a5;
+const S1: u64 = 0x8bb8_4b93_962e_acc9;
+const S2: u64 = 0x4b33_a62e_d433_d4a3;
+const S3: u64 = 0x4d5a_2da5_1de1_aa47;
+
 /// [`mix_words`] for `N` word transforms at once: one pass over `data`, each 8-byte word
-/// loaded once, `N` hashes equal to `N` separate [`mix_words`] calls (a test holds it to that;
-/// [`mix_words`] stays its own loop, which the hot one-hash path compiles tighter).
+/// loaded once, `N` hashes equal to `N` separate [`mix_words`] calls.
 #[inline(always)]
 pub fn mix_words_n<const N: usize>(data: &[u8], word: impl Fn(u64) -> [u64; N]) -> [u64; N] {
-    const S0: u64 = 0x2d35_8dcc_aa6c_78a5;
-    const S1: u64 = 0x8bb8_4b93_962e_acc9;
-    const S2: u64 = 0x4b33_a62e_d433_d4a3;
-    const S3: u64 = 0x4d5a_2da5_1de1_aa47;
     let le64 = |s: &[u8]| u64::from_le_bytes(s[..8].try_into().expect("invariant: 8 bytes"));
     let le32 = |s: &[u8]| {
         u64::from(u32::from_le_bytes(
@@ -156,10 +116,6 @@ pub fn mix_blocks_n<const N: usize>(
     word: impl Fn(u64) -> [u64; N],
     block: impl Fn(&[u8]) -> [[u64; 2]; N],
 ) -> [u64; N] {
-    const S0: u64 = 0x2d35_8dcc_aa6c_78a5;
-    const S1: u64 = 0x8bb8_4b93_962e_acc9;
-    const S2: u64 = 0x4b33_a62e_d433_d4a3;
-    const S3: u64 = 0x4d5a_2da5_1de1_aa47;
     let n = data.len();
     if n <= 16 {
         return mix_words_n(data, word);
