@@ -487,13 +487,7 @@ impl LiveCluster {
         opts: &ScanOptions,
         mut f: impl FnMut(&[u8], Option<u64>, Option<f64>),
     ) -> Result<u64, LiveError> {
-        let addr = node.address.clone().ok_or_else(|| LiveError::Node {
-            addr: node.name.clone(),
-            what: "connect".into(),
-            reason: "the node has no address".into(),
-            sampled: 0,
-        })?;
-        let (host, port) = host_port(&addr)?;
+        let (addr, host, port) = node_address(node)?;
         // A master without a healthy replica is sampled itself (the caller warns).
         let replica = opts.replicas.as_ref().and_then(|m| m.get(&addr));
         let (addr, host, port) = match replica {
@@ -881,13 +875,7 @@ impl LiveCluster {
         node: &Node,
         keys: &[&[u8]],
     ) -> Result<Vec<Option<crate::analyze::snapshot::KeyFacts>>, LiveError> {
-        let addr = node.address.clone().ok_or_else(|| LiveError::Node {
-            addr: node.name.clone(),
-            what: "connect".into(),
-            reason: "the node has no address".into(),
-            sampled: 0,
-        })?;
-        let (host, port) = host_port(&addr)?;
+        let (addr, host, port) = node_address(node)?;
         let mut con = self.connect(&host, port)?;
         const LENGTHS: [(&str, &str); 6] = [
             ("string", "STRLEN"),
@@ -1111,6 +1099,18 @@ fn host_port(addr: &str) -> Result<(String, u16), LiveError> {
 }
 
 /// Whether a client error says the peer's bytes are not RESP.
+/// A node's `host:port`, host and port; an error naming it when the slot map gave none.
+fn node_address(node: &Node) -> Result<(String, String, u16), LiveError> {
+    let addr = node.address.clone().ok_or_else(|| LiveError::Node {
+        addr: node.name.clone(),
+        what: "connect".into(),
+        reason: "the node has no address".into(),
+        sampled: 0,
+    })?;
+    let (host, port) = host_port(&addr)?;
+    Ok((addr, host, port))
+}
+
 fn is_not_resp(reason: &str) -> bool {
     reason.contains("Parse error") || reason.contains("Incompatible type")
 }

@@ -195,14 +195,7 @@ pub fn par_read_data<S: ChunkSink>(
         outcome
     });
     result.map_err(ReadError::Rdb)?;
-    snapshot.files.push(file_entry(&parser, name, keys));
-    Ok(ReadSummary {
-        format: Some(Format::Rdb),
-        lines: keys,
-        keys,
-        snapshot: Some(Box::new(snapshot)),
-        ..ReadSummary::default()
-    })
+    Ok(finished(&parser, name, keys, snapshot))
 }
 
 fn new_batch(seq: u64) -> Batch {
@@ -251,14 +244,24 @@ pub fn for_each(
     if let Some(p) = progress {
         p.fetch_add(parser.position() - reported, Ordering::Relaxed);
     }
-    snapshot.files.push(file_entry(&parser, name, keys));
-    Ok(ReadSummary {
+    Ok(finished(&parser, name, keys, snapshot))
+}
+
+/// What reading one snapshot of `keys` keys gives: the summary with this file's entry.
+fn finished(
+    parser: &Parser<'_>,
+    name: &str,
+    keys: u64,
+    mut snapshot: SnapshotSummary,
+) -> ReadSummary {
+    snapshot.files.push(file_entry(parser, name, keys));
+    ReadSummary {
         format: Some(Format::Rdb),
         lines: keys,
         keys,
         snapshot: Some(Box::new(snapshot)),
         ..ReadSummary::default()
-    })
+    }
 }
 
 fn file_entry(parser: &Parser<'_>, name: &str, keys: u64) -> SnapshotFile {
