@@ -128,24 +128,6 @@ pub fn read_batch_file(path: &Path) -> anyhow::Result<Vec<crate::simulate::Batch
     crate::simulate::parse_batches(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
 }
 
-/// The batches of a `redis-cli MONITOR` capture, and what else it held.
-pub fn read_monitor(
-    path: &Path,
-) -> anyhow::Result<(
-    Vec<crate::simulate::Batch>,
-    crate::simulate::monitor::MonitorStats,
-)> {
-    let bytes =
-        super::inputs::read_capped(path, "MONITOR capture", super::inputs::MAX_CAPTURE_FILE)?;
-    crate::simulate::monitor::parse_monitor(&String::from_utf8_lossy(&bytes)).map_err(|e| {
-        UserError::new(
-            format!("{}: {e}", path.display()),
-            "capture with `redis-cli MONITOR > capture.txt` (one command a line)",
-        )
-        .into()
-    })
-}
-
 /// `--scheme FILE`, else `./keyplan.yaml` when it exists.
 pub fn scheme_path(flag: Option<&PathBuf>) -> Option<PathBuf> {
     match flag {

@@ -127,7 +127,9 @@ pub fn run(mut args: PlanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
         observed_batches.extend(super::args::read_batch_file(p)?);
     }
     if let Some(p) = &args.monitor {
-        observed_batches.extend(super::args::read_monitor(p)?.0);
+        for b in super::inputs::MonitorFile::open(p)? {
+            observed_batches.push(b?);
+        }
     }
     let observed = plan_observed(&observed_batches, &topology, &sample.keys, &opts);
     // Findings: a batch with a problem, or one whose recommendation changes anything (every

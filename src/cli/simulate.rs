@@ -2,16 +2,12 @@
 
 use super::Ctx;
 use super::args::TopologyArgs;
+use super::inputs::MonitorFile;
 use crate::error::{ExitStatus, UserError};
-use crate::report::render::{Format, render};
-use crate::report::simulate::SimulationReport;
-use crate::simulate::verdict::{as_written, over_instances};
-
-/// Generated instances a scheme batch is judged over.
-const INSTANCES: u64 = 256;
-use crate::simulate::{
-    Batch, Client, NetworkModel, Strategy, batch, simulate, simulate_client_stale,
-};
+use crate::report::render::Format;
+use crate::report::simulate::{SimulationHeader, SimulationWriter};
+use crate::simulate::session::{Mode, Simulation};
+use crate::simulate::{Client, Strategy, batch};
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 
@@ -207,7 +203,7 @@ pub(crate) fn clients(names: &[String]) -> Result<Vec<Client>, UserError> {
     Ok(out)
 }
 
-/// Runs `keyplan simulate`.
+/// Runs `keyplan simulate`: each batch is simulated and written before the next is read.
 pub fn run(args: SimulateArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     check(&args)?;
     let loaded = args
@@ -216,55 +212,23 @@ pub fn run(args: SimulateArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
         .map(super::args::load_scheme)
         .transpose()?;
     let (mut topology, topo_source) = args.topology.resolve_with_scheme(loaded.as_ref())?;
-    let batches = load_batches(&args, loaded.as_ref().map(|l| &l.scheme), ctx)?;
     let net = args.model.model()?;
     let strategies = args.strategy.strategies();
-    let clients = if args.client.is_empty() {
-        None
+    let mode = if args.client.is_empty() {
+        Mode::Strategies(strategies.clone())
     } else {
-        Some(run_clients(&args, &mut topology, &batches, &net)?)
+        client_mode(&args, &mut topology)?
     };
-    let mut results = Vec::new();
-    if clients.is_none() {
-        for (size, b) in &batches {
-            for &s in &strategies {
-                results.push((*size, simulate(b, &topology, s, &net)));
-            }
-        }
-    }
-    let mut verdicts = Vec::new();
-    // A scheme batch is judged over many generated instances, not the one shown.
-    let instances: Vec<Vec<Batch>> = match loaded.as_ref() {
-        Some(l) => (0..INSTANCES)
-            .map(|i| batch::from_scheme_instance(&l.scheme, None, i))
-            .collect(),
-        None => Vec::new(),
-    };
-    let mut judged: std::collections::HashSet<&str> = std::collections::HashSet::new();
-    for (_, b) in &batches {
-        if !judged.insert(b.name.as_str()) {
-            continue;
-        }
-        let generated: Vec<Batch> = match b.id.line {
-            None => instances
-                .iter()
-                .filter_map(|i| i.iter().find(|x| x.name == b.name).cloned())
-                .collect(),
-            Some(_) => Vec::new(),
-        };
-        let v = over_instances(&generated, &topology).unwrap_or_else(|| as_written(b, &topology));
-        verdicts.push((b.name.clone(), b.id.clone(), v));
-    }
-    let report = SimulationReport {
-        verdicts,
+    let header = SimulationHeader {
         topology: topo_source,
         nodes: topology.nodes().len(),
         network: net,
         strategies,
-        sizes: args.sizes.iter().map(|&n| n.max(1)).collect(),
-        results,
-        clients,
+        sizes: args.sizes.clone(),
+        clients: !args.client.is_empty(),
     };
+    let scheme = loaded.as_ref().map(|l| &l.scheme);
+    let mut sim = Simulation::new(&topology, &net, mode, scheme);
     let layout = ctx.layout_for(args.output.as_ref());
     let mut sink = super::args::output_sink(args.output.as_ref(), &mut *ctx.stdout)?;
     let mut out = BufWriter::new(&mut sink);
@@ -273,11 +237,60 @@ pub fn run(args: SimulateArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
         SimFormat::Json => Format::Json,
         SimFormat::Table => Format::Table,
     };
-    render(&report, format, &mut out, &layout)?;
+    let mut report = SimulationWriter::new(header, format, &mut out, &layout)?;
+    if let Some(p) = &args.batches {
+        for b in super::args::read_batch_file(p)? {
+            report.batch(&sim.batch(None, &b))?;
+        }
+    }
+    let mut capture = args.monitor.as_deref().map(MonitorFile::open).transpose()?;
+    let mut captured = 0u64;
+    if let Some(c) = capture.as_mut() {
+        for b in c.by_ref() {
+            report.batch(&sim.batch(None, &b?))?;
+            captured += 1;
+        }
+    }
+    if let Some(s) = scheme {
+        let sizes: Vec<Option<u64>> = match args.sizes.is_empty() {
+            true => vec![None],
+            false => args.sizes.iter().map(|&n| Some(n)).collect(),
+        };
+        for size in sizes {
+            for b in batch::from_scheme(s, size) {
+                report.batch(&sim.batch(size, &b))?;
+            }
+        }
+    }
+    report.finish()?;
     out.flush()?;
     drop(out);
     sink.finish()?;
+    if let (Some(p), Some(stats)) = (&args.monitor, capture.as_ref().and_then(|c| c.stats())) {
+        say_capture(ctx, p, stats, captured)?;
+    }
     Ok(ExitStatus::Clean)
+}
+
+/// What a capture held, on stderr.
+fn say_capture(
+    ctx: &mut Ctx<'_>,
+    path: &std::path::Path,
+    stats: &crate::simulate::monitor::MonitorStats,
+    batches: u64,
+) -> std::io::Result<()> {
+    writeln!(
+        ctx.stderr,
+        "{}: {} commands, {batches} batches; {} single-key commands are not batches{}",
+        path.display(),
+        stats.commands,
+        stats.single,
+        if stats.unterminated > 0 {
+            format!("; {} MULTI without EXEC dropped", stats.unterminated)
+        } else {
+            String::new()
+        }
+    )
 }
 
 /// Refuses flag combinations and values simulate cannot use.
@@ -310,6 +323,13 @@ fn check(args: &SimulateArgs) -> anyhow::Result<()> {
         )
         .into());
     }
+    if !args.sizes.is_empty() && (args.batches.is_some() || args.monitor.is_some()) {
+        return Err(UserError::new(
+            "--sizes cannot be combined with --batches or --monitor",
+            "sizes regenerate the scheme's batches; simulate the files' batches in a run without --sizes",
+        )
+        .into());
+    }
     if !args.sizes.is_empty() && !args.client.is_empty() {
         return Err(UserError::new(
             "--sizes cannot be combined with --client",
@@ -320,58 +340,12 @@ fn check(args: &SimulateArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The batches of `--batches`, `--monitor` and the scheme (with the swept size, if any).
-fn load_batches(
-    args: &SimulateArgs,
-    scheme: Option<&crate::scheme::Scheme>,
-    ctx: &mut Ctx<'_>,
-) -> anyhow::Result<Vec<(Option<u64>, Batch)>> {
-    let mut batches: Vec<(Option<u64>, Batch)> = Vec::new();
-    if let Some(p) = &args.batches {
-        let parsed = super::args::read_batch_file(p)?;
-        batches.extend(parsed.into_iter().map(|b| (None, b)));
-    }
-    if let Some(p) = &args.monitor {
-        let (parsed, stats) = super::args::read_monitor(p)?;
-        writeln!(
-            ctx.stderr,
-            "{}: {} commands, {} batches; {} single-key commands are not batches{}",
-            p.display(),
-            stats.commands,
-            parsed.len(),
-            stats.single,
-            if stats.unterminated > 0 {
-                format!("; {} MULTI without EXEC dropped", stats.unterminated)
-            } else {
-                String::new()
-            }
-        )?;
-        batches.extend(parsed.into_iter().map(|b| (None, b)));
-    }
-    if let Some(s) = scheme {
-        if args.sizes.is_empty() {
-            batches.extend(batch::from_scheme(s, None).into_iter().map(|b| (None, b)));
-        } else {
-            for &n in &args.sizes {
-                batches.extend(
-                    batch::from_scheme(s, Some(n.max(1)))
-                        .into_iter()
-                        .map(|b| (Some(n.max(1)), b)),
-                );
-            }
-        }
-    }
-    Ok(batches)
-}
-
-/// What the `--client` profiles do with each batch, on `topology` (with `--migrating` slots
-/// marked) as the client believes it (`--client-topology`).
-fn run_clients(
+/// The `--client` profiles, on `topology` (with `--migrating` slots marked) as the client
+/// believes it (`--client-topology`).
+fn client_mode(
     args: &SimulateArgs,
     topology: &mut crate::topology::Topology,
-    batches: &[(Option<u64>, Batch)],
-    net: &NetworkModel,
-) -> anyhow::Result<Vec<crate::simulate::ClientResult>> {
+) -> anyhow::Result<Mode> {
     let mut profiles = clients(&args.client)?;
     if args.client.iter().any(|n| n == "all") {
         // Only the profiles that apply to this kind of topology.
@@ -388,28 +362,24 @@ fn run_clients(
     let believed = match &args.client_topology {
         Some(p) => {
             let text = super::inputs::read_text(p, "client topology")?;
-            crate::topology::Topology::parse_as(
-                &text,
-                crate::topology::TopologyFormat::Auto,
-                &crate::topology::TopologyOptions {
-                    allow_partial: true,
-                    pool: None,
-                },
-            )
-            .map_err(|e| {
-                UserError::new(
-                    format!("{}: {e}", p.display()),
-                    "give the client's slot map as CLUSTER NODES text or another --topology format",
+            Some(
+                crate::topology::Topology::parse_as(
+                    &text,
+                    crate::topology::TopologyFormat::Auto,
+                    &crate::topology::TopologyOptions {
+                        allow_partial: true,
+                        pool: None,
+                    },
                 )
-            })?
+                .map_err(|e| {
+                    UserError::new(
+                        format!("{}: {e}", p.display()),
+                        "give the client's slot map as CLUSTER NODES text or another --topology format",
+                    )
+                })?,
+            )
         }
-        None => topology.clone(),
+        None => None,
     };
-    let mut results = Vec::new();
-    for (_, b) in batches {
-        for &c in &profiles {
-            results.push(simulate_client_stale(b, &believed, topology, c, net));
-        }
-    }
-    Ok(results)
+    Ok(Mode::Clients { profiles, believed })
 }

@@ -5,7 +5,6 @@ use super::TextLayout;
 use super::analyze::AnalyzeView;
 use crate::migrate::MigrationReport;
 use crate::report::plan::PlanReport;
-use crate::report::simulate::SimulationReport;
 use std::io::{self, Write};
 
 /// The formats a report renders in.
@@ -76,17 +75,5 @@ impl Render for MigrationReport {
     }
     fn html(&self, out: &mut dyn Write) -> io::Result<()> {
         super::html::render_migration(out, self)
-    }
-}
-
-impl Render for SimulationReport {
-    fn json(&self, out: &mut dyn Write) -> io::Result<()> {
-        super::simulate::render_json(out, self)
-    }
-    fn table(&self, out: &mut dyn Write, layout: &TextLayout) -> io::Result<()> {
-        super::simulate::render_table(out, self, layout)
-    }
-    fn html(&self, out: &mut dyn Write) -> io::Result<()> {
-        super::html::render_simulate(out, &self.html())
     }
 }

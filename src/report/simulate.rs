@@ -1,17 +1,25 @@
-//! Renders `keyplan simulate`: a table per batch (its strategies, or the client profiles), a
-//! sweep table per batch with `--sizes`, or JSON.
+//! Renders `keyplan simulate` batch by batch, as the simulation produces them: a table per
+//! batch (its strategies, or the client profiles), a sweep table per batch with `--sizes`, JSON
+//! or HTML. A MONITOR capture of any length is rendered in the memory of one batch: tables
+//! and HTML sections are written as they come; the JSON document's `results` array (and the
+//! HTML page's body, whose counts come first) wait in a spool that moves to a temporary file
+//! past 4 MiB. Only a size sweep, which regenerates a scheme's few batches, is gathered whole
+//! (its tables put sizes down and strategies across).
 
 use super::TextLayout;
+use super::html::simulate_html as html;
+use super::render::Format;
 use crate::simulate::client::ClientResult;
+use crate::simulate::session::BatchOutcome;
 use crate::simulate::verdict::Verdict;
 use crate::simulate::{NetworkModel, SimResult, Strategy};
 use comfy_table::{Cell, CellAlignment};
 use std::collections::HashMap;
-use std::io::{self, Write};
+use std::io::{self, Seek, Write};
 
-/// What `simulate` found.
+/// What every batch of a simulation shares.
 #[derive(Debug, Clone)]
-pub struct SimulationReport {
+pub struct SimulationHeader {
     /// Where keys live, in words.
     pub topology: String,
     /// Nodes of the topology.
@@ -22,24 +30,8 @@ pub struct SimulationReport {
     pub strategies: Vec<Strategy>,
     /// The swept batch sizes (`--sizes`), or empty.
     pub sizes: Vec<u64>,
-    /// Strategy results, with the swept size when there is one.
-    pub results: Vec<(Option<u64>, SimResult)>,
-    /// Client-profile results (`--client`); then `results` is empty.
-    pub clients: Option<Vec<ClientResult>>,
-    /// What the cluster answers to each batch sent as written, by batch name.
-    pub verdicts: Vec<(String, crate::simulate::batch::BatchId, Verdict)>,
-}
-
-impl SimulationReport {
-    /// The report as the HTML renderer takes it.
-    pub fn html(&self) -> super::html::SimulateHtml<'_> {
-        super::html::SimulateHtml {
-            topology: &self.topology,
-            network: &self.network,
-            strategies: &self.results,
-            clients: self.clients.as_deref().unwrap_or(&[]),
-        }
-    }
+    /// Client profiles are run instead of strategies.
+    pub clients: bool,
 }
 
 /// One batch's verdict as JSON: its name and identity, then the verdict's fields.
@@ -60,48 +52,258 @@ struct Sized<'a> {
     size: Option<u64>,
 }
 
-/// The results, serialized one by one as they are (no copy of the whole report).
-struct Results<'a>(&'a SimulationReport);
+/// In memory up to this much, then in a temporary file.
+const SPOOL_IN_MEMORY: usize = 4 << 20;
 
-impl serde::Serialize for Results<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match &self.0.clients {
-            Some(c) => s.collect_seq(c.iter()),
-            None => s.collect_seq(self.0.results.iter().map(|(size, result)| Sized {
-                result,
-                size: *size,
-            })),
+/// Writes a simulation's report in one format, a batch at a time: [`SimulationWriter::batch`]
+/// for each, then [`SimulationWriter::finish`].
+pub struct SimulationWriter<'o> {
+    header: SimulationHeader,
+    format: Format,
+    layout: TextLayout,
+    out: Box<dyn Write + 'o>,
+    /// The JSON `results` or the HTML body, written after what must come first.
+    spool: tempfile::SpooledTempFile,
+    /// Batches written so far.
+    batches: usize,
+    /// JSON: verdicts written so far.
+    verdicts: usize,
+    /// JSON: results spooled so far.
+    results: usize,
+    /// The distinct strategies or client profiles of a batch (all batches run the same).
+    per_batch: usize,
+    /// Verdicts of scheme batches, by name (a batch may come again, swept to another size).
+    scheme_verdicts: HashMap<String, Verdict>,
+    /// A size sweep, gathered whole.
+    sweep: Vec<(Option<u64>, SimResult)>,
+    /// Client tables: the profiles' descriptions, each once, for the footnotes.
+    profiles: Vec<String>,
+}
+
+fn spool_error(e: io::Error) -> io::Error {
+    io::Error::new(
+        e.kind(),
+        format!(
+            "cannot spool the report to a temporary file (set TMPDIR to a writable directory): {e}"
+        ),
+    )
+}
+
+impl<'o> SimulationWriter<'o> {
+    /// Starts the report on `out`; text is fitted to `layout`.
+    pub fn new(
+        header: SimulationHeader,
+        format: Format,
+        out: &'o mut dyn Write,
+        layout: &TextLayout,
+    ) -> io::Result<SimulationWriter<'o>> {
+        let mut out: Box<dyn Write + 'o> = match format {
+            Format::Table => Box::new(layout.writer(out)),
+            _ => Box::new(out),
+        };
+        let sweep = !header.sizes.is_empty() && !header.clients;
+        match format {
+            Format::Table if !sweep => write_network(
+                &mut out,
+                &header.network,
+                (!header.clients).then_some(header.nodes),
+            )?,
+            Format::Json => {
+                out.write_all(super::json::open_document(super::json::SIMULATE).as_bytes())?;
+                out.write_all(b"\"network\":")?;
+                serde_json::to_writer(&mut out, &header.network)?;
+                out.write_all(b",\"batches\":[")?;
+            }
+            _ => {}
         }
+        Ok(SimulationWriter {
+            header,
+            format,
+            layout: *layout,
+            out,
+            spool: tempfile::SpooledTempFile::new(SPOOL_IN_MEMORY),
+            batches: 0,
+            verdicts: 0,
+            results: 0,
+            per_batch: 0,
+            scheme_verdicts: HashMap::new(),
+            sweep: Vec::new(),
+            profiles: Vec::new(),
+        })
+    }
+
+    fn sweeping(&self) -> bool {
+        !self.header.sizes.is_empty() && !self.header.clients
+    }
+
+    /// Writes one batch.
+    pub fn batch(&mut self, b: &BatchOutcome) -> io::Result<()> {
+        if self.batches == 0 {
+            self.per_batch = if self.header.clients {
+                distinct(b.clients.iter().map(|c| c.client))
+            } else {
+                distinct(b.results.iter().map(|r| r.strategy.name()))
+            };
+        }
+        self.batches += 1;
+        if b.id.line.is_none()
+            && let Some(v) = &b.verdict
+        {
+            self.scheme_verdicts
+                .entry(b.name.clone())
+                .or_insert_with(|| v.clone());
+        }
+        let verdict = b
+            .verdict
+            .as_ref()
+            .or_else(|| self.scheme_verdicts.get(&b.name));
+        match self.format {
+            Format::Json => self.json_batch(b),
+            _ if self.sweeping() => {
+                self.sweep
+                    .extend(b.results.iter().map(|r| (b.size, r.clone())));
+                Ok(())
+            }
+            Format::Table if self.header.clients => {
+                client_table(&mut self.out, b, verdict, &self.layout)?;
+                for x in &b.clients {
+                    let s = format!("{} = {}", x.client, x.models);
+                    if !self.profiles.contains(&s) {
+                        self.profiles.push(s);
+                    }
+                }
+                Ok(())
+            }
+            Format::Table => strategy_table(&mut self.out, b, verdict, &self.layout),
+            Format::Html => {
+                let mut h = String::new();
+                html::section(&mut h, &b.name, &b.results, &b.clients);
+                self.spool.write_all(h.as_bytes()).map_err(spool_error)
+            }
+        }
+    }
+
+    fn json_batch(&mut self, b: &BatchOutcome) -> io::Result<()> {
+        if let Some(verdict) = &b.verdict {
+            if self.verdicts > 0 {
+                self.out.write_all(b",")?;
+            }
+            self.verdicts += 1;
+            serde_json::to_writer(
+                &mut self.out,
+                &BatchVerdict {
+                    batch: &b.name,
+                    batch_id: &b.id,
+                    verdict,
+                },
+            )?;
+        }
+        let mut spool = io::BufWriter::new(&mut self.spool);
+        for r in &b.results {
+            if self.results > 0 {
+                spool.write_all(b",")?;
+            }
+            self.results += 1;
+            serde_json::to_writer(
+                &mut spool,
+                &Sized {
+                    result: r,
+                    size: b.size,
+                },
+            )?;
+        }
+        for c in &b.clients {
+            if self.results > 0 {
+                spool.write_all(b",")?;
+            }
+            self.results += 1;
+            serde_json::to_writer(&mut spool, c)?;
+        }
+        spool.flush().map_err(spool_error)
+    }
+
+    /// Ends the report.
+    pub fn finish(mut self) -> io::Result<()> {
+        match self.format {
+            Format::Json => {
+                self.out.write_all(b"],\"results\":[")?;
+                self.copy_spool()?;
+                self.out.write_all(b"]}\n")?;
+            }
+            Format::Table if self.sweeping() => {
+                sweep_tables(&mut self.out, &self.header, &self.sweep, &self.layout)?
+            }
+            Format::Table if self.header.clients => {
+                writeln!(self.out, "\nprofiles:")?;
+                for s in &self.profiles {
+                    writeln!(self.out, "  {s}")?;
+                }
+            }
+            Format::Table => {}
+            Format::Html => {
+                let mut h = String::with_capacity(1 << 16);
+                let what = if self.header.clients {
+                    "client profiles"
+                } else {
+                    "strategies"
+                };
+                let batches = if self.sweeping() {
+                    distinct(self.sweep.iter().map(|(_, r)| r.batch.as_str()))
+                } else {
+                    self.batches
+                };
+                html::head(
+                    &mut h,
+                    &self.header.topology,
+                    &self.header.network,
+                    batches,
+                    what,
+                    self.per_batch,
+                );
+                if self.sweeping() {
+                    for name in names(self.sweep.iter().map(|(_, r)| r.batch.as_str())) {
+                        html::sweep_section(
+                            &mut h,
+                            name,
+                            self.sweep
+                                .iter()
+                                .filter(|(_, r)| r.batch == name)
+                                .filter_map(|(n, r)| Some(((*n)?, r))),
+                        );
+                    }
+                }
+                self.out.write_all(h.as_bytes())?;
+                self.copy_spool()?;
+                h.clear();
+                html::end(&mut h);
+                self.out.write_all(h.as_bytes())?;
+            }
+        }
+        self.out.flush()
+    }
+
+    fn copy_spool(&mut self) -> io::Result<()> {
+        self.spool
+            .seek(io::SeekFrom::Start(0))
+            .map_err(spool_error)?;
+        io::copy(&mut self.spool, &mut self.out)?;
+        Ok(())
     }
 }
 
-#[derive(serde::Serialize)]
-struct Doc<'a> {
-    network: &'a NetworkModel,
-    batches: Vec<BatchVerdict<'a>>,
-    results: Results<'a>,
+/// The distinct values, in the order met.
+fn names<'a>(all: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut v: Vec<&str> = Vec::new();
+    for n in all {
+        if !v.contains(&n) {
+            v.push(n);
+        }
+    }
+    v
 }
 
-/// Writes the report as one JSON document (schema_version 2), streamed: memory stays that of
-/// the report itself.
-pub fn render_json(out: &mut dyn Write, r: &SimulationReport) -> io::Result<()> {
-    super::json::write_document(
-        out,
-        super::json::SIMULATE,
-        &Doc {
-            network: &r.network,
-            batches: r
-                .verdicts
-                .iter()
-                .map(|(batch, batch_id, verdict)| BatchVerdict {
-                    batch,
-                    batch_id,
-                    verdict,
-                })
-                .collect(),
-            results: Results(r),
-        },
-    )
+fn distinct<'a>(all: impl Iterator<Item = &'a str>) -> usize {
+    names(all).len()
 }
 
 fn right(s: impl ToString) -> Cell {
@@ -118,43 +320,27 @@ pub(crate) fn client_latency(x: &ClientResult) -> String {
     }
 }
 
-/// Writes the report as tables.
-pub fn render_table(
+/// One sweep table per batch: sizes down, strategies across (round trips / latency).
+fn sweep_tables(
     out: &mut dyn Write,
-    r: &SimulationReport,
+    header: &SimulationHeader,
+    results: &[(Option<u64>, SimResult)],
     layout: &TextLayout,
 ) -> io::Result<()> {
-    match &r.clients {
-        Some(c) => clients_tables(out, r, c, layout),
-        None if !r.sizes.is_empty() => sweep_tables(out, r, layout),
-        None => strategy_tables(out, r, layout),
-    }?;
-    out.flush()
-}
-
-/// One sweep table per batch: sizes down, strategies across (round trips / latency).
-fn sweep_tables(out: &mut dyn Write, r: &SimulationReport, layout: &TextLayout) -> io::Result<()> {
-    write_network(out, &r.network, Some(r.nodes))?;
-    let mut names: Vec<&String> = Vec::new();
-    for (_, x) in &r.results {
-        if !names.contains(&&x.batch) {
-            names.push(&x.batch);
-        }
-    }
-    for name in names {
+    write_network(out, &header.network, Some(header.nodes))?;
+    for name in names(results.iter().map(|(_, x)| x.batch.as_str())) {
         writeln!(out, "\n{name}: round trips / latency ms by batch size")?;
         let mut t = layout.table();
-        let mut header = vec!["size".to_string()];
-        header.extend(r.strategies.iter().map(|s| s.name().to_string()));
-        t.set_header(header);
-        for &n in &r.sizes {
+        let mut head = vec!["size".to_string()];
+        head.extend(header.strategies.iter().map(|s| s.name().to_string()));
+        t.set_header(head);
+        for &n in &header.sizes {
             let mut row = vec![right(n.max(1))];
-            for &st in &r.strategies {
-                let cell = r
-                    .results
+            for &st in &header.strategies {
+                let cell = results
                     .iter()
                     .find(|(size, x)| {
-                        *size == Some(n.max(1)) && &x.batch == name && x.strategy == st
+                        *size == Some(n.max(1)) && x.batch == name && x.strategy == st
                     })
                     .map(|(_, x)| format!("{} / {:.3}", x.load.round_trips, x.load.latency_ms))
                     .unwrap_or_default();
@@ -167,89 +353,74 @@ fn sweep_tables(out: &mut dyn Write, r: &SimulationReport, layout: &TextLayout) 
     Ok(())
 }
 
-/// One table per batch (and size): a row per strategy.
-fn strategy_tables(
+/// One batch's table: a row per strategy.
+fn strategy_table(
     out: &mut dyn Write,
-    r: &SimulationReport,
+    b: &BatchOutcome,
+    verdict: Option<&Verdict>,
     layout: &TextLayout,
 ) -> io::Result<()> {
-    write_network(out, &r.network, Some(r.nodes))?;
-    let verdicts = verdict_index(r);
-    let results = &r.results;
-    let mut i = 0;
-    while i < results.len() {
-        let (size, first) = &results[i];
-        let keys: u64 = first.load.nodes.iter().map(|n| n.keys).sum();
-        writeln!(
-            out,
-            "\n{}{} ({keys} keys)",
-            first.batch,
-            size.map(|n| format!(" [size {n}]")).unwrap_or_default()
-        )?;
-        let mut t = layout.table();
-        t.set_header(vec![
-            "strategy",
-            "round trips",
-            "nodes",
-            "commands",
-            "connections",
-            "bytes",
-            "latency ms",
-            "QPS",
-            "P50 ms",
-            "P99 ms",
-            "commands per node",
+    let Some(first) = b.results.first() else {
+        return Ok(());
+    };
+    let keys: u64 = first.load.nodes.iter().map(|n| n.keys).sum();
+    writeln!(
+        out,
+        "\n{}{} ({keys} keys)",
+        first.batch,
+        b.size.map(|n| format!(" [size {n}]")).unwrap_or_default()
+    )?;
+    let mut t = layout.table();
+    t.set_header(vec![
+        "strategy",
+        "round trips",
+        "nodes",
+        "commands",
+        "connections",
+        "bytes",
+        "latency ms",
+        "QPS",
+        "P50 ms",
+        "P99 ms",
+        "commands per node",
+    ]);
+    for x in &b.results {
+        t.add_row(vec![
+            Cell::new(x.strategy.name()),
+            right(x.load.round_trips),
+            right(x.load.nodes_touched),
+            right(x.load.commands),
+            right(x.load.connections),
+            right(x.load.bytes),
+            right(format!("{:.3}", x.load.latency_ms)),
+            right(format!("{:.0}", x.load.qps)),
+            right(format!("{:.3}", x.load.p50_ms)),
+            right(format!("{:.3}", x.load.p99_ms)),
+            Cell::new(per_node(x)),
         ]);
-        while i < results.len() && results[i].1.batch == first.batch && results[i].0 == *size {
-            let x = &results[i].1;
-            t.add_row(vec![
-                Cell::new(x.strategy.name()),
-                right(x.load.round_trips),
-                right(x.load.nodes_touched),
-                right(x.load.commands),
-                right(x.load.connections),
-                right(x.load.bytes),
-                right(format!("{:.3}", x.load.latency_ms)),
-                right(format!("{:.0}", x.load.qps)),
-                right(format!("{:.3}", x.load.p50_ms)),
-                right(format!("{:.3}", x.load.p99_ms)),
-                Cell::new(
-                    x.load
-                        .nodes
-                        .iter()
-                        .map(|n| format!("{} {}", n.node, n.commands))
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                ),
-            ]);
-            i += 1;
-        }
-        writeln!(out, "{t}")?;
-        write_verdict(out, &verdicts, &first.batch)?;
-        for e in &first.errors {
-            writeln!(out, "error: {e}")?;
-        }
+    }
+    writeln!(out, "{t}")?;
+    write_verdict(out, verdict)?;
+    for e in &first.errors {
+        writeln!(out, "error: {e}")?;
     }
     Ok(())
 }
 
-/// The line that says a batch fails as written (nothing when it runs).
-/// Each batch's verdict by name (the first, as listed), so a table per batch does not search
-/// the list (a capture of 200,000 batches made that quadratic).
-fn verdict_index(r: &SimulationReport) -> HashMap<&str, &Verdict> {
-    let mut index = HashMap::with_capacity(r.verdicts.len());
-    for (name, _, v) in &r.verdicts {
-        index.entry(name.as_str()).or_insert(v);
-    }
-    index
+/// Commands per node, as `node n, node n`.
+fn per_node(x: &SimResult) -> String {
+    x.load
+        .nodes
+        .iter()
+        .map(|n| format!("{} {}", n.node, n.commands))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
-fn write_verdict(
-    out: &mut dyn Write,
-    verdicts: &HashMap<&str, &Verdict>,
-    batch: &str,
-) -> io::Result<()> {
-    let Some(v) = verdicts.get(batch) else {
+/// The lines that say how a batch fares over generated instances and that it fails as
+/// written (nothing when it runs).
+fn write_verdict(out: &mut dyn Write, verdict: Option<&Verdict>) -> io::Result<()> {
+    let Some(v) = verdict else {
         return Ok(());
     };
     if let Some(i) = &v.instances {
@@ -272,81 +443,67 @@ fn write_verdict(
     Ok(())
 }
 
-/// One table per batch: a row per client profile; what each profile models as footnotes.
-fn clients_tables(
+/// One batch's table: a row per client profile.
+fn client_table(
     out: &mut dyn Write,
-    r: &SimulationReport,
-    results: &[ClientResult],
+    b: &BatchOutcome,
+    verdict: Option<&Verdict>,
     layout: &TextLayout,
 ) -> io::Result<()> {
-    let net = &r.network;
-    write_network(out, net, None)?;
-    let verdicts = verdict_index(r);
-    let mut i = 0;
-    while i < results.len() {
-        let name = &results[i].batch;
-        writeln!(out, "\n{name}")?;
-        write_verdict(out, &verdicts, name)?;
-        let mut t = layout.table();
-        t.set_header(vec![
-            "client",
-            "outcome",
-            "round trips",
-            "nodes",
-            "commands",
-            "latency ms",
-            "QPS",
-            "P99 ms",
-            "what happens",
+    let Some(first) = b.clients.first() else {
+        return Ok(());
+    };
+    writeln!(out, "\n{}", first.batch)?;
+    write_verdict(out, verdict)?;
+    let mut t = layout.table();
+    t.set_header(vec![
+        "client",
+        "outcome",
+        "round trips",
+        "nodes",
+        "commands",
+        "latency ms",
+        "QPS",
+        "P99 ms",
+        "what happens",
+    ]);
+    for x in &b.clients {
+        let mut what = match &x.message {
+            Some(m) => m.clone(),
+            None => x
+                .load
+                .nodes
+                .iter()
+                .map(|n| format!("{} {}", n.node, n.commands))
+                .collect::<Vec<_>>()
+                .join(", "),
+        };
+        if x.moved + x.ask > 0 {
+            what = format!("{what} ({} MOVED, {} ASK)", x.moved, x.ask);
+        }
+        let latency = client_latency(x);
+        let sent = latency != "-";
+        t.add_row(vec![
+            Cell::new(x.client),
+            Cell::new(x.outcome.name()),
+            right(x.load.round_trips),
+            right(x.load.nodes_touched),
+            right(x.load.commands),
+            right(&latency),
+            right(if sent {
+                format!("{:.0}", x.load.qps)
+            } else {
+                "-".to_string()
+            }),
+            right(if sent {
+                format!("{:.3}", x.load.p99_ms)
+            } else {
+                "-".to_string()
+            }),
+            Cell::new(what),
         ]);
-        while i < results.len() && &results[i].batch == name {
-            let x = &results[i];
-            let mut what = match &x.message {
-                Some(m) => m.clone(),
-                None => x
-                    .load
-                    .nodes
-                    .iter()
-                    .map(|n| format!("{} {}", n.node, n.commands))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            };
-            if x.moved + x.ask > 0 {
-                what = format!("{what} ({} MOVED, {} ASK)", x.moved, x.ask);
-            }
-            t.add_row(vec![
-                Cell::new(x.client),
-                Cell::new(x.outcome.name()),
-                right(x.load.round_trips),
-                right(x.load.nodes_touched),
-                right(x.load.commands),
-                right(client_latency(x)),
-                right(if client_latency(x) == "-" {
-                    "-".to_string()
-                } else {
-                    format!("{:.0}", x.load.qps)
-                }),
-                right(if client_latency(x) == "-" {
-                    "-".to_string()
-                } else {
-                    format!("{:.3}", x.load.p99_ms)
-                }),
-                Cell::new(what),
-            ]);
-            i += 1;
-        }
-        writeln!(out, "{t}")?;
     }
-    writeln!(out, "\nprofiles:")?;
-    let mut seen: Vec<String> = Vec::new();
-    for x in results {
-        let s = format!("{} = {}", x.client, x.models);
-        if !seen.contains(&s) {
-            writeln!(out, "  {s}")?;
-            seen.push(s);
-        }
-    }
-    Ok(())
+    writeln!(out, "{t}")
 }
 
 /// The network model line above the tables.

@@ -7,6 +7,7 @@ pub mod client;
 pub mod exec;
 pub mod monitor;
 pub mod perf;
+pub mod session;
 pub mod verdict;
 
 use crate::topology::Topology;

@@ -55,19 +55,38 @@ fn allows_cross_slot(op: &Op) -> bool {
             .is_some_and(|(_, f)| f.split([',', ' ']).any(|x| x == "allow-cross-slot-keys"))
 }
 
-/// Parses a MONITOR capture. Errors name the line and column.
-pub fn parse_monitor(text: &str) -> Result<(Vec<Batch>, MonitorStats), BatchError> {
-    let mut out: Vec<Batch> = Vec::new();
-    let mut stats = MonitorStats::default();
-    // Per client: the line of its open MULTI and the commands queued since.
-    let mut open: HashMap<String, (usize, Vec<Op>)> = HashMap::new();
-    // The script whose `[0 lua]` commands may follow (an index into `out`).
-    let mut last_script: Option<usize> = None;
-    for (i, raw) in text.lines().enumerate() {
-        let line = i + 1;
+/// Reads a MONITOR capture a line at a time and hands out each batch as soon as it is whole
+/// (a multi-key command at its line, a MULTI block at its EXEC, a script when the next client
+/// command shows that the commands it ran are over), in the order the captured whole would list
+/// them. Memory holds the open MULTI blocks and one script, never the capture.
+#[derive(Debug, Default)]
+pub struct MonitorParser {
+    stats: MonitorStats,
+    /// Per client: the line of its open MULTI and the commands queued since.
+    open: HashMap<String, (usize, Vec<Op>)>,
+    /// The script whose `[0 lua]` commands may follow.
+    script: Option<Batch>,
+    /// Batches complete and not yet taken.
+    ready: std::collections::VecDeque<Batch>,
+}
+
+impl MonitorParser {
+    /// A parser at the start of a capture.
+    pub fn new() -> MonitorParser {
+        MonitorParser::default()
+    }
+
+    /// The next complete batch, if any.
+    pub fn next_batch(&mut self) -> Option<Batch> {
+        self.ready.pop_front()
+    }
+
+    /// Reads line `line` (from 1) of the capture, without its line end. Errors name the line
+    /// and column.
+    pub fn line(&mut self, line: usize, raw: &str) -> Result<(), BatchError> {
         let l = raw.trim_end_matches('\r');
         if l.trim().is_empty() || l == "OK" {
-            continue;
+            return Ok(());
         }
         let bad = |column: usize, message: &'static str| BatchError::Monitor {
             line,
@@ -99,47 +118,46 @@ pub fn parse_monitor(text: &str) -> Result<(Vec<Batch>, MonitorStats), BatchErro
         if client == "lua" {
             // A command the script just sent ran (the server runs a script to its end before
             // anything else, so its commands follow its line).
-            if let Some(b) = last_script.and_then(|i| out.get_mut(i)) {
+            if let Some(b) = self.script.as_mut() {
                 let op = op_of(args, line, Strictness::Capture)?;
                 if !op.keys.is_empty() {
                     b.script_ran.push(op.keys);
                 }
             }
-            continue;
+            return Ok(());
         }
-        last_script = None;
-        stats.commands += 1;
+        self.end_script();
+        self.stats.commands += 1;
         let op = op_of(args, line, Strictness::Capture)?;
         match op.command.as_str() {
             "MULTI" => {
-                open.insert(client.to_string(), (line, Vec::new()));
+                self.open.insert(client.to_string(), (line, Vec::new()));
             }
             "EXEC" => {
-                if let Some((at, ops)) = open.remove(client)
+                if let Some((at, ops)) = self.open.remove(client)
                     && ops.iter().any(|o| !o.keys.is_empty())
                 {
                     let name = name_of(at, client, &ops, BatchKind::Multi);
-                    out.push(Batch::at_line(name, at, BatchKind::Multi, ops));
+                    self.ready
+                        .push_back(Batch::at_line(name, at, BatchKind::Multi, ops));
                 }
             }
             "DISCARD" => {
-                open.remove(client);
+                self.open.remove(client);
             }
             _ => {
-                if let Some((_, ops)) = open.get_mut(client) {
+                if let Some((_, ops)) = self.open.get_mut(client) {
                     ops.push(op);
-                    continue;
+                    return Ok(());
                 }
                 let kind = match op.command.as_str() {
                     "EVAL" | "EVALSHA" | "EVAL_RO" | "EVALSHA_RO" | "FCALL" | "FCALL_RO" => {
-                        // Kept even without declared keys: the keys it runs on may follow.
-                        last_script = Some(out.len());
                         BatchKind::Script
                     }
                     _ if op.keys.len() >= 2 => BatchKind::MultiKey,
                     _ => {
-                        stats.single += 1;
-                        continue;
+                        self.stats.single += 1;
+                        return Ok(());
                     }
                 };
                 let allow = kind == BatchKind::Script && allows_cross_slot(&op);
@@ -147,17 +165,48 @@ pub fn parse_monitor(text: &str) -> Result<(Vec<Batch>, MonitorStats), BatchErro
                 let name = name_of(line, client, &ops, kind);
                 let mut b = Batch::at_line(name, line, kind, ops);
                 b.allow_cross_slot = allow;
-                out.push(b);
+                if kind == BatchKind::Script {
+                    // Kept even without declared keys: the keys it runs on may follow.
+                    self.script = Some(b);
+                } else {
+                    self.ready.push_back(b);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The script's commands are over: it is a batch if it declared or ran keys.
+    fn end_script(&mut self) {
+        if let Some(b) = self.script.take() {
+            if b.keys().next().is_none() && b.script_ran.is_empty() {
+                self.stats.single += 1;
+            } else {
+                self.ready.push_back(b);
             }
         }
     }
-    // A script with no declared keys that ran no key command is not a batch.
-    let before = out.len();
-    out.retain(|b| {
-        !(b.kind == BatchKind::Script && b.keys().next().is_none() && b.script_ran.is_empty())
-    });
-    stats.single += (before - out.len()) as u64;
-    stats.unterminated = open.len() as u64;
+
+    /// The capture is over: the last script ends, MULTI blocks still open are dropped. Take the
+    /// remaining batches with [`MonitorParser::next_batch`] afterwards.
+    pub fn finish(&mut self) -> MonitorStats {
+        self.end_script();
+        self.stats.unterminated = self.open.len() as u64;
+        self.open.clear();
+        self.stats.clone()
+    }
+}
+
+/// Parses a whole MONITOR capture. Errors name the line and column.
+pub fn parse_monitor(text: &str) -> Result<(Vec<Batch>, MonitorStats), BatchError> {
+    let mut p = MonitorParser::new();
+    let mut out = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        p.line(i + 1, raw)?;
+        out.extend(std::iter::from_fn(|| p.next_batch()));
+    }
+    let stats = p.finish();
+    out.extend(std::iter::from_fn(|| p.next_batch()));
     Ok((out, stats))
 }
 

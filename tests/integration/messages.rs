@@ -334,6 +334,32 @@ fn hostile_inputs_are_refused_with_their_limits() {
     ]);
     assert_eq!(code, Some(2), "{text}");
     assert!(text.contains("larger than 64 MiB"), "{text}");
+    // A capture is streamed, but a line that never ends is bounded too.
+    let (code, text) = run(&[&os("simulate"), &os("--monitor"), &os("/dev/zero")]);
+    assert_eq!(code, Some(2), "{text}");
+    assert!(
+        text.contains("/dev/zero: line 1 is longer than 256 MiB"),
+        "{text}"
+    );
+    // A sweep regenerates a scheme's batches; a capture's cannot be swept.
+    let capture = write(
+        "sweep.monitor",
+        b"1.0 [0 127.0.0.1:1] \"MGET\" \"a\" \"b\"\n",
+    );
+    let (code, text) = run(&[
+        &os("simulate"),
+        &os("--scheme"),
+        &os("examples/keyplan.yaml"),
+        &os("--sizes"),
+        &os("1,10"),
+        &os("--monitor"),
+        capture.as_os_str(),
+    ]);
+    assert_eq!(code, Some(2), "{text}");
+    assert!(
+        text.contains("--sizes cannot be combined with --batches or --monitor"),
+        "{text}"
+    );
     // Rates that mean nothing.
     for rate in ["0", "NaN", "inf", "1e-300", "1e9"] {
         let (code, text) = run(&[

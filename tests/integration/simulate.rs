@@ -1107,3 +1107,78 @@ fn captures_of_real_libraries_get_their_verdicts() {
         0
     );
 }
+
+/// A capture is read a line at a time: CRLF line ends and a last line without one read as
+/// the same batches, in the order the whole capture lists them (a script's batch comes when
+/// its commands are over, before the next client's); a bad line stops the run with its line
+/// named and, with `-o`, no file written.
+#[test]
+fn a_capture_streams_to_the_same_report() {
+    let text = "OK\n\
+        1.0 [0 127.0.0.1:1] \"MULTI\"\n\
+        1.1 [0 127.0.0.1:1] \"SET\" \"a\" \"1\"\n\
+        1.2 [0 127.0.0.1:2] \"EVAL\" \"return 1\" \"1\" \"k1\"\n\
+        1.3 [0 lua] \"get\" \"k2\"\n\
+        1.4 [0 127.0.0.1:1] \"INCR\" \"b\"\n\
+        1.5 [0 127.0.0.1:1] \"EXEC\"\n\
+        1.6 [0 127.0.0.1:3] \"EVAL\" \"return 1\" \"0\"\n\
+        1.7 [0 127.0.0.1:3] \"MGET\" \"x\" \"y\"\n\
+        1.8 [0 127.0.0.1:4] \"DEL\" \"p\" \"q\"";
+    let dir = tempfile::tempdir().unwrap();
+    let lf = dir.path().join("lf.monitor");
+    let crlf = dir.path().join("crlf.monitor");
+    std::fs::write(&lf, format!("{text}\n")).unwrap();
+    std::fs::write(&crlf, text.replace('\n', "\r\n")).unwrap();
+    let (batches, _) = keyplan::simulate::monitor::parse_monitor(text).unwrap();
+    let names: Vec<&str> = batches.iter().map(|b| b.name.as_str()).collect();
+    let json = |path: &std::path::Path| {
+        let out = keyplan()
+            .args(["simulate", "--format", "json", "--monitor"])
+            .arg(path)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0));
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        (
+            serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap(),
+            stderr,
+        )
+    };
+    let (a, stderr) = json(&lf);
+    let (b, _) = json(&crlf);
+    assert_eq!(a, b);
+    let listed: Vec<&str> = a["batches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["batch"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed, names);
+    assert_eq!(listed.len(), 4, "{listed:?}");
+    assert!(
+        listed[0].starts_with("line 4 [127.0.0.1:2]: EVAL"),
+        "{listed:?}"
+    );
+    assert!(
+        listed[1].starts_with("line 2 [127.0.0.1:1]: MULTI"),
+        "{listed:?}"
+    );
+    assert!(
+        stderr.contains("8 commands, 4 batches; 1 single-key commands are not batches"),
+        "{stderr}"
+    );
+    let bad = dir.path().join("bad.monitor");
+    std::fs::write(&bad, format!("{text}\n1.9 [0 127.0.0.1:5 \"GET\" \"z\"\n")).unwrap();
+    let report = dir.path().join("report.json");
+    let out = keyplan()
+        .args(["simulate", "--format", "json", "-o"])
+        .arg(&report)
+        .arg("--monitor")
+        .arg(&bad)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("bad.monitor: line 11, column"), "{stderr}");
+    assert!(!report.exists(), "a failed run leaves no report");
+}

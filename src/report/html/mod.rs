@@ -5,12 +5,12 @@
 mod analyze;
 mod migrate;
 mod plan;
-mod simulate;
+pub(crate) mod simulate;
 
 pub use analyze::render_html;
 pub use migrate::render_migration;
 pub use plan::render_plan;
-pub use simulate::{SimulateHtml, render_simulate};
+pub(crate) use simulate as simulate_html;
 
 use std::fmt::Write as _;
 

@@ -1,0 +1,144 @@
+//! Memory bounded by design: `simulate --monitor` on a capture of many distinct batches keeps
+//! the memory of one batch (plus a fixed spool), whatever the capture's length. Measured with a
+//! counting allocator, so this test has its own binary (the allocator sees every thread of the
+//! process; no other test may run beside it).
+#![allow(clippy::print_stderr)]
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::io::Write as _;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// The system allocator, counting the bytes held and their peak.
+struct Counting;
+
+static HELD: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+fn grew(n: usize) {
+    let now = HELD.fetch_add(n, Ordering::Relaxed) + n;
+    PEAK.fetch_max(now, Ordering::Relaxed);
+}
+
+// SAFETY: every call is passed on to the system allocator unchanged; only counters are kept.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: the caller's layout is passed on as it is.
+        let p = unsafe { System.alloc(layout) };
+        if !p.is_null() {
+            grew(layout.size());
+        }
+        p
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` came from `alloc` with this layout.
+        unsafe { System.dealloc(ptr, layout) };
+        HELD.fetch_sub(layout.size(), Ordering::Relaxed);
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: as for `alloc` and `dealloc`.
+        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        if !p.is_null() {
+            if new_size > layout.size() {
+                grew(new_size - layout.size());
+            } else {
+                HELD.fetch_sub(layout.size() - new_size, Ordering::Relaxed);
+            }
+        }
+        p
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+/// A capture of `n` distinct batches: MGETs of 2–6 keys from 50 clients, every tenth a
+/// MULTI block, and single-key commands between them.
+fn capture(n: usize) -> Vec<u8> {
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let mut out = b"OK\n".to_vec();
+    for i in 0..n {
+        let client = 40000 + i % 50;
+        if i % 10 == 0 {
+            for cmd in [
+                "\"MULTI\"".to_string(),
+                format!("\"SET\" \"order:{i}\" \"1\""),
+                format!("\"INCR\" \"stock:{}\"", next() % 1000),
+                "\"EXEC\"".to_string(),
+            ] {
+                writeln!(out, "1796145909.{i:06} [0 127.0.0.1:{client}] {cmd}").unwrap();
+            }
+            continue;
+        }
+        let mut line = format!("1796145909.{i:06} [0 127.0.0.1:{client}] \"MGET\"");
+        for _ in 0..2 + next() % 5 {
+            line.push_str(&format!(" \"user:{}:profile\"", next() % 1_000_000));
+        }
+        writeln!(out, "{line}").unwrap();
+        writeln!(
+            out,
+            "1796145909.{i:06} [0 127.0.0.1:{client}] \"GET\" \"x\""
+        )
+        .unwrap();
+    }
+    out
+}
+
+#[test]
+fn simulate_keeps_the_memory_of_one_batch() {
+    const BATCHES: usize = 12_000;
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("capture.monitor");
+    std::fs::write(&cap, capture(BATCHES)).unwrap();
+    for (format, extra) in [
+        ("json", &[][..]),
+        ("table", &[][..]),
+        ("html", &[][..]),
+        ("json", &["--client", "all"][..]),
+    ] {
+        let out = dir.path().join(format!("report.{format}"));
+        let mut args: Vec<String> = ["keyplan", "simulate", "--monitor"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        args.push(cap.display().to_string());
+        args.extend(["--format".into(), format.into(), "-o".into()]);
+        args.push(out.display().to_string());
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+        let before = HELD.load(Ordering::Relaxed);
+        PEAK.store(before, Ordering::Relaxed);
+        let status = keyplan::cli::run(args.iter(), &mut stdout, &mut stderr);
+        let grew_by = PEAK.load(Ordering::Relaxed) - before;
+        let stderr = String::from_utf8_lossy(&stderr);
+        assert_eq!(status as i32, 0, "{stderr}");
+        assert!(stderr.contains(&format!("{BATCHES} batches")), "{stderr}");
+        let written = std::fs::metadata(&out).unwrap().len() as usize;
+        eprintln!(
+            "simulate --format {format} {}: {BATCHES} batches, {} MB written, peak heap {:.1} MB",
+            extra.join(" "),
+            written >> 20,
+            grew_by as f64 / (1 << 20) as f64
+        );
+        // Built whole, the report took about 4 KB a batch (47 MB here) and more than the
+        // output's size; streamed, it takes the spool's 4 MiB and one batch.
+        assert!(written > 20 << 20, "{written} bytes written");
+        assert!(
+            grew_by < 12 << 20,
+            "--format {format}: {grew_by} bytes of heap at the peak for {written} bytes written"
+        );
+        if format == "json" {
+            let doc: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+            assert_eq!(doc["schema_version"], 2);
+            assert_eq!(doc["batches"].as_array().unwrap().len(), BATCHES);
+            let per_batch = if extra.is_empty() { 5 } else { 11 };
+            assert!(doc["results"].as_array().unwrap().len() >= BATCHES * per_batch);
+        }
+    }
+}
