@@ -42,6 +42,38 @@ impl Read for Input {
 }
 
 impl Input {
+    /// What the input holds: a snapshot (sniffed by its magic unless `opts` names the
+    /// format), or lines (an error when `opts` asks for a snapshot).
+    fn content(self, opts: &ReadOptions) -> Result<Content, ReadError> {
+        use crate::keys::InputFormat;
+        use std::io::BufRead;
+        let want_rdb = opts.format == InputFormat::Rdb;
+        let may_rdb = want_rdb || opts.format == InputFormat::Auto;
+        let content = match self {
+            Input::Stdin(s) => {
+                let mut s = io::BufReader::with_capacity(1 << 20, s);
+                if may_rdb && crate::rdb::sniff(s.fill_buf()?).is_some() {
+                    let mut data = Vec::new();
+                    s.read_to_end(&mut data)?;
+                    Content::Snapshot(crate::rdb::read::Mapped::Owned(data))
+                } else {
+                    Content::Stdin(s)
+                }
+            }
+            Input::File(f) => {
+                if may_rdb && crate::rdb::read::is_snapshot(&f) {
+                    Content::Snapshot(crate::rdb::read::Mapped::open(&f)?)
+                } else {
+                    Content::File(f)
+                }
+            }
+        };
+        if want_rdb && !matches!(content, Content::Snapshot(_)) {
+            return Err(ReadError::NotSnapshot);
+        }
+        Ok(content)
+    }
+
     /// Reads the whole dump (or snapshot) on `sinks.len()` threads; `name` is what reports
     /// call it.
     pub fn par_read<S: ChunkSink>(
@@ -51,36 +83,12 @@ impl Input {
         sinks: &mut [S],
         progress: Option<&AtomicU64>,
     ) -> Result<ReadSummary, ReadError> {
-        use crate::keys::InputFormat;
-        use std::io::BufRead;
-        let want_rdb = opts.format == InputFormat::Rdb;
-        let may_rdb = want_rdb || opts.format == InputFormat::Auto;
-        match self {
-            Input::Stdin(s) => {
-                let mut s = io::BufReader::with_capacity(1 << 20, s);
-                let head = s.fill_buf()?;
-                let snapshot = crate::rdb::sniff(head).is_some();
-                if may_rdb && snapshot {
-                    let mut data = Vec::new();
-                    s.read_to_end(&mut data)?;
-                    let data = crate::rdb::read::Mapped::Owned(data);
-                    return crate::rdb::read::par_read_data(data, name, sinks, progress, TOP_KEYS);
-                }
-                if want_rdb {
-                    return Err(ReadError::NotSnapshot);
-                }
-                par_read(s, opts, sinks, progress)
+        match self.content(opts)? {
+            Content::Snapshot(data) => {
+                crate::rdb::read::par_read_data(data, name, sinks, progress, TOP_KEYS)
             }
-            Input::File(f) => {
-                let snapshot = crate::rdb::read::is_snapshot(&f);
-                if may_rdb && snapshot {
-                    return crate::rdb::read::par_read(&f, name, sinks, progress, TOP_KEYS);
-                }
-                if want_rdb {
-                    return Err(ReadError::NotSnapshot);
-                }
-                par_read_file(&f, opts, sinks, progress)
-            }
+            Content::Stdin(s) => par_read(s, opts, sinks, progress),
+            Content::File(f) => par_read_file(&f, opts, sinks, progress),
         }
     }
 
@@ -93,38 +101,12 @@ impl Input {
         progress: &AtomicU64,
         f: impl FnMut(u64, &crate::keys::Record<'_>),
     ) -> Result<ReadSummary, ReadError> {
-        use crate::keys::InputFormat;
-        use crate::rdb::read::Mapped;
-        use std::io::BufRead;
-        let want_rdb = opts.format == InputFormat::Rdb;
-        let may_rdb = want_rdb || opts.format == InputFormat::Auto;
-        match self {
-            Input::Stdin(s) => {
-                let mut s = io::BufReader::with_capacity(1 << 20, s);
-                if may_rdb && crate::rdb::sniff(s.fill_buf()?).is_some() {
-                    let mut data = Vec::new();
-                    s.read_to_end(&mut data)?;
-                    return crate::rdb::read::for_each(
-                        Mapped::Owned(data),
-                        name,
-                        Some(progress),
-                        TOP_KEYS,
-                        f,
-                    );
-                }
-                if want_rdb {
-                    return Err(ReadError::NotSnapshot);
-                }
-                crate::keys::for_each_record(Counted::new(s, progress), opts, f)
+        match self.content(opts)? {
+            Content::Snapshot(data) => {
+                crate::rdb::read::for_each(data, name, Some(progress), TOP_KEYS, f)
             }
-            Input::File(file) => {
-                if may_rdb && crate::rdb::read::is_snapshot(&file) {
-                    let data = Mapped::open(&file)?;
-                    return crate::rdb::read::for_each(data, name, Some(progress), TOP_KEYS, f);
-                }
-                if want_rdb {
-                    return Err(ReadError::NotSnapshot);
-                }
+            Content::Stdin(s) => crate::keys::for_each_record(Counted::new(s, progress), opts, f),
+            Content::File(file) => {
                 crate::keys::for_each_record(Counted::new(Input::File(file), progress), opts, f)
             }
         }
@@ -137,6 +119,16 @@ impl Input {
             Input::Stdin(_) => None,
         }
     }
+}
+
+/// An input once its first bytes are read.
+enum Content {
+    /// A snapshot, mapped (a file) or read whole (standard input).
+    Snapshot(crate::rdb::read::Mapped),
+    /// Lines on standard input (the bytes sniffed still buffered).
+    Stdin(io::BufReader<io::Stdin>),
+    /// Lines in a file.
+    File(File),
 }
 
 /// Opens a key dump; `-` is standard input.

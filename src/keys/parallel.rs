@@ -608,6 +608,24 @@ mod tests {
         }
     }
 
+    /// Reads `input` one record after another, and with `parallel` into two sinks: the two
+    /// summaries and the two key lists (in any order) must be equal.
+    fn assert_same_as_sequential(
+        input: &[u8],
+        opts: &ReadOptions,
+        parallel: impl FnOnce(&mut [Collect]) -> ReadSummary,
+    ) {
+        let mut seq_keys = Vec::new();
+        let seq = for_each_record(input, opts, |_, r| seq_keys.push(r.key.to_vec())).unwrap();
+        let mut sinks = vec![Collect::default(), Collect::default()];
+        let par = parallel(&mut sinks);
+        assert_eq!(seq, par, "{:?}", opts.format);
+        let mut par_keys: Vec<_> = sinks.into_iter().flat_map(|s| s.0).collect();
+        par_keys.sort();
+        seq_keys.sort();
+        assert_eq!(par_keys, seq_keys);
+    }
+
     #[test]
     fn parallel_summary_equals_sequential() {
         let mut input = String::new();
@@ -624,18 +642,9 @@ mod tests {
             format: InputFormat::Quoted,
             ..ReadOptions::default()
         };
-        let mut seq_keys = Vec::new();
-        let seq = for_each_record(input.as_bytes(), &opts, |_, r| {
-            seq_keys.push(r.key.to_vec())
-        })
-        .unwrap();
-        let mut sinks = vec![Collect::default(), Collect::default()];
-        let par = par_read(input.as_bytes(), &opts, &mut sinks, None).unwrap();
-        assert_eq!(seq, par);
-        let mut par_keys: Vec<_> = sinks.into_iter().flat_map(|s| s.0).collect();
-        par_keys.sort();
-        seq_keys.sort();
-        assert_eq!(par_keys, seq_keys);
+        assert_same_as_sequential(input.as_bytes(), &opts, |sinks| {
+            par_read(input.as_bytes(), &opts, sinks, None).unwrap()
+        });
     }
 
     #[test]
@@ -659,18 +668,9 @@ mod tests {
                 max_line_bytes: 200,
                 ..ReadOptions::default()
             };
-            let mut seq_keys = Vec::new();
-            let seq = for_each_record(input.as_bytes(), &opts, |_, r| {
-                seq_keys.push(r.key.to_vec())
-            })
-            .unwrap();
-            let mut sinks = vec![Collect::default(), Collect::default()];
-            let par = par_read_file(&f, &opts, &mut sinks, None).unwrap();
-            assert_eq!(seq, par, "{format:?}");
-            let mut par_keys: Vec<_> = sinks.into_iter().flat_map(|s| s.0).collect();
-            par_keys.sort();
-            seq_keys.sort();
-            assert_eq!(par_keys, seq_keys);
+            assert_same_as_sequential(input.as_bytes(), &opts, |sinks| {
+                par_read_file(&f, &opts, sinks, None).unwrap()
+            });
         }
     }
 

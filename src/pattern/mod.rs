@@ -268,6 +268,42 @@ pub struct PatternTree {
     folds: u64,
 }
 
+/// The literal tokens before a key's first class token, as a [`HexMemo`] or an [`IdMemo`]
+/// keeps them: a key of the remembered (hex) skeleton or shape starts with the same bytes.
+#[derive(Debug, Clone, Copy, Default)]
+struct LiteralPrefix {
+    len: u8,
+    bytes: [u8; HEX_PREFIX],
+}
+
+impl LiteralPrefix {
+    /// The bytes of `key` before its first class token, when they are at most [`HEX_PREFIX`]
+    /// and every token from that class on passes `rest`.
+    fn of(tokens: &[Token], key: &[u8], rest: impl Fn(&Token) -> bool) -> Option<LiteralPrefix> {
+        let first_class = tokens.iter().position(|t| matches!(t, Token::Class(_)))?;
+        let len = match first_class.checked_sub(1).map(|i| tokens[i]) {
+            Some(Token::Lit { end, .. }) => end,
+            Some(Token::Class(_)) => return None,
+            None => 0,
+        };
+        if len > HEX_PREFIX || !tokens[first_class..].iter().all(rest) {
+            return None;
+        }
+        let mut p = LiteralPrefix {
+            len: len as u8,
+            ..LiteralPrefix::default()
+        };
+        p.bytes[..len].copy_from_slice(&key[..len]);
+        Some(p)
+    }
+
+    /// Whether `key` starts with the remembered bytes.
+    #[inline]
+    fn holds(&self, key: &[u8]) -> bool {
+        key.get(..self.len as usize) == Some(&self.bytes[..self.len as usize])
+    }
+}
+
 /// Entries in the hex-skeleton memo.
 const HEX_MEMO_SLOTS: usize = 1 << 10;
 /// Longest literal prefix a [`HexMemo`] keeps.
@@ -286,10 +322,9 @@ struct HexMemo {
     skeleton: u64,
     leaf: u32,
     generation: u32,
-    prefix_len: u8,
+    prefix: LiteralPrefix,
     hex: u8,
     spans: [(u16, u16); HEX_SPANS],
-    prefix: [u8; HEX_PREFIX],
 }
 
 impl HexMemo {
@@ -301,36 +336,22 @@ impl HexMemo {
         rec: &Recorded,
         key: &[u8],
     ) -> Option<HexMemo> {
-        let tokens = &rec.tokens;
-        let first_class = tokens.iter().position(|t| matches!(t, Token::Class(_)))?;
-        let prefix_len = match first_class.checked_sub(1) {
-            Some(i) => match tokens[i] {
-                Token::Lit { end, .. } => end,
-                Token::Class(_) => return None,
-            },
-            None => 0,
-        };
         let hex_letter = |b: &u8| matches!(b, b'a'..=b'f' | b'A'..=b'F');
-        let rest_ok = tokens[first_class..].iter().all(|t| match t {
+        let prefix = LiteralPrefix::of(&rec.tokens, key, |t| match t {
             Token::Class(c) => matches!(c, Class::Uuid | Class::Hex),
             Token::Lit { start, end } => !key[*start..*end].iter().any(hex_letter),
-        });
-        if !rest_ok
-            || !rec.checks.is_empty()
-            || prefix_len > HEX_PREFIX
-            || rec.hex_spans.len() > HEX_SPANS
-        {
+        })?;
+        if !rec.checks.is_empty() || rec.hex_spans.len() > HEX_SPANS {
             return None;
         }
         let mut m = HexMemo {
             skeleton,
             leaf,
             generation,
-            prefix_len: prefix_len as u8,
+            prefix,
             hex: rec.hex_spans.len() as u8,
             ..HexMemo::default()
         };
-        m.prefix[..prefix_len].copy_from_slice(&key[..prefix_len]);
         for (slot, &(a, b)) in m.spans.iter_mut().zip(&rec.hex_spans) {
             *slot = (u16::try_from(a).ok()?, u16::try_from(b).ok()?);
         }
@@ -340,8 +361,7 @@ impl HexMemo {
     /// Whether `key` (of the same hex skeleton) tokenizes as the remembered key did.
     #[inline]
     fn holds(&self, key: &[u8]) -> bool {
-        let p = self.prefix_len as usize;
-        key[..p] == self.prefix[..p]
+        self.prefix.holds(key)
             && self.spans[..self.hex as usize].iter().all(|&(a, b)| {
                 let span = &key[a as usize..b as usize];
                 let letter = span.iter().any(|b| !b.is_ascii_digit());
@@ -365,10 +385,9 @@ struct IdMemo {
     shape: u64,
     leaf: u32,
     generation: u32,
-    prefix_len: u8,
+    prefix: LiteralPrefix,
     ids: u8,
     spans: [(u16, u16, bool); ID_SPANS],
-    prefix: [u8; HEX_PREFIX],
 }
 
 impl IdMemo {
@@ -380,24 +399,13 @@ impl IdMemo {
         key: &[u8],
         d: &Delimiters,
     ) -> Option<IdMemo> {
-        let tokens = &rec.tokens;
-        let first_class = tokens.iter().position(|t| matches!(t, Token::Class(_)))?;
-        let prefix_len = match first_class.checked_sub(1) {
-            Some(i) => match tokens[i] {
-                Token::Lit { end, .. } => end,
-                Token::Class(_) => return None,
-            },
-            None => 0,
-        };
-        let rest_ok = tokens[first_class..].iter().all(|t| match t {
+        let prefix = LiteralPrefix::of(&rec.tokens, key, |t| match t {
             Token::Class(c) => matches!(c, Class::Token | Class::Ulid),
             Token::Lit { start, end } => !key[*start..*end].iter().any(u8::is_ascii_alphanumeric),
-        });
-        if !rest_ok
-            || rec.id_spans.is_empty()
+        })?;
+        if rec.id_spans.is_empty()
             || !rec.checks.is_empty()
             || !rec.hex_spans.is_empty()
-            || prefix_len > HEX_PREFIX
             || rec.id_spans.len() > ID_SPANS
         {
             return None;
@@ -406,11 +414,10 @@ impl IdMemo {
             shape,
             leaf,
             generation,
-            prefix_len: prefix_len as u8,
+            prefix,
             ids: rec.id_spans.len() as u8,
             ..IdMemo::default()
         };
-        m.prefix[..prefix_len].copy_from_slice(&key[..prefix_len]);
         for (slot, &start) in m.spans.iter_mut().zip(&rec.id_spans) {
             let (len, class) = segment::match_id_like(key, start, d)?;
             *slot = (
@@ -425,8 +432,7 @@ impl IdMemo {
     /// Whether `key` (of the same shape) tokenizes as the remembered key did.
     #[inline]
     fn holds(&self, key: &[u8], d: &Delimiters) -> bool {
-        let p = self.prefix_len as usize;
-        key[..p] == self.prefix[..p]
+        self.prefix.holds(key)
             && self.spans[..self.ids as usize]
                 .iter()
                 .all(|&(start, len, ulid)| {
@@ -1506,28 +1512,18 @@ mod tests {
             if i % 2 == 0 { a.add(&o) } else { b.add(&o) }
         }
         a.merge(&b);
-        let x: Vec<_> = one
-            .finish()
-            .into_iter()
-            .map(|p| {
-                (
-                    p.text,
-                    p.stats.keys,
-                    p.stats.examples().map(<[u8]>::to_vec).collect::<Vec<_>>(),
-                )
-            })
-            .collect();
-        let y: Vec<_> = a
-            .finish()
-            .into_iter()
-            .map(|p| {
-                (
-                    p.text,
-                    p.stats.keys,
-                    p.stats.examples().map(<[u8]>::to_vec).collect::<Vec<_>>(),
-                )
-            })
-            .collect();
-        assert_eq!(x, y);
+        let found = |patterns: Vec<Pattern>| -> Vec<_> {
+            patterns
+                .into_iter()
+                .map(|p| {
+                    (
+                        p.text,
+                        p.stats.keys,
+                        p.stats.examples().map(<[u8]>::to_vec).collect::<Vec<_>>(),
+                    )
+                })
+                .collect()
+        };
+        assert_eq!(found(one.finish()), found(a.finish()));
     }
 }

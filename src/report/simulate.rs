@@ -396,7 +396,7 @@ fn strategy_table(
             right(format!("{:.0}", x.load.qps)),
             right(format!("{:.3}", x.load.p50_ms)),
             right(format!("{:.3}", x.load.p99_ms)),
-            Cell::new(per_node(x)),
+            Cell::new(per_node(&x.load)),
         ]);
     }
     writeln!(out, "{t}")?;
@@ -408,11 +408,10 @@ fn strategy_table(
 }
 
 /// Commands per node, as `node n, node n`.
-fn per_node(x: &SimResult) -> String {
-    x.load
-        .nodes
+fn per_node(load: &crate::simulate::BatchLoad) -> String {
+    load.commands_per_node()
         .iter()
-        .map(|n| format!("{} {}", n.node, n.commands))
+        .map(|(node, n)| format!("{node} {n}"))
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -470,13 +469,7 @@ fn client_table(
     for x in &b.clients {
         let mut what = match &x.message {
             Some(m) => m.clone(),
-            None => x
-                .load
-                .nodes
-                .iter()
-                .map(|n| format!("{} {}", n.node, n.commands))
-                .collect::<Vec<_>>()
-                .join(", "),
+            None => per_node(&x.load),
         };
         if x.moved + x.ask > 0 {
             what = format!("{what} ({} MOVED, {} ASK)", x.moved, x.ask);

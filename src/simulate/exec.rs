@@ -457,12 +457,7 @@ mod tests {
                 assert_eq!(r.load.latency_ms, c.latency_ms, "{} {s:?}", b.name);
                 let lanes: Vec<&Lane> = strict.waves.iter().flat_map(|w| &w.lanes).collect();
                 assert_eq!(r.load.bytes, lanes.iter().map(|l| l.bytes).sum::<u64>());
-                let per_node: Vec<(String, u64)> = r
-                    .load
-                    .nodes
-                    .iter()
-                    .map(|n| (n.node.clone(), n.commands))
-                    .collect();
+                let per_node = r.load.commands_per_node();
                 let planned: Vec<(String, u64)> = strict
                     .commands_per_node
                     .iter()

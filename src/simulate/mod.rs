@@ -193,6 +193,16 @@ pub struct BatchLoad {
     pub nodes: Vec<NodeLoad>,
 }
 
+impl BatchLoad {
+    /// Commands per node touched, in node order.
+    pub fn commands_per_node(&self) -> Vec<(String, u64)> {
+        self.nodes
+            .iter()
+            .map(|n| (n.node.clone(), n.commands))
+            .collect()
+    }
+}
+
 /// The cost of one batch under one strategy.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct SimResult {
@@ -279,12 +289,7 @@ mod tests {
             (7, 7, 1)
         );
         assert!((r.load.latency_ms - 7.0).abs() < 1e-9);
-        let per_node: Vec<(String, u64)> = r
-            .load
-            .nodes
-            .iter()
-            .map(|n| (n.node.clone(), n.commands))
-            .collect();
+        let per_node = r.load.commands_per_node();
         // foo{hash_tag} → 2515 (node 0).
         assert_eq!(
             per_node,

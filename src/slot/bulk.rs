@@ -282,6 +282,37 @@ pub fn count_raw_lines_portable(buf: &[u8], hist: &mut [u64]) -> LineCounts {
     BulkScanner::portable().count_raw_lines(buf, hist)
 }
 
+/// Counts the line `buf[start..end]` (without its `\n`) and says where its key ends (a
+/// trailing `\r` dropped), or `None` for an empty line or one longer than `max_line` (listed
+/// in `long`). Every key it passes is counted.
+#[inline(always)]
+fn key_end(
+    buf: &[u8],
+    start: usize,
+    mut end: usize,
+    max_line: usize,
+    counts: &mut LineCounts,
+    long: &mut Vec<LongLine>,
+) -> Option<usize> {
+    counts.lines += 1;
+    let too_long = end - start > max_line;
+    if end > start && buf[end - 1] == b'\r' {
+        end -= 1;
+    }
+    if too_long {
+        long.push(LongLine {
+            line: counts.lines,
+            bytes: (end - start) as u64,
+        });
+        return None;
+    }
+    if end == start {
+        return None;
+    }
+    counts.keys += 1;
+    Some(end)
+}
+
 /// The memchr scan: the reference for the SIMD scan, and what CPUs without it use.
 fn portable_scan(
     buf: &[u8],
@@ -293,19 +324,7 @@ fn portable_scan(
     let mut start = 0;
     while start < buf.len() {
         let nl = memchr(b'\n', &buf[start..]).map_or(buf.len(), |i| start + i);
-        let mut end = nl;
-        counts.lines += 1;
-        let too_long = end - start > max_line;
-        if end > start && buf[end - 1] == b'\r' {
-            end -= 1;
-        }
-        if too_long {
-            long.push(LongLine {
-                line: counts.lines,
-                bytes: (end - start) as u64,
-            });
-        } else if end > start {
-            counts.keys += 1;
+        if let Some(end) = key_end(buf, start, nl, max_line, &mut counts, long) {
             let (hash_start, hash_end) = match TagShape::of(&buf[start..end]) {
                 TagShape::Tagged { open, close } => (start + open + 1, start + close),
                 _ => (start, end),
@@ -376,23 +395,10 @@ fn scan_with_masks(
 ) -> LineCounts {
     let mut counts = LineCounts::default();
     let mut start = 0usize;
-    let mut on_line = |s: usize, mut e: usize, counts: &mut LineCounts| {
-        counts.lines += 1;
-        let too_long = e - s > max_line;
-        if e > s && buf[e - 1] == b'\r' {
-            e -= 1;
-        }
-        if too_long {
-            long.push(LongLine {
-                line: counts.lines,
-                bytes: (e - s) as u64,
-            });
+    let mut on_line = |s: usize, e: usize, counts: &mut LineCounts| {
+        let Some(e) = key_end(buf, s, e, max_line, counts, long) else {
             return;
-        }
-        if e == s {
-            return;
-        }
-        counts.keys += 1;
+        };
         let (a, b) = match find_next(opens, s, e) {
             Some(o) => match find_next(closes, o + 1, e) {
                 Some(c) if c > o + 1 => (o + 1, c),

@@ -168,31 +168,33 @@ fn fnv1_64(key: &[u8]) -> u32 {
     h as u32
 }
 
-fn fnv1a_64(key: &[u8]) -> u32 {
-    let mut h: u32 = 0x8422_2325;
+/// FNV over 32 bits, as twemproxy computes its 32-bit variants (and its `fnv1a_64`, which
+/// keeps only the low 32 bits of the 64-bit offset basis and prime): `xor_first` is FNV-1a.
+#[inline]
+fn fnv_32(key: &[u8], basis: u32, prime: u32, xor_first: bool) -> u32 {
+    let mut h = basis;
     for &b in key {
-        h ^= sx(b);
-        h = h.wrapping_mul(0x0000_01b3);
+        if xor_first {
+            h ^= sx(b);
+            h = h.wrapping_mul(prime);
+        } else {
+            h = h.wrapping_mul(prime);
+            h ^= sx(b);
+        }
     }
     h
+}
+
+fn fnv1a_64(key: &[u8]) -> u32 {
+    fnv_32(key, 0x8422_2325, 0x0000_01b3, true)
 }
 
 fn fnv1_32(key: &[u8]) -> u32 {
-    let mut h: u32 = 2_166_136_261;
-    for &b in key {
-        h = h.wrapping_mul(16_777_619);
-        h ^= sx(b);
-    }
-    h
+    fnv_32(key, 2_166_136_261, 16_777_619, false)
 }
 
 fn fnv1a_32(key: &[u8]) -> u32 {
-    let mut h: u32 = 2_166_136_261;
-    for &b in key {
-        h ^= sx(b);
-        h = h.wrapping_mul(16_777_619);
-    }
-    h
+    fnv_32(key, 2_166_136_261, 16_777_619, true)
 }
 
 fn hsieh(key: &[u8]) -> u32 {

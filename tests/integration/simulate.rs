@@ -156,12 +156,7 @@ fn commands_per_node_equal_the_model_for_every_strategy() {
             .filter(|(_, c)| *c > 0)
             .collect();
         let sim = simulate(batch, &topo, strategy, &net);
-        let predicted: BTreeMap<String, u64> = sim
-            .load
-            .nodes
-            .iter()
-            .map(|n| (n.node.clone(), n.commands))
-            .collect();
+        let predicted: BTreeMap<String, u64> = sim.load.commands_per_node().into_iter().collect();
         if strategy == Strategy::Hashtag {
             // The model puts the rewritten batch on the first key's node; the executor used tag
             // `{t}`: compare the shape (one node, one MGET).
@@ -303,12 +298,7 @@ fn twemproxy_profile_equals_a_real_nutcracker() {
             .collect();
         let r = simulate_client(b, &topo, Client::Twemproxy, &net);
         assert_eq!(r.outcome, Outcome::Ok, "{line}");
-        let predicted: BTreeMap<String, u64> = r
-            .load
-            .nodes
-            .iter()
-            .map(|n| (n.node.clone(), n.commands))
-            .collect();
+        let predicted: BTreeMap<String, u64> = r.load.commands_per_node().into_iter().collect();
         assert_eq!(measured, predicted, "{line}");
         assert!(predicted.len() > 1 || line.contains("only-one"), "{line}");
     }

@@ -2,12 +2,9 @@
 //! cardinality the scheme declares (a tag declared over 100 seasons that holds one): every
 //! figure keyplan derives from the declaration (tag cardinality, skew, plans) is then wrong.
 
-use super::{Check, DumpTotals};
-use crate::lint::ActiveRule;
-use crate::scheme::Scheme;
+use super::{Check, DumpSeen, Found};
 use crate::scheme::matcher::KeyMatcher;
 use crate::sketch::Hll;
-use crate::topology::Topology;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 
@@ -73,13 +70,8 @@ impl Check for CardinalityDriftCheck {
         }
     }
 
-    fn dump(
-        &self,
-        _r: &ActiveRule,
-        _topo: &Topology,
-        _t: &DumpTotals,
-        scheme: Option<&Scheme>,
-    ) -> Option<(String, Option<String>)> {
+    fn dump(&self, seen: &DumpSeen<'_>) -> Found {
+        let DumpSeen { scheme, .. } = *seen;
         let scheme = scheme?;
         let mut found: Vec<(f64, String, String)> = Vec::new();
         let seen = self.seen.borrow();

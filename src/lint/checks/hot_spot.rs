@@ -1,9 +1,7 @@
 //! `hot-spot`: one slot or one hash-tag value holding a large share of a dump's keys or bytes
 //! (a node can be within its share while one of its slots is a hot spot no rebalance can split).
 
-use super::{Check, DumpTotals};
-use crate::lint::ActiveRule;
-use crate::topology::Topology;
+use super::{Check, DumpSeen, Found};
 
 pub(super) struct HotSpotCheck {
     pub max_share: f64,
@@ -11,13 +9,10 @@ pub(super) struct HotSpotCheck {
 }
 
 impl Check for HotSpotCheck {
-    fn dump(
-        &self,
-        _r: &ActiveRule,
-        topo: &Topology,
-        t: &DumpTotals,
-        _scheme: Option<&crate::scheme::Scheme>,
-    ) -> Option<(String, Option<String>)> {
+    fn dump(&self, seen: &DumpSeen<'_>) -> Found {
+        let DumpSeen {
+            topo, totals: t, ..
+        } = *seen;
         if t.keys < self.min_keys {
             return None;
         }

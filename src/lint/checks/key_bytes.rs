@@ -1,6 +1,6 @@
 //! `key-bytes`: whitespace or control bytes in keys and patterns.
 
-use super::{Check, Finding, allowed};
+use super::{Check, Finding, Found, KeySeen, allowed};
 use crate::keys::display::display_key;
 use crate::lint::ActiveRule;
 use crate::lint::rule::BytesFlag;
@@ -36,12 +36,8 @@ impl Check for KeyBytesCheck {
             .collect()
     }
 
-    fn key(
-        &self,
-        r: &ActiveRule,
-        key: &[u8],
-        _unmatched: bool,
-    ) -> Option<(String, Option<String>)> {
+    fn key(&self, seen: &KeySeen<'_>) -> Found {
+        let KeySeen { rule: r, key, .. } = *seen;
         hit(self.0, key).then(|| {
             (
                 format!("key {}: {}", display_key(key), r.spec.summary),

@@ -1,9 +1,7 @@
 //! `key-family`: keys of a known family (a library's queue, broker or lock keys) whose use on a
 //! cluster is known to fail. One finding per dump: how many keys, an example, what goes wrong.
 
-use super::{Check, DumpTotals};
-use crate::lint::ActiveRule;
-use crate::topology::Topology;
+use super::{Check, DumpSeen, Found, KeySeen};
 use std::cell::{Cell, RefCell};
 
 pub(super) struct KeyFamilyCheck {
@@ -41,12 +39,8 @@ fn shown(key: &[u8]) -> String {
 }
 
 impl Check for KeyFamilyCheck {
-    fn key(
-        &self,
-        _r: &ActiveRule,
-        key: &[u8],
-        _unmatched: bool,
-    ) -> Option<(String, Option<String>)> {
+    fn key(&self, seen: &KeySeen<'_>) -> Found {
+        let KeySeen { key, .. } = *seen;
         if self.re.as_ref().is_some_and(|re| re.is_match(key)) {
             self.seen.set(self.seen.get() + 1);
             self.example
@@ -56,13 +50,7 @@ impl Check for KeyFamilyCheck {
         None
     }
 
-    fn dump(
-        &self,
-        _r: &ActiveRule,
-        _topo: &Topology,
-        _t: &DumpTotals,
-        _scheme: Option<&crate::scheme::Scheme>,
-    ) -> Option<(String, Option<String>)> {
+    fn dump(&self, _seen: &DumpSeen<'_>) -> Found {
         let n = self.seen.get();
         let example = self.example.borrow().clone()?;
         Some((

@@ -1,6 +1,6 @@
 //! `key-length`: keys (and patterns whose fixed text alone is) longer than a limit.
 
-use super::{Check, Finding, allowed};
+use super::{Check, Finding, Found, KeySeen, allowed};
 use crate::keys::display::display_key;
 use crate::lint::ActiveRule;
 use crate::scheme::{Scheme, Seg};
@@ -37,12 +37,8 @@ impl Check for KeyLengthCheck {
         out
     }
 
-    fn key(
-        &self,
-        _r: &ActiveRule,
-        key: &[u8],
-        _unmatched: bool,
-    ) -> Option<(String, Option<String>)> {
+    fn key(&self, seen: &KeySeen<'_>) -> Found {
+        let KeySeen { key, .. } = *seen;
         let max = self.max;
         (key.len() > max).then(|| {
             let shown: Vec<u8> = key.iter().take(60).copied().collect();

@@ -76,14 +76,8 @@ pub(crate) trait Check {
         Vec::new()
     }
 
-    /// A finding for one dump key (`unmatched`: a scheme is given and the key matches none of
-    /// its patterns): the message and a hint.
-    fn key(
-        &self,
-        _r: &ActiveRule,
-        _key: &[u8],
-        _unmatched: bool,
-    ) -> Option<(String, Option<String>)> {
+    /// A finding for one dump key.
+    fn key(&self, _seen: &KeySeen<'_>) -> Found {
         None
     }
 
@@ -96,15 +90,34 @@ pub(crate) trait Check {
     fn family_key(&self, _family: usize, _key: &[u8], _matcher: &KeyMatcher) {}
 
     /// A finding over a whole dump, from its totals (and the scheme, when one is given).
-    fn dump(
-        &self,
-        _r: &ActiveRule,
-        _topo: &Topology,
-        _totals: &DumpTotals,
-        _scheme: Option<&Scheme>,
-    ) -> Option<(String, Option<String>)> {
+    fn dump(&self, _seen: &DumpSeen<'_>) -> Found {
         None
     }
+}
+
+/// A finding of a key or dump check: its message and a hint, or `None`.
+pub(crate) type Found = Option<(String, Option<String>)>;
+
+/// One dump key as the key checks see it.
+#[derive(Clone, Copy)]
+pub(crate) struct KeySeen<'a> {
+    /// The rule the check runs for.
+    pub rule: &'a ActiveRule,
+    /// The key.
+    pub key: &'a [u8],
+    /// A scheme is given and the key matches none of its patterns.
+    pub unmatched: bool,
+}
+
+/// A whole dump as the dump-wide checks see it.
+#[derive(Clone, Copy)]
+pub(crate) struct DumpSeen<'a> {
+    /// Where the keys live.
+    pub topo: &'a Topology,
+    /// What the dump holds.
+    pub totals: &'a DumpTotals,
+    /// The scheme, when one is given.
+    pub scheme: Option<&'a Scheme>,
 }
 
 /// What a dump holds, per node, per slot and per hash-tag value (the dump-wide checks read it).
@@ -320,7 +333,11 @@ impl<'a> DumpLinter<'a> {
             {
                 self.checks[i].family_key(f, key, m);
             }
-            if let Some((message, help)) = self.checks[i].key(r, key, unmatched) {
+            if let Some((message, help)) = self.checks[i].key(&KeySeen {
+                rule: r,
+                key,
+                unmatched,
+            }) {
                 self.push(i, line, message, help);
             }
         }
@@ -330,9 +347,11 @@ impl<'a> DumpLinter<'a> {
     pub fn finish(mut self) -> Vec<Diagnostic> {
         for i in 0..self.rules.len() {
             let r = self.rules[i];
-            if let Some((message, help)) =
-                self.checks[i].dump(r, self.topo, &self.totals, self.scheme.as_ref())
-            {
+            if let Some((message, help)) = self.checks[i].dump(&DumpSeen {
+                topo: self.topo,
+                totals: &self.totals,
+                scheme: self.scheme.as_ref(),
+            }) {
                 self.found.push(diag(r, &self.path, 0, 0, message, help));
             }
             if self.counts[i] > MAX_PER_RULE {

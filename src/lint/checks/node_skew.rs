@@ -1,8 +1,6 @@
 //! `node-skew`: a dump whose keys load one node far above the mean.
 
-use super::{Check, DumpTotals};
-use crate::lint::ActiveRule;
-use crate::topology::Topology;
+use super::{Check, DumpSeen, Found};
 
 pub(super) struct NodeSkewCheck {
     pub max_over_mean: f64,
@@ -10,13 +8,10 @@ pub(super) struct NodeSkewCheck {
 }
 
 impl Check for NodeSkewCheck {
-    fn dump(
-        &self,
-        _r: &ActiveRule,
-        topo: &Topology,
-        t: &DumpTotals,
-        _scheme: Option<&crate::scheme::Scheme>,
-    ) -> Option<(String, Option<String>)> {
+    fn dump(&self, seen: &DumpSeen<'_>) -> Found {
+        let DumpSeen {
+            topo, totals: t, ..
+        } = *seen;
         let max_over_mean = self.max_over_mean;
         if t.keys < self.min_keys || t.node_keys.is_empty() {
             return None;

@@ -1,6 +1,6 @@
 //! `tag-shape`: hash tags that are empty, unclosed, or followed by a second one Redis ignores.
 
-use super::{Check, Finding, allowed};
+use super::{Check, Finding, Found, KeySeen, allowed};
 use crate::keys::display::display_key;
 use crate::lint::ActiveRule;
 use crate::lint::rule::TagFlag;
@@ -33,12 +33,8 @@ impl Check for TagShapeCheck {
         out
     }
 
-    fn key(
-        &self,
-        r: &ActiveRule,
-        key: &[u8],
-        _unmatched: bool,
-    ) -> Option<(String, Option<String>)> {
+    fn key(&self, seen: &KeySeen<'_>) -> Found {
+        let KeySeen { rule: r, key, .. } = *seen;
         let shape = TagShape::of(key);
         let hit = match self.0 {
             TagFlag::Empty => matches!(shape, TagShape::Empty { .. }),

@@ -1,18 +1,13 @@
 //! `unmatched-key`: dump keys that match no pattern declared in the scheme.
 
-use super::Check;
+use super::{Check, Found, KeySeen};
 use crate::keys::display::display_key;
-use crate::lint::ActiveRule;
 
 pub(super) struct UnmatchedKeyCheck;
 
 impl Check for UnmatchedKeyCheck {
-    fn key(
-        &self,
-        _r: &ActiveRule,
-        key: &[u8],
-        unmatched: bool,
-    ) -> Option<(String, Option<String>)> {
+    fn key(&self, seen: &KeySeen<'_>) -> Found {
+        let KeySeen { key, unmatched, .. } = *seen;
         unmatched.then(|| {
             (
                 format!(
