@@ -363,7 +363,7 @@ impl LiveCluster {
                 to_reply(&v)
             }
         };
-        let mut map = from_reply(&reply, self.allow_partial)
+        let mut map = from_reply(&reply, self.allow_partial, &self.url.host)
             .map_err(|e| LiveError::Topology(format!("as {addr} sent it: {e}")))?;
         let migrations = self.migration_markers(map.nodes());
         map.migrations = migrations;
@@ -470,7 +470,7 @@ impl LiveCluster {
             .query(&mut con)
             .map_err(cluster_command_error(&addr, "CLUSTER NODES"))?;
         match to_reply(&v) {
-            Reply::Str(s) => Ok(s),
+            Reply::Str(s) => Ok(with_host(&s, &self.url.host)),
             _ => Err(LiveError::Node {
                 addr,
                 what: "CLUSTER NODES".into(),
@@ -1087,6 +1087,24 @@ pub struct NodeCommandTime {
 }
 
 /// `host` and `port` of a `host:port` address.
+/// `CLUSTER NODES` text with `host` for every empty address (`:7000@17000`): a node that never
+/// met another does not know its own address, and it is the host that was asked.
+fn with_host(text: &str, host: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        match line.split_once(' ') {
+            Some((id, rest)) if rest.starts_with(':') => {
+                out.push_str(id);
+                out.push(' ');
+                out.push_str(host);
+                out.push_str(rest);
+            }
+            _ => out.push_str(line),
+        }
+    }
+    out
+}
+
 fn host_port(addr: &str) -> Result<(String, u16), LiveError> {
     addr.rsplit_once(':')
         .and_then(|(h, p)| p.parse::<u16>().ok().map(|p| (h.to_string(), p)))

@@ -279,7 +279,7 @@ pub fn parse(text: &str, allow_partial: bool) -> Result<SlotMap, TopologyError> 
     } else {
         parse_display(text)?
     };
-    from_reply_at(&reply, allow_partial, &entry_lines(text))
+    from_reply_at(&reply, allow_partial, &entry_lines(text), None)
 }
 
 /// The 1-based line where each top-level entry of a reply's text starts: the lines of the
@@ -336,8 +336,16 @@ fn entry_lines(text: &str) -> Vec<usize> {
 }
 
 /// Interprets a `CLUSTER SLOTS` or `CLUSTER SHARDS` reply (however it was obtained).
-pub fn from_reply(reply: &Reply, allow_partial: bool) -> Result<SlotMap, TopologyError> {
-    from_reply_at(reply, allow_partial, &[])
+///
+/// `asked` is the host the reply came from: a node listed with an empty address is that host
+/// (a node that never met another does not know its own address; clients such as redis-cli and
+/// redis-py then use the address they reached it at).
+pub fn from_reply(
+    reply: &Reply,
+    allow_partial: bool,
+    asked: &str,
+) -> Result<SlotMap, TopologyError> {
+    from_reply_at(reply, allow_partial, &[], Some(asked))
 }
 
 /// [`from_reply`], with the line each entry starts on for the errors (1 when unknown).
@@ -345,6 +353,7 @@ fn from_reply_at(
     reply: &Reply,
     allow_partial: bool,
     lines: &[usize],
+    asked: Option<&str>,
 ) -> Result<SlotMap, TopologyError> {
     let Reply::Array(items) = reply else {
         return Err(err(1, "expected an array of slot ranges or shards"));
@@ -403,7 +412,11 @@ fn from_reply_at(
                 .get("endpoint")
                 .and_then(Reply::as_str)
                 .filter(|e| !e.is_empty() && *e != "?")
-                .or_else(|| master.get("ip").and_then(Reply::as_str));
+                .or_else(|| master.get("ip").and_then(Reply::as_str))
+                .map(|h| match (h, asked) {
+                    ("", Some(asked)) => asked,
+                    _ => h,
+                });
             let port = master
                 .get("port")
                 .or_else(|| master.get("tls-port"))
@@ -443,7 +456,10 @@ fn from_reply_at(
             let Some(Reply::Array(m)) = parts.get(2) else {
                 return Err(err(at, format!("{what}: no master node")));
             };
-            let host = m.first().and_then(Reply::as_str).unwrap_or("");
+            let host = match (m.first().and_then(Reply::as_str).unwrap_or(""), asked) {
+                ("", Some(asked)) => asked,
+                (h, _) => h,
+            };
             let port = m.get(1).and_then(Reply::as_int);
             let id = m.get(2).and_then(Reply::as_str).map(str::to_string);
             let address = port

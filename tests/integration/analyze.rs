@@ -1349,3 +1349,59 @@ fn bytes_are_read_while_a_slot_migrates() {
     // Every key's bytes were read: 40 keys of at least a few dozen bytes each.
     assert!(pattern_bytes >= 40 * 16, "{pattern_bytes}");
 }
+
+/// A one-node cluster (the node owns every slot and never met another, so it does not know
+/// its own address: CLUSTER SHARDS, SLOTS and NODES give it an empty ip) is reached at the
+/// address keyplan was given, as redis-cli and redis-py do.
+#[test]
+fn a_one_node_cluster_is_reached_where_it_was_asked() {
+    let Some(redis) = require_binary("redis-server") else {
+        return;
+    };
+    let node = RedisServer::start(&redis, true);
+    let mut c = node.connect();
+    c.call(&[b"CLUSTER", b"ADDSLOTSRANGE", b"0", b"16383"])
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let Reply::Bulk(Some(info)) = c.call(&[b"CLUSTER", b"INFO"]).unwrap() else {
+            panic!("CLUSTER INFO")
+        };
+        if String::from_utf8_lossy(&info).contains("cluster_state:ok") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "cluster_state never ok"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let Reply::Bulk(Some(nodes)) = c.call(&[b"CLUSTER", b"NODES"]).unwrap() else {
+        panic!("CLUSTER NODES")
+    };
+    let nodes = String::from_utf8_lossy(&nodes).into_owned();
+    assert!(nodes.contains(&format!(" :{}@", node.port)), "{nodes}");
+    for i in 0..300 {
+        c.call(&[b"SET", format!("user:{i}").as_bytes(), b"x"])
+            .unwrap();
+    }
+    let url = format!("redis://127.0.0.1:{}", node.port);
+    let address = format!("127.0.0.1:{}", node.port);
+    let report = json_of(keyplan().args(["analyze", "--format", "json", "--cluster", &url]));
+    assert_eq!(report["totals"]["keys"], 300, "{report}");
+    assert_eq!(report["nodes"][0]["id"], address.as_str(), "{report}");
+    let preview = json_of(keyplan().args([
+        "rebalance",
+        "--preview",
+        "--format",
+        "json",
+        "--cluster",
+        &url,
+        "--add-node",
+        "127.0.0.1:1",
+    ]));
+    let moves = preview["moves"].as_array().unwrap();
+    assert_eq!(moves.len(), 1, "{preview}");
+    assert_eq!(moves[0]["from"], address.as_str(), "{preview}");
+    assert_eq!(moves[0]["slots"], 8192, "{preview}");
+}
