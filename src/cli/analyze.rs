@@ -195,7 +195,8 @@ fn run_live(
     // whatever the sample (unless --match narrows the keys to some of them).
     let owners = super::args::SampleArgs::owners(&topology);
     if args.sampling.pattern.is_none() && !owners.is_empty() {
-        analyzer.set_exact_slot_keys(live.exact_slot_keys(&owners)?);
+        let migrations = topology.slot_map().map_or(&[][..], |m| m.migrations());
+        analyzer.set_exact_slot_keys(live.exact_slot_keys(&owners, migrations)?);
     }
     read_load(args, &live, &topology, &owners, &nodes, &mut analyzer, ctx)?;
     let dataset: Vec<u64> = topology

@@ -251,7 +251,7 @@ pub fn load_sample(
         // unless --match narrows the keys.
         let owners = view_owners(view);
         if args.sampling.pattern.is_none() {
-            let exact = live.exact_slot_keys(&owners)?;
+            let exact = live.exact_slot_keys(&owners, &view.open)?;
             weights.scale_to(&exact, &view.owner);
             source.push("keys per slot: the servers' exact counts".into());
             // Exact counts stand for the whole cluster already.

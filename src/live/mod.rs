@@ -700,12 +700,48 @@ impl LiveCluster {
 
 impl LiveCluster {
     /// Every slot's key count (16384 entries), asking each master of `owners` for the slots it
-    /// owns ([`LiveCluster::slot_key_counts`]); slots no master owns count 0.
-    pub fn exact_slot_keys(&self, owners: &[(Node, Vec<u16>)]) -> Result<Vec<u64>, LiveError> {
+    /// owns ([`LiveCluster::slot_key_counts`]); slots no master owns count 0. A slot in
+    /// `migrations` has keys on two nodes until it is handed over: the keys already moved are
+    /// counted on the importing node (unless it owns the slot already).
+    pub fn exact_slot_keys(
+        &self,
+        owners: &[(Node, Vec<u16>)],
+        migrations: &[crate::topology::Migration],
+    ) -> Result<Vec<u64>, LiveError> {
+        use crate::topology::MigrationDirection;
         let mut counts = vec![0u64; crate::slot::SLOT_COUNT];
+        let mut owner: Vec<Option<&str>> = vec![None; crate::slot::SLOT_COUNT];
         for (node, slots) in owners.iter().filter(|(_, s)| !s.is_empty()) {
             for (s, c) in slots.iter().zip(self.slot_key_counts(node, slots)?) {
                 counts[usize::from(*s)] = c;
+                owner[usize::from(*s)] = node.address.as_deref();
+            }
+        }
+        // Importing node → the slots whose moved keys it holds.
+        let mut importing: std::collections::BTreeMap<&str, Vec<u16>> = Default::default();
+        for m in migrations {
+            let to = match m.direction {
+                MigrationDirection::Importing => m.node.as_str(),
+                MigrationDirection::Migrating => m.peer.as_str(),
+            };
+            if host_port(to).is_err() {
+                continue;
+            }
+            let slots = importing.entry(to).or_default();
+            if owner[usize::from(m.slot)] != Some(to) && !slots.contains(&m.slot) {
+                slots.push(m.slot);
+            }
+        }
+        for (to, slots) in importing.into_iter().filter(|(_, s)| !s.is_empty()) {
+            let node = Node {
+                name: to.to_string(),
+                id: None,
+                address: Some(to.to_string()),
+                flags: Vec::new(),
+                replicas: 0,
+            };
+            for (s, c) in slots.iter().zip(self.slot_key_counts(&node, &slots)?) {
+                counts[usize::from(*s)] += c;
             }
         }
         Ok(counts)

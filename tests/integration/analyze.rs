@@ -1060,10 +1060,34 @@ fn live_slots_in_migration_are_shown() {
         let r = cluster.nodes[i].connect().call(args).unwrap();
         assert!(matches!(r, Reply::Status(_)), "{r:?}");
     };
+    // Ten keys of slot 100, four of them moved to the importing node before the handover.
+    let tag = (0u32..)
+        .map(|i| format!("t{i}"))
+        .find(|t| keyplan::slot::key_slot(t.as_bytes()) == 100)
+        .unwrap();
+    let keys: Vec<String> = (0..10).map(|i| format!("{{{tag}}}:{i}")).collect();
+    for k in &keys {
+        ok(0, &[b"SET", k.as_bytes(), b"v"]);
+    }
     ok(1, &[b"CLUSTER", b"SETSLOT", b"100", b"IMPORTING", &a]);
     ok(0, &[b"CLUSTER", b"SETSLOT", b"100", b"MIGRATING", &b]);
+    let port1 = cluster.nodes[1].port.to_string();
+    let mut migrate: Vec<&[u8]> = vec![
+        b"MIGRATE",
+        b"127.0.0.1",
+        port1.as_bytes(),
+        b"",
+        b"0",
+        b"5000",
+        b"KEYS",
+    ];
+    migrate.extend(keys[..4].iter().map(|k| k.as_bytes()));
+    ok(0, &migrate);
+    assert_eq!(cluster.dbsize()[..2], [6, 4]);
     let url = format!("redis://127.0.0.1:{}", cluster.nodes[0].port);
     let v = json_of(keyplan().args(["analyze", "--cluster", &url, "--format", "json"]));
+    // The keys already moved count too: the exact count is both ends'.
+    assert_eq!(v["totals"]["keys"], 10, "{}", v["totals"]);
     let m = v["topology"]["migrating"].as_array().unwrap();
     let dirs: Vec<(&str, &str)> = m
         .iter()
