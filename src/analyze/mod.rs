@@ -141,6 +141,35 @@ pub struct NodeLoad {
     pub network_bytes_out: Option<u64>,
 }
 
+impl NodeLoad {
+    /// Each node's sums of the servers' per-slot load (CPU µs, network bytes in and out; 16384
+    /// entries each).
+    pub fn per_node(
+        topology: &crate::topology::Topology,
+        cpu_usec: &[u64],
+        net_in: &[u64],
+        net_out: &[u64],
+    ) -> Vec<NodeLoad> {
+        let mut out = vec![
+            NodeLoad {
+                cpu_usec: 0,
+                network_bytes_in: Some(0),
+                network_bytes_out: Some(0),
+            };
+            topology.nodes().len()
+        ];
+        for s in 0..crate::slot::SLOT_COUNT {
+            if let Some(i) = topology.node_of_slot(s as u16) {
+                let n = &mut out[i];
+                n.cpu_usec += cpu_usec[s];
+                n.network_bytes_in = n.network_bytes_in.map(|b| b + net_in[s]);
+                n.network_bytes_out = n.network_bytes_out.map(|b| b + net_out[s]);
+            }
+        }
+        out
+    }
+}
+
 impl<'t> Analyzer<'t> {
     /// A fresh analyzer placing keys on `topology`.
     pub fn new(topology: &'t Topology, config: &AnalyzeConfig) -> Analyzer<'t> {

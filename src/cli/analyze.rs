@@ -154,51 +154,57 @@ fn run_live(
     ctx: &mut Ctx<'_>,
 ) -> anyhow::Result<ExitStatus> {
     let opts = args.sampling.scan_options(&live)?;
-    let nodes = super::args::SampleArgs::scan_targets(&topology);
+    let nodes = topology.key_holders();
+    let owners = topology.master_slots();
     // With --bytes, each node's biggest sampled keys are kept too (described afterwards).
     let keep = if opts.bytes {
         super::inputs::TOP_KEYS
     } else {
         0
     };
-    let mut workers: Vec<(Analyzer<'_>, Biggest)> = nodes
+    let workers: Vec<(Analyzer<'_>, Biggest)> = nodes
         .iter()
         .map(|_| (Analyzer::new(&topology, &config), Biggest::new(keep)))
         .collect();
-    for w in args.sampling.replica_fallbacks(&opts, &nodes) {
-        writeln!(ctx.stderr, "{w}")?;
-    }
+    super::args::warn_no_replica(ctx, &opts, &nodes)?;
     let total = opts.per_node.map(|n| n * nodes.len() as u64);
     let progress = ctx.progress("sampling", Unit::Keys, total);
-    // A node that fails is an error: never report a cluster with a node silently missing.
-    let sampled = live.scan_nodes(&nodes, &opts, &mut workers, |(w, big), k, b, h| {
-        w.add(k, b, h);
-        if let Some(b) = b {
-            big.offer(b, k);
-        }
-        progress.inc(1);
-    })?;
-    let (workers, bigs): (Vec<Analyzer<'_>>, Vec<Biggest>) = workers.into_iter().unzip();
+    let targets = crate::live::SampleTargets {
+        masters: &nodes,
+        owners: &owners,
+        migrations: topology.migrations(),
+    };
+    let sample = live.sample_masters(
+        &targets,
+        &opts,
+        args.sampling.window()?,
+        workers,
+        |(w, big), k, b, h| {
+            w.add(k, b, h);
+            if let Some(b) = b {
+                big.offer(b, k);
+            }
+            progress.inc(1);
+        },
+    )?;
+    progress.finish();
+    super::args::SampleArgs::check_stable(&live, &topology)?;
+    let (workers, bigs): (Vec<Analyzer<'_>>, Vec<Biggest>) = sample.sinks.into_iter().unzip();
     let mut biggest = Biggest::new(keep);
     for b in &bigs {
         biggest.merge(b);
     }
-    progress.finish();
-    super::args::SampleArgs::check_stable(&live, &topology)?;
     let read = crate::keys::ReadSummary {
-        keys: sampled,
-        lines: sampled,
+        keys: sample.keys,
+        lines: sample.keys,
         ..Default::default()
     };
     let mut analyzer = merged(workers);
     // The servers know every slot's exact key count: node and slot figures come from them,
     // whatever the sample (unless --match narrows the keys to some of them).
-    let owners = super::args::SampleArgs::owners(&topology);
-    if args.sampling.pattern.is_none() && !owners.is_empty() {
-        let migrations = topology.slot_map().map_or(&[][..], |m| m.migrations());
-        analyzer.set_exact_slot_keys(live.exact_slot_keys(&owners, migrations)?);
+    if let Some(exact) = sample.exact_slot_keys {
+        analyzer.set_exact_slot_keys(exact);
     }
-    read_load(args, &live, &topology, &owners, &nodes, &mut analyzer, ctx)?;
     let dataset: Vec<u64> = topology
         .nodes()
         .iter()
@@ -208,6 +214,31 @@ fn run_live(
         })
         .collect::<Result<_, _>>()?;
     analyzer.set_node_dataset(dataset);
+    match &sample.slot_load {
+        Some(load) => {
+            analyzer.set_node_load(crate::analyze::NodeLoad::per_node(
+                &topology,
+                &load.cpu_usec,
+                &load.net_in,
+                &load.net_out,
+            ));
+            // --heat asked for the keys' LFU counters as the ops: the CPU stays per node.
+            if !args.sampling.heat {
+                analyzer.set_slot_ops(
+                    load.cpu_usec.iter().map(|&c| c as f64).collect(),
+                    format!("CPU µs per slot from CLUSTER SLOT-STATS: {}", load.since),
+                );
+            }
+        }
+        None if !owners.is_empty() => {
+            analyzer.set_node_load(command_times(&live, &topology, &nodes)?);
+            writeln!(
+                ctx.stderr,
+                "note: the servers do not count load per slot (that needs Valkey 8+ with cluster-slot-stats-enabled yes, or Redis 8.2+): each node's CPU is from INFO commandstats, and slots are not weighed by load"
+            )?;
+        }
+        None => {}
+    }
     if args.sampling.heat {
         analyzer.set_ops_source(
             "OBJECT FREQ of each sampled key (its LFU access counter, logarithmic: a heat rank, not a count of operations)".into(),
@@ -219,6 +250,31 @@ fn run_live(
     }
     emit(args, &report, &source, &config, ctx)?;
     Ok(ExitStatus::Clean)
+}
+
+/// Each node's command time as INFO commandstats counts it (a master that owns no slot, a
+/// failed one replaced, is not asked).
+fn command_times(
+    live: &crate::live::LiveCluster,
+    topology: &crate::topology::Topology,
+    sampled: &[crate::topology::Node],
+) -> anyhow::Result<Vec<crate::analyze::NodeLoad>> {
+    let times = topology
+        .nodes()
+        .iter()
+        .map(|n| match sampled.iter().any(|t| t.address == n.address) {
+            true => live.node_command_time(n).map(|t| t.usec),
+            false => Ok(0),
+        })
+        .collect::<Result<Vec<u64>, _>>()?;
+    Ok(times
+        .into_iter()
+        .map(|cpu_usec| crate::analyze::NodeLoad {
+            cpu_usec,
+            network_bytes_in: None,
+            network_bytes_out: None,
+        })
+        .collect())
 }
 
 /// The biggest sampled keys as their servers describe them (type, encoding, elements, TTL).
@@ -246,83 +302,6 @@ fn describe_biggest(
     Ok(crate::analyze::snapshot::sample_report(
         keys, &facts, topology, top,
     ))
-}
-
-/// The load the servers measured: per slot where they count it (CLUSTER SLOT-STATS), else each
-/// node's command time (INFO commandstats), with a note saying so.
-fn read_load(
-    args: &AnalyzeArgs,
-    live: &crate::live::LiveCluster,
-    topology: &crate::topology::Topology,
-    owners: &[(crate::topology::Node, Vec<u16>)],
-    nodes: &[crate::topology::Node],
-    analyzer: &mut Analyzer<'_>,
-    ctx: &mut Ctx<'_>,
-) -> anyhow::Result<()> {
-    match live.slot_load(owners, args.sampling.window()?)? {
-        Some(load) => {
-            analyzer.set_node_load(node_load(topology, &load));
-            // --heat asked for the keys' LFU counters as the ops: the CPU stays per node.
-            if !args.sampling.heat {
-                analyzer.set_slot_ops(
-                    load.cpu_usec.iter().map(|&c| c as f64).collect(),
-                    format!("CPU µs per slot from CLUSTER SLOT-STATS: {}", load.since),
-                );
-            }
-        }
-        None if !owners.is_empty() => {
-            // Masters that own no slot (a failed one, replaced) are not asked.
-            let times: Vec<crate::analyze::NodeLoad> = topology
-                .nodes()
-                .iter()
-                .map(|n| {
-                    if !nodes.iter().any(|t| t.address == n.address) {
-                        return Ok(crate::analyze::NodeLoad {
-                            cpu_usec: 0,
-                            network_bytes_in: None,
-                            network_bytes_out: None,
-                        });
-                    }
-                    live.node_command_time(n).map(|t| crate::analyze::NodeLoad {
-                        cpu_usec: t.usec,
-                        network_bytes_in: None,
-                        network_bytes_out: None,
-                    })
-                })
-                .collect::<Result<_, _>>()?;
-            analyzer.set_node_load(times);
-            writeln!(
-                ctx.stderr,
-                "note: the servers do not count load per slot (that needs Valkey 8+ with cluster-slot-stats-enabled yes, or Redis 8.2+): each node's CPU is from INFO commandstats, and slots are not weighed by load"
-            )?;
-        }
-        None => {}
-    }
-    Ok(())
-}
-
-/// Each node's sums of the servers' per-slot load.
-fn node_load(
-    topology: &crate::topology::Topology,
-    load: &crate::live::SlotLoad,
-) -> Vec<crate::analyze::NodeLoad> {
-    let mut out = vec![
-        crate::analyze::NodeLoad {
-            cpu_usec: 0,
-            network_bytes_in: Some(0),
-            network_bytes_out: Some(0),
-        };
-        topology.nodes().len()
-    ];
-    for s in 0..crate::slot::SLOT_COUNT {
-        if let Some(i) = topology.node_of_slot(s as u16) {
-            let n = &mut out[i];
-            n.cpu_usec += load.cpu_usec[s];
-            n.network_bytes_in = n.network_bytes_in.map(|b| b + load.net_in[s]);
-            n.network_bytes_out = n.network_bytes_out.map(|b| b + load.net_out[s]);
-        }
-    }
-    out
 }
 
 fn emit(

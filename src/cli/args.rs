@@ -344,19 +344,6 @@ impl SampleArgs {
         }
     }
 
-    /// The nodes a live sample reads: on a cluster, the masters that own slots (a master
-    /// demoted a moment ago, or a failed one replaced by its replica, owns none and holds no
-    /// key of its own); on a ring, every server.
-    pub fn scan_targets(topology: &Topology) -> Vec<crate::topology::Node> {
-        match topology.slot_map() {
-            Some(map) => (0..map.nodes().len())
-                .filter(|&i| map.slot_count(i) > 0)
-                .map(|i| map.nodes()[i].clone())
-                .collect(),
-            None => topology.nodes().to_vec(),
-        }
-    }
-
     /// Fails when the slot map changed while keys were sampled (a failover or a reshard):
     /// the sample would count some keys twice and miss others.
     pub fn check_stable(
@@ -366,26 +353,13 @@ impl SampleArgs {
         let Some(map) = before.slot_map() else {
             return Ok(());
         };
-        let owners = |m: &SlotMap| -> Vec<Option<String>> {
-            (0..crate::slot::SLOT_COUNT as u16)
-                .map(|s| {
-                    m.owner_of_slot(s)
-                        .map(|i| m.nodes()[i].address.clone().unwrap_or_default())
-                })
-                .collect()
-        };
-        let after = live.topology().map_err(|e| {
+        let changed = live.owners_changed(map).map_err(|e| {
             UserError::new(
                 format!("cannot read the slot map again after sampling: {e}"),
                 "run again once the cluster is stable",
             )
         })?;
-        if owners(map) != owners(&after) {
-            let changed = owners(map)
-                .iter()
-                .zip(owners(&after))
-                .filter(|(a, b)| *a != b)
-                .count();
+        if changed > 0 {
             return Err(UserError::new(
                 format!(
                     "the slot map changed while keys were sampled ({changed} slot(s) changed owner: a failover or a reshard): the sample would count some keys twice and miss others"
@@ -394,19 +368,6 @@ impl SampleArgs {
             ));
         }
         Ok(())
-    }
-
-    /// Every master's slots of `topology` (a client-side ring has none).
-    pub fn owners(topology: &Topology) -> Vec<(crate::topology::Node, Vec<u16>)> {
-        let Some(map) = topology.slot_map() else {
-            return Vec::new();
-        };
-        (0..map.nodes().len())
-            .map(|i| {
-                let slots = map.ranges_of(i).iter().flat_map(|&(a, b)| a..=b).collect();
-                (map.nodes()[i].clone(), slots)
-            })
-            .collect()
     }
 
     /// The scan settings these flags ask for, on `live` (its replicas with --read-from
@@ -432,24 +393,20 @@ impl SampleArgs {
     }
 }
 
-impl SampleArgs {
-    /// Warnings for `--read-from replicas` on `nodes` (masters) that have no healthy replica:
-    /// those masters are sampled themselves.
-    pub fn replica_fallbacks(
-        &self,
-        opts: &crate::live::ScanOptions,
-        nodes: &[crate::topology::Node],
-    ) -> Vec<String> {
-        let Some(map) = &opts.replicas else {
-            return Vec::new();
-        };
-        nodes
-            .iter()
-            .filter_map(|n| n.address.as_ref())
-            .filter(|a| !map.contains_key(*a))
-            .map(|a| format!("warning: {a} has no healthy replica: sampling the master itself"))
-            .collect()
+/// Says, for `--read-from replicas`, which masters of `nodes` have no healthy replica and are
+/// sampled themselves.
+pub fn warn_no_replica(
+    ctx: &mut super::Ctx<'_>,
+    opts: &crate::live::ScanOptions,
+    nodes: &[crate::topology::Node],
+) -> std::io::Result<()> {
+    for a in opts.without_replica(nodes) {
+        writeln!(
+            ctx.stderr,
+            "warning: {a} has no healthy replica: sampling the master itself"
+        )?;
     }
+    Ok(())
 }
 
 /// Parses `--sample`.

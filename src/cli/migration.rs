@@ -233,26 +233,35 @@ pub fn load_sample(
             .filter(|&i| view.slot_count(i) > 0)
             .map(|i| view.nodes[i].to_node())
             .collect();
-        for w in args.sampling.replica_fallbacks(&opts, &masters) {
-            writeln!(ctx.stderr, "{w}")?;
-        }
+        super::args::warn_no_replica(ctx, &opts, &masters)?;
         let total = opts.per_node.map(|n| n * masters.len() as u64);
         let progress = ctx.progress("sampling", Unit::Keys, total);
-        let mut sinks: Vec<SlotWeights> = masters.iter().map(|_| SlotWeights::default()).collect();
-        keys += live.scan_nodes(&masters, &opts, &mut sinks, |w, k, b, h| {
-            w.add(k, b, h);
-            progress.inc(1);
-        })?;
+        let owners = view_owners(view);
+        let targets = crate::live::SampleTargets {
+            masters: &masters,
+            owners: &owners,
+            migrations: &view.open,
+        };
+        let sinks: Vec<SlotWeights> = masters.iter().map(|_| SlotWeights::default()).collect();
+        let sample = live.sample_masters(
+            &targets,
+            &opts,
+            args.sampling.window()?,
+            sinks,
+            |w, k, b, h| {
+                w.add(k, b, h);
+                progress.inc(1);
+            },
+        )?;
         progress.finish();
-        for w in &sinks {
+        keys += sample.keys;
+        for w in &sample.sinks {
             weights.merge(w);
         }
         // The servers' exact keys per slot replace the sample's (bytes scaled to them),
         // unless --match narrows the keys.
-        let owners = view_owners(view);
-        if args.sampling.pattern.is_none() {
-            let exact = live.exact_slot_keys(&owners, &view.open)?;
-            weights.scale_to(&exact, &view.owner);
+        if let Some(exact) = &sample.exact_slot_keys {
+            weights.scale_to(exact, &view.owner);
             source.push("keys per slot: the servers' exact counts".into());
             // Exact counts stand for the whole cluster already.
             if scale != 1.0 {
@@ -264,7 +273,7 @@ pub fn load_sample(
             }
         }
         // The load the servers measured per slot, where they count it.
-        if let Some(load) = live.slot_load(&owners, args.sampling.window()?)? {
+        if let Some(load) = sample.slot_load {
             let f = |v: &[u64]| v.iter().map(|&x| x as f64).collect::<Vec<f64>>();
             source.push(format!(
                 "CPU and network per slot: CLUSTER SLOT-STATS, {}",

@@ -72,11 +72,9 @@ pub fn run(args: ScanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     let map = live.topology()?;
     let opts = args.sampling.scan_options(&live)?;
     let topology = crate::topology::Topology::Cluster(map);
-    let targets = super::args::SampleArgs::scan_targets(&topology);
+    let targets = topology.key_holders();
     let nodes = targets.as_slice();
-    for w in args.sampling.replica_fallbacks(&opts, nodes) {
-        writeln!(ctx.stderr, "{w}")?;
-    }
+    super::args::warn_no_replica(ctx, &opts, nodes)?;
     // A file is written under a temporary name and renamed when the sample is complete: a
     // failed scan never leaves a partial sample behind.
     let mut file = args.output.as_deref().map(AtomicFile::create).transpose()?;

@@ -3,11 +3,13 @@
 //! bytes). Passwords never appear in any message.
 
 mod conn;
+mod sample;
 
 use crate::topology::reply::{Reply, from_reply};
 use crate::topology::{Node, SlotMap};
 pub use conn::{MAX_REPLY_BYTES, NodeConn};
 use redis::Value;
+pub use sample::{Sample, SampleTargets};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};

@@ -404,6 +404,37 @@ fn closest_format(text: &str) -> Option<(TopologyFormat, &'static str)> {
 }
 
 impl Topology {
+    /// The nodes that hold keys of their own: on a cluster the masters that own slots (a
+    /// master demoted a moment ago, or a failed one replaced by its replica, owns none), on a
+    /// ring every server.
+    pub fn key_holders(&self) -> Vec<Node> {
+        match self {
+            Topology::Cluster(map) => (0..map.nodes().len())
+                .filter(|&i| map.slot_count(i) > 0)
+                .map(|i| map.nodes()[i].clone())
+                .collect(),
+            Topology::Ring(r) => r.nodes().to_vec(),
+        }
+    }
+
+    /// Every master with the slots it owns (none on a ring).
+    pub fn master_slots(&self) -> Vec<(Node, Vec<u16>)> {
+        let Topology::Cluster(map) = self else {
+            return Vec::new();
+        };
+        (0..map.nodes().len())
+            .map(|i| {
+                let slots = map.ranges_of(i).iter().flat_map(|&(a, b)| a..=b).collect();
+                (map.nodes()[i].clone(), slots)
+            })
+            .collect()
+    }
+
+    /// Slots in migration (none on a ring).
+    pub fn migrations(&self) -> &[Migration] {
+        self.slot_map().map_or(&[], |m| m.migrations())
+    }
+
     /// The nodes keys can land on.
     pub fn nodes(&self) -> &[Node] {
         match self {

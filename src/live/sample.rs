@@ -1,0 +1,88 @@
+//! A live sample of a cluster, as `analyze` and the migration previews take it: every master
+//! that owns slots scanned at once, then the servers' exact key count of every slot and the
+//! load they measured per slot, and whether the slot map held still meanwhile.
+
+use super::{LiveCluster, LiveError, ScanOptions, SlotLoad};
+use crate::topology::{Migration, Node, SlotMap};
+
+/// Where a sample reads.
+#[derive(Debug, Clone, Copy)]
+pub struct SampleTargets<'a> {
+    /// The masters scanned (those owning slots; every server of a client-side ring).
+    pub masters: &'a [Node],
+    /// Every master with the slots it owns (empty on a ring).
+    pub owners: &'a [(Node, Vec<u16>)],
+    /// Slots in migration: their moved keys are counted on the importing node.
+    pub migrations: &'a [Migration],
+}
+
+/// What a sample brought back besides the keys handed to the sinks.
+#[derive(Debug)]
+pub struct Sample<S> {
+    /// One sink per master, in the order of [`SampleTargets::masters`].
+    pub sinks: Vec<S>,
+    /// Keys sampled.
+    pub keys: u64,
+    /// Every slot's exact key count; `None` when the scan matched a pattern (the servers
+    /// count every key) or there are no slots (a ring).
+    pub exact_slot_keys: Option<Vec<u64>>,
+    /// The load the servers measured per slot, where they count it.
+    pub slot_load: Option<SlotLoad>,
+}
+
+impl LiveCluster {
+    /// Scans `targets.masters` into `sinks` (one per master; `f` gets each key with its bytes
+    /// and heat when asked), then reads every slot's exact key count and per-slot load (over
+    /// `window`, when given). A node that fails is an error: a report never leaves a node out
+    /// silently.
+    pub fn sample_masters<S: Send>(
+        &self,
+        targets: &SampleTargets<'_>,
+        opts: &ScanOptions,
+        window: Option<std::time::Duration>,
+        mut sinks: Vec<S>,
+        f: impl Fn(&mut S, &[u8], Option<u64>, Option<f64>) + Sync,
+    ) -> Result<Sample<S>, LiveError> {
+        let keys = self.scan_nodes(targets.masters, opts, &mut sinks, f)?;
+        let exact_slot_keys = if opts.pattern.is_none() && !targets.owners.is_empty() {
+            Some(self.exact_slot_keys(targets.owners, targets.migrations)?)
+        } else {
+            None
+        };
+        let slot_load = self.slot_load(targets.owners, window)?;
+        Ok(Sample {
+            sinks,
+            keys,
+            exact_slot_keys,
+            slot_load,
+        })
+    }
+
+    /// How many slots changed owner since `before` was read (a failover or a reshard while
+    /// keys were sampled: the sample would count some keys twice and miss others).
+    pub fn owners_changed(&self, before: &SlotMap) -> Result<usize, LiveError> {
+        let after = self.topology()?;
+        let owner = |m: &SlotMap, s: u16| {
+            m.owner_of_slot(s)
+                .map(|i| m.nodes()[i].address.clone().unwrap_or_default())
+        };
+        Ok((0..crate::slot::SLOT_COUNT as u16)
+            .filter(|&s| owner(before, s) != owner(&after, s))
+            .count())
+    }
+}
+
+impl ScanOptions {
+    /// The masters of `nodes` that have no healthy replica to read from (with replicas asked
+    /// for): those are sampled themselves.
+    pub fn without_replica<'a>(&self, nodes: &'a [Node]) -> Vec<&'a str> {
+        let Some(map) = &self.replicas else {
+            return Vec::new();
+        };
+        nodes
+            .iter()
+            .filter_map(|n| n.address.as_deref())
+            .filter(|a| !map.contains_key(*a))
+            .collect()
+    }
+}
