@@ -285,20 +285,8 @@ fn describe_biggest(
     top: usize,
 ) -> anyhow::Result<crate::analyze::snapshot::SnapshotReport> {
     let keys = biggest.keys();
-    let mut facts = vec![None; keys.len()];
-    let mut by_node: std::collections::BTreeMap<usize, Vec<usize>> = Default::default();
-    for (i, (_, k)) in keys.iter().enumerate() {
-        if let Some(n) = topology.node_of(k) {
-            by_node.entry(n).or_default().push(i);
-        }
-    }
-    for (n, idx) in by_node {
-        let ks: Vec<&[u8]> = idx.iter().map(|&i| keys[i].1.as_slice()).collect();
-        let got = live.describe_keys(&topology.nodes()[n], &ks)?;
-        for (i, f) in idx.into_iter().zip(got) {
-            facts[i] = f;
-        }
-    }
+    let names: Vec<&[u8]> = keys.iter().map(|(_, k)| k.as_slice()).collect();
+    let facts = live.describe_keys_on(topology, &names)?;
     Ok(crate::analyze::snapshot::sample_report(
         keys, &facts, topology, top,
     ))

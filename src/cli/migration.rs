@@ -227,16 +227,11 @@ pub fn load_sample(
         && let Some(live) = args.topology.live()?
     {
         let opts = args.sampling.scan_options(&live)?;
-        let masters: Vec<crate::topology::Node> = view
-            .masters()
-            .into_iter()
-            .filter(|&i| view.slot_count(i) > 0)
-            .map(|i| view.nodes[i].to_node())
-            .collect();
+        let masters = view.key_holders();
         super::args::warn_no_replica(ctx, &opts, &masters)?;
         let total = opts.per_node.map(|n| n * masters.len() as u64);
         let progress = ctx.progress("sampling", Unit::Keys, total);
-        let owners = view_owners(view);
+        let owners = view.master_slots();
         let targets = crate::live::SampleTargets {
             masters: &masters,
             owners: &owners,
@@ -310,19 +305,6 @@ pub fn load_sample(
         scale,
     };
     Ok((weights, info))
-}
-
-/// Every master of `view` with the slots it owns.
-fn view_owners(view: &ClusterView) -> Vec<(crate::topology::Node, Vec<u16>)> {
-    view.masters()
-        .into_iter()
-        .map(|i| {
-            let slots = (0..crate::slot::SLOT_COUNT as u16)
-                .filter(|&s| view.owner[usize::from(s)] == Some(i))
-                .collect();
-            (view.nodes[i].to_node(), slots)
-        })
-        .collect()
 }
 
 /// The batches from `--scheme` and `--batches`, and the client profiles to run them with.
@@ -442,20 +424,5 @@ pub fn require_preview(args: &PreviewArgs, command: &str) -> Result<(), UserErro
             format!("keyplan {command} only previews: add --preview"),
             "keyplan never migrates slots; with --emit redis-cli or --emit setslot it prints the commands that would",
         ))
-    }
-}
-
-/// Adds to `report` the biggest keys of the moving slots and a warning for each that MIGRATE
-/// struggles with (snapshot inputs only).
-pub fn add_big_keys(
-    report: &mut crate::migrate::MigrationReport,
-    view: &ClusterView,
-    moves: &[crate::migrate::Move],
-) {
-    if let Some(s) = &report.sample.snapshot {
-        let (big, warnings) =
-            crate::migrate::moving_big_keys(view, moves, |slot| s.slot_biggest(slot).cloned(), 10);
-        report.moving_big_keys = big;
-        report.warnings.extend(warnings);
     }
 }

@@ -142,7 +142,7 @@ pub fn run(args: RebalanceArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus>
         moving_big_keys: Vec::new(),
     };
     crate::migrate::finish_report(&mut report, &view, &moves, rate, budget)?;
-    super::migration::add_big_keys(&mut report, &view, &moves);
+    report.add_moving_big_keys(&view, &moves);
     report
         .warnings
         .extend(still_serving(&view, &moves, &removed));

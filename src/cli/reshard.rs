@@ -105,7 +105,7 @@ pub fn run(args: ReshardArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
         ));
     }
     crate::migrate::finish_report(&mut report, &view, &plan.moves, rate, budget)?;
-    super::migration::add_big_keys(&mut report, &view, &plan.moves);
+    report.add_moving_big_keys(&view, &plan.moves);
     let emit_ctx = EmitContext {
         header: vec![
             format!("redis-cli reshard plan from {}", report.topology),

@@ -58,6 +58,30 @@ impl LiveCluster {
         })
     }
 
+    /// What the servers say of each of `keys` (type, encoding, elements, TTL), each asked of the
+    /// node of `topology` that holds it; `None` for a key no node holds or that is gone.
+    pub fn describe_keys_on(
+        &self,
+        topology: &crate::topology::Topology,
+        keys: &[&[u8]],
+    ) -> Result<Vec<Option<crate::analyze::snapshot::KeyFacts>>, LiveError> {
+        let mut facts = vec![None; keys.len()];
+        let mut by_node: std::collections::BTreeMap<usize, Vec<usize>> = Default::default();
+        for (i, k) in keys.iter().enumerate() {
+            if let Some(n) = topology.node_of(k) {
+                by_node.entry(n).or_default().push(i);
+            }
+        }
+        for (n, idx) in by_node {
+            let ks: Vec<&[u8]> = idx.iter().map(|&i| keys[i]).collect();
+            let got = self.describe_keys(&topology.nodes()[n], &ks)?;
+            for (i, f) in idx.into_iter().zip(got) {
+                facts[i] = f;
+            }
+        }
+        Ok(facts)
+    }
+
     /// How many slots changed owner since `before` was read (a failover or a reshard while
     /// keys were sampled: the sample would count some keys twice and miss others).
     pub fn owners_changed(&self, before: &SlotMap) -> Result<usize, LiveError> {

@@ -246,6 +246,28 @@ impl ClusterView {
             .collect()
     }
 
+    /// The masters that own slots (they hold keys of their own).
+    pub fn key_holders(&self) -> Vec<crate::topology::Node> {
+        self.masters()
+            .into_iter()
+            .filter(|&i| self.slot_count(i) > 0)
+            .map(|i| self.nodes[i].to_node())
+            .collect()
+    }
+
+    /// Every master with the slots it owns.
+    pub fn master_slots(&self) -> Vec<(crate::topology::Node, Vec<u16>)> {
+        self.masters()
+            .into_iter()
+            .map(|i| {
+                let slots = (0..crate::slot::SLOT_COUNT as u16)
+                    .filter(|&s| self.owner[usize::from(s)] == Some(i))
+                    .collect();
+                (self.nodes[i].to_node(), slots)
+            })
+            .collect()
+    }
+
     /// The problems `redis-cli --cluster check` reports (open slots, unserved slots), which make
     /// rebalance and reshard refuse.
     pub fn check(&self, action: &'static str) -> Result<(), MigrateError> {
@@ -382,6 +404,19 @@ pub struct MigrationReport {
     /// The biggest keys in the slots that move, biggest first (snapshot inputs only).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub moving_big_keys: Vec<MovingKey>,
+}
+
+impl MigrationReport {
+    /// Adds the biggest keys of the slots `moves` move (ten, biggest first) and a warning for
+    /// each that MIGRATE struggles with; only a snapshot sample knows its keys' sizes.
+    pub fn add_moving_big_keys(&mut self, view: &ClusterView, moves: &[Move]) {
+        if let Some(s) = &self.sample.snapshot {
+            let (big, warnings) =
+                moving_big_keys(view, moves, |slot| s.slot_biggest(slot).cloned(), 10);
+            self.moving_big_keys = big;
+            self.warnings.extend(warnings);
+        }
+    }
 }
 
 /// A big key in a slot that moves.
