@@ -20,7 +20,7 @@
 //! | model | [`topology`], [`scheme`], [`pattern`], [`command`] | where keys live, what an application's keys and batches are, key patterns, the servers' command table |
 //! | engines | [`analyze`], [`lint`], [`simulate`], [`plan`], [`migrate`] | pure computations that return typed reports |
 //! | adapters | [`live`], [`bench`](mod@bench) | talking to a running cluster (read-only sampling; bench's own keys) |
-//! | output | [`report`] | renderers: a typed report in, bytes on a writer out; nothing else |
+//! | output | [`report`] | renderers: a typed report (or, for `simulate`, one batch's results at a time) in, bytes on a writer out; nothing else |
 //! | shell | [`cli`] | flags, loading inputs, progress, one engine call, one renderer, exit status |
 //!
 //! Nothing below the shell prints or exits, and nothing below the output layer imports it (a
