@@ -18,6 +18,7 @@ use std::sync::mpsc;
 /// per key with its type, encoding, elements, memory, size in the file, expiry and LFU/idle.
 #[derive(Debug, clap::Args)]
 #[command(
+    mut_arg("window", |a| a.hide(true)),
     after_help = "Examples:\n  keyplan scan --cluster redis://127.0.0.1:7000 --sample all --bytes -o sample.tsv\n  REDISCLI_AUTH=secret keyplan scan --cluster redis://127.0.0.1:7000 --match 'user:*' --rate 500\n  keyplan scan --rdb dump.rdb --format jsonl -o keys.jsonl"
 )]
 pub struct ScanArgs {
@@ -69,6 +70,13 @@ pub fn run(args: ScanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
         )
         .into());
     };
+    if args.sampling.window.is_some() {
+        return Err(UserError::new(
+            "--window has no effect on scan",
+            "it sets how long analyze and the previews measure the servers' per-slot load; scan only samples keys",
+        )
+        .into());
+    }
     let map = live.topology()?;
     let opts = args.sampling.scan_options(&live)?;
     let topology = crate::topology::Topology::Cluster(map);
