@@ -107,11 +107,18 @@ impl std::fmt::Display for ClusterUrl {
     /// The URL with the password masked.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let scheme = if self.tls { "rediss" } else { "redis" };
+        // An IPv6 address is written in brackets, as the URL gives it.
+        let host = if self.host.contains(':') {
+            format!("[{}]", self.host)
+        } else {
+            self.host.clone()
+        };
+        let port = self.port;
         match (&self.username, &self.password) {
-            (Some(u), Some(_)) => write!(f, "{scheme}://{u}:***@{}:{}", self.host, self.port),
-            (None, Some(_)) => write!(f, "{scheme}://:***@{}:{}", self.host, self.port),
-            (Some(u), None) => write!(f, "{scheme}://{u}@{}:{}", self.host, self.port),
-            (None, None) => write!(f, "{scheme}://{}:{}", self.host, self.port),
+            (Some(u), Some(_)) => write!(f, "{scheme}://{u}:***@{host}:{port}"),
+            (None, Some(_)) => write!(f, "{scheme}://:***@{host}:{port}"),
+            (Some(u), None) => write!(f, "{scheme}://{u}@{host}:{port}"),
+            (None, None) => write!(f, "{scheme}://{host}:{port}"),
         }
     }
 }
@@ -1206,5 +1213,8 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(!e.contains("topsecret"), "{e}");
+        let u = ClusterUrl::parse("redis://[::1]:7001", None).unwrap();
+        assert_eq!((u.host.as_str(), u.port), ("::1", 7001));
+        assert_eq!(u.to_string(), "redis://[::1]:7001");
     }
 }
