@@ -9,7 +9,7 @@ use super::args::{
 };
 use super::progress::Unit;
 use crate::error::{ExitStatus, UserError};
-use crate::plan::observed::plan_observed;
+use crate::plan::observed::ObservedPlanner;
 use crate::plan::workload::Workload;
 use crate::plan::{PlanOptions, plan_scheme, yaml};
 use crate::report::plan::{PlanReport, WorkloadInfo};
@@ -122,16 +122,20 @@ pub fn run(mut args: PlanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
         (Some(s), Some(w)) => plan_scheme(s, &topology, w, &opts),
         _ => Vec::new(),
     };
-    let mut observed_batches = Vec::new();
+    // Observed batches are planned as they are read; only plans of batches over several
+    // slots are kept.
+    let mut planner = ObservedPlanner::new(&topology, &sample.keys, &opts);
     if let Some(p) = &args.batches {
-        observed_batches.extend(super::args::read_batch_file(p)?);
+        for b in super::args::read_batch_file(p)? {
+            planner.add(&b);
+        }
     }
     if let Some(p) = &args.monitor {
         for b in super::inputs::MonitorFile::open(p)? {
-            observed_batches.push(b?);
+            planner.add(&b?);
         }
     }
-    let observed = plan_observed(&observed_batches, &topology, &sample.keys, &opts);
+    let (observed, note) = planner.finish();
     // Findings: a batch with a problem, or one whose recommendation changes anything (every
     // observed batch listed is one that a change would help).
     let problems = batches
@@ -139,7 +143,7 @@ pub fn run(mut args: PlanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
         .filter(|b| b.problem.is_some() || b.recommended != 0)
         .count()
         + observed.len()
-        + usize::from(crate::plan::observed::one_slot_note(&observed_batches, &topology).is_some());
+        + usize::from(note.is_some());
     let report = PlanReport {
         topology: topo_source,
         workload: WorkloadInfo {
@@ -158,9 +162,7 @@ pub fn run(mut args: PlanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
         },
         batches,
         observed,
-        notes: crate::plan::observed::one_slot_note(&observed_batches, &topology)
-            .into_iter()
-            .collect(),
+        notes: note.into_iter().collect(),
     };
     write(&args, &report, loaded.as_ref(), ctx)?;
     Ok(if problems > 0 {

@@ -304,37 +304,63 @@ fn shape_regex(shape: &str) -> Option<(regex::bytes::Regex, usize)> {
 /// with one global `{prefix}` tag), the batches run but the whole workload sits on one node: a
 /// skew problem, said with the tag and the fix.
 pub fn one_slot_note(batches: &[Batch], topo: &Topology) -> Option<String> {
-    let mut slot = None;
-    let mut keys = 0usize;
-    let mut example = None;
+    let mut one = OneSlot::default();
     for b in batches {
+        one.add(b);
+    }
+    one.note(topo)
+}
+
+/// Whether every batch seen so far has all its keys on one and the same slot (see
+/// [`one_slot_note`]), a batch at a time.
+#[derive(Debug, Default)]
+struct OneSlot {
+    batches: usize,
+    keys: usize,
+    slot: Option<u16>,
+    example: Option<String>,
+    spread: bool,
+}
+
+impl OneSlot {
+    fn add(&mut self, b: &Batch) {
+        self.batches += 1;
+        if self.spread {
+            return;
+        }
         for k in b
             .keys()
             .chain(b.script_ran.iter().flatten().map(Vec::as_slice))
         {
             let s = key_slot(k);
-            if *slot.get_or_insert(s) != s {
-                return None;
+            if *self.slot.get_or_insert(s) != s {
+                self.spread = true;
+                return;
             }
-            keys += 1;
-            example.get_or_insert_with(|| String::from_utf8_lossy(k).into_owned());
+            self.keys += 1;
+            self.example
+                .get_or_insert_with(|| String::from_utf8_lossy(k).into_owned());
         }
     }
-    let slot = slot?;
-    if batches.len() < 3 || topo.nodes().len() < 2 {
-        return None;
+
+    fn note(&self, topo: &Topology) -> Option<String> {
+        let slot = self.slot.filter(|_| !self.spread)?;
+        if self.batches < 3 || topo.nodes().len() < 2 {
+            return None;
+        }
+        let example = self.example.clone().unwrap_or_default();
+        let tag = String::from_utf8_lossy(crate::slot::hash_tag(example.as_bytes())).into_owned();
+        let node = topo
+            .node_of_slot(slot)
+            .map(|n| topo.nodes()[n].name.clone())
+            .unwrap_or_else(|| "-".into());
+        Some(format!(
+            "All {} observed batches ({} keys) hash to one slot, {slot} (tag `{{{tag}}}`, e.g. {example}), on {node}: they run, but the whole workload lands on one node of {}. That is a skew problem: tag per name instead of one global tag (for a queue library, one tag per queue, as `bull:{{<queue>}}:…`), so that names spread over the nodes while each batch stays on one slot.",
+            self.batches,
+            self.keys,
+            topo.nodes().len()
+        ))
     }
-    let example = example.unwrap_or_default();
-    let tag = String::from_utf8_lossy(crate::slot::hash_tag(example.as_bytes())).into_owned();
-    let node = topo
-        .node_of_slot(slot)
-        .map(|n| topo.nodes()[n].name.clone())
-        .unwrap_or_else(|| "-".into());
-    Some(format!(
-        "All {} observed batches ({keys} keys) hash to one slot, {slot} (tag `{{{tag}}}`, e.g. {example}), on {node}: they run, but the whole workload lands on one node of {}. That is a skew problem: tag per name instead of one global tag (for a queue library, one tag per queue, as `bull:{{<queue>}}:…`), so that names spread over the nodes while each batch stays on one slot.",
-        batches.len(),
-        topo.nodes().len()
-    ))
 }
 
 /// Plans every observed batch whose keys span several slots. `sample` (may be empty) scores
@@ -345,195 +371,249 @@ pub fn plan_observed(
     sample: &[Vec<u8>],
     opts: &PlanOptions,
 ) -> Vec<ObservedPlan> {
-    let mut out: Vec<ObservedPlan> = Vec::new();
-    let base = if sample.is_empty() {
-        None
-    } else {
-        Some(sample_loads(sample, topo, &[]).per_node)
-    };
+    let mut p = ObservedPlanner::new(topo, sample, opts);
     for b in batches {
-        let mut keys: Vec<String> = Vec::new();
-        // A script's keys are also those it touched without declaring them.
-        for k in b
-            .keys()
-            .chain(b.script_ran.iter().flatten().map(Vec::as_slice))
+        p.add(b);
+    }
+    p.finish().0
+}
+
+/// Plans observed batches a batch at a time: only the plans of batches over several slots are
+/// kept, never the batches.
+pub struct ObservedPlanner<'a> {
+    topo: &'a Topology,
+    sample: &'a [Vec<u8>],
+    opts: &'a PlanOptions,
+    base: Option<Vec<f64>>,
+    out: Vec<ObservedPlan>,
+    one_slot: OneSlot,
+}
+
+impl<'a> ObservedPlanner<'a> {
+    /// A planner on `topo`; `sample` (may be empty) scores the skew of each rewrite.
+    pub fn new(topo: &'a Topology, sample: &'a [Vec<u8>], opts: &'a PlanOptions) -> Self {
+        let base = if sample.is_empty() {
+            None
+        } else {
+            Some(sample_loads(sample, topo, &[]).per_node)
+        };
+        ObservedPlanner {
+            topo,
+            sample,
+            opts,
+            base,
+            out: Vec::new(),
+            one_slot: OneSlot::default(),
+        }
+    }
+
+    /// Plans one batch (kept when its keys span several slots).
+    pub fn add(&mut self, b: &Batch) {
+        self.one_slot.add(b);
+        let (topo, sample, opts) = (self.topo, self.sample, self.opts);
+        let base = &self.base;
+        let out = &mut self.out;
         {
-            let k = String::from_utf8_lossy(k).into_owned();
-            if !keys.contains(&k) {
-                keys.push(k);
-            }
-        }
-        let mut slots: Vec<u16> = keys.iter().map(|k| key_slot(k.as_bytes())).collect();
-        slots.sort_unstable();
-        slots.dedup();
-        if keys.len() < 2 || slots.len() < 2 {
-            continue;
-        }
-        // Segment values every key has.
-        let sets: Vec<Vec<String>> = keys
-            .iter()
-            .map(|k| {
-                split(&k.replace(['{', '}'], ""))
-                    .into_iter()
-                    .filter(|s| !s.is_empty())
-                    .map(str::to_string)
-                    .collect()
-            })
-            .collect();
-        let mut shared: Vec<&String> = sets[0]
-            .iter()
-            .filter(|v| sets.iter().all(|s| s.contains(v)))
-            .collect();
-        shared.dedup();
-        // Ids before words; a segment that is not first before one that is; longer first.
-        shared.sort_by_key(|v| {
-            let first = sets.iter().all(|s| s.first() == Some(*v));
-            (
-                std::cmp::Reverse(rank(v)),
-                first,
-                std::cmp::Reverse(v.len()),
-            )
-        });
-        // An id; else a name that ties keys of different shapes and is neither every key's
-        // first segment (the family prefix) nor every key's last (a constant suffix), or is a
-        // whole key itself: a queue's or a group's name, as `bull:{<queue>}:…`. A name shared by
-        // keys of one shape is a constant of that family: tagging it would put the whole family
-        // on one slot.
-        let shapes_now: std::collections::BTreeSet<String> =
-            keys.iter().map(|k| shape(k, None)).collect();
-        let all_at = |v: &str, last: bool| {
-            sets.iter().all(|s| {
-                let at = if last { s.last() } else { s.first() };
-                at.map(String::as_str) == Some(v)
-            })
-        };
-        let pick = shared
-            .iter()
-            .find(|v| {
-                rank(v) > 1
-                    || (shapes_now.len() > 1
-                        && ((!all_at(v, false) && !all_at(v, true))
-                            || keys.iter().any(|k| k.as_str() == v.as_str())))
-            })
-            .map(|v| v.to_string());
-        let atomic = matches!(
-            b.kind,
-            BatchKind::Multi | BatchKind::Script | BatchKind::MultiKey
-        );
-        let mut patterns: Vec<String> = keys.iter().map(|k| shape(k, None)).collect();
-        patterns.sort();
-        patterns.dedup();
-        let before = run(b, topo, opts, opts.strategy);
-        let mut matched_before = None;
-        let (rewritten, examples, after, recommendation) = match &pick {
-            Some(v) => {
-                let new_keys: Vec<String> = keys.iter().map(|k| tag_key(k, v)).collect();
-                let nb = b.map_keys(|k| tag_key(&String::from_utf8_lossy(k), v).into_bytes());
-                let mut after = run(&nb, topo, opts, opts.strategy);
-                let mut rw: Vec<String> = keys.iter().map(|k| shape(k, Some(v))).collect();
-                rw.sort();
-                rw.dedup();
-                if base.is_some() {
-                    let shapes: Vec<(regex::bytes::Regex, usize)> =
-                        rw.iter().filter_map(|s| shape_regex(s)).collect();
-                    let l = sample_loads(sample, topo, &shapes);
-                    after.skew_overall = skew_of(&l.per_node);
-                    after.skew = skew_of(&l.matched_after);
-                    after.keys_moved = l.moved;
-                    matched_before = skew_of(&l.matched_before);
+            let mut keys: Vec<String> = Vec::new();
+            // A script's keys are also those it touched without declaring them.
+            for k in b
+                .keys()
+                .chain(b.script_ran.iter().flatten().map(Vec::as_slice))
+            {
+                let k = String::from_utf8_lossy(k).into_owned();
+                if !keys.contains(&k) {
+                    keys.push(k);
                 }
-                let ex: Vec<(String, String)> = keys
-                    .iter()
-                    .zip(&new_keys)
-                    .take(3)
-                    .map(|(a, b)| (a.clone(), b.clone()))
-                    .collect();
-                let rec = format!(
-                    "every key shares the segment `{v}`: tag it ({}) and the batch runs on one slot, {} → {} round trip(s)",
-                    rw.join(", "),
-                    before.round_trips,
-                    after.round_trips
-                );
-                (rw, ex, after, rec)
             }
-            None if atomic => {
-                // Splitting would drop what the batch is for: the application must change.
-                let what = match b.kind {
-                    BatchKind::Multi => "a MULTI … EXEC transaction".to_string(),
-                    BatchKind::Script => "a script".to_string(),
-                    _ => format!("one {} command", b.id.command),
-                };
-                let rec = format!(
-                    "no segment is shared by all {} keys, and {what} must run on one slot: the application must change: give these keys one hash tag (the id that ties them, such as a group, chord or order id) or stop batching them; per-node pipelines would run it, but not atomically{}",
-                    keys.len(),
-                    if b.kind == BatchKind::MultiKey {
-                        " (and a blocking pop over several lists cannot be split at all)"
-                    } else {
-                        ""
-                    }
-                );
-                (Vec::new(), Vec::new(), before.clone(), rec)
+            let mut slots: Vec<u16> = keys.iter().map(|k| key_slot(k.as_bytes())).collect();
+            slots.sort_unstable();
+            slots.dedup();
+            if keys.len() < 2 || slots.len() < 2 {
+                return;
             }
-            None => {
-                let after = run(b, topo, opts, Strategy::Parallel);
-                let rec = format!(
-                    "no segment is shared by all {} keys: no tag helps; send per-node pipelines in parallel: {} → {} round trip(s)",
-                    keys.len(),
-                    before.round_trips,
-                    after.round_trips
-                );
-                (Vec::new(), Vec::new(), after, rec)
-            }
-        };
-        let mut before = before;
-        before.skew_overall = base.as_deref().and_then(skew_of);
-        before.skew = matched_before;
-        out.push(ObservedPlan {
-            batch: b.name.clone(),
-            batch_id: b.id.clone(),
-            keys: keys.len(),
-            slots: slots.len(),
-            shared: pick,
-            patterns,
-            rewritten,
-            examples,
-            before,
-            after,
-            tag_values_seen: 0,
-            batches_seen: 0,
-            recommendation,
-        });
-    }
-    // How many values the proposed tag took over batches of the same shapes: one value over
-    // many batches is a constant, which would put them all on one slot.
-    let groups: Vec<(Vec<String>, Option<String>)> = out
-        .iter()
-        .map(|p| (p.rewritten.clone(), p.shared.clone()))
-        .collect();
-    for p in out.iter_mut() {
-        let same: Vec<&Option<String>> = groups
-            .iter()
-            .filter(|(r, _)| !r.is_empty() && *r == p.rewritten)
-            .map(|(_, s)| s)
-            .collect();
-        let mut values: Vec<&String> = same.iter().filter_map(|s| s.as_ref()).collect();
-        values.sort();
-        values.dedup();
-        p.batches_seen = same.len();
-        p.tag_values_seen = values.len();
-        let name = p.shared.as_deref().is_some_and(|v| rank(v) == 1);
-        if name {
-            p.recommendation.push_str(
-                "; the tag is a name, not an id: every key of that name lands on one slot (a queue library's documented cluster setup); with few names, load gathers on few nodes",
+            // Segment values every key has.
+            let sets: Vec<Vec<String>> = keys
+                .iter()
+                .map(|k| {
+                    split(&k.replace(['{', '}'], ""))
+                        .into_iter()
+                        .filter(|s| !s.is_empty())
+                        .map(str::to_string)
+                        .collect()
+                })
+                .collect();
+            let mut shared: Vec<&String> = sets[0]
+                .iter()
+                .filter(|v| sets.iter().all(|s| s.contains(v)))
+                .collect();
+            shared.dedup();
+            // Ids before words; a segment that is not first before one that is; longer first.
+            shared.sort_by_key(|v| {
+                let first = sets.iter().all(|s| s.first() == Some(*v));
+                (
+                    std::cmp::Reverse(rank(v)),
+                    first,
+                    std::cmp::Reverse(v.len()),
+                )
+            });
+            // An id; else a name that ties keys of different shapes and is neither every key's
+            // first segment (the family prefix) nor every key's last (a constant suffix), or is a
+            // whole key itself: a queue's or a group's name, as `bull:{<queue>}:…`. A name shared by
+            // keys of one shape is a constant of that family: tagging it would put the whole family
+            // on one slot.
+            let shapes_now: std::collections::BTreeSet<String> =
+                keys.iter().map(|k| shape(k, None)).collect();
+            let all_at = |v: &str, last: bool| {
+                sets.iter().all(|s| {
+                    let at = if last { s.last() } else { s.first() };
+                    at.map(String::as_str) == Some(v)
+                })
+            };
+            let pick = shared
+                .iter()
+                .find(|v| {
+                    rank(v) > 1
+                        || (shapes_now.len() > 1
+                            && ((!all_at(v, false) && !all_at(v, true))
+                                || keys.iter().any(|k| k.as_str() == v.as_str())))
+                })
+                .map(|v| v.to_string());
+            let atomic = matches!(
+                b.kind,
+                BatchKind::Multi | BatchKind::Script | BatchKind::MultiKey
             );
-        } else if p.batches_seen >= 3 && p.tag_values_seen == 1 {
-            p.recommendation.push_str(&format!(
-                "; but all {} batches of this shape share the same value, so the tag would be a constant and put them all on one node",
-                p.batches_seen
-            ));
+            let mut patterns: Vec<String> = keys.iter().map(|k| shape(k, None)).collect();
+            patterns.sort();
+            patterns.dedup();
+            let before = run(b, topo, opts, opts.strategy);
+            let mut matched_before = None;
+            let (rewritten, examples, after, recommendation) = match &pick {
+                Some(v) => {
+                    let new_keys: Vec<String> = keys.iter().map(|k| tag_key(k, v)).collect();
+                    let nb = b.map_keys(|k| tag_key(&String::from_utf8_lossy(k), v).into_bytes());
+                    let mut after = run(&nb, topo, opts, opts.strategy);
+                    let mut rw: Vec<String> = keys.iter().map(|k| shape(k, Some(v))).collect();
+                    rw.sort();
+                    rw.dedup();
+                    if base.is_some() {
+                        let shapes: Vec<(regex::bytes::Regex, usize)> =
+                            rw.iter().filter_map(|s| shape_regex(s)).collect();
+                        let l = sample_loads(sample, topo, &shapes);
+                        after.skew_overall = skew_of(&l.per_node);
+                        after.skew = skew_of(&l.matched_after);
+                        after.keys_moved = l.moved;
+                        matched_before = skew_of(&l.matched_before);
+                    }
+                    let ex: Vec<(String, String)> = keys
+                        .iter()
+                        .zip(&new_keys)
+                        .take(3)
+                        .map(|(a, b)| (a.clone(), b.clone()))
+                        .collect();
+                    let rec = format!(
+                        "every key shares the segment `{v}`: tag it ({}) and the batch runs on one slot, {} → {} round trip(s)",
+                        rw.join(", "),
+                        before.round_trips,
+                        after.round_trips
+                    );
+                    (rw, ex, after, rec)
+                }
+                None if atomic => {
+                    // Splitting would drop what the batch is for: the application must change.
+                    let what = match b.kind {
+                        BatchKind::Multi => "a MULTI … EXEC transaction".to_string(),
+                        BatchKind::Script => "a script".to_string(),
+                        _ => format!("one {} command", b.id.command),
+                    };
+                    let rec = format!(
+                        "no segment is shared by all {} keys, and {what} must run on one slot: the application must change: give these keys one hash tag (the id that ties them, such as a group, chord or order id) or stop batching them; per-node pipelines would run it, but not atomically{}",
+                        keys.len(),
+                        if b.kind == BatchKind::MultiKey {
+                            " (and a blocking pop over several lists cannot be split at all)"
+                        } else {
+                            ""
+                        }
+                    );
+                    (Vec::new(), Vec::new(), before.clone(), rec)
+                }
+                None => {
+                    let after = run(b, topo, opts, Strategy::Parallel);
+                    let rec = format!(
+                        "no segment is shared by all {} keys: no tag helps; send per-node pipelines in parallel: {} → {} round trip(s)",
+                        keys.len(),
+                        before.round_trips,
+                        after.round_trips
+                    );
+                    (Vec::new(), Vec::new(), after, rec)
+                }
+            };
+            let mut before = before;
+            before.skew_overall = base.as_deref().and_then(skew_of);
+            before.skew = matched_before;
+            out.push(ObservedPlan {
+                batch: b.name.clone(),
+                batch_id: b.id.clone(),
+                keys: keys.len(),
+                slots: slots.len(),
+                shared: pick,
+                patterns,
+                rewritten,
+                examples,
+                before,
+                after,
+                tag_values_seen: 0,
+                batches_seen: 0,
+                recommendation,
+            });
         }
     }
-    out
+
+    /// The plans of the batches over several slots, and the note when every batch sat on one
+    /// slot.
+    pub fn finish(self) -> (Vec<ObservedPlan>, Option<String>) {
+        let note = self.one_slot.note(self.topo);
+        let mut out = self.out;
+        // How many values the proposed tag took over batches of the same shapes: one value
+        // over many batches is a constant, which would put them all on one slot.
+        let mut groups: std::collections::HashMap<
+            &[String],
+            (usize, std::collections::BTreeSet<&str>),
+        > = std::collections::HashMap::new();
+        for p in &out {
+            if p.rewritten.is_empty() {
+                continue;
+            }
+            let g = groups.entry(&p.rewritten).or_default();
+            g.0 += 1;
+            if let Some(v) = &p.shared {
+                g.1.insert(v);
+            }
+        }
+        let seen: Vec<(usize, usize)> = out
+            .iter()
+            .map(|p| {
+                groups
+                    .get(p.rewritten.as_slice())
+                    .map_or((0, 0), |(n, values)| (*n, values.len()))
+            })
+            .collect();
+        for (p, (batches, values)) in out.iter_mut().zip(seen) {
+            p.batches_seen = batches;
+            p.tag_values_seen = values;
+            let name = p.shared.as_deref().is_some_and(|v| rank(v) == 1);
+            if name {
+                p.recommendation.push_str(
+                    "; the tag is a name, not an id: every key of that name lands on one slot (a queue library's documented cluster setup); with few names, load gathers on few nodes",
+                );
+            } else if p.batches_seen >= 3 && p.tag_values_seen == 1 {
+                p.recommendation.push_str(&format!(
+                    "; but all {} batches of this shape share the same value, so the tag would be a constant and put them all on one node",
+                    p.batches_seen
+                ));
+            }
+        }
+        (out, note)
+    }
 }
 
 #[cfg(test)]
@@ -614,5 +694,35 @@ mod tests {
             "{note}"
         );
         assert_eq!(one_slot_note(&b, &topo), None);
+    }
+
+    #[test]
+    fn a_tag_value_every_batch_of_a_shape_shares_is_a_constant() {
+        let topo = Topology::Cluster(SlotMap::from_masters(3).unwrap());
+        // Three batches of one shape sharing the id 7, two of another with different ids,
+        // and one whose keys share nothing.
+        let text = "MGET order:7:items order:7:total
+MGET order:7:items order:7:total
+MGET order:7:items order:7:total
+MGET cart:1:a cart:1:b
+MGET cart:2:a cart:2:b
+MGET x:1 y:2
+";
+        let b = parse_batches(text).unwrap();
+        let p = plan_observed(&b, &topo, &[], &PlanOptions::default());
+        let seen: Vec<(usize, usize)> = p
+            .iter()
+            .map(|x| (x.batches_seen, x.tag_values_seen))
+            .collect();
+        assert_eq!(
+            seen,
+            [(3, 1), (3, 1), (3, 1), (2, 2), (2, 2), (0, 0)],
+            "{p:#?}"
+        );
+        assert!(
+            p[0].recommendation
+                .contains("all 3 batches of this shape share the same value")
+        );
+        assert!(!p[3].recommendation.contains("share the same value"));
     }
 }
