@@ -205,6 +205,41 @@ fn run_live(
     if let Some(exact) = sample.exact_slot_keys {
         analyzer.set_exact_slot_keys(exact);
     }
+    set_live_load(
+        args,
+        &live,
+        &topology,
+        &nodes,
+        &sample.slot_load,
+        &mut analyzer,
+        ctx,
+    )?;
+    if args.sampling.heat {
+        analyzer.set_ops_source(
+            "OBJECT FREQ of each sampled key (its LFU access counter, logarithmic: a heat rank, not a count of operations)".into(),
+        );
+    }
+    let mut report = analyzer.finish(&read, source.clone(), &config);
+    if !biggest.keys().is_empty() {
+        report.snapshot = Some(describe_biggest(&live, &topology, &biggest, config.top)?);
+    }
+    emit(args, &report, &source, &config, ctx)?;
+    Ok(ExitStatus::Clean)
+}
+
+/// What the servers measured: each node's data bytes, and the load per slot where they count
+/// it (CLUSTER SLOT-STATS), else each node's command time (INFO commandstats), with a note
+/// saying so.
+fn set_live_load(
+    args: &AnalyzeArgs,
+    live: &crate::live::LiveCluster,
+    topology: &crate::topology::Topology,
+    nodes: &[crate::topology::Node],
+    slot_load: &Option<crate::live::SlotLoad>,
+    analyzer: &mut Analyzer<'_>,
+    ctx: &mut Ctx<'_>,
+) -> anyhow::Result<()> {
+    // Each sampled node's data bytes as INFO memory counts them.
     let dataset: Vec<u64> = topology
         .nodes()
         .iter()
@@ -214,10 +249,10 @@ fn run_live(
         })
         .collect::<Result<_, _>>()?;
     analyzer.set_node_dataset(dataset);
-    match &sample.slot_load {
+    match slot_load {
         Some(load) => {
             analyzer.set_node_load(crate::analyze::NodeLoad::per_node(
-                &topology,
+                topology,
                 &load.cpu_usec,
                 &load.net_in,
                 &load.net_out,
@@ -230,8 +265,8 @@ fn run_live(
                 );
             }
         }
-        None if !owners.is_empty() => {
-            analyzer.set_node_load(command_times(&live, &topology, &nodes)?);
+        None if topology.slot_map().is_some() => {
+            analyzer.set_node_load(command_times(live, topology, nodes)?);
             writeln!(
                 ctx.stderr,
                 "note: the servers do not count load per slot (that needs Valkey 8+ with cluster-slot-stats-enabled yes, or Redis 8.2+): each node's CPU is from INFO commandstats, and slots are not weighed by load"
@@ -239,17 +274,7 @@ fn run_live(
         }
         None => {}
     }
-    if args.sampling.heat {
-        analyzer.set_ops_source(
-            "OBJECT FREQ of each sampled key (its LFU access counter, logarithmic: a heat rank, not a count of operations)".into(),
-        );
-    }
-    let mut report = analyzer.finish(&read, source.clone(), &config);
-    if !biggest.keys().is_empty() {
-        report.snapshot = Some(describe_biggest(&live, &topology, &biggest, config.top)?);
-    }
-    emit(args, &report, &source, &config, ctx)?;
-    Ok(ExitStatus::Clean)
+    Ok(())
 }
 
 /// Each node's command time as INFO commandstats counts it (a master that owns no slot, a

@@ -189,122 +189,154 @@ pub fn load_sample(
         )
         .into());
     }
-    let threads = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1);
-    let mut weights = SlotWeights::default();
-    let mut source = Vec::new();
-    let mut keys = 0;
-    let mut scale = args.scale;
-    let mut snapshot: Option<Box<crate::rdb::summary::SnapshotSummary>> = None;
+    let mut s = Gathered {
+        weights: SlotWeights::default(),
+        source: Vec::new(),
+        keys: 0,
+        scale: args.scale,
+        snapshot: None,
+    };
     if !args.keys.is_empty() {
-        let opts = args.input.read_options();
-        let inputs = open_all(&args.keys)?;
-        let progress = ctx.progress("reading keys", Unit::Bytes, total_size(&inputs));
-        for (name, input) in inputs {
-            let mut sinks: Vec<WeightSink> = (0..threads)
-                .map(|_| WeightSink(SlotWeights::default()))
-                .collect();
-            let summary = input
-                .par_read(&name, &opts, &mut sinks, Some(progress.counter()))
-                .map_err(|e| read_context(&name, e))?;
-            for s in &sinks {
-                weights.merge(&s.0);
-            }
-            args.input.check_not_empty(&name, &summary)?;
-            keys += summary.keys;
-            if let Some(s) = &summary.snapshot {
-                match &mut snapshot {
-                    Some(all) => all.merge(s),
-                    None => snapshot = Some(s.clone()),
-                }
-            }
-            progress.suspend(|| warn_malformed(ctx, &name, &summary))?;
-            source.push(name);
-        }
-        progress.finish();
+        read_files(args, &mut s, ctx)?;
     } else if !args.no_sample
         && let Some(live) = args.topology.live()?
     {
-        let opts = args.sampling.scan_options(&live)?;
-        let masters = view.key_holders();
-        super::args::warn_no_replica(ctx, &opts, &masters)?;
-        let total = opts.per_node.map(|n| n * masters.len() as u64);
-        let progress = ctx.progress("sampling", Unit::Keys, total);
-        let owners = view.master_slots();
-        let targets = crate::live::SampleTargets {
-            masters: &masters,
-            owners: &owners,
-            migrations: &view.open,
-        };
-        let sinks: Vec<SlotWeights> = masters.iter().map(|_| SlotWeights::default()).collect();
-        let sample = live.sample_masters(
-            &targets,
-            &opts,
-            args.sampling.window()?,
-            sinks,
-            |w, k, b, h| {
-                w.add(k, b, h);
-                progress.inc(1);
-            },
-        )?;
-        progress.finish();
-        keys += sample.keys;
-        for w in &sample.sinks {
-            weights.merge(w);
-        }
-        // The servers' exact keys per slot replace the sample's (bytes scaled to them),
-        // unless --match narrows the keys.
-        if let Some(exact) = &sample.exact_slot_keys {
-            weights.scale_to(exact, &view.owner);
-            source.push("keys per slot: the servers' exact counts".into());
-            // Exact counts stand for the whole cluster already.
-            if scale != 1.0 {
-                writeln!(
-                    ctx.stderr,
-                    "note: --scale {scale} ignored: keys per slot are the servers' exact counts, which already stand for the whole cluster"
-                )?;
-                scale = 1.0;
-            }
-        }
-        // The load the servers measured per slot, where they count it.
-        if let Some(load) = sample.slot_load {
-            let f = |v: &[u64]| v.iter().map(|&x| x as f64).collect::<Vec<f64>>();
-            source.push(format!(
-                "CPU and network per slot: CLUSTER SLOT-STATS, {}",
-                load.since
-            ));
-            weights.measured = Some(crate::migrate::impact::MeasuredLoad {
-                cpu_usec: f(&load.cpu_usec),
-                net_bytes: load
-                    .net_in
-                    .iter()
-                    .zip(&load.net_out)
-                    .map(|(a, b)| (a + b) as f64)
-                    .collect(),
-                memory: load.memory.as_deref().map(f),
-                since: load.since.clone(),
-            });
-        }
-        source.push(format!(
-            "live sample ({} per master{})",
-            args.sampling.sample,
-            if args.sampling.bytes {
-                ", MEMORY USAGE"
-            } else {
-                ""
-            }
-        ));
+        sample_live(args, &live, view, &mut s, ctx)?;
     }
     let info = SampleInfo {
-        snapshot,
-        source,
-        keys,
-        has_bytes: weights.has_bytes,
-        has_ops: weights.has_ops,
-        scale,
+        snapshot: s.snapshot,
+        source: s.source,
+        keys: s.keys,
+        has_bytes: s.weights.has_bytes,
+        has_ops: s.weights.has_ops,
+        scale: s.scale,
     };
-    Ok((weights, info))
+    Ok((s.weights, info))
+}
+
+/// A sample as it is gathered.
+struct Gathered {
+    weights: SlotWeights,
+    source: Vec<String>,
+    keys: u64,
+    scale: f64,
+    snapshot: Option<Box<crate::rdb::summary::SnapshotSummary>>,
+}
+
+/// Reads the `--keys` files (dumps or snapshots) on every core.
+fn read_files(args: &PreviewArgs, s: &mut Gathered, ctx: &mut Ctx<'_>) -> anyhow::Result<()> {
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    let opts = args.input.read_options();
+    let inputs = open_all(&args.keys)?;
+    let progress = ctx.progress("reading keys", Unit::Bytes, total_size(&inputs));
+    for (name, input) in inputs {
+        let mut sinks: Vec<WeightSink> = (0..threads)
+            .map(|_| WeightSink(SlotWeights::default()))
+            .collect();
+        let summary = input
+            .par_read(&name, &opts, &mut sinks, Some(progress.counter()))
+            .map_err(|e| read_context(&name, e))?;
+        for w in &sinks {
+            s.weights.merge(&w.0);
+        }
+        args.input.check_not_empty(&name, &summary)?;
+        s.keys += summary.keys;
+        if let Some(snap) = &summary.snapshot {
+            match &mut s.snapshot {
+                Some(all) => all.merge(snap),
+                None => s.snapshot = Some(snap.clone()),
+            }
+        }
+        progress.suspend(|| warn_malformed(ctx, &name, &summary))?;
+        s.source.push(name);
+    }
+    progress.finish();
+    Ok(())
+}
+
+/// Samples the live cluster's masters; the servers' exact counts and per-slot load replace or
+/// join the sample's figures.
+fn sample_live(
+    args: &PreviewArgs,
+    live: &crate::live::LiveCluster,
+    view: &ClusterView,
+    s: &mut Gathered,
+    ctx: &mut Ctx<'_>,
+) -> anyhow::Result<()> {
+    let opts = args.sampling.scan_options(live)?;
+    let masters = view.key_holders();
+    super::args::warn_no_replica(ctx, &opts, &masters)?;
+    let total = opts.per_node.map(|n| n * masters.len() as u64);
+    let progress = ctx.progress("sampling", Unit::Keys, total);
+    let owners = view.master_slots();
+    let targets = crate::live::SampleTargets {
+        masters: &masters,
+        owners: &owners,
+        migrations: &view.open,
+    };
+    let sinks: Vec<SlotWeights> = masters.iter().map(|_| SlotWeights::default()).collect();
+    let sample = live.sample_masters(
+        &targets,
+        &opts,
+        args.sampling.window()?,
+        sinks,
+        |w, k, b, h| {
+            w.add(k, b, h);
+            progress.inc(1);
+        },
+    )?;
+    progress.finish();
+    s.keys += sample.keys;
+    for w in &sample.sinks {
+        s.weights.merge(w);
+    }
+    // The servers' exact keys per slot replace the sample's (bytes scaled to them),
+    // unless --match narrows the keys.
+    if let Some(exact) = &sample.exact_slot_keys {
+        s.weights.scale_to(exact, &view.owner);
+        s.source
+            .push("keys per slot: the servers' exact counts".into());
+        // Exact counts stand for the whole cluster already.
+        if s.scale != 1.0 {
+            writeln!(
+                ctx.stderr,
+                "note: --scale {} ignored: keys per slot are the servers' exact counts, which already stand for the whole cluster",
+                s.scale
+            )?;
+            s.scale = 1.0;
+        }
+    }
+    // The load the servers measured per slot, where they count it.
+    if let Some(load) = sample.slot_load {
+        let f = |v: &[u64]| v.iter().map(|&x| x as f64).collect::<Vec<f64>>();
+        s.source.push(format!(
+            "CPU and network per slot: CLUSTER SLOT-STATS, {}",
+            load.since
+        ));
+        s.weights.measured = Some(crate::migrate::impact::MeasuredLoad {
+            cpu_usec: f(&load.cpu_usec),
+            net_bytes: load
+                .net_in
+                .iter()
+                .zip(&load.net_out)
+                .map(|(a, b)| (a + b) as f64)
+                .collect(),
+            memory: load.memory.as_deref().map(f),
+            since: load.since.clone(),
+        });
+    }
+    s.source.push(format!(
+        "live sample ({} per master{})",
+        args.sampling.sample,
+        if args.sampling.bytes {
+            ", MEMORY USAGE"
+        } else {
+            ""
+        }
+    ));
+    Ok(())
 }
 
 /// The batches from `--scheme` and `--batches`, and the client profiles to run them with.

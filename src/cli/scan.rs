@@ -63,20 +63,7 @@ pub fn run(args: ScanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     if let Some(rdb) = &args.rdb {
         return run_rdb(rdb, args.format, args.output.as_deref(), ctx);
     }
-    let Some(live) = args.cluster.as_deref().map(live_cluster).transpose()? else {
-        return Err(UserError::new(
-            "scan needs --cluster URL",
-            "for example --cluster redis://127.0.0.1:7000",
-        )
-        .into());
-    };
-    if args.sampling.window.is_some() {
-        return Err(UserError::new(
-            "--window has no effect on scan",
-            "it sets how long analyze and the previews measure the servers' per-slot load; scan only samples keys",
-        )
-        .into());
-    }
+    let live = live_target(&args)?;
     let map = live.topology()?;
     let opts = args.sampling.scan_options(&live)?;
     let topology = crate::topology::Topology::Cluster(map);
@@ -141,6 +128,25 @@ pub fn run(args: ScanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
         nodes.len()
     )?;
     Ok(ExitStatus::Clean)
+}
+
+/// The cluster to sample, once the flags that do not apply to scan are refused.
+fn live_target(args: &ScanArgs) -> anyhow::Result<crate::live::LiveCluster> {
+    if args.sampling.window.is_some() {
+        return Err(UserError::new(
+            "--window has no effect on scan",
+            "it sets how long analyze and the previews measure the servers' per-slot load; scan only samples keys",
+        )
+        .into());
+    }
+    match args.cluster.as_deref() {
+        Some(url) => live_cluster(url),
+        None => Err(UserError::new(
+            "scan needs --cluster URL",
+            "for example --cluster redis://127.0.0.1:7000",
+        )
+        .into()),
+    }
 }
 
 /// Writes the sampled chunks to `out` as they come; at the first write error, asks the
