@@ -122,20 +122,23 @@ pub fn run(mut args: PlanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
         (Some(s), Some(w)) => plan_scheme(s, &topology, w, &opts),
         _ => Vec::new(),
     };
-    // Observed batches are planned as they are read; only plans of batches over several
-    // slots are kept.
+    // Observed batches are planned as they are read; the plans of batches over several slots
+    // wait in a spool (memory up to 4 MiB, then a temporary file) until the report is written.
     let mut planner = ObservedPlanner::new(&topology, &sample.keys, &opts);
+    let mut spool = Spool::default();
     if let Some(p) = &args.batches {
         for b in super::args::read_batch_file(p)? {
-            planner.add(&b);
+            spool.add(planner.add(&b))?;
         }
     }
     if let Some(p) = &args.monitor {
         for b in super::inputs::MonitorFile::open(p)? {
-            planner.add(&b?);
+            spool.add(planner.add(&b?))?;
         }
     }
-    let (observed, note) = planner.finish();
+    let groups = planner.finish();
+    let note = groups.note.clone();
+    let observed = spool.finish(groups)?;
     // Findings: a batch with a problem, or one whose recommendation changes anything (every
     // observed batch listed is one that a change would help).
     let problems = batches
@@ -170,6 +173,53 @@ pub fn run(mut args: PlanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
     } else {
         ExitStatus::Clean
     })
+}
+
+/// The observed plans as they are made, one JSON line each.
+struct Spool {
+    file: std::io::BufWriter<tempfile::SpooledTempFile>,
+    len: usize,
+}
+
+impl Default for Spool {
+    fn default() -> Self {
+        Spool {
+            file: std::io::BufWriter::new(tempfile::SpooledTempFile::new(4 << 20)),
+            len: 0,
+        }
+    }
+}
+
+impl Spool {
+    fn add(&mut self, plan: Option<crate::plan::observed::ObservedPlan>) -> anyhow::Result<()> {
+        if let Some(p) = plan {
+            serde_json::to_writer(&mut self.file, &p).map_err(spool_error)?;
+            self.file.write_all(b"\n").map_err(spool_error)?;
+            self.len += 1;
+        }
+        Ok(())
+    }
+
+    fn finish(
+        self,
+        groups: crate::plan::observed::ObservedGroups,
+    ) -> anyhow::Result<crate::report::plan::Observed> {
+        let file = self
+            .file
+            .into_inner()
+            .map_err(|e| spool_error(e.into_error()))?;
+        Ok(crate::report::plan::Observed::spooled(
+            file, self.len, groups,
+        ))
+    }
+}
+
+fn spool_error(e: impl std::fmt::Display) -> anyhow::Error {
+    UserError::new(
+        format!("cannot spool the observed batches' plans to a temporary file: {e}"),
+        "set TMPDIR to a writable directory",
+    )
+    .into()
 }
 
 /// Refuses flag combinations and values plan cannot use.

@@ -86,7 +86,7 @@ pub struct NewVar {
 }
 
 /// What a batch costs under a layout.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
 pub struct Score {
     /// `ok`, or what fails (`CROSSSLOT` for an atomic batch over several slots).
     pub outcome: String,

@@ -8,10 +8,10 @@ use crate::simulate::client::{Outcome, simulate_client};
 use crate::simulate::{Strategy, simulate};
 use crate::slot::key_slot;
 use crate::topology::Topology;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The plan for one observed batch.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ObservedPlan {
     /// The batch (its line in the file).
     pub batch: String,
@@ -371,21 +371,24 @@ pub fn plan_observed(
     sample: &[Vec<u8>],
     opts: &PlanOptions,
 ) -> Vec<ObservedPlan> {
-    let mut p = ObservedPlanner::new(topo, sample, opts);
-    for b in batches {
-        p.add(b);
+    let mut planner = ObservedPlanner::new(topo, sample, opts);
+    let mut plans: Vec<ObservedPlan> = batches.iter().filter_map(|b| planner.add(b)).collect();
+    let groups = planner.finish();
+    for p in &mut plans {
+        groups.complete(p);
     }
-    p.finish().0
+    plans
 }
 
-/// Plans observed batches a batch at a time: only the plans of batches over several slots are
-/// kept, never the batches.
+/// Plans observed batches a batch at a time, keeping only what completes the plans (counts per
+/// rewritten shape), never the batches or the plans.
 pub struct ObservedPlanner<'a> {
     topo: &'a Topology,
     sample: &'a [Vec<u8>],
     opts: &'a PlanOptions,
     base: Option<Vec<f64>>,
-    out: Vec<ObservedPlan>,
+    /// Per rewritten shape: the batches planned with it and the distinct tag values.
+    groups: std::collections::HashMap<Vec<String>, (usize, std::collections::BTreeSet<String>)>,
     one_slot: OneSlot,
 }
 
@@ -402,17 +405,29 @@ impl<'a> ObservedPlanner<'a> {
             sample,
             opts,
             base,
-            out: Vec::new(),
+            groups: std::collections::HashMap::new(),
             one_slot: OneSlot::default(),
         }
     }
 
-    /// Plans one batch (kept when its keys span several slots).
-    pub fn add(&mut self, b: &Batch) {
+    /// Plans one batch: its plan when its keys span several slots (complete it with
+    /// [`ObservedGroups::complete`] once every batch is planned).
+    pub fn add(&mut self, b: &Batch) -> Option<ObservedPlan> {
         self.one_slot.add(b);
+        let p = self.plan(b)?;
+        if !p.rewritten.is_empty() {
+            let g = self.groups.entry(p.rewritten.clone()).or_default();
+            g.0 += 1;
+            if let Some(v) = &p.shared {
+                g.1.insert(v.clone());
+            }
+        }
+        Some(p)
+    }
+
+    fn plan(&self, b: &Batch) -> Option<ObservedPlan> {
         let (topo, sample, opts) = (self.topo, self.sample, self.opts);
         let base = &self.base;
-        let out = &mut self.out;
         {
             let mut keys: Vec<String> = Vec::new();
             // A script's keys are also those it touched without declaring them.
@@ -429,7 +444,7 @@ impl<'a> ObservedPlanner<'a> {
             slots.sort_unstable();
             slots.dedup();
             if keys.len() < 2 || slots.len() < 2 {
-                return;
+                return None;
             }
             // Segment values every key has.
             let sets: Vec<Vec<String>> = keys
@@ -550,7 +565,7 @@ impl<'a> ObservedPlanner<'a> {
             let mut before = before;
             before.skew_overall = base.as_deref().and_then(skew_of);
             before.skew = matched_before;
-            out.push(ObservedPlan {
+            Some(ObservedPlan {
                 batch: b.name.clone(),
                 batch_id: b.id.clone(),
                 keys: keys.len(),
@@ -564,55 +579,52 @@ impl<'a> ObservedPlanner<'a> {
                 tag_values_seen: 0,
                 batches_seen: 0,
                 recommendation,
-            });
+            })
         }
     }
 
-    /// The plans of the batches over several slots, and the note when every batch sat on one
-    /// slot.
-    pub fn finish(self) -> (Vec<ObservedPlan>, Option<String>) {
-        let note = self.one_slot.note(self.topo);
-        let mut out = self.out;
-        // How many values the proposed tag took over batches of the same shapes: one value
-        // over many batches is a constant, which would put them all on one slot.
-        let mut groups: std::collections::HashMap<
-            &[String],
-            (usize, std::collections::BTreeSet<&str>),
-        > = std::collections::HashMap::new();
-        for p in &out {
-            if p.rewritten.is_empty() {
-                continue;
-            }
-            let g = groups.entry(&p.rewritten).or_default();
-            g.0 += 1;
-            if let Some(v) = &p.shared {
-                g.1.insert(v);
-            }
+    /// What completes the plans: how often each rewrite's tag came up, and the note when
+    /// every batch sat on one slot.
+    pub fn finish(self) -> ObservedGroups {
+        ObservedGroups {
+            note: self.one_slot.note(self.topo),
+            groups: self.groups,
         }
-        let seen: Vec<(usize, usize)> = out
-            .iter()
-            .map(|p| {
-                groups
-                    .get(p.rewritten.as_slice())
-                    .map_or((0, 0), |(n, values)| (*n, values.len()))
-            })
-            .collect();
-        for (p, (batches, values)) in out.iter_mut().zip(seen) {
-            p.batches_seen = batches;
-            p.tag_values_seen = values;
-            let name = p.shared.as_deref().is_some_and(|v| rank(v) == 1);
-            if name {
-                p.recommendation.push_str(
-                    "; the tag is a name, not an id: every key of that name lands on one slot (a queue library's documented cluster setup); with few names, load gathers on few nodes",
-                );
-            } else if p.batches_seen >= 3 && p.tag_values_seen == 1 {
-                p.recommendation.push_str(&format!(
-                    "; but all {} batches of this shape share the same value, so the tag would be a constant and put them all on one node",
-                    p.batches_seen
-                ));
-            }
+    }
+}
+
+/// What the observed batches show as a whole: how many batches of each rewritten shape there
+/// were and how many values their tag took (one value over many batches is a constant, which
+/// would put them all on one slot), and whether every batch sat on one slot.
+#[derive(Debug, Default)]
+pub struct ObservedGroups {
+    /// The note when every observed batch hashes to one slot.
+    pub note: Option<String>,
+    groups: std::collections::HashMap<Vec<String>, (usize, std::collections::BTreeSet<String>)>,
+}
+
+impl ObservedGroups {
+    /// Completes a plan [`ObservedPlanner::add`] made: the counts over its shape, and what
+    /// they mean for the recommendation.
+    pub fn complete(&self, p: &mut ObservedPlan) {
+        let (batches, values) = self
+            .groups
+            .get(&p.rewritten)
+            .filter(|_| !p.rewritten.is_empty())
+            .map_or((0, 0), |(n, values)| (*n, values.len()));
+        p.batches_seen = batches;
+        p.tag_values_seen = values;
+        let name = p.shared.as_deref().is_some_and(|v| rank(v) == 1);
+        if name {
+            p.recommendation.push_str(
+                "; the tag is a name, not an id: every key of that name lands on one slot (a queue library's documented cluster setup); with few names, load gathers on few nodes",
+            );
+        } else if p.batches_seen >= 3 && p.tag_values_seen == 1 {
+            p.recommendation.push_str(&format!(
+                "; but all {} batches of this shape share the same value, so the tag would be a constant and put them all on one node",
+                p.batches_seen
+            ));
         }
-        (out, note)
     }
 }
 

@@ -20,7 +20,7 @@ pub struct WorkloadInfo {
 }
 
 /// The whole plan (`keyplan plan --format json`).
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Serialize)]
 pub struct PlanReport {
     /// Where keys live.
     pub topology: String,
@@ -33,9 +33,108 @@ pub struct PlanReport {
     /// Scheme batches.
     pub batches: Vec<BatchPlan>,
     /// Observed batches over several slots.
-    pub observed: Vec<ObservedPlan>,
+    pub observed: Observed,
     /// What the observed batches show as a whole (e.g. every one on a single slot).
     pub notes: Vec<String>,
+}
+
+/// The plans of the observed batches over several slots: in memory, or in a spool (one JSON
+/// line a plan, moved to a temporary file past a few MiB) with what completes each plan, so a
+/// capture of any length is planned and rendered in bounded memory.
+pub struct Observed {
+    len: usize,
+    plans: ObservedPlans,
+}
+
+enum ObservedPlans {
+    Kept(Vec<ObservedPlan>),
+    Spooled {
+        spool: std::cell::RefCell<tempfile::SpooledTempFile>,
+        groups: crate::plan::observed::ObservedGroups,
+    },
+}
+
+impl std::fmt::Debug for Observed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Observed({} plans)", self.len)
+    }
+}
+
+impl Observed {
+    /// Plans already complete.
+    pub fn kept(plans: Vec<ObservedPlan>) -> Observed {
+        Observed {
+            len: plans.len(),
+            plans: ObservedPlans::Kept(plans),
+        }
+    }
+
+    /// `len` plans spooled as JSON lines, each completed by `groups` as it is read back.
+    pub fn spooled(
+        spool: tempfile::SpooledTempFile,
+        len: usize,
+        groups: crate::plan::observed::ObservedGroups,
+    ) -> Observed {
+        Observed {
+            len,
+            plans: ObservedPlans::Spooled {
+                spool: std::cell::RefCell::new(spool),
+                groups,
+            },
+        }
+    }
+
+    /// How many plans.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Calls `f` with each plan, in order.
+    pub fn for_each(&self, mut f: impl FnMut(&ObservedPlan) -> io::Result<()>) -> io::Result<()> {
+        match &self.plans {
+            ObservedPlans::Kept(plans) => plans.iter().try_for_each(f),
+            ObservedPlans::Spooled { spool, groups } => {
+                use std::io::{BufRead, Seek};
+                let mut spool = spool.borrow_mut();
+                spool.seek(io::SeekFrom::Start(0))?;
+                let mut lines = io::BufReader::new(&mut *spool);
+                let mut line = String::new();
+                for _ in 0..self.len {
+                    line.clear();
+                    lines.read_line(&mut line)?;
+                    let mut p: ObservedPlan = serde_json::from_str(&line)?;
+                    groups.complete(&mut p);
+                    f(&p)?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl Serialize for Observed {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{Error, SerializeSeq};
+        let mut seq = s.serialize_seq(Some(self.len))?;
+        let mut failed: Option<S::Error> = None;
+        let read = self.for_each(|p| {
+            seq.serialize_element(p).map_err(|e| {
+                let text = e.to_string();
+                failed = Some(e);
+                io::Error::other(text)
+            })
+        });
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        read.map_err(S::Error::custom)?;
+        seq.end()
+    }
 }
 
 /// Writes the report as JSON (one line).
@@ -182,7 +281,7 @@ pub fn render_table(out: &mut dyn Write, r: &PlanReport, layout: &TextLayout) ->
     }
     if !r.observed.is_empty() {
         writeln!(out, "\nObserved batches over several slots:")?;
-        for o in &r.observed {
+        r.observed.for_each(|o| {
             writeln!(out, "\n{} — {} keys on {} slots", o.batch, o.keys, o.slots)?;
             writeln!(out, "  shapes: {}", o.patterns.join(", "))?;
             if !o.rewritten.is_empty() {
@@ -203,8 +302,8 @@ pub fn render_table(out: &mut dyn Write, r: &PlanReport, layout: &TextLayout) ->
                     _ => String::new(),
                 }
             )?;
-            writeln!(out, "  {}", o.recommendation)?;
-        }
+            writeln!(out, "  {}", o.recommendation)
+        })?;
     }
     out.flush()
 }

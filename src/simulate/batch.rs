@@ -79,7 +79,7 @@ impl Op {
 }
 
 /// What identifies a batch, whatever its display name: where it was written and what it runs.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct BatchId {
     /// Its line in the batch file or MONITOR capture (from 1), or `None` for a scheme batch.
     pub line: Option<usize>,

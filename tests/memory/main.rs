@@ -1,7 +1,8 @@
-//! Memory bounded by design: `simulate --monitor` on a capture of many distinct batches keeps
-//! the memory of one batch (plus a fixed spool), whatever the capture's length. Measured with a
+//! Memory bounded by design: `simulate --monitor` and `plan --monitor` on a capture of many
+//! distinct batches keep the memory of one batch (plus a fixed spool), whatever the capture's
+//! length. Measured with a
 //! counting allocator, so this test has its own binary (the allocator sees every thread of the
-//! process; no other test may run beside it).
+//! process; no other test may run beside it: the tests here take a lock).
 #![allow(clippy::print_stderr)]
 
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -51,6 +52,9 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
 
+/// Held by each test: the counters see the whole process, so the tests run one at a time.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// A capture of `n` distinct batches: MGETs of 2–6 keys from 50 clients, every tenth a
 /// MULTI block, and single-key commands between them.
 fn capture(n: usize) -> Vec<u8> {
@@ -89,8 +93,67 @@ fn capture(n: usize) -> Vec<u8> {
     out
 }
 
+/// Runs keyplan in this process on `args`; returns what it wrote to stderr and the peak heap
+/// growth in bytes.
+fn run_measured(args: &[String]) -> (String, usize) {
+    let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+    let before = HELD.load(Ordering::Relaxed);
+    PEAK.store(before, Ordering::Relaxed);
+    let status = keyplan::cli::run(args.iter(), &mut stdout, &mut stderr);
+    let grew_by = PEAK.load(Ordering::Relaxed) - before;
+    let stderr = String::from_utf8_lossy(&stderr).into_owned();
+    assert!(status as i32 <= 1, "{stderr}");
+    (stderr, grew_by)
+}
+
+/// `plan --monitor` keeps what completes the plans (counts per shape), not the batches or the
+/// plans: they wait in a spool.
+#[test]
+fn plan_keeps_no_plan_in_memory() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    const BATCHES: usize = 30_000;
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("capture.monitor");
+    std::fs::write(&cap, capture(BATCHES)).unwrap();
+    for format in ["json", "table", "html"] {
+        let out = dir.path().join(format!("plan.{format}"));
+        let args: Vec<String> = [
+            "keyplan",
+            "plan",
+            "--monitor",
+            &cap.display().to_string(),
+            "--format",
+            format,
+            "-o",
+            &out.display().to_string(),
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let (_, grew_by) = run_measured(&args);
+        let written = std::fs::metadata(&out).unwrap().len() as usize;
+        eprintln!(
+            "plan --format {format}: {BATCHES} batches, {} MB written, peak heap {:.1} MB",
+            written >> 20,
+            grew_by as f64 / (1 << 20) as f64
+        );
+        // Kept whole, the batches and their plans took about 2 KB each (60 MB here).
+        assert!(written > 10 << 20, "{written} bytes written");
+        assert!(
+            grew_by < 12 << 20,
+            "--format {format}: {grew_by} bytes of heap at the peak for {written} bytes written"
+        );
+        if format == "json" {
+            let doc: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+            assert!(doc["observed"].as_array().unwrap().len() > BATCHES / 2);
+        }
+    }
+}
+
 #[test]
 fn simulate_keeps_the_memory_of_one_batch() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     const BATCHES: usize = 12_000;
     let dir = tempfile::tempdir().unwrap();
     let cap = dir.path().join("capture.monitor");

@@ -245,7 +245,7 @@ pub fn render_plan(out: &mut dyn Write, r: &PlanReport) -> io::Result<()> {
             h,
             "<h2>Observed batches over several slots</h2><table><tr><th class=\"l\">batch</th><th>keys</th><th>slots</th><th class=\"l\">shapes → tagged</th><th>round trips</th><th class=\"l\">recommendation</th></tr>"
         );
-        for o in &r.observed {
+        r.observed.for_each(|o| {
             let _ = write!(
                 h,
                 "<tr><td class=\"l\"><code>{}</code></td><td>{}</td><td>{}</td><td class=\"l\"><code>{}</code>{}</td><td>{} → {}</td><td class=\"l\">{}</td></tr>",
@@ -262,7 +262,13 @@ pub fn render_plan(out: &mut dyn Write, r: &PlanReport) -> io::Result<()> {
                 o.after.round_trips,
                 esc(&o.recommendation)
             );
-        }
+            // Written as it grows: a capture's rows need not all be in memory at once.
+            if h.len() > 1 << 20 {
+                out.write_all(h.as_bytes())?;
+                h.clear();
+            }
+            Ok(())
+        })?;
         let _ = write!(h, "</table>");
     }
     page_end(
