@@ -353,7 +353,15 @@ impl SampleArgs {
         let Some(map) = before.slot_map() else {
             return Ok(());
         };
-        let changed = live.owners_changed(map).map_err(|e| {
+        Self::check_unchanged(live.owners_changed(map))
+    }
+
+    /// The error for a slot map that changed while keys were sampled (`changed` slots changed
+    /// owner), or that could not be read again.
+    pub fn check_unchanged(
+        changed: Result<usize, crate::live::LiveError>,
+    ) -> Result<(), UserError> {
+        let changed = changed.map_err(|e| {
             UserError::new(
                 format!("cannot read the slot map again after sampling: {e}"),
                 "run again once the cluster is stable",

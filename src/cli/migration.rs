@@ -288,6 +288,13 @@ fn sample_live(
         },
     )?;
     progress.finish();
+    // A failover or a reshard while sampling would count some keys twice and miss others.
+    let owners_before: Vec<Option<crate::topology::Node>> = view
+        .owner
+        .iter()
+        .map(|o| o.map(|i| view.nodes[i].to_node()))
+        .collect();
+    super::args::SampleArgs::check_unchanged(live.owners_changed_from(&owners_before))?;
     s.keys += sample.keys;
     for w in &sample.sinks {
         s.weights.merge(w);

@@ -85,13 +85,31 @@ impl LiveCluster {
     /// How many slots changed owner since `before` was read (a failover or a reshard while
     /// keys were sampled: the sample would count some keys twice and miss others).
     pub fn owners_changed(&self, before: &SlotMap) -> Result<usize, LiveError> {
+        let owners: Vec<Option<Node>> = (0..crate::slot::SLOT_COUNT as u16)
+            .map(|s| before.owner_of_slot(s).map(|i| before.nodes()[i].clone()))
+            .collect();
+        self.owners_changed_from(&owners)
+    }
+
+    /// [`LiveCluster::owners_changed`] against each slot's owner as it was read (16384
+    /// entries, `None` for a slot no node served). Owners are the same node when their ids are
+    /// (or, without ids, their addresses): a view read from `CLUSTER NODES` names nodes by ip
+    /// where `CLUSTER SHARDS` may give a hostname.
+    pub fn owners_changed_from(&self, before: &[Option<Node>]) -> Result<usize, LiveError> {
         let after = self.topology()?;
-        let owner = |m: &SlotMap, s: u16| {
-            m.owner_of_slot(s)
-                .map(|i| m.nodes()[i].address.clone().unwrap_or_default())
+        let same = |a: &Node, b: &Node| match (&a.id, &b.id) {
+            (Some(x), Some(y)) => x == y,
+            _ => a.address == b.address,
         };
         Ok((0..crate::slot::SLOT_COUNT as u16)
-            .filter(|&s| owner(before, s) != owner(&after, s))
+            .filter(|&s| {
+                let now = after.owner_of_slot(s).map(|i| &after.nodes()[i]);
+                match (&before[usize::from(s)], now) {
+                    (Some(a), Some(b)) => !same(a, b),
+                    (None, None) => false,
+                    _ => true,
+                }
+            })
             .count())
     }
 }

@@ -1429,3 +1429,33 @@ fn a_one_node_cluster_is_reached_where_it_was_asked() {
     assert_eq!(moves[0]["from"], address.as_str(), "{preview}");
     assert_eq!(moves[0]["slots"], 8192, "{preview}");
 }
+
+/// The check that the slot map held still while keys were sampled compares owners by node id,
+/// so a view read from CLUSTER NODES (ips) and one from CLUSTER SHARDS agree on a stable
+/// cluster, and a slot whose owner is another node counts as changed.
+#[test]
+fn slot_owners_are_compared_by_node_id() {
+    let Some(cluster) = Cluster::create() else {
+        return;
+    };
+    let url = format!("redis://127.0.0.1:{}", cluster.nodes[0].port);
+    let live =
+        keyplan::live::LiveCluster::new(keyplan::live::ClusterUrl::parse(&url, None).unwrap());
+    let map = live.topology().unwrap();
+    assert_eq!(live.owners_changed(&map).unwrap(), 0);
+    // The same owners under other addresses (a hostname where CLUSTER NODES gives the ip).
+    let mut owners: Vec<Option<keyplan::topology::Node>> = (0..16384u16)
+        .map(|s| {
+            map.owner_of_slot(s).map(|i| {
+                let mut n = map.nodes()[i].clone();
+                n.address = Some(format!("node-{i}.example:7000"));
+                n
+            })
+        })
+        .collect();
+    assert_eq!(live.owners_changed_from(&owners).unwrap(), 0);
+    // Slot 100 read as another node's: one slot changed.
+    let other = owners[16383].clone();
+    owners[100] = other;
+    assert_eq!(live.owners_changed_from(&owners).unwrap(), 1);
+}
