@@ -393,12 +393,9 @@ impl LiveCluster {
         pipe.ignore_errors();
         pipe.cmd("ASKING").ignore();
         cmd(&mut pipe, key);
-        let mut replies: Vec<Value> = pipe.query(&mut con).map_err(|e| LiveError::Node {
-            addr: to.to_string(),
-            what: "a key in migration".into(),
-            reason: first_line(&e.to_string()),
-            sampled: 0,
-        })?;
+        let mut replies: Vec<Value> = pipe
+            .query(&mut con)
+            .map_err(node_error(to, "a key in migration"))?;
         Ok(match replies.pop() {
             Some(Value::ServerError(_)) | None => Value::Nil,
             Some(v) => v,
@@ -511,24 +508,14 @@ impl LiveCluster {
             // Replicas serve reads of their slots (MEMORY USAGE) only after READONLY.
             redis::cmd("READONLY")
                 .query::<()>(&mut con)
-                .map_err(|e| LiveError::Node {
-                    addr: addr.clone(),
-                    what: "READONLY".into(),
-                    reason: first_line(&e.to_string()),
-                    sampled: 0,
-                })?;
+                .map_err(node_error(&addr, "READONLY"))?;
         }
         if opts.heat {
             // OBJECT FREQ answers only under an LFU policy: say which policy runs instead.
             let info: String = redis::cmd("INFO")
                 .arg("memory")
                 .query(&mut con)
-                .map_err(|e| LiveError::Node {
-                    addr: addr.clone(),
-                    what: "INFO memory".into(),
-                    reason: first_line(&e.to_string()),
-                    sampled: 0,
-                })?;
+                .map_err(node_error(&addr, "INFO memory"))?;
             let policy = info
                 .lines()
                 .find_map(|l| l.strip_prefix("maxmemory_policy:"))
@@ -773,12 +760,9 @@ impl LiveCluster {
             for s in chunk {
                 pipe.cmd("CLUSTER").arg("COUNTKEYSINSLOT").arg(*s);
             }
-            let counts: Vec<u64> = pipe.query(&mut con).map_err(|e| LiveError::Node {
-                addr: addr.clone(),
-                what: "CLUSTER COUNTKEYSINSLOT".into(),
-                reason: first_line(&e.to_string()),
-                sampled: 0,
-            })?;
+            let counts: Vec<u64> = pipe
+                .query(&mut con)
+                .map_err(node_error(&addr, "CLUSTER COUNTKEYSINSLOT"))?;
             out.extend(counts);
         }
         Ok(out)
@@ -873,12 +857,7 @@ impl LiveCluster {
         let info: String = redis::cmd("INFO")
             .arg(section)
             .query(&mut con)
-            .map_err(|e| LiveError::Node {
-                addr: addr.clone(),
-                what: format!("INFO {section}"),
-                reason: first_line(&e.to_string()),
-                sampled: 0,
-            })?;
+            .map_err(node_error(&addr, &format!("INFO {section}")))?;
         Ok((addr, info))
     }
 
@@ -942,12 +921,10 @@ impl LiveCluster {
                     pipe.cmd(cmd).arg(*k);
                 }
             }
-            let replies: Vec<Value> = pipe.query(&mut con).map_err(|e| LiveError::Node {
-                addr: addr.clone(),
-                what: "TYPE/OBJECT ENCODING of the biggest sampled keys".into(),
-                reason: first_line(&e.to_string()),
-                sampled: 0,
-            })?;
+            let replies: Vec<Value> = pipe.query(&mut con).map_err(node_error(
+                &addr,
+                "TYPE/OBJECT ENCODING of the biggest sampled keys",
+            ))?;
             for r in replies.chunks(3 + LENGTHS.len()) {
                 let text = |v: &Value| match v {
                     Value::SimpleString(s) => Some(s.clone()),
@@ -1018,6 +995,16 @@ impl LiveCluster {
 
 /// Maps the error of a `CLUSTER …` command on `addr`: a server without cluster support, or
 /// the command failing there.
+/// A command `what` that failed on the node at `addr` (before any key was sampled from it).
+fn node_error<'a>(addr: &'a str, what: &'a str) -> impl Fn(redis::RedisError) -> LiveError + 'a {
+    move |e| LiveError::Node {
+        addr: addr.to_string(),
+        what: what.to_string(),
+        reason: first_line(&e.to_string()),
+        sampled: 0,
+    }
+}
+
 fn cluster_command_error<'a>(
     addr: &'a str,
     what: &'a str,
@@ -1028,12 +1015,7 @@ fn cluster_command_error<'a>(
                 addr: addr.to_string(),
             }
         } else {
-            LiveError::Node {
-                addr: addr.to_string(),
-                what: what.to_string(),
-                reason: first_line(&e.to_string()),
-                sampled: 0,
-            }
+            node_error(addr, what)(e)
         }
     }
 }

@@ -93,17 +93,46 @@ fn capture(n: usize) -> Vec<u8> {
     out
 }
 
-/// Runs keyplan in this process on `args`; returns what it wrote to stderr and the peak heap
-/// growth in bytes.
-fn run_measured(args: &[String]) -> (String, usize) {
+/// Runs `keyplan COMMAND --monitor CAPTURE --format FORMAT -o OUT EXTRA…` in this process and
+/// checks that it wrote more than `min_written` bytes while the heap grew by less than 12 MiB
+/// at its peak. Returns its exit code, its stderr and the file it wrote.
+fn run_flat(
+    command: &str,
+    capture: &std::path::Path,
+    format: &str,
+    extra: &[&str],
+    out: &std::path::Path,
+    min_written: usize,
+) -> (i32, String, Vec<u8>) {
+    let mut args: Vec<String> = vec!["keyplan".into(), command.into(), "--monitor".into()];
+    args.push(capture.display().to_string());
+    args.extend(["--format".into(), format.into(), "-o".into()]);
+    args.push(out.display().to_string());
+    args.extend(extra.iter().map(|s| s.to_string()));
     let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
     let before = HELD.load(Ordering::Relaxed);
     PEAK.store(before, Ordering::Relaxed);
     let status = keyplan::cli::run(args.iter(), &mut stdout, &mut stderr);
     let grew_by = PEAK.load(Ordering::Relaxed) - before;
     let stderr = String::from_utf8_lossy(&stderr).into_owned();
-    assert!(status as i32 <= 1, "{stderr}");
-    (stderr, grew_by)
+    let written = std::fs::read(out).unwrap_or_default();
+    eprintln!(
+        "{command} --format {format} {}: {} MB written, peak heap {:.1} MB",
+        extra.join(" "),
+        written.len() >> 20,
+        grew_by as f64 / (1 << 20) as f64
+    );
+    assert!(
+        written.len() > min_written,
+        "{} bytes written: {stderr}",
+        written.len()
+    );
+    assert!(
+        grew_by < 12 << 20,
+        "{command} --format {format}: {grew_by} bytes of heap at the peak for {} bytes written",
+        written.len()
+    );
+    (status as i32, stderr, written)
 }
 
 /// `plan --monitor` keeps what completes the plans (counts per shape), not the batches or the
@@ -117,35 +146,11 @@ fn plan_keeps_no_plan_in_memory() {
     std::fs::write(&cap, capture(BATCHES)).unwrap();
     for format in ["json", "table", "html"] {
         let out = dir.path().join(format!("plan.{format}"));
-        let args: Vec<String> = [
-            "keyplan",
-            "plan",
-            "--monitor",
-            &cap.display().to_string(),
-            "--format",
-            format,
-            "-o",
-            &out.display().to_string(),
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-        let (_, grew_by) = run_measured(&args);
-        let written = std::fs::metadata(&out).unwrap().len() as usize;
-        eprintln!(
-            "plan --format {format}: {BATCHES} batches, {} MB written, peak heap {:.1} MB",
-            written >> 20,
-            grew_by as f64 / (1 << 20) as f64
-        );
         // Kept whole, the batches and their plans took about 2 KB each (60 MB here).
-        assert!(written > 10 << 20, "{written} bytes written");
-        assert!(
-            grew_by < 12 << 20,
-            "--format {format}: {grew_by} bytes of heap at the peak for {written} bytes written"
-        );
+        let (status, stderr, written) = run_flat("plan", &cap, format, &[], &out, 10 << 20);
+        assert_eq!(status, 1, "{stderr}");
         if format == "json" {
-            let doc: serde_json::Value =
-                serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+            let doc: serde_json::Value = serde_json::from_slice(&written).unwrap();
             assert!(doc["observed"].as_array().unwrap().len() > BATCHES / 2);
         }
     }
@@ -165,39 +170,13 @@ fn simulate_keeps_the_memory_of_one_batch() {
         ("json", &["--client", "all"][..]),
     ] {
         let out = dir.path().join(format!("report.{format}"));
-        let mut args: Vec<String> = ["keyplan", "simulate", "--monitor"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-        args.push(cap.display().to_string());
-        args.extend(["--format".into(), format.into(), "-o".into()]);
-        args.push(out.display().to_string());
-        args.extend(extra.iter().map(|s| s.to_string()));
-        let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
-        let before = HELD.load(Ordering::Relaxed);
-        PEAK.store(before, Ordering::Relaxed);
-        let status = keyplan::cli::run(args.iter(), &mut stdout, &mut stderr);
-        let grew_by = PEAK.load(Ordering::Relaxed) - before;
-        let stderr = String::from_utf8_lossy(&stderr);
-        assert_eq!(status as i32, 0, "{stderr}");
-        assert!(stderr.contains(&format!("{BATCHES} batches")), "{stderr}");
-        let written = std::fs::metadata(&out).unwrap().len() as usize;
-        eprintln!(
-            "simulate --format {format} {}: {BATCHES} batches, {} MB written, peak heap {:.1} MB",
-            extra.join(" "),
-            written >> 20,
-            grew_by as f64 / (1 << 20) as f64
-        );
         // Built whole, the report took about 4 KB a batch (47 MB here) and more than the
         // output's size; streamed, it takes the spool's 4 MiB and one batch.
-        assert!(written > 20 << 20, "{written} bytes written");
-        assert!(
-            grew_by < 12 << 20,
-            "--format {format}: {grew_by} bytes of heap at the peak for {written} bytes written"
-        );
+        let (status, stderr, written) = run_flat("simulate", &cap, format, extra, &out, 20 << 20);
+        assert_eq!(status, 0, "{stderr}");
+        assert!(stderr.contains(&format!("{BATCHES} batches")), "{stderr}");
         if format == "json" {
-            let doc: serde_json::Value =
-                serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+            let doc: serde_json::Value = serde_json::from_slice(&written).unwrap();
             assert_eq!(doc["schema_version"], 2);
             assert_eq!(doc["batches"].as_array().unwrap().len(), BATCHES);
             let per_batch = if extra.is_empty() { 5 } else { 11 };
