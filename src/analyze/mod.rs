@@ -9,12 +9,12 @@
 pub mod snapshot;
 
 use crate::keys::display::ByteString;
-use crate::keys::parallel::ChunkSink;
+use crate::keys::parallel::{ChunkSink, RawChunk};
 use crate::keys::{ReadSummary, Record};
 use crate::pattern::{Delimiters, Observation, PatternTree};
 use crate::sketch::{Hll, SpaceSaving, hash64};
 use crate::skew::{Skew, describe, skew};
-use crate::slot::bulk::{BulkScanner, KeySpan, LineCounts, LongLine};
+use crate::slot::bulk::{BulkScanner, KeySpan, LineCounts};
 use crate::slot::{SLOT_COUNT, TagShape, crc16, crc16_in};
 use crate::topology::{Migration, Topology};
 use serde::Serialize;
@@ -373,14 +373,9 @@ impl ChunkSink for Analyzer<'_> {
         }
     }
 
-    fn raw_lines(
-        &mut self,
-        data: &[u8],
-        max_line: usize,
-        long: &mut Vec<LongLine>,
-    ) -> Option<LineCounts> {
+    fn raw_lines(&mut self, c: &mut RawChunk<'_>) -> Option<LineCounts> {
         let mut scanner = std::mem::take(&mut self.scanner);
-        let counts = scanner.scan_keys(data, max_line, long, |piece, spans| {
+        let counts = scanner.scan_keys(c.data, c.max_line, &mut c.long, |piece, spans| {
             for s in spans {
                 self.add_span(piece, s);
             }

@@ -199,11 +199,10 @@ pub fn sample_report(
         .filter(|p| p.key.kind != "string")
         .cloned()
         .collect();
+    // Most elements first, then by key.
     by_elements.sort_by(|a, b| {
-        b.key
-            .elements
-            .cmp(&a.key.elements)
-            .then_with(|| a.key.key.0.cmp(&b.key.key.0))
+        (std::cmp::Reverse(a.key.elements), &a.key.key.0)
+            .cmp(&(std::cmp::Reverse(b.key.elements), &b.key.key.0))
     });
     by_elements.truncate(top);
     SnapshotReport {

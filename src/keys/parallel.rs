@@ -27,18 +27,23 @@ pub trait ChunkSink: Send {
     /// Called for every key of the worker's chunks.
     fn record(&mut self, rec: &Record<'_>);
 
-    /// Optional fast path for a chunk of raw lines: consume every key of `data` at once and
-    /// return the counts, or `None` to be fed key by key through [`ChunkSink::record`].
-    /// Lines longer than `max_line` bytes must be skipped and listed in `long`.
-    fn raw_lines(
-        &mut self,
-        data: &[u8],
-        max_line: usize,
-        long: &mut Vec<LongLine>,
-    ) -> Option<LineCounts> {
-        let _ = (data, max_line, long);
+    /// Optional fast path for a chunk of raw lines: consume every key of `chunk.data` at once
+    /// and return the counts, or `None` to be fed key by key through [`ChunkSink::record`].
+    /// Lines longer than `chunk.max_line` bytes must be skipped and listed in `chunk.long`.
+    fn raw_lines(&mut self, chunk: &mut RawChunk<'_>) -> Option<LineCounts> {
+        let _ = chunk;
         None
     }
+}
+
+/// A chunk of raw lines (one key a line) for [`ChunkSink::raw_lines`].
+pub struct RawChunk<'a> {
+    /// Whole lines.
+    pub data: &'a [u8],
+    /// The longest line accepted, bytes.
+    pub max_line: usize,
+    /// Where the longer lines are listed.
+    pub long: Vec<LongLine>,
 }
 
 /// A sink that counts keys per slot (one per worker; aligned so that neighbouring workers
@@ -64,16 +69,13 @@ impl ChunkSink for SlotHistogram {
         self.counts[crate::slot::key_slot(rec.key) as usize] += 1;
     }
 
-    fn raw_lines(
-        &mut self,
-        data: &[u8],
-        max_line: usize,
-        long: &mut Vec<LongLine>,
-    ) -> Option<LineCounts> {
-        Some(
-            self.scanner
-                .count_raw_lines_limited(data, &mut self.counts, max_line, long),
-        )
+    fn raw_lines(&mut self, c: &mut RawChunk<'_>) -> Option<LineCounts> {
+        Some(self.scanner.count_raw_lines_limited(
+            c.data,
+            &mut self.counts,
+            c.max_line,
+            &mut c.long,
+        ))
     }
 }
 
@@ -140,12 +142,16 @@ fn process<S: ChunkSink>(job: &Job<'_>, opts: &ReadOptions, sink: &mut S) -> Chu
         ..ChunkReport::default()
     };
     if job.format == Some(Format::Raw) {
-        let mut long = Vec::new();
-        if let Some(c) = sink.raw_lines(job.data, opts.max_line_bytes, &mut long) {
+        let mut chunk = RawChunk {
+            data: job.data,
+            max_line: opts.max_line_bytes,
+            long: Vec::new(),
+        };
+        if let Some(c) = sink.raw_lines(&mut chunk) {
             report.lines = c.lines;
             report.keys = c.keys;
-            report.blank = c.lines - c.keys - long.len() as u64;
-            for l in long {
+            report.blank = c.lines - c.keys - chunk.long.len() as u64;
+            for l in chunk.long {
                 report.malformed(too_long(l.line, l.bytes, opts.max_line_bytes), opts.strict);
                 if report.fatal.is_some() {
                     break;

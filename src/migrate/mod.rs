@@ -463,11 +463,10 @@ pub fn moving_big_keys(
             })
         })
         .collect();
+    // Largest first, then by key.
     all.sort_by(|a, b| {
-        b.key
-            .memory
-            .cmp(&a.key.memory)
-            .then_with(|| a.key.key.0.cmp(&b.key.key.0))
+        (std::cmp::Reverse(a.key.memory), &a.key.key.0)
+            .cmp(&(std::cmp::Reverse(b.key.memory), &b.key.key.0))
     });
     let mut warnings = Vec::new();
     for k in &all {

@@ -317,20 +317,20 @@ fn jenkins(key: &[u8]) -> u32 {
     if k.len() > 8 {
         c = c.wrapping_add(word(&k[8..]));
     }
-    c ^= b;
-    c = c.wrapping_sub(b.rotate_left(14));
-    a ^= c;
-    a = a.wrapping_sub(c.rotate_left(11));
-    b ^= a;
-    b = b.wrapping_sub(a.rotate_left(25));
-    c ^= b;
-    c = c.wrapping_sub(b.rotate_left(16));
-    a ^= c;
-    a = a.wrapping_sub(c.rotate_left(4));
-    b ^= a;
-    b = b.wrapping_sub(a.rotate_left(14));
-    c ^= b;
-    c.wrapping_sub(b.rotate_left(24))
+    // The final mix: x ^= y, then x -= y rotated, for seven (x, y, rotation) steps.
+    #[inline(always)]
+    fn fold(x: &mut u32, y: u32, r: u32) {
+        *x ^= y;
+        *x = x.wrapping_sub(y.rotate_left(r));
+    }
+    fold(&mut c, b, 14);
+    fold(&mut a, c, 11);
+    fold(&mut b, a, 25);
+    fold(&mut c, b, 16);
+    fold(&mut a, c, 4);
+    fold(&mut b, a, 14);
+    fold(&mut c, b, 24);
+    c
 }
 
 /// Jedis' MurmurHash64A (seed 0x1234ABCD), as the signed `long` Java returns.

@@ -15,9 +15,9 @@ mod keygen;
 
 use criterion::{BenchmarkId, Criterion, Throughput};
 use keyplan::analyze::{AnalyzeConfig, Analyzer};
-use keyplan::keys::parallel::{ChunkSink, par_read, par_read_file};
+use keyplan::keys::parallel::{ChunkSink, RawChunk, par_read, par_read_file};
 use keyplan::keys::{InputFormat, ReadOptions, Record};
-use keyplan::slot::bulk::{BulkScanner, LineCounts, LongLine};
+use keyplan::slot::bulk::{BulkScanner, LineCounts};
 use keyplan::slot::{
     SLOT_COUNT, crc16, crc16_bitwise, crc16_clmul, crc16_table, hash_tag, key_slot,
 };
@@ -133,8 +133,11 @@ impl ChunkSink for Hist {
     fn record(&mut self, rec: &Record<'_>) {
         self.0[key_slot(rec.key) as usize] += 1;
     }
-    fn raw_lines(&mut self, d: &[u8], max: usize, long: &mut Vec<LongLine>) -> Option<LineCounts> {
-        Some(self.1.count_raw_lines_limited(d, &mut self.0, max, long))
+    fn raw_lines(&mut self, c: &mut RawChunk<'_>) -> Option<LineCounts> {
+        Some(
+            self.1
+                .count_raw_lines_limited(c.data, &mut self.0, c.max_line, &mut c.long),
+        )
     }
 }
 
