@@ -100,14 +100,53 @@ pub struct PreviewArgs {
     pub output: Option<PathBuf>,
 }
 
+/// What every preview starts from (after [`require_preview`] and its own flags' checks): the
+/// estimates' flags parsed, the scheme read, the cluster as redis-cli would see it.
+pub struct Opened {
+    /// `--migrate-rate`.
+    pub rate: Option<Rate>,
+    /// `--max-node-bytes`.
+    pub budget: Option<ByteSize>,
+    /// `--scheme`.
+    pub scheme: Option<LoadedScheme>,
+    /// The cluster.
+    pub view: ClusterView,
+    /// Where the cluster came from.
+    pub source: String,
+}
+
+impl Opened {
+    /// Reads what `args` name.
+    pub fn open(args: &PreviewArgs) -> anyhow::Result<Opened> {
+        let (rate, budget) = estimates(args)?;
+        let scheme = load_preview_scheme(args)?;
+        let (view, source) = load_view(&args.topology.with_scheme(scheme.as_ref()))?;
+        Ok(Opened {
+            rate,
+            budget,
+            scheme,
+            view,
+            source,
+        })
+    }
+
+    /// Adds what every preview's report gets once its plan is made: the timing estimates,
+    /// their warnings, the big keys that move.
+    pub fn complete(&self, report: &mut MigrationReport, moves: &[Move]) -> anyhow::Result<()> {
+        crate::migrate::finish_report(report, &self.view, moves, self.rate, self.budget)?;
+        report.add_moving_big_keys(&self.view, moves);
+        Ok(())
+    }
+}
+
 /// The `--scheme` of a preview, read (its batches are checked in motion, its `topology:` is
 /// the default topology).
-pub fn load_preview_scheme(args: &PreviewArgs) -> anyhow::Result<Option<LoadedScheme>> {
+fn load_preview_scheme(args: &PreviewArgs) -> anyhow::Result<Option<LoadedScheme>> {
     args.scheme.as_deref().map(load_scheme).transpose()
 }
 
 /// The cluster as redis-cli would see it, and where it came from.
-pub fn load_view(t: &TopologyArgs) -> anyhow::Result<(ClusterView, String)> {
+fn load_view(t: &TopologyArgs) -> anyhow::Result<(ClusterView, String)> {
     use crate::topology::TopologyFormat as F;
     if let Some(live) = t.live()? {
         let text = live.cluster_nodes()?;
@@ -388,7 +427,7 @@ pub fn motion(
 }
 
 /// Parsed estimate options: the rate and the byte budget.
-pub fn estimates(args: &PreviewArgs) -> anyhow::Result<(Option<Rate>, Option<ByteSize>)> {
+fn estimates(args: &PreviewArgs) -> anyhow::Result<(Option<Rate>, Option<ByteSize>)> {
     let rate = args
         .migrate_rate
         .as_deref()

@@ -3,8 +3,7 @@
 
 use super::Ctx;
 use super::migration::{
-    PreviewArgs, estimates, load_batches, load_preview_scheme, load_sample, load_view, motion,
-    output, require_preview,
+    Opened, PreviewArgs, load_batches, load_sample, motion, output, require_preview,
 };
 use crate::error::{ExitStatus, UserError};
 use crate::migrate::MigrationReport;
@@ -87,9 +86,8 @@ pub fn run(args: RebalanceArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus>
         .iter()
         .map(|w| parse_weight(w))
         .collect::<Result<_, _>>()?;
-    let (rate, budget) = estimates(&args.common)?;
-    let scheme = load_preview_scheme(&args.common)?;
-    let (mut view, source) = load_view(&args.common.topology.with_scheme(scheme.as_ref()))?;
+    let mut open = Opened::open(&args.common)?;
+    let view = &mut open.view;
     for a in &args.add_node {
         view.add_node(a)?;
     }
@@ -106,23 +104,24 @@ pub fn run(args: RebalanceArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus>
                 "give the node's full id (or its address for a topology without ids)",
             )
         })?;
-        opts = redis_cli::drain_options(&view, i, &opts)?;
+        opts = redis_cli::drain_options(view, i, &opts)?;
         removed.push(i);
     }
-    let (weights_by_slot, sample) = load_sample(&args.common, &view, ctx)?;
+    let view = &open.view;
+    let (weights_by_slot, sample) = load_sample(&args.common, view, ctx)?;
     if args.balance_by != BalanceBy::Slots {
         check_sample(&sample, &weights_by_slot, args.balance_by)?;
     }
-    let (batches, clients) = load_batches(&args.common, scheme.as_ref())?;
+    let (batches, clients) = load_batches(&args.common, open.scheme.as_ref())?;
 
-    let slot_plan = redis_cli::rebalance(&view, &opts)?;
-    let slot_report = redis_cli_report(&view, &slot_plan, &opts, &weights_by_slot);
+    let slot_plan = redis_cli::rebalance(view, &opts)?;
+    let slot_report = redis_cli_report(view, &slot_plan, &opts, &weights_by_slot);
     let (plan, compare, moves) = if args.balance_by == BalanceBy::Slots {
         let moves = slot_plan.moves.clone();
         (slot_report, None, moves)
     } else {
         let (report, moves) = load_aware_report(
-            &view,
+            view,
             args.balance_by,
             &weights_by_slot,
             &opts,
@@ -132,26 +131,25 @@ pub fn run(args: RebalanceArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus>
     };
     let mut report = MigrationReport {
         command: "rebalance",
-        topology: source,
+        topology: open.source.clone(),
         skipped_nodes: view.skipped.clone(),
         sample,
-        batches: motion(&view, &moves, &batches, &clients),
+        batches: motion(view, &moves, &batches, &clients),
         plan,
         compare,
         warnings: Vec::new(),
         moving_big_keys: Vec::new(),
     };
-    crate::migrate::finish_report(&mut report, &view, &moves, rate, budget)?;
-    report.add_moving_big_keys(&view, &moves);
+    open.complete(&mut report, &moves)?;
     report
         .warnings
-        .extend(still_serving(&view, &moves, &removed));
+        .extend(still_serving(view, &moves, &removed));
     let header = script_header(&args, &report, &opts);
     let emit_ctx = EmitContext {
         header,
         remove: removed,
     };
-    output(&args.common, &report, &view, &moves, &emit_ctx, ctx)
+    output(&args.common, &report, view, &moves, &emit_ctx, ctx)
 }
 
 /// The comment lines of an emitted script: the plan, and the redis-cli command it equals.

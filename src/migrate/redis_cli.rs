@@ -5,7 +5,7 @@
 //! lowest-numbered-slots-first choice, and slot ownership updated after each move as a real
 //! (not `--cluster-simulate`) run updates it.
 
-use super::{ClusterView, MigrateError, Move};
+use super::{ClusterView, MigrateError, Move, Warning, WarningKind};
 use crate::slot::SLOT_COUNT;
 
 /// redis-cli's default `--cluster-threshold` (percent).
@@ -241,6 +241,23 @@ pub enum Sources {
     Ids(Vec<String>),
 }
 
+impl Sources {
+    /// The sources of `--cluster-from TEXT` as redis-cli reads it: split on `,`, empty parts
+    /// skipped, and an `all` anywhere stops the list and means every master.
+    pub fn parse(text: &str) -> Sources {
+        let mut ids = Vec::new();
+        for part in text.split(',') {
+            if part == "all" {
+                return Sources::All;
+            }
+            if !part.is_empty() {
+                ids.push(part.to_string());
+            }
+        }
+        Sources::Ids(ids)
+    }
+}
+
 /// What `reshard` decides.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReshardPlan {
@@ -255,6 +272,39 @@ pub struct ReshardPlan {
     /// Sources named that redis-cli skips with "It is not possible to use the target node as
     /// source node".
     pub skipped_target: bool,
+}
+
+impl ReshardPlan {
+    /// What the operator should know before running it: a target also named as a source
+    /// (redis-cli skips it), fewer slots planned than asked for.
+    pub fn warnings(&self, view: &ClusterView) -> Vec<Warning> {
+        let mut warnings = Vec::new();
+        let target = &view.nodes[self.target].name;
+        if self.skipped_target {
+            warnings.push(Warning::new(
+                WarningKind::TargetIsSource {
+                    node: target.clone(),
+                },
+                format!(
+                    "{target} is the target and also listed in --from: redis-cli skips it (\"It is not possible to use the target node as source node\")"
+                ),
+            ));
+        }
+        let planned: usize = self.moves.iter().map(|m| m.slots.len()).sum();
+        if planned < self.requested {
+            warnings.push(Warning::new(
+                WarningKind::FewerSlots {
+                    planned,
+                    asked: self.requested,
+                },
+                format!(
+                    "the plan moves {planned} slots, not {}: redis-cli rounds each source's share down (the largest source's up), or the sources own fewer slots",
+                    self.requested
+                ),
+            ));
+        }
+        warnings
+    }
 }
 
 /// The plan `redis-cli --cluster reshard --cluster-from FROM --cluster-to TO --cluster-slots N`
@@ -351,6 +401,15 @@ mod tests {
 
     fn view(masters: usize) -> ClusterView {
         ClusterView::from_slot_map(&SlotMap::from_masters(masters).unwrap())
+    }
+
+    #[test]
+    fn sources_are_read_as_redis_cli_reads_cluster_from() {
+        let ids = |v: &[&str]| Sources::Ids(v.iter().map(|s| s.to_string()).collect());
+        assert_eq!(Sources::parse("a,,b"), ids(&["a", "b"]));
+        assert_eq!(Sources::parse("a,all,b"), Sources::All);
+        assert_eq!(Sources::parse("all"), Sources::All);
+        assert_eq!(Sources::parse(""), ids(&[]));
     }
 
     fn opts() -> RebalanceOptions {
@@ -485,6 +544,12 @@ mod tests {
         .unwrap();
         assert!(p.skipped_target);
         assert_eq!(ranges_text(&p.moves[0].slots), "0-9");
+        let w = p.warnings(&v);
+        assert_eq!(w.len(), 1);
+        assert!(
+            matches!(&w[0].what, WarningKind::TargetIsSource { node } if node == "10.0.0.4:7000"),
+            "{w:?}"
+        );
         assert!(reshard(&v, &Sources::Ids(vec!["nope".into()]), "master-0", 1).is_err());
     }
 
@@ -512,5 +577,23 @@ mod tests {
         assert_eq!(p.moves.iter().map(|m| m.slots.len()).sum::<usize>(), 3);
         let p = reshard(&v, &Sources::All, "master-1", 1).unwrap();
         assert_eq!(p.moves.len(), 1);
+        assert!(p.warnings(&v).is_empty());
+        // Two slots from three sources of 4096: 0.67 each, rounded up once and down twice.
+        let v = view(4);
+        let p = reshard(&v, &Sources::All, "master-3", 2).unwrap();
+        let w = p.warnings(&v);
+        assert!(
+            matches!(
+                w[..],
+                [Warning {
+                    what: WarningKind::FewerSlots {
+                        planned: 1,
+                        asked: 2
+                    },
+                    ..
+                }]
+            ),
+            "{w:?}"
+        );
     }
 }
