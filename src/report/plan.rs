@@ -262,21 +262,17 @@ pub fn render_table(out: &mut dyn Write, r: &PlanReport, layout: &TextLayout) ->
                 rec.add_same.join(", ")
             )?;
         }
+        // An `allow:` to add: what it goes on, the rules, why.
+        let allow = |out: &mut dyn Write, on: &str, rules: &[String], why: &str| {
+            writeln!(out, "  {on}: allow: [{}] ({why})", rules.join(", "))
+        };
         if !rec.allow.is_empty() {
-            writeln!(
-                out,
-                "  batch {}: allow: [{}] (it spreads over nodes on purpose)",
-                b.batch,
-                rec.allow.join(", ")
-            )?;
+            let on = format!("batch {}", b.batch);
+            allow(out, &on, &rec.allow, "it spreads over nodes on purpose")?;
         }
         for ka in &rec.key_allow {
-            writeln!(
-                out,
-                "  {}: allow: [{}] (its tag has fewer values than the rules ask, on purpose)",
-                ka.key,
-                ka.rules.join(", ")
-            )?;
+            let why = "its tag has fewer values than the rules ask, on purpose";
+            allow(out, &ka.key, &ka.rules, why)?;
         }
     }
     if !r.observed.is_empty() {
