@@ -304,6 +304,68 @@ impl LiteralPrefix {
     }
 }
 
+/// What a hash of a key (its hex skeleton or its shape) resolved to, valid for a key of that
+/// hash that starts with the same literal bytes and whose remembered spans still hold (what
+/// "hold" means is each kind's own: [`HexMemo`], [`IdMemo`]).
+#[derive(Debug, Clone, Copy)]
+struct SpanMemo<S, const N: usize> {
+    hash: u64,
+    leaf: u32,
+    generation: u32,
+    prefix: LiteralPrefix,
+    count: u8,
+    spans: [S; N],
+}
+
+impl<S: Copy + Default, const N: usize> Default for SpanMemo<S, N> {
+    fn default() -> Self {
+        SpanMemo {
+            hash: 0,
+            leaf: 0,
+            generation: 0,
+            prefix: LiteralPrefix::default(),
+            count: 0,
+            spans: [S::default(); N],
+        }
+    }
+}
+
+impl<S: Copy + Default, const N: usize> SpanMemo<S, N> {
+    /// A memo of up to `N` spans (`None` when one of them does not fit).
+    fn with(
+        hash: u64,
+        leaf: u32,
+        generation: u32,
+        prefix: LiteralPrefix,
+        spans: impl ExactSizeIterator<Item = Option<S>>,
+    ) -> Option<Self> {
+        let mut m = SpanMemo {
+            hash,
+            leaf,
+            generation,
+            prefix,
+            count: spans.len().min(N) as u8,
+            ..SpanMemo::default()
+        };
+        for (slot, span) in m.spans.iter_mut().zip(spans) {
+            *slot = span?;
+        }
+        Some(m)
+    }
+
+    /// Whether it was made for `hash` in this `generation`.
+    #[inline]
+    fn is_for(&self, hash: u64, generation: u32) -> bool {
+        self.hash == hash && self.generation == generation
+    }
+
+    /// The remembered spans.
+    #[inline]
+    fn spans(&self) -> &[S] {
+        &self.spans[..self.count as usize]
+    }
+}
+
 /// Entries in the hex-skeleton memo.
 const HEX_MEMO_SLOTS: usize = 1 << 10;
 /// Longest literal prefix a [`HexMemo`] keeps.
@@ -312,20 +374,12 @@ const HEX_PREFIX: usize = 32;
 const HEX_SPANS: usize = 2;
 
 /// What a hex skeleton resolved to. Valid for a key of that hex skeleton when it starts with
-/// the same bytes (the literal tokens before the first class) and each `<hex>` span still
-/// holds a letter, and a digit when shorter than 16 (else the tokenizer would call it
-/// `<int>` or letters). The remembered key had only `<uuid>` and `<hex>` tokens after its
+/// the same bytes (the literal tokens before the first class) and each `<hex>` span (start,
+/// end) still holds a letter, and a digit when shorter than 16 (else the tokenizer would call
+/// it `<int>` or letters). The remembered key had only `<uuid>` and `<hex>` tokens after its
 /// prefix, no date or IP test, and no hex letter in a later literal, so nothing else about
 /// its hex digits can change its tokens.
-#[derive(Debug, Clone, Copy, Default)]
-struct HexMemo {
-    skeleton: u64,
-    leaf: u32,
-    generation: u32,
-    prefix: LiteralPrefix,
-    hex: u8,
-    spans: [(u16, u16); HEX_SPANS],
-}
+type HexMemo = SpanMemo<(u16, u16), HEX_SPANS>;
 
 impl HexMemo {
     /// A memo for the recorded tokens of `key`, when they allow one.
@@ -344,25 +398,18 @@ impl HexMemo {
         if !rec.checks.is_empty() || rec.hex_spans.len() > HEX_SPANS {
             return None;
         }
-        let mut m = HexMemo {
-            skeleton,
-            leaf,
-            generation,
-            prefix,
-            hex: rec.hex_spans.len() as u8,
-            ..HexMemo::default()
-        };
-        for (slot, &(a, b)) in m.spans.iter_mut().zip(&rec.hex_spans) {
-            *slot = (u16::try_from(a).ok()?, u16::try_from(b).ok()?);
-        }
-        Some(m)
+        let spans = rec
+            .hex_spans
+            .iter()
+            .map(|&(a, b)| Some((u16::try_from(a).ok()?, u16::try_from(b).ok()?)));
+        SpanMemo::with(skeleton, leaf, generation, prefix, spans)
     }
 
     /// Whether `key` (of the same hex skeleton) tokenizes as the remembered key did.
     #[inline]
     fn holds(&self, key: &[u8]) -> bool {
         self.prefix.holds(key)
-            && self.spans[..self.hex as usize].iter().all(|&(a, b)| {
+            && self.spans().iter().all(|&(a, b)| {
                 let span = &key[a as usize..b as usize];
                 let letter = span.iter().any(|b| !b.is_ascii_digit());
                 letter && (span.len() >= 16 || span.iter().any(u8::is_ascii_digit))
@@ -376,19 +423,12 @@ const ID_MEMO_SLOTS: usize = 1 << 10;
 const ID_SPANS: usize = 2;
 
 /// What a shape resolved to. Valid for a key of that shape when it starts with the same bytes
-/// (the literal tokens before the first class) and each `<token>`/`<ulid>` span is still one
-/// (the recognizer run again there gives the same length and class). The remembered key had
-/// only `<token>` and `<ulid>` tokens and literals without letters or digits after its prefix,
-/// and no date, IP or hex token: nothing else about its letters and digits decided its tokens.
-#[derive(Debug, Clone, Copy, Default)]
-struct IdMemo {
-    shape: u64,
-    leaf: u32,
-    generation: u32,
-    prefix: LiteralPrefix,
-    ids: u8,
-    spans: [(u16, u16, bool); ID_SPANS],
-}
+/// (the literal tokens before the first class) and each `<token>`/`<ulid>` span (start,
+/// length, whether a ULID) is still one (the recognizer run again there gives the same length
+/// and class). The remembered key had only `<token>` and `<ulid>` tokens and literals without
+/// letters or digits after its prefix, and no date, IP or hex token: nothing else about its
+/// letters and digits decided its tokens.
+type IdMemo = SpanMemo<(u16, u16, bool), ID_SPANS>;
 
 impl IdMemo {
     fn new(
@@ -410,35 +450,25 @@ impl IdMemo {
         {
             return None;
         }
-        let mut m = IdMemo {
-            shape,
-            leaf,
-            generation,
-            prefix,
-            ids: rec.id_spans.len() as u8,
-            ..IdMemo::default()
-        };
-        for (slot, &start) in m.spans.iter_mut().zip(&rec.id_spans) {
+        let spans = rec.id_spans.iter().map(|&start| {
             let (len, class) = segment::match_id_like(key, start, d)?;
-            *slot = (
+            Some((
                 u16::try_from(start).ok()?,
                 u16::try_from(len).ok()?,
                 class == Class::Ulid,
-            );
-        }
-        Some(m)
+            ))
+        });
+        SpanMemo::with(shape, leaf, generation, prefix, spans)
     }
 
     /// Whether `key` (of the same shape) tokenizes as the remembered key did.
     #[inline]
     fn holds(&self, key: &[u8], d: &Delimiters) -> bool {
         self.prefix.holds(key)
-            && self.spans[..self.ids as usize]
-                .iter()
-                .all(|&(start, len, ulid)| {
-                    segment::match_id_like(key, start as usize, d)
-                        == Some((len as usize, if ulid { Class::Ulid } else { Class::Token }))
-                })
+            && self.spans().iter().all(|&(start, len, ulid)| {
+                segment::match_id_like(key, start as usize, d)
+                    == Some((len as usize, if ulid { Class::Ulid } else { Class::Token }))
+            })
     }
 }
 
@@ -857,7 +887,7 @@ impl PatternTree {
         let hk = hex_skeleton_hash(key);
         let hex_slot = hk as usize & (HEX_MEMO_SLOTS - 1);
         let hm = &self.hex_memo[hex_slot];
-        if hm.skeleton == hk && hm.generation == self.memo_generation && hm.holds(key) {
+        if hm.is_for(hk, self.memo_generation) && hm.holds(key) {
             return Some(hm.leaf);
         }
         self.leaf_by_shape(key, sk, hk)
@@ -869,10 +899,7 @@ impl PatternTree {
     fn leaf_by_shape(&mut self, key: &[u8], sk: u64, hk: u64) -> Option<u32> {
         let [sh, ch] = shape_hashes(key);
         let im = &self.id_memo[sh as usize & (ID_MEMO_SLOTS - 1)];
-        if im.shape == sh
-            && im.generation == self.memo_generation
-            && im.holds(key, &self.delimiters)
-        {
+        if im.is_for(sh, self.memo_generation) && im.holds(key, &self.delimiters) {
             return Some(im.leaf);
         }
         // The token memo, by shape (keys with hex groups or ids) and by class shape.
