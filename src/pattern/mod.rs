@@ -32,6 +32,7 @@ pub use segment::{
     Class, DEFAULT_DELIMITERS, Delimiters, MAX_TOKENS, Recorded, Token, TokenSink, ValueCheck,
     hex_skeleton_hash, shape_hashes, skeleton_hash, tokenize, tokenize_into, tokenize_recorded,
 };
+use simd::{CARE_EXACT, CODE_ALNUM, CODE_DIGIT, CODE_HEX, CODE_ILOU, CODE_UPPER};
 use std::fmt::Write as _;
 
 /// Distinct literal letter runs one position may hold, in the finished patterns, before it
@@ -478,6 +479,8 @@ const TOKEN_MEMO_SLOTS: usize = 1 << 10;
 const TOKEN_MEMO_TOKENS: usize = 16;
 /// Longest key a [`TokenMemo`] keeps.
 const TOKEN_MEMO_BYTES: usize = 96;
+// The byte comparisons read a memo's key in whole 16-byte blocks.
+const _: () = assert!(TOKEN_MEMO_BYTES.is_multiple_of(16) && TOKEN_MEMO_BYTES <= simd::CLASS_BYTES);
 
 /// In a [`TokenMemo`]: a literal that must hold the same bytes.
 const FIXED: u8 = 0xFF;
@@ -499,6 +502,82 @@ struct TokenMemo {
     /// Per token: start, end, and the class (`Class as u8`), [`FIXED`] or [`ANY_WORD`].
     tokens: [(u8, u8, u8); TOKEN_MEMO_TOKENS],
     bytes: [u8; TOKEN_MEMO_BYTES],
+    /// What [`TokenMemo::same_bytes`] compares, when it can tell (`None`: the key had more
+    /// value tests than it keeps).
+    same: Option<SameBytes>,
+}
+
+/// Most date and IPv4 tests a [`SameBytes`] makes again.
+const SAME_CHECKS: usize = 2;
+
+/// The byte classes that decided a key's tokens and path: a key of the same length whose
+/// bytes agree with the remembered key's wherever these say takes the same path, without being
+/// tokenized. Every byte must be a letter or digit where the remembered one was; other bytes,
+/// and the letters of literals the path reads, must be the same bytes; digits must stay digits
+/// (except in IPv6 addresses and uuids); bytes whose being a hex digit, case or being
+/// `I`/`L`/`O`/`U` a recognizer read must agree in that; and the date and IPv4 tests (the only
+/// ones that read digit values) must come out the same.
+#[derive(Debug, Clone, Copy)]
+struct SameBytes {
+    /// Per byte: the remembered byte where compared exactly, else its class code's bits that
+    /// are compared (see [`simd::same_classes`]).
+    expected: [u8; TOKEN_MEMO_BYTES],
+    /// Per byte: which class bits are compared, or [`CARE_EXACT`].
+    care: [u8; TOKEN_MEMO_BYTES],
+    checks: [ValueCheck; SAME_CHECKS],
+    check_count: u8,
+}
+
+impl SameBytes {
+    fn new(rec: &Recorded, words: u64, key: &[u8]) -> Option<SameBytes> {
+        if rec.checks.len() > SAME_CHECKS || key.len() > TOKEN_MEMO_BYTES {
+            return None;
+        }
+        let mut exact = 0u128;
+        for (i, t) in rec.tokens.iter().enumerate() {
+            if let Token::Lit { start, end } = *t
+                && (i >= 64 || words >> i & 1 == 0)
+            {
+                exact |= segment::span_bits(start, end);
+            }
+        }
+        let mut m = SameBytes {
+            expected: [0; TOKEN_MEMO_BYTES],
+            care: [0; TOKEN_MEMO_BYTES],
+            checks: [ValueCheck {
+                at: 0,
+                ip: false,
+                len: None,
+            }; SAME_CHECKS],
+            check_count: rec.checks.len() as u8,
+        };
+        m.checks[..rec.checks.len()].copy_from_slice(&rec.checks);
+        for (i, &b) in key.iter().enumerate() {
+            let bit = |set: u128| set >> i & 1 == 1;
+            let care = if !b.is_ascii_alphanumeric() || bit(exact) {
+                CARE_EXACT
+            } else {
+                let mut c = CODE_ALNUM;
+                if !bit(rec.hex_only) {
+                    c |= CODE_DIGIT;
+                }
+                if bit(rec.hex_read) {
+                    c |= CODE_HEX;
+                }
+                if bit(rec.ids_read) {
+                    c |= CODE_HEX | CODE_UPPER | CODE_ILOU;
+                }
+                c
+            };
+            m.care[i] = care;
+            m.expected[i] = if care == CARE_EXACT {
+                b
+            } else {
+                simd::class_code(b) & care
+            };
+        }
+        Some(m)
+    }
 }
 
 impl Default for TokenMemo {
@@ -511,21 +590,23 @@ impl Default for TokenMemo {
             count: 0,
             tokens: [(0, 0, 0); TOKEN_MEMO_TOKENS],
             bytes: [0; TOKEN_MEMO_BYTES],
+            same: None,
         }
     }
 }
 
 impl TokenMemo {
-    /// A memo for `tokens` of `key`, whose literals at the positions in `words` (a bit per
-    /// token) the tree reads as `<word>`.
+    /// A memo for the recorded tokens of `key`, whose literals at the positions in `words` (a
+    /// bit per token) the tree reads as `<word>`.
     fn new(
         shape: u64,
         leaf: u32,
         generation: u32,
-        tokens: &[Token],
+        rec: &Recorded,
         words: u64,
         key: &[u8],
     ) -> Option<TokenMemo> {
+        let tokens = &rec.tokens;
         if key.len() > TOKEN_MEMO_BYTES || tokens.len() > TOKEN_MEMO_TOKENS {
             return None;
         }
@@ -535,6 +616,7 @@ impl TokenMemo {
             generation,
             len: key.len() as u8,
             count: tokens.len() as u8,
+            same: SameBytes::new(rec, words, key),
             ..TokenMemo::default()
         };
         m.bytes[..key.len()].copy_from_slice(key);
@@ -551,6 +633,18 @@ impl TokenMemo {
             };
         }
         Some(m)
+    }
+
+    /// Whether `key` (as long as the remembered key) takes the remembered path by
+    /// [`SameBytes`], without tokenizing it. `false` when it cannot tell.
+    #[inline]
+    fn same_bytes(&self, key: &[u8], d: &Delimiters) -> bool {
+        self.same.as_ref().is_some_and(|s| {
+            simd::same_classes(key, &s.expected, &s.care)
+                && s.checks[..s.check_count as usize]
+                    .iter()
+                    .all(|v| v.holds(key, d))
+        })
     }
 
     /// Whether `tokens` of `key` (of the same class shape) take the remembered path.
@@ -914,6 +1008,14 @@ impl PatternTree {
         let by_class = &self.token_memo[class_slot];
         let (a, b) = (live(by_shape, sh), live(by_class, ch));
         if a || b {
+            // The byte classes first (a live memo's key is as long as this one, so short):
+            // most keys take the remembered path by them without being tokenized.
+            if a && by_shape.same_bytes(key, &self.delimiters) {
+                return Some(by_shape.leaf);
+            }
+            if b && by_class.same_bytes(key, &self.delimiters) {
+                return Some(by_class.leaf);
+            }
             tokenize(key, &self.delimiters, &mut self.scratch);
             if a && by_shape.holds(&self.scratch, key) {
                 return Some(by_shape.leaf);
@@ -988,8 +1090,7 @@ impl PatternTree {
             if rec.tokens.len() <= TOKEN_MEMO_TOKENS
                 && key.len() <= TOKEN_MEMO_BYTES
                 && let Some(words) = self.word_positions(&rec.tokens, key)
-                && let Some(m) =
-                    TokenMemo::new(th, l, self.memo_generation, &rec.tokens, words, key)
+                && let Some(m) = TokenMemo::new(th, l, self.memo_generation, &rec, words, key)
             {
                 let i = th as usize & (TOKEN_MEMO_SLOTS - 1);
                 self.token_memo[i] = m;
@@ -1377,6 +1478,158 @@ fn render(path: &[Key], stats: PatternStats) -> Pattern {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Bytes a key of the property below is made of: letters on both sides of `f` and of `Z`
+    /// (hex or not), digits, `I`/`L`/`O`/`U`, delimiters and other punctuation.
+    const ALPHABET: &[u8] =
+        b"0123456789abcdefABCDEFGHIJKLMNOPQRSTUVWXYZghijklmnopqrstuvwxyz:-_.@ {}/|";
+
+    /// The key `k` with a few bytes replaced as `edits` says (position, how, which): by
+    /// another byte of the same class code, a digit, a hex letter, another letter or any letter
+    /// or digit.
+    fn edited(k: &[u8], edits: &[(u8, u8, u8)]) -> Vec<u8> {
+        let pick = |set: &[u8], n: u8| set[n as usize % set.len()];
+        let alnum: Vec<u8> = (0..=255u8).filter(u8::is_ascii_alphanumeric).collect();
+        let mut k = k.to_vec();
+        for &(at, how, n) in edits {
+            let at = at as usize % k.len();
+            let b = k[at];
+            k[at] = match how % 5 {
+                0 => {
+                    let same: Vec<u8> = (0..=127u8)
+                        .filter(|&c| simd::class_code(c) == simd::class_code(b))
+                        .collect();
+                    pick(&same, n)
+                }
+                1 => pick(b"0123456789", n),
+                2 => pick(b"abcdefABCDEF", n),
+                3 => pick(b"ghijklmnopqrstuvwxyzGHIJKLMNOPQRSTUVWXYZ", n),
+                _ => pick(&alnum, n),
+            };
+        }
+        k
+    }
+
+    /// A key made of parts: each a kind (hex run, IPv6 address, uuid, id-like run, word,
+    /// digits, date, IPv4 address, random bytes of the alphabet, ULID) of some length, joined by a
+    /// delimiter or not.
+    fn composed(parts: &[(u8, u8, u64, u8)]) -> Vec<u8> {
+        let mut key = Vec::new();
+        for &(kind, len, seed, join) in parts {
+            let mut x = seed | 1;
+            let mut next = |set: &[u8]| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                set[(x % set.len() as u64) as usize]
+            };
+            let len = len as usize % 36 + 1;
+            let run = |set: &[u8], n: usize, next: &mut dyn FnMut(&[u8]) -> u8| {
+                (0..n).map(|_| next(set)).collect::<Vec<u8>>()
+            };
+            let part: Vec<u8> = match kind % 10 {
+                9 => {
+                    let mut v = b"01".to_vec();
+                    v.extend(run(b"0123456789ABCDEFGHJKMNPQRSTVWXYZ", 24, &mut next));
+                    v
+                }
+                0 => run(b"0123456789abcdef", len, &mut next),
+                1 => {
+                    let g = |next: &mut dyn FnMut(&[u8]) -> u8| {
+                        let n = (next(b"1234") - b'0') as usize;
+                        run(b"0123456789abcdefABCDEF", n, next)
+                    };
+                    let mut v = g(&mut next);
+                    v.extend_from_slice(b":");
+                    v.extend(g(&mut next));
+                    v.extend_from_slice(if len.is_multiple_of(2) { b"::" } else { b":" });
+                    v.extend(g(&mut next));
+                    v
+                }
+                2 => {
+                    let mut v = run(b"0123456789abcdef", 36, &mut next);
+                    for i in [8, 13, 18, 23] {
+                        v[i] = b'-';
+                    }
+                    v
+                }
+                3 => run(
+                    b"0123456789ABCDEFGHJKMNPQRSTVWXYZabcdefghijklmnopqrstuvwxyzILOU_-",
+                    len + 16,
+                    &mut next,
+                ),
+                4 => run(b"abcdefghijklmnopqrstuvwxyz", len % 10 + 1, &mut next),
+                5 => run(b"0123456789", len % 8 + 1, &mut next),
+                6 => b"2024-01-15".to_vec(),
+                7 => b"10.0.250.1".to_vec(),
+                _ => run(ALPHABET, len, &mut next),
+            };
+            key.extend(part);
+            if join % 4 != 0 {
+                key.push(b":-_./@"[join as usize % 6]);
+            }
+        }
+        key.truncate(96);
+        key
+    }
+
+    #[test]
+    fn same_bytes_reads_what_gates_a_recognizer() {
+        // `gb` is read as `<word>`, but a hex digit in its place starts an IPv6 address.
+        let d = Delimiters::default();
+        let (k, b) = (b"gb::1:x", b"ab::1:x");
+        let mut rec = Recorded::default();
+        tokenize_recorded(k, &d, &mut rec);
+        let words = 1;
+        let m = TokenMemo::new(1, 0, 1, &rec, words, k).unwrap();
+        assert!(m.same_bytes(k, &d));
+        assert!(!m.same_bytes(b, &d));
+        let mut theirs = Recorded::default();
+        tokenize_recorded(b, &d, &mut theirs);
+        assert_ne!(theirs.tokens, rec.tokens);
+        // A letter of another word in its place is the same path.
+        assert!(m.same_bytes(b"hz::1:x", &d));
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(20000))]
+        /// The token memo's byte-class check never accepts a key that tokenizes otherwise:
+        /// whatever it lets through has the remembered tokens, at the same places, with the
+        /// same bytes in every literal the path reads.
+        #[test]
+        fn same_bytes_only_accepts_keys_with_the_remembered_tokens(
+            parts in proptest::collection::vec(
+                (0u8..10, proptest::prelude::any::<u8>(), proptest::prelude::any::<u64>(), 0u8..24),
+                1..5,
+            ),
+            edits in proptest::collection::vec(
+                (proptest::prelude::any::<u8>(), 0u8..5, proptest::prelude::any::<u8>()),
+                1..4,
+            ),
+            words in proptest::prelude::any::<u64>(),
+        ) {
+            let key = composed(&parts);
+            let d = Delimiters::default();
+            let mut rec = Recorded::default();
+            tokenize_recorded(&key, &d, &mut rec);
+            // Only letter runs can be read as `<word>`.
+            let words = rec.tokens.iter().enumerate().fold(0u64, |w, (i, t)| {
+                if i < 64 && words >> i & 1 == 1 && t.is_alpha_lit(&key) { w | 1 << i } else { w }
+            });
+            let Some(m) = TokenMemo::new(1, 0, 1, &rec, words, &key) else {
+                return Ok(());
+            };
+            let other = edited(&key, &edits);
+            if m.same_bytes(&other, &d) {
+                let mut theirs = Recorded::default();
+                tokenize_recorded(&other, &d, &mut theirs);
+                proptest::prop_assert_eq!(&theirs.tokens, &rec.tokens);
+                proptest::prop_assert!(m.holds(&theirs.tokens, &other));
+            }
+            // The remembered key itself always passes.
+            proptest::prop_assert!(m.same.is_none() || m.same_bytes(&key, &d));
+        }
+    }
 
     fn infer(keys: &[&str]) -> Vec<(String, u64)> {
         let mut t = PatternTree::new(Delimiters::default(), 1);

@@ -212,12 +212,22 @@ fn match_uuid(key: &[u8], i: usize, d: &Delimiters) -> Option<usize> {
 /// hex group, so the key's own `:` separators stay separators (`rl:2001:db8::1:minute`).
 /// Reads which bytes are hex digits and `:`, never digit values.
 fn match_ipv6(key: &[u8], i: usize) -> Option<usize> {
+    ipv6_scan(key, i).0
+}
+
+/// [`match_ipv6`], and one past the last byte it read.
+#[inline]
+fn ipv6_scan(key: &[u8], i: usize) -> (Option<usize>, usize) {
+    let reach = std::cell::Cell::new(i);
     let hex_run = |at: usize| {
-        key[at..]
+        let g = key[at.min(key.len())..]
             .iter()
             .take(5)
             .take_while(|b| b.is_ascii_hexdigit())
-            .count()
+            .count();
+        // It read the run and the byte that ended it.
+        reach.set(reach.get().max((at + g + 1).min(at + 5)));
+        g
     };
     let mut j = i;
     let (mut groups, mut double) = (0usize, false);
@@ -225,7 +235,7 @@ fn match_ipv6(key: &[u8], i: usize) -> Option<usize> {
     loop {
         let g = hex_run(j);
         if g > 4 {
-            return None;
+            return (None, reach.get().min(key.len()));
         }
         if g > 0 {
             groups += 1;
@@ -252,7 +262,10 @@ fn match_ipv6(key: &[u8], i: usize) -> Option<usize> {
     }
     let ok = (double && groups >= 2) || (!double && groups == 8);
     // A trailing `::` belongs to the address only when nothing hex follows it.
-    (ok && end > i).then_some(end - i)
+    (
+        (ok && end > i).then_some(end - i),
+        reach.get().min(key.len()),
+    )
 }
 
 /// An id-like run at `key[i..]`: a ULID (26 upper-case Crockford base32 characters), or an
@@ -541,6 +554,46 @@ pub trait TokenSink {
     fn id_span(&mut self, start: usize) {
         let _ = start;
     }
+
+    /// A segment starts at `key[at]` (a letter, digit or other non-delimiter byte).
+    #[inline(always)]
+    fn segment(&mut self, key: &[u8], at: usize) {
+        let _ = (key, at);
+    }
+
+    /// The id-like recognizer is about to read `key[at..]`: which bytes are hex digits, upper
+    /// or lower case, `I`/`L`/`O`/`U`.
+    #[inline(always)]
+    fn reads_ids(&mut self, at: usize) {
+        let _ = at;
+    }
+
+    /// Whether the segment `key[start..end]` is `<hex>` depends on which of its letters are
+    /// hex digits.
+    #[inline(always)]
+    fn reads_hex(&mut self, start: usize, end: usize) {
+        let _ = (start, end);
+    }
+
+    /// The IPv6 address or uuid just written covers `key[start..end]`: only which of its bytes
+    /// are hex digits decided it.
+    #[inline(always)]
+    fn hex_only(&mut self, start: usize, end: usize) {
+        let _ = (start, end);
+    }
+}
+
+/// A bit for each of the bytes `start..end` (those below 128).
+#[inline]
+pub(crate) fn span_bits(start: usize, end: usize) -> u128 {
+    let below = |n: usize| {
+        if n >= 128 {
+            u128::MAX
+        } else {
+            (1u128 << n) - 1
+        }
+    };
+    below(end) & !below(start)
 }
 
 impl TokenSink for Vec<Token> {
@@ -599,6 +652,13 @@ pub struct Recorded {
     pub hex_spans: Vec<(usize, usize)>,
     /// Where each `<token>` and `<ulid>` starts, in order.
     pub id_spans: Vec<usize>,
+    /// The bytes (a bit each, the first 128) whose being a hex digit decided a token.
+    pub hex_read: u128,
+    /// The bytes whose case or being `I`/`L`/`O`/`U` decided a token (the id-like runs').
+    pub ids_read: u128,
+    /// The bytes of IPv6 addresses and uuids: whether they are digits or letters decided
+    /// nothing (only which are hex digits did).
+    pub hex_only: u128,
 }
 
 impl TokenSink for Recorded {
@@ -626,6 +686,42 @@ impl TokenSink for Recorded {
     fn id_span(&mut self, start: usize) {
         self.id_spans.push(start);
     }
+    #[inline(always)]
+    fn segment(&mut self, key: &[u8], at: usize) {
+        // A segment that starts with a hex digit is tested for an IPv6 address or a uuid
+        // (behind pre-checks that read only punctuation).
+        // When a pre-check passes, whether the first byte is a hex digit decides whether the
+        // recognizer runs, and then it reads which of the following bytes are.
+        let n = key.len();
+        let ipv6 = key[at..n.min(at + 5)].contains(&b':');
+        let uuid = key.get(at + 8) == Some(&b'-');
+        if !key[at].is_ascii_alphanumeric() || !(ipv6 || uuid) {
+            return;
+        }
+        self.hex_read |= span_bits(at, at + 1);
+        if !key[at].is_ascii_hexdigit() {
+            return;
+        }
+        if ipv6 {
+            self.hex_read |= span_bits(at, ipv6_scan(key, at).1);
+        }
+        if uuid {
+            self.hex_read |= span_bits(at, n.min(at + 36));
+        }
+    }
+    #[inline(always)]
+    fn reads_ids(&mut self, at: usize) {
+        self.hex_read |= span_bits(at, 128);
+        self.ids_read |= span_bits(at, 128);
+    }
+    #[inline(always)]
+    fn reads_hex(&mut self, start: usize, end: usize) {
+        self.hex_read |= span_bits(start, end);
+    }
+    #[inline(always)]
+    fn hex_only(&mut self, start: usize, end: usize) {
+        self.hex_only |= span_bits(start, end);
+    }
 }
 
 /// Splits `key` into tokens and records the value-dependent tests (both cleared first).
@@ -634,6 +730,9 @@ pub fn tokenize_recorded(key: &[u8], d: &Delimiters, out: &mut Recorded) {
     out.checks.clear();
     out.hex_spans.clear();
     out.id_spans.clear();
+    out.hex_read = 0;
+    out.ids_read = 0;
+    out.hex_only = 0;
     tokenize_into(key, d, out);
 }
 
@@ -777,27 +876,28 @@ pub fn tokenize_into<S: TokenSink>(key: &[u8], d: &Delimiters, out: &mut S) {
         if d.is(b) {
             // An opaque token may start with `-` or `_` (base64url), right after another
             // delimiter or at the start.
-            if matches!(b, b'-' | b'_')
-                && (i == 0 || d.is(key[i - 1]))
-                && n - i >= 20
-                && let Some((len, class)) = match_id_like(key, i, d)
-            {
-                out.class(class);
-                out.id_span(i);
-                i += len;
-                continue;
+            if matches!(b, b'-' | b'_') && (i == 0 || d.is(key[i - 1])) && n - i >= 20 {
+                out.reads_ids(i);
+                if let Some((len, class)) = match_id_like(key, i, d) {
+                    out.class(class);
+                    out.id_span(i);
+                    i += len;
+                    continue;
+                }
             }
             out.lit(key, i, i + 1);
             i += 1;
             continue;
         }
         // A segment starts here: compound values first, behind O(1) pre-checks.
+        out.segment(key, i);
         let c = CLASS[b as usize];
         if c & (C_DIGIT | C_HEXALPHA) != 0 {
             if key[i..n.min(i + 5)].contains(&b':')
                 && let Some(len) = match_ipv6(key, i)
             {
                 out.class(Class::Ipv6);
+                out.hex_only(i, i + len);
                 i += len;
                 continue;
             }
@@ -805,6 +905,7 @@ pub fn tokenize_into<S: TokenSink>(key: &[u8], d: &Delimiters, out: &mut S) {
                 && let Some(len) = match_uuid(key, i, d)
             {
                 out.class(Class::Uuid);
+                out.hex_only(i, i + len);
                 i += len;
                 continue;
             }
@@ -839,16 +940,20 @@ pub fn tokenize_into<S: TokenSink>(key: &[u8], d: &Delimiters, out: &mut S) {
             mask |= c;
             j += 1;
         }
-        if c & (C_DIGIT | C_HEXALPHA | C_ALPHA) != 0
-            && may_be_id(key, i, j, mask)
-            && let Some((len, class)) = match_id_like(key, i, d)
-        {
-            out.class(class);
-            out.id_span(i);
-            i += len;
-            continue;
+        if c & (C_DIGIT | C_HEXALPHA | C_ALPHA) != 0 && may_be_id(key, i, j, mask) {
+            out.reads_ids(i);
+            if let Some((len, class)) = match_id_like(key, i, d) {
+                out.class(class);
+                out.id_span(i);
+                i += len;
+                continue;
+            }
         }
         let len = j - i;
+        if mask & C_OTHER == 0 && len >= 8 {
+            // `<hex>` or not: whether every letter is a hex digit.
+            out.reads_hex(i, j);
+        }
         if mask == C_DIGIT {
             out.class(Class::Int);
         } else if mask & !(C_DIGIT | C_HEXALPHA) == 0
