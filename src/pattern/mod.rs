@@ -263,6 +263,9 @@ pub struct PatternTree {
     token_memo: Vec<TokenMemo>,
     /// The tokens of the key a token memo entry is checked against.
     scratch: Vec<Token>,
+    /// Per family slot ([`family_slot`]): how many of its last keys in a row the shape memos
+    /// knew.
+    shape_streak: [u8; FAMILY_SLOTS],
     /// Entries of `memo` and `hex_memo` from an older generation are empty.
     memo_generation: u32,
     /// Positions folded to `<word>` so far.
@@ -812,6 +815,7 @@ impl PatternTree {
             id_memo: vec![IdMemo::default(); ID_MEMO_SLOTS],
             token_memo: vec![TokenMemo::default(); TOKEN_MEMO_SLOTS],
             scratch: Vec::new(),
+            shape_streak: [0; FAMILY_SLOTS],
             folds: 0,
             memo_generation: 1,
         }
@@ -958,40 +962,88 @@ impl PatternTree {
         }
     }
 
-    /// The leaf of `key`: remembered for its skeleton, else found by tokenizing it.
-    #[inline]
+    /// The leaf of `key`: remembered for its skeleton, its hex skeleton (uuids, hex ids), its
+    /// shape (opaque tokens, ULIDs) or its tokens, else found by tokenizing it.
+    ///
+    /// Which memos to ask first is learnt per family (the key's first bytes): the shape memos
+    /// once they knew the family's last [`SHAPE_STREAK`] keys, else the skeleton memos. Every
+    /// memo is checked exactly, so the order changes only how much is hashed, never the leaf.
+    #[inline(always)]
     fn leaf_of(&mut self, key: &[u8]) -> Option<u32> {
+        let family = family_slot(key);
+        if self.shape_streak[family] >= SHAPE_STREAK {
+            return self.leaf_by_shape_first(key, family);
+        }
         let sk = skeleton_hash(key);
-        let slot = sk as usize & (MEMO_SLOTS - 1);
-        let m = self.memo[slot];
+        if let Some(l) = self.leaf_by_skeleton(key, sk) {
+            self.shape_streak[family] = 0;
+            return Some(l);
+        }
+        self.leaf_by_hashes(key, sk, family)
+    }
+
+    /// The leaf the skeleton memo remembers for `key` (of skeleton `sk`).
+    #[inline(always)]
+    fn leaf_by_skeleton(&self, key: &[u8], sk: u64) -> Option<u32> {
+        let m = self.memo[sk as usize & (MEMO_SLOTS - 1)];
         if m.skeleton == sk
             && m.generation == self.memo_generation
             && m.holds(key, &self.delimiters)
         {
-            return Some(m.leaf);
+            Some(m.leaf)
+        } else {
+            None
         }
-        self.leaf_by_hashes(key, sk)
     }
 
-    /// The leaf of `key` remembered for its hex skeleton (uuids, hex ids), its shape (opaque
-    /// tokens, ULIDs) or its tokens, else found by walking the tree. Out of line: keys of
-    /// repeating skeletons never get here.
+    /// The leaf the hex-skeleton memo remembers for `key` (of hex skeleton `hk`).
+    #[inline(always)]
+    fn leaf_by_hex(&self, key: &[u8], hk: u64) -> Option<u32> {
+        let m = &self.hex_memo[hk as usize & (HEX_MEMO_SLOTS - 1)];
+        (m.is_for(hk, self.memo_generation) && m.holds(key)).then_some(m.leaf)
+    }
+
+    /// [`PatternTree::leaf_of`] past the skeleton memo: the hex-skeleton memo, then the shape
+    /// memos, then the tokens. Out of line: keys of repeating skeletons never get here.
     #[inline(never)]
-    fn leaf_by_hashes(&mut self, key: &[u8], sk: u64) -> Option<u32> {
+    fn leaf_by_hashes(&mut self, key: &[u8], sk: u64, family: usize) -> Option<u32> {
         let hk = hex_skeleton_hash(key);
-        let hex_slot = hk as usize & (HEX_MEMO_SLOTS - 1);
-        let hm = &self.hex_memo[hex_slot];
-        if hm.is_for(hk, self.memo_generation) && hm.holds(key) {
-            return Some(hm.leaf);
+        if let Some(l) = self.leaf_by_hex(key, hk) {
+            self.shape_streak[family] = 0;
+            return Some(l);
         }
-        self.leaf_by_shape(key, sk, hk)
+        let [sh, ch] = shape_hashes(key);
+        if let Some(l) = self.leaf_by_shape(key, [sh, ch]) {
+            self.shape_streak[family] = self.shape_streak[family].saturating_add(1);
+            return Some(l);
+        }
+        self.leaf_by_tokens(key, sk, hk, sh, ch)
     }
 
-    /// The leaf of `key` remembered for its shape (opaque tokens, ULIDs) or its tokens, else
-    /// found by walking the tree.
+    /// [`PatternTree::leaf_of`] for a family the shape memos knew last: they first, then the
+    /// skeleton memos, then the tokens.
     #[inline(never)]
-    fn leaf_by_shape(&mut self, key: &[u8], sk: u64, hk: u64) -> Option<u32> {
+    fn leaf_by_shape_first(&mut self, key: &[u8], family: usize) -> Option<u32> {
         let [sh, ch] = shape_hashes(key);
+        if let Some(l) = self.leaf_by_shape(key, [sh, ch]) {
+            return Some(l);
+        }
+        let sk = skeleton_hash(key);
+        let hk = hex_skeleton_hash(key);
+        if let Some(l) = self
+            .leaf_by_skeleton(key, sk)
+            .or_else(|| self.leaf_by_hex(key, hk))
+        {
+            self.shape_streak[family] = 0;
+            return Some(l);
+        }
+        self.leaf_by_tokens(key, sk, hk, sh, ch)
+    }
+
+    /// The leaf of `key` remembered for its shape `sh` (opaque tokens, ULIDs) or its tokens
+    /// (by shape, or by class shape `ch`).
+    #[inline]
+    fn leaf_by_shape(&mut self, key: &[u8], [sh, ch]: [u64; 2]) -> Option<u32> {
         let im = &self.id_memo[sh as usize & (ID_MEMO_SLOTS - 1)];
         if im.is_for(sh, self.memo_generation) && im.holds(key, &self.delimiters) {
             return Some(im.leaf);
@@ -1024,7 +1076,7 @@ impl PatternTree {
                 return Some(by_class.leaf);
             }
         }
-        self.leaf_by_tokens(key, sk, hk, sh, ch)
+        None
     }
 
     /// Which of `tokens` (a bit per token, the first 64) the tree reads as `<word>` on the
@@ -1367,6 +1419,21 @@ impl PatternTree {
 }
 
 /// The literal runs position `n` may hold while keys stream in.
+/// Families [`PatternTree::leaf_of`] learns an order for.
+const FAMILY_SLOTS: usize = 256;
+/// Keys in a row of one family the shape memos must know before they are asked first.
+const SHAPE_STREAK: u8 = 8;
+
+/// A key's family slot: its first four bytes, hashed.
+#[inline]
+fn family_slot(key: &[u8]) -> usize {
+    let w = match key.first_chunk::<4>() {
+        Some(w) => u32::from_le_bytes(*w),
+        None => key.iter().rev().fold(0, |w, &b| w << 8 | b as u32),
+    };
+    (w.wrapping_mul(0x9E37_79B1) >> 24) as usize
+}
+
 fn stream_cap(n: u32) -> usize {
     if n == 0 {
         ROOT_LITERAL_CAP
