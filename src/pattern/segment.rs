@@ -411,11 +411,17 @@ fn id_run_sse2(key: &[u8], i: usize, d: &Delimiters) -> IdRun {
         };
         let eq = |x: __m128i, b: u8| _mm_cmpeq_epi8(x, _mm_set1_epi8(b as i8));
         let bits = |m: __m128i| _mm_movemask_epi8(m) as u32;
+        let set = |b: u8| _mm_set1_epi8(b as i8);
+        // Which of `-` and `_` continue a run (the delimiters among them), as byte masks.
+        let (dash_ok, underscore_ok) = (
+            set(0u8.wrapping_sub(dash_ok as u8)),
+            set(0u8.wrapping_sub(underscore_ok as u8)),
+        );
         let mut r = IdRun::default();
         let mut j = i;
-        // The previous byte's kind bits (hex, upper, lower, dash); for the run's first byte,
-        // its own (no change before it).
-        let mut prev: Option<[u32; 4]> = None;
+        // The kind code (1 hex digit, 2 other upper-case, 3 other lower-case, 4 `-`/`_`) of the
+        // byte before the block; for the run's first byte, its own (no change before it).
+        let mut prev = u32::from(d.id_kind[key[i] as usize] & ID_KIND);
         loop {
             let mut buf = [0u8; 16];
             let x = if j + 16 <= key.len() {
@@ -424,44 +430,40 @@ fn id_run_sse2(key: &[u8], i: usize, d: &Delimiters) -> IdRun {
                 buf[..key.len() - j].copy_from_slice(&key[j..]);
                 _mm_loadu_si128(buf.as_ptr() as *const __m128i)
             };
-            let hex = bits(_mm_or_si128(
-                range(x, b'0', b'9'),
-                _mm_or_si128(range(x, b'a', b'f'), range(x, b'A', b'F')),
-            ));
-            let upper = bits(range(x, b'G', b'Z'));
-            let lower = bits(range(x, b'g', b'z'));
-            let mut dash = 0;
-            if dash_ok {
-                dash |= bits(eq(x, b'-'));
-            }
-            if underscore_ok {
-                dash |= bits(eq(x, b'_'));
-            }
-            let ilou = bits(_mm_or_si128(
+            let folded = _mm_or_si128(x, set(0x20));
+            let hex = _mm_or_si128(range(x, b'0', b'9'), range(folded, b'a', b'f'));
+            let upper = range(x, b'G', b'Z');
+            let lower = range(x, b'g', b'z');
+            let dash = _mm_or_si128(
+                _mm_and_si128(eq(x, b'-'), dash_ok),
+                _mm_and_si128(eq(x, b'_'), underscore_ok),
+            );
+            let ilou = _mm_or_si128(
                 _mm_or_si128(eq(x, b'I'), eq(x, b'L')),
                 _mm_or_si128(eq(x, b'O'), eq(x, b'U')),
-            ));
-            let valid = hex | upper | lower | dash;
+            );
+            let code = _mm_or_si128(
+                _mm_or_si128(_mm_and_si128(hex, set(1)), _mm_and_si128(upper, set(2))),
+                _mm_or_si128(_mm_and_si128(lower, set(3)), _mm_and_si128(dash, set(4))),
+            );
+            let valid = !bits(_mm_cmpeq_epi8(code, _mm_setzero_si128())) & 0xFFFF;
             let stop = (!valid).trailing_zeros().min(16);
             let run = ((1u32 << stop) - 1) & 0xFFFF;
-            let kinds = [hex, upper, lower, dash];
-            let before = prev.unwrap_or([hex & 1, upper & 1, lower & 1, dash & 1]);
-            let mut changed = 0u32;
-            for (k, b) in kinds.iter().zip(before) {
-                changed |= k ^ ((k << 1) | b);
-            }
+            // Each byte's code against the byte before it.
+            let before = _mm_or_si128(_mm_slli_si128(code, 1), _mm_cvtsi32_si128(prev as i32));
+            let changed = !bits(_mm_cmpeq_epi8(code, before));
             r.changes += (changed & run).count_ones() as usize;
-            r.hex += (hex & run).count_ones() as usize;
-            r.upper += (upper & run).count_ones() as usize;
-            r.lower += (lower & run).count_ones() as usize;
-            r.dash += (dash & run).count_ones() as usize;
-            r.ilou += (ilou & run).count_ones() as usize;
+            r.hex += (bits(hex) & run).count_ones() as usize;
+            r.upper += (bits(upper) & run).count_ones() as usize;
+            r.lower += (bits(lower) & run).count_ones() as usize;
+            r.dash += (bits(dash) & run).count_ones() as usize;
+            r.ilou += (bits(ilou) & run).count_ones() as usize;
             j += stop as usize;
             if stop < 16 || j >= key.len() {
                 r.end = j.min(key.len());
                 return r;
             }
-            prev = Some(kinds.map(|k| k >> 15 & 1));
+            prev = (_mm_extract_epi16(code, 7) as u32) >> 8;
         }
     }
 }

@@ -59,13 +59,20 @@ printf '\nslot --counts (file, all cores) is %s× faster than the naive Rust loo
 printf 'analyze (full) is %s× faster than the naive Rust loop and takes %s× the bulk slot pass\n' \
   "$(ratio "${SECS[$naive_i]}" "${SECS[$analyze_i]}")" "$(ratio "${SECS[$analyze_i]}" "${SECS[2]}")"
 # A dump of ids that never repeat a skeleton (tokens, ULIDs, e-mails, IPv6): analyze has to
-# tokenize far more keys; the shape memo remembers the tokens and ULIDs.
+# check far more keys against their memos. The two run in turns, $RUNS times each (these
+# machines drift between runs), and each row prints its median.
 IDS="$DIR/ids.txt"
 target/release/examples/gen_keys "$N" --ids > "$IDS"
-t0=$(date +%s.%N); "$BIN" analyze --format json "$IDS" > /dev/null; t1=$(date +%s.%N)
-target/release/examples/naive_slots "$IDS" > /dev/null; t2=$(date +%s.%N)
-printf 'id-heavy dump: analyze %.3f s, naive Rust loop %.3f s (%s×)\n' "$(awk -v a="$t0" -v b="$t1" 'BEGIN{print b-a}')" \
-  "$(awk -v a="$t1" -v b="$t2" 'BEGIN{print b-a}')" "$(awk -v a="$t0" -v b="$t1" -v c="$t2" 'BEGIN{printf "%.2f", (c-b)/(b-a)}')"
+cat "$IDS" > /dev/null
+secs() { local s e; s=$(date +%s%N); "$@" > /dev/null; e=$(date +%s%N); echo $(( e - s )); }
+A=(); B=()
+for _ in $(seq "$RUNS"); do
+  A+=("$(secs "$BIN" analyze --format json "$IDS")")
+  B+=("$(secs target/release/examples/naive_slots "$IDS")")
+done
+median() { printf '%s\n' "$@" | sort -n | sed -n "$(( ($# + 1) / 2 ))p" | awk '{printf "%.3f", $1/1e9}'; }
+ma="$(median "${A[@]}")"; mb="$(median "${B[@]}")"
+printf 'id-heavy dump: analyze %s s, naive Rust loop %s s (medians of %s; %s×)\n' "$ma" "$mb" "$RUNS" "$(ratio "$mb" "$ma")"
 if [ -x /usr/bin/time ]; then
   # The smaller dump is generated the same way as the big one (not cut with `head`): the
   # kernel keeps a file written in large blocks in large page-cache folios and maps them
