@@ -29,8 +29,9 @@ mod simd;
 
 use crate::sketch::{HashIndex, Hll};
 pub use segment::{
-    Class, DEFAULT_DELIMITERS, Delimiters, MAX_TOKENS, Recorded, Token, TokenSink, ValueCheck,
-    hex_skeleton_hash, shape_hashes, skeleton_hash, tokenize, tokenize_into, tokenize_recorded,
+    Class, DEFAULT_DELIMITERS, Delimiters, MAX_TOKENS, Reads, Recorded, Token, TokenSink,
+    ValueCheck, hex_skeleton_hash, shape_hashes, skeleton_hash, tokenize, tokenize_into,
+    tokenize_recorded,
 };
 use simd::{CARE_EXACT, CODE_ALNUM, CODE_DIGIT, CODE_HEX, CODE_ILOU, CODE_UPPER};
 use std::fmt::Write as _;

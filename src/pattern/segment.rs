@@ -557,32 +557,28 @@ pub trait TokenSink {
         let _ = start;
     }
 
-    /// A segment starts at `key[at]` (a letter, digit or other non-delimiter byte).
+    /// What the tokenizer is about to read, or just read, of `key` (for the token memo, which
+    /// remembers which byte classes decided a key's tokens).
     #[inline(always)]
-    fn segment(&mut self, key: &[u8], at: usize) {
-        let _ = (key, at);
+    fn reads(&mut self, key: &[u8], what: Reads) {
+        let _ = (key, what);
     }
+}
 
-    /// The id-like recognizer is about to read `key[at..]`: which bytes are hex digits, upper
-    /// or lower case, `I`/`L`/`O`/`U`.
-    #[inline(always)]
-    fn reads_ids(&mut self, at: usize) {
-        let _ = at;
-    }
-
-    /// Whether the segment `key[start..end]` is `<hex>` depends on which of its letters are
-    /// hex digits.
-    #[inline(always)]
-    fn reads_hex(&mut self, start: usize, end: usize) {
-        let _ = (start, end);
-    }
-
-    /// The IPv6 address or uuid just written covers `key[start..end]`: only which of its bytes
-    /// are hex digits decided it.
-    #[inline(always)]
-    fn hex_only(&mut self, start: usize, end: usize) {
-        let _ = (start, end);
-    }
+/// What the tokenizer reads of a key's bytes beyond their being letters or digits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reads {
+    /// A segment starts here (a letter, digit or other non-delimiter byte).
+    Segment(usize),
+    /// The id-like recognizer is about to read from here on: which bytes are hex digits,
+    /// upper or lower case, `I`/`L`/`O`/`U`.
+    IdRun(usize),
+    /// Whether the segment `start..end` is `<hex>` depends on which of its letters are hex
+    /// digits.
+    HexSegment(usize, usize),
+    /// The IPv6 address or uuid just written covers `start..end`: only which of its bytes are
+    /// hex digits decided it.
+    HexOnly(usize, usize),
 }
 
 /// A bit for each of the bytes `start..end` (those below 128).
@@ -689,9 +685,23 @@ impl TokenSink for Recorded {
         self.id_spans.push(start);
     }
     #[inline(always)]
+    fn reads(&mut self, key: &[u8], what: Reads) {
+        match what {
+            Reads::Segment(at) => self.segment(key, at),
+            Reads::IdRun(at) => {
+                self.hex_read |= span_bits(at, 128);
+                self.ids_read |= span_bits(at, 128);
+            }
+            Reads::HexSegment(start, end) => self.hex_read |= span_bits(start, end),
+            Reads::HexOnly(start, end) => self.hex_only |= span_bits(start, end),
+        }
+    }
+}
+
+impl Recorded {
+    /// A segment starts at `key[at]`. One that starts with a hex digit is tested for an IPv6
+    /// address or a uuid (behind pre-checks that read only punctuation).
     fn segment(&mut self, key: &[u8], at: usize) {
-        // A segment that starts with a hex digit is tested for an IPv6 address or a uuid
-        // (behind pre-checks that read only punctuation).
         // When a pre-check passes, whether the first byte is a hex digit decides whether the
         // recognizer runs, and then it reads which of the following bytes are.
         let n = key.len();
@@ -710,19 +720,6 @@ impl TokenSink for Recorded {
         if uuid {
             self.hex_read |= span_bits(at, n.min(at + 36));
         }
-    }
-    #[inline(always)]
-    fn reads_ids(&mut self, at: usize) {
-        self.hex_read |= span_bits(at, 128);
-        self.ids_read |= span_bits(at, 128);
-    }
-    #[inline(always)]
-    fn reads_hex(&mut self, start: usize, end: usize) {
-        self.hex_read |= span_bits(start, end);
-    }
-    #[inline(always)]
-    fn hex_only(&mut self, start: usize, end: usize) {
-        self.hex_only |= span_bits(start, end);
     }
 }
 
@@ -878,28 +875,27 @@ pub fn tokenize_into<S: TokenSink>(key: &[u8], d: &Delimiters, out: &mut S) {
         if d.is(b) {
             // An opaque token may start with `-` or `_` (base64url), right after another
             // delimiter or at the start.
-            if matches!(b, b'-' | b'_') && (i == 0 || d.is(key[i - 1])) && n - i >= 20 {
-                out.reads_ids(i);
-                if let Some((len, class)) = match_id_like(key, i, d) {
-                    out.class(class);
-                    out.id_span(i);
-                    i += len;
-                    continue;
-                }
+            if matches!(b, b'-' | b'_')
+                && (i == 0 || d.is(key[i - 1]))
+                && n - i >= 20
+                && let Some(len) = id_token(key, i, d, out)
+            {
+                i += len;
+                continue;
             }
             out.lit(key, i, i + 1);
             i += 1;
             continue;
         }
         // A segment starts here: compound values first, behind O(1) pre-checks.
-        out.segment(key, i);
+        out.reads(key, Reads::Segment(i));
         let c = CLASS[b as usize];
         if c & (C_DIGIT | C_HEXALPHA) != 0 {
             if key[i..n.min(i + 5)].contains(&b':')
                 && let Some(len) = match_ipv6(key, i)
             {
                 out.class(Class::Ipv6);
-                out.hex_only(i, i + len);
+                out.reads(key, Reads::HexOnly(i, i + len));
                 i += len;
                 continue;
             }
@@ -907,7 +903,7 @@ pub fn tokenize_into<S: TokenSink>(key: &[u8], d: &Delimiters, out: &mut S) {
                 && let Some(len) = match_uuid(key, i, d)
             {
                 out.class(Class::Uuid);
-                out.hex_only(i, i + len);
+                out.reads(key, Reads::HexOnly(i, i + len));
                 i += len;
                 continue;
             }
@@ -942,19 +938,17 @@ pub fn tokenize_into<S: TokenSink>(key: &[u8], d: &Delimiters, out: &mut S) {
             mask |= c;
             j += 1;
         }
-        if c & (C_DIGIT | C_HEXALPHA | C_ALPHA) != 0 && may_be_id(key, i, j, mask) {
-            out.reads_ids(i);
-            if let Some((len, class)) = match_id_like(key, i, d) {
-                out.class(class);
-                out.id_span(i);
-                i += len;
-                continue;
-            }
+        if c & (C_DIGIT | C_HEXALPHA | C_ALPHA) != 0
+            && may_be_id(key, i, j, mask)
+            && let Some(len) = id_token(key, i, d, out)
+        {
+            i += len;
+            continue;
         }
         let len = j - i;
         if mask & C_OTHER == 0 && len >= 8 {
             // `<hex>` or not: whether every letter is a hex digit.
-            out.reads_hex(i, j);
+            out.reads(key, Reads::HexSegment(i, j));
         }
         if mask == C_DIGIT {
             out.class(Class::Int);
@@ -972,6 +966,16 @@ pub fn tokenize_into<S: TokenSink>(key: &[u8], d: &Delimiters, out: &mut S) {
         }
         i = j;
     }
+}
+
+/// Writes the `<token>` or `<ulid>` at `key[i..]` and returns its length, if there is one.
+#[inline(always)]
+fn id_token<S: TokenSink>(key: &[u8], i: usize, d: &Delimiters, out: &mut S) -> Option<usize> {
+    out.reads(key, Reads::IdRun(i));
+    let (len, class) = match_id_like(key, i, d)?;
+    out.class(class);
+    out.id_span(i);
+    Some(len)
 }
 
 /// Whether an id-like run can start at the segment `key[i..j]` whose class bits are `mask`
