@@ -1263,19 +1263,24 @@ impl PatternTree {
                 .sum::<u64>()
     }
 
+    /// The children of node `n` reached by literal letter runs.
+    fn alpha_children(&self, n: u32) -> Vec<u32> {
+        self.nodes[n as usize]
+            .children
+            .iter()
+            .filter(|(k, _)| k.is_alpha_lit())
+            .map(|(_, c)| *c)
+            .collect()
+    }
+
     /// The fold of the finished patterns, top down, from the counts of the whole input only:
     /// a position with more literal runs than its cap, or one that holds a `<word>` already
     /// (another part of the input folded it), becomes `<word>`; inside a hash tag, literal runs
     /// that lead to the same shapes are values of one tag (`{celeb:taylor}`,
     /// `{celeb:ronaldo}`) and fold too.
     fn fold_canonical(&mut self, n: u32, in_tag: bool) {
+        let alpha = self.alpha_children(n);
         let node = &self.nodes[n as usize];
-        let alpha: Vec<u32> = node
-            .children
-            .iter()
-            .filter(|(k, _)| k.is_alpha_lit())
-            .map(|(_, c)| *c)
-            .collect();
         let has_word = node
             .children
             .iter()
@@ -1326,13 +1331,8 @@ impl PatternTree {
 
     /// Folds positions whose literal letter runs look like ids (one or two keys each).
     fn fold_id_like(&mut self, n: u32) {
+        let alpha = self.alpha_children(n);
         let node = &self.nodes[n as usize];
-        let alpha: Vec<u32> = node
-            .children
-            .iter()
-            .filter(|(k, _)| k.is_alpha_lit())
-            .map(|(_, c)| *c)
-            .collect();
         if !node.word_mode && alpha.len() >= ID_LIKE_MIN {
             let total: u64 = alpha.iter().map(|c| self.subtree_keys(*c)).sum();
             if total <= 2 * alpha.len() as u64 {
