@@ -1030,11 +1030,12 @@ impl PatternTree {
             return Some(l);
         }
         let sk = skeleton_hash(key);
+        if let Some(l) = self.leaf_by_skeleton(key, sk) {
+            self.shape_streak[family] = 0;
+            return Some(l);
+        }
         let hk = hex_skeleton_hash(key);
-        if let Some(l) = self
-            .leaf_by_skeleton(key, sk)
-            .or_else(|| self.leaf_by_hex(key, hk))
-        {
+        if let Some(l) = self.leaf_by_hex(key, hk) {
             self.shape_streak[family] = 0;
             return Some(l);
         }
