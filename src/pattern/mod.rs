@@ -30,8 +30,8 @@ mod simd;
 use crate::sketch::{HashIndex, Hll};
 pub use segment::{
     Class, DEFAULT_DELIMITERS, Delimiters, MAX_TOKENS, Reads, Recorded, Token, TokenSink,
-    ValueCheck, hex_skeleton_hash, shape_hashes, skeleton_hash, tokenize, tokenize_into,
-    tokenize_recorded,
+    ValueCheck, hex_skeleton_hash, one_shape_hash, shape_hashes, skeleton_hash, tokenize,
+    tokenize_into, tokenize_recorded,
 };
 use simd::{CARE_EXACT, CODE_ALNUM, CODE_DIGIT, CODE_HEX, CODE_ILOU, CODE_UPPER};
 use std::fmt::Write as _;
@@ -267,6 +267,9 @@ pub struct PatternTree {
     /// Per family slot ([`family_slot`]): how many of its last keys in a row the shape memos
     /// knew.
     shape_streak: [u8; FAMILY_SLOTS],
+    /// Per family slot: whether its last key the shape memos knew was known by class shape
+    /// (else by shape), the one hash [`PatternTree::leaf_by_shape_first`] computes first.
+    shape_class: [bool; FAMILY_SLOTS],
     /// Entries of `memo` and `hex_memo` from an older generation are empty.
     memo_generation: u32,
     /// Positions folded to `<word>` so far.
@@ -817,6 +820,7 @@ impl PatternTree {
             token_memo: vec![TokenMemo::default(); TOKEN_MEMO_SLOTS],
             scratch: Vec::new(),
             shape_streak: [0; FAMILY_SLOTS],
+            shape_class: [false; FAMILY_SLOTS],
             folds: 0,
             memo_generation: 1,
         }
@@ -1014,19 +1018,33 @@ impl PatternTree {
             return Some(l);
         }
         let [sh, ch] = shape_hashes(key);
-        if let Some(l) = self.leaf_by_shape(key, [sh, ch]) {
+        if let Some((l, by_class)) = self.leaf_by_shape(key, [sh, ch]) {
             self.shape_streak[family] = self.shape_streak[family].saturating_add(1);
+            self.shape_class[family] = by_class;
             return Some(l);
         }
         self.leaf_by_tokens(key, sk, hk, sh, ch)
     }
 
-    /// [`PatternTree::leaf_of`] for a family the shape memos knew last: they first, then the
-    /// skeleton memos, then the tokens.
+    /// [`PatternTree::leaf_of`] for a family the shape memos knew last: first the one memo
+    /// that knew its last key, by the one hash it needs; then both shape memos, the skeleton
+    /// memos, and the tokens.
     #[inline(never)]
     fn leaf_by_shape_first(&mut self, key: &[u8], family: usize) -> Option<u32> {
+        let known = if self.shape_class[family] {
+            let ch = one_shape_hash::<true>(key);
+            self.token_memo_bytes(key, ch)
+        } else {
+            let sh = one_shape_hash::<false>(key);
+            self.id_memo_holds(key, sh)
+                .or_else(|| self.token_memo_bytes(key, sh))
+        };
+        if known.is_some() {
+            return known;
+        }
         let [sh, ch] = shape_hashes(key);
-        if let Some(l) = self.leaf_by_shape(key, [sh, ch]) {
+        if let Some((l, by_class)) = self.leaf_by_shape(key, [sh, ch]) {
+            self.shape_class[family] = by_class;
             return Some(l);
         }
         let sk = skeleton_hash(key);
@@ -1042,41 +1060,62 @@ impl PatternTree {
         self.leaf_by_tokens(key, sk, hk, sh, ch)
     }
 
-    /// The leaf of `key` remembered for its shape `sh` (opaque tokens, ULIDs) or its tokens
-    /// (by shape, or by class shape `ch`).
-    #[inline]
-    fn leaf_by_shape(&mut self, key: &[u8], [sh, ch]: [u64; 2]) -> Option<u32> {
+    /// The leaf the id memo remembers for `key` (of shape `sh`).
+    #[inline(always)]
+    fn id_memo_holds(&self, key: &[u8], sh: u64) -> Option<u32> {
         let im = &self.id_memo[sh as usize & (ID_MEMO_SLOTS - 1)];
-        if im.is_for(sh, self.memo_generation) && im.holds(key, &self.delimiters) {
-            return Some(im.leaf);
+        (im.is_for(sh, self.memo_generation) && im.holds(key, &self.delimiters)).then_some(im.leaf)
+    }
+
+    /// The token memo entry for hash `h` (a shape or class shape), when it is live for a key
+    /// as long as `key`.
+    #[inline(always)]
+    fn live_token_memo(&self, key: &[u8], h: u64) -> Option<&TokenMemo> {
+        let m = &self.token_memo[h as usize & (TOKEN_MEMO_SLOTS - 1)];
+        (m.shape == h && m.generation == self.memo_generation && m.len as usize == key.len())
+            .then_some(m)
+    }
+
+    /// The leaf the token memo remembers for hash `h` when `key` agrees with it by its bytes.
+    #[inline(always)]
+    fn token_memo_bytes(&self, key: &[u8], h: u64) -> Option<u32> {
+        self.live_token_memo(key, h)
+            .filter(|m| m.same_bytes(key, &self.delimiters))
+            .map(|m| m.leaf)
+    }
+
+    /// The leaf of `key` remembered for its shape `sh` (opaque tokens, ULIDs) or its tokens
+    /// (by shape, or by class shape `ch`), and whether it was found by class shape.
+    #[inline]
+    fn leaf_by_shape(&mut self, key: &[u8], [sh, ch]: [u64; 2]) -> Option<(u32, bool)> {
+        if let Some(l) = self.id_memo_holds(key, sh) {
+            return Some((l, false));
         }
-        // The token memo, by shape (keys with hex groups or ids) and by class shape.
+        // The token memo, by shape (keys with hex groups or ids) and by class shape. The byte
+        // classes first (a live memo's key is as long as this one, so short): most keys take
+        // the remembered path by them without being tokenized.
+        let (by_shape, by_class) = (self.live_token_memo(key, sh), self.live_token_memo(key, ch));
+        if by_shape.is_none() && by_class.is_none() {
+            return None;
+        }
+        let d = &self.delimiters;
+        if let Some(m) = by_shape.filter(|m| m.same_bytes(key, d)) {
+            return Some((m.leaf, false));
+        }
+        if let Some(m) = by_class.filter(|m| m.same_bytes(key, d)) {
+            return Some((m.leaf, true));
+        }
+        let (shape_leaf, class_leaf) = (by_shape.map(|m| m.leaf), by_class.map(|m| m.leaf));
         let (shape_slot, class_slot) = (
             sh as usize & (TOKEN_MEMO_SLOTS - 1),
             ch as usize & (TOKEN_MEMO_SLOTS - 1),
         );
-        let live = |m: &TokenMemo, h: u64| {
-            m.shape == h && m.generation == self.memo_generation && m.len as usize == key.len()
-        };
-        let by_shape = &self.token_memo[shape_slot];
-        let by_class = &self.token_memo[class_slot];
-        let (a, b) = (live(by_shape, sh), live(by_class, ch));
-        if a || b {
-            // The byte classes first (a live memo's key is as long as this one, so short):
-            // most keys take the remembered path by them without being tokenized.
-            if a && by_shape.same_bytes(key, &self.delimiters) {
-                return Some(by_shape.leaf);
-            }
-            if b && by_class.same_bytes(key, &self.delimiters) {
-                return Some(by_class.leaf);
-            }
-            tokenize(key, &self.delimiters, &mut self.scratch);
-            if a && by_shape.holds(&self.scratch, key) {
-                return Some(by_shape.leaf);
-            }
-            if b && by_class.holds(&self.scratch, key) {
-                return Some(by_class.leaf);
-            }
+        tokenize(key, &self.delimiters, &mut self.scratch);
+        if shape_leaf.is_some() && self.token_memo[shape_slot].holds(&self.scratch, key) {
+            return shape_leaf.map(|l| (l, false));
+        }
+        if class_leaf.is_some() && self.token_memo[class_slot].holds(&self.scratch, key) {
+            return class_leaf.map(|l| (l, true));
         }
         None
     }

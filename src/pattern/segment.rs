@@ -278,8 +278,10 @@ pub(crate) fn match_id_like(key: &[u8], i: usize, d: &Delimiters) -> Option<(usi
         return None;
     }
     #[cfg(target_arch = "x86_64")]
-    let run = if std::arch::is_x86_feature_detected!("popcnt") {
-        id_run_popcnt(key, i, d)
+    let run = if std::arch::is_x86_feature_detected!("avx2")
+        && std::arch::is_x86_feature_detected!("popcnt")
+    {
+        id_run_avx2(key, i, d)
     } else {
         id_run_sse2(key, i, d)
     };
@@ -379,93 +381,170 @@ fn id_run_scalar(key: &[u8], i: usize, d: &Delimiters) -> IdRun {
     r
 }
 
-/// [`id_run_scalar`] sixteen bytes at a time: each character kind as a bit mask (SSE2, part
-/// of every x86-64 CPU), counts by popcount, kind changes where a byte's kind bits differ
-/// from the previous byte's.
+/// Per character kind, a bit per byte of a block (bit `k`: byte `j + k` of the key, zero past
+/// its end).
 #[cfg(target_arch = "x86_64")]
-#[allow(unsafe_code)]
-fn id_run_popcnt(key: &[u8], i: usize, d: &Delimiters) -> IdRun {
-    /// The same body compiled with the POPCNT instruction (the counts are popcounts).
-    #[target_feature(enable = "popcnt")]
-    fn with_popcnt(key: &[u8], i: usize, d: &Delimiters) -> IdRun {
-        id_run_sse2(key, i, d)
-    }
-    // SAFETY: called only where the CPU has POPCNT.
-    unsafe { with_popcnt(key, i, d) }
+#[derive(Clone, Copy)]
+struct KindMasks {
+    hex: u32,
+    upper: u32,
+    lower: u32,
+    dash: u32,
+    ilou: u32,
 }
 
+/// [`id_run_scalar`] a block of `W` bytes at a time, from `load`'s kind masks: the run ends at
+/// the first byte of no kind; the kind changes where a byte's kind bit differs from the byte
+/// before it (the kinds exclude each other), the counts are popcounts.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn id_run_blocks<const W: u32>(key: &[u8], i: usize, load: impl Fn(usize) -> KindMasks) -> IdRun {
+    let mut r = IdRun::default();
+    let mut j = i;
+    let mut m = load(j);
+    // The kind bits of the byte before the block; for the run's first byte, its own (no
+    // change before it).
+    let mut prev = [m.hex & 1, m.upper & 1, m.lower & 1, m.dash & 1];
+    loop {
+        let valid = m.hex | m.upper | m.lower | m.dash;
+        let stop = (!valid).trailing_zeros().min(W);
+        let run = ((1u64 << stop) - 1) as u32;
+        let changed = |k: u32, p: u32| k ^ (k << 1 | p);
+        let changes = changed(m.hex, prev[0])
+            | changed(m.upper, prev[1])
+            | changed(m.lower, prev[2])
+            | changed(m.dash, prev[3]);
+        r.changes += (changes & run).count_ones() as usize;
+        r.hex += (m.hex & run).count_ones() as usize;
+        r.upper += (m.upper & run).count_ones() as usize;
+        r.lower += (m.lower & run).count_ones() as usize;
+        r.dash += (m.dash & run).count_ones() as usize;
+        r.ilou += (m.ilou & run).count_ones() as usize;
+        j += stop as usize;
+        if stop < W || j >= key.len() {
+            r.end = j.min(key.len());
+            return r;
+        }
+        let last = |k: u32| k >> (W - 1) & 1;
+        prev = [last(m.hex), last(m.upper), last(m.lower), last(m.dash)];
+        m = load(j);
+    }
+}
+
+/// The kind masks of the block at `key[j..]` from its bytes `x` (already loaded), `$w` bytes
+/// wide, with the intrinsics of that width: one body for SSE2 and AVX2.
+#[cfg(target_arch = "x86_64")]
+macro_rules! kind_masks {
+    ($x:expr, $d:expr, $set1:ident, $or:ident, $and:ident, $gt:ident, $lt:ident, $eq:ident, $movemask:ident) => {{
+        let x = $x;
+        let set = |b: u8| $set1(b as i8);
+        let range = |x, lo: u8, hi: u8| $and($gt(x, set(lo - 1)), $lt(x, set(hi + 1)));
+        let eq = |x, b: u8| $eq(x, set(b));
+        let bits = |m| $movemask(m) as u32;
+        let folded = $or(x, set(0x20));
+        let dash = $d.is(b'-') as u32 * bits(eq(x, b'-')) | $d.is(b'_') as u32 * bits(eq(x, b'_'));
+        KindMasks {
+            hex: bits($or(range(x, b'0', b'9'), range(folded, b'a', b'f'))),
+            upper: bits(range(x, b'G', b'Z')),
+            lower: bits(range(x, b'g', b'z')),
+            dash,
+            ilou: bits($or(
+                $or(eq(x, b'I'), eq(x, b'L')),
+                $or(eq(x, b'O'), eq(x, b'U')),
+            )),
+        }
+    }};
+}
+
+/// The `W` bytes of `key` from `j` for a block load: a pointer to them (or to a zero-padded
+/// copy in `buf` when the key ends sooner and is shorter than a block) and how many bits to
+/// shift the masks right (when the block was read from the key's last `W` bytes instead).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn block_at<const W: usize>(key: &[u8], j: usize, buf: &mut [u8; W]) -> (*const u8, u32) {
+    if j + W <= key.len() {
+        (key[j..].as_ptr(), 0)
+    } else if key.len() >= W {
+        (key[key.len() - W..].as_ptr(), (j + W - key.len()) as u32)
+    } else {
+        *buf = [0; W];
+        buf[..key.len() - j].copy_from_slice(&key[j..]);
+        (buf.as_ptr(), 0)
+    }
+}
+
+/// [`KindMasks`] shifted right by `s` bits (the bits past the key's end come in as zeros).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn shifted(m: KindMasks, s: u32) -> KindMasks {
+    KindMasks {
+        hex: m.hex >> s,
+        upper: m.upper >> s,
+        lower: m.lower >> s,
+        dash: m.dash >> s,
+        ilou: m.ilou >> s,
+    }
+}
+
+/// [`id_run_scalar`] sixteen bytes at a time with SSE2 (part of every x86-64 CPU).
 #[cfg(target_arch = "x86_64")]
 #[allow(unsafe_code)]
 #[inline(always)]
 fn id_run_sse2(key: &[u8], i: usize, d: &Delimiters) -> IdRun {
     use std::arch::x86_64::*;
-    let dash_ok = d.is(b'-');
-    let underscore_ok = d.is(b'_');
-    // SAFETY: SSE2 is part of the x86-64 baseline; loads are unaligned and within `chunk`.
-    unsafe {
-        let range = |x: __m128i, lo: u8, hi: u8| {
-            _mm_and_si128(
-                _mm_cmpgt_epi8(x, _mm_set1_epi8((lo - 1) as i8)),
-                _mm_cmplt_epi8(x, _mm_set1_epi8((hi + 1) as i8)),
+    id_run_blocks::<16>(key, i, |j| {
+        let mut buf = [0u8; 16];
+        let (p, s) = block_at(key, j, &mut buf);
+        // SAFETY: SSE2 is part of the x86-64 baseline; `p` points at 16 readable bytes.
+        let m = unsafe {
+            kind_masks!(
+                _mm_loadu_si128(p as *const __m128i),
+                d,
+                _mm_set1_epi8,
+                _mm_or_si128,
+                _mm_and_si128,
+                _mm_cmpgt_epi8,
+                _mm_cmplt_epi8,
+                _mm_cmpeq_epi8,
+                _mm_movemask_epi8
             )
         };
-        let eq = |x: __m128i, b: u8| _mm_cmpeq_epi8(x, _mm_set1_epi8(b as i8));
-        let bits = |m: __m128i| _mm_movemask_epi8(m) as u32;
-        let set = |b: u8| _mm_set1_epi8(b as i8);
-        // Which of `-` and `_` continue a run (the delimiters among them), as byte masks.
-        let (dash_ok, underscore_ok) = (
-            set(0u8.wrapping_sub(dash_ok as u8)),
-            set(0u8.wrapping_sub(underscore_ok as u8)),
-        );
-        let mut r = IdRun::default();
-        let mut j = i;
-        // The kind code (1 hex digit, 2 other upper-case, 3 other lower-case, 4 `-`/`_`) of the
-        // byte before the block; for the run's first byte, its own (no change before it).
-        let mut prev = u32::from(d.id_kind[key[i] as usize] & ID_KIND);
-        loop {
-            let mut buf = [0u8; 16];
-            let x = if j + 16 <= key.len() {
-                _mm_loadu_si128(key.as_ptr().add(j) as *const __m128i)
-            } else {
-                buf[..key.len() - j].copy_from_slice(&key[j..]);
-                _mm_loadu_si128(buf.as_ptr() as *const __m128i)
+        shifted(m, s)
+    })
+}
+
+/// [`id_run_scalar`] thirty-two bytes at a time (AVX2, counts by POPCNT): most ids fit one
+/// block.
+#[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)]
+fn id_run_avx2(key: &[u8], i: usize, d: &Delimiters) -> IdRun {
+    #[target_feature(enable = "avx2,popcnt")]
+    fn with_avx2(key: &[u8], i: usize, d: &Delimiters) -> IdRun {
+        use std::arch::x86_64::*;
+        // No less-than compare in AVX2: `a < b` is `b > a`.
+        let lt = |a: __m256i, b: __m256i| _mm256_cmpgt_epi8(b, a);
+        id_run_blocks::<32>(key, i, |j| {
+            let mut buf = [0u8; 32];
+            let (p, s) = block_at(key, j, &mut buf);
+            // SAFETY: `p` points at 32 readable bytes; AVX2 is enabled on this function.
+            let m = unsafe {
+                kind_masks!(
+                    _mm256_loadu_si256(p as *const __m256i),
+                    d,
+                    _mm256_set1_epi8,
+                    _mm256_or_si256,
+                    _mm256_and_si256,
+                    _mm256_cmpgt_epi8,
+                    lt,
+                    _mm256_cmpeq_epi8,
+                    _mm256_movemask_epi8
+                )
             };
-            let folded = _mm_or_si128(x, set(0x20));
-            let hex = _mm_or_si128(range(x, b'0', b'9'), range(folded, b'a', b'f'));
-            let upper = range(x, b'G', b'Z');
-            let lower = range(x, b'g', b'z');
-            let dash = _mm_or_si128(
-                _mm_and_si128(eq(x, b'-'), dash_ok),
-                _mm_and_si128(eq(x, b'_'), underscore_ok),
-            );
-            let ilou = _mm_or_si128(
-                _mm_or_si128(eq(x, b'I'), eq(x, b'L')),
-                _mm_or_si128(eq(x, b'O'), eq(x, b'U')),
-            );
-            let code = _mm_or_si128(
-                _mm_or_si128(_mm_and_si128(hex, set(1)), _mm_and_si128(upper, set(2))),
-                _mm_or_si128(_mm_and_si128(lower, set(3)), _mm_and_si128(dash, set(4))),
-            );
-            let valid = !bits(_mm_cmpeq_epi8(code, _mm_setzero_si128())) & 0xFFFF;
-            let stop = (!valid).trailing_zeros().min(16);
-            let run = ((1u32 << stop) - 1) & 0xFFFF;
-            // Each byte's code against the byte before it.
-            let before = _mm_or_si128(_mm_slli_si128(code, 1), _mm_cvtsi32_si128(prev as i32));
-            let changed = !bits(_mm_cmpeq_epi8(code, before));
-            r.changes += (changed & run).count_ones() as usize;
-            r.hex += (bits(hex) & run).count_ones() as usize;
-            r.upper += (bits(upper) & run).count_ones() as usize;
-            r.lower += (bits(lower) & run).count_ones() as usize;
-            r.dash += (bits(dash) & run).count_ones() as usize;
-            r.ilou += (bits(ilou) & run).count_ones() as usize;
-            j += stop as usize;
-            if stop < 16 || j >= key.len() {
-                r.end = j.min(key.len());
-                return r;
-            }
-            prev = (_mm_extract_epi16(code, 7) as u32) >> 8;
-        }
+            shifted(m, s)
+        })
     }
+    // SAFETY: called only where the CPU has AVX2 and POPCNT.
+    unsafe { with_avx2(key, i, d) }
 }
 
 /// In [`Delimiters::id_kind`]: the character kind of an id-like run (0: the run ends).
@@ -787,6 +866,23 @@ pub fn class_shape_hash(key: &[u8]) -> u64 {
     crate::sketch::mix_words(key, class_shape_word)
 }
 
+/// [`shape_hash`] or, with `CLASS`, [`class_shape_hash`], sixteen bytes at a time: for a
+/// family whose keys one of them is known to find.
+#[inline]
+pub fn one_shape_hash<const CLASS: bool>(key: &[u8]) -> u64 {
+    crate::sketch::mix_blocks_n(
+        key,
+        |w| {
+            [if CLASS {
+                class_shape_word(w)
+            } else {
+                shape_word(w)
+            }]
+        },
+        |b| [super::simd::shape_block::<CLASS>(b)],
+    )[0]
+}
+
 /// [`shape_hash`] and [`class_shape_hash`] of `key` in one pass: the hashes a key needs when
 /// neither its skeleton nor its hex skeleton is remembered.
 #[inline]
@@ -1089,6 +1185,8 @@ mod tests {
                 prop_assert_eq!(blocks, words);
             }
             prop_assert_eq!(shape_hashes(&key), [shape_hash(&key), class_shape_hash(&key)]);
+            prop_assert_eq!(one_shape_hash::<false>(&key), shape_hash(&key));
+            prop_assert_eq!(one_shape_hash::<true>(&key), class_shape_hash(&key));
         }
 
         #[test]
@@ -1157,8 +1255,10 @@ mod tests {
             #[cfg(target_arch = "x86_64")]
             if at < key.len() {
                 prop_assert_eq!(id_run_sse2(&key, at, &d), id_run_scalar(&key, at, &d));
-                if std::arch::is_x86_feature_detected!("popcnt") {
-                    prop_assert_eq!(id_run_popcnt(&key, at, &d), id_run_scalar(&key, at, &d));
+                if std::arch::is_x86_feature_detected!("avx2")
+                    && std::arch::is_x86_feature_detected!("popcnt")
+                {
+                    prop_assert_eq!(id_run_avx2(&key, at, &d), id_run_scalar(&key, at, &d));
                 }
             }
         }

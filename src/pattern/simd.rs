@@ -85,6 +85,35 @@ pub(crate) fn skeleton_block<const HEX: bool>(block: &[u8]) -> [u64; 2] {
     }
 }
 
+/// The shape (letters and digits read as `a`) or, with `CLASS`, the class shape (letters as
+/// `a`, digits as `0`) of a block: [`shape_blocks`] when only one of them is needed.
+#[inline(always)]
+pub(crate) fn shape_block<const CLASS: bool>(block: &[u8]) -> [u64; 2] {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let x = load(block);
+        let d = range(x, b'0', b'9');
+        // SAFETY: SSE2 is in the x86-64 baseline.
+        let l = range(unsafe { _mm_or_si128(x, _mm_set1_epi8(0x20)) }, b'a', b'z');
+        if CLASS {
+            words(put(put(x, l, b'a'), d, b'0'))
+        } else {
+            // SAFETY: as above.
+            words(put(x, unsafe { _mm_or_si128(l, d) }, b'a'))
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let [a, b] = split(block);
+        let w = if CLASS {
+            super::segment::class_shape_word
+        } else {
+            super::segment::shape_word
+        };
+        [w(a), w(b)]
+    }
+}
+
 /// The shape (letters and digits read as `a`) and the class shape (letters as `a`, digits as
 /// `0`) of a block.
 #[inline(always)]
