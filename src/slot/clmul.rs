@@ -4,7 +4,8 @@
 //! 16 bytes at a time into a 128-bit remainder `S ≡ M (mod P)`:
 //! appending a block `B` gives `S·x^128 + B ≡ hi·(x^192 mod P) + lo·(x^128 mod P) + B`, two
 //! 64×16-bit carry-less products. Two more folds bring `S` down to 64 bits `v ≡ M`, and the CRC
-//! is then `v·x^16 mod P`, eight look-ups in the slice tables. Inputs whose length is not a
+//! is then `v·x^16 mod P`: eight look-ups in the slice tables in software, two more carry-less
+//! products (Barrett reduction) with PCLMULQDQ. Inputs whose length is not a
 //! multiple of 16 are read as if left-padded with zeros (XMODEM starts from 0, so that is free).
 //!
 //! The same algorithm exists twice: [`crc16_fold_portable`] multiplies in software and
@@ -36,6 +37,22 @@ const K256: u64 = xpow_mod(256);
 const K320: u64 = xpow_mod(320);
 const K384: u64 = xpow_mod(384);
 const K448: u64 = xpow_mod(448);
+
+/// The Barrett constant `floor(x^80 / P)` without its `x^64` term (the quotient has degree 64).
+const MU80: u64 = {
+    let mut rem: u128 = 1 << 80;
+    let mut q: u128 = 0;
+    let mut d = 80;
+    while d >= 16 {
+        if rem >> d & 1 == 1 {
+            rem ^= 0x1_1021u128 << (d - 16);
+            q |= 1 << (d - 16);
+        }
+        d -= 1;
+    }
+    assert!(q >> 64 == 1);
+    q as u64
+};
 
 /// Software carry-less multiply of a 64-bit value by a constant of at most 16 bits.
 #[inline(always)]
@@ -141,7 +158,7 @@ pub fn crc16_in(buf: &[u8], a: usize, b: usize) -> u16 {
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::{K64, K128, K192, K256, K320, K384, K448, crc16_u64, first_block};
+    use super::{K64, K128, K192, K256, K320, K384, K448, MU80, first_block};
     use crate::slot::crc16::crc16_table;
     use std::arch::x86_64::*;
 
@@ -171,7 +188,26 @@ mod x86 {
         let k64 = _mm_set_epi64x(0, K64 as i64);
         let t = _mm_xor_si128(_mm_clmulepi64_si128(s, k64, 0x01), _mm_move_epi64(s));
         let u = _mm_xor_si128(_mm_clmulepi64_si128(t, k64, 0x01), t);
-        crc16_u64(_mm_cvtsi128_si64(u) as u64)
+        reduce64(u)
+    }
+
+    /// The CRC of the 64-bit remainder `v` in the low half of `u`, `v·x^16 mod P`, by Barrett
+    /// reduction: the quotient is `floor(v·floor(x^80/P) / x^64)`, exact for `v` of degree below
+    /// 64, and the remainder is the low 16 bits of the quotient times `P` (the low 16 bits of
+    /// `v·x^16` are zero). Two carry-less products instead of eight table look-ups.
+    #[target_feature(enable = "pclmulqdq,sse4.1")]
+    #[inline]
+    pub(super) fn reduce64(u: __m128i) -> u16 {
+        let v = _mm_move_epi64(u);
+        let q = _mm_xor_si128(
+            _mm_srli_si128(
+                _mm_clmulepi64_si128(v, _mm_set_epi64x(0, MU80 as i64), 0x00),
+                8,
+            ),
+            v,
+        );
+        let r = _mm_clmulepi64_si128(q, _mm_set_epi64x(0, 0x1021), 0x00);
+        _mm_cvtsi128_si32(r) as u16
     }
 
     /// `MASK[k]` is 0xff for k >= 64: a 64-byte window of it starting at `n` keeps the last
@@ -236,7 +272,7 @@ mod x86 {
         let k64 = _mm_set_epi64x(0, K64 as i64);
         let t = _mm_xor_si128(_mm_clmulepi64_si128(s, k64, 0x01), _mm_move_epi64(s));
         let u = _mm_xor_si128(_mm_clmulepi64_si128(t, k64, 0x01), t);
-        crc16_u64(_mm_cvtsi128_si64(u) as u64)
+        reduce64(u)
     }
 }
 
@@ -264,6 +300,30 @@ mod tests {
                 assert_eq!(got, want, "pclmul len {n}");
             }
             assert_eq!(crc16_long(&data[..n]), want, "dispatch len {n}");
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn barrett_reduction_equals_the_tables() {
+        if !window_supported() {
+            return;
+        }
+        let mut v = 0x9E37_79B9_7F4A_7C15u64;
+        for i in 0..200_000u64 {
+            v = v
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            // Also values with few bits, high or low.
+            let x = match i % 3 {
+                0 => v,
+                1 => v >> (i % 64),
+                _ => v << (i % 64),
+            };
+            // SAFETY: support was checked above.
+            let got =
+                unsafe { x86::reduce64(std::arch::x86_64::_mm_set_epi64x(i as i64, x as i64)) };
+            assert_eq!(got, crate::slot::crc16::crc16_u64(x), "{x:#x}");
         }
     }
 
