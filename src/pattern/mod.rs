@@ -795,8 +795,14 @@ impl Memo {
     }
 
     /// Whether `key` (of the same skeleton) passes the same tests the same way.
-    #[inline]
+    #[inline(always)]
     fn holds(&self, key: &[u8], d: &Delimiters) -> bool {
+        self.checks == 0 || self.holds_checks(key, d)
+    }
+
+    /// [`Memo::holds`] for a memo with tests (out of line: most skeletons have none).
+    #[inline(never)]
+    fn holds_checks(&self, key: &[u8], d: &Delimiters) -> bool {
         self.check[..self.checks as usize]
             .iter()
             .all(|p| p.holds(key, d))
@@ -990,7 +996,7 @@ impl PatternTree {
     /// The leaf the skeleton memo remembers for `key` (of skeleton `sk`).
     #[inline(always)]
     fn leaf_by_skeleton(&self, key: &[u8], sk: u64) -> Option<u32> {
-        let m = self.memo[sk as usize & (MEMO_SLOTS - 1)];
+        let m = &self.memo[sk as usize & (MEMO_SLOTS - 1)];
         if m.skeleton == sk
             && m.generation == self.memo_generation
             && m.holds(key, &self.delimiters)
