@@ -403,7 +403,7 @@ impl HexMemo {
             Token::Class(c) => matches!(c, Class::Uuid | Class::Hex),
             Token::Lit { start, end } => !key[*start..*end].iter().any(hex_letter),
         })?;
-        if !rec.checks.is_empty() || rec.hex_spans.len() > HEX_SPANS {
+        if !rec.checks.is_empty() || rec.hex_spans.len() > HEX_SPANS || rec.base64 {
             return None;
         }
         let spans = rec
@@ -452,6 +452,7 @@ impl IdMemo {
             Token::Lit { start, end } => !key[*start..*end].iter().any(u8::is_ascii_alphanumeric),
         })?;
         if rec.id_spans.is_empty()
+            || rec.base64
             || !rec.checks.is_empty()
             || !rec.hex_spans.is_empty()
             || rec.id_spans.len() > ID_SPANS
@@ -567,6 +568,9 @@ impl SameBytes {
                 let mut c = CODE_ALNUM;
                 if !bit(rec.hex_only) {
                     c |= CODE_DIGIT;
+                }
+                if bit(rec.case_read) {
+                    c |= CODE_DIGIT | CODE_UPPER;
                 }
                 if bit(rec.hex_read) {
                     c |= CODE_HEX;

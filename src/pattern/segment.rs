@@ -29,7 +29,8 @@ pub enum Class {
     /// An IPv6 address (hex groups and `:`, with `::`, or all eight groups).
     Ipv6,
     /// An opaque token: 20 or more letters, digits, `-` and `_` in a random-looking mix
-    /// (base62 and base64url session ids, nanoids, KSUIDs, mixed letter-digit ids).
+    /// (base62 and base64url session ids, nanoids, KSUIDs, mixed letter-digit ids), or
+    /// standard base64 with `+`, `/` and `=` padding (digests).
     Token,
     /// Non-ASCII or control bytes.
     Bytes,
@@ -68,7 +69,7 @@ impl Class {
             Class::Word => "[A-Za-z]+",
             Class::Ulid => "[0-9A-HJKMNP-TV-Z]{26}",
             Class::Ipv6 => "[0-9A-Fa-f:]*:[0-9A-Fa-f:]*",
-            Class::Token => "[A-Za-z0-9_-]+",
+            Class::Token => "[A-Za-z0-9+/=_-]+",
             Class::Bytes => "[\\x00-\\x1f\\x7f-\\xff]+",
             Class::Rest => "(?s:.*)",
         }
@@ -313,7 +314,7 @@ fn decide_id_like(key: &[u8], i: usize, r: IdRun, d: &Delimiters) -> Option<(usi
         return None;
     }
     // Only hex digits (and `-`, `_`): `<hex>`, uuids and ints, decided by the segment rules.
-    if r.upper + r.lower == 0 {
+    if r.upper + r.lower == 0 || starts_with_word(key, i, j) {
         return None;
     }
     // Canonical ULIDs: Crockford base32 (no `I`, `L`, `O`, `U`), no lower-case letter past `f`;
@@ -336,6 +337,25 @@ fn decide_id_like(key: &[u8], i: usize, r: IdRun, d: &Delimiters) -> Option<(usi
         r.upper > 1 && r.lower > 1 && r.changes * 3 >= len
     };
     (len >= 20 && random).then_some((len, Class::Token))
+}
+
+/// Whether the run `key[i..j]` starts with a word joined to the rest by `-` or `_`: three or
+/// more letters of one case, one of them past `f` (a word, not hex digits), then `-` or `_`.
+/// Such a run names a family (`celery-task-meta-<uuid>`, `flask_cache_<id>`): the word stays
+/// a literal and what follows is tokenized after it. Reads which bytes are letters, their case
+/// and whether they are hex digits, as the rest of the run's test does.
+#[inline]
+fn starts_with_word(key: &[u8], i: usize, j: usize) -> bool {
+    let part = &key[i..j];
+    let k = part
+        .iter()
+        .position(|b| !b.is_ascii_alphabetic())
+        .unwrap_or(part.len());
+    let word = &part[..k];
+    k >= 3
+        && matches!(part.get(k), Some(b'-' | b'_'))
+        && (word.iter().all(u8::is_ascii_lowercase) || word.iter().all(u8::is_ascii_uppercase))
+        && word.iter().any(|b| !b.is_ascii_hexdigit())
 }
 
 /// The id-like run at `key[i..]` (`i` in bounds), one table lookup per byte.
@@ -658,6 +678,9 @@ pub enum Reads {
     /// The IPv6 address or uuid just written covers `start..end`: only which of its bytes are
     /// hex digits decided it.
     HexOnly(usize, usize),
+    /// The standard-base64 recognizer is about to read from here on: which bytes are digits,
+    /// upper or lower case letters, `+` or `/`.
+    Base64(usize),
 }
 
 /// A bit for each of the bytes `start..end` (those below 128).
@@ -736,6 +759,12 @@ pub struct Recorded {
     /// The bytes of IPv6 addresses and uuids: whether they are digits or letters decided
     /// nothing (only which are hex digits did).
     pub hex_only: u128,
+    /// The bytes whose case and being a digit decided a token (the standard-base64
+    /// recognizer's), even inside a later uuid.
+    pub case_read: u128,
+    /// Whether the standard-base64 recognizer ran: it reads letter case and which bytes are
+    /// digits, so keys of one hex skeleton or one shape can tokenize differently.
+    pub base64: bool,
 }
 
 impl TokenSink for Recorded {
@@ -773,6 +802,10 @@ impl TokenSink for Recorded {
             }
             Reads::HexSegment(start, end) => self.hex_read |= span_bits(start, end),
             Reads::HexOnly(start, end) => self.hex_only |= span_bits(start, end),
+            Reads::Base64(at) => {
+                self.case_read |= span_bits(at, 128);
+                self.base64 = true;
+            }
         }
     }
 }
@@ -811,6 +844,8 @@ pub fn tokenize_recorded(key: &[u8], d: &Delimiters, out: &mut Recorded) {
     out.hex_read = 0;
     out.ids_read = 0;
     out.hex_only = 0;
+    out.case_read = 0;
+    out.base64 = false;
     tokenize_into(key, d, out);
 }
 
@@ -979,6 +1014,15 @@ pub fn tokenize_into<S: TokenSink>(key: &[u8], d: &Delimiters, out: &mut S) {
                 i += len;
                 continue;
             }
+            // And a standard-base64 one with `/`.
+            if b == b'/'
+                && (i == 0 || d.is(key[i - 1]))
+                && n - i >= 20
+                && let Some(len) = base64_token(key, i, d, out)
+            {
+                i += len;
+                continue;
+            }
             out.lit(key, i, i + 1);
             i += 1;
             continue;
@@ -1034,6 +1078,17 @@ pub fn tokenize_into<S: TokenSink>(key: &[u8], d: &Delimiters, out: &mut S) {
             mask |= c;
             j += 1;
         }
+        // Standard base64 (`+` and `/` among letters and digits) before the other ids, so that
+        // one that has a `/` is not cut there.
+        if n - i >= 20
+            && (key.get(j) == Some(&b'/') || (mask & C_OTHER != 0 && key[i..j].contains(&b'+')))
+            && (c & (C_DIGIT | C_HEXALPHA | C_ALPHA) != 0
+                || (b == b'+' && (i == 0 || d.is(key[i - 1]))))
+            && let Some(len) = base64_token(key, i, d, out)
+        {
+            i += len;
+            continue;
+        }
         if c & (C_DIGIT | C_HEXALPHA | C_ALPHA) != 0
             && may_be_id(key, i, j, mask)
             && let Some(len) = id_token(key, i, d, out)
@@ -1071,6 +1126,72 @@ fn id_token<S: TokenSink>(key: &[u8], i: usize, d: &Delimiters, out: &mut S) -> 
     let (len, class) = match_id_like(key, i, d)?;
     out.class(class);
     out.id_span(i);
+    Some(len)
+}
+
+/// A standard-base64 id at `key[i..]` (`A`-`Z`, `a`-`z`, `0`-`9`, `+`, `/`, up to two `=` of
+/// padding), as `base64.b64encode` of a digest writes it (Flask-Caching's memoized keys): at
+/// least 20 letters, digits, `+` and `/`, with a `+` or `/`, both cases, the kind (digit,
+/// upper, lower case) changing at least once every four letters and digits, and no part
+/// between `/` that reads as a word or a number (`api`, `Users`, `2024`: a path, not an id).
+/// Ends at a delimiter or at the end.
+fn match_base64(key: &[u8], i: usize, d: &Delimiters) -> Option<usize> {
+    let n = key.len();
+    let (mut j, mut alnum, mut sym, mut upper, mut lower, mut changes) = (i, 0, 0, 0, 0, 0);
+    let mut last = 0u8;
+    let mut part = i;
+    let word_like = |p: &[u8]| {
+        let lower_tail = |t: &[u8]| t.iter().all(u8::is_ascii_lowercase);
+        (p.len() >= 3 && (lower_tail(p) || p.iter().all(u8::is_ascii_digit)))
+            || (p.len() >= 4
+                && (p.iter().all(u8::is_ascii_uppercase)
+                    || (p[0].is_ascii_uppercase() && lower_tail(&p[1..]))))
+    };
+    while j < n {
+        let kind = match key[j] {
+            b'0'..=b'9' => 1,
+            b'A'..=b'Z' => 2,
+            b'a'..=b'z' => 3,
+            b'+' | b'/' => {
+                if key[j] == b'/' {
+                    if word_like(&key[part..j]) {
+                        return None;
+                    }
+                    part = j + 1;
+                }
+                sym += 1;
+                j += 1;
+                continue;
+            }
+            _ => break,
+        };
+        upper += (kind == 2) as usize;
+        lower += (kind == 3) as usize;
+        changes += (last != 0 && kind != last) as usize;
+        last = kind;
+        alnum += 1;
+        j += 1;
+    }
+    if word_like(&key[part..j]) {
+        return None;
+    }
+    let mut pad = 0;
+    while pad < 2 && j < n && key[j] == b'=' {
+        j += 1;
+        pad += 1;
+    }
+    let ends = j == n || d.is(key[j]);
+    let len = alnum + sym;
+    (ends && sym > 0 && len >= 20 && upper > 0 && lower > 0 && changes * 4 >= alnum)
+        .then_some(j - i)
+}
+
+/// Writes the standard-base64 `<token>` at `key[i..]` and returns its length, if there is one.
+#[inline]
+fn base64_token<S: TokenSink>(key: &[u8], i: usize, d: &Delimiters, out: &mut S) -> Option<usize> {
+    out.reads(key, Reads::Base64(i));
+    let len = match_base64(key, i, d)?;
+    out.class(Class::Token);
     Some(len)
 }
 
@@ -1153,6 +1274,21 @@ mod tests {
         }
         let len = j - i;
         if (j < key.len() && !d.is(key[j])) || upper + lower == 0 {
+            return None;
+        }
+        // A leading word joined by `-` or `_` (a family name) is not part of an id.
+        let lead = key[i..j]
+            .iter()
+            .take_while(|b| b.is_ascii_alphabetic())
+            .count();
+        let word = &key[i..i + lead];
+        if lead >= 3
+            && i + lead < j
+            && matches!(key[i + lead], b'-' | b'_')
+            && (word.iter().all(|b| b.is_ascii_lowercase())
+                || word.iter().all(|b| b.is_ascii_uppercase()))
+            && word.iter().any(|b| !b.is_ascii_hexdigit())
+        {
             return None;
         }
         let crockford = |b: &u8| matches!(b.to_ascii_uppercase(), b'0'..=b'9' | b'A'..=b'H' | b'J' | b'K' | b'M' | b'N' | b'P'..=b'T' | b'V'..=b'Z');
@@ -1276,6 +1412,41 @@ mod tests {
                 },
             })
             .collect()
+    }
+
+    #[test]
+    fn family_words_stay_out_of_ids() {
+        // celery's result keys and Flask-Caching's memoized keys (standard base64 of a digest
+        // and a version, `+` and `/` included).
+        assert_eq!(
+            text("celery-task-meta-cb8e043d-8f7b-4579-be1e-9027ee7460e4"),
+            "celery-task-meta-<uuid>"
+        );
+        for k in [
+            "flask_cache_d4tR4CJE3pCx7Vy71H08/6",
+            "flask_cache_hzrG+x+5vKseAswn1H08/6",
+            "flask_cache_+/I9ZPiQxCZidmMv1H08/6",
+            "flask_cache_0N33ITN2KYqZ5BT71H08/6",
+        ] {
+            assert_eq!(text(k), "flask_cache_<token>", "{k}");
+        }
+        // Paths stay paths; a base64url token after a word stays one token.
+        assert_eq!(
+            text("flask_cache_view//products/80"),
+            "flask_cache_view//products/<int>"
+        );
+        assert_eq!(
+            text("cache:/api/v1/Users/GetById/12345"),
+            "cache:/api/v<int>/Users/GetById/<int>"
+        );
+        assert_eq!(
+            text("sess:uV1bRQ-3wYgZ_h6TqKp9LmN0xCvB2dEf"),
+            "sess:<token>"
+        );
+        // Hex-letter words are not family words (they could be hex digits).
+        assert!(!starts_with_word(b"cafe-x9Kq2", 0, 10));
+        assert!(starts_with_word(b"task-x9Kq2", 0, 10));
+        assert!(!starts_with_word(b"Task-x9Kq2", 0, 10));
     }
 
     #[test]

@@ -633,6 +633,71 @@ fn library_dumps_keep_their_templates() {
                 r"^:1:product:[0-9]+$",
             ],
         ),
+        (
+            "celery",
+            &[
+                r"^celery-task-meta-[0-9a-f-]{36}$",
+                r"^_kombu\.binding\.[a-z]+$",
+                r"^_kombu\.binding_permanent\.[a-z]+$",
+                r"^[a-z]+$",
+            ],
+        ),
+        (
+            "flask-caching",
+            &[
+                r"^flask_cache_[A-Za-z0-9+/]{22}$",
+                r"^flask_cache___main__\.price_memver$",
+                r"^flask_cache_user:[a-z]+$",
+                r"^flask_cache_view//products/[0-9]+$",
+            ],
+        ),
+        (
+            "arq",
+            &[
+                r"^arq:job:[0-9a-f]{32}$",
+                r"^arq:job:order-[0-9]+$",
+                r"^arq:queue$",
+                r"^arq:images$",
+            ],
+        ),
+        (
+            "saq",
+            &[
+                r"^saq:job:[a-z]+:[0-9a-f-]{36}$",
+                r"^saq:[a-z]+:incomplete$",
+                r"^saq:[a-z]+:queued$",
+            ],
+        ),
+        (
+            "dogpile",
+            &[
+                r"^__main__:load_user\|[0-9]+$",
+                r"^__main__:load_order\|v2\|[0-9]+ (True|False)$",
+            ],
+        ),
+        (
+            "aiocache",
+            &[r"^main:user_[0-9]+$", r"^sessions:[0-9a-f]{32}$"],
+        ),
+        (
+            "walrus",
+            &[
+                r"^api:user-[0-9]+$",
+                r"^login:[0-9.]+$",
+                r"^pages:/page/[0-9]+$",
+                r"^cities:s:[a-z]+$",
+                r"^cities:d$",
+                r"^cities:t$",
+            ],
+        ),
+        (
+            "django-redis",
+            &[
+                r"^shop:3:product:[0-9]+$",
+                r"^shop:3:tmpl\.[a-z]+$",
+                r"^shop:3:views\.decorators\.cache\.cache_page\.[0-9a-f]{32}$",
+            ],
+        ),
     ];
     for (lib, temps) in templates {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -680,6 +745,28 @@ fn library_dumps_keep_their_templates() {
             mixed.is_empty(),
             "{lib}: patterns mixing templates: {mixed:?}"
         );
+        // The family stays literal: a template that starts with a literal character gives
+        // patterns that start with it (not `<token>` swallowing `celery-task-meta-`), and a
+        // template's keys do not shatter (a few patterns at most: one per queue or cache
+        // name where the name stays literal).
+        for (t, re) in temps.iter().enumerate() {
+            let lead = re.as_bytes()[1];
+            let patterns: std::collections::BTreeSet<&String> = template_of
+                .iter()
+                .filter(|(_, k)| *k == t)
+                .map(|(p, _)| p)
+                .collect();
+            if lead.is_ascii_alphanumeric() || matches!(lead, b'_' | b':') {
+                for p in &patterns {
+                    assert!(p.as_bytes()[0] == lead, "{lib}: {re} gives the pattern {p}");
+                }
+            }
+            assert!(
+                patterns.len() <= 8,
+                "{lib}: {re} shatters into {} patterns: {patterns:?}",
+                patterns.len()
+            );
+        }
         let good = template_of
             .iter()
             .filter(|(p, _)| p != "<none>" && pure(p))
