@@ -339,23 +339,59 @@ fn decide_id_like(key: &[u8], i: usize, r: IdRun, d: &Delimiters) -> Option<(usi
     (len >= 20 && random).then_some((len, Class::Token))
 }
 
-/// Whether the run `key[i..j]` starts with a word joined to the rest by `-` or `_`: three or
-/// more letters of one case, one of them past `f` (a word, not hex digits), then `-` or `_`.
-/// Such a run names a family (`celery-task-meta-<uuid>`, `flask_cache_<id>`): the word stays
-/// a literal and what follows is tokenized after it. Reads which bytes are letters, their case
-/// and whether they are hex digits, as the rest of the run's test does.
+/// Whether the run `key[i..j]` starts with a family name: a word joined to the rest by `-` or
+/// `_` (three or more letters of one case, one of them past `f`: a word, not hex digits),
+/// followed by a second such word (`celery-task-meta-<uuid>`, `flask_cache_<id>`) or by hex
+/// digits only (`user-<uuid>`), or a word after such a word (`cache_…` in `flask_cache_…`). A
+/// single short word before more letters is as likely the start of a random base64url id
+/// (`kyh_Eh7qY2…`), which stays one token. The words stay literals and what follows is
+/// tokenized after them. Reads which bytes are letters, their case and whether they are hex
+/// digits, from the word before the run (see [`word_before`]) on.
 #[inline]
 fn starts_with_word(key: &[u8], i: usize, j: usize) -> bool {
-    let part = &key[i..j];
-    let k = part
+    let word_at = |at: usize| -> Option<usize> {
+        let part = &key[at..j];
+        let k = part
+            .iter()
+            .position(|b| !b.is_ascii_alphabetic())
+            .unwrap_or(part.len());
+        let word = &part[..k];
+        (k >= 3
+            && matches!(part.get(k), Some(b'-' | b'_'))
+            && (word.iter().all(u8::is_ascii_lowercase) || word.iter().all(u8::is_ascii_uppercase))
+            && word.iter().any(|b| !b.is_ascii_hexdigit()))
+        .then_some(at + k + 1)
+    };
+    if word_before(key, i).is_some() {
+        return true;
+    }
+    let Some(rest) = word_at(i) else {
+        return false;
+    };
+    word_at(rest).is_some()
+        || !key[rest..j]
+            .iter()
+            .any(|b| b.is_ascii_alphabetic() && !b.is_ascii_hexdigit())
+}
+
+/// Where the family word that `key[i]` follows starts: a segment of three or more letters of one
+/// case, one of them past `f`, joined to `key[i]` by `-` or `_`.
+#[inline]
+pub(crate) fn word_before(key: &[u8], i: usize) -> Option<usize> {
+    if i < 4 || !matches!(key[i - 1], b'-' | b'_') {
+        return None;
+    }
+    let end = i - 1;
+    let start = key[..end]
         .iter()
-        .position(|b| !b.is_ascii_alphabetic())
-        .unwrap_or(part.len());
-    let word = &part[..k];
-    k >= 3
-        && matches!(part.get(k), Some(b'-' | b'_'))
+        .rposition(|b| !b.is_ascii_alphabetic())
+        .map_or(0, |p| p + 1);
+    let word = &key[start..end];
+    (word.len() >= 3
+        && (start == 0 || !key[start - 1].is_ascii_alphanumeric())
         && (word.iter().all(u8::is_ascii_lowercase) || word.iter().all(u8::is_ascii_uppercase))
-        && word.iter().any(|b| !b.is_ascii_hexdigit())
+        && word.iter().any(|b| !b.is_ascii_hexdigit()))
+    .then_some(start)
 }
 
 /// The id-like run at `key[i..]` (`i` in bounds), one table lookup per byte.
@@ -1122,7 +1158,7 @@ pub fn tokenize_into<S: TokenSink>(key: &[u8], d: &Delimiters, out: &mut S) {
 /// Writes the `<token>` or `<ulid>` at `key[i..]` and returns its length, if there is one.
 #[inline(always)]
 fn id_token<S: TokenSink>(key: &[u8], i: usize, d: &Delimiters, out: &mut S) -> Option<usize> {
-    out.reads(key, Reads::IdRun(i));
+    out.reads(key, Reads::IdRun(word_before(key, i).unwrap_or(i)));
     let (len, class) = match_id_like(key, i, d)?;
     out.class(class);
     out.id_span(i);
@@ -1276,18 +1312,42 @@ mod tests {
         if (j < key.len() && !d.is(key[j])) || upper + lower == 0 {
             return None;
         }
-        // A leading word joined by `-` or `_` (a family name) is not part of an id.
-        let lead = key[i..j]
-            .iter()
-            .take_while(|b| b.is_ascii_alphabetic())
-            .count();
-        let word = &key[i..i + lead];
-        if lead >= 3
-            && i + lead < j
-            && matches!(key[i + lead], b'-' | b'_')
-            && (word.iter().all(|b| b.is_ascii_lowercase())
-                || word.iter().all(|b| b.is_ascii_uppercase()))
-            && word.iter().any(|b| !b.is_ascii_hexdigit())
+        // A leading family name joined by `-` or `_` is not part of an id: two words, or one
+        // before hex digits only.
+        let word_end = |at: usize| {
+            let lead = key[at..j]
+                .iter()
+                .take_while(|b| b.is_ascii_alphabetic())
+                .count();
+            let word = &key[at..at + lead];
+            (lead >= 3
+                && at + lead < j
+                && matches!(key[at + lead], b'-' | b'_')
+                && (word.iter().all(|b| b.is_ascii_lowercase())
+                    || word.iter().all(|b| b.is_ascii_uppercase()))
+                && word.iter().any(|b| !b.is_ascii_hexdigit()))
+            .then_some(at + lead + 1)
+        };
+        let after_word = i >= 4 && matches!(key[i - 1], b'-' | b'_') && {
+            let start = key[..i - 1]
+                .iter()
+                .rposition(|b| !b.is_ascii_alphabetic())
+                .map_or(0, |p| p + 1);
+            let word = &key[start..i - 1];
+            word.len() >= 3
+                && (start == 0 || !key[start - 1].is_ascii_alphanumeric())
+                && (word.iter().all(|b| b.is_ascii_lowercase())
+                    || word.iter().all(|b| b.is_ascii_uppercase()))
+                && word.iter().any(|b| !b.is_ascii_hexdigit())
+        };
+        if after_word {
+            return None;
+        }
+        if let Some(rest) = word_end(i)
+            && (word_end(rest).is_some()
+                || key[rest..j]
+                    .iter()
+                    .all(|b| !matches!(b, b'g'..=b'z' | b'G'..=b'Z')))
         {
             return None;
         }
@@ -1445,8 +1505,11 @@ mod tests {
         );
         // Hex-letter words are not family words (they could be hex digits).
         assert!(!starts_with_word(b"cafe-x9Kq2", 0, 10));
-        assert!(starts_with_word(b"task-x9Kq2", 0, 10));
-        assert!(!starts_with_word(b"Task-x9Kq2", 0, 10));
+        assert!(starts_with_word(b"task-meta-x9Kq2", 0, 15));
+        assert!(starts_with_word(b"user-3fa9-0b1c", 0, 14));
+        // One short word before more letters: as likely a random base64url id's start.
+        assert!(!starts_with_word(b"kyh_Eh7qY2qZvX", 0, 14));
+        assert!(!starts_with_word(b"Task-meta-x9Kq2", 0, 15));
     }
 
     #[test]

@@ -691,6 +691,51 @@ fn library_dumps_keep_their_templates() {
             ],
         ),
         (
+            "flask-session",
+            &[r"^session:[A-Za-z0-9_-]{43}$"],
+        ),
+        (
+            "fastapi-cache",
+            &[
+                r"^fastapi-cache:items:[0-9a-f]{32}$",
+                r"^fastapi-cache:users:[0-9a-f]{32}$",
+            ],
+        ),
+        (
+            "redis-lock",
+            &[r"^lock:order-[0-9]+$", r"^lock:report:[0-9a-f-]{36}$"],
+        ),
+        ("taskiq", &[r"^[0-9a-f]{32}$", r"^taskiq$"]),
+        (
+            "bull",
+            &[
+                r"^bull:[a-z]+:[0-9]+$",
+                r"^bull:[a-z]+:import-[0-9]+$",
+                r"^bull:[a-z]+:wait$",
+                r"^bull:[a-z]+:delayed$",
+                r"^bull:[a-z]+:id$",
+            ],
+        ),
+        (
+            "rate-limiter-flexible",
+            &[
+                r"^login_fail_ip:[0-9.]+$",
+                r"^api:user_[0-9]+$",
+                r"^api:[0-9a-f:]+$",
+            ],
+        ),
+        (
+            "rate-limit-redis",
+            &[r"^rl:[0-9.]+$", r"^rl:[0-9a-f:]+$"],
+        ),
+        (
+            "keyv",
+            &[
+                r"^cache::cache:user:[0-9]+$",
+                r"^sessions::sessions:[0-9a-f-]{36}$",
+            ],
+        ),
+        (
             "django-redis",
             &[
                 r"^shop:3:product:[0-9]+$",
