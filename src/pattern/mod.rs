@@ -267,6 +267,9 @@ pub struct PatternTree {
     /// Per family slot ([`family_slot`]): how many of its last keys in a row the shape memos
     /// knew.
     shape_streak: [u8; FAMILY_SLOTS],
+    /// Per family slot: how many of its last keys in a row the hex-skeleton memo knew (past
+    /// [`SHAPE_STREAK`], it is asked first).
+    hex_streak: [u8; FAMILY_SLOTS],
     /// Per family slot: whether its last key the shape memos knew was known by class shape
     /// (else by shape), the one hash [`PatternTree::leaf_by_shape_first`] computes first.
     shape_class: [bool; FAMILY_SLOTS],
@@ -831,6 +834,7 @@ impl PatternTree {
             scratch: Vec::new(),
             shape_streak: [0; FAMILY_SLOTS],
             shape_class: [false; FAMILY_SLOTS],
+            hex_streak: [0; FAMILY_SLOTS],
             folds: 0,
             memo_generation: 1,
         }
@@ -981,7 +985,8 @@ impl PatternTree {
     /// shape (opaque tokens, ULIDs) or its tokens, else found by tokenizing it.
     ///
     /// Which memos to ask first is learnt per family (the key's first bytes): the shape memos
-    /// once they knew the family's last [`SHAPE_STREAK`] keys, else the skeleton memos. Every
+    /// or the hex-skeleton memo once it knew the family's last [`SHAPE_STREAK`] keys, else the
+    /// skeleton memo. Every
     /// memo is checked exactly, so the order changes only how much is hashed, never the leaf.
     #[inline(always)]
     fn leaf_of(&mut self, key: &[u8]) -> Option<u32> {
@@ -989,9 +994,16 @@ impl PatternTree {
         if self.shape_streak[family] >= SHAPE_STREAK {
             return self.leaf_by_shape_first(key, family);
         }
+        if self.hex_streak[family] >= SHAPE_STREAK {
+            if let Some(l) = self.leaf_by_hex(key, hex_skeleton_hash(key)) {
+                return Some(l);
+            }
+            self.hex_streak[family] = 0;
+        }
         let sk = skeleton_hash(key);
         if let Some(l) = self.leaf_by_skeleton(key, sk) {
             self.shape_streak[family] = 0;
+            self.hex_streak[family] = 0;
             return Some(l);
         }
         self.leaf_by_hashes(key, sk, family)
@@ -1025,10 +1037,12 @@ impl PatternTree {
         let hk = hex_skeleton_hash(key);
         if let Some(l) = self.leaf_by_hex(key, hk) {
             self.shape_streak[family] = 0;
+            self.hex_streak[family] = self.hex_streak[family].saturating_add(1);
             return Some(l);
         }
         let [sh, ch] = shape_hashes(key);
         if let Some((l, by_class)) = self.leaf_by_shape(key, [sh, ch]) {
+            self.hex_streak[family] = 0;
             self.shape_streak[family] = self.shape_streak[family].saturating_add(1);
             self.shape_class[family] = by_class;
             return Some(l);

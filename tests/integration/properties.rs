@@ -690,10 +690,7 @@ fn library_dumps_keep_their_templates() {
                 r"^cities:t$",
             ],
         ),
-        (
-            "flask-session",
-            &[r"^session:[A-Za-z0-9_-]{43}$"],
-        ),
+        ("flask-session", &[r"^session:[A-Za-z0-9_-]{43}$"]),
         (
             "fastapi-cache",
             &[
@@ -724,10 +721,7 @@ fn library_dumps_keep_their_templates() {
                 r"^api:[0-9a-f:]+$",
             ],
         ),
-        (
-            "rate-limit-redis",
-            &[r"^rl:[0-9.]+$", r"^rl:[0-9a-f:]+$"],
-        ),
+        ("rate-limit-redis", &[r"^rl:[0-9.]+$", r"^rl:[0-9a-f:]+$"]),
         (
             "keyv",
             &[
