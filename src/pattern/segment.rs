@@ -355,12 +355,7 @@ fn starts_with_word(key: &[u8], i: usize, j: usize) -> bool {
             .iter()
             .position(|b| !b.is_ascii_alphabetic())
             .unwrap_or(part.len());
-        let word = &part[..k];
-        (k >= 3
-            && matches!(part.get(k), Some(b'-' | b'_'))
-            && (word.iter().all(u8::is_ascii_lowercase) || word.iter().all(u8::is_ascii_uppercase))
-            && word.iter().any(|b| !b.is_ascii_hexdigit()))
-        .then_some(at + k + 1)
+        (matches!(part.get(k), Some(b'-' | b'_')) && family_word(&part[..k])).then_some(at + k + 1)
     };
     if word_before(key, i).is_some() {
         return true;
@@ -374,10 +369,19 @@ fn starts_with_word(key: &[u8], i: usize, j: usize) -> bool {
             .any(|b| b.is_ascii_alphabetic() && !b.is_ascii_hexdigit())
 }
 
-/// Where the family word that `key[i]` follows starts: a segment of three or more letters of one
-/// case, one of them past `f`, joined to `key[i]` by `-` or `_`.
+/// Whether `word` reads as a family name's word: three or more letters of one case, one of
+/// them past `f` (a word, not hex digits).
 #[inline]
-pub(crate) fn word_before(key: &[u8], i: usize) -> Option<usize> {
+fn family_word(word: &[u8]) -> bool {
+    word.len() >= 3
+        && (word.iter().all(u8::is_ascii_lowercase) || word.iter().all(u8::is_ascii_uppercase))
+        && word.iter().any(|b| !b.is_ascii_hexdigit())
+}
+
+/// Where the family word ([`family_word`]) that `key[i]` follows starts: a segment of letters
+/// joined to `key[i]` by `-` or `_`.
+#[inline]
+fn word_before(key: &[u8], i: usize) -> Option<usize> {
     if i < 4 || !matches!(key[i - 1], b'-' | b'_') {
         return None;
     }
@@ -386,12 +390,8 @@ pub(crate) fn word_before(key: &[u8], i: usize) -> Option<usize> {
         .iter()
         .rposition(|b| !b.is_ascii_alphabetic())
         .map_or(0, |p| p + 1);
-    let word = &key[start..end];
-    (word.len() >= 3
-        && (start == 0 || !key[start - 1].is_ascii_alphanumeric())
-        && (word.iter().all(u8::is_ascii_lowercase) || word.iter().all(u8::is_ascii_uppercase))
-        && word.iter().any(|b| !b.is_ascii_hexdigit()))
-    .then_some(start)
+    ((start == 0 || !key[start - 1].is_ascii_alphanumeric()) && family_word(&key[start..end]))
+        .then_some(start)
 }
 
 /// The id-like run at `key[i..]` (`i` in bounds), one table lookup per byte.
