@@ -33,6 +33,7 @@ pub mod bench;
 pub mod cli;
 pub mod command;
 pub mod error;
+pub mod files;
 pub mod keys;
 pub mod lint;
 pub mod live;

@@ -1,31 +1,13 @@
 //! `keyplan analyze`: distribution, skew, hot slots and tags, and key patterns of a dump.
 
 use super::Ctx;
-use super::args::{
-    InputArgs, SampleArgs, TopologyArgs, open_all, read_context, total_size, warn_malformed,
-};
-use super::progress::Unit;
+use super::args::{InputArgs, OutputArgs, SampleArgs, TopologyArgs, threads};
 use crate::analyze::snapshot::Biggest;
 use crate::analyze::{AnalyzeConfig, Analyzer};
 use crate::error::{ExitStatus, UserError};
-use crate::keys::ReadSummary;
 use crate::pattern::{DEFAULT_DELIMITERS, Delimiters};
 use crate::report::analyze::AnalyzeView;
-use crate::report::render::{Format, render};
-use anyhow::Context as _;
-use std::io::{BufWriter, Write};
 use std::path::PathBuf;
-
-/// Output format of `analyze`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum AnalyzeFormat {
-    /// Tables, verdict first
-    Table,
-    /// One JSON document (schema_version 2, documented in README)
-    Json,
-    /// A self-contained HTML report with charts (use -o report.html)
-    Html,
-}
 
 /// Analyze a key dump: per-node and per-slot distribution, skew, hot tags, patterns.
 ///
@@ -48,13 +30,9 @@ pub struct AnalyzeArgs {
     #[command(flatten)]
     pub topology: TopologyArgs,
 
-    /// Output format
-    #[arg(long, value_enum, default_value = "table")]
-    pub format: AnalyzeFormat,
-
-    /// Write the report to this file instead of standard output
-    #[arg(short, long, value_name = "FILE")]
-    pub output: Option<PathBuf>,
+    /// Where the report goes.
+    #[command(flatten)]
+    pub out: OutputArgs,
 
     /// Rows in the top lists (hot slots, tags, patterns in tables)
     #[arg(long, default_value_t = 10, value_name = "N")]
@@ -86,52 +64,27 @@ pub fn run(args: AnalyzeArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
         )
         .into());
     }
-    let (topology, source) = args
-        .topology
-        .resolve(Some(3))?
-        .expect("invariant: a default topology is given");
+    let (topology, source) = args.topology.resolve_or_default()?;
     let config = AnalyzeConfig {
         top: args.top.max(1),
         hot_tag_share: args.hot_tag_share / 100.0,
         delimiters: Delimiters::new(&args.delimiters),
         ..AnalyzeConfig::default()
     };
-    let opts = args.input.read_options();
-    let threads = args.threads.map(usize::from).unwrap_or_else(|| {
-        std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-    });
     if args.files.is_empty()
         && let Some(live) = args.topology.live()?
     {
         return run_live(&args, live, topology, source, config, ctx);
     }
-    let inputs = open_all(&args.files)?;
-    let total_bytes = total_size(&inputs);
-    let names: Vec<String> = inputs.iter().map(|(n, _)| n.clone()).collect();
-    let mut workers: Vec<Analyzer<'_>> = (0..threads)
+    let mut workers: Vec<Analyzer<'_>> = (0..threads(args.threads))
         .map(|_| Analyzer::new(&topology, &config))
         .collect();
-    let mut read = ReadSummary::default();
-    let mut summaries = Vec::new();
-
-    let progress = ctx.progress("reading keys", Unit::Bytes, total_bytes);
-    for (name, input) in inputs {
-        let s = input
-            .par_read(&name, &opts, &mut workers, Some(progress.counter()))
-            .map_err(|e| read_context(&name, e))?;
-        read.merge(s.clone());
-        args.input.check_not_empty(&name, &s)?;
-        summaries.push((name, s));
-    }
-    progress.finish();
-
-    let report = merged(workers).finish(&read, source, &config);
-    emit(&args, &report, &names.join(", "), &config, ctx)?;
-    for (name, s) in &summaries {
-        warn_malformed(ctx, name, s)?;
-    }
+    let dumps = args
+        .input
+        .par_read_dumps(&args.files, ctx.progress, &mut workers)?;
+    let report = merged(workers).finish(&dumps.total(), source, &config);
+    emit(&args, &report, &dumps.names(), &config, ctx)?;
+    dumps.warn(ctx)?;
     Ok(ExitStatus::Clean)
 }
 
@@ -144,7 +97,8 @@ fn merged(workers: Vec<Analyzer<'_>>) -> Analyzer<'_> {
     total
 }
 
-/// Samples keys from every master of a live cluster (one thread per master) and analyzes them.
+/// Samples keys from every master of a live cluster (one thread per master) and analyzes them
+/// with what the servers measured.
 fn run_live(
     args: &AnalyzeArgs,
     live: crate::live::LiveCluster,
@@ -158,7 +112,7 @@ fn run_live(
     let owners = topology.master_slots();
     // With --bytes, each node's biggest sampled keys are kept too (described afterwards).
     let keep = if opts.bytes {
-        super::inputs::TOP_KEYS
+        crate::files::TOP_KEYS
     } else {
         0
     };
@@ -166,155 +120,64 @@ fn run_live(
         .iter()
         .map(|_| (Analyzer::new(&topology, &config), Biggest::new(keep)))
         .collect();
-    super::args::warn_no_replica(ctx, &opts, &nodes)?;
-    let total = opts.per_node.map(|n| n * nodes.len() as u64);
-    let progress = ctx.progress("sampling", Unit::Keys, total);
     let targets = crate::live::SampleTargets {
         masters: &nodes,
         owners: &owners,
         migrations: topology.migrations(),
     };
-    let sample = live.sample_masters(
-        &targets,
-        &opts,
-        args.sampling.window()?,
-        workers,
-        |(w, big), k, b, h| {
-            w.add(k, b, h);
-            if let Some(b) = b {
-                big.offer(b, k);
-            }
-            progress.inc(1);
-        },
-    )?;
-    progress.finish();
-    super::args::SampleArgs::check_stable(&live, &topology)?;
+    let sample =
+        args.sampling
+            .sample(ctx, &live, &opts, &targets, workers, |(w, big), k, b, h| {
+                w.add(k, b, h);
+                if let Some(b) = b {
+                    big.offer(b, k);
+                }
+            })?;
+    SampleArgs::check_stable(&live, &topology)?;
     let (workers, bigs): (Vec<Analyzer<'_>>, Vec<Biggest>) = sample.sinks.into_iter().unzip();
     let mut biggest = Biggest::new(keep);
     for b in &bigs {
         biggest.merge(b);
     }
-    let read = crate::keys::ReadSummary {
-        keys: sample.keys,
-        lines: sample.keys,
-        ..Default::default()
-    };
     let mut analyzer = merged(workers);
     // The servers know every slot's exact key count: node and slot figures come from them,
     // whatever the sample (unless --match narrows the keys to some of them).
     if let Some(exact) = sample.exact_slot_keys {
         analyzer.set_exact_slot_keys(exact);
     }
-    set_live_load(
-        args,
-        &live,
-        &topology,
-        &nodes,
-        &sample.slot_load,
-        &mut analyzer,
-        ctx,
-    )?;
-    if args.sampling.heat {
-        analyzer.set_ops_source(
-            "OBJECT FREQ of each sampled key (its LFU access counter, logarithmic: a heat rank, not a count of operations)".into(),
-        );
+    let measured = live.measure_nodes(&topology, &nodes, sample.slot_load.as_ref())?;
+    analyzer.set_node_dataset(measured.dataset);
+    if let Some(load) = measured.load {
+        analyzer.set_node_load(load);
     }
+    match &sample.slot_load {
+        // --heat asked for the keys' LFU counters as the ops: the CPU stays per node.
+        _ if args.sampling.heat => analyzer.set_ops_source(
+            "OBJECT FREQ of each sampled key (its LFU access counter, logarithmic: a heat rank, not a count of operations)".into(),
+        ),
+        Some(load) => analyzer.set_slot_ops(
+            load.cpu_usec.iter().map(|&c| c as f64).collect(),
+            format!("CPU µs per slot from CLUSTER SLOT-STATS: {}", load.since),
+        ),
+        None => {}
+    }
+    if measured.from_commandstats {
+        writeln!(
+            ctx.stderr,
+            "note: the servers do not count load per slot (that needs Valkey 8+ with cluster-slot-stats-enabled yes, or Redis 8.2+): each node's CPU is from INFO commandstats, and slots are not weighed by load"
+        )?;
+    }
+    let read = crate::keys::ReadSummary {
+        keys: sample.keys,
+        lines: sample.keys,
+        ..Default::default()
+    };
     let mut report = analyzer.finish(&read, source.clone(), &config);
     if !biggest.keys().is_empty() {
-        report.snapshot = Some(describe_biggest(&live, &topology, &biggest, config.top)?);
+        report.snapshot = Some(live.describe_biggest(&topology, &biggest, config.top)?);
     }
     emit(args, &report, &source, &config, ctx)?;
     Ok(ExitStatus::Clean)
-}
-
-/// What the servers measured: each node's data bytes, and the load per slot where they count
-/// it (CLUSTER SLOT-STATS), else each node's command time (INFO commandstats), with a note
-/// saying so.
-fn set_live_load(
-    args: &AnalyzeArgs,
-    live: &crate::live::LiveCluster,
-    topology: &crate::topology::Topology,
-    nodes: &[crate::topology::Node],
-    slot_load: &Option<crate::live::SlotLoad>,
-    analyzer: &mut Analyzer<'_>,
-    ctx: &mut Ctx<'_>,
-) -> anyhow::Result<()> {
-    // Each sampled node's data bytes as INFO memory counts them.
-    let dataset: Vec<u64> = topology
-        .nodes()
-        .iter()
-        .map(|n| match nodes.iter().any(|t| t.address == n.address) {
-            true => live.dataset_bytes(n),
-            false => Ok(0),
-        })
-        .collect::<Result<_, _>>()?;
-    analyzer.set_node_dataset(dataset);
-    match slot_load {
-        Some(load) => {
-            analyzer.set_node_load(crate::analyze::NodeLoad::per_node(
-                topology,
-                &load.cpu_usec,
-                &load.net_in,
-                &load.net_out,
-            ));
-            // --heat asked for the keys' LFU counters as the ops: the CPU stays per node.
-            if !args.sampling.heat {
-                analyzer.set_slot_ops(
-                    load.cpu_usec.iter().map(|&c| c as f64).collect(),
-                    format!("CPU µs per slot from CLUSTER SLOT-STATS: {}", load.since),
-                );
-            }
-        }
-        None if topology.slot_map().is_some() => {
-            analyzer.set_node_load(command_times(live, topology, nodes)?);
-            writeln!(
-                ctx.stderr,
-                "note: the servers do not count load per slot (that needs Valkey 8+ with cluster-slot-stats-enabled yes, or Redis 8.2+): each node's CPU is from INFO commandstats, and slots are not weighed by load"
-            )?;
-        }
-        None => {}
-    }
-    Ok(())
-}
-
-/// Each node's command time as INFO commandstats counts it (a master that owns no slot, a
-/// failed one replaced, is not asked).
-fn command_times(
-    live: &crate::live::LiveCluster,
-    topology: &crate::topology::Topology,
-    sampled: &[crate::topology::Node],
-) -> anyhow::Result<Vec<crate::analyze::NodeLoad>> {
-    let times = topology
-        .nodes()
-        .iter()
-        .map(|n| match sampled.iter().any(|t| t.address == n.address) {
-            true => live.node_command_time(n).map(|t| t.usec),
-            false => Ok(0),
-        })
-        .collect::<Result<Vec<u64>, _>>()?;
-    Ok(times
-        .into_iter()
-        .map(|cpu_usec| crate::analyze::NodeLoad {
-            cpu_usec,
-            network_bytes_in: None,
-            network_bytes_out: None,
-        })
-        .collect())
-}
-
-/// The biggest sampled keys as their servers describe them (type, encoding, elements, TTL).
-fn describe_biggest(
-    live: &crate::live::LiveCluster,
-    topology: &crate::topology::Topology,
-    biggest: &Biggest,
-    top: usize,
-) -> anyhow::Result<crate::analyze::snapshot::SnapshotReport> {
-    let keys = biggest.keys();
-    let names: Vec<&[u8]> = keys.iter().map(|(_, k)| k.as_slice()).collect();
-    let facts = live.describe_keys_on(topology, &names)?;
-    Ok(crate::analyze::snapshot::sample_report(
-        keys, &facts, topology, top,
-    ))
 }
 
 fn emit(
@@ -325,25 +188,14 @@ fn emit(
     ctx: &mut Ctx<'_>,
 ) -> anyhow::Result<()> {
     // Charts only for a person at a terminal (and never with NO_COLOR); pipes get plain text.
-    let charts = args.output.is_none()
+    let charts = args.out.output.is_none()
         && ctx.stdout_is_terminal
         && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-    let layout = ctx.layout_for(args.output.as_ref());
     let view = AnalyzeView {
         report,
         inputs,
         top: config.top,
         charts,
     };
-    let format = match args.format {
-        AnalyzeFormat::Json => Format::Json,
-        AnalyzeFormat::Table => Format::Table,
-        AnalyzeFormat::Html => Format::Html,
-    };
-    let mut sink = super::args::output_sink(args.output.as_ref(), &mut *ctx.stdout)?;
-    let mut out = BufWriter::new(&mut sink);
-    render(&view, format, &mut out, &layout).context("writing the report")?;
-    out.flush()?;
-    drop(out);
-    sink.finish()
+    args.out.render(&view, ctx)
 }

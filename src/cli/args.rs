@@ -1,18 +1,62 @@
 //! Argument groups shared by several subcommands, the loader layer every command goes
-//! through (scheme, topology precedence, batch files, captures), and their conversion to
-//! domain settings. Key dumps are opened in [`super::inputs`], `-o` is written by
-//! [`super::output`]; both are re-exported here.
+//! through (key dumps, scheme, topology precedence, batch files), and their conversion to
+//! domain settings. The files themselves are opened, read and written by [`crate::files`].
 
-pub use super::inputs::{
-    Counted, Input, input_name, malformed_of, open_all, open_input, read_context, total_size,
-    warn_malformed,
-};
-pub use super::output::{AtomicFile, Sink, output_sink};
+use super::Ctx;
+use super::progress::{Progress, ProgressConfig, Unit};
 use crate::error::UserError;
+use crate::files::{Input, read_text};
+use crate::keys::parallel::ChunkSink;
 use crate::keys::{DEFAULT_MAX_LINE, InputFormat, ReadOptions, ReadSummary};
+use crate::report::render::{Format, Render, render};
+use crate::report::slot::MalformedLine;
 use crate::topology::{SlotMap, Topology, TopologyFormat, TopologyOptions};
 use anyhow::Context as _;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicU64;
+
+/// Output format of a report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReportFormat {
+    /// Tables
+    Table,
+    /// One JSON document (its schema_version and fields are documented in README)
+    Json,
+    /// A self-contained HTML report with charts (use -o FILE)
+    Html,
+}
+
+impl From<ReportFormat> for Format {
+    fn from(f: ReportFormat) -> Format {
+        match f {
+            ReportFormat::Table => Format::Table,
+            ReportFormat::Json => Format::Json,
+            ReportFormat::Html => Format::Html,
+        }
+    }
+}
+
+/// Where and how a report is written.
+#[derive(Debug, Clone, clap::Args)]
+pub struct OutputArgs {
+    /// Output format
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: ReportFormat,
+
+    /// Write the report to this file instead of standard output (whole, or not at all)
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+impl OutputArgs {
+    /// Renders `report` where these flags say.
+    pub fn render(&self, report: &dyn Render, ctx: &mut Ctx<'_>) -> anyhow::Result<()> {
+        let format = self.format.into();
+        ctx.write_to(self.output.as_ref(), |out, layout| {
+            render(report, format, out, layout).context("writing the report")
+        })
+    }
+}
 
 /// How key dumps are read.
 #[derive(Debug, Clone, clap::Args)]
@@ -59,6 +103,108 @@ impl InputArgs {
             strict: self.strict,
             max_line_bytes: self.max_line_bytes.max(1),
         }
+    }
+
+    /// Opens every dump of `files` (so that a bad path fails before anything is read), then
+    /// reads each with `read` under one progress bar; a dump with no keys is an error unless
+    /// `--allow-empty`.
+    pub fn read_dumps(
+        &self,
+        files: &[PathBuf],
+        progress: ProgressConfig,
+        read: impl FnMut(Input, &ReadOptions, &AtomicU64) -> anyhow::Result<ReadSummary>,
+    ) -> anyhow::Result<Dumps> {
+        self.read_opened(crate::files::open_all(files)?, progress, read)
+    }
+
+    /// [`InputArgs::read_dumps`] of dumps already opened.
+    pub fn read_opened(
+        &self,
+        inputs: Vec<Input>,
+        progress: ProgressConfig,
+        mut read: impl FnMut(Input, &ReadOptions, &AtomicU64) -> anyhow::Result<ReadSummary>,
+    ) -> anyhow::Result<Dumps> {
+        let opts = self.read_options();
+        let total = crate::files::total_size(&inputs);
+        let progress = Progress::start(progress, "reading keys", Unit::Bytes, total);
+        let mut dumps = Vec::new();
+        for input in inputs {
+            let name = input.name.clone();
+            let summary = read(input, &opts, progress.counter())?;
+            self.check_not_empty(&name, &summary)?;
+            dumps.push((name, summary));
+        }
+        progress.finish();
+        Ok(Dumps(dumps))
+    }
+
+    /// [`InputArgs::read_dumps`] on every core: each dump's records go to `sinks`, one a
+    /// thread.
+    pub fn par_read_dumps<S: ChunkSink>(
+        &self,
+        files: &[PathBuf],
+        progress: ProgressConfig,
+        sinks: &mut [S],
+    ) -> anyhow::Result<Dumps> {
+        self.read_dumps(files, progress, |input, opts, progress| {
+            input.par_read(opts, sinks, Some(progress))
+        })
+    }
+}
+
+/// The dumps a command read: each one's name and what reading it found.
+pub struct Dumps(pub Vec<(String, ReadSummary)>);
+
+impl Dumps {
+    /// The dumps' names, comma-separated.
+    pub fn names(&self) -> String {
+        let names: Vec<&str> = self.0.iter().map(|(n, _)| n.as_str()).collect();
+        names.join(", ")
+    }
+
+    /// What reading all of them found.
+    pub fn total(&self) -> ReadSummary {
+        let mut all = ReadSummary::default();
+        for (_, s) in &self.0 {
+            all.merge(s.clone());
+        }
+        all
+    }
+
+    /// Their malformed lines, for JSON reports.
+    pub fn malformed(&self) -> Vec<MalformedLine> {
+        let lines = self.0.iter().flat_map(|(file, s)| {
+            s.malformed_lines.iter().map(|e| MalformedLine {
+                file: file.clone(),
+                line: e.line,
+                column: e.column,
+                message: e.message.clone(),
+            })
+        });
+        lines.collect()
+    }
+
+    /// Reports the lines skipped, on stderr (once, at the end).
+    pub fn warn(&self, ctx: &mut Ctx<'_>) -> std::io::Result<()> {
+        for (file, s) in self.0.iter().filter(|(_, s)| s.malformed > 0) {
+            writeln!(
+                ctx.stderr,
+                "warning: {file}: skipped {} malformed line(s) of {} (--strict makes them fatal):",
+                s.malformed, s.lines
+            )?;
+            for e in &s.malformed_lines {
+                writeln!(
+                    ctx.stderr,
+                    "  {file}:{}:{}: {}",
+                    e.line, e.column, e.message
+                )?;
+            }
+            let more = s.malformed - s.malformed_lines.len() as u64;
+            if more > 0 {
+                writeln!(ctx.stderr, "  … and {more} more")?;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -112,7 +258,7 @@ pub struct LoadedScheme {
 /// Reads and parses the scheme at `path`; errors name the file (and the line and column of a
 /// bad entry).
 pub fn load_scheme(path: &Path) -> anyhow::Result<LoadedScheme> {
-    let text = super::inputs::read_text(path, "scheme")?;
+    let text = read_text(path, "scheme")?;
     let scheme = crate::scheme::Scheme::parse(&text)
         .map_err(|e| anyhow::anyhow!("{}:{e}", path.display()))?;
     Ok(LoadedScheme {
@@ -122,9 +268,20 @@ pub fn load_scheme(path: &Path) -> anyhow::Result<LoadedScheme> {
     })
 }
 
+/// Reads the topology file at `path` (in `format`, or detected); errors name the file.
+pub fn read_topology(
+    path: &Path,
+    format: TopologyFormat,
+    opts: &TopologyOptions,
+) -> anyhow::Result<Topology> {
+    let bytes = crate::files::read_capped(path, "topology file", crate::files::MAX_TEXT_FILE)?;
+    Topology::parse_as(&String::from_utf8_lossy(&bytes), format, opts)
+        .with_context(|| format!("in topology file {}", path.display()))
+}
+
 /// The batches of a batch file (one a line); errors name the file and line.
 pub fn read_batch_file(path: &Path) -> anyhow::Result<Vec<crate::simulate::Batch>> {
-    let text = super::inputs::read_text(path, "batch file")?;
+    let text = read_text(path, "batch file")?;
     crate::simulate::parse_batches(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
 }
 
@@ -149,16 +306,11 @@ impl TopologyArgs {
             return Ok(Some((Topology::Cluster(map), source)));
         }
         if let Some(path) = &self.topology {
-            let bytes =
-                super::inputs::read_capped(path, "topology file", super::inputs::MAX_TEXT_FILE)?;
-            let text = String::from_utf8_lossy(&bytes);
-            let format = self.topology_format;
             let opts = TopologyOptions {
                 allow_partial: self.allow_partial,
                 pool: self.pool.clone(),
             };
-            let t = Topology::parse_as(&text, format, &opts)
-                .with_context(|| format!("in topology file {}", path.display()))?;
+            let t = read_topology(path, self.topology_format, &opts)?;
             let source = match &t {
                 Topology::Cluster(_) => format!("slot map from {}", path.display()),
                 Topology::Ring(r) => format!("{} from {}", r.source, path.display()),
@@ -228,6 +380,11 @@ impl TopologyArgs {
             .expect("invariant: a default topology is given"))
     }
 
+    /// The topology asked for (without a scheme), else 3 masters.
+    pub fn resolve_or_default(&self) -> anyhow::Result<(Topology, String)> {
+        self.resolve_with_scheme(None)
+    }
+
     /// The live cluster named by `--cluster`, if any (the password from the URL, else from
     /// REDISCLI_AUTH as redis-cli does).
     pub fn live(&self) -> anyhow::Result<Option<crate::live::LiveCluster>> {
@@ -238,6 +395,15 @@ impl TopologyArgs {
             .transpose()?
             .map(|l| l.allow_partial(self.allow_partial)))
     }
+}
+
+/// `--threads N`, else every core.
+pub fn threads(flag: Option<u16>) -> usize {
+    flag.map(usize::from).unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    })
 }
 
 /// The live cluster at `url` (the password from the URL, else from REDISCLI_AUTH as
@@ -401,6 +567,32 @@ impl SampleArgs {
     }
 }
 
+impl SampleArgs {
+    /// Samples `targets` into `sinks` (see [`crate::live::LiveCluster::sample_masters`]) with
+    /// a progress bar, over `--window` when given; first warns of the masters that have no
+    /// replica to read from.
+    pub fn sample<S: Send>(
+        &self,
+        ctx: &mut Ctx<'_>,
+        live: &crate::live::LiveCluster,
+        opts: &crate::live::ScanOptions,
+        targets: &crate::live::SampleTargets<'_>,
+        sinks: Vec<S>,
+        f: impl Fn(&mut S, &[u8], Option<u64>, Option<f64>) + Sync,
+    ) -> anyhow::Result<crate::live::Sample<S>> {
+        warn_no_replica(ctx, opts, targets.masters)?;
+        let total = opts.per_node.map(|n| n * targets.masters.len() as u64);
+        let progress = ctx.progress("sampling", Unit::Keys, total);
+        let window = self.window()?;
+        let sample = live.sample_masters(targets, opts, window, sinks, |s, k, b, h| {
+            f(s, k, b, h);
+            progress.inc(1);
+        })?;
+        progress.finish();
+        Ok(sample)
+    }
+}
+
 /// Says, for `--read-from replicas`, which masters of `nodes` have no healthy replica and are
 /// sampled themselves.
 pub fn warn_no_replica(
@@ -490,7 +682,7 @@ impl ModelArgs {
         }
         let mut net = match &self.calibration {
             Some(path) => {
-                let text = super::inputs::read_text(path, "calibration file")?;
+                let text = read_text(path, "calibration file")?;
                 let cal = crate::bench::calibrate::Calibration::parse(&text).map_err(|e| {
                     UserError::new(
                         format!("{}: {e}", path.display()),

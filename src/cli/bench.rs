@@ -342,10 +342,10 @@ fn run_calibrate(args: &BenchArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStat
         return Ok(ExitStatus::Error);
     }
     let cal = cal?;
-    let mut sink = super::args::output_sink(Some(out), &mut *ctx.stdout)?;
-    serde_json::to_writer_pretty(&mut sink, &cal)?;
-    sink.write_all(b"\n")?;
-    sink.finish()?;
+    ctx.write_to(Some(out), |sink, _| {
+        serde_json::to_writer_pretty(&mut *sink, &cal)?;
+        Ok(sink.write_all(b"\n")?)
+    })?;
     let within = cal
         .points
         .iter()

@@ -1,17 +1,12 @@
 //! `keyplan lint`: check a key scheme (`keyplan.yaml`) and key dumps against the rules.
 
 use super::Ctx;
-use super::args::{
-    InputArgs, TopologyArgs, load_scheme, open_all, read_context, scheme_path, total_size,
-    warn_malformed,
-};
-use super::progress::Unit;
+use super::args::{InputArgs, TopologyArgs, load_scheme, scheme_path};
 use crate::error::{ExitStatus, UserError};
 use crate::lint::rule::Severity;
 use crate::lint::{DumpLinter, RuleSet, lint_scheme, sort};
 use crate::report::lint::{LintFormat, render};
 use anyhow::Context as _;
-use std::io::BufWriter;
 use std::path::PathBuf;
 
 /// Output format of `lint`.
@@ -76,6 +71,10 @@ pub struct LintArgs {
     /// Output format
     #[arg(long, value_enum, default_value = "human")]
     pub format: LintFormatArg,
+
+    /// Write the findings to this file instead of standard output (whole, or not at all)
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 /// Builds the rule set from the built-ins, `--rules` directories and overrides.
@@ -95,7 +94,7 @@ pub fn rule_set(
         files.sort();
         let mut loaded = Vec::new();
         for f in files {
-            let text = super::inputs::read_text(&f, "rule")?;
+            let text = crate::files::read_text(&f, "rule")?;
             loaded.push((f.display().to_string(), text));
         }
         if loaded.is_empty() {
@@ -176,23 +175,17 @@ pub fn run(args: LintArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
         let path = l.path.display().to_string();
         diags.extend(lint_scheme(&rules, &l.scheme, &path, &topology));
     }
-    let opts = args.input.read_options();
-    let mut summaries = Vec::new();
-    let inputs = open_all(&args.keys)?;
-    let progress = ctx.progress("reading keys", Unit::Bytes, total_size(&inputs));
-    for (name, input) in inputs {
-        let mut linter =
-            DumpLinter::new(&rules, scheme.as_ref().map(|l| &l.scheme), &topology, &name);
-        let summary = input
-            .for_each(&name, &opts, progress.counter(), |line, rec| {
+    let dumps = args
+        .input
+        .read_dumps(&args.keys, ctx.progress, |input, opts, progress| {
+            let scheme = scheme.as_ref().map(|l| &l.scheme);
+            let mut linter = DumpLinter::new(&rules, scheme, &topology, &input.name);
+            let summary = input.for_each(opts, progress, |line, rec| {
                 linter.record(line, rec.key, rec.bytes, rec.ops)
-            })
-            .map_err(|e| read_context(&name, e))?;
-        diags.extend(linter.finish());
-        args.input.check_not_empty(&name, &summary)?;
-        summaries.push((name, summary));
-    }
-    progress.finish();
+            })?;
+            diags.extend(linter.finish());
+            Ok(summary)
+        })?;
     sort(&mut diags);
     let format = match args.format {
         LintFormatArg::Human => LintFormat::Human,
@@ -200,18 +193,14 @@ pub fn run(args: LintArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
         LintFormatArg::Sarif => LintFormat::Sarif,
         LintFormatArg::Github => LintFormat::Github,
     };
-    let layout = ctx.layout;
-    let mut out = BufWriter::new(&mut *ctx.stdout);
-    if format == LintFormat::Human {
-        render(&mut layout.writer(&mut out), &diags, &rules, format)
-    } else {
-        render(&mut out, &diags, &rules, format)
-    }
-    .context("writing the findings")?;
-    drop(out);
-    for (name, s) in &summaries {
-        warn_malformed(ctx, name, s)?;
-    }
+    ctx.write_to(args.output.as_ref(), |out, layout| {
+        match format {
+            LintFormat::Human => render(&mut layout.writer(out), &diags, &rules, format),
+            _ => render(out, &diags, &rules, format),
+        }
+        .context("writing the findings")
+    })?;
+    dumps.warn(ctx)?;
     let threshold = match args.fail_on {
         FailOn::Hint => Severity::Hint,
         FailOn::Info => Severity::Info,

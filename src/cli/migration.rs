@@ -3,10 +3,9 @@
 
 use super::Ctx;
 use super::args::{
-    InputArgs, LoadedScheme, SampleArgs, TopologyArgs, load_scheme, open_all, read_context,
-    total_size, warn_malformed,
+    InputArgs, LoadedScheme, OutputArgs, ReportFormat, SampleArgs, TopologyArgs, load_scheme,
+    read_batch_file,
 };
-use super::progress::Unit;
 use crate::error::{ExitStatus, UserError};
 use crate::keys::Record;
 use crate::keys::parallel::ChunkSink;
@@ -15,25 +14,12 @@ use crate::migrate::impact::{
     ByteSize, MotionReport, Rate, SlotWeights, batches_in_motion, parse_byte_size, parse_rate,
 };
 use crate::migrate::{ClusterView, MigrationReport, Move, SampleInfo};
-use crate::report::render::{Format, render};
 use crate::simulate::NetworkModel;
 use crate::simulate::batch::{self, Batch};
 use crate::simulate::client::Client;
 use crate::topology::{Topology, nodes};
 use anyhow::Context as _;
-use std::io::{BufWriter, Write};
 use std::path::PathBuf;
-
-/// Output format of a preview.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum PreviewFormat {
-    /// Tables
-    Table,
-    /// One JSON document (schema_version 1, documented in README)
-    Json,
-    /// A self-contained HTML report: slot maps before/after, node bars, moves (use -o FILE)
-    Html,
-}
 
 /// Options shared by `rebalance` and `reshard`.
 #[derive(Debug, clap::Args)]
@@ -91,13 +77,9 @@ pub struct PreviewArgs {
     #[arg(long, value_enum, value_name = "HOW")]
     pub emit: Option<Emit>,
 
-    /// Output format
-    #[arg(long, value_enum, default_value = "table")]
-    pub format: PreviewFormat,
-
-    /// Write to this file instead of standard output
-    #[arg(short, long, value_name = "FILE")]
-    pub output: Option<PathBuf>,
+    /// Where the report (or the commands) go.
+    #[command(flatten)]
+    pub out: OutputArgs,
 }
 
 /// What every preview starts from (after [`require_preview`] and its own flags' checks): the
@@ -149,31 +131,13 @@ fn load_preview_scheme(args: &PreviewArgs) -> anyhow::Result<Option<LoadedScheme
 fn load_view(t: &TopologyArgs) -> anyhow::Result<(ClusterView, String)> {
     use crate::topology::TopologyFormat as F;
     if let Some(live) = t.live()? {
-        let text = live.cluster_nodes()?;
-        let mut view = ClusterView::from_cluster_nodes(&text)
-            .context("reading the live cluster's CLUSTER NODES")?;
-        // The seed lists only its own migration markers: every master's count.
-        let masters: Vec<crate::topology::Node> = view
-            .masters()
-            .into_iter()
-            .map(|i| view.nodes[i].to_node())
-            .collect();
-        for m in live.migration_markers(&masters) {
-            if !view.open.contains(&m) {
-                view.open.push(m);
-            }
-        }
-        view.open
-            .sort_by(|a, b| (a.slot, &a.node).cmp(&(b.slot, &b.node)));
-        let url = t.cluster.as_deref().unwrap_or_default();
-        let masked = crate::live::ClusterUrl::parse(url, None)
-            .map(|u| u.to_string())
-            .unwrap_or_default();
-        return Ok((view, format!("live cluster {masked} (CLUSTER NODES)")));
+        return Ok((
+            live.cluster_view()?,
+            format!("live cluster {} (CLUSTER NODES)", live.url_text()),
+        ));
     }
     if let Some(path) = &t.topology {
-        let bytes =
-            super::inputs::read_capped(path, "topology file", super::inputs::MAX_TEXT_FILE)?;
+        let bytes = crate::files::read_capped(path, "topology file", crate::files::MAX_TEXT_FILE)?;
         let text = String::from_utf8_lossy(&bytes);
         let as_nodes = match t.topology_format {
             F::ClusterNodes => true,
@@ -183,13 +147,11 @@ fn load_view(t: &TopologyArgs) -> anyhow::Result<(ClusterView, String)> {
         if as_nodes {
             let view = ClusterView::from_cluster_nodes(&text)
                 .with_context(|| format!("in topology file {}", path.display()))?;
-            return Ok((
-                view,
-                format!(
-                    "CLUSTER NODES from {} (redis-cli's node order)",
-                    path.display()
-                ),
-            ));
+            let source = format!(
+                "CLUSTER NODES from {} (redis-cli's node order)",
+                path.display()
+            );
+            return Ok((view, source));
         }
     }
     let (topology, source) = t
@@ -207,6 +169,7 @@ fn load_view(t: &TopologyArgs) -> anyhow::Result<(ClusterView, String)> {
 
 /// One worker's per-slot totals (aligned so neighbouring workers share no cache line).
 #[repr(align(128))]
+#[derive(Default)]
 struct WeightSink(SlotWeights);
 
 impl ChunkSink for WeightSink {
@@ -228,71 +191,39 @@ pub fn load_sample(
         )
         .into());
     }
-    let mut s = Gathered {
-        weights: SlotWeights::default(),
-        source: Vec::new(),
-        keys: 0,
+    let mut info = SampleInfo {
         scale: args.scale,
-        snapshot: None,
+        ..SampleInfo::default()
     };
+    let mut weights = SlotWeights::default();
     if !args.keys.is_empty() {
-        read_files(args, &mut s, ctx)?;
+        let threads = super::args::threads(None);
+        let mut sinks: Vec<WeightSink> = (0..threads).map(|_| WeightSink::default()).collect();
+        let dumps = args
+            .input
+            .par_read_dumps(&args.keys, ctx.progress, &mut sinks)?;
+        for w in &sinks {
+            weights.merge(&w.0);
+        }
+        for (name, summary) in &dumps.0 {
+            info.keys += summary.keys;
+            if let Some(snap) = &summary.snapshot {
+                match &mut info.snapshot {
+                    Some(all) => all.merge(snap),
+                    None => info.snapshot = Some(snap.clone()),
+                }
+            }
+            info.source.push(name.clone());
+        }
+        dumps.warn(ctx)?;
     } else if !args.no_sample
         && let Some(live) = args.topology.live()?
     {
-        sample_live(args, &live, view, &mut s, ctx)?;
+        sample_live(args, &live, view, &mut weights, &mut info, ctx)?;
     }
-    let info = SampleInfo {
-        snapshot: s.snapshot,
-        source: s.source,
-        keys: s.keys,
-        has_bytes: s.weights.has_bytes,
-        has_ops: s.weights.has_ops,
-        scale: s.scale,
-    };
-    Ok((s.weights, info))
-}
-
-/// A sample as it is gathered.
-struct Gathered {
-    weights: SlotWeights,
-    source: Vec<String>,
-    keys: u64,
-    scale: f64,
-    snapshot: Option<Box<crate::rdb::summary::SnapshotSummary>>,
-}
-
-/// Reads the `--keys` files (dumps or snapshots) on every core.
-fn read_files(args: &PreviewArgs, s: &mut Gathered, ctx: &mut Ctx<'_>) -> anyhow::Result<()> {
-    let threads = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1);
-    let opts = args.input.read_options();
-    let inputs = open_all(&args.keys)?;
-    let progress = ctx.progress("reading keys", Unit::Bytes, total_size(&inputs));
-    for (name, input) in inputs {
-        let mut sinks: Vec<WeightSink> = (0..threads)
-            .map(|_| WeightSink(SlotWeights::default()))
-            .collect();
-        let summary = input
-            .par_read(&name, &opts, &mut sinks, Some(progress.counter()))
-            .map_err(|e| read_context(&name, e))?;
-        for w in &sinks {
-            s.weights.merge(&w.0);
-        }
-        args.input.check_not_empty(&name, &summary)?;
-        s.keys += summary.keys;
-        if let Some(snap) = &summary.snapshot {
-            match &mut s.snapshot {
-                Some(all) => all.merge(snap),
-                None => s.snapshot = Some(snap.clone()),
-            }
-        }
-        progress.suspend(|| warn_malformed(ctx, &name, &summary))?;
-        s.source.push(name);
-    }
-    progress.finish();
-    Ok(())
+    info.has_bytes = weights.has_bytes;
+    info.has_ops = weights.has_ops;
+    Ok((weights, info))
 }
 
 /// Samples the live cluster's masters; the servers' exact counts and per-slot load replace or
@@ -301,14 +232,12 @@ fn sample_live(
     args: &PreviewArgs,
     live: &crate::live::LiveCluster,
     view: &ClusterView,
-    s: &mut Gathered,
+    weights: &mut SlotWeights,
+    info: &mut SampleInfo,
     ctx: &mut Ctx<'_>,
 ) -> anyhow::Result<()> {
     let opts = args.sampling.scan_options(live)?;
     let masters = view.key_holders();
-    super::args::warn_no_replica(ctx, &opts, &masters)?;
-    let total = opts.per_node.map(|n| n * masters.len() as u64);
-    let progress = ctx.progress("sampling", Unit::Keys, total);
     let owners = view.master_slots();
     let targets = crate::live::SampleTargets {
         masters: &masters,
@@ -316,71 +245,53 @@ fn sample_live(
         migrations: &view.open,
     };
     let sinks: Vec<SlotWeights> = masters.iter().map(|_| SlotWeights::default()).collect();
-    let sample = live.sample_masters(
-        &targets,
-        &opts,
-        args.sampling.window()?,
-        sinks,
-        |w, k, b, h| {
-            w.add(k, b, h);
-            progress.inc(1);
-        },
-    )?;
-    progress.finish();
+    let sample = args
+        .sampling
+        .sample(ctx, live, &opts, &targets, sinks, |w, k, b, h| {
+            w.add(k, b, h)
+        })?;
     // A failover or a reshard while sampling would count some keys twice and miss others.
     let owners_before: Vec<Option<crate::topology::Node>> = view
         .owner
         .iter()
         .map(|o| o.map(|i| view.nodes[i].to_node()))
         .collect();
-    super::args::SampleArgs::check_unchanged(live.owners_changed_from(&owners_before))?;
-    s.keys += sample.keys;
+    SampleArgs::check_unchanged(live.owners_changed_from(&owners_before))?;
+    info.keys += sample.keys;
     for w in &sample.sinks {
-        s.weights.merge(w);
+        weights.merge(w);
     }
-    // The servers' exact keys per slot replace the sample's (bytes scaled to them),
-    // unless --match narrows the keys.
+    // The servers' exact keys per slot replace the sample's (bytes scaled to them), unless
+    // --match narrows the keys; they stand for the whole cluster already.
     if let Some(exact) = &sample.exact_slot_keys {
-        s.weights.scale_to(exact, &view.owner);
-        s.source
+        weights.scale_to(exact, &view.owner);
+        info.source
             .push("keys per slot: the servers' exact counts".into());
-        // Exact counts stand for the whole cluster already.
-        if s.scale != 1.0 {
+        if info.scale != 1.0 {
             writeln!(
                 ctx.stderr,
                 "note: --scale {} ignored: keys per slot are the servers' exact counts, which already stand for the whole cluster",
-                s.scale
+                info.scale
             )?;
-            s.scale = 1.0;
+            info.scale = 1.0;
         }
     }
     // The load the servers measured per slot, where they count it.
-    if let Some(load) = sample.slot_load {
-        let f = |v: &[u64]| v.iter().map(|&x| x as f64).collect::<Vec<f64>>();
-        s.source.push(format!(
+    if let Some(load) = &sample.slot_load {
+        info.source.push(format!(
             "CPU and network per slot: CLUSTER SLOT-STATS, {}",
             load.since
         ));
-        s.weights.measured = Some(crate::migrate::impact::MeasuredLoad {
-            cpu_usec: f(&load.cpu_usec),
-            net_bytes: load
-                .net_in
-                .iter()
-                .zip(&load.net_out)
-                .map(|(a, b)| (a + b) as f64)
-                .collect(),
-            memory: load.memory.as_deref().map(f),
-            since: load.since.clone(),
-        });
+        weights.measured = Some(load.into());
     }
-    s.source.push(format!(
-        "live sample ({} per master{})",
-        args.sampling.sample,
-        if args.sampling.bytes {
-            ", MEMORY USAGE"
-        } else {
-            ""
-        }
+    let bytes = if args.sampling.bytes {
+        ", MEMORY USAGE"
+    } else {
+        ""
+    };
+    info.source.push(format!(
+        "live sample ({} per master{bytes})",
+        args.sampling.sample
     ));
     Ok(())
 }
@@ -395,7 +306,7 @@ pub fn load_batches(
         batches.extend(batch::from_scheme(&s.scheme, None));
     }
     if let Some(p) = &args.batches {
-        batches.extend(super::args::read_batch_file(p)?);
+        batches.extend(read_batch_file(p)?);
     }
     let names: Vec<String> = if args.clients.is_empty() {
         [
@@ -464,32 +375,23 @@ pub fn output(
     emit_ctx: &EmitContext,
     ctx: &mut Ctx<'_>,
 ) -> anyhow::Result<ExitStatus> {
-    let layout = ctx.layout_for(args.output.as_ref());
-    let mut sink = super::args::output_sink(args.output.as_ref(), &mut *ctx.stdout)?;
-    let mut out = BufWriter::new(&mut sink);
     match args.emit {
         Some(how) => {
             let text = emit(view, moves, how, emit_ctx)?;
-            out.write_all(text.as_bytes())?;
+            ctx.write_to(args.out.output.as_ref(), |out, _| {
+                Ok(out.write_all(text.as_bytes())?)
+            })?;
         }
-        None => match args.format {
-            PreviewFormat::Json => render(report, Format::Json, &mut out, &layout)?,
-            PreviewFormat::Table => render(report, Format::Table, &mut out, &layout)?,
-            PreviewFormat::Html => render(report, Format::Html, &mut out, &layout)?,
-        },
+        None => args.out.render(report, ctx)?,
     }
-    out.flush()?;
-    drop(out);
-    sink.finish()?;
-    if args.emit.is_some() || args.format != PreviewFormat::Table {
+    if args.emit.is_some() || args.out.format != ReportFormat::Table {
         for w in &report.warnings {
             writeln!(ctx.stderr, "warning: {}", w.text)?;
         }
     }
-    Ok(if report.warnings.is_empty() {
-        ExitStatus::Clean
-    } else {
-        ExitStatus::Findings
+    Ok(match report.warnings.is_empty() {
+        true => ExitStatus::Clean,
+        false => ExitStatus::Findings,
     })
 }
 

@@ -6,10 +6,8 @@ pub mod analyze;
 pub mod args;
 pub mod bench;
 pub mod completions;
-pub mod inputs;
 pub mod lint;
 pub mod migration;
-pub mod output;
 pub mod plan;
 pub mod progress;
 pub mod rebalance;
@@ -98,6 +96,23 @@ impl Ctx<'_> {
             Some(_) => crate::report::TextLayout::default(),
             None => self.layout,
         }
+    }
+
+    /// Writes a report to `output` (atomically: under a temporary name, renamed into place
+    /// once complete) or to standard output, laid out for where it goes.
+    pub fn write_to<T>(
+        &mut self,
+        output: Option<&std::path::PathBuf>,
+        write: impl FnOnce(&mut dyn Write, &crate::report::TextLayout) -> anyhow::Result<T>,
+    ) -> anyhow::Result<T> {
+        let layout = self.layout_for(output);
+        let mut sink = crate::files::output_sink(output, &mut *self.stdout)?;
+        let mut out = std::io::BufWriter::new(&mut sink);
+        let done = write(&mut out, &layout)?;
+        out.flush()?;
+        drop(out);
+        sink.finish()?;
+        Ok(done)
     }
 
     /// Starts a progress bar for a long step (drawn only when progress is on).

@@ -3,11 +3,7 @@
 //! cardinalities).
 
 use super::Ctx;
-use super::args::{
-    InputArgs, TopologyArgs, load_scheme, open_all, read_context, scheme_path, total_size,
-    warn_malformed,
-};
-use super::progress::Unit;
+use super::args::{InputArgs, TopologyArgs, load_scheme, read_batch_file, scheme_path};
 use crate::error::{ExitStatus, UserError};
 use crate::plan::observed::ObservedPlanner;
 use crate::plan::workload::Workload;
@@ -15,7 +11,7 @@ use crate::plan::{PlanOptions, plan_scheme, yaml};
 use crate::report::plan::{PlanReport, WorkloadInfo};
 use crate::report::render::{Format, render};
 use crate::simulate::Strategy;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::PathBuf;
 
 /// Sample keys kept in memory to score observed batches.
@@ -127,12 +123,12 @@ pub fn run(mut args: PlanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
     let mut planner = ObservedPlanner::new(&topology, &sample.keys, &opts);
     let mut spool = Spool::default();
     if let Some(p) = &args.batches {
-        for b in super::args::read_batch_file(p)? {
+        for b in read_batch_file(p)? {
             spool.add(planner.add(&b))?;
         }
     }
     if let Some(p) = &args.monitor {
-        for b in super::inputs::MonitorFile::open(p)? {
+        for b in crate::files::MonitorFile::open(p)? {
             spool.add(planner.add(&b?))?;
         }
     }
@@ -250,32 +246,12 @@ fn check(args: &PlanArgs) -> anyhow::Result<()> {
 
 /// How plans are scored: the strategy or client, the network, and the rules a tag must meet.
 fn options(args: &PlanArgs) -> anyhow::Result<PlanOptions> {
-    let client = match &args.client {
-        // A profile's own name is that profile (`redis-py` alone, not also its splitting API).
-        Some(c) => match crate::simulate::Client::ALL.iter().find(|x| x.name() == c) {
-            Some(&exact) => Some(exact),
-            None => {
-                let v = super::simulate::clients(std::slice::from_ref(c))?;
-                if v.len() != 1 {
-                    let names: Vec<&str> = v.iter().map(|x| x.name()).collect();
-                    let what = if names.len() > 3 {
-                        format!("{} profiles", names.len())
-                    } else {
-                        names.join(" and ")
-                    };
-                    return Err(UserError::new(
-                        format!(
-                            "--client {c}: plan scores one client at a time, and this names {what}"
-                        ),
-                        format!("name one of them, e.g. --client {}", names[0]),
-                    )
-                    .into());
-                }
-                Some(v[0])
-            }
-        },
-        None => None,
-    };
+    let client = args
+        .client
+        .as_deref()
+        .map(crate::simulate::Client::resolve_one)
+        .transpose()
+        .map_err(|e| UserError::new(format!("--client {e}"), "plan scores one client at a time"))?;
     let rules = args.rules.rule_set()?;
     Ok(PlanOptions {
         max_skew: args.max_skew,
@@ -315,32 +291,25 @@ fn read_sample(
     let mut truncated = false;
     let want_observed = args.batches.is_some() || args.monitor.is_some();
     let mut workload = scheme.map(|s| Workload::sample(s, nodes));
-    if !args.keys.is_empty() {
-        let matcher = scheme.map(crate::scheme::matcher::KeyMatcher::new);
-        let opts = args.input.read_options();
-        let inputs = open_all(&args.keys)?;
-        let progress = ctx.progress("reading keys", Unit::Bytes, total_size(&inputs));
-        for (name, input) in inputs {
-            let summary = input
-                .for_each(&name, &opts, progress.counter(), |_, rec| {
-                    read += 1;
-                    if let (Some(s), Some(w), Some(m)) = (scheme, workload.as_mut(), &matcher) {
-                        w.add_sample_key(s, topology, rec.key, m.matched(rec.key));
+    let matcher = scheme.map(crate::scheme::matcher::KeyMatcher::new);
+    let dumps = args
+        .input
+        .read_dumps(&args.keys, ctx.progress, |input, opts, progress| {
+            input.for_each(opts, progress, |_, rec| {
+                read += 1;
+                if let (Some(s), Some(w), Some(m)) = (scheme, workload.as_mut(), &matcher) {
+                    w.add_sample_key(s, topology, rec.key, m.matched(rec.key));
+                }
+                if want_observed {
+                    if keys.len() < MAX_SAMPLE_KEYS {
+                        keys.push(rec.key.to_vec());
+                    } else {
+                        truncated = true;
                     }
-                    if want_observed {
-                        if keys.len() < MAX_SAMPLE_KEYS {
-                            keys.push(rec.key.to_vec());
-                        } else {
-                            truncated = true;
-                        }
-                    }
-                })
-                .map_err(|e| read_context(&name, e))?;
-            args.input.check_not_empty(&name, &summary)?;
-            progress.suspend(|| warn_malformed(ctx, &name, &summary))?;
-        }
-        progress.finish();
-    }
+                }
+            })
+        })?;
+    dumps.warn(ctx)?;
     if truncated {
         writeln!(
             ctx.stderr,
@@ -365,27 +334,24 @@ fn write(
     loaded: Option<&super::args::LoadedScheme>,
     ctx: &mut Ctx<'_>,
 ) -> anyhow::Result<()> {
-    let layout = ctx.layout_for(args.output.as_ref());
-    let mut sink = super::args::output_sink(args.output.as_ref(), &mut *ctx.stdout)?;
-    let mut out = BufWriter::new(&mut sink);
-    match args.format {
-        PlanFormat::Json => render(report, Format::Json, &mut out, &layout)?,
-        PlanFormat::Table => render(report, Format::Table, &mut out, &layout)?,
-        PlanFormat::Html => render(report, Format::Html, &mut out, &layout)?,
+    let format = match args.format {
+        PlanFormat::Json => Format::Json,
+        PlanFormat::Table => Format::Table,
+        PlanFormat::Html => Format::Html,
         PlanFormat::Yaml => {
-            let Some(l) = loaded else {
-                unreachable!("checked above: --format yaml needs --scheme");
-            };
+            let l = loaded.expect("invariant: checked above, --format yaml needs --scheme");
             let updated = yaml::apply(&l.text, &l.scheme, &report.batches).map_err(|e| {
                 UserError::new(
                     format!("cannot write the updated scheme: {e}"),
                     "apply the rewrites printed by --format table by hand",
                 )
             })?;
-            out.write_all(updated.as_bytes())?;
+            return ctx.write_to(args.output.as_ref(), |out, _| {
+                Ok(out.write_all(updated.as_bytes())?)
+            });
         }
-    }
-    out.flush()?;
-    drop(out);
-    sink.finish()
+    };
+    ctx.write_to(args.output.as_ref(), |out, layout| {
+        Ok(render(report, format, out, layout)?)
+    })
 }

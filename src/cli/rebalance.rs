@@ -9,7 +9,6 @@ use crate::error::{ExitStatus, UserError};
 use crate::migrate::MigrationReport;
 use crate::migrate::balance::{BalanceBy, load_aware_report, redis_cli_report, still_serving};
 use crate::migrate::emit::EmitContext;
-use crate::migrate::impact::SlotWeights;
 use crate::migrate::redis_cli::{self, RebalanceOptions};
 
 /// Preview `redis-cli --cluster rebalance`: which slots move where, and what that does to
@@ -53,24 +52,6 @@ pub struct RebalanceArgs {
     pub remove_node: Vec<String>,
 }
 
-fn parse_weight(s: &str) -> Result<(String, f32), UserError> {
-    let bad = |why: &str| {
-        UserError::new(
-            format!("--weight {s}: {why}"),
-            "write NODE=WEIGHT, NODE being a node id prefix (or an address), e.g. --weight 3c3a0c74=2",
-        )
-    };
-    let (name, w) = s.split_once('=').ok_or_else(|| bad("no '='"))?;
-    let w: f32 = w
-        .trim()
-        .parse()
-        .map_err(|_| bad("the weight is not a number"))?;
-    if !(w >= 0.0 && w.is_finite()) {
-        return Err(bad("the weight must be 0 or more"));
-    }
-    Ok((name.to_string(), w))
-}
-
 /// Runs `keyplan rebalance`.
 pub fn run(args: RebalanceArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     require_preview(&args.common, "rebalance")?;
@@ -84,7 +65,7 @@ pub fn run(args: RebalanceArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus>
     let weights: Vec<(String, f32)> = args
         .weights
         .iter()
-        .map(|w| parse_weight(w))
+        .map(|w| redis_cli::parse_weight(w))
         .collect::<Result<_, _>>()?;
     let mut open = Opened::open(&args.common)?;
     let view = &mut open.view;
@@ -109,9 +90,7 @@ pub fn run(args: RebalanceArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus>
     }
     let view = &open.view;
     let (weights_by_slot, sample) = load_sample(&args.common, view, ctx)?;
-    if args.balance_by != BalanceBy::Slots {
-        check_sample(&sample, &weights_by_slot, args.balance_by)?;
-    }
+    args.balance_by.available(&weights_by_slot)?;
     let (batches, clients) = load_batches(&args.common, open.scheme.as_ref())?;
 
     let slot_plan = redis_cli::rebalance(view, &opts)?;
@@ -144,68 +123,9 @@ pub fn run(args: RebalanceArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus>
     report
         .warnings
         .extend(still_serving(view, &moves, &removed));
-    let header = script_header(&args, &report, &opts);
     let emit_ctx = EmitContext {
-        header,
         remove: removed,
+        ..EmitContext::rebalance(&report.plan, &report.topology, &opts)
     };
     output(&args.common, &report, view, &moves, &emit_ctx, ctx)
-}
-
-/// The comment lines of an emitted script: the plan, and the redis-cli command it equals.
-fn script_header(
-    args: &RebalanceArgs,
-    report: &MigrationReport,
-    opts: &RebalanceOptions,
-) -> Vec<String> {
-    let mut header = vec![format!(
-        "{} plan (balance by {}), from {}",
-        report.plan.plan, report.plan.balance_by, report.topology
-    )];
-    if args.balance_by == BalanceBy::Slots {
-        header.push(format!(
-            "Equivalent to: redis-cli --cluster rebalance <host:port>{}{}{}",
-            opts.weights
-                .iter()
-                .map(|(n, w)| format!(" --cluster-weight {n}={w}"))
-                .collect::<String>(),
-            if opts.use_empty_masters {
-                " --cluster-use-empty-masters"
-            } else {
-                ""
-            },
-            format_args!(" --cluster-threshold {}", args.threshold)
-        ));
-    }
-    header
-}
-
-fn check_sample(
-    sample: &crate::migrate::SampleInfo,
-    w: &SlotWeights,
-    by: BalanceBy,
-) -> Result<(), UserError> {
-    if matches!(by, BalanceBy::Cpu | BalanceBy::Net | BalanceBy::Memory) {
-        return by.available(w).map_err(|m| {
-            let (title, hint) = m.split_once(": ").unwrap_or((m.as_str(), ""));
-            UserError::new(title, hint)
-        });
-    }
-    if w.total_keys() == 0 {
-        return Err(UserError::new(
-            format!("--balance-by {} needs a key sample", by.name()),
-            "give --keys FILE (or --cluster URL to sample live)",
-        ));
-    }
-    match by {
-        BalanceBy::Bytes if !sample.has_bytes => Err(UserError::new(
-            "--balance-by bytes needs bytes in the sample",
-            "give a tsv sample (key<TAB>bytes) or sample live with --bytes",
-        )),
-        BalanceBy::Ops if !sample.has_ops => Err(UserError::new(
-            "--balance-by ops needs ops in the sample",
-            "give a tsv sample with a third column (key<TAB>bytes<TAB>ops)",
-        )),
-        _ => Ok(()),
-    }
 }

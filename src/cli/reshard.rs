@@ -65,15 +65,6 @@ pub fn run(args: ReshardArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
         moving_big_keys: Vec::new(),
     };
     open.complete(&mut report, &plan.moves)?;
-    let emit_ctx = EmitContext {
-        header: vec![
-            format!("redis-cli reshard plan from {}", report.topology),
-            format!(
-                "Equivalent to: redis-cli --cluster reshard <host:port> --cluster-from {} --cluster-to {} --cluster-slots {} --cluster-yes",
-                args.from, args.to, args.slots
-            ),
-        ],
-        remove: Vec::new(),
-    };
+    let emit_ctx = EmitContext::reshard(&report.topology, &args.from, &args.to, args.slots);
     output(&args.common, &report, view, &plan.moves, &emit_ctx, ctx)
 }

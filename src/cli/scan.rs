@@ -1,13 +1,10 @@
 //! `keyplan scan`: sample keys from a live cluster into a dump for later offline use.
 
 use super::Ctx;
-use super::args::{AtomicFile, SampleArgs, live_cluster};
+use super::args::{SampleArgs, live_cluster};
 use super::progress::Unit;
 use crate::error::{ExitStatus, UserError};
-use crate::keys::quote_into;
-use std::io::Write;
 use std::path::PathBuf;
-use std::sync::mpsc;
 
 /// Sample keys from every master of a live cluster (read-only), or list what an RDB snapshot
 /// holds, into a dump.
@@ -61,70 +58,26 @@ pub enum SnapshotFormat {
 /// Runs `keyplan scan`.
 pub fn run(args: ScanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     if let Some(rdb) = &args.rdb {
-        return run_rdb(rdb, args.format, args.output.as_deref(), ctx);
+        return run_rdb(rdb, args.format, args.output.as_ref(), ctx);
     }
     let live = live_target(&args)?;
-    let map = live.topology()?;
+    let topology = crate::topology::Topology::Cluster(live.topology()?);
     let opts = args.sampling.scan_options(&live)?;
-    let topology = crate::topology::Topology::Cluster(map);
-    let targets = topology.key_holders();
-    let nodes = targets.as_slice();
-    super::args::warn_no_replica(ctx, &opts, nodes)?;
-    // A file is written under a temporary name and renamed when the sample is complete: a
-    // failed scan never leaves a partial sample behind.
-    let mut file = args.output.as_deref().map(AtomicFile::create).transpose()?;
-    let progress = ctx.progress(
-        "sampling",
-        Unit::Keys,
-        opts.per_node.map(|n| n * nodes.len() as u64),
-    );
-    // Sampling threads send text in chunks; this thread writes them (stdout is not `Send`).
-    let (tx, rx) = mpsc::sync_channel::<Vec<u8>>(16);
-    let mut write_err: Option<std::io::Error> = None;
-    let result = std::thread::scope(|scope| {
-        let sampler = scope.spawn(|| {
-            let mut sinks: Vec<(String, mpsc::SyncSender<Vec<u8>>)> =
-                nodes.iter().map(|_| (String::new(), tx.clone())).collect();
-            drop(tx);
-            let r = live.scan_nodes(nodes, &opts, &mut sinks, |(buf, tx), k, b, _| {
-                quote_into(k, buf);
-                if opts.bytes {
-                    buf.push('\t');
-                    buf.push_str(&b.unwrap_or(0).to_string());
-                }
-                buf.push('\n');
-                progress.inc(1);
-                if buf.len() > 1 << 16 {
-                    let _ = tx.send(std::mem::take(buf).into_bytes());
-                }
-            });
-            for (buf, tx) in sinks {
-                let _ = tx.send(buf.into_bytes());
-            }
-            r
-        });
-        let out: &mut dyn Write = match file.as_mut() {
-            Some(f) => f,
-            None => &mut *ctx.stdout,
-        };
-        write_err = write_chunks(rx, out, &opts.cancel);
-        sampler
-            .join()
-            .expect("invariant: the sampling thread does not panic")
-    });
-    progress.finish();
-    if let Some(e) = write_err {
-        return Err(anyhow::Error::new(e).context("writing the sample"));
-    }
-    let total = result?;
-    super::args::SampleArgs::check_stable(&live, &topology)?;
-    match file {
-        Some(f) => f.commit()?,
-        None => ctx.stdout.flush()?,
-    }
+    let nodes = topology.key_holders();
+    super::args::warn_no_replica(ctx, &opts, &nodes)?;
+    let total = opts.per_node.map(|n| n * nodes.len() as u64);
+    let progress = ctx.progress("sampling", Unit::Keys, total);
+    // A file is renamed into place only once the sample is complete and the slot map held
+    // still: a failed scan never leaves a partial sample behind.
+    let keys = ctx.write_to(args.output.as_ref(), |out, _| {
+        let keys = live.dump_keys(&nodes, &opts, out, || progress.inc(1));
+        progress.finish();
+        SampleArgs::check_stable(&live, &topology)?;
+        Ok(keys?)
+    })?;
     writeln!(
         ctx.stderr,
-        "sampled {total} keys from {} masters",
+        "sampled {keys} keys from {} masters",
         nodes.len()
     )?;
     Ok(ExitStatus::Clean)
@@ -149,30 +102,11 @@ fn live_target(args: &ScanArgs) -> anyhow::Result<crate::live::LiveCluster> {
     }
 }
 
-/// Writes the sampled chunks to `out` as they come; at the first write error, asks the
-/// sampler to stop (there is nowhere to put the keys) and returns the error.
-fn write_chunks(
-    rx: mpsc::Receiver<Vec<u8>>,
-    out: &mut dyn Write,
-    cancel: &std::sync::atomic::AtomicBool,
-) -> Option<std::io::Error> {
-    let mut err = None;
-    for chunk in rx {
-        if err.is_none()
-            && let Err(e) = out.write_all(&chunk)
-        {
-            cancel.store(true, std::sync::atomic::Ordering::Relaxed);
-            err = Some(e);
-        }
-    }
-    err
-}
-
 /// `scan --rdb`: every key of a snapshot, in file order.
 fn run_rdb(
     path: &std::path::Path,
     format: SnapshotFormat,
-    output: Option<&std::path::Path>,
+    output: Option<&PathBuf>,
     ctx: &mut Ctx<'_>,
 ) -> anyhow::Result<ExitStatus> {
     use crate::rdb::{Parser, read::Mapped};
@@ -189,33 +123,18 @@ fn run_rdb(
             "pass a file written by SAVE/BGSAVE (dump.rdb), or read a key dump with analyze",
         )
     })?;
-    let mut file = output.map(AtomicFile::create).transpose()?;
+    let damaged = |e| {
+        let help = "the snapshot is damaged or truncated at that byte; nothing was written to -o";
+        UserError::new(format!("{name}: {e}"), help)
+    };
     let progress = ctx.progress("reading snapshot", Unit::Bytes, Some(data.len() as u64));
-    let mut keys = 0u64;
-    let mut last = 0u64;
-    let mut released = 0usize;
-    let (mut jbuf, mut tbuf) = (Vec::new(), String::new());
-    {
-        let out: &mut dyn Write = match file.as_mut() {
-            Some(f) => f,
-            None => &mut *ctx.stdout,
-        };
-        let mut out = std::io::BufWriter::with_capacity(1 << 16, out);
-        loop {
-            let k = match parser.next_key() {
-                Ok(Some(k)) => k,
-                Ok(None) => break,
-                Err(e) => {
-                    return Err(UserError::new(
-                        format!("{name}: {e}"),
-                        "the snapshot is damaged or truncated at that byte; nothing was written to -o",
-                    )
-                    .into());
-                }
-            };
+    let keys = ctx.write_to(output, |out, _| {
+        let (mut keys, mut last, mut released) = (0u64, 0u64, 0usize);
+        let (mut jbuf, mut tbuf) = (Vec::new(), String::new());
+        while let Some(k) = parser.next_key().map_err(damaged)? {
             match format {
-                SnapshotFormat::Jsonl => write_jsonl(&mut out, &k, &mut jbuf)?,
-                SnapshotFormat::Tsv => write_tsv(&mut out, &k, &mut tbuf)?,
+                SnapshotFormat::Jsonl => write_jsonl(out, &k, &mut jbuf)?,
+                SnapshotFormat::Tsv => write_tsv(out, &k, &mut tbuf)?,
             }
             keys += 1;
             if keys.is_multiple_of(4096) {
@@ -225,13 +144,9 @@ fn run_rdb(
                 data.release_behind(pos, &mut released);
             }
         }
-        out.flush()?;
-    }
-    progress.finish();
-    match file {
-        Some(f) => f.commit()?,
-        None => ctx.stdout.flush()?,
-    }
+        progress.finish();
+        Ok(keys)
+    })?;
     let odd = match parser.uninterpreted() {
         0 => String::new(),
         n => {

@@ -1,13 +1,9 @@
 //! `keyplan slot`: each key's hash slot, the bytes Redis hashes and why, and the owning node.
 
 use super::Ctx;
-use super::args::{
-    InputArgs, TopologyArgs, malformed_of, open_all, read_context, total_size, warn_malformed,
-};
-use super::progress::Unit;
+use super::args::{InputArgs, TopologyArgs, threads};
 use crate::error::{ExitStatus, UserError};
 use crate::keys::parallel::SlotHistogram;
-use crate::keys::{Record, for_each_record};
 use crate::report::slot::{
     SlotCount, SlotCountsReport, SlotEmitter, SlotFormat, SlotRow, render_counts,
 };
@@ -15,7 +11,6 @@ use crate::slot::{SLOT_COUNT, TagShape, explain, key_slot};
 use crate::topology::Topology;
 use anyhow::Context as _;
 use std::ffi::OsString;
-use std::io::BufWriter;
 use std::path::PathBuf;
 
 /// Output format of `slot`.
@@ -69,6 +64,10 @@ pub struct SlotArgs {
     #[arg(long, conflicts_with = "explain")]
     pub counts: bool,
 
+    /// Write to this file instead of standard output (whole, or not at all)
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+
     /// Worker threads for --counts (default: all cores)
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
     pub threads: Option<u16>,
@@ -112,67 +111,61 @@ pub fn run(args: SlotArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     if args.counts {
         return run_counts(&args, topology.as_ref(), format, ctx);
     }
-    let opts = args.input.read_options();
-    // Open every dump before printing anything, so a bad path fails cleanly.
-    let inputs = open_all(&args.files)?;
     let node_names: Vec<&str> = topology
         .as_ref()
         .map(|t| t.nodes().iter().map(|n| n.name.as_str()).collect())
         .unwrap_or_default();
-    let layout = ctx.layout;
-    let stdout = BufWriter::with_capacity(1 << 16, &mut *ctx.stdout);
-    let mut em = SlotEmitter::begin(stdout, format, topology.is_some(), args.explain, &layout)?;
-    let emit = |em: &mut SlotEmitter<_>, key: &[u8]| -> std::io::Result<()> {
-        let (slot, hashed) = match topology.as_ref().and_then(|t| t.ring()) {
-            Some(ring) => (None, ring.hashed(key)),
-            None => (Some(key_slot(key)), TagShape::of(key).hashed(key)),
-        };
-        let node = topology
-            .as_ref()
-            .map(|t| t.node_of(key).map(|i| node_names[i]).unwrap_or("-"));
-        let why = args
-            .explain
-            .then(|| match topology.as_ref().and_then(|t| t.ring()) {
+    let ring = topology.as_ref().and_then(|t| t.ring());
+    // Every dump is opened before anything is printed, so a bad path fails cleanly; rows
+    // stream out as keys are read, with no progress bar over them.
+    let inputs = crate::files::open_all(&args.files)?;
+    let quiet = super::progress::ProgressConfig::off();
+    let dumps = ctx.write_to(args.output.as_ref(), |out, layout| {
+        let mut em = SlotEmitter::begin(out, format, topology.is_some(), args.explain, layout)?;
+        let row = |em: &mut SlotEmitter<_>, key: &[u8]| -> std::io::Result<()> {
+            let (slot, hashed) = match ring {
+                Some(ring) => (None, ring.hashed(key)),
+                None => (Some(key_slot(key)), TagShape::of(key).hashed(key)),
+            };
+            let node = topology
+                .as_ref()
+                .map(|t| t.node_of(key).map(|i| node_names[i]).unwrap_or("-"));
+            let why = args.explain.then(|| match ring {
                 Some(_) => {
                     "a client-side ring hashes these bytes (see the topology's hash and tag rules)"
                         .to_string()
                 }
                 None => explain(key),
             });
-        em.row(&SlotRow {
-            key,
-            slot,
-            hashed,
-            node,
-            explain: why.as_deref(),
-        })
-    };
-    for k in &args.keys {
-        emit(&mut em, &arg_bytes(k))?;
-    }
-    let mut malformed = Vec::new();
-    let mut summaries = Vec::new();
-    for (name, src) in inputs {
+            em.row(&SlotRow {
+                key,
+                slot,
+                hashed,
+                node,
+                explain: why.as_deref(),
+            })
+        };
+        for k in &args.keys {
+            row(&mut em, &arg_bytes(k))?;
+        }
         let mut io_err: Option<std::io::Error> = None;
-        let summary = for_each_record(src, &opts, |_, rec: &Record<'_>| {
-            if io_err.is_none()
-                && let Err(e) = emit(&mut em, rec.key)
-            {
-                io_err = Some(e);
-            }
-        });
+        let dumps = args
+            .input
+            .read_dumps(&args.files, quiet, |input, opts, progress| {
+                input.for_each(opts, progress, |_, rec| {
+                    if io_err.is_none() {
+                        io_err = row(&mut em, rec.key).err();
+                    }
+                })
+            });
         if let Some(e) = io_err {
             return Err(e.into());
         }
-        let summary = summary.map_err(|e| read_context(&name, e))?;
-        malformed.extend(malformed_of(&name, &summary));
-        args.input.check_not_empty(&name, &summary)?;
-        summaries.push((name, summary));
-    }
-    em.finish(&malformed)?;
-    for (name, s) in &summaries {
-        warn_malformed(ctx, name, s)?;
-    }
+        let dumps = dumps?;
+        em.finish(&dumps.malformed())?;
+        Ok(dumps)
+    })?;
+    dumps.warn(ctx)?;
     Ok(ExitStatus::Clean)
 }
 
@@ -189,36 +182,21 @@ fn run_counts(
         )
         .into());
     }
-    let opts = args.input.read_options();
-    let threads = args.threads.map(usize::from).unwrap_or_else(|| {
-        std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-    });
     let mut total = vec![0u64; SLOT_COUNT];
     for k in &args.keys {
         total[key_slot(&arg_bytes(k)) as usize] += 1;
     }
-    let mut malformed = Vec::new();
-    let mut summaries = Vec::new();
-    let inputs = open_all(&args.files)?;
-    let progress = ctx.progress("reading keys", Unit::Bytes, total_size(&inputs));
-    for (name, src) in inputs {
-        let mut sinks: Vec<SlotHistogram> =
-            (0..threads).map(|_| SlotHistogram::default()).collect();
-        let summary = src
-            .par_read(&name, &opts, &mut sinks, Some(progress.counter()))
-            .map_err(|e| read_context(&name, e))?;
-        for s in &sinks {
-            for (t, c) in total.iter_mut().zip(&s.counts) {
-                *t += c;
-            }
+    let mut sinks: Vec<SlotHistogram> = (0..threads(args.threads))
+        .map(|_| SlotHistogram::default())
+        .collect();
+    let dumps = args
+        .input
+        .par_read_dumps(&args.files, ctx.progress, &mut sinks)?;
+    for s in &sinks {
+        for (t, c) in total.iter_mut().zip(&s.counts) {
+            *t += c;
         }
-        malformed.extend(malformed_of(&name, &summary));
-        args.input.check_not_empty(&name, &summary)?;
-        summaries.push((name, summary));
     }
-    progress.finish();
     let slots = total
         .iter()
         .enumerate()
@@ -236,13 +214,11 @@ fn run_counts(
     let report = SlotCountsReport {
         keys: total.iter().sum(),
         slots,
-        malformed,
+        malformed: dumps.malformed(),
     };
-    let mut out = BufWriter::new(&mut *ctx.stdout);
-    render_counts(&mut out, &report, format, &ctx.layout).context("writing the slot counts")?;
-    drop(out);
-    for (name, s) in &summaries {
-        warn_malformed(ctx, name, s)?;
-    }
+    ctx.write_to(args.output.as_ref(), |out, layout| {
+        render_counts(out, &report, format, layout).context("writing the slot counts")
+    })?;
+    dumps.warn(ctx)?;
     Ok(ExitStatus::Clean)
 }

@@ -3,11 +3,15 @@
 //! bytes). Passwords never appear in any message.
 
 mod conn;
+mod dump;
+mod measure;
 mod sample;
 
 use crate::topology::reply::{Reply, from_reply};
 use crate::topology::{Node, SlotMap};
 pub use conn::{MAX_REPLY_BYTES, NodeConn};
+pub use dump::DumpError;
+pub use measure::NodeMeasures;
 use redis::Value;
 pub use sample::{Sample, SampleTargets};
 use std::sync::Arc;

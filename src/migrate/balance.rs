@@ -5,6 +5,7 @@ use super::impact::{SlotWeights, impact};
 use super::load_aware::{self, LoadAwareOptions};
 use super::redis_cli::{RebalanceOptions, RebalancePlan};
 use super::{ClusterView, MigrateError, Move, PlanReport, Warning, WarningKind};
+use crate::error::UserError;
 use crate::slot::SLOT_COUNT;
 
 /// What a rebalance balances (the variants' docs are `--balance-by`'s help).
@@ -58,31 +59,33 @@ impl BalanceBy {
     }
 
     /// Whether the weights can balance by this measure, or why not.
-    pub fn available(self, w: &SlotWeights) -> Result<(), String> {
-        let measured = || {
-            w.measured.as_ref().ok_or_else(|| {
-                format!(
-                    "--balance-by {} needs the load the servers measure per slot: give --cluster URL of a cluster whose servers have CLUSTER SLOT-STATS (Valkey 8+ with cluster-slot-stats-enabled yes, or Redis 8.2+)",
-                    self.name()
-                )
-            })
-        };
+    pub fn available(self, w: &SlotWeights) -> Result<(), UserError> {
+        let why = |title: String, help: &str| Err(UserError::new(title, help));
+        let by = self.name();
         match self {
             BalanceBy::Slots => Ok(()),
-            BalanceBy::Keys if w.total_keys() == 0 => {
-                Err("--balance-by keys needs a key sample: give --keys FILE (or --cluster URL to sample live)".into())
-            }
-            BalanceBy::Bytes if !w.has_bytes => Err(
-                "--balance-by bytes needs bytes in the sample: give a tsv sample (key<TAB>bytes) or sample live with --bytes".into(),
+            BalanceBy::Keys | BalanceBy::Bytes | BalanceBy::Ops if w.total_keys() == 0 => why(
+                format!("--balance-by {by} needs a key sample"),
+                "give --keys FILE (or --cluster URL to sample live)",
             ),
-            BalanceBy::Ops if !w.has_ops => Err(
-                "--balance-by ops needs ops in the sample: give a tsv sample with a third column (key<TAB>bytes<TAB>ops), or --balance-by cpu on a live cluster".into(),
+            BalanceBy::Bytes if !w.has_bytes => why(
+                format!("--balance-by {by} needs bytes in the sample"),
+                "give a tsv sample (key<TAB>bytes) or sample live with --bytes",
             ),
-            BalanceBy::Cpu | BalanceBy::Net => measured().map(|_| ()),
-            BalanceBy::Memory => match &measured()?.memory {
-                Some(_) => Ok(()),
-                None => Err("--balance-by memory needs per-slot memory-bytes from CLUSTER SLOT-STATS (Redis 8.2+); Valkey does not count it: use --balance-by bytes with --bytes".into()),
-            },
+            BalanceBy::Ops if !w.has_ops => why(
+                format!("--balance-by {by} needs ops in the sample"),
+                "give a tsv sample with a third column (key<TAB>bytes<TAB>ops), or --balance-by cpu on a live cluster",
+            ),
+            BalanceBy::Cpu | BalanceBy::Net | BalanceBy::Memory if w.measured.is_none() => why(
+                format!("--balance-by {by} needs the load the servers measure per slot"),
+                "give --cluster URL of a cluster whose servers have CLUSTER SLOT-STATS (Valkey 8+ with cluster-slot-stats-enabled yes, or Redis 8.2+)",
+            ),
+            BalanceBy::Memory if w.measured.as_ref().is_some_and(|m| m.memory.is_none()) => why(
+                format!(
+                    "--balance-by {by} needs per-slot memory-bytes from CLUSTER SLOT-STATS (Redis 8.2+)"
+                ),
+                "Valkey does not count it: use --balance-by bytes with --bytes",
+            ),
             _ => Ok(()),
         }
     }

@@ -2,6 +2,7 @@
 //! lines, or a `CLUSTER SETSLOT` + `MIGRATE` shell script. keyplan prints them and never runs
 //! them.
 
+use super::redis_cli::RebalanceOptions;
 use super::{ClusterView, MigrateError, Move};
 use crate::slot::SLOT_COUNT;
 use std::fmt::Write as _;
@@ -22,6 +23,45 @@ pub struct EmitContext {
     pub header: Vec<String>,
     /// Nodes to remove with `del-node` once the moves are done.
     pub remove: Vec<usize>,
+}
+
+impl EmitContext {
+    /// The header of a rebalance script: the plan, and for redis-cli's own plan
+    /// (`slots`) the redis-cli command it equals.
+    pub fn rebalance(plan: &super::PlanReport, topology: &str, opts: &RebalanceOptions) -> Self {
+        let mut header = vec![format!(
+            "{} plan (balance by {}), from {topology}",
+            plan.plan, plan.balance_by
+        )];
+        if plan.balance_by == "slots" {
+            let mut cmd = "Equivalent to: redis-cli --cluster rebalance <host:port>".to_string();
+            for (n, w) in &opts.weights {
+                let _ = write!(cmd, " --cluster-weight {n}={w}");
+            }
+            if opts.use_empty_masters {
+                cmd.push_str(" --cluster-use-empty-masters");
+            }
+            let _ = write!(cmd, " --cluster-threshold {}", opts.threshold);
+            header.push(cmd);
+        }
+        EmitContext {
+            header,
+            remove: Vec::new(),
+        }
+    }
+
+    /// The header of a reshard script: the plan and the redis-cli command it equals.
+    pub fn reshard(topology: &str, from: &str, to: &str, slots: usize) -> Self {
+        EmitContext {
+            header: vec![
+                format!("redis-cli reshard plan from {topology}"),
+                format!(
+                    "Equivalent to: redis-cli --cluster reshard <host:port> --cluster-from {from} --cluster-to {to} --cluster-slots {slots} --cluster-yes"
+                ),
+            ],
+            remove: Vec::new(),
+        }
+    }
 }
 
 /// Quotes `s` for a POSIX shell when it needs it.

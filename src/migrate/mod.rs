@@ -364,7 +364,7 @@ pub struct PlanReport {
 }
 
 /// The key sample a preview is computed from.
-#[derive(Debug, Clone, serde::Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, serde::Serialize, PartialEq)]
 pub struct SampleInfo {
     /// Where the keys came from (files, or a live sample).
     pub source: Vec<String>,

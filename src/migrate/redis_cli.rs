@@ -6,10 +6,31 @@
 //! (not `--cluster-simulate`) run updates it.
 
 use super::{ClusterView, MigrateError, Move, Warning, WarningKind};
+use crate::error::UserError;
 use crate::slot::SLOT_COUNT;
 
 /// redis-cli's default `--cluster-threshold` (percent).
 pub const DEFAULT_THRESHOLD: f32 = 2.0;
+
+/// `--weight NODE=W` (redis-cli's `--cluster-weight`): NODE a node id prefix (or an address),
+/// W a weight of 0 or more.
+pub fn parse_weight(s: &str) -> Result<(String, f32), UserError> {
+    let bad = |why: &str| {
+        UserError::new(
+            format!("--weight {s}: {why}"),
+            "write NODE=WEIGHT, NODE being a node id prefix (or an address), e.g. --weight 3c3a0c74=2",
+        )
+    };
+    let (name, w) = s.split_once('=').ok_or_else(|| bad("no '='"))?;
+    let w: f32 = w
+        .trim()
+        .parse()
+        .map_err(|_| bad("the weight is not a number"))?;
+    if !(w >= 0.0 && w.is_finite()) {
+        return Err(bad("the weight must be 0 or more"));
+    }
+    Ok((name.to_string(), w))
+}
 
 /// Options of `redis-cli --cluster rebalance`.
 #[derive(Debug, Clone, Default)]

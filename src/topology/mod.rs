@@ -271,6 +271,21 @@ impl SlotMap {
         &self.migrations
     }
 
+    /// [`SlotMap::add_migration`] for `SLOT:TO`, TO being a node's name, address or id.
+    pub fn add_migration_spec(&mut self, spec: &str) -> Result<(), String> {
+        let (slot, to) = spec.split_once(':').ok_or("no ':' between slot and node")?;
+        let slot: u16 = slot
+            .parse()
+            .ok()
+            .filter(|&s| usize::from(s) < crate::slot::SLOT_COUNT)
+            .ok_or_else(|| format!("'{slot}' is not a slot (0-16383)"))?;
+        let index = find_node(&self.nodes, to).ok_or_else(|| {
+            let names: Vec<&str> = self.nodes.iter().map(|n| n.name.as_str()).collect();
+            format!("no node '{to}' (nodes: {})", names.join(", "))
+        })?;
+        self.add_migration(slot, index)
+    }
+
     /// Puts `slot` in migration from its owner to node `to` (as `CLUSTER SETSLOT … MIGRATING`
     /// would), for what-if simulations. Errors when `to` is not a node or already owns it.
     pub fn add_migration(&mut self, slot: u16, to: usize) -> Result<(), String> {

@@ -188,6 +188,46 @@ impl Client {
         Ok(picked)
     }
 
+    /// The profiles for a list of `NAME`, `NAME@VERSION` or `all`, each once in the order
+    /// given. An error says which names there are.
+    pub fn resolve_list(specs: &[String]) -> Result<Vec<Client>, String> {
+        let mut out = Vec::new();
+        for spec in specs {
+            if spec == "all" {
+                return Ok(Client::ALL.to_vec());
+            }
+            for c in Client::resolve(spec)? {
+                if !out.contains(&c) {
+                    out.push(c);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The one profile `spec` names: a profile's own name is that profile (`redis-py` alone,
+    /// not also its splitting API); a name or version that stands for several is an error
+    /// naming them.
+    pub fn resolve_one(spec: &str) -> Result<Client, String> {
+        if let Some(&exact) = Client::ALL.iter().find(|c| c.name() == spec) {
+            return Ok(exact);
+        }
+        match Client::resolve_list(&[spec.to_string()])?.as_slice() {
+            [one] => Ok(*one),
+            many => {
+                let names: Vec<&str> = many.iter().map(|c| c.name()).collect();
+                let what = match names.len() {
+                    n if n > 3 => format!("{n} profiles"),
+                    _ => names.join(" and "),
+                };
+                Err(format!(
+                    "{spec} names {what}; name one of them, e.g. {}",
+                    names[0]
+                ))
+            }
+        }
+    }
+
     /// A proxy (one hop client → proxy, then proxy → servers) rather than a library.
     pub fn is_proxy(self) -> bool {
         matches!(self, Client::Twemproxy | Client::Envoy)

@@ -1,0 +1,210 @@
+//! Key dumps as the commands open them: files (read through memory maps by the parallel
+//! reader) or standard input, sniffed for RDB snapshots, with their names, sizes and progress
+//! counting. Read errors name the dump.
+
+use crate::error::UserError;
+use crate::keys::parallel::{ChunkSink, par_read, par_read_file};
+use crate::keys::{ReadError, ReadOptions, ReadSummary, Record};
+use anyhow::Context as _;
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicU64;
+
+/// How many of the biggest keys a snapshot read keeps (reports show `--top` of them).
+pub const TOP_KEYS: usize = 100;
+
+/// An opened key dump.
+pub struct Input {
+    /// What reports call it: its path, or `<stdin>` for `-`.
+    pub name: String,
+    source: Source,
+}
+
+enum Source {
+    /// Standard input.
+    Stdin(io::Stdin),
+    /// A file (regular files are read through memory maps by the parallel reader).
+    File(File),
+}
+
+/// An input once its first bytes are read.
+enum Content {
+    /// A snapshot, mapped (a file) or read whole (standard input).
+    Snapshot(crate::rdb::read::Mapped),
+    /// Lines on standard input (the bytes sniffed still buffered).
+    Stdin(io::BufReader<io::Stdin>),
+    /// Lines in a file.
+    File(File),
+}
+
+impl Input {
+    /// What the input holds: a snapshot (sniffed by its magic unless `opts` names the
+    /// format), or lines (an error when `opts` asks for a snapshot).
+    fn content(self, opts: &ReadOptions) -> Result<Content, ReadError> {
+        use crate::keys::InputFormat;
+        use std::io::BufRead;
+        let want_rdb = opts.format == InputFormat::Rdb;
+        let may_rdb = want_rdb || opts.format == InputFormat::Auto;
+        let content = match self.source {
+            Source::Stdin(s) => {
+                let mut s = io::BufReader::with_capacity(1 << 20, s);
+                if may_rdb && crate::rdb::sniff(s.fill_buf()?).is_some() {
+                    let mut data = Vec::new();
+                    s.read_to_end(&mut data)?;
+                    Content::Snapshot(crate::rdb::read::Mapped::Owned(data))
+                } else {
+                    Content::Stdin(s)
+                }
+            }
+            Source::File(f) => {
+                if may_rdb && crate::rdb::read::is_snapshot(&f) {
+                    Content::Snapshot(crate::rdb::read::Mapped::open(&f)?)
+                } else {
+                    Content::File(f)
+                }
+            }
+        };
+        if want_rdb && !matches!(content, Content::Snapshot(_)) {
+            return Err(ReadError::NotSnapshot);
+        }
+        Ok(content)
+    }
+
+    /// Reads the whole dump (or snapshot) on `sinks.len()` threads.
+    pub fn par_read<S: ChunkSink>(
+        self,
+        opts: &ReadOptions,
+        sinks: &mut [S],
+        progress: Option<&AtomicU64>,
+    ) -> anyhow::Result<ReadSummary> {
+        let name = self.name.clone();
+        let read = match self.content(opts) {
+            Ok(Content::Snapshot(data)) => {
+                crate::rdb::read::par_read_data(data, &name, sinks, progress, TOP_KEYS)
+            }
+            Ok(Content::Stdin(s)) => par_read(s, opts, sinks, progress),
+            Ok(Content::File(f)) => par_read_file(&f, opts, sinks, progress),
+            Err(e) => Err(e),
+        };
+        read.map_err(|e| read_context(&name, e))
+    }
+
+    /// Calls `f` with every key in order, on this thread (the number is the line, or for a
+    /// snapshot the key's position). `progress` advances by the bytes read.
+    pub fn for_each(
+        self,
+        opts: &ReadOptions,
+        progress: &AtomicU64,
+        f: impl FnMut(u64, &Record<'_>),
+    ) -> anyhow::Result<ReadSummary> {
+        let name = self.name.clone();
+        let read = match self.content(opts) {
+            Ok(Content::Snapshot(data)) => {
+                crate::rdb::read::for_each(data, &name, Some(progress), TOP_KEYS, f)
+            }
+            Ok(Content::Stdin(s)) => {
+                crate::keys::for_each_record(Counted::new(s, progress), opts, f)
+            }
+            Ok(Content::File(file)) => {
+                crate::keys::for_each_record(Counted::new(file, progress), opts, f)
+            }
+            Err(e) => Err(e),
+        };
+        read.map_err(|e| read_context(&name, e))
+    }
+
+    /// The size of the input in bytes, when known (regular files).
+    pub fn file_size(&self) -> Option<u64> {
+        match &self.source {
+            Source::File(f) => f.metadata().ok().filter(|m| m.is_file()).map(|m| m.len()),
+            Source::Stdin(_) => None,
+        }
+    }
+}
+
+/// Opens a key dump; `-` is standard input.
+pub fn open_input(path: &Path) -> anyhow::Result<Input> {
+    if path.as_os_str() == "-" {
+        let name = "<stdin>".to_string();
+        // `keyplan … --keys - < dump` gets the fast file path too.
+        #[cfg(unix)]
+        {
+            use std::os::fd::AsFd;
+            if let Ok(fd) = io::stdin().as_fd().try_clone_to_owned() {
+                let f = File::from(fd);
+                if f.metadata().is_ok_and(|m| m.is_file()) {
+                    let source = Source::File(f);
+                    return Ok(Input { name, source });
+                }
+                crate::keys::pipe::widen(&f);
+            }
+        }
+        let source = Source::Stdin(io::stdin());
+        return Ok(Input { name, source });
+    }
+    if path.is_dir() {
+        anyhow::bail!(
+            "cannot read key dump '{}': it is a directory; pass a file, or '-' for stdin",
+            path.display()
+        );
+    }
+    let f = File::open(path).with_context(|| {
+        format!(
+            "cannot open key dump '{}' (check the path and its permissions)",
+            path.display()
+        )
+    })?;
+    crate::keys::pipe::widen(&f); // `<(redis-cli --scan)` is a pipe too
+    Ok(Input {
+        name: path.display().to_string(),
+        source: Source::File(f),
+    })
+}
+
+/// Adds the dump's name to a read error.
+fn read_context(file: &str, e: ReadError) -> anyhow::Error {
+    match e {
+        ReadError::Io(io) => anyhow::Error::new(io).context(format!("reading key dump {file}")),
+        other => anyhow::Error::new(other).context(format!("in key dump {file}")),
+    }
+}
+
+/// The total size of the inputs in bytes, when every one is a regular file.
+pub fn total_size(inputs: &[Input]) -> Option<u64> {
+    inputs.iter().map(|i| i.file_size()).sum()
+}
+
+/// A reader that adds the bytes it reads to a progress counter.
+struct Counted<'a, R> {
+    inner: R,
+    counter: &'a AtomicU64,
+}
+
+impl<'a, R> Counted<'a, R> {
+    fn new(inner: R, counter: &'a AtomicU64) -> Self {
+        Counted { inner, counter }
+    }
+}
+
+impl<R: Read> Read for Counted<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.counter
+            .fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
+/// Opens every dump up front (so a bad path fails before anything is read); `-` may appear
+/// once.
+pub fn open_all(files: &[PathBuf]) -> anyhow::Result<Vec<Input>> {
+    if files.iter().filter(|p| p.as_os_str() == "-").count() > 1 {
+        return Err(UserError::new(
+            "--keys - is given more than once",
+            "standard input can be read only once; name it once",
+        )
+        .into());
+    }
+    files.iter().map(|p| open_input(p)).collect()
+}
