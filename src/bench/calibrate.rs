@@ -35,6 +35,18 @@ pub struct Calibration {
     pub points: Vec<Point>,
 }
 
+impl Calibration {
+    /// How many micro-benchmarks the fitted model predicts within `lo`–`hi`× of their
+    /// measured QPS.
+    pub fn predicted_within(&self, lo: f64, hi: f64) -> usize {
+        let ratio = |p: &Point| p.predicted_qps / p.qps;
+        self.points
+            .iter()
+            .filter(|p| p.qps > 0.0 && (lo..=hi).contains(&ratio(p)))
+            .count()
+    }
+}
+
 /// Where a calibration was measured.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct MeasuredOn {

@@ -471,8 +471,8 @@ pub struct SampleArgs {
 
     /// With --cluster: measure the load (CLUSTER SLOT-STATS CPU and network counters) over
     /// this many seconds instead of taking the counters as they stand
-    #[arg(long, value_name = "S")]
-    pub window: Option<f64>,
+    #[arg(long, value_name = "S", value_parser = window)]
+    pub window: Option<std::time::Duration>,
 }
 
 /// The default `--rate`: gentle on a production master (under a tenth of one core).
@@ -488,6 +488,14 @@ fn parse_rate(text: &str) -> Result<f64, String> {
     }
 }
 
+/// `--window`: a positive number of seconds, at most an hour.
+fn window(text: &str) -> Result<std::time::Duration, String> {
+    match text.parse::<f64>() {
+        Ok(w) if w > 0.0 && w <= 3600.0 => Ok(std::time::Duration::from_secs_f64(w)),
+        _ => Err("not a number of seconds between 0 and 3600 (e.g. --window 10)".into()),
+    }
+}
+
 /// Which nodes a live sample reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ReadFrom {
@@ -498,50 +506,14 @@ pub enum ReadFrom {
 }
 
 impl SampleArgs {
-    /// `--window` as a duration (a positive number of seconds, at most an hour).
-    pub fn window(&self) -> Result<Option<std::time::Duration>, UserError> {
-        match self.window {
-            None => Ok(None),
-            Some(w) if w > 0.0 && w <= 3600.0 => Ok(Some(std::time::Duration::from_secs_f64(w))),
-            Some(w) => Err(UserError::new(
-                format!("--window {w}: not a number of seconds between 0 and 3600"),
-                "give the seconds to measure the load over, e.g. --window 10",
-            )),
-        }
-    }
-
-    /// Fails when the slot map changed while keys were sampled (a failover or a reshard):
-    /// the sample would count some keys twice and miss others.
+    /// Fails when the slot map of `before` changed while keys were sampled.
     pub fn check_stable(
         live: &crate::live::LiveCluster,
         before: &Topology,
-    ) -> Result<(), UserError> {
-        let Some(map) = before.slot_map() else {
-            return Ok(());
-        };
-        Self::check_unchanged(live.owners_changed(map))
-    }
-
-    /// The error for a slot map that changed while keys were sampled (`changed` slots changed
-    /// owner), or that could not be read again.
-    pub fn check_unchanged(
-        changed: Result<usize, crate::live::LiveError>,
-    ) -> Result<(), UserError> {
-        let changed = changed.map_err(|e| {
-            UserError::new(
-                format!("cannot read the slot map again after sampling: {e}"),
-                "run again once the cluster is stable",
-            )
-        })?;
-        if changed > 0 {
-            return Err(UserError::new(
-                format!(
-                    "the slot map changed while keys were sampled ({changed} slot(s) changed owner: a failover or a reshard): the sample would count some keys twice and miss others"
-                ),
-                "run again once the cluster is stable (CLUSTER INFO cluster_state:ok, no slot migrating)",
-            ));
-        }
-        Ok(())
+    ) -> Result<(), crate::live::LiveError> {
+        before
+            .slot_map()
+            .map_or(Ok(()), |map| live.ensure_stable(map))
     }
 
     /// The scan settings these flags ask for, on `live` (its replicas with --read-from
@@ -583,8 +555,7 @@ impl SampleArgs {
         warn_no_replica(ctx, opts, targets.masters)?;
         let total = opts.per_node.map(|n| n * targets.masters.len() as u64);
         let progress = ctx.progress("sampling", Unit::Keys, total);
-        let window = self.window()?;
-        let sample = live.sample_masters(targets, opts, window, sinks, |s, k, b, h| {
+        let sample = live.sample_masters(targets, opts, self.window, sinks, |s, k, b, h| {
             f(s, k, b, h);
             progress.inc(1);
         })?;
@@ -637,15 +608,15 @@ pub struct ModelArgs {
     pub calibration: Option<PathBuf>,
 
     /// Round trip of one wave in milliseconds [default: 0.5; with --calibration, the measured one]
-    #[arg(long, value_name = "MS")]
+    #[arg(long, value_name = "MS", value_parser = non_negative)]
     pub rtt: Option<f64>,
 
     /// Time per key in microseconds [default: 0.19; with --calibration, the measured one]
-    #[arg(long, value_name = "US")]
+    #[arg(long, value_name = "US", value_parser = non_negative)]
     pub per_key_us: Option<f64>,
 
     /// Client→server bandwidth in MB/s [default: 1250]
-    #[arg(long, value_name = "MB_S")]
+    #[arg(long, value_name = "MB_S", value_parser = positive)]
     pub bandwidth: Option<f64>,
 
     /// Concurrent clients, each running the batch again as soon as it is answered: predicted
@@ -656,76 +627,51 @@ pub struct ModelArgs {
 
     /// How requests spread over the nodes: SHARE/NODES percent (80/20 sends 80% of them to
     /// 20% of the nodes), or `uniform` [default: as the batches' keys place them]
-    #[arg(long, value_name = "SHARE/NODES")]
-    pub hot_nodes: Option<String>,
+    #[arg(long, value_name = "SHARE/NODES", value_parser = crate::simulate::perf::Hot::parse)]
+    pub hot_nodes: Option<crate::simulate::perf::Hot>,
+}
+
+/// A finite number of 0 or more.
+pub fn non_negative(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err("not a number of 0 or more".into()),
+    }
+}
+
+/// A finite number above 0.
+pub fn positive(text: &str) -> Result<f64, String> {
+    non_negative(text)?
+        .gt(&0.0)
+        .then(|| text.parse().expect("parsed above"))
+        .ok_or_else(|| "not a number above 0".into())
 }
 
 impl ModelArgs {
     /// The model these flags describe.
     pub fn model(&self) -> anyhow::Result<crate::simulate::NetworkModel> {
-        use crate::simulate::NetworkModel;
-        use crate::simulate::perf::{DEFAULT_KEY_US, Hot};
-        for (flag, v) in [
-            ("--rtt", self.rtt),
-            ("--per-key-us", self.per_key_us),
-            ("--bandwidth", self.bandwidth),
-        ] {
-            if let Some(v) = v
-                && (!v.is_finite() || v < 0.0 || (flag == "--bandwidth" && v == 0.0))
-            {
-                return Err(UserError::new(
-                    format!("{flag} {v}: not a usable value"),
-                    "give a positive number",
-                )
-                .into());
-            }
-        }
-        let mut net = match &self.calibration {
-            Some(path) => {
-                let text = read_text(path, "calibration file")?;
-                let cal = crate::bench::calibrate::Calibration::parse(&text).map_err(|e| {
-                    UserError::new(
-                        format!("{}: {e}", path.display()),
-                        "give a file written by `keyplan bench --calibrate -o FILE`",
-                    )
-                })?;
-                let mut net = NetworkModel::calibrated(cal.params, self.rtt);
-                if let Some(k) = self.per_key_us {
-                    net.perf.latency.key_us = k;
-                    net.per_key_us = k;
-                }
-                if let Some(b) = self.bandwidth {
-                    net.perf.latency.kib_us = 1024.0 / b;
-                    net.bandwidth_mb_s = b;
-                }
-                net
-            }
-            None => NetworkModel::uncalibrated(
-                self.rtt.unwrap_or(0.5),
-                self.per_key_us.unwrap_or(DEFAULT_KEY_US),
-                self.bandwidth.unwrap_or(1250.0),
-            ),
-        };
+        let calibration = self
+            .calibration
+            .as_deref()
+            .map(read_calibration)
+            .transpose()?;
+        let mut net = crate::simulate::NetworkModel::from_parts(
+            calibration.map(|c| c.params),
+            self.rtt,
+            self.per_key_us,
+            self.bandwidth,
+        );
         net.concurrency = self.concurrency;
-        if self.hot_nodes.as_deref() == Some("uniform") {
-            net.hot = Some(Hot::UNIFORM);
-        } else if let Some(h) = &self.hot_nodes {
-            let parsed = h.split_once('/').and_then(|(a, b)| {
-                let (a, b): (f64, f64) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
-                (a > 0.0 && a < 100.0 && b > 0.0 && b < 100.0).then_some((a, b))
-            });
-            let Some((share, nodes)) = parsed else {
-                return Err(UserError::new(
-                    format!("--hot-nodes {h}: not SHARE/NODES percentages"),
-                    "give two percentages between 0 and 100, e.g. --hot-nodes 80/20, or uniform",
-                )
-                .into());
-            };
-            net.hot = Some(Hot {
-                share: share / 100.0,
-                nodes_share: nodes / 100.0,
-            });
-        }
+        net.hot = self.hot_nodes;
         Ok(net)
     }
+}
+
+/// The calibration file at `path`, written by `keyplan bench --calibrate`.
+pub fn read_calibration(path: &Path) -> anyhow::Result<crate::bench::calibrate::Calibration> {
+    let text = read_text(path, "calibration file")?;
+    crate::bench::calibrate::Calibration::parse(&text).map_err(|e| {
+        let help = "give a file written by `keyplan bench --calibrate -o FILE`";
+        UserError::new(format!("{}: {e}", path.display()), help).into()
+    })
 }

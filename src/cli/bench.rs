@@ -59,8 +59,8 @@ pub struct BenchArgs {
     pub strategy: StrategyList,
 
     /// Seconds each (batch, strategy) runs
-    #[arg(long, default_value_t = 2.0, value_name = "S")]
-    pub duration: f64,
+    #[arg(long, default_value = "2", value_name = "S", value_parser = duration)]
+    pub duration: Duration,
 
     /// Concurrent workers, each with its own connections
     #[arg(long, default_value_t = 1, value_name = "N",
@@ -121,7 +121,7 @@ pub fn run(args: BenchArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     let net = prediction_model(&args, &live, &map)?;
     let opts = BenchOptions {
         prefix: args.prefix.clone(),
-        duration: Duration::from_secs_f64(args.duration),
+        duration: args.duration,
         concurrency: args.concurrency as usize,
         strategies,
         net,
@@ -132,7 +132,7 @@ pub fn run(args: BenchArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     let mut report = BenchReport {
         cluster: live.url_text(),
         prefix: args.prefix.clone(),
-        duration_s: args.duration,
+        duration_s: args.duration.as_secs_f64(),
         concurrency: args.concurrency as usize,
         network: opts.net,
         interrupted: false,
@@ -172,15 +172,10 @@ fn prediction_model(
     map: &crate::topology::SlotMap,
 ) -> anyhow::Result<NetworkModel> {
     let mut net = match (&args.calibration, args.rtt) {
-        (Some(_), _) => super::args::ModelArgs {
-            calibration: args.calibration.clone(),
-            rtt: args.rtt,
-            per_key_us: None,
-            bandwidth: None,
-            concurrency: 1,
-            hot_nodes: None,
+        (Some(path), _) => {
+            let cal = super::args::read_calibration(path)?;
+            NetworkModel::from_parts(Some(cal.params), args.rtt, None, None)
         }
-        .model()?,
         (None, Some(rtt)) => {
             NetworkModel::uncalibrated(rtt, crate::simulate::perf::DEFAULT_KEY_US, 1250.0)
         }
@@ -272,6 +267,14 @@ fn run_cleanup(args: &BenchArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus
     })
 }
 
+/// `--duration`: a positive number of seconds, at most an hour.
+fn duration(text: &str) -> Result<Duration, String> {
+    match text.parse::<f64>() {
+        Ok(s) if s > 0.0 && s <= 3600.0 => Ok(Duration::from_secs_f64(s)),
+        _ => Err("not a number of seconds between 0 and 3600 (e.g. --duration 2)".into()),
+    }
+}
+
 /// Refuses what bench must not do or cannot do; the cluster URL.
 fn check(args: &BenchArgs) -> anyhow::Result<&str> {
     let Some(url) = args.cluster.as_deref() else {
@@ -298,13 +301,6 @@ fn check(args: &BenchArgs) -> anyhow::Result<&str> {
         )
         .into());
     }
-    if !(args.duration > 0.0 && args.duration.is_finite() && args.duration <= 3600.0) {
-        return Err(UserError::new(
-            format!("--duration {}: not a number of seconds", args.duration),
-            "give seconds per batch and strategy, e.g. --duration 2",
-        )
-        .into());
-    }
     Ok(url)
 }
 
@@ -317,7 +313,7 @@ fn run_calibrate(args: &BenchArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStat
     let map = live.topology()?;
     let opts = BenchOptions {
         prefix: args.prefix.clone(),
-        duration: Duration::from_secs_f64(args.duration),
+        duration: args.duration,
         concurrency: 1,
         strategies: Vec::new(),
         net: NetworkModel::default(),
@@ -346,11 +342,7 @@ fn run_calibrate(args: &BenchArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStat
         serde_json::to_writer_pretty(&mut *sink, &cal)?;
         Ok(sink.write_all(b"\n")?)
     })?;
-    let within = cal
-        .points
-        .iter()
-        .filter(|p| p.qps > 0.0 && (0.7..=1.43).contains(&(p.predicted_qps / p.qps)))
-        .count();
+    let within = cal.predicted_within(0.7, 1.43);
     writeln!(
         ctx.stderr,
         "calibrated on {} ({} masters): one round trip {:.0} µs (p99 {:.0} µs); the fitted model predicts {} of {} micro-benchmarks within 0.7–1.43× of their measured QPS; written to {}",

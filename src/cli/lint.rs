@@ -9,19 +9,6 @@ use crate::report::lint::{LintFormat, render};
 use anyhow::Context as _;
 use std::path::PathBuf;
 
-/// Output format of `lint`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum LintFormatArg {
-    /// `path:line:col: KP301 [error] message` and a help line
-    Human,
-    /// {"schema_version": 1, "diagnostics": [...], "summary": {...}}
-    Json,
-    /// SARIF 2.1.0 for GitHub code scanning
-    Sarif,
-    /// GitHub Actions workflow annotations
-    Github,
-}
-
 /// Severity threshold for the exit status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum FailOn {
@@ -70,62 +57,11 @@ pub struct LintArgs {
 
     /// Output format
     #[arg(long, value_enum, default_value = "human")]
-    pub format: LintFormatArg,
+    pub format: LintFormat,
 
     /// Write the findings to this file instead of standard output (whole, or not at all)
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
-}
-
-/// Builds the rule set from the built-ins, `--rules` directories and overrides.
-pub fn rule_set(
-    dirs: &[PathBuf],
-    select: &[String],
-    ignore: &[String],
-    severity: &[String],
-) -> anyhow::Result<RuleSet> {
-    let mut set = RuleSet::builtin().map_err(anyhow::Error::msg)?;
-    for dir in dirs {
-        let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-            .with_context(|| format!("cannot read rules directory '{}'", dir.display()))?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|x| x == "yml" || x == "yaml"))
-            .collect();
-        files.sort();
-        let mut loaded = Vec::new();
-        for f in files {
-            let text = crate::files::read_text(&f, "rule")?;
-            loaded.push((f.display().to_string(), text));
-        }
-        if loaded.is_empty() {
-            return Err(UserError::new(
-                format!("--rules {}: no .yml rule files there", dir.display()),
-                "write one YAML file per rule (see rules/ in keyplan's sources and README)",
-            )
-            .into());
-        }
-        set.load_dir(&loaded).map_err(anyhow::Error::msg)?;
-    }
-    if !select.is_empty() {
-        set.select(select).map_err(anyhow::Error::msg)?;
-    }
-    set.ignore(ignore).map_err(anyhow::Error::msg)?;
-    for s in severity {
-        let (code, level) = s.split_once('=').ok_or_else(|| {
-            UserError::new(
-                format!("--severity {s}: expected ID=LEVEL"),
-                "for example --severity KP302=warning",
-            )
-        })?;
-        let level = Severity::from_name(level).ok_or_else(|| {
-            UserError::new(
-                format!("--severity {s}: '{level}' is not a severity"),
-                "use off, hint, info, warning or error",
-            )
-        })?;
-        set.set_severity(code, level).map_err(anyhow::Error::msg)?;
-    }
-    Ok(set)
 }
 
 /// Which rules apply: the built-ins, extra rule files, and the user's choices. `lint` and
@@ -151,9 +87,40 @@ pub struct RuleArgs {
 }
 
 impl RuleArgs {
-    /// The rule set these flags ask for.
+    /// The rule set these flags ask for: the built-ins, the `--rules` directories' files,
+    /// then `--select`, `--ignore` and `--severity`.
     pub fn rule_set(&self) -> anyhow::Result<RuleSet> {
-        rule_set(&self.rules, &self.select, &self.ignore, &self.severity)
+        let mut set = RuleSet::builtin().map_err(anyhow::Error::msg)?;
+        for dir in &self.rules {
+            let loaded = crate::files::text::read_yaml_dir(dir, "rules")?;
+            if loaded.is_empty() {
+                return Err(UserError::new(
+                    format!("--rules {}: no .yml rule files there", dir.display()),
+                    "write one YAML file per rule (see rules/ in keyplan's sources and README)",
+                )
+                .into());
+            }
+            set.load_dir(&loaded).map_err(anyhow::Error::msg)?;
+        }
+        if !self.select.is_empty() {
+            set.select(&self.select).map_err(anyhow::Error::msg)?;
+        }
+        set.ignore(&self.ignore).map_err(anyhow::Error::msg)?;
+        for s in &self.severity {
+            let bad = |why: String| {
+                UserError::new(
+                    format!("--severity {s}: {why}"),
+                    "for example --severity KP302=warning (levels: off, hint, info, warning, error)",
+                )
+            };
+            let (code, level) = s
+                .split_once('=')
+                .ok_or_else(|| bad("expected ID=LEVEL".into()))?;
+            let level = Severity::from_name(level)
+                .ok_or_else(|| bad(format!("'{level}' is not a severity")))?;
+            set.set_severity(code, level).map_err(anyhow::Error::msg)?;
+        }
+        Ok(set)
     }
 }
 
@@ -187,12 +154,7 @@ pub fn run(args: LintArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
             Ok(summary)
         })?;
     sort(&mut diags);
-    let format = match args.format {
-        LintFormatArg::Human => LintFormat::Human,
-        LintFormatArg::Json => LintFormat::Json,
-        LintFormatArg::Sarif => LintFormat::Sarif,
-        LintFormatArg::Github => LintFormat::Github,
-    };
+    let format = args.format;
     ctx.write_to(args.output.as_ref(), |out, layout| {
         match format {
             LintFormat::Human => render(&mut layout.writer(out), &diags, &rules, format),

@@ -6,16 +6,12 @@ use super::Ctx;
 use super::args::{InputArgs, TopologyArgs, load_scheme, read_batch_file, scheme_path};
 use crate::error::{ExitStatus, UserError};
 use crate::plan::observed::ObservedPlanner;
-use crate::plan::workload::Workload;
+use crate::plan::workload::{MAX_SAMPLE_KEYS, PlanSample};
 use crate::plan::{PlanOptions, plan_scheme, yaml};
 use crate::report::plan::{PlanReport, WorkloadInfo};
 use crate::report::render::{Format, render};
 use crate::simulate::Strategy;
-use std::io::Write;
 use std::path::PathBuf;
-
-/// Sample keys kept in memory to score observed batches.
-const MAX_SAMPLE_KEYS: usize = 2_000_000;
 
 /// Output format of `plan`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -121,20 +117,20 @@ pub fn run(mut args: PlanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
     // Observed batches are planned as they are read; the plans of batches over several slots
     // wait in a spool (memory up to 4 MiB, then a temporary file) until the report is written.
     let mut planner = ObservedPlanner::new(&topology, &sample.keys, &opts);
-    let mut spool = Spool::default();
+    let mut spool = crate::report::plan::ObservedSpool::default();
     if let Some(p) = &args.batches {
         for b in read_batch_file(p)? {
-            spool.add(planner.add(&b))?;
+            spool.add(planner.add(&b)).map_err(spool_error)?;
         }
     }
     if let Some(p) = &args.monitor {
         for b in crate::files::MonitorFile::open(p)? {
-            spool.add(planner.add(&b?))?;
+            spool.add(planner.add(&b?)).map_err(spool_error)?;
         }
     }
     let groups = planner.finish();
     let note = groups.note.clone();
-    let observed = spool.finish(groups)?;
+    let observed = spool.finish(groups).map_err(spool_error)?;
     // Findings: a batch with a problem, or one whose recommendation changes anything (every
     // observed batch listed is one that a change would help).
     let problems = batches
@@ -169,45 +165,6 @@ pub fn run(mut args: PlanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
     } else {
         ExitStatus::Clean
     })
-}
-
-/// The observed plans as they are made, one JSON line each.
-struct Spool {
-    file: std::io::BufWriter<tempfile::SpooledTempFile>,
-    len: usize,
-}
-
-impl Default for Spool {
-    fn default() -> Self {
-        Spool {
-            file: std::io::BufWriter::new(tempfile::SpooledTempFile::new(4 << 20)),
-            len: 0,
-        }
-    }
-}
-
-impl Spool {
-    fn add(&mut self, plan: Option<crate::plan::observed::ObservedPlan>) -> anyhow::Result<()> {
-        if let Some(p) = plan {
-            serde_json::to_writer(&mut self.file, &p).map_err(spool_error)?;
-            self.file.write_all(b"\n").map_err(spool_error)?;
-            self.len += 1;
-        }
-        Ok(())
-    }
-
-    fn finish(
-        self,
-        groups: crate::plan::observed::ObservedGroups,
-    ) -> anyhow::Result<crate::report::plan::Observed> {
-        let file = self
-            .file
-            .into_inner()
-            .map_err(|e| spool_error(e.into_error()))?;
-        Ok(crate::report::plan::Observed::spooled(
-            file, self.len, groups,
-        ))
-    }
 }
 
 fn spool_error(e: impl std::fmt::Display) -> anyhow::Error {
@@ -270,61 +227,27 @@ fn options(args: &PlanArgs) -> anyhow::Result<PlanOptions> {
 
 /// The `--keys` sample: the workload plans are scored on, and the keys kept for observed
 /// batches.
-struct Sample {
-    /// Scheme keys from the sample, or generated from declared cardinalities.
-    workload: Option<Workload>,
-    /// Keys read.
-    read: u64,
-    /// Keys kept for observed batches (bounded).
-    keys: Vec<Vec<u8>>,
-}
-
-fn read_sample(
+fn read_sample<'a>(
     args: &PlanArgs,
-    scheme: Option<&crate::scheme::Scheme>,
-    topology: &crate::topology::Topology,
+    scheme: Option<&'a crate::scheme::Scheme>,
+    topology: &'a crate::topology::Topology,
     ctx: &mut Ctx<'_>,
-) -> anyhow::Result<Sample> {
-    let nodes = topology.nodes().len();
-    let mut keys: Vec<Vec<u8>> = Vec::new();
-    let mut read = 0u64;
-    let mut truncated = false;
+) -> anyhow::Result<PlanSample<'a>> {
     let want_observed = args.batches.is_some() || args.monitor.is_some();
-    let mut workload = scheme.map(|s| Workload::sample(s, nodes));
-    let matcher = scheme.map(crate::scheme::matcher::KeyMatcher::new);
+    let mut sample = PlanSample::new(scheme, topology, want_observed);
     let dumps = args
         .input
         .read_dumps(&args.keys, ctx.progress, |input, opts, progress| {
-            input.for_each(opts, progress, |_, rec| {
-                read += 1;
-                if let (Some(s), Some(w), Some(m)) = (scheme, workload.as_mut(), &matcher) {
-                    w.add_sample_key(s, topology, rec.key, m.matched(rec.key));
-                }
-                if want_observed {
-                    if keys.len() < MAX_SAMPLE_KEYS {
-                        keys.push(rec.key.to_vec());
-                    } else {
-                        truncated = true;
-                    }
-                }
-            })
+            input.for_each(opts, progress, |_, rec| sample.add(rec.key))
         })?;
     dumps.warn(ctx)?;
-    if truncated {
+    if sample.truncated {
         writeln!(
             ctx.stderr,
             "warning: observed batches are scored on the first {MAX_SAMPLE_KEYS} sample keys"
         )?;
     }
-    let workload = match (scheme, workload) {
-        (Some(s), Some(w)) if w.is_empty() => Some(Workload::synthetic(s, nodes)),
-        (_, w) => w,
-    };
-    Ok(Sample {
-        workload,
-        read,
-        keys,
-    })
+    Ok(sample.finish())
 }
 
 /// Writes the report (or, with `--format yaml`, the scheme with the recommendations applied).

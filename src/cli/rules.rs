@@ -1,7 +1,7 @@
 //! `keyplan rules`: list the rules, explain one, or test a directory of rules.
 
 use super::Ctx;
-use super::lint::rule_set;
+use super::lint::RuleArgs;
 use crate::error::{ExitStatus, UserError};
 use crate::lint::{ExampleOutcome, check_examples};
 use crate::report::rules::{render_explain, render_list, render_tests};
@@ -38,7 +38,13 @@ pub enum RulesAction {
 
 /// Runs `keyplan rules`.
 pub fn run(args: RulesArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
-    let set = rule_set(&args.rules, &[], &[], &[])?;
+    let rules = RuleArgs {
+        rules: args.rules,
+        select: Vec::new(),
+        ignore: Vec::new(),
+        severity: Vec::new(),
+    };
+    let set = rules.rule_set()?;
     let layout = ctx.layout;
     let mut out = layout.writer(&mut *ctx.stdout);
     match args.action.unwrap_or(RulesAction::List) {

@@ -151,7 +151,7 @@ pub fn run(args: SlotArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
         let mut io_err: Option<std::io::Error> = None;
         let dumps = args
             .input
-            .read_dumps(&args.files, quiet, |input, opts, progress| {
+            .read_opened(inputs, quiet, |input, opts, progress| {
                 input.for_each(opts, progress, |_, rec| {
                     if io_err.is_none() {
                         io_err = row(&mut em, rec.key).err();

@@ -56,3 +56,18 @@ pub fn read_text(path: &Path, what: &str) -> anyhow::Result<String> {
         .into()
     })
 }
+
+/// Every file of `dir` whose name ends in `.yml` or `.yaml`, by name, with its text (each read
+/// as [`read_text`] reads a `what`).
+pub fn read_yaml_dir(dir: &Path, what: &str) -> anyhow::Result<Vec<(String, String)>> {
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("cannot read {what} directory '{}'", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "yml" || x == "yaml"))
+        .collect();
+    files.sort();
+    files
+        .iter()
+        .map(|f| Ok((f.display().to_string(), read_text(f, what)?)))
+        .collect()
+}

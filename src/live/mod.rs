@@ -86,6 +86,11 @@ pub enum LiveError {
     /// The cluster's slot map is unusable.
     #[error("the cluster's slot map: {0}")]
     Topology(String),
+    /// Slots changed owner while keys were sampled (a failover or a reshard).
+    #[error(
+        "the slot map changed while keys were sampled ({0} slot(s) changed owner: a failover or a reshard): the sample would count some keys twice and miss others; run again once the cluster is stable (CLUSTER INFO cluster_state:ok, no slot migrating)"
+    )]
+    Unstable(usize),
 }
 
 /// A parsed `--cluster` URL.

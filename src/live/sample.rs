@@ -82,16 +82,19 @@ impl LiveCluster {
         Ok(facts)
     }
 
-    /// How many slots changed owner since `before` was read (a failover or a reshard while
+    /// Fails when slots changed owner since `before` was read (a failover or a reshard while
     /// keys were sampled: the sample would count some keys twice and miss others).
-    pub fn owners_changed(&self, before: &SlotMap) -> Result<usize, LiveError> {
+    pub fn ensure_stable(&self, before: &SlotMap) -> Result<(), LiveError> {
         let owners: Vec<Option<Node>> = (0..crate::slot::SLOT_COUNT as u16)
             .map(|s| before.owner_of_slot(s).map(|i| before.nodes()[i].clone()))
             .collect();
-        self.owners_changed_from(&owners)
+        match self.owners_changed_from(&owners)? {
+            0 => Ok(()),
+            n => Err(LiveError::Unstable(n)),
+        }
     }
 
-    /// [`LiveCluster::owners_changed`] against each slot's owner as it was read (16384
+    /// How many slots changed owner since each slot's owner was read (16384
     /// entries, `None` for a slot no node served). Owners are the same node when their ids are
     /// (or, without ids, their addresses): a view read from `CLUSTER NODES` names nodes by ip
     /// where `CLUSTER SHARDS` may give a hostname.

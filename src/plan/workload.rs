@@ -379,6 +379,68 @@ fn stable_hash(data: &[u8]) -> u64 {
     h ^ (h >> 33)
 }
 
+/// Sample keys kept in memory to score observed batches.
+pub const MAX_SAMPLE_KEYS: usize = 2_000_000;
+
+/// A key sample as `plan` reads it: the scheme's workload re-keyed from it, and the first
+/// [`MAX_SAMPLE_KEYS`] keys kept for observed batches.
+pub struct PlanSample<'a> {
+    scheme: Option<(&'a Scheme, crate::scheme::matcher::KeyMatcher)>,
+    topology: &'a Topology,
+    /// The scheme's workload (from the sample's keys; once done, from the declared
+    /// cardinalities when no key matched).
+    pub workload: Option<Workload>,
+    /// Keys read.
+    pub read: u64,
+    /// Keys kept for observed batches (none unless asked for).
+    pub keys: Vec<Vec<u8>>,
+    /// Whether keys are kept at all.
+    keep: bool,
+    /// More keys were read than kept.
+    pub truncated: bool,
+}
+
+impl<'a> PlanSample<'a> {
+    /// An empty sample for `scheme` on `topology`; `keep` keeps keys for observed batches.
+    pub fn new(scheme: Option<&'a Scheme>, topology: &'a Topology, keep: bool) -> Self {
+        let nodes = topology.nodes().len();
+        PlanSample {
+            scheme: scheme.map(|s| (s, crate::scheme::matcher::KeyMatcher::new(s))),
+            topology,
+            workload: scheme.map(|s| Workload::sample(s, nodes)),
+            read: 0,
+            keys: Vec::new(),
+            keep,
+            truncated: false,
+        }
+    }
+
+    /// Adds one key.
+    pub fn add(&mut self, key: &[u8]) {
+        self.read += 1;
+        if let (Some((s, m)), Some(w)) = (&self.scheme, self.workload.as_mut()) {
+            w.add_sample_key(s, self.topology, key, m.matched(key));
+        }
+        if self.keep {
+            match self.keys.len() < MAX_SAMPLE_KEYS {
+                true => self.keys.push(key.to_vec()),
+                false => self.truncated = true,
+            }
+        }
+    }
+
+    /// Done reading: a workload no sample key matched is generated from the scheme's
+    /// declared cardinalities.
+    pub fn finish(mut self) -> Self {
+        if let (Some((s, _)), Some(w)) = (&self.scheme, &self.workload)
+            && w.is_empty()
+        {
+            self.workload = Some(Workload::synthetic(s, self.topology.nodes().len()));
+        }
+        self
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,16 +6,16 @@ use crate::lint::{Diagnostic, RuleSet};
 use serde_json::json;
 use std::io::{self, Write};
 
-/// Output formats of `lint`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Output formats of `lint` (the variants' docs are `--format`'s help).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum LintFormat {
-    /// One line per finding plus a help line.
+    /// `path:line:col: KP301 [error] message` and a help line
     Human,
-    /// `{"schema_version": 1, "diagnostics": [...], "summary": {...}}`.
+    /// {"schema_version": 1, "diagnostics": [...], "summary": {...}}
     Json,
-    /// SARIF 2.1.0.
+    /// SARIF 2.1.0 for GitHub code scanning
     Sarif,
-    /// `::error file=…,line=…::message` workflow commands.
+    /// GitHub Actions workflow annotations
     Github,
 }
 

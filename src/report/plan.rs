@@ -54,6 +54,40 @@ enum ObservedPlans {
     },
 }
 
+/// The observed plans as they are made, one JSON line each: in memory up to 4 MiB, then in a
+/// temporary file, until the report is written.
+pub struct ObservedSpool {
+    file: io::BufWriter<tempfile::SpooledTempFile>,
+    len: usize,
+}
+
+impl Default for ObservedSpool {
+    fn default() -> Self {
+        ObservedSpool {
+            file: io::BufWriter::new(tempfile::SpooledTempFile::new(4 << 20)),
+            len: 0,
+        }
+    }
+}
+
+impl ObservedSpool {
+    /// Adds a plan (none for a batch that needs none).
+    pub fn add(&mut self, plan: Option<ObservedPlan>) -> io::Result<()> {
+        if let Some(p) = plan {
+            serde_json::to_writer(&mut self.file, &p)?;
+            self.file.write_all(b"\n")?;
+            self.len += 1;
+        }
+        Ok(())
+    }
+
+    /// The plans spooled, each completed by `groups` as it is read back.
+    pub fn finish(self, groups: crate::plan::observed::ObservedGroups) -> io::Result<Observed> {
+        let file = self.file.into_inner().map_err(|e| e.into_error())?;
+        Ok(Observed::spooled(file, self.len, groups))
+    }
+}
+
 impl std::fmt::Debug for Observed {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "Observed({} plans)", self.len)

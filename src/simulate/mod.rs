@@ -124,6 +124,34 @@ impl NetworkModel {
         }
     }
 
+    /// The model of a calibration (else the documented defaults: a 0.5 ms round trip,
+    /// [`perf::DEFAULT_KEY_US`] a key, 1250 MB/s), with its round trip, time per key or
+    /// bandwidth replaced where given.
+    pub fn from_parts(
+        calibration: Option<perf::PerfParams>,
+        rtt_ms: Option<f64>,
+        per_key_us: Option<f64>,
+        bandwidth_mb_s: Option<f64>,
+    ) -> NetworkModel {
+        let Some(params) = calibration else {
+            return NetworkModel::uncalibrated(
+                rtt_ms.unwrap_or(0.5),
+                per_key_us.unwrap_or(perf::DEFAULT_KEY_US),
+                bandwidth_mb_s.unwrap_or(1250.0),
+            );
+        };
+        let mut net = NetworkModel::calibrated(params, rtt_ms);
+        if let Some(k) = per_key_us {
+            net.perf.latency.key_us = k;
+            net.per_key_us = k;
+        }
+        if let Some(b) = bandwidth_mb_s {
+            net.perf.latency.kib_us = 1024.0 / b;
+            net.bandwidth_mb_s = b;
+        }
+        net
+    }
+
     /// The defaults around a round trip measured as `probe_ms` (one PING): the wave's part is
     /// what remains after the default costs of one lane and one command.
     pub fn probed(probe_ms: f64) -> NetworkModel {

@@ -239,6 +239,27 @@ impl Hot {
         share: 0.0,
         nodes_share: 0.0,
     };
+
+    /// `SHARE/NODES` in percent (`80/20`: 80% of the requests to 20% of the nodes), or
+    /// `uniform`.
+    pub fn parse(text: &str) -> Result<Hot, String> {
+        if text == "uniform" {
+            return Ok(Hot::UNIFORM);
+        }
+        let pct = |t: &str| {
+            t.trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|p| *p > 0.0 && *p < 100.0)
+        };
+        match text.split_once('/').map(|(a, b)| (pct(a), pct(b))) {
+            Some((Some(share), Some(nodes))) => Ok(Hot {
+                share: share / 100.0,
+                nodes_share: nodes / 100.0,
+            }),
+            _ => Err("not SHARE/NODES percentages: give two percentages between 0 and 100, e.g. 80/20, or uniform".into()),
+        }
+    }
 }
 
 /// What the model predicts for one batch at one concurrency.
