@@ -2,7 +2,6 @@
 
 use super::Ctx;
 use super::args::{InputArgs, OutputArgs, SampleArgs, TopologyArgs, threads};
-use crate::analyze::snapshot::Biggest;
 use crate::analyze::{AnalyzeConfig, Analyzer};
 use crate::error::{ExitStatus, UserError};
 use crate::pattern::{DEFAULT_DELIMITERS, Delimiters};
@@ -108,75 +107,18 @@ fn run_live(
     ctx: &mut Ctx<'_>,
 ) -> anyhow::Result<ExitStatus> {
     let opts = args.sampling.scan_options(&live)?;
-    let nodes = topology.key_holders();
-    let owners = topology.master_slots();
-    // With --bytes, each node's biggest sampled keys are kept too (described afterwards).
-    let keep = if opts.bytes {
-        crate::files::TOP_KEYS
-    } else {
-        0
-    };
-    let workers: Vec<(Analyzer<'_>, Biggest)> = nodes
-        .iter()
-        .map(|_| (Analyzer::new(&topology, &config), Biggest::new(keep)))
-        .collect();
-    let targets = crate::live::SampleTargets {
-        masters: &nodes,
-        owners: &owners,
-        migrations: topology.migrations(),
-    };
-    let sample =
-        args.sampling
-            .sample(ctx, &live, &opts, &targets, workers, |(w, big), k, b, h| {
-                w.add(k, b, h);
-                if let Some(b) = b {
-                    big.offer(b, k);
-                }
-            })?;
-    SampleArgs::check_stable(&live, &topology)?;
-    let (workers, bigs): (Vec<Analyzer<'_>>, Vec<Biggest>) = sample.sinks.into_iter().unzip();
-    let mut biggest = Biggest::new(keep);
-    for b in &bigs {
-        biggest.merge(b);
-    }
-    let mut analyzer = merged(workers);
-    // The servers know every slot's exact key count: node and slot figures come from them,
-    // whatever the sample (unless --match narrows the keys to some of them).
-    if let Some(exact) = sample.exact_slot_keys {
-        analyzer.set_exact_slot_keys(exact);
-    }
-    let measured = live.measure_nodes(&topology, &nodes, sample.slot_load.as_ref())?;
-    analyzer.set_node_dataset(measured.dataset);
-    if let Some(load) = measured.load {
-        analyzer.set_node_load(load);
-    }
-    match &sample.slot_load {
-        // --heat asked for the keys' LFU counters as the ops: the CPU stays per node.
-        _ if args.sampling.heat => analyzer.set_ops_source(
-            "OBJECT FREQ of each sampled key (its LFU access counter, logarithmic: a heat rank, not a count of operations)".into(),
-        ),
-        Some(load) => analyzer.set_slot_ops(
-            load.cpu_usec.iter().map(|&c| c as f64).collect(),
-            format!("CPU µs per slot from CLUSTER SLOT-STATS: {}", load.since),
-        ),
-        None => {}
-    }
-    if measured.from_commandstats {
+    let masters = topology.key_holders();
+    let window = args.sampling.window;
+    let analysis = args.sampling.with_progress(ctx, &opts, &masters, |tick| {
+        live.analyze(&topology, &config, &opts, window, source.clone(), tick)
+    })?;
+    if analysis.load_from_commandstats {
         writeln!(
             ctx.stderr,
             "note: the servers do not count load per slot (that needs Valkey 8+ with cluster-slot-stats-enabled yes, or Redis 8.2+): each node's CPU is from INFO commandstats, and slots are not weighed by load"
         )?;
     }
-    let read = crate::keys::ReadSummary {
-        keys: sample.keys,
-        lines: sample.keys,
-        ..Default::default()
-    };
-    let mut report = analyzer.finish(&read, source.clone(), &config);
-    if !biggest.keys().is_empty() {
-        report.snapshot = Some(live.describe_biggest(&topology, &biggest, config.top)?);
-    }
-    emit(args, &report, &source, &config, ctx)?;
+    emit(args, &analysis.report, &source, &config, ctx)?;
     Ok(ExitStatus::Clean)
 }
 

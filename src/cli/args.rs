@@ -540,27 +540,21 @@ impl SampleArgs {
 }
 
 impl SampleArgs {
-    /// Samples `targets` into `sinks` (see [`crate::live::LiveCluster::sample_masters`]) with
-    /// a progress bar, over `--window` when given; first warns of the masters that have no
-    /// replica to read from.
-    pub fn sample<S: Send>(
+    /// Runs `sample` (which calls its tick once a key) under a progress bar, after warning of
+    /// the masters that have no replica to read from.
+    pub fn with_progress<T, E: Into<anyhow::Error>>(
         &self,
         ctx: &mut Ctx<'_>,
-        live: &crate::live::LiveCluster,
         opts: &crate::live::ScanOptions,
-        targets: &crate::live::SampleTargets<'_>,
-        sinks: Vec<S>,
-        f: impl Fn(&mut S, &[u8], Option<u64>, Option<f64>) + Sync,
-    ) -> anyhow::Result<crate::live::Sample<S>> {
-        warn_no_replica(ctx, opts, targets.masters)?;
-        let total = opts.per_node.map(|n| n * targets.masters.len() as u64);
+        masters: &[crate::topology::Node],
+        sample: impl FnOnce(&(dyn Fn() + Sync)) -> Result<T, E>,
+    ) -> anyhow::Result<T> {
+        warn_no_replica(ctx, opts, masters)?;
+        let total = opts.per_node.map(|n| n * masters.len() as u64);
         let progress = ctx.progress("sampling", Unit::Keys, total);
-        let sample = live.sample_masters(targets, opts, self.window, sinks, |s, k, b, h| {
-            f(s, k, b, h);
-            progress.inc(1);
-        })?;
+        let done = sample(&|| progress.inc(1));
         progress.finish();
-        Ok(sample)
+        done.map_err(Into::into)
     }
 }
 

@@ -219,7 +219,7 @@ pub fn load_sample(
     } else if !args.no_sample
         && let Some(live) = args.topology.live()?
     {
-        sample_live(args, &live, view, &mut weights, &mut info, ctx)?;
+        weights = sample_live(args, &live, view, &mut info, ctx)?;
     }
     info.has_bytes = weights.has_bytes;
     info.has_ops = weights.has_ops;
@@ -232,44 +232,21 @@ fn sample_live(
     args: &PreviewArgs,
     live: &crate::live::LiveCluster,
     view: &ClusterView,
-    weights: &mut SlotWeights,
     info: &mut SampleInfo,
     ctx: &mut Ctx<'_>,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<SlotWeights> {
     let opts = args.sampling.scan_options(live)?;
-    let masters = view.key_holders();
-    let owners = view.master_slots();
-    let targets = crate::live::SampleTargets {
-        masters: &masters,
-        owners: &owners,
-        migrations: &view.open,
-    };
-    let sinks: Vec<SlotWeights> = masters.iter().map(|_| SlotWeights::default()).collect();
+    let window = args.sampling.window;
     let sample = args
         .sampling
-        .sample(ctx, live, &opts, &targets, sinks, |w, k, b, h| {
-            w.add(k, b, h)
+        .with_progress(ctx, &opts, &view.key_holders(), |tick| {
+            live.sample_weights(view, &opts, window, tick)
         })?;
-    // A failover or a reshard while sampling would count some keys twice and miss others.
-    let owners_before: Vec<Option<crate::topology::Node>> = view
-        .owner
-        .iter()
-        .map(|o| o.map(|i| view.nodes[i].to_node()))
-        .collect();
-    match live.owners_changed_from(&owners_before)? {
-        0 => {}
-        n => return Err(crate::live::LiveError::Unstable(n).into()),
-    }
     info.keys += sample.keys;
-    for w in &sample.sinks {
-        weights.merge(w);
-    }
-    // The servers' exact keys per slot replace the sample's (bytes scaled to them), unless
-    // --match narrows the keys; they stand for the whole cluster already.
-    if let Some(exact) = &sample.exact_slot_keys {
-        weights.scale_to(exact, &view.owner);
+    if sample.exact {
         info.source
             .push("keys per slot: the servers' exact counts".into());
+        // Exact counts stand for the whole cluster already.
         if info.scale != 1.0 {
             writeln!(
                 ctx.stderr,
@@ -279,13 +256,10 @@ fn sample_live(
             info.scale = 1.0;
         }
     }
-    // The load the servers measured per slot, where they count it.
-    if let Some(load) = &sample.slot_load {
+    if let Some(since) = &sample.load_since {
         info.source.push(format!(
-            "CPU and network per slot: CLUSTER SLOT-STATS, {}",
-            load.since
+            "CPU and network per slot: CLUSTER SLOT-STATS, {since}"
         ));
-        weights.measured = Some(load.into());
     }
     let bytes = if args.sampling.bytes {
         ", MEMORY USAGE"
@@ -296,7 +270,7 @@ fn sample_live(
         "live sample ({} per master{bytes})",
         args.sampling.sample
     ));
-    Ok(())
+    Ok(sample.weights)
 }
 
 /// The batches from `--scheme` and `--batches`, and the client profiles to run them with.

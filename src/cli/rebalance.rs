@@ -7,7 +7,7 @@ use super::migration::{
 };
 use crate::error::{ExitStatus, UserError};
 use crate::migrate::MigrationReport;
-use crate::migrate::balance::{BalanceBy, load_aware_report, redis_cli_report, still_serving};
+use crate::migrate::balance::{BalanceBy, rebalance_plans, still_serving};
 use crate::migrate::emit::EmitContext;
 use crate::migrate::redis_cli::{self, RebalanceOptions};
 
@@ -93,21 +93,7 @@ pub fn run(args: RebalanceArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus>
     args.balance_by.available(&weights_by_slot)?;
     let (batches, clients) = load_batches(&args.common, open.scheme.as_ref())?;
 
-    let slot_plan = redis_cli::rebalance(view, &opts)?;
-    let slot_report = redis_cli_report(view, &slot_plan, &opts, &weights_by_slot);
-    let (plan, compare, moves) = if args.balance_by == BalanceBy::Slots {
-        let moves = slot_plan.moves.clone();
-        (slot_report, None, moves)
-    } else {
-        let (report, moves) = load_aware_report(
-            view,
-            args.balance_by,
-            &weights_by_slot,
-            &opts,
-            args.threshold,
-        )?;
-        (report, Some(slot_report), moves)
-    };
+    let (plan, compare, moves) = rebalance_plans(view, args.balance_by, &weights_by_slot, &opts)?;
     let mut report = MigrationReport {
         command: "rebalance",
         topology: open.source.clone(),

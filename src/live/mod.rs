@@ -6,6 +6,7 @@ mod conn;
 mod dump;
 mod measure;
 mod sample;
+mod sampled;
 
 use crate::topology::reply::{Reply, from_reply};
 use crate::topology::{Node, SlotMap};
@@ -14,6 +15,7 @@ pub use dump::DumpError;
 pub use measure::NodeMeasures;
 use redis::Value;
 pub use sample::{Sample, SampleTargets};
+pub use sampled::{BIGGEST_KEYS, LiveAnalysis, LiveWeights};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};

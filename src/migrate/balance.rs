@@ -91,6 +91,23 @@ impl BalanceBy {
     }
 }
 
+/// The plan a rebalance preview shows, with the moves it makes: redis-cli's own when `by` is
+/// slots, else the load-aware plan with redis-cli's beside it (the second report).
+pub fn rebalance_plans(
+    view: &ClusterView,
+    by: BalanceBy,
+    weights: &SlotWeights,
+    opts: &RebalanceOptions,
+) -> Result<(PlanReport, Option<PlanReport>, Vec<Move>), MigrateError> {
+    let slot_plan = super::redis_cli::rebalance(view, opts)?;
+    let slot_report = redis_cli_report(view, &slot_plan, opts, weights);
+    if by == BalanceBy::Slots {
+        return Ok((slot_report, None, slot_plan.moves));
+    }
+    let (report, moves) = load_aware_report(view, by, weights, opts, opts.threshold)?;
+    Ok((report, Some(slot_report), moves))
+}
+
 /// The load-aware plan balancing `by` (within `tolerance`, a fraction of each node's target),
 /// with its report.
 pub fn load_aware_report(
