@@ -19,9 +19,9 @@
 //! | core | [`slot`], [`keys`], [`rdb`], [`sketch`], [`skew`] | the slot rule and its kernels, dump and snapshot readers, sketches, skew statistics |
 //! | model | [`topology`], [`scheme`], [`pattern`], [`command`] | where keys live, what an application's keys and batches are, key patterns, the servers' command table |
 //! | engines | [`analyze`], [`lint`], [`simulate`], [`plan`], [`migrate`] | pure computations that return typed reports |
-//! | adapters | [`live`], [`bench`](mod@bench) | talking to a running cluster (read-only sampling; bench's own keys) |
+//! | adapters | [`files`], [`live`], [`bench`](mod@bench) | I/O on the paths and URLs they are given: key dumps, snapshots, text files, captures and atomically written reports; a running cluster (read-only sampling; bench's own keys) |
 //! | output | [`report`] | renderers: a typed report (or, for `simulate`, one batch's results at a time) in, bytes on a writer out; nothing else |
-//! | shell | [`cli`] | flags, loading inputs, progress, one engine call, one renderer, exit status |
+//! | shell | [`cli`] | flags turned into loaded inputs and domain settings, progress, one engine call, one renderer, exit status |
 //!
 //! Nothing below the shell prints or exits, and nothing below the output layer imports it (a
 //! test checks both).
