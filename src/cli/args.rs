@@ -5,11 +5,12 @@
 use super::Ctx;
 use super::progress::{Progress, ProgressConfig, Unit};
 use crate::error::UserError;
-use crate::files::{Input, read_text};
+use crate::files::{Input, MonitorFile, read_text};
 use crate::keys::parallel::ChunkSink;
 use crate::keys::{DEFAULT_MAX_LINE, InputFormat, ReadOptions, ReadSummary};
 use crate::report::render::{Format, Render, render};
 use crate::report::slot::MalformedLine;
+use crate::simulate::Batch;
 use crate::topology::{SlotMap, Topology, TopologyFormat, TopologyOptions};
 use anyhow::Context as _;
 use std::path::{Path, PathBuf};
@@ -242,6 +243,125 @@ pub struct TopologyArgs {
     /// `masters` came from a scheme's `topology: { masters: N }` (set by `with_scheme`).
     #[arg(skip)]
     pub from_scheme: bool,
+}
+
+/// Where declared and listed batches come from (`bench`, the previews; with a capture in
+/// [`BatchArgs`]).
+#[derive(Debug, Clone, clap::Args)]
+pub struct BatchFiles {
+    /// A key scheme: its batches, keys generated from its variables
+    #[arg(long, value_name = "FILE")]
+    pub scheme: Option<PathBuf>,
+
+    /// A batch file: one batch a line (`MGET a b c`, `PIPELINE GET a; ZADD b 1 x`, `MULTI SET
+    /// a 1; INCR b`)
+    #[arg(long, value_name = "FILE")]
+    pub batches: Option<PathBuf>,
+}
+
+impl BatchFiles {
+    /// The scheme, read.
+    pub fn load_scheme(&self) -> anyhow::Result<Option<LoadedScheme>> {
+        self.scheme.as_deref().map(load_scheme).transpose()
+    }
+
+    /// The scheme's batches (at their declared sizes), then the batch file's.
+    pub fn all(&self, scheme: Option<&LoadedScheme>) -> anyhow::Result<Vec<Batch>> {
+        let mut all = Vec::new();
+        if let Some(s) = scheme {
+            all.extend(crate::simulate::batch::from_scheme(&s.scheme, None));
+        }
+        if let Some(p) = &self.batches {
+            all.extend(read_batch_file(p)?);
+        }
+        Ok(all)
+    }
+}
+
+/// Where batches come from (`simulate`, `plan`): a scheme, a batch file, a MONITOR capture.
+#[derive(Debug, Clone, clap::Args)]
+pub struct BatchArgs {
+    /// The scheme and the batch file.
+    #[command(flatten)]
+    pub files: BatchFiles,
+
+    /// A `redis-cli MONITOR` capture: its multi-key commands, MULTI…EXEC blocks and scripts,
+    /// per client connection
+    #[arg(long, value_name = "FILE")]
+    pub monitor: Option<PathBuf>,
+}
+
+impl BatchArgs {
+    /// The error `title` when no source of batches is given.
+    pub fn require(&self, title: &str) -> Result<(), UserError> {
+        if self.files.scheme.is_some() || self.files.batches.is_some() || self.monitor.is_some() {
+            return Ok(());
+        }
+        Err(UserError::new(
+            title,
+            "pass --scheme keyplan.yaml, --batches FILE or --monitor CAPTURE",
+        ))
+    }
+
+    /// Whether batches are observed (a batch file or a capture).
+    pub fn observes(&self) -> bool {
+        self.files.batches.is_some() || self.monitor.is_some()
+    }
+
+    /// The observed batches: the batch file's, then the capture's as it is read.
+    pub fn observed(&self) -> anyhow::Result<Observed> {
+        let listed = match &self.files.batches {
+            Some(p) => read_batch_file(p)?,
+            None => Vec::new(),
+        };
+        let capture = self.monitor.as_deref().map(MonitorFile::open).transpose()?;
+        Ok(Observed {
+            listed: listed.into_iter(),
+            capture,
+            captured: 0,
+        })
+    }
+}
+
+/// The observed batches of [`BatchArgs::observed`], one at a time.
+pub struct Observed {
+    listed: std::vec::IntoIter<Batch>,
+    capture: Option<MonitorFile>,
+    captured: u64,
+}
+
+impl Iterator for Observed {
+    type Item = anyhow::Result<Batch>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if let Some(b) = self.listed.next() {
+            return Some(Ok(b));
+        }
+        let b = self.capture.as_mut()?.next()?;
+        self.captured += 1;
+        Some(b)
+    }
+}
+
+impl Observed {
+    /// Says on stderr what the capture held besides its batches, once it is read to the end.
+    pub fn say_capture(&self, ctx: &mut Ctx<'_>) -> std::io::Result<()> {
+        let Some((c, stats)) = self.capture.as_ref().and_then(|c| Some((c, c.stats()?))) else {
+            return Ok(());
+        };
+        let dropped = match stats.unterminated {
+            0 => String::new(),
+            n => format!("; {n} MULTI without EXEC dropped"),
+        };
+        writeln!(
+            ctx.stderr,
+            "{}: {} commands, {} batches; {} single-key commands are not batches{dropped}",
+            c.path().display(),
+            stats.commands,
+            self.captured,
+            stats.single,
+        )
+    }
 }
 
 /// A key scheme read from its file.

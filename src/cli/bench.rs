@@ -2,6 +2,7 @@
 //! simulator's prediction.
 
 use super::Ctx;
+use super::args::BatchFiles;
 use super::progress::Unit;
 use super::simulate::StrategyList;
 use crate::bench::{BenchOptions, BenchResult, run_bench};
@@ -10,7 +11,7 @@ use crate::report::bench::{
     BenchReport, render_batch_table, render_json, render_table_footer, render_table_header,
 };
 use crate::simulate::NetworkModel;
-use crate::simulate::batch::{Batch, from_scheme};
+use crate::simulate::batch::Batch;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -46,13 +47,9 @@ pub struct BenchArgs {
     #[arg(long)]
     pub allow_writes: bool,
 
-    /// A batch file: one batch a line (`MGET a b c`, `PIPELINE GET a; SET b 1`, `MULTI …`)
-    #[arg(long, value_name = "FILE")]
-    pub batches: Option<PathBuf>,
-
-    /// The batches of a key scheme (keys generated from its variables)
-    #[arg(long, value_name = "FILE")]
-    pub scheme: Option<PathBuf>,
+    /// The batches to run.
+    #[command(flatten)]
+    pub batches: BatchFiles,
 
     /// Which strategies.
     #[command(flatten)]
@@ -108,13 +105,7 @@ pub fn run(args: BenchArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
         return run_calibrate(&args, ctx);
     }
     let url = check(&args)?;
-    let mut batches: Vec<Batch> = Vec::new();
-    if let Some(p) = &args.scheme {
-        batches.extend(from_scheme(&super::args::load_scheme(p)?.scheme, None));
-    }
-    if let Some(p) = &args.batches {
-        batches.extend(super::args::read_batch_file(p)?);
-    }
+    let batches = args.batches.all(args.batches.load_scheme()?.as_ref())?;
     let live = super::args::live_cluster(url)?;
     let map = live.topology()?;
     let strategies = args.strategy.strategies();
@@ -294,7 +285,7 @@ fn check(args: &BenchArgs) -> anyhow::Result<&str> {
         )
         .into());
     }
-    if args.batches.is_none() && args.scheme.is_none() && !args.calibrate {
+    if args.batches.batches.is_none() && args.batches.scheme.is_none() && !args.calibrate {
         return Err(UserError::new(
             "no batches to run",
             "pass --batches FILE or --scheme keyplan.yaml",

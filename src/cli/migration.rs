@@ -3,8 +3,7 @@
 
 use super::Ctx;
 use super::args::{
-    InputArgs, LoadedScheme, OutputArgs, ReportFormat, SampleArgs, TopologyArgs, load_scheme,
-    read_batch_file,
+    BatchFiles, InputArgs, LoadedScheme, OutputArgs, ReportFormat, SampleArgs, TopologyArgs,
 };
 use crate::error::{ExitStatus, UserError};
 use crate::keys::Record;
@@ -15,7 +14,7 @@ use crate::migrate::impact::{
 };
 use crate::migrate::{ClusterView, MigrationReport, Move, SampleInfo};
 use crate::simulate::NetworkModel;
-use crate::simulate::batch::{self, Batch};
+use crate::simulate::batch::Batch;
 use crate::simulate::client::Client;
 use crate::topology::{Topology, nodes};
 use anyhow::Context as _;
@@ -48,13 +47,10 @@ pub struct PreviewArgs {
     #[arg(long)]
     pub no_sample: bool,
 
-    /// Batches declared in a key scheme: which of them touch moving slots
-    #[arg(long, value_name = "FILE")]
-    pub scheme: Option<PathBuf>,
-
-    /// Observed batches (one a line: COMMAND key key ...): which of them touch moving slots
-    #[arg(long, value_name = "FILE")]
-    pub batches: Option<PathBuf>,
+    /// Batches (declared in a key scheme, or listed in a batch file): which of them touch
+    /// moving slots.
+    #[command(flatten)]
+    pub batches: BatchFiles,
 
     /// Client profiles for batches in motion (NAME, NAME@VERSION or all) [default: jedis,
     /// lettuce, redis-py, go-redis, ioredis, node-redis, redis-rs]
@@ -101,7 +97,7 @@ impl Opened {
     /// Reads what `args` name.
     pub fn open(args: &PreviewArgs) -> anyhow::Result<Opened> {
         let (rate, budget) = estimates(args)?;
-        let scheme = load_preview_scheme(args)?;
+        let scheme = args.batches.load_scheme()?;
         let (view, source) = load_view(&args.topology.with_scheme(scheme.as_ref()))?;
         Ok(Opened {
             rate,
@@ -119,12 +115,6 @@ impl Opened {
         report.add_moving_big_keys(&self.view, moves);
         Ok(())
     }
-}
-
-/// The `--scheme` of a preview, read (its batches are checked in motion, its `topology:` is
-/// the default topology).
-fn load_preview_scheme(args: &PreviewArgs) -> anyhow::Result<Option<LoadedScheme>> {
-    args.scheme.as_deref().map(load_scheme).transpose()
 }
 
 /// The cluster as redis-cli would see it, and where it came from.
@@ -278,13 +268,7 @@ pub fn load_batches(
     args: &PreviewArgs,
     scheme: Option<&LoadedScheme>,
 ) -> anyhow::Result<(Vec<Batch>, Vec<Client>)> {
-    let mut batches = Vec::new();
-    if let Some(s) = scheme {
-        batches.extend(batch::from_scheme(&s.scheme, None));
-    }
-    if let Some(p) = &args.batches {
-        batches.extend(read_batch_file(p)?);
-    }
+    let batches = args.batches.all(scheme)?;
     let names: Vec<String> = if args.clients.is_empty() {
         [
             "jedis",

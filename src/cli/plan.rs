@@ -3,7 +3,7 @@
 //! cardinalities).
 
 use super::Ctx;
-use super::args::{InputArgs, TopologyArgs, load_scheme, read_batch_file, scheme_path};
+use super::args::{BatchArgs, InputArgs, TopologyArgs, scheme_path};
 use crate::error::{ExitStatus, UserError};
 use crate::plan::observed::ObservedPlanner;
 use crate::plan::workload::{MAX_SAMPLE_KEYS, PlanSample};
@@ -43,12 +43,14 @@ pub enum PlanStrategy {
 /// scored in round trips and skew, the Pareto front, and a recommendation.
 #[derive(Debug, clap::Args)]
 #[command(
+    mut_arg("scheme", |a| a.help("A key scheme: its batches are planned, its `topology:` is the default topology [default: ./keyplan.yaml when it exists]")),
     after_help = "Examples:\n  keyplan plan --scheme keyplan.yaml\n  keyplan plan --scheme keyplan.yaml --keys sample.keys --max-skew 1.2\n  keyplan plan --scheme keyplan.yaml --format yaml > keyplan.new.yaml\n  keyplan plan --batches batches.txt --keys sample.keys"
 )]
 pub struct PlanArgs {
-    /// The key scheme whose batches to plan [default: ./keyplan.yaml when it exists]
-    #[arg(long, value_name = "FILE")]
-    pub scheme: Option<PathBuf>,
+    /// Where batches come from: the scheme's are planned, the file's and the capture's are
+    /// mined for the segment their keys share.
+    #[command(flatten)]
+    pub batches: BatchArgs,
 
     /// The rules a rewrite must lint clean under (the same flags as `keyplan lint`).
     #[command(flatten)]
@@ -62,14 +64,6 @@ pub struct PlanArgs {
     /// How key samples are read.
     #[command(flatten)]
     pub input: InputArgs,
-
-    /// Observed batches (one a line: COMMAND key key ...): mined for the segment their keys share
-    #[arg(long, value_name = "FILE", conflicts_with = "monitor")]
-    pub batches: Option<PathBuf>,
-
-    /// A `redis-cli MONITOR` capture: its multi-key commands, MULTI…EXEC blocks and scripts
-    #[arg(long, value_name = "FILE")]
-    pub monitor: Option<PathBuf>,
 
     /// Where keys live [default: the scheme's topology, else 3 masters].
     #[command(flatten)]
@@ -103,9 +97,9 @@ pub struct PlanArgs {
 /// Runs `keyplan plan`.
 pub fn run(mut args: PlanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     // As lint does: the scheme of the current directory unless one is named.
-    args.scheme = scheme_path(args.scheme.as_ref());
+    args.batches.files.scheme = scheme_path(args.batches.files.scheme.as_ref());
     check(&args)?;
-    let loaded = args.scheme.as_deref().map(load_scheme).transpose()?;
+    let loaded = args.batches.files.load_scheme()?;
     let (topology, topo_source) = args.topology.resolve_with_scheme(loaded.as_ref())?;
     let scheme = loaded.as_ref().map(|l| &l.scheme);
     let opts = options(&args)?;
@@ -118,15 +112,8 @@ pub fn run(mut args: PlanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
     // wait in a spool (memory up to 4 MiB, then a temporary file) until the report is written.
     let mut planner = ObservedPlanner::new(&topology, &sample.keys, &opts);
     let mut spool = crate::report::plan::ObservedSpool::default();
-    if let Some(p) = &args.batches {
-        for b in read_batch_file(p)? {
-            spool.add(planner.add(&b)).map_err(spool_error)?;
-        }
-    }
-    if let Some(p) = &args.monitor {
-        for b in crate::files::MonitorFile::open(p)? {
-            spool.add(planner.add(&b?)).map_err(spool_error)?;
-        }
+    for b in args.batches.observed()? {
+        spool.add(planner.add(&b?)).map_err(spool_error)?;
     }
     let groups = planner.finish();
     let note = groups.note.clone();
@@ -177,14 +164,10 @@ fn spool_error(e: impl std::fmt::Display) -> anyhow::Error {
 
 /// Refuses flag combinations and values plan cannot use.
 fn check(args: &PlanArgs) -> anyhow::Result<()> {
-    if args.scheme.is_none() && args.batches.is_none() && args.monitor.is_none() {
-        return Err(UserError::new(
-            "nothing to plan: no --scheme, no keyplan.yaml here, no --batches and no --monitor",
-            "pass --scheme keyplan.yaml, --batches FILE or --monitor CAPTURE",
-        )
-        .into());
-    }
-    if args.format == PlanFormat::Yaml && args.scheme.is_none() {
+    args.batches.require(
+        "nothing to plan: no --scheme, no keyplan.yaml here, no --batches and no --monitor",
+    )?;
+    if args.format == PlanFormat::Yaml && args.batches.files.scheme.is_none() {
         return Err(UserError::new(
             "--format yaml writes the updated scheme, and no --scheme is given",
             "pass --scheme keyplan.yaml, or use --format table or json",
@@ -233,8 +216,7 @@ fn read_sample<'a>(
     topology: &'a crate::topology::Topology,
     ctx: &mut Ctx<'_>,
 ) -> anyhow::Result<PlanSample<'a>> {
-    let want_observed = args.batches.is_some() || args.monitor.is_some();
-    let mut sample = PlanSample::new(scheme, topology, want_observed);
+    let mut sample = PlanSample::new(scheme, topology, args.batches.observes());
     let dumps = args
         .input
         .read_dumps(&args.keys, ctx.progress, |input, opts, progress| {

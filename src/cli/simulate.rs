@@ -1,9 +1,8 @@
 //! `keyplan simulate`: what batches cost under each execution strategy.
 
 use super::Ctx;
-use super::args::{OutputArgs, TopologyArgs, load_scheme, read_batch_file, read_topology};
+use super::args::{BatchArgs, OutputArgs, TopologyArgs, read_topology};
 use crate::error::{ExitStatus, UserError};
-use crate::files::MonitorFile;
 use crate::report::simulate::{SimulationHeader, SimulationWriter};
 use crate::simulate::session::{Mode, Simulation};
 use crate::simulate::{Client, Strategy, batch};
@@ -74,18 +73,9 @@ impl StrategyArg {
     after_help = "Examples:\n  keyplan simulate --batches batches.txt --masters 3\n  keyplan simulate --scheme keyplan.yaml --sizes 1,10,100,1000 --strategy all\n  keyplan simulate --batches batches.txt --topology nodes.txt --rtt 1.5 --format json"
 )]
 pub struct SimulateArgs {
-    /// Batches declared in a key scheme (keys generated from its variables)
-    #[arg(long, value_name = "FILE")]
-    pub scheme: Option<PathBuf>,
-
-    /// A `redis-cli MONITOR` capture: its multi-key commands, MULTI…EXEC blocks and scripts,
-    /// per client connection
-    #[arg(long, value_name = "FILE")]
-    pub monitor: Option<PathBuf>,
-
-    /// A batch file: one batch a line (`MGET a b c`, `PIPELINE GET a; ZADD b 1 x`, `MULTI SET a 1; INCR b`)
-    #[arg(long, value_name = "FILE")]
-    pub batches: Option<PathBuf>,
+    /// Where batches come from.
+    #[command(flatten)]
+    pub batches: BatchArgs,
 
     /// Where keys live [default: the scheme's topology, else 3 masters].
     #[command(flatten)]
@@ -145,14 +135,8 @@ pub(crate) fn clients(names: &[String]) -> Result<Vec<Client>, UserError> {
 
 /// Runs `keyplan simulate`: each batch is simulated and written before the next is read.
 pub fn run(args: SimulateArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
-    if args.scheme.is_none() && args.batches.is_none() && args.monitor.is_none() {
-        return Err(UserError::new(
-            "no batches to simulate",
-            "pass --scheme keyplan.yaml, --batches FILE or --monitor CAPTURE",
-        )
-        .into());
-    }
-    let loaded = args.scheme.as_deref().map(load_scheme).transpose()?;
+    args.batches.require("no batches to simulate")?;
+    let loaded = args.batches.files.load_scheme()?;
     let (mut topology, topo_source) = args.topology.resolve_with_scheme(loaded.as_ref())?;
     let net = args.model.model()?;
     let strategies = args.strategy.strategies();
@@ -171,18 +155,11 @@ pub fn run(args: SimulateArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
     let scheme = loaded.as_ref().map(|l| &l.scheme);
     let mut sim = Simulation::new(&topology, &net, mode, scheme);
     let format = args.out.format.into();
-    let mut capture = args.monitor.as_deref().map(MonitorFile::open).transpose()?;
-    let mut captured = 0u64;
+    let mut observed = args.batches.observed()?;
     ctx.write_to(args.out.output.as_ref(), |out, layout| {
         let mut report = SimulationWriter::new(header, format, out, layout)?;
-        if let Some(p) = &args.batches {
-            for b in read_batch_file(p)? {
-                report.batch(&sim.batch(None, &b))?;
-            }
-        }
-        for b in capture.iter_mut().flatten() {
+        for b in observed.by_ref() {
             report.batch(&sim.batch(None, &b?))?;
-            captured += 1;
         }
         let sizes: Vec<Option<u64>> = match args.sizes.is_empty() {
             true => vec![None],
@@ -195,31 +172,8 @@ pub fn run(args: SimulateArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
         }
         Ok(report.finish()?)
     })?;
-    if let (Some(p), Some(stats)) = (&args.monitor, capture.as_ref().and_then(|c| c.stats())) {
-        say_capture(ctx, p, stats, captured)?;
-    }
+    observed.say_capture(ctx)?;
     Ok(ExitStatus::Clean)
-}
-
-/// What a capture held, on stderr.
-fn say_capture(
-    ctx: &mut Ctx<'_>,
-    path: &std::path::Path,
-    stats: &crate::simulate::monitor::MonitorStats,
-    batches: u64,
-) -> std::io::Result<()> {
-    writeln!(
-        ctx.stderr,
-        "{}: {} commands, {batches} batches; {} single-key commands are not batches{}",
-        path.display(),
-        stats.commands,
-        stats.single,
-        if stats.unterminated > 0 {
-            format!("; {} MULTI without EXEC dropped", stats.unterminated)
-        } else {
-            String::new()
-        }
-    )
 }
 
 /// The `--client` profiles, on `topology` (with `--migrating` slots marked) as the client

@@ -34,6 +34,11 @@ impl MonitorFile {
         })
     }
 
+    /// Where the capture is.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
     /// What the capture held besides its batches, once every batch has been taken.
     pub fn stats(&self) -> Option<&crate::simulate::monitor::MonitorStats> {
         self.stats.as_ref()
