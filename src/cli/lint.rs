@@ -90,7 +90,7 @@ impl RuleArgs {
     /// The rule set these flags ask for: the built-ins, the `--rules` directories' files,
     /// then `--select`, `--ignore` and `--severity`.
     pub fn rule_set(&self) -> anyhow::Result<RuleSet> {
-        let mut set = RuleSet::builtin().map_err(anyhow::Error::msg)?;
+        let mut set = RuleSet::builtin()?;
         for dir in &self.rules {
             let loaded = crate::files::text::read_yaml_dir(dir, "rules")?;
             if loaded.is_empty() {
@@ -100,12 +100,12 @@ impl RuleArgs {
                 )
                 .into());
             }
-            set.load_dir(&loaded).map_err(anyhow::Error::msg)?;
+            set.load_dir(&loaded)?;
         }
         if !self.select.is_empty() {
-            set.select(&self.select).map_err(anyhow::Error::msg)?;
+            set.select(&self.select)?;
         }
-        set.ignore(&self.ignore).map_err(anyhow::Error::msg)?;
+        set.ignore(&self.ignore)?;
         for s in &self.severity {
             let bad = |why: String| {
                 UserError::new(
@@ -118,7 +118,7 @@ impl RuleArgs {
                 .ok_or_else(|| bad("expected ID=LEVEL".into()))?;
             let level = Severity::from_name(level)
                 .ok_or_else(|| bad(format!("'{level}' is not a severity")))?;
-            set.set_severity(code, level).map_err(anyhow::Error::msg)?;
+            set.set_severity(code, level)?;
         }
         Ok(set)
     }

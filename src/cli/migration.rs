@@ -58,16 +58,16 @@ pub struct PreviewArgs {
     pub clients: Vec<String>,
 
     /// Estimate migration time at this rate: keys per second (5000keys/s) or bytes (20MB/s)
-    #[arg(long, value_name = "RATE")]
-    pub migrate_rate: Option<String>,
+    #[arg(long, value_name = "RATE", value_parser = parse_rate)]
+    pub migrate_rate: Option<Rate>,
 
     /// Multiply sample counts by this for time and budget estimates (e.g. 100 for a 1% sample)
     #[arg(long, default_value_t = 1.0, value_name = "FACTOR")]
     pub scale: f64,
 
     /// Warn when a node holds more than this after the move (e.g. 25GB; needs bytes)
-    #[arg(long, value_name = "SIZE")]
-    pub max_node_bytes: Option<String>,
+    #[arg(long, value_name = "SIZE", value_parser = parse_byte_size)]
+    pub max_node_bytes: Option<ByteSize>,
 
     /// Print the commands that would execute the plan instead of the report
     #[arg(long, value_enum, value_name = "HOW")]
@@ -96,7 +96,7 @@ pub struct Opened {
 impl Opened {
     /// Reads what `args` name.
     pub fn open(args: &PreviewArgs) -> anyhow::Result<Opened> {
-        let (rate, budget) = estimates(args)?;
+        let (rate, budget) = (args.migrate_rate, args.max_node_bytes);
         let scheme = args.batches.load_scheme()?;
         let (view, source) = load_view(&args.topology.with_scheme(scheme.as_ref()))?;
         Ok(Opened {
@@ -296,35 +296,6 @@ pub fn motion(
     clients: &[Client],
 ) -> Vec<MotionReport> {
     batches_in_motion(view, moves, batches, clients, &NetworkModel::default())
-}
-
-/// Parsed estimate options: the rate and the byte budget.
-fn estimates(args: &PreviewArgs) -> anyhow::Result<(Option<Rate>, Option<ByteSize>)> {
-    let rate = args
-        .migrate_rate
-        .as_deref()
-        .map(|r| {
-            parse_rate(r).map_err(|e| {
-                UserError::new(
-                    format!("--migrate-rate {e}"),
-                    "give keys per second (5000keys/s) or bytes per second (20MB/s)",
-                )
-            })
-        })
-        .transpose()?;
-    let budget = args
-        .max_node_bytes
-        .as_deref()
-        .map(|b| {
-            parse_byte_size(b).map_err(|e| {
-                UserError::new(
-                    format!("--max-node-bytes {e}"),
-                    "give a size such as 25GB or 800MiB",
-                )
-            })
-        })
-        .transpose()?;
-    Ok((rate, budget))
 }
 
 /// Writes the report (or the commands), and returns the exit status: 1 with warnings.

@@ -190,15 +190,15 @@ fn client_mode(args: &SimulateArgs, topology: &mut Topology) -> anyhow::Result<M
         });
     }
     for spec in &args.migrating {
-        let bad = |why: String| {
+        let bad = |why: &dyn std::fmt::Display| {
             let help =
                 "write SLOT:TO, e.g. --migrating 5000:127.0.0.1:7001 (TO as the topology names it)";
             UserError::new(format!("--migrating {spec}: {why}"), help)
         };
         match topology {
-            Topology::Cluster(map) => map.add_migration_spec(spec).map_err(bad)?,
+            Topology::Cluster(map) => map.add_migration_spec(spec).map_err(|e| bad(&e))?,
             Topology::Ring(_) => {
-                return Err(bad("slots migrate only in a Redis Cluster topology".into()).into());
+                return Err(bad(&"slots migrate only in a Redis Cluster topology").into());
             }
         }
     }

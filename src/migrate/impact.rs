@@ -363,9 +363,31 @@ pub enum Rate {
     BytesPerSec(f64),
 }
 
+/// Why a size or a rate cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ValueError {
+    /// Not a number with a unit.
+    #[error("'{0}' is not a size (e.g. 512MB, 2GiB)")]
+    NotASize(String),
+    /// A unit keyplan does not know.
+    #[error("'{text}': unknown unit '{unit}' (use B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)")]
+    UnknownUnit {
+        /// What was given.
+        text: String,
+        /// Its unit.
+        unit: String,
+    },
+    /// Not keys or bytes per second.
+    #[error("'{0}' is not a rate (e.g. 5000keys/s or 20MB/s)")]
+    NotARate(String),
+    /// A rate of zero or less.
+    #[error("'{0}': a rate must be above zero")]
+    NotPositive(String),
+}
+
 /// Parses a size: `512`, `64KB`, `1.5GiB`, `25GB` (KB/MB/GB/TB powers of 1000, KiB/MiB/GiB/TiB
 /// powers of 1024; `B` optional).
-pub fn parse_size(s: &str) -> Result<f64, String> {
+pub fn parse_size(s: &str) -> Result<f64, ValueError> {
     parse_byte_size(s).map(|b| b.bytes)
 }
 
@@ -427,7 +449,7 @@ impl ByteSize {
 }
 
 /// Parses a size (`25GB`, `800MiB`, `1e9`), keeping the unit it was written in.
-pub fn parse_byte_size(s: &str) -> Result<ByteSize, String> {
+pub fn parse_byte_size(s: &str) -> Result<ByteSize, ValueError> {
     let t = s.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -435,7 +457,7 @@ pub fn parse_byte_size(s: &str) -> Result<ByteSize, String> {
     let (num, unit) = t.split_at(split);
     let v: f64 = num
         .parse()
-        .map_err(|_| format!("'{s}' is not a size (e.g. 512MB, 2GiB)"))?;
+        .map_err(|_| ValueError::NotASize(s.to_string()))?;
     let (unit, per_unit) = match unit.trim().to_ascii_lowercase().as_str() {
         "" | "b" => ("B", 1.0),
         "k" | "kb" => ("KB", 1e3),
@@ -447,9 +469,10 @@ pub fn parse_byte_size(s: &str) -> Result<ByteSize, String> {
         "gi" | "gib" => ("GiB", 1024.0 * 1024.0 * 1024.0),
         "ti" | "tib" => ("TiB", 1024.0f64.powi(4)),
         other => {
-            return Err(format!(
-                "'{s}': unknown unit '{other}' (use B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)"
-            ));
+            return Err(ValueError::UnknownUnit {
+                text: s.to_string(),
+                unit: other.to_string(),
+            });
         }
     };
     Ok(ByteSize {
@@ -460,7 +483,8 @@ pub fn parse_byte_size(s: &str) -> Result<ByteSize, String> {
 }
 
 /// Parses a rate: `5000keys/s` (or `5000/s`, `5000`) or a byte rate such as `20MB/s`.
-pub fn parse_rate(s: &str) -> Result<Rate, String> {
+pub fn parse_rate(s: &str) -> Result<Rate, ValueError> {
+    let not_a_rate = |_: std::num::ParseFloatError| ValueError::NotARate(s.to_string());
     let t = s.trim();
     let body = t
         .strip_suffix("/s")
@@ -471,26 +495,15 @@ pub fn parse_rate(s: &str) -> Result<Rate, String> {
         .strip_suffix("keys")
         .or_else(|| lower.strip_suffix("key"))
     {
-        Rate::KeysPerSec(
-            n.trim()
-                .parse()
-                .map_err(|_| format!("'{s}' is not a rate (e.g. 5000keys/s or 20MB/s)"))?,
-        )
+        Rate::KeysPerSec(n.trim().parse().map_err(not_a_rate)?)
     } else if lower.chars().all(|c| c.is_ascii_digit() || c == '.') {
-        Rate::KeysPerSec(
-            lower
-                .parse()
-                .map_err(|_| format!("'{s}' is not a rate (e.g. 5000keys/s or 20MB/s)"))?,
-        )
+        Rate::KeysPerSec(lower.parse().map_err(not_a_rate)?)
     } else {
-        Rate::BytesPerSec(
-            parse_size(body)
-                .map_err(|_| format!("'{s}' is not a rate (e.g. 5000keys/s or 20MB/s)"))?,
-        )
+        Rate::BytesPerSec(parse_size(body).map_err(|_| ValueError::NotARate(s.to_string()))?)
     };
     match rate {
         Rate::KeysPerSec(v) | Rate::BytesPerSec(v) if v > 0.0 && v.is_finite() => Ok(rate),
-        _ => Err(format!("'{s}': a rate must be above zero")),
+        _ => Err(ValueError::NotPositive(s.to_string())),
     }
 }
 

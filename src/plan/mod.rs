@@ -413,7 +413,11 @@ fn plan_batch(ctx: &Ctx<'_>, b: &SchemeBatch) -> BatchPlan {
         Some(format!(
             "{} over keys that hash to different slots: CROSSSLOT ({})",
             b.command.name(),
-            single.as_ref().err().cloned().unwrap_or_default()
+            single
+                .as_ref()
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default()
         ))
     } else if single.is_err() && !fanout_accepted {
         Some(format!(

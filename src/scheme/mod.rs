@@ -27,6 +27,21 @@ fn pos<T>(s: &Spanned<T>) -> Pos {
     }
 }
 
+/// Why a batch's `command` cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CommandError {
+    /// Neither a batch form nor a server command.
+    #[error(
+        "unknown command `{0}`: use mget, mset, del, exists, unlink, touch, multi, lua, pipeline, or a Redis command that takes several keys"
+    )]
+    Unknown(String),
+    /// A server command whose keys keyplan cannot lay out from a batch's keys.
+    #[error(
+        "`{0}` does not take several keys keyplan can lay out: describe this batch in a batch file (--batches) instead"
+    )]
+    NotMultiKey(String),
+}
+
 /// Why a scheme cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum SchemeError {
@@ -146,7 +161,7 @@ impl BatchCommand {
 
     /// The command `text` names (any case): one of the batch forms, or a command of the
     /// server's table that takes several keys.
-    pub fn parse(text: &str) -> Result<BatchCommand, String> {
+    pub fn parse(text: &str) -> Result<BatchCommand, CommandError> {
         Ok(match text.to_ascii_lowercase().as_str() {
             "mget" => BatchCommand::Mget,
             "mset" => BatchCommand::Mset,
@@ -160,14 +175,10 @@ impl BatchCommand {
             other => {
                 let table = crate::command::table();
                 let Some(cmd) = table.get(other) else {
-                    return Err(format!(
-                        "unknown command `{text}`: use mget, mset, del, exists, unlink, touch, multi, lua, pipeline, or a Redis command that takes several keys"
-                    ));
+                    return Err(CommandError::Unknown(text.to_string()));
                 };
                 if crate::command::args_for(cmd, &[b"a".to_vec(), b"b".to_vec()]).is_none() {
-                    return Err(format!(
-                        "`{text}` does not take several keys keyplan can lay out: describe this batch in a batch file (--batches) instead"
-                    ));
+                    return Err(CommandError::NotMultiKey(text.to_string()));
                 }
                 BatchCommand::Other(cmd.upper())
             }

@@ -35,34 +35,61 @@ pub fn combined_cardinality(scheme: &Scheme, vars: &[&str]) -> Option<u64> {
     })
 }
 
+/// Why a batch's keys may land on several slots.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotSingleSlot {
+    /// Two of its keys hash different parts of their patterns.
+    #[error("{key} hashes `{hashed}` but {other} hashes `{other_hashed}`")]
+    KeysDiffer {
+        /// The batch's first key.
+        key: String,
+        /// What it hashes.
+        hashed: String,
+        /// A key that hashes something else.
+        other: String,
+        /// What that key hashes.
+        other_hashed: String,
+    },
+    /// The part they hash holds a variable that differs between the batch's keys.
+    #[error(
+        "the hashed part `{hashed}` of {key} contains <{var}>, which differs between the batch's keys (not in `same`)"
+    )]
+    VariableDiffers {
+        /// What the keys hash.
+        hashed: String,
+        /// The batch's first key.
+        key: String,
+        /// The variable not kept the same.
+        var: String,
+    },
+}
+
 /// Whether all of a batch's keys hash the same bytes, from variables it keeps `same`.
-pub fn batch_single_slot(scheme: &Scheme, b: &Batch) -> Result<(), String> {
+pub fn batch_single_slot(scheme: &Scheme, b: &Batch) -> Result<(), NotSingleSlot> {
     let keys: Vec<&KeyDecl> = b.keys.iter().filter_map(|k| scheme.key(k)).collect();
     let hashed: Vec<Vec<Seg>> = keys.iter().map(|k| k.template.hashed()).collect();
     let per_batch = b.size.unwrap_or(keys.len() as u64);
     for (k, h) in keys.iter().zip(&hashed) {
         if h != &hashed[0] {
-            return Err(format!(
-                "{} hashes `{}` but {} hashes `{}`",
-                keys[0].name,
-                seg_text(&hashed[0]),
-                k.name,
-                seg_text(h)
-            ));
+            return Err(NotSingleSlot::KeysDiffer {
+                key: keys[0].name.clone(),
+                hashed: seg_text(&hashed[0]),
+                other: k.name.clone(),
+                other_hashed: seg_text(h),
+            });
         }
     }
     // Several keys of one batch differ in the variables the batch does not keep the same.
-    let many = per_batch > 1;
-    if many {
-        for v in seg_vars(&hashed[0]) {
-            if !b.same.iter().any(|s| s == v) {
-                return Err(format!(
-                    "the hashed part `{}` of {} contains <{v}>, which differs between the batch's keys (not in `same`)",
-                    seg_text(&hashed[0]),
-                    keys[0].name
-                ));
-            }
-        }
+    if per_batch > 1
+        && let Some(v) = seg_vars(&hashed[0])
+            .into_iter()
+            .find(|v| !b.same.iter().any(|s| s == v))
+    {
+        return Err(NotSingleSlot::VariableDiffers {
+            hashed: seg_text(&hashed[0]),
+            key: keys[0].name.clone(),
+            var: v.to_string(),
+        });
     }
     Ok(())
 }

@@ -242,7 +242,7 @@ impl Hot {
 
     /// `SHARE/NODES` in percent (`80/20`: 80% of the requests to 20% of the nodes), or
     /// `uniform`.
-    pub fn parse(text: &str) -> Result<Hot, String> {
+    pub fn parse(text: &str) -> Result<Hot, NotHot> {
         if text == "uniform" {
             return Ok(Hot::UNIFORM);
         }
@@ -257,10 +257,17 @@ impl Hot {
                 share: share / 100.0,
                 nodes_share: nodes / 100.0,
             }),
-            _ => Err("not SHARE/NODES percentages: give two percentages between 0 and 100, e.g. 80/20, or uniform".into()),
+            _ => Err(NotHot),
         }
     }
 }
+
+/// `--hot-nodes` that is neither `SHARE/NODES` nor `uniform`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "not SHARE/NODES percentages: give two percentages between 0 and 100, e.g. 80/20, or uniform"
+)]
+pub struct NotHot;
 
 /// What the model predicts for one batch at one concurrency.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]

@@ -109,6 +109,36 @@ pub enum TopologyError {
     },
 }
 
+/// Why a slot cannot be put in migration.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MigrationError {
+    /// `SLOT:TO` without its colon.
+    #[error("no ':' between slot and node")]
+    NoColon,
+    /// Not a slot number.
+    #[error("'{0}' is not a slot (0-16383)")]
+    NotASlot(String),
+    /// No node by that name, address or id.
+    #[error("no node '{name}' (nodes: {nodes})")]
+    NoSuchNode {
+        /// What was given.
+        name: String,
+        /// The nodes there are.
+        nodes: String,
+    },
+    /// The slot has no owner to migrate from.
+    #[error("slot {0} has no owner")]
+    NoOwner(u16),
+    /// The target owns the slot already.
+    #[error("slot {slot} already belongs to {node}")]
+    AlreadyOwned {
+        /// The slot.
+        slot: u16,
+        /// Its owner.
+        node: String,
+    },
+}
+
 pub(crate) const NO_OWNER: u16 = u16::MAX;
 
 /// A Redis Cluster slot map: which node serves each of the 16384 slots.
@@ -272,29 +302,40 @@ impl SlotMap {
     }
 
     /// [`SlotMap::add_migration`] for `SLOT:TO`, TO being a node's name, address or id.
-    pub fn add_migration_spec(&mut self, spec: &str) -> Result<(), String> {
-        let (slot, to) = spec.split_once(':').ok_or("no ':' between slot and node")?;
+    pub fn add_migration_spec(&mut self, spec: &str) -> Result<(), MigrationError> {
+        let (slot, to) = spec.split_once(':').ok_or(MigrationError::NoColon)?;
         let slot: u16 = slot
             .parse()
             .ok()
-            .filter(|&s| usize::from(s) < crate::slot::SLOT_COUNT)
-            .ok_or_else(|| format!("'{slot}' is not a slot (0-16383)"))?;
-        let index = find_node(&self.nodes, to).ok_or_else(|| {
-            let names: Vec<&str> = self.nodes.iter().map(|n| n.name.as_str()).collect();
-            format!("no node '{to}' (nodes: {})", names.join(", "))
-        })?;
+            .filter(|&s| usize::from(s) < SLOT_COUNT)
+            .ok_or_else(|| MigrationError::NotASlot(slot.to_string()))?;
+        let index = find_node(&self.nodes, to).ok_or_else(|| self.no_such_node(to))?;
         self.add_migration(slot, index)
+    }
+
+    fn no_such_node(&self, name: &str) -> MigrationError {
+        let nodes: Vec<&str> = self.nodes.iter().map(|n| n.name.as_str()).collect();
+        MigrationError::NoSuchNode {
+            name: name.to_string(),
+            nodes: nodes.join(", "),
+        }
     }
 
     /// Puts `slot` in migration from its owner to node `to` (as `CLUSTER SETSLOT … MIGRATING`
     /// would), for what-if simulations. Errors when `to` is not a node or already owns it.
-    pub fn add_migration(&mut self, slot: u16, to: usize) -> Result<(), String> {
+    pub fn add_migration(&mut self, slot: u16, to: usize) -> Result<(), MigrationError> {
         let owner = self
             .owner_of_slot(slot)
-            .ok_or_else(|| format!("slot {slot} has no owner"))?;
-        let target = self.nodes.get(to).ok_or_else(|| format!("no node {to}"))?;
+            .ok_or(MigrationError::NoOwner(slot))?;
+        let target = self
+            .nodes
+            .get(to)
+            .ok_or_else(|| self.no_such_node(&to.to_string()))?;
         if owner == to {
-            return Err(format!("slot {slot} already belongs to {}", target.name));
+            return Err(MigrationError::AlreadyOwned {
+                slot,
+                node: target.name.clone(),
+            });
         }
         let label = |n: &Node| n.address.clone().unwrap_or_else(|| n.name.clone());
         self.migrations.push(Migration {

@@ -597,7 +597,7 @@ fn preview_errors_name_the_flag() {
         ),
         (
             &["rebalance", "--preview", "--migrate-rate", "fast"],
-            "--migrate-rate 'fast' is not a rate",
+            "invalid value 'fast' for '--migrate-rate <RATE>': 'fast' is not a rate",
         ),
         (
             &["rebalance", "--preview", "--max-node-bytes", "1GB"],

@@ -125,14 +125,16 @@ impl Client {
 
     /// The profiles for `NAME` or `NAME@VERSION` on the command line (`redis-py` gives both its
     /// strict and its splitting API). An error says which versions are modelled.
-    pub fn resolve(spec: &str) -> Result<Vec<Client>, String> {
+    pub fn resolve(spec: &str) -> Result<Vec<Client>, ClientError> {
         let (name, version) = match spec.split_once('@') {
             Some((n, v)) => (n, Some(v)),
             None => (spec, None),
         };
         let v = match version {
-            Some(v) => Some(parse_version(v).ok_or_else(|| {
-                format!("{spec}: '{v}' is not a version (e.g. {name}@4.4 or {name}@9.11.0)")
+            Some(v) => Some(parse_version(v).ok_or_else(|| ClientError::NotAVersion {
+                spec: spec.to_string(),
+                version: v.to_string(),
+                name: name.to_string(),
             })?),
             None => None,
         };
@@ -167,20 +169,20 @@ impl Client {
         };
         if picked.is_empty() {
             if ranges.is_empty() && exact.is_none() {
-                return Err(format!("{spec}: no such client profile"));
+                return Err(ClientError::Unknown(spec.to_string()));
             }
             let modelled: Vec<String> = ranges
                 .iter()
                 .map(|(c, _, _)| format!("{} = {}", c.name(), c.models()))
                 .collect();
-            return Err(format!(
-                "{spec}: this version is not modelled (modelled: {})",
-                if modelled.is_empty() {
+            return Err(ClientError::NotModelled {
+                spec: spec.to_string(),
+                modelled: if modelled.is_empty() {
                     exact.map(|c| c.models().to_string()).unwrap_or_default()
                 } else {
                     modelled.join("; ")
-                }
-            ));
+                },
+            });
         }
         if picked == [Client::RedisPy] {
             return Ok(vec![Client::RedisPy, Client::RedisPyNonatomic]);
@@ -190,7 +192,7 @@ impl Client {
 
     /// The profiles for a list of `NAME`, `NAME@VERSION` or `all`, each once in the order
     /// given. An error says which names there are.
-    pub fn resolve_list(specs: &[String]) -> Result<Vec<Client>, String> {
+    pub fn resolve_list(specs: &[String]) -> Result<Vec<Client>, ClientError> {
         let mut out = Vec::new();
         for spec in specs {
             if spec == "all" {
@@ -208,29 +210,63 @@ impl Client {
     /// The one profile `spec` names: a profile's own name is that profile (`redis-py` alone,
     /// not also its splitting API); a name or version that stands for several is an error
     /// naming them.
-    pub fn resolve_one(spec: &str) -> Result<Client, String> {
+    pub fn resolve_one(spec: &str) -> Result<Client, ClientError> {
         if let Some(&exact) = Client::ALL.iter().find(|c| c.name() == spec) {
             return Ok(exact);
         }
         match Client::resolve_list(&[spec.to_string()])?.as_slice() {
             [one] => Ok(*one),
-            many => {
-                let names: Vec<&str> = many.iter().map(|c| c.name()).collect();
-                let what = match names.len() {
-                    n if n > 3 => format!("{n} profiles"),
-                    _ => names.join(" and "),
-                };
-                Err(format!(
-                    "{spec} names {what}; name one of them, e.g. {}",
-                    names[0]
-                ))
-            }
+            many => Err(ClientError::Several {
+                spec: spec.to_string(),
+                names: many.iter().map(|c| c.name()).collect(),
+            }),
         }
     }
 
     /// A proxy (one hop client → proxy, then proxy → servers) rather than a library.
     pub fn is_proxy(self) -> bool {
         matches!(self, Client::Twemproxy | Client::Envoy)
+    }
+}
+
+/// Why `--client` names no profile, or more than one where one is wanted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ClientError {
+    /// No profile has this name.
+    #[error("{0}: no such client profile")]
+    Unknown(String),
+    /// `NAME@VERSION` with a version that does not parse.
+    #[error("{spec}: '{version}' is not a version (e.g. {name}@4.4 or {name}@9.11.0)")]
+    NotAVersion {
+        /// What was given.
+        spec: String,
+        /// Its version part.
+        version: String,
+        /// Its name part.
+        name: String,
+    },
+    /// A version outside every modelled range.
+    #[error("{spec}: this version is not modelled (modelled: {modelled})")]
+    NotModelled {
+        /// What was given.
+        spec: String,
+        /// The modelled versions, in words.
+        modelled: String,
+    },
+    /// Several profiles where one is wanted.
+    #[error("{spec} names {}; name one of them, e.g. {}", several(.names), .names[0])]
+    Several {
+        /// What was given.
+        spec: String,
+        /// The profiles it names.
+        names: Vec<&'static str>,
+    },
+}
+
+fn several(names: &[&str]) -> String {
+    match names.len() {
+        n if n > 3 => format!("{n} profiles"),
+        _ => names.join(" and "),
     }
 }
 
@@ -585,11 +621,10 @@ mod tests {
             Client::resolve("jedis@8.0.0-beta1").unwrap(),
             vec![Client::Jedis8]
         );
-        assert!(
-            Client::resolve("jedis@4.2")
-                .unwrap_err()
-                .contains("not modelled")
-        );
+        assert!(matches!(
+            Client::resolve("jedis@4.2"),
+            Err(ClientError::NotModelled { .. })
+        ));
         assert_eq!(
             Client::resolve("redis-py").unwrap(),
             vec![Client::RedisPy, Client::RedisPyNonatomic]
@@ -604,16 +639,18 @@ mod tests {
             vec![Client::RedisRs]
         );
         assert!(Client::resolve("redis-rs@0.23.3").is_err());
-        assert!(
-            Client::resolve("jedis@x")
-                .unwrap_err()
-                .contains("not a version")
+        assert!(matches!(
+            Client::resolve("jedis@x"),
+            Err(ClientError::NotAVersion { .. })
+        ));
+        assert_eq!(
+            Client::resolve("hiredis").unwrap_err().to_string(),
+            "hiredis: no such client profile"
         );
-        assert!(
-            Client::resolve("hiredis")
-                .unwrap_err()
-                .contains("no such client profile")
-        );
+        let e = Client::resolve_one("jedis@3.10");
+        assert_eq!(e, Ok(Client::Jedis3));
+        let e = Client::resolve_one("all").unwrap_err().to_string();
+        assert!(e.starts_with("all names 15 profiles; name one of them"), "{e}");
         assert_eq!(Client::resolve("envoy").unwrap(), vec![Client::Envoy]);
     }
 
