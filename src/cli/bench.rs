@@ -73,7 +73,8 @@ pub struct BenchArgs {
     #[arg(long, conflicts_with_all = ["batches", "scheme", "cleanup"], requires = "output")]
     pub calibrate: bool,
 
-    /// The calibration file to write (with --calibrate)
+    /// Write the results (with --calibrate: the calibration file) to this file instead of
+    /// standard output, whole or not at all
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
 
@@ -131,19 +132,28 @@ pub fn run(args: BenchArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     };
     // Tables are printed batch by batch as each finishes; JSON is one document at the end.
     let table = args.format == BenchFormat::Table;
-    let pending = run_printing(&live, &map, &batches, &opts, &mut report, table, ctx)?;
+    let layout = ctx.layout_for(args.output.as_ref());
+    let mut out = crate::files::output_sink(args.output.as_ref(), &mut *ctx.stdout)?;
+    let printing = Printing {
+        out: &mut out,
+        layout,
+        progress: ctx.progress,
+        table,
+    };
+    let pending = run_printing(&live, &map, &batches, &opts, &mut report, printing)?;
     let interrupted = INTERRUPTED.load(Ordering::Relaxed);
     report.interrupted = interrupted;
     if table {
         // An interrupted run's last batch may be partly done: its results so far.
-        let mut out = ctx.layout.writer(&mut *ctx.stdout);
-        render_batch_table(&mut out, &pending, &ctx.layout)?;
-        render_table_footer(&mut out, &report)?;
+        let mut w = layout.writer(&mut out);
+        render_batch_table(&mut w, &pending, &layout)?;
+        render_table_footer(&mut w, &report)?;
     } else {
-        let mut out = BufWriter::new(&mut *ctx.stdout);
-        render_json(&mut out, &report)?;
-        out.flush()?;
+        let mut w = BufWriter::new(&mut out);
+        render_json(&mut w, &report)?;
+        w.flush()?;
     }
+    out.finish()?;
     if interrupted {
         writeln!(ctx.stderr, "interrupted: the keys written were deleted")?;
         return Ok(ExitStatus::Error);
@@ -176,6 +186,14 @@ fn prediction_model(
     Ok(net)
 }
 
+/// Where and how bench's results are printed as they come.
+struct Printing<'a> {
+    out: &'a mut dyn Write,
+    layout: crate::report::TextLayout,
+    progress: super::progress::ProgressConfig,
+    table: bool,
+}
+
 /// Runs the bench, drawing progress and (for tables) printing each batch's table as its last
 /// strategy finishes; fills `report.results` and returns the results of a batch left partly
 /// done by an interruption.
@@ -185,13 +203,16 @@ fn run_printing(
     batches: &[Batch],
     opts: &BenchOptions,
     report: &mut BenchReport,
-    table: bool,
-    ctx: &mut Ctx<'_>,
+    printing: Printing<'_>,
 ) -> anyhow::Result<Vec<BenchResult>> {
+    let Printing {
+        out: stdout,
+        layout,
+        progress,
+        table,
+    } = printing;
     let per_batch = opts.strategies.len();
-    let progress = ctx.progress("benchmarking", Unit::Steps, None);
-    let layout = ctx.layout;
-    let stdout = &mut *ctx.stdout;
+    let progress = super::progress::Progress::start(progress, "benchmarking", Unit::Steps, None);
     let mut pending: Vec<BenchResult> = Vec::new();
     let mut write_err: Option<std::io::Error> = None;
     let run = run_bench(live, map, batches, opts, &INTERRUPTED, &mut |step| {

@@ -116,41 +116,23 @@ pub fn run(mut args: PlanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
         spool.add(planner.add(&b?)).map_err(spool_error)?;
     }
     let groups = planner.finish();
-    let note = groups.note.clone();
-    let observed = spool.finish(groups).map_err(spool_error)?;
-    // Findings: a batch with a problem, or one whose recommendation changes anything (every
-    // observed batch listed is one that a change would help).
-    let problems = batches
-        .iter()
-        .filter(|b| b.problem.is_some() || b.recommended != 0)
-        .count()
-        + observed.len()
-        + usize::from(note.is_some());
+    let notes = groups.note.iter().cloned().collect();
     let report = PlanReport {
         topology: topo_source,
-        workload: WorkloadInfo {
-            source: match &sample.workload {
-                Some(w) => w.source.to_string(),
-                None if sample.read > 0 => "sample".into(),
-                None => "none".into(),
-            },
-            keys: sample.read,
-            unmatched: sample.workload.as_ref().map(|w| w.unmatched).unwrap_or(0),
-        },
+        workload: WorkloadInfo::of(&sample),
         max_skew: args.max_skew,
         scored_with: match opts.client {
             Some(c) => format!("client {}", c.name()),
             None => format!("strategy {}", opts.strategy.name()),
         },
         batches,
-        observed,
-        notes: note.into_iter().collect(),
+        observed: spool.finish(groups).map_err(spool_error)?,
+        notes,
     };
     write(&args, &report, loaded.as_ref(), ctx)?;
-    Ok(if problems > 0 {
-        ExitStatus::Findings
-    } else {
-        ExitStatus::Clean
+    Ok(match report.findings() {
+        0 => ExitStatus::Clean,
+        _ => ExitStatus::Findings,
     })
 }
 

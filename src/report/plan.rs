@@ -38,6 +38,35 @@ pub struct PlanReport {
     pub notes: Vec<String>,
 }
 
+impl PlanReport {
+    /// How many findings: a scheme batch with a problem or whose recommendation changes
+    /// anything, every observed batch listed (each is one that a change would help), and a
+    /// note on the observed batches as a whole.
+    pub fn findings(&self) -> usize {
+        let batches = self.batches.iter();
+        batches
+            .filter(|b| b.problem.is_some() || b.recommended != 0)
+            .count()
+            + self.observed.len()
+            + self.notes.len()
+    }
+}
+
+impl WorkloadInfo {
+    /// What `sample` scored the plans on.
+    pub fn of(sample: &crate::plan::workload::PlanSample<'_>) -> WorkloadInfo {
+        WorkloadInfo {
+            source: match &sample.workload {
+                Some(w) => w.source.to_string(),
+                None if sample.read > 0 => "sample".into(),
+                None => "none".into(),
+            },
+            keys: sample.read,
+            unmatched: sample.workload.as_ref().map_or(0, |w| w.unmatched),
+        }
+    }
+}
+
 /// The plans of the observed batches over several slots: in memory, or in a spool (one JSON
 /// line a plan, moved to a temporary file past a few MiB) with what completes each plan, so a
 /// capture of any length is planned and rendered in bounded memory.

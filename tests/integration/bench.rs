@@ -158,6 +158,23 @@ fn bench_on_a_password_protected_cluster_never_prints_the_password() {
     assert_eq!(out.status.code(), Some(0), "{all}");
     assert!(!all.contains(password));
     assert!(all.contains("keyplan bench on redis://"), "{all}");
+    // With -o the results go to the file, and nothing to stdout.
+    let results = dir.path().join("results.json");
+    let out = keyplan()
+        .env("REDISCLI_AUTH", password)
+        .args(["bench", "--cluster", &url, "--allow-writes", "--duration", "0.1"])
+        .args(["--strategy", "pipeline", "--format", "json", "--batches"])
+        .arg(&file)
+        .arg("-o")
+        .arg(&results)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", all_output(&out));
+    assert!(out.stdout.is_empty(), "{}", all_output(&out));
+    let text = std::fs::read_to_string(&results).unwrap();
+    assert!(!text.contains(password));
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["results"].as_array().unwrap().len(), 1, "{v}");
 }
 
 /// Three masters with one replica each (redis-cli --cluster create --cluster-replicas 1).

@@ -650,7 +650,10 @@ mod tests {
         let e = Client::resolve_one("jedis@3.10");
         assert_eq!(e, Ok(Client::Jedis3));
         let e = Client::resolve_one("all").unwrap_err().to_string();
-        assert!(e.starts_with("all names 15 profiles; name one of them"), "{e}");
+        assert!(
+            e.starts_with("all names 15 profiles; name one of them"),
+            "{e}"
+        );
         assert_eq!(Client::resolve("envoy").unwrap(), vec![Client::Envoy]);
     }
 
