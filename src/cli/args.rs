@@ -755,10 +755,10 @@ pub fn non_negative(text: &str) -> Result<f64, String> {
 
 /// A finite number above 0.
 pub fn positive(text: &str) -> Result<f64, String> {
-    non_negative(text)?
-        .gt(&0.0)
-        .then(|| text.parse().expect("parsed above"))
-        .ok_or_else(|| "not a number above 0".into())
+    match non_negative(text)? {
+        0.0 => Err("not a number above 0".into()),
+        v => Ok(v),
+    }
 }
 
 impl ModelArgs {
