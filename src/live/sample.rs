@@ -6,14 +6,34 @@ use super::{LiveCluster, LiveError, ScanOptions, SlotLoad};
 use crate::topology::{Migration, Node, SlotMap};
 
 /// Where a sample reads.
-#[derive(Debug, Clone, Copy)]
-pub struct SampleTargets<'a> {
+#[derive(Debug, Clone)]
+pub struct SampleTargets {
     /// The masters scanned (those owning slots; every server of a client-side ring).
-    pub masters: &'a [Node],
+    pub masters: Vec<Node>,
     /// Every master with the slots it owns (empty on a ring).
-    pub owners: &'a [(Node, Vec<u16>)],
+    pub owners: Vec<(Node, Vec<u16>)>,
     /// Slots in migration: their moved keys are counted on the importing node.
-    pub migrations: &'a [Migration],
+    pub migrations: Vec<Migration>,
+}
+
+impl SampleTargets {
+    /// The masters of `topology` that hold keys.
+    pub fn of_topology(topology: &crate::topology::Topology) -> SampleTargets {
+        SampleTargets {
+            masters: topology.key_holders(),
+            owners: topology.master_slots(),
+            migrations: topology.migrations().to_vec(),
+        }
+    }
+
+    /// The masters of `view` that hold keys.
+    pub fn of_view(view: &crate::migrate::ClusterView) -> SampleTargets {
+        SampleTargets {
+            masters: view.key_holders(),
+            owners: view.master_slots(),
+            migrations: view.open.clone(),
+        }
+    }
 }
 
 /// What a sample brought back besides the keys handed to the sinks.
@@ -37,19 +57,19 @@ impl LiveCluster {
     /// silently.
     pub fn sample_masters<S: Send>(
         &self,
-        targets: &SampleTargets<'_>,
+        targets: &SampleTargets,
         opts: &ScanOptions,
         window: Option<std::time::Duration>,
         mut sinks: Vec<S>,
         f: impl Fn(&mut S, &[u8], Option<u64>, Option<f64>) + Sync,
     ) -> Result<Sample<S>, LiveError> {
-        let keys = self.scan_nodes(targets.masters, opts, &mut sinks, f)?;
+        let keys = self.scan_nodes(&targets.masters, opts, &mut sinks, f)?;
         let exact_slot_keys = if opts.pattern.is_none() && !targets.owners.is_empty() {
-            Some(self.exact_slot_keys(targets.owners, targets.migrations)?)
+            Some(self.exact_slot_keys(&targets.owners, &targets.migrations)?)
         } else {
             None
         };
-        let slot_load = self.slot_load(targets.owners, window)?;
+        let slot_load = self.slot_load(&targets.owners, window)?;
         Ok(Sample {
             sinks,
             keys,

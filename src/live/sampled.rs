@@ -50,13 +50,8 @@ impl LiveCluster {
         source: String,
         tick: &(dyn Fn() + Sync),
     ) -> Result<LiveAnalysis, LiveError> {
-        let nodes = topology.key_holders();
-        let owners = topology.master_slots();
-        let targets = SampleTargets {
-            masters: &nodes,
-            owners: &owners,
-            migrations: topology.migrations(),
-        };
+        let targets = SampleTargets::of_topology(topology);
+        let nodes = &targets.masters;
         // With bytes, each node's biggest sampled keys are kept too (described afterwards).
         let keep = if opts.bytes { BIGGEST_KEYS } else { 0 };
         let workers: Vec<(Analyzer<'_>, Biggest)> = nodes
@@ -88,7 +83,7 @@ impl LiveCluster {
         if let Some(exact) = sample.exact_slot_keys {
             analyzer.set_exact_slot_keys(exact);
         }
-        let measured = self.measure_nodes(topology, &nodes, sample.slot_load.as_ref())?;
+        let measured = self.measure_nodes(topology, nodes, sample.slot_load.as_ref())?;
         analyzer.set_node_dataset(measured.dataset);
         if let Some(load) = measured.load {
             analyzer.set_node_load(load);
@@ -130,14 +125,12 @@ impl LiveCluster {
         window: Option<Duration>,
         tick: &(dyn Fn() + Sync),
     ) -> Result<LiveWeights, LiveError> {
-        let masters = view.key_holders();
-        let owners = view.master_slots();
-        let targets = SampleTargets {
-            masters: &masters,
-            owners: &owners,
-            migrations: &view.open,
-        };
-        let sinks: Vec<SlotWeights> = masters.iter().map(|_| SlotWeights::default()).collect();
+        let targets = SampleTargets::of_view(view);
+        let sinks: Vec<SlotWeights> = targets
+            .masters
+            .iter()
+            .map(|_| SlotWeights::default())
+            .collect();
         let sample = self.sample_masters(&targets, opts, window, sinks, |w, k, b, h| {
             w.add(k, b, h);
             tick();

@@ -140,35 +140,32 @@ fn bench_on_a_password_protected_cluster_never_prints_the_password() {
     let file = dir.path().join("batches.txt");
     std::fs::write(&file, "MGET a b c\n").unwrap();
     let url = format!("redis://127.0.0.1:{}", cluster.nodes[0].port);
-    let out = keyplan()
-        .env("REDISCLI_AUTH", password)
-        .args([
-            "bench",
-            "--cluster",
-            &url,
-            "--allow-writes",
-            "--duration",
-            "0.1",
-            "--batches",
-        ])
-        .arg(&file)
-        .output()
-        .unwrap();
+    let bench = |extra: &[&std::ffi::OsStr]| {
+        keyplan()
+            .env("REDISCLI_AUTH", password)
+            .args([
+                "bench",
+                "--cluster",
+                &url,
+                "--allow-writes",
+                "--duration",
+                "0.1",
+            ])
+            .arg("--batches")
+            .arg(&file)
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = bench(&[]);
     let all = all_output(&out);
     assert_eq!(out.status.code(), Some(0), "{all}");
     assert!(!all.contains(password));
     assert!(all.contains("keyplan bench on redis://"), "{all}");
     // With -o the results go to the file, and nothing to stdout.
     let results = dir.path().join("results.json");
-    let out = keyplan()
-        .env("REDISCLI_AUTH", password)
-        .args(["bench", "--cluster", &url, "--allow-writes", "--duration", "0.1"])
-        .args(["--strategy", "pipeline", "--format", "json", "--batches"])
-        .arg(&file)
-        .arg("-o")
-        .arg(&results)
-        .output()
-        .unwrap();
+    let json = ["--strategy", "pipeline", "--format", "json", "-o"].map(std::ffi::OsStr::new);
+    let out = bench(&[&json[..], &[results.as_os_str()]].concat());
     assert_eq!(out.status.code(), Some(0), "{}", all_output(&out));
     assert!(out.stdout.is_empty(), "{}", all_output(&out));
     let text = std::fs::read_to_string(&results).unwrap();
