@@ -108,7 +108,13 @@ impl LiveCluster {
         let owners: Vec<Option<Node>> = (0..crate::slot::SLOT_COUNT as u16)
             .map(|s| before.owner_of_slot(s).map(|i| before.nodes()[i].clone()))
             .collect();
-        match self.owners_changed_from(&owners)? {
+        self.ensure_unchanged_from(&owners)
+    }
+
+    /// [`LiveCluster::ensure_stable`] against each slot's owner as it was read (16384 entries,
+    /// `None` for a slot no node served).
+    pub fn ensure_unchanged_from(&self, before: &[Option<Node>]) -> Result<(), LiveError> {
+        match self.owners_changed_from(before)? {
             0 => Ok(()),
             n => Err(LiveError::Unstable(n)),
         }

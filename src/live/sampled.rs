@@ -141,10 +141,7 @@ impl LiveCluster {
             .iter()
             .map(|o| o.map(|i| view.nodes[i].to_node()))
             .collect();
-        match self.owners_changed_from(&before)? {
-            0 => {}
-            n => return Err(LiveError::Unstable(n)),
-        }
+        self.ensure_unchanged_from(&before)?;
         let mut weights = SlotWeights::default();
         for w in &sample.sinks {
             weights.merge(w);
