@@ -322,37 +322,142 @@ fn unlink_on<'a>(
     Ok((deleted, redirected, refused))
 }
 
-/// Reads the journal of an earlier run under `prefix` (from the master that owns it): the
-/// keys it wrote, or an empty list when there is no journal.
+/// The member every journal bench writes holds besides the keys: a set without it was not
+/// written by keyplan bench, and `--cleanup` leaves it and everything it lists alone. It has
+/// no `:`, so it can never be a key bench writes (those are all `<prefix>:<key>`).
+pub const JOURNAL_MARKER: &str = "#keyplan-bench-journal v1";
+
+/// Why `--cleanup` refuses a journal: it deletes nothing then.
+#[derive(Debug, thiserror::Error)]
+pub enum JournalError {
+    /// Talking to the cluster failed.
+    #[error(transparent)]
+    Live(#[from] LiveError),
+    /// The journal's key holds something other than a set.
+    #[error(
+        "'{key}' is a {kind}, not a journal keyplan bench wrote; nothing was deleted (check --prefix)"
+    )]
+    NotAJournal {
+        /// The journal's key.
+        key: String,
+        /// Its Redis type.
+        kind: String,
+    },
+    /// The set has no marker: another program's set under the same name.
+    #[error(
+        "'{key}' is a set of {members} member(s) without keyplan bench's marker: it was not written by keyplan bench, and nothing was deleted (check --prefix)"
+    )]
+    Unmarked {
+        /// The journal's key.
+        key: String,
+        /// How many members it has.
+        members: usize,
+    },
+    /// The journal lists names outside the prefix: bench never writes those.
+    #[error(
+        "'{key}' lists {count} name(s) outside '{prefix}:' (e.g. {examples}) that keyplan bench never writes: the journal was altered, and nothing was deleted; inspect it with SMEMBERS {key}"
+    )]
+    Foreign {
+        /// The journal's key.
+        key: String,
+        /// The prefix.
+        prefix: String,
+        /// How many such members.
+        count: usize,
+        /// A few of them, quoted.
+        examples: String,
+    },
+}
+
+/// What the journal of an earlier run under a prefix holds.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Journal {
+    /// Whether the journal's key exists.
+    pub exists: bool,
+    /// The keys it lists, every one under `<prefix>:`.
+    pub keys: Vec<Vec<u8>>,
+}
+
+/// Reads and checks the journal of an earlier run under `prefix` (from the master that owns
+/// it): the keys it lists. A key that is not a set, a set without [`JOURNAL_MARKER`], or one
+/// that lists any name outside `<prefix>:` is refused as a whole.
 pub fn read_journal(
     live: &LiveCluster,
     map: &SlotMap,
     prefix: &str,
-) -> Result<Vec<Vec<u8>>, LiveError> {
+) -> Result<Journal, JournalError> {
     let journal = journal_key(prefix);
     let Some(addr) = owner_addr(map, journal.as_bytes()) else {
-        return Ok(Vec::new());
+        return Ok(Journal::default());
     };
     let mut con = connect(live, &addr)?;
-    let mut out = Vec::new();
+    let kind: String = redis::cmd("TYPE")
+        .arg(&journal)
+        .query(&mut con)
+        .map_err(|e| node_err(&addr, "TYPE", e))?;
+    match kind.as_str() {
+        "none" => return Ok(Journal::default()),
+        "set" => {}
+        _ => return Err(JournalError::NotAJournal { key: journal, kind }),
+    }
+    let mut members: Vec<Vec<u8>> = Vec::new();
     let mut cursor: u64 = 0;
     loop {
-        let (next, keys): (u64, Vec<Vec<u8>>) = redis::cmd("SSCAN")
+        let (next, page): (u64, Vec<Vec<u8>>) = redis::cmd("SSCAN")
             .arg(&journal)
             .arg(cursor)
             .arg("COUNT")
             .arg(1000)
             .query(&mut con)
             .map_err(|e| node_err(&addr, "SSCAN", e))?;
-        out.extend(keys);
+        members.extend(page);
         cursor = next;
         if cursor == 0 {
-            return Ok(out);
+            break;
         }
     }
+    // SSCAN may return a member twice; the set itself has each once.
+    members.sort_unstable();
+    members.dedup();
+    checked_journal(&journal, prefix, members)
 }
 
-/// Writes the journal: every key the run will write, and the journal itself.
+/// The journal's members checked: the marker present, every other member under the prefix.
+fn checked_journal(
+    journal: &str,
+    prefix: &str,
+    members: Vec<Vec<u8>>,
+) -> Result<Journal, JournalError> {
+    let marker = JOURNAL_MARKER.as_bytes();
+    if !members.iter().any(|m| m == marker) {
+        return Err(JournalError::Unmarked {
+            key: journal.to_string(),
+            members: members.len(),
+        });
+    }
+    let under = format!("{prefix}:");
+    let (keys, foreign): (Vec<Vec<u8>>, Vec<Vec<u8>>) = members
+        .into_iter()
+        .filter(|m| m != marker)
+        .partition(|m| m.starts_with(under.as_bytes()) && m.as_slice() != journal.as_bytes());
+    if !foreign.is_empty() {
+        let examples = foreign
+            .iter()
+            .take(3)
+            .map(|k| format!("'{}'", crate::keys::display::display_key(k)))
+            .collect::<Vec<_>>()
+            .join(", ");
+        return Err(JournalError::Foreign {
+            key: journal.to_string(),
+            prefix: prefix.to_string(),
+            count: foreign.len(),
+            examples,
+        });
+    }
+    Ok(Journal { exists: true, keys })
+}
+
+/// Writes the journal: the marker, then every key the run will write.
 fn write_journal(
     live: &LiveCluster,
     map: &SlotMap,
@@ -367,6 +472,11 @@ fn write_journal(
         sampled: 0,
     })?;
     let mut con = connect(live, &addr)?;
+    redis::cmd("SADD")
+        .arg(&journal)
+        .arg(JOURNAL_MARKER)
+        .query::<()>(&mut con)
+        .map_err(|e| node_err(&addr, "SADD (journal)", e))?;
     let all: Vec<&Vec<u8>> = keys.iter().collect();
     for chunk in all.chunks(1000) {
         redis::cmd("SADD")
@@ -379,15 +489,16 @@ fn write_journal(
 }
 
 /// Deletes what an earlier run under `prefix` wrote, from its journal (`keyplan bench
-/// --cleanup`), then the journal when nothing remains.
+/// --cleanup`), then the journal when nothing remains. Only a journal bench wrote is acted on
+/// (see [`read_journal`]); anything else is refused before a key is deleted.
 pub fn clean_journal(
     live: &LiveCluster,
     map: &SlotMap,
     prefix: &str,
-) -> Result<Cleanup, LiveError> {
-    let keys = read_journal(live, map, prefix)?;
-    let mut c = delete_keys(live, map, &keys);
-    if c.remaining == 0 {
+) -> Result<Cleanup, JournalError> {
+    let journal = read_journal(live, map, prefix)?;
+    let mut c = delete_keys(live, map, &journal.keys);
+    if c.remaining == 0 && journal.exists {
         let j = delete_keys(live, map, &[journal_key(prefix).into_bytes()]);
         c.remaining += j.remaining;
         c.failures.extend(j.failures);
@@ -852,6 +963,30 @@ mod tests {
         let text = format!("{e:#}");
         assert_eq!(text.matches("does not split").count(), 1, "{text}");
         assert!(text.starts_with("batch line 1: EVAL"), "{text}");
+    }
+
+    #[test]
+    fn a_journal_is_trusted_only_with_its_marker_and_only_under_its_prefix() {
+        let m = |v: &[&str]| v.iter().map(|s| s.as_bytes().to_vec()).collect::<Vec<_>>();
+        // What bench writes: the marker and keys under the prefix.
+        let ok = checked_journal("kp:journal", "kp", m(&[JOURNAL_MARKER, "kp:a", "kp:{t}b"]));
+        assert_eq!(ok.unwrap().keys, m(&["kp:a", "kp:{t}b"]));
+        // An application's own set under the same name: no marker, nothing trusted.
+        let e = checked_journal("kp:journal", "kp", m(&["app:important", "user:1"])).unwrap_err();
+        assert!(
+            matches!(e, JournalError::Unmarked { members: 2, .. }),
+            "{e}"
+        );
+        // A planted name outside the prefix (or a look-alike prefix) poisons the whole journal.
+        for planted in ["app:important", "kpx:a", "kp", "kp:journal"] {
+            let e = checked_journal("kp:journal", "kp", m(&[JOURNAL_MARKER, "kp:a", planted]))
+                .unwrap_err();
+            assert!(
+                matches!(e, JournalError::Foreign { count: 1, .. }),
+                "{planted}: {e}"
+            );
+            assert!(e.to_string().contains("nothing was deleted"), "{e}");
+        }
     }
 
     #[test]

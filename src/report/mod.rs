@@ -23,8 +23,130 @@ pub use crate::keys::display::{ByteString, JsonBytes, display_key};
 
 /// A table in keyplan's house style at its natural width: UTF-8 borders, no terminal-width
 /// dependence (what pipes, files and `--wide` get).
-pub fn new_table() -> comfy_table::Table {
+pub fn new_table() -> FitTable {
     TextLayout::default().table()
+}
+
+/// Columns a narrow terminal loses first, most dispensable first (matched against the start
+/// of a column's header): examples, bar charts and server-measured extras, then detail that
+/// the other columns summarise.
+const DISPENSABLE: &[&str] = &[
+    "example",
+    "keys ÷ fair share",
+    "CPU µs (INFO)",
+    "data (INFO)",
+    "net in",
+    "net out",
+    "CPU %",
+    "slot ranges",
+    "distinct tags",
+    "no expiry",
+    "hottest node",
+    "address",
+    "ops %",
+    "bytes %",
+];
+
+/// A table that fits itself to a terminal when printed. At its natural width when that fits
+/// (or when there is no width: pipes, files and `--wide` get the same bytes every run); else
+/// without its most dispensable columns, one at a time (see [`DISPENSABLE`]); else as one
+/// record per row, `header: value` on lines of their own. A number, range, address or key is
+/// never broken across lines.
+#[derive(Debug, Clone)]
+pub struct FitTable {
+    table: comfy_table::Table,
+    width: Option<u16>,
+}
+
+impl std::ops::Deref for FitTable {
+    type Target = comfy_table::Table;
+    fn deref(&self) -> &comfy_table::Table {
+        &self.table
+    }
+}
+
+impl std::ops::DerefMut for FitTable {
+    fn deref_mut(&mut self) -> &mut comfy_table::Table {
+        &mut self.table
+    }
+}
+
+/// The widest line of a rendered table, in characters.
+fn rendered_width(t: &comfy_table::Table) -> usize {
+    t.lines().map(|l| l.chars().count()).max().unwrap_or(0)
+}
+
+impl FitTable {
+    /// The table as printed at `width` columns: the natural table, a narrower one, or `None`
+    /// when only the record layout fits.
+    fn fitted(&self, width: usize) -> Option<comfy_table::Table> {
+        let mut t = self.table.clone();
+        if rendered_width(&t) <= width {
+            return Some(t);
+        }
+        let headers: Vec<String> = t
+            .header()
+            .map(|h| h.cell_iter().map(comfy_table::Cell::content).collect())
+            .unwrap_or_default();
+        // Keep at least the first two columns: without them a row names nothing.
+        for name in DISPENSABLE {
+            for (i, h) in headers.iter().enumerate().skip(2) {
+                if h.starts_with(name)
+                    && let Some(c) = t.column_mut(i)
+                {
+                    c.set_constraint(comfy_table::ColumnConstraint::Hidden);
+                }
+            }
+            if rendered_width(&t) <= width {
+                return Some(t);
+            }
+        }
+        None
+    }
+
+    /// One record per row: the first column's value as its title, then `header: value`
+    /// (no newline after the last line, as a table has none).
+    fn records(&self) -> String {
+        let headers: Vec<String> = self
+            .table
+            .header()
+            .map(|h| h.cell_iter().map(comfy_table::Cell::content).collect())
+            .unwrap_or_default();
+        let label = headers.iter().map(|h| h.chars().count()).max().unwrap_or(0);
+        let mut lines = Vec::new();
+        for (n, row) in self.table.row_iter().enumerate() {
+            if n > 0 {
+                lines.push(String::new());
+            }
+            for (i, cell) in row.cell_iter().enumerate() {
+                let text = cell.content();
+                let head = headers.get(i).map_or("", String::as_str);
+                let mut parts = text.lines();
+                let first = parts.next().unwrap_or("");
+                if i == 0 {
+                    lines.push(format!("▸ {first}"));
+                } else {
+                    lines.push(format!("  {head:<label$}  {first}"));
+                }
+                for more in parts {
+                    lines.push(format!("  {:<label$}  {more}", ""));
+                }
+            }
+        }
+        lines.join("\n")
+    }
+}
+
+impl std::fmt::Display for FitTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let Some(width) = self.width else {
+            return write!(f, "{}", self.table);
+        };
+        match self.fitted(usize::from(width)) {
+            Some(t) => write!(f, "{t}"),
+            None => f.write_str(&self.records()),
+        }
+    }
 }
 
 /// How text reports are laid out: at their natural width (pipes, files, `--wide`: the same
@@ -41,20 +163,16 @@ impl TextLayout {
         TextLayout { width: Some(width) }
     }
 
-    /// A table in keyplan's house style; fitted to the width (cells wrap) when there is one.
-    pub fn table(&self) -> comfy_table::Table {
+    /// A table in keyplan's house style, at its natural width without a width; with one,
+    /// fitted when it is printed (see [`FitTable`]): never by breaking a cell's text.
+    pub fn table(&self) -> FitTable {
         let mut t = comfy_table::Table::new();
         t.load_style(comfy_table::presets::UTF8_FULL_CONDENSED);
-        match self.width {
-            Some(w) => {
-                t.set_content_arrangement(comfy_table::ContentArrangement::Dynamic)
-                    .set_width(w);
-            }
-            None => {
-                t.set_content_arrangement(comfy_table::ContentArrangement::Disabled);
-            }
+        t.set_content_arrangement(comfy_table::ContentArrangement::Disabled);
+        FitTable {
+            table: t,
+            width: self.width,
         }
-        t
     }
 
     /// The longest key (or other identifier) shown whole in a table cell or message line.

@@ -61,7 +61,7 @@ pub struct SlotEmitter<W: Write> {
     with_node: bool,
     with_explain: bool,
     rows: u64,
-    table: Option<comfy_table::Table>,
+    table: Option<super::FitTable>,
 }
 
 impl<W: Write> SlotEmitter<W> {

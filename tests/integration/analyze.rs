@@ -75,7 +75,6 @@ fn analyze_json(args: &[&str], dump: &std::path::Path) -> serde_json::Value {
     )
 }
 
-#[test]
 fn per_node_counts_equal_each_masters_dbsize() {
     let Some(cluster) = Cluster::create() else {
         return;
@@ -190,7 +189,6 @@ fn per_node_counts_equal_each_masters_dbsize() {
     assert_eq!(mig["peer"], format!("127.0.0.1:{}", cluster.nodes[1].port));
 }
 
-#[test]
 fn report_on_the_bundled_example() {
     let v = analyze_json(&[], std::path::Path::new("examples/app.keys"));
     assert_eq!(v["schema_version"], 2);
@@ -247,7 +245,6 @@ fn report_on_the_bundled_example() {
     assert!(v["skew"]["verdict"].as_str().unwrap().contains("holds"));
 }
 
-#[test]
 fn analyze_is_deterministic_across_thread_counts() {
     let a = keyplan()
         .args([
@@ -291,7 +288,6 @@ fn analyze_is_deterministic_across_thread_counts() {
     assert_eq!(va["patterns"], vb["patterns"]);
 }
 
-#[test]
 fn analyze_table_and_errors() {
     keyplan()
         .args(["analyze", "examples/app.keys", "--masters", "4"])
@@ -336,7 +332,6 @@ fn analyze_table_and_errors() {
 
 use predicates::prelude::PredicateBooleanExt;
 
-#[test]
 fn analyze_over_a_twemproxy_ketama_pool() {
     let v = analyze_json(
         &["--topology", "examples/twemproxy.yml"],
@@ -404,7 +399,6 @@ fn analyze_over_a_twemproxy_ketama_pool() {
     );
 }
 
-#[test]
 fn topology_errors_name_the_problem() {
     let dir = tempfile::tempdir().unwrap();
     let two = dir.path().join("two.yml");
@@ -446,7 +440,6 @@ fn topology_errors_name_the_problem() {
         .stderr(predicates::str::contains("wieght"));
 }
 
-#[test]
 fn html_report_structure_and_rendering() {
     let dir = tempfile::tempdir().unwrap();
     let html = dir.path().join("report.html");
@@ -511,7 +504,6 @@ pub(crate) fn generated_keys(n: usize) -> Vec<Vec<u8>> {
     keys
 }
 
-#[test]
 fn live_cluster_topology_and_full_sample() {
     let Some(mut cluster) = Cluster::create() else {
         return;
@@ -627,7 +619,6 @@ fn live_cluster_topology_and_full_sample() {
     assert!(err.contains(&format!("127.0.0.1:{dead}")), "{err}");
 }
 
-#[test]
 fn live_cluster_with_a_password() {
     let password = "s3cret-pa55";
     let Some(cluster) = Cluster::create_with(Some(password)) else {
@@ -697,7 +688,6 @@ fn live_cluster_with_a_password() {
 
 /// Each pattern's `regex` matches its keys in Python's `re` and in `grep -P`, and its
 /// `scan_match` glob finds at least its keys with a real server's `SCAN … MATCH`.
-#[test]
 fn pattern_regex_and_scan_match_work_in_python_grep_and_redis() {
     let Some(server) = require_binary("redis-server") else {
         return;
@@ -845,7 +835,6 @@ fn node_of<'a>(v: &'a serde_json::Value, addr: &str) -> &'a serde_json::Value {
 /// On a live cluster, node and slot key figures are the servers' own counts whatever the
 /// sample: with 200 keys sampled per master from masters holding very different numbers of
 /// keys, every node's keys equal its DBSIZE and each hot slot's keys its COUNTKEYSINSLOT.
-#[test]
 fn live_node_keys_are_exact_whatever_the_sample() {
     let Some(cluster) = Cluster::create() else {
         return;
@@ -975,7 +964,6 @@ fn live_node_keys_are_exact_whatever_the_sample() {
 
 /// `--read-from replicas` samples a master itself, with a warning, when it has no healthy
 /// replica (here: none has), instead of failing the run.
-#[test]
 fn read_from_replicas_falls_back_to_masters_without_one() {
     let Some(cluster) = Cluster::create() else {
         return;
@@ -1006,7 +994,6 @@ fn read_from_replicas_falls_back_to_masters_without_one() {
 
 /// On Valkey 8, keys per slot come from `CLUSTER SLOT-STATS` (one command per slot range)
 /// instead of one `COUNTKEYSINSLOT` per slot, with the same exact figures.
-#[test]
 fn valkey_counts_come_from_slot_stats() {
     let Some(cluster) = Cluster::create_valkey() else {
         return;
@@ -1042,7 +1029,6 @@ fn valkey_counts_come_from_slot_stats() {
 
 /// A slot in migration on a live cluster shows in `analyze --cluster`, with the markers of
 /// both ends (each master lists only its own in CLUSTER NODES).
-#[test]
 fn live_slots_in_migration_are_shown() {
     let Some(cluster) = Cluster::create() else {
         return;
@@ -1155,7 +1141,6 @@ fn server_slot_cpu(n: &RedisServer) -> BTreeMap<u16, u64> {
 /// Valkey 8 with per-slot statistics: traffic on one master's keys, then `analyze --cluster`
 /// shows each node's CPU share as the servers count it, and `rebalance --preview --balance-by
 /// cpu` plans slot moves that even out the CPU the servers measured.
-#[test]
 fn valkey_load_comes_from_slot_stats_and_drives_a_cpu_balanced_plan() {
     let Some(cluster) = Cluster::create_valkey_args(&["--cluster-slot-stats-enabled", "yes"])
     else {
@@ -1259,7 +1244,6 @@ fn valkey_load_comes_from_slot_stats_and_drives_a_cpu_balanced_plan() {
 
 /// `--heat` reads each sampled key's OBJECT FREQ as its ops weight under an LFU policy, and
 /// names the policy that prevents it otherwise.
-#[test]
 fn heat_reads_lfu_counters_and_names_the_policy_otherwise() {
     let Some(cluster) = Cluster::create() else {
         return;
@@ -1316,7 +1300,6 @@ fn heat_reads_lfu_counters_and_names_the_policy_otherwise() {
 /// `--bytes` while a slot is migrating, keys half moved (real MIGRATE): the source answers ASK
 /// for keys gone, the importing node MOVED for keys it holds of a slot it does not own yet;
 /// keyplan follows both and reads every sampled key's bytes.
-#[test]
 fn bytes_are_read_while_a_slot_migrates() {
     let Some(cluster) = Cluster::create() else {
         return;
@@ -1378,7 +1361,6 @@ fn bytes_are_read_while_a_slot_migrates() {
 /// A one-node cluster (the node owns every slot and never met another, so it does not know
 /// its own address: CLUSTER SHARDS, SLOTS and NODES give it an empty ip) is reached at the
 /// address keyplan was given, as redis-cli and redis-py do.
-#[test]
 fn a_one_node_cluster_is_reached_where_it_was_asked() {
     let Some(redis) = require_binary("redis-server") else {
         return;
@@ -1434,7 +1416,6 @@ fn a_one_node_cluster_is_reached_where_it_was_asked() {
 /// The check that the slot map held still while keys were sampled compares owners by node id,
 /// so a view read from CLUSTER NODES (ips) and one from CLUSTER SHARDS agree on a stable
 /// cluster, and a slot whose owner is another node counts as changed.
-#[test]
 fn slot_owners_are_compared_by_node_id() {
     let Some(cluster) = Cluster::create() else {
         return;
@@ -1460,3 +1441,77 @@ fn slot_owners_are_compared_by_node_id() {
     owners[100] = other;
     assert_eq!(live.owners_changed_from(&owners).unwrap(), 1);
 }
+
+/// This module's tests, run by the harness in `main.rs`.
+pub(crate) const TESTS: &[crate::support::Test] = &[
+    (
+        "per_node_counts_equal_each_masters_dbsize",
+        per_node_counts_equal_each_masters_dbsize,
+    ),
+    (
+        "report_on_the_bundled_example",
+        report_on_the_bundled_example,
+    ),
+    (
+        "analyze_is_deterministic_across_thread_counts",
+        analyze_is_deterministic_across_thread_counts,
+    ),
+    ("analyze_table_and_errors", analyze_table_and_errors),
+    (
+        "analyze_over_a_twemproxy_ketama_pool",
+        analyze_over_a_twemproxy_ketama_pool,
+    ),
+    (
+        "topology_errors_name_the_problem",
+        topology_errors_name_the_problem,
+    ),
+    (
+        "html_report_structure_and_rendering",
+        html_report_structure_and_rendering,
+    ),
+    (
+        "live_cluster_topology_and_full_sample",
+        live_cluster_topology_and_full_sample,
+    ),
+    ("live_cluster_with_a_password", live_cluster_with_a_password),
+    (
+        "pattern_regex_and_scan_match_work_in_python_grep_and_redis",
+        pattern_regex_and_scan_match_work_in_python_grep_and_redis,
+    ),
+    (
+        "live_node_keys_are_exact_whatever_the_sample",
+        live_node_keys_are_exact_whatever_the_sample,
+    ),
+    (
+        "read_from_replicas_falls_back_to_masters_without_one",
+        read_from_replicas_falls_back_to_masters_without_one,
+    ),
+    (
+        "valkey_counts_come_from_slot_stats",
+        valkey_counts_come_from_slot_stats,
+    ),
+    (
+        "live_slots_in_migration_are_shown",
+        live_slots_in_migration_are_shown,
+    ),
+    (
+        "valkey_load_comes_from_slot_stats_and_drives_a_cpu_balanced_plan",
+        valkey_load_comes_from_slot_stats_and_drives_a_cpu_balanced_plan,
+    ),
+    (
+        "heat_reads_lfu_counters_and_names_the_policy_otherwise",
+        heat_reads_lfu_counters_and_names_the_policy_otherwise,
+    ),
+    (
+        "bytes_are_read_while_a_slot_migrates",
+        bytes_are_read_while_a_slot_migrates,
+    ),
+    (
+        "a_one_node_cluster_is_reached_where_it_was_asked",
+        a_one_node_cluster_is_reached_where_it_was_asked,
+    ),
+    (
+        "slot_owners_are_compared_by_node_id",
+        slot_owners_are_compared_by_node_id,
+    ),
+];

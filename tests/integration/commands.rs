@@ -152,7 +152,6 @@ fn read_table() -> BTreeMap<String, String> {
         .collect()
 }
 
-#[test]
 fn the_command_table_is_the_servers_own() {
     let Some(redis) = require_binary("redis-server") else {
         return;
@@ -218,7 +217,6 @@ fn the_command_table_is_the_servers_own() {
 /// keyplan's key positions equal the server's own `COMMAND GETKEYS`: for hand-written lines of
 /// every form (keyword and key-count specs, SORT … STORE, MIGRATE … KEYS, scripts) and for a
 /// line keyplan lays out for every command of the table that takes several keys.
-#[test]
 fn key_positions_equal_command_getkeys() {
     let Some(redis) = require_binary("redis-server") else {
         return;
@@ -321,3 +319,15 @@ fn key_positions_equal_command_getkeys() {
         wrong.join("\n")
     );
 }
+
+/// This module's tests, run by the harness in `main.rs`.
+pub(crate) const TESTS: &[crate::support::Test] = &[
+    (
+        "the_command_table_is_the_servers_own",
+        the_command_table_is_the_servers_own,
+    ),
+    (
+        "key_positions_equal_command_getkeys",
+        key_positions_equal_command_getkeys,
+    ),
+];

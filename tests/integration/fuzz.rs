@@ -132,7 +132,6 @@ fn fuzz(name: &str, seed_path: &str, args: &[&str]) {
         .unwrap_or_else(|e| panic!("{name} from {seed_path}: {e}"));
 }
 
-#[test]
 fn mutated_key_dumps() {
     fuzz(
         "dump.keys",
@@ -146,7 +145,6 @@ fn mutated_key_dumps() {
     );
 }
 
-#[test]
 fn mutated_schemes() {
     fuzz(
         "scheme.yaml",
@@ -165,7 +163,6 @@ fn mutated_schemes() {
     );
 }
 
-#[test]
 fn mutated_topologies() {
     fuzz(
         "t.yml",
@@ -193,7 +190,6 @@ fn mutated_topologies() {
     );
 }
 
-#[test]
 fn mutated_batches_and_captures() {
     fuzz(
         "b.txt",
@@ -212,7 +208,6 @@ fn mutated_batches_and_captures() {
     );
 }
 
-#[test]
 fn mutated_rules() {
     let dir = tempfile::tempdir().unwrap();
     let seed = seed("rules/KP201-low-cardinality-hash-tag.yml");
@@ -235,3 +230,12 @@ fn mutated_rules() {
         })
         .unwrap();
 }
+
+/// This module's tests, run by the harness in `main.rs`.
+pub(crate) const TESTS: &[crate::support::Test] = &[
+    ("mutated_key_dumps", mutated_key_dumps),
+    ("mutated_schemes", mutated_schemes),
+    ("mutated_topologies", mutated_topologies),
+    ("mutated_batches_and_captures", mutated_batches_and_captures),
+    ("mutated_rules", mutated_rules),
+];

@@ -26,7 +26,6 @@ fn fake(reply: &'static [u8]) -> u16 {
     port
 }
 
-#[test]
 fn hostile_servers_get_clear_errors() {
     for (reply, want) in [
         (
@@ -93,7 +92,6 @@ fn streaming(head: &'static [u8], fill: Vec<u8>, mib: usize) -> u16 {
     port
 }
 
-#[test]
 fn replies_past_redis_limits_are_stopped_while_they_stream() {
     let big_bulk = [&b"$65536\r\n"[..], &[b'x'; 65536], b"\r\n"].concat();
     for (head, fill, want) in [
@@ -129,7 +127,6 @@ fn replies_past_redis_limits_are_stopped_while_they_stream() {
     }
 }
 
-#[test]
 fn a_bad_timeout_is_named() {
     let out = keyplan()
         .env("KEYPLAN_TIMEOUT", "soon")
@@ -139,3 +136,16 @@ fn a_bad_timeout_is_named() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("KEYPLAN_TIMEOUT=soon"));
 }
+
+/// This module's tests, run by the harness in `main.rs`.
+pub(crate) const TESTS: &[crate::support::Test] = &[
+    (
+        "hostile_servers_get_clear_errors",
+        hostile_servers_get_clear_errors,
+    ),
+    (
+        "replies_past_redis_limits_are_stopped_while_they_stream",
+        replies_past_redis_limits_are_stopped_while_they_stream,
+    ),
+    ("a_bad_timeout_is_named", a_bad_timeout_is_named),
+];

@@ -26,7 +26,6 @@ fn json(args: &[&str], dir: &std::path::Path) -> (Option<i32>, serde_json::Value
     (out.status.code(), v, err)
 }
 
-#[test]
 fn a_schemes_topology_file_is_used_by_every_command() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("conf")).unwrap();
@@ -130,7 +129,6 @@ fn a_schemes_topology_file_is_used_by_every_command() {
 
 /// A user's KP201 (here: tags may hold up to 10% of a pattern each) reaches `plan` as it
 /// reaches `lint`: the feed's 12-group tag passes both, where the built-in rule fails both.
-#[test]
 fn a_rule_override_reaches_the_planner() {
     let dir = tempfile::tempdir().unwrap();
     let builtin = std::fs::read_to_string(concat!(
@@ -204,7 +202,6 @@ fn a_rule_override_reaches_the_planner() {
 /// A batch that keeps a variable the same is never told its keys share none, even when a
 /// per-node pipeline beats the tag on that variable; and plan's exit status says whether it
 /// recommends a change.
-#[test]
 fn plan_reasons_and_exit_status_follow_its_candidates() {
     let dir = tempfile::tempdir().unwrap();
     let scheme = dir.path().join("keyplan.yaml");
@@ -258,7 +255,6 @@ fn plan_reasons_and_exit_status_follow_its_candidates() {
 }
 
 /// lint's fix for a cross-slot batch is the rewrite plan recommends for it.
-#[test]
 fn lint_and_plan_give_the_same_fix_for_a_cross_slot_batch() {
     let dir = tempfile::tempdir().unwrap();
     let scheme = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/keyplan.yaml");
@@ -307,7 +303,6 @@ fn lint_and_plan_give_the_same_fix_for_a_cross_slot_batch() {
 
 /// `plan --format yaml` writes a scheme that lints clean even when the best layout keeps a
 /// tag with fewer values than KP201 asks: the key then allows KP201, with a reason.
-#[test]
 fn the_planned_scheme_lints_clean_with_a_crowded_tag_kept_on_purpose() {
     let dir = tempfile::tempdir().unwrap();
     let scheme = dir.path().join("keyplan.yaml");
@@ -349,7 +344,6 @@ fn the_planned_scheme_lints_clean_with_a_crowded_tag_kept_on_purpose() {
 
 /// `plan --client NAME` scores with that profile, even where the name also stands for a
 /// library's second API elsewhere (`redis-py`); a choice of several is refused with the names.
-#[test]
 fn plan_scores_with_one_named_client() {
     let dir = tempfile::tempdir().unwrap();
     let scheme = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/keyplan.yaml");
@@ -370,3 +364,31 @@ fn plan_scores_with_one_named_client() {
     assert!(err.contains("plan scores one client at a time"), "{err}");
     assert!(err.contains("name one of them"), "{err}");
 }
+
+/// This module's tests, run by the harness in `main.rs`.
+pub(crate) const TESTS: &[crate::support::Test] = &[
+    (
+        "a_schemes_topology_file_is_used_by_every_command",
+        a_schemes_topology_file_is_used_by_every_command,
+    ),
+    (
+        "a_rule_override_reaches_the_planner",
+        a_rule_override_reaches_the_planner,
+    ),
+    (
+        "plan_reasons_and_exit_status_follow_its_candidates",
+        plan_reasons_and_exit_status_follow_its_candidates,
+    ),
+    (
+        "lint_and_plan_give_the_same_fix_for_a_cross_slot_batch",
+        lint_and_plan_give_the_same_fix_for_a_cross_slot_batch,
+    ),
+    (
+        "the_planned_scheme_lints_clean_with_a_crowded_tag_kept_on_purpose",
+        the_planned_scheme_lints_clean_with_a_crowded_tag_kept_on_purpose,
+    ),
+    (
+        "plan_scores_with_one_named_client",
+        plan_scores_with_one_named_client,
+    ),
+];

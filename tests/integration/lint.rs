@@ -14,7 +14,6 @@ fn scheme(dir: &tempfile::TempDir, text: &str) -> std::path::PathBuf {
     p
 }
 
-#[test]
 fn the_spec_example_lints_with_one_warning() {
     let dir = tempfile::tempdir().unwrap();
     let p = scheme(&dir, SPEC);
@@ -66,7 +65,6 @@ fn the_spec_example_lints_with_one_warning() {
         .code(1);
 }
 
-#[test]
 fn cross_slot_batch_is_an_error_with_the_fix() {
     let dir = tempfile::tempdir().unwrap();
     let p = scheme(
@@ -85,7 +83,6 @@ fn cross_slot_batch_is_an_error_with_the_fix() {
         );
 }
 
-#[test]
 fn every_format() {
     let dir = tempfile::tempdir().unwrap();
     let p = scheme(
@@ -146,7 +143,6 @@ fn every_format() {
         );
 }
 
-#[test]
 fn scheme_errors_exit_2_with_positions() {
     let dir = tempfile::tempdir().unwrap();
     for (bad, want) in [
@@ -189,7 +185,6 @@ fn scheme_errors_exit_2_with_positions() {
         .code(2);
 }
 
-#[test]
 fn dumps_are_checked_with_lines() {
     let dir = tempfile::tempdir().unwrap();
     let p = scheme(&dir, SPEC);
@@ -210,7 +205,6 @@ fn dumps_are_checked_with_lines() {
         );
 }
 
-#[test]
 fn rules_commands_and_user_rules() {
     keyplan()
         .args(["rules"])
@@ -259,7 +253,6 @@ fn rules_commands_and_user_rules() {
 
 /// Keys generated from a batch's patterns, sent as MULTI and MGET to a real cluster node that
 /// owns every slot: CROSSSLOT exactly when lint says the batch is cross-slot.
-#[test]
 fn cross_slot_verdicts_match_a_real_cluster() {
     let Some(bin) = require_binary("redis-server") else {
         return;
@@ -357,7 +350,6 @@ fn cross_slot_verdicts_match_a_real_cluster() {
 
 /// Real libraries (rq, kombu, dramatiq, limits from PyPI) run against a real server, their keys
 /// dumped with `redis-cli --scan`: each library's rule fires on its own dump, and on no other.
-#[test]
 fn library_rules_fire_on_real_library_dumps() {
     let Some(python) = crate::verdicts::library_python() else {
         return;
@@ -413,13 +405,12 @@ fn library_rules_fire_on_real_library_dumps() {
 
 /// BullMQ (npm) run against a real server: without a hash tag its keys fire KP504, with the
 /// one global prefix tag `{bull}` KP505; each only on its own dump.
-#[test]
 fn bullmq_rules_fire_on_real_bullmq_dumps() {
     let Some(bullmq) = std::env::var_os("KEYPLAN_BULLMQ") else {
         if std::env::var_os("CI").is_some() {
             panic!("KEYPLAN_BULLMQ is not set, and CI is set: .ci/run must install bullmq");
         }
-        eprintln!("NOTICE: KEYPLAN_BULLMQ not set; skipping the BullMQ test");
+        crate::support::not_run("KEYPLAN_BULLMQ (bullmq from npm) is not set");
         return;
     };
     let (Some(server), Some(cli), Some(node)) = (
@@ -467,3 +458,37 @@ fn bullmq_rules_fire_on_real_bullmq_dumps() {
         assert_eq!(codes, vec![rule], "{prefix}: {v}");
     }
 }
+
+/// This module's tests, run by the harness in `main.rs`.
+pub(crate) const TESTS: &[crate::support::Test] = &[
+    (
+        "the_spec_example_lints_with_one_warning",
+        the_spec_example_lints_with_one_warning,
+    ),
+    (
+        "cross_slot_batch_is_an_error_with_the_fix",
+        cross_slot_batch_is_an_error_with_the_fix,
+    ),
+    ("every_format", every_format),
+    (
+        "scheme_errors_exit_2_with_positions",
+        scheme_errors_exit_2_with_positions,
+    ),
+    ("dumps_are_checked_with_lines", dumps_are_checked_with_lines),
+    (
+        "rules_commands_and_user_rules",
+        rules_commands_and_user_rules,
+    ),
+    (
+        "cross_slot_verdicts_match_a_real_cluster",
+        cross_slot_verdicts_match_a_real_cluster,
+    ),
+    (
+        "library_rules_fire_on_real_library_dumps",
+        library_rules_fire_on_real_library_dumps,
+    ),
+    (
+        "bullmq_rules_fire_on_real_bullmq_dumps",
+        bullmq_rules_fire_on_real_bullmq_dumps,
+    ),
+];

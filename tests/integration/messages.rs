@@ -12,7 +12,6 @@ fn stderr_of(cmd: &mut assert_cmd::Command) -> (Option<i32>, String) {
     )
 }
 
-#[test]
 fn a_server_that_wants_a_password_says_how_to_give_it() {
     let Some(server) = require_binary("redis-server") else {
         return;
@@ -32,7 +31,6 @@ fn a_server_that_wants_a_password_says_how_to_give_it() {
     assert!(!err.contains("NOAUTH"), "no bare server error: {err}");
 }
 
-#[test]
 fn a_port_that_does_not_speak_resp_is_named() {
     // An HTTP-ish server on a loopback port: it answers anything with a status line.
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -55,7 +53,6 @@ fn a_port_that_does_not_speak_resp_is_named() {
     assert!(!err.contains("Parse error"), "{err}");
 }
 
-#[test]
 fn an_empty_dump_is_an_error_unless_allowed() {
     let dir = tempfile::tempdir().unwrap();
     let empty = dir.path().join("empty.keys");
@@ -88,7 +85,6 @@ fn an_empty_dump_is_an_error_unless_allowed() {
     }
 }
 
-#[test]
 fn a_byte_budget_is_reported_in_the_users_unit_with_the_excess() {
     let dir = tempfile::tempdir().unwrap();
     let dump = dir.path().join("sample.tsv");
@@ -121,7 +117,6 @@ fn a_byte_budget_is_reported_in_the_users_unit_with_the_excess() {
     assert!(!all.contains("GiB"), "{all}");
 }
 
-#[test]
 fn man_pages_per_subcommand() {
     let dir = tempfile::tempdir().unwrap();
     let out = keyplan().arg("man").arg(dir.path()).output().unwrap();
@@ -148,7 +143,6 @@ fn man_pages_per_subcommand() {
     assert!(err.contains("pick one of analyze"), "{err}");
 }
 
-#[test]
 fn help_lists_every_topology_format_and_scan_only_its_options() {
     for cmd in [
         "analyze",
@@ -182,7 +176,6 @@ fn help_lists_every_topology_format_and_scan_only_its_options() {
     assert!(help.contains("--cluster"));
 }
 
-#[test]
 fn plan_reads_the_scheme_of_the_current_directory() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::copy(
@@ -211,7 +204,6 @@ fn plan_reads_the_scheme_of_the_current_directory() {
     assert!(err.contains("no keyplan.yaml here"), "{err}");
 }
 
-#[test]
 fn a_failed_run_leaves_no_output_file() {
     let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("bad.txt");
@@ -251,7 +243,6 @@ fn a_failed_run_leaves_no_output_file() {
 
 /// `-o` through a link writes the link's target and leaves the link in place; `/dev/stdout`
 /// (a link to the process's stdout) works as it does for other tools.
-#[test]
 fn output_through_a_link_keeps_the_link() {
     let dir = tempfile::tempdir().unwrap();
     let target = dir.path().join("real.json");
@@ -292,7 +283,6 @@ fn output_through_a_link_keeps_the_link() {
 
 /// Hostile and mistaken inputs: each is refused with a located message, never a panic, a
 /// runaway allocation or a silent wrong answer.
-#[test]
 fn hostile_inputs_are_refused_with_their_limits() {
     let dir = tempfile::tempdir().unwrap();
     let write = |name: &str, bytes: &[u8]| {
@@ -476,3 +466,44 @@ fn hostile_inputs_are_refused_with_their_limits() {
     assert_eq!(code, Some(2), "{text}");
     assert!(text.contains("99999999999 is not in 1..=1000000"), "{text}");
 }
+
+/// This module's tests, run by the harness in `main.rs`.
+pub(crate) const TESTS: &[crate::support::Test] = &[
+    (
+        "a_server_that_wants_a_password_says_how_to_give_it",
+        a_server_that_wants_a_password_says_how_to_give_it,
+    ),
+    (
+        "a_port_that_does_not_speak_resp_is_named",
+        a_port_that_does_not_speak_resp_is_named,
+    ),
+    (
+        "an_empty_dump_is_an_error_unless_allowed",
+        an_empty_dump_is_an_error_unless_allowed,
+    ),
+    (
+        "a_byte_budget_is_reported_in_the_users_unit_with_the_excess",
+        a_byte_budget_is_reported_in_the_users_unit_with_the_excess,
+    ),
+    ("man_pages_per_subcommand", man_pages_per_subcommand),
+    (
+        "help_lists_every_topology_format_and_scan_only_its_options",
+        help_lists_every_topology_format_and_scan_only_its_options,
+    ),
+    (
+        "plan_reads_the_scheme_of_the_current_directory",
+        plan_reads_the_scheme_of_the_current_directory,
+    ),
+    (
+        "a_failed_run_leaves_no_output_file",
+        a_failed_run_leaves_no_output_file,
+    ),
+    (
+        "output_through_a_link_keeps_the_link",
+        output_through_a_link_keeps_the_link,
+    ),
+    (
+        "hostile_inputs_are_refused_with_their_limits",
+        hostile_inputs_are_refused_with_their_limits,
+    ),
+];

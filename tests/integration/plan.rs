@@ -33,7 +33,6 @@ fn recommended(b: &Value) -> &Value {
     &b["candidates"][b["recommended"].as_u64().unwrap() as usize]
 }
 
-#[test]
 fn shop_scheme_gets_the_known_answers() {
     let (code, v) = plan_json(&["--scheme", SHOP]);
     assert_eq!(code, 1, "problems are findings");
@@ -89,7 +88,6 @@ fn shop_scheme_gets_the_known_answers() {
     assert_eq!(r["score"]["round_trips"], 1);
 }
 
-#[test]
 fn the_rewritten_scheme_lints_clean_and_needs_no_more_plans() {
     let dir = tempfile::tempdir().unwrap();
     let out = keyplan()
@@ -125,7 +123,6 @@ fn the_rewritten_scheme_lints_clean_and_needs_no_more_plans() {
     );
 }
 
-#[test]
 fn the_spec_example_keeps_its_checkout_and_buckets_its_fanout() {
     let spec = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/spec-keyplan.yaml");
     let (_, v) = plan_json(&["--scheme", spec.to_str().unwrap()]);
@@ -159,7 +156,6 @@ fn shop_sample(dir: &Path) -> std::path::PathBuf {
     p
 }
 
-#[test]
 fn skew_comes_from_the_sample_when_given() {
     let dir = tempfile::tempdir().unwrap();
     let sample = shop_sample(dir.path());
@@ -181,7 +177,6 @@ fn skew_comes_from_the_sample_when_given() {
     assert_eq!(c["score"]["keys_renamed"].as_f64().unwrap(), 6000.0);
 }
 
-#[test]
 fn observed_batches_are_mined_for_the_shared_segment() {
     let dir = tempfile::tempdir().unwrap();
     let batches = dir.path().join("batches.txt");
@@ -221,7 +216,6 @@ fn observed_batches_are_mined_for_the_shared_segment() {
     assert_eq!(o[3]["examples"][1][1], "user:{7}:cart");
 }
 
-#[test]
 fn plan_errors_name_the_flag() {
     let cases: &[(&[&str], &str)] = &[
         (&["plan"], "nothing to plan"),
@@ -251,3 +245,28 @@ fn plan_errors_name_the_flag() {
         assert!(err.contains(want), "{args:?}: {err}");
     }
 }
+
+/// This module's tests, run by the harness in `main.rs`.
+pub(crate) const TESTS: &[crate::support::Test] = &[
+    (
+        "shop_scheme_gets_the_known_answers",
+        shop_scheme_gets_the_known_answers,
+    ),
+    (
+        "the_rewritten_scheme_lints_clean_and_needs_no_more_plans",
+        the_rewritten_scheme_lints_clean_and_needs_no_more_plans,
+    ),
+    (
+        "the_spec_example_keeps_its_checkout_and_buckets_its_fanout",
+        the_spec_example_keeps_its_checkout_and_buckets_its_fanout,
+    ),
+    (
+        "skew_comes_from_the_sample_when_given",
+        skew_comes_from_the_sample_when_given,
+    ),
+    (
+        "observed_batches_are_mined_for_the_shared_segment",
+        observed_batches_are_mined_for_the_shared_segment,
+    ),
+    ("plan_errors_name_the_flag", plan_errors_name_the_flag),
+];

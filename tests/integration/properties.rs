@@ -25,7 +25,6 @@ fn bytes_of_tricky_len() -> impl Strategy<Value = Vec<u8>> {
 }
 
 proptest! {
-    #[test]
     fn every_crc_path_equals_the_reference(data in bytes_of_tricky_len()) {
         let want = crc16_bitwise(&data);
         prop_assert_eq!(crc16(&data), want);
@@ -37,14 +36,12 @@ proptest! {
         prop_assert_eq!(crc16::State::<crc16::XMODEM>::calculate(&data), want);
     }
 
-    #[test]
     fn slot_is_in_range_and_hash_tag_never_panics(key in prop::collection::vec(any::<u8>(), 0..300)) {
         prop_assert!((key_slot(&key) as usize) < SLOT_COUNT);
         let h = hash_tag(&key);
         prop_assert!(h.len() <= key.len());
     }
 
-    #[test]
     fn a_non_empty_tag_decides_the_slot(
         prefix in prop::collection::vec(any::<u8>().prop_filter("no {", |b| *b != b'{'), 0..20),
         tag in prop::collection::vec(any::<u8>().prop_filter("no }", |b| *b != b'}'), 1..40),
@@ -59,7 +56,6 @@ proptest! {
         prop_assert_eq!(key_slot(&key), crc16_bitwise(&tag) & 0x3FFF);
     }
 
-    #[test]
     fn quoted_form_round_trips(key in prop::collection::vec(any::<u8>(), 0..200)) {
         let q = quote(&key);
         let mut out = Vec::new();
@@ -67,7 +63,6 @@ proptest! {
         prop_assert_eq!(out, key);
     }
 
-    #[test]
     fn bulk_histogram_equals_per_key_slots(
         data in prop::collection::vec(
             prop::sample::select(b"ab{}\n\r:{}x\n0".to_vec()), 0..3000)
@@ -85,7 +80,6 @@ proptest! {
         prop_assert_eq!(&by_reader, &fast);
     }
 
-    #[test]
     fn every_key_matches_the_pattern_it_was_counted_in(
         keys in prop::collection::vec(
             prop::collection::vec(prop::sample::select(b"ab:{}_-.0123456789fF/|xyz\xff\x01 ".to_vec()), 0..40),
@@ -94,7 +88,6 @@ proptest! {
         counts_agree_with_classify(&keys)?;
     }
 
-    #[test]
     fn keys_differing_only_in_hex_digits_are_counted_as_their_tokens_say(
         parts in prop::collection::vec(prop::sample::select(vec![
             "session:", "cache:page:", "cafe:", "x", ":", "/", "zz", "beef", "-", "0.0", "{",
@@ -138,7 +131,6 @@ proptest! {
         counts_agree_with_classify(&keys)?;
     }
 
-    #[test]
     fn keys_differing_only_in_digits_are_counted_as_their_tokens_say(
         mut templates in prop::collection::vec(
             prop::collection::vec(prop::sample::select(b"ab:{}-.0fF/x".to_vec()), 0..30),
@@ -158,7 +150,6 @@ proptest! {
         counts_agree_with_classify(&keys)?;
     }
 
-    #[test]
     fn topology_parsers_never_panic(
         text in prop::collection::vec(prop::sample::select(
             "0123456789)#:-\n \"{}[],=>abcdef@.kslotnde".chars().collect::<Vec<_>>()), 0..300)
@@ -178,7 +169,6 @@ proptest! {
         }
     }
 
-    #[test]
     fn reader_never_panics_on_garbage(data in prop::collection::vec(any::<u8>(), 0..2000)) {
         for format in [InputFormat::Auto, InputFormat::Raw, InputFormat::Quoted, InputFormat::Tsv] {
             let opts = ReadOptions { format, ..ReadOptions::default() };
@@ -186,7 +176,6 @@ proptest! {
         }
     }
 
-    #[test]
     fn client_profiles_account_for_every_key(
         keys in prop::collection::vec("[a-d{}]{0,3}[a-z0-9]{1,4}", 1..30),
         kind in 0usize..3,
@@ -285,7 +274,6 @@ fn migrate_view() -> impl Strategy<Value = keyplan::migrate::ClusterView> {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(48))]
 
-    #[test]
     fn rebalance_plans_move_owned_slots_to_their_weighted_share(
         view in migrate_view(),
         weights in prop::collection::vec(0u8..4, 11),
@@ -325,7 +313,6 @@ proptest! {
         }
     }
 
-    #[test]
     fn load_aware_plans_lose_no_slot_and_never_worsen_the_peak(
         view in migrate_view(),
         hot in prop::collection::vec((0u16..16384, 1u32..5000), 0..12),
@@ -369,7 +356,6 @@ proptest! {
         }
     }
 
-    #[test]
     fn reshard_plans_only_take_from_sources_to_the_target(
         view in migrate_view(),
         n in 1usize..16385,
@@ -397,7 +383,6 @@ proptest! {
 
     /// Soundness of `plan`: after applying a recommended tag, every batch it targets maps to
     /// one slot, whatever the values of the variables.
-    #[test]
     fn recommended_tags_put_each_batch_on_one_slot(
         families in prop::collection::vec(
             ("[a-z]{1,6}", prop::option::of("[a-z:]{0,5}"), any::<bool>(), any::<bool>()),
@@ -541,7 +526,6 @@ proptest! {
     /// Patterns are a function of the multiset of keys (160,000 keys: several 1 MiB chunks, so
     /// that threads really split them): 1, 2 and 8 threads and any key order
     /// give the same patterns, counts, examples and tag cardinalities.
-    #[test]
     fn patterns_do_not_depend_on_threads_or_order(seed in any::<u64>(), rot in 0usize..160_000) {
         let keys = family_dump(seed, 160_000);
         let one = patterns_of(&keys, "1");
@@ -563,7 +547,6 @@ proptest! {
 /// template, as the library's source writes it, against the pattern keyplan infers for it.
 /// At least 95% of each library's keys fall in a pattern that holds only their template, and
 /// no pattern mixes two templates.
-#[test]
 fn library_dumps_keep_their_templates() {
     let templates: &[(&str, &[&str])] = &[
         (
@@ -865,7 +848,6 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 
     /// More clients never lower the predicted P99 (or P50), and never raise the latency of one.
-    #[test]
     fn more_concurrency_never_lowers_p99(b in model_batch(), c in 1u32..64, more in 1u32..64) {
         use keyplan::simulate::{Strategy as S, simulate};
         let topo = keyplan::topology::Topology::Cluster(keyplan::topology::SlotMap::from_masters(3).unwrap());
@@ -879,7 +861,6 @@ proptest! {
     }
 
     /// One hash tag never costs more round trips than the batch split per node.
-    #[test]
     fn a_hashtag_never_costs_more_round_trips(b in model_batch()) {
         use keyplan::simulate::{Strategy as S, simulate};
         let topo = keyplan::topology::Topology::Cluster(keyplan::topology::SlotMap::from_masters(3).unwrap());
@@ -891,7 +872,6 @@ proptest! {
     }
 
     /// A hot distribution never predicts more throughput than an even one.
-    #[test]
     fn a_hot_distribution_never_raises_qps(b in model_batch(), c in 1u32..128, share in 50u32..100, nodes in 5u32..50) {
         use keyplan::simulate::perf::Hot;
         use keyplan::simulate::{Strategy as S, simulate};
@@ -905,3 +885,81 @@ proptest! {
         }
     }
 }
+
+/// This module's tests, run by the harness in `main.rs`.
+pub(crate) const TESTS: &[crate::support::Test] = &[
+    (
+        "every_crc_path_equals_the_reference",
+        every_crc_path_equals_the_reference,
+    ),
+    (
+        "slot_is_in_range_and_hash_tag_never_panics",
+        slot_is_in_range_and_hash_tag_never_panics,
+    ),
+    (
+        "a_non_empty_tag_decides_the_slot",
+        a_non_empty_tag_decides_the_slot,
+    ),
+    ("quoted_form_round_trips", quoted_form_round_trips),
+    (
+        "bulk_histogram_equals_per_key_slots",
+        bulk_histogram_equals_per_key_slots,
+    ),
+    (
+        "every_key_matches_the_pattern_it_was_counted_in",
+        every_key_matches_the_pattern_it_was_counted_in,
+    ),
+    (
+        "keys_differing_only_in_hex_digits_are_counted_as_their_tokens_say",
+        keys_differing_only_in_hex_digits_are_counted_as_their_tokens_say,
+    ),
+    (
+        "keys_differing_only_in_digits_are_counted_as_their_tokens_say",
+        keys_differing_only_in_digits_are_counted_as_their_tokens_say,
+    ),
+    ("topology_parsers_never_panic", topology_parsers_never_panic),
+    (
+        "reader_never_panics_on_garbage",
+        reader_never_panics_on_garbage,
+    ),
+    (
+        "client_profiles_account_for_every_key",
+        client_profiles_account_for_every_key,
+    ),
+    (
+        "rebalance_plans_move_owned_slots_to_their_weighted_share",
+        rebalance_plans_move_owned_slots_to_their_weighted_share,
+    ),
+    (
+        "load_aware_plans_lose_no_slot_and_never_worsen_the_peak",
+        load_aware_plans_lose_no_slot_and_never_worsen_the_peak,
+    ),
+    (
+        "reshard_plans_only_take_from_sources_to_the_target",
+        reshard_plans_only_take_from_sources_to_the_target,
+    ),
+    (
+        "recommended_tags_put_each_batch_on_one_slot",
+        recommended_tags_put_each_batch_on_one_slot,
+    ),
+    (
+        "patterns_do_not_depend_on_threads_or_order",
+        patterns_do_not_depend_on_threads_or_order,
+    ),
+    (
+        "library_dumps_keep_their_templates",
+        library_dumps_keep_their_templates,
+    ),
+    (
+        "more_concurrency_never_lowers_p99",
+        more_concurrency_never_lowers_p99,
+    ),
+    (
+        "a_hashtag_never_costs_more_round_trips",
+        a_hashtag_never_costs_more_round_trips,
+    ),
+    (
+        "a_hot_distribution_never_raises_qps",
+        a_hot_distribution_never_raises_qps,
+    ),
+];

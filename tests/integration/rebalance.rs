@@ -191,7 +191,6 @@ fn preview(args: &[&str]) -> Value {
     v
 }
 
-#[test]
 fn previews_equal_real_redis_cli_migrations() {
     let Some(mut cluster) = Cluster::create() else {
         return;
@@ -487,7 +486,6 @@ fn skewed_sample(dir: &Path) -> PathBuf {
     path
 }
 
-#[test]
 fn load_aware_plan_beats_the_slot_count_plan_on_a_skewed_sample() {
     let dir = tempfile::tempdir().unwrap();
     let sample = skewed_sample(dir.path());
@@ -543,7 +541,6 @@ fn load_aware_plan_beats_the_slot_count_plan_on_a_skewed_sample() {
     assert!(ranges.len() <= 8, "{ranges:?}");
 }
 
-#[test]
 fn preview_errors_name_the_flag() {
     let dir = tempfile::tempdir().unwrap();
     let sample = skewed_sample(dir.path());
@@ -655,7 +652,6 @@ fn preview_errors_name_the_flag() {
     );
 }
 
-#[test]
 fn table_report_reads_like_redis_cli() {
     let (code, out, err) = run(&["rebalance", "--preview", "--masters", "3"]);
     assert_eq!(code, 0, "{err}");
@@ -694,7 +690,6 @@ fn table_report_reads_like_redis_cli() {
 /// A live preview takes each slot's keys from the servers: a 50-key sample per master and
 /// the whole keyspace give the same keys before and after on every node, equal to DBSIZE
 /// before the move.
-#[test]
 fn a_sampled_live_preview_agrees_with_the_full_one() {
     let Some(cluster) = Cluster::create() else {
         return;
@@ -743,3 +738,24 @@ fn a_sampled_live_preview_agrees_with_the_full_one() {
         assert_eq!(before, *size, "{addr}");
     }
 }
+
+/// This module's tests, run by the harness in `main.rs`.
+pub(crate) const TESTS: &[crate::support::Test] = &[
+    (
+        "previews_equal_real_redis_cli_migrations",
+        previews_equal_real_redis_cli_migrations,
+    ),
+    (
+        "load_aware_plan_beats_the_slot_count_plan_on_a_skewed_sample",
+        load_aware_plan_beats_the_slot_count_plan_on_a_skewed_sample,
+    ),
+    ("preview_errors_name_the_flag", preview_errors_name_the_flag),
+    (
+        "table_report_reads_like_redis_cli",
+        table_report_reads_like_redis_cli,
+    ),
+    (
+        "a_sampled_live_preview_agrees_with_the_full_one",
+        a_sampled_live_preview_agrees_with_the_full_one,
+    ),
+];

@@ -94,7 +94,6 @@ fn keyslots(conn: &mut Resp, keys: &[Vec<u8>]) -> Vec<u16> {
     out
 }
 
-#[test]
 fn key_slot_equals_cluster_keyslot_of_a_real_server() {
     let Some(bin) = require_binary("redis-server") else {
         return;
@@ -163,7 +162,6 @@ fn key_slot_equals_cluster_keyslot_of_a_real_server() {
     assert_eq!(got, want);
 }
 
-#[test]
 fn redis_cli_quoted_scan_output_round_trips() {
     let (Some(bin), Some(cli)) = (require_binary("redis-server"), require_binary("redis-cli"))
     else {
@@ -220,3 +218,15 @@ fn redis_cli_quoted_scan_output_round_trips() {
         "keys read back from redis-cli differ from the keys written"
     );
 }
+
+/// This module's tests, run by the harness in `main.rs`.
+pub(crate) const TESTS: &[crate::support::Test] = &[
+    (
+        "key_slot_equals_cluster_keyslot_of_a_real_server",
+        key_slot_equals_cluster_keyslot_of_a_real_server,
+    ),
+    (
+        "redis_cli_quoted_scan_output_round_trips",
+        redis_cli_quoted_scan_output_round_trips,
+    ),
+];

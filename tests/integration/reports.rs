@@ -35,7 +35,6 @@ fn run_both(args: &[&str], dir: &Path, name: &str) -> (Value, String) {
     (v, text)
 }
 
-#[test]
 fn rebalance_report_matches_the_json() {
     let dir = tempfile::tempdir().unwrap();
     let args = [
@@ -78,7 +77,6 @@ fn rebalance_report_matches_the_json() {
     assert_renders(&dir.path().join("rebalance.html"), dir.path());
 }
 
-#[test]
 fn plan_report_matches_the_json() {
     let dir = tempfile::tempdir().unwrap();
     let (v, text) = run_both(
@@ -108,7 +106,6 @@ fn plan_report_matches_the_json() {
     assert_renders(&dir.path().join("plan.html"), dir.path());
 }
 
-#[test]
 fn simulate_report_matches_the_json() {
     let dir = tempfile::tempdir().unwrap();
     let (v, text) = run_both(
@@ -168,3 +165,16 @@ fn simulate_report_matches_the_json() {
     }
     assert_renders(&dir.path().join("sweep.html"), dir.path());
 }
+
+/// This module's tests, run by the harness in `main.rs`.
+pub(crate) const TESTS: &[crate::support::Test] = &[
+    (
+        "rebalance_report_matches_the_json",
+        rebalance_report_matches_the_json,
+    ),
+    ("plan_report_matches_the_json", plan_report_matches_the_json),
+    (
+        "simulate_report_matches_the_json",
+        simulate_report_matches_the_json,
+    ),
+];

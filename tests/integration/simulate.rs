@@ -42,7 +42,6 @@ fn calls(c: &mut Resp) -> (u64, u64) {
     )
 }
 
-#[test]
 fn commands_per_node_equal_the_model_for_every_strategy() {
     let Some(cluster) = Cluster::create() else {
         return;
@@ -214,7 +213,6 @@ fn commands_per_node_equal_the_model_for_every_strategy() {
 
 /// twemproxy's fragmentation (one sub-command per backend server, ≥ 0.4) against a real
 /// nutcracker: the commands every backend counts equal the twemproxy profile's.
-#[test]
 fn twemproxy_profile_equals_a_real_nutcracker() {
     let (Some(redis), Some(nut)) = (require_binary("redis-server"), require_binary("nutcracker"))
     else {
@@ -307,7 +305,6 @@ fn twemproxy_profile_equals_a_real_nutcracker() {
 /// MOVED and ASK as a real cluster answers them: one slot is reassigned after the client read
 /// its map (stale map → MOVED) and another is put in migration (→ ASK); the redirects keyplan
 /// predicts, and their targets, are the ones the servers send.
-#[test]
 fn redirects_equal_a_real_cluster() {
     let Some(cluster) = Cluster::create() else {
         return;
@@ -462,7 +459,6 @@ fn redirects_equal_a_real_cluster() {
 /// A real `redis-cli MONITOR` capture becomes the batches that were sent: the multi-key
 /// command, the MULTI block and the script with their keys, binary keys included; single-key
 /// commands and the script's own commands are not batches.
-#[test]
 fn batches_from_a_real_monitor_capture() {
     let (Some(redis), Some(cli)) = (require_binary("redis-server"), require_binary("redis-cli"))
     else {
@@ -555,7 +551,6 @@ fn batches_from_a_real_monitor_capture() {
 /// redis-py itself (from PyPI; `.ci/run` installs it in a venv and exports KEYPLAN_PYTHON)
 /// against a real cluster: what it raises, and the commands each node counts, equal the
 /// `redis-py` / `redis-py-nonatomic` profiles.
-#[test]
 fn redis_py_equals_its_profile() {
     // KEYPLAN_PYTHON, else a python3 on PATH that has the redis package.
     let on_path = || {
@@ -571,7 +566,7 @@ fn redis_py_equals_its_profile() {
             if std::env::var_os("CI").is_some() {
                 panic!("KEYPLAN_PYTHON is not set, and CI is set: .ci/run must install redis-py");
             }
-            eprintln!("NOTICE: KEYPLAN_PYTHON (a python with the redis package) not set; skipping");
+            crate::support::not_run("KEYPLAN_PYTHON (a python with redis-py) is not set");
             return;
         }
     };
@@ -725,7 +720,6 @@ except Exception as e:
 /// ioredis itself (from npm; `.ci/run` installs it and exports KEYPLAN_IOREDIS, the package
 /// directory) against a real cluster: its errors and the commands each node receives equal the
 /// `ioredis` profile.
-#[test]
 fn ioredis_equals_its_profile() {
     node_library_equals_its_profile("KEYPLAN_IOREDIS", Client::Ioredis, IOREDIS_SCRIPT);
 }
@@ -733,7 +727,6 @@ fn ioredis_equals_its_profile() {
 /// node-redis 6.3 (from npm; KEYPLAN_NODE_REDIS, the `redis` package directory) against a real
 /// cluster, the same cases: MGET and DEL split per slot in parallel, concurrent single
 /// commands as its pipeline, MULTI to one node.
-#[test]
 fn node_redis_equals_its_profile() {
     node_library_equals_its_profile("KEYPLAN_NODE_REDIS", Client::NodeRedis, NODE_REDIS_SCRIPT);
 }
@@ -792,7 +785,9 @@ fn node_library_equals_its_profile(env: &str, client: Client, script_text: &str)
         if std::env::var_os("CI").is_some() {
             panic!("{env} or node missing, and CI is set: .ci/run must install them");
         }
-        eprintln!("NOTICE: {env} (an npm-installed client library) not set; skipping");
+        crate::support::not_run(format!(
+            "{env} (an npm-installed client library) or node is missing"
+        ));
         return;
     };
     let Some(cluster) = Cluster::create() else {
@@ -968,7 +963,6 @@ fn measure<T>(
 /// against a real cluster: a cross-slot MGET and DEL are split per slot, a cluster pipeline is
 /// grouped per node, MGET in a cluster pipeline is refused; the commands each node receives and
 /// the error text equal the `redis-rs` profile.
-#[test]
 fn redis_rs_equals_its_profile() {
     let Some(cluster) = Cluster::create() else {
         return;
@@ -1069,7 +1063,6 @@ fn data_counts(cluster: &Cluster, data: &[&str]) -> BTreeMap<String, u64> {
 /// The captures of real libraries in tests/fixtures/libraries (see its README): dramatiq's
 /// dispatch script touches keys it does not declare, kombu's BRPOP spans its lists, rq's
 /// transactions span a job and its queue; limits' scripts stay on their one key.
-#[test]
 fn captures_of_real_libraries_get_their_verdicts() {
     let count = |lib: &str, outcome: &str| -> usize {
         let v = json_of(keyplan().args([
@@ -1102,7 +1095,6 @@ fn captures_of_real_libraries_get_their_verdicts() {
 /// the same batches, in the order the whole capture lists them (a script's batch comes when
 /// its commands are over, before the next client's); a bad line stops the run with its line
 /// named and, with `-o`, no file written.
-#[test]
 fn a_capture_streams_to_the_same_report() {
     let text = "OK\n\
         1.0 [0 127.0.0.1:1] \"MULTI\"\n\
@@ -1172,3 +1164,38 @@ fn a_capture_streams_to_the_same_report() {
     assert!(stderr.contains("bad.monitor: line 11, column"), "{stderr}");
     assert!(!report.exists(), "a failed run leaves no report");
 }
+
+/// This module's tests, run by the harness in `main.rs`.
+pub(crate) const TESTS: &[crate::support::Test] = &[
+    (
+        "commands_per_node_equal_the_model_for_every_strategy",
+        commands_per_node_equal_the_model_for_every_strategy,
+    ),
+    (
+        "twemproxy_profile_equals_a_real_nutcracker",
+        twemproxy_profile_equals_a_real_nutcracker,
+    ),
+    (
+        "redirects_equal_a_real_cluster",
+        redirects_equal_a_real_cluster,
+    ),
+    (
+        "batches_from_a_real_monitor_capture",
+        batches_from_a_real_monitor_capture,
+    ),
+    ("redis_py_equals_its_profile", redis_py_equals_its_profile),
+    ("ioredis_equals_its_profile", ioredis_equals_its_profile),
+    (
+        "node_redis_equals_its_profile",
+        node_redis_equals_its_profile,
+    ),
+    ("redis_rs_equals_its_profile", redis_rs_equals_its_profile),
+    (
+        "captures_of_real_libraries_get_their_verdicts",
+        captures_of_real_libraries_get_their_verdicts,
+    ),
+    (
+        "a_capture_streams_to_the_same_report",
+        a_capture_streams_to_the_same_report,
+    ),
+];

@@ -17,7 +17,6 @@ fn snap(name: &str, args: &[&str]) {
     settings.bind(|| insta::assert_snapshot!(name, run(args)));
 }
 
-#[test]
 fn help_of_every_subcommand() {
     snap("help", &["--help"]);
     for cmd in [
@@ -42,13 +41,11 @@ const KEYS: &str = "examples/app.keys";
 const SCHEME: &str = "examples/keyplan.yaml";
 const BATCHES: &str = "examples/batches.txt";
 
-#[test]
 fn analyze_renderers() {
     snap("analyze-table", &["analyze", KEYS]);
     snap("analyze-json", &["analyze", "--format", "json", KEYS]);
 }
 
-#[test]
 fn lint_renderers() {
     for f in ["human", "json", "sarif", "github"] {
         snap(
@@ -58,7 +55,6 @@ fn lint_renderers() {
     }
 }
 
-#[test]
 fn plan_renderers() {
     for f in ["table", "json", "yaml"] {
         snap(
@@ -72,7 +68,6 @@ fn plan_renderers() {
     );
 }
 
-#[test]
 fn simulate_renderers() {
     snap("simulate-table", &["simulate", "--batches", BATCHES]);
     snap(
@@ -89,7 +84,6 @@ fn simulate_renderers() {
     );
 }
 
-#[test]
 fn migration_renderers() {
     snap(
         "rebalance-table",
@@ -138,7 +132,6 @@ fn migration_renderers() {
     );
 }
 
-#[test]
 fn slot_and_rules_renderers() {
     snap(
         "slot-table",
@@ -171,3 +164,14 @@ fn slot_and_rules_renderers() {
     snap("rules-list", &["rules"]);
     snap("rules-explain", &["rules", "explain", "KP201"]);
 }
+
+/// This module's tests, run by the harness in `main.rs`.
+pub(crate) const TESTS: &[crate::support::Test] = &[
+    ("help_of_every_subcommand", help_of_every_subcommand),
+    ("analyze_renderers", analyze_renderers),
+    ("lint_renderers", lint_renderers),
+    ("plan_renderers", plan_renderers),
+    ("simulate_renderers", simulate_renderers),
+    ("migration_renderers", migration_renderers),
+    ("slot_and_rules_renderers", slot_and_rules_renderers),
+];

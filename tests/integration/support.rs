@@ -11,8 +11,85 @@ pub fn keyplan() -> assert_cmd::Command {
     assert_cmd::Command::cargo_bin("keyplan").expect("the keyplan binary builds")
 }
 
-/// Finds `name` on PATH. Without it the test is skipped with a notice, except under CI,
-/// where a missing server is a failure (.ci/run installs it).
+/// One test: its name and its function (each module lists its own in `TESTS`).
+pub type Test = (&'static str, fn());
+
+thread_local! {
+    /// Why the test running on this thread could not run here, if it could not.
+    static NOT_RUN: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Marks the running test as not run: what it needs (`reason` says what) is not on this
+/// machine. The test then returns early and the harness reports it as ignored with the reason,
+/// never as passed. Under CI (`CI` set) it is a failure instead: .ci/run installs everything.
+pub fn not_run(reason: impl Into<String>) {
+    let reason = reason.into();
+    if std::env::var_os("CI").is_some() {
+        panic!("{reason}, and CI is set: .ci/run must install it");
+    }
+    NOT_RUN.with(|n| {
+        n.borrow_mut().get_or_insert(reason);
+    });
+}
+
+/// Runs `groups` (module name, its tests) through libtest-mimic: the usual `cargo test`
+/// arguments and output, and a test that called [`not_run`] shown as `ignored (reason)`.
+/// The tests named in `opt_in` (benchmarks) are ignored unless `--ignored` or
+/// `--include-ignored` asks for them. Ends with a list of what was not run and why.
+pub fn run_tests(groups: &[(&str, &[Test])], opt_in: &[&str]) -> std::process::ExitCode {
+    use libtest_mimic::{Arguments, Completion, Trial};
+    use std::sync::{Arc, Mutex};
+    let args = Arguments::from_args();
+    let skipped: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
+    let mut trials = Vec::new();
+    for (module, tests) in groups {
+        for &(name, f) in *tests {
+            let full = format!("{module}::{name}");
+            let skipped = Arc::clone(&skipped);
+            let name_for_list = full.clone();
+            let trial = Trial::ignorable_test(full.clone(), move || {
+                NOT_RUN.with(|n| n.borrow_mut().take());
+                f();
+                match NOT_RUN.with(|n| n.borrow_mut().take()) {
+                    None => Ok(Completion::Completed),
+                    Some(reason) => {
+                        skipped
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .push((name_for_list, reason.clone()));
+                        Ok(Completion::ignored_with(format!("not run: {reason}")))
+                    }
+                }
+            });
+            trials.push(trial.with_ignored_flag(opt_in.contains(&full.as_str())));
+        }
+    }
+    let conclusion = libtest_mimic::run(&args, trials);
+    let skipped = skipped.lock().unwrap_or_else(|e| e.into_inner());
+    if !skipped.is_empty() && !args.list {
+        let mut why: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+        for (_, reason) in skipped.iter() {
+            *why.entry(reason.as_str()).or_default() += 1;
+        }
+        #[allow(clippy::print_stdout)]
+        {
+            println!(
+                "{} test(s) not run on this machine (shown as ignored):",
+                skipped.len()
+            );
+            for (reason, n) in why {
+                println!("  {n:>3} × {reason}");
+            }
+            println!(
+                "Install what they need (.ci/run lists and installs it all), or run with CI=true to make a missing one fail."
+            );
+        }
+    }
+    conclusion.exit_code()
+}
+
+/// Finds `name` on PATH. Without it the test is marked not run (see [`not_run`]), except
+/// under CI, where a missing server is a failure (.ci/run installs it).
 pub fn require_binary(name: &str) -> Option<PathBuf> {
     let found = std::env::var_os("PATH").and_then(|paths| {
         std::env::split_paths(&paths)
@@ -20,10 +97,7 @@ pub fn require_binary(name: &str) -> Option<PathBuf> {
             .find(|p| p.is_file())
     });
     if found.is_none() {
-        if std::env::var_os("CI").is_some() {
-            panic!("{name} is not installed, and CI is set: .ci/run must install it");
-        }
-        eprintln!("NOTICE: {name} not found on PATH; skipping this test (install it to run it)");
+        not_run(format!("{name} is not on PATH"));
     }
     found
 }

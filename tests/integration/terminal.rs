@@ -175,7 +175,6 @@ fn examples(name: &str) -> String {
         .to_string()
 }
 
-#[test]
 fn offline_commands_finish_in_a_terminal_with_the_piped_output() {
     if !have_script() {
         return;
@@ -208,7 +207,6 @@ fn offline_commands_finish_in_a_terminal_with_the_piped_output() {
     );
 }
 
-#[test]
 fn quiet_draws_no_bar() {
     if !have_script() {
         return;
@@ -224,7 +222,6 @@ fn quiet_draws_no_bar() {
     assert!(!shown.contains("reading keys"), "{shown}");
 }
 
-#[test]
 fn live_commands_finish_in_a_terminal_with_the_piped_output() {
     if !have_script() {
         return;
@@ -305,7 +302,6 @@ fn live_commands_finish_in_a_terminal_with_the_piped_output() {
 }
 
 /// Every line a person sees on a 100-column terminal fits it.
-#[test]
 fn output_fits_a_100_column_terminal() {
     if !have_script() {
         return;
@@ -363,3 +359,20 @@ fn output_fits_a_100_column_terminal() {
         assert_eq!(wide_code, code, "{wide}");
     }
 }
+
+/// This module's tests, run by the harness in `main.rs`.
+pub(crate) const TESTS: &[crate::support::Test] = &[
+    (
+        "offline_commands_finish_in_a_terminal_with_the_piped_output",
+        offline_commands_finish_in_a_terminal_with_the_piped_output,
+    ),
+    ("quiet_draws_no_bar", quiet_draws_no_bar),
+    (
+        "live_commands_finish_in_a_terminal_with_the_piped_output",
+        live_commands_finish_in_a_terminal_with_the_piped_output,
+    ),
+    (
+        "output_fits_a_100_column_terminal",
+        output_fits_a_100_column_terminal,
+    ),
+];

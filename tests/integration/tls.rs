@@ -78,7 +78,6 @@ impl Drop for TlsCluster {
     }
 }
 
-#[test]
 fn rediss_reads_a_tls_cluster_and_refuses_an_untrusted_one() {
     let (Some(server), Some(cli)) = (require_binary("redis-server"), require_binary("redis-cli"))
     else {
@@ -201,3 +200,9 @@ fn rediss_reads_a_tls_cluster_and_refuses_an_untrusted_one() {
         .sum();
     assert_eq!(keys, 300, "{v}");
 }
+
+/// This module's tests, run by the harness in `main.rs`.
+pub(crate) const TESTS: &[crate::support::Test] = &[(
+    "rediss_reads_a_tls_cluster_and_refuses_an_untrusted_one",
+    rediss_reads_a_tls_cluster_and_refuses_an_untrusted_one,
+)];

@@ -32,7 +32,6 @@ fn keys(prefix: &str) -> Vec<Vec<u8>> {
     out
 }
 
-#[test]
 fn placement_equals_a_real_nutcracker() {
     let (Some(redis), Some(nut)) = (require_binary("redis-server"), require_binary("nutcracker"))
     else {
@@ -185,3 +184,9 @@ fn placement_equals_a_real_nutcracker() {
     );
     assert!(expected.len() > 20_000);
 }
+
+/// This module's tests, run by the harness in `main.rs`.
+pub(crate) const TESTS: &[crate::support::Test] = &[(
+    "placement_equals_a_real_nutcracker",
+    placement_equals_a_real_nutcracker,
+)];

@@ -40,7 +40,6 @@ fn key_of(row: &Value) -> Vec<u8> {
     }
 }
 
-#[test]
 fn redis_cluster_keyslot() {
     let v = vectors();
     for (k, slot) in v["redis_cluster_keyslot"].as_object().unwrap() {
@@ -48,7 +47,6 @@ fn redis_cluster_keyslot() {
     }
 }
 
-#[test]
 fn every_twemproxy_hash_and_the_three_server_rings() {
     let v = vectors();
     let t = &v["twemproxy_hashes_and_ketama_3servers_127.0.0.1:6379-6381_w1"];
@@ -98,7 +96,6 @@ fn every_twemproxy_hash_and_the_three_server_rings() {
     }
 }
 
-#[test]
 fn weighted_named_and_25_server_rings() {
     let v = vectors();
     let t = &v["twemproxy_ketama_weighted_named_redis1w3_redis2w1_redis3w2"];
@@ -179,7 +176,6 @@ fn weighted_named_and_25_server_rings() {
     }
 }
 
-#[test]
 fn jedis_hash_and_rings() {
     let v = vectors();
     for (k, h) in v["jedis_murmur64a_seed_0x1234ABCD_signed"]
@@ -244,7 +240,6 @@ fn jedis_hash_and_rings() {
     }
 }
 
-#[test]
 fn jump_consistent_hash() {
     let v = vectors();
     for row in v["jump_consistent_hash"].as_array().unwrap() {
@@ -261,7 +256,6 @@ fn jump_consistent_hash() {
 /// libketama's own test: `ketama_test ketama.servers` prints an empty line, then for keys
 /// "0".."999999" `"%u %u %s\n"` (key hash, the point it lands on, the server); the md5 of that
 /// output is published in libketama/test.sh.
-#[test]
 fn libketama_published_checksum() {
     use md5::{Digest, Md5};
     let text = std::fs::read_to_string(concat!(
@@ -291,3 +285,19 @@ fn libketama_published_checksum() {
     let digest: String = md5.finalize().iter().map(|b| format!("{b:02x}")).collect();
     assert_eq!(digest, "5672b131391f5aa2b280936aec1eea74");
 }
+
+/// This module's tests, run by the harness in `main.rs`.
+pub(crate) const TESTS: &[crate::support::Test] = &[
+    ("redis_cluster_keyslot", redis_cluster_keyslot),
+    (
+        "every_twemproxy_hash_and_the_three_server_rings",
+        every_twemproxy_hash_and_the_three_server_rings,
+    ),
+    (
+        "weighted_named_and_25_server_rings",
+        weighted_named_and_25_server_rings,
+    ),
+    ("jedis_hash_and_rings", jedis_hash_and_rings),
+    ("jump_consistent_hash", jump_consistent_hash),
+    ("libketama_published_checksum", libketama_published_checksum),
+];

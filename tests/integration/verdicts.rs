@@ -226,14 +226,12 @@ fn replay(cluster: &Cluster, batch: &[Vec<Vec<u8>>]) -> &'static str {
     class(&call(con, &args(&["EXEC"])))
 }
 
-#[test]
 fn keyplan_judges_batches_as_the_cluster_does() {
     if let Some(cluster) = Cluster::create() {
         judge(&cluster);
     }
 }
 
-#[test]
 fn keyplan_judges_batches_as_a_valkey_cluster_does() {
     if let Some(cluster) = Cluster::create_valkey() {
         judge(&cluster);
@@ -345,6 +343,7 @@ pub(crate) fn library_python() -> Option<String> {
     let python = std::env::var("KEYPLAN_PYTHON").unwrap_or_else(|_| "python3".into());
     let ok = std::process::Command::new(&python)
         .args(["-c", "import rq, kombu, redis"])
+        .stderr(std::process::Stdio::null())
         .status()
         .is_ok_and(|s| s.success());
     if ok {
@@ -355,14 +354,13 @@ pub(crate) fn library_python() -> Option<String> {
             "rq and kombu are not importable by {python}, and CI is set: .ci/run must install them"
         );
     }
-    eprintln!("NOTICE: rq/kombu not importable by {python}; skipping the library capture test");
+    crate::support::not_run(format!("rq and kombu are not importable by {python}"));
     None
 }
 
 /// A capture of real libraries (rq's transactions, kombu's BRPOP over priority lists), made with
 /// MONITOR on a standalone server; every batch that is not a script (a script's keys depend on
 /// the data it meets) replayed on a real cluster: keyplan's verdicts equal the cluster's.
-#[test]
 fn real_library_captures_are_judged_as_the_cluster_does() {
     let Some(python) = library_python() else {
         return;
@@ -488,3 +486,19 @@ fn real_library_captures_are_judged_as_the_cluster_does() {
     assert!(seen.keys().any(|k| k == "BRPOP refused"), "{seen:?}");
     eprintln!("library capture: {judged} batches replayed: {seen:?}");
 }
+
+/// This module's tests, run by the harness in `main.rs`.
+pub(crate) const TESTS: &[crate::support::Test] = &[
+    (
+        "keyplan_judges_batches_as_the_cluster_does",
+        keyplan_judges_batches_as_the_cluster_does,
+    ),
+    (
+        "keyplan_judges_batches_as_a_valkey_cluster_does",
+        keyplan_judges_batches_as_a_valkey_cluster_does,
+    ),
+    (
+        "real_library_captures_are_judged_as_the_cluster_does",
+        real_library_captures_are_judged_as_the_cluster_does,
+    ),
+];
