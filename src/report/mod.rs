@@ -47,10 +47,19 @@ const DISPENSABLE: &[&str] = &[
     "bytes %",
 ];
 
+/// Columns of prose that a narrow terminal shows under the table instead, one line per row
+/// (`▸ first column: text`), where they wrap at spaces like any prose.
+const PROSE: &[&str] = &["what happens", "summary", "commands per node", "per node (meas)"];
+
+/// Columns a narrow terminal loses after the prose columns went under the table: figures
+/// that the ones kept imply or that matter less.
+const SECONDARY: &[&str] = &["connections", "bytes", "P50 ms", "P99 ms", "commands"];
+
 /// A table that fits itself to a terminal when printed. At its natural width when that fits
 /// (or when there is no width: pipes, files and `--wide` get the same bytes every run); else
-/// without its most dispensable columns, one at a time (see [`DISPENSABLE`]); else as one
-/// record per row, `header: value` on lines of their own. A number, range, address or key is
+/// without its most dispensable columns, one at a time (see [`DISPENSABLE`]); else with its
+/// prose columns ([`PROSE`]) as lines under it, then without [`SECONDARY`] columns; else as
+/// one record per row, `header: value` on lines of their own. A number, range, address or key is
 /// never broken across lines.
 #[derive(Debug, Clone)]
 pub struct FitTable {
@@ -77,19 +86,24 @@ fn rendered_width(t: &comfy_table::Table) -> usize {
 }
 
 impl FitTable {
-    /// The table as printed at `width` columns: the natural table, a narrower one, or `None`
-    /// when only the record layout fits.
-    fn fitted(&self, width: usize) -> Option<comfy_table::Table> {
-        let mut t = self.table.clone();
-        if rendered_width(&t) <= width {
-            return Some(t);
-        }
-        let headers: Vec<String> = t
+    /// The headers, in column order.
+    fn headers(&self) -> Vec<String> {
+        self.table
             .header()
             .map(|h| h.cell_iter().map(comfy_table::Cell::content).collect())
-            .unwrap_or_default();
-        // Keep at least the first two columns: without them a row names nothing.
-        for name in DISPENSABLE {
+            .unwrap_or_default()
+    }
+
+    /// The table as printed at `width` columns: the natural table or a narrower one, and the
+    /// lines of the prose columns taken out of it; `None` when only records fit.
+    fn fitted(&self, width: usize) -> Option<(comfy_table::Table, Vec<String>)> {
+        let mut t = self.table.clone();
+        if rendered_width(&t) <= width {
+            return Some((t, Vec::new()));
+        }
+        let headers = self.headers();
+        let hide = |t: &mut comfy_table::Table, name: &str| {
+            // Never the first two columns: without them a row names nothing.
             for (i, h) in headers.iter().enumerate().skip(2) {
                 if h.starts_with(name)
                     && let Some(c) = t.column_mut(i)
@@ -97,21 +111,49 @@ impl FitTable {
                     c.set_constraint(comfy_table::ColumnConstraint::Hidden);
                 }
             }
+        };
+        for name in DISPENSABLE {
+            hide(&mut t, name);
             if rendered_width(&t) <= width {
-                return Some(t);
+                return Some((t, Vec::new()));
             }
         }
-        None
+        let prose: Vec<usize> = (2..headers.len())
+            .filter(|&i| PROSE.contains(&headers[i].as_str()))
+            .collect();
+        if prose.is_empty() {
+            return None;
+        }
+        for &i in &prose {
+            hide(&mut t, &headers[i]);
+        }
+        for name in SECONDARY {
+            if rendered_width(&t) <= width {
+                break;
+            }
+            hide(&mut t, name);
+        }
+        if rendered_width(&t) > width {
+            return None;
+        }
+        let mut notes = Vec::new();
+        for row in self.table.row_iter() {
+            let cells: Vec<String> = row.cell_iter().map(comfy_table::Cell::content).collect();
+            let title = cells.first().map_or("", String::as_str);
+            for &i in &prose {
+                if let Some(text) = cells.get(i).filter(|c| !c.trim().is_empty() && *c != "-") {
+                    let text = text.lines().collect::<Vec<_>>().join(" ");
+                    notes.push(format!("▸ {title}: {text}"));
+                }
+            }
+        }
+        Some((t, notes))
     }
 
     /// One record per row: the first column's value as its title, then `header: value`
     /// (no newline after the last line, as a table has none).
     fn records(&self) -> String {
-        let headers: Vec<String> = self
-            .table
-            .header()
-            .map(|h| h.cell_iter().map(comfy_table::Cell::content).collect())
-            .unwrap_or_default();
+        let headers = self.headers();
         let label = headers.iter().map(|h| h.chars().count()).max().unwrap_or(0);
         let mut lines = Vec::new();
         for (n, row) in self.table.row_iter().enumerate() {
@@ -143,7 +185,8 @@ impl std::fmt::Display for FitTable {
             return write!(f, "{}", self.table);
         };
         match self.fitted(usize::from(width)) {
-            Some(t) => write!(f, "{t}"),
+            Some((t, notes)) if notes.is_empty() => write!(f, "{t}"),
+            Some((t, notes)) => write!(f, "{t}\n{}", notes.join("\n")),
             None => f.write_str(&self.records()),
         }
     }

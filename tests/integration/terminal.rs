@@ -301,8 +301,18 @@ fn live_commands_finish_in_a_terminal_with_the_piped_output() {
     }
 }
 
-/// Every line a person sees on a 100-column terminal fits it.
-fn output_fits_a_100_column_terminal() {
+/// The words of a text: what lies between spaces and table borders.
+fn tokens(text: &str) -> Vec<&str> {
+    text.split(|c: char| c.is_whitespace() || "│┆┌┐└┘├┤┬┴┼╞╪╡═─▸".contains(c))
+        .filter(|t| !t.is_empty())
+        .collect()
+}
+
+/// Every line a person sees on an 80- or a 100-column terminal fits it, and no number, range,
+/// address or key is broken to get there: every word on the terminal is a word of the same
+/// command's output with `--wide` (a table loses columns or turns into records, prose wraps at spaces, and an
+/// over-long key is shortened with `…` in its middle).
+fn output_fits_80_and_100_column_terminals() {
     if !have_script() {
         return;
     }
@@ -318,8 +328,10 @@ fn output_fits_a_100_column_terminal() {
     let l = long.display().to_string();
     let scheme = examples("keyplan.yaml");
     let batches = examples("batches.txt");
+    let app = examples("app.keys");
     let runs: Vec<Vec<String>> = vec![
         s(&["analyze", &k]),
+        s(&["analyze", &app]),
         s(&["plan", "--scheme", &scheme]),
         s(&["plan", "--batches", &batches, "--keys", &k]),
         s(&["simulate", "--batches", &batches, "--client", "all"]),
@@ -342,21 +354,37 @@ fn output_fits_a_100_column_terminal() {
         s(&["slot", "--counts", "--keys", &k]),
     ];
     for args in runs {
-        let line = format!("{} 2>/dev/null", command_line(&args));
-        let (code, shown) = in_pty(&line, 100);
-        assert!(code == 0 || code == 1, "`{line}` exited {code}:\n{shown}");
-        for l in screen_lines(&shown) {
-            assert!(
-                l.chars().count() <= 100,
-                "`{}`: a line of {} columns on a 100-column terminal:\n{l}",
-                args.join(" "),
-                l.chars().count()
-            );
-        }
-        // --wide keeps the natural width, as pipes get it.
+        // --wide keeps the natural width (tables whole, as pipes get them) and the
+        // terminal's extras (charts): its words are the reference.
         let wide = format!("{} --wide 2>/dev/null", command_line(&args));
-        let (wide_code, _) = in_pty(&wide, 100);
-        assert_eq!(wide_code, code, "{wide}");
+        let (wide_code, natural) = in_pty(&wide, 100);
+        let natural = screen_lines(&natural).join("\n");
+        let words: std::collections::HashSet<&str> = tokens(&natural).into_iter().collect();
+        for cols in [80, 100] {
+            let line = format!("{} 2>/dev/null", command_line(&args));
+            let (code, shown) = in_pty(&line, cols);
+            assert!(code == 0 || code == 1, "`{line}` exited {code}:\n{shown}");
+            assert_eq!(code, wide_code, "{wide}");
+            let lines = screen_lines(&shown);
+            for l in &lines {
+                assert!(
+                    l.chars().count() <= usize::from(cols),
+                    "`{}`: a line of {} columns on a {cols}-column terminal:\n{l}",
+                    args.join(" "),
+                    l.chars().count()
+                );
+                for t in tokens(l) {
+                    // A prose column under a table is introduced as `▸ row: text`.
+                    let bare = t.strip_suffix(':').unwrap_or(t);
+                    assert!(
+                        words.contains(t) || words.contains(bare) || t.contains('…'),
+                        "`{}` on a {cols}-column terminal: {t:?} is not a word of the --wide output (a value broken across lines?):\n{l}\n\n{}",
+                        args.join(" "),
+                        lines.join("\n")
+                    );
+                }
+            }
+        }
     }
 }
 
@@ -372,7 +400,7 @@ pub(crate) const TESTS: &[crate::support::Test] = &[
         live_commands_finish_in_a_terminal_with_the_piped_output,
     ),
     (
-        "output_fits_a_100_column_terminal",
-        output_fits_a_100_column_terminal,
+        "output_fits_80_and_100_column_terminals",
+        output_fits_80_and_100_column_terminals,
     ),
 ];
