@@ -1324,5 +1324,31 @@ fn verdict(
     if uncovered > 0 {
         parts.push(format!("{uncovered} keys have no node to land on"));
     }
-    parts.join("; ")
+    let read = parts.join("; ");
+    match by_keys
+        .as_ref()
+        .and_then(|s| too_few(keys, s.hottest_slot_share))
+    {
+        Some(why) => format!("too few keys to judge the spread ({why}); as read: {read}"),
+        None => read,
+    }
+}
+
+/// Keys a node should get, on average, before a skew verdict means anything.
+const KEYS_PER_NODE_TO_JUDGE: f64 = 100.0;
+
+/// Why `keys` are too few to judge a spread over nodes with a nominal share `p` each, or
+/// `None`. Hashing alone moves a node's share by about ±2 standard deviations of a binomial:
+/// ±2·√((1−p)/(n·p)) of its mean.
+fn too_few(keys: u64, p: f64) -> Option<String> {
+    if !(p > 0.0 && p < 1.0) || keys as f64 * p >= KEYS_PER_NODE_TO_JUDGE {
+        return None;
+    }
+    let noise = 2.0 * ((1.0 - p) / (keys as f64 * p)).sqrt();
+    Some(format!(
+        "{keys} key(s), about {:.0} per node: chance alone moves a node's share by about ±{:.0}%; at least {:.0} per node are needed",
+        keys as f64 * p,
+        noise * 100.0,
+        KEYS_PER_NODE_TO_JUDGE
+    ))
 }

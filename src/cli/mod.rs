@@ -179,9 +179,14 @@ where
     let layout = crate::report::TextLayout {
         width: terminal.stdout_width.filter(|_| !cli.wide),
     };
+    // Notes, warnings and errors wrap at spaces to a terminal's width too.
+    let mut stderr = crate::report::TextLayout {
+        width: terminal.stderr_width.filter(|_| !cli.wide),
+    }
+    .writer(stderr);
     let mut ctx = Ctx {
         stdout,
-        stderr,
+        stderr: &mut stderr,
         progress,
         layout,
         stdout_is_terminal: terminal.stdout_width.is_some(),

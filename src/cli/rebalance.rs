@@ -7,7 +7,7 @@ use super::migration::{
 };
 use crate::error::{ExitStatus, UserError};
 use crate::migrate::MigrationReport;
-use crate::migrate::balance::{BalanceBy, rebalance_plans, still_serving};
+use crate::migrate::balance::{BalanceBy, rebalance_plans, side_effects, still_serving};
 use crate::migrate::emit::EmitContext;
 use crate::migrate::redis_cli::{self, RebalanceOptions};
 
@@ -42,6 +42,13 @@ pub struct RebalanceArgs {
     #[arg(long, value_enum, default_value = "slots")]
     pub balance_by: BalanceBy,
 
+    /// With --balance-by other than slots: the sample's other weights (keys, bytes, ops) may
+    /// not end with a node above this many times its fair share (nor below its fair share
+    /// divided by it) through the plan's moves; a plan that leaves one worse past it is warned
+    /// about (exit 1)
+    #[arg(long, default_value_t = 1.25, value_name = "X", value_parser = max_skew)]
+    pub max_skew: f64,
+
     /// Preview adding an empty master at ADDR (add-node + rebalance --cluster-use-empty-masters)
     #[arg(long, value_name = "ADDR")]
     pub add_node: Vec<String>,
@@ -50,6 +57,14 @@ pub struct RebalanceArgs {
     /// 0), then del-node
     #[arg(long, value_name = "ID")]
     pub remove_node: Vec<String>,
+}
+
+/// `--max-skew`: a ratio of at least 1.
+fn max_skew(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(x) if x >= 1.0 && x.is_finite() => Ok(x),
+        _ => Err("not a ratio of at least 1 (e.g. --max-skew 1.25)".into()),
+    }
 }
 
 /// Runs `keyplan rebalance`.
@@ -93,7 +108,18 @@ pub fn run(args: RebalanceArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus>
     args.balance_by.available(&weights_by_slot)?;
     let (batches, clients) = load_batches(&args.common, open.scheme.as_ref())?;
 
-    let (plan, compare, moves) = rebalance_plans(view, args.balance_by, &weights_by_slot, &opts)?;
+    let (plan, compare, moves) = rebalance_plans(
+        view,
+        args.balance_by,
+        &weights_by_slot,
+        &opts,
+        args.max_skew,
+    )?;
+    let side = if compare.is_some() {
+        side_effects(&plan, args.max_skew)
+    } else {
+        Vec::new()
+    };
     let mut report = MigrationReport {
         command: "rebalance",
         topology: open.source.clone(),
@@ -109,6 +135,7 @@ pub fn run(args: RebalanceArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus>
     report
         .warnings
         .extend(still_serving(view, &moves, &removed));
+    report.warnings.extend(side);
     let emit_ctx = EmitContext {
         remove: removed,
         ..EmitContext::rebalance(&report.plan, &report.topology, &opts)

@@ -8,6 +8,9 @@ pub struct Terminal {
     pub stdout_width: Option<u16>,
     /// Whether standard error is a terminal (progress bars are drawn only then).
     pub stderr_is_terminal: bool,
+    /// The width of the terminal standard error is (notes and warnings wrap to it), or
+    /// `None` for a pipe or a file.
+    pub stderr_width: Option<u16>,
 }
 
 impl Terminal {
@@ -16,17 +19,22 @@ impl Terminal {
         use std::io::IsTerminal;
         let stdout_width = std::io::stdout()
             .is_terminal()
-            .then(terminal_width)
+            .then(|| terminal_width(1))
+            .map(|w| w.unwrap_or(100));
+        let stderr_is_terminal = std::io::stderr().is_terminal();
+        let stderr_width = stderr_is_terminal
+            .then(|| terminal_width(2))
             .map(|w| w.unwrap_or(100));
         Terminal {
             stdout_width,
-            stderr_is_terminal: std::io::stderr().is_terminal(),
+            stderr_is_terminal,
+            stderr_width,
         }
     }
 }
 
-/// The width of the terminal on standard output (its window size, else `COLUMNS`).
-fn terminal_width() -> Option<u16> {
+/// The width of the terminal on file descriptor `fd` (its window size, else `COLUMNS`).
+fn terminal_width(fd: libc::c_int) -> Option<u16> {
     #[cfg(unix)]
     {
         let mut ws = libc::winsize {
@@ -35,9 +43,9 @@ fn terminal_width() -> Option<u16> {
             ws_xpixel: 0,
             ws_ypixel: 0,
         };
-        // SAFETY: TIOCGWINSZ writes one winsize into the struct we own; fd 1 is the process's
-        // stdout, open for the whole call.
-        let rc = unsafe { libc::ioctl(1, libc::TIOCGWINSZ, &mut ws) };
+        // SAFETY: TIOCGWINSZ writes one winsize into the struct we own; `fd` is the process's
+        // stdout or stderr, open for the whole call (on any other descriptor it fails).
+        let rc = unsafe { libc::ioctl(fd, libc::TIOCGWINSZ, &mut ws) };
         if rc == 0 && ws.ws_col > 0 {
             return Some(ws.ws_col);
         }

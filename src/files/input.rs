@@ -45,7 +45,8 @@ impl Input {
         use crate::keys::InputFormat;
         use std::io::BufRead;
         let want_rdb = opts.format == InputFormat::Rdb;
-        let may_rdb = want_rdb || opts.format == InputFormat::Auto;
+        let auto = opts.format == InputFormat::Auto;
+        let may_rdb = want_rdb || auto;
         let content = match self.source {
             Source::Stdin(s) => {
                 let mut s = io::BufReader::with_capacity(1 << 20, s);
@@ -54,6 +55,9 @@ impl Input {
                     s.read_to_end(&mut data)?;
                     Content::Snapshot(crate::rdb::read::Mapped::Owned(data))
                 } else {
+                    if auto && let Some(e) = crate::keys::sniff::not_a_dump(s.fill_buf()?, false) {
+                        return Err(e.into());
+                    }
                     Content::Stdin(s)
                 }
             }
@@ -61,6 +65,9 @@ impl Input {
                 if may_rdb && crate::rdb::read::is_snapshot(&f) {
                     Content::Snapshot(crate::rdb::read::Mapped::open(&f)?)
                 } else {
+                    if auto && let Some(e) = sniff_file(&f) {
+                        return Err(e.into());
+                    }
                     Content::File(f)
                 }
             }
@@ -121,6 +128,31 @@ impl Input {
             Source::Stdin(_) => None,
         }
     }
+}
+
+/// Whether a regular file's first bytes say it is not a key dump (a pipe is not peeked at:
+/// what is read from it is gone).
+fn sniff_file(f: &File) -> Option<crate::keys::sniff::NotADump> {
+    use crate::keys::sniff::{SNIFF_BYTES, not_a_dump};
+    let len = f.metadata().ok().filter(|m| m.is_file())?.len();
+    let mut head = vec![0u8; SNIFF_BYTES.min(usize::try_from(len).unwrap_or(SNIFF_BYTES))];
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileExt;
+        let mut got = 0;
+        while got < head.len() {
+            match f.read_at(&mut head[got..], got as u64) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => got += n,
+            }
+        }
+        head.truncate(got);
+    }
+    #[cfg(not(unix))]
+    {
+        return None;
+    }
+    not_a_dump(&head, len <= SNIFF_BYTES as u64)
 }
 
 /// Opens a key dump; `-` is standard input.

@@ -16,6 +16,7 @@ pub(crate) mod mapped;
 pub mod parallel;
 pub mod pipe;
 mod quoted;
+pub mod sniff;
 
 pub use chunk::{Chunk, ChunkKind, Chunker, DEFAULT_CHUNK};
 pub use quoted::{QuoteError, quote, quote_into, unquote};
@@ -199,6 +200,9 @@ pub enum ReadError {
         "not an RDB snapshot (it does not start with REDIS0… or VALKEY…); drop --input-format rdb to read it as a key dump"
     )]
     NotSnapshot,
+    /// `auto` on a file that is plainly something else (see [`sniff::not_a_dump`]).
+    #[error(transparent)]
+    NotADump(#[from] sniff::NotADump),
 }
 
 /// Whether `s` is a tsv weight: a non-empty run of ASCII digits.

@@ -98,24 +98,38 @@ pub fn rebalance_plans(
     by: BalanceBy,
     weights: &SlotWeights,
     opts: &RebalanceOptions,
+    max_skew: f64,
 ) -> Result<(PlanReport, Option<PlanReport>, Vec<Move>), MigrateError> {
     let slot_plan = super::redis_cli::rebalance(view, opts)?;
     let slot_report = redis_cli_report(view, &slot_plan, opts, weights);
     if by == BalanceBy::Slots {
         return Ok((slot_report, None, slot_plan.moves));
     }
-    let (report, moves) = load_aware_report(view, by, weights, opts, opts.threshold)?;
+    let (report, moves) = load_aware_report(view, by, weights, opts, opts.threshold, max_skew)?;
     Ok((report, Some(slot_report), moves))
 }
 
-/// The load-aware plan balancing `by` (within `tolerance`, a fraction of each node's target),
-/// with its report.
+/// The sample's weights other than `by` that a load-aware plan keeps within `--max-skew`:
+/// keys, and bytes and ops when the sample has them.
+fn guards(by: BalanceBy, w: &SlotWeights) -> Vec<Vec<f64>> {
+    let mut out = Vec::new();
+    for other in [BalanceBy::Keys, BalanceBy::Bytes, BalanceBy::Ops] {
+        if other != by && other.available(w).is_ok() {
+            out.push(other.slot_weights(w));
+        }
+    }
+    out
+}
+
+/// The load-aware plan balancing `by` (within `tolerance`, a fraction of each node's target;
+/// the other weights kept within `max_skew`), with its report.
 pub fn load_aware_report(
     view: &ClusterView,
     by: BalanceBy,
     weights: &SlotWeights,
     opts: &RebalanceOptions,
     tolerance_pct: f32,
+    max_skew: f64,
 ) -> Result<(PlanReport, Vec<Move>), MigrateError> {
     let la = load_aware::plan(
         view,
@@ -124,17 +138,19 @@ pub fn load_aware_report(
             weights: opts.weights.clone(),
             use_empty_masters: opts.use_empty_masters,
             tolerance: tolerance_pct as f64 / 100.0,
+            guards: guards(by, weights),
+            max_skew,
         },
     )?;
-    let message = if la.moves.is_empty() {
+    let message = if !la.within_tolerance {
         Some(format!(
-            "No moves needed: every node is within {tolerance_pct:.2}% of its share of {}.",
+            "The busiest node stays at {:.2}× its share of {}: its hottest slots cannot be split (hash tags), and further moves would only strip it of lighter slots or push the other weights past --max-skew; see `keyplan analyze` for the tags.",
+            la.max_over_target,
             by.name()
         ))
-    } else if !la.within_tolerance {
+    } else if la.moves.is_empty() {
         Some(format!(
-            "The busiest node stays at {:.2}× its share of {}: its hottest slots cannot be split (hash tags); see `keyplan analyze` for the tags.",
-            la.max_over_target,
+            "No moves needed: every node is within {tolerance_pct:.2}% of its share of {}.",
             by.name()
         ))
     } else {
@@ -171,6 +187,72 @@ pub fn redis_cli_report(
         impact: impact(view, &p.moves, w),
         migration_seconds: None,
     }
+}
+
+/// A node ending with less than this share of its fair share of keys is "near empty".
+const NEAR_EMPTY: f64 = 0.1;
+
+/// Warnings for what a plan does to the weights it does not balance: a skew (keys, bytes or
+/// ops) made worse past `max_skew`, and a node that keeps slots but ends near empty by keys.
+pub fn side_effects(report: &PlanReport, max_skew: f64) -> Vec<Warning> {
+    let mut out = Vec::new();
+    let (before, after) = (&report.impact.skew.before, &report.impact.skew.after);
+    for (name, b, a) in [
+        ("keys", &before.keys, &after.keys),
+        ("bytes", &before.bytes, &after.bytes),
+        ("ops", &before.ops, &after.ops),
+    ] {
+        if name == report.balance_by {
+            continue;
+        }
+        let (Some(b), Some(a)) = (b, a) else {
+            continue;
+        };
+        if a.max_over_mean > max_skew && a.max_over_mean > b.max_over_mean + 1e-9 {
+            out.push(Warning::new(
+                WarningKind::SkewWorse {
+                    weight: name.to_string(),
+                    before: b.max_over_mean,
+                    after: a.max_over_mean,
+                    max_skew,
+                },
+                format!(
+                    "balancing {} makes {name} worse: the busiest node goes from {:.2}× to {:.2}× the mean, past --max-skew {max_skew}",
+                    report.balance_by, b.max_over_mean, a.max_over_mean
+                ),
+            ));
+        }
+    }
+    let served: Vec<_> = report
+        .impact
+        .nodes
+        .iter()
+        .filter(|n| n.after.slots > 0)
+        .collect();
+    let keys: u64 = served.iter().map(|n| n.after.keys).sum();
+    if keys > 0 && served.len() > 1 {
+        let fair = keys as f64 / served.len() as f64;
+        for n in served {
+            if (n.after.keys as f64) < fair * NEAR_EMPTY && n.after.keys < n.before.keys {
+                out.push(Warning::new(
+                    WarningKind::NearEmpty {
+                        node: n.name.clone(),
+                        keys: n.after.keys,
+                        fair,
+                    },
+                    format!(
+                        "{} ends near empty: {} key(s) after the plan, {:.1}% of its fair share of {:.0} (it keeps {} slot(s))",
+                        n.name,
+                        n.after.keys,
+                        100.0 * n.after.keys as f64 / fair,
+                        fair,
+                        n.after.slots
+                    ),
+                ));
+            }
+        }
+    }
+    out
 }
 
 /// Warnings for nodes being removed (`removed`) that still serve slots after `moves`.

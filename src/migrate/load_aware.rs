@@ -23,6 +23,12 @@ pub struct LoadAwareOptions {
     pub use_empty_masters: bool,
     /// Stop once every node is within this fraction of its target (0.02 = 2%).
     pub tolerance: f64,
+    /// Other per-slot weights (16384 values each: keys when balancing bytes, …) that a move
+    /// may not push past `max_skew`: no node above `max_skew` × its fair share of one, nor
+    /// below its fair share ÷ `max_skew`, unless it already was (then it may not get worse).
+    pub guards: Vec<Vec<f64>>,
+    /// The bound of the guards (`--max-skew`); infinite or 0 for none.
+    pub max_skew: f64,
 }
 
 /// A load-aware plan.
@@ -42,6 +48,13 @@ struct State<'a> {
     load: Vec<f64>,
     target: Vec<f64>,
     w: &'a [f64],
+    /// The guard weights' prefix sums over the slots (16385 values each).
+    guard_prefix: Vec<Vec<f64>>,
+    /// Per guard, per node: its load.
+    guard_load: Vec<Vec<f64>>,
+    /// Per guard, per node: its fair share (0 for nodes that take no part).
+    guard_fair: Vec<Vec<f64>>,
+    max_skew: f64,
 }
 
 impl State<'_> {
@@ -60,7 +73,47 @@ impl State<'_> {
             self.owner[s as usize] = Some(to);
             self.load[from] -= self.w[s as usize];
             self.load[to] += self.w[s as usize];
+            for (g, p) in self.guard_prefix.iter().enumerate() {
+                let x = p[s as usize + 1] - p[s as usize];
+                self.guard_load[g][from] -= x;
+                self.guard_load[g][to] += x;
+            }
         }
+    }
+
+    /// Guard weight `g` of the slots `a..=b`.
+    fn guard_sum(&self, g: usize, a: usize, b: usize) -> f64 {
+        self.guard_prefix[g][b + 1] - self.guard_prefix[g][a]
+    }
+
+    /// Whether moving the slots `runs` (each `(a, b, from, to)`) keeps every guard weight
+    /// within the bound on the nodes it touches, or no worse than it was.
+    fn guards_hold(&self, runs: &[(usize, usize, usize, usize)]) -> bool {
+        if !(self.max_skew > 1.0 && self.max_skew.is_finite()) {
+            return true;
+        }
+        for g in 0..self.guard_prefix.len() {
+            let mut after = self.guard_load[g].clone();
+            for &(a, b, from, to) in runs {
+                let x = self.guard_sum(g, a, b);
+                after[from] -= x;
+                after[to] += x;
+            }
+            for &(_, _, from, to) in runs {
+                for i in [from, to] {
+                    let (old, new, fair) = (self.guard_load[g][i], after[i], self.guard_fair[g][i]);
+                    if fair <= 0.0 {
+                        continue;
+                    }
+                    let (hi, lo) = (fair * self.max_skew, fair / self.max_skew);
+                    let eps = 1e-9 * fair;
+                    if (new > hi + eps && new > old + eps) || (new < lo - eps && new < old - eps) {
+                        return false;
+                    }
+                }
+            }
+        }
+        true
     }
 
     fn ranges_of(&self, i: usize) -> Vec<(usize, usize)> {
@@ -94,7 +147,7 @@ fn best_run(
     from: usize,
     to: usize,
     want: f64,
-    accept: &dyn Fn(f64) -> bool,
+    accept: &dyn Fn(f64, usize, usize) -> bool,
 ) -> Option<Cand> {
     let w = st.w;
     let eps = 1e-9;
@@ -119,7 +172,7 @@ fn best_run(
         let mut sum = 0.0;
         for (k, &x) in w.iter().enumerate().take(b + 1).skip(a) {
             sum += x;
-            if x > 0.0 && accept(sum) {
+            if x > 0.0 && accept(sum, a, k) {
                 let c = Cand {
                     a,
                     b: k,
@@ -139,7 +192,7 @@ fn best_run(
         let mut sum = 0.0;
         for k in (a..=b).rev() {
             sum += w[k];
-            if w[k] > 0.0 && accept(sum) {
+            if w[k] > 0.0 && accept(sum, k, b) {
                 let c = Cand {
                     a: k,
                     b,
@@ -158,7 +211,7 @@ fn best_run(
     if best.is_none() {
         for &(a, b) in &ranges {
             for (k, &x) in w.iter().enumerate().take(b + 1).skip(a) {
-                if x > 0.0 && accept(x) {
+                if x > 0.0 && accept(x, k, k) {
                     let c = Cand {
                         a: k,
                         b: k,
@@ -201,7 +254,11 @@ fn exchange(st: &mut State<'_>, src: usize, dsts: &[usize], eps: f64) -> bool {
             }
             let (ls, ld, ts, td) = (st.load[src], st.load[dst], st.target[src], st.target[dst]);
             let pair = |r: f64| ((ls - hw + r) / ts).max((ld + hw - r) / td);
-            let accept = |r: f64| r < hw && pair(r) < old - eps;
+            let accept = |r: f64, a: usize, b: usize| {
+                r < hw
+                    && pair(r) < old - eps
+                    && st.guards_hold(&[(h, h, src, dst), (a, b, dst, src)])
+            };
             if let Some(c) = best_run(st, dst, src, want_back, &accept) {
                 let score = pair(c.sum);
                 if best.as_ref().is_none_or(|b| score < b.0 - eps) {
@@ -248,11 +305,41 @@ pub fn plan(
             "every master taking part has weight 0: nothing could receive the slots".into(),
         ));
     }
+    let wsum: f64 = receivers.iter().map(|&i| weight[i]).sum();
+    let mut guard_prefix = Vec::new();
+    let mut guard_load = Vec::new();
+    let mut guard_fair = Vec::new();
+    for g in &opts.guards {
+        assert_eq!(g.len(), SLOT_COUNT, "one guard weight per slot");
+        let mut p = Vec::with_capacity(SLOT_COUNT + 1);
+        p.push(0.0);
+        for &x in g {
+            p.push(p.last().copied().unwrap_or(0.0) + x);
+        }
+        let mut l = vec![0.0; n];
+        for (s, &x) in g.iter().enumerate() {
+            if let Some(o) = view.owner[s] {
+                l[o] += x;
+            }
+        }
+        let total: f64 = l.iter().sum();
+        let mut fair = vec![0.0; n];
+        for &i in &receivers {
+            fair[i] = total * weight[i] / wsum;
+        }
+        guard_prefix.push(p);
+        guard_load.push(l);
+        guard_fair.push(fair);
+    }
     let mut st = State {
         owner: view.owner.clone(),
         load: vec![0.0; n],
         target: vec![0.0; n],
         w,
+        guard_prefix,
+        guard_load,
+        guard_fair,
+        max_skew: opts.max_skew,
     };
     for (s, &x) in w.iter().enumerate() {
         if let Some(o) = st.owner[s] {
@@ -260,10 +347,11 @@ pub fn plan(
         }
     }
     let total: f64 = st.load.iter().sum();
-    let wsum: f64 = receivers.iter().map(|&i| weight[i]).sum();
     for &i in &receivers {
         st.target[i] = total * weight[i] / wsum;
     }
+    // The fair targets, before any floor below: what the plan is judged against.
+    let fair_target = st.target.clone();
     let deficit = |st: &State<'_>, i: usize| st.target[i] - st.load[i];
     let most_short = |st: &State<'_>| -> usize {
         // The receiver furthest below target (ties: first in view order).
@@ -301,7 +389,46 @@ pub fn plan(
         }
     }
 
-    // 2. Balance the receivers.
+    // 2. A node whose heaviest slot alone is over its target can get no lower than that slot
+    // (a slot moves whole): its target becomes that slot's weight, and the others share what
+    // is left by their weights. Without this it would hand away every other slot for a gain
+    // of nothing, and end near empty by keys.
+    let mut floored = vec![false; n];
+    loop {
+        let mut changed = false;
+        for &i in &receivers {
+            if floored[i] {
+                continue;
+            }
+            let heaviest = (0..SLOT_COUNT)
+                .filter(|&s| st.owner[s] == Some(i))
+                .map(|s| w[s])
+                .fold(0.0f64, f64::max);
+            if heaviest > st.target[i] * (1.0 + opts.tolerance.max(0.0)) {
+                floored[i] = true;
+                st.target[i] = heaviest;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+        let pinned: f64 = receivers
+            .iter()
+            .filter(|&&i| floored[i])
+            .map(|&i| st.target[i])
+            .sum();
+        let rest_w: f64 = receivers
+            .iter()
+            .filter(|&&i| !floored[i])
+            .map(|&i| weight[i])
+            .sum();
+        for &i in receivers.iter().filter(|&&i| !floored[i]) {
+            st.target[i] = ((total - pinned).max(0.0)) * weight[i] / rest_w.max(f64::MIN_POSITIVE);
+        }
+    }
+
+    // 3. Balance the receivers.
     let tol = opts.tolerance.max(0.0);
     let eps = 1e-9;
     if total > 0.0 {
@@ -332,17 +459,17 @@ pub fn plan(
             for &dst in &dsts {
                 let want = (st.load[src] - st.target[src]).min(deficit(&st, dst));
                 let old = st.ratio(src).max(st.ratio(dst));
-                let accept = |sum: f64| {
+                let accept = |sum: f64, a: usize, b: usize| {
                     let ns = (st.load[src] - sum) / st.target[src];
                     let nd = (st.load[dst] + sum) / st.target[dst];
-                    ns.max(nd) < old - eps
+                    ns.max(nd) < old - eps && st.guards_hold(&[(a, b, src, dst)])
                 };
                 // A heavy slot (a hash tag) that fits the receiver moves alone first: light
                 // runs then fill the rest, and fewer keys move than light runs first would.
                 let heavy = (0..SLOT_COUNT)
                     .filter(|&s| st.owner[s] == Some(src))
                     .filter(|&s| w[s] >= 0.25 * want && w[s] <= want * (1.0 + tol))
-                    .filter(|&s| accept(w[s]))
+                    .filter(|&s| accept(w[s], s, s))
                     .fold(None::<usize>, |b, s| match b {
                         Some(b) if w[b] >= w[s] => Some(b),
                         _ => Some(s),
@@ -394,7 +521,13 @@ pub fn plan(
     pairs.sort_by_key(|m| (m.from, m.to));
     let max_over_target = receivers
         .iter()
-        .map(|&i| st.ratio(i))
+        .map(|&i| {
+            if fair_target[i] > 0.0 {
+                st.load[i] / fair_target[i]
+            } else {
+                st.ratio(i)
+            }
+        })
         .fold(0.0f64, f64::max);
     Ok(LoadAwarePlan {
         moves: pairs,
@@ -425,12 +558,68 @@ mod tests {
     }
 
     #[test]
+    fn a_node_whose_heaviest_slot_is_over_its_share_keeps_its_other_slots() {
+        let v = view(3);
+        let mut w = vec![1.0; SLOT_COUNT];
+        w[100] = 1e6; // master-0's slot 100 alone is far over a third of everything
+        let opts = LoadAwareOptions {
+            tolerance: 0.02,
+            ..Default::default()
+        };
+        let p = plan(&v, &w, &opts).unwrap();
+        // Nothing it could give would bring it below slot 100: it gives nothing.
+        assert!(p.moves.iter().all(|m| m.from != 0), "{:?}", p.moves);
+        assert!(!p.within_tolerance);
+        assert!(p.max_over_target > 2.9, "{}", p.max_over_target);
+    }
+
+    #[test]
+    fn guards_keep_the_other_weights_within_max_skew() {
+        let v = view(3);
+        // Bytes: master-0's slots are heavy; keys: even.
+        let mut bytes = vec![1.0; SLOT_COUNT];
+        for b in bytes.iter_mut().take(5461) {
+            *b = 3.0;
+        }
+        let keys = vec![1.0; SLOT_COUNT];
+        let opts = LoadAwareOptions {
+            tolerance: 0.02,
+            guards: vec![keys.clone()],
+            max_skew: 1.1,
+            ..Default::default()
+        };
+        let p = plan(&v, &bytes, &opts).unwrap();
+        let k = loads(&v, &p.moves, &keys);
+        let mean = k.iter().sum::<f64>() / 3.0;
+        for x in &k {
+            assert!(*x <= mean * 1.1 + 1e-6 && *x >= mean / 1.1 - 1e-6, "{k:?}");
+        }
+        // Unguarded, the same plan goes further (and puts keys past 1.1).
+        let free = plan(
+            &v,
+            &bytes,
+            &LoadAwareOptions {
+                tolerance: 0.02,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let k = loads(&v, &free.moves, &keys);
+        assert!(
+            k.iter().any(|x| *x > mean * 1.1 || *x < mean / 1.1),
+            "{k:?}"
+        );
+    }
+
+    #[test]
     fn even_load_moves_nothing() {
         let w = vec![1.0; SLOT_COUNT];
         let p = plan(
             &view(3),
             &w,
             &LoadAwareOptions {
+                guards: Vec::new(),
+                max_skew: 0.0,
                 tolerance: 0.02,
                 ..Default::default()
             },
@@ -451,6 +640,8 @@ mod tests {
             &v,
             &w,
             &LoadAwareOptions {
+                guards: Vec::new(),
+                max_skew: 0.0,
                 tolerance: 0.02,
                 ..Default::default()
             },
@@ -476,6 +667,8 @@ mod tests {
             &v,
             &w,
             &LoadAwareOptions {
+                guards: Vec::new(),
+                max_skew: 0.0,
                 weights: vec![("master-1".into(), 0.0)],
                 tolerance: 0.02,
                 ..Default::default()
@@ -499,6 +692,8 @@ mod tests {
             &v,
             &w,
             &LoadAwareOptions {
+                guards: Vec::new(),
+                max_skew: 0.0,
                 use_empty_masters: true,
                 tolerance: 0.01,
                 ..Default::default()

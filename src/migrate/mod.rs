@@ -577,6 +577,26 @@ pub enum WarningKind {
         /// The budget in bytes.
         budget: f64,
     },
+    /// A load-aware plan makes a weight it does not balance worse, past `--max-skew`.
+    SkewWorse {
+        /// keys, bytes or ops.
+        weight: String,
+        /// Busiest over mean before.
+        before: f64,
+        /// After.
+        after: f64,
+        /// The bound.
+        max_skew: f64,
+    },
+    /// A node keeps slots but ends with almost none of the keys.
+    NearEmpty {
+        /// The node.
+        node: String,
+        /// Its sample keys after the plan.
+        keys: u64,
+        /// Its fair share of them.
+        fair: f64,
+    },
     /// A batch that works on the stable cluster fails while its slots move.
     BatchFails {
         /// The batch.

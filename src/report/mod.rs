@@ -49,7 +49,12 @@ const DISPENSABLE: &[&str] = &[
 
 /// Columns of prose that a narrow terminal shows under the table instead, one line per row
 /// (`▸ first column: text`), where they wrap at spaces like any prose.
-const PROSE: &[&str] = &["what happens", "summary", "commands per node", "per node (meas)"];
+const PROSE: &[&str] = &[
+    "what happens",
+    "summary",
+    "commands per node",
+    "per node (meas)",
+];
 
 /// Columns a narrow terminal loses after the prose columns went under the table: figures
 /// that the ones kept imply or that matter less.

@@ -12,6 +12,80 @@ fn stderr_of(cmd: &mut assert_cmd::Command) -> (Option<i32>, String) {
     )
 }
 
+/// A file that is not a key dump is named for what it is, with what to do, and exit 2, instead of
+/// a confident verdict on its "keys": a real cluster's CLUSTER NODES output, JSON, an
+/// executable, a twemproxy configuration. A handful of real keys gets a verdict that says they
+/// are too few to judge.
+fn files_that_are_not_key_dumps_are_recognised() {
+    let Some(cluster) = crate::analyze::Cluster::create() else {
+        return;
+    };
+    let nodes = match cluster.nodes[0]
+        .connect()
+        .call(&[b"CLUSTER", b"NODES"])
+        .unwrap()
+    {
+        crate::support::Reply::Bulk(Some(b)) => b,
+        other => panic!("CLUSTER NODES replied {other:?}"),
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let file = |name: &str, data: &[u8]| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, data).unwrap();
+        p
+    };
+    let mut cases = vec![
+        (
+            file("nodes.txt", &nodes),
+            "CLUSTER NODES output",
+            "--topology",
+        ),
+        (
+            file("a.json", b"{\"a\":1}\n"),
+            "looks like JSON",
+            "one key per line",
+        ),
+        (
+            std::path::PathBuf::from("examples/twemproxy.yml"),
+            "twemproxy",
+            "--topology",
+        ),
+    ];
+    let ls = std::path::PathBuf::from("/bin/ls");
+    if ls.is_file() {
+        cases.push((ls, "executable", "key dump"));
+    }
+    for (path, looks, help) in cases {
+        for cmd in ["analyze", "lint"] {
+            let mut k = keyplan();
+            if cmd == "lint" {
+                k.args(["lint", "--keys"]);
+            } else {
+                k.arg("analyze");
+            }
+            let (code, err) = stderr_of(k.arg(&path));
+            assert_eq!(code, Some(2), "{cmd} {}: {err}", path.display());
+            assert!(err.contains(looks) && err.contains(help), "{err}");
+            assert!(err.contains(&path.display().to_string()), "{err}");
+        }
+        // Read as keys when asked to.
+        let out = keyplan()
+            .args(["analyze", "--input-format", "raw"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", all_output(&out));
+    }
+    let few = file("few.keys", b"user:1\nuser:2\nuser:3\n");
+    let out = keyplan().arg("analyze").arg(&few).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        all_output(&out).contains("too few keys to judge the spread (3 key(s)"),
+        "{}",
+        all_output(&out)
+    );
+}
+
 fn a_server_that_wants_a_password_says_how_to_give_it() {
     let Some(server) = require_binary("redis-server") else {
         return;
@@ -469,6 +543,10 @@ fn hostile_inputs_are_refused_with_their_limits() {
 
 /// This module's tests, run by the harness in `main.rs`.
 pub(crate) const TESTS: &[crate::support::Test] = &[
+    (
+        "files_that_are_not_key_dumps_are_recognised",
+        files_that_are_not_key_dumps_are_recognised,
+    ),
     (
         "a_server_that_wants_a_password_says_how_to_give_it",
         a_server_that_wants_a_password_says_how_to_give_it,

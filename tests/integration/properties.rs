@@ -328,7 +328,7 @@ proptest! {
         if drain && masters.len() > 1 && view.slot_count(masters[0]) > 0 {
             weights.push((view.nodes[masters[0]].name.clone(), 0.0f32));
         }
-        let opts = LoadAwareOptions { weights: weights.clone(), use_empty_masters: true, tolerance: 0.02 };
+        let opts = LoadAwareOptions { weights: weights.clone(), use_empty_masters: true, tolerance: 0.02, guards: Vec::new(), max_skew: 0.0 };
         let p = plan(&view, &w, &opts).unwrap();
         let after = view.owners_after(&p.moves);
         prop_assert!(after.iter().all(|o| o.is_some()));

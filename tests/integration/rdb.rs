@@ -537,6 +537,15 @@ fn damaged_snapshots_fail_cleanly() {
         assert_eq!(code, 2, "{err}");
         assert!(err.contains("byte "), "{err}");
     }
+    // The version digits damaged: named as a damaged snapshot, never read as lines of keys.
+    for (at, byte) in [(5, b'X'), (8, b' '), (6, 0xff)] {
+        let mut m = data.clone();
+        m[at] = byte;
+        std::fs::write(&path, &m).unwrap();
+        let (code, out, err) = run_in_process(&["analyze", path.to_str().unwrap()]);
+        assert_eq!(code, 2, "{out}{err}");
+        assert!(err.contains("damaged header"), "{err}");
+    }
     let mut rng = crate::support::Rng(7);
     for _ in 0..crate::fuzz::cases() * 4 {
         let mut m = data.clone();

@@ -739,6 +739,64 @@ fn a_sampled_live_preview_agrees_with_the_full_one() {
     }
 }
 
+/// A real cluster where one slot holds a 10 MiB value: balancing bytes cannot bring that node
+/// below the one slot, so the plan must not strip it of its other slots (keys skew from ~1.0
+/// to 1.5 and a node left with a handful of keys, as before). Every node keeps a fair part of
+/// the keys, the keys skew stays within --max-skew, the report says why the bytes stay skewed,
+/// and the exit status agrees with the warnings.
+fn balancing_bytes_around_one_huge_slot_strips_no_node() {
+    let Some(cluster) = Cluster::create() else {
+        return;
+    };
+    cluster.load(&crate::analyze::generated_keys(5000));
+    let big = vec![b'x'; 10 << 20];
+    let r = crate::rdb::call_routed(&cluster, &[b"SET", b"{blob}", &big]);
+    assert!(matches!(r, crate::support::Reply::Status(_)), "{r:?}");
+    let url = format!("redis://127.0.0.1:{}", cluster.nodes[0].port);
+    let (code, out, err) = crate::support::run_in_process(&[
+        "rebalance",
+        "--preview",
+        "--cluster",
+        &url,
+        "--balance-by",
+        "bytes",
+        "--sample",
+        "all",
+        "--bytes",
+        "--format",
+        "json",
+    ]);
+    assert!(code == 0 || code == 1, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let warnings = v["warnings"].as_array().unwrap();
+    assert_eq!(code == 1, !warnings.is_empty(), "{warnings:?}");
+    let nodes = v["nodes"].as_array().unwrap();
+    let total: u64 = nodes
+        .iter()
+        .map(|n| n["after"]["keys"].as_u64().unwrap())
+        .sum();
+    for n in nodes {
+        let keys = n["after"]["keys"].as_u64().unwrap();
+        assert!(
+            keys as f64 > 0.8 * total as f64 / nodes.len() as f64,
+            "{} ends with {keys} of {total} keys",
+            n["name"]
+        );
+    }
+    let after = v["skew"]["after"]["keys"]["max_over_mean"]
+        .as_f64()
+        .unwrap();
+    assert!(after <= 1.25, "keys skew after: {after}");
+    assert!(
+        v["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("cannot be split"),
+        "{}",
+        v["message"]
+    );
+}
+
 /// This module's tests, run by the harness in `main.rs`.
 pub(crate) const TESTS: &[crate::support::Test] = &[
     (
@@ -757,5 +815,9 @@ pub(crate) const TESTS: &[crate::support::Test] = &[
     (
         "a_sampled_live_preview_agrees_with_the_full_one",
         a_sampled_live_preview_agrees_with_the_full_one,
+    ),
+    (
+        "balancing_bytes_around_one_huge_slot_strips_no_node",
+        balancing_bytes_around_one_huge_slot_strips_no_node,
     ),
 ];

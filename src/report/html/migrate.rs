@@ -156,6 +156,16 @@ pub fn render_migration(out: &mut dyn Write, r: &MigrationReport) -> io::Result<
         if r.sample.has_bytes {
             bars.push(Bar {
                 label: format!(
+                    "bytes before {} ({})",
+                    human_bytes(n.before.bytes),
+                    pct(n.before.share_bytes)
+                ),
+                value: n.before.share_bytes,
+                color: c,
+                faded: true,
+            });
+            bars.push(Bar {
+                label: format!(
                     "bytes after {} ({})",
                     human_bytes(n.after.bytes),
                     pct(n.after.share_bytes)
