@@ -976,16 +976,22 @@ impl Analyzer<'_> {
             .take(listed)
             .map(|p| {
                 let st = &p.stats;
+                // From a live sample, each node's sampled keys stand for its exact keys over
+                // its sampled ones: the shares are of the estimate, not of the sample.
+                let weighted = |i: usize| {
+                    let k = st.node_keys.get(i).copied().unwrap_or(0) as f64;
+                    factor
+                        .as_ref()
+                        .map_or(k, |f| k * f.get(i).copied().unwrap_or(0.0))
+                };
+                let weighted_total: f64 = (0..names.len()).map(weighted).sum();
                 let pnodes: Vec<PatternNode> = names
                     .iter()
                     .enumerate()
                     .map(|(i, name)| PatternNode {
                         node: name.clone(),
                         keys: st.node_keys.get(i).copied().unwrap_or(0),
-                        share: share(
-                            st.node_keys.get(i).copied().unwrap_or(0) as f64,
-                            st.keys as f64,
-                        ),
+                        share: share(weighted(i), weighted_total),
                     })
                     .collect();
                 let hottest_node = pnodes
@@ -1027,6 +1033,16 @@ impl Analyzer<'_> {
                 }
             })
             .collect();
+        // Estimated for the whole cluster, the patterns rank by the estimate (stable: ties keep
+        // the sample's order).
+        let mut patterns = patterns;
+        if factor.is_some() {
+            patterns.sort_by(|a, b| {
+                b.estimated_keys
+                    .unwrap_or(0.0)
+                    .total_cmp(&a.estimated_keys.unwrap_or(0.0))
+            });
+        }
 
         AnalyzeReport {
             topology: TopologyInfo {
@@ -1178,7 +1194,10 @@ fn notes(patterns: &[PatternReport], topo: &Topology) -> Vec<Note> {
                         "pattern {} puts {:.1}% of its {} keys on {} (its fair share is {:.1}%)",
                         p.pattern,
                         100.0 * pn.share,
-                        p.keys,
+                        match p.estimated_keys {
+                            Some(e) => format!("≈{}", e.round()),
+                            None => p.keys.to_string(),
+                        },
                         pn.node,
                         100.0 * fair
                     ),

@@ -233,9 +233,17 @@ fn sample_live(
             live.sample_weights(view, &opts, window, tick)
         })?;
     info.keys += sample.keys;
+    let per_master = match args.sampling.sample.as_str() {
+        "all" => "every key".to_string(),
+        n => format!("up to {n} keys per master"),
+    };
     if sample.exact {
         info.source
-            .push("keys per slot: the servers' exact counts".into());
+            .push("the servers' exact key counts per slot".into());
+        if args.sampling.bytes {
+            info.source
+                .push(format!("bytes from MEMORY USAGE of {per_master}"));
+        }
         // Exact counts stand for the whole cluster already.
         if info.scale != 1.0 {
             writeln!(
@@ -245,21 +253,20 @@ fn sample_live(
             )?;
             info.scale = 1.0;
         }
+    } else {
+        let bytes = if args.sampling.bytes {
+            ", with MEMORY USAGE"
+        } else {
+            ""
+        };
+        info.source
+            .push(format!("a live sample of {per_master}{bytes}"));
     }
     if let Some(since) = &sample.load_since {
         info.source.push(format!(
             "CPU and network per slot: CLUSTER SLOT-STATS, {since}"
         ));
     }
-    let bytes = if args.sampling.bytes {
-        ", MEMORY USAGE"
-    } else {
-        ""
-    };
-    info.source.push(format!(
-        "live sample ({} per master{bytes})",
-        args.sampling.sample
-    ));
     Ok(sample.weights)
 }
 

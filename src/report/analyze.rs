@@ -207,6 +207,8 @@ pub fn render_table(
         };
         if wb {
             let b = match n.estimated_bytes {
+                // Every key was sampled: the figure is exact.
+                Some(e) if (e.high - e.low).abs() < 0.5 => human_bytes(e.value.round() as u64),
                 // The whole node, estimated from the sample, with its 95% interval.
                 Some(e) => format!(
                     "≈{} ±{}",
@@ -302,13 +304,24 @@ pub fn render_table(
     }
     writeln!(out, "Skew\n{skew}\n")?;
 
-    writeln!(
-        out,
-        "Hash tags: {} keys ({}) carry one; about {} distinct tags",
-        t.tagged_keys,
-        pct(t.tagged_share),
-        t.distinct_tags_estimate
-    )?;
+    match t.sampled {
+        // A live sample: the count is the sample's, the share stands for the cluster.
+        Some(sampled) => writeln!(
+            out,
+            "Hash tags: {} of the {} sampled keys ({}) carry one; about {} distinct tags in the sample",
+            t.tagged_keys,
+            sampled,
+            pct(t.tagged_share),
+            t.distinct_tags_estimate
+        )?,
+        None => writeln!(
+            out,
+            "Hash tags: {} keys ({}) carry one; about {} distinct tags",
+            t.tagged_keys,
+            pct(t.tagged_share),
+            t.distinct_tags_estimate
+        )?,
+    }
     if !r.hot_tags.is_empty() {
         let mut tags = layout.table();
         let mut header = vec!["tag", "slot", "node", "keys", "keys %"];
@@ -319,6 +332,9 @@ pub fn render_table(
         tags.set_header(header);
         for h in &r.hot_tags {
             let keys = match h.estimated_keys {
+                // Estimated for the whole cluster from a sampled count that may include the
+                // sketch's error: an upper bound.
+                Some(e) if h.keys_error > 0 => format!("≤{}", e.round()),
                 // Estimated for the whole cluster from a live sample.
                 Some(e) => format!("≈{}", e.round()),
                 None if h.keys_error > 0 => format!("≤{}", h.keys),

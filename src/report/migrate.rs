@@ -208,7 +208,7 @@ pub fn render_table(
             out,
             "sample: {} keys from {}{}",
             r.sample.keys,
-            r.sample.source.join(", "),
+            r.sample.source.join("; "),
             if r.sample.scale != 1.0 {
                 format!(" (estimates × {})", r.sample.scale)
             } else {
