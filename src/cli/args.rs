@@ -530,7 +530,24 @@ pub fn threads(flag: Option<u16>) -> usize {
 /// redis-cli does).
 pub fn live_cluster(url: &str) -> anyhow::Result<crate::live::LiveCluster> {
     let env = std::env::var("REDISCLI_AUTH").ok();
-    let url = crate::live::ClusterUrl::parse(url, env)?;
+    let url = match crate::live::ClusterUrl::parse(url, env) {
+        Ok(u) => u,
+        // `host:port` alone: say the URL it most likely means.
+        Err(e @ crate::live::LiveError::Url(_))
+            if !url.contains("://")
+                && !url.contains('@')
+                && url
+                    .rsplit_once(':')
+                    .is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok()) =>
+        {
+            return Err(UserError::new(
+                e.to_string(),
+                format!("did you mean --cluster redis://{url} ?"),
+            )
+            .into());
+        }
+        Err(e) => return Err(e.into()),
+    };
     let mut live = crate::live::LiveCluster::new(url);
     // KEYPLAN_TIMEOUT: seconds to wait for a node (10 by default).
     if let Ok(v) = std::env::var("KEYPLAN_TIMEOUT") {

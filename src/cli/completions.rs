@@ -48,12 +48,18 @@ pub fn run_man(args: ManArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     if let Some(dir) = &args.dir {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("cannot create the directory '{}'", dir.display()))?;
-        clap_mangen::generate_to(cmd.clone(), dir)
-            .with_context(|| format!("cannot write the man pages into '{}'", dir.display()))?;
-        fn pages(c: &clap::Command) -> usize {
-            1 + c.get_subcommands().map(pages).sum::<usize>()
+        let mut pages = 0;
+        let mut all = vec![cmd.clone()];
+        all.extend(cmd.get_subcommands().filter(|s| !s.is_hide_set()).cloned());
+        for page in all {
+            let man = clap_mangen::Man::new(page.clone());
+            let path = dir.join(man.get_filename());
+            let mut text = Vec::new();
+            render_page(&page, &mut text)?;
+            std::fs::write(&path, text)
+                .with_context(|| format!("cannot write the man page '{}'", path.display()))?;
+            pages += 1;
         }
-        let pages = pages(&cmd);
         writeln!(ctx.stderr, "wrote {pages} man pages into {}", dir.display())?;
         return Ok(ExitStatus::Clean);
     }
@@ -71,6 +77,108 @@ pub fn run_man(args: ManArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
             }
         },
     };
-    clap_mangen::Man::new(page).render(&mut *ctx.stdout)?;
+    render_page(&page, &mut *ctx.stdout)?;
     Ok(ExitStatus::Clean)
+}
+
+/// A man page: clap_mangen's sections (name, synopsis, description, options, subcommands),
+/// then EXAMPLES (each command on a line of its own, never refilled), EXIT STATUS,
+/// ENVIRONMENT and VERSION.
+fn render_page(cmd: &clap::Command, w: &mut dyn std::io::Write) -> std::io::Result<()> {
+    let man = clap_mangen::Man::new(cmd.clone());
+    man.render_title(w)?;
+    man.render_name_section(w)?;
+    man.render_synopsis_section(w)?;
+    man.render_description_section(w)?;
+    if cmd.get_arguments().any(|a| !a.is_hide_set()) {
+        man.render_options_section(w)?;
+    }
+    if cmd.has_subcommands() {
+        man.render_subcommands_section(w)?;
+    }
+    let examples = examples(cmd);
+    if !examples.is_empty() {
+        writeln!(w, ".SH EXAMPLES")?;
+        for e in examples {
+            writeln!(w, ".PP\n.nf\n\\fB{}\\fR\n.fi", roff_text(&e))?;
+        }
+    }
+    writeln!(w, ".SH \"EXIT STATUS\"")?;
+    for (code, meaning) in EXIT_STATUS {
+        writeln!(w, ".TP\n\\fB{code}\\fR\n{}", roff_text(meaning))?;
+    }
+    writeln!(w, ".SH ENVIRONMENT")?;
+    for (name, meaning) in ENVIRONMENT {
+        writeln!(w, ".TP\n\\fB{name}\\fR\n{}", roff_text(meaning))?;
+    }
+    if cmd.get_version().is_some() || cmd.get_long_version().is_some() {
+        man.render_version_section(w)?;
+    }
+    Ok(())
+}
+
+/// The exit statuses every subcommand shares.
+const EXIT_STATUS: &[(&str, &str)] = &[
+    ("0", "Done; nothing at or above the failure threshold."),
+    (
+        "1",
+        "Done, with findings: lint findings, batches plan would change, warnings of a rebalance or reshard preview, a bench prediction outside its tolerance.",
+    ),
+    (
+        "2",
+        "The job could not be done: bad arguments, unreadable or unrecognised input, a cluster that cannot be read. The message names the file, line, column, flag or node and says what to do.",
+    ),
+];
+
+/// The environment variables keyplan reads.
+const ENVIRONMENT: &[(&str, &str)] = &[
+    (
+        "REDISCLI_AUTH",
+        "The password for --cluster, as redis-cli reads it; never printed.",
+    ),
+    (
+        "KEYPLAN_TIMEOUT",
+        "Seconds to wait for a cluster node to connect and answer (default 10).",
+    ),
+    ("NO_COLOR", "When set, no colours and no terminal charts."),
+    (
+        "COLUMNS",
+        "The terminal's width when it cannot be read from the terminal itself.",
+    ),
+    (
+        "SSL_CERT_FILE, SSL_CERT_DIR",
+        "Certificates to trust for rediss:// (the tls build), besides the system's.",
+    ),
+];
+
+/// The command lines of a subcommand's `Examples:` help.
+fn examples(cmd: &clap::Command) -> Vec<String> {
+    let Some(text) = cmd.get_after_help().map(|h| h.to_string()) else {
+        return Vec::new();
+    };
+    let mut lines = text.lines();
+    if !lines.next().is_some_and(|l| l.trim() == "Examples:") {
+        return Vec::new();
+    }
+    lines
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// Text for a roff line: backslashes and hyphens escaped, a leading `.` or `'` guarded.
+fn roff_text(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 8);
+    if s.starts_with(['.', '\'']) {
+        out.push_str("\\&");
+    }
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\e"),
+            '-' => out.push_str("\\-"),
+            _ => out.push(c),
+        }
+    }
+    out
 }

@@ -86,6 +86,26 @@ fn files_that_are_not_key_dumps_are_recognised() {
     );
 }
 
+/// A `--cluster` given as host:port alone is refused with the URL it most likely means; a
+/// password in a malformed URL is never echoed.
+fn a_cluster_address_without_a_scheme_suggests_the_url() {
+    for cmd in [
+        vec!["analyze", "--cluster", "127.0.0.1:7600"],
+        vec!["scan", "--cluster", "127.0.0.1:7600"],
+        vec!["bench", "--cleanup", "--cluster", "127.0.0.1:7600"],
+    ] {
+        let (code, err) = stderr_of(keyplan().args(&cmd));
+        assert_eq!(code, Some(2), "{cmd:?}: {err}");
+        assert!(
+            err.contains("did you mean --cluster redis://127.0.0.1:7600"),
+            "{cmd:?}: {err}"
+        );
+    }
+    let (code, err) = stderr_of(keyplan().args(["analyze", "--cluster", "user:s3cret@host"]));
+    assert_eq!(code, Some(2));
+    assert!(!err.contains("s3cret"), "{err}");
+}
+
 fn a_server_that_wants_a_password_says_how_to_give_it() {
     let Some(server) = require_binary("redis-server") else {
         return;
@@ -215,6 +235,53 @@ fn man_pages_per_subcommand() {
     let (code, err) = stderr_of(keyplan().args(["man", "--command", "nope"]));
     assert_eq!(code, Some(2));
     assert!(err.contains("pick one of analyze"), "{err}");
+    // Rendered as a person reads it: every page has EXIT STATUS, ENVIRONMENT and (where the
+    // help has them) EXAMPLES, each example whole on its own line.
+    let Some(man) = require_binary("man") else {
+        return;
+    };
+    let mut pages: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    pages.sort();
+    assert!(pages.len() >= 12, "{pages:?}");
+    for page in pages {
+        let out = std::process::Command::new(&man)
+            .arg("-l")
+            .arg(&page)
+            .env("MANWIDTH", "80")
+            .env("MANPAGER", "cat")
+            .env("PAGER", "cat")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{}: {}",
+            page.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        for section in ["NAME", "SYNOPSIS", "EXIT STATUS", "ENVIRONMENT"] {
+            assert!(
+                text.contains(section),
+                "{}: no {section}:\n{text}",
+                page.display()
+            );
+        }
+        for var in ["REDISCLI_AUTH", "KEYPLAN_TIMEOUT", "NO_COLOR"] {
+            assert!(text.contains(var), "{}: {var}", page.display());
+        }
+        assert!(!text.contains("EXTRA"), "{}", page.display());
+        if page.ends_with("keyplan-analyze.1") {
+            assert!(text.contains("EXAMPLES"), "{text}");
+            let line = "keyplan analyze keys.txt --topology nodes.txt --format html -o report.html";
+            assert!(
+                text.lines().any(|l| l.trim() == line),
+                "an example broken across lines:\n{text}"
+            );
+        }
+    }
 }
 
 fn help_lists_every_topology_format_and_scan_only_its_options() {
@@ -543,6 +610,10 @@ fn hostile_inputs_are_refused_with_their_limits() {
 
 /// This module's tests, run by the harness in `main.rs`.
 pub(crate) const TESTS: &[crate::support::Test] = &[
+    (
+        "a_cluster_address_without_a_scheme_suggests_the_url",
+        a_cluster_address_without_a_scheme_suggests_the_url,
+    ),
     (
         "files_that_are_not_key_dumps_are_recognised",
         files_that_are_not_key_dumps_are_recognised,
