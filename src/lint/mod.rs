@@ -32,6 +32,14 @@ pub struct Diagnostic {
     pub column: u64,
     /// What to do instead.
     pub help: Option<String>,
+    /// Findings of the same rule in the same file not listed (the first ones are, up to a
+    /// cap): said after this one, the last listed (JSON `more_like_this`, absent when 0).
+    #[serde(rename = "more_like_this", skip_serializing_if = "is_zero")]
+    pub more: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// A rule with its effective severity.

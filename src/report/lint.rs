@@ -59,6 +59,9 @@ pub fn render(
                 if let Some(help) = &d.help {
                     writeln!(out, "  help: {help}")?;
                 }
+                if d.more > 0 {
+                    writeln!(out, "  … and {} more like this not listed", d.more)?;
+                }
             }
             if diags.is_empty() {
                 writeln!(out, "no findings")?;
@@ -98,6 +101,9 @@ pub fn render(
                 if let Some(h) = &d.help {
                     msg.push_str(&format!("\nhelp: {h}"));
                 }
+                if d.more > 0 {
+                    msg.push_str(&format!("\n… and {} more like this not listed", d.more));
+                }
                 writeln!(
                     out,
                     "::{level} {loc},title={}::{}",
@@ -124,6 +130,9 @@ pub fn render(
                     let mut text = d.message.clone();
                     if let Some(h) = &d.help {
                         text.push_str(&format!(" (help: {h})"));
+                    }
+                    if d.more > 0 {
+                        text.push_str(&format!(" (and {} more like this not listed)", d.more));
                     }
                     let mut loc = json!({"artifactLocation": {"uri": d.path}});
                     if d.line > 0 {

@@ -14,6 +14,90 @@ fn scheme(dir: &tempfile::TempDir, text: &str) -> std::path::PathBuf {
     p
 }
 
+/// Past 20 findings of one rule in one dump, the 20th says how many more there are, after
+/// the ones listed (not as a finding of its own at line 0); keys that match no declared
+/// pattern are reported once per inferred pattern, at the line of its first key.
+fn capped_findings_and_unmatched_keys_read_as_patterns() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut dump = String::new();
+    for i in 0..50 {
+        dump.push_str(&format!("user:{i}:profile\n"));
+    }
+    for i in 0..25 {
+        dump.push_str(&format!("bad key {i}\n"));
+    }
+    for i in 0..30 {
+        dump.push_str(&format!("session:{i}\n"));
+    }
+    // 25 more shapes, each its own pattern (one more segment each).
+    for i in 0..25 {
+        let path = ":lvl".repeat(i + 1);
+        dump.push_str(&format!("deep{path}:{i}\ndeep{path}:{}\n", i + 100));
+    }
+    let keys = dir.path().join("keys.txt");
+    std::fs::write(&keys, dump).unwrap();
+    let s = scheme(
+        &dir,
+        "version: 1\nvars:\n  uid: {kind: int, cardinality: 100000}\nkeys:\n  user:\n    pattern: \"user:<uid>:profile\"\n",
+    );
+    let out = keyplan()
+        .args(["lint", "--format", "json", "--scheme"])
+        .arg(&s)
+        .arg("--keys")
+        .arg(&keys)
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let diags = v["diagnostics"].as_array().unwrap();
+    assert!(
+        diags
+            .iter()
+            .all(|d| d["line"].as_u64() != Some(0) || d["code"] != "KP403")
+    );
+    let ws: Vec<_> = diags.iter().filter(|d| d["code"] == "KP403").collect();
+    assert_eq!(ws.len(), 20, "{ws:?}");
+    assert_eq!(ws[19]["more_like_this"], 5, "{:?}", ws[19]);
+    assert!(ws[..19].iter().all(|d| d.get("more_like_this").is_none()));
+    let unmatched: Vec<_> = diags.iter().filter(|d| d["code"] == "KP401").collect();
+    assert_eq!(unmatched.len(), 20, "{unmatched:?}");
+    // session:<int> is the biggest undeclared pattern: one finding, at its first key's line.
+    let session = unmatched
+        .iter()
+        .find(|d| d["message"].as_str().unwrap().contains("session:<int>"))
+        .unwrap_or_else(|| panic!("{unmatched:?}"));
+    assert_eq!(session["line"], 76);
+    assert!(
+        session["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("30 key(s) like session:<int>")
+    );
+    let more: u64 = unmatched
+        .iter()
+        .filter_map(|d| d["more_like_this"].as_u64())
+        .sum();
+    assert!(more > 0, "{unmatched:?}");
+    // The human form says it after the findings listed.
+    let out = keyplan()
+        .args(["lint", "--scheme"])
+        .arg(&s)
+        .arg("--keys")
+        .arg(&keys)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.contains("… and 5 more like this not listed"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        lines[at - 2].contains("KP403") || lines[at - 1].contains("KP403"),
+        "{text}"
+    );
+    assert!(!text.contains(":0:0: KP403"), "{text}");
+}
+
 fn the_spec_example_lints_with_one_warning() {
     let dir = tempfile::tempdir().unwrap();
     let p = scheme(&dir, SPEC);
@@ -461,6 +545,10 @@ fn bullmq_rules_fire_on_real_bullmq_dumps() {
 
 /// This module's tests, run by the harness in `main.rs`.
 pub(crate) const TESTS: &[crate::support::Test] = &[
+    (
+        "capped_findings_and_unmatched_keys_read_as_patterns",
+        capped_findings_and_unmatched_keys_read_as_patterns,
+    ),
     (
         "the_spec_example_lints_with_one_warning",
         the_spec_example_lints_with_one_warning,

@@ -21,7 +21,7 @@ use crate::scheme::Scheme;
 use crate::scheme::matcher::KeyMatcher;
 use crate::topology::Topology;
 
-/// Findings kept per rule and dump file (the rest are counted in one summary finding).
+/// Findings kept per rule and dump file (the rest are counted on the last one kept).
 const MAX_PER_RULE: usize = 20;
 
 fn diag(
@@ -38,6 +38,7 @@ fn diag(
         severity: r.severity,
         message,
         path: path.to_string(),
+        more: 0,
         line,
         column,
         help,
@@ -236,6 +237,66 @@ fn check_of(kind: &CheckKind) -> Box<dyn Check> {
     }
 }
 
+impl Unmatched {
+    fn add(&mut self, line: u64, key: &[u8]) {
+        if self.first_line == 0 {
+            self.first_line = line;
+        }
+        if self.first.len() < UNMATCHED_LINES_KEPT {
+            self.first.push((line, key.to_vec()));
+        }
+        self.tree.add(&crate::pattern::Observation {
+            key,
+            bytes: 0,
+            ops: 0.0,
+            node: None,
+            tag: None,
+            slot: 0,
+            expires: false,
+        });
+    }
+
+    /// One finding per inferred pattern, most keys first, at the line of its first key seen.
+    fn findings(mut self, r: &ActiveRule, path: &str) -> Vec<Diagnostic> {
+        // Classified as finished (folded), so the texts match the finished patterns'.
+        self.tree.fold();
+        let mut first_of: std::collections::HashMap<String, u64> = std::collections::HashMap::new();
+        for (line, key) in &self.first {
+            if let Some(p) = self.tree.classify(key) {
+                first_of.entry(p).or_insert(*line);
+            }
+        }
+        let patterns = self.tree.finish();
+        let mut out: Vec<Diagnostic> = Vec::new();
+        for p in patterns.iter().take(MAX_PER_RULE) {
+            let example = p
+                .stats
+                .examples()
+                .next()
+                .map(|k| crate::keys::display::display_key(k).into_owned())
+                .unwrap_or_default();
+            let line = first_of.get(&p.text).copied().unwrap_or(self.first_line);
+            out.push(diag(
+                r,
+                path,
+                line,
+                1,
+                format!(
+                    "{} key(s) like {} (e.g. {example}) match no pattern declared in the scheme",
+                    p.stats.keys, p.text
+                ),
+                Some(format!("declare it under `keys:` (pattern: {})", p.text)),
+            ));
+        }
+        if patterns.len() > MAX_PER_RULE
+            && let Some(last) = out.last_mut()
+        {
+            last.more = (patterns.len() - MAX_PER_RULE) as u64;
+        }
+        out
+    }
+}
+
 /// Checks a scheme against the active rules.
 pub fn lint_scheme(
     rules: &RuleSet,
@@ -267,7 +328,24 @@ pub struct DumpLinter<'a> {
     scheme: Option<Scheme>,
     found: Vec<Diagnostic>,
     counts: Vec<usize>,
+    /// Keys that match no declared pattern, grouped into inferred patterns: one finding per
+    /// pattern rather than one per key (`unmatched-key`).
+    unmatched: Option<Unmatched>,
 }
+
+/// The keys `unmatched-key` reports, as inferred patterns.
+struct Unmatched {
+    /// The rule's index among the active rules.
+    rule: usize,
+    tree: crate::pattern::PatternTree,
+    /// The first keys seen with their lines (the line a pattern's finding points at).
+    first: Vec<(u64, Vec<u8>)>,
+    /// The line of the first unmatched key.
+    first_line: u64,
+}
+
+/// Unmatched keys whose lines are kept to place each pattern's finding.
+const UNMATCHED_LINES_KEPT: usize = 4096;
 
 impl<'a> DumpLinter<'a> {
     /// A linter for the dump at `path`, with the scheme (for `unmatched-key`) if any.
@@ -288,6 +366,19 @@ impl<'a> DumpLinter<'a> {
         });
         let n = rules.len();
         let checks = rules.iter().map(|r| check_of(&r.spec.check)).collect();
+        let unmatched = rules
+            .iter()
+            .position(|r| matches!(r.spec.check, CheckKind::UnmatchedKey))
+            .filter(|_| matcher.is_some())
+            .map(|rule| Unmatched {
+                rule,
+                tree: crate::pattern::PatternTree::new(
+                    crate::pattern::Delimiters::default(),
+                    topo.nodes().len(),
+                ),
+                first: Vec::new(),
+                first_line: 0,
+            });
         DumpLinter {
             rules,
             checks,
@@ -298,6 +389,7 @@ impl<'a> DumpLinter<'a> {
             scheme: scheme.cloned(),
             found: Vec::new(),
             counts: vec![0; n],
+            unmatched,
         }
     }
 
@@ -328,6 +420,12 @@ impl<'a> DumpLinter<'a> {
                 continue;
             }
             let unmatched = family == Some(None);
+            if let Some(u) = self.unmatched.as_mut().filter(|u| u.rule == i) {
+                if unmatched {
+                    u.add(line, key);
+                }
+                continue;
+            }
             if let (Some((m, _)), Some(Some(f))) = (&self.matcher, family)
                 && self.checks[i].wants_values()
             {
@@ -355,20 +453,17 @@ impl<'a> DumpLinter<'a> {
                 self.found.push(diag(r, &self.path, 0, 0, message, help));
             }
             if self.counts[i] > MAX_PER_RULE {
-                let d = diag(
-                    r,
-                    &self.path,
-                    0,
-                    0,
-                    format!(
-                        "… and {} more keys like these ({} in all)",
-                        self.counts[i] - MAX_PER_RULE,
-                        self.counts[i]
-                    ),
-                    None,
-                );
-                self.found.push(d);
+                // The last finding kept of this rule says how many more there are.
+                let code = &r.spec.id;
+                if let Some(last) = self.found.iter_mut().rev().find(|d| &d.code == code) {
+                    last.more = (self.counts[i] - MAX_PER_RULE) as u64;
+                }
             }
+        }
+        if let Some(u) = self.unmatched.take() {
+            let r = self.rules[u.rule];
+            let found = u.findings(r, &self.path);
+            self.found.extend(found);
         }
         super::sort(&mut self.found);
         self.found
