@@ -154,9 +154,77 @@ impl Calibration {
                 "the round trip must be positive and cores at least 1".into(),
             ));
         }
+        c.check_model()?;
         Ok(c)
     }
+
+    /// Checks the figures as a model, not only as JSON: every figure one a machine can have
+    /// measured, the quantiles in order, at least one micro-benchmark.
+    fn check_model(&self) -> Result<(), CalibrationError> {
+        let bad = |what: String| Err(CalibrationError::Values(what));
+        let p = &self.params;
+        for (name, c) in [("latency", &p.latency), ("cpu", &p.cpu), ("node", &p.node)] {
+            if let Some(x) = perf::coefs_array(c).into_iter().find(|x| *x > MAX_COEF_US) {
+                return bad(format!(
+                    "params.{name} has a coefficient of {x} µs, more than a second per unit of work: no machine measured that"
+                ));
+            }
+        }
+        if p.cores > MAX_CORES {
+            return bad(format!(
+                "params.cores is {}, more than {MAX_CORES}",
+                p.cores
+            ));
+        }
+        let j = &p.jitter;
+        if j.windows(2).any(|w| w[1] < w[0]) {
+            return bad("params.jitter: the quantiles must not decrease".into());
+        }
+        if j[50] <= 0.0 || j[99] <= 0.0 {
+            return bad("params.jitter: the median and the 99th percentile must be above 0".into());
+        }
+        let rt = &self.round_trip_us;
+        let figures = [rt.mean, rt.p50, rt.p90, rt.p99];
+        if figures
+            .iter()
+            .any(|x| !x.is_finite() || *x <= 0.0 || *x > MAX_COEF_US)
+        {
+            return bad(
+                "round_trip_us: every figure must be a positive number of µs under a second".into(),
+            );
+        }
+        if !(rt.p50 <= rt.p90 && rt.p90 <= rt.p99) {
+            return bad("round_trip_us: p50, p90 and p99 must not decrease".into());
+        }
+        if self.points.is_empty() {
+            return bad("points is empty: no micro-benchmark was measured".into());
+        }
+        for (i, pt) in self.points.iter().enumerate() {
+            let figures = [pt.qps, pt.mean_ms, pt.p50_ms, pt.p99_ms, pt.predicted_qps];
+            if figures.iter().any(|x| !x.is_finite() || *x < 0.0) || pt.qps <= 0.0 {
+                return bad(format!(
+                    "points[{i}]: a figure is negative, zero QPS or not a number"
+                ));
+            }
+            if pt.p50_ms > pt.p99_ms {
+                return bad(format!("points[{i}]: p50_ms is above p99_ms"));
+            }
+        }
+        if self.measured_on.masters == 0
+            || self.measured_on.duration_s.is_nan()
+            || self.measured_on.duration_s <= 0.0
+        {
+            return bad("measured_on: no masters or no duration".into());
+        }
+        Ok(())
+    }
 }
+
+/// The largest per-unit coefficient (µs) a calibration may hold: a second.
+const MAX_COEF_US: f64 = 1e6;
+
+/// The most cores a calibration may name.
+const MAX_CORES: f64 = 4096.0;
 
 /// The micro-benchmarks: (batch text, strategy). Shapes the user's batches are made of (one
 /// round trip; lanes fanned out over nodes and slots; commands in a pipeline; keys in one
@@ -393,5 +461,88 @@ fn scale(c: &Coefs, k: f64) -> Coefs {
         command_us: c.command_us * k,
         key_us: c.key_us * k,
         kib_us: c.kib_us * k,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const REAL: &str = include_str!("../../examples/calibration-loopback.json");
+
+    /// The real calibration with one change made by `f` to its JSON.
+    fn altered(f: impl FnOnce(&mut serde_json::Value)) -> Result<Calibration, CalibrationError> {
+        let mut v: serde_json::Value = serde_json::from_str(REAL).unwrap();
+        f(&mut v);
+        Calibration::parse(&v.to_string())
+    }
+
+    #[test]
+    fn a_real_calibration_is_a_model() {
+        let c = Calibration::parse(REAL).unwrap();
+        assert!(!c.points.is_empty());
+    }
+
+    #[test]
+    fn figures_no_machine_measured_are_refused() {
+        type Change = Box<dyn FnOnce(&mut serde_json::Value)>;
+        let cases: Vec<(&str, Change)> = vec![
+            (
+                "coefficient",
+                Box::new(|v| v["params"]["latency"]["wave_us"] = 1e308.into()),
+            ),
+            (
+                "coefficient",
+                Box::new(|v| v["params"]["cpu"]["key_us"] = 5e6.into()),
+            ),
+            ("cores", Box::new(|v| v["params"]["cores"] = 1e308.into())),
+            (
+                "median",
+                Box::new(|v| v["params"]["jitter"] = vec![0.0; 101].into()),
+            ),
+            (
+                "decrease",
+                Box::new(|v| {
+                    let mut j: Vec<f64> = (0..101).map(|i| 2.0 - i as f64 / 100.0).collect();
+                    j[0] = 2.0;
+                    v["params"]["jitter"] = j.into();
+                }),
+            ),
+            (
+                "round_trip_us",
+                Box::new(|v| v["round_trip_us"]["p50"] = 0.0.into()),
+            ),
+            (
+                "round_trip_us",
+                Box::new(|v| v["round_trip_us"]["mean"] = (-3.0).into()),
+            ),
+            (
+                "round_trip_us",
+                Box::new(|v| v["round_trip_us"]["p99"] = 1.0.into()),
+            ),
+            (
+                "points is empty",
+                Box::new(|v| v["points"] = serde_json::json!([])),
+            ),
+            (
+                "points[0]",
+                Box::new(|v| v["points"][0]["qps"] = 0.0.into()),
+            ),
+        ];
+        for (want, f) in cases {
+            let e = altered(f).expect_err(want);
+            assert!(e.to_string().contains(want), "{want}: {e}");
+            assert!(e.to_string().contains("measure again"), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_noisy_calibration_is_said_to_be() {
+        let c = altered(|v| v["round_trip_us"]["p99"] = 6000.0.into()).unwrap();
+        let mut net = crate::simulate::NetworkModel::calibrated(c.params, None);
+        net.measured_round_trip_ms = Some([c.round_trip_us.p50 / 1000.0, 6.0]);
+        assert!(net.noisy_calibration().unwrap().contains("noisy machine"));
+        net.measured_round_trip_ms = Some([0.055, 0.081]);
+        assert_eq!(net.noisy_calibration(), None);
     }
 }

@@ -625,11 +625,12 @@ fn parse_rate(text: &str) -> Result<f64, String> {
     }
 }
 
-/// `--window`: a positive number of seconds, at most an hour.
+/// `--window`: seconds from a tenth of a second to an hour (a shorter window measures nothing:
+/// the servers' counters move in whole calls).
 fn window(text: &str) -> Result<std::time::Duration, String> {
     match text.parse::<f64>() {
-        Ok(w) if w > 0.0 && w <= 3600.0 => Ok(std::time::Duration::from_secs_f64(w)),
-        _ => Err("not a number of seconds between 0 and 3600 (e.g. --window 10)".into()),
+        Ok(w) if (0.1..=3600.0).contains(&w) => Ok(std::time::Duration::from_secs_f64(w)),
+        _ => Err("not a number of seconds from 0.1 to 3600 (e.g. --window 10)".into()),
     }
 }
 
@@ -786,12 +787,16 @@ impl ModelArgs {
             .as_deref()
             .map(read_calibration)
             .transpose()?;
+        let measured = calibration
+            .as_ref()
+            .map(|c| [c.round_trip_us.p50 / 1000.0, c.round_trip_us.p99 / 1000.0]);
         let mut net = crate::simulate::NetworkModel::from_parts(
             calibration.map(|c| c.params),
             self.rtt,
             self.per_key_us,
             self.bandwidth,
         );
+        net.measured_round_trip_ms = measured;
         net.concurrency = self.concurrency;
         net.hot = self.hot_nodes;
         Ok(net)

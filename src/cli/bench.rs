@@ -175,7 +175,13 @@ fn prediction_model(
     let mut net = match (&args.calibration, args.rtt) {
         (Some(path), _) => {
             let cal = super::args::read_calibration(path)?;
-            NetworkModel::from_parts(Some(cal.params), args.rtt, None, None)
+            let rt = [
+                cal.round_trip_us.p50 / 1000.0,
+                cal.round_trip_us.p99 / 1000.0,
+            ];
+            let mut net = NetworkModel::from_parts(Some(cal.params), args.rtt, None, None);
+            net.measured_round_trip_ms = Some(rt);
+            net
         }
         (None, Some(rtt)) => {
             NetworkModel::uncalibrated(rtt, crate::simulate::perf::DEFAULT_KEY_US, 1250.0)

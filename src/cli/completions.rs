@@ -157,7 +157,7 @@ fn examples(cmd: &clap::Command) -> Vec<String> {
         return Vec::new();
     };
     let mut lines = text.lines();
-    if !lines.next().is_some_and(|l| l.trim() == "Examples:") {
+    if lines.next().is_none_or(|l| l.trim() != "Examples:") {
         return Vec::new();
     }
     lines

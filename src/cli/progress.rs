@@ -164,10 +164,10 @@ impl Drop for Progress {
     }
 }
 
-fn style(label: &str, unit: Unit, with_total: bool) -> ProgressStyle {
+fn style(label: &str, unit: Unit, with_total: bool, start: u64) -> ProgressStyle {
     let (pos, per_sec) = match unit {
-        Unit::Bytes => ("{bytes}/{total_bytes}", "{bytes_per_sec}"),
-        Unit::Keys => ("{human_pos}/{human_len} keys", "{per_sec}"),
+        Unit::Bytes => ("{bytes}/{total_bytes}", "{rate}"),
+        Unit::Keys => ("{human_pos}/{human_len} keys", "{rate}"),
         Unit::Steps => ("{pos}/{len}", ""),
     };
     let template = if with_total {
@@ -182,7 +182,30 @@ fn style(label: &str, unit: Unit, with_total: bool) -> ProgressStyle {
     };
     ProgressStyle::with_template(&template)
         .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .with_key(
+            "rate",
+            move |s: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                let _ = w.write_str(&rate(unit, s.pos().saturating_sub(start), s.elapsed()));
+            },
+        )
         .progress_chars("=> ")
+}
+
+/// The average rate since the bar appeared, in words (`12.5 MiB/s`, `49.3k keys/s`); blank for
+/// its first half second, when one burst would read as an absurd rate.
+fn rate(unit: Unit, done: u64, elapsed: Duration) -> String {
+    let secs = elapsed.as_secs_f64();
+    if secs < 0.5 {
+        return String::new();
+    }
+    let per_sec = done as f64 / secs;
+    match unit {
+        Unit::Bytes => format!("{}/s", indicatif::BinaryBytes(per_sec as u64)),
+        Unit::Keys if per_sec >= 1e6 => format!("{:.1}M keys/s", per_sec / 1e6),
+        Unit::Keys if per_sec >= 1e3 => format!("{:.1}k keys/s", per_sec / 1e3),
+        Unit::Keys => format!("{per_sec:.0} keys/s"),
+        Unit::Steps => String::new(),
+    }
 }
 
 fn draw(shared: &Shared, label: &str, unit: Unit, delay: Duration) {
@@ -194,22 +217,29 @@ fn draw(shared: &Shared, label: &str, unit: Unit, delay: Duration) {
         std::thread::park_timeout(shown_at.saturating_duration_since(Instant::now()));
     }
     let mut with_total = None;
+    let mut start_pos = 0;
     loop {
         let done = shared.done.load(Ordering::Relaxed);
         let total = shared.total.load(Ordering::Relaxed);
         if let Ok(mut guard) = shared.bar.lock() {
             let bar = guard.get_or_insert_with(|| {
-                let bar =
-                    ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr_with_hz(10));
-                // Rates count from here, not from a jump over the work done before the bar
-                // appeared.
-                bar.set_position(shared.pos.load(Ordering::Relaxed));
+                // Styled and positioned before its first frame (no unlabelled frame); rates
+                // count from here, not from a jump over the work done before the bar appeared.
+                let start = shared.pos.load(Ordering::Relaxed);
+                with_total = Some(total > 0);
+                let bar = ProgressBar::with_draw_target(
+                    (total > 0).then_some(total),
+                    ProgressDrawTarget::stderr_with_hz(10),
+                )
+                .with_style(style(label, unit, total > 0, start))
+                .with_position(start);
                 bar.reset_eta();
+                start_pos = start;
                 bar
             });
             if with_total != Some(total > 0) {
                 with_total = Some(total > 0);
-                bar.set_style(style(label, unit, total > 0));
+                bar.set_style(style(label, unit, total > 0, start_pos));
             }
             if total > 0 {
                 bar.set_length(total);

@@ -63,7 +63,7 @@ pub fn render_batch_table(
     let Some(first) = results.first() else {
         return Ok(());
     };
-    writeln!(out, "\n{}", layout.text(&first.batch))?;
+    writeln!(out, "\n{}", layout.line(&first.batch))?;
     let mut t = layout.table();
     t.set_header([
         "strategy",
@@ -127,6 +127,18 @@ pub fn render_table_footer(out: &mut dyn Write, r: &BenchReport) -> io::Result<(
     if r.interrupted {
         writeln!(out, "\ninterrupted: results so far")?;
     }
+    let off_counts = r.results.iter().filter(|x| !x.matches).count();
+    let off_qps = r.results.iter().filter(|x| !x.qps_within).count();
+    let (lo, hi) = crate::bench::QPS_TOLERANCE;
+    writeln!(
+        out,
+        "\n{} of {} run(s): counts (round trips, commands per node) equal the prediction{}; {} of {} QPS within the model's {lo}–{hi}× tolerance (a timing: it does not set the exit status)",
+        r.results.len() - off_counts,
+        r.results.len(),
+        if off_counts > 0 { " (exit 1)" } else { "" },
+        r.results.len() - off_qps,
+        r.results.len(),
+    )?;
     out.flush()
 }
 

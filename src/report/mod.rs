@@ -244,6 +244,15 @@ impl TextLayout {
     pub fn text<'a>(&self, s: &'a str) -> Cow<'a, str> {
         elide_middle(s, self.max_key_chars())
     }
+
+    /// A title on a line of its own: shortened with `…` in the middle only when longer than
+    /// the whole line.
+    pub fn line<'a>(&self, s: &'a str) -> Cow<'a, str> {
+        match self.width {
+            Some(w) => elide_middle(s, usize::from(w).max(16)),
+            None => Cow::Borrowed(s),
+        }
+    }
 }
 
 impl TextLayout {

@@ -285,7 +285,7 @@ pub fn render_table(out: &mut dyn Write, r: &PlanReport, layout: &TextLayout) ->
             "candidate",
             "outcome",
             "round trips",
-            "latency ms",
+            "mean ms",
             "skew (its keys)",
             "skew (all)",
             "keys moved",

@@ -329,7 +329,7 @@ fn sweep_tables(
 ) -> io::Result<()> {
     write_network(out, &header.network, Some(header.nodes))?;
     for name in names(results.iter().map(|(_, x)| x.batch.as_str())) {
-        writeln!(out, "\n{name}: round trips / latency ms by batch size")?;
+        writeln!(out, "\n{name}: round trips / mean ms by batch size")?;
         let mut t = layout.table();
         let mut head = vec!["size".to_string()];
         head.extend(header.strategies.iter().map(|s| s.name().to_string()));
@@ -378,7 +378,7 @@ fn strategy_table(
         "commands",
         "connections",
         "bytes",
-        "latency ms",
+        "mean ms",
         "QPS",
         "P50 ms",
         "P99 ms",
@@ -461,7 +461,7 @@ fn client_table(
         "round trips",
         "nodes",
         "commands",
-        "latency ms",
+        "mean ms",
         "QPS",
         "P99 ms",
         "what happens",
@@ -505,24 +505,37 @@ fn write_network(out: &mut dyn Write, net: &NetworkModel, nodes: Option<usize>) 
         let s = format!("{x:.3}");
         s.trim_end_matches('0').trim_end_matches('.').to_string()
     };
-    write!(
-        out,
-        "network: rtt {} ms, {} µs per key, {} MB/s",
-        short(net.rtt_ms),
-        short(net.per_key_us),
-        if net.bandwidth_mb_s.is_finite() {
-            short(net.bandwidth_mb_s)
-        } else {
-            "unlimited".into()
-        }
-    )?;
+    let bandwidth = if net.bandwidth_mb_s.is_finite() {
+        short(net.bandwidth_mb_s)
+    } else {
+        "unlimited".into()
+    };
+    match net.measured_round_trip_ms {
+        // Calibrated: the measurement first; the fit's coefficients named as such.
+        Some([p50, p99]) => write!(
+            out,
+            "network: measured round trip {} ms (a lone GET's median; P99 {} ms); fitted model: {} ms per wave, {} µs per key, {} MB/s",
+            short(p50),
+            short(p99),
+            short(net.rtt_ms),
+            short(net.per_key_us),
+            bandwidth
+        )?,
+        None => write!(
+            out,
+            "network: rtt {} ms, {} µs per key, {} MB/s",
+            short(net.rtt_ms),
+            short(net.per_key_us),
+            bandwidth
+        )?,
+    }
     match nodes {
         Some(n) => writeln!(out, "; {n} nodes"),
         None => writeln!(out),
     }?;
     writeln!(
         out,
-        "load model: {}; latency is one client's, QPS/P50/P99 are for {} concurrent client{}{}",
+        "load model: {}; mean ms is one client's mean latency alone, QPS/P50/P99 are for {} concurrent client{}{}",
         if net.calibrated {
             "calibrated on a real cluster"
         } else {
@@ -537,5 +550,9 @@ fn write_network(out: &mut dyn Write, net: &NetworkModel, nodes: Option<usize>) 
                 h.nodes_share * 100.0
             ))
             .unwrap_or_default()
-    )
+    )?;
+    if let Some(note) = net.noisy_calibration() {
+        writeln!(out, "note: {note}")?;
+    }
+    Ok(())
 }

@@ -69,9 +69,30 @@ pub struct NetworkModel {
     pub hot: Option<perf::Hot>,
     /// Whether the parameters come from a calibration of a real cluster.
     pub calibrated: bool,
+    /// With a calibration: the median and 99th percentile round trip of a lone GET it
+    /// measured, ms (the model's `rtt_ms` is a fitted coefficient, not this measurement).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub measured_round_trip_ms: Option<[f64; 2]>,
     /// The load model's parameters.
     #[serde(skip)]
     pub perf: perf::PerfParams,
+}
+
+/// A lone GET's P99 round trip over its median beyond which the calibrating machine was noisy.
+pub const NOISY_P99_OVER_P50: f64 = 10.0;
+
+impl NetworkModel {
+    /// A sentence when the calibration was measured on a noisy machine (a lone GET's P99 round
+    /// trip more than [`NOISY_P99_OVER_P50`] times its median: other work on the machine).
+    pub fn noisy_calibration(&self) -> Option<String> {
+        let [p50, p99] = self.measured_round_trip_ms?;
+        let ratio = p99 / p50;
+        (ratio > NOISY_P99_OVER_P50).then(|| {
+            format!(
+                "the calibration was measured on a noisy machine: a lone GET's P99 round trip was {p99:.3} ms, {ratio:.0}× its median of {p50:.3} ms; its predictions are only as steady as that (calibrate again on a quiet machine)"
+            )
+        })
+    }
 }
 
 impl Default for NetworkModel {
@@ -98,6 +119,7 @@ impl NetworkModel {
             concurrency: 1,
             hot: None,
             calibrated: false,
+            measured_round_trip_ms: None,
             perf: p,
         }
     }
@@ -120,6 +142,7 @@ impl NetworkModel {
             concurrency: 1,
             hot: None,
             calibrated: true,
+            measured_round_trip_ms: None,
             perf: p,
         }
     }
