@@ -549,6 +549,9 @@ impl LiveCluster {
         let started = Instant::now();
         // A server whose cursor never comes back to 0 would keep a scan going forever.
         let mut empty_pages: u64 = 0;
+        // Cursors this scan was given: one that comes back is a cycle (a server repeating
+        // pages), which would keep the scan going forever too.
+        let mut cursors_seen: std::collections::HashSet<u64> = std::collections::HashSet::new();
         let mut commands: u64 = 0;
         let budget = opts.per_node.unwrap_or(u64::MAX);
         loop {
@@ -583,6 +586,16 @@ impl LiveCluster {
                 }
             } else {
                 empty_pages = 0;
+            }
+            if next != 0 && !cursors_seen.insert(next) {
+                return Err(LiveError::Node {
+                    addr: addr.clone(),
+                    what: "SCAN".into(),
+                    reason: format!(
+                        "the scan makes no progress: the server gave cursor {next} a second time, so it repeats its pages and would never end the SCAN"
+                    ),
+                    sampled,
+                });
             }
             let take = keys.len().min((budget - sampled) as usize);
             let keys = &keys[..take];
@@ -762,7 +775,13 @@ impl LiveCluster {
         let (host, port) = host_port(&addr)?;
         let mut con = self.connect(&host, port)?;
         // Valkey 8+ and Redis 8.2+ answer a whole range at once.
-        if let Some(counts) = slot_stats_key_counts(&mut con, slots) {
+        let stats_error = |reason: String| LiveError::Node {
+            addr: addr.clone(),
+            what: "CLUSTER SLOT-STATS".into(),
+            reason,
+            sampled: 0,
+        };
+        if let Some(counts) = slot_stats_key_counts(&mut con, slots).map_err(stats_error)? {
             return Ok(counts);
         }
         let mut out = Vec::with_capacity(slots.len());
@@ -771,10 +790,24 @@ impl LiveCluster {
             for s in chunk {
                 pipe.cmd("CLUSTER").arg("COUNTKEYSINSLOT").arg(*s);
             }
-            let counts: Vec<u64> = pipe
+            let counts: Vec<i64> = pipe
                 .query(&mut con)
                 .map_err(node_error(&addr, "CLUSTER COUNTKEYSINSLOT"))?;
-            out.extend(counts);
+            for (s, n) in chunk.iter().zip(counts) {
+                match u64::try_from(n) {
+                    Ok(x) if x <= MAX_PLAUSIBLE_KEYS => out.push(x),
+                    _ => {
+                        return Err(LiveError::Node {
+                            addr: addr.clone(),
+                            what: "CLUSTER COUNTKEYSINSLOT".into(),
+                            reason: format!(
+                                "it says slot {s} holds {n} keys, which no server counts (negative, or more than {MAX_PLAUSIBLE_KEYS}): a broken server or a proxy in the way"
+                            ),
+                            sampled: 0,
+                        });
+                    }
+                }
+            }
         }
         Ok(out)
     }
@@ -796,7 +829,14 @@ impl LiveCluster {
                 let addr = node.address.clone().unwrap_or_else(|| node.name.clone());
                 let (host, port) = host_port(&addr)?;
                 let mut con = self.connect(&host, port)?;
-                let Some(stats) = slot_stats(&mut con, slots) else {
+                let Some(stats) =
+                    slot_stats(&mut con, slots).map_err(|reason| LiveError::Node {
+                        addr: addr.clone(),
+                        what: "CLUSTER SLOT-STATS".into(),
+                        reason,
+                        sampled: 0,
+                    })?
+                else {
                     return Ok(None);
                 };
                 for (s, f) in slots.iter().zip(&stats) {
@@ -1033,9 +1073,18 @@ fn cluster_command_error<'a>(
 
 /// Each of `slots`' key count from `CLUSTER SLOT-STATS SLOTSRANGE` over their contiguous
 /// ranges, or `None` when the server does not have the command (or answers otherwise).
-fn slot_stats_key_counts(con: &mut NodeConn, slots: &[u16]) -> Option<Vec<u64>> {
-    let stats = slot_stats(con, slots)?;
-    stats.iter().map(|f| f.get("key-count").copied()).collect()
+fn slot_stats_key_counts(con: &mut NodeConn, slots: &[u16]) -> Result<Option<Vec<u64>>, String> {
+    let Some(stats) = slot_stats(con, slots)? else {
+        return Ok(None);
+    };
+    for (s, f) in slots.iter().zip(&stats) {
+        if let Some(&n) = f.get("key-count").filter(|n| **n > MAX_PLAUSIBLE_KEYS) {
+            return Err(format!(
+                "its CLUSTER SLOT-STATS says slot {s} holds {n} keys, more than {MAX_PLAUSIBLE_KEYS}: a broken server or a proxy in the way"
+            ));
+        }
+    }
+    Ok(stats.iter().map(|f| f.get("key-count").copied()).collect())
 }
 
 /// `CLUSTER SLOT-STATS SLOTSRANGE` over `slots` (grouped into runs): each slot's fields
@@ -1045,7 +1094,29 @@ fn slot_stats_key_counts(con: &mut NodeConn, slots: &[u16]) -> Option<Vec<u64>> 
 fn slot_stats(
     con: &mut NodeConn,
     slots: &[u16],
-) -> Option<Vec<std::collections::BTreeMap<String, u64>>> {
+) -> Result<Option<Vec<std::collections::BTreeMap<String, u64>>>, String> {
+    slot_stats_inner(con, slots)
+}
+
+/// A counter no server has: negative, or more than [`MAX_PLAUSIBLE_COUNT`].
+fn implausible(field: &str, slot: i64, n: i64) -> String {
+    format!(
+        "its CLUSTER SLOT-STATS says {field} {n} for slot {slot}, which no server counts (negative, or more than {MAX_PLAUSIBLE_COUNT}): a broken server or a proxy in the way"
+    )
+}
+
+/// The largest counter (CPU µs, network bytes, memory bytes) a server may report for a slot:
+/// 2^50 (a pebibyte). Anything above comes from a broken or hostile server.
+pub const MAX_PLAUSIBLE_COUNT: u64 = 1 << 50;
+
+/// The most keys a server may report for one slot: 2^40 (about a trillion). Anything above
+/// comes from a broken or hostile server, and 16384 of them summed stay far from overflowing.
+pub const MAX_PLAUSIBLE_KEYS: u64 = 1 << 40;
+
+fn slot_stats_inner(
+    con: &mut NodeConn,
+    slots: &[u16],
+) -> Result<Option<Vec<std::collections::BTreeMap<String, u64>>>, String> {
     let mut by_slot: std::collections::BTreeMap<u16, std::collections::BTreeMap<String, u64>> =
         std::collections::BTreeMap::new();
     let mut i = 0;
@@ -1057,20 +1128,24 @@ fn slot_stats(
             hi = slots[i];
         }
         i += 1;
-        let reply: Value = redis::cmd("CLUSTER")
+        let Ok(reply) = redis::cmd("CLUSTER")
             .arg("SLOT-STATS")
             .arg("SLOTSRANGE")
             .arg(lo)
             .arg(hi)
-            .query(con)
-            .ok()?;
+            .query::<Value>(con)
+        else {
+            return Ok(None);
+        };
         let Value::Array(entries) = reply else {
-            return None;
+            return Ok(None);
         };
         for e in entries {
-            let Value::Array(pair) = e else { return None };
+            let Value::Array(pair) = e else {
+                return Ok(None);
+            };
             let (Some(Value::Int(slot)), Some(stats)) = (pair.first(), pair.get(1)) else {
-                return None;
+                return Ok(None);
             };
             let fields: Vec<(Value, Value)> = match stats {
                 Value::Array(kv) => kv
@@ -1078,19 +1153,26 @@ fn slot_stats(
                     .filter_map(|c| Some((c.first()?.clone(), c.get(1)?.clone())))
                     .collect(),
                 Value::Map(m) => m.clone(),
-                _ => return None,
+                _ => return Ok(None),
             };
-            let map = fields
-                .iter()
-                .filter_map(|(k, v)| match (to_reply(k), v) {
-                    (Reply::Str(name), Value::Int(n)) => Some((name, u64::try_from(*n).ok()?)),
-                    _ => None,
-                })
-                .collect();
-            by_slot.insert(u16::try_from(*slot).ok()?, map);
+            let mut map = std::collections::BTreeMap::new();
+            for (k, v) in &fields {
+                if let (Reply::Str(name), Value::Int(n)) = (to_reply(k), v) {
+                    match u64::try_from(*n) {
+                        Ok(x) if x <= MAX_PLAUSIBLE_COUNT => {
+                            map.insert(name, x);
+                        }
+                        _ => return Err(implausible(&name, *slot, *n)),
+                    }
+                }
+            }
+            let Ok(slot) = u16::try_from(*slot) else {
+                return Ok(None);
+            };
+            by_slot.insert(slot, map);
         }
     }
-    slots.iter().map(|s| by_slot.get(s).cloned()).collect()
+    Ok(slots.iter().map(|s| by_slot.get(s).cloned()).collect())
 }
 
 /// Empty SCAN pages in a row after which a scan is taken to make no progress (a legitimate

@@ -26,6 +26,159 @@ fn fake(reply: &'static [u8]) -> u16 {
     port
 }
 
+/// A one-node "cluster" that answers each command with what `answer` returns for it (the
+/// command's arguments and the server's port), parsing requests as RESP arrays.
+fn scripted(answer: fn(&[Vec<u8>], u16) -> Vec<u8>) -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for c in l.incoming() {
+            let Ok(c) = c else { continue };
+            std::thread::spawn(move || {
+                let mut r = std::io::BufReader::new(c.try_clone().unwrap());
+                let mut w = c;
+                let mut line = String::new();
+                loop {
+                    line.clear();
+                    if std::io::BufRead::read_line(&mut r, &mut line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    let Some(n) = line
+                        .trim()
+                        .strip_prefix('*')
+                        .and_then(|n| n.parse::<usize>().ok())
+                    else {
+                        return;
+                    };
+                    let mut args = Vec::new();
+                    for _ in 0..n {
+                        line.clear();
+                        let _ = std::io::BufRead::read_line(&mut r, &mut line);
+                        let len: usize = line.trim().trim_start_matches('$').parse().unwrap_or(0);
+                        let mut arg = vec![0u8; len + 2];
+                        if r.read_exact(&mut arg).is_err() {
+                            return;
+                        }
+                        arg.truncate(len);
+                        args.push(arg);
+                    }
+                    if w.write_all(&answer(&args, port)).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    port
+}
+
+fn bulk(s: &str) -> Vec<u8> {
+    format!("${}\r\n{s}\r\n", s.len()).into_bytes()
+}
+
+/// A one-node cluster owning every slot, answering SCAN with `scan` for every cursor, and
+/// CLUSTER SLOT-STATS with `slot_stats` (else as a server without it).
+fn one_node(args: &[Vec<u8>], port: u16, scan: &[u8], slot_stats: Option<&[u8]>) -> Vec<u8> {
+    let id = "0123456789abcdef0123456789abcdef01234567";
+    let word = |i: usize| {
+        args.get(i)
+            .map(|a| String::from_utf8_lossy(a).to_ascii_uppercase())
+            .unwrap_or_default()
+    };
+    match (word(0).as_str(), word(1).as_str()) {
+        ("PING", _) => b"+PONG\r\n".to_vec(),
+        ("CLUSTER", "NODES") => bulk(&format!(
+            "{id} 127.0.0.1:{port}@{} myself,master - 0 0 1 connected 0-16383\n",
+            u32::from(port) + 10000
+        )),
+        ("CLUSTER", "SLOTS") => {
+            let mut r = b"*1\r\n*3\r\n:0\r\n:16383\r\n*3\r\n".to_vec();
+            r.extend(bulk("127.0.0.1"));
+            r.extend(format!(":{port}\r\n").into_bytes());
+            r.extend(bulk(id));
+            r
+        }
+        ("SCAN", _) => scan.to_vec(),
+        ("CLUSTER", "COUNTKEYSINSLOT") => b":9223372036854775807\r\n".to_vec(),
+        ("CLUSTER", "SLOT-STATS") if slot_stats.is_some() => {
+            slot_stats.unwrap_or_default().to_vec()
+        }
+        ("DBSIZE", _) => b":1\r\n".to_vec(),
+        _ => b"-ERR unknown command\r\n".to_vec(),
+    }
+}
+
+/// A node that gives the same SCAN page forever (a non-zero cursor that comes back, the same
+/// keys): `scan -o` and `analyze --sample all` stop with an error naming the node instead of
+/// running for ever.
+fn a_scan_that_repeats_its_pages_is_stopped() {
+    let port =
+        scripted(|args, port| one_node(args, port, b"*2\r\n$1\r\n7\r\n*1\r\n$3\r\nabc\r\n", None));
+    let url = format!("redis://127.0.0.1:{port}");
+    let dir = tempfile::tempdir().unwrap();
+    let out_file = dir.path().join("keys.txt");
+    for args in [
+        vec![
+            "scan",
+            "--cluster",
+            &url,
+            "--sample",
+            "all",
+            "-o",
+            out_file.to_str().unwrap(),
+        ],
+        vec!["analyze", "--cluster", &url, "--sample", "all"],
+    ] {
+        let out = keyplan()
+            .env("KEYPLAN_TIMEOUT", "5")
+            .args(&args)
+            .timeout(Duration::from_secs(60))
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {text}");
+        assert!(
+            text.contains("makes no progress") && text.contains(&format!("127.0.0.1:{port}")),
+            "{text}"
+        );
+    }
+}
+
+/// A node that says a slot holds 2^63−1 keys (COUNTKEYSINSLOT), or a negative count
+/// (SLOT-STATS): refused naming the node, never summed into a wrapped total.
+fn implausible_counts_are_refused() {
+    const ONE_PAGE: &[u8] = b"*2\r\n$1\r\n0\r\n*1\r\n$3\r\nabc\r\n";
+    let huge = scripted(|args, port| one_node(args, port, ONE_PAGE, None));
+    // A key count below zero for slot 0.
+    let negative = scripted(|args, port| {
+        let stats = b"*1\r\n*2\r\n:0\r\n*2\r\n$9\r\nkey-count\r\n:-5\r\n";
+        one_node(args, port, ONE_PAGE, Some(stats))
+    });
+    for (port, want) in [
+        (huge, "9223372036854775807 keys"),
+        (negative, "key-count -5"),
+    ] {
+        let url = format!("redis://127.0.0.1:{port}");
+        let out = keyplan()
+            .env("KEYPLAN_TIMEOUT", "5")
+            .args(["analyze", "--cluster", &url])
+            .timeout(Duration::from_secs(60))
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{text}{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        assert!(
+            text.contains(want) && text.contains(&format!("127.0.0.1:{port}")),
+            "{text}"
+        );
+    }
+}
+
 fn hostile_servers_get_clear_errors() {
     for (reply, want) in [
         (
@@ -139,6 +292,14 @@ fn a_bad_timeout_is_named() {
 
 /// This module's tests, run by the harness in `main.rs`.
 pub(crate) const TESTS: &[crate::support::Test] = &[
+    (
+        "implausible_counts_are_refused",
+        implausible_counts_are_refused,
+    ),
+    (
+        "a_scan_that_repeats_its_pages_is_stopped",
+        a_scan_that_repeats_its_pages_is_stopped,
+    ),
     (
         "hostile_servers_get_clear_errors",
         hostile_servers_get_clear_errors,
