@@ -38,14 +38,44 @@ pub enum Packed {
     Zipmap,
 }
 
-/// Elements of a blob of `kind` (for hashes and sorted sets: entries, not pairs).
-pub fn count(kind: Packed, b: &[u8]) -> Option<u64> {
-    match kind {
-        Packed::Ziplist => ziplist_len(b),
-        Packed::Listpack => listpack_len(b),
-        Packed::Intset => intset_len(b),
-        Packed::Zipmap => zipmap_len(b),
-    }
+/// Elements of a blob of `kind` whose whole length is `total` bytes (`b` may be only its
+/// first bytes, when the header's count is exact); for hashes and sorted sets: entries, not
+/// pairs. `None` when the header disagrees with the blob's length or claims more elements
+/// than its bytes can hold (a damaged or hostile snapshot).
+pub fn count(kind: Packed, b: &[u8], total: usize) -> Option<u64> {
+    let u32_at = |at: usize| -> Option<usize> {
+        Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?) as usize)
+    };
+    // The smallest blob that holds `n` elements: its fixed bytes plus the least each takes.
+    let fits = |n: u64, fixed: usize, least: usize| {
+        (n as u128) * (least as u128) + fixed as u128 <= total as u128
+    };
+    let n = match kind {
+        Packed::Ziplist => {
+            if u32_at(0)? != total {
+                return None;
+            }
+            let n = ziplist_len(b)?;
+            fits(n, 11, 2).then_some(n)?
+        }
+        Packed::Listpack => {
+            if u32_at(0)? != total {
+                return None;
+            }
+            let n = listpack_len(b)?;
+            fits(n, 7, 2).then_some(n)?
+        }
+        Packed::Intset => {
+            let n = intset_len(b)?;
+            let width = u32_at(0)? as u128;
+            (8 + n as u128 * width == total as u128).then_some(n)?
+        }
+        Packed::Zipmap => {
+            let n = zipmap_len(b)?;
+            fits(n / 2, 2, 3).then_some(n)?
+        }
+    };
+    Some(n)
 }
 
 fn ziplist_walk(b: &[u8]) -> Option<u64> {
@@ -206,6 +236,30 @@ mod tests {
         b.extend_from_slice(&[2, 0xfe, 7]);
         b.push(0xff);
         assert_eq!(ziplist_len(&b), Some(4));
+    }
+
+    #[test]
+    fn counts_are_bounded_by_the_bytes_that_hold_them() {
+        // An intset header claiming 4,294,967,295 members in 25 bytes.
+        let mut i = 2u32.to_le_bytes().to_vec();
+        i.extend_from_slice(&u32::MAX.to_le_bytes());
+        i.resize(25, 0);
+        assert_eq!(count(Packed::Intset, &i, i.len()), None);
+        // A true one: 3 members of 2 bytes.
+        let mut i = 2u32.to_le_bytes().to_vec();
+        i.extend_from_slice(&3u32.to_le_bytes());
+        i.extend_from_slice(&[1, 0, 2, 0, 3, 0]);
+        assert_eq!(count(Packed::Intset, &i, i.len()), Some(3));
+        // A listpack whose total_bytes lies, or whose count cannot fit its bytes.
+        let lp = listpack(&[b"a", b"bc", b"def"], 3);
+        assert_eq!(count(Packed::Listpack, &lp, lp.len()), Some(3));
+        let mut lying = lp.clone();
+        lying[0..4].copy_from_slice(&1_000_000u32.to_le_bytes());
+        assert_eq!(count(Packed::Listpack, &lying, lying.len()), None);
+        let many = listpack(&[b"a"], 60_000);
+        assert_eq!(count(Packed::Listpack, &many, many.len()), None);
+        // Only the header read (the count is exact there): judged by the whole blob's length.
+        assert_eq!(count(Packed::Listpack, &lp[..HEADER], lp.len()), Some(3));
     }
 
     #[test]

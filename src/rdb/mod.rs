@@ -198,6 +198,12 @@ pub struct Parser<'a> {
 
 type R<T> = Result<T, RdbError>;
 
+/// The newest Redis RDB version read (Redis 7.4 and 8 write 12).
+const MAX_REDIS_RDB: u32 = 15;
+
+/// The newest Valkey RDB version read (Valkey 9 writes 80).
+const MAX_VALKEY_RDB: u32 = 89;
+
 impl<'a> Parser<'a> {
     /// Checks the header and positions the parser on the first record.
     pub fn new(data: &'a [u8]) -> R<Parser<'a>> {
@@ -205,12 +211,17 @@ impl<'a> Parser<'a> {
             offset: 0,
             message: "not an RDB snapshot: it does not start with REDIS0… or VALKEY…".into(),
         })?;
-        let redis_ok = magic == Magic::Redis && (1..=79).contains(&version);
-        let valkey_ok = magic == Magic::Valkey && (80..=999).contains(&version);
+        // Redis writes versions 1–12 today and Valkey 9 writes 80: a few versions past those
+        // are read (a new server may only add what the reader then names as unknown), a
+        // number far past them is damage.
+        let redis_ok = magic == Magic::Redis && (1..=MAX_REDIS_RDB).contains(&version);
+        let valkey_ok = magic == Magic::Valkey && (80..=MAX_VALKEY_RDB).contains(&version);
         if !(redis_ok || valkey_ok) {
             return Err(RdbError {
                 offset: 5,
-                message: format!("RDB version {version} is not one any server writes"),
+                message: format!(
+                    "RDB version {version} is not one any server writes (Redis writes 1 to 12, Valkey 80): a damaged header"
+                ),
             });
         }
         Ok(Parser {
@@ -387,7 +398,7 @@ impl<'a> Parser<'a> {
     fn packed_count(&mut self, s: Str, kind: Packed) -> Option<u64> {
         match s {
             Str::Int(_) => None,
-            Str::Raw { start, len } => blob::count(kind, &self.data[start..start + len]),
+            Str::Raw { start, len } => blob::count(kind, &self.data[start..start + len], len),
             Str::Lzf { start, clen, ulen } => {
                 let input = &self.data[start..start + clen];
                 let mut buf = std::mem::take(&mut self.scratch);
@@ -396,7 +407,11 @@ impl<'a> Parser<'a> {
                     // The header's count is exact, or the whole blob is expanded and walked.
                     let whole = blob::header_count_exact(kind, &buf)
                         || lzf::decompress(input, ulen, &mut buf).is_ok();
-                    n = if whole { blob::count(kind, &buf) } else { None };
+                    n = if whole {
+                        blob::count(kind, &buf, ulen)
+                    } else {
+                        None
+                    };
                 }
                 self.scratch = buf;
                 n
@@ -448,7 +463,17 @@ impl<'a> Parser<'a> {
                     }
                     return Ok(None);
                 }
-                0xfe => self.db = self.len()?,
+                0xfe => {
+                    let db = self.len()?;
+                    // Servers number their databases with a C int.
+                    if db > i32::MAX as u64 {
+                        return self.err(
+                            at,
+                            format!("SELECTDB {db}: no server has that many databases"),
+                        );
+                    }
+                    self.db = db;
+                }
                 0xfd => {
                     expires_at_ms = Some(u32::from_le_bytes(self.fixed("an expiry")?) as i64 * 1000)
                 }
@@ -834,6 +859,26 @@ mod tests {
         assert_eq!(k.expires_at_ms, Some(1_700_000_000_000));
         assert!(p.next_key().unwrap().is_none());
         assert_eq!(p.aux(), &[(b"abc".to_vec(), b"x".to_vec())]);
+    }
+
+    #[test]
+    fn headers_and_numbers_no_server_writes_are_damage() {
+        for head in [&b"VALKEY999"[..], b"REDIS0079", b"REDIS0000"] {
+            let e = Parser::new(head).err().unwrap();
+            assert!(e.message.contains("not one any server writes"), "{e}");
+        }
+        assert!(Parser::new(b"REDIS0012").is_ok());
+        assert!(Parser::new(b"VALKEY080").is_ok());
+        // SELECTDB 2^64-1 (a 64-bit length: 0x81 then 8 big-endian bytes).
+        let mut body = vec![0xfe, 0x81];
+        body.extend_from_slice(&u64::MAX.to_be_bytes());
+        body.extend_from_slice(&[0, 1, b'k', 1, b'v']);
+        let data = file(&body);
+        let e = Parser::new(&data).unwrap().next_key().unwrap_err();
+        assert!(
+            e.message.contains("no server has that many databases"),
+            "{e}"
+        );
     }
 
     #[test]
