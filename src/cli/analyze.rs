@@ -112,6 +112,9 @@ fn run_live(
     let analysis = args.sampling.with_progress(ctx, &opts, &masters, |tick| {
         live.analyze(&topology, &config, &opts, window, source.clone(), tick)
     })?;
+    for r in &analysis.refused {
+        writeln!(ctx.stderr, "note: {r}")?;
+    }
     if analysis.load_from_commandstats {
         writeln!(
             ctx.stderr,

@@ -12,13 +12,28 @@ use crate::topology::{Node, Topology};
 /// What the servers measured of each node of a topology (the nodes not sampled count 0).
 #[derive(Debug, Clone)]
 pub struct NodeMeasures {
-    /// Data bytes as `INFO memory` counts them (`used_memory_dataset`).
-    pub dataset: Vec<u64>,
+    /// Data bytes as `INFO memory` counts them (`used_memory_dataset`); `None` when a server
+    /// refused `INFO` (an ACL user without it).
+    pub dataset: Option<Vec<u64>>,
     /// Each node's load: the sums of its slots' `CLUSTER SLOT-STATS` counters, else its
     /// command time from `INFO commandstats`; `None` on a ring without per-slot counters.
     pub load: Option<Vec<NodeLoad>>,
     /// The load is `INFO commandstats` (the servers do not count load per slot).
     pub from_commandstats: bool,
+    /// What a server refused to say, in words (an ACL user without `INFO`): left out.
+    pub refused: Vec<String>,
+}
+
+/// Whether a node's error is a permission refusal (ACL `NOPERM`): the figure is then left
+/// out and said to be, not an error of the run.
+fn refused(e: &LiveError) -> bool {
+    match e {
+        LiveError::Node { reason, .. } => {
+            let r = reason.to_ascii_lowercase();
+            r.contains("noperm") || r.contains("no permissions")
+        }
+        _ => false,
+    }
 }
 
 impl LiveCluster {
@@ -31,7 +46,8 @@ impl LiveCluster {
         slot_load: Option<&SlotLoad>,
     ) -> Result<NodeMeasures, LiveError> {
         let asked = |n: &Node| sampled.iter().any(|t| t.address == n.address);
-        let dataset = topology
+        let mut refusals = Vec::new();
+        let dataset = match topology
             .nodes()
             .iter()
             .map(|n| {
@@ -41,7 +57,15 @@ impl LiveCluster {
                     Ok(0)
                 }
             })
-            .collect::<Result<_, _>>()?;
+            .collect::<Result<Vec<u64>, _>>()
+        {
+            Ok(d) => Some(d),
+            Err(e) if refused(&e) => {
+                refusals.push(format!("data bytes (INFO memory) left out: {e}"));
+                None
+            }
+            Err(e) => return Err(e),
+        };
         let (load, from_commandstats) = match slot_load {
             Some(l) => {
                 let load = NodeLoad::per_node(topology, &l.cpu_usec, &l.net_in, &l.net_out);
@@ -62,8 +86,15 @@ impl LiveCluster {
                             network_bytes_out: None,
                         })
                     })
-                    .collect::<Result<_, LiveError>>()?;
-                (Some(load), true)
+                    .collect::<Result<_, LiveError>>();
+                match load {
+                    Ok(load) => (Some(load), true),
+                    Err(e) if refused(&e) => {
+                        refusals.push(format!("each node's CPU (INFO commandstats) left out: {e}"));
+                        (None, false)
+                    }
+                    Err(e) => return Err(e),
+                }
             }
             None => (None, false),
         };
@@ -71,6 +102,7 @@ impl LiveCluster {
             dataset,
             load,
             from_commandstats,
+            refused: refusals,
         })
     }
 

@@ -21,6 +21,9 @@ pub struct LiveAnalysis {
     /// Each node's load is its command time from `INFO commandstats`: the servers do not count
     /// load per slot.
     pub load_from_commandstats: bool,
+    /// What the servers refused to say (an ACL user without `INFO`), in words: left out of
+    /// the report.
+    pub refused: Vec<String>,
 }
 
 /// A migration preview's weights from a live sample.
@@ -84,7 +87,9 @@ impl LiveCluster {
             analyzer.set_exact_slot_keys(exact);
         }
         let measured = self.measure_nodes(topology, nodes, sample.slot_load.as_ref())?;
-        analyzer.set_node_dataset(measured.dataset);
+        if let Some(d) = measured.dataset {
+            analyzer.set_node_dataset(d);
+        }
         if let Some(load) = measured.load {
             analyzer.set_node_load(load);
         }
@@ -111,6 +116,7 @@ impl LiveCluster {
         Ok(LiveAnalysis {
             report,
             load_from_commandstats: measured.from_commandstats,
+            refused: measured.refused,
         })
     }
 

@@ -1442,8 +1442,41 @@ fn slot_owners_are_compared_by_node_id() {
     assert_eq!(live.owners_changed_from(&owners).unwrap(), 1);
 }
 
+/// An ACL user without INFO (`-info`) can still analyze: the data bytes and each node's CPU,
+/// which only INFO gives, are left out with a note saying so, and the keys are counted as for
+/// anyone.
+fn an_acl_user_without_info_still_analyzes() {
+    let Some(cluster) = Cluster::create() else {
+        return;
+    };
+    cluster.load(&generated_keys(500));
+    for n in &cluster.nodes {
+        let r = n.connect().call(&[
+            b"ACL", b"SETUSER", b"limited", b"on", b">pw", b"~*", b"+@all", b"-info",
+        ]);
+        assert!(matches!(r, Ok(crate::support::Reply::Status(_))), "{r:?}");
+    }
+    let url = format!("redis://limited:pw@127.0.0.1:{}", cluster.nodes[0].port);
+    let out = keyplan()
+        .args(["analyze", "--cluster", &url, "--format", "json"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("note: data bytes (INFO memory) left out"),
+        "{err}"
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["totals"]["keys"], 500, "{v}");
+}
+
 /// This module's tests, run by the harness in `main.rs`.
 pub(crate) const TESTS: &[crate::support::Test] = &[
+    (
+        "an_acl_user_without_info_still_analyzes",
+        an_acl_user_without_info_still_analyzes,
+    ),
     (
         "per_node_counts_equal_each_masters_dbsize",
         per_node_counts_equal_each_masters_dbsize,
