@@ -310,22 +310,80 @@ impl BatchArgs {
 
     /// The observed batches: the batch file's, then the capture's as it is read.
     pub fn observed(&self) -> anyhow::Result<Observed> {
-        let listed = match &self.files.batches {
-            Some(p) => read_batch_file(p)?,
-            None => Vec::new(),
-        };
+        let listed = self
+            .files
+            .batches
+            .as_deref()
+            .map(BatchFileReader::open)
+            .transpose()?;
         let capture = self.monitor.as_deref().map(MonitorFile::open).transpose()?;
         Ok(Observed {
-            listed: listed.into_iter(),
+            listed,
             capture,
             captured: 0,
         })
     }
 }
 
+/// A batch file read one line at a time: memory of one batch, whatever the file's length.
+pub struct BatchFileReader {
+    path: PathBuf,
+    lines: std::io::Lines<std::io::BufReader<std::fs::File>>,
+    line: usize,
+}
+
+impl BatchFileReader {
+    /// Opens the batch file at `path`.
+    pub fn open(path: &Path) -> anyhow::Result<BatchFileReader> {
+        let f = std::fs::File::open(path).map_err(|e| {
+            UserError::new(
+                format!("cannot open batch file '{}': {e}", path.display()),
+                "check the path and its permissions",
+            )
+        })?;
+        Ok(BatchFileReader {
+            path: path.to_path_buf(),
+            lines: std::io::BufRead::lines(std::io::BufReader::with_capacity(1 << 16, f)),
+            line: 0,
+        })
+    }
+}
+
+impl Iterator for BatchFileReader {
+    type Item = anyhow::Result<Batch>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let text = self.lines.next()?;
+            self.line += 1;
+            let text = match text {
+                Ok(t) => t,
+                Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                    return Some(Err(anyhow::anyhow!(
+                        "{}: line {}: not UTF-8 text (a batch file is text, one batch a line)",
+                        self.path.display(),
+                        self.line
+                    )));
+                }
+                Err(e) => {
+                    return Some(Err(anyhow::anyhow!(
+                        "reading batch file {}: {e}",
+                        self.path.display()
+                    )));
+                }
+            };
+            match crate::simulate::batch::parse_batch_line(&text, self.line) {
+                Ok(Some(b)) => return Some(Ok(b)),
+                Ok(None) => continue,
+                Err(e) => return Some(Err(anyhow::anyhow!("{}: {e}", self.path.display()))),
+            }
+        }
+    }
+}
+
 /// The observed batches of [`BatchArgs::observed`], one at a time.
 pub struct Observed {
-    listed: std::vec::IntoIter<Batch>,
+    listed: Option<BatchFileReader>,
     capture: Option<MonitorFile>,
     captured: u64,
 }
@@ -334,8 +392,8 @@ impl Iterator for Observed {
     type Item = anyhow::Result<Batch>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if let Some(b) = self.listed.next() {
-            return Some(Ok(b));
+        if let Some(b) = self.listed.as_mut().and_then(Iterator::next) {
+            return Some(b);
         }
         let b = self.capture.as_mut()?.next()?;
         self.captured += 1;

@@ -308,44 +308,48 @@ pub(crate) fn op_of(args: Vec<Vec<u8>>, line: usize, strict: Strictness) -> Resu
 
 /// Parses a batch file: one batch a line; blank lines and `#` comments are skipped.
 pub fn parse_batches(text: &str) -> Result<Vec<Batch>, BatchError> {
-    let mut out = Vec::new();
-    for (i, raw) in text.lines().enumerate() {
-        let line = i + 1;
-        let l = raw.trim();
-        if l.is_empty() || l.starts_with('#') {
-            continue;
-        }
-        let (head, rest) = l.split_once(char::is_whitespace).unwrap_or((l, ""));
-        let upper = head.to_ascii_uppercase();
-        let (kind, parts): (BatchKind, Vec<&str>) = match upper.as_str() {
-            "PIPELINE" => (BatchKind::Pipeline, rest.split(';').collect()),
-            "MULTI" => (BatchKind::Multi, rest.split(';').collect()),
-            _ => (BatchKind::MultiKey, vec![l]),
-        };
-        let mut ops = Vec::new();
-        for p in parts.iter().map(|p| p.trim()).filter(|p| !p.is_empty()) {
-            ops.push(op_of(split_args(p, line, 1)?, line, Strictness::File)?);
-        }
-        if ops.is_empty() {
-            return Err(BatchError::NoCommands { line, head: upper });
-        }
-        let kind = if kind == BatchKind::MultiKey
-            && matches!(
-                ops[0].command.as_str(),
-                "EVAL" | "EVALSHA" | "EVAL_RO" | "EVALSHA_RO" | "FCALL" | "FCALL_RO"
-            ) {
-            BatchKind::Script
-        } else {
-            kind
-        };
-        let name = if l.len() > 60 {
-            format!("line {line}: {}…", &l[..l.floor_char_boundary(57)])
-        } else {
-            format!("line {line}: {l}")
-        };
-        out.push(Batch::at_line(name, line, kind, ops));
+    text.lines()
+        .enumerate()
+        .filter_map(|(i, l)| parse_batch_line(l, i + 1).transpose())
+        .collect()
+}
+
+/// One line of a batch file (1-based `line`): its batch, `None` for a blank line or a `#`
+/// comment. A file is read a line at a time through this, in memory of one batch.
+pub fn parse_batch_line(raw: &str, line: usize) -> Result<Option<Batch>, BatchError> {
+    let l = raw.trim();
+    if l.is_empty() || l.starts_with('#') {
+        return Ok(None);
     }
-    Ok(out)
+    let (head, rest) = l.split_once(char::is_whitespace).unwrap_or((l, ""));
+    let upper = head.to_ascii_uppercase();
+    let (kind, parts): (BatchKind, Vec<&str>) = match upper.as_str() {
+        "PIPELINE" => (BatchKind::Pipeline, rest.split(';').collect()),
+        "MULTI" => (BatchKind::Multi, rest.split(';').collect()),
+        _ => (BatchKind::MultiKey, vec![l]),
+    };
+    let mut ops = Vec::new();
+    for p in parts.iter().map(|p| p.trim()).filter(|p| !p.is_empty()) {
+        ops.push(op_of(split_args(p, line, 1)?, line, Strictness::File)?);
+    }
+    if ops.is_empty() {
+        return Err(BatchError::NoCommands { line, head: upper });
+    }
+    let kind = if kind == BatchKind::MultiKey
+        && matches!(
+            ops[0].command.as_str(),
+            "EVAL" | "EVALSHA" | "EVAL_RO" | "EVALSHA_RO" | "FCALL" | "FCALL_RO"
+        ) {
+        BatchKind::Script
+    } else {
+        kind
+    };
+    let name = if l.len() > 60 {
+        format!("line {line}: {}…", &l[..l.floor_char_boundary(57)])
+    } else {
+        format!("line {line}: {l}")
+    };
+    Ok(Some(Batch::at_line(name, line, kind, ops)))
 }
 
 /// A value of a variable for generated keys: the `n`-th distinct value of its kind.
@@ -391,8 +395,21 @@ pub fn from_scheme(s: &Scheme, size_override: Option<u64>) -> Vec<Batch> {
 /// Like [`from_scheme`], the `instance`-th time the application runs each batch: other
 /// values of every variable (instance 0 is [`from_scheme`]'s).
 pub fn from_scheme_instance(s: &Scheme, size_override: Option<u64>, instance: u64) -> Vec<Batch> {
-    let mut out = Vec::new();
-    for b in &s.batches {
+    s.batches
+        .iter()
+        .map(|b| scheme_batch_instance(s, b, size_override, instance))
+        .collect()
+}
+
+/// The scheme batch `b` the `instance`-th time the application runs it (see
+/// [`from_scheme_instance`]): one batch, so that a caller can judge instances one at a time.
+pub fn scheme_batch_instance(
+    s: &Scheme,
+    b: &crate::scheme::Batch,
+    size_override: Option<u64>,
+    instance: u64,
+) -> Batch {
+    {
         let size = size_override
             .or(b.size)
             .unwrap_or(b.keys.len() as u64)
@@ -479,16 +496,15 @@ pub fn from_scheme_instance(s: &Scheme, size_override: Option<u64>, instance: u6
                 (BatchKind::MultiKey, vec![Op::new(args, key_at, &values_at)])
             }
         };
-        out.push(Batch {
+        Batch {
             name: b.name.clone(),
             id: BatchId::of(None, Some(b.name.clone()), kind, &ops),
             kind,
             ops,
             script_ran: Vec::new(),
             allow_cross_slot: false,
-        });
+        }
     }
-    out
 }
 
 #[cfg(test)]

@@ -9,8 +9,19 @@ use crate::scheme::Scheme;
 use crate::topology::Topology;
 use std::collections::HashSet;
 
-/// Generated instances a scheme batch is judged over.
+/// Generated instances a scheme batch is judged over (fewer for a batch of many keys, see
+/// [`instances_for`]).
 pub const INSTANCES: u64 = 256;
+
+/// Keys generated in all, at most, to judge one scheme batch: a batch of 100,000 keys is
+/// judged over 20 instances, not 256 (work in proportion to the batch, not to size × 256).
+const JUDGED_KEYS: u64 = 2_000_000;
+
+/// Instances a scheme batch of `size` keys is judged over: [`INSTANCES`], fewer past
+/// [`JUDGED_KEYS`] in all, never fewer than 16.
+pub fn instances_for(size: u64) -> u64 {
+    (JUDGED_KEYS / size.max(1)).clamp(16, INSTANCES)
+}
 
 /// What is run on each batch.
 #[derive(Debug, Clone)]
@@ -50,8 +61,8 @@ pub struct Simulation<'a> {
     topology: &'a Topology,
     net: &'a NetworkModel,
     mode: Mode,
-    /// A scheme's batches under other values of its variables, per instance.
-    instances: Vec<Vec<Batch>>,
+    /// The scheme its batches are generated from (their instances are generated when judged).
+    scheme: Option<Scheme>,
     /// Names of the scheme batches already judged.
     judged: HashSet<String>,
 }
@@ -65,17 +76,11 @@ impl<'a> Simulation<'a> {
         mode: Mode,
         scheme: Option<&Scheme>,
     ) -> Simulation<'a> {
-        let instances = match scheme {
-            Some(s) => (0..INSTANCES)
-                .map(|i| batch::from_scheme_instance(s, None, i))
-                .collect(),
-            None => Vec::new(),
-        };
         Simulation {
             topology,
             net,
             mode,
-            instances,
+            scheme: scheme.cloned(),
             judged: HashSet::new(),
         }
     }
@@ -122,14 +127,16 @@ impl<'a> Simulation<'a> {
         if !self.judged.insert(b.name.clone()) {
             return None;
         }
-        let generated: Vec<Batch> = self
-            .instances
-            .iter()
-            .filter_map(|i| i.iter().find(|x| x.name == b.name).cloned())
-            .collect();
-        Some(
-            over_instances(&generated, self.topology)
-                .unwrap_or_else(|| as_written(b, self.topology)),
-        )
+        let declared = self
+            .scheme
+            .as_ref()
+            .and_then(|s| Some((s, s.batches.iter().find(|x| x.name == b.name)?)));
+        let verdict = declared.and_then(|(s, d)| {
+            let size = d.size.unwrap_or(d.keys.len() as u64);
+            let generated =
+                (0..instances_for(size)).map(|i| batch::scheme_batch_instance(s, d, None, i));
+            over_instances(generated, self.topology)
+        });
+        Some(verdict.unwrap_or_else(|| as_written(b, self.topology)))
     }
 }

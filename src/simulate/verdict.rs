@@ -77,39 +77,51 @@ pub struct Instances {
 }
 
 /// The verdict of a scheme batch over its generated `instances` (the first is the one shown):
-/// refused when any instance is, with the share in the message.
-pub fn over_instances(instances: &[Batch], topo: &Topology) -> Option<Verdict> {
-    let first = instances.first()?;
-    let all: Vec<Verdict> = instances.iter().map(|b| as_written(b, topo)).collect();
-    let failing = all.iter().filter(|v| v.outcome != Outcome::Ok).count();
-    let mean_nodes = instances
-        .iter()
-        .map(|b| {
-            let mut n: Vec<usize> = b.keys().filter_map(|k| topo.node_of(k)).collect();
-            n.sort_unstable();
-            n.dedup();
-            n.len() as f64
-        })
-        .sum::<f64>()
-        / instances.len() as f64;
+/// refused when any instance is, with the share in the message. The instances are judged one
+/// at a time as they come: memory of one instance, whatever their number and size.
+pub fn over_instances(
+    instances: impl IntoIterator<Item = Batch>,
+    topo: &Topology,
+) -> Option<Verdict> {
+    let mut first: Option<Verdict> = None;
+    let mut first_failing: Option<Verdict> = None;
+    let (mut generated, mut failing, mut nodes_sum) = (0usize, 0usize, 0.0f64);
+    let mut nodes: Vec<usize> = Vec::new();
+    for b in instances {
+        let v = as_written(&b, topo);
+        nodes.clear();
+        nodes.extend(b.keys().filter_map(|k| topo.node_of(k)));
+        nodes.sort_unstable();
+        nodes.dedup();
+        nodes_sum += nodes.len() as f64;
+        generated += 1;
+        if v.outcome != Outcome::Ok {
+            failing += 1;
+            if first_failing.is_none() {
+                first_failing = Some(v.clone());
+            }
+        }
+        if first.is_none() {
+            first = Some(v);
+        }
+    }
+    let first = first?;
     let stats = Instances {
-        generated: instances.len(),
+        generated,
         failing,
-        share_failing: failing as f64 / instances.len() as f64,
-        mean_nodes,
+        share_failing: failing as f64 / generated as f64,
+        mean_nodes: nodes_sum / generated as f64,
     };
-    let mut v = match all.iter().position(|v| v.outcome != Outcome::Ok) {
-        Some(i) => {
-            let mut v = all[i].clone();
+    let mut v = match first_failing {
+        Some(mut v) => {
             v.message = Some(format!(
-                "{} (in {failing} of {} generated instances, {:.0}%)",
+                "{} (in {failing} of {generated} generated instances, {:.0}%)",
                 v.message.unwrap_or_default(),
-                instances.len(),
                 stats.share_failing * 100.0
             ));
             v
         }
-        None => as_written(first, topo),
+        None => first,
     };
     v.instances = Some(stats);
     Some(v)
