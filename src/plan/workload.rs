@@ -84,7 +84,19 @@ pub struct Workload {
     pub source: &'static str,
     /// Sample keys matching no declared pattern.
     pub unmatched: u64,
+    /// Each family's weight per node as the scheme writes its keys, computed once: a plan
+    /// scores many rewrites of a few families, and the others' keys need not be hashed again.
+    base: std::sync::OnceLock<Vec<Vec<f64>>>,
 }
+
+/// Synthetic keys generated in all, at most: a scheme of many families gets fewer per family
+/// (never fewer than [`SYNTHETIC_MIN_PER_FAMILY`]), so memory and time stay bounded.
+const SYNTHETIC_BUDGET: u64 = 1_000_000;
+/// Pattern pieces (literals and variables) rendered per family's synthetic keys, at most: a
+/// pattern of 300 placeholders gets fewer keys than one of 3.
+const SYNTHETIC_PIECES: u64 = 200_000;
+/// The fewest synthetic keys a family gets.
+const SYNTHETIC_MIN_PER_FAMILY: u64 = 256;
 
 /// A pattern rewrite to score: family index, its new template, and how to fill `<bucket>`-like
 /// variables the original does not have (their cardinality).
@@ -156,6 +168,8 @@ impl Workload {
     /// with values drawn from each variable's declared range, weighted so a family counts as
     /// many keys as the product of its variables' cardinalities.
     pub fn synthetic(scheme: &Scheme, nodes: usize) -> Workload {
+        let per_family = (SYNTHETIC_BUDGET / scheme.keys.len().max(1) as u64)
+            .clamp(SYNTHETIC_MIN_PER_FAMILY, SYNTHETIC_PER_FAMILY);
         let families = scheme
             .keys
             .iter()
@@ -165,7 +179,9 @@ impl Workload {
                 let total: u64 = vars.iter().fold(1u64, |acc, v| {
                     acc.saturating_mul(scheme.cardinality(v).unwrap_or(UNKNOWN_CARDINALITY).max(1))
                 });
-                let m = total.clamp(1, SYNTHETIC_PER_FAMILY);
+                // A pattern of many pieces costs as much per key: fewer keys for it.
+                let pieces = k.template.segs.len().max(1) as u64;
+                let m = total.clamp(1, per_family.min((SYNTHETIC_PIECES / pieces).max(32)));
                 let weight = total as f64 / m as f64;
                 let keys = (0..m)
                     .map(|j| FamilyKey {
@@ -196,6 +212,7 @@ impl Workload {
             other: vec![0.0; nodes],
             source: "declared cardinalities",
             unmatched: 0,
+            base: std::sync::OnceLock::new(),
         }
     }
 
@@ -210,6 +227,7 @@ impl Workload {
             other: vec![0.0; nodes],
             source: "sample",
             unmatched: 0,
+            base: std::sync::OnceLock::new(),
         }
     }
 
@@ -227,6 +245,7 @@ impl Workload {
         key: &[u8],
         matched: Option<(usize, Vec<String>)>,
     ) {
+        self.base = std::sync::OnceLock::new();
         match matched {
             Some((fi, captures)) => {
                 let t = &scheme.keys[fi].template;
@@ -267,9 +286,36 @@ impl Workload {
         let mut focus_per_node = vec![0.0; per_node.len()];
         let mut moved = 0.0;
         let mut renamed = 0.0;
+        let base = self.base.get_or_init(|| {
+            self.families
+                .iter()
+                .enumerate()
+                .map(|(fi, f)| {
+                    let mut per = vec![0.0; per_node.len()];
+                    let scale = f.scale();
+                    for k in &f.keys {
+                        let key = render(&scheme.keys[fi].template, &f.vars, &k.values, &[]);
+                        if let Some(n) = topo.node_of(&key) {
+                            per[n] += k.weight * scale;
+                        }
+                    }
+                    per
+                })
+                .collect()
+        });
         for (fi, f) in self.families.iter().enumerate() {
             let orig = &scheme.keys[fi].template;
             let rk = rekeys.iter().find(|r| r.family == fi);
+            // Not rewritten: as computed once.
+            if rk.is_none() {
+                for (n, w) in base[fi].iter().enumerate() {
+                    per_node[n] += w;
+                    if focus.contains(&fi) {
+                        focus_per_node[n] += w;
+                    }
+                }
+                continue;
+            }
             let scale = f.scale();
             for k in &f.keys {
                 let weight = k.weight * scale;

@@ -104,7 +104,28 @@ fn run_flat(
     out: &std::path::Path,
     min_written: usize,
 ) -> (i32, String, Vec<u8>) {
-    let mut args: Vec<String> = vec!["keyplan".into(), command.into(), "--monitor".into()];
+    run_flat_from(
+        command,
+        "--monitor",
+        capture,
+        format,
+        extra,
+        out,
+        min_written,
+    )
+}
+
+/// [`run_flat`] with the input given by `flag` (`--monitor`, `--batches`).
+fn run_flat_from(
+    command: &str,
+    flag: &str,
+    capture: &std::path::Path,
+    format: &str,
+    extra: &[&str],
+    out: &std::path::Path,
+    min_written: usize,
+) -> (i32, String, Vec<u8>) {
+    let mut args: Vec<String> = vec!["keyplan".into(), command.into(), flag.into()];
     args.push(capture.display().to_string());
     args.extend(["--format".into(), format.into(), "-o".into()]);
     args.push(out.display().to_string());
@@ -182,5 +203,102 @@ fn simulate_keeps_the_memory_of_one_batch() {
             let per_batch = if extra.is_empty() { 5 } else { 11 };
             assert!(doc["results"].as_array().unwrap().len() >= BATCHES * per_batch);
         }
+    }
+}
+
+/// Runs `keyplan ARGS…` in this process: its exit code, stderr, and how far the heap grew.
+fn peak_of(args: &[&str]) -> (i32, String, usize) {
+    let args: Vec<String> = std::iter::once("keyplan")
+        .chain(args.iter().copied())
+        .map(String::from)
+        .collect();
+    let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+    let before = HELD.load(Ordering::Relaxed);
+    PEAK.store(before, Ordering::Relaxed);
+    let status = keyplan::cli::run(args.iter(), &mut stdout, &mut stderr);
+    let grew_by = PEAK.load(Ordering::Relaxed) - before;
+    eprintln!(
+        "{}: peak heap {:.1} MB",
+        args.join(" "),
+        grew_by as f64 / (1 << 20) as f64
+    );
+    (
+        status as i32,
+        String::from_utf8_lossy(&stderr).into_owned(),
+        grew_by,
+    )
+}
+
+/// A batch file of many lines is read a line at a time: the heap holds one batch, not the
+/// file's (one-word lines took about 900 bytes each when the file was parsed whole).
+#[test]
+fn a_long_batch_file_keeps_the_memory_of_one_batch() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("batches.txt");
+    let mut text = String::new();
+    for i in 0..30_000 {
+        text.push_str(&format!("MGET a:{i} b:{i}\n"));
+    }
+    std::fs::write(&file, text).unwrap();
+    for command in ["simulate", "plan"] {
+        let out = dir.path().join(format!("{command}.json"));
+        let (status, stderr, _) =
+            run_flat_from(command, "--batches", &file, "json", &[], &out, 1 << 20);
+        assert!(status <= 1, "{command}: {stderr}");
+    }
+}
+
+/// A scheme batch of 20,000 keys is judged over generated instances one at a time, and a
+/// scheme of thousands of keys, or of a pattern with hundreds of placeholders, is planned on a
+/// bounded number of generated keys: the heap stays far from what the instances or keys
+/// would take all at once (1.2 GB, 4 GB and 450 MB before).
+#[test]
+fn large_schemes_stay_within_bounded_memory() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: String| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p.display().to_string()
+    };
+    let big_batch = write(
+        "batch.yaml",
+        "version: 1\nvars:\n  a: {kind: int, cardinality: 1000000}\nkeys:\n  k: { pattern: \"k:<a>\" }\nbatches:\n  b: { command: mget, keys: [k], size: 20000 }\n".into(),
+    );
+    let mut many =
+        String::from("version: 1\nvars:\n  a: {kind: int, cardinality: 1000000}\nkeys:\n");
+    for i in 0..5000 {
+        many.push_str(&format!("  k{i}: {{ pattern: \"k{i}:<a>\" }}\n"));
+    }
+    many.push_str("batches:\n  b: { command: mget, keys: [k0, k1, k2], same: [a] }\n");
+    let many_keys = write("many.yaml", many);
+    let mut wide = String::from("version: 1\nvars:\n");
+    for i in 0..1000 {
+        wide.push_str(&format!("  v{i}: {{kind: int, cardinality: 1000}}\n"));
+    }
+    let pattern: Vec<String> = (0..1000).map(|i| format!("<v{i}>")).collect();
+    wide.push_str(&format!(
+        "keys:\n  k: {{ pattern: \"{}\" }}\nbatches:\n  b: {{ command: mget, keys: [k, k], same: [v0] }}\n",
+        pattern.join(":")
+    ));
+    let wide_key = write("wide.yaml", wide);
+    for (args, limit_mb) in [
+        (
+            vec!["simulate", "--scheme", &big_batch, "--format", "json"],
+            150,
+        ),
+        (
+            vec!["plan", "--scheme", &many_keys, "--format", "json"],
+            400,
+        ),
+        (vec!["plan", "--scheme", &wide_key, "--format", "json"], 100),
+    ] {
+        let (status, stderr, grew_by) = peak_of(&args);
+        assert!(status <= 1, "{args:?}: {stderr}");
+        assert!(
+            grew_by < limit_mb << 20,
+            "{args:?}: {grew_by} bytes of heap at the peak"
+        );
     }
 }
