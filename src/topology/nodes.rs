@@ -155,7 +155,12 @@ pub fn parse(text: &str) -> Result<ClusterNodes, TopologyError> {
     if lines.is_empty() {
         return Err(err(1, "no node lines found"));
     }
-    let ids: Vec<&str> = lines.iter().map(|l| l.id).collect();
+    // Node ids to their first line and their master index: lookups, not a scan per line (a
+    // map of thousands of nodes would cost billions of comparisons).
+    let mut line_of_id: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for (i, l) in lines.iter().enumerate() {
+        line_of_id.entry(l.id).or_insert(i);
+    }
     let is_master = |l: &Line<'_>| l.flags.iter().any(|f| f == "master");
     let mut masters: Vec<Node> = Vec::new();
     let mut master_line: Vec<usize> = Vec::new();
@@ -174,13 +179,17 @@ pub fn parse(text: &str) -> Result<ClusterNodes, TopologyError> {
         });
         master_line.push(l.no);
     }
+    let mut master_of_id: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for (i, l) in lines.iter().filter(|l| is_master(l)).enumerate() {
+        master_of_id.entry(l.id).or_insert(i);
+    }
     let mut owner: Vec<Option<u16>> = vec![None; SLOT_COUNT];
     let mut migrations = Vec::new();
     for l in &lines {
         if let Some(m) = l.master_of {
-            match lines.iter().position(|x| x.id == m) {
+            match line_of_id.get(m) {
                 Some(_) => {
-                    if let Some(mi) = masters.iter().position(|n| n.id.as_deref() == Some(m)) {
+                    if let Some(&mi) = master_of_id.get(m) {
                         masters[mi].replicas += 1;
                     }
                 }
@@ -189,7 +198,7 @@ pub fn parse(text: &str) -> Result<ClusterNodes, TopologyError> {
                 }
             }
         }
-        let mi = masters.iter().position(|n| n.id.as_deref() == Some(l.id));
+        let mi = master_of_id.get(l.id).copied();
         for s in &l.slots {
             if let Some(inner) = s.strip_prefix('[').and_then(|x| x.strip_suffix(']')) {
                 let (slot, dir, peer) = if let Some((a, b)) = inner.split_once("->-") {
@@ -203,10 +212,10 @@ pub fn parse(text: &str) -> Result<ClusterNodes, TopologyError> {
                     ));
                 };
                 let slot = parse_slot(slot, l.no)?;
-                if !ids.contains(&peer) {
+                if !line_of_id.contains_key(peer) {
                     return Err(err(l.no, format!("'{s}' names unknown node {peer}")));
                 }
-                let peer_name = lines.iter().find(|x| x.id == peer).map(|x| x.name.clone());
+                let peer_name = line_of_id.get(peer).map(|&i| lines[i].name.clone());
                 migrations.push(Migration {
                     slot,
                     node: l.name.clone(),

@@ -283,7 +283,45 @@ fn large_schemes_stay_within_bounded_memory() {
         pattern.join(":")
     ));
     let wide_key = write("wide.yaml", wide);
+    // A map of 16384 masters and 54,000 replicas (parsed and looked up by id and address, not
+    // by a scan per node: seconds, not minutes).
+    let mut nodes = String::new();
+    let id = |p: &str, i: usize| format!("{p}{i:039}");
+    for i in 0..16384 {
+        nodes.push_str(&format!(
+            "{} 10.0.{}.{}:7000@17000 master - 0 0 1 connected {i}\n",
+            id("a", i),
+            i / 256,
+            i % 256
+        ));
+    }
+    for j in 0..54_000 {
+        nodes.push_str(&format!(
+            "{} 11.{}.{}.{}:7000@17000 slave {} 0 0 1 connected\n",
+            id("b", j),
+            j / 65536,
+            (j / 256) % 256,
+            j % 256,
+            id("a", j % 16384)
+        ));
+    }
+    let big_map = write("nodes.txt", nodes);
+    let batches = write("batches.txt", "MGET a b c\nPIPELINE GET x; GET y\n".into());
     for (args, limit_mb) in [
+        (
+            vec![
+                "simulate",
+                "--batches",
+                &batches,
+                "--client",
+                "all",
+                "--topology",
+                &big_map,
+                "--format",
+                "json",
+            ],
+            150,
+        ),
         (
             vec!["simulate", "--scheme", &big_batch, "--format", "json"],
             150,

@@ -121,6 +121,40 @@ pub(super) fn same_node(a: &crate::topology::Node, b: &crate::topology::Node) ->
     }
 }
 
+/// [`same_node`] as lookups: the first position of a matching node.
+#[derive(Default)]
+struct NodeLookup {
+    by_address: std::collections::HashMap<String, usize>,
+    by_name_no_address: std::collections::HashMap<String, usize>,
+    by_name: std::collections::HashMap<String, usize>,
+}
+
+impl NodeLookup {
+    fn index(&mut self, i: usize, n: &crate::topology::Node) {
+        match &n.address {
+            Some(a) => {
+                self.by_address.entry(a.clone()).or_insert(i);
+            }
+            None => {
+                self.by_name_no_address.entry(n.name.clone()).or_insert(i);
+            }
+        }
+        self.by_name.entry(n.name.clone()).or_insert(i);
+    }
+
+    /// The first indexed node that [`same_node`] matches with `n`.
+    fn find(&self, n: &crate::topology::Node) -> Option<usize> {
+        match &n.address {
+            Some(a) => [self.by_address.get(a), self.by_name_no_address.get(&n.name)]
+                .into_iter()
+                .flatten()
+                .min()
+                .copied(),
+            None => self.by_name.get(&n.name).copied(),
+        }
+    }
+}
+
 /// The redirect a command to node `node` (of the client's map) for `slot` meets, if any:
 /// (ASK?, index of the target in the real map).
 pub(super) fn redirect(
@@ -180,17 +214,28 @@ pub(super) fn follow_redirects(
     // The nodes of both maps in one index space: the client's map first, then real nodes it
     // does not know.
     let mut names: Vec<crate::topology::Node> = topo.nodes().to_vec();
-    let actual_index: Vec<usize> = actual
-        .nodes()
-        .iter()
-        .map(|n| match names.iter().position(|m| same_node(m, n)) {
-            Some(i) => i,
-            None => {
-                names.push(n.clone());
-                names.len() - 1
-            }
-        })
-        .collect();
+    let actual_index: Vec<usize> = {
+        // [`same_node`] by lookups, not a scan per node: a map of thousands of nodes would
+        // cost millions of comparisons per batch. The first matching position wins, as a scan
+        // would find it.
+        let mut lookup = NodeLookup::default();
+        for (i, n) in names.iter().enumerate() {
+            lookup.index(i, n);
+        }
+        let mut out = Vec::with_capacity(actual.nodes().len());
+        for n in actual.nodes() {
+            out.push(match lookup.find(n) {
+                Some(i) => i,
+                None => {
+                    names.push(n.clone());
+                    let i = names.len() - 1;
+                    lookup.index(i, n);
+                    i
+                }
+            });
+        }
+        out
+    };
     // Redirects.
     let mut redirected_waves: Vec<Vec<Sub>> = Vec::new();
     let mut extra_latency = 0.0;
