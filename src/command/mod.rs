@@ -493,6 +493,10 @@ fn by_specs(cmd: &CommandInfo, args: &[Vec<u8>]) -> Result<Vec<KeyRef>, String> 
                             String::from_utf8_lossy(&args[at as usize])
                         )
                     })?;
+                if n == 0 {
+                    // `EVAL script 0`, `FCALL f 0`: declared keys, none of them.
+                    continue;
+                }
                 let first = first + firstkey;
                 (first, first + n - 1, *keystep)
             }

@@ -99,13 +99,13 @@ pub enum TopologyError {
     Unrecognised,
     /// No format matched cleanly, and the closest one fails: its own located error.
     #[error(
-        "{source} (this looks like {format}; if it is another format, name it with --topology-format)"
+        "{error} (this looks like {format}; if it is another format, name it with --topology-format)"
     )]
     Guessed {
         /// The format the text resembles.
         format: &'static str,
-        /// What that format's reader says.
-        source: Box<TopologyError>,
+        /// What that format's reader says (in the message, so not a `source` said twice).
+        error: Box<TopologyError>,
     },
 }
 
@@ -443,6 +443,31 @@ fn closest_format(text: &str) -> Option<(TopologyFormat, &'static str)> {
     if f.len() >= 3 && f[1].contains(':') && flags(f[2]) {
         return Some((TopologyFormat::ClusterNodes, "CLUSTER NODES text"));
     }
+    // Most lines in one line format, a few not (the bad line is then that format's to name).
+    let lines: Vec<Vec<&str>> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    let most = |n: usize| n > 0 && n * 2 >= lines.len();
+    if most(
+        lines
+            .iter()
+            .filter(|f| f.len() >= 3 && f[1].contains(':') && flags(f[2]))
+            .count(),
+    ) {
+        return Some((TopologyFormat::ClusterNodes, "CLUSTER NODES text"));
+    }
+    if most(
+        lines
+            .iter()
+            .filter(|f| f.len() == 2 && f[0].contains(':'))
+            .count(),
+    ) && !text.contains("servers:")
+    {
+        return Some((TopologyFormat::Libketama, "a libketama server file"));
+    }
     let t = text.trim_start();
     if t.starts_with('{') || t.starts_with(|c: char| c.is_ascii_digit()) && first.contains(')') {
         return Some((TopologyFormat::ClusterReply, "a CLUSTER SLOTS/SHARDS reply"));
@@ -565,7 +590,7 @@ impl Topology {
                 };
                 return Self::parse_as(text, guess, opts).map_err(|e| TopologyError::Guessed {
                     format: name,
-                    source: Box::new(e),
+                    error: Box::new(e),
                 });
             }
             f => f,
@@ -688,6 +713,23 @@ vars currentEpoch 6 lastVoteEpoch 0
         assert_eq!(m.migrations()[0].slot, 77);
         assert_eq!(m.migrations()[0].direction, MigrationDirection::Migrating);
         assert_eq!(m.migrations()[0].peer, "127.0.0.1:30002");
+    }
+
+    #[test]
+    fn a_file_mostly_in_one_format_gets_that_formats_located_error() {
+        let ketama = "10.0.0.1:11211 600\n10.0.0.2:11211 3x0\n10.0.0.3:11211 300\n";
+        let e = Topology::parse(ketama, false).unwrap_err().to_string();
+        assert!(
+            e.starts_with("line 2: memory '3x0'") && e.contains("libketama"),
+            "{e}"
+        );
+        assert_eq!(e.matches("3x0").count(), 1, "said once: {e}");
+        let mut nodes: Vec<&str> = NODES.lines().collect();
+        nodes.insert(1, "garbage line here x");
+        let e = Topology::parse(&nodes.join("\n"), false)
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("line 2:"), "{e}");
     }
 
     #[test]

@@ -453,6 +453,25 @@ fn bench_never_touches_what_is_not_its_own() {
         assert_eq!(out.status.code(), Some(2), "{line}: {}", all_output(&out));
         assert_eq!(all_keys(&cluster), before, "{line} wrote something");
     }
+    // Scripts declaring no keys are refused as scripts, not for where their keys are.
+    for line in [
+        "EVAL \"return 1\" 0",
+        "EVALSHA e0e1f9fabfc9d4800c877a703b823ac0578ff8db 0",
+        "EVAL_RO \"return 1\" 0",
+        "FCALL f 0",
+    ] {
+        let out = bench_file(&url, dir.path(), line, &[]);
+        let text = all_output(&out);
+        assert_eq!(out.status.code(), Some(2), "{line}: {text}");
+        assert!(
+            text.contains("a script can touch any key"),
+            "{line}: {text}"
+        );
+        assert!(
+            !text.contains("not where its syntax puts them"),
+            "{line}: {text}"
+        );
+    }
     // Destination keys are prefixed like any key: RENAME, COPY, SUNIONSTORE write under it.
     let out = bench_file(
         &url,
