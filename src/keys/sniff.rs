@@ -32,7 +32,7 @@ pub fn not_a_dump(head: &[u8], whole: bool) -> Option<NotADump> {
     // A snapshot whose magic is there but whose version is not four (REDIS) or three
     // (VALKEY) digits: the reader does not take it for a snapshot, so it would be read as
     // lines of binary.
-    if (head.starts_with(b"REDIS") || head.starts_with(b"VALKEY"))
+    if (head.starts_with(b"REDIS") || head.starts_with(b"VALKEY") || near_rdb_magic(head))
         && crate::rdb::sniff(head).is_none()
     {
         return found(
@@ -58,13 +58,21 @@ pub fn not_a_dump(head: &[u8], whole: bool) -> Option<NotADump> {
             );
         }
     }
-    // Many NUL bytes with few line ends: binary data, not lines of keys.
+    // Many NUL bytes with few line ends, or mostly bytes no text has: binary data, not lines
+    // of keys (a dump of binary keys is written quoted, `redis-cli --scan --quoted-output`).
     let nuls = memchr::memchr_iter(0, head).count();
     let lines = memchr::memchr_iter(b'\n', head).count();
+    let binary_help = "pass a key dump (`redis-cli --scan > keys.txt`, or `--quoted-output` for binary keys) or an RDB snapshot";
     if head.len() >= 512 && nuls * 20 > head.len() && lines * 200 < head.len() {
         return found(
             "binary data (NUL bytes and hardly any line ends)",
-            "pass a key dump (`redis-cli --scan > keys.txt`, or `--quoted-output` for binary keys) or an RDB snapshot",
+            binary_help,
+        );
+    }
+    if head.len() >= 512 && not_text(head) * 4 > head.len() {
+        return found(
+            "binary data (a quarter of its bytes are control bytes or not UTF-8)",
+            binary_help,
         );
     }
     let text = String::from_utf8_lossy(head);
@@ -119,6 +127,47 @@ pub fn not_a_dump(head: &[u8], whole: bool) -> Option<NotADump> {
     None
 }
 
+/// Whether the first bytes are an RDB magic with one or two letters damaged (`RXDIS0011`,
+/// `VALKEY` misspelt), followed by the version's digits.
+fn near_rdb_magic(head: &[u8]) -> bool {
+    let near = |magic: &[u8], digits: usize| {
+        let Some(start) = head.get(..magic.len()) else {
+            return false;
+        };
+        let same = start.iter().zip(magic).filter(|(a, b)| a == b).count();
+        let version = head
+            .get(magic.len()..magic.len() + digits)
+            .unwrap_or_default();
+        same + 2 >= magic.len()
+            && same < magic.len()
+            && version.iter().all(u8::is_ascii_digit)
+            && version.len() == digits
+    };
+    near(b"REDIS", 4) || near(b"VALKEY", 3)
+}
+
+/// Bytes of `head` that no text holds: control bytes other than tab and line ends, and bytes
+/// of invalid UTF-8.
+fn not_text(head: &[u8]) -> usize {
+    let control = head
+        .iter()
+        .filter(|&&b| (b < 0x20 && !matches!(b, b'\t' | b'\n' | b'\r')) || b == 0x7f)
+        .count();
+    let mut invalid = 0;
+    let mut rest = head;
+    while !rest.is_empty() {
+        match std::str::from_utf8(rest) {
+            Ok(_) => break,
+            Err(e) => {
+                let bad = e.error_len().unwrap_or(rest.len() - e.valid_up_to());
+                invalid += bad;
+                rest = &rest[e.valid_up_to() + bad..];
+            }
+        }
+    }
+    control + invalid
+}
+
 /// Whether a line is a `CLUSTER NODES` line.
 fn looks_like_cluster_nodes(line: &str) -> bool {
     let mut f = line.split(' ');
@@ -157,6 +206,11 @@ mod tests {
         assert!(looks(b"\x7fELF\x02\x01\x01").unwrap().contains("ELF"));
         assert!(looks(b"REDIS00X9\xfa").unwrap().contains("damaged header"));
         assert!(looks(b"VALKEYx\xfa").unwrap().contains("damaged header"));
+        assert!(looks(b"RXDIS0011\xfa").unwrap().contains("damaged header"));
+        assert!(looks(b"VALKEZ080\xfa").unwrap().contains("damaged header"));
+        let mut rdb_like: Vec<u8> = (0..2048u32).map(|i| (i * 37 % 256) as u8).collect();
+        rdb_like[..9].copy_from_slice(b"XXXXX0011");
+        assert!(looks(&rdb_like).unwrap().contains("binary"));
         let pool = b"alpha:\n  listen: 127.0.0.1:22121\n  hash: fnv1a_64\n  servers:\n   - 127.0.0.1:6379:1\n";
         assert!(looks(pool).unwrap().contains("twemproxy"));
         let mut bin = vec![0u8; 4096];

@@ -208,6 +208,55 @@ fn mutated_batches_and_captures() {
     );
 }
 
+/// Mutated calibration files: refused with a message, or a model whose every prediction is a
+/// finite, non-negative number with P50 ≤ P99 (never `inf`, `NaN` or QPS 0 from a file that
+/// passed).
+fn mutated_calibrations() {
+    let seed = seed("examples/calibration-loopback.json");
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
+        cases: cases(),
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    });
+    let batches = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/batches.txt");
+    runner
+        .run(&proptest::collection::vec(mutation(), 1..4), |ms| {
+            let dir = tempfile::tempdir().unwrap();
+            let p = dir.path().join("cal.json");
+            std::fs::write(&p, apply(&seed, &ms)).unwrap();
+            let (code, out, err) = run_in_process(&[
+                "simulate",
+                "--batches",
+                batches.to_str().unwrap(),
+                "--calibration",
+                p.to_str().unwrap(),
+                "--concurrency",
+                "8",
+                "--format",
+                "json",
+            ]);
+            prop_assert!(code == 0 || code == 2, "exit {code}: {err}");
+            if code == 2 {
+                prop_assert!(err.starts_with("error: "), "{err:?}");
+                return Ok(());
+            }
+            let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+            for r in v["results"].as_array().unwrap() {
+                if r["round_trips"].as_u64() == Some(0) {
+                    continue;
+                }
+                let f = |k: &str| r[k].as_f64().unwrap_or(f64::NAN);
+                for k in ["qps", "latency_ms", "p50_ms", "p99_ms"] {
+                    prop_assert!(f(k).is_finite() && f(k) >= 0.0, "{k} = {}: {r}", r[k]);
+                }
+                prop_assert!(f("qps") > 0.0, "{r}");
+                prop_assert!(f("p50_ms") <= f("p99_ms") + 1e-9, "{r}");
+            }
+            Ok(())
+        })
+        .unwrap_or_else(|e| panic!("calibration: {e}"));
+}
+
 fn mutated_rules() {
     let dir = tempfile::tempdir().unwrap();
     let seed = seed("rules/KP201-low-cardinality-hash-tag.yml");
@@ -233,6 +282,7 @@ fn mutated_rules() {
 
 /// This module's tests, run by the harness in `main.rs`.
 pub(crate) const TESTS: &[crate::support::Test] = &[
+    ("mutated_calibrations", mutated_calibrations),
     ("mutated_key_dumps", mutated_key_dumps),
     ("mutated_schemes", mutated_schemes),
     ("mutated_topologies", mutated_topologies),
