@@ -125,17 +125,13 @@ fn run_flat_from(
     out: &std::path::Path,
     min_written: usize,
 ) -> (i32, String, Vec<u8>) {
-    let mut args: Vec<String> = vec!["keyplan".into(), command.into(), flag.into()];
+    let mut args: Vec<String> = vec![command.into(), flag.into()];
     args.push(capture.display().to_string());
     args.extend(["--format".into(), format.into(), "-o".into()]);
     args.push(out.display().to_string());
     args.extend(extra.iter().map(|s| s.to_string()));
-    let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
-    let before = HELD.load(Ordering::Relaxed);
-    PEAK.store(before, Ordering::Relaxed);
-    let status = keyplan::cli::run(args.iter(), &mut stdout, &mut stderr);
-    let grew_by = PEAK.load(Ordering::Relaxed) - before;
-    let stderr = String::from_utf8_lossy(&stderr).into_owned();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (status, stderr, grew_by) = peak_of(&args);
     let written = std::fs::read(out).unwrap_or_default();
     eprintln!(
         "{command} --format {format} {}: {} MB written, peak heap {:.1} MB",
@@ -153,7 +149,7 @@ fn run_flat_from(
         "{command} --format {format}: {grew_by} bytes of heap at the peak for {} bytes written",
         written.len()
     );
-    (status as i32, stderr, written)
+    (status, stderr, written)
 }
 
 /// `plan --monitor` keeps what completes the plans (counts per shape), not the batches or the

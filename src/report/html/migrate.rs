@@ -154,26 +154,18 @@ pub fn render_migration(out: &mut dyn Write, r: &MigrationReport) -> io::Result<
             });
         }
         if r.sample.has_bytes {
-            bars.push(Bar {
-                label: format!(
-                    "bytes before {} ({})",
-                    human_bytes(n.before.bytes),
-                    pct(n.before.share_bytes)
-                ),
-                value: n.before.share_bytes,
-                color: c,
-                faded: true,
-            });
-            bars.push(Bar {
-                label: format!(
-                    "bytes after {} ({})",
-                    human_bytes(n.after.bytes),
-                    pct(n.after.share_bytes)
-                ),
-                value: n.after.share_bytes,
-                color: c,
-                faded: false,
-            });
+            for (when, state, faded) in [("before", &n.before, true), ("after", &n.after, false)] {
+                bars.push(Bar {
+                    label: format!(
+                        "bytes {when} {} ({})",
+                        human_bytes(state.bytes),
+                        pct(state.share_bytes)
+                    ),
+                    value: state.share_bytes,
+                    color: c,
+                    faded,
+                });
+            }
         }
         let mut name = n.name.clone();
         if n.added {
