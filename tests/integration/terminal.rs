@@ -299,6 +299,25 @@ fn live_commands_finish_in_a_terminal_with_the_piped_output() {
             l.chars().count()
         );
     }
+    // Bench and the live report fit an 80-column terminal too (their figures move run to run,
+    // so the words are not compared with a --wide run as the offline ones are).
+    let live_table = s(&["analyze", "--cluster", &url, "--sample", "200", "--bytes"]);
+    for args in [&args, &live_table] {
+        let (code, shown) = in_pty(&format!("{} 2>/dev/null", command_line(args)), 80);
+        assert!(
+            code == 0 || code == 1,
+            "{}: exit {code}\n{shown}",
+            args.join(" ")
+        );
+        for l in screen_lines(&shown) {
+            assert!(
+                l.chars().count() <= 80,
+                "{}: a line of {} columns on an 80-column terminal:\n{l}",
+                args.join(" "),
+                l.chars().count()
+            );
+        }
+    }
 }
 
 /// The words of a text: what lies between spaces and table borders.
