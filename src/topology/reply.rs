@@ -105,7 +105,8 @@ enum Event {
         map_key: Option<Reply>,
         line: usize,
     },
-    Scalar(Reply),
+    /// A value, and the line it is on.
+    Scalar(Reply, usize),
 }
 
 fn events(text: &str) -> Result<Vec<Event>, TopologyError> {
@@ -148,7 +149,7 @@ fn events(text: &str) -> Result<Vec<Event>, TopologyError> {
                 }
                 continue;
             }
-            out.push(Event::Scalar(scalar(trimmed, line)?));
+            out.push(Event::Scalar(scalar(trimmed, line)?, line));
             break;
         }
     }
@@ -170,8 +171,7 @@ impl Parser {
             .iter()
             .rev()
             .find_map(|e| match e {
-                Event::Marker { line, .. } => Some(*line),
-                Event::Scalar(_) => None,
+                Event::Marker { line, .. } | Event::Scalar(_, line) => Some(*line),
             })
             .unwrap_or(1)
     }
@@ -190,7 +190,7 @@ impl Parser {
                 self.line_at(self.pos),
                 "the reply ends where a value was expected",
             )),
-            Some(Event::Scalar(r)) => {
+            Some(Event::Scalar(r, _)) => {
                 let r = r.clone();
                 self.pos += 1;
                 Ok(r)
@@ -234,8 +234,7 @@ pub fn parse_display(text: &str) -> Result<Reply, TopologyError> {
     let r = p.value(0)?;
     if let Some(e) = p.events.get(p.pos) {
         let line = match e {
-            Event::Marker { line, .. } => *line,
-            Event::Scalar(_) => 0,
+            Event::Marker { line, .. } | Event::Scalar(_, line) => *line,
         };
         return Err(err(
             line,
@@ -564,6 +563,10 @@ mod tests {
             .to_string();
         assert!(e.contains("16001-16383"), "{e}");
         assert!(parse("1) nonsense\n  2) x", false).is_err());
+        // A stray value after the reply is placed on its own line, never on "line 0".
+        let stray = "1) 1) (integer) 0\n   2) (integer) 16383\n   3) 1) \"127.0.0.1\"\n      2) (integer) 7000\n\"x\"\n";
+        let e = parse(stray, false).unwrap_err().to_string();
+        assert!(e.starts_with("line 5:"), "{e}");
         assert!(parse("[1,2", false).is_err());
         // No panic on odd ids or garbage.
         let j = r#"[[0,16383,["",0,"ééééééééé",{}]]]"#;
