@@ -170,9 +170,10 @@ impl Parser {
         self.events[..(pos + 1).min(self.events.len())]
             .iter()
             .rev()
-            .find_map(|e| match e {
-                Event::Marker { line, .. } | Event::Scalar(_, line) => Some(*line),
+            .map(|e| match e {
+                Event::Marker { line, .. } | Event::Scalar(_, line) => *line,
             })
+            .next()
             .unwrap_or(1)
     }
 
