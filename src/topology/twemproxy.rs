@@ -50,6 +50,25 @@ fn err(message: impl Into<String>) -> TopologyError {
     TopologyError::Config(message.into())
 }
 
+/// An error about `needle` in pool `pool`, placed on the first line of the pool's block that
+/// holds it (the line the user has to fix), else unplaced.
+fn err_at(text: &str, pool: &str, needle: &str, message: String) -> TopologyError {
+    let mut in_pool = false;
+    for (i, l) in text.lines().enumerate() {
+        if !l.starts_with([' ', '\t', '#']) && !l.trim().is_empty() {
+            in_pool = l.trim_end().trim_end_matches(':').trim_matches(['"', '\'']) == pool;
+            continue;
+        }
+        if in_pool && !needle.is_empty() && l.contains(needle) {
+            return TopologyError::Parse {
+                line: i + 1,
+                message,
+            };
+        }
+    }
+    err(message)
+}
+
 /// Parses one `servers:` entry into (host, port, weight, name, address).
 fn parse_server(entry: &str) -> Result<RingServer, String> {
     let entry = entry.trim();
@@ -128,19 +147,27 @@ pub fn parse(text: &str, pool: Option<&str>) -> Result<Ring, TopologyError> {
     };
     let hash_name = p.hash.as_deref().unwrap_or("fnv1a_64");
     let hash = TwemHash::from_name(hash_name).ok_or_else(|| {
-        err(format!(
-            "pool '{name}': hash '{hash_name}' is not one nutcracker knows ({})",
-            TwemHash::ALL.map(|(n, _)| n).join(", ")
-        ))
+        err_at(
+            text,
+            name,
+            hash_name,
+            format!(
+                "pool '{name}': hash '{hash_name}' is not one nutcracker knows ({})",
+                TwemHash::ALL.map(|(n, _)| n).join(", ")
+            ),
+        )
     })?;
     let kind = match p.distribution.as_deref().unwrap_or("ketama") {
         "ketama" => RingKind::Ketama { hash },
         "modula" => RingKind::Modula { hash },
         "random" => RingKind::Random,
         other => {
-            return Err(err(format!(
-                "pool '{name}': distribution '{other}' is not ketama, modula or random"
-            )));
+            return Err(err_at(
+                text,
+                name,
+                other,
+                format!("pool '{name}': distribution '{other}' is not ketama, modula or random"),
+            ));
         }
     };
     let hash_tag = match p.hash_tag.as_deref() {
@@ -158,7 +185,9 @@ pub fn parse(text: &str, pool: Option<&str>) -> Result<Ring, TopologyError> {
         .filter(|s| !s.is_empty())
         .ok_or_else(|| err(format!("pool '{name}' has no servers")))?
         .iter()
-        .map(|s| parse_server(s).map_err(|m| err(format!("pool '{name}': {m}"))))
+        .map(|s| {
+            parse_server(s).map_err(|m| err_at(text, name, s.trim(), format!("pool '{name}': {m}")))
+        })
         .collect::<Result<Vec<_>, _>>()?;
     // nutcracker sorts a pool's servers by name (shorter names first, then bytewise) when it
     // checks for duplicates (`conf_validate_server`), and keeps that order: it is the order of
@@ -231,6 +260,31 @@ beta:
             "sorted by name length, then bytes"
         );
         assert!(looks_like(CONF));
+    }
+
+    #[test]
+    fn errors_in_a_pool_name_their_line() {
+        let lines: Vec<&str> = CONF.lines().collect();
+        let line_of = |needle: &str| lines.iter().position(|l| l.contains(needle)).unwrap() + 1;
+        let bad = CONF.replace("hash: md5", "hash: sha1");
+        let e = parse(&bad, Some("beta")).unwrap_err().to_string();
+        assert!(
+            e.starts_with(&format!("line {}:", line_of("hash: md5"))),
+            "{e}"
+        );
+        let bad = CONF.replace("127.0.0.1:11211:1", "127.0.0.1:x:1");
+        let e = parse(&bad, Some("beta")).unwrap_err().to_string();
+        assert!(
+            e.starts_with(&format!("line {}:", line_of("127.0.0.1:11211:1"))),
+            "{e}"
+        );
+        // The same entry in another pool is not the one named.
+        let bad = CONF.replace("distribution: modula", "distribution: rendezvous");
+        let e = parse(&bad, Some("beta")).unwrap_err().to_string();
+        assert!(
+            e.starts_with(&format!("line {}:", line_of("distribution: modula"))),
+            "{e}"
+        );
     }
 
     #[test]
