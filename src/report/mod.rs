@@ -107,19 +107,23 @@ impl FitTable {
             return Some((t, Vec::new()));
         }
         let headers = self.headers();
+        // Hides the columns whose header starts with `name`; whether it hid any (the table is
+        // measured again only then: a table of many rows costs a render each time).
         let hide = |t: &mut comfy_table::Table, name: &str| {
+            let mut hid = false;
             // Never the first two columns: without them a row names nothing.
             for (i, h) in headers.iter().enumerate().skip(2) {
                 if h.starts_with(name)
                     && let Some(c) = t.column_mut(i)
                 {
                     c.set_constraint(comfy_table::ColumnConstraint::Hidden);
+                    hid = true;
                 }
             }
+            hid
         };
         for name in DISPENSABLE {
-            hide(&mut t, name);
-            if rendered_width(&t) <= width {
+            if hide(&mut t, name) && rendered_width(&t) <= width {
                 return Some((t, Vec::new()));
             }
         }
@@ -132,13 +136,16 @@ impl FitTable {
         for &i in &prose {
             hide(&mut t, &headers[i]);
         }
+        let mut fits = rendered_width(&t) <= width;
         for name in SECONDARY {
-            if rendered_width(&t) <= width {
+            if fits {
                 break;
             }
-            hide(&mut t, name);
+            if hide(&mut t, name) {
+                fits = rendered_width(&t) <= width;
+            }
         }
-        if rendered_width(&t) > width {
+        if !fits {
             return None;
         }
         let mut notes = Vec::new();

@@ -93,30 +93,11 @@ fn capture(n: usize) -> Vec<u8> {
     out
 }
 
-/// Runs `keyplan COMMAND --monitor CAPTURE --format FORMAT -o OUT EXTRA…` in this process and
-/// checks that it wrote more than `min_written` bytes while the heap grew by less than 12 MiB
-/// at its peak. Returns its exit code, its stderr and the file it wrote.
+/// Runs `keyplan COMMAND FLAG INPUT --format FORMAT -o OUT EXTRA…` in this process (`FLAG`:
+/// `--monitor` or `--batches`) and checks that it wrote more than `min_written` bytes while the
+/// heap grew by less than 12 MiB at its peak. Returns its exit code, its stderr and the file it
+/// wrote.
 fn run_flat(
-    command: &str,
-    capture: &std::path::Path,
-    format: &str,
-    extra: &[&str],
-    out: &std::path::Path,
-    min_written: usize,
-) -> (i32, String, Vec<u8>) {
-    run_flat_from(
-        command,
-        "--monitor",
-        capture,
-        format,
-        extra,
-        out,
-        min_written,
-    )
-}
-
-/// [`run_flat`] with the input given by `flag` (`--monitor`, `--batches`).
-fn run_flat_from(
     command: &str,
     flag: &str,
     capture: &std::path::Path,
@@ -164,7 +145,8 @@ fn plan_keeps_no_plan_in_memory() {
     for format in ["json", "table", "html"] {
         let out = dir.path().join(format!("plan.{format}"));
         // Kept whole, the batches and their plans took about 2 KB each (60 MB here).
-        let (status, stderr, written) = run_flat("plan", &cap, format, &[], &out, 10 << 20);
+        let (status, stderr, written) =
+            run_flat("plan", "--monitor", &cap, format, &[], &out, 10 << 20);
         assert_eq!(status, 1, "{stderr}");
         if format == "json" {
             let doc: serde_json::Value = serde_json::from_slice(&written).unwrap();
@@ -189,7 +171,8 @@ fn simulate_keeps_the_memory_of_one_batch() {
         let out = dir.path().join(format!("report.{format}"));
         // Built whole, the report took about 4 KB a batch (47 MB here) and more than the
         // output's size; streamed, it takes the spool's 4 MiB and one batch.
-        let (status, stderr, written) = run_flat("simulate", &cap, format, extra, &out, 20 << 20);
+        let (status, stderr, written) =
+            run_flat("simulate", "--monitor", &cap, format, extra, &out, 20 << 20);
         assert_eq!(status, 0, "{stderr}");
         assert!(stderr.contains(&format!("{BATCHES} batches")), "{stderr}");
         if format == "json" {
@@ -239,8 +222,7 @@ fn a_long_batch_file_keeps_the_memory_of_one_batch() {
     std::fs::write(&file, text).unwrap();
     for command in ["simulate", "plan"] {
         let out = dir.path().join(format!("{command}.json"));
-        let (status, stderr, _) =
-            run_flat_from(command, "--batches", &file, "json", &[], &out, 1 << 20);
+        let (status, stderr, _) = run_flat(command, "--batches", &file, "json", &[], &out, 1 << 20);
         assert!(status <= 1, "{command}: {stderr}");
     }
 }
