@@ -78,6 +78,13 @@ pub struct InputArgs {
     /// `redis-cli --scan` in CI does not pass unnoticed)
     #[arg(long)]
     pub allow_empty: bool,
+
+    /// For RDB snapshots: the server's `list-compress-depth` (0, the default, compresses no
+    /// list node); with N > 0 the memory estimate counts the inner nodes of long lists at the
+    /// compressed size the snapshot gives
+    #[arg(long, default_value_t = 0, value_name = "N",
+          value_parser = clap::value_parser!(u32).range(0..=65_535))]
+    pub list_compress_depth: u32,
 }
 
 impl InputArgs {
@@ -103,6 +110,7 @@ impl InputArgs {
             format: self.input_format,
             strict: self.strict,
             max_line_bytes: self.max_line_bytes.max(1),
+            list_compress_depth: self.list_compress_depth,
         }
     }
 

@@ -36,6 +36,12 @@ pub struct ScanArgs {
     #[arg(long, value_enum, default_value = "tsv", requires = "rdb")]
     pub format: SnapshotFormat,
 
+    /// With --rdb: the server's `list-compress-depth` (0, the default, compresses no list
+    /// node); with N > 0 `bytes` counts the inner nodes of long lists at their compressed size
+    #[arg(long, default_value_t = 0, value_name = "N", requires = "rdb",
+          value_parser = clap::value_parser!(u32).range(0..=65_535))]
+    pub list_compress_depth: u32,
+
     /// Write the sample here instead of standard output
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -58,7 +64,13 @@ pub enum SnapshotFormat {
 /// Runs `keyplan scan`.
 pub fn run(args: ScanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     if let Some(rdb) = &args.rdb {
-        return run_rdb(rdb, args.format, args.output.as_ref(), ctx);
+        return run_rdb(
+            rdb,
+            args.format,
+            args.list_compress_depth,
+            args.output.as_ref(),
+            ctx,
+        );
     }
     let live = live_target(&args)?;
     let topology = crate::topology::Topology::Cluster(live.topology()?);
@@ -106,6 +118,7 @@ fn live_target(args: &ScanArgs) -> anyhow::Result<crate::live::LiveCluster> {
 fn run_rdb(
     path: &std::path::Path,
     format: SnapshotFormat,
+    list_compress_depth: u32,
     output: Option<&PathBuf>,
     ctx: &mut Ctx<'_>,
 ) -> anyhow::Result<ExitStatus> {
@@ -123,6 +136,7 @@ fn run_rdb(
             "pass a file written by SAVE/BGSAVE (dump.rdb), or read a key dump with analyze",
         )
     })?;
+    parser.set_list_compress_depth(list_compress_depth);
     let damaged = |e| {
         let help = "the snapshot is damaged or truncated at that byte; nothing was written to -o";
         UserError::new(format!("{name}: {e}"), help)

@@ -14,6 +14,14 @@ use std::sync::atomic::AtomicU64;
 /// How many of the biggest keys a snapshot read keeps (reports show `--top` of them).
 pub const TOP_KEYS: usize = 100;
 
+/// How the reader's options read a snapshot.
+fn rdb_settings(opts: &ReadOptions) -> crate::rdb::read::Settings {
+    crate::rdb::read::Settings {
+        top: TOP_KEYS,
+        list_compress_depth: opts.list_compress_depth,
+    }
+}
+
 /// An opened key dump.
 pub struct Input {
     /// What reports call it: its path, or `<stdin>` for `-`.
@@ -88,7 +96,7 @@ impl Input {
         let name = self.name.clone();
         let read = match self.content(opts) {
             Ok(Content::Snapshot(data)) => {
-                crate::rdb::read::par_read_data(data, &name, sinks, progress, TOP_KEYS)
+                crate::rdb::read::par_read_data(data, &name, sinks, progress, &rdb_settings(opts))
             }
             Ok(Content::Stdin(s)) => par_read(s, opts, sinks, progress),
             Ok(Content::File(f)) => par_read_file(&f, opts, sinks, progress),
@@ -108,7 +116,7 @@ impl Input {
         let name = self.name.clone();
         let read = match self.content(opts) {
             Ok(Content::Snapshot(data)) => {
-                crate::rdb::read::for_each(data, &name, Some(progress), TOP_KEYS, f)
+                crate::rdb::read::for_each(data, &name, Some(progress), &rdb_settings(opts), f)
             }
             Ok(Content::Stdin(s)) => {
                 crate::keys::for_each_record(Counted::new(s, progress), opts, f)

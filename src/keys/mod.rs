@@ -104,6 +104,8 @@ pub struct ReadOptions {
     pub strict: bool,
     /// Longest line accepted; longer lines are skipped and reported as malformed.
     pub max_line_bytes: usize,
+    /// For snapshots: the `list-compress-depth` of the server whose memory is estimated.
+    pub list_compress_depth: u32,
 }
 
 /// Default for [`ReadOptions::max_line_bytes`]: 16 MiB.
@@ -115,6 +117,7 @@ impl Default for ReadOptions {
             format: InputFormat::Auto,
             strict: false,
             max_line_bytes: DEFAULT_MAX_LINE,
+            list_compress_depth: 0,
         }
     }
 }

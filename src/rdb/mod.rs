@@ -194,6 +194,8 @@ pub struct Parser<'a> {
     done: bool,
     /// Valkey ≥ 8.1 keeps the key (and a short string value) inside the value's object.
     embedded_keys: bool,
+    /// The `list-compress-depth` of the server the memory estimate is for.
+    list_compress_depth: u32,
 }
 
 type R<T> = Result<T, RdbError>;
@@ -237,7 +239,14 @@ impl<'a> Parser<'a> {
             uninterpreted: 0,
             done: false,
             embedded_keys: false,
+            list_compress_depth: 0,
         })
+    }
+
+    /// Estimates memory for a server running with `list-compress-depth` `depth`: the nodes of
+    /// a list more than `depth` from either end are held LZF-compressed.
+    pub fn set_list_compress_depth(&mut self, depth: u32) {
+        self.list_compress_depth = depth;
     }
 
     /// The RDB format version.
@@ -706,7 +715,15 @@ impl<'a> Parser<'a> {
                         false
                     };
                     let s = self.string()?;
-                    blobs += memory::alloc(s.len());
+                    let depth = u64::from(self.list_compress_depth);
+                    let inner = depth > 0 && nodes >= 2 * depth && i >= depth && i < nodes - depth;
+                    blobs += match s {
+                        // What the server compresses is what the snapshot holds compressed.
+                        Str::Lzf { clen, .. } if inner => {
+                            memory::list_node_blob(s.len(), Some(clen as u64))
+                        }
+                        _ => memory::list_node_blob(s.len(), None),
+                    };
                     let n = if plain {
                         Some(1)
                     } else {
@@ -731,7 +748,7 @@ impl<'a> Parser<'a> {
                         K::List,
                         "quicklist",
                         elements,
-                        memory::quicklist(nodes, blobs),
+                        memory::quicklist(nodes, blobs, t == 18),
                     ),
                 }
             }
@@ -741,13 +758,22 @@ impl<'a> Parser<'a> {
     }
 
     fn stream(&mut self, t: u8) -> R<Value> {
+        let layout = memory::StreamLayout::for_type(t);
         let nodes = self.len()?;
-        let mut mem = memory::STREAM;
+        let mut mem = memory::OBJECT + layout.stream;
+        let mut ids = memory::RaxCounter::default();
+        let mut scratch = std::mem::take(&mut self.scratch);
         for _ in 0..nodes {
-            self.string()?; // master id
+            let at = self.pos;
+            let id = self.string()?; // the node's master id, the tree's key
+            scratch.clear();
+            self.materialize(id, &mut scratch, at)?;
+            ids.push(&scratch);
             let lp = self.string()?;
-            mem += memory::STREAM_NODE + memory::alloc(lp.len().max(memory::STREAM_NODE_PREALLOC));
+            mem += memory::alloc(lp.len());
         }
+        self.scratch = scratch;
+        mem += ids.usage();
         let length = self.len()?;
         self.len()?; // last id
         self.len()?;
@@ -764,20 +790,27 @@ impl<'a> Parser<'a> {
             if t >= 19 {
                 self.len()?; // entries read
             }
-            mem += memory::STREAM_GROUP;
+            mem += layout.group;
             let pending = self.len()?;
+            let mut pel = memory::RaxCounter::default();
             for _ in 0..pending {
-                self.take(16 + 8, "a pending entry")?;
+                let at = self.take(16 + 8, "a pending entry")?;
+                pel.push(&self.data[at..at + 16]);
                 self.len()?;
             }
-            mem += pending * memory::STREAM_PENDING;
+            mem += pel.usage() + pending * memory::STREAM_NACK;
             let consumers = self.len()?;
             for _ in 0..consumers {
                 let name = self.string()?;
-                mem += memory::STREAM_CONSUMER + name.len();
+                mem += layout.consumer + name.len();
                 self.take(if t >= 21 { 16 } else { 8 }, "a consumer's times")?;
                 let own = self.len()?;
-                self.take(own.saturating_mul(16), "a consumer's pending entries")?;
+                let at = self.take(own.saturating_mul(16), "a consumer's pending entries")?;
+                let mut pel = memory::RaxCounter::default();
+                for id in self.data[at..at + own as usize * 16].chunks_exact(16) {
+                    pel.push(id);
+                }
+                mem += pel.usage();
             }
         }
         Ok(Value::new(ValueKind::Stream, "stream", Some(length), mem))

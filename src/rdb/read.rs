@@ -95,6 +95,23 @@ struct Batch {
 const BATCH_KEYS: usize = 4096;
 const RELEASE_EVERY: usize = 64 << 20;
 
+/// How a snapshot is read.
+#[derive(Debug, Clone, Copy)]
+pub struct Settings {
+    /// How many of the biggest keys the summary keeps.
+    pub top: usize,
+    /// The `list-compress-depth` of the server the memory estimate is for.
+    pub list_compress_depth: u32,
+}
+
+impl Settings {
+    fn parser<'a>(&self, data: &'a [u8]) -> Result<Parser<'a>, ReadError> {
+        let mut parser = Parser::new(data).map_err(ReadError::Rdb)?;
+        parser.set_list_compress_depth(self.list_compress_depth);
+        Ok(parser)
+    }
+}
+
 /// Reads the snapshot in `file` (named `name` in reports) into `sinks`, keeping the `top`
 /// biggest keys. `progress` advances by the bytes walked.
 pub fn par_read<S: ChunkSink>(
@@ -102,9 +119,9 @@ pub fn par_read<S: ChunkSink>(
     name: &str,
     sinks: &mut [S],
     progress: Option<&AtomicU64>,
-    top: usize,
+    settings: &Settings,
 ) -> Result<ReadSummary, ReadError> {
-    par_read_data(Mapped::open(file)?, name, sinks, progress, top)
+    par_read_data(Mapped::open(file)?, name, sinks, progress, settings)
 }
 
 /// [`par_read`] over bytes already in hand.
@@ -113,14 +130,14 @@ pub fn par_read_data<S: ChunkSink>(
     name: &str,
     sinks: &mut [S],
     progress: Option<&AtomicU64>,
-    top: usize,
+    settings: &Settings,
 ) -> Result<ReadSummary, ReadError> {
     assert!(
         !sinks.is_empty(),
         "rdb::read::par_read needs at least one sink"
     );
-    let mut parser = Parser::new(&data).map_err(ReadError::Rdb)?;
-    let mut snapshot = SnapshotSummary::new(top);
+    let mut parser = settings.parser(&data)?;
+    let mut snapshot = SnapshotSummary::new(settings.top);
     let workers = sinks.len();
     let (txs, rxs): (Vec<_>, Vec<_>) = (0..workers).map(|_| mpsc::sync_channel::<Batch>(4)).unzip();
     let (free_tx, free_rx) = mpsc::channel::<Batch>();
@@ -212,11 +229,11 @@ pub fn for_each(
     data: Mapped,
     name: &str,
     progress: Option<&AtomicU64>,
-    top: usize,
+    settings: &Settings,
     mut f: impl FnMut(u64, &Record<'_>),
 ) -> Result<ReadSummary, ReadError> {
-    let mut parser = Parser::new(&data).map_err(ReadError::Rdb)?;
-    let mut snapshot = SnapshotSummary::new(top);
+    let mut parser = settings.parser(&data)?;
+    let mut snapshot = SnapshotSummary::new(settings.top);
     let mut keys = 0u64;
     let mut reported = 0u64;
     let mut released = 0usize;
