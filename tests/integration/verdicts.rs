@@ -265,6 +265,8 @@ fn judge(cluster: &Cluster) {
         topo.to_str().unwrap(),
         "--strategy",
         "pipeline",
+        "--client",
+        "all",
         "--format",
         "json",
     ]));
@@ -289,6 +291,22 @@ fn judge(cluster: &Cluster) {
         }
     }
     assert!(wrong.is_empty(), "verdicts differ:\n{}", wrong.join("\n"));
+    // Every client profile fails a script the cluster refuses for keys it did not declare: no
+    // client can route by keys it is not told.
+    let batches = report["batches"].as_array().unwrap();
+    let mut scripts = 0;
+    for r in report["results"].as_array().unwrap() {
+        let b = batches
+            .iter()
+            .find(|b| b["batch_id"] == r["batch_id"])
+            .expect("a result names its batch");
+        if keyplan_class(b) != "script" || r["outcome"] == "not-modelled" {
+            continue;
+        }
+        scripts += 1;
+        assert_eq!(r["outcome"], "server-error", "{}: {r}", b["batch"]);
+    }
+    assert!(scripts > 0, "no refused script judged by a client profile");
     // The corpus covers every class.
     for class in ["ok", "refused", "script"] {
         assert!(judged.contains(&class), "no {class} batch in the corpus");

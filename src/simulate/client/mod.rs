@@ -17,7 +17,7 @@ mod split;
 mod waves;
 
 use super::exec::LaneLoad;
-use super::{Batch, NetworkModel};
+use super::{Batch, BatchKind, NetworkModel};
 use crate::topology::Topology;
 use serde::Serialize;
 use split::{OpPlan, plan_op};
@@ -409,6 +409,20 @@ pub fn simulate_client_stale(
             return fail(r, Outcome::ServerError, m.clone());
         }
     }
+    // A script's undeclared keys (seen in a capture) decide on the server: no client can route
+    // by keys it is not told, so each sends the script where its declared keys (or, with none,
+    // any node) say, and the server refuses a key it does not hold.
+    if b.kind == BatchKind::Script && !b.script_ran.is_empty() {
+        let v = crate::simulate::verdict::as_written(b, actual);
+        if v.outcome == crate::simulate::verdict::Outcome::NonLocalScriptKey {
+            let m = v
+                .message
+                .unwrap_or_else(|| "Script attempted to access a non local key".into());
+            r.load.round_trips = 1;
+            r.load.latency_ms = net.wave_ms();
+            return fail(r, Outcome::ServerError, m);
+        }
+    }
     let cx = waves::Cx {
         b,
         topo,
@@ -528,6 +542,36 @@ mod tests {
             }
             let r = run("MGET {u}a {u}b", c);
             assert_eq!((r.outcome, r.load.commands), (Outcome::Ok, 1), "{c:?}");
+        }
+    }
+
+    #[test]
+    fn scripts_touching_undeclared_keys_fail_for_every_client() {
+        use crate::simulate::monitor::parse_monitor;
+        let t = Topology::Cluster(SlotMap::from_masters(3).unwrap());
+        let net = NetworkModel::round_trips_only(1.0);
+        let capture = "1.0 [0 10.0.0.1:1] \"EVALSHA\" \"abc\" \"0\"\n\
+                       1.1 [0 lua] \"get\" \"a\"\n\
+                       1.2 [0 lua] \"get\" \"b\"\n\
+                       2.0 [0 10.0.0.1:1] \"EVAL\" \"s\" \"1\" \"{u}a\"\n\
+                       2.1 [0 lua] \"get\" \"{u}b\"\n";
+        let (batches, _) = parse_monitor(capture).unwrap();
+        assert_eq!(batches.len(), 2);
+        for c in Client::ALL {
+            if c == Client::Twemproxy {
+                continue;
+            }
+            // No keys declared, keys on two nodes: refused wherever the client sends it.
+            let r = simulate_client(&batches[0], &t, c, &net);
+            assert_eq!(
+                (r.outcome, r.load.round_trips),
+                (Outcome::ServerError, 1),
+                "{c:?}"
+            );
+            assert!(r.message.unwrap().contains("non local key"), "{c:?}");
+            // Its undeclared key shares the declared key's slot: it runs.
+            let r = simulate_client(&batches[1], &t, c, &net);
+            assert_eq!(r.outcome, Outcome::Ok, "{c:?}");
         }
     }
 
