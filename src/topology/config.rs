@@ -22,35 +22,35 @@ use super::ring::{KeyHash64, Ring, RingKind, RingServer};
 use super::{NO_OWNER, Node, SlotMap, TopologyError};
 use crate::slot::SLOT_COUNT;
 use serde::Deserialize;
+use serde_saphyr::Spanned;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct TopologyConfig {
-    nodes: Option<Vec<NodeConfig>>,
-    ring: Option<RingConfig>,
+    nodes: Option<Spanned<Vec<Spanned<NodeConfig>>>>,
+    ring: Option<Spanned<RingConfig>>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct NodeConfig {
-    name: String,
+    name: Spanned<String>,
     address: Option<String>,
     id: Option<String>,
-    #[serde(default)]
-    slots: String,
+    slots: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RingConfig {
-    kind: String,
-    hash: Option<String>,
-    hash_tag: Option<String>,
-    version: Option<u8>,
+    kind: Spanned<String>,
+    hash: Option<Spanned<String>>,
+    hash_tag: Option<Spanned<String>>,
+    version: Option<Spanned<u8>>,
     #[serde(default)]
     key_tag: bool,
     #[serde(alias = "shards")]
-    servers: Vec<ServerConfig>,
+    servers: Spanned<Vec<Spanned<ServerConfig>>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -73,6 +73,14 @@ fn one() -> u32 {
 
 fn err(m: impl Into<String>) -> TopologyError {
     TopologyError::Config(m.into())
+}
+
+/// An error about the value `at`, placed on its line.
+fn err_at<T>(at: &Spanned<T>, m: impl Into<String>) -> TopologyError {
+    TopologyError::Parse {
+        line: at.referenced.line().max(1) as usize,
+        message: m.into(),
+    }
 }
 
 /// Whether `text` looks like keyplan topology YAML (a top-level `nodes:` or `ring:` key).
@@ -117,7 +125,8 @@ pub fn parse(text: &str, allow_partial: bool) -> Result<super::Topology, Topolog
     match (cfg.nodes, cfg.ring) {
         (Some(nodes), None) => cluster(nodes, allow_partial).map(super::Topology::Cluster),
         (None, Some(ring)) => build_ring(ring).map(super::Topology::Ring),
-        (Some(_), Some(_)) => Err(err(
+        (Some(_), Some(ring)) => Err(err_at(
+            &ring,
             "give either `nodes:` (a slot map) or `ring:`, not both",
         )),
         (None, None) => Err(err(
@@ -126,31 +135,54 @@ pub fn parse(text: &str, allow_partial: bool) -> Result<super::Topology, Topolog
     }
 }
 
-fn cluster(nodes: Vec<NodeConfig>, allow_partial: bool) -> Result<SlotMap, TopologyError> {
-    if nodes.is_empty() {
-        return Err(err("`nodes:` is empty"));
+fn cluster(
+    nodes: Spanned<Vec<Spanned<NodeConfig>>>,
+    allow_partial: bool,
+) -> Result<SlotMap, TopologyError> {
+    if nodes.value.is_empty() {
+        return Err(err_at(&nodes, "`nodes:` is empty"));
     }
+    let nodes = nodes.value;
     let mut owner = vec![NO_OWNER; SLOT_COUNT].into_boxed_slice();
     let mut out = Vec::new();
     for (i, n) in nodes.iter().enumerate() {
-        if out.iter().any(|o: &Node| o.name == n.name) {
-            return Err(err(format!("node name '{}' is used twice", n.name)));
+        let name = &n.value.name;
+        if let Some(first) = nodes[..i].iter().find(|o| o.value.name.value == name.value) {
+            return Err(err_at(
+                name,
+                format!(
+                    "node name '{}' is used twice (first on line {})",
+                    name.value,
+                    first.value.name.referenced.line()
+                ),
+            ));
         }
-        let ranges = parse_slots(&n.slots).map_err(|m| err(format!("node '{}': {m}", n.name)))?;
+        let ranges = match &n.value.slots {
+            Some(slots) => parse_slots(&slots.value)
+                .map_err(|m| err_at(slots, format!("node '{}': {m}", name.value)))?,
+            None => Vec::new(),
+        };
         for (a, b) in ranges {
             for s in a..=b {
                 let o = &mut owner[s as usize];
                 if *o != NO_OWNER && *o as usize != i {
-                    return Err(err(format!(
-                        "slot {s} is owned twice: by node '{}' and by node '{}'",
-                        nodes[*o as usize].name, n.name
-                    )));
+                    let other = &nodes[*o as usize].value.name;
+                    return Err(err_at(
+                        n.value.slots.as_ref().unwrap_or(name),
+                        format!(
+                            "slot {s} is owned twice: by node '{}' (line {}) and by node '{}'",
+                            other.value,
+                            other.referenced.line(),
+                            name.value
+                        ),
+                    ));
                 }
                 *o = i as u16;
             }
         }
+        let n = &n.value;
         out.push(Node {
-            name: n.name.clone(),
+            name: n.name.value.clone(),
             id: n.id.clone(),
             address: n.address.clone(),
             flags: Vec::new(),
@@ -165,31 +197,37 @@ fn cluster(nodes: Vec<NodeConfig>, allow_partial: bool) -> Result<SlotMap, Topol
     map.validated(allow_partial)
 }
 
-fn build_ring(r: RingConfig) -> Result<Ring, TopologyError> {
-    if r.servers.is_empty() {
-        return Err(err("`ring.servers` is empty"));
+fn build_ring(ring: Spanned<RingConfig>) -> Result<Ring, TopologyError> {
+    let r = ring.value;
+    if r.servers.value.is_empty() {
+        return Err(err_at(&r.servers, "`ring.servers` is empty"));
     }
+    // Errors about the hash are placed on `hash:`, or on `kind:` when the default is used.
+    let hash_at = |m: String| match &r.hash {
+        Some(h) => err_at(h, m),
+        None => err_at(&r.kind, m),
+    };
     let twem_hash = |default: &str| -> Result<TwemHash, TopologyError> {
-        let h = r.hash.as_deref().unwrap_or(default);
+        let h = r.hash.as_ref().map_or(default, |h| h.value.as_str());
         TwemHash::from_name(h).ok_or_else(|| {
-            err(format!(
+            hash_at(format!(
                 "ring.hash '{h}' is not a twemproxy hash ({})",
                 TwemHash::ALL.map(|(n, _)| n).join(", ")
             ))
         })
     };
     let key_hash = || -> Result<KeyHash64, TopologyError> {
-        match r.hash.as_deref().unwrap_or("fnv1a_64") {
+        match r.hash.as_ref().map_or("fnv1a_64", |h| h.value.as_str()) {
             "fnv1a_64" => Ok(KeyHash64::Fnv1a64),
             "md5" => Ok(KeyHash64::Md5),
             "crc32" => Ok(KeyHash64::Crc32),
             "murmur64a" => Ok(KeyHash64::Murmur64a),
-            h => Err(err(format!(
+            h => Err(hash_at(format!(
                 "ring.hash '{h}': use fnv1a_64, md5, crc32 or murmur64a"
             ))),
         }
     };
-    let kind = match r.kind.as_str() {
+    let kind = match r.kind.value.as_str() {
         "ketama" => RingKind::Ketama {
             hash: twem_hash("fnv1a_64")?,
         },
@@ -199,11 +237,15 @@ fn build_ring(r: RingConfig) -> Result<Ring, TopologyError> {
         "random" => RingKind::Random,
         "libketama" => RingKind::Libketama,
         "jedis" => {
-            let version = r.version.unwrap_or(3);
+            let version = r.version.as_ref().map_or(3, |v| v.value);
             if !(1..=4).contains(&version) {
-                return Err(err(format!(
+                let m = format!(
                     "ring.version {version}: Jedis versions are 1 (≤1.5), 2 (2.x), 3 (3.x) or 4 (4.x–6.x)"
-                )));
+                );
+                return Err(match &r.version {
+                    Some(v) => err_at(v, m),
+                    None => err_at(&r.kind, m),
+                });
             }
             RingKind::Jedis {
                 version,
@@ -217,20 +259,54 @@ fn build_ring(r: RingConfig) -> Result<Ring, TopologyError> {
             key_hash: key_hash()?,
         },
         other => {
-            return Err(err(format!(
-                "ring.kind '{other}': use ketama, modula, random, libketama, jedis, jump or modulo"
-            )));
+            return Err(err_at(
+                &r.kind,
+                format!(
+                    "ring.kind '{other}': use ketama, modula, random, libketama, jedis, jump or modulo"
+                ),
+            ));
         }
     };
-    let hash_tag = match r.hash_tag.as_deref() {
-        None | Some("") => None,
-        Some(t) if t.len() == 2 => Some([t.as_bytes()[0], t.as_bytes()[1]]),
-        Some(t) => return Err(err(format!("ring.hash_tag '{t}' must be two characters"))),
+    let hash_tag = match &r.hash_tag {
+        None => None,
+        Some(t) if t.value.is_empty() => None,
+        Some(t) if t.value.len() == 2 => Some([t.value.as_bytes()[0], t.value.as_bytes()[1]]),
+        Some(t) => {
+            return Err(err_at(
+                t,
+                format!("ring.hash_tag '{}' must be two characters", t.value),
+            ));
+        }
     };
     let jedis = matches!(kind, RingKind::Jedis { .. });
+    let listed = &r.servers.value;
+    for (i, s) in listed.iter().enumerate() {
+        if let Some(first) = listed[..i].iter().find(|o| o.value.name == s.value.name) {
+            return Err(err_at(
+                s,
+                format!(
+                    "server name '{}' is used twice (first on line {})",
+                    s.value.name,
+                    first.referenced.line()
+                ),
+            ));
+        }
+        if s.value.weight == 0 {
+            return Err(err_at(
+                s,
+                format!(
+                    "server '{}': weight 0; weights are positive whole numbers (only their ratios matter)",
+                    s.value.name
+                ),
+            ));
+        }
+    }
+    let servers_at = r.servers.referenced.line().max(1) as usize;
     let servers = r
         .servers
+        .value
         .into_iter()
+        .map(|s| s.value)
         .map(|s| {
             let ring_name = if jedis {
                 s.named
@@ -256,7 +332,7 @@ fn build_ring(r: RingConfig) -> Result<Ring, TopologyError> {
                     replicas: 0,
                 },
                 ring_name,
-                weight: s.weight.max(1),
+                weight: s.weight,
             }
         })
         .collect();
@@ -264,8 +340,16 @@ fn build_ring(r: RingConfig) -> Result<Ring, TopologyError> {
         kind.clone(),
         servers,
         hash_tag,
-        format!("keyplan ring ({})", r.kind),
+        format!("keyplan ring ({})", r.kind.value),
     )
+    .map_err(|e| match e {
+        // A ring-wide problem (a duplicate server, weights) belongs to `servers:`.
+        TopologyError::Config(message) => TopologyError::Parse {
+            line: servers_at,
+            message,
+        },
+        e => e,
+    })
 }
 
 /// Whether `text` looks like a libketama server file: `host:port<space>memory` lines.
@@ -372,6 +456,56 @@ mod tests {
         )
         .unwrap();
         assert!(t.node_of(b"x").is_some());
+    }
+
+    #[test]
+    fn errors_name_the_line_to_fix() {
+        let cases = [
+            (
+                "nodes:\n  - { name: a, slots: \"0-8000\" }\n  - { name: b, slots: \"8000-16383\" }\n",
+                "line 3: slot 8000 is owned twice: by node 'a' (line 2) and by node 'b'",
+            ),
+            (
+                "nodes:\n  - { name: a, slots: \"0-8000\" }\n  - { name: a, slots: \"8001-16383\" }\n",
+                "line 3: node name 'a' is used twice (first on line 2)",
+            ),
+            (
+                "nodes:\n  - name: a\n    slots: \"0-8000x\"\n",
+                "line 3: node 'a': '8000x' is not a slot number",
+            ),
+            (
+                "ring:\n  kind: jedis\n  version: 9\n  servers:\n    - { name: a }\n",
+                "line 3: ring.version 9",
+            ),
+            (
+                "ring:\n  kind: ketama\n  hash: nope\n  servers:\n    - { name: a }\n",
+                "line 3: ring.hash 'nope'",
+            ),
+            (
+                "ring:\n  kind: jump\n  servers:\n    - { name: a }\n  hash: nope\n",
+                "line 5: ring.hash 'nope'",
+            ),
+            (
+                "ring:\n  kind: ketama\n  servers:\n    - { name: a }\n    - { name: a }\n",
+                "line 5: server name 'a' is used twice (first on line 4)",
+            ),
+            (
+                "ring:\n  kind: ketama\n  servers:\n    - { name: a, weight: 0 }\n",
+                "line 4: server 'a': weight 0",
+            ),
+            (
+                "ring:\n  kind: ketama\n  servers: []\n",
+                "line 3: `ring.servers` is empty",
+            ),
+            (
+                "ring:\n  kind: ring\n  servers: [{ name: a }]\n",
+                "line 2: ring.kind 'ring'",
+            ),
+        ];
+        for (text, want) in cases {
+            let e = parse(text, false).unwrap_err().to_string();
+            assert!(e.starts_with(want), "{text:?}: {e}");
+        }
     }
 
     #[test]
