@@ -75,6 +75,8 @@ impl<'k> Tok<'k> {
         match t.lit(key) {
             Some(l) => Tok::Lit(l),
             None => match *t {
+                // One value, whichever the version: a template holds either.
+                Token::Class(Class::Ipv6) => Tok::Class(Class::Ip),
                 Token::Class(c) => Tok::Class(c),
                 Token::Lit { .. } => Tok::Class(Class::Rest),
             },
@@ -1614,7 +1616,7 @@ mod tests {
     /// Bytes a key of the property below is made of: letters on both sides of `f` and of `Z`
     /// (hex or not), digits, `I`/`L`/`O`/`U`, delimiters and other punctuation.
     const ALPHABET: &[u8] =
-        b"0123456789abcdefABCDEFGHIJKLMNOPQRSTUVWXYZghijklmnopqrstuvwxyz:-_.@ {}/|";
+        b"0123456789abcdefABCDEFGHIJKLMNOPQRSTUVWXYZghijklmnopqrstuvwxyz:-_.@ {}/|=!";
 
     /// The key `k` with a few bytes replaced as `edits` says (position, how, which): by
     /// another byte of the same class code, a digit, a hex letter, another letter or any letter
@@ -1834,6 +1836,40 @@ mod tests {
         assert_eq!(
             infer(&keys),
             vec![("feed:{celeb:<word>}:post:<int>".into(), 40)]
+        );
+    }
+
+    #[test]
+    fn ipv4_and_ipv6_are_one_value() {
+        let owned: Vec<String> = (0..40)
+            .map(|i| {
+                if i % 2 == 0 {
+                    format!("rl:10.0.{i}.1")
+                } else {
+                    format!("rl:2001:db8::{i:x}")
+                }
+            })
+            .collect();
+        let keys: Vec<&str> = owned.iter().map(String::as_str).collect();
+        assert_eq!(infer(&keys), vec![("rl:<ip>".into(), 40)]);
+        let mut t = PatternTree::new(Delimiters::default(), 1);
+        for k in &keys {
+            t.add(&Observation {
+                key: k.as_bytes(),
+                bytes: 0,
+                ops: 0.0,
+                node: Some(0),
+                tag: None,
+                slot: crate::slot::key_slot(k.as_bytes()),
+                expires: false,
+            });
+        }
+        let p = t.finish().remove(0);
+        let re = regex::bytes::Regex::new(&p.regex).unwrap();
+        assert!(
+            keys.iter().all(|k| re.is_match(k.as_bytes())),
+            "{}",
+            p.regex
         );
     }
 

@@ -1,10 +1,10 @@
 //! Splitting a key into tokens and classifying them.
 //!
-//! A key is cut at delimiters (configurable; `:` `/` `|` `.` `-` `_` by default) and at hash-tag
+//! A key is cut at delimiters (configurable; `: / | . - _ ! $ @ = #` by default) and at hash-tag
 //! braces, which stay literal tokens. At the start of each segment, compound values that contain
-//! delimiters are recognised whole: `<uuid>` (8-4-4-4-12 hex), `<date>` (YYYY-MM-DD) and `<ip>`
-//! (dotted IPv4). A whole segment of digits is `<int>`; of 8 or more hex digits mixing letters
-//! and digits (or 16 or more hex digits) is `<hex>`. Other segments split into runs: digits are
+//! delimiters are recognised whole: `<email>`, `<uuid>` (8-4-4-4-12 hex), `<date>` (YYYY-MM-DD)
+//! and `<ip>` (dotted IPv4, or IPv6). A whole segment of digits is `<int>`; of 8 or more hex
+//! digits mixing letters and digits (or 16 or more hex digits) is `<hex>`. Other segments split into runs: digits are
 //! `<int>`, letters stay literal (the tree later folds many distinct letter runs at one position
 //! into `<word>`), other printable bytes are literal, and runs of non-ASCII or control bytes are
 //! `<bytes>`. A key of more than [`MAX_TOKENS`] tokens ends in `<rest>`.
@@ -26,8 +26,11 @@ pub enum Class {
     Word,
     /// A ULID: 26 characters of Crockford base32.
     Ulid,
-    /// An IPv6 address (hex groups and `:`, with `::`, or all eight groups).
+    /// An IPv6 address (hex groups and `:`, with `::`, or all eight groups). Patterns show it
+    /// as `<ip>`, one value with IPv4 addresses: a key's template holds either.
     Ipv6,
+    /// An e-mail address: `local@domain.tld`.
+    Email,
     /// An opaque token: 20 or more letters, digits, `-` and `_` in a random-looking mix
     /// (base62 and base64url session ids, nanoids, KSUIDs, mixed letter-digit ids), or
     /// standard base64 with `+`, `/` and `=` padding (digests).
@@ -49,7 +52,8 @@ impl Class {
             Class::Ip => "<ip>",
             Class::Word => "<word>",
             Class::Ulid => "<ulid>",
-            Class::Ipv6 => "<ipv6>",
+            Class::Ipv6 => "<ip>",
+            Class::Email => "<email>",
             Class::Token => "<token>",
             Class::Bytes => "<bytes>",
             Class::Rest => "<rest>",
@@ -65,10 +69,12 @@ impl Class {
                 "[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}"
             }
             Class::Date => "[0-9]{4}-[0-9]{2}-[0-9]{2}",
-            Class::Ip => "[0-9]{1,3}\\.[0-9]{1,3}\\.[0-9]{1,3}\\.[0-9]{1,3}",
+            Class::Ip | Class::Ipv6 => {
+                "[0-9]{1,3}\\.[0-9]{1,3}\\.[0-9]{1,3}\\.[0-9]{1,3}|[0-9A-Fa-f:]*:[0-9A-Fa-f:]*"
+            }
             Class::Word => "[A-Za-z]+",
             Class::Ulid => "[0-9A-HJKMNP-TV-Z]{26}",
-            Class::Ipv6 => "[0-9A-Fa-f:]*:[0-9A-Fa-f:]*",
+            Class::Email => "[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\\.[A-Za-z0-9-]+)+",
             Class::Token => "[A-Za-z0-9+/=_-]+",
             Class::Bytes => "[\\x00-\\x1f\\x7f-\\xff]+",
             Class::Rest => "(?s:.*)",
@@ -120,7 +126,7 @@ pub struct Delimiters {
 }
 
 /// The default delimiters.
-pub const DEFAULT_DELIMITERS: &str = ":/|.-_";
+pub const DEFAULT_DELIMITERS: &str = ":/|.-_!$@=#";
 
 impl Delimiters {
     /// Delimiters from a list of ASCII punctuation characters (letters and digits are ignored:
@@ -329,6 +335,14 @@ fn decide_id_like(key: &[u8], i: usize, r: IdRun, d: &Delimiters) -> Option<(usi
     {
         return Some((len, Class::Ulid));
     }
+    if r.dash > 0 && joined_words(&key[i..j]) {
+        return None;
+    }
+    if r.dash > 0
+        && let Some(cut) = suffix_words(key, i, j)
+    {
+        return id_before_suffix(&key[i..cut]).then_some((cut - i, Class::Token));
+    }
     // Hex digits and other letters mixed, the kind changing often (a random base62 string
     // changes about every other character; words, even CamelCase ones, far less).
     let random = if r.hex > 0 {
@@ -367,6 +381,49 @@ fn starts_with_word(key: &[u8], i: usize, j: usize) -> bool {
         || !key[rest..j]
             .iter()
             .any(|b| b.is_ascii_alphabetic() && !b.is_ascii_hexdigit())
+}
+
+/// Whether `run` is words joined by `-` or `_`, each a family word ([`family_word`]):
+/// `asgiworker-thumbnails`, `search_users-uploads`, not an id (random ids mix in digits or
+/// upper case).
+#[inline]
+fn joined_words(run: &[u8]) -> bool {
+    run.split(|b| matches!(b, b'-' | b'_')).all(family_word)
+}
+
+/// Where a suffix of words starts in the run `key[i..j]`: the run ends in two or more family
+/// words ([`family_word`]), or one of seven letters or more, each after `-` or `_`
+/// (`<id>_client_last_seen`, `<id>_settings`; the longer the word, the less likely a random id
+/// ends in it); the suffix names the key's part, the id comes
+/// before it. `None` without such a suffix, or when nothing comes before it.
+#[inline]
+fn suffix_words(key: &[u8], i: usize, j: usize) -> Option<usize> {
+    let (mut end, mut words, mut longest, mut cut) = (j, 0, 0, None);
+    while end > i {
+        let start = key[i..end]
+            .iter()
+            .rposition(|b| matches!(b, b'-' | b'_'))
+            .map(|p| i + p + 1)?;
+        let word = &key[start..end];
+        if !family_word(word) {
+            break;
+        }
+        words += 1;
+        longest = longest.max(word.len());
+        cut = Some(start - 1);
+        end = start - 1;
+    }
+    cut.filter(|&c| c > i && (words >= 2 || longest >= 7))
+}
+
+/// Whether what comes before a suffix of words is an id: eight bytes or more with a digit or
+/// an upper-case letter (a name such as `my-limiter` is words, tokenized as such).
+#[inline]
+fn id_before_suffix(part: &[u8]) -> bool {
+    part.len() >= 8
+        && part
+            .iter()
+            .any(|b| b.is_ascii_digit() || b.is_ascii_uppercase())
 }
 
 /// Whether `word` reads as a family name's word: three or more letters of one case, one of
@@ -638,6 +695,65 @@ fn match_ip(key: &[u8], i: usize, d: &Delimiters) -> Option<usize> {
         }
     }
     boundary(key, j, d).then_some(j - i)
+}
+
+/// Whether `b` may be in the local part of an e-mail address (before the `@`).
+#[inline]
+fn local_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'%' | b'+' | b'-')
+}
+
+/// The next `@` of a key at or after some position, and where the run of local-part bytes
+/// that ends at it starts: an e-mail address can start at a segment start in between.
+#[derive(Debug, Clone, Copy)]
+struct AtSign {
+    /// The `@`, or the key's length when there is none.
+    at: usize,
+    /// The first byte of the local-part run before it.
+    local_from: usize,
+}
+
+impl AtSign {
+    #[inline]
+    fn after(key: &[u8], from: usize) -> AtSign {
+        let at = memchr::memchr(b'@', &key[from.min(key.len())..]).map_or(key.len(), |p| from + p);
+        let mut local_from = at;
+        while local_from > from && local_byte(key[local_from - 1]) {
+            local_from -= 1;
+        }
+        AtSign { at, local_from }
+    }
+}
+
+/// An e-mail address starting at `key[i]` (a letter or digit) whose `@` is `key[at]`: a local
+/// part of 1 to 64 letters, digits and `. _ % + -`, then a domain of two or more labels of
+/// letters, digits and `-` joined by `.`, the last at least two long, ending at a delimiter or
+/// at the end. Reads which bytes are letters or digits and which punctuation, never which
+/// letter or digit (the skeleton and shape memos rely on it).
+fn match_email(key: &[u8], i: usize, at: usize, d: &Delimiters) -> Option<usize> {
+    let n = key.len();
+    if at <= i || at - i > 64 || !key[i].is_ascii_alphanumeric() {
+        return None;
+    }
+    let (mut j, mut labels, mut last, mut end) = (at + 1, 0, 0, at + 1);
+    loop {
+        let start = j;
+        while j < n && (key[j].is_ascii_alphanumeric() || key[j] == b'-') {
+            j += 1;
+        }
+        if j == start {
+            break;
+        }
+        labels += 1;
+        last = j - start;
+        end = j;
+        if j + 1 < n && key[j] == b'.' && key[j + 1].is_ascii_alphanumeric() {
+            j += 1;
+            continue;
+        }
+        break;
+    }
+    (labels >= 2 && last >= 2 && boundary(key, end, d)).then_some(end - i)
 }
 
 // Byte classes for the one-pass segment scan.
@@ -1033,6 +1149,7 @@ pub fn tokenize(key: &[u8], d: &Delimiters, out: &mut Vec<Token>) {
 pub fn tokenize_into<S: TokenSink>(key: &[u8], d: &Delimiters, out: &mut S) {
     let n = key.len();
     let mut i = 0;
+    let mut email = AtSign::after(key, 0);
     'tokens: while i < n {
         if out.count() >= MAX_TOKENS {
             out.class(Class::Rest);
@@ -1065,6 +1182,19 @@ pub fn tokenize_into<S: TokenSink>(key: &[u8], d: &Delimiters, out: &mut S) {
         }
         // A segment starts here: compound values first, behind O(1) pre-checks.
         out.reads(key, Reads::Segment(i));
+        if email.at < n {
+            if i > email.at {
+                email = AtSign::after(key, i);
+            }
+            if i >= email.local_from
+                && i < email.at
+                && let Some(len) = match_email(key, i, email.at, d)
+            {
+                out.class(Class::Email);
+                i += len;
+                continue;
+            }
+        }
         let c = CLASS[b as usize];
         if c & (C_DIGIT | C_HEXALPHA) != 0 {
             if key[i..n.min(i + 5)].contains(&b':')
@@ -1148,8 +1278,8 @@ pub fn tokenize_into<S: TokenSink>(key: &[u8], d: &Delimiters, out: &mut S) {
         } else if mask & (C_DIGIT | C_OTHER) == 0 {
             // Letters only: one literal run.
             out.lit(key, i, j);
-        } else {
-            runs(key, i, j, out);
+        } else if !runs(key, i, j, out) {
+            return;
         }
         i = j;
     }
@@ -1244,14 +1374,15 @@ fn may_be_id(key: &[u8], i: usize, j: usize, mask: u8) -> bool {
 }
 
 /// Splits the segment `key[from..to]` into letter runs (literal), digit runs (`<int>`), single
-/// punctuation bytes (literal) and runs of other bytes (`<bytes>`).
+/// punctuation bytes (literal) and runs of other bytes (`<bytes>`). `false` when the key
+/// reached [`MAX_TOKENS`] and ended in `<rest>`.
 #[inline]
-fn runs<S: TokenSink>(key: &[u8], from: usize, to: usize, out: &mut S) {
+fn runs<S: TokenSink>(key: &[u8], from: usize, to: usize, out: &mut S) -> bool {
     let mut i = from;
     while i < to {
         if out.count() >= MAX_TOKENS {
             out.class(Class::Rest);
-            return;
+            return false;
         }
         let b = key[i];
         let mut j = i + 1;
@@ -1275,6 +1406,7 @@ fn runs<S: TokenSink>(key: &[u8], from: usize, to: usize, out: &mut S) {
         }
         i = j;
     }
+    true
 }
 
 #[cfg(test)]
@@ -1360,6 +1492,14 @@ mod tests {
             && run.iter().filter(|b| matches!(b, b'G'..=b'Z')).count() >= 3
         {
             return Some((len, Class::Ulid));
+        }
+        if run.iter().any(|b| matches!(b, b'-' | b'_')) && joined_words(run) {
+            return None;
+        }
+        if run.iter().any(|b| matches!(b, b'-' | b'_'))
+            && let Some(cut) = suffix_words(key, i, j)
+        {
+            return id_before_suffix(&key[i..cut]).then_some((cut - i, Class::Token));
         }
         let random = if hex > 0 {
             changes * 4 >= len
@@ -1611,5 +1751,68 @@ mod tests {
         tokenize(key.as_bytes(), &Delimiters::default(), &mut v);
         assert_eq!(v.len(), MAX_TOKENS + 1);
         assert_eq!(v.last(), Some(&Token::Class(Class::Rest)));
+        // A long run inside one segment ends the key once, not once per segment after it.
+        let key = format!("cache:{}:tail", "a%".repeat(40));
+        tokenize(key.as_bytes(), &Delimiters::default(), &mut v);
+        assert_eq!(v.len(), MAX_TOKENS + 1);
+        assert_eq!(
+            v.iter()
+                .filter(|t| **t == Token::Class(Class::Rest))
+                .count(),
+            1
+        );
+    }
+
+    #[test]
+    fn emails_are_one_value() {
+        for (key, want) in [
+            ("acct:email=hugo.1234@example.com", "acct:email=<email>"),
+            (
+                "user:Mary.Ann+x@mail.example.co.uk:profile",
+                "user:<email>:profile",
+            ),
+            (
+                "LIMITS:LIMITER/o.neil@ex-ample.io/login/5",
+                "LIMITS:LIMITER/<email>/login/<int>",
+            ),
+            ("{a_b@c.de}:x", "{<email>}:x"),
+            ("x@y.z", "x@y.z"),
+            ("npm:@scope/pkg", "npm:@scope/pkg"),
+            ("job@2024-01-01", "job@<date>"),
+            ("a@b", "a@b"),
+        ] {
+            assert_eq!(text(key), want, "{key}");
+        }
+    }
+
+    #[test]
+    fn punctuation_separates_segments() {
+        assert_eq!(
+            text("asgispecific.5efd0c0a9b8c4d7e8f6a5b4c3d2e1f0a!"),
+            "asgispecific.<hex>!"
+        );
+        assert_eq!(text("a=1#b$2"), "a=<int>#b$<int>");
+    }
+
+    #[test]
+    fn words_and_suffixes_around_ids() {
+        // Words joined by `-` or `_` are words, however long.
+        assert_eq!(text("asgiworker-thumbnails"), "asgiworker-thumbnails");
+        // A suffix of words names the key's part; the id before it stays one token.
+        assert_eq!(
+            text("b_api-v2-133-x7Kq11_client_last_seen"),
+            "<token>_client_last_seen"
+        );
+        assert_eq!(
+            text("b_search_users-1oo-x7Kq32_settings"),
+            "<token>_settings"
+        );
+        // A name before the suffix (no digit, no capital) is words.
+        assert_eq!(
+            text("b_my-limiter-of-uploads_settings"),
+            "b_my-limiter-of-uploads_settings"
+        );
+        // A random id whose last part happens to be short lower-case letters stays whole.
+        assert_eq!(text("sess:Eh7qY2kLm9Pq_Wz3xVb8NcT_dudgv"), "sess:<token>");
     }
 }
