@@ -309,6 +309,25 @@ pub fn plan_scheme(
     scheme.batches.iter().map(|b| plan_batch(&ctx, b)).collect()
 }
 
+/// A tag value holding this share of its family's sample keys or more makes the tag crowded,
+/// however many values the tag takes: its keys all live on one slot.
+const HOT_VALUE_SHARE: f64 = 0.25;
+
+/// The text of `segs` with each variable of `vars` replaced by the value at its index.
+fn with_values(segs: &[Seg], vars: &[&str], values: &[String]) -> String {
+    segs.iter()
+        .map(|s| match s {
+            Seg::Lit(l) => l.clone(),
+            Seg::Var(v) => vars
+                .iter()
+                .position(|x| x == v)
+                .and_then(|i| values.get(i))
+                .cloned()
+                .unwrap_or_else(|| format!("<{v}>")),
+        })
+        .collect()
+}
+
 fn plan_batch(ctx: &Ctx<'_>, b: &SchemeBatch) -> BatchPlan {
     let scheme = ctx.scheme;
     let fams = family_indices(scheme, b);
@@ -329,6 +348,7 @@ fn plan_batch(ctx: &Ctx<'_>, b: &SchemeBatch) -> BatchPlan {
     // The tag the batch's keys share now (if single-slot) and its number of values: what a
     // key sample shows when it clearly disagrees with the declaration (both are said).
     let mut observed_note: Option<String> = None;
+    let mut hot_value: Option<String> = None;
     let current_tag: Option<(Vec<Seg>, Option<u64>)> = if single.is_ok() {
         let hashed = scheme.keys[fams[0]].template.hashed();
         let vars = seg_vars(&hashed);
@@ -337,9 +357,9 @@ fn plan_batch(ctx: &Ctx<'_>, b: &SchemeBatch) -> BatchPlan {
         } else {
             combined_cardinality(scheme, &vars)
         };
-        if let (Some(declared), Some((seen, keys))) =
-            (card, ctx.work.observed_distinct(fams[0], &vars))
-        {
+        let observed = ctx.work.observed_values(fams[0], &vars);
+        if let (Some(declared), Some(o)) = (card, &observed) {
+            let (seen, keys) = (o.distinct, o.keys);
             // A sample this large would show about this many values under the declaration.
             let d = declared.max(1) as f64;
             let expected = d * (1.0 - (-(keys as f64) / d).exp());
@@ -349,6 +369,21 @@ fn plan_batch(ctx: &Ctx<'_>, b: &SchemeBatch) -> BatchPlan {
                 ));
                 card = Some(seen);
             }
+        }
+        // However many values the tag takes, one that holds a large share of the sample's keys
+        // puts them all on one slot.
+        if let Some(o) = observed.filter(|o| {
+            !vars.is_empty()
+                && o.keys >= 50
+                && o.distinct > 1
+                && o.top_keys as f64 >= HOT_VALUE_SHARE * o.keys as f64
+        }) {
+            let value = with_values(&hashed, &vars, &o.top);
+            hot_value = Some(format!(
+                "`{{{value}}}` holds {:.0}% of its {} sample keys",
+                100.0 * o.top_keys as f64 / o.keys as f64,
+                o.keys
+            ));
         }
         Some((hashed, card))
     } else {
@@ -390,9 +425,10 @@ fn plan_batch(ctx: &Ctx<'_>, b: &SchemeBatch) -> BatchPlan {
     };
     let accepted = kp201(&b.allow) || fams.iter().all(|&f| kp201(&scheme.keys[f].allow));
     let low_card = !accepted
-        && current_tag
-            .as_ref()
-            .is_some_and(|(_, c)| c.is_some_and(|c| c < needed))
+        && (hot_value.is_some()
+            || current_tag
+                .as_ref()
+                .is_some_and(|(_, c)| c.is_some_and(|c| c < needed)))
         && fams
             .iter()
             .all(|&f| matches!(scheme.keys[f].template.tag_part().0, TagPart::Tagged(_)));
@@ -428,6 +464,10 @@ fn plan_batch(ctx: &Ctx<'_>, b: &SchemeBatch) -> BatchPlan {
                 .client
                 .map(|c| c.name())
                 .unwrap_or(ctx.opts.strategy.name())
+        ))
+    } else if let (true, Some(hot)) = (low_card, &hot_value) {
+        Some(format!(
+            "one slot, but one value of its tag {hot}: they all live on one slot"
         ))
     } else if low_card {
         let (tag, card) = current_tag.clone().expect("checked above");
@@ -862,7 +902,7 @@ fn recommend(
         .unwrap_or((0, &cands[0]));
     let why = if i == 0 {
         format!(
-            "its keys sit on a tag with too few values ({:.2}× the mean on the busiest node, over --max-skew {max}) and {} has no other variable it keeps the same to spread them by; accept it (allow KP201 with a reason) or split the batch",
+            "its keys crowd a few values of their tag ({:.2}× the mean on the busiest node, over --max-skew {max}) and {} has no other variable it keeps the same to spread them by; accept it (allow KP201 with a reason) or split the batch",
             skew(c),
             b.name
         )
@@ -1006,5 +1046,35 @@ batches:
             ),
             "{problem}"
         );
+    }
+
+    /// A tag that takes its declared 100 values in a sample, one of which holds 40% of the
+    /// keys: crowded, not "well spread" (the value's slot carries them).
+    #[test]
+    fn one_heavy_tag_value_in_the_sample_is_a_problem() {
+        let s = Scheme::parse(
+            "version: 1\nvars:\n  season: { kind: word, cardinality: 100 }\n  user: { kind: int, cardinality: 1000000 }\nkeys:\n  board: { pattern: \"board:{season:<season>}:user:<user>\" }\n  meta: { pattern: \"meta:{season:<season>}\" }\nbatches:\n  top: { command: mget, keys: [board, meta], same: [season] }\n",
+        )
+        .unwrap();
+        let topo = Topology::Cluster(SlotMap::from_masters(3).unwrap());
+        let m = crate::scheme::matcher::KeyMatcher::new(&s);
+        let sample = |hot: usize| {
+            let mut w = Workload::sample(&s, 3);
+            for i in 0..1000 {
+                let season = if i < hot { "spring".to_string() } else { format!("s{}", i % 100) };
+                let k = format!("board:{{season:{season}}}:user:{i}");
+                w.add_sample_key(&s, &topo, k.as_bytes(), m.matched(k.as_bytes()));
+            }
+            plan_scheme(&s, &topo, &w, &PlanOptions::default())
+        };
+        let p = sample(400);
+        let problem = p[0].problem.as_deref().unwrap_or_default();
+        assert!(
+            problem.contains("`{season:spring}` holds 40% of its 1000 sample keys"),
+            "{problem}"
+        );
+        // Spread evenly, the same tag is fine.
+        let p = sample(0);
+        assert_eq!(p[0].problem, None, "{:?}", p[0].problem);
     }
 }

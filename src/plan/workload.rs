@@ -137,11 +137,32 @@ fn render(t: &Template, vars: &[String], values: &[String], extra: &[(String, St
     out
 }
 
+/// What a sample shows of some variables' values in one family.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObservedValues {
+    /// Distinct combinations of the variables' values.
+    pub distinct: u64,
+    /// Sample keys of the family.
+    pub keys: u64,
+    /// The heaviest combination (one value per variable, in the order asked).
+    pub top: Vec<String>,
+    /// Sample keys holding it.
+    pub top_keys: u64,
+}
+
 impl Workload {
     /// For a sample: the distinct combinations of `vars` (a subset of family `fi`'s variables)
     /// among the sample keys of that family kept for scoring, with how many keys that is;
     /// `None` for generated keys or a family with no sample key.
     pub fn observed_distinct(&self, fi: usize, vars: &[&str]) -> Option<(u64, u64)> {
+        self.observed_values(fi, vars)
+            .map(|o| (o.distinct, o.keys))
+    }
+
+    /// For a sample: what the values of `vars` (a subset of family `fi`'s variables) look like
+    /// among the family's sample keys: how many distinct combinations, over how many keys, and
+    /// the heaviest one. `None` for generated keys or a family with no sample key.
+    pub fn observed_values(&self, fi: usize, vars: &[&str]) -> Option<ObservedValues> {
         if self.source != "sample" {
             return None;
         }
@@ -153,15 +174,29 @@ impl Workload {
             .iter()
             .filter_map(|v| f.vars.iter().position(|x| x == v))
             .collect();
-        let mut combos: std::collections::HashSet<Vec<&str>> = std::collections::HashSet::new();
+        let mut combos: std::collections::HashMap<Vec<&str>, u64> =
+            std::collections::HashMap::new();
         for k in &f.keys {
-            combos.insert(
-                at.iter()
-                    .map(|&i| k.values.get(i).map_or("", String::as_str))
-                    .collect(),
-            );
+            *combos
+                .entry(
+                    at.iter()
+                        .map(|&i| k.values.get(i).map_or("", String::as_str))
+                        .collect(),
+                )
+                .or_default() += 1;
         }
-        Some((combos.len() as u64, f.keys.len() as u64))
+        // The heaviest combination; ties go to the smallest, so the answer is deterministic.
+        let (top, top_keys) = combos
+            .iter()
+            .max_by(|a, b| a.1.cmp(b.1).then_with(|| b.0.cmp(a.0)))
+            .map(|(v, n)| (v.iter().map(|s| s.to_string()).collect(), *n))
+            .unwrap_or_default();
+        Some(ObservedValues {
+            distinct: combos.len() as u64,
+            keys: f.keys.len() as u64,
+            top,
+            top_keys,
+        })
     }
 
     /// Keys generated from the declared cardinalities: per family, up to a few thousand keys
