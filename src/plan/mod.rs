@@ -781,8 +781,9 @@ fn recommend(
     if let Some(why) = fine {
         return (0, why);
     }
-    // Within the skew budget and working: fewest round trips, then latency, then fewest keys
-    // moved, then fewest rewrites.
+    // Within the skew budget and working: fewest round trips, then latency (to the microsecond:
+    // closer is noise of the generated keys), then fewest keys moved, then fewest rewrites.
+    let micros = |c: &Candidate| (c.score.latency_ms * 1000.0).round();
     let mut best: Option<usize> = None;
     for (i, c) in cands.iter().enumerate() {
         let usable = ok(c) || (!crossslot && c.kind == CandidateKind::PerNodePipelines);
@@ -795,13 +796,13 @@ fn recommend(
                 let d = &cands[j];
                 (
                     c.score.round_trips,
-                    c.score.latency_ms,
+                    micros(c),
                     c.score.keys_moved,
                     c.rewrites.len(),
                 )
                     .partial_cmp(&(
                         d.score.round_trips,
-                        d.score.latency_ms,
+                        micros(d),
                         d.score.keys_moved,
                         d.rewrites.len(),
                     ))

@@ -97,6 +97,44 @@ pub fn batch_single_slot(scheme: &Scheme, b: &Batch) -> Result<(), NotSingleSlot
 /// The pattern with braces removed and `tag` (pieces) braced at its first occurrence, or
 /// `None` when the pattern does not contain `tag`'s pieces contiguously.
 pub fn with_tag_text(t: &Template, tag: &[Seg]) -> Option<String> {
+    let (text, needle) = unbraced_and_needle(t, tag);
+    let at = text.find(&needle)?;
+    // The match must not cut a variable name (`<…>` boundaries hold by construction of
+    // seg_text when the needle starts and ends on piece boundaries or literal characters).
+    Some(format!(
+        "{}{{{}}}{}",
+        &text[..at],
+        needle,
+        &text[at + needle.len()..]
+    ))
+}
+
+/// The pattern with braces removed and its first `<var>` replaced by `tag` (pieces) braced,
+/// for a tag of literals around one variable that the pattern does not hold as such: reusing
+/// `{acct:<account>}` for `balance:<account>` gives `balance:{acct:<account>}`, whose keys hash
+/// `acct:42` as the tag's own keys do. `None` when the tag has not exactly one variable or the
+/// pattern lacks it.
+pub fn with_tag_embedded(t: &Template, tag: &[Seg]) -> Option<String> {
+    let mut vars = tag.iter().filter_map(|s| match s {
+        Seg::Var(v) => Some(v),
+        Seg::Lit(_) => None,
+    });
+    let (Some(var), None) = (vars.next(), vars.next()) else {
+        return None;
+    };
+    let (text, needle) = unbraced_and_needle(t, tag);
+    let placeholder = format!("<{var}>");
+    let at = text.find(&placeholder)?;
+    Some(format!(
+        "{}{{{}}}{}",
+        &text[..at],
+        needle,
+        &text[at + placeholder.len()..]
+    ))
+}
+
+/// The text of `t` without braces, and of `tag`.
+fn unbraced_and_needle(t: &Template, tag: &[Seg]) -> (String, String) {
     // Work on the unbraced pieces.
     let mut segs: Vec<Seg> = Vec::new();
     for s in &t.segs {
@@ -114,17 +152,7 @@ pub fn with_tag_text(t: &Template, tag: &[Seg]) -> Option<String> {
             v => segs.push(v.clone()),
         }
     }
-    let text = seg_text(&segs);
-    let needle = seg_text(tag);
-    let at = text.find(&needle)?;
-    // The match must not cut a variable name (`<…>` boundaries hold by construction of
-    // seg_text when the needle starts and ends on piece boundaries or literal characters).
-    Some(format!(
-        "{}{{{}}}{}",
-        &text[..at],
-        needle,
-        &text[at + needle.len()..]
-    ))
+    (seg_text(&segs), seg_text(tag))
 }
 
 /// One way to put a batch's keys on one slot: a hash tag, and the patterns of the batch's keys
@@ -163,7 +191,7 @@ pub fn tag_rewrites(scheme: &Scheme, b: &Batch, var: &str) -> Vec<TagRewrite> {
             if t.hashed() == tag && matches!(t.tag_part().0, TagPart::Tagged(_)) {
                 continue;
             }
-            let Some(text) = with_tag_text(t, &tag) else {
+            let Some(text) = with_tag_text(t, &tag).or_else(|| with_tag_embedded(t, &tag)) else {
                 continue 'tags;
             };
             if Template::parse(&text).is_err() {
@@ -226,6 +254,29 @@ mod tests {
     use super::*;
 
     const SHOP: &str = "version: 1\nvars:\n  user_id: { kind: int, cardinality: 1000 }\nkeys:\n  cart: { pattern: \"cart:{user:<user_id>}:items\" }\n  profile: { pattern: \"user:<user_id>:profile\" }\nbatches:\n  view: { command: mget, keys: [cart, profile], same: [user_id] }\n";
+
+    #[test]
+    fn a_tag_with_literal_content_is_reused() {
+        let text = "version: 1\nvars:\n  account: { kind: int, cardinality: 1000000 }\nkeys:\n  meta: { pattern: \"acct:{acct:<account>}:meta\" }\n  balance: { pattern: \"balance:<account>\" }\n  ledger: { pattern: \"ledger:<account>:entries\" }\nbatches:\n  pay: { command: multi, keys: [meta, balance, ledger], same: [account] }\n";
+        let s = Scheme::parse(text).unwrap();
+        let b = &s.batches[0];
+        let all = single_slot_rewrites(&s, b);
+        // Reusing `{acct:<account>}` renames the two others and leaves the tagged keys in place.
+        assert_eq!(seg_text(&all[0].tag), "acct:<account>", "{all:?}");
+        assert_eq!(
+            all[0].rewrites,
+            vec![
+                (1, "balance:{acct:<account>}".to_string()),
+                (2, "ledger:{acct:<account>}:entries".to_string())
+            ]
+        );
+        let mut text2 = text.to_string();
+        for (f, new) in &all[0].rewrites {
+            text2 = text2.replace(&format!("\"{}\"", s.keys[*f].template.text), &format!("\"{new}\""));
+        }
+        let s2 = Scheme::parse(&text2).unwrap();
+        assert!(batch_single_slot(&s2, &s2.batches[0]).is_ok(), "{text2}");
+    }
 
     #[test]
     fn the_rewrite_that_changes_fewest_patterns_comes_first() {
