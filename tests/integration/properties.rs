@@ -750,6 +750,32 @@ fn library_dumps_keep_their_templates() {
                 r"^LIMITS:LIMITER/[^/]+/reset/3/1/hour$",
             ],
         ),
+        (
+            "node-resque",
+            &[
+                r"^resque:connection_test_key$",
+                r"^resque:delayed:[0-9]+$",
+                r"^resque:delayed_queue_schedule$",
+                r"^resque:failed$",
+                r"^resque:queues$",
+                r"^resque:workers$",
+                r"^resque:stat:failed$",
+                r"^resque:stat:processed$",
+                r"^resque:stat:failed:.+$",
+                r"^resque:stat:processed:.+$",
+                r"^resque:timestamps:\{.*\}$",
+                r"^resque:worker:ping:.+$",
+                r"^resque:worker:.+:started$",
+            ],
+        ),
+        (
+            "huey",
+            &[
+                r"^huey\.redis\.[a-z0-9]+$",
+                r"^huey\.results\.[a-z0-9]+$",
+                r"^huey\.schedule\.[a-z0-9]+$",
+            ],
+        ),
     ];
     for (lib, temps) in templates {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
