@@ -160,6 +160,11 @@ impl Delimiters {
         self.table[b as usize] == C_DELIM
     }
 
+    /// Whether `b` separates segments (braces always do).
+    pub fn is_delimiter(&self, b: u8) -> bool {
+        self.is(b)
+    }
+
     /// The class bits of a byte, `C_DELIM` for delimiters.
     #[inline(always)]
     fn class(&self, b: u8) -> u8 {
@@ -234,6 +239,10 @@ fn ipv6_scan(key: &[u8], i: usize) -> (Option<usize>, usize) {
             .count();
         // It read the run and the byte that ended it.
         reach.set(reach.get().max((at + g + 1).min(at + 5)));
+        // Hex digits that run on into a letter are a word (`day` after `::1:`), not a group.
+        if g < 5 && key.get(at + g).is_some_and(u8::is_ascii_alphabetic) {
+            return 0;
+        }
         g
     };
     let mut j = i;
@@ -1776,6 +1785,8 @@ mod tests {
                 "LIMITS:LIMITER/<email>/login/<int>",
             ),
             ("{a_b@c.de}:x", "{<email>}:x"),
+            ("rl:2001:db8::1:day", "rl:<ip>:day"),
+            ("rl:2001:db8::123456", "rl:<int>:db<int>::<int>"),
             ("x@y.z", "x@y.z"),
             ("npm:@scope/pkg", "npm:@scope/pkg"),
             ("job@2024-01-01", "job@<date>"),

@@ -1062,7 +1062,11 @@ batches:
         let sample = |hot: usize| {
             let mut w = Workload::sample(&s, 3);
             for i in 0..1000 {
-                let season = if i < hot { "spring".to_string() } else { format!("s{}", i % 100) };
+                let season = if i < hot {
+                    "spring".to_string()
+                } else {
+                    format!("s{}", i % 100)
+                };
                 let k = format!("board:{{season:{season}}}:user:{i}");
                 w.add_sample_key(&s, &topo, k.as_bytes(), m.matched(k.as_bytes()));
             }

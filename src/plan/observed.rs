@@ -1,8 +1,9 @@
 //! Observed batches (a batch file or a MONITOR capture): mined for the key segment every key of
 //! a batch shares (an order id, a user id), which is the tag that would put the batch on one
-//! slot. Keys are split into segments at `:`, `/` and `|`.
+//! slot. Keys are split into segments as the pattern engine splits them.
 
 use super::{PlanOptions, Score};
+use crate::pattern::{Class, Delimiters, Token, tokenize};
 use crate::simulate::batch::{Batch, BatchKind};
 use crate::simulate::client::{Outcome, simulate_client};
 use crate::simulate::{Strategy, simulate};
@@ -41,12 +42,45 @@ pub struct ObservedPlan {
     pub recommendation: String,
 }
 
-/// Segment separators: `:`, `/`, `|`, and the `\x06\x16` kombu puts between a queue's name and
-/// its priority.
-const SEPARATORS: [char; 5] = [':', '/', '|', '\u{6}', '\u{16}'];
+/// The spans of `key`'s segments, as the pattern engine cuts them: at its delimiters
+/// (`: / | . - _ ! $ @ = #`) and at the `\x06\x16` kombu puts between a queue's name and its
+/// priority, except inside a value the engine reads whole (an e-mail or IP address, a uuid, a
+/// date, an opaque id such as `b_api-v2-x7Kq1` before Bottleneck's `_settings`).
+fn segments(key: &str) -> Vec<(usize, usize)> {
+    let d = Delimiters::default();
+    let bytes = key.as_bytes();
+    let mut tokens = Vec::new();
+    tokenize(bytes, &d, &mut tokens);
+    let mut cuts: Vec<usize> = tokens
+        .iter()
+        .filter_map(|t| match *t {
+            Token::Lit { start, end } if end == start + 1 && d.is_delimiter(bytes[start]) => {
+                Some(start)
+            }
+            _ => None,
+        })
+        .collect();
+    cuts.extend(
+        bytes
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| matches!(b, 0x06 | 0x16))
+            .map(|(i, _)| i),
+    );
+    cuts.sort_unstable();
+    cuts.dedup();
+    let mut out = Vec::with_capacity(cuts.len() + 1);
+    let mut from = 0;
+    for c in cuts {
+        out.push((from, c));
+        from = c + 1;
+    }
+    out.push((from, key.len()));
+    out
+}
 
 fn split(key: &str) -> Vec<&str> {
-    key.split(SEPARATORS).collect()
+    segments(key).into_iter().map(|(a, b)| &key[a..b]).collect()
 }
 
 fn is_uuid(s: &str) -> bool {
@@ -60,8 +94,20 @@ fn is_uuid(s: &str) -> bool {
 /// The placeholder of a variable-looking segment, or `None` for a literal.
 fn class(s: &str) -> Option<&'static str> {
     if s.is_empty() {
-        None
-    } else if s.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    // A value the pattern engine reads whole.
+    let mut tokens = Vec::new();
+    tokenize(s.as_bytes(), &Delimiters::default(), &mut tokens);
+    if let [Token::Class(c)] = tokens[..]
+        && !matches!(c, Class::Word | Class::Bytes | Class::Rest)
+    {
+        return Some(match c {
+            Class::Ipv6 => Class::Ip.placeholder(),
+            c => c.placeholder(),
+        });
+    }
+    if s.bytes().all(|b| b.is_ascii_digit()) {
         Some("<int>")
     } else if is_uuid(s) {
         Some("<uuid>")
@@ -80,9 +126,25 @@ fn class(s: &str) -> Option<&'static str> {
     }
 }
 
+/// The regex of a placeholder [`class`] writes.
+fn placeholder_regex(p: &str) -> Option<&'static str> {
+    Some(match p {
+        "<int>" => "[0-9]+",
+        "<uuid>" => Class::Uuid.regex(),
+        "<hex>" => "[0-9A-Fa-f]{8,}",
+        "<id>" => "[A-Za-z0-9_-]*[0-9][A-Za-z0-9_-]*",
+        "<ip>" => Class::Ip.regex(),
+        "<email>" => Class::Email.regex(),
+        "<date>" => Class::Date.regex(),
+        "<ulid>" => Class::Ulid.regex(),
+        "<token>" => Class::Token.regex(),
+        _ => return None,
+    })
+}
+
 fn rank(s: &str) -> u8 {
     match class(s) {
-        Some("<uuid>") | Some("<int>") | Some("<hex>") => 3,
+        Some("<uuid>" | "<int>" | "<hex>" | "<ulid>" | "<token>" | "<email>" | "<ip>") => 3,
         Some(_) => 2,
         None => 1,
     }
@@ -90,34 +152,23 @@ fn rank(s: &str) -> u8 {
 
 /// The key's shape: segments generalised to placeholders, the shared one braced when given.
 fn shape(key: &str, shared: Option<&str>) -> String {
+    let unbraced = key.replace(['{', '}'], "");
     let mut out = String::new();
     let mut tagged = false;
-    let unbraced = key.replace(['{', '}'], "");
-    let mut rest = unbraced.as_str();
-    loop {
-        let cut = rest.find(SEPARATORS);
-        let (seg, delim) = match cut {
-            Some(i) => (&rest[..i], Some(&rest[i..i + 1])),
-            None => (rest, None),
-        };
-        let text = class(seg)
-            .map(str::to_string)
-            .unwrap_or_else(|| seg.to_string());
+    let mut at = 0;
+    for (a, b) in segments(&unbraced) {
+        out.push_str(&unbraced[at..a]);
+        let seg = &unbraced[a..b];
+        let text = class(seg).map_or(seg, |c| c);
         if !tagged && Some(seg) == shared {
             out.push('{');
-            out.push_str(&text);
+            out.push_str(text);
             out.push('}');
             tagged = true;
         } else {
-            out.push_str(&text);
+            out.push_str(text);
         }
-        match (cut, delim) {
-            (Some(i), Some(d)) => {
-                out.push_str(d);
-                rest = &rest[i + 1..];
-            }
-            _ => break,
-        }
+        at = b;
     }
     out
 }
@@ -127,13 +178,10 @@ fn tag_key(key: &str, shared: &str) -> String {
     let unbraced = key.replace(['{', '}'], "");
     let mut out = String::new();
     let mut tagged = false;
-    let mut rest = unbraced.as_str();
-    loop {
-        let cut = rest.find(SEPARATORS);
-        let seg = match cut {
-            Some(i) => &rest[..i],
-            None => rest,
-        };
+    let mut at = 0;
+    for (a, b) in segments(&unbraced) {
+        out.push_str(&unbraced[at..a]);
+        let seg = &unbraced[a..b];
         if !tagged && seg == shared {
             out.push('{');
             out.push_str(seg);
@@ -142,13 +190,7 @@ fn tag_key(key: &str, shared: &str) -> String {
         } else {
             out.push_str(seg);
         }
-        match cut {
-            Some(i) => {
-                out.push_str(&rest[i..i + 1]);
-                rest = &rest[i + 1..];
-            }
-            None => break,
-        }
+        at = b;
     }
     out
 }
@@ -259,42 +301,35 @@ fn sample_loads(
 /// A regex matching keys of `shape` (placeholders as classes), capturing the braced segment.
 fn shape_regex(shape: &str) -> Option<(regex::bytes::Regex, usize)> {
     let mut re = String::from("(?-u)^");
-    let mut group = 0;
+    let mut braced = false;
     let mut rest = shape;
-    while !rest.is_empty() {
-        let (braced, body, len) = if let Some(r) = rest.strip_prefix('{') {
-            let end = r.find('}')?;
-            (true, &r[..end], end + 2)
-        } else {
-            let end = rest.find(['{', ':', '/', '|']).unwrap_or(rest.len());
-            if end == 0 {
-                re.push_str(&regex::escape(&rest[..1]));
-                rest = &rest[1..];
-                continue;
-            }
-            (false, &rest[..end], end)
-        };
-        let part = match body {
-            "<int>" => "[0-9]+".to_string(),
-            "<uuid>" => {
-                "[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}".into()
-            }
-            "<hex>" => "[0-9A-Fa-f]{8,}".into(),
-            "<id>" => "[A-Za-z0-9_-]*[0-9][A-Za-z0-9_-]*".into(),
-            lit => regex::escape(lit),
-        };
-        if braced {
+    while let Some(c) = rest.chars().next() {
+        if c == '{' && !braced {
             re.push('(');
-            re.push_str(&part);
-            re.push(')');
-            group = 1;
-        } else {
-            re.push_str(&part);
+            braced = true;
+            rest = &rest[1..];
+            continue;
         }
-        rest = &rest[len..];
+        if c == '}' && braced {
+            re.push(')');
+            rest = &rest[1..];
+            continue;
+        }
+        if c == '<'
+            && let Some(end) = rest.find('>')
+            && let Some(class) = placeholder_regex(&rest[..=end])
+        {
+            re.push_str("(?:");
+            re.push_str(class);
+            re.push(')');
+            rest = &rest[end + 1..];
+            continue;
+        }
+        re.push_str(&regex::escape(&rest[..c.len_utf8()]));
+        rest = &rest[c.len_utf8()..];
     }
     re.push('$');
-    if group == 0 {
+    if !braced {
         return None;
     }
     regex::bytes::Regex::new(&re).ok().map(|r| (r, 1))
@@ -640,6 +675,28 @@ mod tests {
         assert_eq!(shape("user:{7}:cart", None), "user:<int>:cart");
         assert_eq!(tag_key("order:42:items", "42"), "order:{42}:items");
         assert_eq!(tag_key("{x}:42:42", "42"), "x:{42}:42");
+        // The pattern engine's segments: values read whole, every delimiter, prefix and suffix
+        // kept.
+        assert_eq!(
+            shape("rl:2001:db8::1:minute", Some("2001:db8::1")),
+            "rl:{<ip>}:minute"
+        );
+        assert_eq!(
+            tag_key("b_api-v2-133-x7Kq11_settings", "b_api-v2-133-x7Kq11"),
+            "{b_api-v2-133-x7Kq11}_settings"
+        );
+        assert_eq!(
+            shape("acct:email=hugo.1234@example.com:meta", None),
+            "acct:email=<email>:meta"
+        );
+        assert_eq!(
+            shape("x_k3J9aZ_settings", Some("k3J9aZ")),
+            "x_{<id>}_settings"
+        );
+        let (re, g) = shape_regex("rl:{<ip>}:minute").unwrap();
+        let c = re.captures(b"rl:2001:db8::1:minute").unwrap();
+        assert_eq!(c.get(g).unwrap().as_bytes(), b"2001:db8::1");
+        assert!(!re.is_match(b"rl:2001:db8::1:hour"));
         let (re, g) = shape_regex("order:{<int>}:items").unwrap();
         let c = re.captures(b"order:9:items").unwrap();
         assert_eq!(c.get(g).unwrap().as_bytes(), b"9");

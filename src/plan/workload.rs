@@ -155,8 +155,7 @@ impl Workload {
     /// among the sample keys of that family kept for scoring, with how many keys that is;
     /// `None` for generated keys or a family with no sample key.
     pub fn observed_distinct(&self, fi: usize, vars: &[&str]) -> Option<(u64, u64)> {
-        self.observed_values(fi, vars)
-            .map(|o| (o.distinct, o.keys))
+        self.observed_values(fi, vars).map(|o| (o.distinct, o.keys))
     }
 
     /// For a sample: what the values of `vars` (a subset of family `fi`'s variables) look like

@@ -272,7 +272,10 @@ mod tests {
         );
         let mut text2 = text.to_string();
         for (f, new) in &all[0].rewrites {
-            text2 = text2.replace(&format!("\"{}\"", s.keys[*f].template.text), &format!("\"{new}\""));
+            text2 = text2.replace(
+                &format!("\"{}\"", s.keys[*f].template.text),
+                &format!("\"{new}\""),
+            );
         }
         let s2 = Scheme::parse(&text2).unwrap();
         assert!(batch_single_slot(&s2, &s2.batches[0]).is_ok(), "{text2}");
