@@ -114,6 +114,10 @@ struct Node {
     children: Vec<(Key, u32)>,
     alpha_lits: u16,
     word_mode: bool,
+    /// Its `<token>` child holds the segments of mixed letter and digit runs that started here
+    /// (short random ids: `sess:<word><int><word>`, `sess:<int><word>…`), see
+    /// [`PatternTree::fold_mixed_runs`].
+    runs_token: bool,
     leaf: Option<u32>,
 }
 
@@ -918,6 +922,14 @@ impl PatternTree {
 
     /// Moves everything under node `src` into node `dst`.
     fn merge_into(&mut self, dst: u32, src: u32) {
+        // A position that reads letter runs as `<word>` keeps doing so in what it joins, and one
+        // whose runs became `<token>` keeps that (the next fold moves the joined runs there).
+        if self.nodes[src as usize].word_mode && !self.nodes[dst as usize].word_mode {
+            self.fold_to_word(dst);
+        }
+        if self.nodes[src as usize].runs_token {
+            self.nodes[dst as usize].runs_token = true;
+        }
         if let Some(ls) = self.nodes[src as usize].leaf.take() {
             match self.nodes[dst as usize].leaf {
                 Some(ld) => {
@@ -1396,6 +1408,110 @@ impl PatternTree {
     }
 
     /// Folds positions whose literal letter runs look like ids (one or two keys each).
+    /// Where the run paths from `n` end (see [`run_key`]): each node reached through one or more
+    /// run edges, with the run's length and whether it holds letters and digits.
+    fn run_ends(&self, n: u32, len: usize, letters: bool, digits: bool, out: &mut Vec<RunEnd>) {
+        for (k, c) in &self.nodes[n as usize].children {
+            let Some(kind) = run_key(k) else { continue };
+            let (l, d) = (
+                letters || kind == RunKind::Letters,
+                digits || kind == RunKind::Digits,
+            );
+            let node = &self.nodes[*c as usize];
+            if node.leaf.is_some() || node.children.iter().any(|(k, _)| run_key(k).is_none()) {
+                out.push(RunEnd {
+                    node: *c,
+                    len: len + 1,
+                    mixed: l && d,
+                });
+            }
+            self.run_ends(*c, len + 1, l, d, out);
+        }
+    }
+
+    /// Short random ids (base62 of 8 to 19 characters) tokenize into runs of letters and
+    /// digits whose shape changes from key to key: one pattern per shape. Where a segment starts
+    /// (`at_segment`), when its placeholders' run paths end in two or more places and one of them
+    /// is three runs or more mixing letters and digits, the runs are one value: they become
+    /// one `<token>` child holding what followed each of them. Literal names starting the segment
+    /// (`wait`, `meta`) stay apart.
+    fn fold_mixed_runs(&mut self, n: u32, at_segment: bool) {
+        if at_segment {
+            let placeholders: Vec<u32> = self.nodes[n as usize]
+                .children
+                .iter()
+                .filter(|(k, _)| {
+                    matches!(k, Key::Class(c) if *c != Class::Token) && run_key(k).is_some()
+                })
+                .map(|(_, c)| *c)
+                .collect();
+            let mut ends = Vec::new();
+            for &c in &placeholders {
+                let k = self.nodes[n as usize]
+                    .children
+                    .iter()
+                    .find(|(_, x)| *x == c)
+                    .map(|(k, _)| k.clone())
+                    .expect("a child of n");
+                let kind = run_key(&k).expect("a run edge");
+                let (l, d) = (kind == RunKind::Letters, kind == RunKind::Digits);
+                let node = &self.nodes[c as usize];
+                if node.leaf.is_some() || node.children.iter().any(|(k, _)| run_key(k).is_none()) {
+                    ends.push(RunEnd {
+                        node: c,
+                        len: 1,
+                        mixed: false,
+                    });
+                }
+                self.run_ends(c, 1, l, d, &mut ends);
+            }
+            // Once a position's runs are a token, runs joining it later (from a merge) follow.
+            let folded = self.nodes[n as usize].runs_token;
+            let random = ends.iter().any(|e| e.len >= 3 && e.mixed);
+            if (folded && !ends.is_empty()) || (random && ends.len() >= 2) {
+                let token = match self.find_key(n, &Key::Class(Class::Token)) {
+                    Some(t) => t,
+                    None => self.add_child(n, Key::Class(Class::Token)),
+                };
+                for e in &ends {
+                    // What follows the run (a delimiter and the rest, or the key's end) moves
+                    // under the token; deeper runs were collected as ends of their own.
+                    let node = &mut self.nodes[e.node as usize];
+                    let leaf = node.leaf.take();
+                    let (rest, runs): (Vec<_>, Vec<_>) = std::mem::take(&mut node.children)
+                        .into_iter()
+                        .partition(|(k, _)| run_key(k).is_none());
+                    node.children = runs;
+                    let moved = self.nodes.len() as u32;
+                    self.nodes.push(Node {
+                        children: rest,
+                        leaf,
+                        ..Node::default()
+                    });
+                    self.merge_into(token, moved);
+                }
+                self.nodes[n as usize]
+                    .children
+                    .retain(|(_, c)| !placeholders.contains(c));
+                self.nodes[n as usize].runs_token = true;
+                self.folds += 1;
+            }
+        }
+        let children: Vec<(bool, u32)> = self.nodes[n as usize]
+            .children
+            .iter()
+            .map(|(k, c)| {
+                (
+                    run_key(k).is_none() && is_delimiter_key(k, &self.delimiters),
+                    *c,
+                )
+            })
+            .collect();
+        for (delim, c) in children {
+            self.fold_mixed_runs(c, delim);
+        }
+    }
+
     fn fold_id_like(&mut self, n: u32) {
         let alpha = self.alpha_children(n);
         let node = &self.nodes[n as usize];
@@ -1427,6 +1543,7 @@ impl PatternTree {
             let before = self.folds;
             self.fold_canonical(0, false);
             self.fold_id_like(0);
+            self.fold_mixed_runs(0, true);
             if self.folds == before {
                 break;
             }
@@ -1440,13 +1557,28 @@ impl PatternTree {
         tokenize(key, &self.delimiters, &mut tokens);
         let mut n = 0u32;
         let mut path = Vec::new();
-        for t in &tokens {
-            let mut tok = Tok::of(t, key);
+        let mut i = 0;
+        while i < tokens.len() {
+            let mut tok = Tok::of(&tokens[i], key);
             if tok.is_alpha_lit() && self.nodes[n as usize].word_mode {
                 tok = Tok::Class(Class::Word);
             }
-            n = self.find(n, &tok)?;
+            match self.find(n, &tok) {
+                Some(c) => n = c,
+                // Runs folded into one `<token>` (see `fold_mixed_runs`): up to the segment's end.
+                None if self.nodes[n as usize].runs_token && run_key(&Key::of(&tok)).is_some() => {
+                    while i + 1 < tokens.len()
+                        && run_key(&Key::of(&Tok::of(&tokens[i + 1], key))).is_some()
+                    {
+                        i += 1;
+                    }
+                    tok = Tok::Class(Class::Token);
+                    n = self.find(n, &tok)?;
+                }
+                None => return None,
+            }
             path.push(Key::of(&tok));
+            i += 1;
         }
         let leaf = self.nodes[n as usize].leaf?;
         if self.leaves[leaf as usize].keys == 0 {
@@ -1499,6 +1631,41 @@ fn family_slot(key: &[u8]) -> usize {
         None => key.iter().rev().fold(0, |w, &b| w << 8 | b as u32),
     };
     (w.wrapping_mul(0x9E37_79B1) >> 24) as usize
+}
+
+/// What a run edge holds, for [`PatternTree::fold_mixed_runs`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RunKind {
+    Letters,
+    Digits,
+    /// Hex digits or an opaque id: both.
+    Both,
+}
+
+/// Where a run path ends: the node, the run's length in edges, whether it mixed letters and
+/// digits.
+#[derive(Debug, Clone, Copy)]
+struct RunEnd {
+    node: u32,
+    len: usize,
+    mixed: bool,
+}
+
+/// Whether an edge is part of a run inside one segment: a letter run (literal or `<word>`), an
+/// `<int>`, a `<hex>` or `<token>`.
+fn run_key(k: &Key) -> Option<RunKind> {
+    match k {
+        Key::Lit(l) if l.first().is_some_and(u8::is_ascii_alphabetic) => Some(RunKind::Letters),
+        Key::Class(Class::Word) => Some(RunKind::Letters),
+        Key::Class(Class::Int) => Some(RunKind::Digits),
+        Key::Class(Class::Hex | Class::Token) => Some(RunKind::Both),
+        _ => None,
+    }
+}
+
+/// Whether an edge is one delimiter byte (a segment starts after it).
+fn is_delimiter_key(k: &Key, d: &Delimiters) -> bool {
+    matches!(k, Key::Lit(l) if l.len() == 1 && d.is_delimiter(l[0]))
 }
 
 fn stream_cap(n: u32) -> usize {
@@ -1836,6 +2003,77 @@ mod tests {
         assert_eq!(
             infer(&keys),
             vec![("feed:{celeb:<word>}:post:<int>".into(), 40)]
+        );
+    }
+
+    #[test]
+    fn short_random_ids_are_one_token() {
+        // Base62 ids of 10 to 16 characters: their letter and digit runs differ in shape from
+        // key to key, but the position is one value.
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+        let owned: Vec<String> = (0..300)
+            .map(|i| {
+                let id: String = (0..10 + i % 7)
+                    .map(|_| {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        alphabet[(x % 62) as usize] as char
+                    })
+                    .collect();
+                if i % 3 == 0 {
+                    format!("sess:{id}:data")
+                } else {
+                    format!("sess:{id}")
+                }
+            })
+            .chain(["queue:wait".to_string(), "queue:meta".to_string()])
+            .collect();
+        let keys: Vec<&str> = owned.iter().map(String::as_str).collect();
+        let got = infer(&keys);
+        assert_eq!(
+            got,
+            vec![
+                ("sess:<token>".into(), 200),
+                ("sess:<token>:data".into(), 100),
+                ("queue:meta".into(), 1),
+                ("queue:wait".into(), 1)
+            ]
+        );
+        // Classifying a key walks the folded runs the same way.
+        let mut t = PatternTree::new(Delimiters::default(), 1);
+        for k in &keys {
+            t.add(&Observation {
+                key: k.as_bytes(),
+                bytes: 0,
+                ops: 0.0,
+                node: Some(0),
+                tag: None,
+                slot: crate::slot::key_slot(k.as_bytes()),
+                expires: false,
+            });
+        }
+        t.fold();
+        for k in &keys {
+            let want = if k.starts_with("queue") {
+                (*k).to_string()
+            } else if k.ends_with(":data") {
+                "sess:<token>:data".to_string()
+            } else {
+                "sess:<token>".to_string()
+            };
+            assert_eq!(t.classify(k.as_bytes()), Some(want), "{k}");
+        }
+        // Names and numbers in one position are not random runs: they stay apart.
+        let owned: Vec<String> = (0..40)
+            .map(|i| format!("order:{i}"))
+            .chain((0..40).map(|i| format!("user:u{i}")))
+            .collect();
+        let keys: Vec<&str> = owned.iter().map(String::as_str).collect();
+        assert_eq!(
+            infer(&keys),
+            vec![("order:<int>".into(), 40), ("user:u<int>".into(), 40)]
         );
     }
 
