@@ -1932,6 +1932,23 @@ mod tests {
         }
     }
 
+    /// A tree that counted `keys` (not folded yet).
+    fn tree_of(keys: &[&str]) -> PatternTree {
+        let mut t = PatternTree::new(Delimiters::default(), 1);
+        for k in keys {
+            t.add(&Observation {
+                key: k.as_bytes(),
+                bytes: 0,
+                ops: 0.0,
+                node: Some(0),
+                tag: None,
+                slot: crate::slot::key_slot(k.as_bytes()),
+                expires: false,
+            });
+        }
+        t
+    }
+
     fn infer(keys: &[&str]) -> Vec<(String, u64)> {
         let mut t = PatternTree::new(Delimiters::default(), 1);
         for k in keys {
@@ -2042,18 +2059,7 @@ mod tests {
             ]
         );
         // Classifying a key walks the folded runs the same way.
-        let mut t = PatternTree::new(Delimiters::default(), 1);
-        for k in &keys {
-            t.add(&Observation {
-                key: k.as_bytes(),
-                bytes: 0,
-                ops: 0.0,
-                node: Some(0),
-                tag: None,
-                slot: crate::slot::key_slot(k.as_bytes()),
-                expires: false,
-            });
-        }
+        let mut t = tree_of(&keys);
         t.fold();
         for k in &keys {
             let want = if k.starts_with("queue") {
@@ -2090,18 +2096,7 @@ mod tests {
             .collect();
         let keys: Vec<&str> = owned.iter().map(String::as_str).collect();
         assert_eq!(infer(&keys), vec![("rl:<ip>".into(), 40)]);
-        let mut t = PatternTree::new(Delimiters::default(), 1);
-        for k in &keys {
-            t.add(&Observation {
-                key: k.as_bytes(),
-                bytes: 0,
-                ops: 0.0,
-                node: Some(0),
-                tag: None,
-                slot: crate::slot::key_slot(k.as_bytes()),
-                expires: false,
-            });
-        }
+        let t = tree_of(&keys);
         let p = t.finish().remove(0);
         let re = regex::bytes::Regex::new(&p.regex).unwrap();
         assert!(
