@@ -6,10 +6,11 @@ use super::migration::{
     Opened, PreviewArgs, load_batches, load_sample, motion, output, require_preview,
 };
 use crate::error::{ExitStatus, UserError};
-use crate::migrate::MigrationReport;
 use crate::migrate::balance::{BalanceBy, rebalance_plans, side_effects, still_serving};
 use crate::migrate::emit::EmitContext;
+use crate::migrate::impact::SlotWeights;
 use crate::migrate::redis_cli::{self, RebalanceOptions};
+use crate::migrate::{ClusterView, MigrationReport};
 
 /// Preview `redis-cli --cluster rebalance`: which slots move where, and what that does to
 /// every node's keys, bytes and ops.
@@ -67,6 +68,28 @@ fn max_skew(text: &str) -> Result<f64, String> {
     }
 }
 
+/// For `--balance-by cpu|net|memory`: whether the servers measure that load, asked of one
+/// master's first slot before the (rate-limited) sample, so that a cluster without `CLUSTER
+/// SLOT-STATS` is refused at once, not after sampling every key.
+fn measured_available(args: &RebalanceArgs, view: &ClusterView) -> anyhow::Result<()> {
+    if !args.balance_by.needs_measured() {
+        return Ok(());
+    }
+    let mut probe = SlotWeights::default();
+    let sampled_live = args.common.keys.is_empty() && !args.common.no_sample;
+    if sampled_live && let Some(live) = args.common.topology.live()? {
+        let first: Vec<_> = view
+            .master_slots()
+            .into_iter()
+            .filter_map(|(n, slots)| slots.first().map(|&s| (n, vec![s])))
+            .take(1)
+            .collect();
+        probe.measured = live.slot_load(&first, None)?.as_ref().map(Into::into);
+    }
+    args.balance_by.available(&probe)?;
+    Ok(())
+}
+
 /// Runs `keyplan rebalance`.
 pub fn run(args: RebalanceArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     require_preview(&args.common, "rebalance")?;
@@ -104,6 +127,7 @@ pub fn run(args: RebalanceArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus>
         removed.push(i);
     }
     let view = &open.view;
+    measured_available(&args, view)?;
     let (weights_by_slot, sample) = load_sample(&args.common, view, ctx)?;
     args.balance_by.available(&weights_by_slot)?;
     let (batches, clients) = load_batches(&args.common, open.scheme.as_ref())?;

@@ -29,6 +29,11 @@ pub enum BalanceBy {
 }
 
 impl BalanceBy {
+    /// Whether it weighs slots by what the servers measure per slot (`CLUSTER SLOT-STATS`).
+    pub fn needs_measured(self) -> bool {
+        matches!(self, BalanceBy::Cpu | BalanceBy::Net | BalanceBy::Memory)
+    }
+
     /// The name users type.
     pub fn name(self) -> &'static str {
         match self {
