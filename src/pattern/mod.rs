@@ -1941,7 +1941,7 @@ mod tests {
                 bytes: 0,
                 ops: 0.0,
                 node: Some(0),
-                tag: None,
+                tag: crate::slot::tag(k.as_bytes()),
                 slot: crate::slot::key_slot(k.as_bytes()),
                 expires: false,
             });
@@ -1950,19 +1950,8 @@ mod tests {
     }
 
     fn infer(keys: &[&str]) -> Vec<(String, u64)> {
-        let mut t = PatternTree::new(Delimiters::default(), 1);
-        for k in keys {
-            t.add(&Observation {
-                key: k.as_bytes(),
-                bytes: 0,
-                ops: 0.0,
-                node: Some(0),
-                tag: crate::slot::tag(k.as_bytes()),
-                slot: crate::slot::key_slot(k.as_bytes()),
-                expires: false,
-            });
-        }
-        t.finish()
+        tree_of(keys)
+            .finish()
             .into_iter()
             .map(|p| (p.text, p.stats.keys))
             .collect()
