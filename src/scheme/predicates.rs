@@ -101,12 +101,12 @@ pub fn with_tag_text(t: &Template, tag: &[Seg]) -> Option<String> {
     let at = text.find(&needle)?;
     // The match must not cut a variable name (`<…>` boundaries hold by construction of
     // seg_text when the needle starts and ends on piece boundaries or literal characters).
-    Some(format!(
-        "{}{{{}}}{}",
-        &text[..at],
-        needle,
-        &text[at + needle.len()..]
-    ))
+    Some(braced(&text, at..at + needle.len(), &needle))
+}
+
+/// `text` with `range` replaced by `{tag}`.
+fn braced(text: &str, range: std::ops::Range<usize>, tag: &str) -> String {
+    format!("{}{{{tag}}}{}", &text[..range.start], &text[range.end..])
 }
 
 /// The pattern with braces removed and its first `<var>` replaced by `tag` (pieces) braced,
@@ -125,12 +125,7 @@ pub fn with_tag_embedded(t: &Template, tag: &[Seg]) -> Option<String> {
     let (text, needle) = unbraced_and_needle(t, tag);
     let placeholder = format!("<{var}>");
     let at = text.find(&placeholder)?;
-    Some(format!(
-        "{}{{{}}}{}",
-        &text[..at],
-        needle,
-        &text[at + placeholder.len()..]
-    ))
+    Some(braced(&text, at..at + placeholder.len(), &needle))
 }
 
 /// The text of `t` without braces, and of `tag`.

@@ -43,6 +43,24 @@ fn redis6_bin() -> Option<PathBuf> {
     }
 }
 
+/// `XREADGROUP GROUP g CONSUMER COUNT n STREAMS stream >`: `n` new entries become pending.
+fn read_group(stream: &str, consumer: &str, n: u64) -> Vec<Vec<u8>> {
+    [
+        "XREADGROUP",
+        "GROUP",
+        "g",
+        consumer,
+        "COUNT",
+        &n.to_string(),
+        "STREAMS",
+        stream,
+        ">",
+    ]
+    .iter()
+    .map(b)
+    .collect()
+}
+
 fn b(s: impl ToString) -> Vec<u8> {
     s.to_string().into_bytes()
 }
@@ -153,17 +171,7 @@ fn workload() -> Vec<Vec<Vec<u8>>> {
     }
     cmd(vec![b("XGROUP"), b("CREATE"), b("x:long"), b("g"), b("0")]);
     for consumer in ["a", "bb", "ccc"] {
-        cmd(vec![
-            b("XREADGROUP"),
-            b("GROUP"),
-            b("g"),
-            b(consumer),
-            b("COUNT"),
-            b(300),
-            b("STREAMS"),
-            b("x:long"),
-            b(">"),
-        ]);
+        cmd(read_group("x:long", consumer, 300));
     }
     for i in 0..12u64 {
         for j in 0..40 + i * 30 {
@@ -186,17 +194,7 @@ fn workload() -> Vec<Vec<Vec<u8>>> {
                 b("0"),
             ]);
             for (consumer, n) in [("c1", 5), ("c2", 3)] {
-                cmd(vec![
-                    b("XREADGROUP"),
-                    b("GROUP"),
-                    b("g"),
-                    b(consumer),
-                    b("COUNT"),
-                    b(n),
-                    b("STREAMS"),
-                    b(format!("x:{i}")),
-                    b(">"),
-                ]);
+                cmd(read_group(&format!("x:{i}"), consumer, n));
             }
         }
     }
