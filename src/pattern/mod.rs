@@ -1411,14 +1411,20 @@ impl PatternTree {
     /// Where the run paths from `n` end (see [`run_key`]): each node reached through one or more
     /// run edges, with the run's length and whether it holds letters and digits.
     fn run_ends(&self, n: u32, len: usize, letters: bool, digits: bool, out: &mut Vec<RunEnd>) {
-        for (k, c) in &self.nodes[n as usize].children {
+        // A `-` or `_` between runs joins them (`x7Kq-aB3_zQ9m`): the runs after it go on.
+        let node = &self.nodes[n as usize];
+        let joined = node
+            .children
+            .iter()
+            .filter(|(k, _)| is_joiner(k))
+            .flat_map(|(_, j)| self.nodes[*j as usize].children.iter());
+        for (k, c) in node.children.iter().chain(joined) {
             let Some(kind) = run_key(k) else { continue };
             let (l, d) = (
                 letters || kind == RunKind::Letters,
                 digits || kind == RunKind::Digits,
             );
-            let node = &self.nodes[*c as usize];
-            if node.leaf.is_some() || node.children.iter().any(|(k, _)| run_key(k).is_none()) {
+            if self.run_stops(*c) {
                 out.push(RunEnd {
                     node: *c,
                     len: len + 1,
@@ -1427,6 +1433,24 @@ impl PatternTree {
             }
             self.run_ends(*c, len + 1, l, d, out);
         }
+    }
+
+    /// Whether some key's run ends at node `n`: a key ends there, or something other than a
+    /// run follows (a delimiter, or a joiner and something other than a run).
+    fn run_stops(&self, n: u32) -> bool {
+        let node = &self.nodes[n as usize];
+        node.leaf.is_some()
+            || node.children.iter().any(|(k, c)| {
+                if is_joiner(k) {
+                    self.nodes[*c as usize]
+                        .children
+                        .iter()
+                        .any(|(k, _)| run_key(k).is_none())
+                        || self.nodes[*c as usize].leaf.is_some()
+                } else {
+                    run_key(k).is_none()
+                }
+            })
     }
 
     /// Short random ids (base62 of 8 to 19 characters) tokenize into runs of letters and
@@ -1455,8 +1479,7 @@ impl PatternTree {
                     .expect("a child of n");
                 let kind = run_key(&k).expect("a run edge");
                 let (l, d) = (kind == RunKind::Letters, kind == RunKind::Digits);
-                let node = &self.nodes[c as usize];
-                if node.leaf.is_some() || node.children.iter().any(|(k, _)| run_key(k).is_none()) {
+                if self.run_stops(c) {
                     ends.push(RunEnd {
                         node: c,
                         len: 1,
@@ -1478,10 +1501,32 @@ impl PatternTree {
                     // under the token; deeper runs were collected as ends of their own.
                     let node = &mut self.nodes[e.node as usize];
                     let leaf = node.leaf.take();
-                    let (rest, runs): (Vec<_>, Vec<_>) = std::mem::take(&mut node.children)
+                    let (mut rest, runs): (Vec<_>, Vec<_>) = std::mem::take(&mut node.children)
                         .into_iter()
-                        .partition(|(k, _)| run_key(k).is_none());
-                    node.children = runs;
+                        .partition(|(k, _)| run_key(k).is_none() && !is_joiner(k));
+                    node.children = Vec::new();
+                    for (k, c) in runs {
+                        if !is_joiner(&k) {
+                            continue;
+                        }
+                        // A joiner and what is not a run after it (`-<uuid>`, a key's end)
+                        // follow the token; the runs after it were collected as ends.
+                        let joined = &mut self.nodes[c as usize];
+                        let jleaf = joined.leaf.take();
+                        let jrest: Vec<_> = std::mem::take(&mut joined.children)
+                            .into_iter()
+                            .filter(|(k, _)| run_key(k).is_none())
+                            .collect();
+                        if jleaf.is_some() || !jrest.is_empty() {
+                            let j = self.nodes.len() as u32;
+                            self.nodes.push(Node {
+                                children: jrest,
+                                leaf: jleaf,
+                                ..Node::default()
+                            });
+                            rest.push((k, j));
+                        }
+                    }
                     let moved = self.nodes.len() as u32;
                     self.nodes.push(Node {
                         children: rest,
@@ -1515,7 +1560,9 @@ impl PatternTree {
     fn fold_id_like(&mut self, n: u32) {
         let alpha = self.alpha_children(n);
         let node = &self.nodes[n as usize];
-        if !node.word_mode && alpha.len() >= ID_LIKE_MIN {
+        // A key's first run names its family (`dead`, `retry`, `queue:…`): a small dump of many
+        // families holds one or two keys each, and they stay names.
+        if n != 0 && !node.word_mode && alpha.len() >= ID_LIKE_MIN {
             let total: u64 = alpha.iter().map(|c| self.subtree_keys(*c)).sum();
             if total <= 2 * alpha.len() as u64 {
                 self.fold_to_word(n);
@@ -1567,10 +1614,23 @@ impl PatternTree {
                 Some(c) => n = c,
                 // Runs folded into one `<token>` (see `fold_mixed_runs`): up to the segment's end.
                 None if self.nodes[n as usize].runs_token && run_key(&Key::of(&tok)).is_some() => {
-                    while i + 1 < tokens.len()
-                        && run_key(&Key::of(&Tok::of(&tokens[i + 1], key))).is_some()
-                    {
-                        i += 1;
+                    let run_at = |at: usize| {
+                        tokens
+                            .get(at)
+                            .is_some_and(|t| run_key(&Key::of(&Tok::of(t, key))).is_some())
+                    };
+                    loop {
+                        if run_at(i + 1) {
+                            i += 1;
+                        } else if tokens
+                            .get(i + 1)
+                            .is_some_and(|t| is_joiner(&Key::of(&Tok::of(t, key))))
+                            && run_at(i + 2)
+                        {
+                            i += 2;
+                        } else {
+                            break;
+                        }
                     }
                     tok = Tok::Class(Class::Token);
                     n = self.find(n, &tok)?;
@@ -1661,6 +1721,11 @@ fn run_key(k: &Key) -> Option<RunKind> {
         Key::Class(Class::Hex | Class::Token) => Some(RunKind::Both),
         _ => None,
     }
+}
+
+/// Whether an edge is `-` or `_`, which join the runs of a random id.
+fn is_joiner(k: &Key) -> bool {
+    matches!(k, Key::Lit(l) if **l == *b"-" || **l == *b"_")
 }
 
 /// Whether an edge is one delimiter byte (a segment starts after it).
@@ -2070,6 +2135,101 @@ mod tests {
             infer(&keys),
             vec![("order:<int>".into(), 40), ("user:u<int>".into(), 40)]
         );
+    }
+
+    #[test]
+    fn random_ids_joined_by_dashes_are_one_token() {
+        // base64url ids of 16 characters (12 random bytes): `-` and `_` fall inside some of them.
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+        let owned: Vec<String> = (0..200)
+            .map(|_| {
+                let id: String = (0..16)
+                    .map(|_| {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        alphabet[(x % 64) as usize] as char
+                    })
+                    .collect();
+                format!("cache:sessions:{id}")
+            })
+            .chain((0..50).map(|i| format!("cache:users:{}", 1000 + i * 37)))
+            .collect();
+        let keys: Vec<&str> = owned.iter().map(String::as_str).collect();
+        // Ids that start or end with a joiner read it as a delimiter of their own (a known
+        // limit: about one in eleven of these ids).
+        let edged = keys
+            .iter()
+            .filter(|k| {
+                let id = &k["cache:sessions:".len().min(k.len())..];
+                k.starts_with("cache:sessions:")
+                    && (id.starts_with(['-', '_']) || id.ends_with(['-', '_']))
+            })
+            .count();
+        let got = infer(&keys);
+        assert_eq!(
+            got[0],
+            ("cache:sessions:<token>".into(), 200 - edged as u64),
+            "{got:?}"
+        );
+        let mut t = tree_of(&keys);
+        t.fold();
+        for (k, (p, _)) in keys.iter().zip(std::iter::repeat(&got[0])).take(200) {
+            let id = &k["cache:sessions:".len()..];
+            if !(id.starts_with(['-', '_']) || id.ends_with(['-', '_'])) {
+                assert_eq!(t.classify(k.as_bytes()).as_deref(), Some(p.as_str()), "{k}");
+            }
+        }
+    }
+
+    #[test]
+    fn first_runs_are_family_names_even_when_each_holds_one_key() {
+        // A small dump of a task queue: many families of one key each stay names.
+        let keys = [
+            "dead",
+            "processes",
+            "queues",
+            "retry",
+            "schedule",
+            "stat:failed",
+            "stat:processed",
+            "queue:low",
+            "queue:mailers",
+        ];
+        let got: Vec<String> = infer(&keys).into_iter().map(|(p, _)| p).collect();
+        assert!(got.contains(&"dead".to_string()), "{got:?}");
+        assert!(got.contains(&"stat:failed".to_string()), "{got:?}");
+        assert!(!got.iter().any(|p| p.contains("<word>")), "{got:?}");
+    }
+
+    #[test]
+    fn a_json_object_is_one_value() {
+        let owned: Vec<String> = (0..30)
+            .map(|i| {
+                let args = if i % 3 == 0 { format!("[{i},{}]", i + 1) } else { format!("[{i}]") };
+                format!(
+                    r#"resque:timestamps:{{"class":"c{i}","queue":"q","args":{args},"opts":{{"a":"}}"}}}}"#
+                )
+            })
+            .chain((0..10).map(|i| format!(r#"jobs:["a","b{i}"]:meta"#)))
+            .collect();
+        let keys: Vec<&str> = owned.iter().map(String::as_str).collect();
+        assert_eq!(
+            infer(&keys),
+            vec![
+                ("resque:timestamps:<json>".into(), 30),
+                ("jobs:<json>:meta".into(), 10)
+            ]
+        );
+        let re = regex::Regex::new(&format!("^{}$", Class::Json.regex())).unwrap();
+        assert!(
+            keys.iter()
+                .all(|k| re.is_match(&k[k.find(['{', '[']).unwrap()..].trim_end_matches(":meta")))
+        );
+        // A brace that is not closed, or closes before the end of a segment, is no JSON value.
+        let got = infer(&[r#"a:{"x":1"#, r#"b:{"x":1}y"#]);
+        assert!(got.iter().all(|(p, _)| !p.contains("<json>")), "{got:?}");
     }
 
     #[test]

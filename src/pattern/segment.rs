@@ -31,6 +31,9 @@ pub enum Class {
     Ipv6,
     /// An e-mail address: `local@domain.tld`.
     Email,
+    /// A JSON object or array written into the key (`{"class":"add","args":[1,2]}`), from its
+    /// opening to its balanced closing brace.
+    Json,
     /// An opaque token: 20 or more letters, digits, `-` and `_` in a random-looking mix
     /// (base62 and base64url session ids, nanoids, KSUIDs, mixed letter-digit ids), or
     /// standard base64 with `+`, `/` and `=` padding (digests).
@@ -54,6 +57,7 @@ impl Class {
             Class::Ulid => "<ulid>",
             Class::Ipv6 => "<ip>",
             Class::Email => "<email>",
+            Class::Json => "<json>",
             Class::Token => "<token>",
             Class::Bytes => "<bytes>",
             Class::Rest => "<rest>",
@@ -75,6 +79,7 @@ impl Class {
             Class::Word => "[A-Za-z]+",
             Class::Ulid => "[0-9A-HJKMNP-TV-Z]{26}",
             Class::Email => "[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\\.[A-Za-z0-9-]+)+",
+            Class::Json => "(?s:[\\[{].*[\\]}])",
             Class::Token => "[A-Za-z0-9+/=_-]+",
             Class::Bytes => "[\\x00-\\x1f\\x7f-\\xff]+",
             Class::Rest => "(?s:.*)",
@@ -367,7 +372,8 @@ fn decide_id_like(key: &[u8], i: usize, r: IdRun, d: &Delimiters) -> Option<(usi
 /// followed by a second such word (`celery-task-meta-<uuid>`, `flask_cache_<id>`) or by hex
 /// digits only (`user-<uuid>`), or a word after such a word (`cache_…` in `flask_cache_…`). A
 /// single short word before more letters is as likely the start of a random base64url id
-/// (`kyh_Eh7qY2…`), which stays one token. The words stay literals and what follows is
+/// (`kyh_Eh7qY2…`), which stays one token; a lower-case word of six letters or more is a name
+/// (`session_<id>`). The words stay literals and what follows is
 /// tokenized after them. Reads which bytes are letters, their case and whether they are hex
 /// digits, from the word before the run (see [`word_before`]) on.
 #[inline]
@@ -386,7 +392,11 @@ fn starts_with_word(key: &[u8], i: usize, j: usize) -> bool {
     let Some(rest) = word_at(i) else {
         return false;
     };
+    // A lower-case word of six letters or more (`session_<base32 id>`): a random base64url id
+    // starts so about once in 7,000.
+    let long_word = rest - 1 - i >= 6 && key[i..rest - 1].iter().all(u8::is_ascii_lowercase);
     word_at(rest).is_some()
+        || long_word
         || !key[rest..j]
             .iter()
             .any(|b| b.is_ascii_alphabetic() && !b.is_ascii_hexdigit())
@@ -732,6 +742,47 @@ impl AtSign {
         }
         AtSign { at, local_from }
     }
+}
+
+/// The length of the JSON object or array at `key[i..]`: `{"`, `["`, `[{` or `[[` opens it, and
+/// it runs to the brace or bracket that closes the first (strings and their escapes skipped),
+/// which ends the key or comes before a delimiter. Reads only braces, brackets, quotes and
+/// backslashes, never a letter or digit (the skeleton and shape memos rely on it).
+fn match_json(key: &[u8], i: usize, d: &Delimiters) -> Option<usize> {
+    if !matches!(
+        (key[i], key.get(i + 1)),
+        (b'{', Some(b'"')) | (b'[', Some(b'"' | b'{' | b'['))
+    ) {
+        return None;
+    }
+    let mut depth = 0usize;
+    let mut j = i;
+    let mut in_string = false;
+    while j < key.len() {
+        let b = key[j];
+        if in_string {
+            match b {
+                b'\\' => j += 1,
+                b'"' => in_string = false,
+                _ => {}
+            }
+        } else {
+            match b {
+                b'"' => in_string = true,
+                b'{' | b'[' => depth += 1,
+                b'}' | b']' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        let end = j + 1;
+                        return (end == key.len() || d.is(key[end])).then_some(end - i);
+                    }
+                }
+                _ => {}
+            }
+        }
+        j += 1;
+    }
+    None
 }
 
 /// An e-mail address starting at `key[i]` (a letter or digit) whose `@` is `key[at]`: a local
@@ -1185,6 +1236,14 @@ pub fn tokenize_into<S: TokenSink>(key: &[u8], d: &Delimiters, out: &mut S) {
                 i += len;
                 continue;
             }
+            // A JSON object written into the key (braces are delimiters).
+            if b == b'{'
+                && let Some(len) = match_json(key, i, d)
+            {
+                out.class(Class::Json);
+                i += len;
+                continue;
+            }
             out.lit(key, i, i + 1);
             i += 1;
             continue;
@@ -1203,6 +1262,13 @@ pub fn tokenize_into<S: TokenSink>(key: &[u8], d: &Delimiters, out: &mut S) {
                 i += len;
                 continue;
             }
+        }
+        if b == b'['
+            && let Some(len) = match_json(key, i, d)
+        {
+            out.class(Class::Json);
+            i += len;
+            continue;
         }
         let c = CLASS[b as usize];
         if c & (C_DIGIT | C_HEXALPHA) != 0 {

@@ -135,6 +135,7 @@ fn placeholder_regex(p: &str) -> Option<&'static str> {
         "<id>" => "[A-Za-z0-9_-]*[0-9][A-Za-z0-9_-]*",
         "<ip>" => Class::Ip.regex(),
         "<email>" => Class::Email.regex(),
+        "<json>" => Class::Json.regex(),
         "<date>" => Class::Date.regex(),
         "<ulid>" => Class::Ulid.regex(),
         "<token>" => Class::Token.regex(),
