@@ -25,7 +25,7 @@ static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 pub enum BenchFormat {
     /// A table: strategy, QPS, P50/P99, round trips and commands predicted / measured
     Table,
-    /// One JSON document (schema_version 1, documented in README)
+    /// One JSON document (its schema_version and fields are documented in README)
     Json,
 }
 

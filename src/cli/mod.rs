@@ -17,6 +17,7 @@ pub mod scan;
 pub mod simulate;
 pub mod slot;
 pub mod terminal;
+pub mod values;
 
 pub use terminal::Terminal;
 

@@ -25,8 +25,8 @@ use memchr::memchr;
 use std::fmt;
 use std::io::{self, Read};
 
-/// The line format of a key dump (the variants' docs are `--input-format`'s help).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+/// The line format of a key dump.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum InputFormat {
     /// Decide from the first non-blank line.
     #[default]

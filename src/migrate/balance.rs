@@ -8,23 +8,22 @@ use super::{ClusterView, MigrateError, Move, PlanReport, Warning, WarningKind};
 use crate::error::UserError;
 use crate::slot::SLOT_COUNT;
 
-/// What a rebalance balances (the variants' docs are `--balance-by`'s help).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+/// What a rebalance balances.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BalanceBy {
     /// Slot counts, exactly as redis-cli --cluster rebalance
     Slots,
     /// Sample keys per node
     Keys,
-    /// Sample bytes per node (tsv samples or --bytes)
+    /// Sample bytes per node (a sample that carries each key's bytes)
     Bytes,
-    /// Sample ops per node (tsv samples with an ops column)
+    /// Sample ops per node (a sample that carries each key's ops)
     Ops,
-    /// CPU time per slot as the servers measured it (--cluster; CLUSTER SLOT-STATS)
+    /// CPU time per slot as the servers measured it (`CLUSTER SLOT-STATS`)
     Cpu,
-    /// Network bytes in and out per slot as the servers measured them (--cluster; CLUSTER
-    /// SLOT-STATS)
+    /// Network bytes in and out per slot as the servers measured them (`CLUSTER SLOT-STATS`)
     Net,
-    /// Memory per slot as the servers measured it (--cluster; Redis 8.2+ CLUSTER SLOT-STATS)
+    /// Memory per slot as the servers measured it (Redis 8.2+ `CLUSTER SLOT-STATS`)
     Memory,
 }
 

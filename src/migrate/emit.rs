@@ -7,8 +7,8 @@ use super::{ClusterView, MigrateError, Move};
 use crate::slot::SLOT_COUNT;
 use std::fmt::Write as _;
 
-/// Which commands to write (the variants' docs are `--emit`'s help).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+/// Which commands to write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Emit {
     /// `redis-cli --cluster reshard … --cluster-yes` lines, one per move
     RedisCli,

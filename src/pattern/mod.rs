@@ -2225,7 +2225,7 @@ mod tests {
         let re = regex::Regex::new(&format!("^{}$", Class::Json.regex())).unwrap();
         assert!(
             keys.iter()
-                .all(|k| re.is_match(&k[k.find(['{', '[']).unwrap()..].trim_end_matches(":meta")))
+                .all(|k| re.is_match(k[k.find(['{', '[']).unwrap()..].trim_end_matches(":meta")))
         );
         // A brace that is not closed, or closes before the end of a segment, is no JSON value.
         let got = infer(&[r#"a:{"x":1"#, r#"b:{"x":1}y"#]);

@@ -6,8 +6,8 @@ use crate::lint::{Diagnostic, RuleSet};
 use serde_json::json;
 use std::io::{self, Write};
 
-/// Output formats of `lint` (the variants' docs are `--format`'s help).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+/// Output formats of `lint`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LintFormat {
     /// `path:line:col: KP301 [error] message` and a help line
     Human,

@@ -396,8 +396,8 @@ pub enum Topology {
     Ring(ring::Ring),
 }
 
-/// The formats `--topology` reads (the variants' docs are `--topology-format`'s help).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+/// The topology formats keyplan reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TopologyFormat {
     /// Decide from the content
     Auto,
