@@ -102,7 +102,10 @@ pub struct Estimate {
 
 /// A node's total bytes from `n` sampled keys of `big_n` (their bytes summing to `sum`, squares
 /// to `sq`): the mean times the node's keys, with the normal 95% interval of a simple random
-/// sample (finite-population corrected).
+/// sample (finite-population corrected; a live cluster's sample is one, drawn by RANDOMKEY).
+/// Sizes come in allocator steps, so a sample may show no variation while the rest of the node
+/// has some: then the variance is taken as what 3/n of the keys (the 95% bound on a share never
+/// seen in n draws) differing by the mean size would give, never zero.
 fn bytes_estimate(n: u64, big_n: u64, sum: f64, sq: f64) -> Option<Estimate> {
     if n == 0 {
         return None;
@@ -118,6 +121,11 @@ fn bytes_estimate(n: u64, big_n: u64, sum: f64, sq: f64) -> Option<Estimate> {
         (1.0 - nf / bn).max(0.0)
     } else {
         0.0
+    };
+    let var = if var == 0.0 && n > 1 && n < big_n {
+        3.0 / nf * mean * mean
+    } else {
+        var
     };
     let half = 1.96 * bn * (var / nf * fpc).sqrt();
     let value = mean * bn;
@@ -1370,4 +1378,30 @@ fn too_few(keys: u64, p: f64) -> Option<String> {
         noise * 100.0,
         KEYS_PER_NODE_TO_JUDGE
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bytes_estimate;
+
+    #[test]
+    fn byte_intervals() {
+        // 100 of 1,000 keys, sizes 50 and 150 half and half: mean 100, sd about 50.25.
+        let (sum, sq) = (
+            50.0 * (50.0 + 150.0),
+            50.0 * (50.0f64.powi(2) + 150.0f64.powi(2)),
+        );
+        let e = bytes_estimate(100, 1000, sum, sq).unwrap();
+        assert_eq!(e.value, 100_000.0);
+        let sd = ((sq - 100.0 * 100.0 * 100.0) / 99.0f64).sqrt();
+        let half = 1.96 * 1000.0 * sd / 10.0 * 0.9f64.sqrt();
+        assert!((e.high - e.value - half).abs() < 1e-6, "{e:?}");
+        // Every sampled key the same size: the rest may still differ, so the interval is not
+        // empty.
+        let e = bytes_estimate(200, 1000, 200.0 * 104.0, 200.0 * 104.0 * 104.0).unwrap();
+        assert!(e.high - e.low > 1000.0, "{e:?}");
+        // The whole node: exact.
+        let e = bytes_estimate(1000, 1000, 1000.0 * 104.0, 1000.0 * 104.0 * 104.0).unwrap();
+        assert_eq!((e.low, e.value, e.high), (104_000.0, 104_000.0, 104_000.0));
+    }
 }

@@ -554,9 +554,66 @@ impl LiveCluster {
         let mut cursors_seen: std::collections::HashSet<u64> = std::collections::HashSet::new();
         let mut commands: u64 = 0;
         let budget = opts.per_node.unwrap_or(u64::MAX);
+        // A sample smaller than the node is drawn at random (RANDOMKEY, repeats dropped): a
+        // simple random sample, which the byte estimates' intervals assume. SCAN's first keys
+        // are not one: they are the same keys on every run, and on servers that keep a table
+        // per slot (Redis 7.4+, Valkey 8) they come from the lowest slots. A MATCH pattern
+        // needs SCAN.
+        let mut draw = if opts.pattern.is_none() && opts.per_node.is_some() {
+            let size: u64 = redis::cmd("DBSIZE")
+                .query(&mut con)
+                .map_err(node_error(&addr, "DBSIZE"))?;
+            commands += 1;
+            (size > budget).then(|| RandomDraw::new(budget))
+        } else {
+            None
+        };
         loop {
             if opts.is_cancelled() {
                 break;
+            }
+            if let Some(d) = &mut draw {
+                // At most a tenth of a second's commands in one go, as for the per-key ones.
+                let page = d.page(
+                    opts.rate
+                        .map_or(opts.count, |r| ((r / 10.0) as u64).max(1))
+                        .min(opts.count),
+                );
+                let mut pipe = redis::pipe();
+                for _ in 0..page {
+                    pipe.cmd("RANDOMKEY");
+                }
+                if let Some(rate) = opts.rate.filter(|r| *r > 0.0) {
+                    let due = Duration::from_secs_f64(commands as f64 / rate);
+                    let spent = started.elapsed();
+                    if due > spent {
+                        std::thread::sleep(due - spent);
+                    }
+                }
+                let drawn: Vec<Option<Vec<u8>>> =
+                    pipe.query(&mut con).map_err(|e| LiveError::Node {
+                        addr: addr.clone(),
+                        what: "RANDOMKEY".into(),
+                        reason: first_line(&e.to_string()),
+                        sampled,
+                    })?;
+                commands += page;
+                let keys = d.take(drawn);
+                let done = d.done();
+                sampled += self.sample_keys(
+                    &mut con,
+                    &addr,
+                    &keys,
+                    opts,
+                    started,
+                    sampled,
+                    &mut commands,
+                    &mut f,
+                )?;
+                if done {
+                    break;
+                }
+                continue;
             }
             let mut cmd = redis::cmd("SCAN");
             cmd.arg(cursor);
@@ -599,109 +656,16 @@ impl LiveCluster {
             }
             let take = keys.len().min((budget - sampled) as usize);
             let keys = &keys[..take];
-            // Per-key commands go in chunks of a tenth of a second's budget, each sent when
-            // the rate allows it: the rate holds in every second, not only on average.
-            let chunk = opts
-                .rate
-                .map_or(keys.len().max(1), |r| ((r / 10.0) as usize).max(1));
-            let throttle = |commands: u64| {
-                if let Some(rate) = opts.rate.filter(|r| *r > 0.0) {
-                    let due = Duration::from_secs_f64(commands as f64 / rate);
-                    let spent = started.elapsed();
-                    if due > spent {
-                        std::thread::sleep(due - spent);
-                    }
-                }
-            };
-            let mut per_key = |what: &str,
-                               cmd: &dyn Fn(&mut redis::Pipeline, &[u8]),
-                               commands: &mut u64|
-             -> Result<Vec<Value>, LiveError> {
-                let mut out = Vec::with_capacity(keys.len());
-                for part in keys.chunks(chunk) {
-                    throttle(*commands);
-                    let mut pipe = redis::pipe();
-                    pipe.ignore_errors();
-                    for k in part {
-                        cmd(&mut pipe, k);
-                    }
-                    *commands += part.len() as u64;
-                    let replies: Vec<Value> =
-                        pipe.query(&mut con).map_err(|e| LiveError::Node {
-                            addr: addr.clone(),
-                            what: what.into(),
-                            reason: first_line(&e.to_string()),
-                            sampled,
-                        })?;
-                    for (k, v) in part.iter().zip(replies) {
-                        // A key of a slot in migration may have moved since SCAN: the node
-                        // answers ASK (or MOVED), and the key is asked where it is now.
-                        let v = match v {
-                            Value::ServerError(e) if e.code() == "ASK" => {
-                                match e.details().and_then(|d| d.split(' ').nth(1)) {
-                                    Some(to) => self.ask_once(to, k, cmd)?,
-                                    None => Value::Nil,
-                                }
-                            }
-                            // An importing node holds keys of a slot it does not own yet: it
-                            // answers them after ASKING.
-                            Value::ServerError(e) if e.code() == "MOVED" => {
-                                self.ask_once(&addr, k, cmd)?
-                            }
-                            Value::ServerError(e) => {
-                                return Err(LiveError::Node {
-                                    addr: addr.clone(),
-                                    what: what.into(),
-                                    reason: first_line(&e.to_string()),
-                                    sampled,
-                                });
-                            }
-                            v => v,
-                        };
-                        out.push(v);
-                    }
-                }
-                Ok(out)
-            };
-            let sizes: Vec<Option<u64>> = if opts.bytes && !keys.is_empty() {
-                per_key(
-                    "MEMORY USAGE",
-                    &|p, k| {
-                        p.cmd("MEMORY").arg("USAGE").arg(k).arg("SAMPLES").arg(0);
-                    },
-                    &mut commands,
-                )?
-                .into_iter()
-                .map(|v| match v {
-                    Value::Int(n) => u64::try_from(n).ok(),
-                    _ => None,
-                })
-                .collect()
-            } else {
-                vec![None; keys.len()]
-            };
-            let heat: Vec<Option<f64>> = if opts.heat && !keys.is_empty() {
-                // A key gone since SCAN answers nil or an error: no heat for it.
-                per_key(
-                    "OBJECT FREQ",
-                    &|p, k| {
-                        p.cmd("OBJECT").arg("FREQ").arg(k);
-                    },
-                    &mut commands,
-                )?
-                .into_iter()
-                .map(|v| match v {
-                    Value::Int(n) => Some(n as f64),
-                    _ => None,
-                })
-                .collect()
-            } else {
-                vec![None; keys.len()]
-            };
-            for ((k, b), h) in keys.iter().zip(sizes).zip(heat) {
-                f(k, b, h);
-            }
-            sampled += keys.len() as u64;
+            sampled += self.sample_keys(
+                &mut con,
+                &addr,
+                keys,
+                opts,
+                started,
+                sampled,
+                &mut commands,
+                &mut f,
+            )?;
             cursor = next;
             if cursor == 0 || sampled >= budget {
                 break;
@@ -715,6 +679,125 @@ impl LiveCluster {
             }
         }
         Ok(sampled)
+    }
+
+    /// Reads what was asked of each sampled key (`MEMORY USAGE`, `OBJECT FREQ`, at the rate
+    /// allowed) and hands it to `f`. Returns how many keys it handed.
+    #[allow(clippy::too_many_arguments)]
+    fn sample_keys(
+        &self,
+        con: &mut NodeConn,
+        addr: &str,
+        keys: &[Vec<u8>],
+        opts: &ScanOptions,
+        started: Instant,
+        sampled: u64,
+        commands: &mut u64,
+        f: &mut impl FnMut(&[u8], Option<u64>, Option<f64>),
+    ) -> Result<u64, LiveError> {
+        let addr = addr.to_string();
+        // Per-key commands go in chunks of a tenth of a second's budget, each sent when
+        // the rate allows it: the rate holds in every second, not only on average.
+        let chunk = opts
+            .rate
+            .map_or(keys.len().max(1), |r| ((r / 10.0) as usize).max(1));
+        let throttle = |commands: u64| {
+            if let Some(rate) = opts.rate.filter(|r| *r > 0.0) {
+                let due = Duration::from_secs_f64(commands as f64 / rate);
+                let spent = started.elapsed();
+                if due > spent {
+                    std::thread::sleep(due - spent);
+                }
+            }
+        };
+        let mut per_key = |what: &str,
+                           cmd: &dyn Fn(&mut redis::Pipeline, &[u8]),
+                           commands: &mut u64|
+         -> Result<Vec<Value>, LiveError> {
+            let mut out = Vec::with_capacity(keys.len());
+            for part in keys.chunks(chunk) {
+                throttle(*commands);
+                let mut pipe = redis::pipe();
+                pipe.ignore_errors();
+                for k in part {
+                    cmd(&mut pipe, k);
+                }
+                *commands += part.len() as u64;
+                let replies: Vec<Value> = pipe.query(con).map_err(|e| LiveError::Node {
+                    addr: addr.clone(),
+                    what: what.into(),
+                    reason: first_line(&e.to_string()),
+                    sampled,
+                })?;
+                for (k, v) in part.iter().zip(replies) {
+                    // A key of a slot in migration may have moved since SCAN: the node
+                    // answers ASK (or MOVED), and the key is asked where it is now.
+                    let v = match v {
+                        Value::ServerError(e) if e.code() == "ASK" => {
+                            match e.details().and_then(|d| d.split(' ').nth(1)) {
+                                Some(to) => self.ask_once(to, k, cmd)?,
+                                None => Value::Nil,
+                            }
+                        }
+                        // An importing node holds keys of a slot it does not own yet: it
+                        // answers them after ASKING.
+                        Value::ServerError(e) if e.code() == "MOVED" => {
+                            self.ask_once(&addr, k, cmd)?
+                        }
+                        Value::ServerError(e) => {
+                            return Err(LiveError::Node {
+                                addr: addr.clone(),
+                                what: what.into(),
+                                reason: first_line(&e.to_string()),
+                                sampled,
+                            });
+                        }
+                        v => v,
+                    };
+                    out.push(v);
+                }
+            }
+            Ok(out)
+        };
+        let sizes: Vec<Option<u64>> = if opts.bytes && !keys.is_empty() {
+            per_key(
+                "MEMORY USAGE",
+                &|p, k| {
+                    p.cmd("MEMORY").arg("USAGE").arg(k).arg("SAMPLES").arg(0);
+                },
+                commands,
+            )?
+            .into_iter()
+            .map(|v| match v {
+                Value::Int(n) => u64::try_from(n).ok(),
+                _ => None,
+            })
+            .collect()
+        } else {
+            vec![None; keys.len()]
+        };
+        let heat: Vec<Option<f64>> = if opts.heat && !keys.is_empty() {
+            // A key gone since SCAN answers nil or an error: no heat for it.
+            per_key(
+                "OBJECT FREQ",
+                &|p, k| {
+                    p.cmd("OBJECT").arg("FREQ").arg(k);
+                },
+                commands,
+            )?
+            .into_iter()
+            .map(|v| match v {
+                Value::Int(n) => Some(n as f64),
+                _ => None,
+            })
+            .collect()
+        } else {
+            vec![None; keys.len()]
+        };
+        for ((k, b), h) in keys.iter().zip(sizes).zip(heat) {
+            f(k, b, h);
+        }
+        Ok(keys.len() as u64)
     }
 }
 
@@ -1267,6 +1350,54 @@ pub(crate) fn first_line(s: &str) -> String {
     }
 }
 
+/// A simple random sample of `want` distinct keys drawn by RANDOMKEY (with replacement, repeats
+/// dropped), giving up after a bounded number of draws (keys expiring or deleted meanwhile).
+struct RandomDraw {
+    want: u64,
+    seen: std::collections::HashSet<Vec<u8>>,
+    draws: u64,
+}
+
+impl RandomDraw {
+    fn new(want: u64) -> RandomDraw {
+        RandomDraw {
+            want,
+            seen: std::collections::HashSet::new(),
+            draws: 0,
+        }
+    }
+
+    /// Draws at most this many in all: beyond, the node is taken to hold too few keys now.
+    fn max_draws(&self) -> u64 {
+        self.want.saturating_mul(4).saturating_add(100)
+    }
+
+    /// How many RANDOMKEY to send next: what is still wanted, at most `count`.
+    fn page(&self, count: u64) -> u64 {
+        let left = self.want - self.seen.len() as u64;
+        left.min(count.max(1))
+            .min(self.max_draws() - self.draws)
+            .max(1)
+    }
+
+    /// The new keys among `drawn` (nil: the node is empty now), up to the sample's size.
+    fn take(&mut self, drawn: Vec<Option<Vec<u8>>>) -> Vec<Vec<u8>> {
+        self.draws += drawn.len() as u64;
+        let mut out = Vec::new();
+        for k in drawn.into_iter().flatten() {
+            if (self.seen.len() as u64) < self.want && !self.seen.contains(&k) {
+                self.seen.insert(k.clone());
+                out.push(k);
+            }
+        }
+        out
+    }
+
+    fn done(&self) -> bool {
+        self.seen.len() as u64 >= self.want || self.draws >= self.max_draws()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1291,5 +1422,31 @@ mod tests {
         let u = ClusterUrl::parse("redis://[::1]:7001", None).unwrap();
         assert_eq!((u.host.as_str(), u.port), ("::1", 7001));
         assert_eq!(u.to_string(), "redis://[::1]:7001");
+    }
+}
+
+#[cfg(test)]
+mod draw_tests {
+    use super::RandomDraw;
+
+    #[test]
+    fn a_random_draw_keeps_distinct_keys_and_ends() {
+        let mut d = RandomDraw::new(3);
+        assert_eq!(d.page(1000), 3);
+        let k = |s: &str| Some(s.as_bytes().to_vec());
+        assert_eq!(d.take(vec![k("a"), k("a"), None]), vec![b"a".to_vec()]);
+        assert!(!d.done());
+        assert_eq!(d.page(1000), 2);
+        assert_eq!(d.take(vec![k("b"), k("c"), k("d")]).len(), 2);
+        assert!(d.done());
+        // A node that keeps answering the same key stops after a bounded number of draws.
+        let mut d = RandomDraw::new(10);
+        let mut rounds = 0;
+        while !d.done() {
+            let page = d.page(5);
+            d.take(vec![k("x"); page as usize]);
+            rounds += 1;
+            assert!(rounds < 100);
+        }
     }
 }
