@@ -86,7 +86,7 @@ pub struct Analyzer<'t> {
     /// Where the ops weights come from, when the servers measured them (a live cluster).
     ops_source: Option<String>,
     /// Each node's measured load (a live cluster): CPU µs, request and reply bytes.
-    node_load: Option<Vec<NodeLoad>>,
+    node_load: Option<Vec<ServerLoad>>,
 }
 
 /// A figure of the whole cluster estimated from a sample, with a 95% interval.
@@ -138,7 +138,7 @@ fn bytes_estimate(n: u64, big_n: u64, sum: f64, sq: f64) -> Option<Estimate> {
 
 /// A node's load as its server measured it.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct NodeLoad {
+pub struct ServerLoad {
     /// CPU time in commands, in microseconds.
     pub cpu_usec: u64,
     /// Request bytes received (per-slot counters only).
@@ -149,7 +149,7 @@ pub struct NodeLoad {
     pub network_bytes_out: Option<u64>,
 }
 
-impl NodeLoad {
+impl ServerLoad {
     /// Each node's sums of the servers' per-slot load (CPU µs, network bytes in and out; 16384
     /// entries each).
     pub fn per_node(
@@ -157,9 +157,9 @@ impl NodeLoad {
         cpu_usec: &[u64],
         net_in: &[u64],
         net_out: &[u64],
-    ) -> Vec<NodeLoad> {
+    ) -> Vec<ServerLoad> {
         let mut out = vec![
-            NodeLoad {
+            ServerLoad {
                 cpu_usec: 0,
                 network_bytes_in: Some(0),
                 network_bytes_out: Some(0),
@@ -237,7 +237,7 @@ impl<'t> Analyzer<'t> {
     }
 
     /// Each node's load as its server measured it.
-    pub fn set_node_load(&mut self, load: Vec<NodeLoad>) {
+    pub fn set_node_load(&mut self, load: Vec<ServerLoad>) {
         self.node_load = Some(load);
     }
 
@@ -523,7 +523,7 @@ pub struct NodeReport {
     pub dataset_bytes: Option<u64>,
     /// The node's load as its server measured it (a live cluster only).
     #[serde(skip_serializing_if = "Option::is_none", flatten)]
-    pub load: Option<NodeLoad>,
+    pub load: Option<ServerLoad>,
     /// Bytes (of the sample, on a live cluster).
     pub bytes: u64,
     /// The node's bytes estimated from the sample (its sampled bytes per key times its exact

@@ -317,7 +317,7 @@ impl BatchArgs {
     }
 
     /// The observed batches: the batch file's, then the capture's as it is read.
-    pub fn observed(&self) -> anyhow::Result<Observed> {
+    pub fn observed(&self) -> anyhow::Result<ObservedBatches> {
         let listed = self
             .files
             .batches
@@ -325,7 +325,7 @@ impl BatchArgs {
             .map(BatchFileReader::open)
             .transpose()?;
         let capture = self.monitor.as_deref().map(MonitorFile::open).transpose()?;
-        Ok(Observed {
+        Ok(ObservedBatches {
             listed,
             capture,
             captured: 0,
@@ -390,13 +390,13 @@ impl Iterator for BatchFileReader {
 }
 
 /// The observed batches of [`BatchArgs::observed`], one at a time.
-pub struct Observed {
+pub struct ObservedBatches {
     listed: Option<BatchFileReader>,
     capture: Option<MonitorFile>,
     captured: u64,
 }
 
-impl Iterator for Observed {
+impl Iterator for ObservedBatches {
     type Item = anyhow::Result<Batch>;
 
     fn next(&mut self) -> Option<Self::Item> {
@@ -409,7 +409,7 @@ impl Iterator for Observed {
     }
 }
 
-impl Observed {
+impl ObservedBatches {
     /// Says on stderr what the capture held besides its batches, once it is read to the end.
     pub fn say_capture(&self, ctx: &mut Ctx<'_>) -> std::io::Result<()> {
         let Some((c, stats)) = self.capture.as_ref().and_then(|c| Some((c, c.stats()?))) else {

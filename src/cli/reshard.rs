@@ -9,7 +9,7 @@ use crate::error::ExitStatus;
 use crate::migrate::emit::EmitContext;
 use crate::migrate::impact::impact;
 use crate::migrate::redis_cli::{self, Sources};
-use crate::migrate::{MigrationReport, PlanReport};
+use crate::migrate::{MigrationPlan, MigrationReport};
 
 /// Preview `redis-cli --cluster reshard --cluster-from … --cluster-to … --cluster-slots N`:
 /// which slots move, and what that does to every node.
@@ -52,7 +52,7 @@ pub fn run(args: ReshardArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
         skipped_nodes: view.skipped.clone(),
         sample,
         batches: motion(view, &plan.moves, &batches, &clients),
-        plan: PlanReport {
+        plan: MigrationPlan {
             plan: "redis-cli reshard".into(),
             balance_by: "slots".into(),
             needed: !plan.moves.is_empty(),

@@ -112,11 +112,6 @@ impl CommandInfo {
         self.has_flag("container")
     }
 
-    /// Whether the command can address keys at all.
-    pub fn has_keys(&self) -> bool {
-        !self.specs.is_empty()
-    }
-
     /// Whether a script runs it (its keys are declared, the keys it touches may not be).
     pub fn is_script(&self) -> bool {
         self.in_category("@scripting")

@@ -1,7 +1,8 @@
 //! Memory-mapped windows of a regular file: the fastest way to read a large dump that is
-//! already in the page cache (no copy into a buffer). keyplan maps one window at a time
-//! (16 MiB by default; the next one is mapped while the current one is read) and unmaps it
-//! when done, so resident memory stays bounded however large the file is.
+//! already in the page cache (no copy into a buffer). A key dump is mapped one window at a time
+//! (16 MiB; the reader maps the next while the workers read the ones handed to them) and each
+//! is unmapped when done; an RDB snapshot is mapped whole and the ranges read are released.
+//! Either way resident memory stays bounded however large the file is.
 #![allow(unsafe_code)]
 
 use memmap2::{Mmap, MmapOptions};

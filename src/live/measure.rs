@@ -3,7 +3,7 @@
 //! biggest keys sampled, and the cluster as `redis-cli --cluster` sees it.
 
 use super::{LiveCluster, LiveError, SlotLoad};
-use crate::analyze::NodeLoad;
+use crate::analyze::ServerLoad;
 use crate::analyze::snapshot::{Biggest, SnapshotReport, sample_report};
 use crate::migrate::ClusterView;
 use crate::migrate::impact::MeasuredLoad;
@@ -17,7 +17,7 @@ pub struct NodeMeasures {
     pub dataset: Option<Vec<u64>>,
     /// Each node's load: the sums of its slots' `CLUSTER SLOT-STATS` counters, else its
     /// command time from `INFO commandstats`; `None` on a ring without per-slot counters.
-    pub load: Option<Vec<NodeLoad>>,
+    pub load: Option<Vec<ServerLoad>>,
     /// The load is `INFO commandstats` (the servers do not count load per slot).
     pub from_commandstats: bool,
     /// What a server refused to say, in words (an ACL user without `INFO`): left out.
@@ -68,7 +68,7 @@ impl LiveCluster {
         };
         let (load, from_commandstats) = match slot_load {
             Some(l) => {
-                let load = NodeLoad::per_node(topology, &l.cpu_usec, &l.net_in, &l.net_out);
+                let load = ServerLoad::per_node(topology, &l.cpu_usec, &l.net_in, &l.net_out);
                 (Some(load), false)
             }
             None if topology.slot_map().is_some() => {
@@ -80,7 +80,7 @@ impl LiveCluster {
                     .nodes()
                     .iter()
                     .map(|n| {
-                        Ok(NodeLoad {
+                        Ok(ServerLoad {
                             cpu_usec: time(n)?,
                             network_bytes_in: None,
                             network_bytes_out: None,

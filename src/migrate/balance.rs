@@ -4,7 +4,7 @@
 use super::impact::{SlotWeights, impact};
 use super::load_aware::{self, LoadAwareOptions};
 use super::redis_cli::{RebalanceOptions, RebalancePlan};
-use super::{ClusterView, MigrateError, Move, PlanReport, Warning, WarningKind};
+use super::{ClusterView, MigrateError, MigrationPlan, Move, Warning, WarningKind};
 use crate::error::UserError;
 use crate::slot::SLOT_COUNT;
 
@@ -103,7 +103,7 @@ pub fn rebalance_plans(
     weights: &SlotWeights,
     opts: &RebalanceOptions,
     max_skew: f64,
-) -> Result<(PlanReport, Option<PlanReport>, Vec<Move>), MigrateError> {
+) -> Result<(MigrationPlan, Option<MigrationPlan>, Vec<Move>), MigrateError> {
     let slot_plan = super::redis_cli::rebalance(view, opts)?;
     let slot_report = redis_cli_report(view, &slot_plan, opts, weights);
     if by == BalanceBy::Slots {
@@ -134,7 +134,7 @@ pub fn load_aware_report(
     opts: &RebalanceOptions,
     tolerance_pct: f32,
     max_skew: f64,
-) -> Result<(PlanReport, Vec<Move>), MigrateError> {
+) -> Result<(MigrationPlan, Vec<Move>), MigrateError> {
     let la = load_aware::plan(
         view,
         &by.slot_weights(weights),
@@ -160,7 +160,7 @@ pub fn load_aware_report(
     } else {
         None
     };
-    let report = PlanReport {
+    let report = MigrationPlan {
         plan: "load-aware".into(),
         balance_by: by.name().into(),
         needed: !la.moves.is_empty(),
@@ -177,8 +177,8 @@ pub fn redis_cli_report(
     p: &RebalancePlan,
     opts: &RebalanceOptions,
     w: &SlotWeights,
-) -> PlanReport {
-    PlanReport {
+) -> MigrationPlan {
+    MigrationPlan {
         plan: "redis-cli rebalance".into(),
         balance_by: "slots".into(),
         needed: p.needed,
@@ -198,7 +198,7 @@ const NEAR_EMPTY: f64 = 0.1;
 
 /// Warnings for what a plan does to the weights it does not balance: a skew (keys, bytes or
 /// ops) made worse past `max_skew`, and a node that keeps slots but ends near empty by keys.
-pub fn side_effects(report: &PlanReport, max_skew: f64) -> Vec<Warning> {
+pub fn side_effects(report: &MigrationPlan, max_skew: f64) -> Vec<Warning> {
     let mut out = Vec::new();
     let (before, after) = (&report.impact.skew.before, &report.impact.skew.after);
     for (name, b, a) in [

@@ -28,7 +28,7 @@ pub struct EmitContext {
 impl EmitContext {
     /// The header of a rebalance script: the plan, and for redis-cli's own plan
     /// (`slots`) the redis-cli command it equals.
-    pub fn rebalance(plan: &super::PlanReport, topology: &str, opts: &RebalanceOptions) -> Self {
+    pub fn rebalance(plan: &super::MigrationPlan, topology: &str, opts: &RebalanceOptions) -> Self {
         let mut header = vec![format!(
             "{} plan (balance by {}), from {topology}",
             plan.plan, plan.balance_by

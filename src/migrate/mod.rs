@@ -347,7 +347,7 @@ impl ClusterView {
 
 /// One plan and its effect, as reported (JSON: flattened into the report or under `compare`).
 #[derive(Debug, Clone, serde::Serialize, PartialEq)]
-pub struct PlanReport {
+pub struct MigrationPlan {
     /// Which algorithm: `redis-cli rebalance`, `redis-cli reshard`, `load-aware`.
     pub plan: String,
     /// What it balances: `slots`, `keys`, `bytes`, `ops`.
@@ -394,9 +394,9 @@ pub struct MigrationReport {
     pub sample: SampleInfo,
     /// The plan asked for.
     #[serde(flatten)]
-    pub plan: PlanReport,
+    pub plan: MigrationPlan,
     /// With `--balance-by keys|bytes|ops`: redis-cli's slot-count plan, for comparison.
-    pub compare: Option<PlanReport>,
+    pub compare: Option<MigrationPlan>,
     /// Batches touching slots that move, per client profile.
     pub batches: Vec<impact::MotionReport>,
     /// Things to look at before running the plan.

@@ -19,7 +19,7 @@ use crate::scheme::predicates::{
     TagRewrite, batch_single_slot, combined_cardinality, family_indices, seg_text, seg_vars,
     tag_rewrites, with_tag_text,
 };
-use crate::scheme::{Batch as SchemeBatch, Scheme, Seg, TagPart, Template, Var, VarKind};
+use crate::scheme::{DeclaredBatch, Scheme, Seg, TagPart, Template, Var, VarKind};
 use crate::simulate::batch::{Batch, from_scheme};
 use crate::simulate::client::{Client, simulate_client};
 use crate::simulate::{NetworkModel, Strategy, simulate};
@@ -328,7 +328,7 @@ fn with_values(segs: &[Seg], vars: &[&str], values: &[String]) -> String {
         .collect()
 }
 
-fn plan_batch(ctx: &Ctx<'_>, b: &SchemeBatch) -> BatchPlan {
+fn plan_batch(ctx: &Ctx<'_>, b: &DeclaredBatch) -> BatchPlan {
     let scheme = ctx.scheme;
     let fams = family_indices(scheme, b);
     let single = batch_single_slot(scheme, b);
@@ -771,7 +771,7 @@ fn mark_pareto(cands: &mut [Candidate]) {
 
 fn recommend(
     ctx: &Ctx<'_>,
-    b: &SchemeBatch,
+    b: &DeclaredBatch,
     cands: &[Candidate],
     fine: Option<String>,
     crossslot: bool,

@@ -5,7 +5,6 @@
 
 use crate::scheme::{Scheme, Seg, Template};
 use crate::simulate::batch::value_of;
-use crate::slot::key_slot;
 use crate::topology::Topology;
 
 /// Keys generated per family when there is no sample.
@@ -151,13 +150,6 @@ pub struct ObservedValues {
 }
 
 impl Workload {
-    /// For a sample: the distinct combinations of `vars` (a subset of family `fi`'s variables)
-    /// among the sample keys of that family kept for scoring, with how many keys that is;
-    /// `None` for generated keys or a family with no sample key.
-    pub fn observed_distinct(&self, fi: usize, vars: &[&str]) -> Option<(u64, u64)> {
-        self.observed_values(fi, vars).map(|o| (o.distinct, o.keys))
-    }
-
     /// For a sample: what the values of `vars` (a subset of family `fi`'s variables) look like
     /// among the family's sample keys: how many distinct combinations, over how many keys, and
     /// the heaviest one. `None` for generated keys or a family with no sample key.
@@ -392,15 +384,6 @@ impl Workload {
             moved,
             renamed,
         }
-    }
-
-    /// The slot of a family key after a rewrite, for soundness checks.
-    pub fn slots_after(&self, fi: usize, r: &Rekey) -> Vec<u16> {
-        let f = &self.families[fi];
-        f.keys
-            .iter()
-            .map(|k| key_slot(&render(&r.template, &f.vars, &k.values, &[])))
-            .collect()
     }
 }
 

@@ -4,7 +4,7 @@
 use super::TextLayout;
 use super::analyze::human_bytes;
 use crate::migrate::impact::{Impact, SkewSet};
-use crate::migrate::{MigrationReport, PlanReport};
+use crate::migrate::{MigrationPlan, MigrationReport};
 use comfy_table::{Cell, CellAlignment};
 use std::io::{self, Write};
 
@@ -163,7 +163,7 @@ fn nodes_table(
     writeln!(out, "{t}")
 }
 
-fn plan_summary(p: &PlanReport, has_bytes: bool) -> String {
+fn plan_summary(p: &MigrationPlan, has_bytes: bool) -> String {
     let im = &p.impact;
     let mut s = format!(
         "{} move(s), {} slots, {} sample keys",

@@ -33,7 +33,7 @@ pub struct PlanReport {
     /// Scheme batches.
     pub batches: Vec<BatchPlan>,
     /// Observed batches over several slots.
-    pub observed: Observed,
+    pub observed: ObservedPlanList,
     /// What the observed batches show as a whole (e.g. every one on a single slot).
     pub notes: Vec<String>,
 }
@@ -70,7 +70,7 @@ impl WorkloadInfo {
 /// The plans of the observed batches over several slots: in memory, or in a spool (one JSON
 /// line a plan, moved to a temporary file past a few MiB) with what completes each plan, so a
 /// capture of any length is planned and rendered in bounded memory.
-pub struct Observed {
+pub struct ObservedPlanList {
     len: usize,
     plans: ObservedPlans,
 }
@@ -111,22 +111,25 @@ impl ObservedSpool {
     }
 
     /// The plans spooled, each completed by `groups` as it is read back.
-    pub fn finish(self, groups: crate::plan::observed::ObservedGroups) -> io::Result<Observed> {
+    pub fn finish(
+        self,
+        groups: crate::plan::observed::ObservedGroups,
+    ) -> io::Result<ObservedPlanList> {
         let file = self.file.into_inner().map_err(|e| e.into_error())?;
-        Ok(Observed::spooled(file, self.len, groups))
+        Ok(ObservedPlanList::spooled(file, self.len, groups))
     }
 }
 
-impl std::fmt::Debug for Observed {
+impl std::fmt::Debug for ObservedPlanList {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Observed({} plans)", self.len)
+        write!(f, "ObservedPlanList({} plans)", self.len)
     }
 }
 
-impl Observed {
+impl ObservedPlanList {
     /// Plans already complete.
-    pub fn kept(plans: Vec<ObservedPlan>) -> Observed {
-        Observed {
+    pub fn kept(plans: Vec<ObservedPlan>) -> ObservedPlanList {
+        ObservedPlanList {
             len: plans.len(),
             plans: ObservedPlans::Kept(plans),
         }
@@ -137,8 +140,8 @@ impl Observed {
         spool: tempfile::SpooledTempFile,
         len: usize,
         groups: crate::plan::observed::ObservedGroups,
-    ) -> Observed {
-        Observed {
+    ) -> ObservedPlanList {
+        ObservedPlanList {
             len,
             plans: ObservedPlans::Spooled {
                 spool: std::cell::RefCell::new(spool),
@@ -180,7 +183,7 @@ impl Observed {
     }
 }
 
-impl Serialize for Observed {
+impl Serialize for ObservedPlanList {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::{Error, SerializeSeq};
         let mut seq = s.serialize_seq(Some(self.len))?;

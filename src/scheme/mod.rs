@@ -296,7 +296,7 @@ pub struct KeyDecl {
 
 /// A declared batch.
 #[derive(Debug, Clone)]
-pub struct Batch {
+pub struct DeclaredBatch {
     /// Its name in the scheme.
     pub name: String,
     /// The command it runs.
@@ -336,7 +336,7 @@ pub struct Scheme {
     /// Keys, in file order.
     pub keys: Vec<KeyDecl>,
     /// Batches, in file order.
-    pub batches: Vec<Batch>,
+    pub batches: Vec<DeclaredBatch>,
 }
 
 impl Scheme {
@@ -440,7 +440,7 @@ impl Scheme {
                     format!("batch '{name}': size {n} is not between 1 and {MAX_BATCH_KEYS} keys"),
                 ));
             }
-            batches.push(Batch {
+            batches.push(DeclaredBatch {
                 name: name.clone(),
                 command: b.value.command,
                 keys: b.value.keys.value.clone(),

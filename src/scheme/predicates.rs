@@ -2,7 +2,7 @@
 //! batch is single-slot, how many values a tag takes, and how to rewrite patterns so a batch
 //! lands on one slot. `lint` reports from them and `plan` scores them; neither owns them.
 
-use super::{Batch, KeyDecl, Scheme, Seg, TagPart, Template};
+use super::{DeclaredBatch, KeyDecl, Scheme, Seg, TagPart, Template};
 
 /// Segments as pattern text (`user:<user_id>`).
 pub fn seg_text(segs: &[Seg]) -> String {
@@ -65,7 +65,7 @@ pub enum NotSingleSlot {
 }
 
 /// Whether all of a batch's keys hash the same bytes, from variables it keeps `same`.
-pub fn batch_single_slot(scheme: &Scheme, b: &Batch) -> Result<(), NotSingleSlot> {
+pub fn batch_single_slot(scheme: &Scheme, b: &DeclaredBatch) -> Result<(), NotSingleSlot> {
     let keys: Vec<&KeyDecl> = b.keys.iter().filter_map(|k| scheme.key(k)).collect();
     let hashed: Vec<Vec<Seg>> = keys.iter().map(|k| k.template.hashed()).collect();
     let per_batch = b.size.unwrap_or(keys.len() as u64);
@@ -164,7 +164,7 @@ pub struct TagRewrite {
 /// alone, then each existing tag of one of the batch's keys that contains `var` and only
 /// variables the batch keeps the same (reusing it leaves that key's keys in place). Rewrites
 /// that would change no key, or that a pattern cannot carry, are left out.
-pub fn tag_rewrites(scheme: &Scheme, b: &Batch, var: &str) -> Vec<TagRewrite> {
+pub fn tag_rewrites(scheme: &Scheme, b: &DeclaredBatch, var: &str) -> Vec<TagRewrite> {
     let fams: Vec<usize> = family_indices(scheme, b);
     let mut texts: Vec<Vec<Seg>> = vec![vec![Seg::Var(var.to_string())]];
     for &f in &fams {
@@ -204,7 +204,7 @@ pub fn tag_rewrites(scheme: &Scheme, b: &Batch, var: &str) -> Vec<TagRewrite> {
 /// Every way [`tag_rewrites`] finds to make `b` single-slot over the variables it keeps the
 /// same that all its keys use, the rewrites that change the fewest patterns first (ties in
 /// the order found). The first is what `lint` suggests; `plan` scores them all.
-pub fn single_slot_rewrites(scheme: &Scheme, b: &Batch) -> Vec<TagRewrite> {
+pub fn single_slot_rewrites(scheme: &Scheme, b: &DeclaredBatch) -> Vec<TagRewrite> {
     let mut out: Vec<TagRewrite> = Vec::new();
     for v in shared_vars(scheme, b) {
         for r in tag_rewrites(scheme, b, v) {
@@ -218,7 +218,7 @@ pub fn single_slot_rewrites(scheme: &Scheme, b: &Batch) -> Vec<TagRewrite> {
 }
 
 /// The variables batch `b` keeps the same that every one of its keys uses.
-pub fn shared_vars<'a>(scheme: &Scheme, b: &'a Batch) -> Vec<&'a str> {
+pub fn shared_vars<'a>(scheme: &Scheme, b: &'a DeclaredBatch) -> Vec<&'a str> {
     b.same
         .iter()
         .map(String::as_str)
@@ -232,7 +232,7 @@ pub fn shared_vars<'a>(scheme: &Scheme, b: &'a Batch) -> Vec<&'a str> {
 }
 
 /// The scheme indices of a batch's keys, each once, in the batch's order.
-pub fn family_indices(scheme: &Scheme, b: &Batch) -> Vec<usize> {
+pub fn family_indices(scheme: &Scheme, b: &DeclaredBatch) -> Vec<usize> {
     let mut out: Vec<usize> = Vec::new();
     for k in &b.keys {
         if let Some(i) = scheme.keys.iter().position(|d| &d.name == k)

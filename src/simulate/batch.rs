@@ -405,7 +405,7 @@ pub fn from_scheme_instance(s: &Scheme, size_override: Option<u64>, instance: u6
 /// [`from_scheme_instance`]): one batch, so that a caller can judge instances one at a time.
 pub fn scheme_batch_instance(
     s: &Scheme,
-    b: &crate::scheme::Batch,
+    b: &crate::scheme::DeclaredBatch,
     size_override: Option<u64>,
     instance: u64,
 ) -> Batch {

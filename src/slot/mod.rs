@@ -116,18 +116,6 @@ pub fn key_slot(key: &[u8]) -> u16 {
     crc16(hash_tag(key)) & 0x3FFF
 }
 
-/// The slot of the key `buf[a..b]`, computed with the bytes before `a` available to the fast
-/// CRC path (used by the bulk readers, whose keys sit inside a larger buffer).
-#[inline]
-pub fn key_slot_in(buf: &[u8], a: usize, b: usize) -> u16 {
-    let key = &buf[a..b];
-    let (ha, hb) = match TagShape::of(key) {
-        TagShape::Tagged { open, close } => (a + open + 1, a + close),
-        _ => (a, b),
-    };
-    crc16_in(buf, ha, hb) & 0x3FFF
-}
-
 /// A plain-words account of which bytes of `key` Redis hashes and why.
 pub fn explain(key: &[u8]) -> String {
     let shape = TagShape::of(key);

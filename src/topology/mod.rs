@@ -1,9 +1,9 @@
 //! Topologies: which node owns a key.
 //!
-//! Every command places keys through [`Topology`]. Today it knows Redis Cluster slot maps built
-//! the way `redis-cli --cluster create` lays out N masters; the parsers for `CLUSTER NODES`,
-//! `CLUSTER SHARDS`/`SLOTS`, keyplan YAML and the client-side rings plug in as further
-//! constructors of [`SlotMap`] and further variants of [`Topology`].
+//! Every command places keys through [`Topology`]: a Redis Cluster [`SlotMap`] (laid out as
+//! `redis-cli --cluster create` lays out N masters, or read from `CLUSTER NODES`, `CLUSTER
+//! SHARDS`/`SLOTS` replies or keyplan YAML: [`nodes`], [`reply`], [`config`]) or a client-side
+//! [`ring::Ring`] (twemproxy, Jedis, libketama: [`twemproxy`], [`hashes`]).
 
 pub mod config;
 pub mod hashes;
