@@ -1,10 +1,10 @@
 //! `keyplan lint`: check a key scheme (`keyplan.yaml`) and key dumps against the rules.
 
 use super::Ctx;
-use super::args::{InputArgs, TopologyArgs, load_scheme, scheme_path};
+use super::args::{InputArgs, TopologyArgs, load_scheme, scheme_path, threads};
 use crate::error::{ExitStatus, UserError};
 use crate::lint::rule::Severity;
-use crate::lint::{DumpLinter, RuleSet, lint_scheme, sort};
+use crate::lint::{DumpLinter, LintSink, RuleSet, finish_sinks, lint_scheme, sort};
 use crate::report::lint::{LintFormat, render};
 use anyhow::Context as _;
 use std::path::PathBuf;
@@ -62,6 +62,10 @@ pub struct LintArgs {
     /// Write the findings to this file instead of standard output (whole, or not at all)
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+
+    /// Worker threads reading the dumps (default: all cores; the findings are the same)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub threads: Option<u16>,
 }
 
 /// Which rules apply: the built-ins, extra rule files, and the user's choices. `lint` and
@@ -146,11 +150,20 @@ pub fn run(args: LintArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
         .input
         .read_dumps(&args.keys, ctx.progress, |input, opts, progress| {
             let scheme = scheme.as_ref().map(|l| &l.scheme);
-            let mut linter = DumpLinter::new(&rules, scheme, &topology, &input.name);
-            let summary = input.for_each(opts, progress, |line, rec| {
-                linter.record(line, rec.key, rec.bytes, rec.ops)
-            })?;
-            diags.extend(linter.finish());
+            let linter = || DumpLinter::new(&rules, scheme, &topology, &input.name);
+            let mut sinks: Vec<LintSink<'_>> = (0..threads(args.threads))
+                .map(|_| LintSink::new(linter()))
+                .collect();
+            let mut snapshot = linter();
+            let (summary, was_snapshot) =
+                input.par_read_lines(opts, &mut sinks, progress, |line, rec| {
+                    snapshot.record(line, rec.key, rec.bytes, rec.ops)
+                })?;
+            diags.extend(if was_snapshot {
+                snapshot.finish()
+            } else {
+                finish_sinks(sinks)
+            });
             Ok(summary)
         })?;
     sort(&mut diags);

@@ -105,6 +105,31 @@ impl Input {
         read.map_err(|e| read_context(&name, e))
     }
 
+    /// Reads lines on `sinks.len()` threads (sinks that place what they find by line get
+    /// each chunk's number, lines and line count), or a snapshot on this thread through `f`
+    /// (its keys numbered by position). Returns the summary and whether `f` was used.
+    pub fn par_read_lines<S: ChunkSink>(
+        self,
+        opts: &ReadOptions,
+        sinks: &mut [S],
+        progress: &AtomicU64,
+        f: impl FnMut(u64, &Record<'_>),
+    ) -> anyhow::Result<(ReadSummary, bool)> {
+        let name = self.name.clone();
+        let read = match self.content(opts) {
+            Ok(Content::Snapshot(data)) => {
+                crate::rdb::read::for_each(data, &name, Some(progress), &rdb_settings(opts), f)
+                    .map(|s| (s, true))
+            }
+            Ok(Content::Stdin(s)) => par_read(s, opts, sinks, Some(progress)).map(|s| (s, false)),
+            Ok(Content::File(file)) => {
+                par_read_file(&file, opts, sinks, Some(progress)).map(|s| (s, false))
+            }
+            Err(e) => Err(e),
+        };
+        read.map_err(|e| read_context(&name, e))
+    }
+
     /// Calls `f` with every key in order, on this thread (the number is the line, or for a
     /// snapshot the key's position). `progress` advances by the bytes read.
     pub fn for_each(

@@ -34,6 +34,25 @@ pub trait ChunkSink: Send {
         let _ = chunk;
         None
     }
+
+    /// Called before the keys of chunk `seq` (chunks are numbered from 0 in file order), for
+    /// sinks that place what they find by line.
+    fn begin_chunk(&mut self, seq: u64) {
+        let _ = seq;
+    }
+
+    /// Called for every key of a chunk of lines with its 1-based line in the chunk; by default
+    /// [`ChunkSink::record`].
+    fn record_line(&mut self, line: u64, rec: &Record<'_>) {
+        let _ = line;
+        self.record(rec);
+    }
+
+    /// Called after chunk `seq` with its number of lines: the first line of chunk `k` is one
+    /// past the lines of chunks `0..k`.
+    fn end_chunk(&mut self, seq: u64, lines: u64) {
+        let _ = (seq, lines);
+    }
 }
 
 /// A chunk of raw lines (one key a line) for [`ChunkSink::raw_lines`].
@@ -137,6 +156,13 @@ struct Job<'a> {
 }
 
 fn process<S: ChunkSink>(job: &Job<'_>, opts: &ReadOptions, sink: &mut S) -> ChunkReport {
+    sink.begin_chunk(job.seq);
+    let report = process_lines(job, opts, sink);
+    sink.end_chunk(job.seq, report.lines);
+    report
+}
+
+fn process_lines<S: ChunkSink>(job: &Job<'_>, opts: &ReadOptions, sink: &mut S) -> ChunkReport {
     let mut report = ChunkReport {
         seq: job.seq,
         ..ChunkReport::default()
@@ -164,7 +190,7 @@ fn process<S: ChunkSink>(job: &Job<'_>, opts: &ReadOptions, sink: &mut S) -> Chu
     for (i, line) in job.data.split_inclusive(|&b| b == b'\n').enumerate() {
         let rel = i as u64 + 1;
         report.lines += 1;
-        match parser.line(line, rel, &mut |rec| sink.record(rec)) {
+        match parser.line(line, rel, &mut |rec| sink.record_line(rel, rec)) {
             Ok(LineOutcome::Blank) => report.blank += 1,
             Ok(LineOutcome::Key) => report.keys += 1,
             Ok(LineOutcome::Malformed(e)) => report.malformed(e, false),

@@ -289,6 +289,63 @@ fn dumps_are_checked_with_lines() {
         );
 }
 
+/// A dump of several MiB is read on several threads: the findings, their lines and the
+/// dump-wide figures are the same with 1, 2 and 3 threads, and each finding points at the line
+/// of its key (the reader's chunks of about 1 MiB are stitched back into the dump's lines).
+fn dumps_lint_the_same_on_every_thread_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = scheme(&dir, SPEC);
+    let dump = dir.path().join("big.txt");
+    let mut text = String::new();
+    let mut bad = Vec::new();
+    let mut line = 0u64;
+    for i in 0..400_000u64 {
+        line += 1;
+        text.push_str(&format!("user:{i}:profile\n"));
+        if i % 3_001 == 7 {
+            line += 1;
+            text.push_str(&format!("cart:{{}}:{i}\n"));
+            bad.push(line);
+        }
+        if i % 50_000 == 9 {
+            line += 1;
+            text.push('\n');
+        }
+    }
+    std::fs::write(&dump, &text).unwrap();
+    assert!(text.len() > 6 << 20, "a dump of several chunks");
+    let run = |threads: &str| {
+        let out = keyplan()
+            .args(["lint", "--format", "json", "--threads", threads])
+            .arg("--scheme")
+            .arg(&p)
+            .arg("--keys")
+            .arg(&dump)
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let one = run("1");
+    assert_eq!(run("2"), one);
+    assert_eq!(run("3"), one);
+    let v: serde_json::Value = serde_json::from_str(&one).unwrap();
+    // KP101 (an empty tag) is capped at 20 findings: the first 20 bad lines, in order.
+    let lines: Vec<u64> = v["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["code"] == "KP101")
+        .map(|d| d["line"].as_u64().unwrap())
+        .collect();
+    assert_eq!(lines, bad[..20].to_vec());
+}
+
 fn rules_commands_and_user_rules() {
     keyplan()
         .args(["rules"])
@@ -563,6 +620,10 @@ pub(crate) const TESTS: &[crate::support::Test] = &[
         scheme_errors_exit_2_with_positions,
     ),
     ("dumps_are_checked_with_lines", dumps_are_checked_with_lines),
+    (
+        "dumps_lint_the_same_on_every_thread_count",
+        dumps_lint_the_same_on_every_thread_count,
+    ),
     (
         "rules_commands_and_user_rules",
         rules_commands_and_user_rules,

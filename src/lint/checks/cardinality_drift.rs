@@ -11,17 +11,57 @@ use std::collections::BTreeMap;
 pub(super) struct CardinalityDriftCheck {
     min_keys: u64,
     factor: f64,
-    /// Per declared key: keys read, and per variable the distinct values seen.
+    /// Per declared key: its sampled keys and their variables' distinct values.
     seen: RefCell<BTreeMap<usize, Seen>>,
 }
 
-/// Keys read of one declared key, and its variables' distinct values.
-type Seen = (u64, Vec<(String, Hll)>);
-
-/// Keys of one declared key read for its values; past it the figures are those of the first
-/// keys read (a dump in SCAN order is in hash order, a fair sample), which bounds the cost of
-/// the pattern match on large dumps.
+/// Keys of one declared key whose values are counted, at most: past it, a key counts only
+/// when its hash starts with enough zero bits (each bit halving the share), so that the cost
+/// of matching keys stays bounded on large dumps. The sample is the same whatever the order
+/// the keys come in and however many threads read them.
 const MAX_KEYS: u64 = 200_000;
+
+/// Levels of sampling: at level `l`, keys whose hash has `l` or more leading zero bits.
+const LEVELS: usize = 16;
+
+/// One declared key's sample: from `min_level` on, per level, the keys counted and each
+/// variable's distinct values among them.
+struct Seen {
+    min_level: usize,
+    levels: Vec<(u64, Vec<(String, Hll)>)>,
+}
+
+impl Seen {
+    fn new(names: &[String]) -> Seen {
+        let mut vars: Vec<(String, Hll)> = Vec::new();
+        for name in names {
+            if !vars.iter().any(|(n, _)| n == name) {
+                vars.push((name.clone(), Hll::new(12)));
+            }
+        }
+        Seen {
+            min_level: 0,
+            levels: vec![(0, vars); LEVELS],
+        }
+    }
+
+    /// Drops the levels holding more keys than [`MAX_KEYS`].
+    fn settle(&mut self) {
+        while self.min_level + 1 < LEVELS && self.levels[self.min_level].0 > MAX_KEYS {
+            let vars = &mut self.levels[self.min_level].1;
+            *vars = vars
+                .iter()
+                .map(|(n, _)| (n.clone(), Hll::new(12)))
+                .collect();
+            self.min_level += 1;
+        }
+    }
+
+    /// The keys counted and the distinct values of each variable.
+    fn sample(&self) -> &(u64, Vec<(String, Hll)>) {
+        &self.levels[self.min_level]
+    }
+}
 
 impl CardinalityDriftCheck {
     pub(super) fn new(min_keys: u64, factor: f64) -> CardinalityDriftCheck {
@@ -46,27 +86,54 @@ impl Check for CardinalityDriftCheck {
 
     fn family_key(&self, family: usize, key: &[u8], matcher: &KeyMatcher) {
         let mut seen = self.seen.borrow_mut();
-        let entry = seen.entry(family).or_insert_with(|| {
-            let mut vars: Vec<(String, Hll)> = Vec::new();
-            for name in matcher.var_names(family).unwrap_or_default() {
-                if !vars.iter().any(|(n, _)| n == name) {
-                    vars.push((name.clone(), Hll::new(12)));
-                }
-            }
-            (0, vars)
-        });
-        if entry.0 >= MAX_KEYS {
+        let entry = seen
+            .entry(family)
+            .or_insert_with(|| Seen::new(matcher.var_names(family).unwrap_or_default()));
+        let level = (crate::sketch::hash64(key).leading_zeros() as usize).min(LEVELS - 1);
+        if level < entry.min_level {
             return;
         }
         let (Some(values), Some(names)) = (matcher.values(family, key), matcher.var_names(family))
         else {
             return;
         };
-        entry.0 += 1;
-        for (name, value) in names.iter().zip(&values) {
-            if let Some((_, hll)) = entry.1.iter_mut().find(|(n, _)| n == name) {
-                hll.insert(value.as_bytes());
+        for l in entry.min_level..=level {
+            let (keys, vars) = &mut entry.levels[l];
+            *keys += 1;
+            for (name, value) in names.iter().zip(&values) {
+                if let Some((_, hll)) = vars.iter_mut().find(|(n, _)| n == name) {
+                    hll.insert(value.as_bytes());
+                }
             }
+        }
+        entry.settle();
+    }
+
+    fn merge(&self, other: &dyn Check) {
+        let Some(o) = (other as &dyn std::any::Any).downcast_ref::<CardinalityDriftCheck>() else {
+            return;
+        };
+        let mut mine = self.seen.borrow_mut();
+        for (family, theirs) in o.seen.borrow().iter() {
+            let Some(m) = mine.get_mut(family) else {
+                mine.insert(
+                    *family,
+                    Seen {
+                        min_level: theirs.min_level,
+                        levels: theirs.levels.clone(),
+                    },
+                );
+                continue;
+            };
+            m.min_level = m.min_level.max(theirs.min_level);
+            for l in m.min_level..LEVELS {
+                let (keys, vars) = &mut m.levels[l];
+                *keys += theirs.levels[l].0;
+                for ((_, h), (_, t)) in vars.iter_mut().zip(&theirs.levels[l].1) {
+                    h.merge(t);
+                }
+            }
+            m.settle();
         }
     }
 
@@ -75,9 +142,10 @@ impl Check for CardinalityDriftCheck {
         let scheme = scheme?;
         let mut found: Vec<(f64, String, String)> = Vec::new();
         let seen = self.seen.borrow();
-        let all = seen
-            .iter()
-            .flat_map(|(f, (keys, vars))| vars.iter().map(move |(v, h)| (*f, v, h, *keys)));
+        let all = seen.iter().flat_map(|(f, s)| {
+            let (keys, vars) = s.sample();
+            vars.iter().map(move |(v, h)| (*f, v, h, *keys))
+        });
         for (family, var, hll, keys) in all {
             let keys = &keys;
             let Some(declared) = scheme.cardinality(var) else {

@@ -10,7 +10,8 @@ pub(super) struct KeyFamilyCheck {
     message: String,
     help: String,
     seen: Cell<u64>,
-    example: RefCell<Option<Vec<u8>>>,
+    /// The first key seen, with its line.
+    example: RefCell<Option<(u64, Vec<u8>)>>,
 }
 
 impl KeyFamilyCheck {
@@ -40,19 +41,33 @@ fn shown(key: &[u8]) -> String {
 
 impl Check for KeyFamilyCheck {
     fn key(&self, seen: &KeySeen<'_>) -> Found {
-        let KeySeen { key, .. } = *seen;
+        let KeySeen { key, line, .. } = *seen;
         if self.re.as_ref().is_some_and(|re| re.is_match(key)) {
             self.seen.set(self.seen.get() + 1);
             self.example
                 .borrow_mut()
-                .get_or_insert_with(|| key.to_vec());
+                .get_or_insert_with(|| (line, key.to_vec()));
         }
         None
     }
 
+    fn merge(&self, other: &dyn Check) {
+        let Some(o) = (other as &dyn std::any::Any).downcast_ref::<KeyFamilyCheck>() else {
+            return;
+        };
+        self.seen.set(self.seen.get() + o.seen.get());
+        let theirs = o.example.borrow().clone();
+        let mut mine = self.example.borrow_mut();
+        if let Some(t) = theirs
+            && mine.as_ref().is_none_or(|m| t.0 < m.0)
+        {
+            *mine = Some(t);
+        }
+    }
+
     fn dump(&self, _seen: &DumpSeen<'_>) -> Found {
         let n = self.seen.get();
-        let example = self.example.borrow().clone()?;
+        let (_, example) = self.example.borrow().clone()?;
         Some((
             format!("{n} key(s) like '{}': {}", shown(&example), self.message),
             Some(self.help.clone()),

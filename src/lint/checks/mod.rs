@@ -17,6 +17,8 @@ mod unused_tag;
 
 use super::rule::CheckKind;
 use super::{ActiveRule, Diagnostic, RuleSet};
+use crate::keys::Record;
+use crate::keys::parallel::ChunkSink;
 use crate::scheme::Scheme;
 use crate::scheme::matcher::KeyMatcher;
 use crate::topology::Topology;
@@ -71,7 +73,7 @@ impl Finding {
 
 /// What one kind of check finds: in a scheme, in one key of a dump, and over a whole dump.
 /// Each kind lives in a file of its own; a kind implements the hooks it needs.
-pub(crate) trait Check {
+pub(crate) trait Check: std::any::Any + Send {
     /// Findings in a scheme laid over `nodes` nodes.
     fn scheme(&self, _r: &ActiveRule, _scheme: &Scheme, _nodes: usize) -> Vec<Finding> {
         Vec::new()
@@ -94,6 +96,9 @@ pub(crate) trait Check {
     fn dump(&self, _seen: &DumpSeen<'_>) -> Found {
         None
     }
+
+    /// Adds what `other` (the same check, fed other parts of the dump) saw.
+    fn merge(&self, _other: &dyn Check) {}
 }
 
 /// A finding of a key or dump check: its message and a hint, or `None`.
@@ -108,6 +113,8 @@ pub(crate) struct KeySeen<'a> {
     pub key: &'a [u8],
     /// A scheme is given and the key matches none of its patterns.
     pub unmatched: bool,
+    /// Where the key is (lines order keys as the dump does).
+    pub line: u64,
 }
 
 /// A whole dump as the dump-wide checks see it.
@@ -162,6 +169,23 @@ impl DumpTotals {
             tags: crate::sketch::SpaceSaving::new(64),
             tags_by_bytes: crate::sketch::SpaceSaving::new(64),
         }
+    }
+
+    fn merge(&mut self, o: &DumpTotals) {
+        self.keys += o.keys;
+        self.bytes += o.bytes;
+        self.has_bytes |= o.has_bytes;
+        self.has_ops |= o.has_ops;
+        let add = |a: &mut [u64], b: &[u64]| a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
+        add(&mut self.node_keys, &o.node_keys);
+        add(&mut self.node_bytes, &o.node_bytes);
+        add(&mut self.slot_keys, &o.slot_keys);
+        add(&mut self.slot_bytes, &o.slot_bytes);
+        for (x, y) in self.node_ops.iter_mut().zip(&o.node_ops) {
+            *x += y;
+        }
+        self.tags.merge(&o.tags);
+        self.tags_by_bytes.merge(&o.tags_by_bytes);
     }
 
     fn add(&mut self, topo: &Topology, key: &[u8], bytes: Option<u64>, ops: Option<f64>) {
@@ -238,6 +262,17 @@ fn check_of(kind: &CheckKind) -> Box<dyn Check> {
 }
 
 impl Unmatched {
+    /// Adds what another part of the dump left unmatched.
+    fn merge(&mut self, o: Unmatched) {
+        self.tree.merge(&o.tree);
+        if o.first_line != 0 && (self.first_line == 0 || o.first_line < self.first_line) {
+            self.first_line = o.first_line;
+        }
+        self.first.extend(o.first);
+        self.first.sort_by_key(|(line, _)| *line);
+        self.first.truncate(UNMATCHED_LINES_KEPT);
+    }
+
     fn add(&mut self, line: u64, key: &[u8]) {
         if self.first_line == 0 {
             self.first_line = line;
@@ -435,14 +470,46 @@ impl<'a> DumpLinter<'a> {
                 rule: r,
                 key,
                 unmatched,
+                line,
             }) {
                 self.push(i, line, message, help);
             }
         }
     }
 
+    /// Adds what another linter of the same rules saw of other parts of the dump (each line
+    /// read by exactly one of them).
+    pub fn merge(&mut self, other: DumpLinter<'_>) {
+        self.totals.merge(&other.totals);
+        for (c, o) in self.checks.iter().zip(&other.checks) {
+            c.merge(o.as_ref());
+        }
+        for (c, o) in self.counts.iter_mut().zip(&other.counts) {
+            *c += o;
+        }
+        self.found.extend(other.found);
+        match (&mut self.unmatched, other.unmatched) {
+            (Some(u), Some(o)) => u.merge(o),
+            (None, Some(o)) => self.unmatched = Some(o),
+            _ => {}
+        }
+    }
+
     /// The findings, with per-rule overflow summarised and dump-wide checks added.
     pub fn finish(mut self) -> Vec<Diagnostic> {
+        // Merged linters kept their own first findings of each rule: the dump's first are
+        // kept.
+        self.found.sort_by_key(|d| d.line);
+        let mut kept = vec![0usize; self.rules.len()];
+        let codes: Vec<&str> = self.rules.iter().map(|r| r.spec.id.as_str()).collect();
+        self.found
+            .retain(|d| match codes.iter().position(|c| *c == d.code) {
+                Some(i) => {
+                    kept[i] += 1;
+                    kept[i] <= MAX_PER_RULE
+                }
+                None => true,
+            });
         for i in 0..self.rules.len() {
             let r = self.rules[i];
             if let Some((message, help)) = self.checks[i].dump(&DumpSeen {
@@ -468,4 +535,85 @@ impl<'a> DumpLinter<'a> {
         super::sort(&mut self.found);
         self.found
     }
+}
+
+/// A [`DumpLinter`] fed by one thread of the parallel reader. Its findings carry a chunk's
+/// number and a line in the chunk until [`finish_sinks`] makes them lines of the dump.
+pub struct LintSink<'a> {
+    linter: DumpLinter<'a>,
+    seq: u64,
+    chunks: Vec<(u64, u64)>,
+}
+
+impl<'a> LintSink<'a> {
+    /// A sink around a fresh linter.
+    pub fn new(linter: DumpLinter<'a>) -> Self {
+        LintSink {
+            linter,
+            seq: 0,
+            chunks: Vec::new(),
+        }
+    }
+}
+
+/// Bits of a line in its chunk, in the line a sink hands its linter (the chunk's number above).
+const CHUNK_SHIFT: u32 = 32;
+
+impl ChunkSink for LintSink<'_> {
+    fn record(&mut self, rec: &Record<'_>) {
+        self.record_line(0, rec);
+    }
+
+    fn begin_chunk(&mut self, seq: u64) {
+        self.seq = seq;
+    }
+
+    fn record_line(&mut self, line: u64, rec: &Record<'_>) {
+        self.linter.record(
+            (self.seq << CHUNK_SHIFT) | line,
+            rec.key,
+            rec.bytes,
+            rec.ops,
+        );
+    }
+
+    fn end_chunk(&mut self, seq: u64, lines: u64) {
+        self.chunks.push((seq, lines));
+    }
+}
+
+/// The findings of the sinks that read one dump together, at the dump's own lines: the same
+/// findings one linter reading it alone gives.
+pub fn finish_sinks(sinks: Vec<LintSink<'_>>) -> Vec<Diagnostic> {
+    let mut chunks: std::collections::BTreeMap<u64, u64> = std::collections::BTreeMap::new();
+    let mut linters = Vec::new();
+    for s in sinks {
+        chunks.extend(s.chunks);
+        linters.push(s.linter);
+    }
+    let mut linters = linters.into_iter();
+    let Some(mut first) = linters.next() else {
+        return Vec::new();
+    };
+    for l in linters {
+        first.merge(l);
+    }
+    let mut found = first.finish();
+    // The first line of each chunk. A chunk no sink saw is one line too long to read, which
+    // the reader reports itself.
+    let last = chunks.keys().next_back().copied().unwrap_or(0);
+    let mut start = Vec::with_capacity(last as usize + 1);
+    let mut at = 0u64;
+    for seq in 0..=last {
+        start.push(at);
+        at += chunks.get(&seq).copied().unwrap_or(1);
+    }
+    for d in &mut found {
+        if d.line != 0 {
+            let (seq, rel) = (d.line >> CHUNK_SHIFT, d.line & ((1 << CHUNK_SHIFT) - 1));
+            d.line = start.get(seq as usize).copied().unwrap_or(at) + rel;
+        }
+    }
+    super::sort(&mut found);
+    found
 }
