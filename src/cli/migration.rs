@@ -8,11 +8,14 @@ use super::args::{
 use crate::error::{ExitStatus, UserError};
 use crate::keys::Record;
 use crate::keys::parallel::ChunkSink;
+use crate::migrate::balance::Unavailable;
 use crate::migrate::emit::{Emit, EmitContext, emit};
 use crate::migrate::impact::{
     ByteSize, MotionReport, Rate, SlotWeights, batches_in_motion, parse_byte_size, parse_rate,
 };
-use crate::migrate::{ClusterView, MigrationReport, Move, SampleInfo};
+use crate::migrate::{
+    ClusterView, Input, MigrateError, MigrationReport, Move, Problem, SampleInfo,
+};
 use crate::simulate::NetworkModel;
 use crate::simulate::batch::Batch;
 use crate::simulate::client::Client;
@@ -332,6 +335,129 @@ pub fn output(
         true => ExitStatus::Clean,
         false => ExitStatus::Findings,
     })
+}
+
+/// `--weight NODE=W` (redis-cli's `--cluster-weight`): NODE a node id prefix (or an address),
+/// W a weight of 0 or more.
+pub fn parse_weight(s: &str) -> Result<(String, f32), UserError> {
+    let bad = |why: &str| {
+        UserError::new(
+            format!("--weight {s}: {why}"),
+            "write NODE=WEIGHT, NODE being a node id prefix (or an address), e.g. --weight 3c3a0c74=2",
+        )
+    };
+    let (name, w) = s.split_once('=').ok_or_else(|| bad("no '='"))?;
+    let w: f32 = w
+        .trim()
+        .parse()
+        .map_err(|_| bad("the weight is not a number"))?;
+    if !(w >= 0.0 && w.is_finite()) {
+        return Err(bad("the weight must be 0 or more"));
+    }
+    Ok((name.to_string(), w))
+}
+
+/// The flag that gives a plan's input.
+fn flag(input: Input) -> &'static str {
+    match input {
+        Input::Weight => "--weight",
+        Input::AddNode => "--add-node",
+        Input::RemoveNode => "--remove-node",
+        Input::From => "--from",
+        Input::To => "--to",
+        Input::Slots => "--slots",
+        Input::Emit => "--emit",
+        Input::MigrateRate => "--migrate-rate",
+        Input::MaxNodeBytes => "--max-node-bytes",
+    }
+}
+
+/// A migration engine's error in the command line's words: the flag that gave the input, and
+/// what to do. `None` for errors that name no input.
+pub fn words(e: &MigrateError) -> Option<UserError> {
+    let plain = |title: String| UserError { title, help: None };
+    Some(match e {
+        MigrateError::NoSuchNode(n) => plain(format!(
+            "--weight {n}: no node id starts with '{n}' (redis-cli: \"*** No such master node {n}\")"
+        )),
+        MigrateError::NotAMaster { input, name } => plain(format!(
+            "{} {name}: not a known master (give a full node id, or the address for a topology without ids)",
+            flag(*input)
+        )),
+        MigrateError::Input {
+            input,
+            value,
+            problem,
+        } => {
+            let f = flag(*input);
+            let (title, help) = match problem {
+                Problem::ListedTwice => (
+                    format!("{f}: {} is {problem}", value.as_deref().unwrap_or_default()),
+                    None,
+                ),
+                Problem::NoIds(_) => (
+                    format!("{f} {problem}"),
+                    Some("give the topology as CLUSTER NODES text (--topology) or a --cluster URL"),
+                ),
+                Problem::NoAddress(_) | Problem::NoEntry => (format!("{f} {problem}"), None),
+                Problem::NotLowestFirst(_) => (
+                    format!("{f} redis-cli: {problem}"),
+                    Some("use --emit setslot"),
+                ),
+                Problem::NeedsBytes if *input == Input::MigrateRate => (
+                    format!("{f} in bytes per second {problem}"),
+                    Some(
+                        "give a tsv sample (key<TAB>bytes), sample live with --bytes, or a rate in keys/s",
+                    ),
+                ),
+                Problem::NeedsBytes => (
+                    format!("{f} {problem}"),
+                    Some("give a tsv sample (key<TAB>bytes) or sample live with --bytes"),
+                ),
+                _ => (
+                    format!(
+                        "{f}{}: {problem}",
+                        value
+                            .as_deref()
+                            .map(|v| format!(" {v}"))
+                            .unwrap_or_default()
+                    ),
+                    None,
+                ),
+            };
+            UserError {
+                title,
+                help: help.map(String::from),
+            }
+        }
+        _ => return None,
+    })
+}
+
+/// Why a rebalance cannot balance by a measure, with the flags that fix it.
+pub fn unavailable(u: &Unavailable) -> UserError {
+    let (by, help) = match u {
+        Unavailable::NoSample(by) => (by, "give --keys FILE (or --cluster URL to sample live)"),
+        Unavailable::NoBytes(by) => (
+            by,
+            "give a tsv sample (key<TAB>bytes) or sample live with --bytes",
+        ),
+        Unavailable::NoOps(by) => (
+            by,
+            "give a tsv sample with a third column (key<TAB>bytes<TAB>ops), or --balance-by cpu on a live cluster",
+        ),
+        Unavailable::NoSlotStats(by) => (
+            by,
+            "give --cluster URL of a cluster whose servers have CLUSTER SLOT-STATS (Valkey 8+ with cluster-slot-stats-enabled yes, or Redis 8.2+)",
+        ),
+        Unavailable::NoMemoryStats(by) => (
+            by,
+            "Valkey does not count it: use --balance-by bytes with --bytes",
+        ),
+    };
+    let text = u.to_string();
+    let rest = text.split_once(" needs ").map_or(text.as_str(), |(_, r)| r);
+    UserError::new(format!("--balance-by {} needs {rest}", by.name()), help)
 }
 
 /// Refuses to run without `--preview`.

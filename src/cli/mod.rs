@@ -210,6 +210,7 @@ where
         Ok(status) => status,
         Err(err) if is_broken_pipe(&err) => ExitStatus::Clean,
         Err(err) => {
+            let err = shell_words(err);
             let _ = writeln!(ctx.stderr, "error: {err:#}");
             if let Some(help) = err
                 .chain()
@@ -221,4 +222,18 @@ where
             ExitStatus::Error
         }
     }
+}
+
+/// An engine's typed error in the command line's words (its flags and what to do), where the
+/// engine's own words name no flag.
+fn shell_words(err: anyhow::Error) -> anyhow::Error {
+    if let Some(e) = err.downcast_ref::<crate::migrate::MigrateError>()
+        && let Some(u) = migration::words(e)
+    {
+        return u.into();
+    }
+    if let Some(u) = err.downcast_ref::<crate::migrate::balance::Unavailable>() {
+        return migration::unavailable(u).into();
+    }
+    err
 }

@@ -103,7 +103,7 @@ pub fn run(args: RebalanceArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus>
     let weights: Vec<(String, f32)> = args
         .weights
         .iter()
-        .map(|w| redis_cli::parse_weight(w))
+        .map(|w| super::migration::parse_weight(w))
         .collect::<Result<_, _>>()?;
     let mut open = Opened::open(&args.common)?;
     let view = &mut open.view;

@@ -5,7 +5,6 @@ use super::impact::{SlotWeights, impact};
 use super::load_aware::{self, LoadAwareOptions};
 use super::redis_cli::{RebalanceOptions, RebalancePlan};
 use super::{ClusterView, MigrateError, MigrationPlan, Move, Warning, WarningKind};
-use crate::error::UserError;
 use crate::slot::SLOT_COUNT;
 
 /// What a rebalance balances.
@@ -63,36 +62,46 @@ impl BalanceBy {
     }
 
     /// Whether the weights can balance by this measure, or why not.
-    pub fn available(self, w: &SlotWeights) -> Result<(), UserError> {
-        let why = |title: String, help: &str| Err(UserError::new(title, help));
-        let by = self.name();
+    pub fn available(self, w: &SlotWeights) -> Result<(), Unavailable> {
         match self {
             BalanceBy::Slots => Ok(()),
-            BalanceBy::Keys | BalanceBy::Bytes | BalanceBy::Ops if w.total_keys() == 0 => why(
-                format!("--balance-by {by} needs a key sample"),
-                "give --keys FILE (or --cluster URL to sample live)",
-            ),
-            BalanceBy::Bytes if !w.has_bytes => why(
-                format!("--balance-by {by} needs bytes in the sample"),
-                "give a tsv sample (key<TAB>bytes) or sample live with --bytes",
-            ),
-            BalanceBy::Ops if !w.has_ops => why(
-                format!("--balance-by {by} needs ops in the sample"),
-                "give a tsv sample with a third column (key<TAB>bytes<TAB>ops), or --balance-by cpu on a live cluster",
-            ),
-            BalanceBy::Cpu | BalanceBy::Net | BalanceBy::Memory if w.measured.is_none() => why(
-                format!("--balance-by {by} needs the load the servers measure per slot"),
-                "give --cluster URL of a cluster whose servers have CLUSTER SLOT-STATS (Valkey 8+ with cluster-slot-stats-enabled yes, or Redis 8.2+)",
-            ),
-            BalanceBy::Memory if w.measured.as_ref().is_some_and(|m| m.memory.is_none()) => why(
-                format!(
-                    "--balance-by {by} needs per-slot memory-bytes from CLUSTER SLOT-STATS (Redis 8.2+)"
-                ),
-                "Valkey does not count it: use --balance-by bytes with --bytes",
-            ),
+            BalanceBy::Keys | BalanceBy::Bytes | BalanceBy::Ops if w.total_keys() == 0 => {
+                Err(Unavailable::NoSample(self))
+            }
+            BalanceBy::Bytes if !w.has_bytes => Err(Unavailable::NoBytes(self)),
+            BalanceBy::Ops if !w.has_ops => Err(Unavailable::NoOps(self)),
+            BalanceBy::Cpu | BalanceBy::Net | BalanceBy::Memory if w.measured.is_none() => {
+                Err(Unavailable::NoSlotStats(self))
+            }
+            BalanceBy::Memory if w.measured.as_ref().is_some_and(|m| m.memory.is_none()) => {
+                Err(Unavailable::NoMemoryStats(self))
+            }
             _ => Ok(()),
         }
     }
+}
+
+/// Why a rebalance cannot balance by a measure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum Unavailable {
+    /// No key sample.
+    #[error("balancing by {} needs a key sample", .0.name())]
+    NoSample(BalanceBy),
+    /// A sample without bytes.
+    #[error("balancing by {} needs bytes in the sample", .0.name())]
+    NoBytes(BalanceBy),
+    /// A sample without ops.
+    #[error("balancing by {} needs ops in the sample", .0.name())]
+    NoOps(BalanceBy),
+    /// No per-slot load from the servers.
+    #[error("balancing by {} needs the load the servers measure per slot", .0.name())]
+    NoSlotStats(BalanceBy),
+    /// Per-slot load without memory.
+    #[error(
+        "balancing by {} needs per-slot memory-bytes from CLUSTER SLOT-STATS (Redis 8.2+)",
+        .0.name()
+    )]
+    NoMemoryStats(BalanceBy),
 }
 
 /// The plan a rebalance preview shows, with the moves it makes: redis-cli's own when `by` is

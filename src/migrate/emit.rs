@@ -3,7 +3,7 @@
 //! them.
 
 use super::redis_cli::RebalanceOptions;
-use super::{ClusterView, MigrateError, Move};
+use super::{ClusterView, Input, MigrateError, Move, Problem};
 use crate::slot::SLOT_COUNT;
 use std::fmt::Write as _;
 
@@ -91,21 +91,24 @@ fn ids(view: &ClusterView) -> Result<Vec<String>, MigrateError> {
                 added += 1;
                 Ok(format!("\"$NEW_ID_{added}\""))
             }
-            (None, false) => Err(MigrateError::Invalid(format!(
-                "--emit needs node ids and addresses, and {} has none: give the topology as CLUSTER NODES text (--topology) or a --cluster URL",
-                n.name
-            ))),
+            (None, false) => Err(MigrateError::Input {
+                input: Input::Emit,
+                value: None,
+                problem: Problem::NoIds(n.name.clone()),
+            }),
         })
         .collect()
 }
 
 fn address(view: &ClusterView, i: usize) -> Result<&str, MigrateError> {
-    view.nodes[i].address.as_deref().ok_or_else(|| {
-        MigrateError::Invalid(format!(
-            "--emit needs every node's address, and {} has none",
-            view.nodes[i].name
-        ))
-    })
+    view.nodes[i]
+        .address
+        .as_deref()
+        .ok_or_else(|| MigrateError::Input {
+            input: Input::Emit,
+            value: None,
+            problem: Problem::NoAddress(view.nodes[i].name.clone()),
+        })
 }
 
 /// The node redis-cli commands connect to: the first node in view order with an address that
@@ -115,8 +118,10 @@ fn entry(view: &ClusterView) -> Result<&str, MigrateError> {
         .iter()
         .find(|n| !n.added && n.address.is_some())
         .and_then(|n| n.address.as_deref())
-        .ok_or_else(|| {
-            MigrateError::Invalid("--emit needs the address of a node of the cluster".into())
+        .ok_or(MigrateError::Input {
+            input: Input::Emit,
+            value: None,
+            problem: Problem::NoEntry,
         })
 }
 
@@ -131,10 +136,11 @@ fn check_lowest_first(view: &ClusterView, moves: &[Move]) -> Result<(), MigrateE
             .map(|s| s as u16)
             .collect();
         if lowest != m.slots {
-            return Err(MigrateError::Invalid(format!(
-                "--emit redis-cli: `redis-cli --cluster reshard` always moves a source's lowest-numbered slots, and this plan moves other slots of {}; use --emit setslot",
-                view.nodes[m.from].name
-            )));
+            return Err(MigrateError::Input {
+                input: Input::Emit,
+                value: Some("redis-cli".into()),
+                problem: Problem::NotLowestFirst(view.nodes[m.from].name.clone()),
+            });
         }
         for &s in &m.slots {
             owner[s as usize] = Some(m.to);

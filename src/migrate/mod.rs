@@ -12,7 +12,6 @@ pub mod impact;
 pub mod load_aware;
 pub mod redis_cli;
 
-use crate::error::UserError;
 use crate::slot::SLOT_COUNT;
 use crate::topology::nodes::{self, NodeLine};
 use crate::topology::{Migration, NO_OWNER, Node, SlotMap, TopologyError, format_ranges};
@@ -77,24 +76,112 @@ pub enum MigrateError {
         /// `rebalancing` or `resharding`.
         action: &'static str,
     },
-    /// `--weight NAME=W` names no node.
+    /// A weight names no node.
     #[error(
-        "--weight {0}: no node id starts with '{0}' (redis-cli: \"*** No such master node {0}\")"
+        "the weight of {0}: no node id starts with '{0}' (redis-cli: \"*** No such master node {0}\")"
     )]
     NoSuchNode(String),
-    /// A node argument names no master.
+    /// A node given as a source or the target names no master.
     #[error(
-        "{flag} {name}: not a known master (give a full node id, or the address for a topology without ids)"
+        "the {} {name}: not a known master (give a full node id, or the address for a topology without ids)",
+        input.words()
     )]
     NotAMaster {
-        /// The flag.
-        flag: &'static str,
+        /// Which input named it.
+        input: Input,
         /// What was given.
         name: String,
     },
-    /// Something else about the arguments is wrong.
+    /// One of the plan's inputs cannot be used.
+    #[error("the {}{}: {problem}", input.words(), value.as_deref().map(|v| format!(" {v}")).unwrap_or_default())]
+    Input {
+        /// Which input.
+        input: Input,
+        /// Its value, when it has one worth repeating.
+        value: Option<String>,
+        /// What is wrong.
+        problem: Problem,
+    },
+    /// The plan cannot be made (redis-cli would stop too).
     #[error("{0}")]
     Invalid(String),
+}
+
+/// An input of a migration plan, as the user gave it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Input {
+    /// A node's weight.
+    Weight,
+    /// A node to add.
+    AddNode,
+    /// A node to remove.
+    RemoveNode,
+    /// A source of a reshard.
+    From,
+    /// The target of a reshard.
+    To,
+    /// How many slots a reshard moves.
+    Slots,
+    /// The commands to write for the plan.
+    Emit,
+    /// The migration's rate.
+    MigrateRate,
+    /// The bytes each node may hold.
+    MaxNodeBytes,
+}
+
+impl Input {
+    /// The input in words.
+    pub fn words(self) -> &'static str {
+        match self {
+            Input::Weight => "weight",
+            Input::AddNode => "node to add",
+            Input::RemoveNode => "node to remove",
+            Input::From => "source",
+            Input::To => "target",
+            Input::Slots => "slot count",
+            Input::Emit => "commands to write",
+            Input::MigrateRate => "migration rate",
+            Input::MaxNodeBytes => "byte budget per node",
+        }
+    }
+}
+
+/// What is wrong with an input of a plan.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Problem {
+    /// A reshard moves 1 to 16384 slots.
+    #[error("redis-cli moves between 1 and 16384 slots")]
+    SlotCount,
+    /// A source named twice.
+    #[error("listed twice (redis-cli would plan its slots twice)")]
+    ListedTwice,
+    /// A replica to remove.
+    #[error("a replica holds no slots; `redis-cli --cluster del-node` removes it directly")]
+    Replica,
+    /// Not `host:port`.
+    #[error("not a host:port address")]
+    NotAddress,
+    /// A node to add that is there already.
+    #[error("that node is already in the cluster")]
+    InCluster,
+    /// Commands need node ids.
+    #[error("needs node ids and addresses, and {0} has none")]
+    NoIds(String),
+    /// Commands need addresses.
+    #[error("needs every node's address, and {0} has none")]
+    NoAddress(String),
+    /// Commands need a node of the cluster to connect to.
+    #[error("needs the address of a node of the cluster")]
+    NoEntry,
+    /// redis-cli's reshard takes a source's lowest slots only.
+    #[error(
+        "`redis-cli --cluster reshard` always moves a source's lowest-numbered slots, and this plan moves other slots of {0}"
+    )]
+    NotLowestFirst(String),
+    /// A rate in bytes, or a byte budget, without bytes in the sample.
+    #[error("needs bytes in the sample")]
+    NeedsBytes,
 }
 
 /// Slots moving from one node to another, in execution order.
@@ -202,18 +289,22 @@ impl ClusterView {
             .rsplit_once(':')
             .is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok_and(|p| p > 0));
         if !valid {
-            return Err(MigrateError::Invalid(format!(
-                "--add-node {address}: not a host:port address"
-            )));
+            return Err(MigrateError::Input {
+                input: Input::AddNode,
+                value: Some(address.to_string()),
+                problem: Problem::NotAddress,
+            });
         }
         if self
             .nodes
             .iter()
             .any(|n| n.address.as_deref() == Some(address) || n.name == address)
         {
-            return Err(MigrateError::Invalid(format!(
-                "--add-node {address}: that node is already in the cluster"
-            )));
+            return Err(MigrateError::Input {
+                input: Input::AddNode,
+                value: Some(address.to_string()),
+                problem: Problem::InCluster,
+            });
         }
         self.nodes.push(ViewNode {
             name: address.to_string(),
@@ -648,7 +739,7 @@ pub fn finish_report(
     moves: &[Move],
     rate: Option<Rate>,
     budget: Option<ByteSize>,
-) -> Result<(), UserError> {
+) -> Result<(), MigrateError> {
     for (node, k) in emptied_early(view, moves) {
         report.warnings.push(Warning::new(
             WarningKind::EmptiedEarly {
@@ -669,10 +760,11 @@ pub fn finish_report(
     if let Some(r) = rate {
         let secs = migration_seconds(&report.plan.impact, r, scale, has_bytes);
         if secs.is_none() {
-            return Err(UserError::new(
-                "--migrate-rate in bytes per second needs bytes in the sample",
-                "give a tsv sample (key<TAB>bytes), sample live with --bytes, or a rate in keys/s",
-            ));
+            return Err(MigrateError::Input {
+                input: Input::MigrateRate,
+                value: None,
+                problem: Problem::NeedsBytes,
+            });
         }
         report.plan.migration_seconds = secs;
         if let Some(c) = &mut report.compare {
@@ -681,10 +773,11 @@ pub fn finish_report(
     }
     if let Some(b) = budget {
         if !has_bytes {
-            return Err(UserError::new(
-                "--max-node-bytes needs bytes in the sample",
-                "give a tsv sample (key<TAB>bytes) or sample live with --bytes",
-            ));
+            return Err(MigrateError::Input {
+                input: Input::MaxNodeBytes,
+                value: None,
+                problem: Problem::NeedsBytes,
+            });
         }
         for (name, bytes) in over_budget(&report.plan.impact, b.bytes, scale) {
             let text = format!(

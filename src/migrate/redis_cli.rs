@@ -5,32 +5,11 @@
 //! lowest-numbered-slots-first choice, and slot ownership updated after each move as a real
 //! (not `--cluster-simulate`) run updates it.
 
-use super::{ClusterView, MigrateError, Move, Warning, WarningKind};
-use crate::error::UserError;
+use super::{ClusterView, Input, MigrateError, Move, Problem, Warning, WarningKind};
 use crate::slot::SLOT_COUNT;
 
 /// redis-cli's default `--cluster-threshold` (percent).
 pub const DEFAULT_THRESHOLD: f32 = 2.0;
-
-/// `--weight NODE=W` (redis-cli's `--cluster-weight`): NODE a node id prefix (or an address),
-/// W a weight of 0 or more.
-pub fn parse_weight(s: &str) -> Result<(String, f32), UserError> {
-    let bad = |why: &str| {
-        UserError::new(
-            format!("--weight {s}: {why}"),
-            "write NODE=WEIGHT, NODE being a node id prefix (or an address), e.g. --weight 3c3a0c74=2",
-        )
-    };
-    let (name, w) = s.split_once('=').ok_or_else(|| bad("no '='"))?;
-    let w: f32 = w
-        .trim()
-        .parse()
-        .map_err(|_| bad("the weight is not a number"))?;
-    if !(w >= 0.0 && w.is_finite()) {
-        return Err(bad("the weight must be 0 or more"));
-    }
-    Ok((name.to_string(), w))
-}
 
 /// Options of `redis-cli --cluster rebalance`.
 #[derive(Debug, Clone, Default)]
@@ -338,20 +317,22 @@ pub fn reshard(
 ) -> Result<ReshardPlan, MigrateError> {
     view.check("resharding")?;
     if numslots == 0 || numslots > SLOT_COUNT {
-        return Err(MigrateError::Invalid(format!(
-            "--slots {numslots}: redis-cli moves between 1 and 16384 slots"
-        )));
+        return Err(MigrateError::Input {
+            input: Input::Slots,
+            value: Some(numslots.to_string()),
+            problem: Problem::SlotCount,
+        });
     }
-    let master = |name: &str, flag: &'static str| -> Result<usize, MigrateError> {
+    let master = |name: &str, input: Input| -> Result<usize, MigrateError> {
         match view.node_by_name(name) {
             Some(i) if view.nodes[i].master => Ok(i),
             _ => Err(MigrateError::NotAMaster {
-                flag,
+                input,
                 name: name.to_string(),
             }),
         }
     };
-    let target = master(to, "--to")?;
+    let target = master(to, Input::To)?;
     let mut sources = Vec::new();
     let mut skipped_target = false;
     match from {
@@ -360,15 +341,17 @@ pub fn reshard(
         }
         Sources::Ids(ids) => {
             for id in ids {
-                let i = master(id, "--from")?;
+                let i = master(id, Input::From)?;
                 if i == target {
                     skipped_target = true;
                     continue;
                 }
                 if sources.contains(&i) {
-                    return Err(MigrateError::Invalid(format!(
-                        "--from: {id} is listed twice (redis-cli would plan its slots twice)"
-                    )));
+                    return Err(MigrateError::Input {
+                        input: Input::From,
+                        value: Some(id.to_string()),
+                        problem: Problem::ListedTwice,
+                    });
                 }
                 sources.push(i);
             }
@@ -403,10 +386,11 @@ pub fn drain_options(
 ) -> Result<RebalanceOptions, MigrateError> {
     let n = &view.nodes[node];
     if !n.master {
-        return Err(MigrateError::Invalid(format!(
-            "--remove-node {}: a replica holds no slots; `redis-cli --cluster del-node` removes it directly",
-            n.name
-        )));
+        return Err(MigrateError::Input {
+            input: Input::RemoveNode,
+            value: Some(n.name.clone()),
+            problem: Problem::Replica,
+        });
     }
     let key = n.id.clone().unwrap_or_else(|| n.name.clone());
     let mut o = base.clone();

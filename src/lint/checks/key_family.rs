@@ -40,6 +40,10 @@ fn shown(key: &[u8]) -> String {
 }
 
 impl Check for KeyFamilyCheck {
+    fn key_pattern(&self) -> Option<&str> {
+        self.re.as_ref().map(|re| re.as_str())
+    }
+
     fn key(&self, seen: &KeySeen<'_>) -> Found {
         let KeySeen { key, line, .. } = *seen;
         if self.re.as_ref().is_some_and(|re| re.is_match(key)) {

@@ -89,6 +89,12 @@ pub(crate) trait Check: std::any::Any + Send {
         false
     }
 
+    /// The pattern a key must match for [`Check::key`] to find anything, when there is one:
+    /// the linter matches all such patterns of a dump's rules in one pass per key.
+    fn key_pattern(&self) -> Option<&str> {
+        None
+    }
+
     /// A dump key of declared key `family` (a scheme is given), with the scheme's patterns.
     fn family_key(&self, _family: usize, _key: &[u8], _matcher: &KeyMatcher) {}
 
@@ -366,6 +372,9 @@ pub struct DumpLinter<'a> {
     /// Keys that match no declared pattern, grouped into inferred patterns: one finding per
     /// pattern rather than one per key (`unmatched-key`).
     unmatched: Option<Unmatched>,
+    /// The checks' key patterns ([`Check::key_pattern`]) as one set, and per rule its index
+    /// in the set.
+    prefilter: Option<(regex::bytes::RegexSet, Vec<Option<usize>>)>,
 }
 
 /// The keys `unmatched-key` reports, as inferred patterns.
@@ -414,7 +423,23 @@ impl<'a> DumpLinter<'a> {
                 first: Vec::new(),
                 first_line: 0,
             });
+        let prefilter = {
+            let checks: &Vec<Box<dyn Check>> = &checks;
+            let mut slots = Vec::with_capacity(checks.len());
+            let mut patterns = Vec::new();
+            for c in checks {
+                slots.push(c.key_pattern().map(|p| {
+                    patterns.push(p.to_string());
+                    patterns.len() - 1
+                }));
+            }
+            regex::bytes::RegexSet::new(&patterns)
+                .ok()
+                .filter(|_| !patterns.is_empty())
+                .map(|set| (set, slots))
+        };
         DumpLinter {
+            prefilter,
             rules,
             checks,
             path: path.to_string(),
@@ -445,7 +470,14 @@ impl<'a> DumpLinter<'a> {
     pub fn record(&mut self, line: u64, key: &[u8], bytes: Option<u64>, ops: Option<f64>) {
         self.totals.add(self.topo, key, bytes, ops);
         let family = self.matcher.as_ref().map(|(m, _)| m.family(key));
+        let matched = self.prefilter.as_ref().map(|(set, _)| set.matches(key));
         for i in 0..self.rules.len() {
+            if let (Some((_, slots)), Some(m)) = (&self.prefilter, &matched)
+                && let Some(j) = slots[i]
+                && !m.matched(j)
+            {
+                continue;
+            }
             let r = self.rules[i];
             let silenced = match (&self.matcher, family) {
                 (Some((_, allowed)), Some(Some(f))) => allowed[f][i],
