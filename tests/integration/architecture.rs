@@ -32,9 +32,7 @@ const LAYERS: &[(&str, &str, &[&str], bool)] = &[
     (
         "engine",
         "migrate",
-        &[
-            "error", "keys", "rdb", "simulate", "skew", "slot", "topology",
-        ],
+        &["keys", "rdb", "simulate", "skew", "slot", "topology"],
         false,
     ),
     (
