@@ -3,7 +3,7 @@
 //! cardinalities).
 
 use super::Ctx;
-use super::args::{BatchArgs, InputArgs, TopologyArgs, scheme_path};
+use super::args::{BatchArgs, InputArgs, TopologyArgs, scheme_path, threads};
 use crate::error::{ExitStatus, UserError};
 use crate::plan::observed::ObservedPlanner;
 use crate::plan::workload::{MAX_SAMPLE_KEYS, PlanSample};
@@ -198,20 +198,46 @@ fn read_sample<'a>(
     topology: &'a crate::topology::Topology,
     ctx: &mut Ctx<'_>,
 ) -> anyhow::Result<PlanSample<'a>> {
-    let mut sample = PlanSample::new(scheme, topology, args.batches.observes());
+    let keep = args.batches.observes();
+    let mut sample = PlanSample::new(scheme, topology, keep);
+    // Each dump on every core; the parts merge into what one reader gets, in the sample's
+    // order (dumps one after another).
+    let mut order = 0u64;
     let dumps = args
         .input
         .read_dumps(&args.keys, ctx.progress, |input, opts, progress| {
-            input.for_each(opts, progress, |_, rec| sample.add(rec.key))
+            let mut sinks: Vec<PlanSample<'_>> = (0..threads(None))
+                .map(|_| PlanSample::new(scheme, topology, keep))
+                .collect();
+            let mut snapshot = PlanSample::new(scheme, topology, keep);
+            let (summary, was_snapshot) =
+                input.par_read_lines(opts, &mut sinks, progress, |line, rec| {
+                    snapshot.add(line, rec.key)
+                })?;
+            let mut part = if was_snapshot {
+                snapshot
+            } else {
+                let mut parts = sinks.into_iter();
+                let mut first = parts.next().expect("one sink at least");
+                for p in parts {
+                    first.merge(p);
+                }
+                first
+            };
+            part.order_after(order);
+            order += 1;
+            sample.merge(part);
+            Ok(summary)
         })?;
     dumps.warn(ctx)?;
+    let sample = sample.finish();
     if sample.truncated {
         writeln!(
             ctx.stderr,
             "warning: observed batches are scored on the first {MAX_SAMPLE_KEYS} sample keys"
         )?;
     }
-    Ok(sample.finish())
+    Ok(sample)
 }
 
 /// Writes the report (or, with `--format yaml`, the scheme with the recommendations applied).

@@ -59,6 +59,22 @@ impl Family {
     /// above it. The threshold only drops when the keys under it, of the whole sample, are
     /// too many, so it ends as the largest level that keeps at most twice the bound: what is
     /// kept does not depend on the key order.
+    /// Adds what another reader of the same sample kept: the keys are those one reader of
+    /// the whole sample keeps (the threshold of each is at least the final one).
+    fn merge(&mut self, o: Family) {
+        self.seen += o.seen;
+        self.threshold = self.threshold.min(o.threshold);
+        let threshold = self.threshold;
+        self.keys.retain(|k| k.hash <= threshold);
+        self.keys
+            .extend(o.keys.into_iter().filter(|k| k.hash <= threshold));
+        while self.keys.len() > 2 * KEPT_PER_FAMILY {
+            self.threshold >>= 1;
+            let threshold = self.threshold;
+            self.keys.retain(|k| k.hash <= threshold);
+        }
+    }
+
     fn keep(&mut self, k: FamilyKey) {
         self.seen += 1;
         if k.hash > self.threshold {
@@ -254,6 +270,26 @@ impl Workload {
             source: "sample",
             unmatched: 0,
             base: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Adds another reader's part of the same sample.
+    fn merge(&mut self, o: Workload) {
+        for (f, of) in self.families.iter_mut().zip(o.families) {
+            f.merge(of);
+        }
+        for (x, y) in self.other.iter_mut().zip(&o.other) {
+            *x += y;
+        }
+        self.unmatched += o.unmatched;
+        self.base = std::sync::OnceLock::new();
+    }
+
+    /// Puts each family's kept keys in one order (by hash), whatever order they were read in.
+    fn settle(&mut self) {
+        for f in &mut self.families {
+            f.keys
+                .sort_by(|a, b| a.hash.cmp(&b.hash).then_with(|| a.values.cmp(&b.values)));
         }
     }
 
@@ -455,8 +491,14 @@ pub struct PlanSample<'a> {
     pub workload: Option<Workload>,
     /// Keys read.
     pub read: u64,
-    /// Keys kept for observed batches (none unless asked for).
+    /// Keys kept for observed batches (none unless asked for), in the sample's order once
+    /// done.
     pub keys: Vec<Vec<u8>>,
+    /// While reading: the kept keys with their lines (a chunk's number above
+    /// [`CHUNK_SHIFT`] bits when read in parallel).
+    lined: Vec<(u64, Vec<u8>)>,
+    /// The chunk being read (parallel reading).
+    seq: u64,
     /// Whether keys are kept at all.
     keep: bool,
     /// More keys were read than kept.
@@ -473,28 +515,59 @@ impl<'a> PlanSample<'a> {
             workload: scheme.map(|s| Workload::sample(s, nodes)),
             read: 0,
             keys: Vec::new(),
+            lined: Vec::new(),
+            seq: 0,
             keep,
             truncated: false,
         }
     }
 
-    /// Adds one key.
-    pub fn add(&mut self, key: &[u8]) {
+    /// Adds the key at `line` (lines order the keys as the sample does).
+    pub fn add(&mut self, line: u64, key: &[u8]) {
         self.read += 1;
         if let (Some((s, m)), Some(w)) = (&self.scheme, self.workload.as_mut()) {
             w.add_sample_key(s, self.topology, key, m.matched(key));
         }
         if self.keep {
-            match self.keys.len() < MAX_SAMPLE_KEYS {
-                true => self.keys.push(key.to_vec()),
+            match self.lined.len() < MAX_SAMPLE_KEYS {
+                true => self.lined.push((line, key.to_vec())),
                 false => self.truncated = true,
             }
         }
     }
 
-    /// Done reading: a workload no sample key matched is generated from the scheme's
-    /// declared cardinalities.
+    /// Orders this part's keys after those of the `dump` dumps read before it.
+    pub fn order_after(&mut self, dump: u64) {
+        for (line, _) in &mut self.lined {
+            *line |= dump << 56;
+        }
+    }
+
+    /// Adds another reader's part of the same sample (read in parallel).
+    pub fn merge(&mut self, o: PlanSample<'_>) {
+        self.read += o.read;
+        if let (Some(w), Some(ow)) = (self.workload.as_mut(), o.workload) {
+            w.merge(ow);
+        }
+        self.truncated |= o.truncated;
+        self.lined.extend(o.lined);
+    }
+
+    /// Done reading: the kept keys in the sample's order (the first [`MAX_SAMPLE_KEYS`]), and
+    /// a workload no sample key matched generated from the scheme's declared cardinalities.
     pub fn finish(mut self) -> Self {
+        self.lined.sort_by_key(|(line, _)| *line);
+        if self.lined.len() > MAX_SAMPLE_KEYS {
+            self.lined.truncate(MAX_SAMPLE_KEYS);
+            self.truncated = true;
+        }
+        self.keys = std::mem::take(&mut self.lined)
+            .into_iter()
+            .map(|(_, k)| k)
+            .collect();
+        if let Some(w) = self.workload.as_mut() {
+            w.settle();
+        }
         if let (Some((s, _)), Some(w)) = (&self.scheme, &self.workload)
             && w.is_empty()
         {
@@ -504,12 +577,77 @@ impl<'a> PlanSample<'a> {
     }
 }
 
+/// Bits of a line in its chunk, in the line a parallel reader's sample keeps (the chunk's
+/// number above).
+const CHUNK_SHIFT: u32 = 32;
+
+impl crate::keys::parallel::ChunkSink for PlanSample<'_> {
+    fn record(&mut self, rec: &crate::keys::Record<'_>) {
+        self.add(self.seq << CHUNK_SHIFT, rec.key);
+    }
+
+    fn begin_chunk(&mut self, seq: u64) {
+        self.seq = seq;
+    }
+
+    fn record_line(&mut self, line: u64, rec: &crate::keys::Record<'_>) {
+        self.add((self.seq << CHUNK_SHIFT) | line, rec.key);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::topology::SlotMap;
 
     const SCHEME: &str = "version: 1\nvars:\n  group: { kind: word, cardinality: 12 }\n  user_id: { kind: int, cardinality: 1000000 }\nkeys:\n  feed: { pattern: \"feed:{<group>}:user:<user_id>\" }\n  profile: { pattern: \"user:<user_id>:profile\" }\n";
+
+    #[test]
+    fn a_sample_read_in_parts_is_the_sample_read_whole() {
+        let s = Scheme::parse(SCHEME).unwrap();
+        let topo = Topology::Cluster(SlotMap::from_masters(3).unwrap());
+        let keys: Vec<String> = (0..150_000u64)
+            .map(|i| match i % 3 {
+                0 => format!("feed:{{g{}}}:user:{i}", i % 12),
+                1 => format!("user:{i}:profile"),
+                _ => format!("other:{i}"),
+            })
+            .collect();
+        let mut whole = PlanSample::new(Some(&s), &topo, true);
+        for (i, k) in keys.iter().enumerate() {
+            whole.add(i as u64 + 1, k.as_bytes());
+        }
+        // Three readers taking chunks of 1,000 lines in turn, merged in another order.
+        let mut parts: Vec<PlanSample<'_>> = (0..3)
+            .map(|_| PlanSample::new(Some(&s), &topo, true))
+            .collect();
+        for (seq, chunk) in keys.chunks(1000).enumerate() {
+            let p = &mut parts[seq % 3];
+            crate::keys::parallel::ChunkSink::begin_chunk(p, seq as u64);
+            for (i, k) in chunk.iter().enumerate() {
+                p.add(((seq as u64) << CHUNK_SHIFT) | (i as u64 + 1), k.as_bytes());
+            }
+        }
+        let mut merged = parts.pop().unwrap();
+        for p in parts.into_iter().rev() {
+            merged.merge(p);
+        }
+        let (whole, merged) = (whole.finish(), merged.finish());
+        assert_eq!(merged.read, whole.read);
+        assert_eq!(merged.keys, whole.keys);
+        let (a, b) = (whole.workload.unwrap(), merged.workload.unwrap());
+        assert_eq!(a.unmatched, b.unmatched);
+        assert_eq!(a.other, b.other);
+        for (fa, fb) in a.families.iter().zip(&b.families) {
+            assert!(
+                fa.keys.len() > 2 * KEPT_PER_FAMILY / 2,
+                "the bound is reached"
+            );
+            assert_eq!((fa.seen, fa.threshold), (fb.seen, fb.threshold));
+            let hashes = |f: &Family| f.keys.iter().map(|k| k.hash).collect::<Vec<_>>();
+            assert_eq!(hashes(fa), hashes(fb));
+        }
+    }
 
     #[test]
     fn synthetic_loads_show_a_low_cardinality_tag() {

@@ -46,7 +46,9 @@ const LAYERS: &[(&str, &str, &[&str], bool)] = &[
     (
         "engine",
         "plan",
-        &["lint", "pattern", "scheme", "simulate", "slot", "topology"],
+        &[
+            "keys", "lint", "pattern", "scheme", "simulate", "slot", "topology",
+        ],
         false,
     ),
     (
