@@ -436,25 +436,24 @@ pub fn words(e: &MigrateError) -> Option<UserError> {
 
 /// Why a rebalance cannot balance by a measure, with the flags that fix it.
 pub fn unavailable(u: &Unavailable) -> UserError {
-    let (by, help) = match u {
-        Unavailable::NoSample(by) => (by, "give --keys FILE (or --cluster URL to sample live)"),
-        Unavailable::NoBytes(by) => (
-            by,
-            "give a tsv sample (key<TAB>bytes) or sample live with --bytes",
-        ),
-        Unavailable::NoOps(by) => (
-            by,
-            "give a tsv sample with a third column (key<TAB>bytes<TAB>ops), or --balance-by cpu on a live cluster",
-        ),
-        Unavailable::NoSlotStats(by) => (
-            by,
-            "give --cluster URL of a cluster whose servers have CLUSTER SLOT-STATS (Valkey 8+ with cluster-slot-stats-enabled yes, or Redis 8.2+)",
-        ),
-        Unavailable::NoMemoryStats(by) => (
-            by,
-            "Valkey does not count it: use --balance-by bytes with --bytes",
-        ),
+    let help = match u {
+        Unavailable::NoSample(_) => "give --keys FILE (or --cluster URL to sample live)",
+        Unavailable::NoBytes(_) => "give a tsv sample (key<TAB>bytes) or sample live with --bytes",
+        Unavailable::NoOps(_) => {
+            "give a tsv sample with a third column (key<TAB>bytes<TAB>ops), or --balance-by cpu on a live cluster"
+        }
+        Unavailable::NoSlotStats(_) => {
+            "give --cluster URL of a cluster whose servers have CLUSTER SLOT-STATS (Valkey 8+ with cluster-slot-stats-enabled yes, or Redis 8.2+)"
+        }
+        Unavailable::NoMemoryStats(_) => {
+            "Valkey does not count it: use --balance-by bytes with --bytes"
+        }
     };
+    let (Unavailable::NoSample(by)
+    | Unavailable::NoBytes(by)
+    | Unavailable::NoOps(by)
+    | Unavailable::NoSlotStats(by)
+    | Unavailable::NoMemoryStats(by)) = u;
     let text = u.to_string();
     let rest = text.split_once(" needs ").map_or(text.as_str(), |(_, r)| r);
     UserError::new(format!("--balance-by {} needs {rest}", by.name()), help)

@@ -583,13 +583,7 @@ impl LiveCluster {
                 for _ in 0..page {
                     pipe.cmd("RANDOMKEY");
                 }
-                if let Some(rate) = opts.rate.filter(|r| *r > 0.0) {
-                    let due = Duration::from_secs_f64(commands as f64 / rate);
-                    let spent = started.elapsed();
-                    if due > spent {
-                        std::thread::sleep(due - spent);
-                    }
-                }
+                pace(opts.rate, commands, started);
                 let drawn: Vec<Option<Vec<u8>>> =
                     pipe.query(&mut con).map_err(|e| LiveError::Node {
                         addr: addr.clone(),
@@ -670,13 +664,7 @@ impl LiveCluster {
             if cursor == 0 || sampled >= budget {
                 break;
             }
-            if let Some(rate) = opts.rate.filter(|r| *r > 0.0) {
-                let due = Duration::from_secs_f64(commands as f64 / rate);
-                let spent = started.elapsed();
-                if due > spent {
-                    std::thread::sleep(due - spent);
-                }
-            }
+            pace(opts.rate, commands, started);
         }
         Ok(sampled)
     }
@@ -701,15 +689,7 @@ impl LiveCluster {
         let chunk = opts
             .rate
             .map_or(keys.len().max(1), |r| ((r / 10.0) as usize).max(1));
-        let throttle = |commands: u64| {
-            if let Some(rate) = opts.rate.filter(|r| *r > 0.0) {
-                let due = Duration::from_secs_f64(commands as f64 / rate);
-                let spent = started.elapsed();
-                if due > spent {
-                    std::thread::sleep(due - spent);
-                }
-            }
-        };
+        let throttle = |commands: u64| pace(opts.rate, commands, started);
         let mut per_key = |what: &str,
                            cmd: &dyn Fn(&mut redis::Pipeline, &[u8]),
                            commands: &mut u64|
@@ -1347,6 +1327,18 @@ pub(crate) fn first_line(s: &str) -> String {
     match line.char_indices().nth(300) {
         Some((i, _)) => format!("{}… ({} bytes in all)", &line[..i], line.len()),
         None => line.to_string(),
+    }
+}
+
+/// Waits until `commands` sent since `started` keep to `rate` commands per second (none:
+/// no wait).
+fn pace(rate: Option<f64>, commands: u64, started: Instant) {
+    if let Some(rate) = rate.filter(|r| *r > 0.0) {
+        let due = Duration::from_secs_f64(commands as f64 / rate);
+        let spent = started.elapsed();
+        if due > spent {
+            std::thread::sleep(due - spent);
+        }
     }
 }
 
