@@ -585,12 +585,8 @@ impl LiveCluster {
                 }
                 pace(opts.rate, commands, started);
                 let drawn: Vec<Option<Vec<u8>>> =
-                    pipe.query(&mut con).map_err(|e| LiveError::Node {
-                        addr: addr.clone(),
-                        what: "RANDOMKEY".into(),
-                        reason: first_line(&e.to_string()),
-                        sampled,
-                    })?;
+                    pipe.query(&mut con)
+                        .map_err(sampling_error(&addr, "RANDOMKEY", sampled))?;
                 commands += page;
                 let keys = d.take(drawn);
                 let done = d.done();
@@ -615,13 +611,9 @@ impl LiveCluster {
                 cmd.arg("MATCH").arg(p);
             }
             cmd.arg("COUNT").arg(opts.count);
-            let (next, keys): (u64, Vec<Vec<u8>>) =
-                cmd.query(&mut con).map_err(|e| LiveError::Node {
-                    addr: addr.clone(),
-                    what: "SCAN".into(),
-                    reason: first_line(&e.to_string()),
-                    sampled,
-                })?;
+            let (next, keys): (u64, Vec<Vec<u8>>) = cmd
+                .query(&mut con)
+                .map_err(sampling_error(&addr, "SCAN", sampled))?;
             commands += 1;
             if keys.is_empty() {
                 empty_pages += 1;
@@ -703,12 +695,9 @@ impl LiveCluster {
                     cmd(&mut pipe, k);
                 }
                 *commands += part.len() as u64;
-                let replies: Vec<Value> = pipe.query(con).map_err(|e| LiveError::Node {
-                    addr: addr.clone(),
-                    what: what.into(),
-                    reason: first_line(&e.to_string()),
-                    sampled,
-                })?;
+                let replies: Vec<Value> = pipe
+                    .query(con)
+                    .map_err(sampling_error(&addr, what, sampled))?;
                 for (k, v) in part.iter().zip(replies) {
                     // A key of a slot in migration may have moved since SCAN: the node
                     // answers ASK (or MOVED), and the key is asked where it is now.
@@ -1111,11 +1100,20 @@ impl LiveCluster {
 /// the command failing there.
 /// A command `what` that failed on the node at `addr` (before any key was sampled from it).
 fn node_error<'a>(addr: &'a str, what: &'a str) -> impl Fn(redis::RedisError) -> LiveError + 'a {
+    sampling_error(addr, what, 0)
+}
+
+/// [`node_error`] after `sampled` keys were sampled.
+fn sampling_error<'a>(
+    addr: &'a str,
+    what: &'a str,
+    sampled: u64,
+) -> impl Fn(redis::RedisError) -> LiveError + 'a {
     move |e| LiveError::Node {
         addr: addr.to_string(),
         what: what.to_string(),
         reason: first_line(&e.to_string()),
-        sampled: 0,
+        sampled,
     }
 }
 
