@@ -23,8 +23,9 @@
 //! | output | [`report`] | renderers: a typed report (or, for `simulate`, one batch's results at a time) in, bytes on a writer out; nothing else |
 //! | shell | [`cli`] | flags turned into loaded inputs and domain settings, progress, one engine call, one renderer, exit status |
 //!
-//! Nothing below the shell prints or exits, and nothing below the output layer imports it (a
-//! test checks both).
+//! Nothing below the shell prints, exits or uses clap, nothing below the output layer imports
+//! it, and only the readers and the adapters do I/O (a test checks each module against its row
+//! of a layer table).
 #![warn(missing_docs)]
 #![deny(unsafe_code)]
 
