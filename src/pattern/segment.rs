@@ -1552,6 +1552,7 @@ mod tests {
         }
         if let Some(rest) = word_end(i)
             && (word_end(rest).is_some()
+                || (rest - 1 - i >= 6 && key[i..rest - 1].iter().all(u8::is_ascii_lowercase))
                 || key[rest..j]
                     .iter()
                     .all(|b| !matches!(b, b'g'..=b'z' | b'G'..=b'Z')))
@@ -1673,6 +1674,24 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A case the property test found: a lower-case word of six letters or more before `-` is a
+    /// family name in both versions.
+    #[test]
+    fn a_long_word_before_a_dash_is_a_name_in_both_versions() {
+        let key = b"00000agagggg-00000000000G";
+        for delims in [":-", ":/|.-_", ":", "_"] {
+            let d = Delimiters::new(delims);
+            for at in 0..8 {
+                assert_eq!(
+                    match_id_like(key, at, &d),
+                    plain_id_like(key, at, &d),
+                    "{delims} {at}"
+                );
+            }
+        }
+        assert_eq!(match_id_like(key, 5, &Delimiters::new(":-")), None);
     }
 
     fn text(key: &str) -> String {
