@@ -2,6 +2,7 @@
 
 use super::Ctx;
 use super::args::{InputArgs, OutputArgs, SampleArgs, TopologyArgs, threads};
+use super::loaded::Loaded;
 use crate::analyze::{AnalyzeConfig, Analyzer};
 use crate::error::{ExitStatus, UserError};
 use crate::pattern::{DEFAULT_DELIMITERS, Delimiters};
@@ -63,7 +64,9 @@ pub fn run(args: AnalyzeArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
         )
         .into());
     }
-    let (topology, source) = args.topology.resolve_or_default()?;
+    let loaded = Loaded::open(&args.topology, None, Some(3))?;
+    let (topology, source) = loaded.topology_or_default()?;
+    let source = source.to_string();
     let config = AnalyzeConfig {
         top: args.top.max(1),
         hot_tag_share: args.hot_tag_share / 100.0,
@@ -71,7 +74,7 @@ pub fn run(args: AnalyzeArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
         ..AnalyzeConfig::default()
     };
     if args.files.is_empty()
-        && let Some(live) = args.topology.live()?
+        && let Some(live) = loaded.live
     {
         return run_live(&args, live, topology, source, config, ctx);
     }

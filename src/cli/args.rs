@@ -11,7 +11,7 @@ use crate::keys::{DEFAULT_MAX_LINE, InputFormat, ReadOptions, ReadSummary};
 use crate::report::render::{Format, Render, render};
 use crate::report::slot::MalformedLine;
 use crate::simulate::Batch;
-use crate::topology::{SlotMap, Topology, TopologyFormat, TopologyOptions};
+use crate::topology::{Topology, TopologyFormat, TopologyOptions};
 use anyhow::Context as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
@@ -247,10 +247,6 @@ pub struct TopologyArgs {
     /// Accept a slot map whose slots are not all served, and report the uncovered ones
     #[arg(long)]
     pub allow_partial: bool,
-
-    /// `masters` came from a scheme's `topology: { masters: N }` (set by `with_scheme`).
-    #[arg(skip)]
-    pub from_scheme: bool,
 }
 
 /// Where declared and listed batches come from (`bench`, the previews; with a capture in
@@ -268,11 +264,6 @@ pub struct BatchFiles {
 }
 
 impl BatchFiles {
-    /// The scheme, read.
-    pub fn load_scheme(&self) -> anyhow::Result<Option<LoadedScheme>> {
-        self.scheme.as_deref().map(load_scheme).transpose()
-    }
-
     /// The scheme's batches (at their declared sizes), then the batch file's.
     pub fn all(&self, scheme: Option<&LoadedScheme>) -> anyhow::Result<Vec<Batch>> {
         let mut all = Vec::new();
@@ -479,110 +470,6 @@ pub fn scheme_path(flag: Option<&PathBuf>) -> Option<PathBuf> {
     }
 }
 
-impl TopologyArgs {
-    /// The topology asked for (or `default_masters` masters when none is), with a description
-    /// of where it came from.
-    pub fn resolve(
-        &self,
-        default_masters: Option<u16>,
-    ) -> anyhow::Result<Option<(Topology, String)>> {
-        if let Some(live) = self.live()? {
-            let map = live.topology()?;
-            let source = format!("live cluster {}", live_url_text(self));
-            return Ok(Some((Topology::Cluster(map), source)));
-        }
-        if let Some(path) = &self.topology {
-            let opts = TopologyOptions {
-                allow_partial: self.allow_partial,
-                pool: self.pool.clone(),
-            };
-            let t = read_topology(path, self.topology_format, &opts)?;
-            let source = match &t {
-                Topology::Cluster(_) => format!("slot map from {}", path.display()),
-                Topology::Ring(r) => format!("{} from {}", r.source, path.display()),
-            };
-            return Ok(Some((t, source)));
-        }
-        let (n, source) = match (self.masters, default_masters) {
-            (Some(n), _) if self.from_scheme => (
-                n,
-                format!("the scheme's {n} masters, as redis-cli --cluster create assigns slots"),
-            ),
-            (Some(n), _) => (
-                n,
-                format!("{n} masters as redis-cli --cluster create assigns slots"),
-            ),
-            (None, Some(n)) => (
-                n,
-                format!(
-                    "default: {n} masters as redis-cli --cluster create assigns slots (use --masters or --topology)"
-                ),
-            ),
-            (None, None) => return Ok(None),
-        };
-        Ok(Some((
-            Topology::Cluster(SlotMap::from_masters(n as usize)?),
-            source,
-        )))
-    }
-}
-
-impl TopologyArgs {
-    /// These flags with the scheme's `topology:` filled in where no flag names a topology. The
-    /// one precedence rule of every command: `--cluster`, `--topology` or `--masters`, else
-    /// the scheme's `file:` (read relative to the scheme, with its `pool:` unless `--pool` is
-    /// given), else the scheme's `masters:`, else the command's default.
-    pub fn with_scheme(&self, scheme: Option<&LoadedScheme>) -> TopologyArgs {
-        let mut t = self.clone();
-        let named = t.cluster.is_some() || t.topology.is_some() || t.masters.is_some();
-        let Some((path, st)) = scheme.and_then(|s| Some((&s.path, s.scheme.topology.as_ref()?)))
-        else {
-            return t;
-        };
-        if named {
-            return t;
-        }
-        if let Some(file) = &st.file {
-            let dir = path.parent().unwrap_or(Path::new("."));
-            t.topology = Some(dir.join(file));
-            if t.pool.is_none() {
-                t.pool = st.pool.clone();
-            }
-        } else if let Some(n) = st.masters {
-            t.masters = Some(n);
-            t.from_scheme = true;
-        }
-        t
-    }
-
-    /// The topology asked for (after [`TopologyArgs::with_scheme`]), else 3 masters.
-    pub fn resolve_with_scheme(
-        &self,
-        scheme: Option<&LoadedScheme>,
-    ) -> anyhow::Result<(Topology, String)> {
-        Ok(self
-            .with_scheme(scheme)
-            .resolve(Some(3))?
-            .expect("invariant: a default topology is given"))
-    }
-
-    /// The topology asked for (without a scheme), else 3 masters.
-    pub fn resolve_or_default(&self) -> anyhow::Result<(Topology, String)> {
-        self.resolve_with_scheme(None)
-    }
-
-    /// The live cluster named by `--cluster`, if any (the password from the URL, else from
-    /// REDISCLI_AUTH as redis-cli does).
-    pub fn live(&self) -> anyhow::Result<Option<crate::live::LiveCluster>> {
-        Ok(self
-            .cluster
-            .as_deref()
-            .map(live_cluster)
-            .transpose()?
-            .map(|l| l.allow_partial(self.allow_partial)))
-    }
-}
-
 /// `--threads N`, else every core.
 pub fn threads(flag: Option<u16>) -> usize {
     flag.map(usize::from).unwrap_or_else(|| {
@@ -626,15 +513,6 @@ pub fn live_cluster(url: &str) -> anyhow::Result<crate::live::LiveCluster> {
         live = live.timeout(std::time::Duration::from_secs_f64(secs));
     }
     Ok(live)
-}
-
-/// The `--cluster` URL with any password masked.
-fn live_url_text(t: &TopologyArgs) -> String {
-    t.cluster
-        .as_deref()
-        .and_then(|u| crate::live::ClusterUrl::parse(u, None).ok())
-        .map(|u| u.to_string())
-        .unwrap_or_default()
 }
 
 /// How a live cluster is sampled (`analyze --cluster`, `scan`).
@@ -848,25 +726,38 @@ pub fn positive(text: &str) -> Result<f64, String> {
 impl ModelArgs {
     /// The model these flags describe.
     pub fn model(&self) -> anyhow::Result<crate::simulate::NetworkModel> {
-        let calibration = self
-            .calibration
-            .as_deref()
-            .map(read_calibration)
-            .transpose()?;
-        let measured = calibration
-            .as_ref()
-            .map(|c| [c.round_trip_us.p50 / 1000.0, c.round_trip_us.p99 / 1000.0]);
-        let mut net = crate::simulate::NetworkModel::from_parts(
-            calibration.map(|c| c.params),
+        let mut net = network_model(
+            self.calibration.as_deref(),
             self.rtt,
             self.per_key_us,
             self.bandwidth,
-        );
-        net.measured_round_trip_ms = measured;
+        )?;
         net.concurrency = self.concurrency;
         net.hot = self.hot_nodes;
         Ok(net)
     }
+}
+
+/// The load model of a calibration file (else the documented defaults), with its round trip,
+/// time per key or bandwidth replaced where given; one client.
+pub fn network_model(
+    calibration: Option<&Path>,
+    rtt: Option<f64>,
+    per_key_us: Option<f64>,
+    bandwidth: Option<f64>,
+) -> anyhow::Result<crate::simulate::NetworkModel> {
+    let calibration = calibration.map(read_calibration).transpose()?;
+    let measured = calibration
+        .as_ref()
+        .map(|c| [c.round_trip_us.p50 / 1000.0, c.round_trip_us.p99 / 1000.0]);
+    let mut net = crate::simulate::NetworkModel::from_parts(
+        calibration.map(|c| c.params),
+        rtt,
+        per_key_us,
+        bandwidth,
+    );
+    net.measured_round_trip_ms = measured;
+    Ok(net)
 }
 
 /// The calibration file at `path`, written by `keyplan bench --calibrate`.

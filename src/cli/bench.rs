@@ -3,6 +3,7 @@
 
 use super::Ctx;
 use super::args::BatchFiles;
+use super::loaded::Loaded;
 use super::progress::Unit;
 use super::simulate::StrategyList;
 use crate::bench::{BenchOptions, BenchResult, run_bench};
@@ -106,8 +107,9 @@ pub fn run(args: BenchArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
         return run_calibrate(&args, ctx);
     }
     let url = check(&args)?;
-    let batches = args.batches.all(args.batches.load_scheme()?.as_ref())?;
-    let live = super::args::live_cluster(url)?;
+    let loaded = Loaded::live_only(url, args.batches.scheme.as_deref())?;
+    let batches = args.batches.all(loaded.scheme.as_ref())?;
+    let live = loaded.into_live();
     let map = live.topology()?;
     let strategies = args.strategy.strategies();
     let net = prediction_model(&args, &live, &map)?;
@@ -172,21 +174,12 @@ fn prediction_model(
     live: &crate::live::LiveCluster,
     map: &crate::topology::SlotMap,
 ) -> anyhow::Result<NetworkModel> {
-    let mut net = match (&args.calibration, args.rtt) {
-        (Some(path), _) => {
-            let cal = super::args::read_calibration(path)?;
-            let rt = [
-                cal.round_trip_us.p50 / 1000.0,
-                cal.round_trip_us.p99 / 1000.0,
-            ];
-            let mut net = NetworkModel::from_parts(Some(cal.params), args.rtt, None, None);
-            net.measured_round_trip_ms = Some(rt);
-            net
-        }
-        (None, Some(rtt)) => {
-            NetworkModel::uncalibrated(rtt, crate::simulate::perf::DEFAULT_KEY_US, 1250.0)
-        }
-        (None, None) => NetworkModel::probed(crate::bench::probe_round_trip(live, map)?),
+    // With a calibration or --rtt: the one model simulate and plan use; else the defaults
+    // around a round trip bench measures itself.
+    let mut net = if args.calibration.is_some() || args.rtt.is_some() {
+        super::args::network_model(args.calibration.as_deref(), args.rtt, None, None)?
+    } else {
+        NetworkModel::probed(crate::bench::probe_round_trip(live, map)?)
     };
     net.concurrency = u32::from(args.concurrency);
     Ok(net)
@@ -267,7 +260,7 @@ fn run_cleanup(args: &BenchArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus
         )
         .into());
     };
-    let live = super::args::live_cluster(url)?;
+    let live = Loaded::live_only(url, None)?.into_live();
     let map = live.topology()?;
     let c = crate::bench::clean_journal(&live, &map, &args.prefix)?;
     writeln!(
@@ -327,7 +320,7 @@ fn run_calibrate(args: &BenchArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStat
     use crate::bench::calibrate::{LEVELS, calibrate};
     let url = check(args)?;
     let out = args.output.as_ref().expect("invariant: clap requires -o");
-    let live = super::args::live_cluster(url)?;
+    let live = Loaded::live_only(url, None)?.into_live();
     let map = live.topology()?;
     let opts = BenchOptions {
         prefix: args.prefix.clone(),

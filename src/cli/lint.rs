@@ -1,7 +1,8 @@
 //! `keyplan lint`: check a key scheme (`keyplan.yaml`) and key dumps against the rules.
 
 use super::Ctx;
-use super::args::{InputArgs, TopologyArgs, load_scheme, scheme_path, threads};
+use super::args::{InputArgs, TopologyArgs, scheme_path, threads};
+use super::loaded::Loaded;
 use crate::error::{ExitStatus, UserError};
 use crate::lint::rule::Severity;
 use crate::lint::{DumpLinter, LintSink, RuleSet, finish_sinks, lint_scheme, sort};
@@ -139,8 +140,9 @@ pub fn run(args: LintArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
         .into());
     }
     let rules = args.rules.rule_set()?;
-    let scheme = scheme_path.as_deref().map(load_scheme).transpose()?;
-    let (topology, _) = args.topology.resolve_with_scheme(scheme.as_ref())?;
+    let loaded = Loaded::open(&args.topology, scheme_path.as_deref(), Some(3))?;
+    let (topology, _) = loaded.topology_or_default()?;
+    let scheme = loaded.scheme;
     let mut diags = Vec::new();
     if let Some(l) = &scheme {
         let path = l.path.display().to_string();

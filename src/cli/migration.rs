@@ -5,6 +5,7 @@ use super::Ctx;
 use super::args::{
     BatchFiles, InputArgs, LoadedScheme, OutputArgs, ReportFormat, SampleArgs, TopologyArgs,
 };
+use super::loaded::Loaded;
 use crate::error::{ExitStatus, UserError};
 use crate::keys::Record;
 use crate::keys::parallel::ChunkSink;
@@ -19,8 +20,6 @@ use crate::migrate::{
 use crate::simulate::NetworkModel;
 use crate::simulate::batch::Batch;
 use crate::simulate::client::Client;
-use crate::topology::{Topology, nodes};
-use anyhow::Context as _;
 use std::path::PathBuf;
 
 /// Options shared by `rebalance` and `reshard`.
@@ -88,8 +87,8 @@ pub struct Opened {
     pub rate: Option<Rate>,
     /// `--max-node-bytes`.
     pub budget: Option<ByteSize>,
-    /// `--scheme`.
-    pub scheme: Option<LoadedScheme>,
+    /// The scheme and the live cluster handle.
+    pub loaded: Loaded,
     /// The cluster.
     pub view: ClusterView,
     /// Where the cluster came from.
@@ -100,14 +99,14 @@ impl Opened {
     /// Reads what `args` name.
     pub fn open(args: &PreviewArgs) -> anyhow::Result<Opened> {
         let (rate, budget) = (args.migrate_rate, args.max_node_bytes);
-        let scheme = args.batches.load_scheme()?;
-        let (view, source) = load_view(&args.topology.with_scheme(scheme.as_ref()))?;
+        let loaded = Loaded::open(&args.topology, args.batches.scheme.as_deref(), Some(3))?;
+        let (view, source) = loaded.view()?;
         Ok(Opened {
             rate,
             budget,
-            scheme,
+            loaded,
             view,
-            source,
+            source: source.to_string(),
         })
     }
 
@@ -117,46 +116,6 @@ impl Opened {
         crate::migrate::finish_report(report, &self.view, moves, self.rate, self.budget)?;
         report.add_moving_big_keys(&self.view, moves);
         Ok(())
-    }
-}
-
-/// The cluster as redis-cli would see it, and where it came from.
-fn load_view(t: &TopologyArgs) -> anyhow::Result<(ClusterView, String)> {
-    use crate::topology::TopologyFormat as F;
-    if let Some(live) = t.live()? {
-        return Ok((
-            live.cluster_view()?,
-            format!("live cluster {} (CLUSTER NODES)", live.url_text()),
-        ));
-    }
-    if let Some(path) = &t.topology {
-        let bytes = crate::files::read_capped(path, "topology file", crate::files::MAX_TEXT_FILE)?;
-        let text = String::from_utf8_lossy(&bytes);
-        let as_nodes = match t.topology_format {
-            F::ClusterNodes => true,
-            F::Auto => nodes::looks_like(&text),
-            _ => false,
-        };
-        if as_nodes {
-            let view = ClusterView::from_cluster_nodes(&text)
-                .with_context(|| format!("in topology file {}", path.display()))?;
-            let source = format!(
-                "CLUSTER NODES from {} (redis-cli's node order)",
-                path.display()
-            );
-            return Ok((view, source));
-        }
-    }
-    let (topology, source) = t
-        .resolve(Some(3))?
-        .expect("invariant: a default topology is given");
-    match topology {
-        Topology::Cluster(map) => Ok((ClusterView::from_slot_map(&map), source)),
-        Topology::Ring(_) => Err(UserError::new(
-            format!("{source}: a client-side ring has no slots to migrate"),
-            "rebalance and reshard preview Redis Cluster slot maps: give CLUSTER NODES text, keyplan YAML with slots, or --masters N",
-        )
-        .into()),
     }
 }
 
@@ -174,6 +133,7 @@ impl ChunkSink for WeightSink {
 /// The key sample: from `--keys` files, or sampled live with `--cluster`.
 pub fn load_sample(
     args: &PreviewArgs,
+    live: Option<&crate::live::LiveCluster>,
     view: &ClusterView,
     ctx: &mut Ctx<'_>,
 ) -> anyhow::Result<(SlotWeights, SampleInfo)> {
@@ -210,9 +170,9 @@ pub fn load_sample(
         }
         dumps.warn(ctx)?;
     } else if !args.no_sample
-        && let Some(live) = args.topology.live()?
+        && let Some(live) = live
     {
-        weights = sample_live(args, &live, view, &mut info, ctx)?;
+        weights = sample_live(args, live, view, &mut info, ctx)?;
     }
     info.has_bytes = weights.has_bytes;
     info.has_ops = weights.has_ops;

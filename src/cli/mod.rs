@@ -7,6 +7,7 @@ pub mod args;
 pub mod bench;
 pub mod completions;
 pub mod lint;
+pub mod loaded;
 pub mod migration;
 pub mod plan;
 pub mod progress;

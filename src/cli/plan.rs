@@ -4,6 +4,7 @@
 
 use super::Ctx;
 use super::args::{BatchArgs, InputArgs, TopologyArgs, scheme_path, threads};
+use super::loaded::Loaded;
 use crate::error::{ExitStatus, UserError};
 use crate::plan::observed::ObservedPlanner;
 use crate::plan::workload::{MAX_SAMPLE_KEYS, PlanSample};
@@ -99,8 +100,14 @@ pub fn run(mut args: PlanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
     // As lint does: the scheme of the current directory unless one is named.
     args.batches.files.scheme = scheme_path(args.batches.files.scheme.as_ref());
     check(&args)?;
-    let loaded = args.batches.files.load_scheme()?;
-    let (topology, topo_source) = args.topology.resolve_with_scheme(loaded.as_ref())?;
+    let opened = Loaded::open(
+        &args.topology,
+        args.batches.files.scheme.as_deref(),
+        Some(3),
+    )?;
+    let (topology, topo_source) = opened.topology_or_default()?;
+    let topo_source = topo_source.to_string();
+    let loaded = opened.scheme;
     let scheme = loaded.as_ref().map(|l| &l.scheme);
     let opts = options(&args)?;
     let sample = read_sample(&args, scheme, &topology, ctx)?;

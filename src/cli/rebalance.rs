@@ -71,13 +71,17 @@ fn max_skew(text: &str) -> Result<f64, String> {
 /// For `--balance-by cpu|net|memory`: whether the servers measure that load, asked of one
 /// master's first slot before the (rate-limited) sample, so that a cluster without `CLUSTER
 /// SLOT-STATS` is refused at once, not after sampling every key.
-fn measured_available(args: &RebalanceArgs, view: &ClusterView) -> anyhow::Result<()> {
+fn measured_available(
+    args: &RebalanceArgs,
+    live: Option<&crate::live::LiveCluster>,
+    view: &ClusterView,
+) -> anyhow::Result<()> {
     if !args.balance_by.needs_measured() {
         return Ok(());
     }
     let mut probe = SlotWeights::default();
     let sampled_live = args.common.keys.is_empty() && !args.common.no_sample;
-    if sampled_live && let Some(live) = args.common.topology.live()? {
+    if sampled_live && let Some(live) = live {
         let first: Vec<_> = view
             .master_slots()
             .into_iter()
@@ -127,10 +131,11 @@ pub fn run(args: RebalanceArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus>
         removed.push(i);
     }
     let view = &open.view;
-    measured_available(&args, view)?;
-    let (weights_by_slot, sample) = load_sample(&args.common, view, ctx)?;
+    measured_available(&args, open.loaded.live.as_ref(), view)?;
+    let live = open.loaded.live.as_ref();
+    let (weights_by_slot, sample) = load_sample(&args.common, live, view, ctx)?;
     args.balance_by.available(&weights_by_slot)?;
-    let (batches, clients) = load_batches(&args.common, open.scheme.as_ref())?;
+    let (batches, clients) = load_batches(&args.common, open.loaded.scheme.as_ref())?;
 
     let (plan, compare, moves) = rebalance_plans(
         view,

@@ -44,8 +44,8 @@ pub fn run(args: ReshardArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     let open = Opened::open(&args.common)?;
     let view = &open.view;
     let plan = redis_cli::reshard(view, &Sources::parse(&args.from), &args.to, args.slots)?;
-    let (weights, sample) = load_sample(&args.common, view, ctx)?;
-    let (batches, clients) = load_batches(&args.common, open.scheme.as_ref())?;
+    let (weights, sample) = load_sample(&args.common, open.loaded.live.as_ref(), view, ctx)?;
+    let (batches, clients) = load_batches(&args.common, open.loaded.scheme.as_ref())?;
     let mut report = MigrationReport {
         command: "reshard",
         topology: open.source.clone(),

@@ -1,7 +1,8 @@
 //! `keyplan scan`: sample keys from a live cluster into a dump for later offline use.
 
 use super::Ctx;
-use super::args::{SampleArgs, live_cluster};
+use super::args::SampleArgs;
+use super::loaded::Loaded;
 use super::progress::Unit;
 use crate::error::{ExitStatus, UserError};
 use std::path::PathBuf;
@@ -105,7 +106,7 @@ fn live_target(args: &ScanArgs) -> anyhow::Result<crate::live::LiveCluster> {
         .into());
     }
     match args.cluster.as_deref() {
-        Some(url) => live_cluster(url),
+        Some(url) => Ok(Loaded::live_only(url, None)?.into_live()),
         None => Err(UserError::new(
             "scan needs --cluster URL",
             "for example --cluster redis://127.0.0.1:7000",

@@ -2,6 +2,7 @@
 
 use super::Ctx;
 use super::args::{BatchArgs, OutputArgs, TopologyArgs, read_topology};
+use super::loaded::Loaded;
 use crate::error::{ExitStatus, UserError};
 use crate::report::simulate::{SimulationHeader, SimulationWriter};
 use crate::simulate::session::{Mode, Simulation};
@@ -136,8 +137,14 @@ pub(crate) fn clients(names: &[String]) -> Result<Vec<Client>, UserError> {
 /// Runs `keyplan simulate`: each batch is simulated and written before the next is read.
 pub fn run(args: SimulateArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     args.batches.require("no batches to simulate")?;
-    let loaded = args.batches.files.load_scheme()?;
-    let (mut topology, topo_source) = args.topology.resolve_with_scheme(loaded.as_ref())?;
+    let opened = Loaded::open(
+        &args.topology,
+        args.batches.files.scheme.as_deref(),
+        Some(3),
+    )?;
+    let (mut topology, topo_source) = opened.topology_or_default()?;
+    let topo_source = topo_source.to_string();
+    let loaded = opened.scheme;
     let net = args.model.model()?;
     let strategies = args.strategy.strategies();
     let mode = match args.client.is_empty() {
@@ -182,12 +189,7 @@ fn client_mode(args: &SimulateArgs, topology: &mut Topology) -> anyhow::Result<M
     let mut profiles = clients(&args.client)?;
     if args.client.iter().any(|n| n == "all") {
         // Only the profiles that apply to this kind of topology.
-        let ring = matches!(topology, Topology::Ring(_));
-        profiles.retain(|c| match c {
-            Client::Twemproxy => ring,
-            Client::Envoy => true,
-            _ => !ring,
-        });
+        profiles.retain(|c| c.applies_to(topology));
     }
     for spec in &args.migrating {
         let bad = |why: &dyn std::fmt::Display| {

@@ -2,6 +2,7 @@
 
 use super::Ctx;
 use super::args::{InputArgs, TopologyArgs, threads};
+use super::loaded::Loaded;
 use crate::error::{ExitStatus, UserError};
 use crate::keys::parallel::SlotHistogram;
 use crate::report::slot::{
@@ -106,7 +107,9 @@ pub fn run(args: SlotArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
         )
         .into());
     }
-    let topology = args.topology.resolve(None)?.map(|(t, _)| t);
+    let topology = Loaded::open(&args.topology, None, None)?
+        .topology()?
+        .map(|(t, _)| t);
     let format = args.format.resolve(args.files.is_empty());
     if args.counts {
         return run_counts(&args, topology.as_ref(), format, ctx);

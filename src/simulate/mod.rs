@@ -97,7 +97,11 @@ impl NetworkModel {
 
 impl Default for NetworkModel {
     fn default() -> Self {
-        NetworkModel::uncalibrated(0.5, perf::DEFAULT_KEY_US, 1250.0)
+        NetworkModel::uncalibrated(
+            perf::DEFAULT_RTT_MS,
+            perf::DEFAULT_KEY_US,
+            perf::DEFAULT_BANDWIDTH_MB_S,
+        )
     }
 }
 
@@ -158,9 +162,9 @@ impl NetworkModel {
     ) -> NetworkModel {
         let Some(params) = calibration else {
             return NetworkModel::uncalibrated(
-                rtt_ms.unwrap_or(0.5),
+                rtt_ms.unwrap_or(perf::DEFAULT_RTT_MS),
                 per_key_us.unwrap_or(perf::DEFAULT_KEY_US),
-                bandwidth_mb_s.unwrap_or(1250.0),
+                bandwidth_mb_s.unwrap_or(perf::DEFAULT_BANDWIDTH_MB_S),
             );
         };
         let mut net = NetworkModel::calibrated(params, rtt_ms);
@@ -180,7 +184,7 @@ impl NetworkModel {
     pub fn probed(probe_ms: f64) -> NetworkModel {
         let d = perf::PerfParams::defaults(0.0).latency;
         let wave_ms = (probe_ms - (d.lane_us + d.command_us) / 1000.0).max(0.001);
-        NetworkModel::uncalibrated(wave_ms, perf::DEFAULT_KEY_US, 1250.0)
+        NetworkModel::uncalibrated(wave_ms, perf::DEFAULT_KEY_US, perf::DEFAULT_BANDWIDTH_MB_S)
     }
 
     /// A model where only round trips cost (`rtt_ms` each): no per-lane, per-command or

@@ -96,6 +96,12 @@ pub type Jitter = [f64; 101];
 /// Default time per key (µs), as measured on loopback.
 pub const DEFAULT_KEY_US: f64 = 0.19;
 
+/// The default client→server bandwidth, MB/s (10 Gbit/s).
+pub const DEFAULT_BANDWIDTH_MB_S: f64 = 1250.0;
+
+/// The default round trip of one wave, ms.
+pub const DEFAULT_RTT_MS: f64 = 0.5;
+
 /// The calibrated (or default) parameters.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct PerfParams {

@@ -12,6 +12,7 @@
 //! then become waves of lanes (one per node) and are costed by the one model the strategies
 //! use ([`crate::simulate::exec::batch_load`]).
 
+mod profile;
 mod redirect;
 mod split;
 mod waves;
@@ -19,6 +20,7 @@ mod waves;
 use super::exec::LaneLoad;
 use super::{Batch, BatchKind, NetworkModel};
 use crate::topology::Topology;
+use profile::{Serves, Version};
 use serde::Serialize;
 use split::{OpPlan, plan_op};
 use std::collections::BTreeMap;
@@ -81,46 +83,12 @@ impl Client {
 
     /// The name used on the command line.
     pub fn name(self) -> &'static str {
-        match self {
-            Client::Jedis3 => "jedis3",
-            Client::Jedis => "jedis",
-            Client::Jedis8 => "jedis8",
-            Client::Lettuce => "lettuce",
-            Client::RedisPy => "redis-py",
-            Client::RedisPyNonatomic => "redis-py-nonatomic",
-            Client::StackExchange => "stackexchange",
-            Client::Redisson => "redisson",
-            Client::GoRedis => "go-redis",
-            Client::Ioredis => "ioredis",
-            Client::NodeRedis => "node-redis",
-            Client::RedisRs => "redis-rs",
-            Client::RedisRsAsync => "redis-rs-async",
-            Client::Twemproxy => "twemproxy",
-            Client::Envoy => "envoy",
-        }
+        self.profile().name
     }
 
     /// The versions this profile models.
     pub fn models(self) -> &'static str {
-        match self {
-            Client::Jedis3 => "Jedis 3.x JedisCluster",
-            Client::Jedis => "Jedis 4.4-7.x JedisCluster, ClusterPipeline",
-            Client::Jedis8 => "Jedis 8.0 RedisClusterClient",
-            Client::Lettuce => "Lettuce 4.x-7.x advanced cluster commands",
-            Client::RedisPy => "redis-py 6.1-8.x RedisCluster (sync): mget, mset, delete…",
-            Client::RedisPyNonatomic => {
-                "redis-py 6.1-8.x RedisCluster: mget_nonatomic, mset_nonatomic"
-            }
-            Client::StackExchange => "StackExchange.Redis 2.x (IBatch, ITransaction)",
-            Client::Redisson => "Redisson 3.x (RBuckets, RKeys, RBatch)",
-            Client::GoRedis => "go-redis v9.11+ ClusterClient, default resolver",
-            Client::Ioredis => "ioredis 4-6 Cluster",
-            Client::NodeRedis => "node-redis, @redis/client 6.2+",
-            Client::RedisRs => "redis-rs 0.23.4+ ClusterConnection (sync)",
-            Client::RedisRsAsync => "redis-rs 0.23.4+ async cluster",
-            Client::Twemproxy => "twemproxy 0.4+",
-            Client::Envoy => "Envoy redis_proxy",
-        }
+        self.profile().models
     }
 
     /// The profiles for `NAME` or `NAME@VERSION` on the command line (`redis-py` gives both its
@@ -138,28 +106,19 @@ impl Client {
             })?),
             None => None,
         };
-        // (profile, lowest version, first version past the range), by library name.
-        let ranges: &[(Client, Version, Version)] = match name {
-            "jedis" => &[
-                (Client::Jedis3, (3, 0, 0), (4, 0, 0)),
-                (Client::Jedis, (4, 4, 0), (8, 0, 0)),
-                (Client::Jedis8, (8, 0, 0), (9, 0, 0)),
-            ],
-            "lettuce" => &[(Client::Lettuce, (4, 0, 0), (8, 0, 0))],
-            "redis-py" => &[(Client::RedisPy, (6, 1, 0), (9, 0, 0))],
-            "go-redis" => &[(Client::GoRedis, (9, 11, 0), (10, 0, 0))],
-            "ioredis" => &[(Client::Ioredis, (4, 0, 0), (7, 0, 0))],
-            "node-redis" => &[(Client::NodeRedis, (6, 2, 0), (7, 0, 0))],
-            "redis-rs" => &[(Client::RedisRs, (0, 23, 4), (2, 0, 0))],
-            "redis-rs-async" => &[(Client::RedisRsAsync, (0, 23, 4), (2, 0, 0))],
-            "stackexchange" => &[(Client::StackExchange, (2, 0, 0), (3, 0, 0))],
-            "redisson" => &[(Client::Redisson, (3, 0, 0), (4, 0, 0))],
-            "twemproxy" => &[(Client::Twemproxy, (0, 4, 0), (1, 0, 0))],
-            _ => &[],
-        };
+        // (profile, lowest version, first version past the range) of the library `name`.
+        let ranges: Vec<(Client, Version, Version)> = Client::ALL
+            .iter()
+            .filter_map(|&c| match c.profile().versions {
+                Some((library, lo, hi)) if library == name => Some((c, lo, hi)),
+                _ => None,
+            })
+            .collect();
         let exact = Client::ALL.iter().find(|c| c.name() == name).copied();
         let picked: Vec<Client> = match (v, exact) {
-            (None, Some(c)) => vec![c],
+            (None, Some(c)) => std::iter::once(c)
+                .chain(c.profile().also.iter().copied())
+                .collect(),
             (None, None) => Vec::new(),
             (Some(v), _) => ranges
                 .iter()
@@ -183,9 +142,6 @@ impl Client {
                     modelled.join("; ")
                 },
             });
-        }
-        if picked == [Client::RedisPy] {
-            return Ok(vec![Client::RedisPy, Client::RedisPyNonatomic]);
         }
         Ok(picked)
     }
@@ -225,7 +181,17 @@ impl Client {
 
     /// A proxy (one hop client → proxy, then proxy → servers) rather than a library.
     pub fn is_proxy(self) -> bool {
-        matches!(self, Client::Twemproxy | Client::Envoy)
+        self.profile().proxy
+    }
+
+    /// Whether the profile runs on `topology`'s kind: Redis Cluster clients on a slot map,
+    /// twemproxy on a ring of plain servers, Envoy on either.
+    pub fn applies_to(self, topology: &Topology) -> bool {
+        match (self.profile().serves, topology) {
+            (Serves::Both, _) => true,
+            (Serves::Cluster, Topology::Cluster(_)) | (Serves::Ring, Topology::Ring(_)) => true,
+            (Serves::Cluster, Topology::Ring(_)) | (Serves::Ring, Topology::Cluster(_)) => false,
+        }
     }
 }
 
@@ -269,9 +235,6 @@ fn several(names: &[&str]) -> String {
         _ => names.join(" and "),
     }
 }
-
-/// A library version: (major, minor, patch).
-type Version = (u32, u32, u32);
 
 /// `4`, `4.4`, `v9.11.0`, `0.23.4` → (major, minor, patch).
 fn parse_version(v: &str) -> Option<Version> {
@@ -383,25 +346,18 @@ pub fn simulate_client_stale(
         r.message = Some(message);
         r
     };
-    let is_ring = matches!(topo, Topology::Ring(_));
-    if client == Client::Twemproxy && !is_ring {
-        return fail(
-            r,
-            Outcome::NotModelled,
-            "twemproxy shards over a ring of plain servers: give a twemproxy config as \
-             --topology"
-                .into(),
-        );
-    }
-    if is_ring && !matches!(client, Client::Twemproxy | Client::Envoy) {
-        return fail(
-            r,
-            Outcome::NotModelled,
-            format!(
+    if !client.applies_to(topo) {
+        let why = match client.profile().serves {
+            Serves::Ring => format!(
+                "{0} shards over a ring of plain servers: give a {0} config as --topology",
+                client.name()
+            ),
+            Serves::Cluster | Serves::Both => format!(
                 "{} is a Redis Cluster client; this topology is a client-side ring",
                 client.name()
             ),
-        );
+        };
+        return fail(r, Outcome::NotModelled, why);
     }
     let plans: Vec<OpPlan> = b.ops.iter().map(|op| plan_op(client, op, topo)).collect();
     for p in &plans {

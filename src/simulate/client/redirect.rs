@@ -31,51 +31,6 @@ pub(super) enum PipeRedirect {
     WholeResend,
 }
 
-impl Client {
-    /// Redirects the client follows for one command before giving the error to the
-    /// application (clients.md: Jedis maxAttempts 5, Lettuce 5, redis-py TTL 16, go-redis
-    /// MaxRedirects 3, ioredis and node-redis 16, redis-rs 16 retries, StackExchange.Redis
-    /// one, Redisson no cap).
-    pub(super) fn max_redirects(self) -> u8 {
-        match self {
-            Client::Jedis3 | Client::Jedis | Client::Jedis8 => 4,
-            Client::Lettuce => 5,
-            Client::RedisPy | Client::RedisPyNonatomic => 15,
-            Client::GoRedis => 3,
-            Client::Ioredis | Client::NodeRedis | Client::RedisRs | Client::RedisRsAsync => 16,
-            Client::StackExchange => 1,
-            Client::Redisson => u8::MAX,
-            Client::Envoy | Client::Twemproxy => 0,
-        }
-    }
-
-    pub(super) fn follow(self) -> Option<Follow> {
-        use PipeRedirect::*;
-        let f = |asking_rtt, blocking_refresh, pipeline| {
-            Some(Follow {
-                asking_rtt,
-                blocking_refresh,
-                pipeline,
-            })
-        };
-        match self {
-            Client::Jedis3 | Client::Jedis | Client::Jedis8 => f(true, true, NotFollowed),
-            Client::Lettuce | Client::RedisRsAsync => f(false, false, PerCommand),
-            Client::RedisPy | Client::RedisPyNonatomic => f(true, false, SerialRetry),
-            Client::StackExchange | Client::Redisson => f(false, false, PerCommand),
-            // go-redis sleeps a jittered backoff below MinRetryBackoff (10 ms) before the retry
-            // round: modelled by its expected value.
-            Client::GoRedis => f(false, false, RetryRound { backoff_ms: 5.0 }),
-            Client::Ioredis => f(false, false, WholeResend),
-            Client::NodeRedis => f(false, true, PerCommand),
-            Client::RedisRs => f(true, true, SerialRetry),
-            // Envoy follows redirects only with enable_redirection (off by default); twemproxy
-            // backends are plain servers.
-            Client::Envoy | Client::Twemproxy => None,
-        }
-    }
-}
-
 /// Commands that only read (ioredis re-sends a redirected pipeline only when the others are).
 pub(super) const READ_ONLY: &[&str] = &[
     "GET",
@@ -242,7 +197,7 @@ pub(super) fn follow_redirects(
     // Follow-up waves are themselves checked (a MOVED can lead to an ASK), so work through a
     // queue with the follow-ups of a wave put first.
     let mut queue: std::collections::VecDeque<Vec<Sub>> = waves.into();
-    let limit = client.max_redirects();
+    let limit = client.profile().max_redirects;
     while let Some(mut wave) = queue.pop_front() {
         let original = wave.clone();
         let mut hits: Vec<(Sub, bool, usize)> = Vec::new();
@@ -258,7 +213,7 @@ pub(super) fn follow_redirects(
                 } else {
                     moved_count += 1;
                 }
-                if sub.hops >= limit && client.follow().is_some() {
+                if sub.hops >= limit && client.profile().follow.as_ref().is_some() {
                     over_limit.get_or_insert(hit);
                 } else {
                     hits.push(hit);
@@ -292,7 +247,7 @@ pub(super) fn follow_redirects(
         if hits.is_empty() {
             continue;
         }
-        let Some(follow) = client.follow() else {
+        let Some(follow) = client.profile().follow.as_ref() else {
             errors.push((Outcome::ServerError, format!("{} returned to the application (the proxy does not follow redirects by default)", message(&hits[0]))));
             continue;
         };

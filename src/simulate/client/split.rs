@@ -21,67 +21,6 @@ pub(super) enum Unit {
     Key,
 }
 
-impl Client {
-    /// Commands the client splits itself when their keys span several slots (servers).
-    pub(super) fn splits(self) -> &'static [&'static str] {
-        match self {
-            Client::Jedis3 | Client::Jedis | Client::GoRedis | Client::Ioredis => &[],
-            Client::Jedis8 => &["DEL", "EXISTS", "MGET", "MSET", "TOUCH", "UNLINK", "MSETEX"],
-            Client::Lettuce => &[
-                "DEL", "EXISTS", "MGET", "MSET", "TOUCH", "UNLINK", "MSETNX", "MSETEX",
-            ],
-            Client::RedisPy => &["DEL", "EXISTS", "UNLINK", "TOUCH"],
-            Client::RedisPyNonatomic => &["DEL", "EXISTS", "UNLINK", "TOUCH", "MGET", "MSET"],
-            Client::StackExchange => &[],
-            Client::Redisson => &["MGET", "MSET", "DEL", "UNLINK", "EXISTS", "TOUCH"],
-            Client::NodeRedis => &["DEL", "UNLINK", "EXISTS", "TOUCH", "MGET", "MSET"],
-            Client::RedisRs | Client::RedisRsAsync => {
-                &["MGET", "DEL", "EXISTS", "UNLINK", "TOUCH", "WATCH", "MSET"]
-            }
-            Client::Twemproxy => &["MGET", "DEL", "UNLINK", "TOUCH", "MSET"],
-            Client::Envoy => &["MGET", "MSET", "DEL", "EXISTS", "TOUCH", "UNLINK"],
-        }
-    }
-
-    pub(super) fn unit(self) -> Unit {
-        match self {
-            Client::Jedis8 => Unit::Runs,
-            Client::Twemproxy => Unit::Server,
-            Client::Envoy => Unit::Key,
-            _ => Unit::Slot,
-        }
-    }
-
-    /// Split sub-commands go one after another (each a full round trip).
-    pub(super) fn serial_split(self) -> bool {
-        matches!(self, Client::Jedis8 | Client::RedisRs)
-    }
-
-    /// The client-side error for a multi-slot command it does not split, if it checks.
-    pub(super) fn rejects(self, command: &str) -> Option<String> {
-        match self {
-            Client::Jedis3 => Some(
-                "JedisClusterOperationException: No way to dispatch this command to Redis \
-                 Cluster because keys have different slots."
-                    .into(),
-            ),
-            Client::Jedis | Client::Jedis8 => {
-                Some("JedisClusterOperationException: Keys must belong to same hashslot.".into())
-            }
-            Client::StackExchange => Some(
-                "RedisCommandException: Multi-key operations must involve a single slot; keys \
-                 can use 'hash tags' to help this, i.e. '{/users/12345}/account' and \
-                 '{/users/12345}/contacts' will always be in the same slot"
-                    .into(),
-            ),
-            Client::RedisPy | Client::RedisPyNonatomic => Some(format!(
-                "RedisClusterException: {command} - all keys must map to the same key slot"
-            )),
-            _ => None,
-        }
-    }
-}
-
 /// One command a node receives.
 #[derive(Debug, Clone)]
 pub(super) struct Sub {
@@ -188,13 +127,14 @@ pub(super) fn plan_op(client: Client, op: &Op, topo: &Topology) -> OpPlan {
             serial: false,
         };
     }
-    if client.splits().contains(&op.command.as_str()) {
+    let split = &client.profile().split;
+    if split.commands.contains(&op.command.as_str()) {
         let mut groups: Vec<Vec<&Placed<'_>>> = Vec::new();
-        match client.unit() {
+        match split.unit {
             Unit::Slot | Unit::Server => {
                 let mut index: BTreeMap<u64, usize> = BTreeMap::new();
                 for k in &keys {
-                    let id = match client.unit() {
+                    let id = match split.unit {
                         Unit::Slot => u64::from(k.slot),
                         _ => k.node.unwrap_or(0) as u64,
                     };
@@ -215,7 +155,7 @@ pub(super) fn plan_op(client: Client, op: &Op, topo: &Topology) -> OpPlan {
             }
             Unit::Key => groups = keys.iter().map(|k| vec![k]).collect(),
         }
-        let command = if client.unit() == Unit::Key {
+        let command = if split.unit == Unit::Key {
             op.single_key_command()
         } else {
             op.command.as_str()
@@ -226,17 +166,17 @@ pub(super) fn plan_op(client: Client, op: &Op, topo: &Topology) -> OpPlan {
                 node: g[0].node.unwrap_or(0),
                 keys: g.len() as u64,
                 bytes: command_bytes(command, g),
-                slot: (client.unit() != Unit::Server).then_some(g[0].slot),
+                slot: (split.unit != Unit::Server).then_some(g[0].slot),
                 hops: 0,
             })
             .collect();
         return OpPlan::Send {
             subs,
-            serial: client.serial_split(),
+            serial: split.serial,
         };
     }
-    if let Some(message) = client.rejects(&op.command) {
-        return OpPlan::Reject(message);
+    if let Some(refusal) = client.profile().refusal {
+        return OpPlan::Reject(refusal.say(&op.command));
     }
     match topo {
         Topology::Cluster(_) => OpPlan::ServerError {

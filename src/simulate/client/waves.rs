@@ -1,10 +1,8 @@
 //! The first phase of a client profile: the waves of commands a client sends for a batch on
 //! its own slot map (a multi-key command, a pipeline, or MULTI…EXEC), or its refusal.
 
-use super::split::{
-    CROSSSLOT, OpPlan, REDIS_RS_PIPELINE_ILLEGAL, Sub, command_bytes, control, ioredis_refusal,
-    place,
-};
+use super::profile::{Multi, Pipeline, Precheck};
+use super::split::{CROSSSLOT, OpPlan, Sub, command_bytes, control, ioredis_refusal, place};
 use super::{Client, Outcome, redirect::redirect};
 use crate::simulate::{Batch, BatchKind, Op};
 use crate::slot::key_slot;
@@ -133,40 +131,40 @@ fn pipeline(cx: &Cx<'_>, out: &mut Built) -> Result<(), Refused> {
     let whole = |op: &Op, keys: u64| whole(op, keys, topo);
     let Built { waves, errors, .. } = out;
     let multi_slot: Option<&Op> = b.ops.iter().find(|op| slots_of(op).len() > 1);
-    match client {
-        Client::Jedis3 => {
-            return Err(Refused::new(
-                Outcome::ClientError,
-                "Jedis 3.x has no cluster pipeline".into(),
-            ));
+    let profile = client.profile();
+    let all_whole = |b: &Batch| -> Vec<Sub> {
+        b.ops
+            .iter()
+            .map(|op| whole(op, op.keys.len() as u64))
+            .collect()
+    };
+    match &profile.pipeline {
+        Pipeline::Unsupported(m) => {
+            return Err(Refused::new(Outcome::ClientError, (*m).into()));
         }
-        Client::Jedis | Client::Jedis8 => {
+        Pipeline::PerNode {
+            readers,
+            split_refusal,
+        } => {
             if let Some(op) = multi_slot {
-                let m =
-                    if client == Client::Jedis8 && client.splits().contains(&op.command.as_str()) {
-                        format!(
-                            "UnsupportedOperationException: {} cannot be routed to a \
-                             single slot in a ClusterPipeline",
-                            op.command
-                        )
-                    } else {
-                        "JedisClusterOperationException: Keys must belong to same \
-                         hashslot."
-                            .into()
-                    };
+                let m = match split_refusal {
+                    Some(w) if profile.split.commands.contains(&op.command.as_str()) => {
+                        w.say(&op.command)
+                    }
+                    _ => profile
+                        .refusal
+                        .map(|w| w.say(&op.command))
+                        .unwrap_or_else(|| format!("{}: {CROSSSLOT}", op.command)),
+                };
                 return Err(Refused::new(Outcome::ClientError, m));
             }
-            // Grouped per node; sync() reads the nodes with 3 worker threads, so the
-            // nodes are waited for in waves of 3.
-            let subs: Vec<Sub> = b
-                .ops
-                .iter()
-                .map(|op| whole(op, op.keys.len() as u64))
-                .collect();
+            // Grouped per node; the nodes are read `readers` at a time, so they are waited
+            // for in waves of that many.
+            let subs = all_whole(b);
             let mut nodes: Vec<usize> = subs.iter().map(|s| s.node).collect();
             nodes.sort_unstable();
             nodes.dedup();
-            for chunk in nodes.chunks(3) {
+            for chunk in nodes.chunks(*readers) {
                 waves.push(
                     subs.iter()
                         .filter(|s| chunk.contains(&s.node))
@@ -177,42 +175,21 @@ fn pipeline(cx: &Cx<'_>, out: &mut Built) -> Result<(), Refused> {
         }
         // Every command of the pipeline must address one slot (checked before sending),
         // then per node (redis-py) or per command (StackExchange IBatch).
-        Client::RedisPy | Client::RedisPyNonatomic | Client::StackExchange => {
-            if let Some(m) = multi_slot.and_then(|op| client.rejects(&op.command)) {
+        Pipeline::EachOneSlot => {
+            if let Some(m) = multi_slot.and_then(|op| profile.refusal.map(|w| w.say(&op.command))) {
                 return Err(Refused::new(Outcome::ClientError, m));
             }
-            waves.push(
-                b.ops
-                    .iter()
-                    .map(|op| whole(op, op.keys.len() as u64))
-                    .collect(),
-            );
+            waves.push(all_whole(b));
         }
-        Client::Ioredis => {
-            if let Some(m) = ioredis_refusal(b, topo) {
+        Pipeline::Checked(check) => {
+            if let Some(m) = precheck(*check, b, topo) {
                 return Err(Refused::new(Outcome::ClientError, m.into()));
             }
-            waves.push(
-                b.ops
-                    .iter()
-                    .map(|op| whole(op, op.keys.len() as u64))
-                    .collect(),
-            );
+            waves.push(all_whole(b));
         }
-        Client::RedisRs => {
-            if let Some(op) = b
-                .ops
-                .iter()
-                .find(|o| REDIS_RS_PIPELINE_ILLEGAL.contains(&o.command.as_str()))
-            {
-                return Err(Refused::new(
-                    Outcome::ClientError,
-                    format!(
-                        "This command cannot be safely routed in cluster mode - \
-                             Client: Command '{}' can't be executed in a cluster pipeline.",
-                        op.command
-                    ),
-                ));
+        Pipeline::ServerDecides { illegal, refusal } => {
+            if let Some(op) = b.ops.iter().find(|o| illegal.contains(&o.command.as_str())) {
+                return Err(Refused::new(Outcome::ClientError, refusal.say(&op.command)));
             }
             let mut wave = Vec::new();
             for op in &b.ops {
@@ -225,34 +202,7 @@ fn pipeline(cx: &Cx<'_>, out: &mut Built) -> Result<(), Refused> {
             }
             waves.push(wave);
         }
-        Client::RedisRsAsync => {
-            let all: Vec<u16> = {
-                let mut s: Vec<u16> = b.ops.iter().flat_map(&slots_of).collect();
-                s.sort_unstable();
-                s.dedup();
-                s
-            };
-            if all.len() > 1 {
-                return Err(Refused::new(
-                    Outcome::ClientError,
-                    "CrossSlot: Received crossed slots in pipeline".into(),
-                ));
-            }
-            waves.push(
-                b.ops
-                    .iter()
-                    .map(|op| whole(op, op.keys.len() as u64))
-                    .collect(),
-            );
-        }
-        // Each command handled as it would be alone (split where the client splits,
-        // else routed by its first key), everything in flight at once.
-        Client::Lettuce
-        | Client::Redisson
-        | Client::GoRedis
-        | Client::NodeRedis
-        | Client::Twemproxy
-        | Client::Envoy => {
+        Pipeline::AsAlone => {
             let mut wave = Vec::new();
             for plan in plans {
                 match plan {
@@ -277,6 +227,19 @@ fn pipeline(cx: &Cx<'_>, out: &mut Built) -> Result<(), Refused> {
     Ok(())
 }
 
+/// The refusal of a whole-batch check, if the batch fails it.
+fn precheck(check: Precheck, b: &Batch, topo: &Topology) -> Option<&'static str> {
+    match check {
+        Precheck::SlotsAndOneNode => ioredis_refusal(b, topo),
+        Precheck::OneSlot(m) => {
+            let mut all: Vec<u16> = b.ops.iter().flat_map(&slots_of).collect();
+            all.sort_unstable();
+            all.dedup();
+            (all.len() > 1).then_some(m)
+        }
+    }
+}
+
 /// MULTI…EXEC: one node's transaction, per-node transactions (Redisson), or a refusal.
 fn multi(cx: &Cx<'_>, out: &mut Built) -> Result<(), Refused> {
     let Cx {
@@ -298,8 +261,8 @@ fn multi(cx: &Cx<'_>, out: &mut Built) -> Result<(), Refused> {
     slots.sort_unstable();
     slots.dedup();
     let cross = slots.len() > 1;
-    match client {
-        Client::Jedis3 | Client::Jedis | Client::Jedis8 | Client::Lettuce => {
+    match &client.profile().multi {
+        Multi::NotModelled => {
             return Err(Refused::new(
                 Outcome::NotModelled,
                 format!(
@@ -308,29 +271,24 @@ fn multi(cx: &Cx<'_>, out: &mut Built) -> Result<(), Refused> {
                 ),
             ));
         }
-        Client::Twemproxy => {
+        Multi::ProxyRefuses(m) => {
             // The proxy answers the MULTI itself: one round trip.
             return Err(Refused {
                 one_trip: true,
-                ..Refused::new(
-                    Outcome::ProxyError,
-                    "twemproxy does not support MULTI".into(),
-                )
+                ..Refused::new(Outcome::ProxyError, (*m).into())
             });
         }
-        Client::RedisRs => {
-            return Err(Refused::new(
-                Outcome::ClientError,
-                "atomic pipelines are not supported in cluster mode (redis-rs sync)".into(),
-            ));
+        Multi::Refused(m) => {
+            return Err(Refused::new(Outcome::ClientError, (*m).into()));
         }
-        Client::StackExchange if cross => {
-            let m = client.rejects("MULTI").unwrap_or_default();
-            return Err(Refused::new(Outcome::ClientError, m));
+        Multi::OneNode(Some(check)) if cross => {
+            if let Some(m) = precheck(*check, b, topo) {
+                return Err(Refused::new(Outcome::ClientError, m.into()));
+            }
         }
-        Client::Redisson => {
-            // RBatch in an atomic mode: each node's commands wrapped in their own
-            // MULTI/EXEC, the nodes in parallel.
+        Multi::OneNode(_) => {}
+        Multi::PerNode => {
+            // Each node's commands wrapped in their own MULTI/EXEC, the nodes in parallel.
             let mut groups: BTreeMap<usize, Vec<&Op>> = BTreeMap::new();
             for op in b.ops.iter().filter(|o| !o.keys.is_empty()) {
                 groups.entry(first_node(op)).or_default().push(op);
@@ -367,7 +325,7 @@ fn multi(cx: &Cx<'_>, out: &mut Built) -> Result<(), Refused> {
             }
             redisson_multi = Some(wave);
         }
-        Client::RedisPy | Client::RedisPyNonatomic => {
+        Multi::PlainPipeline => {
             // The code that sent MULTI on one server calls `pipeline()`, whose default on a
             // RedisCluster (transaction=None) is a plain pipeline: no MULTI, no error, no
             // atomicity (redis-py 8.1 `ClusterPipeline`, verified by running it). With
@@ -390,24 +348,6 @@ fn multi(cx: &Cx<'_>, out: &mut Built) -> Result<(), Refused> {
             ));
             return Ok(());
         }
-        Client::GoRedis if cross => {
-            return Err(Refused::new(
-                Outcome::ClientError,
-                "ErrCrossSlot: TxPipeline keys span several slots (go-redis v9.11+)".into(),
-            ));
-        }
-        Client::RedisRsAsync if cross => {
-            return Err(Refused::new(
-                Outcome::ClientError,
-                "CrossSlot: Received crossed slots in pipeline".into(),
-            ));
-        }
-        Client::Ioredis if cross => {
-            if let Some(m) = ioredis_refusal(b, topo) {
-                return Err(Refused::new(Outcome::ClientError, m.into()));
-            }
-        }
-        _ => {}
     }
     if let Some(wave) = redisson_multi {
         waves.push(wave);
