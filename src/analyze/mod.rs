@@ -11,7 +11,7 @@ pub mod snapshot;
 use crate::keys::display::ByteString;
 use crate::keys::parallel::{ChunkSink, RawChunk};
 use crate::keys::{ReadSummary, Record};
-use crate::pattern::{Delimiters, Observation, PatternTree};
+use crate::pattern::{Delimiters, Observation, Pattern, PatternTree};
 use crate::sketch::{Hll, SpaceSaving, hash64};
 use crate::skew::{Skew, describe, skew};
 use crate::slot::bulk::{BulkScanner, KeySpan, LineCounts};
@@ -84,7 +84,7 @@ pub struct Analyzer<'t> {
     /// Each node's data bytes as it reports them (a live cluster).
     node_dataset: Option<Vec<u64>>,
     /// Where the ops weights come from, when the servers measured them (a live cluster).
-    ops_source: Option<String>,
+    ops_source: Option<OpsSource>,
     /// Each node's measured load (a live cluster): CPU µs, request and reply bytes.
     node_load: Option<Vec<ServerLoad>>,
 }
@@ -217,8 +217,8 @@ impl<'t> Analyzer<'t> {
 
     /// The servers' own measure of each slot's load (CPU µs from `CLUSTER SLOT-STATS`) as the
     /// ops weights of slots and nodes: node shares, hot slots by load and the verdict follow
-    /// it. `source` says where it comes from and over what time.
-    pub fn set_slot_ops(&mut self, ops: Vec<f64>, source: String) {
+    /// it. `since` says over what time the servers measured it.
+    pub fn set_slot_ops(&mut self, ops: Vec<f64>, since: String) {
         let topo = self.topology;
         self.node_ops = vec![0.0; topo.nodes().len()];
         for (s, &o) in ops.iter().enumerate() {
@@ -228,12 +228,12 @@ impl<'t> Analyzer<'t> {
         }
         self.slot_ops = ops;
         self.saw_ops = true;
-        self.ops_source = Some(source);
+        self.ops_source = Some(OpsSource::SlotStatsCpu { since });
     }
 
-    /// Says where the ops weights the keys carried come from (e.g. `OBJECT FREQ`).
-    pub fn set_ops_source(&mut self, source: String) {
-        self.ops_source = Some(source);
+    /// Says the ops weights the keys carried are their LFU counters (`OBJECT FREQ`).
+    pub fn set_ops_from_heat(&mut self) {
+        self.ops_source = Some(OpsSource::ObjectFreq);
     }
 
     /// Each node's load as its server measured it.
@@ -447,11 +447,69 @@ pub enum NoteKind {
     },
 }
 
+/// What kind of topology keys are placed on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TopologyKind {
+    /// A Redis Cluster slot map.
+    Cluster,
+    /// A client-side ring of servers.
+    Ring,
+}
+
+impl TopologyKind {
+    /// What a node's nominal share is a share of: slots, or the ring.
+    pub fn nominal(self) -> &'static str {
+        match self {
+            TopologyKind::Cluster => "slots",
+            TopologyKind::Ring => "ring",
+        }
+    }
+}
+
+/// Where the ops weights come from when the servers measured them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OpsSource {
+    /// CPU µs per slot from `CLUSTER SLOT-STATS`, over the time given in words.
+    SlotStatsCpu {
+        /// Since when, or over what window.
+        since: String,
+    },
+    /// Each sampled key's LFU counter (`OBJECT FREQ`).
+    ObjectFreq,
+}
+
+impl OpsSource {
+    /// The ops are CPU time.
+    pub fn is_cpu(&self) -> bool {
+        matches!(self, OpsSource::SlotStatsCpu { .. })
+    }
+}
+
+impl std::fmt::Display for OpsSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OpsSource::SlotStatsCpu { since } => {
+                write!(f, "CPU µs per slot from CLUSTER SLOT-STATS: {since}")
+            }
+            OpsSource::ObjectFreq => f.write_str(
+                "OBJECT FREQ of each sampled key (its LFU access counter, logarithmic: a heat rank, not a count of operations)",
+            ),
+        }
+    }
+}
+
+impl Serialize for OpsSource {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
 /// Where the topology came from and what it says.
 #[derive(Debug, Clone, Serialize)]
 pub struct TopologyInfo {
-    /// `cluster`.
-    pub kind: &'static str,
+    /// A slot map or a ring.
+    pub kind: TopologyKind,
     /// In words: `default: 3 masters as redis-cli --cluster create assigns slots`, …
     pub source: String,
     /// Number of nodes keys can land on.
@@ -482,7 +540,7 @@ pub struct Totals {
     /// Where the ops weights come from when the servers measured them (`CLUSTER SLOT-STATS`
     /// CPU µs, and over what time); absent for a dump's ops column.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub ops_source: Option<String>,
+    pub ops_source: Option<OpsSource>,
     /// Lines read.
     pub lines: u64,
     /// Blank lines skipped.
@@ -708,23 +766,126 @@ fn share(part: f64, total: f64) -> f64 {
 }
 
 impl Analyzer<'_> {
-    /// Builds the report. `read` is the reader's summary over all inputs; `source` says where
-    /// the topology came from.
+    /// Builds the report, section by section as it is rendered. `read` is the reader's summary
+    /// over all inputs; `source` says where the topology came from.
     pub fn finish(
-        self,
+        mut self,
         read: &ReadSummary,
         source: String,
         config: &AnalyzeConfig,
     ) -> AnalyzeReport {
-        let topo = self.topology;
+        let all_patterns = std::mem::replace(
+            &mut self.patterns,
+            PatternTree::new(config.delimiters.clone(), 0),
+        )
+        .finish();
+        let f = Figures::of(&self, config);
+        let topo = f.topo;
         let map = topo.slot_map();
+        let nodes = f.nodes();
+        let (sk_keys, sk_bytes, sk_ops) = f.skews();
+        let (hot_slots, hot_slots_by_ops) = f.hot_slots();
+        let (hot_tags, hot_tags_by_bytes) = f.hot_tags();
+        let verdict = f.verdict(&sk_keys, &sk_bytes, &sk_ops, &hot_tags, &hot_tags_by_bytes);
+        let listed = f.patterns(all_patterns);
+        // The heavy tags, for the notes on tag patterns' hottest values.
+        let heavy_tags: Vec<(Vec<u8>, u64)> = self
+            .tags_by_keys
+            .top(config.heavy_capacity)
+            .into_iter()
+            .map(|h| (h.item, h.weight - h.error))
+            .collect();
+        let mut notes = notes(&listed.patterns, topo);
+        notes.extend(tag_value_notes(&listed.patterns, &heavy_tags));
+        AnalyzeReport {
+            topology: TopologyInfo {
+                kind: if self.ring {
+                    TopologyKind::Ring
+                } else {
+                    TopologyKind::Cluster
+                },
+                source,
+                nodes: f.names.len(),
+                uncovered_slots: map.map(|m| m.uncovered()).unwrap_or_default(),
+                migrating: map.map(|m| m.migrations().to_vec()).unwrap_or_default(),
+            },
+            totals: f.totals(read),
+            nodes,
+            skew: SkewReport {
+                keys: sk_keys,
+                bytes: sk_bytes,
+                ops: sk_ops,
+                verdict,
+            },
+            hot_slots,
+            hot_slots_by_ops,
+            hot_tags,
+            hot_tags_by_bytes,
+            notes,
+            patterns: listed.patterns,
+            patterns_not_listed: listed.not_listed,
+            keys_not_listed: listed.keys_not_listed,
+            bytes_not_listed: listed.bytes_not_listed,
+            snapshot: read
+                .snapshot
+                .as_deref()
+                .map(|s| snapshot::snapshot_report(s, topo, config.top)),
+            slot_owner: if self.ring {
+                Vec::new()
+            } else {
+                (0..SLOT_COUNT)
+                    .map(|s| topo.node_of_slot(s as u16))
+                    .collect()
+            },
+            slot_keys: if self.ring {
+                Vec::new()
+            } else {
+                f.slot_keys.clone()
+            },
+        }
+    }
+}
+
+/// The patterns listed in a report and what the rest hold.
+struct ListedPatterns {
+    patterns: Vec<PatternReport>,
+    not_listed: usize,
+    keys_not_listed: u64,
+    bytes_not_listed: u64,
+}
+
+/// The figures every section of a report is computed from: the sample's counts, and the
+/// servers' exact counts of nodes and slots where they were read.
+struct Figures<'a, 't> {
+    a: &'a Analyzer<'t>,
+    config: &'a AnalyzeConfig,
+    topo: &'t Topology,
+    names: Vec<String>,
+    /// Keys sampled (all keys read, for a dump).
+    sampled_keys: u64,
+    /// Keys per slot: the servers' exact counts, else the sample's.
+    slot_keys: Vec<u64>,
+    /// Keys per node: likewise.
+    node_keys: Vec<u64>,
+    /// Whether the servers' exact counts were read.
+    exact: bool,
+    /// On a live cluster each node's sampled keys stand for its exact keys: the weight
+    /// that makes pattern, tag and byte figures estimates of the whole cluster.
+    factor: Option<Vec<f64>>,
+    keys: u64,
+    bytes: u64,
+    ops: f64,
+    slot_shares: Vec<f64>,
+    /// Slots with keys, most keys first.
+    slot_order: Vec<usize>,
+}
+
+impl<'a, 't> Figures<'a, 't> {
+    fn of(a: &'a Analyzer<'t>, config: &'a AnalyzeConfig) -> Figures<'a, 't> {
+        let topo = a.topology;
         let names: Vec<String> = topo.nodes().iter().map(|n| n.name.clone()).collect();
         let n = names.len();
-        // The sample's counts, and the figures of nodes and slots: the servers' exact counts
-        // where they were read.
-        let sampled_keys: u64 = self.slot_keys.iter().sum();
-        let sampled_node_keys = self.node_keys.clone();
-        let (slot_keys, exact_node_keys) = match &self.exact_slot_keys {
+        let (slot_keys, exact_node_keys) = match &a.exact_slot_keys {
             Some(exact) => {
                 let mut per_node = vec![0u64; n];
                 for (s, &c) in exact.iter().enumerate() {
@@ -734,30 +895,67 @@ impl Analyzer<'_> {
                 }
                 (exact.clone(), Some(per_node))
             }
-            None => (self.slot_keys.clone(), None),
+            None => (a.slot_keys.clone(), None),
         };
-        let node_keys: &Vec<u64> = exact_node_keys.as_ref().unwrap_or(&self.node_keys);
-        // On a live cluster each node's sampled keys stand for its exact keys: the weight
-        // that makes pattern, tag and byte figures estimates of the whole cluster.
         let factor: Option<Vec<f64>> = exact_node_keys.as_ref().map(|exact| {
             exact
                 .iter()
-                .zip(&sampled_node_keys)
+                .zip(&a.node_keys)
                 .map(|(&e, &s)| if s > 0 { e as f64 / s as f64 } else { 0.0 })
                 .collect()
         });
-        let (node_bytes, node_ops) = (&self.node_bytes, &self.node_ops);
-        let uncovered_keys = self.unplaced;
-        let keys: u64 = slot_keys.iter().sum();
-        let exact = self.exact_slot_keys.is_some();
-        let bytes: u64 = self.slot_bytes.iter().sum();
-        let ops: f64 = self.slot_ops.iter().sum();
-        let slot_counts: Vec<usize> = (0..n)
-            .map(|i| map.map(|m| m.slot_count(i)).unwrap_or(0))
-            .collect();
-        let slot_shares: Vec<f64> = topo.nominal_shares();
-        let nodes: Vec<NodeReport> = topo
-            .nodes()
+        let mut slot_order: Vec<usize> = (0..SLOT_COUNT).filter(|&s| slot_keys[s] > 0).collect();
+        slot_order.sort_by(|&x, &y| slot_keys[y].cmp(&slot_keys[x]).then(x.cmp(&y)));
+        Figures {
+            a,
+            config,
+            topo,
+            names,
+            sampled_keys: a.slot_keys.iter().sum(),
+            keys: slot_keys.iter().sum(),
+            slot_keys,
+            node_keys: exact_node_keys.unwrap_or_else(|| a.node_keys.clone()),
+            exact: a.exact_slot_keys.is_some(),
+            factor,
+            bytes: a.slot_bytes.iter().sum(),
+            ops: a.slot_ops.iter().sum(),
+            slot_shares: topo.nominal_shares(),
+            slot_order,
+        }
+    }
+
+    /// The totals over the whole input.
+    fn totals(&self, read: &ReadSummary) -> Totals {
+        let a = self.a;
+        Totals {
+            keys: self.keys,
+            sampled: self.exact.then_some(self.sampled_keys),
+            bytes: self.bytes,
+            ops: self.ops,
+            has_bytes: a.saw_bytes,
+            has_ops: a.saw_ops,
+            ops_source: a.ops_source.clone(),
+            lines: read.lines,
+            blank_lines: read.blank,
+            malformed_lines: read.malformed,
+            tagged_keys: a.tagged,
+            tagged_share: share(a.tagged as f64, self.sampled_keys as f64),
+            distinct_tags_estimate: if a.tagged == 0 {
+                0
+            } else {
+                a.tag_hll.estimate()
+            },
+            uncovered_keys: a.unplaced,
+        }
+    }
+
+    /// Each node's keys, bytes and load.
+    fn nodes(&self) -> Vec<NodeReport> {
+        let (a, topo, map) = (self.a, self.topo, self.topo.slot_map());
+        let (node_keys, sampled_node_keys) = (&self.node_keys, &a.node_keys);
+        let (node_bytes, node_ops) = (&a.node_bytes, &a.node_ops);
+        let (keys, bytes, ops, exact) = (self.keys, self.bytes, self.ops, self.exact);
+        topo.nodes()
             .iter()
             .enumerate()
             .map(|(i, node)| NodeReport {
@@ -765,18 +963,18 @@ impl Analyzer<'_> {
                 node_id: node.id.clone(),
                 address: node.address.clone(),
                 slot_ranges: map.map(|m| m.ranges_of(i)).unwrap_or_default(),
-                slots: slot_counts[i],
+                slots: map.map(|m| m.slot_count(i)).unwrap_or(0),
                 keys: node_keys[i],
                 sampled: exact.then(|| sampled_node_keys[i]),
-                dataset_bytes: self.node_dataset.as_ref().and_then(|d| d.get(i).copied()),
-                load: self.node_load.as_ref().and_then(|d| d.get(i).copied()),
+                dataset_bytes: a.node_dataset.as_ref().and_then(|d| d.get(i).copied()),
+                load: a.node_load.as_ref().and_then(|d| d.get(i).copied()),
                 bytes: node_bytes[i],
-                estimated_bytes: if exact && self.saw_bytes {
+                estimated_bytes: if exact && a.saw_bytes {
                     bytes_estimate(
                         sampled_node_keys[i],
                         node_keys[i],
                         node_bytes[i] as f64,
-                        self.node_bytes_sq[i],
+                        a.node_bytes_sq[i],
                     )
                 } else {
                     None
@@ -785,28 +983,43 @@ impl Analyzer<'_> {
                 share_keys: share(node_keys[i] as f64, keys as f64),
                 share_bytes: share(node_bytes[i] as f64, bytes as f64),
                 share_ops: share(node_ops[i], ops),
-                share_slots: slot_shares[i],
+                share_slots: self.slot_shares[i],
                 replicas: node.replicas,
                 flags: node.flags.clone(),
             })
-            .collect();
+            .collect()
+    }
+
+    /// Max over mean and the hottest node, per weight.
+    fn skews(&self) -> (Option<Skew>, Option<Skew>, Option<Skew>) {
+        let a = self.a;
+        let (names, slot_shares) = (&self.names, &self.slot_shares);
         let to_f = |v: &[u64]| v.iter().map(|&x| x as f64).collect::<Vec<_>>();
-        let sk_keys = skew(&to_f(node_keys), &names, &slot_shares);
-        let sk_bytes = if self.saw_bytes {
-            skew(&to_f(node_bytes), &names, &slot_shares)
+        let keys = skew(&to_f(&self.node_keys), names, slot_shares);
+        let bytes = if a.saw_bytes {
+            skew(&to_f(&a.node_bytes), names, slot_shares)
         } else {
             None
         };
-        let sk_ops = if self.saw_ops {
-            skew(node_ops, &names, &slot_shares)
+        let ops = if a.saw_ops {
+            skew(&a.node_ops, names, slot_shares)
         } else {
             None
         };
-        let what_share = if self.ring {
-            "of the ring"
-        } else {
-            "of the slots"
-        };
+        (keys, bytes, ops)
+    }
+
+    /// The verdict: how even the nodes are, and one slot or tag no rebalance can split.
+    fn verdict(
+        &self,
+        sk_keys: &Option<Skew>,
+        sk_bytes: &Option<Skew>,
+        sk_ops: &Option<Skew>,
+        hot_tags: &[TagReport],
+        hot_tags_by_bytes: &[TagReport],
+    ) -> String {
+        let (topo, keys, ring) = (self.topo, self.keys, self.a.ring);
+        let what_share = if ring { "of the ring" } else { "of the slots" };
         let random = matches!(
             topo.ring().map(|r| r.kind()),
             Some(crate::topology::ring::RingKind::Random)
@@ -814,108 +1027,9 @@ impl Analyzer<'_> {
         let mut verdict = if random {
             "the pool uses distribution: random, so any key can land on any server: there is no per-server placement to report".to_string()
         } else {
-            verdict(
-                keys,
-                &sk_keys,
-                &sk_bytes,
-                &sk_ops,
-                uncovered_keys,
-                what_share,
-            )
+            verdict(keys, sk_keys, sk_bytes, sk_ops, self.a.unplaced, what_share)
         };
-
-        let mut slot_order: Vec<usize> = (0..SLOT_COUNT).filter(|&s| slot_keys[s] > 0).collect();
-        slot_order.sort_by(|&a, &b| slot_keys[b].cmp(&slot_keys[a]).then(a.cmp(&b)));
-        let ring = self.ring;
-        let node_name = |slot: u16| {
-            if ring {
-                None
-            } else {
-                topo.node_of_slot(slot).map(|i| names[i].clone())
-            }
-        };
-        let slot_report = |s: usize| SlotReport {
-            slot: s as u16,
-            node: node_name(s as u16),
-            keys: slot_keys[s],
-            bytes: self.slot_bytes[s],
-            ops: self.slot_ops[s],
-            share_keys: share(slot_keys[s] as f64, keys as f64),
-            share_bytes: share(self.slot_bytes[s] as f64, bytes as f64),
-            share_ops: share(self.slot_ops[s], ops),
-        };
-        let hot_slots = slot_order
-            .iter()
-            .take(if ring { 0 } else { config.top })
-            .map(|&s| slot_report(s))
-            .collect();
-        let hot_slots_by_ops = if self
-            .ops_source
-            .as_deref()
-            .is_some_and(|s| s.starts_with("CPU"))
-            && !ring
-        {
-            let mut by_ops: Vec<usize> = (0..SLOT_COUNT)
-                .filter(|&s| self.slot_ops[s] > 0.0)
-                .collect();
-            by_ops.sort_by(|&a, &b| {
-                self.slot_ops[b]
-                    .total_cmp(&self.slot_ops[a])
-                    .then(a.cmp(&b))
-            });
-            by_ops
-                .iter()
-                .take(config.top)
-                .map(|&s| slot_report(s))
-                .collect()
-        } else {
-            Vec::new()
-        };
-        let tag_report = |h: &crate::sketch::HeavyHitter, by_bytes: bool| {
-            let slot = crc16(&h.item) & 0x3FFF;
-            let (k, kerr, b) = if by_bytes {
-                (h.other, 0, h.weight)
-            } else {
-                (h.weight, h.error, h.other)
-            };
-            let estimated_keys = factor.as_ref().map(|f| {
-                topo.node_of_slot(slot)
-                    .and_then(|i| f.get(i))
-                    .map_or(0.0, |x| k as f64 * x)
-            });
-            let sk = match estimated_keys {
-                Some(e) => share(e, keys as f64),
-                None => share(k as f64, sampled_keys as f64),
-            };
-            let sb = share(b as f64, bytes as f64);
-            TagReport {
-                tag: ByteString(h.item.clone()),
-                slot,
-                node: node_name(slot),
-                keys: k,
-                estimated_keys,
-                keys_error: kerr,
-                bytes: b,
-                share_keys: sk,
-                share_bytes: sb,
-                hot: sk > config.hot_tag_share || sb > config.hot_tag_share,
-            }
-        };
-        let hot_tags: Vec<TagReport> = self
-            .tags_by_keys
-            .top(config.top)
-            .iter()
-            .map(|h| tag_report(h, false))
-            .collect();
-        let hot_tags_by_bytes: Vec<TagReport> = if self.saw_bytes {
-            self.tags_by_bytes
-                .top(config.top)
-                .iter()
-                .map(|h| tag_report(h, true))
-                .collect()
-        } else {
-            Vec::new()
-        };
+        let (slot_order, slot_keys) = (&self.slot_order, &self.slot_keys);
         // Even nodes can hide one slot or one tag no rebalance can split: the verdict says so.
         if !ring && keys >= 100 {
             let mut hot: Vec<String> = Vec::new();
@@ -953,16 +1067,115 @@ impl Analyzer<'_> {
             }
         }
 
-        // The heavy tags, for the notes on tag patterns' hottest values.
-        let heavy_tags: Vec<(Vec<u8>, u64)> = self
-            .tags_by_keys
-            .top(config.heavy_capacity)
-            .into_iter()
-            .map(|h| (h.item, h.weight - h.error))
+        verdict
+    }
+
+    /// The node that owns `slot` (none on a ring: a ring places keys, not slots).
+    fn node_name(&self, slot: u16) -> Option<String> {
+        if self.a.ring {
+            None
+        } else {
+            self.topo.node_of_slot(slot).map(|i| self.names[i].clone())
+        }
+    }
+
+    fn slot_report(&self, s: usize) -> SlotReport {
+        let a = self.a;
+        SlotReport {
+            slot: s as u16,
+            node: self.node_name(s as u16),
+            keys: self.slot_keys[s],
+            bytes: a.slot_bytes[s],
+            ops: a.slot_ops[s],
+            share_keys: share(self.slot_keys[s] as f64, self.keys as f64),
+            share_bytes: share(a.slot_bytes[s] as f64, self.bytes as f64),
+            share_ops: share(a.slot_ops[s], self.ops),
+        }
+    }
+
+    /// The hottest slots by keys, and by CPU when the servers measured it.
+    fn hot_slots(&self) -> (Vec<SlotReport>, Vec<SlotReport>) {
+        let (a, config, ring) = (self.a, self.config, self.a.ring);
+        let hot_slots = self
+            .slot_order
+            .iter()
+            .take(if ring { 0 } else { config.top })
+            .map(|&s| self.slot_report(s))
             .collect();
-        let all = self.patterns.finish();
-        // At least `max_patterns`, and as many more as it takes to cover 99% of the keys (up
-        // to ten times as many); what the rest holds is said.
+        let hot_slots_by_ops = if a.ops_source.as_ref().is_some_and(OpsSource::is_cpu) && !ring {
+            let mut by_ops: Vec<usize> = (0..SLOT_COUNT).filter(|&s| a.slot_ops[s] > 0.0).collect();
+            by_ops.sort_by(|&x, &y| a.slot_ops[y].total_cmp(&a.slot_ops[x]).then(x.cmp(&y)));
+            by_ops
+                .iter()
+                .take(config.top)
+                .map(|&s| self.slot_report(s))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        (hot_slots, hot_slots_by_ops)
+    }
+
+    fn tag_report(&self, h: &crate::sketch::HeavyHitter, by_bytes: bool) -> TagReport {
+        let (config, keys, bytes) = (self.config, self.keys, self.bytes);
+        let slot = crc16(&h.item) & 0x3FFF;
+        let (k, kerr, b) = if by_bytes {
+            (h.other, 0, h.weight)
+        } else {
+            (h.weight, h.error, h.other)
+        };
+        let estimated_keys = self.factor.as_ref().map(|f| {
+            self.topo
+                .node_of_slot(slot)
+                .and_then(|i| f.get(i))
+                .map_or(0.0, |x| k as f64 * x)
+        });
+        let sk = match estimated_keys {
+            Some(e) => share(e, keys as f64),
+            None => share(k as f64, self.sampled_keys as f64),
+        };
+        let sb = share(b as f64, bytes as f64);
+        TagReport {
+            tag: ByteString(h.item.clone()),
+            slot,
+            node: self.node_name(slot),
+            keys: k,
+            estimated_keys,
+            keys_error: kerr,
+            bytes: b,
+            share_keys: sk,
+            share_bytes: sb,
+            hot: sk > config.hot_tag_share || sb > config.hot_tag_share,
+        }
+    }
+
+    /// The top tags by keys and by bytes.
+    fn hot_tags(&self) -> (Vec<TagReport>, Vec<TagReport>) {
+        let (a, top) = (self.a, self.config.top);
+        let by_keys = a
+            .tags_by_keys
+            .top(top)
+            .iter()
+            .map(|h| self.tag_report(h, false))
+            .collect();
+        let by_bytes = if a.saw_bytes {
+            a.tags_by_bytes
+                .top(top)
+                .iter()
+                .map(|h| self.tag_report(h, true))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        (by_keys, by_bytes)
+    }
+
+    /// The key patterns: at least `max_patterns`, and as many more as it takes to cover 99% of
+    /// the keys (up to ten times as many); what the rest holds is said.
+    fn patterns(&self, all: Vec<Pattern>) -> ListedPatterns {
+        let (a, config, names, slot_shares) = (self.a, self.config, &self.names, &self.slot_shares);
+        let (factor, keys, bytes, sampled_keys) =
+            (&self.factor, self.keys, self.bytes, self.sampled_keys);
         let total_pattern_keys: u64 = all.iter().map(|p| p.stats.keys).sum();
         let mut listed = 0usize;
         let mut covered = 0u64;
@@ -1023,8 +1236,8 @@ impl Analyzer<'_> {
                     keys: st.keys,
                     estimated_keys,
                     bytes: st.bytes,
-                    keys_no_expiry: self.saw_expiry.then(|| st.keys - st.expiring),
-                    bytes_no_expiry: self.saw_expiry.then(|| st.bytes - st.expiring_bytes),
+                    keys_no_expiry: a.saw_expiry.then(|| st.keys - st.expiring),
+                    bytes_no_expiry: a.saw_expiry.then(|| st.bytes - st.expiring_bytes),
                     ops: st.ops,
                     share_keys: match estimated_keys {
                         Some(e) => share(e, keys as f64),
@@ -1051,71 +1264,11 @@ impl Analyzer<'_> {
                     .total_cmp(&a.estimated_keys.unwrap_or(0.0))
             });
         }
-
-        AnalyzeReport {
-            topology: TopologyInfo {
-                kind: if self.ring { "ring" } else { "cluster" },
-                source,
-                nodes: n,
-                uncovered_slots: map.map(|m| m.uncovered()).unwrap_or_default(),
-                migrating: map.map(|m| m.migrations().to_vec()).unwrap_or_default(),
-            },
-            totals: Totals {
-                keys,
-                sampled: exact.then_some(sampled_keys),
-                bytes,
-                ops,
-                has_bytes: self.saw_bytes,
-                has_ops: self.saw_ops,
-                ops_source: self.ops_source.clone(),
-                lines: read.lines,
-                blank_lines: read.blank,
-                malformed_lines: read.malformed,
-                tagged_keys: self.tagged,
-                tagged_share: share(self.tagged as f64, sampled_keys as f64),
-                distinct_tags_estimate: if self.tagged == 0 {
-                    0
-                } else {
-                    self.tag_hll.estimate()
-                },
-                uncovered_keys,
-            },
-            nodes,
-            skew: SkewReport {
-                keys: sk_keys,
-                bytes: sk_bytes,
-                ops: sk_ops,
-                verdict,
-            },
-            hot_slots,
-            hot_slots_by_ops,
-            hot_tags,
-            hot_tags_by_bytes,
-            notes: {
-                let mut n = notes(&patterns, topo);
-                n.extend(tag_value_notes(&patterns, &heavy_tags));
-                n
-            },
+        ListedPatterns {
             patterns,
-            patterns_not_listed,
+            not_listed: patterns_not_listed,
             keys_not_listed,
             bytes_not_listed,
-            snapshot: read
-                .snapshot
-                .as_deref()
-                .map(|s| snapshot::snapshot_report(s, topo, config.top)),
-            slot_owner: if self.ring {
-                Vec::new()
-            } else {
-                (0..SLOT_COUNT)
-                    .map(|s| topo.node_of_slot(s as u16))
-                    .collect()
-            },
-            slot_keys: if self.ring {
-                Vec::new()
-            } else {
-                slot_keys.clone()
-            },
         }
     }
 }

@@ -95,12 +95,10 @@ impl LiveCluster {
         }
         match &sample.slot_load {
             // The keys' LFU counters are the ops: the CPU stays per node.
-            _ if opts.heat => analyzer.set_ops_source(
-                "OBJECT FREQ of each sampled key (its LFU access counter, logarithmic: a heat rank, not a count of operations)".into(),
-            ),
+            _ if opts.heat => analyzer.set_ops_from_heat(),
             Some(load) => analyzer.set_slot_ops(
                 load.cpu_usec.iter().map(|&c| c as f64).collect(),
-                format!("CPU µs per slot from CLUSTER SLOT-STATS: {}", load.since),
+                load.since.clone(),
             ),
             None => {}
         }

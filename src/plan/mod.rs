@@ -85,11 +85,135 @@ pub struct NewVar {
     pub derive: String,
 }
 
+/// What becomes of a batch under a layout. In JSON it is its words (`ok`, or what fails).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ScoreOutcome {
+    /// It runs as written.
+    Ok,
+    /// It runs, split into one pipeline per node: no longer one transaction.
+    NotAtomic,
+    /// An atomic batch over several slots: it fails as one command.
+    CrossSlot,
+    /// The client or the strategy fails it: the failure's kind and its words.
+    Fails {
+        /// A short name for the failure (`client-error`, `CROSSSLOT`, …).
+        kind: String,
+        /// What the application sees.
+        text: String,
+    },
+    /// The batch is not among those the scheme declares.
+    NotRun,
+}
+
+const NOT_ATOMIC: &str = "ok, but not atomic: the batch is split per node";
+const CROSSSLOT_SPLIT: &str =
+    "CROSSSLOT (fails as one command; the round trips are what splitting it per node costs)";
+
+impl ScoreOutcome {
+    /// A strategy's first error (the short name is its first word).
+    fn failed(text: String) -> ScoreOutcome {
+        let kind = text
+            .split(' ')
+            .next()
+            .unwrap_or("")
+            .trim_end_matches(':')
+            .to_string();
+        ScoreOutcome::Fails { kind, text }
+    }
+
+    /// It works with the batch's semantics intact.
+    pub fn is_ok(&self) -> bool {
+        *self == ScoreOutcome::Ok
+    }
+
+    /// A few words for a table cell.
+    pub fn short(&self) -> &str {
+        match self {
+            ScoreOutcome::Ok => "ok",
+            ScoreOutcome::NotAtomic => "ok, not atomic",
+            ScoreOutcome::CrossSlot => "CROSSSLOT",
+            ScoreOutcome::Fails { kind, .. } => kind,
+            ScoreOutcome::NotRun => "not",
+        }
+    }
+}
+
+impl std::fmt::Display for ScoreOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ScoreOutcome::Ok => "ok",
+            ScoreOutcome::NotAtomic => NOT_ATOMIC,
+            ScoreOutcome::CrossSlot => CROSSSLOT_SPLIT,
+            ScoreOutcome::Fails { text, .. } => text,
+            ScoreOutcome::NotRun => "not run",
+        })
+    }
+}
+
+impl Serialize for ScoreOutcome {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// Read back from its words (plans spooled to disk between passes).
+impl<'de> serde::Deserialize<'de> for ScoreOutcome {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        Ok(match text.as_str() {
+            "ok" => ScoreOutcome::Ok,
+            "not run" => ScoreOutcome::NotRun,
+            NOT_ATOMIC => ScoreOutcome::NotAtomic,
+            CROSSSLOT_SPLIT => ScoreOutcome::CrossSlot,
+            _ => ScoreOutcome::failed(text),
+        })
+    }
+}
+
+/// Runs batch `b` on `topo` as `opts.client` would (else with `strategy`): what becomes of it,
+/// its round trips, latency and the nodes it touches.
+fn run_batch(
+    b: &Batch,
+    topo: &Topology,
+    opts: &PlanOptions,
+    strategy: Strategy,
+) -> (ScoreOutcome, u64, f64, usize) {
+    let (outcome, load) = match opts.client {
+        Some(c) => {
+            let r = simulate_client(b, topo, c, &opts.net);
+            let outcome = match &r.message {
+                Some(m) if r.outcome != crate::simulate::client::Outcome::Ok => {
+                    ScoreOutcome::Fails {
+                        kind: r.outcome.name().to_string(),
+                        text: format!("{}: {m}", r.outcome.name()),
+                    }
+                }
+                _ => ScoreOutcome::Ok,
+            };
+            (outcome, r.load)
+        }
+        None => {
+            let r = simulate(b, topo, strategy, &opts.net);
+            let outcome = match r.errors.first() {
+                Some(e) => ScoreOutcome::failed(e.clone()),
+                None => ScoreOutcome::Ok,
+            };
+            (outcome, r.load)
+        }
+    };
+    (
+        outcome,
+        load.round_trips,
+        load.latency_ms,
+        load.nodes_touched,
+    )
+}
+
 /// What a batch costs under a layout.
 #[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
 pub struct Score {
     /// `ok`, or what fails (`CROSSSLOT` for an atomic batch over several slots).
-    pub outcome: String,
+    pub outcome: ScoreOutcome,
     /// Round trips the client waits for.
     pub round_trips: u64,
     /// Wall-clock estimate in milliseconds.
@@ -195,42 +319,17 @@ struct Ctx<'a> {
 
 impl Ctx<'_> {
     /// Runs the batch `name` of `scheme` (generated keys) and scores it.
-    fn run(&self, scheme: &Scheme, name: &str, strategy: Strategy) -> (String, u64, f64, usize) {
+    fn run(
+        &self,
+        scheme: &Scheme,
+        name: &str,
+        strategy: Strategy,
+    ) -> (ScoreOutcome, u64, f64, usize) {
         let batches = from_scheme(scheme, None);
         let Some(b) = batches.into_iter().find(|b| b.name == name) else {
-            return ("not run".into(), 0, 0.0, 0);
+            return (ScoreOutcome::NotRun, 0, 0.0, 0);
         };
-        self.run_batch(&b, strategy)
-    }
-
-    fn run_batch(&self, b: &Batch, strategy: Strategy) -> (String, u64, f64, usize) {
-        match self.opts.client {
-            Some(c) => {
-                let r = simulate_client(b, self.topo, c, &self.opts.net);
-                let outcome = match &r.message {
-                    Some(m) if r.outcome != crate::simulate::client::Outcome::Ok => {
-                        format!("{}: {m}", r.outcome.name())
-                    }
-                    _ => "ok".into(),
-                };
-                (
-                    outcome,
-                    r.load.round_trips,
-                    r.load.latency_ms,
-                    r.load.nodes_touched,
-                )
-            }
-            None => {
-                let r = simulate(b, self.topo, strategy, &self.opts.net);
-                let outcome = r.errors.first().cloned().unwrap_or_else(|| "ok".into());
-                (
-                    outcome,
-                    r.load.round_trips,
-                    r.load.latency_ms,
-                    r.load.nodes_touched,
-                )
-            }
-        }
+        run_batch(&b, self.topo, self.opts, strategy)
     }
 
     fn score(
@@ -245,7 +344,7 @@ impl Ctx<'_> {
         let (mut outcome, round_trips, latency_ms, nodes_touched) =
             self.run(scheme, batch, strategy);
         if crossslot && self.opts.client.is_none() {
-            outcome = "CROSSSLOT (fails as one command; the round trips are what splitting it per node costs)".into();
+            outcome = ScoreOutcome::CrossSlot;
         }
         let loads = self.work.loads(self.scheme, self.topo, rekeys, focus);
         Score {
@@ -329,22 +428,90 @@ fn with_values(segs: &[Seg], vars: &[&str], values: &[String]) -> String {
 }
 
 fn plan_batch(ctx: &Ctx<'_>, b: &DeclaredBatch) -> BatchPlan {
-    let scheme = ctx.scheme;
-    let fams = family_indices(scheme, b);
-    let single = batch_single_slot(scheme, b);
-    let atomic = b.command.is_atomic();
-    let crossslot = atomic && single.is_err();
+    let st = assess(ctx, b);
     let keep = Candidate {
         kind: CandidateKind::Keep,
         summary: "keep the current patterns".into(),
         rewrites: Vec::new(),
         new_vars: Vec::new(),
         allow: Vec::new(),
-        key_allow: Vec::new(),
+        // Keeping a crowded tag lints clean only when its keys say they accept it.
+        key_allow: if st.low_card {
+            allow_on(ctx, &st.fams)
+        } else {
+            Vec::new()
+        },
         add_same: Vec::new(),
-        score: ctx.score(scheme, &b.name, ctx.opts.strategy, &[], crossslot, &fams),
+        score: ctx.score(
+            ctx.scheme,
+            &b.name,
+            ctx.opts.strategy,
+            &[],
+            st.crossslot,
+            &st.fams,
+        ),
         pareto: false,
     };
+    let problem = problem(ctx, &st, &keep.score);
+    let mut cands = vec![keep];
+    let tags = tag_candidates(ctx, &st);
+    let buckets = bucket_candidates(ctx, &st, &tags);
+    cands.extend(tags);
+    cands.extend(buckets);
+    cands.extend(per_node_candidate(ctx, &st));
+    mark_pareto(&mut cands);
+    let fine = problem.is_none().then(|| nothing_to_change(ctx, &st));
+    let (recommended, reason) = recommend(ctx, b, &cands, fine, st.crossslot);
+    BatchPlan {
+        batch: b.name.clone(),
+        batch_id: crate::simulate::batch::BatchId {
+            line: None,
+            name: Some(b.name.clone()),
+            command: b.command.name().to_ascii_uppercase(),
+        },
+        command: b.command.name().into(),
+        problem,
+        candidates: cands,
+        recommended,
+        reason,
+    }
+}
+
+/// What the plan knows of a declared batch before it proposes anything.
+struct Assessed<'b> {
+    b: &'b DeclaredBatch,
+    /// The batch's key families.
+    fams: Vec<usize>,
+    single: Result<(), crate::scheme::predicates::NotSingleSlot>,
+    atomic: bool,
+    /// An atomic batch over several slots.
+    crossslot: bool,
+    /// The tag the batch's keys share now (if single-slot) and its number of values.
+    current_tag: Option<(Vec<Seg>, Option<u64>)>,
+    /// What a key sample shows when it clearly disagrees with the declared values.
+    observed_note: Option<String>,
+    /// One value of the tag that holds a large share of the sample's keys.
+    hot_value: Option<String>,
+    /// Values a tag needs to lint clean.
+    needed: u64,
+    /// The scheme accepts a concentration on purpose (`allow: [KP201]`).
+    accepted: bool,
+    /// The current tag has too few values (or a hot one), and is not accepted.
+    low_card: bool,
+    /// A fan-out the scheme accepts on purpose (`allow: [KP302]`).
+    fanout_accepted: bool,
+    /// The variables of the current tag.
+    tag_vars: Vec<String>,
+}
+
+/// The batch as it is: slots, its current tag and what the sample says of it, what the
+/// scheme accepts.
+fn assess<'b>(ctx: &Ctx<'_>, b: &'b DeclaredBatch) -> Assessed<'b> {
+    let scheme = ctx.scheme;
+    let fams = family_indices(scheme, b);
+    let single = batch_single_slot(scheme, b);
+    let atomic = b.command.is_atomic();
+    let crossslot = atomic && single.is_err();
     // The tag the batch's keys share now (if single-slot) and its number of values: what a
     // key sample shows when it clearly disagrees with the declaration (both are said).
     let mut observed_note: Option<String> = None;
@@ -389,41 +556,8 @@ fn plan_batch(ctx: &Ctx<'_>, b: &DeclaredBatch) -> BatchPlan {
     } else {
         None
     };
-    let mut cands = vec![keep];
     let needed = ctx.opts.tag.map_or(1, |t| t.values_needed(ctx.nodes));
-    // A concentration the scheme accepts on purpose (`allow: [KP201]` on the batch or on all
-    // its keys) is not a problem.
-    let tag_rules = &ctx.opts.tag_rules;
-    let kp201 = |list: &[String]| {
-        !tag_rules.is_empty()
-            && tag_rules.iter().all(|(code, name)| {
-                list.iter()
-                    .any(|a| a.eq_ignore_ascii_case(code) || a == name)
-            })
-    };
-    // The tag rules a key does not allow yet.
-    let to_allow = |f: usize| -> Vec<String> {
-        let allow = &scheme.keys[f].allow;
-        tag_rules
-            .iter()
-            .filter(|(code, name)| {
-                !allow
-                    .iter()
-                    .any(|a| a.eq_ignore_ascii_case(code) || a == name)
-            })
-            .map(|(code, _)| code.clone())
-            .collect()
-    };
-    let allow_on = |fams: &[usize]| -> Vec<KeyAllow> {
-        fams.iter()
-            .map(|&f| KeyAllow {
-                key: scheme.keys[f].name.clone(),
-                rules: to_allow(f),
-            })
-            .filter(|a| !a.rules.is_empty())
-            .collect()
-    };
-    let accepted = kp201(&b.allow) || fams.iter().all(|&f| kp201(&scheme.keys[f].allow));
+    let accepted = kp201(ctx, &b.allow) || fams.iter().all(|&f| kp201(ctx, &scheme.keys[f].allow));
     let low_card = !accepted
         && (hot_value.is_some()
             || current_tag
@@ -432,10 +566,6 @@ fn plan_batch(ctx: &Ctx<'_>, b: &DeclaredBatch) -> BatchPlan {
         && fams
             .iter()
             .all(|&f| matches!(scheme.keys[f].template.tag_part().0, TagPart::Tagged(_)));
-    if low_card {
-        // Keeping a crowded tag lints clean only when its keys say they accept it.
-        cands[0].key_allow = allow_on(&fams);
-    }
     let tag_vars: Vec<String> = current_tag
         .as_ref()
         .map(|(t, _)| seg_vars(t).into_iter().map(str::to_string).collect())
@@ -445,7 +575,75 @@ fn plan_batch(ctx: &Ctx<'_>, b: &DeclaredBatch) -> BatchPlan {
             .any(|a| a.eq_ignore_ascii_case("KP302") || a == "pipeline-fanout")
     };
     let fanout_accepted = !atomic && single.is_err() && kp302(&b.allow);
-    let problem = if crossslot {
+    Assessed {
+        b,
+        fams,
+        single,
+        atomic,
+        crossslot,
+        current_tag,
+        observed_note,
+        hot_value,
+        needed,
+        accepted,
+        low_card,
+        fanout_accepted,
+        tag_vars,
+    }
+}
+
+/// Whether `list` allows every tag rule (a concentration accepted on purpose).
+fn kp201(ctx: &Ctx<'_>, list: &[String]) -> bool {
+    let tag_rules = &ctx.opts.tag_rules;
+    !tag_rules.is_empty()
+        && tag_rules.iter().all(|(code, name)| {
+            list.iter()
+                .any(|a| a.eq_ignore_ascii_case(code) || a == name)
+        })
+}
+
+/// The tag rules each of the families `fams` does not allow yet.
+fn allow_on(ctx: &Ctx<'_>, fams: &[usize]) -> Vec<KeyAllow> {
+    let scheme = ctx.scheme;
+    let to_allow = |f: usize| -> Vec<String> {
+        let allow = &scheme.keys[f].allow;
+        ctx.opts
+            .tag_rules
+            .iter()
+            .filter(|(code, name)| {
+                !allow
+                    .iter()
+                    .any(|a| a.eq_ignore_ascii_case(code) || a == name)
+            })
+            .map(|(code, _)| code.clone())
+            .collect()
+    };
+    fams.iter()
+        .map(|&f| KeyAllow {
+            key: scheme.keys[f].name.clone(),
+            rules: to_allow(f),
+        })
+        .filter(|a| !a.rules.is_empty())
+        .collect()
+}
+
+/// What is wrong with the batch as it is (`None`: nothing), `keep` being its score today.
+fn problem(ctx: &Ctx<'_>, st: &Assessed<'_>, keep: &Score) -> Option<String> {
+    let Assessed {
+        b,
+        single,
+        crossslot,
+        current_tag,
+        observed_note,
+        hot_value,
+        needed,
+        low_card,
+        fanout_accepted,
+        ..
+    } = st;
+    let (crossslot, needed, low_card, fanout_accepted) =
+        (*crossslot, *needed, *low_card, *fanout_accepted);
+    if crossslot {
         Some(format!(
             "{} over keys that hash to different slots: CROSSSLOT ({})",
             b.command.name(),
@@ -458,8 +656,8 @@ fn plan_batch(ctx: &Ctx<'_>, b: &DeclaredBatch) -> BatchPlan {
     } else if single.is_err() && !fanout_accepted {
         Some(format!(
             "pipeline over several slots: {} node(s), {} round trip(s) with {}",
-            cands[0].score.nodes_touched,
-            cands[0].score.round_trips,
+            keep.nodes_touched,
+            keep.round_trips,
             ctx.opts
                 .client
                 .map(|c| c.name())
@@ -482,8 +680,15 @@ fn plan_batch(ctx: &Ctx<'_>, b: &DeclaredBatch) -> BatchPlan {
         ))
     } else {
         None
-    };
+    }
+}
 
+/// Tag each variable the batch keeps the same and every key uses (for a crowded tag: the
+/// ones not in it already).
+fn tag_candidates(ctx: &Ctx<'_>, st: &Assessed<'_>) -> Vec<Candidate> {
+    let (scheme, b, fams, needed) = (ctx.scheme, st.b, &st.fams, st.needed);
+    let (single, low_card, tag_vars) = (&st.single, st.low_card, &st.tag_vars);
+    let mut cands = Vec::new();
     if single.is_err() || low_card {
         // Tag each variable the batch keeps the same and every key uses (for a crowded tag:
         // the ones not in it already).
@@ -525,11 +730,11 @@ fn plan_batch(ctx: &Ctx<'_>, b: &DeclaredBatch) -> BatchPlan {
                     })
                     .collect();
                 let card = combined_cardinality(scheme, &seg_vars(&tag));
-                let score = ctx.score(&s2, &b.name, ctx.opts.strategy, &rekeys, false, &fams);
+                let score = ctx.score(&s2, &b.name, ctx.opts.strategy, &rekeys, false, fams);
                 // A tag with fewer values than the tag rules ask lints clean only when its
                 // keys say they accept it.
                 let key_allow = if card.is_some_and(|c| c < needed) {
-                    allow_on(&fams)
+                    allow_on(ctx, fams)
                 } else {
                     Vec::new()
                 };
@@ -551,8 +756,15 @@ fn plan_batch(ctx: &Ctx<'_>, b: &DeclaredBatch) -> BatchPlan {
             }
         }
     }
+    cands
+}
 
-    // Buckets: for a fan-out (pipeline) whose tag (current, or proposed) has too few values.
+/// Buckets: for a fan-out (pipeline) whose tag (current, or one of `tags` proposed) has too
+/// few values.
+fn bucket_candidates(ctx: &Ctx<'_>, st: &Assessed<'_>, tags: &[Candidate]) -> Vec<Candidate> {
+    let (scheme, b, fams, needed) = (ctx.scheme, st.b, &st.fams, st.needed);
+    let (atomic, current_tag, low_card) = (st.atomic, &st.current_tag, st.low_card);
+    let mut cands = Vec::new();
     if !atomic {
         // (the batch's families with their patterns, the tag to bucket)
         type TagCand = (Vec<(usize, Template)>, Vec<Seg>);
@@ -568,7 +780,7 @@ fn plan_batch(ctx: &Ctx<'_>, b: &DeclaredBatch) -> BatchPlan {
                     tag.clone(),
                 ));
             }
-            for c in cands.iter().filter(|c| c.kind == CandidateKind::Tag) {
+            for c in tags {
                 let rw: Vec<(usize, Template)> = fams
                     .iter()
                     .map(|&f| {
@@ -648,7 +860,7 @@ fn plan_batch(ctx: &Ctx<'_>, b: &DeclaredBatch) -> BatchPlan {
                         new_vars: vec![(bname.clone(), k)],
                     })
                     .collect();
-                let score = ctx.score(&s2, &b.name, ctx.opts.strategy, &rekeys, false, &fams);
+                let score = ctx.score(&s2, &b.name, ctx.opts.strategy, &rekeys, false, fams);
                 let enough = card.saturating_mul(k) >= needed;
                 let fits = score.skew.is_none_or(|s| s <= ctx.opts.max_skew);
                 let c = Candidate {
@@ -676,31 +888,39 @@ fn plan_batch(ctx: &Ctx<'_>, b: &DeclaredBatch) -> BatchPlan {
             }
         }
     }
+    cands
+}
 
-    // Per-node pipelines in parallel, for batches over several slots.
-    if single.is_err() {
-        let mut score = ctx.score(scheme, &b.name, Strategy::Parallel, &[], false, &fams);
-        if atomic {
-            score.outcome = "ok, but not atomic: the batch is split per node".into();
-        }
-        cands.push(Candidate {
-            kind: CandidateKind::PerNodePipelines,
-            summary: "keep the patterns; send one pipeline per node, all nodes in parallel".into(),
-            rewrites: Vec::new(),
-            new_vars: Vec::new(),
-            allow: if atomic {
-                Vec::new()
-            } else {
-                vec!["KP302".into()]
-            },
-            key_allow: Vec::new(),
-            add_same: Vec::new(),
-            score,
-            pareto: false,
-        });
+/// Per-node pipelines in parallel, for batches over several slots.
+fn per_node_candidate(ctx: &Ctx<'_>, st: &Assessed<'_>) -> Option<Candidate> {
+    let (scheme, b, fams, atomic) = (ctx.scheme, st.b, &st.fams, st.atomic);
+    st.single.as_ref().err()?;
+    let mut score = ctx.score(scheme, &b.name, Strategy::Parallel, &[], false, fams);
+    if atomic {
+        score.outcome = ScoreOutcome::NotAtomic;
     }
+    Some(Candidate {
+        kind: CandidateKind::PerNodePipelines,
+        summary: "keep the patterns; send one pipeline per node, all nodes in parallel".into(),
+        rewrites: Vec::new(),
+        new_vars: Vec::new(),
+        allow: if atomic {
+            Vec::new()
+        } else {
+            vec!["KP302".into()]
+        },
+        key_allow: Vec::new(),
+        add_same: Vec::new(),
+        score,
+        pareto: false,
+    })
+}
 
-    mark_pareto(&mut cands);
+/// Why a batch with no problem needs no change.
+fn nothing_to_change(ctx: &Ctx<'_>, st: &Assessed<'_>) -> String {
+    let (scheme, b, fams, needed) = (ctx.scheme, st.b, &st.fams, st.needed);
+    let (current_tag, accepted, fanout_accepted) =
+        (&st.current_tag, st.accepted, st.fanout_accepted);
     let allowed_reason = b
         .reason
         .as_deref()
@@ -710,43 +930,27 @@ fn plan_batch(ctx: &Ctx<'_>, b: &DeclaredBatch) -> BatchPlan {
     let crowded = current_tag
         .as_ref()
         .is_some_and(|(_, c)| c.is_some_and(|c| c < needed));
-    let fine = problem.is_none().then(|| {
-        if fanout_accepted {
-            format!(
-                "{} fans out over several nodes on purpose (KP302 allowed{allowed_reason})",
-                b.name
-            )
-        } else if accepted && crowded {
-            format!(
-                "{} runs on one slot; its tag concentrates keys on purpose (KP201 allowed{allowed_reason})",
-                b.name
-            )
-        } else {
-            format!(
-                "{} already runs on one slot with a well-spread tag: nothing to change",
-                b.name
-            )
-        }
-    });
-    let (recommended, reason) = recommend(ctx, b, &cands, fine, crossslot);
-    BatchPlan {
-        batch: b.name.clone(),
-        batch_id: crate::simulate::batch::BatchId {
-            line: None,
-            name: Some(b.name.clone()),
-            command: b.command.name().to_ascii_uppercase(),
-        },
-        command: b.command.name().into(),
-        problem,
-        candidates: cands,
-        recommended,
-        reason,
+    if fanout_accepted {
+        format!(
+            "{} fans out over several nodes on purpose (KP302 allowed{allowed_reason})",
+            b.name
+        )
+    } else if accepted && crowded {
+        format!(
+            "{} runs on one slot; its tag concentrates keys on purpose (KP201 allowed{allowed_reason})",
+            b.name
+        )
+    } else {
+        format!(
+            "{} already runs on one slot with a well-spread tag: nothing to change",
+            b.name
+        )
     }
 }
 
 /// Works with the batch's semantics intact (per-node pipelines of an atomic batch do not).
 fn ok(c: &Candidate) -> bool {
-    c.score.outcome == "ok"
+    c.score.outcome.is_ok()
 }
 
 /// Skews closer than this count as equal (sampling noise).

@@ -4,9 +4,8 @@
 
 use super::{PlanOptions, Score};
 use crate::pattern::{Class, Delimiters, Token, tokenize};
+use crate::simulate::Strategy;
 use crate::simulate::batch::{Batch, BatchKind};
-use crate::simulate::client::{Outcome, simulate_client};
-use crate::simulate::{Strategy, simulate};
 use crate::slot::key_slot;
 use crate::topology::Topology;
 use serde::{Deserialize, Serialize};
@@ -197,31 +196,8 @@ fn tag_key(key: &str, shared: &str) -> String {
 }
 
 fn run(b: &Batch, topo: &Topology, opts: &PlanOptions, strategy: Strategy) -> Score {
-    let (outcome, round_trips, latency_ms, nodes_touched) = match opts.client {
-        Some(c) => {
-            let r = simulate_client(b, topo, c, &opts.net);
-            let o = match (&r.message, r.outcome) {
-                (Some(m), o) if o != Outcome::Ok => format!("{}: {m}", o.name()),
-                _ => "ok".into(),
-            };
-            (
-                o,
-                r.load.round_trips,
-                r.load.latency_ms,
-                r.load.nodes_touched,
-            )
-        }
-        None => {
-            let r = simulate(b, topo, strategy, &opts.net);
-            let o = r.errors.first().cloned().unwrap_or_else(|| "ok".into());
-            (
-                o,
-                r.load.round_trips,
-                r.load.latency_ms,
-                r.load.nodes_touched,
-            )
-        }
-    };
+    let (outcome, round_trips, latency_ms, nodes_touched) =
+        super::run_batch(b, topo, opts, strategy);
     Score {
         outcome,
         round_trips,

@@ -1,7 +1,7 @@
 //! Renders an [`AnalyzeReport`]: readable tables with the verdict first, or JSON.
 
 use super::{TextLayout, display_key};
-use crate::analyze::AnalyzeReport;
+use crate::analyze::{AnalyzeReport, OpsSource, TopologyKind};
 use comfy_table::{Cell, CellAlignment};
 use std::io::{self, Write};
 
@@ -81,9 +81,9 @@ pub struct AnalyzeView<'a> {
     pub charts: bool,
 }
 
-/// Writes the report as tables. `inputs` names what was read; `top` bounds the long lists.
-/// With `charts` (a terminal without NO_COLOR), share bars and a slot-density sparkline are
-/// added; pipes and files get plain tables.
+/// Writes the report as tables, one section after another. `inputs` names what was read;
+/// `top` bounds the long lists. With `charts` (a terminal without NO_COLOR), share bars and a
+/// slot-density sparkline are added; pipes and files get plain tables.
 pub fn render_table(
     out: &mut dyn Write,
     r: &AnalyzeReport,
@@ -92,8 +92,30 @@ pub fn render_table(
     charts: bool,
     layout: &TextLayout,
 ) -> io::Result<()> {
+    render_heading(out, r, inputs)?;
+    render_nodes(out, r, charts, layout)?;
+    render_skew(out, r, layout)?;
+    render_tags(out, r, layout)?;
+    render_slots(out, r, layout)?;
+    let shown = r.patterns.len().min(top);
+    render_patterns(out, r, shown, layout)?;
+    render_pattern_nodes(out, r, shown, layout)?;
+    if let Some(snap) = &r.snapshot {
+        render_snapshot(out, snap, layout)?;
+    }
+    if r.totals.malformed_lines > 0 {
+        writeln!(
+            out,
+            "\n{} malformed lines were skipped (see stderr)",
+            r.totals.malformed_lines
+        )?;
+    }
+    out.flush()
+}
+
+/// What was read, the topology, the verdict and the notes.
+fn render_heading(out: &mut dyn Write, r: &AnalyzeReport, inputs: &str) -> io::Result<()> {
     let t = &r.totals;
-    let (wb, wo) = (t.has_bytes, t.has_ops);
     writeln!(out, "keyplan analyze: {} keys from {inputs}", t.keys)?;
     writeln!(
         out,
@@ -134,51 +156,66 @@ pub fn render_table(
         writeln!(out, "Note: {}", n.text)?;
     }
     writeln!(out)?;
+    Ok(())
+}
 
-    let mut nodes = layout.table();
-    let ring = r.topology.kind == "ring";
-    let mut header = if ring {
-        vec!["server", "address", "ring share", "keys", "keys %"]
-    } else {
-        vec!["node", "slots", "slot ranges", "keys", "keys %"]
-    };
-    if wb {
-        header.extend(["bytes", "bytes %"]);
-    }
-    if wo {
-        header.extend([
-            if t.ops_source
-                .as_deref()
-                .is_some_and(|s| s.starts_with("CPU"))
-            {
-                "CPU µs"
-            } else {
-                "ops"
-            },
-            "ops %",
-        ]);
-    }
-    let net = r
-        .nodes
-        .iter()
-        .any(|n| n.load.is_some_and(|l| l.network_bytes_in.is_some()));
-    let cpu_only = !wo && r.nodes.iter().any(|n| n.load.is_some());
-    if cpu_only {
-        header.push("CPU µs (INFO)");
-    }
-    if net {
-        header.extend(["net in", "net out"]);
-    }
-    let dataset = r.nodes.iter().any(|n| n.dataset_bytes.is_some());
-    if dataset {
-        header.push("data (INFO)");
-    }
-    if charts {
-        header.push("keys ÷ fair share (| = 1×)");
-    }
-    nodes.set_header(header);
+/// Which optional columns the nodes table has.
+struct NodeColumns {
+    ring: bool,
+    bytes: bool,
+    ops: bool,
+    cpu_only: bool,
+    net: bool,
+    dataset: bool,
+    charts: bool,
+}
 
-    for n in &r.nodes {
+impl NodeColumns {
+    fn of(r: &AnalyzeReport, charts: bool) -> NodeColumns {
+        let t = &r.totals;
+        NodeColumns {
+            ring: r.topology.kind == TopologyKind::Ring,
+            bytes: t.has_bytes,
+            ops: t.has_ops,
+            cpu_only: !t.has_ops && r.nodes.iter().any(|n| n.load.is_some()),
+            net: r
+                .nodes
+                .iter()
+                .any(|n| n.load.is_some_and(|l| l.network_bytes_in.is_some())),
+            dataset: r.nodes.iter().any(|n| n.dataset_bytes.is_some()),
+            charts,
+        }
+    }
+
+    fn header(&self, r: &AnalyzeReport) -> Vec<&'static str> {
+        let mut header = if self.ring {
+            vec!["server", "address", "ring share", "keys", "keys %"]
+        } else {
+            vec!["node", "slots", "slot ranges", "keys", "keys %"]
+        };
+        if self.bytes {
+            header.extend(["bytes", "bytes %"]);
+        }
+        if self.ops {
+            let cpu = r.totals.ops_source.as_ref().is_some_and(OpsSource::is_cpu);
+            header.extend([if cpu { "CPU µs" } else { "ops" }, "ops %"]);
+        }
+        if self.cpu_only {
+            header.push("CPU µs (INFO)");
+        }
+        if self.net {
+            header.extend(["net in", "net out"]);
+        }
+        if self.dataset {
+            header.push("data (INFO)");
+        }
+        if self.charts {
+            header.push("keys ÷ fair share (| = 1×)");
+        }
+        header
+    }
+
+    fn row(&self, n: &crate::analyze::NodeReport) -> Vec<Cell> {
         let mut ranges =
             crate::topology::format_ranges(&n.slot_ranges[..n.slot_ranges.len().min(4)]);
         if n.slot_ranges.len() > 4 {
@@ -188,7 +225,7 @@ pub fn render_table(
         if !n.flags.is_empty() {
             name.push_str(&format!(" [{}]", n.flags.join(",")));
         }
-        let mut row = if ring {
+        let mut row = if self.ring {
             vec![
                 Cell::new(name),
                 Cell::new(n.address.as_deref().unwrap_or("-")),
@@ -205,7 +242,7 @@ pub fn render_table(
                 right(pct(n.share_keys)),
             ]
         };
-        if wb {
+        if self.bytes {
             let b = match n.estimated_bytes {
                 // Every key was sampled: the figure is exact.
                 Some(e) if (e.high - e.low).abs() < 0.5 => human_bytes(e.value.round() as u64),
@@ -219,29 +256,29 @@ pub fn render_table(
             };
             row.extend([right(b), right(pct(n.share_bytes))]);
         }
-        if wo {
+        if self.ops {
             row.extend([right(num(n.ops)), right(pct(n.share_ops))]);
         }
-        if cpu_only {
+        if self.cpu_only {
             row.push(right(
                 n.load
                     .map(|l| l.cpu_usec.to_string())
                     .unwrap_or_else(|| "-".into()),
             ));
         }
-        if net {
+        if self.net {
             let b = |x: Option<u64>| x.map(human_bytes).unwrap_or_else(|| "-".into());
             row.push(right(b(n.load.and_then(|l| l.network_bytes_in))));
             row.push(right(b(n.load.and_then(|l| l.network_bytes_out))));
         }
-        if dataset {
+        if self.dataset {
             row.push(right(
                 n.dataset_bytes
                     .map(human_bytes)
                     .unwrap_or_else(|| "-".into()),
             ));
         }
-        if charts {
+        if self.charts {
             // The bar is the node's share over its fair share, on a scale where the mark is
             // 1× and the end 1.5×, so small excesses show.
             const W: usize = 24;
@@ -259,7 +296,22 @@ pub fn render_table(
             text.push_str(&format!(" {ratio:.2}×"));
             row.push(Cell::new(text));
         }
-        nodes.add_row(row);
+        row
+    }
+}
+
+/// Each node's keys, bytes and load, and the keys along the slots.
+fn render_nodes(
+    out: &mut dyn Write,
+    r: &AnalyzeReport,
+    charts: bool,
+    layout: &TextLayout,
+) -> io::Result<()> {
+    let columns = NodeColumns::of(r, charts);
+    let mut nodes = layout.table();
+    nodes.set_header(columns.header(r));
+    for n in &r.nodes {
+        nodes.add_row(columns.row(n));
     }
     writeln!(out, "Nodes\n{nodes}\n")?;
     if charts && r.slot_keys.len() == crate::slot::SLOT_COUNT {
@@ -275,6 +327,11 @@ pub fn render_table(
         )?;
     }
 
+    Ok(())
+}
+
+/// Max over mean, CV and the hottest node, per weight.
+fn render_skew(out: &mut dyn Write, r: &AnalyzeReport, layout: &TextLayout) -> io::Result<()> {
     let mut skew = layout.table();
     skew.set_header(vec![
         "weight",
@@ -304,6 +361,13 @@ pub fn render_table(
     }
     writeln!(out, "Skew\n{skew}\n")?;
 
+    Ok(())
+}
+
+/// The hash tags: how many keys carry one, the top tags by keys and by bytes.
+fn render_tags(out: &mut dyn Write, r: &AnalyzeReport, layout: &TextLayout) -> io::Result<()> {
+    let t = &r.totals;
+    let wb = t.has_bytes;
     match t.sampled {
         // A live sample: the count is the sample's, the share stands for the cluster.
         Some(sampled) => writeln!(
@@ -374,7 +438,12 @@ pub fn render_table(
         writeln!(out, "Top tags by bytes\n{tags}")?;
     }
     writeln!(out)?;
+    Ok(())
+}
 
+/// The hottest slots by keys, and by CPU when the servers measured it.
+fn render_slots(out: &mut dyn Write, r: &AnalyzeReport, layout: &TextLayout) -> io::Result<()> {
+    let wb = r.totals.has_bytes;
     let mut slots = layout.table();
     let mut header = vec!["slot", "node", "keys", "keys %"];
     if wb {
@@ -415,7 +484,17 @@ pub fn render_table(
         )?;
     }
 
-    let shown = r.patterns.len().min(top);
+    Ok(())
+}
+
+/// The first `shown` key patterns.
+fn render_patterns(
+    out: &mut dyn Write,
+    r: &AnalyzeReport,
+    shown: usize,
+    layout: &TextLayout,
+) -> io::Result<()> {
+    let wb = r.totals.has_bytes;
     let total_patterns = r.patterns.len() + r.patterns_not_listed;
     let mut pats = layout.table();
     let mut header = vec!["pattern", "keys", "keys %"];
@@ -475,12 +554,17 @@ pub fn render_table(
         )?;
     }
     writeln!(out)?;
+    Ok(())
+}
 
-    let nominal = if r.topology.kind == "ring" {
-        "ring"
-    } else {
-        "slots"
-    };
+/// How the first `shown` patterns' keys spread over the nodes.
+fn render_pattern_nodes(
+    out: &mut dyn Write,
+    r: &AnalyzeReport,
+    shown: usize,
+    layout: &TextLayout,
+) -> io::Result<()> {
+    let nominal = r.topology.kind.nominal();
     let mut matrix = layout.table();
     let mut header = vec!["pattern × node (share of the pattern's keys)".to_string()];
     header.extend(
@@ -505,17 +589,7 @@ pub fn render_table(
         out,
         "Pattern × node (▲: more than 1.25× the node's {nominal} share)\n{matrix}"
     )?;
-    if let Some(snap) = &r.snapshot {
-        render_snapshot(out, snap, layout)?;
-    }
-    if t.malformed_lines > 0 {
-        writeln!(
-            out,
-            "\n{} malformed lines were skipped (see stderr)",
-            t.malformed_lines
-        )?;
-    }
-    out.flush()
+    Ok(())
 }
 
 fn render_snapshot(

@@ -2,8 +2,8 @@
 //! Pareto front), the recommendation with its reason and the rewritten patterns; or JSON.
 
 use super::TextLayout;
+use crate::plan::BatchPlan;
 use crate::plan::observed::ObservedPlan;
-use crate::plan::{BatchPlan, Score};
 use comfy_table::{Cell, CellAlignment};
 use serde::Serialize;
 use std::io::{self, Write};
@@ -228,21 +228,6 @@ fn moved(x: f64) -> String {
     }
 }
 
-fn outcome(s: &Score) -> String {
-    if s.outcome == "ok" {
-        "ok".into()
-    } else if s.outcome.starts_with("ok,") {
-        "ok, not atomic".into()
-    } else {
-        s.outcome
-            .split(' ')
-            .next()
-            .unwrap_or("")
-            .trim_end_matches(':')
-            .to_string()
-    }
-}
-
 /// Writes the report as tables.
 pub fn render_table(out: &mut dyn Write, r: &PlanReport, layout: &TextLayout) -> io::Result<()> {
     writeln!(out, "keyplan plan: topology {}", r.topology)?;
@@ -298,7 +283,7 @@ pub fn render_table(out: &mut dyn Write, r: &PlanReport, layout: &TextLayout) ->
             t.add_row(vec![
                 Cell::new(if i == b.recommended { "★" } else { "" }),
                 Cell::new(&c.summary),
-                Cell::new(outcome(&c.score)),
+                Cell::new(c.score.outcome.short()),
                 right(c.score.round_trips),
                 right(format!("{:.3}", c.score.latency_ms)),
                 right(skew(c.score.skew)),

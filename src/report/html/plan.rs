@@ -195,7 +195,7 @@ pub fn render_plan(out: &mut dyn Write, r: &PlanReport) -> io::Result<()> {
                 "<tr><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{:.3}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                 if i == b.recommended { "★" } else { "" },
                 esc(&c.summary),
-                esc(&c.score.outcome),
+                esc(&c.score.outcome.to_string()),
                 c.score.round_trips,
                 c.score.latency_ms,
                 c.score
