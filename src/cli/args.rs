@@ -4,6 +4,7 @@
 
 use super::Ctx;
 use super::progress::{Progress, ProgressConfig, Unit};
+use super::values::{REPORT_FORMATS, one_of};
 use crate::error::UserError;
 use crate::files::{Input, MonitorFile, read_text};
 use crate::keys::parallel::ChunkSink;
@@ -16,33 +17,12 @@ use anyhow::Context as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
 
-/// Output format of a report.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ReportFormat {
-    /// Tables
-    Table,
-    /// One JSON document (its schema_version and fields are documented in README)
-    Json,
-    /// A self-contained HTML report with charts (use -o FILE)
-    Html,
-}
-
-impl From<ReportFormat> for Format {
-    fn from(f: ReportFormat) -> Format {
-        match f {
-            ReportFormat::Table => Format::Table,
-            ReportFormat::Json => Format::Json,
-            ReportFormat::Html => Format::Html,
-        }
-    }
-}
-
 /// Where and how a report is written.
 #[derive(Debug, Clone, clap::Args)]
 pub struct OutputArgs {
     /// Output format
-    #[arg(long, value_enum, default_value = "table")]
-    pub format: ReportFormat,
+    #[arg(long, value_parser = one_of(REPORT_FORMATS), default_value = "table")]
+    pub format: Format,
 
     /// Write the report to this file instead of standard output (whole, or not at all)
     #[arg(short, long, value_name = "FILE")]
@@ -52,7 +32,7 @@ pub struct OutputArgs {
 impl OutputArgs {
     /// Renders `report` where these flags say.
     pub fn render(&self, report: &dyn Render, ctx: &mut Ctx<'_>) -> anyhow::Result<()> {
-        let format = self.format.into();
+        let format = self.format;
         ctx.write_to(self.output.as_ref(), |out, layout| {
             render(report, format, out, layout).context("writing the report")
         })

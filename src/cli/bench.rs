@@ -6,14 +6,14 @@ use super::args::BatchFiles;
 use super::loaded::Loaded;
 use super::progress::Unit;
 use super::simulate::StrategyList;
+use super::values::{Word, one_of};
 use crate::bench::{BenchOptions, BenchResult, run_bench};
 use crate::error::{ExitStatus, UserError};
-use crate::report::bench::{
-    BenchReport, render_batch_table, render_json, render_table_footer, render_table_header,
-};
+use crate::report::bench::{BenchPiece, BenchReport, bench_stream};
+use crate::report::render::{Format, Stream};
 use crate::simulate::NetworkModel;
 use crate::simulate::batch::Batch;
-use std::io::{BufWriter, Write};
+
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -21,14 +21,19 @@ use std::time::Duration;
 /// Set by Ctrl-C: the running strategy stops, then the keys written are deleted.
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
-/// Output format of `bench`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum BenchFormat {
-    /// A table: strategy, QPS, P50/P99, round trips and commands predicted / measured
-    Table,
-    /// One JSON document (its schema_version and fields are documented in README)
-    Json,
-}
+/// `--format` of bench.
+const BENCH_FORMATS: &[Word<Format>] = &[
+    (
+        "table",
+        Format::Table,
+        "A table: strategy, QPS, P50/P99, round trips and commands predicted / measured",
+    ),
+    (
+        "json",
+        Format::Json,
+        "One JSON document (its schema_version and fields are documented in README)",
+    ),
+];
 
 /// Run batches on a live cluster with each strategy; print measured round trips, commands per
 /// node, throughput and latency next to the simulator's prediction.
@@ -94,8 +99,8 @@ pub struct BenchArgs {
     pub rtt: Option<f64>,
 
     /// Output format
-    #[arg(long, value_enum, default_value = "table")]
-    pub format: BenchFormat,
+    #[arg(long, value_parser = one_of(BENCH_FORMATS), default_value = "table")]
+    pub format: Format,
 }
 
 /// Runs `keyplan bench`.
@@ -133,28 +138,23 @@ pub fn run(args: BenchArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
         results: Vec::new(),
     };
     // Tables are printed batch by batch as each finishes; JSON is one document at the end.
-    let table = args.format == BenchFormat::Table;
     let layout = ctx.layout_for(args.output.as_ref());
     let mut out = crate::files::output_sink(args.output.as_ref(), &mut *ctx.stdout)?;
-    let printing = Printing {
-        out: &mut out,
-        layout,
-        progress: ctx.progress,
-        table,
-    };
-    let pending = run_printing(&live, &map, &batches, &opts, &mut report, printing)?;
+    let mut stream = bench_stream(args.format, &mut out, &layout)?;
+    let pending = run_printing(
+        &live,
+        &map,
+        &batches,
+        &opts,
+        &mut report,
+        &mut *stream,
+        ctx.progress,
+    )?;
     let interrupted = INTERRUPTED.load(Ordering::Relaxed);
     report.interrupted = interrupted;
-    if table {
-        // An interrupted run's last batch may be partly done: its results so far.
-        let mut w = layout.writer(&mut out);
-        render_batch_table(&mut w, &pending, &layout)?;
-        render_table_footer(&mut w, &report)?;
-    } else {
-        let mut w = BufWriter::new(&mut out);
-        render_json(&mut w, &report)?;
-        w.flush()?;
-    }
+    // An interrupted run's last batch may be partly done: its results so far.
+    stream.item(&BenchPiece::Batch(&pending))?;
+    stream.finish(&report)?;
     out.finish()?;
     if interrupted {
         writeln!(ctx.stderr, "interrupted: the keys written were deleted")?;
@@ -185,14 +185,6 @@ fn prediction_model(
     Ok(net)
 }
 
-/// Where and how bench's results are printed as they come.
-struct Printing<'a> {
-    out: &'a mut dyn Write,
-    layout: crate::report::TextLayout,
-    progress: super::progress::ProgressConfig,
-    table: bool,
-}
-
 /// Runs the bench, drawing progress and (for tables) printing each batch's table as its last
 /// strategy finishes; fills `report.results` and returns the results of a batch left partly
 /// done by an interruption.
@@ -202,25 +194,18 @@ fn run_printing(
     batches: &[Batch],
     opts: &BenchOptions,
     report: &mut BenchReport,
-    printing: Printing<'_>,
+    stream: &mut dyn for<'r> Stream<BenchPiece<'r>, BenchReport>,
+    progress: super::progress::ProgressConfig,
 ) -> anyhow::Result<Vec<BenchResult>> {
-    let Printing {
-        out: stdout,
-        layout,
-        progress,
-        table,
-    } = printing;
     let per_batch = opts.strategies.len();
     let progress = super::progress::Progress::start(progress, "benchmarking", Unit::Steps, None);
     let mut pending: Vec<BenchResult> = Vec::new();
     let mut write_err: Option<std::io::Error> = None;
     let run = run_bench(live, map, batches, opts, &INTERRUPTED, &mut |step| {
         progress.set_total(step.steps as u64);
-        if table && step.index == 0 && step.result.is_none() {
-            // Printed once every batch is known to run: a refusal prints nothing on stdout.
-            if let Err(e) =
-                progress.suspend(|| render_table_header(&mut layout.writer(&mut *stdout), report))
-            {
+        if step.index == 0 && step.result.is_none() {
+            // Started once every batch is known to run: a refusal prints nothing on stdout.
+            if let Err(e) = progress.suspend(|| stream.item(&BenchPiece::Start(report))) {
                 write_err.get_or_insert(e);
             }
         }
@@ -232,10 +217,9 @@ fn run_printing(
             Some(r) => {
                 progress.set_position(step.index as u64 + 1);
                 pending.push(r.clone());
-                if table && pending.len() == per_batch {
+                if pending.len() == per_batch {
                     let done = std::mem::take(&mut pending);
-                    let write =
-                        || render_batch_table(&mut layout.writer(&mut *stdout), &done, &layout);
+                    let write = || stream.item(&BenchPiece::Batch(&done));
                     if let Err(e) = progress.suspend(write) {
                         write_err.get_or_insert(e);
                     }

@@ -3,25 +3,38 @@
 use super::Ctx;
 use super::args::{InputArgs, TopologyArgs, scheme_path, threads};
 use super::loaded::Loaded;
+use super::values::{FAIL_ON, Word, one_of};
 use crate::error::{ExitStatus, UserError};
 use crate::lint::rule::Severity;
 use crate::lint::{DumpLinter, LintSink, RuleSet, finish_sinks, lint_scheme, sort};
-use crate::report::lint::{LintFormat, render};
+use crate::report::lint::LintReport;
+use crate::report::render::{Format, render};
 use anyhow::Context as _;
 use std::path::PathBuf;
 
-/// Severity threshold for the exit status.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum FailOn {
-    /// Any finding
-    Hint,
-    /// Info and above
-    Info,
-    /// Warnings and errors
-    Warning,
-    /// Errors only
-    Error,
-}
+/// `--format` of lint.
+const LINT_FORMATS: &[Word<Format>] = &[
+    (
+        "human",
+        Format::Table,
+        "`path:line:col: KP301 [error] message` and a help line",
+    ),
+    (
+        "json",
+        Format::Json,
+        "{\"schema_version\": 1, \"diagnostics\": [...], \"summary\": {...}}",
+    ),
+    (
+        "sarif",
+        Format::Sarif,
+        "SARIF 2.1.0 for GitHub code scanning",
+    ),
+    (
+        "github",
+        Format::Github,
+        "GitHub Actions workflow annotations",
+    ),
+];
 
 /// Check a key scheme and key dumps against keyplan's rules.
 ///
@@ -53,12 +66,12 @@ pub struct LintArgs {
     pub rules: RuleArgs,
 
     /// Exit 1 when a finding is at or above this severity
-    #[arg(long, value_enum, default_value = "warning")]
-    pub fail_on: FailOn,
+    #[arg(long, value_parser = one_of(FAIL_ON), default_value = "warning")]
+    pub fail_on: Severity,
 
     /// Output format
-    #[arg(long, value_enum, default_value = "human")]
-    pub format: LintFormat,
+    #[arg(long, value_parser = one_of(LINT_FORMATS), default_value = "human")]
+    pub format: Format,
 
     /// Write the findings to this file instead of standard output (whole, or not at all)
     #[arg(short, long, value_name = "FILE")]
@@ -169,21 +182,15 @@ pub fn run(args: LintArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
             Ok(summary)
         })?;
     sort(&mut diags);
-    let format = args.format;
+    let report = LintReport {
+        diags: &diags,
+        rules: &rules,
+    };
     ctx.write_to(args.output.as_ref(), |out, layout| {
-        match format {
-            LintFormat::Human => render(&mut layout.writer(out), &diags, &rules, format),
-            _ => render(out, &diags, &rules, format),
-        }
-        .context("writing the findings")
+        render(&report, args.format, out, layout).context("writing the findings")
     })?;
     dumps.warn(ctx)?;
-    let threshold = match args.fail_on {
-        FailOn::Hint => Severity::Hint,
-        FailOn::Info => Severity::Info,
-        FailOn::Warning => Severity::Warning,
-        FailOn::Error => Severity::Error,
-    };
+    let threshold = args.fail_on;
     Ok(if diags.iter().any(|d| d.severity >= threshold) {
         ExitStatus::Findings
     } else {

@@ -2,9 +2,7 @@
 //! the batches, the estimates and the output (report or commands).
 
 use super::Ctx;
-use super::args::{
-    BatchFiles, InputArgs, LoadedScheme, OutputArgs, ReportFormat, SampleArgs, TopologyArgs,
-};
+use super::args::{BatchFiles, InputArgs, LoadedScheme, OutputArgs, SampleArgs, TopologyArgs};
 use super::loaded::Loaded;
 use crate::error::{ExitStatus, UserError};
 use crate::keys::Record;
@@ -17,6 +15,7 @@ use crate::migrate::impact::{
 use crate::migrate::{
     ClusterView, Input, MigrateError, MigrationReport, Move, Problem, SampleInfo,
 };
+use crate::report::render::Format;
 use crate::simulate::NetworkModel;
 use crate::simulate::batch::Batch;
 use crate::simulate::client::Client;
@@ -286,7 +285,7 @@ pub fn output(
         }
         None => args.out.render(report, ctx)?,
     }
-    if args.emit.is_some() || args.out.format != ReportFormat::Table {
+    if args.emit.is_some() || args.out.format != Format::Table {
         for w in &report.warnings {
             writeln!(ctx.stderr, "warning: {}", w.text)?;
         }

@@ -5,6 +5,7 @@
 use super::Ctx;
 use super::args::{BatchArgs, InputArgs, TopologyArgs, scheme_path, threads};
 use super::loaded::Loaded;
+use super::values::{PLAN_STRATEGIES, Word, one_of};
 use crate::error::{ExitStatus, UserError};
 use crate::plan::observed::ObservedPlanner;
 use crate::plan::workload::{MAX_SAMPLE_KEYS, PlanSample};
@@ -14,31 +15,29 @@ use crate::report::render::{Format, render};
 use crate::simulate::Strategy;
 use std::path::PathBuf;
 
-/// Output format of `plan`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum PlanFormat {
-    /// Tables: candidates per batch, the recommendation and the rewritten patterns
-    Table,
-    /// One JSON document (schema_version 2, documented in README)
-    Json,
-    /// The scheme file with the recommendations applied (needs --scheme)
-    Yaml,
-    /// A self-contained HTML report: candidates on a round trips × skew chart (use -o FILE)
-    Html,
-}
-
-/// How batches are run when they span nodes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum PlanStrategy {
-    /// One command per key
-    Serial,
-    /// Per-node pipelines, one node after another
-    Pipeline,
-    /// Per-node pipelines, concurrently
-    Parallel,
-    /// Per-slot pipelines, concurrently
-    SlotParallel,
-}
+/// `--format` of plan.
+const PLAN_FORMATS: &[Word<Format>] = &[
+    (
+        "table",
+        Format::Table,
+        "Tables: candidates per batch, the recommendation and the rewritten patterns",
+    ),
+    (
+        "json",
+        Format::Json,
+        "One JSON document (schema_version 2, documented in README)",
+    ),
+    (
+        "yaml",
+        Format::Yaml,
+        "The scheme file with the recommendations applied (needs --scheme)",
+    ),
+    (
+        "html",
+        Format::Html,
+        "A self-contained HTML report: candidates on a round trips × skew chart (use -o FILE)",
+    ),
+];
 
 /// Suggest hash tags: for every batch that is cross-slot or fans out, candidate rewrites
 /// scored in round trips and skew, the Pareto front, and a recommendation.
@@ -75,8 +74,8 @@ pub struct PlanArgs {
     pub max_skew: f64,
 
     /// How batches over several nodes are executed, for round trips before and after
-    #[arg(long, value_enum, default_value = "pipeline")]
-    pub strategy: PlanStrategy,
+    #[arg(long, value_parser = one_of(PLAN_STRATEGIES), default_value = "pipeline")]
+    pub strategy: Strategy,
 
     /// Score with what this client library does instead of a strategy (see simulate --client)
     #[arg(long, value_name = "CLIENT")]
@@ -87,8 +86,8 @@ pub struct PlanArgs {
     pub model: super::args::ModelArgs,
 
     /// Output format
-    #[arg(long, value_enum, default_value = "table")]
-    pub format: PlanFormat,
+    #[arg(long, value_parser = one_of(PLAN_FORMATS), default_value = "table")]
+    pub format: Format,
 
     /// Write to this file instead of standard output
     #[arg(short, long, value_name = "FILE")]
@@ -156,7 +155,7 @@ fn check(args: &PlanArgs) -> anyhow::Result<()> {
     args.batches.require(
         "nothing to plan: no --scheme, no keyplan.yaml here, no --batches and no --monitor",
     )?;
-    if args.format == PlanFormat::Yaml && args.batches.files.scheme.is_none() {
+    if args.format == Format::Yaml && args.batches.files.scheme.is_none() {
         return Err(UserError::new(
             "--format yaml writes the updated scheme, and no --scheme is given",
             "pass --scheme keyplan.yaml, or use --format table or json",
@@ -184,12 +183,7 @@ fn options(args: &PlanArgs) -> anyhow::Result<PlanOptions> {
     let rules = args.rules.rule_set()?;
     Ok(PlanOptions {
         max_skew: args.max_skew,
-        strategy: match args.strategy {
-            PlanStrategy::Serial => Strategy::Serial,
-            PlanStrategy::Pipeline => Strategy::Pipeline,
-            PlanStrategy::Parallel => Strategy::Parallel,
-            PlanStrategy::SlotParallel => Strategy::SlotParallel,
-        },
+        strategy: args.strategy,
         client,
         net: args.model.model()?,
         tag: rules.tag_requirement(),
@@ -254,24 +248,19 @@ fn write(
     loaded: Option<&super::args::LoadedScheme>,
     ctx: &mut Ctx<'_>,
 ) -> anyhow::Result<()> {
-    let format = match args.format {
-        PlanFormat::Json => Format::Json,
-        PlanFormat::Table => Format::Table,
-        PlanFormat::Html => Format::Html,
-        PlanFormat::Yaml => {
-            let l = loaded.expect("invariant: checked above, --format yaml needs --scheme");
-            let updated = yaml::apply(&l.text, &l.scheme, &report.batches).map_err(|e| {
-                UserError::new(
-                    format!("cannot write the updated scheme: {e}"),
-                    "apply the rewrites printed by --format table by hand",
-                )
-            })?;
-            return ctx.write_to(args.output.as_ref(), |out, _| {
-                Ok(out.write_all(updated.as_bytes())?)
-            });
-        }
-    };
+    if args.format == Format::Yaml {
+        let l = loaded.expect("invariant: checked above, --format yaml needs --scheme");
+        let updated = yaml::apply(&l.text, &l.scheme, &report.batches).map_err(|e| {
+            UserError::new(
+                format!("cannot write the updated scheme: {e}"),
+                "apply the rewrites printed by --format table by hand",
+            )
+        })?;
+        return ctx.write_to(args.output.as_ref(), |out, _| {
+            Ok(out.write_all(updated.as_bytes())?)
+        });
+    }
     ctx.write_to(args.output.as_ref(), |out, layout| {
-        Ok(render(report, format, out, layout)?)
+        Ok(render(report, args.format, out, layout)?)
     })
 }

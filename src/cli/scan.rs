@@ -4,7 +4,9 @@ use super::Ctx;
 use super::args::SampleArgs;
 use super::loaded::Loaded;
 use super::progress::Unit;
+use super::values::{Word, one_of};
 use crate::error::{ExitStatus, UserError};
+use crate::report::render::Format;
 use std::path::PathBuf;
 
 /// Sample keys from every master of a live cluster (read-only), or list what an RDB snapshot
@@ -34,8 +36,8 @@ pub struct ScanArgs {
     pub rdb: Option<PathBuf>,
 
     /// What --rdb writes per key
-    #[arg(long, value_enum, default_value = "tsv", requires = "rdb")]
-    pub format: SnapshotFormat,
+    #[arg(long, value_parser = one_of(SNAPSHOT_FORMATS), default_value = "tsv", requires = "rdb")]
+    pub format: Format,
 
     /// With --rdb: the server's `list-compress-depth` (0, the default, compresses no list
     /// node); with N > 0 `bytes` counts the inner nodes of long lists at their compressed size
@@ -52,15 +54,19 @@ pub struct ScanArgs {
     pub sampling: SampleArgs,
 }
 
-/// What `scan --rdb` writes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum SnapshotFormat {
-    /// key<TAB>bytes, the key in redis-cli's quoted form (a dump every command reads)
-    Tsv,
-    /// One JSON object per key: key, db, slot, type, encoding, elements, bytes, serialized,
-    /// expires_at_ms, lfu, idle
-    Jsonl,
-}
+/// `--format` of scan --rdb.
+const SNAPSHOT_FORMATS: &[Word<Format>] = &[
+    (
+        "tsv",
+        Format::Tsv,
+        "key<TAB>bytes, the key in redis-cli's quoted form (a dump every command reads)",
+    ),
+    (
+        "jsonl",
+        Format::Jsonl,
+        "One JSON object per key: key, db, slot, type, encoding, elements, bytes, serialized, expires_at_ms, lfu, idle",
+    ),
+];
 
 /// Runs `keyplan scan`.
 pub fn run(args: ScanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
@@ -118,13 +124,13 @@ fn live_target(args: &ScanArgs) -> anyhow::Result<crate::live::LiveCluster> {
 /// `scan --rdb`: every key of a snapshot, in file order.
 fn run_rdb(
     path: &std::path::Path,
-    format: SnapshotFormat,
+    format: Format,
     list_compress_depth: u32,
     output: Option<&PathBuf>,
     ctx: &mut Ctx<'_>,
 ) -> anyhow::Result<ExitStatus> {
     use crate::rdb::{Parser, read::Mapped};
-    use crate::report::snapshot::{write_jsonl, write_tsv};
+    use crate::report::snapshot::snapshot_stream;
     use anyhow::Context as _;
     let name = path.display().to_string();
     let file = std::fs::File::open(path).with_context(|| {
@@ -145,12 +151,9 @@ fn run_rdb(
     let progress = ctx.progress("reading snapshot", Unit::Bytes, Some(data.len() as u64));
     let keys = ctx.write_to(output, |out, _| {
         let (mut keys, mut last, mut released) = (0u64, 0u64, 0usize);
-        let (mut jbuf, mut tbuf) = (Vec::new(), String::new());
+        let mut lines = snapshot_stream(format, out)?;
         while let Some(k) = parser.next_key().map_err(damaged)? {
-            match format {
-                SnapshotFormat::Jsonl => write_jsonl(out, &k, &mut jbuf)?,
-                SnapshotFormat::Tsv => write_tsv(out, &k, &mut tbuf)?,
-            }
+            lines.item(&k)?;
             keys += 1;
             if keys.is_multiple_of(4096) {
                 let pos = parser.position();
@@ -159,6 +162,7 @@ fn run_rdb(
                 data.release_behind(pos, &mut released);
             }
         }
+        lines.finish(&())?;
         progress.finish();
         Ok(keys)
     })?;

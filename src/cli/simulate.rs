@@ -3,29 +3,13 @@
 use super::Ctx;
 use super::args::{BatchArgs, OutputArgs, TopologyArgs, read_topology};
 use super::loaded::Loaded;
+use super::values::{STRATEGIES, one_of};
 use crate::error::{ExitStatus, UserError};
-use crate::report::simulate::{SimulationHeader, SimulationWriter};
+use crate::report::simulate::{SimulationHeader, simulation_stream};
 use crate::simulate::session::{Mode, Simulation};
 use crate::simulate::{Client, Strategy, batch};
 use crate::topology::{Topology, TopologyFormat, TopologyOptions};
 use std::path::PathBuf;
-
-/// Strategies on the command line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum StrategyArg {
-    /// One command per key
-    Serial,
-    /// Per-node pipelines, one node after another
-    Pipeline,
-    /// Per-node pipelines, concurrently
-    Parallel,
-    /// Per-slot pipelines, concurrently
-    SlotParallel,
-    /// The batch rewritten onto one hash tag
-    Hashtag,
-    /// Every strategy
-    All,
-}
 
 /// `--strategy`: a list of strategies (`simulate`, `bench`).
 #[derive(Debug, Clone, clap::Args)]
@@ -33,38 +17,24 @@ pub struct StrategyList {
     /// Execution strategies, comma-separated or repeated (e.g. pipeline,hashtag)
     #[arg(
         long = "strategy",
-        value_enum,
+        value_parser = one_of(STRATEGIES),
         value_delimiter = ',',
         default_value = "all",
         value_name = "STRATEGY,…"
     )]
-    pub list: Vec<StrategyArg>,
+    pub list: Vec<&'static [Strategy]>,
 }
 
 impl StrategyList {
     /// The strategies the list stands for, in the order given, each once.
     pub fn strategies(&self) -> Vec<Strategy> {
         let mut out: Vec<Strategy> = Vec::new();
-        for s in self.list.iter().flat_map(|a| a.strategies()) {
+        for &s in self.list.iter().copied().flatten() {
             if !out.contains(&s) {
                 out.push(s);
             }
         }
         out
-    }
-}
-
-impl StrategyArg {
-    /// The strategies this choice stands for.
-    pub fn strategies(self) -> Vec<Strategy> {
-        match self {
-            StrategyArg::All => Strategy::ALL.to_vec(),
-            StrategyArg::Serial => vec![Strategy::Serial],
-            StrategyArg::Pipeline => vec![Strategy::Pipeline],
-            StrategyArg::Parallel => vec![Strategy::Parallel],
-            StrategyArg::SlotParallel => vec![Strategy::SlotParallel],
-            StrategyArg::Hashtag => vec![Strategy::Hashtag],
-        }
     }
 }
 
@@ -161,12 +131,12 @@ pub fn run(args: SimulateArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
     };
     let scheme = loaded.as_ref().map(|l| &l.scheme);
     let mut sim = Simulation::new(&topology, &net, mode, scheme);
-    let format = args.out.format.into();
+    let format = args.out.format;
     let mut observed = args.batches.observed()?;
     ctx.write_to(args.out.output.as_ref(), |out, layout| {
-        let mut report = SimulationWriter::new(header, format, out, layout)?;
+        let mut report = simulation_stream(header, format, out, layout)?;
         for b in observed.by_ref() {
-            report.batch(&sim.batch(None, &b?))?;
+            report.item(&sim.batch(None, &b?))?;
         }
         let sizes: Vec<Option<u64>> = match args.sizes.is_empty() {
             true => vec![None],
@@ -174,10 +144,10 @@ pub fn run(args: SimulateArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
         };
         for (size, s) in sizes.into_iter().flat_map(|n| scheme.map(|s| (n, s))) {
             for b in batch::from_scheme(s, size) {
-                report.batch(&sim.batch(size, &b))?;
+                report.item(&sim.batch(size, &b))?;
             }
         }
-        Ok(report.finish()?)
+        Ok(report.finish(&())?)
     })?;
     observed.say_capture(ctx)?;
     Ok(ExitStatus::Clean)

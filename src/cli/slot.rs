@@ -3,29 +3,43 @@
 use super::Ctx;
 use super::args::{InputArgs, TopologyArgs, threads};
 use super::loaded::Loaded;
+use super::values::{Word, one_of};
 use crate::error::{ExitStatus, UserError};
 use crate::keys::parallel::SlotHistogram;
-use crate::report::slot::{
-    SlotCount, SlotCountsReport, SlotEmitter, SlotFormat, SlotRow, render_counts,
-};
-use crate::slot::{SLOT_COUNT, TagShape, explain, key_slot};
+use crate::report::render::{Format, render};
+use crate::report::slot::{SlotColumns, SlotCountsReport, SlotRow, slot_stream};
+use crate::slot::{TagShape, explain, key_slot};
 use crate::topology::Topology;
 use anyhow::Context as _;
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-/// Output format of `slot`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum SlotFormatArg {
-    /// `table` for keys given as arguments, `tsv` when reading --keys files
-    Auto,
-    /// A table (buffers all rows; use tsv or json for large dumps)
-    Table,
-    /// Tab-separated with a header line; keys that need it in redis-cli's quoted form
-    Tsv,
-    /// {"schema_version": 1, "keys": [...]}, streamed
-    Json,
-}
+/// `--format` of slot: a format, or `auto` (none chosen).
+#[derive(Debug, Clone, Copy)]
+pub struct SlotFormat(Option<Format>);
+
+const SLOT_FORMATS: &[Word<SlotFormat>] = &[
+    (
+        "auto",
+        SlotFormat(None),
+        "`table` for keys given as arguments, `tsv` when reading --keys files",
+    ),
+    (
+        "table",
+        SlotFormat(Some(Format::Table)),
+        "A table (buffers all rows; use tsv or json for large dumps)",
+    ),
+    (
+        "tsv",
+        SlotFormat(Some(Format::Tsv)),
+        "Tab-separated with a header line; keys that need it in redis-cli's quoted form",
+    ),
+    (
+        "json",
+        SlotFormat(Some(Format::Json)),
+        "{\"schema_version\": 1, \"keys\": [...]}, streamed",
+    ),
+];
 
 /// Print each key's hash slot, the bytes Redis hashes, and the owning node.
 ///
@@ -54,8 +68,8 @@ pub struct SlotArgs {
     pub topology: TopologyArgs,
 
     /// Output format
-    #[arg(long, value_enum, default_value = "auto")]
-    pub format: SlotFormatArg,
+    #[arg(long, value_parser = one_of(SLOT_FORMATS), default_value = "auto")]
+    pub format: SlotFormat,
 
     /// Say in words why those bytes were hashed
     #[arg(long)]
@@ -85,19 +99,6 @@ fn arg_bytes(s: &OsString) -> Vec<u8> {
     s.to_string_lossy().into_owned().into_bytes()
 }
 
-impl SlotFormatArg {
-    /// The format asked for: `auto` is a table for keys given as arguments, tsv for dumps.
-    fn resolve(self, no_dumps: bool) -> SlotFormat {
-        match self {
-            SlotFormatArg::Auto if no_dumps => SlotFormat::Table,
-            SlotFormatArg::Auto => SlotFormat::Tsv,
-            SlotFormatArg::Table => SlotFormat::Table,
-            SlotFormatArg::Tsv => SlotFormat::Tsv,
-            SlotFormatArg::Json => SlotFormat::Json,
-        }
-    }
-}
-
 /// Runs `keyplan slot`.
 pub fn run(args: SlotArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     if args.keys.is_empty() && args.files.is_empty() {
@@ -110,7 +111,11 @@ pub fn run(args: SlotArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     let topology = Loaded::open(&args.topology, None, None)?
         .topology()?
         .map(|(t, _)| t);
-    let format = args.format.resolve(args.files.is_empty());
+    // `auto`: a table for keys given as arguments, tsv for dumps.
+    let format = args.format.0.unwrap_or(match args.files.is_empty() {
+        true => Format::Table,
+        false => Format::Tsv,
+    });
     if args.counts {
         return run_counts(&args, topology.as_ref(), format, ctx);
     }
@@ -118,29 +123,33 @@ pub fn run(args: SlotArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
         .as_ref()
         .map(|t| t.nodes().iter().map(|n| n.name.as_str()).collect())
         .unwrap_or_default();
-    let ring = topology.as_ref().and_then(|t| t.ring());
+    let ring = topology.as_ref().is_some_and(|t| t.ring().is_some());
+    let columns = SlotColumns {
+        node: topology.is_some(),
+        explain: args.explain,
+    };
     // Every dump is opened before anything is printed, so a bad path fails cleanly; rows
     // stream out as keys are read, with no progress bar over them.
     let inputs = crate::files::open_all(&args.files)?;
     let quiet = super::progress::ProgressConfig::off();
     let dumps = ctx.write_to(args.output.as_ref(), |out, layout| {
-        let mut em = SlotEmitter::begin(out, format, topology.is_some(), args.explain, layout)?;
-        let row = |em: &mut SlotEmitter<_>, key: &[u8]| -> std::io::Result<()> {
-            let (slot, hashed) = match ring {
-                Some(ring) => (None, ring.hashed(key)),
-                None => (Some(key_slot(key)), TagShape::of(key).hashed(key)),
+        let mut rows = slot_stream(format, out, columns, layout)?;
+        let mut row = |key: &[u8]| -> std::io::Result<()> {
+            let (slot, hashed, node) = match &topology {
+                Some(t) => {
+                    let (slot, hashed, node) = t.place(key);
+                    (slot, hashed, Some(node.map_or("-", |i| node_names[i])))
+                }
+                None => (Some(key_slot(key)), TagShape::of(key).hashed(key), None),
             };
-            let node = topology
-                .as_ref()
-                .map(|t| t.node_of(key).map(|i| node_names[i]).unwrap_or("-"));
             let why = args.explain.then(|| match ring {
-                Some(_) => {
+                true => {
                     "a client-side ring hashes these bytes (see the topology's hash and tag rules)"
                         .to_string()
                 }
-                None => explain(key),
+                false => explain(key),
             });
-            em.row(&SlotRow {
+            rows.item(&SlotRow {
                 key,
                 slot,
                 hashed,
@@ -149,7 +158,7 @@ pub fn run(args: SlotArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
             })
         };
         for k in &args.keys {
-            row(&mut em, &arg_bytes(k))?;
+            row(&arg_bytes(k))?;
         }
         let mut io_err: Option<std::io::Error> = None;
         let dumps = args
@@ -157,7 +166,7 @@ pub fn run(args: SlotArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
             .read_opened(inputs, quiet, |input, opts, progress| {
                 input.for_each(opts, progress, |_, rec| {
                     if io_err.is_none() {
-                        io_err = row(&mut em, rec.key).err();
+                        io_err = row(rec.key).err();
                     }
                 })
             });
@@ -165,7 +174,7 @@ pub fn run(args: SlotArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
             return Err(e.into());
         }
         let dumps = dumps?;
-        em.finish(&dumps.malformed())?;
+        rows.finish(&dumps.malformed())?;
         Ok(dumps)
     })?;
     dumps.warn(ctx)?;
@@ -175,7 +184,7 @@ pub fn run(args: SlotArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
 fn run_counts(
     args: &SlotArgs,
     topology: Option<&Topology>,
-    format: SlotFormat,
+    format: Format,
     ctx: &mut Ctx<'_>,
 ) -> anyhow::Result<ExitStatus> {
     if topology.is_some_and(|t| t.ring().is_some()) {
@@ -185,42 +194,19 @@ fn run_counts(
         )
         .into());
     }
-    let mut total = vec![0u64; SLOT_COUNT];
-    for k in &args.keys {
-        total[key_slot(&arg_bytes(k)) as usize] += 1;
-    }
     let mut sinks: Vec<SlotHistogram> = (0..threads(args.threads))
         .map(|_| SlotHistogram::default())
         .collect();
     let dumps = args
         .input
         .par_read_dumps(&args.files, ctx.progress, &mut sinks)?;
-    for s in &sinks {
-        for (t, c) in total.iter_mut().zip(&s.counts) {
-            *t += c;
-        }
+    let mut total = SlotHistogram::total(&sinks);
+    for k in &args.keys {
+        total[key_slot(&arg_bytes(k)) as usize] += 1;
     }
-    let slots = total
-        .iter()
-        .enumerate()
-        .filter(|(_, c)| **c > 0)
-        .map(|(slot, &keys)| SlotCount {
-            slot: slot as u16,
-            keys,
-            node: topology.map(|t| {
-                t.node_of_slot(slot as u16)
-                    .map(|i| t.nodes()[i].name.clone())
-                    .unwrap_or_else(|| "-".into())
-            }),
-        })
-        .collect();
-    let report = SlotCountsReport {
-        keys: total.iter().sum(),
-        slots,
-        malformed: dumps.malformed(),
-    };
+    let report = SlotCountsReport::new(&total, topology, dumps.malformed());
     ctx.write_to(args.output.as_ref(), |out, layout| {
-        render_counts(out, &report, format, layout).context("writing the slot counts")
+        render(&report, format, out, layout).context("writing the slot counts")
     })?;
     dumps.warn(ctx)?;
     Ok(ExitStatus::Clean)

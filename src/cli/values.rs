@@ -3,11 +3,100 @@
 //! compile).
 
 use crate::keys::InputFormat;
+use crate::lint::rule::Severity;
 use crate::migrate::balance::BalanceBy;
 use crate::migrate::emit::Emit;
-use crate::report::lint::LintFormat;
+use crate::report::render::Format;
+use crate::simulate::Strategy;
 use crate::topology::TopologyFormat;
-use clap::builder::PossibleValue;
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+
+/// One word the command line takes: the word, the engine value it stands for, its help.
+pub type Word<T> = (&'static str, T, &'static str);
+
+/// A value parser over `rows`: one engine type, the words (and help) a command gives it. Help
+/// and errors list the words as they do for any enum argument.
+pub fn one_of<T: Clone + Send + Sync + 'static>(
+    rows: &'static [Word<T>],
+) -> impl TypedValueParser<Value = T> {
+    PossibleValuesParser::new(rows.iter().map(|(w, _, h)| PossibleValue::new(*w).help(*h))).map(
+        move |word: String| {
+            rows.iter()
+                .find(|r| r.0 == word)
+                .map(|r| r.1.clone())
+                .expect("invariant: the parser accepts only the rows' words")
+        },
+    )
+}
+
+/// `--format` of the reports that are tables, JSON or HTML (analyze, the previews).
+pub const REPORT_FORMATS: &[Word<Format>] = &[
+    ("table", Format::Table, "Tables"),
+    (
+        "json",
+        Format::Json,
+        "One JSON document (its schema_version and fields are documented in README)",
+    ),
+    (
+        "html",
+        Format::Html,
+        "A self-contained HTML report with charts (use -o FILE)",
+    ),
+];
+
+/// `--fail-on`: the lowest severity that makes the exit status 1.
+pub const FAIL_ON: &[Word<Severity>] = &[
+    ("hint", Severity::Hint, "Any finding"),
+    ("info", Severity::Info, "Info and above"),
+    ("warning", Severity::Warning, "Warnings and errors"),
+    ("error", Severity::Error, "Errors only"),
+];
+
+/// `--strategy` of simulate and bench: strategies, or all of them.
+pub const STRATEGIES: &[Word<&[Strategy]>] = &[
+    ("serial", &[Strategy::Serial], "One command per key"),
+    (
+        "pipeline",
+        &[Strategy::Pipeline],
+        "Per-node pipelines, one node after another",
+    ),
+    (
+        "parallel",
+        &[Strategy::Parallel],
+        "Per-node pipelines, concurrently",
+    ),
+    (
+        "slot-parallel",
+        &[Strategy::SlotParallel],
+        "Per-slot pipelines, concurrently",
+    ),
+    (
+        "hashtag",
+        &[Strategy::Hashtag],
+        "The batch rewritten onto one hash tag",
+    ),
+    ("all", &Strategy::ALL, "Every strategy"),
+];
+
+/// `--strategy` of plan: how batches are run when they span nodes.
+pub const PLAN_STRATEGIES: &[Word<Strategy>] = &[
+    ("serial", Strategy::Serial, "One command per key"),
+    (
+        "pipeline",
+        Strategy::Pipeline,
+        "Per-node pipelines, one node after another",
+    ),
+    (
+        "parallel",
+        Strategy::Parallel,
+        "Per-node pipelines, concurrently",
+    ),
+    (
+        "slot-parallel",
+        Strategy::SlotParallel,
+        "Per-slot pipelines, concurrently",
+    ),
+];
 
 /// Implements `clap::ValueEnum` for an enum from `variant => "word": "help"` rows.
 macro_rules! words {
@@ -55,11 +144,4 @@ words!(BalanceBy {
 words!(Emit {
     RedisCli => "redis-cli": "`redis-cli --cluster reshard … --cluster-yes` lines, one per move",
     Setslot => "setslot": "A shell script of CLUSTER SETSLOT IMPORTING/MIGRATING, MIGRATE and SETSLOT NODE per slot",
-});
-
-words!(LintFormat {
-    Human => "human": "`path:line:col: KP301 [error] message` and a help line",
-    Json => "json": "{\"schema_version\": 1, \"diagnostics\": [...], \"summary\": {...}}",
-    Sarif => "sarif": "SARIF 2.1.0 for GitHub code scanning",
-    Github => "github": "GitHub Actions workflow annotations",
 });

@@ -74,6 +74,19 @@ pub struct SlotHistogram {
     scanner: crate::slot::bulk::BulkScanner,
 }
 
+impl SlotHistogram {
+    /// Keys per slot over all `histograms`.
+    pub fn total(histograms: &[SlotHistogram]) -> Vec<u64> {
+        let mut total = vec![0u64; crate::slot::SLOT_COUNT];
+        for h in histograms {
+            for (t, c) in total.iter_mut().zip(&h.counts) {
+                *t += c;
+            }
+        }
+        total
+    }
+}
+
 impl Default for SlotHistogram {
     fn default() -> Self {
         SlotHistogram {

@@ -16,26 +16,27 @@ use serde::Serialize;
 /// One finding.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Diagnostic {
+    // Fields in alphabetical order: JSON writes them in this order.
     /// Rule code, e.g. `KP301`.
     pub code: String,
-    /// Rule name, e.g. `cross-slot-batch`.
-    pub name: String,
-    /// Effective severity.
-    pub severity: Severity,
-    /// What is wrong, naming the subject.
-    pub message: String,
-    /// The file it is in.
-    pub path: String,
-    /// 1-based line (0 when the finding is about the whole file).
-    pub line: u64,
     /// 1-based column.
     pub column: u64,
     /// What to do instead.
     pub help: Option<String>,
+    /// 1-based line (0 when the finding is about the whole file).
+    pub line: u64,
+    /// What is wrong, naming the subject.
+    pub message: String,
     /// Findings of the same rule in the same file not listed (the first ones are, up to a
     /// cap): said after this one, the last listed (JSON `more_like_this`, absent when 0).
     #[serde(rename = "more_like_this", skip_serializing_if = "is_zero")]
     pub more: u64,
+    /// Rule name, e.g. `cross-slot-batch`.
+    pub name: String,
+    /// The file it is in.
+    pub path: String,
+    /// Effective severity.
+    pub severity: Severity,
 }
 
 fn is_zero(n: &u64) -> bool {

@@ -2,6 +2,7 @@
 //! trips and commands predicted / measured) or JSON.
 
 use super::TextLayout;
+use super::render::{Format, Stream};
 use crate::bench::BenchResult;
 use crate::simulate::NetworkModel;
 use comfy_table::{Cell, CellAlignment};
@@ -28,7 +29,7 @@ pub struct BenchReport {
 }
 
 /// Writes the report as JSON (one line).
-pub fn render_json(out: &mut dyn Write, r: &BenchReport) -> io::Result<()> {
+fn render_json(out: &mut dyn Write, r: &BenchReport) -> io::Result<()> {
     super::json::write_document(out, super::json::BENCH, r)
 }
 
@@ -45,7 +46,7 @@ fn num(x: f64) -> String {
 }
 
 /// Writes the line that opens the table report.
-pub fn render_table_header(out: &mut dyn Write, r: &BenchReport) -> io::Result<()> {
+fn render_table_header(out: &mut dyn Write, r: &BenchReport) -> io::Result<()> {
     writeln!(
         out,
         "keyplan bench on {}: {} s per strategy, {} worker(s), keys under '{}:' (deleted afterwards)",
@@ -55,7 +56,7 @@ pub fn render_table_header(out: &mut dyn Write, r: &BenchReport) -> io::Result<(
 }
 
 /// Writes one batch's table: its results, one row per strategy.
-pub fn render_batch_table(
+fn render_batch_table(
     out: &mut dyn Write,
     results: &[BenchResult],
     layout: &TextLayout,
@@ -123,7 +124,7 @@ pub fn render_batch_table(
 }
 
 /// Writes the lines that close the table report.
-pub fn render_table_footer(out: &mut dyn Write, r: &BenchReport) -> io::Result<()> {
+fn render_table_footer(out: &mut dyn Write, r: &BenchReport) -> io::Result<()> {
     if r.interrupted {
         writeln!(out, "\ninterrupted: results so far")?;
     }
@@ -142,8 +143,81 @@ pub fn render_table_footer(out: &mut dyn Write, r: &BenchReport) -> io::Result<(
     out.flush()
 }
 
+impl super::render::Render for BenchReport {
+    fn write(&self, format: Format, out: &mut dyn Write, layout: &TextLayout) -> io::Result<()> {
+        match format {
+            Format::Table => render_table(out, self, layout),
+            Format::Json => render_json(out, self),
+            other => Err(super::render::unsupported("bench", other)),
+        }
+    }
+}
+
+/// A piece of bench's report as the run produces it.
+#[derive(Debug, Clone, Copy)]
+pub enum BenchPiece<'a> {
+    /// Every batch is known to run: the report starts.
+    Start(&'a BenchReport),
+    /// One batch's results, one per strategy.
+    Batch(&'a [BenchResult]),
+}
+
+/// Bench's report, written as the run produces it.
+pub type BenchStream<'o> = Box<dyn for<'r> Stream<BenchPiece<'r>, BenchReport> + 'o>;
+
+/// Starts bench's report in `format` on `out`: tables are written batch by batch as each
+/// finishes; JSON is one document at the end.
+pub fn bench_stream<'o>(
+    format: Format,
+    out: &'o mut dyn Write,
+    layout: &TextLayout,
+) -> io::Result<BenchStream<'o>> {
+    Ok(match format {
+        Format::Table => Box::new(BenchTable {
+            out: layout.writer(out),
+            layout: *layout,
+        }),
+        Format::Json => Box::new(BenchJson { out }),
+        other => return Err(super::render::unsupported("bench", other)),
+    })
+}
+
+struct BenchTable<'o> {
+    out: super::Fitted<&'o mut dyn Write>,
+    layout: TextLayout,
+}
+
+impl<'r> Stream<BenchPiece<'r>, BenchReport> for BenchTable<'_> {
+    fn item(&mut self, piece: &BenchPiece<'r>) -> io::Result<()> {
+        match *piece {
+            BenchPiece::Start(r) => render_table_header(&mut self.out, r),
+            BenchPiece::Batch(results) => render_batch_table(&mut self.out, results, &self.layout),
+        }
+    }
+
+    fn finish(mut self: Box<Self>, r: &BenchReport) -> io::Result<()> {
+        render_table_footer(&mut self.out, r)
+    }
+}
+
+struct BenchJson<'o> {
+    out: &'o mut dyn Write,
+}
+
+impl<'r> Stream<BenchPiece<'r>, BenchReport> for BenchJson<'_> {
+    fn item(&mut self, _: &BenchPiece<'r>) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn finish(self: Box<Self>, r: &BenchReport) -> io::Result<()> {
+        let mut w = io::BufWriter::new(self.out);
+        render_json(&mut w, r)?;
+        w.flush()
+    }
+}
+
 /// Writes the report as tables, one per batch.
-pub fn render_table(out: &mut dyn Write, r: &BenchReport, layout: &TextLayout) -> io::Result<()> {
+fn render_table(out: &mut dyn Write, r: &BenchReport, layout: &TextLayout) -> io::Result<()> {
     render_table_header(out, r)?;
     for batch in r.results.chunk_by(|a, b| a.batch == b.batch) {
         render_batch_table(out, batch, layout)?;

@@ -1,22 +1,36 @@
 //! Renders lint findings: human (`path:line:col: KP301 [error] message`), JSON, SARIF 2.1.0
 //! (GitHub code scanning) and GitHub workflow annotations.
 
+use super::render::Format;
 use crate::lint::rule::Severity;
 use crate::lint::{Diagnostic, RuleSet};
-use serde_json::json;
+use serde::Serialize;
 use std::io::{self, Write};
 
-/// Output formats of `lint`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LintFormat {
-    /// `path:line:col: KP301 [error] message` and a help line
-    Human,
-    /// {"schema_version": 1, "diagnostics": [...], "summary": {...}}
-    Json,
-    /// SARIF 2.1.0 for GitHub code scanning
-    Sarif,
-    /// GitHub Actions workflow annotations
-    Github,
+/// Lint's findings, with the rules they were checked against (SARIF lists them).
+pub struct LintReport<'a> {
+    /// The findings, in order.
+    pub diags: &'a [Diagnostic],
+    /// The rules.
+    pub rules: &'a RuleSet,
+}
+
+impl super::render::Render for LintReport<'_> {
+    fn write(
+        &self,
+        format: Format,
+        out: &mut dyn Write,
+        _layout: &super::TextLayout,
+    ) -> io::Result<()> {
+        match format {
+            Format::Table => human(out, self.diags)?,
+            Format::Json => json(out, self.diags)?,
+            Format::Github => github(out, self.diags)?,
+            Format::Sarif => sarif(out, self.diags, self.rules)?,
+            other => return Err(super::render::unsupported("lint", other)),
+        }
+        out.flush()
+    }
 }
 
 fn counts(d: &[Diagnostic]) -> [usize; 4] {
@@ -37,144 +51,274 @@ fn location(d: &Diagnostic) -> String {
     }
 }
 
-/// Writes findings in a format.
-pub fn render(
-    out: &mut dyn Write,
-    diags: &[Diagnostic],
-    rules: &RuleSet,
-    format: LintFormat,
-) -> io::Result<()> {
+/// `path:line:col: KP301 [error] message`, a help line, and a summary.
+fn human(out: &mut dyn Write, diags: &[Diagnostic]) -> io::Result<()> {
     let [e, w, i, h] = counts(diags);
-    match format {
-        LintFormat::Human => {
-            for d in diags {
-                writeln!(
-                    out,
-                    "{}: {} [{}] {}",
-                    location(d),
-                    d.code,
-                    d.severity.name(),
-                    d.message
-                )?;
-                if let Some(help) = &d.help {
-                    writeln!(out, "  help: {help}")?;
-                }
-                if d.more > 0 {
-                    writeln!(out, "  … and {} more like this not listed", d.more)?;
-                }
-            }
-            if diags.is_empty() {
-                writeln!(out, "no findings")?;
-            } else {
-                writeln!(
-                    out,
-                    "{} finding(s): {e} error(s), {w} warning(s), {i} info, {h} hint(s)",
-                    diags.len()
-                )?;
-            }
+    for d in diags {
+        writeln!(
+            out,
+            "{}: {} [{}] {}",
+            location(d),
+            d.code,
+            d.severity.name(),
+            d.message
+        )?;
+        if let Some(help) = &d.help {
+            writeln!(out, "  help: {help}")?;
         }
-        LintFormat::Json => {
-            let v = json!({
-                "diagnostics": diags,
-                "summary": {"errors": e, "warnings": w, "info": i, "hints": h},
-            });
-            super::json::write_document(&mut *out, super::json::LINT, &v)?;
-        }
-        LintFormat::Github => {
-            for d in diags {
-                let level = match d.severity {
-                    Severity::Error => "error",
-                    Severity::Warning => "warning",
-                    _ => "notice",
-                };
-                let esc = |s: &str| {
-                    s.replace('%', "%25")
-                        .replace('\r', "%0D")
-                        .replace('\n', "%0A")
-                };
-                let prop = |s: &str| esc(s).replace(':', "%3A").replace(',', "%2C");
-                let mut loc = format!("file={}", prop(&d.path));
-                if d.line > 0 {
-                    loc.push_str(&format!(",line={},col={}", d.line, d.column));
-                }
-                let mut msg = d.message.clone();
-                if let Some(h) = &d.help {
-                    msg.push_str(&format!("\nhelp: {h}"));
-                }
-                if d.more > 0 {
-                    msg.push_str(&format!("\n… and {} more like this not listed", d.more));
-                }
-                writeln!(
-                    out,
-                    "::{level} {loc},title={}::{}",
-                    prop(&format!("{} {}", d.code, d.name)),
-                    esc(&msg)
-                )?;
-            }
-        }
-        LintFormat::Sarif => {
-            let used: Vec<&crate::lint::ActiveRule> = rules.rules.iter().collect();
-            let rule_index = |code: &str| used.iter().position(|r| r.spec.id == code).unwrap_or(0);
-            let level = |s: Severity| match s {
-                Severity::Error => "error",
-                Severity::Warning => "warning",
-                _ => "note",
-            };
-            let results: Vec<serde_json::Value> = diags
-                .iter()
-                .map(|d| {
-                    let mut region = json!({});
-                    if d.line > 0 {
-                        region = json!({"startLine": d.line, "startColumn": d.column.max(1)});
-                    }
-                    let mut text = d.message.clone();
-                    if let Some(h) = &d.help {
-                        text.push_str(&format!(" (help: {h})"));
-                    }
-                    if d.more > 0 {
-                        text.push_str(&format!(" (and {} more like this not listed)", d.more));
-                    }
-                    let mut loc = json!({"artifactLocation": {"uri": d.path}});
-                    if d.line > 0 {
-                        loc["region"] = region;
-                    }
-                    json!({
-                        "ruleId": d.code,
-                        "ruleIndex": rule_index(&d.code),
-                        "level": level(d.severity),
-                        "message": {"text": text},
-                        "locations": [{"physicalLocation": loc}],
-                    })
-                })
-                .collect();
-            let rules_json: Vec<serde_json::Value> = used
-                .iter()
-                .map(|r| {
-                    json!({
-                        "id": r.spec.id,
-                        "name": r.spec.name,
-                        "shortDescription": {"text": r.spec.summary},
-                        "fullDescription": {"text": r.spec.summary},
-                        "help": {"text": r.spec.description, "markdown": r.spec.description},
-                        "defaultConfiguration": {"level": level(r.spec.severity)},
-                    })
-                })
-                .collect();
-            let v = json!({
-                "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
-                "version": "2.1.0",
-                "runs": [{
-                    "tool": {"driver": {
-                        "name": "keyplan",
-                        "version": env!("CARGO_PKG_VERSION"),
-                        "rules": rules_json,
-                    }},
-                    "results": results,
-                }],
-            });
-            serde_json::to_writer_pretty(&mut *out, &v)?;
-            writeln!(out)?;
+        if d.more > 0 {
+            writeln!(out, "  … and {} more like this not listed", d.more)?;
         }
     }
-    out.flush()
+    if diags.is_empty() {
+        writeln!(out, "no findings")
+    } else {
+        writeln!(
+            out,
+            "{} finding(s): {e} error(s), {w} warning(s), {i} info, {h} hint(s)",
+            diags.len()
+        )
+    }
+}
+
+/// `{"schema_version": …, "diagnostics": [...], "summary": {...}}`.
+fn json(out: &mut dyn Write, diags: &[Diagnostic]) -> io::Result<()> {
+    #[derive(Serialize)]
+    struct Summary {
+        errors: usize,
+        hints: usize,
+        info: usize,
+        warnings: usize,
+    }
+    #[derive(Serialize)]
+    struct Document<'a> {
+        diagnostics: &'a [Diagnostic],
+        summary: Summary,
+    }
+    let [errors, warnings, info, hints] = counts(diags);
+    let doc = Document {
+        diagnostics: diags,
+        summary: Summary {
+            errors,
+            hints,
+            info,
+            warnings,
+        },
+    };
+    super::json::write_document(&mut *out, super::json::LINT, &doc)
+}
+
+/// GitHub Actions workflow annotations: `::error file=…,line=…,col=…,title=…::message`.
+fn github(out: &mut dyn Write, diags: &[Diagnostic]) -> io::Result<()> {
+    let esc = |s: &str| {
+        s.replace('%', "%25")
+            .replace('\r', "%0D")
+            .replace('\n', "%0A")
+    };
+    let prop = |s: &str| esc(s).replace(':', "%3A").replace(',', "%2C");
+    for d in diags {
+        let level = match d.severity {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            _ => "notice",
+        };
+        let mut loc = format!("file={}", prop(&d.path));
+        if d.line > 0 {
+            loc.push_str(&format!(",line={},col={}", d.line, d.column));
+        }
+        let mut msg = d.message.clone();
+        if let Some(h) = &d.help {
+            msg.push_str(&format!("\nhelp: {h}"));
+        }
+        if d.more > 0 {
+            msg.push_str(&format!("\n… and {} more like this not listed", d.more));
+        }
+        writeln!(
+            out,
+            "::{level} {loc},title={}::{}",
+            prop(&format!("{} {}", d.code, d.name)),
+            esc(&msg)
+        )?;
+    }
+    Ok(())
+}
+
+/// SARIF 2.1.0 for code scanning. The structures hold only what keyplan writes; their fields
+/// are declared in the order they are written (alphabetical, as they always were).
+mod sarif_log {
+    use serde::Serialize;
+
+    #[derive(Serialize)]
+    pub struct Log<'a> {
+        #[serde(rename = "$schema")]
+        pub schema: &'static str,
+        pub runs: [Run<'a>; 1],
+        pub version: &'static str,
+    }
+
+    #[derive(Serialize)]
+    pub struct Run<'a> {
+        pub results: Vec<Result<'a>>,
+        pub tool: Tool<'a>,
+    }
+
+    #[derive(Serialize)]
+    pub struct Tool<'a> {
+        pub driver: Driver<'a>,
+    }
+
+    #[derive(Serialize)]
+    pub struct Driver<'a> {
+        pub name: &'static str,
+        pub rules: Vec<Rule<'a>>,
+        pub version: &'static str,
+    }
+
+    #[derive(Serialize)]
+    pub struct Rule<'a> {
+        #[serde(rename = "defaultConfiguration")]
+        pub default_configuration: Level,
+        #[serde(rename = "fullDescription")]
+        pub full_description: Text<'a>,
+        pub help: Help<'a>,
+        pub id: &'a str,
+        pub name: &'a str,
+        #[serde(rename = "shortDescription")]
+        pub short_description: Text<'a>,
+    }
+
+    #[derive(Serialize)]
+    pub struct Level {
+        pub level: &'static str,
+    }
+
+    #[derive(Serialize)]
+    pub struct Text<'a> {
+        pub text: std::borrow::Cow<'a, str>,
+    }
+
+    #[derive(Serialize)]
+    pub struct Help<'a> {
+        pub markdown: &'a str,
+        pub text: &'a str,
+    }
+
+    #[derive(Serialize)]
+    pub struct Result<'a> {
+        pub level: &'static str,
+        pub locations: [Location<'a>; 1],
+        pub message: Text<'a>,
+        #[serde(rename = "ruleId")]
+        pub rule_id: &'a str,
+        #[serde(rename = "ruleIndex")]
+        pub rule_index: usize,
+    }
+
+    #[derive(Serialize)]
+    pub struct Location<'a> {
+        #[serde(rename = "physicalLocation")]
+        pub physical_location: Physical<'a>,
+    }
+
+    #[derive(Serialize)]
+    pub struct Physical<'a> {
+        #[serde(rename = "artifactLocation")]
+        pub artifact_location: Artifact<'a>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub region: Option<Region>,
+    }
+
+    #[derive(Serialize)]
+    pub struct Artifact<'a> {
+        pub uri: &'a str,
+    }
+
+    #[derive(Serialize)]
+    pub struct Region {
+        #[serde(rename = "startColumn")]
+        pub start_column: u64,
+        #[serde(rename = "startLine")]
+        pub start_line: u64,
+    }
+}
+
+/// SARIF 2.1.0: every rule, and a result per finding.
+fn sarif(out: &mut dyn Write, diags: &[Diagnostic], rules: &RuleSet) -> io::Result<()> {
+    use sarif_log::*;
+    let level = |s: Severity| match s {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+        _ => "note",
+    };
+    let rule_index = |code: &str| {
+        rules
+            .rules
+            .iter()
+            .position(|r| r.spec.id == code)
+            .unwrap_or(0)
+    };
+    let results = diags
+        .iter()
+        .map(|d| {
+            let mut text = d.message.clone();
+            if let Some(h) = &d.help {
+                text.push_str(&format!(" (help: {h})"));
+            }
+            if d.more > 0 {
+                text.push_str(&format!(" (and {} more like this not listed)", d.more));
+            }
+            Result {
+                level: level(d.severity),
+                locations: [Location {
+                    physical_location: Physical {
+                        artifact_location: Artifact { uri: &d.path },
+                        region: (d.line > 0).then(|| Region {
+                            start_column: d.column.max(1),
+                            start_line: d.line,
+                        }),
+                    },
+                }],
+                message: Text { text: text.into() },
+                rule_id: &d.code,
+                rule_index: rule_index(&d.code),
+            }
+        })
+        .collect();
+    let rules = rules
+        .rules
+        .iter()
+        .map(|r| Rule {
+            default_configuration: Level {
+                level: level(r.spec.severity),
+            },
+            full_description: Text {
+                text: r.spec.summary.as_str().into(),
+            },
+            help: Help {
+                markdown: &r.spec.description,
+                text: &r.spec.description,
+            },
+            id: &r.spec.id,
+            name: &r.spec.name,
+            short_description: Text {
+                text: r.spec.summary.as_str().into(),
+            },
+        })
+        .collect();
+    let log = Log {
+        schema: "https://json.schemastore.org/sarif-2.1.0.json",
+        runs: [Run {
+            results,
+            tool: Tool {
+                driver: Driver {
+                    name: "keyplan",
+                    rules,
+                    version: env!("CARGO_PKG_VERSION"),
+                },
+            },
+        }],
+        version: "2.1.0",
+    };
+    serde_json::to_writer_pretty(&mut *out, &log)?;
+    writeln!(out)
 }

@@ -8,7 +8,7 @@
 
 use super::TextLayout;
 use super::html::simulate_html as html;
-use super::render::Format;
+use super::render::{Format, Stream};
 use crate::simulate::client::ClientResult;
 use crate::simulate::session::BatchOutcome;
 use crate::simulate::verdict::Verdict;
@@ -55,89 +55,36 @@ struct Sized<'a> {
 /// In memory up to this much, then in a temporary file.
 const SPOOL_IN_MEMORY: usize = 4 << 20;
 
-/// Writes a simulation's report in one format, a batch at a time: [`SimulationWriter::batch`]
-/// for each, then [`SimulationWriter::finish`].
-pub struct SimulationWriter<'o> {
+/// What every format's writer tracks of the batches seen so far.
+struct Seen {
     header: SimulationHeader,
-    format: Format,
-    layout: TextLayout,
-    out: Box<dyn Write + 'o>,
-    /// The JSON `results` or the HTML body, written after what must come first.
-    spool: tempfile::SpooledTempFile,
     /// Batches written so far.
     batches: usize,
-    /// JSON: verdicts written so far.
-    verdicts: usize,
-    /// JSON: results spooled so far.
-    results: usize,
     /// The distinct strategies or client profiles of a batch (all batches run the same).
     per_batch: usize,
     /// Verdicts of scheme batches, by name (a batch may come again, swept to another size).
     scheme_verdicts: HashMap<String, Verdict>,
     /// A size sweep, gathered whole.
     sweep: Vec<(Option<u64>, SimResult)>,
-    /// Client tables: the profiles' descriptions, each once, for the footnotes.
-    profiles: Vec<String>,
 }
 
-fn spool_error(e: io::Error) -> io::Error {
-    io::Error::new(
-        e.kind(),
-        format!(
-            "cannot spool the report to a temporary file (set TMPDIR to a writable directory): {e}"
-        ),
-    )
-}
-
-impl<'o> SimulationWriter<'o> {
-    /// Starts the report on `out`; text is fitted to `layout`.
-    pub fn new(
-        header: SimulationHeader,
-        format: Format,
-        out: &'o mut dyn Write,
-        layout: &TextLayout,
-    ) -> io::Result<SimulationWriter<'o>> {
-        let mut out: Box<dyn Write + 'o> = match format {
-            Format::Table => Box::new(layout.writer(out)),
-            _ => Box::new(out),
-        };
-        let sweep = !header.sizes.is_empty() && !header.clients;
-        match format {
-            Format::Table if !sweep => write_network(
-                &mut out,
-                &header.network,
-                (!header.clients).then_some(header.nodes),
-            )?,
-            Format::Json => {
-                out.write_all(super::json::open_document(super::json::SIMULATE).as_bytes())?;
-                out.write_all(b"\"network\":")?;
-                serde_json::to_writer(&mut out, &header.network)?;
-                out.write_all(b",\"batches\":[")?;
-            }
-            _ => {}
-        }
-        Ok(SimulationWriter {
+impl Seen {
+    fn new(header: SimulationHeader) -> Seen {
+        Seen {
             header,
-            format,
-            layout: *layout,
-            out,
-            spool: tempfile::SpooledTempFile::new(SPOOL_IN_MEMORY),
             batches: 0,
-            verdicts: 0,
-            results: 0,
             per_batch: 0,
             scheme_verdicts: HashMap::new(),
             sweep: Vec::new(),
-            profiles: Vec::new(),
-        })
+        }
     }
 
     fn sweeping(&self) -> bool {
         !self.header.sizes.is_empty() && !self.header.clients
     }
 
-    /// Writes one batch.
-    pub fn batch(&mut self, b: &BatchOutcome) -> io::Result<()> {
+    /// Counts batch `b`; its verdict (a scheme batch swept to another size keeps its first).
+    fn see(&mut self, b: &BatchOutcome) -> Option<Verdict> {
         if self.batches == 0 {
             self.per_batch = if self.header.clients {
                 distinct(b.clients.iter().map(|c| c.client))
@@ -153,44 +100,145 @@ impl<'o> SimulationWriter<'o> {
                 .entry(b.name.clone())
                 .or_insert_with(|| v.clone());
         }
-        let verdict = b
-            .verdict
+        b.verdict
             .as_ref()
-            .or_else(|| self.scheme_verdicts.get(&b.name));
-        match self.format {
-            Format::Json => self.json_batch(b),
-            _ if self.sweeping() => {
-                self.sweep
-                    .extend(b.results.iter().map(|r| (b.size, r.clone())));
-                Ok(())
-            }
-            Format::Table if self.header.clients => {
-                client_table(&mut self.out, b, verdict, &self.layout)?;
-                for x in &b.clients {
-                    let s = format!("{} = {}", x.client, x.models);
-                    if !self.profiles.contains(&s) {
-                        self.profiles.push(s);
-                    }
+            .or_else(|| self.scheme_verdicts.get(&b.name))
+            .cloned()
+    }
+
+    /// Gathers `b` into the sweep, when sweeping; `false` otherwise.
+    fn gather(&mut self, b: &BatchOutcome) -> bool {
+        if self.sweeping() {
+            self.sweep
+                .extend(b.results.iter().map(|r| (b.size, r.clone())));
+        }
+        self.sweeping()
+    }
+}
+
+/// Starts a simulation's report in `format` on `out` (text fitted to `layout`): a stream of
+/// batches, each written (or spooled) as it comes.
+pub fn simulation_stream<'o>(
+    header: SimulationHeader,
+    format: Format,
+    out: &'o mut dyn Write,
+    layout: &TextLayout,
+) -> io::Result<Box<dyn Stream<BatchOutcome> + 'o>> {
+    Ok(match format {
+        Format::Table => Box::new(SimulationTable::new(header, out, layout)?),
+        Format::Json => Box::new(SimulationJson::new(header, out)?),
+        Format::Html => Box::new(SimulationHtml {
+            seen: Seen::new(header),
+            out,
+            spool: tempfile::SpooledTempFile::new(SPOOL_IN_MEMORY),
+        }),
+        other => return Err(super::render::unsupported("simulate", other)),
+    })
+}
+
+/// Tables, a batch at a time (a size sweep's at the end).
+struct SimulationTable<'o> {
+    seen: Seen,
+    out: super::Fitted<&'o mut dyn Write>,
+    layout: TextLayout,
+    /// Client tables: the profiles' descriptions, each once, for the footnotes.
+    profiles: Vec<String>,
+}
+
+impl<'o> SimulationTable<'o> {
+    fn new(
+        header: SimulationHeader,
+        out: &'o mut dyn Write,
+        layout: &TextLayout,
+    ) -> io::Result<SimulationTable<'o>> {
+        let mut out = layout.writer(out);
+        let seen = Seen::new(header);
+        if !seen.sweeping() {
+            let h = &seen.header;
+            write_network(&mut out, &h.network, (!h.clients).then_some(h.nodes))?;
+        }
+        Ok(SimulationTable {
+            seen,
+            out,
+            layout: *layout,
+            profiles: Vec::new(),
+        })
+    }
+}
+
+impl Stream<BatchOutcome> for SimulationTable<'_> {
+    fn item(&mut self, b: &BatchOutcome) -> io::Result<()> {
+        let verdict = self.seen.see(b);
+        if self.seen.gather(b) {
+            return Ok(());
+        }
+        if self.seen.header.clients {
+            client_table(&mut self.out, b, verdict.as_ref(), &self.layout)?;
+            for x in &b.clients {
+                let s = format!("{} = {}", x.client, x.models);
+                if !self.profiles.contains(&s) {
+                    self.profiles.push(s);
                 }
-                Ok(())
             }
-            Format::Table => strategy_table(&mut self.out, b, verdict, &self.layout),
-            Format::Html => {
-                let mut h = String::new();
-                html::section(&mut h, &b.name, &b.results, &b.clients);
-                self.spool.write_all(h.as_bytes()).map_err(spool_error)
-            }
+            Ok(())
+        } else {
+            strategy_table(&mut self.out, b, verdict.as_ref(), &self.layout)
         }
     }
 
-    fn json_batch(&mut self, b: &BatchOutcome) -> io::Result<()> {
+    fn finish(mut self: Box<Self>, _: &()) -> io::Result<()> {
+        if self.seen.sweeping() {
+            sweep_tables(
+                &mut self.out,
+                &self.seen.header,
+                &self.seen.sweep,
+                &self.layout,
+            )?;
+        } else if self.seen.header.clients {
+            writeln!(self.out, "\nprofiles:")?;
+            for s in &self.profiles {
+                writeln!(self.out, "  {s}")?;
+            }
+        }
+        self.out.flush()
+    }
+}
+
+/// One JSON document: the verdicts as they come, then the results (spooled meanwhile).
+struct SimulationJson<'o> {
+    out: &'o mut dyn Write,
+    /// The `results` array, written after the verdicts.
+    spool: tempfile::SpooledTempFile,
+    /// Verdicts written so far.
+    verdicts: usize,
+    /// Results spooled so far.
+    results: usize,
+}
+
+impl<'o> SimulationJson<'o> {
+    fn new(header: SimulationHeader, out: &'o mut dyn Write) -> io::Result<SimulationJson<'o>> {
+        out.write_all(super::json::open_document(super::json::SIMULATE).as_bytes())?;
+        out.write_all(b"\"network\":")?;
+        serde_json::to_writer(&mut *out, &header.network)?;
+        out.write_all(b",\"batches\":[")?;
+        Ok(SimulationJson {
+            out,
+            spool: tempfile::SpooledTempFile::new(SPOOL_IN_MEMORY),
+            verdicts: 0,
+            results: 0,
+        })
+    }
+}
+
+impl Stream<BatchOutcome> for SimulationJson<'_> {
+    fn item(&mut self, b: &BatchOutcome) -> io::Result<()> {
         if let Some(verdict) = &b.verdict {
             if self.verdicts > 0 {
                 self.out.write_all(b",")?;
             }
             self.verdicts += 1;
             serde_json::to_writer(
-                &mut self.out,
+                &mut *self.out,
                 &BatchVerdict {
                     batch: &b.name,
                     batch_id: &b.id,
@@ -222,73 +270,89 @@ impl<'o> SimulationWriter<'o> {
         spool.flush().map_err(spool_error)
     }
 
-    /// Ends the report.
-    pub fn finish(mut self) -> io::Result<()> {
-        match self.format {
-            Format::Json => {
-                self.out.write_all(b"],\"results\":[")?;
-                self.copy_spool()?;
-                self.out.write_all(b"]}\n")?;
-            }
-            Format::Table if self.sweeping() => {
-                sweep_tables(&mut self.out, &self.header, &self.sweep, &self.layout)?
-            }
-            Format::Table if self.header.clients => {
-                writeln!(self.out, "\nprofiles:")?;
-                for s in &self.profiles {
-                    writeln!(self.out, "  {s}")?;
-                }
-            }
-            Format::Table => {}
-            Format::Html => {
-                let mut h = String::with_capacity(1 << 16);
-                let what = if self.header.clients {
-                    "client profiles"
-                } else {
-                    "strategies"
-                };
-                let batches = if self.sweeping() {
-                    distinct(self.sweep.iter().map(|(_, r)| r.batch.as_str()))
-                } else {
-                    self.batches
-                };
-                html::head(
-                    &mut h,
-                    &self.header.topology,
-                    &self.header.network,
-                    batches,
-                    what,
-                    self.per_batch,
-                );
-                if self.sweeping() {
-                    for name in names(self.sweep.iter().map(|(_, r)| r.batch.as_str())) {
-                        html::sweep_section(
-                            &mut h,
-                            name,
-                            self.sweep
-                                .iter()
-                                .filter(|(_, r)| r.batch == name)
-                                .filter_map(|(n, r)| Some(((*n)?, r))),
-                        );
-                    }
-                }
-                self.out.write_all(h.as_bytes())?;
-                self.copy_spool()?;
-                h.clear();
-                html::end(&mut h);
-                self.out.write_all(h.as_bytes())?;
-            }
-        }
+    fn finish(mut self: Box<Self>, _: &()) -> io::Result<()> {
+        self.out.write_all(b"],\"results\":[")?;
+        copy_spool(&mut self.spool, &mut *self.out)?;
+        self.out.write_all(b"]}\n")?;
         self.out.flush()
     }
+}
 
-    fn copy_spool(&mut self) -> io::Result<()> {
-        self.spool
-            .seek(io::SeekFrom::Start(0))
-            .map_err(spool_error)?;
-        io::copy(&mut self.spool, &mut self.out)?;
-        Ok(())
+/// A self-contained HTML page: its head (whose counts come first) at the end, the batches'
+/// sections spooled meanwhile.
+struct SimulationHtml<'o> {
+    seen: Seen,
+    out: &'o mut dyn Write,
+    /// The page's body.
+    spool: tempfile::SpooledTempFile,
+}
+
+impl Stream<BatchOutcome> for SimulationHtml<'_> {
+    fn item(&mut self, b: &BatchOutcome) -> io::Result<()> {
+        self.seen.see(b);
+        if self.seen.gather(b) {
+            return Ok(());
+        }
+        let mut h = String::new();
+        html::section(&mut h, &b.name, &b.results, &b.clients);
+        self.spool.write_all(h.as_bytes()).map_err(spool_error)
     }
+
+    fn finish(mut self: Box<Self>, _: &()) -> io::Result<()> {
+        let seen = &self.seen;
+        let mut h = String::with_capacity(1 << 16);
+        let what = if seen.header.clients {
+            "client profiles"
+        } else {
+            "strategies"
+        };
+        let batches = if seen.sweeping() {
+            distinct(seen.sweep.iter().map(|(_, r)| r.batch.as_str()))
+        } else {
+            seen.batches
+        };
+        html::head(
+            &mut h,
+            &seen.header.topology,
+            &seen.header.network,
+            batches,
+            what,
+            seen.per_batch,
+        );
+        if seen.sweeping() {
+            for name in names(seen.sweep.iter().map(|(_, r)| r.batch.as_str())) {
+                html::sweep_section(
+                    &mut h,
+                    name,
+                    seen.sweep
+                        .iter()
+                        .filter(|(_, r)| r.batch == name)
+                        .filter_map(|(n, r)| Some(((*n)?, r))),
+                );
+            }
+        }
+        self.out.write_all(h.as_bytes())?;
+        copy_spool(&mut self.spool, &mut *self.out)?;
+        h.clear();
+        html::end(&mut h);
+        self.out.write_all(h.as_bytes())?;
+        self.out.flush()
+    }
+}
+
+fn spool_error(e: io::Error) -> io::Error {
+    io::Error::new(
+        e.kind(),
+        format!(
+            "cannot spool the report to a temporary file (set TMPDIR to a writable directory): {e}"
+        ),
+    )
+}
+
+fn copy_spool(spool: &mut tempfile::SpooledTempFile, out: &mut dyn Write) -> io::Result<()> {
+    spool.seek(io::SeekFrom::Start(0)).map_err(spool_error)?;
+    io::copy(spool, out)?;
+    Ok(())
 }
 
 /// The distinct values, in the order met.

@@ -1,20 +1,10 @@
 //! Output of `keyplan slot`: one row per key (table, tsv or JSON, streamed where the format
 //! allows) or the per-slot counts of `--counts`.
 
+use super::render::{Format, Stream};
 use super::{JsonBytes, TextLayout, display_key};
 use serde::Serialize;
 use std::io::{self, Write};
-
-/// How `slot` prints.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SlotFormat {
-    /// A table (rows are buffered to size the columns).
-    Table,
-    /// Tab-separated, one line per key, with a header line.
-    Tsv,
-    /// `{"schema_version": 1, "keys": [...]}`, streamed.
-    Json,
-}
 
 /// One key's placement.
 #[derive(Debug, Clone, Copy)]
@@ -54,125 +44,147 @@ pub struct MalformedLine {
     pub message: String,
 }
 
-/// Streams `slot` rows in one of the formats.
-pub struct SlotEmitter<W: Write> {
-    out: W,
-    format: SlotFormat,
-    with_node: bool,
-    with_explain: bool,
-    rows: u64,
-    table: Option<super::FitTable>,
+/// Starts `slot`'s rows in `format` on `out`: a header line (tsv), the document's opening
+/// (JSON), or a table that is printed whole at the end.
+pub fn slot_stream<'o>(
+    format: Format,
+    out: &'o mut dyn Write,
+    columns: SlotColumns,
+    layout: &TextLayout,
+) -> io::Result<SlotRows<'o>> {
+    let mut header = vec!["key", "slot", "hashed"];
+    if columns.node {
+        header.push("node");
+    }
+    if columns.explain {
+        header.push("explain");
+    }
+    Ok(match format {
+        Format::Json => {
+            out.write_all(super::json::open_document(super::json::SLOT).as_bytes())?;
+            out.write_all(b"\"keys\":[")?;
+            Box::new(SlotJson { out, rows: 0 })
+        }
+        Format::Tsv => {
+            writeln!(out, "{}", header.join("\t"))?;
+            Box::new(SlotTsv { out, columns })
+        }
+        Format::Table => {
+            let mut table = layout.table();
+            table.set_header(header);
+            Box::new(SlotTable {
+                out,
+                columns,
+                table,
+            })
+        }
+        other => return Err(super::render::unsupported("slot", other)),
+    })
 }
 
-impl<W: Write> SlotEmitter<W> {
-    /// Starts the output (header line, JSON opening).
-    pub fn begin(
-        mut out: W,
-        format: SlotFormat,
-        with_node: bool,
-        with_explain: bool,
-        layout: &TextLayout,
-    ) -> io::Result<Self> {
-        let mut table = None;
-        let mut header = vec!["key", "slot", "hashed"];
-        if with_node {
-            header.push("node");
-        }
-        if with_explain {
-            header.push("explain");
-        }
-        match format {
-            SlotFormat::Json => {
-                out.write_all(super::json::open_document(super::json::SLOT).as_bytes())?;
-                out.write_all(b"\"keys\":[")?;
-            }
-            SlotFormat::Tsv => writeln!(out, "{}", header.join("\t"))?,
-            SlotFormat::Table => {
-                let mut t = layout.table();
-                t.set_header(header);
-                table = Some(t);
-            }
-        }
-        Ok(SlotEmitter {
-            out,
-            format,
-            with_node,
-            with_explain,
-            rows: 0,
-            table,
-        })
-    }
+/// `slot`'s rows, written one key after another (each row borrows from its key).
+pub type SlotRows<'o> = Box<dyn for<'r> Stream<SlotRow<'r>, [MalformedLine]> + 'o>;
 
-    /// Emits one row.
-    pub fn row(&mut self, r: &SlotRow<'_>) -> io::Result<()> {
-        match self.format {
-            SlotFormat::Json => {
-                if self.rows > 0 {
-                    self.out.write_all(b",")?;
-                }
-                let row = JsonRow {
-                    key: JsonBytes(r.key),
-                    slot: r.slot,
-                    hashed: JsonBytes(r.hashed),
-                    node: r.node,
-                    explain: r.explain,
-                };
-                serde_json::to_writer(&mut self.out, &row)?;
-            }
-            SlotFormat::Tsv => {
-                write!(
-                    self.out,
-                    "{}\t{}\t{}",
-                    display_key(r.key),
-                    r.slot.map_or_else(|| "-".to_string(), |s| s.to_string()),
-                    display_key(r.hashed)
-                )?;
-                if self.with_node {
-                    write!(self.out, "\t{}", r.node.unwrap_or("-"))?;
-                }
-                if self.with_explain {
-                    write!(self.out, "\t{}", r.explain.unwrap_or(""))?;
-                }
-                self.out.write_all(b"\n")?;
-            }
-            SlotFormat::Table => {
-                let mut cells = vec![
-                    display_key(r.key).into_owned(),
-                    r.slot.map_or_else(|| "-".to_string(), |s| s.to_string()),
-                    display_key(r.hashed).into_owned(),
-                ];
-                if self.with_node {
-                    cells.push(r.node.unwrap_or("-").to_string());
-                }
-                if self.with_explain {
-                    cells.push(r.explain.unwrap_or("").to_string());
-                }
-                if let Some(t) = self.table.as_mut() {
-                    t.add_row(cells);
-                }
-            }
+/// The optional columns of `slot`'s rows.
+#[derive(Debug, Clone, Copy)]
+pub struct SlotColumns {
+    /// The owning node (a topology was given).
+    pub node: bool,
+    /// Why those bytes were hashed (`--explain`).
+    pub explain: bool,
+}
+
+fn slot_text(slot: Option<u16>) -> String {
+    slot.map_or_else(|| "-".to_string(), |s| s.to_string())
+}
+
+/// `{"schema_version": …, "keys": [...], "malformed": [...]}`, streamed.
+struct SlotJson<'o> {
+    out: &'o mut dyn Write,
+    rows: u64,
+}
+
+impl<'r> Stream<SlotRow<'r>, [MalformedLine]> for SlotJson<'_> {
+    fn item(&mut self, r: &SlotRow<'r>) -> io::Result<()> {
+        if self.rows > 0 {
+            self.out.write_all(b",")?;
         }
         self.rows += 1;
+        let row = JsonRow {
+            key: JsonBytes(r.key),
+            slot: r.slot,
+            hashed: JsonBytes(r.hashed),
+            node: r.node,
+            explain: r.explain,
+        };
+        serde_json::to_writer(&mut *self.out, &row)?;
         Ok(())
     }
 
-    /// Ends the output and returns the writer.
-    pub fn finish(mut self, malformed: &[MalformedLine]) -> io::Result<W> {
-        match self.format {
-            SlotFormat::Json => {
-                self.out.write_all(b"],\"malformed\":")?;
-                serde_json::to_writer(&mut self.out, malformed)?;
-                self.out.write_all(b"}\n")?;
-            }
-            SlotFormat::Tsv => {}
-            SlotFormat::Table => {
-                if let Some(t) = self.table.take() {
-                    writeln!(self.out, "{t}")?;
-                }
-            }
+    fn finish(self: Box<Self>, malformed: &[MalformedLine]) -> io::Result<()> {
+        self.out.write_all(b"],\"malformed\":")?;
+        serde_json::to_writer(&mut *self.out, malformed)?;
+        self.out.write_all(b"}\n")?;
+        self.out.flush()
+    }
+}
+
+/// Tab-separated, one line per key, streamed.
+struct SlotTsv<'o> {
+    out: &'o mut dyn Write,
+    columns: SlotColumns,
+}
+
+impl<'r> Stream<SlotRow<'r>, [MalformedLine]> for SlotTsv<'_> {
+    fn item(&mut self, r: &SlotRow<'r>) -> io::Result<()> {
+        write!(
+            self.out,
+            "{}\t{}\t{}",
+            display_key(r.key),
+            slot_text(r.slot),
+            display_key(r.hashed)
+        )?;
+        if self.columns.node {
+            write!(self.out, "\t{}", r.node.unwrap_or("-"))?;
         }
-        self.out.flush()?;
-        Ok(self.out)
+        if self.columns.explain {
+            write!(self.out, "\t{}", r.explain.unwrap_or(""))?;
+        }
+        self.out.write_all(b"\n")
+    }
+
+    fn finish(self: Box<Self>, _: &[MalformedLine]) -> io::Result<()> {
+        self.out.flush()
+    }
+}
+
+/// A table, sized to its rows: printed at the end.
+struct SlotTable<'o> {
+    out: &'o mut dyn Write,
+    columns: SlotColumns,
+    table: super::FitTable,
+}
+
+impl<'r> Stream<SlotRow<'r>, [MalformedLine]> for SlotTable<'_> {
+    fn item(&mut self, r: &SlotRow<'r>) -> io::Result<()> {
+        let mut cells = vec![
+            display_key(r.key).into_owned(),
+            slot_text(r.slot),
+            display_key(r.hashed).into_owned(),
+        ];
+        if self.columns.node {
+            cells.push(r.node.unwrap_or("-").to_string());
+        }
+        if self.columns.explain {
+            cells.push(r.explain.unwrap_or("").to_string());
+        }
+        self.table.add_row(cells);
+        Ok(())
+    }
+
+    fn finish(self: Box<Self>, _: &[MalformedLine]) -> io::Result<()> {
+        writeln!(self.out, "{}", self.table)?;
+        self.out.flush()
     }
 }
 
@@ -198,19 +210,54 @@ pub struct SlotCountsReport {
     pub malformed: Vec<MalformedLine>,
 }
 
+impl SlotCountsReport {
+    /// The report of `counts` (keys per slot); node names from `topology` when given.
+    pub fn new(
+        counts: &[u64],
+        topology: Option<&crate::topology::Topology>,
+        malformed: Vec<MalformedLine>,
+    ) -> SlotCountsReport {
+        let slots = counts
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| **c > 0)
+            .map(|(slot, &keys)| SlotCount {
+                slot: slot as u16,
+                keys,
+                node: topology.map(|t| {
+                    t.node_of_slot(slot as u16)
+                        .map(|i| t.nodes()[i].name.clone())
+                        .unwrap_or_else(|| "-".into())
+                }),
+            })
+            .collect();
+        SlotCountsReport {
+            keys: counts.iter().sum(),
+            slots,
+            malformed,
+        }
+    }
+}
+
+impl super::render::Render for SlotCountsReport {
+    fn write(&self, format: Format, out: &mut dyn Write, layout: &TextLayout) -> io::Result<()> {
+        render_counts(out, self, format, layout)
+    }
+}
+
 /// Renders `slot --counts`.
-pub fn render_counts(
+fn render_counts(
     out: &mut dyn Write,
     r: &SlotCountsReport,
-    format: SlotFormat,
+    format: Format,
     layout: &TextLayout,
 ) -> io::Result<()> {
     let with_node = r.slots.iter().any(|s| s.node.is_some());
     match format {
-        SlotFormat::Json => {
+        Format::Json => {
             super::json::write_document(&mut *out, super::json::SLOT, r)?;
         }
-        SlotFormat::Tsv => {
+        Format::Tsv => {
             writeln!(out, "slot\tkeys{}", if with_node { "\tnode" } else { "" })?;
             for s in &r.slots {
                 write!(out, "{}\t{}", s.slot, s.keys)?;
@@ -220,7 +267,7 @@ pub fn render_counts(
                 out.write_all(b"\n")?;
             }
         }
-        SlotFormat::Table => {
+        Format::Table => {
             let mut t = layout.table();
             let mut header = vec!["slot", "keys", "share"];
             if with_node {
@@ -246,6 +293,7 @@ pub fn render_counts(
             writeln!(out, "{t}")?;
             writeln!(out, "{} keys in {} slots", r.keys, r.slots.len())?;
         }
+        other => return Err(super::render::unsupported("slot --counts", other)),
     }
     out.flush()
 }

@@ -1,15 +1,62 @@
 //! A snapshot's keys as `keyplan scan --rdb` writes them: JSON lines (one object per key) or
 //! the tsv key dump (`key<TAB>bytes`) every other command reads.
 
+use super::render::{Format, Stream};
 use crate::keys::display::JsonBytes;
 use crate::keys::quote_into;
 use crate::rdb::KeyInfo;
 use std::io::{self, Write};
 
+/// Starts `scan --rdb`'s output in `format` (tsv or JSON lines) on `out`: a line per key.
+pub fn snapshot_stream<'o>(
+    format: Format,
+    out: &'o mut dyn Write,
+) -> io::Result<Box<dyn for<'k> Stream<KeyInfo<'k>> + 'o>> {
+    Ok(match format {
+        Format::Tsv => Box::new(Tsv {
+            out,
+            buf: String::new(),
+        }),
+        Format::Jsonl => Box::new(Jsonl {
+            out,
+            buf: Vec::new(),
+        }),
+        other => return Err(super::render::unsupported("scan --rdb", other)),
+    })
+}
+
+struct Tsv<'o> {
+    out: &'o mut dyn Write,
+    buf: String,
+}
+
+impl<'k> Stream<KeyInfo<'k>> for Tsv<'_> {
+    fn item(&mut self, k: &KeyInfo<'k>) -> io::Result<()> {
+        write_tsv(self.out, k, &mut self.buf)
+    }
+    fn finish(self: Box<Self>, _: &()) -> io::Result<()> {
+        self.out.flush()
+    }
+}
+
+struct Jsonl<'o> {
+    out: &'o mut dyn Write,
+    buf: Vec<u8>,
+}
+
+impl<'k> Stream<KeyInfo<'k>> for Jsonl<'_> {
+    fn item(&mut self, k: &KeyInfo<'k>) -> io::Result<()> {
+        write_jsonl(self.out, k, &mut self.buf)
+    }
+    fn finish(self: Box<Self>, _: &()) -> io::Result<()> {
+        self.out.flush()
+    }
+}
+
 /// One key as a JSON object on one line: `key` (a string, or `{"base64": …}` when the key is
 /// not UTF-8), `db`, `slot`, `type`, `encoding`, `elements`, `bytes` (estimated memory),
 /// `serialized`, `expires_at_ms`, `lfu`, `idle`.
-pub fn write_jsonl(out: &mut dyn Write, k: &KeyInfo<'_>, buf: &mut Vec<u8>) -> io::Result<()> {
+fn write_jsonl(out: &mut dyn Write, k: &KeyInfo<'_>, buf: &mut Vec<u8>) -> io::Result<()> {
     #[derive(serde::Serialize)]
     struct Line<'a> {
         key: JsonBytes<'a>,
@@ -49,7 +96,7 @@ pub fn write_jsonl(out: &mut dyn Write, k: &KeyInfo<'_>, buf: &mut Vec<u8>) -> i
 }
 
 /// One key as a tsv dump line: the key in redis-cli's quoted form, a TAB, its memory.
-pub fn write_tsv(out: &mut dyn Write, k: &KeyInfo<'_>, buf: &mut String) -> io::Result<()> {
+fn write_tsv(out: &mut dyn Write, k: &KeyInfo<'_>, buf: &mut String) -> io::Result<()> {
     buf.clear();
     quote_into(k.key, buf);
     buf.push('\t');

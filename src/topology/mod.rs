@@ -524,6 +524,19 @@ impl Topology {
         }
     }
 
+    /// Where `key` goes: its slot (none on a ring, which does not use slots), the bytes that
+    /// are hashed (the hash tag's, or the ring's tag's), and the node that holds it.
+    pub fn place<'k>(&self, key: &'k [u8]) -> (Option<u16>, &'k [u8], Option<usize>) {
+        match self {
+            Topology::Cluster(m) => {
+                let slot = key_slot(key);
+                let hashed = crate::slot::TagShape::of(key).hashed(key);
+                (Some(slot), hashed, m.owner_of_slot(slot))
+            }
+            Topology::Ring(r) => (None, r.hashed(key), r.node_of(key)),
+        }
+    }
+
     /// Index of the node that holds `key`, if any node does (none for a random ring).
     #[inline]
     pub fn node_of(&self, key: &[u8]) -> Option<usize> {
