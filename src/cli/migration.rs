@@ -13,7 +13,8 @@ use crate::migrate::impact::{
     ByteSize, MotionReport, Rate, SlotWeights, batches_in_motion, parse_byte_size, parse_rate,
 };
 use crate::migrate::{
-    ClusterView, Input, MigrateError, MigrationReport, Move, Problem, SampleInfo,
+    ClusterView, MigrateError, MigrationReport, Move, PerMaster, PlanInput, Problem, SampleInfo,
+    SampleSource,
 };
 use crate::report::render::Format;
 use crate::simulate::NetworkModel;
@@ -112,7 +113,7 @@ impl Opened {
     /// Adds what every preview's report gets once its plan is made: the timing estimates,
     /// their warnings, the big keys that move.
     pub fn complete(&self, report: &mut MigrationReport, moves: &[Move]) -> anyhow::Result<()> {
-        crate::migrate::finish_report(report, &self.view, moves, self.rate, self.budget)?;
+        crate::migrate::finish_report(report, &self.view, moves, self.rate, self.budget, flag)?;
         report.add_moving_big_keys(&self.view, moves);
         Ok(())
     }
@@ -165,7 +166,7 @@ pub fn load_sample(
                     None => info.snapshot = Some(snap.clone()),
                 }
             }
-            info.source.push(name.clone());
+            info.source.push(SampleSource::Dump(name.clone()));
         }
         dumps.warn(ctx)?;
     } else if !args.no_sample
@@ -195,16 +196,14 @@ fn sample_live(
             live.sample_weights(view, &opts, window, tick)
         })?;
     info.keys += sample.keys;
-    let per_master = match args.sampling.sample.as_str() {
-        "all" => "every key".to_string(),
-        n => format!("up to {n} keys per master"),
+    let per_master = match opts.per_node {
+        None => PerMaster::All,
+        Some(n) => PerMaster::UpTo(n),
     };
     if sample.exact {
-        info.source
-            .push("the servers' exact key counts per slot".into());
+        info.source.push(SampleSource::ExactCounts);
         if args.sampling.bytes {
-            info.source
-                .push(format!("bytes from MEMORY USAGE of {per_master}"));
+            info.source.push(SampleSource::MemoryUsage(per_master));
         }
         // Exact counts stand for the whole cluster already.
         if info.scale != 1.0 {
@@ -216,18 +215,13 @@ fn sample_live(
             info.scale = 1.0;
         }
     } else {
-        let bytes = if args.sampling.bytes {
-            ", with MEMORY USAGE"
-        } else {
-            ""
-        };
-        info.source
-            .push(format!("a live sample of {per_master}{bytes}"));
+        info.source.push(SampleSource::Live {
+            per_master,
+            bytes: args.sampling.bytes,
+        });
     }
     if let Some(since) = &sample.load_since {
-        info.source.push(format!(
-            "CPU and network per slot: CLUSTER SLOT-STATS, {since}"
-        ));
+        info.source.push(SampleSource::SlotStats(since.clone()));
     }
     Ok(sample.weights)
 }
@@ -238,22 +232,11 @@ pub fn load_batches(
     scheme: Option<&LoadedScheme>,
 ) -> anyhow::Result<(Vec<Batch>, Vec<Client>)> {
     let batches = args.batches.all(scheme)?;
-    let names: Vec<String> = if args.clients.is_empty() {
-        [
-            "jedis",
-            "lettuce",
-            "redis-py",
-            "go-redis",
-            "ioredis",
-            "node-redis",
-            "redis-rs",
-        ]
-        .map(String::from)
-        .to_vec()
+    let clients = if args.clients.is_empty() {
+        crate::migrate::impact::PREVIEW_CLIENTS.to_vec()
     } else {
-        args.clients.clone()
+        super::simulate::clients(&args.clients)?
     };
-    let clients = super::simulate::clients(&names)?;
     Ok((batches, clients))
 }
 
@@ -317,17 +300,18 @@ pub fn parse_weight(s: &str) -> Result<(String, f32), UserError> {
 }
 
 /// The flag that gives a plan's input.
-fn flag(input: Input) -> &'static str {
+pub fn flag(input: PlanInput) -> &'static str {
     match input {
-        Input::Weight => "--weight",
-        Input::AddNode => "--add-node",
-        Input::RemoveNode => "--remove-node",
-        Input::From => "--from",
-        Input::To => "--to",
-        Input::Slots => "--slots",
-        Input::Emit => "--emit",
-        Input::MigrateRate => "--migrate-rate",
-        Input::MaxNodeBytes => "--max-node-bytes",
+        PlanInput::Weight => "--weight",
+        PlanInput::AddNode => "--add-node",
+        PlanInput::RemoveNode => "--remove-node",
+        PlanInput::From => "--from",
+        PlanInput::To => "--to",
+        PlanInput::Slots => "--slots",
+        PlanInput::Emit => "--emit",
+        PlanInput::MigrateRate => "--migrate-rate",
+        PlanInput::MaxNodeBytes => "--max-node-bytes",
+        PlanInput::MaxSkew => "--max-skew",
     }
 }
 
@@ -363,7 +347,7 @@ pub fn words(e: &MigrateError) -> Option<UserError> {
                     format!("{f} redis-cli: {problem}"),
                     Some("use --emit setslot"),
                 ),
-                Problem::NeedsBytes if *input == Input::MigrateRate => (
+                Problem::NeedsBytes if *input == PlanInput::MigrateRate => (
                     format!("{f} in bytes per second {problem}"),
                     Some(
                         "give a tsv sample (key<TAB>bytes), sample live with --bytes, or a rate in keys/s",

@@ -145,7 +145,7 @@ pub fn run(args: RebalanceArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus>
         args.max_skew,
     )?;
     let side = if compare.is_some() {
-        side_effects(&plan, args.max_skew)
+        side_effects(&plan, args.max_skew, super::migration::flag)
     } else {
         Vec::new()
     };

@@ -53,16 +53,12 @@ pub fn run(args: RulesArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
             Ok(ExitStatus::Clean)
         }
         RulesAction::Explain { code } => {
-            let r = set
-                .rules
-                .iter()
-                .find(|r| r.spec.id.eq_ignore_ascii_case(&code) || r.spec.name == code)
-                .ok_or_else(|| {
-                    UserError::new(
-                        format!("no rule '{code}'"),
-                        "`keyplan rules` lists the codes and names",
-                    )
-                })?;
+            let r = set.rule(&code).ok_or_else(|| {
+                UserError::new(
+                    format!("no rule '{code}'"),
+                    "`keyplan rules` lists the codes and names",
+                )
+            })?;
             render_explain(&mut out, r)?;
             Ok(ExitStatus::Clean)
         }

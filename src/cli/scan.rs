@@ -129,14 +129,10 @@ fn run_rdb(
     output: Option<&PathBuf>,
     ctx: &mut Ctx<'_>,
 ) -> anyhow::Result<ExitStatus> {
-    use crate::rdb::{Parser, read::Mapped};
+    use crate::rdb::Parser;
     use crate::report::snapshot::snapshot_stream;
-    use anyhow::Context as _;
     let name = path.display().to_string();
-    let file = std::fs::File::open(path).with_context(|| {
-        format!("cannot open snapshot '{name}' (check the path and its permissions)")
-    })?;
-    let data = Mapped::open(&file).with_context(|| format!("cannot read snapshot '{name}'"))?;
+    let data = crate::files::open_snapshot(path)?;
     let mut parser = Parser::new(&data).map_err(|e| {
         UserError::new(
             format!("{name}: {e}"),

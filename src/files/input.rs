@@ -227,6 +227,15 @@ pub fn open_input(path: &Path) -> anyhow::Result<Input> {
     })
 }
 
+/// The RDB snapshot at `path`, mapped into memory to be parsed key by key; errors name it.
+pub fn open_snapshot(path: &Path) -> anyhow::Result<crate::rdb::read::Mapped> {
+    let name = path.display();
+    let file = File::open(path).with_context(|| {
+        format!("cannot open snapshot '{name}' (check the path and its permissions)")
+    })?;
+    crate::rdb::read::Mapped::open(&file).with_context(|| format!("cannot read snapshot '{name}'"))
+}
+
 /// Adds the dump's name to a read error.
 fn read_context(file: &str, e: ReadError) -> anyhow::Error {
     match e {

@@ -11,6 +11,6 @@ pub mod monitor;
 pub mod text;
 
 pub use atomic::{AtomicFile, Sink, output_sink};
-pub use input::{Input, TOP_KEYS, open_all, total_size};
+pub use input::{Input, TOP_KEYS, open_all, open_snapshot, total_size};
 pub use monitor::MonitorFile;
 pub use text::{MAX_TEXT_FILE, read_capped, read_text};

@@ -43,7 +43,7 @@ pub enum InputFormat {
 
 /// A format after auto-detection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
+pub enum DumpFormat {
     /// One raw key per line.
     Raw,
     /// One redis-cli quoted key per line.
@@ -54,13 +54,13 @@ pub enum Format {
     Rdb,
 }
 
-impl fmt::Display for Format {
+impl fmt::Display for DumpFormat {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            Format::Raw => "raw",
-            Format::Quoted => "quoted",
-            Format::Tsv => "tsv",
-            Format::Rdb => "rdb",
+            DumpFormat::Raw => "raw",
+            DumpFormat::Quoted => "quoted",
+            DumpFormat::Tsv => "tsv",
+            DumpFormat::Rdb => "rdb",
         })
     }
 }
@@ -129,7 +129,7 @@ pub const MALFORMED_KEPT: usize = 20;
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ReadSummary {
     /// The format used (`None` when the input had no non-blank line).
-    pub format: Option<Format>,
+    pub format: Option<DumpFormat>,
     /// Lines read, blank and malformed ones included.
     pub lines: u64,
     /// Keys delivered.
@@ -191,7 +191,7 @@ pub enum ReadError {
         /// What the offending line looks like.
         found: &'static str,
         /// The format detected.
-        detected: Format,
+        detected: DumpFormat,
         /// The line it was detected from.
         detected_line: u64,
     },
@@ -214,27 +214,27 @@ fn is_uint(s: &[u8]) -> bool {
 }
 
 /// Decides the format of a dump from its first non-blank line (without the line end).
-pub fn detect(line: &[u8]) -> Format {
+pub fn detect(line: &[u8]) -> DumpFormat {
     let mut scratch = Vec::new();
     if line.first() == Some(&b'"') {
         if let Ok(n) = unquote(line, &mut scratch) {
             if n == line.len() {
-                return Format::Quoted;
+                return DumpFormat::Quoted;
             }
             if line[n] == b'\t' {
-                return Format::Tsv;
+                return DumpFormat::Tsv;
             }
         }
-        return Format::Raw;
+        return DumpFormat::Raw;
     }
     if let Some(t) = memchr(b'\t', line) {
         let rest = &line[t + 1..];
         let second = rest.split(|&b| b == b'\t').next().unwrap_or_default();
         if is_uint(second) {
-            return Format::Tsv;
+            return DumpFormat::Tsv;
         }
     }
-    Format::Raw
+    DumpFormat::Raw
 }
 
 /// A line's content with its `\n` and one trailing `\r` removed.
@@ -260,17 +260,17 @@ pub struct ParseFailure {
 #[inline]
 pub fn parse_line<'a>(
     line: &'a [u8],
-    format: Format,
+    format: DumpFormat,
     scratch: &'a mut Vec<u8>,
 ) -> Result<Record<'a>, ParseFailure> {
     match format {
-        Format::Raw => Ok(Record {
+        DumpFormat::Raw => Ok(Record {
             key: line,
             bytes: None,
             ops: None,
             expires: None,
         }),
-        Format::Quoted => {
+        DumpFormat::Quoted => {
             if line.first() != Some(&b'"') {
                 return Err(ParseFailure {
                     column: 1,
@@ -297,8 +297,8 @@ pub fn parse_line<'a>(
                 expires: None,
             })
         }
-        Format::Tsv => parse_tsv(line, scratch),
-        Format::Rdb => Err(ParseFailure {
+        DumpFormat::Tsv => parse_tsv(line, scratch),
+        DumpFormat::Rdb => Err(ParseFailure {
             column: 1,
             message: "an RDB snapshot is read as a whole file, not line by line".into(),
             other_form: None,
@@ -395,7 +395,7 @@ fn parse_tsv<'a>(line: &'a [u8], scratch: &'a mut Vec<u8>) -> Result<Record<'a>,
 #[derive(Debug)]
 pub(crate) struct LineParser {
     requested: InputFormat,
-    pub(crate) format: Option<Format>,
+    pub(crate) format: Option<DumpFormat>,
     detected_line: u64,
     strict: bool,
     max_line: usize,
@@ -413,10 +413,10 @@ impl LineParser {
     pub(crate) fn new(opts: &ReadOptions) -> Self {
         let format = match opts.format {
             InputFormat::Auto => None,
-            InputFormat::Raw => Some(Format::Raw),
-            InputFormat::Quoted => Some(Format::Quoted),
-            InputFormat::Tsv => Some(Format::Tsv),
-            InputFormat::Rdb => Some(Format::Rdb),
+            InputFormat::Raw => Some(DumpFormat::Raw),
+            InputFormat::Quoted => Some(DumpFormat::Quoted),
+            InputFormat::Tsv => Some(DumpFormat::Tsv),
+            InputFormat::Rdb => Some(DumpFormat::Rdb),
         };
         LineParser {
             requested: opts.format,
@@ -431,7 +431,7 @@ impl LineParser {
     /// A parser for one chunk of a stream whose format is already known.
     pub(crate) fn with_format(
         opts: &ReadOptions,
-        format: Option<Format>,
+        format: Option<DumpFormat>,
         detected_line: u64,
     ) -> Self {
         let mut p = Self::new(opts);
@@ -570,12 +570,12 @@ mod tests {
 
     #[test]
     fn detection() {
-        assert_eq!(detect(b"user:1"), Format::Raw);
-        assert_eq!(detect(b"\"user:1\""), Format::Quoted);
-        assert_eq!(detect(b"\"user\\n1\"\t42"), Format::Tsv);
-        assert_eq!(detect(b"user:1\t42\t1.5"), Format::Tsv);
-        assert_eq!(detect(b"user\tname"), Format::Raw);
-        assert_eq!(detect(b"\"unterminated"), Format::Raw);
+        assert_eq!(detect(b"user:1"), DumpFormat::Raw);
+        assert_eq!(detect(b"\"user:1\""), DumpFormat::Quoted);
+        assert_eq!(detect(b"\"user\\n1\"\t42"), DumpFormat::Tsv);
+        assert_eq!(detect(b"user:1\t42\t1.5"), DumpFormat::Tsv);
+        assert_eq!(detect(b"user\tname"), DumpFormat::Raw);
+        assert_eq!(detect(b"\"unterminated"), DumpFormat::Raw);
     }
 
     #[test]
@@ -586,7 +586,7 @@ mod tests {
             vec![(1, b"a".to_vec()), (3, b"b".to_vec()), (4, b"c".to_vec())]
         );
         assert_eq!((s.lines, s.keys, s.blank, s.malformed), (4, 3, 1, 0));
-        assert_eq!(s.format, Some(Format::Raw));
+        assert_eq!(s.format, Some(DumpFormat::Raw));
     }
 
     #[test]

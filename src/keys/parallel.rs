@@ -12,7 +12,7 @@
 
 use super::mapped::{map_window, release};
 use super::{
-    Chunk, ChunkKind, Chunker, DEFAULT_CHUNK, Format, InputFormat, LineError, LineOutcome,
+    Chunk, ChunkKind, Chunker, DEFAULT_CHUNK, DumpFormat, InputFormat, LineError, LineOutcome,
     LineParser, ReadError, ReadOptions, ReadSummary, Record, detect, too_long, trim_line_end,
 };
 use crate::slot::bulk::{LineCounts, LongLine};
@@ -164,7 +164,7 @@ fn shift(err: ReadError, offset: u64) -> ReadError {
 struct Job<'a> {
     seq: u64,
     data: &'a [u8],
-    format: Option<Format>,
+    format: Option<DumpFormat>,
     detected_line: u64,
 }
 
@@ -180,7 +180,7 @@ fn process_lines<S: ChunkSink>(job: &Job<'_>, opts: &ReadOptions, sink: &mut S) 
         seq: job.seq,
         ..ChunkReport::default()
     };
-    if job.format == Some(Format::Raw) {
+    if job.format == Some(DumpFormat::Raw) {
         let mut chunk = RawChunk {
             data: job.data,
             max_line: opts.max_line_bytes,
@@ -216,20 +216,20 @@ fn process_lines<S: ChunkSink>(job: &Job<'_>, opts: &ReadOptions, sink: &mut S) 
     report
 }
 
-fn requested_format(opts: &ReadOptions) -> Option<Format> {
+fn requested_format(opts: &ReadOptions) -> Option<DumpFormat> {
     match opts.format {
         InputFormat::Auto => None,
-        InputFormat::Raw => Some(Format::Raw),
-        InputFormat::Quoted => Some(Format::Quoted),
-        InputFormat::Tsv => Some(Format::Tsv),
-        InputFormat::Rdb => Some(Format::Rdb),
+        InputFormat::Raw => Some(DumpFormat::Raw),
+        InputFormat::Quoted => Some(DumpFormat::Quoted),
+        InputFormat::Tsv => Some(DumpFormat::Tsv),
+        InputFormat::Rdb => Some(DumpFormat::Rdb),
     }
 }
 
 /// Orders the chunk reports and turns them into one summary (or the first fatal error).
 fn summarize(
     mut reports: Vec<ChunkReport>,
-    format: Option<Format>,
+    format: Option<DumpFormat>,
 ) -> Result<ReadSummary, ReadError> {
     reports.sort_by_key(|r| r.seq);
     let mut summary = ReadSummary {
@@ -274,7 +274,7 @@ pub fn par_read<R: Read, S: ChunkSink>(
     let stop_seq = AtomicU64::new(u64::MAX);
     let workers = sinks.len();
     let (work_txs, work_rxs): (Vec<_>, Vec<_>) = (0..workers)
-        .map(|_| mpsc::sync_channel::<(Chunk, Option<Format>, u64)>(2))
+        .map(|_| mpsc::sync_channel::<(Chunk, Option<DumpFormat>, u64)>(2))
         .unzip();
     let (free_tx, free_rx) = mpsc::channel::<Chunk>();
     let mut own_reports: Vec<ChunkReport> = Vec::new();
@@ -387,7 +387,7 @@ pub fn par_read<R: Read, S: ChunkSink>(
 const WINDOW: usize = 16 << 20;
 
 /// Finds the format from the first non-blank line of `data`; returns it with its line number.
-fn detect_in(data: &[u8], max_line: usize) -> Option<(Format, u64)> {
+fn detect_in(data: &[u8], max_line: usize) -> Option<(DumpFormat, u64)> {
     for (i, line) in data.split_inclusive(|&b| b == b'\n').enumerate() {
         let l = trim_line_end(line);
         if !l.is_empty() && l.len() <= max_line {
@@ -507,7 +507,7 @@ struct Window {
 struct WindowJob {
     seq: u64,
     range: std::ops::Range<usize>,
-    format: Option<Format>,
+    format: Option<DumpFormat>,
     detected_line: u64,
 }
 
@@ -528,7 +528,7 @@ impl Feed<'_> {
         &self,
         first: memmap2::Mmap,
         mut pos: usize,
-        format: &mut Option<Format>,
+        format: &mut Option<DumpFormat>,
         txs: &[mpsc::SyncSender<Arc<Window>>],
     ) -> Result<Vec<ChunkReport>, ReadError> {
         let opts = self.opts;

@@ -126,6 +126,11 @@ impl RuleSet {
         Ok(())
     }
 
+    /// The rule with this code (any case) or name.
+    pub fn rule(&self, code: &str) -> Option<&ActiveRule> {
+        self.find(code).map(|i| &self.rules[i])
+    }
+
     fn find(&self, code: &str) -> Option<usize> {
         self.rules
             .iter()

@@ -4,7 +4,9 @@
 use super::impact::{SlotWeights, impact};
 use super::load_aware::{self, LoadAwareOptions};
 use super::redis_cli::{RebalanceOptions, RebalancePlan};
-use super::{ClusterView, MigrateError, MigrationPlan, Move, Warning, WarningKind};
+use super::{
+    ClusterView, InputNames, MigrateError, MigrationPlan, Move, PlanInput, Warning, WarningKind,
+};
 use crate::slot::SLOT_COUNT;
 
 /// What a rebalance balances.
@@ -207,7 +209,7 @@ const NEAR_EMPTY: f64 = 0.1;
 
 /// Warnings for what a plan does to the weights it does not balance: a skew (keys, bytes or
 /// ops) made worse past `max_skew`, and a node that keeps slots but ends near empty by keys.
-pub fn side_effects(report: &MigrationPlan, max_skew: f64) -> Vec<Warning> {
+pub fn side_effects(report: &MigrationPlan, max_skew: f64, names: InputNames) -> Vec<Warning> {
     let mut out = Vec::new();
     let (before, after) = (&report.impact.skew.before, &report.impact.skew.after);
     for (name, b, a) in [
@@ -230,8 +232,11 @@ pub fn side_effects(report: &MigrationPlan, max_skew: f64) -> Vec<Warning> {
                     max_skew,
                 },
                 format!(
-                    "balancing {} makes {name} worse: the busiest node goes from {:.2}× to {:.2}× the mean, past --max-skew {max_skew}",
-                    report.balance_by, b.max_over_mean, a.max_over_mean
+                    "balancing {} makes {name} worse: the busiest node goes from {:.2}× to {:.2}× the mean, past {} {max_skew}",
+                    report.balance_by,
+                    b.max_over_mean,
+                    a.max_over_mean,
+                    names(PlanInput::MaxSkew)
                 ),
             ));
         }

@@ -3,7 +3,7 @@
 //! them.
 
 use super::redis_cli::RebalanceOptions;
-use super::{ClusterView, Input, MigrateError, Move, Problem};
+use super::{ClusterView, MigrateError, Move, PlanInput, Problem};
 use crate::slot::SLOT_COUNT;
 use std::fmt::Write as _;
 
@@ -92,7 +92,7 @@ fn ids(view: &ClusterView) -> Result<Vec<String>, MigrateError> {
                 Ok(format!("\"$NEW_ID_{added}\""))
             }
             (None, false) => Err(MigrateError::Input {
-                input: Input::Emit,
+                input: PlanInput::Emit,
                 value: None,
                 problem: Problem::NoIds(n.name.clone()),
             }),
@@ -105,7 +105,7 @@ fn address(view: &ClusterView, i: usize) -> Result<&str, MigrateError> {
         .address
         .as_deref()
         .ok_or_else(|| MigrateError::Input {
-            input: Input::Emit,
+            input: PlanInput::Emit,
             value: None,
             problem: Problem::NoAddress(view.nodes[i].name.clone()),
         })
@@ -119,7 +119,7 @@ fn entry(view: &ClusterView) -> Result<&str, MigrateError> {
         .find(|n| !n.added && n.address.is_some())
         .and_then(|n| n.address.as_deref())
         .ok_or(MigrateError::Input {
-            input: Input::Emit,
+            input: PlanInput::Emit,
             value: None,
             problem: Problem::NoEntry,
         })
@@ -137,7 +137,7 @@ fn check_lowest_first(view: &ClusterView, moves: &[Move]) -> Result<(), MigrateE
             .collect();
         if lowest != m.slots {
             return Err(MigrateError::Input {
-                input: Input::Emit,
+                input: PlanInput::Emit,
                 value: Some("redis-cli".into()),
                 problem: Problem::NotLowestFirst(view.nodes[m.from].name.clone()),
             });

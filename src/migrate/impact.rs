@@ -573,6 +573,19 @@ pub struct MotionReport {
     pub message: Option<String>,
 }
 
+/// The client profiles a preview runs the batches in motion with unless told: the common
+/// Redis Cluster clients of each language (redis-py with both its APIs).
+pub const PREVIEW_CLIENTS: [Client; 8] = [
+    Client::Jedis,
+    Client::Lettuce,
+    Client::RedisPy,
+    Client::RedisPyNonatomic,
+    Client::GoRedis,
+    Client::Ioredis,
+    Client::NodeRedis,
+    Client::RedisRs,
+];
+
 /// For each batch touching a slot the plan moves, what each client meets during and after.
 pub fn batches_in_motion(
     view: &ClusterView,

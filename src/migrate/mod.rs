@@ -16,6 +16,7 @@ use crate::slot::SLOT_COUNT;
 use crate::topology::nodes::{self, NodeLine};
 use crate::topology::{Migration, NO_OWNER, Node, SlotMap, TopologyError, format_ranges};
 use impact::{ByteSize, Rate, emptied_early, migration_seconds, over_budget};
+use std::fmt;
 
 /// A node as redis-cli's cluster manager sees it.
 #[derive(Debug, Clone, PartialEq)]
@@ -88,7 +89,7 @@ pub enum MigrateError {
     )]
     NotAMaster {
         /// Which input named it.
-        input: Input,
+        input: PlanInput,
         /// What was given.
         name: String,
     },
@@ -96,7 +97,7 @@ pub enum MigrateError {
     #[error("the {}{}: {problem}", input.words(), value.as_deref().map(|v| format!(" {v}")).unwrap_or_default())]
     Input {
         /// Which input.
-        input: Input,
+        input: PlanInput,
         /// Its value, when it has one worth repeating.
         value: Option<String>,
         /// What is wrong.
@@ -109,7 +110,7 @@ pub enum MigrateError {
 
 /// An input of a migration plan, as the user gave it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Input {
+pub enum PlanInput {
     /// A node's weight.
     Weight,
     /// A node to add.
@@ -128,21 +129,28 @@ pub enum Input {
     MigrateRate,
     /// The bytes each node may hold.
     MaxNodeBytes,
+    /// The most skew a load-aware plan may leave on another weight.
+    MaxSkew,
 }
 
-impl Input {
+/// How the user names a plan's inputs (on the command line, its flags): the words a warning
+/// uses to point at the input that changes it.
+pub type InputNames = fn(PlanInput) -> &'static str;
+
+impl PlanInput {
     /// The input in words.
     pub fn words(self) -> &'static str {
         match self {
-            Input::Weight => "weight",
-            Input::AddNode => "node to add",
-            Input::RemoveNode => "node to remove",
-            Input::From => "source",
-            Input::To => "target",
-            Input::Slots => "slot count",
-            Input::Emit => "commands to write",
-            Input::MigrateRate => "migration rate",
-            Input::MaxNodeBytes => "byte budget per node",
+            PlanInput::Weight => "weight",
+            PlanInput::AddNode => "node to add",
+            PlanInput::RemoveNode => "node to remove",
+            PlanInput::From => "source",
+            PlanInput::To => "target",
+            PlanInput::Slots => "slot count",
+            PlanInput::Emit => "commands to write",
+            PlanInput::MigrateRate => "migration rate",
+            PlanInput::MaxNodeBytes => "byte budget per node",
+            PlanInput::MaxSkew => "skew limit",
         }
     }
 }
@@ -290,7 +298,7 @@ impl ClusterView {
             .is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok_and(|p| p > 0));
         if !valid {
             return Err(MigrateError::Input {
-                input: Input::AddNode,
+                input: PlanInput::AddNode,
                 value: Some(address.to_string()),
                 problem: Problem::NotAddress,
             });
@@ -301,7 +309,7 @@ impl ClusterView {
             .any(|n| n.address.as_deref() == Some(address) || n.name == address)
         {
             return Err(MigrateError::Input {
-                input: Input::AddNode,
+                input: PlanInput::AddNode,
                 value: Some(address.to_string()),
                 problem: Problem::InCluster,
             });
@@ -454,11 +462,73 @@ pub struct MigrationPlan {
     pub migration_seconds: Option<f64>,
 }
 
+/// How many keys of each master a live sample reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PerMaster {
+    /// Every key.
+    All,
+    /// Up to this many.
+    UpTo(u64),
+}
+
+impl fmt::Display for PerMaster {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PerMaster::All => f.write_str("every key"),
+            PerMaster::UpTo(n) => write!(f, "up to {n} keys per master"),
+        }
+    }
+}
+
+/// One source of a preview's key sample; JSON and tables show its words.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SampleSource {
+    /// A key dump or snapshot, by name.
+    Dump(String),
+    /// The servers' exact key counts per slot (`CLUSTER COUNTKEYSINSLOT`).
+    ExactCounts,
+    /// Bytes from `MEMORY USAGE` of the sampled keys.
+    MemoryUsage(PerMaster),
+    /// A live sample (with `MEMORY USAGE` of each key when `bytes`).
+    Live {
+        /// How many keys per master.
+        per_master: PerMaster,
+        /// With bytes.
+        bytes: bool,
+    },
+    /// CPU and network per slot from `CLUSTER SLOT-STATS`, since when in words.
+    SlotStats(String),
+}
+
+impl fmt::Display for SampleSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SampleSource::Dump(name) => f.write_str(name),
+            SampleSource::ExactCounts => f.write_str("the servers' exact key counts per slot"),
+            SampleSource::MemoryUsage(per) => write!(f, "bytes from MEMORY USAGE of {per}"),
+            SampleSource::Live { per_master, bytes } => write!(
+                f,
+                "a live sample of {per_master}{}",
+                if *bytes { ", with MEMORY USAGE" } else { "" }
+            ),
+            SampleSource::SlotStats(since) => {
+                write!(f, "CPU and network per slot: CLUSTER SLOT-STATS, {since}")
+            }
+        }
+    }
+}
+
+impl serde::Serialize for SampleSource {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
 /// The key sample a preview is computed from.
 #[derive(Debug, Clone, Default, serde::Serialize, PartialEq)]
 pub struct SampleInfo {
     /// Where the keys came from (files, or a live sample).
-    pub source: Vec<String>,
+    pub source: Vec<SampleSource>,
     /// Keys read.
     pub keys: u64,
     /// Whether bytes were given.
@@ -739,6 +809,7 @@ pub fn finish_report(
     moves: &[Move],
     rate: Option<Rate>,
     budget: Option<ByteSize>,
+    names: InputNames,
 ) -> Result<(), MigrateError> {
     for (node, k) in emptied_early(view, moves) {
         report.warnings.push(Warning::new(
@@ -748,10 +819,11 @@ pub fn finish_report(
                 moves: moves.len(),
             },
             format!(
-                "{} gives its last slot in move {} of {}: with cluster-allow-replica-migration yes (the default) Redis then makes it a replica, and a single redis-cli run stops at the next move with \"ERR Please use SETSLOT only with masters\" (redis/redis#9223); run `CONFIG SET cluster-allow-replica-migration no` on it first, or run the moves one by one (--emit redis-cli)",
+                "{} gives its last slot in move {} of {}: with cluster-allow-replica-migration yes (the default) Redis then makes it a replica, and a single redis-cli run stops at the next move with \"ERR Please use SETSLOT only with masters\" (redis/redis#9223); run `CONFIG SET cluster-allow-replica-migration no` on it first, or run the moves one by one ({} redis-cli)",
                 view.nodes[node].name,
                 k + 1,
-                moves.len()
+                moves.len(),
+                names(PlanInput::Emit)
             ),
         ));
     }
@@ -761,7 +833,7 @@ pub fn finish_report(
         let secs = migration_seconds(&report.plan.impact, r, scale, has_bytes);
         if secs.is_none() {
             return Err(MigrateError::Input {
-                input: Input::MigrateRate,
+                input: PlanInput::MigrateRate,
                 value: None,
                 problem: Problem::NeedsBytes,
             });
@@ -774,17 +846,18 @@ pub fn finish_report(
     if let Some(b) = budget {
         if !has_bytes {
             return Err(MigrateError::Input {
-                input: Input::MaxNodeBytes,
+                input: PlanInput::MaxNodeBytes,
                 value: None,
                 problem: Problem::NeedsBytes,
             });
         }
         for (name, bytes) in over_budget(&report.plan.impact, b.bytes, scale) {
             let text = format!(
-                "{name} would hold {} after the move, {} ({:.1}%) over the --max-node-bytes budget of {} (keep headroom for the migration's copy of a slot's keys; add a node or move fewer slots to it)",
+                "{name} would hold {} after the move, {} ({:.1}%) over the {} budget of {} (keep headroom for the migration's copy of a slot's keys; add a node or move fewer slots to it)",
                 b.in_unit(bytes),
                 b.show(bytes - b.bytes),
                 100.0 * (bytes - b.bytes) / b.bytes.max(1.0),
+                names(PlanInput::MaxNodeBytes),
                 b.in_unit(b.bytes)
             );
             report.warnings.push(Warning::new(

@@ -5,7 +5,7 @@
 //! lowest-numbered-slots-first choice, and slot ownership updated after each move as a real
 //! (not `--cluster-simulate`) run updates it.
 
-use super::{ClusterView, Input, MigrateError, Move, Problem, Warning, WarningKind};
+use super::{ClusterView, MigrateError, Move, PlanInput, Problem, Warning, WarningKind};
 use crate::slot::SLOT_COUNT;
 
 /// redis-cli's default `--cluster-threshold` (percent).
@@ -318,12 +318,12 @@ pub fn reshard(
     view.check("resharding")?;
     if numslots == 0 || numslots > SLOT_COUNT {
         return Err(MigrateError::Input {
-            input: Input::Slots,
+            input: PlanInput::Slots,
             value: Some(numslots.to_string()),
             problem: Problem::SlotCount,
         });
     }
-    let master = |name: &str, input: Input| -> Result<usize, MigrateError> {
+    let master = |name: &str, input: PlanInput| -> Result<usize, MigrateError> {
         match view.node_by_name(name) {
             Some(i) if view.nodes[i].master => Ok(i),
             _ => Err(MigrateError::NotAMaster {
@@ -332,7 +332,7 @@ pub fn reshard(
             }),
         }
     };
-    let target = master(to, Input::To)?;
+    let target = master(to, PlanInput::To)?;
     let mut sources = Vec::new();
     let mut skipped_target = false;
     match from {
@@ -341,14 +341,14 @@ pub fn reshard(
         }
         Sources::Ids(ids) => {
             for id in ids {
-                let i = master(id, Input::From)?;
+                let i = master(id, PlanInput::From)?;
                 if i == target {
                     skipped_target = true;
                     continue;
                 }
                 if sources.contains(&i) {
                     return Err(MigrateError::Input {
-                        input: Input::From,
+                        input: PlanInput::From,
                         value: Some(id.to_string()),
                         problem: Problem::ListedTwice,
                     });
@@ -387,7 +387,7 @@ pub fn drain_options(
     let n = &view.nodes[node];
     if !n.master {
         return Err(MigrateError::Input {
-            input: Input::RemoveNode,
+            input: PlanInput::RemoveNode,
             value: Some(n.name.clone()),
             problem: Problem::Replica,
         });

@@ -7,7 +7,7 @@ use super::summary::{SnapshotFile, SnapshotSummary};
 use super::{Parser, RdbError};
 use crate::keys::mapped::{map_window, release};
 use crate::keys::parallel::ChunkSink;
-use crate::keys::{Format, ReadError, ReadSummary, Record};
+use crate::keys::{DumpFormat, ReadError, ReadSummary, Record};
 use memmap2::Mmap;
 use std::fs::File;
 use std::io::Read;
@@ -273,7 +273,7 @@ fn finished(
 ) -> ReadSummary {
     snapshot.files.push(file_entry(parser, name, keys));
     ReadSummary {
-        format: Some(Format::Rdb),
+        format: Some(DumpFormat::Rdb),
         lines: keys,
         keys,
         snapshot: Some(Box::new(snapshot)),

@@ -208,7 +208,12 @@ pub fn render_table(
             out,
             "sample: {} keys from {}{}",
             r.sample.keys,
-            r.sample.source.join("; "),
+            r.sample
+                .source
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; "),
             if r.sample.scale != 1.0 {
                 format!(" (estimates × {})", r.sample.scale)
             } else {

@@ -24,7 +24,7 @@ use serde::Serialize;
 /// The outcome of a batch sent as written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Outcome {
+pub enum ServerOutcome {
     /// Every command runs.
     Ok,
     /// A command (or the transaction) spans several slots: `CROSSSLOT`.
@@ -35,14 +35,14 @@ pub enum Outcome {
     Unserved,
 }
 
-impl Outcome {
+impl ServerOutcome {
     /// The name JSON and tables use.
     pub fn name(self) -> &'static str {
         match self {
-            Outcome::Ok => "ok",
-            Outcome::Crossslot => "crossslot",
-            Outcome::NonLocalScriptKey => "non-local-script-key",
-            Outcome::Unserved => "unserved",
+            ServerOutcome::Ok => "ok",
+            ServerOutcome::Crossslot => "crossslot",
+            ServerOutcome::NonLocalScriptKey => "non-local-script-key",
+            ServerOutcome::Unserved => "unserved",
         }
     }
 }
@@ -51,7 +51,7 @@ impl Outcome {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Verdict {
     /// What happens.
-    pub outcome: Outcome,
+    pub outcome: ServerOutcome,
     /// The error the application sees, as the server words it (None when ok).
     pub message: Option<String>,
     /// Distinct slots the batch's keys hash to (declared keys and keys a script ran).
@@ -95,7 +95,7 @@ pub fn over_instances(
         nodes.dedup();
         nodes_sum += nodes.len() as f64;
         generated += 1;
-        if v.outcome != Outcome::Ok {
+        if v.outcome != ServerOutcome::Ok {
             failing += 1;
             if first_failing.is_none() {
                 first_failing = Some(v.clone());
@@ -152,7 +152,7 @@ pub fn as_written(b: &Batch, topo: &Topology) -> Verdict {
         .chain(b.script_ran.iter().flatten().map(Vec::as_slice))
         .collect();
     let slots = distinct(all.iter().map(|k| key_slot(k))).len();
-    let verdict = |outcome: Outcome, message: Option<&str>, keys: &[&[u8]]| Verdict {
+    let verdict = |outcome: ServerOutcome, message: Option<&str>, keys: &[&[u8]]| Verdict {
         outcome,
         message: message.map(str::to_string),
         slots,
@@ -160,7 +160,7 @@ pub fn as_written(b: &Batch, topo: &Topology) -> Verdict {
         instances: None,
     };
     let Some(map) = topo.slot_map() else {
-        return verdict(Outcome::Ok, None, &[]);
+        return verdict(ServerOutcome::Ok, None, &[]);
     };
     if let Some(k) = all
         .iter()
@@ -169,7 +169,7 @@ pub fn as_written(b: &Batch, topo: &Topology) -> Verdict {
         let m = format!("CLUSTERDOWN Hash slot not served (slot {})", key_slot(k));
         return Verdict {
             message: Some(m),
-            ..verdict(Outcome::Unserved, None, &[k])
+            ..verdict(ServerOutcome::Unserved, None, &[k])
         };
     }
     // The commands the server checks one by one (a transaction is checked as one).
@@ -183,11 +183,11 @@ pub fn as_written(b: &Batch, topo: &Topology) -> Verdict {
     };
     for g in &groups {
         if distinct(g.iter().map(|k| key_slot(k))).len() > 1 {
-            return verdict(Outcome::Crossslot, Some(CROSSSLOT), g);
+            return verdict(ServerOutcome::Crossslot, Some(CROSSSLOT), g);
         }
     }
     if b.kind != BatchKind::Script || b.script_ran.is_empty() {
-        return verdict(Outcome::Ok, None, &[]);
+        return verdict(ServerOutcome::Ok, None, &[]);
     }
     // The script runs on its declared keys' node (with none declared, on whichever node the
     // client picked: the first command decides whether that can work at all).
@@ -212,7 +212,7 @@ pub fn as_written(b: &Batch, topo: &Topology) -> Verdict {
         if own.len() > 1 || !here {
             // Not all on the script's node (a command over several slots is refused the same
             // way): the server's words are Redis 7.0's.
-            return verdict(Outcome::NonLocalScriptKey, Some(NON_LOCAL), &ks);
+            return verdict(ServerOutcome::NonLocalScriptKey, Some(NON_LOCAL), &ks);
         }
         if b.allow_cross_slot {
             continue;
@@ -235,7 +235,7 @@ pub fn as_written(b: &Batch, topo: &Topology) -> Verdict {
                     "{NON_LOCAL} (the script declares no keys, so a cluster client sends it to any of {n} nodes; it runs only on the owner of slot {})",
                     bound.unwrap_or(0)
                 )),
-                ..verdict(Outcome::NonLocalScriptKey, None, &ks)
+                ..verdict(ServerOutcome::NonLocalScriptKey, None, &ks)
             };
         }
     }
@@ -244,9 +244,9 @@ pub fn as_written(b: &Batch, topo: &Topology) -> Verdict {
             message: Some(format!(
                 "runs on Redis 7.0–7.2 and Valkey 8, but Redis 7.4+ refuses it: {SCRIPT_SLOT} (the script touches more than one slot)"
             )),
-            ..verdict(Outcome::Ok, None, &ks)
+            ..verdict(ServerOutcome::Ok, None, &ks)
         },
-        None => verdict(Outcome::Ok, None, &[]),
+        None => verdict(ServerOutcome::Ok, None, &[]),
     }
 }
 
@@ -256,22 +256,31 @@ mod tests {
     use crate::simulate::parse_batches;
     use crate::topology::SlotMap;
 
-    fn verdict_of(line: &str) -> Outcome {
+    fn verdict_of(line: &str) -> ServerOutcome {
         let t = Topology::Cluster(SlotMap::from_masters(3).unwrap());
         as_written(&parse_batches(line).unwrap()[0], &t).outcome
     }
 
     #[test]
     fn the_servers_rules() {
-        assert_eq!(verdict_of("MGET {u}a {u}b"), Outcome::Ok);
-        assert_eq!(verdict_of("MGET a b"), Outcome::Crossslot);
-        assert_eq!(verdict_of("BLPOP q1 q2 0"), Outcome::Crossslot);
-        assert_eq!(verdict_of("RENAME {x}a {x}b"), Outcome::Ok);
-        assert_eq!(verdict_of("PIPELINE GET a; GET b"), Outcome::Ok);
-        assert_eq!(verdict_of("PIPELINE GET a; MGET a b"), Outcome::Crossslot);
-        assert_eq!(verdict_of("MULTI SET a 1; SET b 2"), Outcome::Crossslot);
-        assert_eq!(verdict_of("MULTI SET {a}1 1; SET {a}2 2"), Outcome::Ok);
-        assert_eq!(verdict_of("EVAL s 2 a b"), Outcome::Crossslot);
+        assert_eq!(verdict_of("MGET {u}a {u}b"), ServerOutcome::Ok);
+        assert_eq!(verdict_of("MGET a b"), ServerOutcome::Crossslot);
+        assert_eq!(verdict_of("BLPOP q1 q2 0"), ServerOutcome::Crossslot);
+        assert_eq!(verdict_of("RENAME {x}a {x}b"), ServerOutcome::Ok);
+        assert_eq!(verdict_of("PIPELINE GET a; GET b"), ServerOutcome::Ok);
+        assert_eq!(
+            verdict_of("PIPELINE GET a; MGET a b"),
+            ServerOutcome::Crossslot
+        );
+        assert_eq!(
+            verdict_of("MULTI SET a 1; SET b 2"),
+            ServerOutcome::Crossslot
+        );
+        assert_eq!(
+            verdict_of("MULTI SET {a}1 1; SET {a}2 2"),
+            ServerOutcome::Ok
+        );
+        assert_eq!(verdict_of("EVAL s 2 a b"), ServerOutcome::Crossslot);
     }
 
     #[test]
@@ -279,10 +288,10 @@ mod tests {
         let t = Topology::Cluster(SlotMap::from_masters(3).unwrap());
         let mut b = parse_batches("EVAL s 1 {u}a").unwrap()[0].clone();
         b.script_ran = vec![vec![b"{u}b".to_vec()]];
-        assert_eq!(as_written(&b, &t).outcome, Outcome::Ok);
+        assert_eq!(as_written(&b, &t).outcome, ServerOutcome::Ok);
         // "b" (slot 3300, master-0) is not on {u}'s master (slot 11826, master-2).
         b.script_ran = vec![vec![b"b".to_vec()]];
-        assert_eq!(as_written(&b, &t).outcome, Outcome::NonLocalScriptKey);
+        assert_eq!(as_written(&b, &t).outcome, ServerOutcome::NonLocalScriptKey);
         // Same node, other slots: Redis 7.0 and Valkey 8 run it, Redis 7.4+ refuses it (said
         // in the message) unless the script allows cross-slot keys.
         let same_node: Vec<Vec<u8>> = (0u32..)
@@ -293,12 +302,12 @@ mod tests {
         assert_ne!(key_slot(&same_node[0]), key_slot(&same_node[1]));
         b.script_ran = vec![vec![same_node[0].clone()]];
         let v = as_written(&b, &t);
-        assert_eq!(v.outcome, Outcome::Ok);
+        assert_eq!(v.outcome, ServerOutcome::Ok);
         assert!(v.message.unwrap().contains("Redis 7.4+ refuses it"));
         b.script_ran = vec![vec![same_node[0].clone()], vec![same_node[1].clone()]];
-        assert_eq!(as_written(&b, &t).outcome, Outcome::Ok);
+        assert_eq!(as_written(&b, &t).outcome, ServerOutcome::Ok);
         b.allow_cross_slot = true;
         assert_eq!(as_written(&b, &t).message, None);
-        assert_eq!(as_written(&b, &t).outcome, Outcome::Ok);
+        assert_eq!(as_written(&b, &t).outcome, ServerOutcome::Ok);
     }
 }

@@ -210,7 +210,7 @@ fn redis_cli_quoted_scan_output_round_trips() {
         read.insert(r.key.to_vec());
     })
     .expect("redis-cli's quoted output parses");
-    assert_eq!(summary.format, Some(keyplan::keys::Format::Quoted));
+    assert_eq!(summary.format, Some(keyplan::keys::DumpFormat::Quoted));
     let want: BTreeSet<Vec<u8>> = keys.into_iter().collect();
     assert_eq!(read.len(), want.len());
     assert!(

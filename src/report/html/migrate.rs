@@ -40,7 +40,12 @@ pub fn render_migration(out: &mut dyn Write, r: &MigrationReport) -> io::Result<
         format!(
             "{} sample keys from {}",
             r.sample.keys,
-            r.sample.source.join(", ")
+            r.sample
+                .source
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
         )
     };
     page_start(

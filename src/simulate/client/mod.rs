@@ -370,7 +370,7 @@ pub fn simulate_client_stale(
     // any node) say, and the server refuses a key it does not hold.
     if b.kind == BatchKind::Script && !b.script_ran.is_empty() {
         let v = crate::simulate::verdict::as_written(b, actual);
-        if v.outcome == crate::simulate::verdict::Outcome::NonLocalScriptKey {
+        if v.outcome == crate::simulate::verdict::ServerOutcome::NonLocalScriptKey {
             let m = v
                 .message
                 .unwrap_or_else(|| "Script attempted to access a non local key".into());

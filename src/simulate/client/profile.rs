@@ -6,7 +6,7 @@
 
 use super::Client;
 use super::redirect::{Follow, PipeRedirect};
-use super::split::Unit;
+use super::split::SplitUnit;
 
 /// A library version: (major, minor, patch).
 pub(super) type Version = (u32, u32, u32);
@@ -58,7 +58,7 @@ pub(super) struct Split {
     /// The commands it splits (others go whole).
     pub(super) commands: &'static [&'static str],
     /// Into what.
-    pub(super) unit: Unit,
+    pub(super) unit: SplitUnit,
     /// The parts go one after another, each a full round trip (else all at once).
     pub(super) serial: bool,
 }
@@ -176,7 +176,7 @@ impl Client {
 /// Splitting nothing: every multi-key command goes whole.
 const WHOLE: Split = Split {
     commands: &[],
-    unit: Unit::Slot,
+    unit: SplitUnit::Slot,
     serial: false,
 };
 
@@ -240,7 +240,7 @@ const JEDIS8: Profile = Profile {
     proxy: false,
     split: Split {
         commands: &["DEL", "EXISTS", "MGET", "MSET", "TOUCH", "UNLINK", "MSETEX"],
-        unit: Unit::Runs,
+        unit: SplitUnit::Runs,
         serial: true,
     },
     refusal: Some(JEDIS_SAME_SLOT),
@@ -267,7 +267,7 @@ const LETTUCE: Profile = Profile {
         commands: &[
             "DEL", "EXISTS", "MGET", "MSET", "TOUCH", "UNLINK", "MSETNX", "MSETEX",
         ],
-        unit: Unit::Slot,
+        unit: SplitUnit::Slot,
         serial: false,
     },
     refusal: None,
@@ -294,7 +294,7 @@ const REDIS_PY: Profile = Profile {
     proxy: false,
     split: Split {
         commands: SPLIT_DEL,
-        unit: Unit::Slot,
+        unit: SplitUnit::Slot,
         serial: false,
     },
     refusal: Some(Words::Around(
@@ -370,7 +370,7 @@ const NODE_REDIS: Profile = Profile {
     proxy: false,
     split: Split {
         commands: SPLIT_SIX,
-        unit: Unit::Slot,
+        unit: SplitUnit::Slot,
         serial: false,
     },
     refusal: None,
@@ -396,7 +396,7 @@ const REDIS_RS: Profile = Profile {
     proxy: false,
     split: Split {
         commands: REDIS_RS_SPLITS,
-        unit: Unit::Slot,
+        unit: SplitUnit::Slot,
         serial: true,
     },
     refusal: None,
@@ -425,7 +425,7 @@ const REDIS_RS_ASYNC: Profile = Profile {
     proxy: false,
     split: Split {
         commands: REDIS_RS_SPLITS,
-        unit: Unit::Slot,
+        unit: SplitUnit::Slot,
         serial: false,
     },
     refusal: None,
@@ -459,7 +459,7 @@ const REDISSON: Profile = Profile {
     proxy: false,
     split: Split {
         commands: &["MGET", "MSET", "DEL", "UNLINK", "EXISTS", "TOUCH"],
-        unit: Unit::Slot,
+        unit: SplitUnit::Slot,
         serial: false,
     },
     refusal: None,
@@ -478,7 +478,7 @@ const TWEMPROXY: Profile = Profile {
     proxy: true,
     split: Split {
         commands: &["MGET", "DEL", "UNLINK", "TOUCH", "MSET"],
-        unit: Unit::Server,
+        unit: SplitUnit::Server,
         serial: false,
     },
     refusal: None,
@@ -498,7 +498,7 @@ const ENVOY: Profile = Profile {
     proxy: true,
     split: Split {
         commands: &["MGET", "MSET", "DEL", "EXISTS", "TOUCH", "UNLINK"],
-        unit: Unit::Key,
+        unit: SplitUnit::Key,
         serial: false,
     },
     refusal: None,
@@ -527,7 +527,11 @@ mod tests {
             assert!(p.serves == Serves::Cluster || p.proxy, "{}", p.name);
             // A client that splits nothing splits into nothing in particular.
             if p.split.commands.is_empty() {
-                assert!(!p.split.serial && p.split.unit == Unit::Slot, "{}", p.name);
+                assert!(
+                    !p.split.serial && p.split.unit == SplitUnit::Slot,
+                    "{}",
+                    p.name
+                );
             }
             // Profiles a bare name also stands for are of the same library.
             for &other in p.also {

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 /// How a split command is cut into sub-commands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Unit {
+pub(super) enum SplitUnit {
     /// One sub-command per slot (first-appearance order).
     Slot,
     /// One per run of consecutive same-slot keys (Jedis 8: slots A,B,A give 3).
@@ -131,11 +131,11 @@ pub(super) fn plan_op(client: Client, op: &Op, topo: &Topology) -> OpPlan {
     if split.commands.contains(&op.command.as_str()) {
         let mut groups: Vec<Vec<&Placed<'_>>> = Vec::new();
         match split.unit {
-            Unit::Slot | Unit::Server => {
+            SplitUnit::Slot | SplitUnit::Server => {
                 let mut index: BTreeMap<u64, usize> = BTreeMap::new();
                 for k in &keys {
                     let id = match split.unit {
-                        Unit::Slot => u64::from(k.slot),
+                        SplitUnit::Slot => u64::from(k.slot),
                         _ => k.node.unwrap_or(0) as u64,
                     };
                     let g = *index.entry(id).or_insert_with(|| {
@@ -145,7 +145,7 @@ pub(super) fn plan_op(client: Client, op: &Op, topo: &Topology) -> OpPlan {
                     groups[g].push(k);
                 }
             }
-            Unit::Runs => {
+            SplitUnit::Runs => {
                 for k in &keys {
                     match groups.last_mut() {
                         Some(g) if g[0].slot == k.slot => g.push(k),
@@ -153,9 +153,9 @@ pub(super) fn plan_op(client: Client, op: &Op, topo: &Topology) -> OpPlan {
                     }
                 }
             }
-            Unit::Key => groups = keys.iter().map(|k| vec![k]).collect(),
+            SplitUnit::Key => groups = keys.iter().map(|k| vec![k]).collect(),
         }
-        let command = if split.unit == Unit::Key {
+        let command = if split.unit == SplitUnit::Key {
             op.single_key_command()
         } else {
             op.command.as_str()
@@ -166,7 +166,7 @@ pub(super) fn plan_op(client: Client, op: &Op, topo: &Topology) -> OpPlan {
                 node: g[0].node.unwrap_or(0),
                 keys: g.len() as u64,
                 bytes: command_bytes(command, g),
-                slot: (split.unit != Unit::Server).then_some(g[0].slot),
+                slot: (split.unit != SplitUnit::Server).then_some(g[0].slot),
                 hops: 0,
             })
             .collect();
