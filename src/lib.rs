@@ -20,8 +20,8 @@
 //! | model | [`topology`], [`scheme`], [`pattern`], [`command`] | where keys live, what an application's keys and batches are, key patterns, the servers' command table |
 //! | engines | [`analyze`], [`lint`], [`simulate`], [`plan`], [`migrate`] | pure computations that return typed reports |
 //! | adapters | [`files`], [`live`], [`bench`](mod@bench) | I/O on the paths and URLs they are given: key dumps, snapshots, text files, captures and atomically written reports; a running cluster (read-only sampling; bench's own keys) |
-//! | output | [`report`] | renderers: a typed report (or, for `simulate`, one batch's results at a time) in, bytes on a writer out; nothing else |
-//! | shell | [`cli`] | flags turned into loaded inputs and domain settings, progress, one engine call, one renderer, exit status |
+//! | output | [`report`] | renderers: a typed report in, bytes on a writer out, through one `Render` trait (whole reports) or one `Stream` trait (reports written as the work goes: one writer per format); nothing else |
+//! | shell | [`cli`] | flags turned into one resolved set of inputs (`cli::loaded::Loaded`) and domain settings, progress, one engine call, one renderer, exit status |
 //!
 //! Nothing below the shell prints, exits or uses clap, nothing below the output layer imports
 //! it, and only the readers and the adapters do I/O (a test checks each module against its row

@@ -35,7 +35,7 @@ pub enum InputFormat {
     Raw,
     /// redis-cli's quoted form: "..." with \\ \" \n \r \t \a \b \xHH escapes.
     Quoted,
-    /// key<TAB>bytes[<TAB>ops]; the key raw (no TABs) or quoted.
+    /// `key<TAB>bytes[<TAB>ops]`; the key raw (no TABs) or quoted.
     Tsv,
     /// An RDB snapshot (SAVE/BGSAVE; any Redis or Valkey version): keys with their memory.
     Rdb,

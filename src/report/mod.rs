@@ -62,8 +62,8 @@ const SECONDARY: &[&str] = &["connections", "bytes", "P50 ms", "P99 ms", "comman
 
 /// A table that fits itself to a terminal when printed. At its natural width when that fits
 /// (or when there is no width: pipes, files and `--wide` get the same bytes every run); else
-/// without its most dispensable columns, one at a time (see [`DISPENSABLE`]); else with its
-/// prose columns ([`PROSE`]) as lines under it, then without [`SECONDARY`] columns; else as
+/// without its most dispensable columns, one at a time (see `DISPENSABLE`); else with its
+/// prose columns (`PROSE`) as lines under it, then without `SECONDARY` columns; else as
 /// one record per row, `header: value` on lines of their own. A number, range, address or key is
 /// never broken across lines.
 #[derive(Debug, Clone)]

@@ -18,7 +18,7 @@ pub const INSTANCES: u64 = 256;
 const JUDGED_KEYS: u64 = 2_000_000;
 
 /// Instances a scheme batch of `size` keys is judged over: [`INSTANCES`], fewer past
-/// [`JUDGED_KEYS`] in all, never fewer than 16.
+/// `JUDGED_KEYS` in all, never fewer than 16.
 pub fn instances_for(size: u64) -> u64 {
     (JUDGED_KEYS / size.max(1)).clamp(16, INSTANCES)
 }
