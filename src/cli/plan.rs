@@ -183,6 +183,7 @@ fn options(args: &PlanArgs) -> anyhow::Result<PlanOptions> {
     let rules = args.rules.rule_set()?;
     Ok(PlanOptions {
         max_skew: args.max_skew,
+        max_skew_words: "--max-skew",
         strategy: args.strategy,
         client,
         net: args.model.model()?,

@@ -32,6 +32,8 @@ use workload::{Rekey, Workload};
 pub struct PlanOptions {
     /// The highest busiest-node ÷ mean key load a recommendation may cause.
     pub max_skew: f64,
+    /// How the user names that limit (the shell gives its flag), for the reasons' words.
+    pub max_skew_words: &'static str,
     /// How batches are executed when they span nodes (default: per-node pipelines one after
     /// another).
     pub strategy: Strategy,
@@ -50,6 +52,7 @@ impl Default for PlanOptions {
     fn default() -> Self {
         PlanOptions {
             max_skew: 1.25,
+            max_skew_words: "max_skew",
             strategy: Strategy::Pipeline,
             client: None,
             net: NetworkModel::default(),
@@ -980,7 +983,7 @@ fn recommend(
     fine: Option<String>,
     crossslot: bool,
 ) -> (usize, String) {
-    let max = ctx.opts.max_skew;
+    let (max, limit) = (ctx.opts.max_skew, ctx.opts.max_skew_words);
     let skew = |c: &Candidate| c.score.skew.unwrap_or(1.0);
     if let Some(why) = fine {
         return (0, why);
@@ -1022,14 +1025,14 @@ fn recommend(
         let c = &cands[i];
         let why = match c.kind {
             CandidateKind::Tag => format!(
-                "{}: every batch lands on one slot, {} → {} round trip(s), and the busiest node carries {:.2}× the mean (within --max-skew {max})",
+                "{}: every batch lands on one slot, {} → {} round trip(s), and the busiest node carries {:.2}× the mean (within {limit} {max})",
                 c.summary,
                 before.round_trips,
                 c.score.round_trips,
                 skew(c)
             ),
             CandidateKind::Bucket => format!(
-                "{}: the keys stay spread ({:.2}× the mean on the busiest node, within --max-skew {max}); the batch becomes one single-slot pipeline per bucket, touching {} node(s) in {} round trip(s) ({} in parallel)",
+                "{}: the keys stay spread ({:.2}× the mean on the busiest node, within {limit} {max}); the batch becomes one single-slot pipeline per bucket, touching {} node(s) in {} round trip(s) ({} in parallel)",
                 c.summary,
                 skew(c),
                 c.score.nodes_touched,
@@ -1051,7 +1054,7 @@ fn recommend(
                         format!("no tag helps: the batch's keys share no variable, so {pipelines}")
                     }
                     Some(t) if skew(t) > max + 1e-9 => format!(
-                        "{pipelines}; the tags that would make it one slot crowd a node: {} puts {:.2}× the mean load on the busiest node, over --max-skew {max}",
+                        "{pipelines}; the tags that would make it one slot crowd a node: {} puts {:.2}× the mean load on the busiest node, over {limit} {max}",
                         t.summary,
                         skew(t)
                     ),
@@ -1062,7 +1065,7 @@ fn recommend(
                 }
             }
             CandidateKind::Keep => format!(
-                "keeping the layout is best within --max-skew {max}: {} round trip(s)",
+                "keeping the layout is best within {limit} {max}: {} round trip(s)",
                 c.score.round_trips
             ),
         };
@@ -1079,7 +1082,7 @@ fn recommend(
             return (
                 i,
                 format!(
-                    "{} is the only way to make {} work as one command, but it puts {:.2}× the mean load on one node (over --max-skew {max}): one node bursts while the others idle; consider a finer shared entity",
+                    "{} is the only way to make {} work as one command, but it puts {:.2}× the mean load on one node (over {limit} {max}): one node bursts while the others idle; consider a finer shared entity",
                     c.summary,
                     b.name,
                     skew(c)
@@ -1107,13 +1110,13 @@ fn recommend(
         .unwrap_or((0, &cands[0]));
     let why = if i == 0 {
         format!(
-            "its keys crowd a few values of their tag ({:.2}× the mean on the busiest node, over --max-skew {max}) and {} has no other variable it keeps the same to spread them by; accept it (allow KP201 with a reason) or split the batch",
+            "its keys crowd a few values of their tag ({:.2}× the mean on the busiest node, over {limit} {max}) and {} has no other variable it keeps the same to spread them by; accept it (allow KP201 with a reason) or split the batch",
             skew(c),
             b.name
         )
     } else {
         format!(
-            "{} lowers the crowding to {:.2}× the mean (from {:.2}×), still over --max-skew {max}; a finer shared variable would do better",
+            "{} lowers the crowding to {:.2}× the mean (from {:.2}×), still over {limit} {max}; a finer shared variable would do better",
             c.summary,
             skew(c),
             skew(&cands[0])
