@@ -83,8 +83,8 @@ impl Seen {
         !self.header.sizes.is_empty() && !self.header.clients
     }
 
-    /// Counts batch `b`; its verdict (a scheme batch swept to another size keeps its first).
-    fn see(&mut self, b: &BatchOutcome) -> Option<Verdict> {
+    /// Counts batch `b` (a scheme batch's verdict is kept for its later sizes).
+    fn see(&mut self, b: &BatchOutcome) {
         if self.batches == 0 {
             self.per_batch = if self.header.clients {
                 distinct(b.clients.iter().map(|c| c.client))
@@ -100,10 +100,13 @@ impl Seen {
                 .entry(b.name.clone())
                 .or_insert_with(|| v.clone());
         }
+    }
+
+    /// The verdict of batch `b` (a scheme batch swept to another size keeps its first).
+    fn verdict<'a>(&'a self, b: &'a BatchOutcome) -> Option<&'a Verdict> {
         b.verdict
             .as_ref()
             .or_else(|| self.scheme_verdicts.get(&b.name))
-            .cloned()
     }
 
     /// Gathers `b` into the sweep, when sweeping; `false` otherwise.
@@ -168,12 +171,13 @@ impl<'o> SimulationTable<'o> {
 
 impl Stream<BatchOutcome> for SimulationTable<'_> {
     fn item(&mut self, b: &BatchOutcome) -> io::Result<()> {
-        let verdict = self.seen.see(b);
+        self.seen.see(b);
         if self.seen.gather(b) {
             return Ok(());
         }
+        let verdict = self.seen.verdict(b);
         if self.seen.header.clients {
-            client_table(&mut self.out, b, verdict.as_ref(), &self.layout)?;
+            client_table(&mut self.out, b, verdict, &self.layout)?;
             for x in &b.clients {
                 let s = format!("{} = {}", x.client, x.models);
                 if !self.profiles.contains(&s) {
@@ -182,7 +186,7 @@ impl Stream<BatchOutcome> for SimulationTable<'_> {
             }
             Ok(())
         } else {
-            strategy_table(&mut self.out, b, verdict.as_ref(), &self.layout)
+            strategy_table(&mut self.out, b, verdict, &self.layout)
         }
     }
 
