@@ -24,10 +24,12 @@
 //! addresses) by their class shape or shape in a token memo, which re-tokenizes the key but
 //! skips the walk.
 
+mod numbers;
 pub mod segment;
 mod simd;
 
 use crate::sketch::{HashIndex, Hll};
+use numbers::IntSplit;
 pub use segment::{
     Class, DEFAULT_DELIMITERS, Delimiters, MAX_TOKENS, Reads, Recorded, Token, TokenSink,
     ValueCheck, hex_skeleton_hash, one_shape_hash, shape_hashes, skeleton_hash, tokenize,
@@ -167,6 +169,31 @@ impl PatternStats {
         }
     }
 
+    /// Counts one key whose tag's hash is `tag_hash`.
+    #[inline(always)]
+    fn count(&mut self, obs: &Observation<'_>, tag_hash: Option<u64>) {
+        self.keys += 1;
+        self.bytes += obs.bytes;
+        self.ops += obs.ops;
+        if obs.expires {
+            self.expiring += 1;
+            self.expiring_bytes += obs.bytes;
+        }
+        if let Some(i) = obs.node {
+            self.node_keys[i] += 1;
+            if obs.bytes > 0 {
+                self.node_bytes[i] += obs.bytes;
+            }
+        }
+        if let Some(h) = tag_hash {
+            self.tagged += 1;
+            self.tags.insert_hash(h);
+        }
+        if obs.slot <= self.example_bar {
+            self.offer_example(obs.slot, obs.key);
+        }
+    }
+
     fn offer_example(&mut self, h: u16, key: &[u8]) {
         if self.examples.iter().any(|(eh, k)| *eh == h && k == key) {
             return;
@@ -252,6 +279,12 @@ pub struct Pattern {
 pub struct PatternTree {
     nodes: Vec<Node>,
     leaves: Vec<PatternStats>,
+    /// Per leaf: its keys per combination of configuration numbers, while it has few (see
+    /// [`numbers`]). A leaf that tracks them is never remembered by a memo, so its keys are
+    /// tokenized and their values read.
+    splits: Vec<Option<Box<IntSplit>>>,
+    /// How the key being counted found its leaf.
+    found_by: FoundBy,
     node_count: usize,
     delimiters: Delimiters,
     unclassified: PatternStats,
@@ -260,6 +293,8 @@ pub struct PatternTree {
     cache: HashIndex<u32>,
     /// Direct-mapped by skeleton hash ([`skeleton_hash`]), so most keys skip tokenizing.
     memo: Vec<Memo>,
+    /// Beside each skeleton memo: where its leaf's configuration numbers are.
+    memo_ints: Vec<MemoInts>,
     /// Direct-mapped by hex skeleton ([`hex_skeleton_hash`]): keys with uuids and hex ids.
     hex_memo: Vec<HexMemo>,
     /// Direct-mapped by shape ([`shape_hash`]): keys with opaque tokens and ULIDs.
@@ -283,6 +318,18 @@ pub struct PatternTree {
     memo_generation: u32,
     /// Positions folded to `<word>` so far.
     folds: u64,
+}
+
+/// How a key found its leaf, for what is read of it afterwards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FoundBy {
+    /// The skeleton memo of this skeleton hash knew it (the key's digits are where the
+    /// memo's key had them).
+    Skeleton(u64),
+    /// It was tokenized into [`PatternTree::recorded`].
+    Tokens,
+    /// Another memo knew it.
+    Other,
 }
 
 /// The literal tokens before a key's first class token, as a [`HexMemo`] or an [`IdMemo`]
@@ -759,6 +806,14 @@ struct Memo {
     check: [PackedCheck; 2],
 }
 
+/// Beside a [`Memo`] of a leaf that tracks configuration numbers: where its whole-segment
+/// `<int>`s are (start, length; keys of one skeleton have their digits at the same bytes).
+#[derive(Debug, Clone, Copy, Default)]
+struct MemoInts {
+    count: u8,
+    at: [(u16, u8); numbers::INT_TRACKED],
+}
+
 impl Memo {
     /// A memo for `leaf`, when the tests (made on `key`) fit in one.
     fn new(
@@ -828,12 +883,15 @@ impl PatternTree {
         PatternTree {
             nodes: vec![Node::default()],
             leaves: Vec::new(),
+            splits: Vec::new(),
+            found_by: FoundBy::Other,
             node_count,
             delimiters,
             unclassified: PatternStats::new(node_count),
             recorded: Recorded::default(),
             cache: HashIndex::default(),
             memo: vec![Memo::default(); MEMO_SLOTS],
+            memo_ints: vec![MemoInts::default(); MEMO_SLOTS],
             hex_memo: vec![HexMemo::default(); HEX_MEMO_SLOTS],
             id_memo: vec![IdMemo::default(); ID_MEMO_SLOTS],
             token_memo: vec![TokenMemo::default(); TOKEN_MEMO_SLOTS],
@@ -932,10 +990,7 @@ impl PatternTree {
         }
         if let Some(ls) = self.nodes[src as usize].leaf.take() {
             match self.nodes[dst as usize].leaf {
-                Some(ld) => {
-                    let s = std::mem::replace(&mut self.leaves[ls as usize], PatternStats::new(0));
-                    self.leaves[ld as usize].merge(&s);
-                }
+                Some(ld) => self.join_leaves(ld, ls),
                 None => self.nodes[dst as usize].leaf = Some(ls),
             }
         }
@@ -970,10 +1025,27 @@ impl PatternTree {
             None => {
                 let l = self.leaves.len() as u32;
                 self.leaves.push(PatternStats::new(self.node_count));
+                self.splits.push(IntSplit::new(
+                    numbers::token_ints(tokens, key, &self.delimiters).count(),
+                ));
                 self.nodes[n as usize].leaf = Some(l);
                 l
             }
         })
+    }
+
+    /// Moves leaf `src`'s counts into leaf `dst` (their nodes merged).
+    fn join_leaves(&mut self, dst: u32, src: u32) {
+        let s = std::mem::replace(&mut self.leaves[src as usize], PatternStats::new(0));
+        self.leaves[dst as usize].merge(&s);
+        let (a, b) = (
+            self.splits[dst as usize].take(),
+            self.splits[src as usize].take(),
+        );
+        self.splits[dst as usize] = match (a, b) {
+            (Some(a), Some(b)) => a.merge(&b),
+            _ => None,
+        };
     }
 
     /// The delimiters this tree splits keys on.
@@ -1018,6 +1090,7 @@ impl PatternTree {
         if let Some(l) = self.leaf_by_skeleton(key, sk) {
             self.shape_streak[family] = 0;
             self.hex_streak[family] = 0;
+            self.found_by = FoundBy::Skeleton(sk);
             return Some(l);
         }
         self.leaf_by_hashes(key, sk, family)
@@ -1088,6 +1161,7 @@ impl PatternTree {
         let sk = skeleton_hash(key);
         if let Some(l) = self.leaf_by_skeleton(key, sk) {
             self.shape_streak[family] = 0;
+            self.found_by = FoundBy::Skeleton(sk);
             return Some(l);
         }
         let hk = hex_skeleton_hash(key);
@@ -1205,6 +1279,7 @@ impl PatternTree {
             .tokens
             .iter()
             .any(|t| matches!(t, Token::Class(Class::Uuid | Class::Hex)));
+        self.found_by = FoundBy::Tokens;
         if let Some(l) = leaf {
             // Every key is remembered by its tokens too, for keys that never repeat a skeleton:
             // by shape when a class mixes letters and digits at random (IPv6 addresses, hex
@@ -1231,7 +1306,27 @@ impl PatternTree {
                 self.id_memo[sh as usize & (ID_MEMO_SLOTS - 1)] = m;
             } else if !unique {
                 if let Some(m) = Memo::new(sk, l, self.memo_generation, &rec.checks, key) {
+                    let mut m_ints = MemoInts::default();
+                    if self.splits[l as usize].is_some() {
+                        for i in numbers::token_ints(&rec.tokens, key, &self.delimiters)
+                            .take(numbers::INT_TRACKED)
+                        {
+                            let v = numbers::int_value(&rec.tokens, key, i);
+                            let start = v.as_ptr() as usize - key.as_ptr() as usize;
+                            // Past these bounds the values are read from the tokens.
+                            if let (Ok(start), Ok(len)) =
+                                (u16::try_from(start), u8::try_from(v.len()))
+                            {
+                                m_ints.at[m_ints.count as usize] = (start, len);
+                                m_ints.count += 1;
+                            } else {
+                                m_ints.count = 0;
+                                break;
+                            }
+                        }
+                    }
                     self.memo[slot] = m;
+                    self.memo_ints[slot] = m_ints;
                 }
             } else if let Some(m) = HexMemo::new(hk, l, self.memo_generation, &rec, key) {
                 self.hex_memo[hex_slot] = m;
@@ -1250,30 +1345,57 @@ impl PatternTree {
     /// computed (`None` without a tag).
     #[inline(always)]
     pub fn add_with_tag_hash(&mut self, obs: &Observation<'_>, tag_hash: Option<u64>) {
+        self.found_by = FoundBy::Other;
         let leaf = self.leaf_of(obs.key);
-        let stats = match leaf {
-            Some(l) => &mut self.leaves[l as usize],
-            None => &mut self.unclassified,
-        };
-        stats.keys += 1;
-        stats.bytes += obs.bytes;
-        stats.ops += obs.ops;
-        if obs.expires {
-            stats.expiring += 1;
-            stats.expiring_bytes += obs.bytes;
+        match leaf {
+            Some(l) => {
+                self.leaves[l as usize].count(obs, tag_hash);
+                if self.splits[l as usize].is_some() {
+                    self.count_numbers(l, obs, tag_hash);
+                }
+            }
+            None => self.unclassified.count(obs, tag_hash),
         }
-        if let Some(i) = obs.node {
-            stats.node_keys[i] += 1;
-            if obs.bytes > 0 {
-                stats.node_bytes[i] += obs.bytes;
+    }
+
+    /// Counts a key of a pattern that tracks its configuration numbers (see [`numbers`]) by
+    /// the values of its whole-segment `<int>`s: where the skeleton memo says they are, else
+    /// from the key's tokens.
+    #[inline(never)]
+    fn count_numbers(&mut self, l: u32, obs: &Observation<'_>, tag_hash: Option<u64>) {
+        let key = obs.key;
+        let mut at = [(0usize, 0usize); numbers::INT_TRACKED];
+        let mut n = 0;
+        let memo = match self.found_by {
+            FoundBy::Skeleton(sk) => Some(&self.memo_ints[sk as usize & (MEMO_SLOTS - 1)]),
+            _ => None,
+        };
+        if let Some(m) = memo.filter(|m| m.count > 0) {
+            n = m.count as usize;
+            for (a, &(start, len)) in at.iter_mut().zip(&m.at[..n]) {
+                *a = (start as usize, len as usize);
+            }
+        } else {
+            if self.found_by != FoundBy::Tokens {
+                tokenize_recorded(key, &self.delimiters, &mut self.recorded);
+            }
+            let tokens = &self.recorded.tokens;
+            for i in numbers::token_ints(tokens, key, &self.delimiters).take(numbers::INT_TRACKED) {
+                let v = numbers::int_value(tokens, key, i);
+                at[n] = (v.as_ptr() as usize - key.as_ptr() as usize, v.len());
+                n += 1;
             }
         }
-        if let Some(h) = tag_hash {
-            stats.tagged += 1;
-            stats.tags.insert_hash(h);
+        let mut values: [&[u8]; numbers::INT_TRACKED] = [&[]; numbers::INT_TRACKED];
+        for (v, &(start, len)) in values.iter_mut().zip(&at[..n]) {
+            *v = &key[start..start + len];
         }
-        if obs.slot <= stats.example_bar {
-            stats.offer_example(obs.slot, obs.key);
+        let values = &values[..n];
+        let split = self.splits[l as usize]
+            .as_mut()
+            .expect("a tracking pattern");
+        if !split.count(values, obs, tag_hash, self.node_count) {
+            self.splits[l as usize] = None;
         }
     }
 
@@ -1320,11 +1442,20 @@ impl PatternTree {
                 self.unclassified.merge(s);
                 continue;
             }
+            let split = other.splits[leaf as usize].as_deref();
             match self.nodes[n as usize].leaf {
-                Some(l) => self.leaves[l as usize].merge(s),
+                Some(l) => {
+                    self.leaves[l as usize].merge(s);
+                    let mine = self.splits[l as usize].take();
+                    self.splits[l as usize] = match (mine, split) {
+                        (Some(a), Some(b)) => a.merge(b),
+                        _ => None,
+                    };
+                }
                 None => {
                     let l = self.leaves.len() as u32;
                     self.leaves.push(s.clone());
+                    self.splits.push(split.map(|b| Box::new(b.clone())));
                     self.nodes[n as usize].leaf = Some(l);
                 }
             }
@@ -1604,6 +1735,8 @@ impl PatternTree {
         tokenize(key, &self.delimiters, &mut tokens);
         let mut n = 0u32;
         let mut path = Vec::new();
+        // The token each edge of the path reads (a `<token>` of folded runs: its last).
+        let mut token_at = Vec::new();
         let mut i = 0;
         while i < tokens.len() {
             let mut tok = Tok::of(&tokens[i], key);
@@ -1638,11 +1771,21 @@ impl PatternTree {
                 None => return None,
             }
             path.push(Key::of(&tok));
+            token_at.push(i);
             i += 1;
         }
         let leaf = self.nodes[n as usize].leaf?;
         if self.leaves[leaf as usize].keys == 0 {
             return None;
+        }
+        if let Some((at, _)) = self.splits[leaf as usize]
+            .as_ref()
+            .and_then(|s| s.literal_parts(&path, &self.delimiters))
+        {
+            // The key's own values where the pattern is written with its configuration numbers.
+            for i in at {
+                path[i] = Key::Lit(numbers::int_value(&tokens, key, token_at[i]).into());
+            }
         }
         Some(render(&path, PatternStats::new(0)).text)
     }
@@ -1651,12 +1794,25 @@ impl PatternTree {
     pub fn finish(mut self) -> Vec<Pattern> {
         self.fold();
         let mut out = Vec::new();
-        for (path, leaf) in self.paths() {
+        for (mut path, leaf) in self.paths() {
             let stats = std::mem::replace(&mut self.leaves[leaf as usize], PatternStats::new(0));
             if stats.keys == 0 {
                 continue;
             }
-            out.push(render(&path, stats));
+            let parts = self.splits[leaf as usize]
+                .as_ref()
+                .and_then(|s| s.literal_parts(&path, &self.delimiters));
+            match parts {
+                None => out.push(render(&path, stats)),
+                Some((at, parts)) => {
+                    for (values, stats) in parts {
+                        for (&i, v) in at.iter().zip(values) {
+                            path[i] = Key::Lit(v.into());
+                        }
+                        out.push(render(&path, stats));
+                    }
+                }
+            }
         }
         if self.unclassified.keys > 0 {
             out.push(Pattern {
@@ -2355,5 +2511,108 @@ mod tests {
                 .collect()
         };
         assert_eq!(found(one.finish()), found(a.finish()));
+    }
+
+    #[test]
+    fn configuration_numbers_stay_literal() {
+        let mut keys = Vec::new();
+        for i in 0..40 {
+            keys.push(format!(
+                "LIMITS:LIMITER/10.0.{}.{}/login/5/1/minute",
+                i / 7,
+                i
+            ));
+            keys.push(format!(
+                "LIMITS:LIMITER/10.1.{}.{}/search/500/1/day",
+                i / 7,
+                i
+            ));
+            keys.push(format!("user:{}:profile", 1000 + i * 37));
+            keys.push(format!(":1:product:{}", 77 * i + 3));
+            // A timestamp holds one value here, but it is no configuration number.
+            keys.push(format!("job:1796254483:{}", i));
+        }
+        for i in 0..12 {
+            keys.push(format!("LIMITS:LIMITER/10.2.0.{i}/login/10/1/minute"));
+        }
+        // Three keys per value: too few to tell a literal from an id.
+        for i in 0..9 {
+            keys.push(format!("shard:{}:queue", i % 3));
+        }
+        let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
+        let found = infer(&refs);
+        let texts: Vec<&str> = found.iter().map(|(t, _)| t.as_str()).collect();
+        for want in [
+            "LIMITS:LIMITER/<ip>/login/5/1/minute",
+            "LIMITS:LIMITER/<ip>/search/500/1/day",
+            "LIMITS:LIMITER/<ip>/login/10/1/minute",
+            "user:<int>:profile",
+            ":1:product:<int>",
+            "job:<int>:<int>",
+            "shard:<int>:queue",
+        ] {
+            assert!(texts.contains(&want), "{want} not in {texts:?}");
+        }
+        assert_eq!(texts.len(), 7, "{found:?}");
+        // Classified as counted.
+        let mut t = tree_of(&refs);
+        t.fold();
+        assert_eq!(
+            t.classify(b"LIMITS:LIMITER/10.0.0.1/login/5/1/minute")
+                .as_deref(),
+            Some("LIMITS:LIMITER/<ip>/login/5/1/minute")
+        );
+        assert_eq!(
+            t.classify(b"user:5000:profile").as_deref(),
+            Some("user:<int>:profile")
+        );
+    }
+
+    #[test]
+    fn five_values_are_a_variable_however_keys_are_split() {
+        // Each worker sees at most four values of the number; together they see five.
+        let keys: Vec<String> = (0..100)
+            .map(|i| format!("win:{}:{}:total", [1, 2, 3, 4, 5][i % 5], i * 7919))
+            .collect();
+        let mut one = PatternTree::new(Delimiters::default(), 1);
+        let mut a = PatternTree::new(Delimiters::default(), 1);
+        let mut b = PatternTree::new(Delimiters::default(), 1);
+        for k in &keys {
+            let o = Observation {
+                key: k.as_bytes(),
+                bytes: 1,
+                ops: 0.0,
+                node: Some(0),
+                tag: None,
+                slot: crate::slot::key_slot(k.as_bytes()),
+                expires: false,
+            };
+            one.add(&o);
+            if k.starts_with("win:5:") || k.starts_with("win:1:") {
+                b.add(&o)
+            } else {
+                a.add(&o)
+            }
+        }
+        a.merge(&b);
+        let texts = |p: Vec<Pattern>| -> Vec<(String, u64)> {
+            p.into_iter().map(|p| (p.text, p.stats.keys)).collect()
+        };
+        let merged = texts(a.finish());
+        assert_eq!(merged, vec![("win:<int>:<int>:total".to_string(), 100)]);
+        assert_eq!(texts(one.finish()), merged);
+        // Four values each holding 20 keys are a literal set, in one tree or merged.
+        let four: Vec<String> = keys
+            .into_iter()
+            .filter(|k| !k.starts_with("win:5:"))
+            .collect();
+        let refs: Vec<&str> = four.iter().map(String::as_str).collect();
+        let found = infer(&refs);
+        assert_eq!(found.len(), 4, "{found:?}");
+        assert!(
+            found
+                .iter()
+                .all(|(t, n)| t.ends_with(":<int>:total") && *n == 20)
+        );
     }
 }

@@ -477,7 +477,7 @@ fn family_dump(seed: u64, n: usize) -> Vec<String> {
     (0..n)
         .map(|i| {
             let x = next();
-            match i % 6 {
+            match i % 8 {
                 0 | 1 => format!("{}:{}", prefixes[(x % 18) as usize], x % 1_000_000),
                 2 => format!(
                     "dramatiq:default.{}",
@@ -489,7 +489,26 @@ fn family_dump(seed: u64, n: usize) -> Vec<String> {
                     ["taylor", "ronaldo", "messi"][(x % 3) as usize],
                     x % 500
                 ),
-                _ => format!("profile:{}:{}", names[(x % 10) as usize], x % 100),
+                5 => format!("profile:{}:{}", names[(x % 10) as usize], x % 100),
+                // Configuration numbers: two limits over many keys are literals; five, of
+                // which the dump's first half holds three and its second half two (so that a
+                // worker may see only some), are a variable.
+                6 => format!(
+                    "lim:10.0.{}.{}/login/{}",
+                    x % 256,
+                    x >> 8 & 255,
+                    [5, 500][(x >> 20) as usize % 2]
+                ),
+                _ => format!(
+                    "rl:10.1.{}.{}/{}/1/minute",
+                    x % 256,
+                    x >> 8 & 255,
+                    if i < n / 2 {
+                        [5, 10, 20][(x >> 20) as usize % 3]
+                    } else {
+                        [50, 100][(x >> 20) as usize % 2]
+                    }
+                ),
             }
         })
         .collect()
@@ -540,6 +559,8 @@ proptest! {
         prop_assert!(text.contains("\"user:<int>\""), "{}", text);
         prop_assert!(text.contains("dramatiq:default.DQ"), "{}", text);
         prop_assert!(text.contains("feed:{celeb:<word>}:post:<int>"), "{}", text);
+        prop_assert!(text.contains("\"lim:<ip>/login/500\""), "{}", text);
+        prop_assert!(text.contains("\"rl:<ip>/<int>/1/minute\""), "{}", text);
     }
 }
 
