@@ -73,6 +73,10 @@ pub(super) fn int_value<'k>(tokens: &[Token], key: &'k [u8], i: usize) -> &'k [u
     &key[start..end]
 }
 
+/// Where a pattern is written with its configuration numbers (path indices) and the counts
+/// of each combination of their values (the values in the same order).
+pub(super) type LiteralParts = (Vec<usize>, Vec<(Vec<Vec<u8>>, PatternStats)>);
+
 /// One pattern's tracked `<int>` values and its counts per combination of them.
 #[derive(Debug, Clone)]
 pub(super) struct IntSplit {
@@ -222,7 +226,7 @@ impl IntSplit {
         &self,
         path: &[Key],
         d: &Delimiters,
-    ) -> Option<(Vec<usize>, Vec<(Vec<Vec<u8>>, PatternStats)>)> {
+    ) -> Option<LiteralParts> {
         let at: Vec<usize> = path_ints(path, d).collect();
         if at.len() != self.candidates as usize {
             return None;

@@ -916,6 +916,44 @@ fn library_dumps_keep_their_templates() {
                 r"^shop:!lookups:country%2F[a-z]{2}%3A[0-9]+$",
             ],
         ),
+        (
+            "limpyd",
+            &[
+                r"^shop:order:[0-9]+:hash$",
+                r"^shop:order:[0-9]+:total$",
+                r"^shop:person:[0-9]+:hash$",
+                r"^shop:person:[0-9]+:name$",
+                r"^shop:person:[0-9]+:tags$",
+                r"^shop:person:[0-9]+:visits$",
+                r"^shop:order:collection$",
+                r"^shop:person:collection$",
+                r"^shop:order:max_pk$",
+                r"^shop:person:max_pk$",
+                r"^shop:order:status:.+$",
+                r"^shop:person:city:.+$",
+                r"^shop:person:email:.+$",
+                r"^shop:person:name:.+$",
+            ],
+        ),
+        (
+            "pottery",
+            &[
+                r"^cart:[0-9]+$",
+                r"^redlock:order-[0-9]+$",
+                r"^nextid:[a-z]+$",
+                r"^page-hits$",
+            ],
+        ),
+        ("redbeat", &[r"^redbeat::schedule$", r"^redbeat:.+$"]),
+        ("async-ratelimiter", &[r"^limit:.+$", r"^rl-login:.+$"]),
+        (
+            "redis-semaphore",
+            &[
+                r"^mutex:order:[0-9]+$",
+                r"^semaphore:quota:.+$",
+                r"^semaphore:[a-z-]+$",
+            ],
+        ),
     ];
     for (lib, temps) in templates {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
