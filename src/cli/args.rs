@@ -474,7 +474,7 @@ pub fn live_cluster(url: &str) -> anyhow::Result<crate::live::LiveCluster> {
                     .is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok()) =>
         {
             return Err(UserError::new(
-                e.to_string(),
+                format!("--cluster {e}"),
                 format!("did you mean --cluster redis://{url} ?"),
             )
             .into());

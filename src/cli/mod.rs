@@ -1,6 +1,10 @@
 //! The command line: parsing (clap derive), dispatch to one file per subcommand, and the
 //! mapping of results and errors to exit statuses (0 clean, 1 findings, 2 error; a closed
 //! pipe on stdout is not an error).
+//!
+//! The doc comments of the argument structs are the `--help` text users read, written for a
+//! terminal (`redis://[user:password@]host:port`, `key<TAB>bytes`), not rustdoc markup.
+#![allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
 
 pub mod analyze;
 pub mod args;
@@ -23,6 +27,9 @@ pub mod values;
 pub use terminal::Terminal;
 
 use crate::error::{ExitStatus, UserError};
+use crate::lint::{RuleChoice, RuleError};
+use crate::live::LiveError;
+use crate::topology::TopologyError;
 use clap::{Parser, Subcommand};
 use std::ffi::OsString;
 use std::io::Write;
@@ -213,11 +220,12 @@ where
         Err(err) => {
             let err = shell_words(err);
             let _ = writeln!(ctx.stderr, "error: {err:#}");
-            if let Some(help) = err
+            let help = err
                 .chain()
                 .find_map(|e| e.downcast_ref::<UserError>())
-                .and_then(|u| u.help.as_deref())
-            {
+                .and_then(|u| u.help.clone())
+                .or_else(|| shell_help(&err));
+            if let Some(help) = help {
                 let _ = writeln!(ctx.stderr, "  help: {help}");
             }
             ExitStatus::Error
@@ -236,5 +244,52 @@ fn shell_words(err: anyhow::Error) -> anyhow::Error {
     if let Some(u) = err.downcast_ref::<crate::migrate::balance::Unavailable>() {
         return migration::unavailable(u).into();
     }
+    let flagged = |flag: &str, e: &dyn std::fmt::Display| UserError {
+        title: format!("{flag} {e}"),
+        help: None,
+    };
+    if let Some(e @ (LiveError::Url(_) | LiveError::NoTls(_))) = err.downcast_ref::<LiveError>() {
+        return flagged("--cluster", e).into();
+    }
+    if let Some(RuleError::Unknown { choice, code }) = err.downcast_ref::<RuleError>() {
+        let flag = match choice {
+            RuleChoice::Select => "--select",
+            RuleChoice::Ignore => "--ignore",
+            RuleChoice::Severity => "--severity",
+        };
+        return flagged(
+            flag,
+            &format!("{code}: no rule has this code, prefix or name"),
+        )
+        .into();
+    }
+    if let Some(TopologyError::MastersOutOfRange(n)) = err.downcast_ref::<TopologyError>() {
+        return flagged(
+            "--masters",
+            &format!("{n}: a cluster needs between 1 and 16384 masters"),
+        )
+        .into();
+    }
     err
+}
+
+/// What to do about an engine's typed error, in the command line's flags (the engine's own
+/// words name none).
+fn shell_help(err: &anyhow::Error) -> Option<String> {
+    let e = err
+        .chain()
+        .find_map(|e| e.downcast_ref::<TopologyError>())?;
+    Some(
+        match e {
+            TopologyError::Uncovered { .. } => {
+                "pass --allow-partial to report them as uncovered instead"
+            }
+            TopologyError::Unrecognised | TopologyError::Guessed { .. } => {
+                "name the format with --topology-format"
+            }
+            TopologyError::PoolNotChosen(_) => "choose one with --pool NAME",
+            _ => return None,
+        }
+        .to_string(),
+    )
 }

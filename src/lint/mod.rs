@@ -9,7 +9,7 @@ pub(crate) mod checks;
 pub mod rule;
 
 pub use checks::{DumpLinter, LintSink, finish_sinks, lint_scheme};
-pub use rule::RuleError;
+pub use rule::{RuleChoice, RuleError};
 use rule::{RuleSpec, Severity};
 use serde::Serialize;
 
@@ -142,7 +142,7 @@ impl RuleSet {
         for c in codes {
             if !self.rules.iter().any(|r| matches_code(r, c)) {
                 return Err(RuleError::Unknown {
-                    flag: "--select",
+                    choice: RuleChoice::Select,
                     code: c.clone(),
                 });
             }
@@ -167,7 +167,7 @@ impl RuleSet {
             }
             if !hit {
                 return Err(RuleError::Unknown {
-                    flag: "--ignore",
+                    choice: RuleChoice::Ignore,
                     code: c.clone(),
                 });
             }
@@ -178,7 +178,7 @@ impl RuleSet {
     /// Overrides one rule's severity.
     pub fn set_severity(&mut self, code: &str, severity: Severity) -> Result<(), RuleError> {
         let i = self.find(code).ok_or_else(|| RuleError::Unknown {
-            flag: "--severity",
+            choice: RuleChoice::Severity,
             code: format!("{code}=…"),
         })?;
         self.rules[i].severity = severity;

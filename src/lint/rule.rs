@@ -115,14 +115,35 @@ pub enum RuleError {
         /// The code.
         id: String,
     },
-    /// `--select`, `--ignore` or `--severity` naming no rule.
-    #[error("{flag} {code}: no rule has this code, prefix or name")]
+    /// A rule choice naming no rule.
+    #[error("{choice} {code}: no rule has this code, prefix or name")]
     Unknown {
-        /// The flag.
-        flag: &'static str,
+        /// Which choice named it.
+        choice: RuleChoice,
         /// What it named.
         code: String,
     },
+}
+
+/// A choice of rules made for one run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RuleChoice {
+    /// Only these rules run.
+    Select,
+    /// These rules do not run.
+    Ignore,
+    /// This rule's severity is overridden.
+    Severity,
+}
+
+impl std::fmt::Display for RuleChoice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            RuleChoice::Select => "rules to select:",
+            RuleChoice::Ignore => "rules to ignore:",
+            RuleChoice::Severity => "severity override:",
+        })
+    }
 }
 
 /// The check a rule runs, with its parameters. Every parameter is required: a rule file states

@@ -24,11 +24,11 @@ use std::time::{Duration, Instant};
 #[derive(Debug, thiserror::Error)]
 pub enum LiveError {
     /// The URL is not `redis://[user:pass@]host:port`.
-    #[error("--cluster {0}: expected redis://[user:password@]host:port")]
+    #[error("{0}: expected redis://[user:password@]host:port")]
     Url(String),
     /// TLS was asked for but not built in.
     #[error(
-        "--cluster {0}: rediss:// needs keyplan built with the `tls` feature (cargo install --features tls)"
+        "{0}: rediss:// needs keyplan built with the `tls` feature (cargo install --features tls)"
     )]
     NoTls(String),
     /// Connecting failed.

@@ -286,7 +286,7 @@ impl ReshardPlan {
                     node: target.clone(),
                 },
                 format!(
-                    "{target} is the target and also listed in --from: redis-cli skips it (\"It is not possible to use the target node as source node\")"
+                    "{target} is the target and also listed as a source: redis-cli skips it (\"It is not possible to use the target node as source node\")"
                 ),
             ));
         }

@@ -222,11 +222,7 @@ impl IntSplit {
     /// The pattern's parts as written: per path index of a position written with its values,
     /// and the counts of each combination of those values. `None` when the pattern stays whole
     /// (no position qualifies, or folds changed the path's `<int>`s).
-    pub(super) fn literal_parts(
-        &self,
-        path: &[Key],
-        d: &Delimiters,
-    ) -> Option<LiteralParts> {
+    pub(super) fn literal_parts(&self, path: &[Key], d: &Delimiters) -> Option<LiteralParts> {
         let at: Vec<usize> = path_ints(path, d).collect();
         if at.len() != self.candidates as usize {
             return None;

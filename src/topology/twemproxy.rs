@@ -138,11 +138,9 @@ pub fn parse(text: &str, pool: Option<&str>) -> Result<Ring, TopologyError> {
         })?,
         None if cfg.len() == 1 => cfg.first().expect("invariant: one pool"),
         None => {
-            return Err(err(format!(
-                "the config has {} pools ({}); choose one with --pool NAME",
-                cfg.len(),
-                names.join(", ")
-            )));
+            return Err(TopologyError::PoolNotChosen(
+                names.iter().map(|n| n.to_string()).collect(),
+            ));
         }
     };
     let hash_name = p.hash.as_deref().unwrap_or("fnv1a_64");
@@ -248,8 +246,12 @@ beta:
     #[test]
     fn pools_and_servers() {
         assert_eq!(pools(CONF).unwrap(), ["alpha", "beta"]);
-        let e = parse(CONF, None).unwrap_err().to_string();
-        assert!(e.contains("alpha, beta") && e.contains("--pool"), "{e}");
+        let e = parse(CONF, None).unwrap_err();
+        assert_eq!(
+            e,
+            TopologyError::PoolNotChosen(vec!["alpha".into(), "beta".into()])
+        );
+        assert_eq!(e.to_string(), "the config has 2 pools (alpha, beta)");
         let a = parse(CONF, Some("alpha")).unwrap();
         assert_eq!(a.node_of(b"foo"), Some(2));
         let b = parse(CONF, Some("beta")).unwrap();

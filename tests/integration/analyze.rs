@@ -412,7 +412,11 @@ fn topology_errors_name_the_problem() {
         .arg(&two)
         .assert()
         .code(2)
-        .stderr(predicates::str::contains("a, b").and(predicates::str::contains("--pool")));
+        .stderr(
+            predicates::str::contains("a, b").and(predicates::str::contains(
+                "\n  help: choose one with --pool NAME",
+            )),
+        );
     keyplan()
         .args(["slot", "k", "--pool", "b", "--topology"])
         .arg(&two)
@@ -425,7 +429,11 @@ fn topology_errors_name_the_problem() {
         .arg(&junk)
         .assert()
         .code(2)
-        .stderr(predicates::str::contains("unrecognised topology format"));
+        .stderr(
+            predicates::str::contains("unrecognised topology format").and(
+                predicates::str::contains("help: name the format with --topology-format"),
+            ),
+        );
     let badyaml = dir.path().join("bad.yml");
     std::fs::write(
         &badyaml,

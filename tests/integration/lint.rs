@@ -251,7 +251,8 @@ fn scheme_errors_exit_2_with_positions() {
     keyplan()
         .args(["lint", "--select", "KP999", "--keys", "examples/app.keys"])
         .assert()
-        .code(2);
+        .code(2)
+        .stderr("error: --select KP999: no rule has this code, prefix or name\n");
     keyplan()
         .args([
             "lint",

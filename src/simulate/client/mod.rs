@@ -349,7 +349,7 @@ pub fn simulate_client_stale(
     if !client.applies_to(topo) {
         let why = match client.profile().serves {
             Serves::Ring => format!(
-                "{0} shards over a ring of plain servers: give a {0} config as --topology",
+                "{0} shards over a ring of plain servers: give a {0} config as the topology",
                 client.name()
             ),
             Serves::Cluster | Serves::Both => format!(
