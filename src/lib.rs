@@ -32,6 +32,7 @@
 pub mod analyze;
 pub mod bench;
 pub mod cli;
+pub mod code;
 pub mod command;
 pub mod error;
 pub mod files;

@@ -9,6 +9,7 @@
 pub mod analyze;
 pub mod args;
 pub mod bench;
+pub mod code;
 pub mod completions;
 pub mod lint;
 pub mod loaded;
@@ -61,6 +62,8 @@ pub enum Command {
     Analyze(analyze::AnalyzeArgs),
     /// Run batches on a live cluster with each strategy; measured next to the simulator
     Bench(bench::BenchArgs),
+    /// Read application source: the keys it builds and its multi-key calls, judged per slot
+    Code(code::CodeArgs),
     /// Check a key scheme and key dumps against the rules (for CI)
     Lint(lint::LintArgs),
     /// Suggest hash tags for batches that are cross-slot or fan out, scored in round trips and skew
@@ -208,6 +211,7 @@ where
         Command::Rebalance(a) => rebalance::run(a, &mut ctx),
         Command::Reshard(a) => reshard::run(a, &mut ctx),
         Command::Rules(a) => rules::run(a, &mut ctx),
+        Command::Code(a) => code::run(a, &mut ctx),
         Command::Scan(a) => scan::run(a, &mut ctx),
         Command::Simulate(a) => simulate::run(a, &mut ctx),
         Command::Slot(a) => slot::run(a, &mut ctx),

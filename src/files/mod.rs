@@ -8,6 +8,7 @@
 pub mod atomic;
 pub mod input;
 pub mod monitor;
+pub mod source;
 pub mod text;
 
 pub use atomic::{AtomicFile, Sink, output_sink};

@@ -6,6 +6,7 @@
 
 pub mod analyze;
 pub mod bench;
+pub mod code;
 pub mod html;
 pub mod json;
 pub mod lint;

@@ -51,6 +51,7 @@ const LAYERS: &[(&str, &str, &[&str], bool)] = &[
         ],
         false,
     ),
+    ("engine", "code", &["command", "slot"], false),
     (
         "engine",
         "analyze",
@@ -83,8 +84,8 @@ const LAYERS: &[(&str, &str, &[&str], bool)] = &[
         "renderer",
         "report",
         &[
-            "analyze", "bench", "keys", "lint", "migrate", "plan", "rdb", "simulate", "skew",
-            "slot", "topology",
+            "analyze", "bench", "code", "keys", "lint", "migrate", "plan", "rdb", "simulate",
+            "skew", "slot", "topology",
         ],
         false,
     ),
@@ -93,9 +94,9 @@ const LAYERS: &[(&str, &str, &[&str], bool)] = &[
         "shell",
         "cli",
         &[
-            "analyze", "bench", "command", "error", "files", "keys", "lint", "live", "migrate",
-            "pattern", "plan", "rdb", "report", "scheme", "simulate", "sketch", "skew", "slot",
-            "topology",
+            "analyze", "bench", "code", "command", "error", "files", "keys", "lint", "live",
+            "migrate", "pattern", "plan", "rdb", "report", "scheme", "simulate", "sketch", "skew",
+            "slot", "topology",
         ],
         true,
     ),

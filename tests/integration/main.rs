@@ -8,6 +8,7 @@ mod architecture;
 mod bench;
 mod cli;
 mod cluster;
+mod code;
 mod commands;
 mod fuzz;
 mod hostile;
@@ -39,6 +40,7 @@ fn main() -> std::process::ExitCode {
         ("architecture", architecture::TESTS),
         ("bench", bench::TESTS),
         ("cli", cli::TESTS),
+        ("code", code::TESTS),
         ("commands", commands::TESTS),
         ("fuzz", fuzz::TESTS),
         ("hostile", hostile::TESTS),

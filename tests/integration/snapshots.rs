@@ -22,6 +22,7 @@ fn help_of_every_subcommand() {
     for cmd in [
         "analyze",
         "bench",
+        "code",
         "completions",
         "lint",
         "man",

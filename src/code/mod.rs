@@ -1,0 +1,374 @@
+//! Application source read for Redis Cluster hazards: the key templates a program builds and
+//! the calls that send several keys at once (a multi-key command, a pipeline or transaction, a
+//! script), each judged as lint and plan judge batches: can its keys hash to different slots?
+//!
+//! Which calls matter is data: one client profile per library (`rules/code/*.yml`) names its
+//! multi-key methods, how it makes and runs pipelines, and its script calls. The parsers
+//! ([`python`]) turn one file's text into [`FileFindings`]; nothing here reads files.
+
+pub mod profile;
+pub mod python;
+
+use serde::Serialize;
+
+/// One piece of a key template.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Part {
+    /// Bytes written in the code.
+    Lit(String),
+    /// A value known only when the program runs, named after the code that makes it.
+    Var(String),
+}
+
+/// A key as the code builds it: literal text and named placeholders (`user:<uid>:profile`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct Template {
+    /// Its pieces, adjacent literals joined.
+    pub parts: Vec<Part>,
+}
+
+impl Template {
+    /// A template of literal text.
+    pub fn lit(s: impl Into<String>) -> Template {
+        let mut t = Template::default();
+        t.push_lit(&s.into());
+        t
+    }
+
+    /// A template of one runtime value named `name`.
+    pub fn var(name: impl Into<String>) -> Template {
+        Template {
+            parts: vec![Part::Var(name.into())],
+        }
+    }
+
+    /// Appends literal text.
+    pub fn push_lit(&mut self, s: &str) {
+        if s.is_empty() {
+            return;
+        }
+        match self.parts.last_mut() {
+            Some(Part::Lit(l)) => l.push_str(s),
+            _ => self.parts.push(Part::Lit(s.to_string())),
+        }
+    }
+
+    /// Appends another template.
+    pub fn push(&mut self, other: Template) {
+        for p in other.parts {
+            match p {
+                Part::Lit(l) => self.push_lit(&l),
+                v => self.parts.push(v),
+            }
+        }
+    }
+
+    /// Whether it holds no runtime value.
+    pub fn is_literal(&self) -> bool {
+        self.parts.iter().all(|p| matches!(p, Part::Lit(_)))
+    }
+
+    /// The template as keyplan writes patterns: `user:<uid>:profile`.
+    pub fn text(&self) -> String {
+        let mut s = String::new();
+        for p in &self.parts {
+            match p {
+                Part::Lit(l) => s.push_str(l),
+                Part::Var(v) => {
+                    s.push('<');
+                    s.push_str(v);
+                    s.push('>');
+                }
+            }
+        }
+        s
+    }
+
+    /// The pieces of its hash tag as Redis finds it (the first `{`, then the next `}` after it,
+    /// with something between), runtime values taken as holding no brace; `None` when the key
+    /// has no tag and so hashes whole.
+    pub fn tag(&self) -> Option<Vec<Part>> {
+        // Each piece split into characters, runtime values as one unit.
+        enum U<'a> {
+            C(char),
+            V(&'a str),
+        }
+        let units: Vec<U> = self
+            .parts
+            .iter()
+            .flat_map(|p| match p {
+                Part::Lit(l) => l.chars().map(U::C).collect::<Vec<_>>(),
+                Part::Var(v) => vec![U::V(v)],
+            })
+            .collect();
+        let open = units.iter().position(|u| matches!(u, U::C('{')))?;
+        let close = open
+            + 1
+            + units[open + 1..]
+                .iter()
+                .position(|u| matches!(u, U::C('}')))?;
+        if close == open + 1 {
+            return None;
+        }
+        let mut t = Template::default();
+        for u in &units[open + 1..close] {
+            match u {
+                U::C(c) => t.push_lit(&c.to_string()),
+                U::V(v) => t.parts.push(Part::Var(v.to_string())),
+            }
+        }
+        Some(t.parts)
+    }
+
+    /// Whether two keys made by these templates (runtime values of one name being one value)
+    /// always share a slot.
+    pub fn same_slot(&self, other: &Template) -> bool {
+        match (self.tag(), other.tag()) {
+            (Some(a), Some(b)) => {
+                a == b
+                    || (a.iter().all(|p| matches!(p, Part::Lit(_)))
+                        && b.iter().all(|p| matches!(p, Part::Lit(_)))
+                        && crate::slot::key_slot(Template { parts: a }.text().as_bytes())
+                            == crate::slot::key_slot(Template { parts: b }.text().as_bytes()))
+            }
+            _ if self.is_literal() && other.is_literal() => {
+                crate::slot::key_slot(self.text().as_bytes())
+                    == crate::slot::key_slot(other.text().as_bytes())
+            }
+            (None, None) => self == other,
+            _ => false,
+        }
+    }
+}
+
+/// Where something is in a file (1-based line and column, in characters).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct Position {
+    /// Line.
+    pub line: usize,
+    /// Column.
+    pub column: usize,
+}
+
+/// A key the code builds, where, and by which call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyUse {
+    /// The key.
+    pub template: Template,
+    /// Where the call is.
+    pub at: Position,
+    /// The Redis command it is sent with (`GET`, `MGET`, `EVAL`).
+    pub how: String,
+}
+
+/// What a site sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SiteKind {
+    /// One multi-key command.
+    Command,
+    /// A pipeline (no MULTI).
+    Pipeline,
+    /// MULTI/EXEC.
+    Transaction,
+    /// A Lua script with its declared keys.
+    Script,
+}
+
+/// Why a site's keys cannot be judged from the code alone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unknown {
+    /// Keys from a list built at runtime (`*keys`, a variable).
+    RuntimeList(String),
+    /// Commands queued in a loop.
+    Loop,
+}
+
+impl std::fmt::Display for Unknown {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unknown::RuntimeList(e) => write!(f, "keys from a list built at runtime ({e})"),
+            Unknown::Loop => f.write_str("commands queued in a loop: their keys vary per pass"),
+        }
+    }
+}
+
+/// A call that sends several keys at once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Site {
+    /// Where the call that sends them is (the command, `execute()`, the script call).
+    pub at: Position,
+    /// What it is.
+    pub kind: SiteKind,
+    /// The command (`MGET`), or for a pipeline or transaction its commands in order.
+    pub op: String,
+    /// Its keys, in the order they are sent.
+    pub keys: Vec<Template>,
+    /// What the code does not say about its keys.
+    pub unknown: Option<Unknown>,
+}
+
+/// A site's verdict.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Its keys can hash to different slots: a cluster refuses it (atomic) or the client splits
+    /// it.
+    CrossSlot(String),
+    /// One slot: one key, or keys sharing a hash tag.
+    OneSlot(String),
+    /// The code does not say.
+    Depends(String),
+}
+
+impl Site {
+    /// Whether MULTI/EXEC or a script makes it atomic.
+    pub fn atomic(&self) -> bool {
+        matches!(self.kind, SiteKind::Transaction | SiteKind::Script)
+    }
+
+    /// The verdict: can its keys land on different slots?
+    pub fn verdict(&self) -> Verdict {
+        let mut distinct: Vec<&Template> = Vec::new();
+        for k in &self.keys {
+            if !distinct.contains(&k) {
+                distinct.push(k);
+            }
+        }
+        for (i, a) in distinct.iter().enumerate() {
+            for b in &distinct[i + 1..] {
+                if !a.same_slot(b) {
+                    return Verdict::CrossSlot(format!(
+                        "{} and {} can hash to different slots",
+                        a.text(),
+                        b.text()
+                    ));
+                }
+            }
+        }
+        if let Some(u) = &self.unknown {
+            return Verdict::Depends(u.to_string());
+        }
+        Verdict::OneSlot(match distinct.len() {
+            0 | 1 => "one key".to_string(),
+            _ => match distinct[0].tag() {
+                Some(t) => format!(
+                    "every key has the hash tag {{{}}}",
+                    Template { parts: t }.text()
+                ),
+                None => "every key hashes to one slot".to_string(),
+            },
+        })
+    }
+}
+
+/// Why a file was not read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Skipped {
+    /// The file, relative to the path given.
+    pub file: String,
+    /// Why.
+    pub reason: String,
+}
+
+/// What one file holds.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FileFindings {
+    /// Keys built, by call.
+    pub keys: Vec<KeyUse>,
+    /// Multi-key sites.
+    pub sites: Vec<Site>,
+}
+
+/// The findings of one file, named.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileReport {
+    /// The file, relative to the path given (`/` separators).
+    pub file: String,
+    /// Its findings.
+    pub findings: FileFindings,
+}
+
+/// A scan of a source tree.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CodeReport {
+    /// Files with findings, by path.
+    pub files: Vec<FileReport>,
+    /// Files not read.
+    pub skipped: Vec<Skipped>,
+    /// Files read.
+    pub scanned: usize,
+}
+
+impl CodeReport {
+    /// Sites whose keys can hash to different slots.
+    pub fn cross_slot(&self) -> usize {
+        self.files
+            .iter()
+            .flat_map(|f| &f.findings.sites)
+            .filter(|s| matches!(s.verdict(), Verdict::CrossSlot(_)))
+            .count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(parts: &[(&str, bool)]) -> Template {
+        let mut t = Template::default();
+        for (s, var) in parts {
+            if *var {
+                t.parts.push(Part::Var(s.to_string()));
+            } else {
+                t.push_lit(s);
+            }
+        }
+        t
+    }
+
+    #[test]
+    fn tags_and_slots_of_templates() {
+        let a = t(&[("user:{", false), ("uid", true), ("}:profile", false)]);
+        let b = t(&[("user:{", false), ("uid", true), ("}:settings", false)]);
+        let c = t(&[("user:", false), ("uid", true), (":settings", false)]);
+        assert_eq!(a.text(), "user:{<uid>}:profile");
+        assert!(a.same_slot(&b));
+        assert!(!a.same_slot(&c));
+        assert!(!c.same_slot(&t(&[("user:", false), ("uid", true), (":x", false)])));
+        // Literal keys: their real slots.
+        assert!(Template::lit("{a}x").same_slot(&Template::lit("a")));
+        assert!(!Template::lit("a").same_slot(&Template::lit("b")));
+        // `{}` is no tag: the whole key hashes.
+        assert_eq!(Template::lit("a{}b").tag(), None);
+    }
+
+    #[test]
+    fn verdicts() {
+        let site = |keys: Vec<Template>, unknown| Site {
+            at: Position { line: 1, column: 1 },
+            kind: SiteKind::Command,
+            op: "MGET".into(),
+            keys,
+            unknown,
+        };
+        let a = t(&[("user:", false), ("uid", true), (":profile", false)]);
+        let b = t(&[("user:", false), ("uid", true), (":settings", false)]);
+        assert!(matches!(
+            site(vec![a.clone(), b.clone()], None).verdict(),
+            Verdict::CrossSlot(_)
+        ));
+        assert!(matches!(
+            site(vec![a.clone(), a.clone()], None).verdict(),
+            Verdict::OneSlot(_)
+        ));
+        assert!(matches!(
+            site(vec![a.clone()], Some(Unknown::Loop)).verdict(),
+            Verdict::Depends(_)
+        ));
+        // Two known keys on different slots are cross-slot whatever else the loop adds.
+        assert!(matches!(
+            site(vec![a, b], Some(Unknown::Loop)).verdict(),
+            Verdict::CrossSlot(_)
+        ));
+    }
+}

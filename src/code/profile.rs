@@ -1,0 +1,132 @@
+//! Client profiles: per client library, which calls send keys and how (`rules/code/*.yml`).
+
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+/// The built-in profiles: (file name, text).
+pub const BUILTIN: &[(&str, &str)] = &[(
+    "redis-py.yml",
+    include_str!("../../rules/code/redis-py.yml"),
+)];
+
+/// How a method's arguments carry its keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ArgShape {
+    /// The arguments in order, as the command line has them.
+    Args,
+    /// One list (or several arguments) of keys, then the command's other arguments.
+    List,
+    /// A mapping whose keys are the keys.
+    Mapping,
+    /// A destination key, then a list of keys.
+    DestList,
+    /// An operation, a destination key, then keys (BITOP).
+    OpDestList,
+    /// No key (PUBLISH's channel is routed, but it is no key).
+    None,
+}
+
+/// One method that sends a command.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Method {
+    /// The Redis command.
+    pub command: String,
+    /// How its arguments carry the keys.
+    pub how: ArgShape,
+}
+
+/// How a client makes and runs pipelines.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PipelineCalls {
+    /// Methods that make one.
+    pub make: Vec<String>,
+    /// Whether one is MULTI/EXEC unless told otherwise.
+    pub atomic_by_default: bool,
+    /// The keyword argument that says whether it is.
+    pub atomic_keyword: Option<String>,
+    /// Methods that send what was queued.
+    pub run: Vec<String>,
+}
+
+/// How a client runs Lua scripts.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptCalls {
+    /// Methods taking (script, numkeys, keys…, args…).
+    pub eval: Vec<String>,
+    /// Methods returning a script object called with its keys.
+    pub register: Vec<String>,
+    /// The keyword argument a script object takes its keys in.
+    pub keys_keyword: String,
+}
+
+/// One client library's profile.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Profile {
+    /// Its name.
+    pub client: String,
+    /// The language it is used from.
+    pub language: String,
+    /// Its pipelines.
+    pub pipeline: PipelineCalls,
+    /// Its scripts.
+    pub scripts: ScriptCalls,
+    /// Methods taking a raw command (name first).
+    pub raw: Vec<String>,
+    /// Methods that send one command, by name.
+    pub commands: BTreeMap<String, Method>,
+}
+
+/// Why a profile cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[error("{file}: {message}")]
+pub struct ProfileError {
+    /// The profile's file.
+    pub file: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl Profile {
+    /// Reads one profile, checking its commands against the command table.
+    pub fn parse(file: &str, text: &str) -> Result<Profile, ProfileError> {
+        let err = |message: String| ProfileError {
+            file: file.to_string(),
+            message,
+        };
+        let p: Profile = serde_saphyr::from_str(text).map_err(|e| err(e.to_string()))?;
+        for (m, c) in &p.commands {
+            if crate::command::table()
+                .get(&c.command.to_ascii_lowercase())
+                .is_none()
+            {
+                return Err(err(format!("{m}: no Redis command {}", c.command)));
+            }
+        }
+        Ok(p)
+    }
+
+    /// The built-in profiles for `language`.
+    pub fn builtin(language: &str) -> Vec<Profile> {
+        BUILTIN
+            .iter()
+            .map(|(f, t)| Profile::parse(f, t).expect("invariant: built-in profiles parse"))
+            .filter(|p| p.language == language)
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn builtin_profiles_parse() {
+        for (f, t) in super::BUILTIN {
+            super::Profile::parse(f, t).unwrap();
+        }
+        assert!(!super::Profile::builtin("python").is_empty());
+    }
+}

@@ -1,0 +1,1274 @@
+//! Python source: redis-py calls and the keys they send, read from the syntax tree
+//! (tree-sitter's Python grammar).
+//!
+//! Keys are followed through string literals, f-strings, `%` and `.format` formatting,
+//! concatenation, local variables, module constants, class attributes and helper functions of
+//! the same file (called with their arguments, a few calls deep); what cannot be followed is a
+//! named placeholder. A pipeline is followed from the call that makes it (an assignment or a
+//! `with … as`) through the commands queued on it to the call that sends them.
+
+use super::profile::{ArgShape, Profile};
+use super::{FileFindings, KeyUse, Part, Position, Site, SiteKind, Template, Unknown};
+use std::collections::HashMap;
+use tree_sitter::{Node, Parser};
+
+/// How deep helper functions and names are followed.
+const DEPTH: usize = 6;
+
+/// Why a file could not be read as Python.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ParseError {
+    /// The parser gave up (it recovers from most errors; this is a timeout or cancellation).
+    #[error("the Python parser gave up on it")]
+    NoTree,
+}
+
+/// The findings of one Python file under `profiles`.
+pub fn scan(text: &str, profiles: &[Profile]) -> Result<FileFindings, ParseError> {
+    let mut parser = Parser::new();
+    parser
+        .set_language(&tree_sitter_python::LANGUAGE.into())
+        .expect("invariant: the grammar matches the tree-sitter version");
+    let tree = parser.parse(text, None).ok_or(ParseError::NoTree)?;
+    let mut s = Scanner {
+        src: text.as_bytes(),
+        text,
+        profiles,
+        defs: Defs::default(),
+        pipes: HashMap::new(),
+        out: FileFindings::default(),
+    };
+    s.defs.collect(tree.root_node(), s.src, None);
+    s.walk(tree.root_node());
+    Ok(s.out)
+}
+
+/// Names of the file: module constants, class attributes, functions.
+#[derive(Default)]
+struct Defs<'t> {
+    /// Module-level `NAME = value` (a name assigned more than once is left out).
+    consts: HashMap<String, Option<Node<'t>>>,
+    /// `Class.NAME = value` in class bodies, by `Class.NAME` and by `NAME` for `self.NAME`.
+    attrs: HashMap<String, Option<Node<'t>>>,
+    /// Functions and methods by name: (parameter names, the returned expression).
+    funcs: HashMap<String, Option<(Vec<String>, Node<'t>)>>,
+}
+
+impl<'t> Defs<'t> {
+    fn collect(&mut self, node: Node<'t>, src: &[u8], class: Option<&str>) {
+        let mut cur = node.walk();
+        for child in node.named_children(&mut cur) {
+            match child.kind() {
+                "expression_statement" => {
+                    if let Some(a) = child.named_child(0).filter(|a| a.kind() == "assignment")
+                        && let (Some(l), Some(r)) = (
+                            a.child_by_field_name("left"),
+                            a.child_by_field_name("right"),
+                        )
+                        && l.kind() == "identifier"
+                    {
+                        let name = text_of(l, src).to_string();
+                        match class {
+                            Some(c) => {
+                                once(&mut self.attrs, format!("{c}.{name}"), r);
+                                once(&mut self.attrs, name, r);
+                            }
+                            None => once(&mut self.consts, name, r),
+                        }
+                    }
+                }
+                "class_definition" => self.class(child, src),
+                "function_definition" => self.function(child, src),
+                "decorated_definition" => {
+                    if let Some(d) = child.child_by_field_name("definition") {
+                        match d.kind() {
+                            "function_definition" => self.function(d, src),
+                            "class_definition" => self.class(d, src),
+                            _ => {}
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn class(&mut self, c: Node<'t>, src: &[u8]) {
+        if let (Some(n), Some(body)) =
+            (c.child_by_field_name("name"), c.child_by_field_name("body"))
+        {
+            let name = text_of(n, src).to_string();
+            self.collect(body, src, Some(&name));
+        }
+    }
+
+    fn function(&mut self, f: Node<'t>, src: &[u8]) {
+        let (Some(name), Some(params), Some(body)) = (
+            f.child_by_field_name("name"),
+            f.child_by_field_name("parameters"),
+            f.child_by_field_name("body"),
+        ) else {
+            return;
+        };
+        let mut names = Vec::new();
+        let mut cur = params.walk();
+        for p in params.named_children(&mut cur) {
+            let n = match p.kind() {
+                "identifier" => Some(p),
+                "default_parameter" | "typed_parameter" | "typed_default_parameter" => p
+                    .child_by_field_name("name")
+                    .or_else(|| p.named_child(0))
+                    .filter(|n| n.kind() == "identifier"),
+                _ => None,
+            };
+            if let Some(n) = n {
+                names.push(text_of(n, src).to_string());
+            }
+        }
+        // A helper that makes a key returns it: its first `return` with a value.
+        let ret = first_return(body);
+        let key = text_of(name, src).to_string();
+        match ret {
+            Some(r) => {
+                let slot = self.funcs.entry(key).or_insert(Some((names.clone(), r)));
+                if slot.as_ref().is_some_and(|(_, n)| *n != r) {
+                    *slot = None;
+                }
+            }
+            None => {
+                self.funcs.insert(key, None);
+            }
+        }
+    }
+}
+
+fn once<'t>(map: &mut HashMap<String, Option<Node<'t>>>, name: String, value: Node<'t>) {
+    map.entry(name)
+        .and_modify(|v| *v = None)
+        .or_insert(Some(value));
+}
+
+fn first_return(body: Node<'_>) -> Option<Node<'_>> {
+    let mut cur = body.walk();
+    for c in body.named_children(&mut cur) {
+        match c.kind() {
+            "return_statement" => return c.named_child(0),
+            "function_definition" | "class_definition" => {}
+            _ => {
+                if let Some(r) = first_return(c) {
+                    return Some(r);
+                }
+            }
+        }
+    }
+    None
+}
+
+fn text_of<'s>(n: Node<'_>, src: &'s [u8]) -> &'s str {
+    n.utf8_text(src).unwrap_or("")
+}
+
+/// A pipeline being filled.
+struct Pipe {
+    atomic: bool,
+    /// Where it was made (a loop around a queued command but not around this is a loop).
+    made: (usize, usize),
+    ops: Vec<String>,
+    keys: Vec<Template>,
+    unknown: Option<Unknown>,
+}
+
+struct Scanner<'s, 't> {
+    src: &'s [u8],
+    text: &'s str,
+    profiles: &'s [Profile],
+    defs: Defs<'t>,
+    /// Pipelines by (function start byte, variable name).
+    pipes: HashMap<(usize, String), Pipe>,
+    out: FileFindings,
+}
+
+/// The keys of a call: templates, and what is not known.
+#[derive(Default)]
+struct CallKeys {
+    keys: Vec<Template>,
+    unknown: Option<Unknown>,
+}
+
+impl<'s, 't> Scanner<'s, 't> {
+    fn t(&self, n: Node<'_>) -> &'s str {
+        text_of(n, self.src)
+    }
+
+    fn position(&self, n: Node<'_>) -> Position {
+        let p = n.start_position();
+        let line_start = n.start_byte() - p.column;
+        let column = self.text[line_start..n.start_byte()].chars().count() + 1;
+        Position {
+            line: p.row + 1,
+            column,
+        }
+    }
+
+    /// Children first, so a pipeline's commands are queued before it runs.
+    fn walk(&mut self, node: Node<'t>) {
+        let mut cur = node.walk();
+        let children: Vec<Node<'t>> = node.named_children(&mut cur).collect();
+        for c in children {
+            self.walk(c);
+        }
+        match node.kind() {
+            "call" => self.call(node),
+            "assignment" => {
+                if let (Some(l), Some(r)) = (
+                    node.child_by_field_name("left"),
+                    node.child_by_field_name("right"),
+                ) && l.kind() == "identifier"
+                {
+                    self.maybe_pipe(r, self.t(l).to_string(), node);
+                }
+            }
+            "as_pattern" => {
+                if let (Some(v), Some(alias)) =
+                    (node.named_child(0), node.child_by_field_name("alias"))
+                {
+                    let name = self.t(alias).trim().to_string();
+                    self.maybe_pipe(v, name, node);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// `name = <client>.pipeline(…)`: a pipeline named `name` from here on.
+    fn maybe_pipe(&mut self, value: Node<'t>, name: String, at: Node<'t>) {
+        let value = if value.kind() == "await" {
+            match value.named_child(0) {
+                Some(v) => v,
+                None => return,
+            }
+        } else {
+            value
+        };
+        if let Some(atomic) = self.pipe_call(value) {
+            let scope = scope_of(at);
+            self.pipes.insert(
+                (scope, name),
+                Pipe {
+                    atomic,
+                    made: (at.start_byte(), at.end_byte()),
+                    ops: Vec::new(),
+                    keys: Vec::new(),
+                    unknown: None,
+                },
+            );
+        }
+    }
+
+    /// Whether `call` makes a pipeline, and whether it is atomic.
+    fn pipe_call(&self, call: Node<'_>) -> Option<bool> {
+        if call.kind() != "call" {
+            return None;
+        }
+        let (_, method) = self.method(call)?;
+        let p = self
+            .profiles
+            .iter()
+            .find(|p| p.pipeline.make.iter().any(|m| m == method))?;
+        let mut atomic = p.pipeline.atomic_by_default;
+        if let (Some(kw), Some(args)) = (
+            &p.pipeline.atomic_keyword,
+            call.child_by_field_name("arguments"),
+        ) {
+            let mut cur = args.walk();
+            for a in args.named_children(&mut cur) {
+                if a.kind() == "keyword_argument"
+                    && a.child_by_field_name("name")
+                        .is_some_and(|n| self.t(n) == kw)
+                    && let Some(v) = a.child_by_field_name("value")
+                {
+                    atomic = self.t(v) != "False";
+                }
+            }
+        }
+        Some(atomic)
+    }
+
+    /// The receiver and method name of `obj.method(…)`.
+    fn method(&self, call: Node<'t>) -> Option<(Node<'t>, &'s str)> {
+        let f = call.child_by_field_name("function")?;
+        if f.kind() != "attribute" {
+            return None;
+        }
+        Some((
+            f.child_by_field_name("object")?,
+            self.t(f.child_by_field_name("attribute")?),
+        ))
+    }
+
+    /// The pipeline a receiver is: a pipeline variable, or a chain of calls on one.
+    fn pipe_key(&self, receiver: Node<'t>) -> Option<(usize, String)> {
+        let mut r = receiver;
+        loop {
+            match r.kind() {
+                "identifier" => {
+                    let key = (scope_of(r), self.t(r).to_string());
+                    return self.pipes.contains_key(&key).then_some(key);
+                }
+                "call" => {
+                    if self.pipe_call(r).is_some() {
+                        // `r.pipeline().set(…).execute()`: one pipeline, named by where it is made.
+                        return Some((r.start_byte(), String::new()));
+                    }
+                    r = self.method(r)?.0;
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    fn call(&mut self, call: Node<'t>) {
+        let Some((receiver, method)) = self.method(call) else {
+            self.script_object_call(call);
+            return;
+        };
+        let pipe = self.pipe_key(receiver);
+        if let Some(key) = &pipe
+            && key.1.is_empty()
+            && !self.pipes.contains_key(key)
+            && let Some(root) = chain_root(receiver, self)
+            && let Some(atomic) = self.pipe_call(root)
+        {
+            self.pipes.insert(
+                key.clone(),
+                Pipe {
+                    atomic,
+                    made: (root.start_byte(), root.end_byte()),
+                    ops: Vec::new(),
+                    keys: Vec::new(),
+                    unknown: None,
+                },
+            );
+        }
+        let profiles = self.profiles;
+        for p in profiles {
+            if let Some(key) = &pipe {
+                if p.pipeline.run.iter().any(|m| m == method) {
+                    self.run_pipe(key, call);
+                    return;
+                }
+                if method == "multi" {
+                    if let Some(pp) = self.pipes.get_mut(key) {
+                        pp.atomic = true;
+                    }
+                    return;
+                }
+            }
+            if let Some(m) = p.commands.get(method) {
+                if pipe.is_none() && !self.redis_receiver(receiver, method) {
+                    continue;
+                }
+                let keys = self.keys_of(call, m.how, &m.command);
+                self.record(call, &m.command, &keys);
+                match &pipe {
+                    Some(k) => self.queue(k, call, &m.command, keys),
+                    None if keys.keys.len() > 1 || keys.unknown.is_some() => {
+                        self.out.sites.push(Site {
+                            at: self.position(call),
+                            kind: SiteKind::Command,
+                            op: m.command.clone(),
+                            keys: keys.keys,
+                            unknown: keys.unknown,
+                        })
+                    }
+                    None => {}
+                }
+                return;
+            }
+            if p.scripts.eval.iter().any(|m| m == method) {
+                let keys = self.eval_keys(call);
+                self.record(call, "EVAL", &keys);
+                match &pipe {
+                    Some(k) => self.queue(k, call, "EVAL", keys),
+                    None => self.out.sites.push(Site {
+                        at: self.position(call),
+                        kind: SiteKind::Script,
+                        op: "EVAL".into(),
+                        keys: keys.keys,
+                        unknown: keys.unknown,
+                    }),
+                }
+                return;
+            }
+            if p.raw.iter().any(|m| m == method) && self.redis_receiver(receiver, method) {
+                let keys = self.raw_keys(call);
+                if let Some((cmd, keys)) = keys {
+                    self.record(call, &cmd, &keys);
+                    match &pipe {
+                        Some(k) => self.queue(k, call, &cmd, keys),
+                        None if keys.keys.len() > 1 || keys.unknown.is_some() => {
+                            self.out.sites.push(Site {
+                                at: self.position(call),
+                                kind: SiteKind::Command,
+                                op: cmd,
+                                keys: keys.keys,
+                                unknown: keys.unknown,
+                            })
+                        }
+                        None => {}
+                    }
+                }
+                return;
+            }
+        }
+    }
+
+    /// A registered script called with its keys: `script(keys=[…], args=[…])`.
+    fn script_object_call(&mut self, call: Node<'t>) {
+        let Some(f) = call
+            .child_by_field_name("function")
+            .filter(|f| f.kind() == "identifier")
+        else {
+            return;
+        };
+        let name = self.t(f);
+        let registered = self.profiles.iter().find_map(|p| {
+            let value = self.local_value(f, name, 0)?;
+            let (_, m) = self.method(value)?;
+            p.scripts
+                .register
+                .iter()
+                .any(|r| r == m)
+                .then(|| p.scripts.keys_keyword.clone())
+        });
+        let Some(kw) = registered else {
+            return;
+        };
+        let Some(args) = call.child_by_field_name("arguments") else {
+            return;
+        };
+        let mut keys = CallKeys::default();
+        let mut cur = args.walk();
+        let list: Vec<Node<'t>> = args.named_children(&mut cur).collect();
+        for a in &list {
+            if a.kind() == "keyword_argument"
+                && a.child_by_field_name("name")
+                    .is_some_and(|n| self.t(n) == kw)
+                && let Some(v) = a.child_by_field_name("value")
+            {
+                self.list_into(v, &mut keys);
+            }
+        }
+        if list.first().is_some_and(|a| a.kind() != "keyword_argument") {
+            self.list_into(list[0], &mut keys);
+        }
+        self.record(call, "EVALSHA", &keys);
+        self.out.sites.push(Site {
+            at: self.position(call),
+            kind: SiteKind::Script,
+            op: "EVALSHA".into(),
+            keys: keys.keys,
+            unknown: keys.unknown,
+        });
+    }
+
+    fn record(&mut self, call: Node<'_>, how: &str, keys: &CallKeys) {
+        let at = self.position(call);
+        for k in &keys.keys {
+            self.out.keys.push(KeyUse {
+                template: k.clone(),
+                at,
+                how: how.to_string(),
+            });
+        }
+    }
+
+    fn queue(&mut self, key: &(usize, String), call: Node<'_>, op: &str, keys: CallKeys) {
+        let in_loop = {
+            let Some(p) = self.pipes.get(key) else { return };
+            loop_between(call, p.made)
+        };
+        let Some(p) = self.pipes.get_mut(key) else {
+            return;
+        };
+        p.ops.push(op.to_string());
+        p.keys.extend(keys.keys);
+        if p.unknown.is_none() {
+            p.unknown = keys.unknown.or(in_loop.then_some(Unknown::Loop));
+        }
+    }
+
+    fn run_pipe(&mut self, key: &(usize, String), call: Node<'_>) {
+        let at = self.position(call);
+        let Some(p) = self.pipes.get_mut(key) else {
+            return;
+        };
+        let ops = std::mem::take(&mut p.ops);
+        if ops.is_empty() {
+            return;
+        }
+        let site = Site {
+            at,
+            kind: if p.atomic {
+                SiteKind::Transaction
+            } else {
+                SiteKind::Pipeline
+            },
+            op: ops.join(" "),
+            keys: std::mem::take(&mut p.keys),
+            unknown: p.unknown.take(),
+        };
+        self.out.sites.push(site);
+    }
+
+    /// Whether a receiver of a command whose name is also a common method (`get`, `delete`) is
+    /// a Redis client: named like one, or made by a client constructor.
+    fn redis_receiver(&self, receiver: Node<'t>, method: &str) -> bool {
+        const COMMON: &[&str] = &[
+            "get",
+            "set",
+            "delete",
+            "exists",
+            "touch",
+            "rename",
+            "copy",
+            "unlink",
+            "incr",
+            "decr",
+            "expire",
+            "publish",
+            "hget",
+            "hset",
+            "execute_command",
+        ];
+        if !COMMON.contains(&method) {
+            return true;
+        }
+        let text = self.t(receiver);
+        let last = text
+            .rsplit(['.', ' '])
+            .next()
+            .unwrap_or(text)
+            .trim_start_matches('_')
+            .to_ascii_lowercase();
+        if ["r", "rc", "rd", "rds", "db", "red"].contains(&last.as_str())
+            || [
+                "redis", "client", "conn", "cache", "pipe", "store", "backend", "valkey",
+            ]
+            .iter()
+            .any(|w| last.contains(w))
+        {
+            return true;
+        }
+        if receiver.kind() == "identifier"
+            && let Some(v) = self.local_value(receiver, text, 0)
+            && v.kind() == "call"
+            && let Some(f) = v.child_by_field_name("function")
+        {
+            let name = self.t(f).rsplit('.').next().unwrap_or("");
+            return [
+                "Redis",
+                "StrictRedis",
+                "RedisCluster",
+                "from_url",
+                "master_for",
+                "get_redis_connection",
+            ]
+            .contains(&name);
+        }
+        false
+    }
+
+    /// The keys of a command call, by the method's argument shape.
+    fn keys_of(&self, call: Node<'t>, how: ArgShape, command: &str) -> CallKeys {
+        let mut keys = CallKeys::default();
+        let args = positional(call);
+        match how {
+            ArgShape::None => {}
+            ArgShape::Mapping => {
+                if let Some(a) = args.first() {
+                    if a.kind() == "dictionary" {
+                        let mut cur = a.walk();
+                        for pair in a.named_children(&mut cur) {
+                            match pair.kind() {
+                                "pair" => {
+                                    if let Some(k) = pair.child_by_field_name("key") {
+                                        keys.keys.push(self.template(k, 0));
+                                    }
+                                }
+                                _ => keys.unknown = Some(Unknown::RuntimeList(self.short(pair))),
+                            }
+                        }
+                    } else {
+                        keys.unknown = Some(Unknown::RuntimeList(self.short(*a)));
+                    }
+                }
+            }
+            ArgShape::DestList | ArgShape::OpDestList => {
+                let skip = usize::from(how == ArgShape::OpDestList);
+                if let Some(d) = args.get(skip) {
+                    keys.keys.push(self.template(*d, 0));
+                }
+                for a in args.iter().skip(skip + 1).take(1) {
+                    self.list_into(*a, &mut keys);
+                }
+                if how == ArgShape::OpDestList {
+                    for a in args.iter().skip(3) {
+                        self.list_into(*a, &mut keys);
+                    }
+                }
+            }
+            ArgShape::List => {
+                let timeout = matches!(command, "BLPOP" | "BRPOP");
+                // BLPOP's last argument is its timeout, whatever expression gives it.
+                let n = if timeout && args.len() > 1 {
+                    args.len() - 1
+                } else {
+                    args.len()
+                };
+                for a in &args[..n] {
+                    self.list_into(*a, &mut keys);
+                }
+            }
+            ArgShape::Args => {
+                // Laid out as the command line, the table finds the keys.
+                let line: Vec<Vec<u8>> = std::iter::once(command.as_bytes().to_vec())
+                    .chain(args.iter().map(|a| {
+                        let t = self.template(*a, 0);
+                        if t.is_literal() {
+                            t.text().into_bytes()
+                        } else {
+                            b"x".to_vec()
+                        }
+                    }))
+                    .collect();
+                let table = crate::command::table();
+                let refs = table.keys(&line).ok().filter(|r| !r.is_empty());
+                match refs {
+                    Some(refs) => {
+                        for r in refs {
+                            if let Some(a) = args.get(r.pos - 1) {
+                                keys.keys.push(self.template(*a, 0));
+                            }
+                        }
+                    }
+                    None => {
+                        if let Some(a) = args.first() {
+                            keys.keys.push(self.template(*a, 0));
+                        }
+                    }
+                }
+            }
+        }
+        keys
+    }
+
+    /// `eval(script, numkeys, *keys_and_args)`.
+    fn eval_keys(&self, call: Node<'t>) -> CallKeys {
+        let mut keys = CallKeys::default();
+        let args = positional(call);
+        let Some(n) = args.get(1) else {
+            return keys;
+        };
+        match self.t(*n).parse::<usize>() {
+            Ok(n) => {
+                for a in args.iter().skip(2).take(n) {
+                    if a.kind() == "list_splat" {
+                        keys.unknown = Some(Unknown::RuntimeList(self.short(*a)));
+                    } else {
+                        keys.keys.push(self.template(*a, 0));
+                    }
+                }
+            }
+            Err(_) => {
+                keys.unknown = Some(Unknown::RuntimeList(format!("numkeys {}", self.short(*n))))
+            }
+        }
+        keys
+    }
+
+    /// `execute_command("MGET", a, b)`: the command from its first argument.
+    fn raw_keys(&self, call: Node<'t>) -> Option<(String, CallKeys)> {
+        let args = positional(call);
+        let name = self.template(*args.first()?, 0);
+        if !name.is_literal() {
+            return None;
+        }
+        let cmd = name.text().to_ascii_uppercase();
+        let mut line = vec![cmd.as_bytes().to_vec()];
+        let mut keys = CallKeys::default();
+        for a in &args[1..] {
+            if a.kind() == "list_splat" {
+                keys.unknown = Some(Unknown::RuntimeList(self.short(*a)));
+                return Some((cmd, keys));
+            }
+            let t = self.template(*a, 0);
+            line.push(if t.is_literal() {
+                t.text().into_bytes()
+            } else {
+                b"x".to_vec()
+            });
+        }
+        let refs = crate::command::table().keys(&line).ok()?;
+        for r in refs {
+            if let Some(a) = args.get(r.pos) {
+                keys.keys.push(self.template(*a, 0));
+            }
+        }
+        Some((cmd, keys))
+    }
+
+    /// Keys from one argument that may be a list: a list or tuple literal gives its items, a
+    /// starred or other runtime list is unknown, anything else is one key.
+    fn list_into(&self, a: Node<'t>, keys: &mut CallKeys) {
+        match a.kind() {
+            "list" | "tuple" => {
+                let mut cur = a.walk();
+                for item in a.named_children(&mut cur) {
+                    self.list_into(item, keys);
+                }
+            }
+            "list_splat" | "list_comprehension" | "generator_expression" => {
+                keys.unknown = Some(Unknown::RuntimeList(self.short(a)));
+            }
+            "identifier" => match self.local_value(a, self.t(a), 0) {
+                Some(v) if matches!(v.kind(), "list" | "tuple") => self.list_into(v, keys),
+                Some(v) if matches!(v.kind(), "list_comprehension" | "generator_expression") => {
+                    keys.unknown = Some(Unknown::RuntimeList(self.short(a)));
+                }
+                _ if looks_plural(self.t(a)) => {
+                    keys.unknown = Some(Unknown::RuntimeList(self.short(a)));
+                }
+                _ => keys.keys.push(self.template(a, 0)),
+            },
+            _ => keys.keys.push(self.template(a, 0)),
+        }
+    }
+
+    fn short(&self, n: Node<'_>) -> String {
+        let t = self.t(n).split_whitespace().collect::<Vec<_>>().join(" ");
+        if t.chars().count() > 40 {
+            format!("{}…", t.chars().take(39).collect::<String>())
+        } else {
+            t
+        }
+    }
+
+    /// The value last assigned to `name` before `at` in its function (or the module's
+    /// constant).
+    fn local_value(&self, at: Node<'t>, name: &str, depth: usize) -> Option<Node<'t>> {
+        if depth > DEPTH {
+            return None;
+        }
+        let mut scope = at;
+        while let Some(p) = scope.parent() {
+            scope = p;
+            if p.kind() == "function_definition" {
+                break;
+            }
+        }
+        let mut found = None;
+        find_assignments(scope, name, at.start_byte(), self.src, &mut found);
+        found.or_else(|| self.defs.consts.get(name).copied().flatten())
+    }
+
+    /// The template an expression makes.
+    fn template(&self, n: Node<'t>, depth: usize) -> Template {
+        if depth > DEPTH {
+            return Template::var(self.short(n));
+        }
+        match n.kind() {
+            "string" => self.string(n, depth),
+            "concatenated_string" => {
+                let mut t = Template::default();
+                let mut cur = n.walk();
+                for s in n.named_children(&mut cur) {
+                    t.push(self.template(s, depth + 1));
+                }
+                t
+            }
+            "integer" => Template::lit(self.t(n)),
+            "parenthesized_expression" => n.named_child(0).map_or_else(
+                || Template::var(self.short(n)),
+                |c| self.template(c, depth + 1),
+            ),
+            "binary_operator" => {
+                let (Some(l), Some(r), Some(op)) = (
+                    n.child_by_field_name("left"),
+                    n.child_by_field_name("right"),
+                    n.child_by_field_name("operator"),
+                ) else {
+                    return Template::var(self.short(n));
+                };
+                match self.t(op) {
+                    "+" => {
+                        let mut t = self.template(l, depth + 1);
+                        t.push(self.template(r, depth + 1));
+                        t
+                    }
+                    "%" => {
+                        let fmt = self.template(l, depth + 1);
+                        if !fmt.is_literal() {
+                            return Template::var(self.short(n));
+                        }
+                        let values: Vec<Node<'t>> = if r.kind() == "tuple" {
+                            let mut cur = r.walk();
+                            r.named_children(&mut cur).collect()
+                        } else {
+                            vec![r]
+                        };
+                        self.percent(fmt, &values, depth)
+                    }
+                    _ => Template::var(self.short(n)),
+                }
+            }
+            "identifier" => {
+                let name = self.t(n);
+                match self.local_value(n, name, depth) {
+                    Some(v) if v != n && !contains(v, n) => self.template(v, depth + 1),
+                    _ => Template::var(name),
+                }
+            }
+            "attribute" => {
+                let attr = n
+                    .child_by_field_name("attribute")
+                    .map(|a| self.t(a))
+                    .unwrap_or("");
+                let obj = n
+                    .child_by_field_name("object")
+                    .map(|o| self.t(o))
+                    .unwrap_or("");
+                let known = self
+                    .defs
+                    .attrs
+                    .get(&format!("{obj}.{attr}"))
+                    .or_else(|| {
+                        matches!(obj, "self" | "cls")
+                            .then(|| self.defs.attrs.get(attr))
+                            .flatten()
+                    })
+                    .copied()
+                    .flatten();
+                match known {
+                    Some(v) => self.template(v, depth + 1),
+                    None => Template::var(self.short(n)),
+                }
+            }
+            "call" => self.call_template(n, depth),
+            _ => Template::var(self.short(n)),
+        }
+    }
+
+    /// `"…".format(…)`, `str(x)`, or a helper of this file that returns a key.
+    fn call_template(&self, n: Node<'t>, depth: usize) -> Template {
+        let Some(f) = n.child_by_field_name("function") else {
+            return Template::var(self.short(n));
+        };
+        let args = positional(n);
+        if f.kind() == "attribute"
+            && let (Some(obj), Some(attr)) = (
+                f.child_by_field_name("object"),
+                f.child_by_field_name("attribute"),
+            )
+        {
+            if self.t(attr) == "format" {
+                let fmt = self.template(obj, depth + 1);
+                if fmt.is_literal() {
+                    return self.format(fmt, &args, n, depth);
+                }
+            }
+            // `self.key_for(x)`, `Keys.order(x)`: a function or method of this file.
+            if matches!(self.t(obj), "self" | "cls")
+                || matches!(self.defs.funcs.get(self.t(attr)), Some(Some(_)))
+            {
+                return self.helper(self.t(attr), &args, n, depth);
+            }
+        }
+        if f.kind() == "identifier" {
+            let name = self.t(f);
+            if name == "str" && args.len() == 1 {
+                return self.template(args[0], depth + 1);
+            }
+            return self.helper(name, &args, n, depth);
+        }
+        Template::var(self.short(n))
+    }
+
+    fn helper(&self, name: &str, args: &[Node<'t>], call: Node<'t>, depth: usize) -> Template {
+        let Some(Some((params, ret))) = self.defs.funcs.get(name) else {
+            return Template::var(self.short(call));
+        };
+        let params: Vec<&String> = params
+            .iter()
+            .filter(|p| !matches!(p.as_str(), "self" | "cls"))
+            .collect();
+        let body = self.template(*ret, depth + 1);
+        // The helper's parameters are the caller's arguments.
+        let mut t = Template::default();
+        for p in body.parts {
+            match p {
+                Part::Var(v) => match params.iter().position(|p| **p == v) {
+                    Some(i) if i < args.len() => t.push(self.template(args[i], depth + 1)),
+                    _ => t.parts.push(Part::Var(v)),
+                },
+                Part::Lit(l) => t.push_lit(&l),
+            }
+        }
+        t
+    }
+
+    /// A string literal or f-string.
+    fn string(&self, n: Node<'t>, depth: usize) -> Template {
+        let mut t = Template::default();
+        let fstring = n
+            .named_child(0)
+            .filter(|s| s.kind() == "string_start")
+            .is_some_and(|s| self.t(s).to_ascii_lowercase().contains('f'));
+        let mut cur = n.walk();
+        for c in n.named_children(&mut cur) {
+            match c.kind() {
+                "string_content" => {
+                    let s = self.t(c);
+                    if fstring {
+                        t.push_lit(&s.replace("{{", "{").replace("}}", "}"));
+                    } else {
+                        t.push_lit(s);
+                    }
+                }
+                "escape_sequence" => t.push_lit(&unescape(self.t(c))),
+                "escape_interpolation" => t.push_lit(&self.t(c)[..1]),
+                "interpolation" => match c.child_by_field_name("expression") {
+                    Some(e) => t.push(self.interpolated(e, depth)),
+                    None => t.parts.push(Part::Var(self.short(c))),
+                },
+                _ => {}
+            }
+        }
+        t
+    }
+
+    /// A value put into a string: a constant is its text, anything else a placeholder named
+    /// after the expression.
+    fn interpolated(&self, e: Node<'t>, depth: usize) -> Template {
+        let t = self.template(e, depth + 1);
+        if t.is_literal() {
+            return t;
+        }
+        // A helper's or a variable's own template, when it says more than its name.
+        if t.parts.len() > 1 || !matches!(e.kind(), "identifier" | "attribute") {
+            return t;
+        }
+        Template::var(self.short(e))
+    }
+
+    /// `"a:%s:%d" % (x, y)`.
+    fn percent(&self, f: Template, values: &[Node<'t>], depth: usize) -> Template {
+        let mut out = Template::default();
+        let mut i = 0;
+        for p in f.parts {
+            match p {
+                Part::Lit(l) => {
+                    let mut rest = l.as_str();
+                    while let Some(at) = rest.find('%') {
+                        out.push_lit(&rest[..at]);
+                        let after = &rest[at + 1..];
+                        if let Some(stripped) = after.strip_prefix('%') {
+                            out.push_lit("%");
+                            rest = stripped;
+                            continue;
+                        }
+                        let spec_end = after
+                            .char_indices()
+                            .find(|(_, c)| c.is_ascii_alphabetic())
+                            .map_or(after.len(), |(k, c)| k + c.len_utf8());
+                        match values.get(i) {
+                            Some(v) => out.push(self.interpolated(*v, depth)),
+                            None => out
+                                .parts
+                                .push(Part::Var(format!("%{}", &after[..spec_end]))),
+                        }
+                        i += 1;
+                        rest = &after[spec_end..];
+                    }
+                    out.push_lit(rest);
+                }
+                v => out.parts.push(v),
+            }
+        }
+        out
+    }
+
+    /// `"{}:{name}".format(a, name=b)`.
+    fn format(&self, f: Template, args: &[Node<'t>], call: Node<'t>, depth: usize) -> Template {
+        let mut named: HashMap<&str, Node<'t>> = HashMap::new();
+        if let Some(al) = call.child_by_field_name("arguments") {
+            let mut cur = al.walk();
+            for a in al.named_children(&mut cur) {
+                if a.kind() == "keyword_argument"
+                    && let (Some(k), Some(v)) = (
+                        a.child_by_field_name("name"),
+                        a.child_by_field_name("value"),
+                    )
+                {
+                    named.insert(self.t(k), v);
+                }
+            }
+        }
+        let mut out = Template::default();
+        let mut next = 0;
+        for p in f.parts {
+            match p {
+                Part::Lit(l) => {
+                    let mut rest = l.as_str();
+                    while let Some(open) = rest.find('{') {
+                        if rest[open + 1..].starts_with('{') {
+                            out.push_lit(&rest[..open + 1]);
+                            rest = &rest[open + 2..];
+                            continue;
+                        }
+                        let Some(close) = rest[open..].find('}') else {
+                            break;
+                        };
+                        out.push_lit(&rest[..open]);
+                        let field = &rest[open + 1..open + close];
+                        let field = field.split([':', '!']).next().unwrap_or("");
+                        let value = if field.is_empty() {
+                            next += 1;
+                            args.get(next - 1).copied()
+                        } else if let Ok(i) = field.parse::<usize>() {
+                            args.get(i).copied()
+                        } else {
+                            named.get(field).copied()
+                        };
+                        match value {
+                            Some(v) => out.push(self.interpolated(v, depth)),
+                            None => out.parts.push(Part::Var(field.to_string())),
+                        }
+                        rest = &rest[open + close + 1..];
+                    }
+                    out.push_lit(&rest.replace("}}", "}"));
+                }
+                v => out.parts.push(v),
+            }
+        }
+        out
+    }
+}
+
+/// The positional arguments of a call (starred ones included, keywords left out).
+fn positional<'t>(call: Node<'t>) -> Vec<Node<'t>> {
+    let Some(args) = call.child_by_field_name("arguments") else {
+        return Vec::new();
+    };
+    let mut cur = args.walk();
+    args.named_children(&mut cur)
+        .filter(|a| {
+            !matches!(
+                a.kind(),
+                "keyword_argument" | "dictionary_splat" | "comment"
+            )
+        })
+        .collect()
+}
+
+/// The start byte of the function `n` is in (0 for the module).
+fn scope_of(n: Node<'_>) -> usize {
+    let mut p = n.parent();
+    while let Some(x) = p {
+        if x.kind() == "function_definition" {
+            return x.start_byte();
+        }
+        p = x.parent();
+    }
+    0
+}
+
+/// The root call of a chain `a.pipeline().set(…).get(…)`: the call that makes the pipeline.
+fn chain_root<'t>(receiver: Node<'t>, s: &Scanner<'_, 't>) -> Option<Node<'t>> {
+    let mut r = receiver;
+    loop {
+        if r.kind() != "call" {
+            return None;
+        }
+        if s.pipe_call(r).is_some() {
+            return Some(r);
+        }
+        r = s.method(r)?.0;
+    }
+}
+
+/// Whether a loop encloses `call` but not the pipeline made at `made`.
+fn loop_between(call: Node<'_>, made: (usize, usize)) -> bool {
+    let mut p = call.parent();
+    while let Some(x) = p {
+        if matches!(
+            x.kind(),
+            "for_statement" | "while_statement" | "list_comprehension" | "generator_expression"
+        ) && !(x.start_byte() <= made.0 && made.1 <= x.end_byte())
+        {
+            return true;
+        }
+        if x.kind() == "function_definition" {
+            return false;
+        }
+        p = x.parent();
+    }
+    false
+}
+
+/// The last `name = value` in `scope` (not in nested functions) before byte `before`.
+fn find_assignments<'t>(
+    scope: Node<'t>,
+    name: &str,
+    before: usize,
+    src: &[u8],
+    found: &mut Option<Node<'t>>,
+) {
+    let mut cur = scope.walk();
+    for c in scope.named_children(&mut cur) {
+        if c.start_byte() >= before {
+            break;
+        }
+        match c.kind() {
+            "function_definition" | "class_definition" => {}
+            "assignment" => {
+                if let (Some(l), Some(r)) = (
+                    c.child_by_field_name("left"),
+                    c.child_by_field_name("right"),
+                ) && l.kind() == "identifier"
+                    && text_of(l, src) == name
+                    && c.end_byte() <= before
+                {
+                    *found = Some(r);
+                }
+                find_assignments(c, name, before, src, found);
+            }
+            _ => find_assignments(c, name, before, src, found),
+        }
+    }
+}
+
+fn contains(outer: Node<'_>, inner: Node<'_>) -> bool {
+    outer.start_byte() <= inner.start_byte() && inner.end_byte() <= outer.end_byte()
+}
+
+/// A name that reads as a list of keys (`keys`, `cache_keys`, `ids`).
+fn looks_plural(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    n.ends_with("keys") || n.ends_with("_list") || n == "names" || n.ends_with("names")
+}
+
+fn unescape(e: &str) -> String {
+    match e {
+        "\\n" => "\n".into(),
+        "\\t" => "\t".into(),
+        "\\\\" => "\\".into(),
+        "\\'" => "'".into(),
+        "\\\"" => "\"".into(),
+        "\\{" => "{".into(),
+        "\\}" => "}".into(),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::code::Verdict;
+
+    fn scan_py(src: &str) -> FileFindings {
+        scan(src, &Profile::builtin("python")).unwrap()
+    }
+
+    fn texts(s: &Site) -> Vec<String> {
+        s.keys.iter().map(Template::text).collect()
+    }
+
+    #[test]
+    fn mget_of_two_templates_is_cross_slot() {
+        let f = scan_py(
+            r#"
+import redis
+r = redis.Redis()
+PREFIX = "app"
+
+def profile_key(uid):
+    return f"{PREFIX}:user:{uid}:profile"
+
+def load(uid):
+    return r.mget(profile_key(uid), f"{PREFIX}:user:{uid}:settings")
+
+def load_tagged(uid):
+    return r.mget(f"user:{{{uid}}}:profile", "user:{%s}:settings" % uid)
+"#,
+        );
+        assert_eq!(f.sites.len(), 2, "{:?}", f.sites);
+        let a = &f.sites[0];
+        assert_eq!(
+            texts(a),
+            ["app:user:<uid>:profile", "app:user:<uid>:settings"]
+        );
+        assert_eq!(a.at.line, 10);
+        assert!(matches!(a.verdict(), Verdict::CrossSlot(_)));
+        let b = &f.sites[1];
+        assert_eq!(texts(b), ["user:{<uid>}:profile", "user:{<uid>}:settings"]);
+        assert!(matches!(b.verdict(), Verdict::OneSlot(_)));
+    }
+
+    #[test]
+    fn pipelines_and_transactions() {
+        let f = scan_py(
+            r#"
+def save(r, uid, items):
+    p = r.pipeline()
+    p.set("user:%s" % uid, 1)
+    p.incr("stats:users")
+    p.execute()
+    with r.pipeline(transaction=False) as q:
+        for i in items:
+            q.get("item:{}".format(i))
+        q.execute()
+    r.pipeline().set("a", 1).set("b", 2).execute()
+"#,
+        );
+        assert_eq!(f.sites.len(), 3, "{:?}", f.sites);
+        assert_eq!(f.sites[0].kind, SiteKind::Transaction);
+        assert_eq!(f.sites[0].op, "SET INCR");
+        assert_eq!(texts(&f.sites[0]), ["user:<uid>", "stats:users"]);
+        assert!(matches!(f.sites[0].verdict(), Verdict::CrossSlot(_)));
+        assert_eq!(f.sites[1].kind, SiteKind::Pipeline);
+        assert!(matches!(f.sites[1].verdict(), Verdict::Depends(_)));
+        assert_eq!(texts(&f.sites[2]), ["a", "b"]);
+        // Two literal keys: their real slots differ.
+        assert!(matches!(f.sites[2].verdict(), Verdict::CrossSlot(_)));
+    }
+
+    #[test]
+    fn scripts_and_runtime_lists() {
+        let f = scan_py(
+            r#"
+def go(client, keys, uid):
+    client.eval("return 1", 2, f"lock:{uid}", f"owner:{uid}", "arg")
+    client.delete(*keys)
+    s = client.register_script("return 1")
+    s(keys=[f"q:{{{uid}}}:a", f"q:{{{uid}}}:b"], args=[1])
+    client.execute_command("SUNIONSTORE", "dst", "a", "b")
+    d = {}
+    d.get("not a key")
+"#,
+        );
+        let ops: Vec<&str> = f.sites.iter().map(|s| s.op.as_str()).collect();
+        assert_eq!(
+            ops,
+            ["EVAL", "DEL", "EVALSHA", "SUNIONSTORE"],
+            "{:?}",
+            f.sites
+        );
+        assert!(f.sites[0].atomic());
+        assert!(matches!(f.sites[0].verdict(), Verdict::CrossSlot(_)));
+        assert!(matches!(f.sites[1].verdict(), Verdict::Depends(_)));
+        assert!(matches!(f.sites[2].verdict(), Verdict::OneSlot(_)));
+        assert_eq!(texts(&f.sites[3]), ["dst", "a", "b"]);
+        assert!(f.keys.iter().all(|k| k.template.text() != "not a key"));
+    }
+}

@@ -1,0 +1,156 @@
+//! Renders `keyplan code`: the multi-key sites of a source tree with their verdicts (a table or
+//! JSON, schema_version 1).
+
+use super::TextLayout;
+use super::render::{Format, Render, unsupported};
+use crate::code::{CodeReport, Site, Verdict};
+use serde::Serialize;
+use std::io::{self, Write};
+
+/// The JSON document's version; a field's meaning never changes within one.
+pub const SCHEMA_VERSION: u32 = 1;
+
+impl Render for CodeReport {
+    fn write(&self, format: Format, out: &mut dyn Write, layout: &TextLayout) -> io::Result<()> {
+        match format {
+            Format::Table => render_table(out, self, layout),
+            Format::Json => render_json(out, self),
+            other => Err(unsupported("code", other)),
+        }
+    }
+}
+
+fn verdict_words(v: &Verdict) -> (&'static str, &str) {
+    match v {
+        Verdict::CrossSlot(why) => ("cross-slot", why),
+        Verdict::OneSlot(why) => ("one slot", why),
+        Verdict::Depends(why) => ("depends", why),
+    }
+}
+
+fn sites(r: &CodeReport) -> impl Iterator<Item = (&str, &Site)> {
+    r.files
+        .iter()
+        .flat_map(|f| f.findings.sites.iter().map(move |s| (f.file.as_str(), s)))
+}
+
+/// Writes the sites as a table, then one summary line.
+pub fn render_table(out: &mut dyn Write, r: &CodeReport, layout: &TextLayout) -> io::Result<()> {
+    let mut t = layout.table();
+    t.set_header(vec!["site", "op", "atomic", "verdict", "keys", "why"]);
+    let mut rows = 0;
+    for (file, s) in sites(r) {
+        let verdict = s.verdict();
+        let (word, why) = verdict_words(&verdict);
+        let keys: Vec<String> = s.keys.iter().map(|k| k.text()).collect();
+        t.add_row(vec![
+            format!("{file}:{}", s.at.line),
+            s.op.clone(),
+            if s.atomic() { "yes" } else { "no" }.to_string(),
+            word.to_string(),
+            keys.join("\n"),
+            why.to_string(),
+        ]);
+        rows += 1;
+    }
+    if rows > 0 {
+        writeln!(out, "{t}")?;
+    }
+    let keys: usize = r.files.iter().map(|f| f.findings.keys.len()).sum();
+    writeln!(
+        out,
+        "{} files read, {} skipped: {} keys built, {} multi-key sites, {} cross-slot",
+        r.scanned,
+        r.skipped.len(),
+        keys,
+        rows,
+        r.cross_slot()
+    )?;
+    for s in &r.skipped {
+        writeln!(out, "skipped {}: {}", s.file, s.reason)?;
+    }
+    out.flush()
+}
+
+#[derive(Serialize)]
+struct JsonKey<'a> {
+    template: String,
+    file: &'a str,
+    line: usize,
+    column: usize,
+    how: &'a str,
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum CrossSlot {
+    Known(bool),
+    Depends(&'static str),
+}
+
+#[derive(Serialize)]
+struct JsonSite<'a> {
+    file: &'a str,
+    line: usize,
+    column: usize,
+    kind: crate::code::SiteKind,
+    op: &'a str,
+    atomic: bool,
+    key_templates: Vec<String>,
+    cross_slot: CrossSlot,
+    why: &'a str,
+}
+
+#[derive(Serialize)]
+struct JsonReport<'a> {
+    schema_version: u32,
+    files_scanned: usize,
+    keys: Vec<JsonKey<'a>>,
+    sites: Vec<JsonSite<'a>>,
+    skipped: &'a [crate::code::Skipped],
+}
+
+/// Writes the JSON document.
+pub fn render_json(out: &mut dyn Write, r: &CodeReport) -> io::Result<()> {
+    let verdicts: Vec<(&str, &Site, Verdict)> =
+        sites(r).map(|(f, s)| (f, s, s.verdict())).collect();
+    let doc = JsonReport {
+        schema_version: SCHEMA_VERSION,
+        files_scanned: r.scanned,
+        keys: r
+            .files
+            .iter()
+            .flat_map(|f| {
+                f.findings.keys.iter().map(move |k| JsonKey {
+                    template: k.template.text(),
+                    file: &f.file,
+                    line: k.at.line,
+                    column: k.at.column,
+                    how: &k.how,
+                })
+            })
+            .collect(),
+        sites: verdicts
+            .iter()
+            .map(|(file, s, v)| JsonSite {
+                file,
+                line: s.at.line,
+                column: s.at.column,
+                kind: s.kind,
+                op: &s.op,
+                atomic: s.atomic(),
+                key_templates: s.keys.iter().map(|k| k.text()).collect(),
+                cross_slot: match v {
+                    Verdict::CrossSlot(_) => CrossSlot::Known(true),
+                    Verdict::OneSlot(_) => CrossSlot::Known(false),
+                    Verdict::Depends(_) => CrossSlot::Depends("depends"),
+                },
+                why: verdict_words(v).1,
+            })
+            .collect(),
+        skipped: &r.skipped,
+    };
+    serde_json::to_writer_pretty(&mut *out, &doc)?;
+    writeln!(out)?;
+    out.flush()
+}

@@ -1,0 +1,136 @@
+//! `keyplan code`: application source read for keys and multi-key calls, on keyplan's own
+//! fixture and on a real library from PyPI.
+
+use crate::support::keyplan;
+use serde_json::Value;
+
+fn sites_of(path: &std::path::Path) -> (i32, Value) {
+    let out = keyplan()
+        .args(["code", "--format", "json"])
+        .arg(path)
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!("{e}: {}", String::from_utf8_lossy(&out.stderr));
+    });
+    (out.status.code().unwrap(), v)
+}
+
+/// (line, op, cross_slot) of every site.
+fn summary(v: &Value) -> Vec<(u64, String, Value)> {
+    v["sites"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["line"].as_u64().unwrap(),
+                s["op"].as_str().unwrap().to_string(),
+                s["cross_slot"].clone(),
+            )
+        })
+        .collect()
+}
+
+/// Every multi-key form of the fixture, with the verdict a reader of the code gives.
+fn fixture_sites_and_verdicts() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/code/shop.py");
+    let (code, v) = sites_of(&path);
+    assert_eq!(code, 1, "a cross-slot site exits 1");
+    assert_eq!(v["schema_version"], 1);
+    let t = Value::Bool(true);
+    let f = Value::Bool(false);
+    let d = Value::String("depends".into());
+    assert_eq!(
+        summary(&v),
+        vec![
+            (28, "MGET".to_string(), f.clone()),
+            (33, "MGET".to_string(), t.clone()),
+            (41, "HSET ZADD DEL".to_string(), t.clone()),
+            (48, "EXPIRE".to_string(), d),
+            (52, "SUNIONSTORE".to_string(), t.clone()),
+            (53, "BLPOP".to_string(), f.clone()),
+            (57, "EVAL".to_string(), f),
+        ]
+    );
+    let keys = |i: usize| v["sites"][i]["key_templates"].clone();
+    assert_eq!(
+        keys(1),
+        serde_json::json!(["shop:cart:<uid>", "shop:user:{<uid>}:profile"])
+    );
+    assert_eq!(
+        keys(2),
+        serde_json::json!(["shop:order:<order_id>", "shop:orders", "shop:cart:<uid>"])
+    );
+    assert_eq!(v["sites"][2]["atomic"], true);
+    assert_eq!(v["sites"][3]["atomic"], false);
+    assert_eq!(v["sites"][6]["kind"], "script");
+}
+
+/// rq 2.6.0 from PyPI (`.ci/run` installs it in the venv it exports as KEYPLAN_PYTHON): the
+/// sites whose keys a reader of rq's source sees on different slots are found, at their lines.
+fn real_library_sites() {
+    let Some(python) = std::env::var_os("KEYPLAN_PYTHON") else {
+        crate::support::not_run("KEYPLAN_PYTHON (the venv with rq 2.6.0) is not set");
+        return;
+    };
+    let out = std::process::Command::new(python)
+        .args([
+            "-c",
+            "import rq, os; print(rq.__version__); print(os.path.dirname(rq.__file__))",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let mut lines = text.lines();
+    let (Some(version), Some(dir)) = (lines.next(), lines.next()) else {
+        crate::support::not_run("rq is not importable by KEYPLAN_PYTHON");
+        return;
+    };
+    if version != "2.6.0" {
+        crate::support::not_run(format!(
+            "rq {version} is installed; these lines are rq 2.6.0's"
+        ));
+        return;
+    }
+    let (code, v) = sites_of(std::path::Path::new(dir));
+    assert_eq!(code, 1);
+    let cross: Vec<(String, u64, String)> = v["sites"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["cross_slot"] == true)
+        .map(|s| {
+            (
+                s["file"].as_str().unwrap().to_string(),
+                s["line"].as_u64().unwrap(),
+                s["op"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    // Read in rq 2.6.0: Job.delete deletes the job, its dependents and its dependencies keys in
+    // one DEL; Queue.delete removes the queue from rq:queues and deletes it in one MULTI;
+    // Queue.compact renames the queue to a fresh key; worker registration updates rq:workers
+    // and rq:workers:<queue> in one MULTI (register and unregister).
+    for want in [
+        ("job.py", 1289, "DEL"),
+        ("queue.py", 309, "SREM DEL"),
+        ("queue.py", 485, "RENAME"),
+        ("worker_registration.py", 52, "SREM SREM"),
+        ("worker_registration.py", 104, "SREM SREM"),
+    ] {
+        assert!(
+            cross
+                .iter()
+                .any(|(f, l, o)| f == want.0 && *l == want.1 && o == want.2),
+            "{want:?} not among {cross:?}"
+        );
+    }
+    assert_eq!(v["skipped"].as_array().unwrap().len(), 0);
+}
+
+/// This module's tests, run by the harness in `main.rs`.
+pub(crate) const TESTS: &[crate::support::Test] = &[
+    ("fixture_sites_and_verdicts", fixture_sites_and_verdicts),
+    ("real_library_sites", real_library_sites),
+];
