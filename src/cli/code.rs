@@ -29,7 +29,7 @@ const CODE_FORMATS: &[Word<Format>] = &[
 /// slots.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Reads Python (redis-py: Redis, asyncio and RedisCluster clients).\n\nExamples:\n  keyplan code src/\n  keyplan code app.py worker.py --format json -o sites.json\n\nExit status: 0 no cross-slot site, 1 a site whose keys can hash to different slots, 2 error."
+    after_help = "Reads Python (redis-py: Redis, asyncio and RedisCluster clients) and JavaScript (ioredis; node-redis v4+).\n\nExamples:\n  keyplan code src/\n  keyplan code app.py worker.py --format json -o sites.json\n\nExit status: 0 no cross-slot site, 1 a site whose keys can hash to different slots, 2 error."
 )]
 pub struct CodeArgs {
     /// Source files or directories (directories are walked as ripgrep does: .gitignore
@@ -57,8 +57,9 @@ pub fn run(args: CodeArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
             .into());
         }
     }
-    let profiles = Profile::builtin("python");
-    let (files, errors) = walk(&args.paths, &["py", "pyi"]);
+    let python = Profile::builtin("python");
+    let javascript = Profile::builtin("javascript");
+    let (files, errors) = walk(&args.paths, &["py", "js", "mjs", "cjs", "jsx"]);
     let mut report = CodeReport::default();
     for (root, why) in errors {
         report.skipped.push(Skipped {
@@ -83,7 +84,13 @@ pub fn run(args: CodeArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
                 continue;
             }
         };
-        match crate::code::python::scan(&text, &profiles) {
+        let python_file = f.path.extension().is_some_and(|e| e == "py");
+        let scanned = if python_file {
+            crate::code::python::scan(&text, &python).map_err(|e| e.to_string())
+        } else {
+            crate::code::javascript::scan(&text, &javascript).map_err(|e| e.to_string())
+        };
+        match scanned {
             Ok(findings) => {
                 report.scanned += 1;
                 if !findings.keys.is_empty() || !findings.sites.is_empty() {
@@ -95,7 +102,7 @@ pub fn run(args: CodeArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
             }
             Err(why) => report.skipped.push(Skipped {
                 file: f.shown,
-                reason: why.to_string(),
+                reason: why,
             }),
         }
     }

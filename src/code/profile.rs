@@ -4,10 +4,17 @@ use serde::Deserialize;
 use std::collections::BTreeMap;
 
 /// The built-in profiles: (file name, text).
-pub const BUILTIN: &[(&str, &str)] = &[(
-    "redis-py.yml",
-    include_str!("../../rules/code/redis-py.yml"),
-)];
+pub const BUILTIN: &[(&str, &str)] = &[
+    (
+        "redis-py.yml",
+        include_str!("../../rules/code/redis-py.yml"),
+    ),
+    ("ioredis.yml", include_str!("../../rules/code/ioredis.yml")),
+    (
+        "node-redis.yml",
+        include_str!("../../rules/code/node-redis.yml"),
+    ),
+];
 
 /// How a method's arguments carry its keys.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -43,12 +50,18 @@ pub struct Method {
 pub struct PipelineCalls {
     /// Methods that make one.
     pub make: Vec<String>,
+    /// Methods that make a MULTI/EXEC one.
+    #[serde(default)]
+    pub make_atomic: Vec<String>,
     /// Whether one is MULTI/EXEC unless told otherwise.
     pub atomic_by_default: bool,
     /// The keyword argument that says whether it is.
     pub atomic_keyword: Option<String>,
     /// Methods that send what was queued.
     pub run: Vec<String>,
+    /// Methods that send what was queued without MULTI, however it was made.
+    #[serde(default)]
+    pub run_plain: Vec<String>,
 }
 
 /// How a client runs Lua scripts.
@@ -57,6 +70,12 @@ pub struct PipelineCalls {
 pub struct ScriptCalls {
     /// Methods taking (script, numkeys, keys…, args…).
     pub eval: Vec<String>,
+    /// Methods taking (script, { keys: […] }).
+    #[serde(default)]
+    pub eval_options: Vec<String>,
+    /// The method that defines a command from a script and its `numberOfKeys`.
+    #[serde(default)]
+    pub define: Option<String>,
     /// Methods returning a script object called with its keys.
     pub register: Vec<String>,
     /// The keyword argument a script object takes its keys in.
@@ -75,6 +94,10 @@ pub struct Profile {
     pub pipeline: PipelineCalls,
     /// Its scripts.
     pub scripts: ScriptCalls,
+    /// Whether any method named like a Redis command (case aside) sends it, its arguments laid
+    /// out as the command line.
+    #[serde(default)]
+    pub any_command: bool,
     /// Methods taking a raw command (name first).
     pub raw: Vec<String>,
     /// Methods that send one command, by name.
@@ -128,5 +151,6 @@ mod tests {
             super::Profile::parse(f, t).unwrap();
         }
         assert!(!super::Profile::builtin("python").is_empty());
+        assert_eq!(super::Profile::builtin("javascript").len(), 2);
     }
 }

@@ -1,0 +1,1058 @@
+//! JavaScript source: ioredis and node-redis calls and the keys they send, read from the
+//! syntax tree (tree-sitter's JavaScript grammar).
+//!
+//! Keys are followed through string literals, template literals, concatenation, local
+//! variables, module constants and helper functions of the same file (arrow functions and
+//! function declarations, called with their arguments); what cannot be followed is a named
+//! placeholder. A pipeline or `multi()` is followed from where it is made (a variable, or a
+//! chain of calls) to its `exec()`.
+
+use super::profile::{ArgShape, Profile};
+use super::{FileFindings, KeyUse, Part, Position, Site, SiteKind, Template, Unknown};
+use std::collections::HashMap;
+use tree_sitter::{Node, Parser};
+
+/// How deep helper functions and names are followed.
+const DEPTH: usize = 6;
+
+/// Why a file could not be read as JavaScript.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ParseError {
+    /// The parser gave up.
+    #[error("the JavaScript parser gave up on it")]
+    NoTree,
+}
+
+/// The findings of one JavaScript file under `profiles`.
+pub fn scan(text: &str, profiles: &[Profile]) -> Result<FileFindings, ParseError> {
+    let mut parser = Parser::new();
+    parser
+        .set_language(&tree_sitter_javascript::LANGUAGE.into())
+        .expect("invariant: the grammar matches the tree-sitter version");
+    let tree = parser.parse(text, None).ok_or(ParseError::NoTree)?;
+    let mut s = Scanner {
+        src: text.as_bytes(),
+        text,
+        profiles,
+        funcs: HashMap::new(),
+        defined: HashMap::new(),
+        pipes: HashMap::new(),
+        out: FileFindings::default(),
+    };
+    s.collect(tree.root_node());
+    s.walk(tree.root_node());
+    Ok(s.out)
+}
+
+/// A pipeline being filled.
+struct Pipe {
+    atomic: bool,
+    made: (usize, usize),
+    ops: Vec<String>,
+    keys: Vec<Template>,
+    unknown: Option<Unknown>,
+}
+
+#[derive(Default)]
+struct CallKeys {
+    keys: Vec<Template>,
+    unknown: Option<Unknown>,
+}
+
+struct Scanner<'s, 't> {
+    src: &'s [u8],
+    text: &'s str,
+    profiles: &'s [Profile],
+    /// Functions by name: parameter names and the returned expression (`None`: ambiguous).
+    funcs: HashMap<String, Option<(Vec<String>, Node<'t>)>>,
+    /// Commands made by `defineCommand(name, { numberOfKeys })`.
+    defined: HashMap<String, usize>,
+    pipes: HashMap<(usize, String), Pipe>,
+    out: FileFindings,
+}
+
+fn is_function(kind: &str) -> bool {
+    matches!(
+        kind,
+        "function_declaration"
+            | "function_expression"
+            | "arrow_function"
+            | "method_definition"
+            | "generator_function_declaration"
+    )
+}
+
+impl<'s, 't> Scanner<'s, 't> {
+    fn t(&self, n: Node<'_>) -> &'s str {
+        n.utf8_text(self.src).unwrap_or("")
+    }
+
+    fn position(&self, n: Node<'_>) -> Position {
+        let p = n.start_position();
+        let line_start = n.start_byte() - p.column;
+        Position {
+            line: p.row + 1,
+            column: self.text[line_start..n.start_byte()].chars().count() + 1,
+        }
+    }
+
+    fn short(&self, n: Node<'_>) -> String {
+        let t = self.t(n).split_whitespace().collect::<Vec<_>>().join(" ");
+        if t.chars().count() > 40 {
+            format!("{}…", t.chars().take(39).collect::<String>())
+        } else {
+            t
+        }
+    }
+
+    /// Helper functions of the file: `function f(a) { return … }`, `const f = (a) => …`,
+    /// methods; and commands defined from scripts.
+    fn collect(&mut self, node: Node<'t>) {
+        let mut cur = node.walk();
+        let children: Vec<Node<'t>> = node.named_children(&mut cur).collect();
+        for c in children {
+            self.collect(c);
+        }
+        let (name, func) = match node.kind() {
+            "function_declaration" | "method_definition" => {
+                (node.child_by_field_name("name"), Some(node))
+            }
+            "variable_declarator" => (
+                node.child_by_field_name("name"),
+                node.child_by_field_name("value")
+                    .filter(|v| matches!(v.kind(), "arrow_function" | "function_expression")),
+            ),
+            "call_expression" => {
+                self.maybe_define(node);
+                (None, None)
+            }
+            _ => (None, None),
+        };
+        let (Some(name), Some(func)) = (name, func) else {
+            return;
+        };
+        let params = self.params(func);
+        let ret = match func.child_by_field_name("body") {
+            Some(b) if b.kind() == "statement_block" => first_return(b),
+            Some(b) => Some(b),
+            None => None,
+        };
+        let key = self.t(name).to_string();
+        match ret {
+            Some(r) => {
+                let slot = self.funcs.entry(key).or_insert(Some((params, r)));
+                if slot.as_ref().is_some_and(|(_, n)| *n != r) {
+                    *slot = None;
+                }
+            }
+            None => {
+                self.funcs.insert(key, None);
+            }
+        }
+    }
+
+    fn params(&self, func: Node<'_>) -> Vec<String> {
+        if let Some(p) = func.child_by_field_name("parameter") {
+            return vec![self.t(p).to_string()];
+        }
+        let Some(ps) = func.child_by_field_name("parameters") else {
+            return Vec::new();
+        };
+        let mut cur = ps.walk();
+        ps.named_children(&mut cur)
+            .map(|p| match p.kind() {
+                "assignment_pattern" => p
+                    .child_by_field_name("left")
+                    .map_or(String::new(), |l| self.t(l).to_string()),
+                _ => self.t(p).to_string(),
+            })
+            .collect()
+    }
+
+    /// `redis.defineCommand("name", { numberOfKeys: 2, lua })`.
+    fn maybe_define(&mut self, call: Node<'t>) {
+        let Some((_, method)) = self.method(call) else {
+            return;
+        };
+        if !self
+            .profiles
+            .iter()
+            .any(|p| p.scripts.define.as_deref() == Some(method))
+        {
+            return;
+        }
+        let args = positional(call);
+        let (Some(name), Some(opts)) = (args.first(), args.get(1)) else {
+            return;
+        };
+        let name = self.template(*name, 0);
+        if !name.is_literal() || opts.kind() != "object" {
+            return;
+        }
+        if let Some(n) = object_field(*opts, "numberOfKeys", self.src)
+            .and_then(|v| self.t(v).parse::<usize>().ok())
+        {
+            self.defined.insert(name.text(), n);
+        }
+    }
+
+    fn walk(&mut self, node: Node<'t>) {
+        let mut cur = node.walk();
+        let children: Vec<Node<'t>> = node.named_children(&mut cur).collect();
+        for c in children {
+            self.walk(c);
+        }
+        match node.kind() {
+            "call_expression" => self.call(node),
+            "variable_declarator" => {
+                if let (Some(n), Some(v)) = (
+                    node.child_by_field_name("name"),
+                    node.child_by_field_name("value"),
+                ) && n.kind() == "identifier"
+                {
+                    self.maybe_pipe(v, self.t(n).to_string(), node);
+                }
+            }
+            "assignment_expression" => {
+                if let (Some(n), Some(v)) = (
+                    node.child_by_field_name("left"),
+                    node.child_by_field_name("right"),
+                ) && n.kind() == "identifier"
+                {
+                    self.maybe_pipe(v, self.t(n).to_string(), node);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn maybe_pipe(&mut self, value: Node<'t>, name: String, at: Node<'t>) {
+        if let Some(atomic) = self.pipe_call(value) {
+            self.pipes.insert(
+                (scope_of(at), name),
+                Pipe {
+                    atomic,
+                    made: (at.start_byte(), at.end_byte()),
+                    ops: Vec::new(),
+                    keys: Vec::new(),
+                    unknown: None,
+                },
+            );
+        }
+    }
+
+    /// Whether `call` makes a pipeline, and whether it is MULTI/EXEC.
+    fn pipe_call(&self, call: Node<'_>) -> Option<bool> {
+        if call.kind() != "call_expression" {
+            return None;
+        }
+        let (_, method) = self.method(call)?;
+        self.profiles.iter().find_map(|p| {
+            if p.pipeline.make_atomic.iter().any(|m| m == method) {
+                Some(true)
+            } else if p.pipeline.make.iter().any(|m| m == method) {
+                Some(p.pipeline.atomic_by_default)
+            } else {
+                None
+            }
+        })
+    }
+
+    fn method(&self, call: Node<'t>) -> Option<(Node<'t>, &'s str)> {
+        let f = call.child_by_field_name("function")?;
+        if f.kind() != "member_expression" {
+            return None;
+        }
+        Some((
+            f.child_by_field_name("object")?,
+            self.t(f.child_by_field_name("property")?),
+        ))
+    }
+
+    fn pipe_key(&self, receiver: Node<'t>) -> Option<((usize, String), Option<Node<'t>>)> {
+        let mut r = receiver;
+        loop {
+            match r.kind() {
+                "identifier" => {
+                    let key = (scope_of(r), self.t(r).to_string());
+                    return self.pipes.contains_key(&key).then_some((key, None));
+                }
+                "call_expression" => {
+                    if self.pipe_call(r).is_some() {
+                        return Some(((r.start_byte(), String::new()), Some(r)));
+                    }
+                    r = self.method(r)?.0;
+                }
+                "await_expression" | "parenthesized_expression" => r = r.named_child(0)?,
+                _ => return None,
+            }
+        }
+    }
+
+    fn call(&mut self, call: Node<'t>) {
+        let Some((receiver, method)) = self.method(call) else {
+            return;
+        };
+        let pipe = self.pipe_key(receiver);
+        if let Some((key, Some(root))) = &pipe
+            && !self.pipes.contains_key(key)
+            && let Some(atomic) = self.pipe_call(*root)
+        {
+            self.pipes.insert(
+                key.clone(),
+                Pipe {
+                    atomic,
+                    made: (root.start_byte(), root.end_byte()),
+                    ops: Vec::new(),
+                    keys: Vec::new(),
+                    unknown: None,
+                },
+            );
+        }
+        let pipe = pipe.map(|(k, _)| k);
+        let profiles = self.profiles;
+        if let Some(key) = &pipe {
+            for p in profiles {
+                let plain = p.pipeline.run_plain.iter().any(|m| m == method);
+                if plain || p.pipeline.run.iter().any(|m| m == method) {
+                    self.run_pipe(key, call, plain);
+                    return;
+                }
+            }
+        }
+        if let Some(n) = self.defined.get(method).copied() {
+            let args = positional(call);
+            let mut keys = CallKeys::default();
+            for a in args.iter().take(n) {
+                self.list_into(*a, &mut keys);
+            }
+            self.send(
+                call,
+                pipe.as_ref(),
+                SiteKind::Script,
+                &format!("EVALSHA {method}"),
+                keys,
+            );
+            return;
+        }
+        for p in profiles {
+            // `eval(script, numkeys, …)` (ioredis) or `eval(script, { keys })` (node-redis):
+            // told apart by the second argument.
+            let options = positional(call)
+                .get(1)
+                .is_some_and(|o| o.kind() == "object");
+            if !options
+                && p.scripts.eval.iter().any(|m| m == method)
+                && self.redis_receiver(receiver, method)
+            {
+                let keys = self.eval_keys(call);
+                self.send(call, pipe.as_ref(), SiteKind::Script, "EVAL", keys);
+                return;
+            }
+            if options
+                && p.scripts.eval_options.iter().any(|m| m == method)
+                && self.redis_receiver(receiver, method)
+            {
+                let mut keys = CallKeys::default();
+                if let Some(o) = positional(call).get(1).filter(|o| o.kind() == "object") {
+                    if let Some(k) = object_field(*o, &p.scripts.keys_keyword, self.src) {
+                        self.list_into(k, &mut keys);
+                    }
+                }
+                self.send(call, pipe.as_ref(), SiteKind::Script, "EVAL", keys);
+                return;
+            }
+            if p.raw.iter().any(|m| m == method) && self.redis_receiver(receiver, method) {
+                let mut args = positional(call);
+                // `sendCommand(['MGET', a, b])`: one array.
+                if args.len() == 1 && args[0].kind() == "array" {
+                    let mut cur = args[0].walk();
+                    args = args[0].named_children(&mut cur).collect();
+                }
+                let Some(first) = args.first() else { return };
+                let name = self.template(*first, 0);
+                if !name.is_literal() {
+                    return;
+                }
+                let cmd = name.text().to_ascii_uppercase();
+                let keys = self.line_keys(&cmd, &args[1..]);
+                self.send(call, pipe.as_ref(), SiteKind::Command, &cmd, keys);
+                return;
+            }
+        }
+        // A command method: named in a profile, or named like a command.
+        let named = profiles.iter().find_map(|p| {
+            p.commands
+                .get(method)
+                .map(|m| (m.command.clone(), Some(m.how)))
+        });
+        let by_name = || {
+            profiles.iter().any(|p| p.any_command).then(|| {
+                let lower = method.to_ascii_lowercase();
+                crate::command::table()
+                    .get(&lower)
+                    .filter(|c| !c.is_container())
+                    .map(|_| (lower.to_ascii_uppercase(), None))
+            })?
+        };
+        let Some((cmd, how)) = named.or_else(by_name) else {
+            return;
+        };
+        if pipe.is_none() && !self.redis_receiver(receiver, method) {
+            return;
+        }
+        let args = positional(call);
+        let keys = match how {
+            Some(how) => self.shaped_keys(&args, how, &cmd),
+            None => self.line_keys(&cmd, &args),
+        };
+        self.send(call, pipe.as_ref(), SiteKind::Command, &cmd, keys);
+    }
+
+    /// Records the keys of one command and queues it on its pipeline or makes it a site.
+    fn send(
+        &mut self,
+        call: Node<'_>,
+        pipe: Option<&(usize, String)>,
+        kind: SiteKind,
+        op: &str,
+        keys: CallKeys,
+    ) {
+        let at = self.position(call);
+        for k in &keys.keys {
+            self.out.keys.push(KeyUse {
+                template: k.clone(),
+                at,
+                how: op.to_string(),
+            });
+        }
+        match pipe {
+            Some(key) => {
+                let in_loop = self
+                    .pipes
+                    .get(key)
+                    .is_some_and(|p| loop_between(call, p.made, self.src));
+                if let Some(p) = self.pipes.get_mut(key) {
+                    p.ops.push(op.to_string());
+                    p.keys.extend(keys.keys);
+                    if p.unknown.is_none() {
+                        p.unknown = keys.unknown.or(in_loop.then_some(Unknown::Loop));
+                    }
+                }
+            }
+            None if kind == SiteKind::Script || keys.keys.len() > 1 || keys.unknown.is_some() => {
+                self.out.sites.push(Site {
+                    at,
+                    kind,
+                    op: op.to_string(),
+                    keys: keys.keys,
+                    unknown: keys.unknown,
+                })
+            }
+            None => {}
+        }
+    }
+
+    fn run_pipe(&mut self, key: &(usize, String), call: Node<'_>, plain: bool) {
+        let at = self.position(call);
+        let Some(p) = self.pipes.get_mut(key) else {
+            return;
+        };
+        let ops = std::mem::take(&mut p.ops);
+        if ops.is_empty() {
+            return;
+        }
+        let site = Site {
+            at,
+            kind: if p.atomic && !plain {
+                SiteKind::Transaction
+            } else {
+                SiteKind::Pipeline
+            },
+            op: ops.join(" "),
+            keys: std::mem::take(&mut p.keys),
+            unknown: p.unknown.take(),
+        };
+        self.out.sites.push(site);
+    }
+
+    fn redis_receiver(&self, receiver: Node<'t>, method: &str) -> bool {
+        const COMMON: &[&str] = &[
+            "get", "set", "del", "exists", "keys", "type", "call", "eval", "touch", "copy", "sort",
+            "append", "rename", "expire", "publish",
+        ];
+        if !COMMON.contains(&method) && method.len() > 3 {
+            return true;
+        }
+        let text = self.t(receiver);
+        let last = text
+            .rsplit(['.', ' '])
+            .next()
+            .unwrap_or(text)
+            .trim_start_matches('_')
+            .to_ascii_lowercase();
+        ["r", "rc", "rd", "rds", "db", "red", "io", "cluster"].contains(&last.as_str())
+            || [
+                "redis", "client", "conn", "cache", "pipe", "multi", "store", "valkey",
+            ]
+            .iter()
+            .any(|w| last.contains(w))
+    }
+
+    /// The keys of a command whose arguments are the command line (arrays flattened).
+    fn line_keys(&self, cmd: &str, args: &[Node<'t>]) -> CallKeys {
+        let mut keys = CallKeys::default();
+        let mut flat: Vec<Node<'t>> = Vec::new();
+        for a in args {
+            match a.kind() {
+                "array" => {
+                    let mut cur = a.walk();
+                    for e in a.named_children(&mut cur) {
+                        if e.kind() == "spread_element" {
+                            keys.unknown = Some(Unknown::RuntimeList(self.short(e)));
+                            return keys;
+                        }
+                        flat.push(e);
+                    }
+                }
+                "spread_element" => {
+                    keys.unknown = Some(Unknown::RuntimeList(self.short(*a)));
+                    return keys;
+                }
+                "object" | "arrow_function" | "function_expression" => {}
+                _ => flat.push(*a),
+            }
+        }
+        let line: Vec<Vec<u8>> = std::iter::once(cmd.as_bytes().to_vec())
+            .chain(flat.iter().map(|a| {
+                let t = self.template(*a, 0);
+                if t.is_literal() {
+                    t.text().into_bytes()
+                } else {
+                    b"x".to_vec()
+                }
+            }))
+            .collect();
+        match crate::command::table().keys(&line) {
+            Ok(refs) => {
+                for r in refs {
+                    if let Some(a) = flat.get(r.pos - 1) {
+                        keys.keys.push(self.template(*a, 0));
+                    }
+                }
+            }
+            Err(_) => {
+                // One argument that is a runtime list of keys (`mget(keys)`).
+                if let [one] = flat.as_slice()
+                    && one.kind() == "identifier"
+                    && looks_plural(self.t(*one))
+                {
+                    keys.unknown = Some(Unknown::RuntimeList(self.short(*one)));
+                }
+            }
+        }
+        keys
+    }
+
+    fn shaped_keys(&self, args: &[Node<'t>], how: ArgShape, cmd: &str) -> CallKeys {
+        let mut keys = CallKeys::default();
+        match how {
+            ArgShape::None => {}
+            ArgShape::Args => return self.line_keys(cmd, args),
+            ArgShape::Mapping => match args.first() {
+                Some(o) if o.kind() == "object" => {
+                    let mut cur = o.walk();
+                    for pair in o.named_children(&mut cur) {
+                        match pair.kind() {
+                            "pair" => {
+                                if let Some(k) = pair.child_by_field_name("key") {
+                                    keys.keys.push(self.key_of_property(k));
+                                }
+                            }
+                            _ => keys.unknown = Some(Unknown::RuntimeList(self.short(pair))),
+                        }
+                    }
+                }
+                Some(a) if a.kind() == "array" => {
+                    // `mSet([[k, v], …])` or `mSet([k, v, …])`.
+                    let mut cur = a.walk();
+                    let items: Vec<Node<'t>> = a.named_children(&mut cur).collect();
+                    for (i, e) in items.iter().enumerate() {
+                        if e.kind() == "array" {
+                            if let Some(k) = e.named_child(0) {
+                                keys.keys.push(self.template(k, 0));
+                            }
+                        } else if i % 2 == 0 {
+                            keys.keys.push(self.template(*e, 0));
+                        }
+                    }
+                }
+                Some(a) => keys.unknown = Some(Unknown::RuntimeList(self.short(*a))),
+                None => {}
+            },
+            ArgShape::DestList | ArgShape::OpDestList => {
+                let skip = usize::from(how == ArgShape::OpDestList);
+                if let Some(d) = args.get(skip) {
+                    keys.keys.push(self.template(*d, 0));
+                }
+                for a in args.iter().skip(skip + 1).take(1) {
+                    self.list_into(*a, &mut keys);
+                }
+            }
+            ArgShape::List => {
+                let timeout = matches!(cmd, "BLPOP" | "BRPOP");
+                let n = if timeout && args.len() > 1 {
+                    args.len() - 1
+                } else {
+                    args.len()
+                };
+                for a in &args[..n] {
+                    self.list_into(*a, &mut keys);
+                }
+            }
+        }
+        keys
+    }
+
+    fn key_of_property(&self, k: Node<'t>) -> Template {
+        match k.kind() {
+            "property_identifier" => Template::lit(self.t(k)),
+            "computed_property_name" => k
+                .named_child(0)
+                .map_or_else(|| Template::var(self.short(k)), |e| self.template(e, 0)),
+            _ => self.template(k, 0),
+        }
+    }
+
+    fn eval_keys(&self, call: Node<'t>) -> CallKeys {
+        let mut keys = CallKeys::default();
+        let args = positional(call);
+        let Some(n) = args.get(1) else {
+            return keys;
+        };
+        match self.t(*n).parse::<usize>() {
+            Ok(n) => {
+                let mut flat = Vec::new();
+                for a in args.iter().skip(2) {
+                    if a.kind() == "array" {
+                        let mut cur = a.walk();
+                        flat.extend(a.named_children(&mut cur));
+                    } else {
+                        flat.push(*a);
+                    }
+                }
+                for a in flat.iter().take(n) {
+                    if a.kind() == "spread_element" {
+                        keys.unknown = Some(Unknown::RuntimeList(self.short(*a)));
+                    } else {
+                        keys.keys.push(self.template(*a, 0));
+                    }
+                }
+            }
+            Err(_) => {
+                keys.unknown = Some(Unknown::RuntimeList(format!("numkeys {}", self.short(*n))))
+            }
+        }
+        keys
+    }
+
+    fn list_into(&self, a: Node<'t>, keys: &mut CallKeys) {
+        match a.kind() {
+            "array" => {
+                let mut cur = a.walk();
+                for item in a.named_children(&mut cur) {
+                    self.list_into(item, keys);
+                }
+            }
+            "spread_element" => keys.unknown = Some(Unknown::RuntimeList(self.short(a))),
+            "call_expression"
+                if self
+                    .method(a)
+                    .is_some_and(|(_, m)| matches!(m, "map" | "filter" | "concat" | "flatMap")) =>
+            {
+                keys.unknown = Some(Unknown::RuntimeList(self.short(a)));
+            }
+            "identifier" => match self.local_value(a, self.t(a), 0) {
+                Some(v) if v.kind() == "array" => self.list_into(v, keys),
+                _ if looks_plural(self.t(a)) => {
+                    keys.unknown = Some(Unknown::RuntimeList(self.short(a)));
+                }
+                _ => keys.keys.push(self.template(a, 0)),
+            },
+            _ => keys.keys.push(self.template(a, 0)),
+        }
+    }
+
+    /// The value last given to `name` before `at` in its function, else at the top of the
+    /// file.
+    fn local_value(&self, at: Node<'t>, name: &str, depth: usize) -> Option<Node<'t>> {
+        if depth > DEPTH {
+            return None;
+        }
+        let mut scope = at;
+        let mut found = None;
+        while let Some(p) = scope.parent() {
+            scope = p;
+            if is_function(p.kind()) || p.parent().is_none() {
+                find_declarations(p, name, at.start_byte(), self.src, &mut found);
+                if found.is_some() {
+                    return found;
+                }
+            }
+        }
+        None
+    }
+
+    fn template(&self, n: Node<'t>, depth: usize) -> Template {
+        if depth > DEPTH {
+            return Template::var(self.short(n));
+        }
+        match n.kind() {
+            "string" => {
+                let mut t = Template::default();
+                let mut cur = n.walk();
+                for c in n.named_children(&mut cur) {
+                    match c.kind() {
+                        "string_fragment" => t.push_lit(self.t(c)),
+                        "escape_sequence" => t.push_lit(&unescape(self.t(c))),
+                        _ => {}
+                    }
+                }
+                t
+            }
+            "template_string" => {
+                let mut t = Template::default();
+                let mut cur = n.walk();
+                for c in n.named_children(&mut cur) {
+                    match c.kind() {
+                        "string_fragment" => t.push_lit(self.t(c)),
+                        "escape_sequence" => t.push_lit(&unescape(self.t(c))),
+                        "template_substitution" => match c.named_child(0) {
+                            Some(e) => t.push(self.interpolated(e, depth)),
+                            None => t.parts.push(Part::Var(self.short(c))),
+                        },
+                        _ => {}
+                    }
+                }
+                t
+            }
+            "number" => Template::lit(self.t(n)),
+            "parenthesized_expression" => n.named_child(0).map_or_else(
+                || Template::var(self.short(n)),
+                |c| self.template(c, depth + 1),
+            ),
+            "binary_expression" => {
+                let (Some(l), Some(r), Some(op)) = (
+                    n.child_by_field_name("left"),
+                    n.child_by_field_name("right"),
+                    n.child_by_field_name("operator"),
+                ) else {
+                    return Template::var(self.short(n));
+                };
+                if self.t(op) != "+" {
+                    return Template::var(self.short(n));
+                }
+                let mut t = self.template(l, depth + 1);
+                t.push(self.template(r, depth + 1));
+                t
+            }
+            "identifier" => {
+                let name = self.t(n);
+                match self.local_value(n, name, depth) {
+                    Some(v) if !contains(v, n) => self.template(v, depth + 1),
+                    _ => Template::var(name),
+                }
+            }
+            "call_expression" => {
+                let Some(f) = n.child_by_field_name("function") else {
+                    return Template::var(self.short(n));
+                };
+                let name = match f.kind() {
+                    "identifier" => self.t(f),
+                    "member_expression" => f
+                        .child_by_field_name("property")
+                        .map(|p| self.t(p))
+                        .unwrap_or(""),
+                    _ => "",
+                };
+                if name == "String" {
+                    if let Some(a) = positional(n).first() {
+                        return self.template(*a, depth + 1);
+                    }
+                }
+                self.helper(name, &positional(n), n, depth)
+            }
+            _ => Template::var(self.short(n)),
+        }
+    }
+
+    fn interpolated(&self, e: Node<'t>, depth: usize) -> Template {
+        let t = self.template(e, depth + 1);
+        if t.is_literal()
+            || t.parts.len() > 1
+            || !matches!(e.kind(), "identifier" | "member_expression")
+        {
+            return t;
+        }
+        Template::var(self.short(e))
+    }
+
+    fn helper(&self, name: &str, args: &[Node<'t>], call: Node<'t>, depth: usize) -> Template {
+        let Some(Some((params, ret))) = self.funcs.get(name) else {
+            return Template::var(self.short(call));
+        };
+        let body = self.template(*ret, depth + 1);
+        let mut t = Template::default();
+        for p in body.parts {
+            match p {
+                Part::Var(v) => match params.iter().position(|p| *p == v) {
+                    Some(i) if i < args.len() => t.push(self.template(args[i], depth + 1)),
+                    _ => t.parts.push(Part::Var(v)),
+                },
+                Part::Lit(l) => t.push_lit(&l),
+            }
+        }
+        t
+    }
+}
+
+fn positional<'t>(call: Node<'t>) -> Vec<Node<'t>> {
+    let Some(args) = call.child_by_field_name("arguments") else {
+        return Vec::new();
+    };
+    let mut cur = args.walk();
+    args.named_children(&mut cur)
+        .filter(|a| a.kind() != "comment")
+        .collect()
+}
+
+fn object_field<'t>(o: Node<'t>, name: &str, src: &[u8]) -> Option<Node<'t>> {
+    let mut cur = o.walk();
+    o.named_children(&mut cur).find_map(|p| {
+        (p.kind() == "pair"
+            && p.child_by_field_name("key")
+                .is_some_and(|k| k.utf8_text(src).unwrap_or("").trim_matches(['"', '\'']) == name))
+        .then(|| p.child_by_field_name("value"))
+        .flatten()
+    })
+}
+
+fn first_return(body: Node<'_>) -> Option<Node<'_>> {
+    let mut cur = body.walk();
+    for c in body.named_children(&mut cur) {
+        if c.kind() == "return_statement" {
+            return c.named_child(0);
+        }
+        if is_function(c.kind()) || c.kind() == "class_declaration" {
+            continue;
+        }
+        if let Some(r) = first_return(c) {
+            return Some(r);
+        }
+    }
+    None
+}
+
+fn scope_of(n: Node<'_>) -> usize {
+    let mut p = n.parent();
+    while let Some(x) = p {
+        if is_function(x.kind()) {
+            return x.start_byte();
+        }
+        p = x.parent();
+    }
+    0
+}
+
+/// Whether a loop (or a callback of `forEach`/`map`) encloses `call` but not the pipeline
+/// made at `made`.
+fn loop_between(call: Node<'_>, made: (usize, usize), src: &[u8]) -> bool {
+    let mut p = call.parent();
+    while let Some(x) = p {
+        let outside = !(x.start_byte() <= made.0 && made.1 <= x.end_byte());
+        let looping = match x.kind() {
+            "for_statement" | "for_in_statement" | "while_statement" | "do_statement" => true,
+            "arrow_function" | "function_expression" => x
+                .parent()
+                .and_then(|args| args.parent())
+                .filter(|c| c.kind() == "call_expression")
+                .and_then(|c| c.child_by_field_name("function"))
+                .and_then(|f| f.child_by_field_name("property"))
+                .is_some_and(|m| {
+                    matches!(
+                        m.utf8_text(src).unwrap_or(""),
+                        "forEach" | "map" | "flatMap"
+                    )
+                }),
+            _ => false,
+        };
+        if looping && outside {
+            return true;
+        }
+        if is_function(x.kind()) && !looping {
+            return false;
+        }
+        p = x.parent();
+    }
+    false
+}
+
+/// The last `const|let|var name = value` (or `name = value`) in `scope`, outside nested
+/// functions, before byte `before`.
+fn find_declarations<'t>(
+    scope: Node<'t>,
+    name: &str,
+    before: usize,
+    src: &[u8],
+    found: &mut Option<Node<'t>>,
+) {
+    let mut cur = scope.walk();
+    for c in scope.named_children(&mut cur) {
+        if c.start_byte() >= before {
+            break;
+        }
+        if is_function(c.kind()) || c.kind() == "class_declaration" {
+            continue;
+        }
+        let pair = match c.kind() {
+            "variable_declarator" => (
+                c.child_by_field_name("name"),
+                c.child_by_field_name("value"),
+            ),
+            "assignment_expression" => (
+                c.child_by_field_name("left"),
+                c.child_by_field_name("right"),
+            ),
+            _ => (None, None),
+        };
+        if let (Some(l), Some(r)) = pair
+            && l.kind() == "identifier"
+            && l.utf8_text(src).unwrap_or("") == name
+            && c.end_byte() <= before
+        {
+            *found = Some(r);
+        }
+        find_declarations(c, name, before, src, found);
+    }
+}
+
+fn contains(outer: Node<'_>, inner: Node<'_>) -> bool {
+    outer.start_byte() <= inner.start_byte() && inner.end_byte() <= outer.end_byte()
+}
+
+fn looks_plural(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    n.ends_with("keys") || n.ends_with("list") || n.ends_with("names") || n.ends_with("ids")
+}
+
+fn unescape(e: &str) -> String {
+    match e {
+        "\\n" => "\n".into(),
+        "\\t" => "\t".into(),
+        "\\\\" => "\\".into(),
+        "\\'" => "'".into(),
+        "\\\"" => "\"".into(),
+        "\\`" => "`".into(),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::code::Verdict;
+
+    fn scan_js(src: &str) -> FileFindings {
+        scan(src, &Profile::builtin("javascript")).unwrap()
+    }
+
+    fn texts(s: &Site) -> Vec<String> {
+        s.keys.iter().map(Template::text).collect()
+    }
+
+    #[test]
+    fn ioredis_forms() {
+        let f = scan_js(
+            r#"
+const Redis = require("ioredis");
+const redis = new Redis();
+const PREFIX = "app";
+const userKey = (id) => `${PREFIX}:user:${id}`;
+
+async function load(id) {
+  const a = await redis.mget(userKey(id), `${PREFIX}:user:${id}:settings`);
+  const b = await redis.mget([`u:{${id}}:a`, `u:{${id}}:b`]);
+  await redis.pipeline().set("x:" + id, 1).incr("stats").exec();
+  const m = redis.multi();
+  for (const k of ids) { m.del(k); }
+  await m.exec();
+  await redis.eval("return 1", 2, `lock:{${id}}`, `lock:{${id}}:owner`, "tok");
+  redis.defineCommand("move", { numberOfKeys: 2, lua: "return 1" });
+  await redis.move(`q:${id}:a`, `q:${id}:b`, 5);
+  const map = new Map(); map.get("not-a-key");
+}
+"#,
+        );
+        let ops: Vec<&str> = f.sites.iter().map(|s| s.op.as_str()).collect();
+        assert_eq!(
+            ops,
+            ["MGET", "MGET", "SET INCR", "DEL", "EVAL", "EVALSHA move"],
+            "{:?}",
+            f.sites
+        );
+        assert_eq!(
+            texts(&f.sites[0]),
+            ["app:user:<id>", "app:user:<id>:settings"]
+        );
+        assert!(matches!(f.sites[0].verdict(), Verdict::CrossSlot(_)));
+        assert!(matches!(f.sites[1].verdict(), Verdict::OneSlot(_)));
+        assert_eq!(f.sites[2].kind, SiteKind::Pipeline);
+        assert!(matches!(f.sites[2].verdict(), Verdict::CrossSlot(_)));
+        assert_eq!(f.sites[3].kind, SiteKind::Transaction);
+        assert!(matches!(f.sites[3].verdict(), Verdict::Depends(_)));
+        assert!(matches!(f.sites[4].verdict(), Verdict::OneSlot(_)));
+        assert!(matches!(f.sites[5].verdict(), Verdict::CrossSlot(_)));
+        assert!(f.keys.iter().all(|k| k.template.text() != "not-a-key"));
+    }
+
+    #[test]
+    fn node_redis_forms() {
+        let f = scan_js(
+            r#"
+import { createClient } from "redis";
+const client = createClient();
+export async function go(id, keys) {
+  await client.mGet([`a:${id}`, `b:${id}`]);
+  await client.multi().set(`s:{${id}}:x`, "1").get(`s:{${id}}:y`).exec();
+  await client.multi().set(`p:${id}`, "1").get(`q:${id}`).execAsPipeline();
+  await client.sUnionStore(`dst:${id}`, [`a:${id}`, `b:${id}`]);
+  await client.del(keys);
+  await client.eval("return 1", { keys: [`k:{${id}}`, `k:{${id}}:2`], arguments: [] });
+  await client.sendCommand(["RENAME", `old:${id}`, `new:${id}`]);
+}
+"#,
+        );
+        let ops: Vec<&str> = f.sites.iter().map(|s| s.op.as_str()).collect();
+        assert_eq!(
+            ops,
+            [
+                "MGET",
+                "SET GET",
+                "SET GET",
+                "SUNIONSTORE",
+                "DEL",
+                "EVAL",
+                "RENAME"
+            ],
+            "{:?}",
+            f.sites
+        );
+        assert!(matches!(f.sites[0].verdict(), Verdict::CrossSlot(_)));
+        assert_eq!(f.sites[1].kind, SiteKind::Transaction);
+        assert!(matches!(f.sites[1].verdict(), Verdict::OneSlot(_)));
+        assert_eq!(f.sites[2].kind, SiteKind::Pipeline);
+        assert!(matches!(f.sites[4].verdict(), Verdict::Depends(_)));
+        assert!(matches!(f.sites[5].verdict(), Verdict::OneSlot(_)));
+        assert_eq!(texts(&f.sites[6]), ["old:<id>", "new:<id>"]);
+    }
+}
