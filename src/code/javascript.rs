@@ -354,10 +354,10 @@ impl<'s, 't> Scanner<'s, 't> {
                 && self.redis_receiver(receiver, method)
             {
                 let mut keys = CallKeys::default();
-                if let Some(o) = positional(call).get(1).filter(|o| o.kind() == "object") {
-                    if let Some(k) = object_field(*o, &p.scripts.keys_keyword, self.src) {
-                        self.list_into(k, &mut keys);
-                    }
+                if let Some(o) = positional(call).get(1).filter(|o| o.kind() == "object")
+                    && let Some(k) = object_field(*o, &p.scripts.keys_keyword, self.src)
+                {
+                    self.list_into(k, &mut keys);
                 }
                 self.send(call, pipe.as_ref(), SiteKind::Script, "EVAL", keys);
                 return;
@@ -398,6 +398,15 @@ impl<'s, 't> Scanner<'s, 't> {
         let Some((cmd, how)) = named.or_else(by_name) else {
             return;
         };
+        // The calls that make and run pipelines are no commands of their own.
+        if profiles.iter().any(|p| {
+            let pl = &p.pipeline;
+            [&pl.make, &pl.make_atomic, &pl.run, &pl.run_plain]
+                .iter()
+                .any(|l| l.iter().any(|m| m == method))
+        }) {
+            return;
+        }
         if pipe.is_none() && !self.redis_receiver(receiver, method) {
             return;
         }
@@ -507,22 +516,15 @@ impl<'s, 't> Scanner<'s, 't> {
             match a.kind() {
                 "array" => {
                     let mut cur = a.walk();
-                    for e in a.named_children(&mut cur) {
-                        if e.kind() == "spread_element" {
-                            keys.unknown = Some(Unknown::RuntimeList(self.short(e)));
-                            return keys;
-                        }
-                        flat.push(e);
-                    }
-                }
-                "spread_element" => {
-                    keys.unknown = Some(Unknown::RuntimeList(self.short(*a)));
-                    return keys;
+                    flat.extend(a.named_children(&mut cur));
                 }
                 "object" | "arrow_function" | "function_expression" => {}
                 _ => flat.push(*a),
             }
         }
+        // A spread stands for one filler: keys found at or past it come from a runtime list;
+        // keys before it are known (`hset(key, ...fields)`).
+        let spread = flat.iter().position(|a| a.kind() == "spread_element");
         let line: Vec<Vec<u8>> = std::iter::once(cmd.as_bytes().to_vec())
             .chain(flat.iter().map(|a| {
                 let t = self.template(*a, 0);
@@ -536,12 +538,20 @@ impl<'s, 't> Scanner<'s, 't> {
         match crate::command::table().keys(&line) {
             Ok(refs) => {
                 for r in refs {
+                    if spread.is_some_and(|s| r.pos > s) {
+                        let s = spread.expect("a spread");
+                        keys.unknown = Some(Unknown::RuntimeList(self.short(flat[s])));
+                        break;
+                    }
                     if let Some(a) = flat.get(r.pos - 1) {
                         keys.keys.push(self.template(*a, 0));
                     }
                 }
             }
             Err(_) => {
+                if let Some(s) = spread {
+                    keys.unknown = Some(Unknown::RuntimeList(self.short(flat[s])));
+                }
                 // One argument that is a runtime list of keys (`mget(keys)`).
                 if let [one] = flat.as_slice()
                     && one.kind() == "identifier"
@@ -672,13 +682,15 @@ impl<'s, 't> Scanner<'s, 't> {
             {
                 keys.unknown = Some(Unknown::RuntimeList(self.short(a)));
             }
-            "identifier" => match self.local_value(a, self.t(a), 0) {
-                Some(v) if v.kind() == "array" => self.list_into(v, keys),
-                _ if looks_plural(self.t(a)) => {
-                    keys.unknown = Some(Unknown::RuntimeList(self.short(a)));
+            "identifier" | "shorthand_property_identifier" => {
+                match self.local_value(a, self.t(a), 0) {
+                    Some(v) if v.kind() == "array" => self.list_into(v, keys),
+                    _ if looks_plural(self.t(a)) => {
+                        keys.unknown = Some(Unknown::RuntimeList(self.short(a)));
+                    }
+                    _ => keys.keys.push(self.template(a, 0)),
                 }
-                _ => keys.keys.push(self.template(a, 0)),
-            },
+            }
             _ => keys.keys.push(self.template(a, 0)),
         }
     }
@@ -775,10 +787,10 @@ impl<'s, 't> Scanner<'s, 't> {
                         .unwrap_or(""),
                     _ => "",
                 };
-                if name == "String" {
-                    if let Some(a) = positional(n).first() {
-                        return self.template(*a, depth + 1);
-                    }
+                if name == "String"
+                    && let Some(a) = positional(n).first()
+                {
+                    return self.template(*a, depth + 1);
                 }
                 self.helper(name, &positional(n), n, depth)
             }
@@ -829,6 +841,9 @@ fn positional<'t>(call: Node<'t>) -> Vec<Node<'t>> {
 fn object_field<'t>(o: Node<'t>, name: &str, src: &[u8]) -> Option<Node<'t>> {
     let mut cur = o.walk();
     o.named_children(&mut cur).find_map(|p| {
+        if p.kind() == "shorthand_property_identifier" && p.utf8_text(src).unwrap_or("") == name {
+            return Some(p);
+        }
         (p.kind() == "pair"
             && p.child_by_field_name("key")
                 .is_some_and(|k| k.utf8_text(src).unwrap_or("").trim_matches(['"', '\'']) == name))

@@ -183,6 +183,8 @@ pub enum Unknown {
     RuntimeList(String),
     /// Commands queued in a loop.
     Loop,
+    /// A script that declares no keys: it may touch any, and a cluster runs it on any node.
+    NoDeclaredKeys,
 }
 
 impl std::fmt::Display for Unknown {
@@ -190,6 +192,9 @@ impl std::fmt::Display for Unknown {
         match self {
             Unknown::RuntimeList(e) => write!(f, "keys from a list built at runtime ({e})"),
             Unknown::Loop => f.write_str("commands queued in a loop: their keys vary per pass"),
+            Unknown::NoDeclaredKeys => {
+                f.write_str("a script that declares no keys: the keys it touches are not known")
+            }
         }
     }
 }
@@ -248,6 +253,9 @@ impl Site {
         }
         if let Some(u) = &self.unknown {
             return Verdict::Depends(u.to_string());
+        }
+        if self.kind == SiteKind::Script && self.keys.is_empty() {
+            return Verdict::Depends(Unknown::NoDeclaredKeys.to_string());
         }
         Verdict::OneSlot(match distinct.len() {
             0 | 1 => "one key".to_string(),

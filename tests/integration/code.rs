@@ -129,8 +129,58 @@ fn real_library_sites() {
     assert_eq!(v["skipped"].as_array().unwrap().len(), 0);
 }
 
+/// BullMQ 5.81.5 from npm (`.ci/run` installs it and exports KEYPLAN_BULLMQ): its compiled
+/// JavaScript read with the ioredis and node-redis profiles. Read in its source: a job's
+/// dependencies are fetched by one ioredis pipeline over four keys of the job (`…:processed`,
+/// `…:dependencies`, `…:failed`, `…:unsuccessful`: different slots without a tagged prefix),
+/// in `getDependencies` (both forms); its node-redis adapter runs scripts with a runtime key
+/// list.
+fn real_npm_package_sites() {
+    let Some(bullmq) = std::env::var_os("KEYPLAN_BULLMQ") else {
+        crate::support::not_run("KEYPLAN_BULLMQ (bullmq 5.81.5 from npm) is not set");
+        return;
+    };
+    let dir = std::path::Path::new(&bullmq).join("dist/cjs");
+    let pkg: Value = serde_json::from_slice(
+        &std::fs::read(std::path::Path::new(&bullmq).join("package.json")).unwrap(),
+    )
+    .unwrap();
+    if pkg["version"] != "5.81.5" {
+        crate::support::not_run(format!(
+            "bullmq {} is installed; these lines are 5.81.5's",
+            pkg["version"]
+        ));
+        return;
+    }
+    let (code, v) = sites_of(&dir);
+    assert_eq!(code, 1);
+    let found = |file: &str, line: u64| {
+        v["sites"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["file"] == file && s["line"] == line)
+            .cloned()
+            .unwrap_or_else(|| panic!("no site at {file}:{line}: {}", v["sites"]))
+    };
+    for line in [773, 813] {
+        let s = found("classes/job.js", line);
+        assert_eq!(s["cross_slot"], true, "{s}");
+        assert_eq!(s["kind"], "pipeline", "{s}");
+    }
+    assert_eq!(
+        found("classes/job.js", 773)["op"],
+        "HGETALL SMEMBERS HGETALL ZRANGE"
+    );
+    let s = found("classes/node-redis-client.js", 278);
+    assert_eq!(s["cross_slot"], "depends", "{s}");
+    assert_eq!(s["atomic"], true);
+    assert_eq!(v["skipped"].as_array().unwrap().len(), 0);
+}
+
 /// This module's tests, run by the harness in `main.rs`.
 pub(crate) const TESTS: &[crate::support::Test] = &[
     ("fixture_sites_and_verdicts", fixture_sites_and_verdicts),
     ("real_library_sites", real_library_sites),
+    ("real_npm_package_sites", real_npm_package_sites),
 ];
