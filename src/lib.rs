@@ -18,7 +18,7 @@
 //! |---|---|---|
 //! | core | [`slot`], [`keys`], [`rdb`], [`sketch`], [`skew`] | the slot rule and its kernels, dump and snapshot readers, sketches, skew statistics |
 //! | model | [`topology`], [`scheme`], [`pattern`], [`command`] | where keys live, what an application's keys and batches are, key patterns, the servers' command table |
-//! | engines | [`analyze`], [`lint`], [`simulate`], [`plan`], [`migrate`] | pure computations that return typed reports |
+//! | engines | [`analyze`], [`lint`], [`simulate`], [`plan`], [`migrate`], [`code`] | pure computations that return typed reports ([`code`] reads one source file's text into its keys and multi-key sites) |
 //! | adapters | [`files`], [`live`], [`bench`](mod@bench) | I/O on the paths and URLs they are given: key dumps, snapshots, text files, captures and atomically written reports; a running cluster (read-only sampling; bench's own keys) |
 //! | output | [`report`] | renderers: a typed report in, bytes on a writer out, through one `Render` trait (whole reports) or one `Stream` trait (reports written as the work goes: one writer per format); nothing else |
 //! | shell | [`cli`] | flags turned into one resolved set of inputs (`cli::loaded::Loaded`) and domain settings, progress, one engine call, one renderer, exit status |

@@ -8,12 +8,10 @@
 //! chain of calls) to its `exec()`.
 
 use super::profile::{ArgShape, Profile};
+use super::syntax::{self, CallKeys, DEPTH, Pipe, contains, looks_plural, unescape};
 use super::{FileFindings, KeyUse, Part, Position, Site, SiteKind, Template, Unknown};
 use std::collections::HashMap;
 use tree_sitter::{Node, Parser};
-
-/// How deep helper functions and names are followed.
-const DEPTH: usize = 6;
 
 /// Why a file could not be read as JavaScript.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -42,21 +40,6 @@ pub fn scan(text: &str, profiles: &[Profile]) -> Result<FileFindings, ParseError
     s.collect(tree.root_node());
     s.walk(tree.root_node());
     Ok(s.out)
-}
-
-/// A pipeline being filled.
-struct Pipe {
-    atomic: bool,
-    made: (usize, usize),
-    ops: Vec<String>,
-    keys: Vec<Template>,
-    unknown: Option<Unknown>,
-}
-
-#[derive(Default)]
-struct CallKeys {
-    keys: Vec<Template>,
-    unknown: Option<Unknown>,
 }
 
 struct Scanner<'s, 't> {
@@ -88,21 +71,11 @@ impl<'s, 't> Scanner<'s, 't> {
     }
 
     fn position(&self, n: Node<'_>) -> Position {
-        let p = n.start_position();
-        let line_start = n.start_byte() - p.column;
-        Position {
-            line: p.row + 1,
-            column: self.text[line_start..n.start_byte()].chars().count() + 1,
-        }
+        syntax::position(self.text, n)
     }
 
     fn short(&self, n: Node<'_>) -> String {
-        let t = self.t(n).split_whitespace().collect::<Vec<_>>().join(" ");
-        if t.chars().count() > 40 {
-            format!("{}…", t.chars().take(39).collect::<String>())
-        } else {
-            t
-        }
+        syntax::short(self.src, n)
     }
 
     /// Helper functions of the file: `function f(a) { return … }`, `const f = (a) => …`,
@@ -230,13 +203,7 @@ impl<'s, 't> Scanner<'s, 't> {
         if let Some(atomic) = self.pipe_call(value) {
             self.pipes.insert(
                 (scope_of(at), name),
-                Pipe {
-                    atomic,
-                    made: (at.start_byte(), at.end_byte()),
-                    ops: Vec::new(),
-                    keys: Vec::new(),
-                    unknown: None,
-                },
+                Pipe::new(atomic, (at.start_byte(), at.end_byte())),
             );
         }
     }
@@ -300,13 +267,7 @@ impl<'s, 't> Scanner<'s, 't> {
         {
             self.pipes.insert(
                 key.clone(),
-                Pipe {
-                    atomic,
-                    made: (root.start_byte(), root.end_byte()),
-                    ops: Vec::new(),
-                    keys: Vec::new(),
-                    unknown: None,
-                },
+                Pipe::new(atomic, (root.start_byte(), root.end_byte())),
             );
         }
         let pipe = pipe.map(|(k, _)| k);
@@ -442,11 +403,7 @@ impl<'s, 't> Scanner<'s, 't> {
                     .get(key)
                     .is_some_and(|p| loop_between(call, p.made, self.src));
                 if let Some(p) = self.pipes.get_mut(key) {
-                    p.ops.push(op.to_string());
-                    p.keys.extend(keys.keys);
-                    if p.unknown.is_none() {
-                        p.unknown = keys.unknown.or(in_loop.then_some(Unknown::Loop));
-                    }
+                    p.queue(op, keys, in_loop);
                 }
             }
             None if kind == SiteKind::Script || keys.keys.len() > 1 || keys.unknown.is_some() => {
@@ -464,25 +421,9 @@ impl<'s, 't> Scanner<'s, 't> {
 
     fn run_pipe(&mut self, key: &(usize, String), call: Node<'_>, plain: bool) {
         let at = self.position(call);
-        let Some(p) = self.pipes.get_mut(key) else {
-            return;
-        };
-        let ops = std::mem::take(&mut p.ops);
-        if ops.is_empty() {
-            return;
+        if let Some(site) = self.pipes.get_mut(key).and_then(|p| p.send(at, plain)) {
+            self.out.sites.push(site);
         }
-        let site = Site {
-            at,
-            kind: if p.atomic && !plain {
-                SiteKind::Transaction
-            } else {
-                SiteKind::Pipeline
-            },
-            op: ops.join(" "),
-            keys: std::mem::take(&mut p.keys),
-            unknown: p.unknown.take(),
-        };
-        self.out.sites.push(site);
     }
 
     fn redis_receiver(&self, receiver: Node<'t>, method: &str) -> bool {
@@ -813,18 +754,11 @@ impl<'s, 't> Scanner<'s, 't> {
         let Some(Some((params, ret))) = self.funcs.get(name) else {
             return Template::var(self.short(call));
         };
+        let params: Vec<&str> = params.iter().map(String::as_str).collect();
         let body = self.template(*ret, depth + 1);
-        let mut t = Template::default();
-        for p in body.parts {
-            match p {
-                Part::Var(v) => match params.iter().position(|p| *p == v) {
-                    Some(i) if i < args.len() => t.push(self.template(args[i], depth + 1)),
-                    _ => t.parts.push(Part::Var(v)),
-                },
-                Part::Lit(l) => t.push_lit(&l),
-            }
-        }
-        t
+        syntax::bind(body, &params, |i| {
+            args.get(i).map(|a| self.template(*a, depth + 1))
+        })
     }
 }
 
@@ -948,27 +882,6 @@ fn find_declarations<'t>(
             *found = Some(r);
         }
         find_declarations(c, name, before, src, found);
-    }
-}
-
-fn contains(outer: Node<'_>, inner: Node<'_>) -> bool {
-    outer.start_byte() <= inner.start_byte() && inner.end_byte() <= outer.end_byte()
-}
-
-fn looks_plural(name: &str) -> bool {
-    let n = name.to_ascii_lowercase();
-    n.ends_with("keys") || n.ends_with("list") || n.ends_with("names") || n.ends_with("ids")
-}
-
-fn unescape(e: &str) -> String {
-    match e {
-        "\\n" => "\n".into(),
-        "\\t" => "\t".into(),
-        "\\\\" => "\\".into(),
-        "\\'" => "'".into(),
-        "\\\"" => "\"".into(),
-        "\\`" => "`".into(),
-        other => other.to_string(),
     }
 }
 

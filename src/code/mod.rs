@@ -9,6 +9,7 @@
 pub mod javascript;
 pub mod profile;
 pub mod python;
+mod syntax;
 
 use serde::Serialize;
 

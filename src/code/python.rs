@@ -8,12 +8,10 @@
 //! `with … as`) through the commands queued on it to the call that sends them.
 
 use super::profile::{ArgShape, Profile};
+use super::syntax::{self, CallKeys, DEPTH, Pipe, contains, looks_plural, unescape};
 use super::{FileFindings, KeyUse, Part, Position, Site, SiteKind, Template, Unknown};
 use std::collections::HashMap;
 use tree_sitter::{Node, Parser};
-
-/// How deep helper functions and names are followed.
-const DEPTH: usize = 6;
 
 /// Why a file could not be read as Python.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -168,16 +166,6 @@ fn text_of<'s>(n: Node<'_>, src: &'s [u8]) -> &'s str {
     n.utf8_text(src).unwrap_or("")
 }
 
-/// A pipeline being filled.
-struct Pipe {
-    atomic: bool,
-    /// Where it was made (a loop around a queued command but not around this is a loop).
-    made: (usize, usize),
-    ops: Vec<String>,
-    keys: Vec<Template>,
-    unknown: Option<Unknown>,
-}
-
 struct Scanner<'s, 't> {
     src: &'s [u8],
     text: &'s str,
@@ -188,26 +176,13 @@ struct Scanner<'s, 't> {
     out: FileFindings,
 }
 
-/// The keys of a call: templates, and what is not known.
-#[derive(Default)]
-struct CallKeys {
-    keys: Vec<Template>,
-    unknown: Option<Unknown>,
-}
-
 impl<'s, 't> Scanner<'s, 't> {
     fn t(&self, n: Node<'_>) -> &'s str {
         text_of(n, self.src)
     }
 
     fn position(&self, n: Node<'_>) -> Position {
-        let p = n.start_position();
-        let line_start = n.start_byte() - p.column;
-        let column = self.text[line_start..n.start_byte()].chars().count() + 1;
-        Position {
-            line: p.row + 1,
-            column,
-        }
+        syntax::position(self.text, n)
     }
 
     /// Children first, so a pipeline's commands are queued before it runs.
@@ -254,13 +229,7 @@ impl<'s, 't> Scanner<'s, 't> {
             let scope = scope_of(at);
             self.pipes.insert(
                 (scope, name),
-                Pipe {
-                    atomic,
-                    made: (at.start_byte(), at.end_byte()),
-                    ops: Vec::new(),
-                    keys: Vec::new(),
-                    unknown: None,
-                },
+                Pipe::new(atomic, (at.start_byte(), at.end_byte())),
             );
         }
     }
@@ -341,13 +310,7 @@ impl<'s, 't> Scanner<'s, 't> {
         {
             self.pipes.insert(
                 key.clone(),
-                Pipe {
-                    atomic,
-                    made: (root.start_byte(), root.end_byte()),
-                    ops: Vec::new(),
-                    keys: Vec::new(),
-                    unknown: None,
-                },
+                Pipe::new(atomic, (root.start_byte(), root.end_byte())),
             );
         }
         let profiles = self.profiles;
@@ -488,37 +451,16 @@ impl<'s, 't> Scanner<'s, 't> {
             let Some(p) = self.pipes.get(key) else { return };
             loop_between(call, p.made)
         };
-        let Some(p) = self.pipes.get_mut(key) else {
-            return;
-        };
-        p.ops.push(op.to_string());
-        p.keys.extend(keys.keys);
-        if p.unknown.is_none() {
-            p.unknown = keys.unknown.or(in_loop.then_some(Unknown::Loop));
+        if let Some(p) = self.pipes.get_mut(key) {
+            p.queue(op, keys, in_loop);
         }
     }
 
     fn run_pipe(&mut self, key: &(usize, String), call: Node<'_>) {
         let at = self.position(call);
-        let Some(p) = self.pipes.get_mut(key) else {
-            return;
-        };
-        let ops = std::mem::take(&mut p.ops);
-        if ops.is_empty() {
-            return;
+        if let Some(site) = self.pipes.get_mut(key).and_then(|p| p.send(at, false)) {
+            self.out.sites.push(site);
         }
-        let site = Site {
-            at,
-            kind: if p.atomic {
-                SiteKind::Transaction
-            } else {
-                SiteKind::Pipeline
-            },
-            op: ops.join(" "),
-            keys: std::mem::take(&mut p.keys),
-            unknown: p.unknown.take(),
-        };
-        self.out.sites.push(site);
     }
 
     /// Whether a receiver of a command whose name is also a common method (`get`, `delete`) is
@@ -746,12 +688,7 @@ impl<'s, 't> Scanner<'s, 't> {
     }
 
     fn short(&self, n: Node<'_>) -> String {
-        let t = self.t(n).split_whitespace().collect::<Vec<_>>().join(" ");
-        if t.chars().count() > 40 {
-            format!("{}…", t.chars().take(39).collect::<String>())
-        } else {
-            t
-        }
+        syntax::short(self.src, n)
     }
 
     /// The value last assigned to `name` before `at` in its function (or the module's
@@ -898,23 +835,16 @@ impl<'s, 't> Scanner<'s, 't> {
         let Some(Some((params, ret))) = self.defs.funcs.get(name) else {
             return Template::var(self.short(call));
         };
-        let params: Vec<&String> = params
+        // The helper's parameters (`self` aside) are the caller's arguments.
+        let params: Vec<&str> = params
             .iter()
-            .filter(|p| !matches!(p.as_str(), "self" | "cls"))
+            .map(String::as_str)
+            .filter(|p| !matches!(*p, "self" | "cls"))
             .collect();
         let body = self.template(*ret, depth + 1);
-        // The helper's parameters are the caller's arguments.
-        let mut t = Template::default();
-        for p in body.parts {
-            match p {
-                Part::Var(v) => match params.iter().position(|p| **p == v) {
-                    Some(i) if i < args.len() => t.push(self.template(args[i], depth + 1)),
-                    _ => t.parts.push(Part::Var(v)),
-                },
-                Part::Lit(l) => t.push_lit(&l),
-            }
-        }
-        t
+        syntax::bind(body, &params, |i| {
+            args.get(i).map(|a| self.template(*a, depth + 1))
+        })
     }
 
     /// A string literal or f-string.
@@ -1145,29 +1075,6 @@ fn find_assignments<'t>(
             }
             _ => find_assignments(c, name, before, src, found),
         }
-    }
-}
-
-fn contains(outer: Node<'_>, inner: Node<'_>) -> bool {
-    outer.start_byte() <= inner.start_byte() && inner.end_byte() <= outer.end_byte()
-}
-
-/// A name that reads as a list of keys (`keys`, `cache_keys`, `ids`).
-fn looks_plural(name: &str) -> bool {
-    let n = name.to_ascii_lowercase();
-    n.ends_with("keys") || n.ends_with("_list") || n == "names" || n.ends_with("names")
-}
-
-fn unescape(e: &str) -> String {
-    match e {
-        "\\n" => "\n".into(),
-        "\\t" => "\t".into(),
-        "\\\\" => "\\".into(),
-        "\\'" => "'".into(),
-        "\\\"" => "\"".into(),
-        "\\{" => "{".into(),
-        "\\}" => "}".into(),
-        other => other.to_string(),
     }
 }
 

@@ -1,0 +1,139 @@
+//! What the language readers share: a pipeline being filled, the keys of one call, positions,
+//! placeholders named after code, and helpers' parameters bound to a call's arguments.
+
+use super::{Part, Position, Site, SiteKind, Template, Unknown};
+use tree_sitter::Node;
+
+/// How deep helper functions and names are followed.
+pub(super) const DEPTH: usize = 6;
+
+/// A pipeline or transaction being filled, from where it is made to where it is sent.
+pub(super) struct Pipe {
+    /// Whether it is MULTI/EXEC.
+    pub atomic: bool,
+    /// Where it was made (a loop around a queued command but not around this is a loop).
+    pub made: (usize, usize),
+    ops: Vec<String>,
+    keys: Vec<Template>,
+    unknown: Option<Unknown>,
+}
+
+impl Pipe {
+    /// A pipeline made by the code between bytes `made`.
+    pub fn new(atomic: bool, made: (usize, usize)) -> Pipe {
+        Pipe {
+            atomic,
+            made,
+            ops: Vec::new(),
+            keys: Vec::new(),
+            unknown: None,
+        }
+    }
+
+    /// Queues one command (`in_loop`: inside a loop the pipeline was made outside).
+    pub fn queue(&mut self, op: &str, keys: CallKeys, in_loop: bool) {
+        self.ops.push(op.to_string());
+        self.keys.extend(keys.keys);
+        if self.unknown.is_none() {
+            self.unknown = keys.unknown.or(in_loop.then_some(Unknown::Loop));
+        }
+    }
+
+    /// The site of sending what was queued (`plain`: sent without MULTI whatever it was
+    /// made as); `None` when nothing was queued.
+    pub fn send(&mut self, at: Position, plain: bool) -> Option<Site> {
+        let ops = std::mem::take(&mut self.ops);
+        if ops.is_empty() {
+            return None;
+        }
+        Some(Site {
+            at,
+            kind: if self.atomic && !plain {
+                SiteKind::Transaction
+            } else {
+                SiteKind::Pipeline
+            },
+            op: ops.join(" "),
+            keys: std::mem::take(&mut self.keys),
+            unknown: self.unknown.take(),
+        })
+    }
+}
+
+/// The keys of one call: templates, and what is not known.
+#[derive(Default)]
+pub(super) struct CallKeys {
+    pub keys: Vec<Template>,
+    pub unknown: Option<Unknown>,
+}
+
+/// Where a node starts (1-based line, and column in characters).
+pub(super) fn position(text: &str, n: Node<'_>) -> Position {
+    let p = n.start_position();
+    let line_start = n.start_byte() - p.column;
+    Position {
+        line: p.row + 1,
+        column: text[line_start..n.start_byte()].chars().count() + 1,
+    }
+}
+
+/// A node's code on one line, cut to 40 characters: a placeholder's name.
+pub(super) fn short(src: &[u8], n: Node<'_>) -> String {
+    let t = n
+        .utf8_text(src)
+        .unwrap_or("")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    if t.chars().count() > 40 {
+        format!("{}…", t.chars().take(39).collect::<String>())
+    } else {
+        t
+    }
+}
+
+/// A helper's returned template with its parameters replaced by the caller's arguments
+/// (`arg(i)` makes the template of argument `i`, if there is one).
+pub(super) fn bind(
+    body: Template,
+    params: &[&str],
+    mut arg: impl FnMut(usize) -> Option<Template>,
+) -> Template {
+    let mut t = Template::default();
+    for p in body.parts {
+        match p {
+            Part::Var(v) => match params.iter().position(|p| *p == v).and_then(&mut arg) {
+                Some(a) => t.push(a),
+                None => t.parts.push(Part::Var(v)),
+            },
+            Part::Lit(l) => t.push_lit(&l),
+        }
+    }
+    t
+}
+
+/// Whether `inner` lies within `outer`.
+pub(super) fn contains(outer: Node<'_>, inner: Node<'_>) -> bool {
+    outer.start_byte() <= inner.start_byte() && inner.end_byte() <= outer.end_byte()
+}
+
+/// A name that reads as a list of keys (`keys`, `cache_keys`, `ids`, `names`).
+pub(super) fn looks_plural(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    n.ends_with("keys") || n.ends_with("list") || n.ends_with("names") || n.ends_with("ids")
+}
+
+/// The character an escape sequence stands for (others as written).
+pub(super) fn unescape(e: &str) -> String {
+    match e {
+        "\\n" => "\n".into(),
+        "\\t" => "\t".into(),
+        "\\\\" => "\\".into(),
+        "\\'" => "'".into(),
+        "\\\"" => "\"".into(),
+        "\\`" => "`".into(),
+        "\\{" => "{".into(),
+        "\\}" => "}".into(),
+        other => other.to_string(),
+    }
+}
