@@ -177,25 +177,11 @@ impl<'s, 't> Scanner<'s, 't> {
         }
         match node.kind() {
             "call_expression" => self.call(node),
-            "variable_declarator" => {
-                if let (Some(n), Some(v)) = (
-                    node.child_by_field_name("name"),
-                    node.child_by_field_name("value"),
-                ) && n.kind() == "identifier"
-                {
+            _ => {
+                if let Some((n, v)) = binding(node) {
                     self.maybe_pipe(v, self.t(n).to_string(), node);
                 }
             }
-            "assignment_expression" => {
-                if let (Some(n), Some(v)) = (
-                    node.child_by_field_name("left"),
-                    node.child_by_field_name("right"),
-                ) && n.kind() == "identifier"
-                {
-                    self.maybe_pipe(v, self.t(n).to_string(), node);
-                }
-            }
-            _ => {}
         }
     }
 
@@ -762,6 +748,17 @@ impl<'s, 't> Scanner<'s, 't> {
     }
 }
 
+/// `const name = value` or `name = value`: the name (an identifier) and the value.
+fn binding(node: Node<'_>) -> Option<(Node<'_>, Node<'_>)> {
+    let (name, value) = match node.kind() {
+        "variable_declarator" => ("name", "value"),
+        "assignment_expression" => ("left", "right"),
+        _ => return None,
+    };
+    let n = node.child_by_field_name(name)?;
+    (n.kind() == "identifier").then_some((n, node.child_by_field_name(value)?))
+}
+
 fn positional<'t>(call: Node<'t>) -> Vec<Node<'t>> {
     let Some(args) = call.child_by_field_name("arguments") else {
         return Vec::new();
@@ -863,19 +860,7 @@ fn find_declarations<'t>(
         if is_function(c.kind()) || c.kind() == "class_declaration" {
             continue;
         }
-        let pair = match c.kind() {
-            "variable_declarator" => (
-                c.child_by_field_name("name"),
-                c.child_by_field_name("value"),
-            ),
-            "assignment_expression" => (
-                c.child_by_field_name("left"),
-                c.child_by_field_name("right"),
-            ),
-            _ => (None, None),
-        };
-        if let (Some(l), Some(r)) = pair
-            && l.kind() == "identifier"
+        if let Some((l, r)) = binding(c)
             && l.utf8_text(src).unwrap_or("") == name
             && c.end_byte() <= before
         {
