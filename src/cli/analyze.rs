@@ -2,7 +2,7 @@
 
 use super::Ctx;
 use super::args::{InputArgs, OutputArgs, SampleArgs, TopologyArgs, threads};
-use super::loaded::Loaded;
+use super::loaded::{Loaded, Target};
 use crate::analyze::{AnalyzeConfig, Analyzer};
 use crate::error::{ExitStatus, UserError};
 use crate::pattern::{DEFAULT_DELIMITERS, Delimiters};
@@ -64,7 +64,7 @@ pub fn run(args: AnalyzeArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
         )
         .into());
     }
-    let loaded = Loaded::open(&args.topology, None, Some(3))?;
+    let loaded = Loaded::open(&args.topology, None, Some(3), args.out.target())?;
     let (topology, source) = loaded.topology_or_default()?;
     let source = source.to_string();
     let config = AnalyzeConfig {
@@ -76,7 +76,8 @@ pub fn run(args: AnalyzeArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     if args.files.is_empty()
         && let Some(live) = loaded.live
     {
-        return run_live(&args, live, topology, source, config, ctx);
+        let target = loaded.target;
+        return run_live(&args, &target, live, topology, source, config, ctx);
     }
     let mut workers: Vec<Analyzer<'_>> = (0..threads(args.threads))
         .map(|_| Analyzer::new(&topology, &config))
@@ -85,7 +86,7 @@ pub fn run(args: AnalyzeArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
         .input
         .par_read_dumps(&args.files, ctx.progress, &mut workers)?;
     let report = merged(workers).finish(&dumps.total(), source, &config);
-    emit(&args, &report, &dumps.names(), &config, ctx)?;
+    emit(&loaded.target, &report, &dumps.names(), &config, ctx)?;
     dumps.warn(ctx)?;
     Ok(ExitStatus::Clean)
 }
@@ -103,6 +104,7 @@ fn merged(workers: Vec<Analyzer<'_>>) -> Analyzer<'_> {
 /// with what the servers measured.
 fn run_live(
     args: &AnalyzeArgs,
+    target: &Target,
     live: crate::live::LiveCluster,
     topology: crate::topology::Topology,
     source: String,
@@ -124,19 +126,19 @@ fn run_live(
             "note: the servers do not count load per slot (that needs Valkey 8+ with cluster-slot-stats-enabled yes, or Redis 8.2+): each node's CPU is from INFO commandstats, and slots are not weighed by load"
         )?;
     }
-    emit(args, &analysis.report, &source, &config, ctx)?;
+    emit(target, &analysis.report, &source, &config, ctx)?;
     Ok(ExitStatus::Clean)
 }
 
 fn emit(
-    args: &AnalyzeArgs,
+    target: &Target,
     report: &crate::analyze::AnalyzeReport,
     inputs: &str,
     config: &AnalyzeConfig,
     ctx: &mut Ctx<'_>,
 ) -> anyhow::Result<()> {
     // Charts only for a person at a terminal (and never with NO_COLOR); pipes get plain text.
-    let charts = args.out.output.is_none()
+    let charts = target.path.is_none()
         && ctx.stdout_is_terminal
         && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     let view = AnalyzeView {
@@ -145,5 +147,5 @@ fn emit(
         top: config.top,
         charts,
     };
-    args.out.render(&view, ctx)
+    target.render(&view, ctx)
 }

@@ -9,7 +9,7 @@ use crate::error::UserError;
 use crate::files::{Input, MonitorFile, read_text};
 use crate::keys::parallel::ChunkSink;
 use crate::keys::{DEFAULT_MAX_LINE, InputFormat, ReadOptions, ReadSummary};
-use crate::report::render::{Format, Render, render};
+use crate::report::render::Format;
 use crate::report::slot::MalformedLine;
 use crate::simulate::Batch;
 use crate::topology::{Topology, TopologyFormat, TopologyOptions};
@@ -30,12 +30,9 @@ pub struct OutputArgs {
 }
 
 impl OutputArgs {
-    /// Renders `report` where these flags say.
-    pub fn render(&self, report: &dyn Render, ctx: &mut Ctx<'_>) -> anyhow::Result<()> {
-        let format = self.format;
-        ctx.write_to(self.output.as_ref(), |out, layout| {
-            render(report, format, out, layout).context("writing the report")
-        })
+    /// Where these flags send the report.
+    pub fn target(&self) -> super::loaded::Target {
+        super::loaded::Target::new(self.output.as_ref(), self.format)
     }
 }
 

@@ -3,7 +3,7 @@
 
 use super::Ctx;
 use super::args::BatchFiles;
-use super::loaded::Loaded;
+use super::loaded::{Loaded, Target};
 use super::progress::Unit;
 use super::simulate::StrategyList;
 use super::values::{Word, one_of};
@@ -112,12 +112,19 @@ pub fn run(args: BenchArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
         return run_calibrate(&args, ctx);
     }
     let url = check(&args)?;
-    let loaded = Loaded::live_only(url, args.batches.scheme.as_deref())?;
+    let target = Target::new(args.output.as_ref(), args.format);
+    let loaded = Loaded::live_only(url, args.batches.scheme.as_deref(), target)?
+        .with_probed_model(
+            args.calibration.as_deref(),
+            args.rtt,
+            u32::from(args.concurrency),
+        )?;
     let batches = args.batches.all(loaded.scheme.as_ref())?;
+    let net = *loaded.model();
+    let target = loaded.target.clone();
     let live = loaded.into_live();
     let map = live.topology()?;
     let strategies = args.strategy.strategies();
-    let net = prediction_model(&args, &live, &map)?;
     let opts = BenchOptions {
         prefix: args.prefix.clone(),
         duration: args.duration,
@@ -138,9 +145,9 @@ pub fn run(args: BenchArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
         results: Vec::new(),
     };
     // Tables are printed batch by batch as each finishes; JSON is one document at the end.
-    let layout = ctx.layout_for(args.output.as_ref());
-    let mut out = crate::files::output_sink(args.output.as_ref(), &mut *ctx.stdout)?;
-    let mut stream = bench_stream(args.format, &mut out, &layout)?;
+    let layout = ctx.layout_for(target.path.as_ref());
+    let mut out = crate::files::output_sink(target.path.as_ref(), &mut *ctx.stdout)?;
+    let mut stream = bench_stream(target.format, &mut out, &layout)?;
     let pending = run_printing(
         &live,
         &map,
@@ -165,24 +172,6 @@ pub fn run(args: BenchArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     } else {
         ExitStatus::Findings
     })
-}
-
-/// The model bench's predictions use: the calibration, else the defaults around `--rtt` or
-/// around a round trip bench measures itself; at bench's own concurrency.
-fn prediction_model(
-    args: &BenchArgs,
-    live: &crate::live::LiveCluster,
-    map: &crate::topology::SlotMap,
-) -> anyhow::Result<NetworkModel> {
-    // With a calibration or --rtt: the one model simulate and plan use; else the defaults
-    // around a round trip bench measures itself.
-    let mut net = if args.calibration.is_some() || args.rtt.is_some() {
-        super::args::network_model(args.calibration.as_deref(), args.rtt, None, None)?
-    } else {
-        NetworkModel::probed(crate::bench::probe_round_trip(live, map)?)
-    };
-    net.concurrency = u32::from(args.concurrency);
-    Ok(net)
 }
 
 /// Runs the bench, drawing progress and (for tables) printing each batch's table as its last
@@ -244,7 +233,7 @@ fn run_cleanup(args: &BenchArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus
         )
         .into());
     };
-    let live = Loaded::live_only(url, None)?.into_live();
+    let live = Loaded::live_only(url, None, Target::new(None, Format::Table))?.into_live();
     let map = live.topology()?;
     let c = crate::bench::clean_journal(&live, &map, &args.prefix)?;
     writeln!(
@@ -304,7 +293,8 @@ fn run_calibrate(args: &BenchArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStat
     use crate::bench::calibrate::{LEVELS, calibrate};
     let url = check(args)?;
     let out = args.output.as_ref().expect("invariant: clap requires -o");
-    let live = Loaded::live_only(url, None)?.into_live();
+    let target = Target::new(Some(out), Format::Json);
+    let live = Loaded::live_only(url, None, target)?.into_live();
     let map = live.topology()?;
     let opts = BenchOptions {
         prefix: args.prefix.clone(),

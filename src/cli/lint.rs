@@ -2,7 +2,7 @@
 
 use super::Ctx;
 use super::args::{InputArgs, TopologyArgs, scheme_path, threads};
-use super::loaded::Loaded;
+use super::loaded::{Loaded, Target};
 use super::values::{FAIL_ON, Word, one_of};
 use crate::error::{ExitStatus, UserError};
 use crate::lint::rule::Severity;
@@ -152,20 +152,22 @@ pub fn run(args: LintArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
         )
         .into());
     }
-    let rules = args.rules.rule_set()?;
-    let loaded = Loaded::open(&args.topology, scheme_path.as_deref(), Some(3))?;
+    let target = Target::new(args.output.as_ref(), args.format);
+    let loaded = Loaded::open(&args.topology, scheme_path.as_deref(), Some(3), target)?
+        .with_rules(&args.rules)?;
     let (topology, _) = loaded.topology_or_default()?;
-    let scheme = loaded.scheme;
+    let rules = loaded.rules();
+    let scheme = &loaded.scheme;
     let mut diags = Vec::new();
     if let Some(l) = &scheme {
         let path = l.path.display().to_string();
-        diags.extend(lint_scheme(&rules, &l.scheme, &path, &topology));
+        diags.extend(lint_scheme(rules, &l.scheme, &path, &topology));
     }
     let dumps = args
         .input
         .read_dumps(&args.keys, ctx.progress, |input, opts, progress| {
             let scheme = scheme.as_ref().map(|l| &l.scheme);
-            let linter = || DumpLinter::new(&rules, scheme, &topology, &input.name);
+            let linter = || DumpLinter::new(rules, scheme, &topology, &input.name);
             let mut sinks: Vec<LintSink<'_>> = (0..threads(args.threads))
                 .map(|_| LintSink::new(linter()))
                 .collect();
@@ -184,10 +186,11 @@ pub fn run(args: LintArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     sort(&mut diags);
     let report = LintReport {
         diags: &diags,
-        rules: &rules,
+        rules,
     };
-    ctx.write_to(args.output.as_ref(), |out, layout| {
-        render(&report, args.format, out, layout).context("writing the findings")
+    let format = loaded.target.format;
+    ctx.write_to(loaded.target.path.as_ref(), |out, layout| {
+        render(&report, format, out, layout).context("writing the findings")
     })?;
     dumps.warn(ctx)?;
     let threshold = args.fail_on;

@@ -1,12 +1,20 @@
 //! What a run reads before its main work, resolved once from its flags: the scheme, where the
-//! keys live (with a typed account of where that came from), and the one handle on a live
-//! cluster. Every subcommand that places keys goes through [`Loaded::open`], so the precedence
-//! of topology flags, the scheme's `topology:` and the default is decided in one place.
+//! keys live (with a typed account of where that came from), the one handle on a live
+//! cluster, the load model, the lint rules and where the report goes. Every subcommand that
+//! places keys goes through [`Loaded::open`], so the precedence of topology flags, the
+//! scheme's `topology:` and the default is decided in one place, and everything that can be
+//! refused before the main work (a bad calibration file, an unknown rule, a missing scheme)
+//! is refused there.
 
-use super::args::{LoadedScheme, TopologyArgs, live_cluster, load_scheme};
+use super::Ctx;
+use super::args::{LoadedScheme, ModelArgs, TopologyArgs, live_cluster, load_scheme};
+use super::lint::RuleArgs;
 use crate::error::UserError;
+use crate::lint::RuleSet;
 use crate::live::LiveCluster;
 use crate::migrate::ClusterView;
+use crate::report::render::{Format, Render, render};
+use crate::simulate::NetworkModel;
 use crate::topology::{SlotMap, Topology, TopologyFormat, TopologyOptions, nodes};
 use anyhow::Context as _;
 use std::fmt;
@@ -99,6 +107,33 @@ enum Choice {
     Nothing,
 }
 
+/// Where a run's report goes, and in which format.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// `-o FILE` (written whole, or not at all); `None`: standard output.
+    pub path: Option<PathBuf>,
+    /// `--format`.
+    pub format: Format,
+}
+
+impl Target {
+    /// The report to `path` (or standard output) in `format`.
+    pub fn new(path: Option<&PathBuf>, format: Format) -> Target {
+        Target {
+            path: path.cloned(),
+            format,
+        }
+    }
+
+    /// Renders a whole report here.
+    pub fn render(&self, report: &dyn Render, ctx: &mut Ctx<'_>) -> anyhow::Result<()> {
+        let format = self.format;
+        ctx.write_to(self.path.as_ref(), |out, layout| {
+            render(report, format, out, layout).context("writing the report")
+        })
+    }
+}
+
 /// A run's inputs, resolved once.
 #[derive(Debug)]
 pub struct Loaded {
@@ -106,6 +141,10 @@ pub struct Loaded {
     pub scheme: Option<LoadedScheme>,
     /// The live cluster `--cluster` names (one handle for the whole run).
     pub live: Option<LiveCluster>,
+    /// Where the report goes.
+    pub target: Target,
+    model: Option<NetworkModel>,
+    rules: Option<RuleSet>,
     choice: Choice,
 }
 
@@ -119,6 +158,7 @@ impl Loaded {
         t: &TopologyArgs,
         scheme: Option<&Path>,
         default_masters: Option<u16>,
+        target: Target,
     ) -> anyhow::Result<Loaded> {
         let scheme = scheme.map(load_scheme).transpose()?;
         let live = t
@@ -168,13 +208,67 @@ impl Loaded {
         Ok(Loaded {
             scheme,
             live,
+            target,
+            model: None,
+            rules: None,
             choice,
         })
     }
 
+    /// Adds the load model the flags describe (`simulate`, `plan`): the calibration file is
+    /// read and checked here.
+    pub fn with_model(mut self, m: &ModelArgs) -> anyhow::Result<Loaded> {
+        self.model = Some(m.model()?);
+        Ok(self)
+    }
+
+    /// Adds bench's prediction model: the calibration (or `--rtt`) when given, as simulate
+    /// and plan build it, else the documented defaults around a round trip measured on the
+    /// live cluster; at `concurrency` clients.
+    pub fn with_probed_model(
+        mut self,
+        calibration: Option<&Path>,
+        rtt: Option<f64>,
+        concurrency: u32,
+    ) -> anyhow::Result<Loaded> {
+        let mut net = if calibration.is_some() || rtt.is_some() {
+            super::args::network_model(calibration, rtt, None, None)?
+        } else {
+            let live = self
+                .live
+                .as_ref()
+                .expect("invariant: bench opens a live cluster");
+            NetworkModel::probed(crate::bench::probe_round_trip(live, &live.topology()?)?)
+        };
+        net.concurrency = concurrency;
+        self.model = Some(net);
+        Ok(self)
+    }
+
+    /// Adds the lint rules the flags ask for (built-ins, `--rules` directories, `--select`,
+    /// `--ignore`, `--severity`), checked here.
+    pub fn with_rules(mut self, r: &RuleArgs) -> anyhow::Result<Loaded> {
+        self.rules = Some(r.rule_set()?);
+        Ok(self)
+    }
+
+    /// The load model ([`Loaded::with_model`] or [`Loaded::with_probed_model`]).
+    pub fn model(&self) -> &NetworkModel {
+        self.model
+            .as_ref()
+            .expect("invariant: the command loads its model first")
+    }
+
+    /// The lint rules ([`Loaded::with_rules`]).
+    pub fn rules(&self) -> &RuleSet {
+        self.rules
+            .as_ref()
+            .expect("invariant: the command loads its rules first")
+    }
+
     /// The live cluster at `url` and the scheme at `scheme`, for the commands that run only
     /// on a live cluster (`bench`, `scan`).
-    pub fn live_only(url: &str, scheme: Option<&Path>) -> anyhow::Result<Loaded> {
+    pub fn live_only(url: &str, scheme: Option<&Path>, target: Target) -> anyhow::Result<Loaded> {
         let t = TopologyArgs {
             masters: None,
             cluster: Some(url.to_string()),
@@ -183,7 +277,7 @@ impl Loaded {
             pool: None,
             allow_partial: false,
         };
-        Loaded::open(&t, scheme, None)
+        Loaded::open(&t, scheme, None, target)
     }
 
     /// The live cluster handle of [`Loaded::live_only`].

@@ -99,7 +99,12 @@ impl Opened {
     /// Reads what `args` name.
     pub fn open(args: &PreviewArgs) -> anyhow::Result<Opened> {
         let (rate, budget) = (args.migrate_rate, args.max_node_bytes);
-        let loaded = Loaded::open(&args.topology, args.batches.scheme.as_deref(), Some(3))?;
+        let loaded = Loaded::open(
+            &args.topology,
+            args.batches.scheme.as_deref(),
+            Some(3),
+            args.out.target(),
+        )?;
         let (view, source) = loaded.view()?;
         Ok(Opened {
             rate,
@@ -253,6 +258,7 @@ pub fn motion(
 /// Writes the report (or the commands), and returns the exit status: 1 with warnings.
 pub fn output(
     args: &PreviewArgs,
+    target: &super::loaded::Target,
     report: &MigrationReport,
     view: &ClusterView,
     moves: &[Move],
@@ -262,13 +268,13 @@ pub fn output(
     match args.emit {
         Some(how) => {
             let text = emit(view, moves, how, emit_ctx)?;
-            ctx.write_to(args.out.output.as_ref(), |out, _| {
+            ctx.write_to(target.path.as_ref(), |out, _| {
                 Ok(out.write_all(text.as_bytes())?)
             })?;
         }
-        None => args.out.render(report, ctx)?,
+        None => target.render(report, ctx)?,
     }
-    if args.emit.is_some() || args.out.format != Format::Table {
+    if args.emit.is_some() || target.format != Format::Table {
         for w in &report.warnings {
             writeln!(ctx.stderr, "warning: {}", w.text)?;
         }

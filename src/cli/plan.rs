@@ -4,14 +4,14 @@
 
 use super::Ctx;
 use super::args::{BatchArgs, InputArgs, TopologyArgs, scheme_path, threads};
-use super::loaded::Loaded;
+use super::loaded::{Loaded, Target};
 use super::values::{PLAN_STRATEGIES, Word, one_of};
 use crate::error::{ExitStatus, UserError};
 use crate::plan::observed::ObservedPlanner;
 use crate::plan::workload::{MAX_SAMPLE_KEYS, PlanSample};
 use crate::plan::{PlanOptions, plan_scheme, yaml};
 use crate::report::plan::{PlanReport, WorkloadInfo};
-use crate::report::render::{Format, render};
+use crate::report::render::Format;
 use crate::simulate::Strategy;
 use std::path::PathBuf;
 
@@ -103,12 +103,15 @@ pub fn run(mut args: PlanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
         &args.topology,
         args.batches.files.scheme.as_deref(),
         Some(3),
-    )?;
+        Target::new(args.output.as_ref(), args.format),
+    )?
+    .with_model(&args.model)?
+    .with_rules(&args.rules)?;
     let (topology, topo_source) = opened.topology_or_default()?;
     let topo_source = topo_source.to_string();
-    let loaded = opened.scheme;
-    let scheme = loaded.as_ref().map(|l| &l.scheme);
-    let opts = options(&args)?;
+    let opts = options(&args, &opened)?;
+    let loaded = opened.scheme.as_ref();
+    let scheme = loaded.map(|l| &l.scheme);
     let sample = read_sample(&args, scheme, &topology, ctx)?;
     let batches = match (scheme, &sample.workload) {
         (Some(s), Some(w)) => plan_scheme(s, &topology, w, &opts),
@@ -135,7 +138,7 @@ pub fn run(mut args: PlanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
         observed: spool.finish(groups).map_err(spool_error)?,
         notes,
     };
-    write(&args, &report, loaded.as_ref(), ctx)?;
+    write(&opened.target, &report, loaded, ctx)?;
     Ok(match report.findings() {
         0 => ExitStatus::Clean,
         _ => ExitStatus::Findings,
@@ -173,20 +176,20 @@ fn check(args: &PlanArgs) -> anyhow::Result<()> {
 }
 
 /// How plans are scored: the strategy or client, the network, and the rules a tag must meet.
-fn options(args: &PlanArgs) -> anyhow::Result<PlanOptions> {
+fn options(args: &PlanArgs, loaded: &Loaded) -> anyhow::Result<PlanOptions> {
     let client = args
         .client
         .as_deref()
         .map(crate::simulate::Client::resolve_one)
         .transpose()
         .map_err(|e| UserError::new(format!("--client {e}"), "plan scores one client at a time"))?;
-    let rules = args.rules.rule_set()?;
+    let rules = loaded.rules();
     Ok(PlanOptions {
         max_skew: args.max_skew,
         max_skew_words: "--max-skew",
         strategy: args.strategy,
         client,
-        net: args.model.model()?,
+        net: *loaded.model(),
         tag: rules.tag_requirement(),
         tag_rules: rules.tag_rules(),
     })
@@ -244,12 +247,12 @@ fn read_sample<'a>(
 
 /// Writes the report (or, with `--format yaml`, the scheme with the recommendations applied).
 fn write(
-    args: &PlanArgs,
+    target: &Target,
     report: &PlanReport,
     loaded: Option<&super::args::LoadedScheme>,
     ctx: &mut Ctx<'_>,
 ) -> anyhow::Result<()> {
-    if args.format == Format::Yaml {
+    if target.format == Format::Yaml {
         let l = loaded.expect("invariant: checked above, --format yaml needs --scheme");
         let updated = yaml::apply(&l.text, &l.scheme, &report.batches).map_err(|e| {
             UserError::new(
@@ -257,11 +260,9 @@ fn write(
                 "apply the rewrites printed by --format table by hand",
             )
         })?;
-        return ctx.write_to(args.output.as_ref(), |out, _| {
+        return ctx.write_to(target.path.as_ref(), |out, _| {
             Ok(out.write_all(updated.as_bytes())?)
         });
     }
-    ctx.write_to(args.output.as_ref(), |out, layout| {
-        Ok(render(report, args.format, out, layout)?)
-    })
+    target.render(report, ctx)
 }

@@ -169,5 +169,13 @@ pub fn run(args: RebalanceArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus>
         remove: removed,
         ..EmitContext::rebalance(&report.plan, &report.topology, &opts)
     };
-    output(&args.common, &report, view, &moves, &emit_ctx, ctx)
+    output(
+        &args.common,
+        &open.loaded.target,
+        &report,
+        view,
+        &moves,
+        &emit_ctx,
+        ctx,
+    )
 }

@@ -66,5 +66,13 @@ pub fn run(args: ReshardArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     };
     open.complete(&mut report, &plan.moves)?;
     let emit_ctx = EmitContext::reshard(&report.topology, &args.from, &args.to, args.slots);
-    output(&args.common, &report, view, &plan.moves, &emit_ctx, ctx)
+    output(
+        &args.common,
+        &open.loaded.target,
+        &report,
+        view,
+        &plan.moves,
+        &emit_ctx,
+        ctx,
+    )
 }

@@ -2,7 +2,7 @@
 
 use super::Ctx;
 use super::args::SampleArgs;
-use super::loaded::Loaded;
+use super::loaded::{Loaded, Target};
 use super::progress::Unit;
 use super::values::{Word, one_of};
 use crate::error::{ExitStatus, UserError};
@@ -79,7 +79,7 @@ pub fn run(args: ScanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
             ctx,
         );
     }
-    let live = live_target(&args)?;
+    let (live, target) = live_target(&args)?;
     let topology = crate::topology::Topology::Cluster(live.topology()?);
     let opts = args.sampling.scan_options(&live)?;
     let nodes = topology.key_holders();
@@ -88,7 +88,7 @@ pub fn run(args: ScanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     let progress = ctx.progress("sampling", Unit::Keys, total);
     // A file is renamed into place only once the sample is complete and the slot map held
     // still: a failed scan never leaves a partial sample behind.
-    let keys = ctx.write_to(args.output.as_ref(), |out, _| {
+    let keys = ctx.write_to(target.path.as_ref(), |out, _| {
         let keys = live.dump_keys(&nodes, &opts, out, || progress.inc(1));
         progress.finish();
         SampleArgs::check_stable(&live, &topology)?;
@@ -103,7 +103,7 @@ pub fn run(args: ScanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
 }
 
 /// The cluster to sample, once the flags that do not apply to scan are refused.
-fn live_target(args: &ScanArgs) -> anyhow::Result<crate::live::LiveCluster> {
+fn live_target(args: &ScanArgs) -> anyhow::Result<(crate::live::LiveCluster, Target)> {
     if args.sampling.window.is_some() {
         return Err(UserError::new(
             "--window has no effect on scan",
@@ -112,7 +112,12 @@ fn live_target(args: &ScanArgs) -> anyhow::Result<crate::live::LiveCluster> {
         .into());
     }
     match args.cluster.as_deref() {
-        Some(url) => Ok(Loaded::live_only(url, None)?.into_live()),
+        Some(url) => {
+            let target = Target::new(args.output.as_ref(), args.format);
+            let loaded = Loaded::live_only(url, None, target)?;
+            let target = loaded.target.clone();
+            Ok((loaded.into_live(), target))
+        }
         None => Err(UserError::new(
             "scan needs --cluster URL",
             "for example --cluster redis://127.0.0.1:7000",

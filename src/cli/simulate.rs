@@ -111,11 +111,13 @@ pub fn run(args: SimulateArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
         &args.topology,
         args.batches.files.scheme.as_deref(),
         Some(3),
-    )?;
+        args.out.target(),
+    )?
+    .with_model(&args.model)?;
     let (mut topology, topo_source) = opened.topology_or_default()?;
     let topo_source = topo_source.to_string();
+    let net = *opened.model();
     let loaded = opened.scheme;
-    let net = args.model.model()?;
     let strategies = args.strategy.strategies();
     let mode = match args.client.is_empty() {
         true => Mode::Strategies(strategies.clone()),
@@ -131,9 +133,9 @@ pub fn run(args: SimulateArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
     };
     let scheme = loaded.as_ref().map(|l| &l.scheme);
     let mut sim = Simulation::new(&topology, &net, mode, scheme);
-    let format = args.out.format;
+    let format = opened.target.format;
     let mut observed = args.batches.observed()?;
-    ctx.write_to(args.out.output.as_ref(), |out, layout| {
+    ctx.write_to(opened.target.path.as_ref(), |out, layout| {
         let mut report = simulation_stream(header, format, out, layout)?;
         for b in observed.by_ref() {
             report.item(&sim.batch(None, &b?))?;

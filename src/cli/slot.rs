@@ -2,15 +2,14 @@
 
 use super::Ctx;
 use super::args::{InputArgs, TopologyArgs, threads};
-use super::loaded::Loaded;
+use super::loaded::{Loaded, Target};
 use super::values::{Word, one_of};
 use crate::error::{ExitStatus, UserError};
 use crate::keys::parallel::SlotHistogram;
-use crate::report::render::{Format, render};
+use crate::report::render::Format;
 use crate::report::slot::{SlotColumns, SlotCountsReport, SlotRow, slot_stream};
 use crate::slot::{TagShape, explain, key_slot};
 use crate::topology::Topology;
-use anyhow::Context as _;
 use std::ffi::OsString;
 use std::path::PathBuf;
 
@@ -108,16 +107,17 @@ pub fn run(args: SlotArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
         )
         .into());
     }
-    let topology = Loaded::open(&args.topology, None, None)?
-        .topology()?
-        .map(|(t, _)| t);
     // `auto`: a table for keys given as arguments, tsv for dumps.
     let format = args.format.0.unwrap_or(match args.files.is_empty() {
         true => Format::Table,
         false => Format::Tsv,
     });
+    let target = Target::new(args.output.as_ref(), format);
+    let loaded = Loaded::open(&args.topology, None, None, target)?;
+    let topology = loaded.topology()?.map(|(t, _)| t);
+    let target = loaded.target;
     if args.counts {
-        return run_counts(&args, topology.as_ref(), format, ctx);
+        return run_counts(&args, topology.as_ref(), &target, ctx);
     }
     let node_names: Vec<&str> = topology
         .as_ref()
@@ -132,7 +132,7 @@ pub fn run(args: SlotArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     // stream out as keys are read, with no progress bar over them.
     let inputs = crate::files::open_all(&args.files)?;
     let quiet = super::progress::ProgressConfig::off();
-    let dumps = ctx.write_to(args.output.as_ref(), |out, layout| {
+    let dumps = ctx.write_to(target.path.as_ref(), |out, layout| {
         let mut rows = slot_stream(format, out, columns, layout)?;
         let mut row = |key: &[u8]| -> std::io::Result<()> {
             let (slot, hashed, node) = match &topology {
@@ -184,7 +184,7 @@ pub fn run(args: SlotArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
 fn run_counts(
     args: &SlotArgs,
     topology: Option<&Topology>,
-    format: Format,
+    target: &Target,
     ctx: &mut Ctx<'_>,
 ) -> anyhow::Result<ExitStatus> {
     if topology.is_some_and(|t| t.ring().is_some()) {
@@ -205,9 +205,7 @@ fn run_counts(
         total[key_slot(&arg_bytes(k)) as usize] += 1;
     }
     let report = SlotCountsReport::new(&total, topology, dumps.malformed());
-    ctx.write_to(args.output.as_ref(), |out, layout| {
-        render(&report, format, out, layout).context("writing the slot counts")
-    })?;
+    target.render(&report, ctx)?;
     dumps.warn(ctx)?;
     Ok(ExitStatus::Clean)
 }

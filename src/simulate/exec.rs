@@ -262,8 +262,35 @@ pub fn node_loads(waves: &[Vec<LaneLoad>], nodes: &[Node]) -> Vec<super::NodeLoa
     load.into_values().collect()
 }
 
-/// The full figures of waves of lanes: [`cost_waves`] and [`node_loads`] together.
-pub fn batch_load(
+/// How one batch is executed, as the cost model reads it. A strategy's plan carries the
+/// commands themselves (bench sends them); a client profile's waves, after its splits and
+/// redirects, carry only what each wave puts on each node (bench never runs a profile). Both
+/// are costed by the one [`Execution::load`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Execution<'p> {
+    /// A strategy's plan ([`exec_plan`], [`model_plan`]).
+    Commands(&'p ExecPlan),
+    /// A client profile's waves: per wave, one lane load per node it sends to.
+    ClientWaves(Vec<Vec<LaneLoad>>),
+}
+
+impl Execution<'_> {
+    /// The waves of lane loads.
+    pub fn lane_loads(&self) -> std::borrow::Cow<'_, [Vec<LaneLoad>]> {
+        match self {
+            Execution::Commands(plan) => std::borrow::Cow::Owned(plan.lane_loads()),
+            Execution::ClientWaves(waves) => std::borrow::Cow::Borrowed(waves),
+        }
+    }
+
+    /// The full figures: [`cost_waves`], [`node_loads`] and the predicted throughput, with
+    /// the nodes named from `nodes`.
+    pub fn load(&self, nodes: &[Node], net: &super::NetworkModel) -> super::BatchLoad {
+        batch_load(&self.lane_loads(), nodes, net)
+    }
+}
+
+fn batch_load(
     waves: &[Vec<LaneLoad>],
     nodes: &[Node],
     net: &super::NetworkModel,

@@ -316,7 +316,7 @@ pub fn costed(
         batch: b.name.clone(),
         batch_id: b.id.clone(),
         strategy,
-        load: exec::batch_load(&plan.lane_loads(), topo.nodes(), net),
+        load: exec::Execution::Commands(plan).load(topo.nodes(), net),
         errors,
     }
 }

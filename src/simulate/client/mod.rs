@@ -10,14 +10,14 @@
 //! multi-key command, a pipeline or MULTI…EXEC, as waves it waits for in turn), `redirect`
 //! (the MOVED/ASK the waves meet on the real cluster and how the client follows them). The waves
 //! then become waves of lanes (one per node) and are costed by the one model the strategies
-//! use ([`crate::simulate::exec::batch_load`]).
+//! use ([`crate::simulate::exec::Execution::load`]).
 
 mod profile;
 mod redirect;
 mod split;
 mod waves;
 
-use super::exec::LaneLoad;
+use super::exec::{Execution, LaneLoad};
 use super::{Batch, BatchKind, NetworkModel};
 use crate::topology::Topology;
 use profile::{Serves, Version};
@@ -425,7 +425,7 @@ pub fn simulate_client_stale(
             per_node.into_values().collect()
         })
         .collect();
-    r.load = crate::simulate::exec::batch_load(&lanes, &followed.names, net);
+    r.load = Execution::ClientWaves(lanes).load(&followed.names, net);
     // A proxy is one round trip to the client (the proxy's own fan-out is behind it).
     if client.is_proxy() {
         r.load.round_trips = u64::from(!waves.is_empty());
