@@ -2,14 +2,15 @@
 //! several keys at once, and judge each call as a cluster would.
 
 use super::Ctx;
+use super::args::threads;
 use super::values::{Word, one_of};
-use crate::code::profile::Profile;
-use crate::code::{CodeReport, FileReport, Skipped};
+use crate::code::{CodeReport, FileFindings, FileReport, Language, Readers, Skipped};
 use crate::error::{ExitStatus, UserError};
-use crate::files::source::{read_source, walk};
+use crate::files::source::{SourceFile, read_source, walk};
 use crate::report::render::{Format, render};
 use anyhow::Context as _;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 const CODE_FORMATS: &[Word<Format>] = &[
     (
@@ -29,7 +30,7 @@ const CODE_FORMATS: &[Word<Format>] = &[
 /// slots.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Reads Python (redis-py: Redis, asyncio and RedisCluster clients) and JavaScript (ioredis; node-redis v4+).\n\nExamples:\n  keyplan code src/\n  keyplan code app.py worker.py --format json -o sites.json\n\nExit status: 0 no cross-slot site, 1 a site whose keys can hash to different slots, 2 error."
+    after_help = "Reads Python (redis-py: Redis, asyncio and RedisCluster clients), and JavaScript and TypeScript (ioredis; node-redis v4+).\n\nExamples:\n  keyplan code src/\n  keyplan code app.py worker.py --format json -o sites.json\n\nExit status: 0 no cross-slot site, 1 a site whose keys can hash to different slots, 2 error."
 )]
 pub struct CodeArgs {
     /// Source files or directories (directories are walked as ripgrep does: .gitignore
@@ -44,6 +45,10 @@ pub struct CodeArgs {
     /// Write the report to this file instead of standard output (whole, or not at all)
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+
+    /// Worker threads (default: all cores)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub threads: Option<u16>,
 }
 
 /// Runs `keyplan code`.
@@ -57,9 +62,8 @@ pub fn run(args: CodeArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
             .into());
         }
     }
-    let python = Profile::builtin("python");
-    let javascript = Profile::builtin("javascript");
-    let (files, errors) = walk(&args.paths, &["py", "js", "mjs", "cjs", "jsx"]);
+    let readers = Readers::builtin();
+    let (files, errors) = walk(&args.paths, Language::EXTENSIONS);
     let mut report = CodeReport::default();
     for (root, why) in errors {
         report.skipped.push(Skipped {
@@ -72,25 +76,34 @@ pub fn run(args: CodeArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
         super::progress::Unit::Steps,
         Some(files.len() as u64),
     );
-    for f in files {
-        progress.inc(1);
-        let text = match read_source(&f.path) {
-            Ok(t) => t,
-            Err(why) => {
-                report.skipped.push(Skipped {
-                    file: f.shown,
-                    reason: why.to_string(),
-                });
-                continue;
+    // Files are read and parsed on every core; results are kept in the walk's order.
+    let next = AtomicUsize::new(0);
+    let mut results: Vec<Option<Result<FileFindings, String>>> = vec![None; files.len()];
+    let workers = threads(args.threads).min(files.len()).max(1);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut done = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(f) = files.get(i) else { break };
+                        done.push((i, scan_file(&readers, f)));
+                        progress.inc(1);
+                    }
+                    done
+                })
+            })
+            .collect();
+        for h in handles {
+            for (i, r) in h.join().expect("invariant: a file scan does not panic") {
+                results[i] = Some(r);
             }
-        };
-        let python_file = f.path.extension().is_some_and(|e| e == "py");
-        let scanned = if python_file {
-            crate::code::python::scan(&text, &python).map_err(|e| e.to_string())
-        } else {
-            crate::code::javascript::scan(&text, &javascript).map_err(|e| e.to_string())
-        };
-        match scanned {
+        }
+    });
+    progress.finish();
+    for (f, r) in files.into_iter().zip(results) {
+        match r.expect("invariant: every file was scanned") {
             Ok(findings) => {
                 report.scanned += 1;
                 if !findings.keys.is_empty() || !findings.sites.is_empty() {
@@ -106,7 +119,6 @@ pub fn run(args: CodeArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
             }),
         }
     }
-    progress.finish();
     let format = args.format;
     ctx.write_to(args.output.as_ref(), |out, layout| {
         render(&report, format, out, layout).context("writing the report")
@@ -116,4 +128,13 @@ pub fn run(args: CodeArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     } else {
         ExitStatus::Clean
     })
+}
+
+/// One file read and scanned, or why not.
+fn scan_file(readers: &Readers, f: &SourceFile) -> Result<FileFindings, String> {
+    let text = read_source(&f.path).map_err(|e| e.to_string())?;
+    let ext = f.path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    let language = Language::of_extension(ext)
+        .ok_or_else(|| format!("not a language keyplan code reads (.{ext})"))?;
+    readers.scan(language, &text)
 }

@@ -1,5 +1,7 @@
-//! JavaScript source: ioredis and node-redis calls and the keys they send, read from the
-//! syntax tree (tree-sitter's JavaScript grammar).
+//! JavaScript and TypeScript source: ioredis and node-redis calls and the keys they send, read
+//! from the syntax tree (tree-sitter's JavaScript grammar, or its TypeScript and TSX grammars,
+//! whose expressions are JavaScript's with types around them: annotations, `x as T`, `x!`,
+//! `<T>x` are looked through).
 //!
 //! Keys are followed through string literals, template literals, concatenation, local
 //! variables, module constants and helper functions of the same file (arrow functions and
@@ -17,17 +19,39 @@ use tree_sitter::{Node, Parser};
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ParseError {
     /// The parser gave up.
-    #[error("the JavaScript parser gave up on it")]
-    NoTree,
+    #[error("the {0:?} parser gave up on it")]
+    NoTree(Dialect),
 }
 
-/// The findings of one JavaScript file under `profiles`.
-pub fn scan(text: &str, profiles: &[Profile]) -> Result<FileFindings, ParseError> {
+/// Which grammar a file is read with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    /// `.js`, `.mjs`, `.cjs`, `.jsx`.
+    JavaScript,
+    /// `.ts`, `.mts`, `.cts`.
+    TypeScript,
+    /// `.tsx`.
+    Tsx,
+}
+
+/// The findings of one JavaScript or TypeScript file under `profiles`.
+pub fn scan(
+    text: &str,
+    profiles: &[Profile],
+    dialect: Dialect,
+) -> Result<FileFindings, ParseError> {
     let mut parser = Parser::new();
+    let language: tree_sitter::Language = match dialect {
+        Dialect::JavaScript => tree_sitter_javascript::LANGUAGE.into(),
+        Dialect::TypeScript => tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
+        Dialect::Tsx => tree_sitter_typescript::LANGUAGE_TSX.into(),
+    };
     parser
-        .set_language(&tree_sitter_javascript::LANGUAGE.into())
+        .set_language(&language)
         .expect("invariant: the grammar matches the tree-sitter version");
-    let tree = parser.parse(text, None).ok_or(ParseError::NoTree)?;
+    let tree = parser
+        .parse(text, None)
+        .ok_or(ParseError::NoTree(dialect))?;
     let mut s = Scanner {
         src: text.as_bytes(),
         text,
@@ -137,6 +161,10 @@ impl<'s, 't> Scanner<'s, 't> {
                 "assignment_pattern" => p
                     .child_by_field_name("left")
                     .map_or(String::new(), |l| self.t(l).to_string()),
+                // TypeScript: `uid: string`, `uid?: string`, `uid = 1`.
+                "required_parameter" | "optional_parameter" => p
+                    .child_by_field_name("pattern")
+                    .map_or(String::new(), |l| self.t(l).to_string()),
                 _ => self.t(p).to_string(),
             })
             .collect()
@@ -194,8 +222,15 @@ impl<'s, 't> Scanner<'s, 't> {
         }
     }
 
-    /// Whether `call` makes a pipeline, and whether it is MULTI/EXEC.
-    fn pipe_call(&self, call: Node<'_>) -> Option<bool> {
+    /// Whether `call` makes a pipeline, and whether it is MULTI/EXEC (through parentheses
+    /// and TypeScript's casts).
+    fn pipe_call(&self, mut call: Node<'_>) -> Option<bool> {
+        while call.kind() == "parenthesized_expression" || typed(call.kind()) {
+            call = match call.kind() {
+                "parenthesized_expression" => call.named_child(0)?,
+                _ => untyped(call)?,
+            };
+        }
         if call.kind() != "call_expression" {
             return None;
         }
@@ -237,6 +272,7 @@ impl<'s, 't> Scanner<'s, 't> {
                     r = self.method(r)?.0;
                 }
                 "await_expression" | "parenthesized_expression" => r = r.named_child(0)?,
+                k if typed(k) => r = untyped(r)?,
                 _ => return None,
             }
         }
@@ -676,6 +712,10 @@ impl<'s, 't> Scanner<'s, 't> {
                 t
             }
             "number" => Template::lit(self.t(n)),
+            k if typed(k) => untyped(n).map_or_else(
+                || Template::var(self.short(n)),
+                |c| self.template(c, depth + 1),
+            ),
             "parenthesized_expression" => n.named_child(0).map_or_else(
                 || Template::var(self.short(n)),
                 |c| self.template(c, depth + 1),
@@ -745,6 +785,27 @@ impl<'s, 't> Scanner<'s, 't> {
         syntax::bind(body, &params, |i| {
             args.get(i).map(|a| self.template(*a, depth + 1))
         })
+    }
+}
+
+/// TypeScript's expressions with a type around them: `x as T`, `x!`, `x satisfies T`, `<T>x`.
+fn typed(kind: &str) -> bool {
+    matches!(
+        kind,
+        "as_expression" | "non_null_expression" | "satisfies_expression" | "type_assertion"
+    )
+}
+
+/// The expression inside a [`typed`] one.
+fn untyped(n: Node<'_>) -> Option<Node<'_>> {
+    let mut cur = n.walk();
+    let mut exprs = n
+        .named_children(&mut cur)
+        .filter(|c| !c.kind().ends_with("type") && c.kind() != "type_arguments");
+    match n.kind() {
+        // `<T>x`: the type comes first.
+        "type_assertion" => exprs.last(),
+        _ => exprs.next(),
     }
 }
 
@@ -876,7 +937,7 @@ mod tests {
     use crate::code::Verdict;
 
     fn scan_js(src: &str) -> FileFindings {
-        scan(src, &Profile::builtin("javascript")).unwrap()
+        scan(src, &Profile::builtin("javascript"), Dialect::JavaScript).unwrap()
     }
 
     fn texts(s: &Site) -> Vec<String> {
@@ -926,6 +987,41 @@ async function load(id) {
         assert!(matches!(f.sites[4].verdict(), Verdict::OneSlot(_)));
         assert!(matches!(f.sites[5].verdict(), Verdict::CrossSlot(_)));
         assert!(f.keys.iter().all(|k| k.template.text() != "not-a-key"));
+    }
+
+    #[test]
+    fn typescript_looks_through_types() {
+        let src = r#"
+import Redis from "ioredis";
+const redis: Redis = new Redis();
+const PREFIX: string = "shop";
+function cartKey(uid: string, kind?: string): string {
+  return `${PREFIX}:cart:${uid}:${kind}`;
+}
+export async function load(uid: string): Promise<void> {
+  await redis.mget(cartKey(uid, "a"), `user:${uid}` as string);
+  const p = (redis.pipeline() as any)!;
+  p.get(`o:{${uid}}:a`!);
+  p.get(`o:{${uid}}:b` satisfies string);
+  await p.exec();
+}
+"#;
+        for dialect in [Dialect::TypeScript, Dialect::Tsx] {
+            let f = scan(src, &Profile::builtin("javascript"), dialect).unwrap();
+            let ops: Vec<&str> = f.sites.iter().map(|s| s.op.as_str()).collect();
+            assert_eq!(ops, ["MGET", "GET GET"], "{dialect:?}: {:?}", f.sites);
+            assert_eq!(texts(&f.sites[0]), ["shop:cart:<uid>:a", "user:<uid>"]);
+            assert!(matches!(f.sites[0].verdict(), Verdict::CrossSlot(_)));
+            assert!(matches!(f.sites[1].verdict(), Verdict::OneSlot(_)));
+        }
+        // `<T>x` is TypeScript's older cast (JSX in .tsx).
+        let f = scan(
+            "redis.mget(<string>`a:${id}`, <string>`b:${id}`);",
+            &Profile::builtin("javascript"),
+            Dialect::TypeScript,
+        )
+        .unwrap();
+        assert_eq!(texts(&f.sites[0]), ["a:<id>", "b:<id>"]);
     }
 
     #[test]

@@ -4,14 +4,83 @@
 //!
 //! Which calls matter is data: one client profile per library (`rules/code/*.yml`) names its
 //! multi-key methods, how it makes and runs pipelines, and its script calls. The parsers
-//! ([`python`]) turn one file's text into [`FileFindings`]; nothing here reads files.
+//! ([`python`], [`javascript`]) turn one file's text into [`FileFindings`]; nothing here reads files.
 
 pub mod javascript;
 pub mod profile;
 pub mod python;
 mod syntax;
 
+use profile::Profile;
 use serde::Serialize;
+
+/// A language `keyplan code` reads, known by a file's extension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Language {
+    /// `.py`.
+    Python,
+    /// `.js`, `.mjs`, `.cjs`, `.jsx`, `.ts`, `.mts`, `.cts`, `.tsx`.
+    JavaScript(javascript::Dialect),
+}
+
+impl Language {
+    /// Every extension read.
+    pub const EXTENSIONS: &'static [&'static str] =
+        &["py", "js", "mjs", "cjs", "jsx", "ts", "mts", "cts", "tsx"];
+
+    /// The language of a file with extension `ext`.
+    pub fn of_extension(ext: &str) -> Option<Language> {
+        use javascript::Dialect;
+        Some(match ext {
+            "py" => Language::Python,
+            "js" | "mjs" | "cjs" | "jsx" => Language::JavaScript(Dialect::JavaScript),
+            "ts" | "mts" | "cts" => Language::JavaScript(Dialect::TypeScript),
+            "tsx" => Language::JavaScript(Dialect::Tsx),
+            _ => return None,
+        })
+    }
+
+    /// The `language:` of the client profiles that apply.
+    pub fn profile_language(self) -> &'static str {
+        match self {
+            Language::Python => "python",
+            Language::JavaScript(_) => "javascript",
+        }
+    }
+}
+
+/// The readers of every language, each with its client profiles.
+#[derive(Debug, Clone)]
+pub struct Readers {
+    /// Profiles by their `language:`.
+    profiles: std::collections::BTreeMap<String, Vec<Profile>>,
+}
+
+impl Readers {
+    /// The built-in client profiles.
+    pub fn builtin() -> Readers {
+        let mut profiles: std::collections::BTreeMap<String, Vec<Profile>> = Default::default();
+        for (f, t) in profile::BUILTIN {
+            let p = Profile::parse(f, t).expect("invariant: built-in profiles parse");
+            profiles.entry(p.language.clone()).or_default().push(p);
+        }
+        Readers { profiles }
+    }
+
+    /// The findings of one file's `text` in `language`, or why it could not be read.
+    pub fn scan(&self, language: Language, text: &str) -> Result<FileFindings, String> {
+        let profiles = self
+            .profiles
+            .get(language.profile_language())
+            .map_or(&[][..], Vec::as_slice);
+        match language {
+            Language::Python => python::scan(text, profiles).map_err(|e| e.to_string()),
+            Language::JavaScript(d) => {
+                javascript::scan(text, profiles, d).map_err(|e| e.to_string())
+            }
+        }
+    }
+}
 
 /// One piece of a key template.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]

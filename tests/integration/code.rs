@@ -178,9 +178,60 @@ fn real_npm_package_sites() {
     assert_eq!(v["skipped"].as_array().unwrap().len(), 0);
 }
 
+/// connect-redis 9.0.0 from npm (`.ci/run` installs it and exports KEYPLAN_CONNECT_REDIS): its
+/// TypeScript source, `index.ts`, read with the node-redis profile. Read in the source: a
+/// session's key is the store's prefix and the session id; `clear()` deletes and `all()`
+/// fetches every session key in one command, from a list found by SCAN at runtime (in a
+/// cluster, keys of many slots).
+fn real_typescript_package_sites() {
+    let Some(dir) = std::env::var_os("KEYPLAN_CONNECT_REDIS") else {
+        crate::support::not_run("KEYPLAN_CONNECT_REDIS (connect-redis 9.0.0 from npm) is not set");
+        return;
+    };
+    let dir = std::path::Path::new(&dir);
+    let pkg: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("package.json")).unwrap()).unwrap();
+    if pkg["version"] != "9.0.0" {
+        crate::support::not_run(format!(
+            "connect-redis {} is installed; these lines are 9.0.0's",
+            pkg["version"]
+        ));
+        return;
+    }
+    let (code, v) = sites_of(&dir.join("index.ts"));
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(
+        summary(&v),
+        [
+            (102, "DEL".to_string(), Value::from("depends")),
+            (138, "MGET".to_string(), Value::from("depends")),
+        ]
+    );
+    let keys: Vec<(u64, &str)> = v["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| (k["line"].as_u64().unwrap(), k["template"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            (50, "<this.prefix><sid>"),
+            (64, "<this.prefix><sid>"),
+            (66, "<this.prefix><sid>"),
+            (81, "<this.prefix><sid>"),
+            (91, "<this.prefix><sid>"),
+        ]
+    );
+}
+
 /// This module's tests, run by the harness in `main.rs`.
 pub(crate) const TESTS: &[crate::support::Test] = &[
     ("fixture_sites_and_verdicts", fixture_sites_and_verdicts),
     ("real_library_sites", real_library_sites),
     ("real_npm_package_sites", real_npm_package_sites),
+    (
+        "real_typescript_package_sites",
+        real_typescript_package_sites,
+    ),
 ];
