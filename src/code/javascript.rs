@@ -532,6 +532,11 @@ impl<'s, 't> Scanner<'s, 't> {
         match how {
             ArgShape::None => {}
             ArgShape::Args => return self.line_keys(cmd, args),
+            ArgShape::SkipFirst => {
+                for a in args.iter().skip(1) {
+                    self.list_into(*a, &mut keys);
+                }
+            }
             ArgShape::Mapping => match args.first() {
                 Some(o) if o.kind() == "object" => {
                     let mut cur = o.walk();

@@ -6,6 +6,7 @@
 //! multi-key methods, how it makes and runs pipelines, and its script calls. The parsers
 //! ([`python`], [`javascript`]) turn one file's text into [`FileFindings`]; nothing here reads files.
 
+pub mod golang;
 pub mod javascript;
 pub mod profile;
 pub mod python;
@@ -21,12 +22,15 @@ pub enum Language {
     Python,
     /// `.js`, `.mjs`, `.cjs`, `.jsx`, `.ts`, `.mts`, `.cts`, `.tsx`.
     JavaScript(javascript::Dialect),
+    /// `.go`.
+    Go,
 }
 
 impl Language {
     /// Every extension read.
-    pub const EXTENSIONS: &'static [&'static str] =
-        &["py", "js", "mjs", "cjs", "jsx", "ts", "mts", "cts", "tsx"];
+    pub const EXTENSIONS: &'static [&'static str] = &[
+        "py", "js", "mjs", "cjs", "jsx", "ts", "mts", "cts", "tsx", "go",
+    ];
 
     /// The language of a file with extension `ext`.
     pub fn of_extension(ext: &str) -> Option<Language> {
@@ -36,6 +40,7 @@ impl Language {
             "js" | "mjs" | "cjs" | "jsx" => Language::JavaScript(Dialect::JavaScript),
             "ts" | "mts" | "cts" => Language::JavaScript(Dialect::TypeScript),
             "tsx" => Language::JavaScript(Dialect::Tsx),
+            "go" => Language::Go,
             _ => return None,
         })
     }
@@ -45,6 +50,7 @@ impl Language {
         match self {
             Language::Python => "python",
             Language::JavaScript(_) => "javascript",
+            Language::Go => "go",
         }
     }
 }
@@ -78,6 +84,7 @@ impl Readers {
             Language::JavaScript(d) => {
                 javascript::scan(text, profiles, d).map_err(|e| e.to_string())
             }
+            Language::Go => golang::scan(text, profiles).map_err(|e| e.to_string()),
         }
     }
 }

@@ -14,6 +14,11 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "node-redis.yml",
         include_str!("../../rules/code/node-redis.yml"),
     ),
+    (
+        "go-redis.yml",
+        include_str!("../../rules/code/go-redis.yml"),
+    ),
+    ("redigo.yml", include_str!("../../rules/code/redigo.yml")),
 ];
 
 /// How a method's arguments carry its keys.
@@ -30,6 +35,8 @@ pub enum ArgShape {
     DestList,
     /// An operation, a destination key, then keys (BITOP).
     OpDestList,
+    /// One argument that is no key (go-redis's `BLPop(ctx, timeout, keys...)`), then keys.
+    SkipFirst,
     /// No key (PUBLISH's channel is routed, but it is no key).
     None,
 }
@@ -62,6 +69,18 @@ pub struct PipelineCalls {
     /// Methods that send what was queued without MULTI, however it was made.
     #[serde(default)]
     pub run_plain: Vec<String>,
+    /// Methods taking a function (a block in Ruby) whose first parameter is a pipeline: what
+    /// the function queues on it is sent when it returns (go-redis `Pipelined`, redis-rb
+    /// `pipelined`).
+    #[serde(default)]
+    pub block: Vec<String>,
+    /// The same, in MULTI/EXEC (go-redis `TxPipelined`, redis-rb `multi`).
+    #[serde(default)]
+    pub block_atomic: Vec<String>,
+    /// Methods that queue a raw command (name first) on the connection itself, sent by a
+    /// `run` method or by a raw EXEC (redigo's `Send`, then `Flush` or `Do("EXEC")`).
+    #[serde(default)]
+    pub queue_raw: Vec<String>,
 }
 
 /// How a client runs Lua scripts.
@@ -73,6 +92,21 @@ pub struct ScriptCalls {
     /// Methods taking (script, { keys: […] }).
     #[serde(default)]
     pub eval_options: Vec<String>,
+    /// Methods taking (script, a list of keys, arguments…) (go-redis `Eval`, Jedis
+    /// `eval(script, keys, args)`).
+    #[serde(default)]
+    pub eval_list: Vec<String>,
+    /// Functions that make a script object: `NewScript(src)` (keys given to each run as a
+    /// list) or `NewScript(keyCount, src)` (the first keyCount arguments of a run are keys).
+    #[serde(default)]
+    pub new_script: Vec<String>,
+    /// A script object's methods taking (context, client, keys list, arguments…).
+    #[serde(default)]
+    pub run_list: Vec<String>,
+    /// A script object's methods taking (connection, keys…, arguments…), with the key count
+    /// given when it was made.
+    #[serde(default)]
+    pub run_counted: Vec<String>,
     /// The method that defines a command from a script and its `numberOfKeys`.
     #[serde(default)]
     pub define: Option<String>,
@@ -98,6 +132,9 @@ pub struct Profile {
     /// out as the command line.
     #[serde(default)]
     pub any_command: bool,
+    /// Whether every command method takes a context first, which is no key (go-redis v8+).
+    #[serde(default)]
+    pub context_first: bool,
     /// Methods taking a raw command (name first).
     pub raw: Vec<String>,
     /// Methods that send one command, by name.

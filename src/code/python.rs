@@ -527,6 +527,11 @@ impl<'s, 't> Scanner<'s, 't> {
         let args = positional(call);
         match how {
             ArgShape::None => {}
+            ArgShape::SkipFirst => {
+                for a in args.iter().skip(1) {
+                    self.list_into(*a, &mut keys);
+                }
+            }
             ArgShape::Mapping => {
                 if let Some(a) = args.first() {
                     if a.kind() == "dictionary" {

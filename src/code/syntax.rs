@@ -137,3 +137,80 @@ pub(super) fn unescape(e: &str) -> String {
         other => other.to_string(),
     }
 }
+
+/// Records the keys one command sends (`op`, at `at`) and either queues it on `pipe` (with
+/// whether it is queued in a loop the pipeline was made outside) or, when it stands alone and
+/// sends several keys, a script or keys not known, makes it a site.
+pub(super) fn emit(
+    out: &mut super::FileFindings,
+    at: Position,
+    kind: SiteKind,
+    op: &str,
+    keys: CallKeys,
+    pipe: Option<(&mut Pipe, bool)>,
+) {
+    for k in &keys.keys {
+        out.keys.push(super::KeyUse {
+            template: k.clone(),
+            at,
+            how: op.to_string(),
+        });
+    }
+    match pipe {
+        Some((p, in_loop)) => p.queue(op, keys, in_loop),
+        None if kind == SiteKind::Script || keys.keys.len() > 1 || keys.unknown.is_some() => {
+            out.sites.push(Site {
+                at,
+                kind,
+                op: op.to_string(),
+                keys: keys.keys,
+                unknown: keys.unknown,
+            })
+        }
+        None => {}
+    }
+}
+
+/// Whether a loop (a node of a kind in `loops`) lies around `call` but not around the code
+/// between bytes `made` that made the pipeline.
+pub(super) fn in_loop_since(call: Node<'_>, made: (usize, usize), loops: &[&str]) -> bool {
+    let mut n = call;
+    while let Some(p) = n.parent() {
+        if loops.contains(&p.kind()) {
+            return !(p.start_byte() <= made.0 && made.1 <= p.end_byte());
+        }
+        n = p;
+    }
+    false
+}
+
+/// The command a printf-style format makes: each `%` verb takes the next argument's template
+/// (`%%` is a percent sign); `None` when the verbs and arguments do not line up.
+pub(super) fn printf(format: &str, mut next: impl FnMut() -> Option<Template>) -> Option<Template> {
+    let mut t = Template::default();
+    let mut chars = format.chars().peekable();
+    let mut lit = String::new();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            lit.push(c);
+            continue;
+        }
+        if chars.peek() == Some(&'%') {
+            chars.next();
+            lit.push('%');
+            continue;
+        }
+        // Flags, width, precision, then the verb letter.
+        while chars
+            .peek()
+            .is_some_and(|c| !c.is_ascii_alphabetic() && *c != '%')
+        {
+            chars.next();
+        }
+        chars.next()?;
+        t.push_lit(&std::mem::take(&mut lit));
+        t.push(next()?);
+    }
+    t.push_lit(&lit);
+    Some(t)
+}

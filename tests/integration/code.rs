@@ -225,6 +225,50 @@ fn real_typescript_package_sites() {
     );
 }
 
+/// redisc 1.1.7 (a Redis Cluster client for redigo), Go source from Debian's
+/// golang-github-mna-redisc-dev (`.ci/run` unpacks it and exports KEYPLAN_GO_REDISC). Its own
+/// tests state what the cluster answers: a script run over `scr{a}1` and `scr{b}2` must fail
+/// with CROSSSLOT (cluster_test.go:484), and the same script over `scr{a}1`/`scr{a}2`, a
+/// MULTI/EXEC of two `tr{a}` keys and their MGET succeed.
+fn real_go_package_sites() {
+    let Some(dir) = std::env::var_os("KEYPLAN_GO_REDISC") else {
+        crate::support::not_run(
+            "KEYPLAN_GO_REDISC (redisc 1.1.7 from Debian's golang-github-mna-redisc-dev) is not set",
+        );
+        return;
+    };
+    let (code, v) = sites_of(std::path::Path::new(&dir));
+    assert_eq!(code, 1, "{v}");
+    let at = |file: &str, line: u64| {
+        v["sites"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["file"] == file && s["line"] == line)
+            .cloned()
+            .unwrap_or_else(|| panic!("no site at {file}:{line}: {}", v["sites"]))
+    };
+    let s = at("cluster_test.go", 484);
+    assert_eq!(
+        (s["op"].as_str(), &s["cross_slot"]),
+        (Some("EVALSHA"), &Value::from(true))
+    );
+    let s = at("cluster_test.go", 408);
+    assert_eq!(s["kind"], "transaction", "{s}");
+    assert_eq!(s["op"], "SET SET", "{s}");
+    assert_eq!(s["cross_slot"], false, "{s}");
+    for line in [411, 472, 477] {
+        assert_eq!(at("cluster_test.go", line)["cross_slot"], false);
+    }
+    let cross: Vec<&Value> = v["sites"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["cross_slot"] == true)
+        .collect();
+    assert_eq!(cross.len(), 1, "{cross:?}");
+}
+
 /// This module's tests, run by the harness in `main.rs`.
 pub(crate) const TESTS: &[crate::support::Test] = &[
     ("fixture_sites_and_verdicts", fixture_sites_and_verdicts),
@@ -234,4 +278,5 @@ pub(crate) const TESTS: &[crate::support::Test] = &[
         "real_typescript_package_sites",
         real_typescript_package_sites,
     ),
+    ("real_go_package_sites", real_go_package_sites),
 ];
