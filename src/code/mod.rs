@@ -10,6 +10,7 @@ pub mod golang;
 pub mod javascript;
 pub mod profile;
 pub mod python;
+pub mod ruby;
 mod syntax;
 
 use profile::Profile;
@@ -24,12 +25,14 @@ pub enum Language {
     JavaScript(javascript::Dialect),
     /// `.go`.
     Go,
+    /// `.rb`.
+    Ruby,
 }
 
 impl Language {
     /// Every extension read.
     pub const EXTENSIONS: &'static [&'static str] = &[
-        "py", "js", "mjs", "cjs", "jsx", "ts", "mts", "cts", "tsx", "go",
+        "py", "js", "mjs", "cjs", "jsx", "ts", "mts", "cts", "tsx", "go", "rb",
     ];
 
     /// The language of a file with extension `ext`.
@@ -41,6 +44,7 @@ impl Language {
             "ts" | "mts" | "cts" => Language::JavaScript(Dialect::TypeScript),
             "tsx" => Language::JavaScript(Dialect::Tsx),
             "go" => Language::Go,
+            "rb" => Language::Ruby,
             _ => return None,
         })
     }
@@ -51,6 +55,7 @@ impl Language {
             Language::Python => "python",
             Language::JavaScript(_) => "javascript",
             Language::Go => "go",
+            Language::Ruby => "ruby",
         }
     }
 }
@@ -85,6 +90,7 @@ impl Readers {
                 javascript::scan(text, profiles, d).map_err(|e| e.to_string())
             }
             Language::Go => golang::scan(text, profiles).map_err(|e| e.to_string()),
+            Language::Ruby => ruby::scan(text, profiles).map_err(|e| e.to_string()),
         }
     }
 }

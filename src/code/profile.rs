@@ -19,6 +19,14 @@ pub const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../rules/code/go-redis.yml"),
     ),
     ("redigo.yml", include_str!("../../rules/code/redigo.yml")),
+    (
+        "redis-rb.yml",
+        include_str!("../../rules/code/redis-rb.yml"),
+    ),
+    (
+        "redis-client.yml",
+        include_str!("../../rules/code/redis-client.yml"),
+    ),
 ];
 
 /// How a method's arguments carry its keys.

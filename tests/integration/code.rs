@@ -269,6 +269,51 @@ fn real_go_package_sites() {
     assert_eq!(cross.len(), 1, "{cross:?}");
 }
 
+/// Sidekiq 6.4.1, Ruby source from Debian's ruby-sidekiq (`.ci/run` unpacks it and exports
+/// KEYPLAN_RUBY_SIDEKIQ), read with the redis-rb profile. Sidekiq does not run on Redis
+/// Cluster; read in its source, the reasons are these transactions over keys of different
+/// slots: a process's heartbeat adds it to `processes` and writes its own hash in one MULTI
+/// (launcher.rb:164), and clearing a queue unlinks `queue:NAME` and removes it from `queues`
+/// in one MULTI (api.rb:290). A fetch pops from every queue in one BRPOP (fetch.rb:47, a
+/// runtime list), and the scheduler's script takes its keys from its caller (scheduled.rb:55).
+fn real_ruby_package_sites() {
+    let Some(dir) = std::env::var_os("KEYPLAN_RUBY_SIDEKIQ") else {
+        crate::support::not_run(
+            "KEYPLAN_RUBY_SIDEKIQ (sidekiq 6.4.1 from Debian's ruby-sidekiq) is not set",
+        );
+        return;
+    };
+    let (code, v) = sites_of(std::path::Path::new(&dir));
+    assert_eq!(code, 1, "{v}");
+    let at = |file: &str, line: u64| {
+        v["sites"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["file"] == file && s["line"] == line)
+            .cloned()
+            .unwrap_or_else(|| panic!("no site at {file}:{line}: {}", v["sites"]))
+    };
+    for (file, line, op) in [
+        ("lib/sidekiq/launcher.rb", 164, "SADD HMSET EXPIRE RPOP"),
+        ("lib/sidekiq/api.rb", 290, "UNLINK SREM"),
+    ] {
+        let s = at(file, line);
+        assert_eq!(s["op"], op, "{s}");
+        assert_eq!(s["kind"], "transaction", "{s}");
+        assert_eq!(s["cross_slot"], true, "{s}");
+    }
+    let s = at("lib/sidekiq/fetch.rb", 47);
+    assert_eq!(
+        (s["op"].as_str(), &s["cross_slot"]),
+        (Some("BRPOP"), &Value::from("depends"))
+    );
+    let s = at("lib/sidekiq/scheduled.rb", 55);
+    assert_eq!(s["kind"], "script", "{s}");
+    assert_eq!(s["cross_slot"], "depends", "{s}");
+    assert_eq!(v["skipped"].as_array().unwrap().len(), 0);
+}
+
 /// This module's tests, run by the harness in `main.rs`.
 pub(crate) const TESTS: &[crate::support::Test] = &[
     ("fixture_sites_and_verdicts", fixture_sites_and_verdicts),
@@ -279,4 +324,5 @@ pub(crate) const TESTS: &[crate::support::Test] = &[
         real_typescript_package_sites,
     ),
     ("real_go_package_sites", real_go_package_sites),
+    ("real_ruby_package_sites", real_ruby_package_sites),
 ];
