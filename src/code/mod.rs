@@ -7,6 +7,7 @@
 //! ([`python`], [`javascript`]) turn one file's text into [`FileFindings`]; nothing here reads files.
 
 pub mod golang;
+pub mod java;
 pub mod javascript;
 pub mod profile;
 pub mod python;
@@ -27,12 +28,14 @@ pub enum Language {
     Go,
     /// `.rb`.
     Ruby,
+    /// `.java`.
+    Java,
 }
 
 impl Language {
     /// Every extension read.
     pub const EXTENSIONS: &'static [&'static str] = &[
-        "py", "js", "mjs", "cjs", "jsx", "ts", "mts", "cts", "tsx", "go", "rb",
+        "py", "js", "mjs", "cjs", "jsx", "ts", "mts", "cts", "tsx", "go", "rb", "java",
     ];
 
     /// The language of a file with extension `ext`.
@@ -45,6 +48,7 @@ impl Language {
             "tsx" => Language::JavaScript(Dialect::Tsx),
             "go" => Language::Go,
             "rb" => Language::Ruby,
+            "java" => Language::Java,
             _ => return None,
         })
     }
@@ -56,6 +60,7 @@ impl Language {
             Language::JavaScript(_) => "javascript",
             Language::Go => "go",
             Language::Ruby => "ruby",
+            Language::Java => "java",
         }
     }
 }
@@ -91,6 +96,7 @@ impl Readers {
             }
             Language::Go => golang::scan(text, profiles).map_err(|e| e.to_string()),
             Language::Ruby => ruby::scan(text, profiles).map_err(|e| e.to_string()),
+            Language::Java => java::scan(text, profiles).map_err(|e| e.to_string()),
         }
     }
 }

@@ -27,6 +27,16 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "redis-client.yml",
         include_str!("../../rules/code/redis-client.yml"),
     ),
+    ("jedis.yml", include_str!("../../rules/code/jedis.yml")),
+    ("lettuce.yml", include_str!("../../rules/code/lettuce.yml")),
+    (
+        "spring-data-redis.yml",
+        include_str!("../../rules/code/spring-data-redis.yml"),
+    ),
+    (
+        "redisson.yml",
+        include_str!("../../rules/code/redisson.yml"),
+    ),
 ];
 
 /// How a method's arguments carry its keys.
@@ -89,6 +99,10 @@ pub struct PipelineCalls {
     /// `run` method or by a raw EXEC (redigo's `Send`, then `Flush` or `Do("EXEC")`).
     #[serde(default)]
     pub queue_raw: Vec<String>,
+    /// Methods of a pipeline that name the object (its key) the work queued next is on
+    /// (Redisson's `batch.getBucket(name)`, `getMap(name)`…).
+    #[serde(default)]
+    pub objects: Vec<String>,
 }
 
 /// How a client runs Lua scripts.
