@@ -488,6 +488,9 @@ impl<'s, 't> Reader<'s, 't> {
 
     /// Keys from one argument: a key, a list or array literal, or a variable holding one.
     fn list_into(&self, a: Node<'t>, keys: &mut CallKeys) {
+        if a.kind() == "null_literal" {
+            return;
+        }
         if let Some(items) = items(a, self.src) {
             for i in items {
                 self.list_into(i, keys);
@@ -552,6 +555,10 @@ impl<'s, 't> Reader<'s, 't> {
             "character_literal" | "decimal_integer_literal" => {
                 Template::lit(self.t(n).trim_matches('\''))
             }
+            "array_initializer" | "array_creation_expression" => match byte_values(n, self.src) {
+                Some(bytes) => Template::lit(bytes),
+                None => Template::var(self.short(n)),
+            },
             "parenthesized_expression" => n.named_child(0).map_or_else(
                 || Template::var(self.short(n)),
                 |c| self.template(c, depth + 1),
@@ -684,7 +691,19 @@ impl<'s, 't> Reader<'s, 't> {
 /// `Arrays.asList(a, b)`, `List.of(a, b)`, `Set.of(a, b)`, `Stream.of(a, b)`; else `None`.
 fn items<'t>(n: Node<'t>, src: &[u8]) -> Option<Vec<Node<'t>>> {
     let list = match n.kind() {
-        "array_creation_expression" => n.child_by_field_name("value")?,
+        // `new byte[]{…}` is one binary key; `new String[]{…}`, `new byte[][]{…}` are lists.
+        "array_creation_expression" => {
+            let ty = n.child_by_field_name("type")?;
+            let dims = n.child_by_field_name("dimensions").map_or(0, |d| {
+                d.utf8_text(src).map_or(0, |t| t.matches('[').count())
+            });
+            if ty.kind() == "integral_type" && dims < 2 {
+                return None;
+            }
+            n.child_by_field_name("value")?
+        }
+        // `{ 0x01, 0x02 }`: the bytes of one binary key.
+        "array_initializer" if byte_values(n, src).is_some() => return None,
         "array_initializer" => n,
         "method_invocation" => {
             let on = n.child_by_field_name("object")?.utf8_text(src).ok()?;
@@ -707,6 +726,32 @@ fn items<'t>(n: Node<'t>, src: &[u8]) -> Option<Vec<Node<'t>>> {
     };
     let mut cur = list.walk();
     Some(list.named_children(&mut cur).collect())
+}
+
+/// The bytes of a binary key written as numbers (`{ 0x01, 0x02 }`, `new byte[]{ 1, 2 }`),
+/// when every one is ASCII (so the key's text hashes as its bytes do).
+fn byte_values(n: Node<'_>, src: &[u8]) -> Option<String> {
+    let list = match n.kind() {
+        "array_creation_expression" => n.child_by_field_name("value")?,
+        "array_initializer" => n,
+        _ => return None,
+    };
+    let mut cur = list.walk();
+    let mut out = String::new();
+    let mut any = false;
+    for c in list.named_children(&mut cur) {
+        let t = c.utf8_text(src).ok()?;
+        let v = match c.kind() {
+            "hex_integer_literal" => {
+                u32::from_str_radix(t.trim_start_matches("0x").trim_start_matches("0X"), 16).ok()?
+            }
+            "decimal_integer_literal" => t.parse().ok()?,
+            _ => return None,
+        };
+        out.push(char::from_u32(v).filter(char::is_ascii)?);
+        any = true;
+    }
+    any.then_some(out)
 }
 
 /// The last `name = value` (or declaration) before `before` under `scope`, not looking into
