@@ -635,12 +635,11 @@ impl<'s, 't> Reader<'s, 't> {
                 })
                 .unwrap_or_else(|| Template::var(self.short(n)))
             }
-            (Some("String" | "Integer" | "Long"), "valueOf" | "toString") => {
-                c.args.first().map_or_else(
-                    || Template::var(self.short(n)),
-                    |a| self.interpolated(*a, depth),
-                )
-            }
+            (Some("String" | "Integer" | "Long"), "valueOf" | "toString")
+            | (Some("SafeEncoder"), "encode") => c.args.first().map_or_else(
+                || Template::var(self.short(n)),
+                |a| self.interpolated(*a, depth),
+            ),
             (Some(_), "toString" | "getBytes" | "intern" | "toLowerCase" | "toUpperCase")
                 if c.method != "toLowerCase" && c.method != "toUpperCase" =>
             {
