@@ -53,7 +53,26 @@ pub struct CodeArgs {
 
 /// Runs `keyplan code`.
 pub fn run(args: CodeArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
-    for p in &args.paths {
+    let report = scan_paths(&args.paths, args.threads, ctx)?;
+    let format = args.format;
+    ctx.write_to(args.output.as_ref(), |out, layout| {
+        render(&report, format, out, layout).context("writing the report")
+    })?;
+    Ok(if report.cross_slot() > 0 {
+        ExitStatus::Findings
+    } else {
+        ExitStatus::Clean
+    })
+}
+
+/// Reads the source files under `paths` (on `threads` workers, in the walk's order) for the
+/// keys they build and their multi-key calls (`keyplan code`, `lint --code`).
+pub fn scan_paths(
+    paths: &[PathBuf],
+    threads_flag: Option<u16>,
+    ctx: &Ctx<'_>,
+) -> anyhow::Result<CodeReport> {
+    for p in paths {
         if !p.exists() {
             return Err(UserError::new(
                 format!("{}: no such file or directory", p.display()),
@@ -63,7 +82,7 @@ pub fn run(args: CodeArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
         }
     }
     let readers = Readers::builtin();
-    let (files, errors) = walk(&args.paths, Language::EXTENSIONS);
+    let (files, errors) = walk(paths, Language::EXTENSIONS);
     let mut report = CodeReport::default();
     for (root, why) in errors {
         report.skipped.push(Skipped {
@@ -76,10 +95,9 @@ pub fn run(args: CodeArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
         super::progress::Unit::Steps,
         Some(files.len() as u64),
     );
-    // Files are read and parsed on every core; results are kept in the walk's order.
     let next = AtomicUsize::new(0);
     let mut results: Vec<Option<Result<FileFindings, String>>> = vec![None; files.len()];
-    let workers = threads(args.threads).min(files.len()).max(1);
+    let workers = threads(threads_flag).min(files.len()).max(1);
     std::thread::scope(|scope| {
         let handles: Vec<_> = (0..workers)
             .map(|_| {
@@ -119,15 +137,7 @@ pub fn run(args: CodeArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
             }),
         }
     }
-    let format = args.format;
-    ctx.write_to(args.output.as_ref(), |out, layout| {
-        render(&report, format, out, layout).context("writing the report")
-    })?;
-    Ok(if report.cross_slot() > 0 {
-        ExitStatus::Findings
-    } else {
-        ExitStatus::Clean
-    })
+    Ok(report)
 }
 
 /// One file read and scanned, or why not.

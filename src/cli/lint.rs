@@ -6,7 +6,7 @@ use super::loaded::{Loaded, Target};
 use super::values::{FAIL_ON, Word, one_of};
 use crate::error::{ExitStatus, UserError};
 use crate::lint::rule::Severity;
-use crate::lint::{DumpLinter, LintSink, RuleSet, finish_sinks, lint_scheme, sort};
+use crate::lint::{DumpLinter, LintSink, RuleSet, finish_sinks, lint_code, lint_scheme, sort};
 use crate::report::lint::LintReport;
 use crate::report::render::{Format, render};
 use anyhow::Context as _;
@@ -42,7 +42,7 @@ const LINT_FORMATS: &[Word<Format>] = &[
 /// cannot be done (a bad scheme, rule or argument).
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  keyplan lint\n  keyplan lint --scheme keyplan.yaml --keys sample.txt\n  keyplan lint --format sarif > keyplan.sarif\n  keyplan lint --select KP3 --fail-on error"
+    after_help = "Examples:\n  keyplan lint\n  keyplan lint --scheme keyplan.yaml --keys sample.txt\n  keyplan lint --format sarif > keyplan.sarif\n  keyplan lint --select KP3 --fail-on error\n  keyplan lint --code src/ --format github"
 )]
 pub struct LintArgs {
     /// The key scheme [default: ./keyplan.yaml when it exists]
@@ -52,6 +52,11 @@ pub struct LintArgs {
     /// Key dumps to check ('-' for stdin); repeat for several
     #[arg(long = "keys", value_name = "FILE")]
     pub keys: Vec<PathBuf>,
+
+    /// Application source to check (files or directories, read as `keyplan code` reads
+    /// them: Python, JavaScript/TypeScript, Go, Ruby, Java); repeat for several
+    #[arg(long = "code", value_name = "PATH")]
+    pub code: Vec<PathBuf>,
 
     /// How dumps are read.
     #[command(flatten)]
@@ -145,10 +150,10 @@ impl RuleArgs {
 /// Runs `keyplan lint`.
 pub fn run(args: LintArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     let scheme_path = scheme_path(args.scheme.as_ref());
-    if scheme_path.is_none() && args.keys.is_empty() {
+    if scheme_path.is_none() && args.keys.is_empty() && args.code.is_empty() {
         return Err(UserError::new(
-            "nothing to lint: no --scheme, no keyplan.yaml here, and no --keys",
-            "pass --scheme keyplan.yaml and/or --keys dump.txt",
+            "nothing to lint: no --scheme, no keyplan.yaml here, no --keys and no --code",
+            "pass --scheme keyplan.yaml, --keys dump.txt and/or --code src/",
         )
         .into());
     }
@@ -183,6 +188,13 @@ pub fn run(args: LintArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
             });
             Ok(summary)
         })?;
+    if !args.code.is_empty() {
+        let report = super::code::scan_paths(&args.code, args.threads, ctx)?;
+        diags.extend(lint_code(rules, &report));
+        for s in &report.skipped {
+            writeln!(ctx.stderr, "note: {}: not read: {}", s.file, s.reason)?;
+        }
+    }
     sort(&mut diags);
     let report = LintReport {
         diags: &diags,

@@ -359,6 +359,62 @@ impl Site {
     }
 }
 
+impl Site {
+    /// How to put the keys on one slot without giving up what the site is: the value every
+    /// key shares, tagged in each (`user:{<uid>}:profile`); `None` when the keys share no
+    /// value or one of them is nothing but that value.
+    pub fn fix(&self) -> Option<String> {
+        let mut distinct: Vec<&Template> = Vec::new();
+        for k in &self.keys {
+            if !distinct.contains(&k) {
+                distinct.push(k);
+            }
+        }
+        let vars = |t: &Template| -> Vec<String> {
+            t.parts
+                .iter()
+                .filter_map(|p| match p {
+                    Part::Var(v) => Some(v.clone()),
+                    Part::Lit(_) => None,
+                })
+                .collect()
+        };
+        let shared = distinct.first().and_then(|first| {
+            vars(first)
+                .into_iter()
+                .find(|v| distinct.iter().all(|t| vars(t).contains(v)))
+        });
+        match shared {
+            Some(v) if distinct.iter().all(|t| t.parts.len() > 1) => {
+                let tagged: Vec<String> = distinct
+                    .iter()
+                    .take(3)
+                    .map(|t| {
+                        let mut s = String::new();
+                        let mut done = false;
+                        for p in &t.parts {
+                            match p {
+                                Part::Var(x) if *x == v && !done && t.tag().is_none() => {
+                                    s.push_str(&format!("{{<{x}>}}"));
+                                    done = true;
+                                }
+                                Part::Var(x) => s.push_str(&format!("<{x}>")),
+                                Part::Lit(l) => s.push_str(l),
+                            }
+                        }
+                        s
+                    })
+                    .collect();
+                Some(format!(
+                    "tag the value every key shares, <{v}>, in each key: {}",
+                    tagged.join(", ")
+                ))
+            }
+            _ => None,
+        }
+    }
+}
+
 /// Why a file was not read.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Skipped {

@@ -23,4 +23,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("KP503-dramatiq-on-cluster.yml", include_str!("../../rules/KP503-dramatiq-on-cluster.yml")),
     ("KP504-bullmq-without-hash-tag.yml", include_str!("../../rules/KP504-bullmq-without-hash-tag.yml")),
     ("KP505-bullmq-one-global-tag.yml", include_str!("../../rules/KP505-bullmq-one-global-tag.yml")),
+    ("KP601-code-cross-slot-call.yml", include_str!("../../rules/KP601-code-cross-slot-call.yml")),
+    ("KP602-code-cross-slot-pipeline.yml", include_str!("../../rules/KP602-code-cross-slot-pipeline.yml")),
+    ("KP603-code-keys-at-runtime.yml", include_str!("../../rules/KP603-code-keys-at-runtime.yml")),
 ];

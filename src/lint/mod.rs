@@ -8,7 +8,7 @@ pub mod builtin;
 pub(crate) mod checks;
 pub mod rule;
 
-pub use checks::{DumpLinter, LintSink, finish_sinks, lint_scheme};
+pub use checks::{DumpLinter, LintSink, finish_sinks, lint_code, lint_scheme};
 pub use rule::{RuleChoice, RuleError};
 use rule::{RuleSpec, Severity};
 use serde::Serialize;
@@ -300,8 +300,29 @@ pub fn check_examples(spec: &RuleSpec) -> ExampleOutcome {
                 scheme,
                 keys,
                 masters,
+                ..
             } => (scheme.clone(), keys.clone(), masters.unwrap_or(3)),
         };
+        if let rule::Example::Case {
+            code: Some(code),
+            language,
+            ..
+        } = ex
+        {
+            let ext = language.as_deref().unwrap_or("py");
+            let lang = crate::code::Language::of_extension(ext)
+                .ok_or_else(|| format!("no language with the extension .{ext}"))?;
+            let findings = crate::code::Readers::builtin().scan(lang, code)?;
+            let report = crate::code::CodeReport {
+                files: vec![crate::code::FileReport {
+                    file: format!("example.{ext}"),
+                    findings,
+                }],
+                skipped: Vec::new(),
+                scanned: 1,
+            };
+            return Ok(lint_code(&set, &report).len());
+        }
         let topo =
             Topology::Cluster(SlotMap::from_masters(masters as usize).map_err(|e| e.to_string())?);
         let scheme = match &scheme_text {

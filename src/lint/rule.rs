@@ -216,6 +216,25 @@ pub enum CheckKind {
         /// Which bytes.
         flag: BytesFlag,
     },
+    /// A call in application source that sends several keys at once (`keyplan code`,
+    /// `lint --code`), by its verdict and whether it is atomic.
+    CodeSite {
+        /// Which verdict is reported.
+        verdict: SiteVerdict,
+        /// Only atomic sites (`true`), only non-atomic ones (`false`), or both (absent).
+        #[serde(default)]
+        atomic: Option<bool>,
+    },
+}
+
+/// A code site's verdict a rule reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SiteVerdict {
+    /// Its keys can hash to different slots.
+    CrossSlot,
+    /// The code does not say (keys from a runtime list, a loop, a script declaring none).
+    Depends,
 }
 
 /// One example of a rule: a key, or a scheme and/or keys.
@@ -235,6 +254,12 @@ pub enum Example {
         /// Masters of the topology (default 3).
         #[serde(default)]
         masters: Option<u16>,
+        /// Application source (for code-site rules).
+        #[serde(default)]
+        code: Option<String>,
+        /// The source's file extension (`py`, `js`, `ts`, `go`, `rb`, `java`; default `py`).
+        #[serde(default)]
+        language: Option<String>,
     },
 }
 

@@ -39,7 +39,7 @@ const LAYERS: &[(&str, &str, &[&str], bool)] = &[
         "engine",
         "lint",
         &[
-            "error", "keys", "pattern", "scheme", "sketch", "skew", "slot", "topology",
+            "code", "error", "keys", "pattern", "scheme", "sketch", "skew", "slot", "topology",
         ],
         false,
     ),

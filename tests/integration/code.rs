@@ -314,9 +314,92 @@ fn real_ruby_package_sites() {
     assert_eq!(v["skipped"].as_array().unwrap().len(), 0);
 }
 
+/// `lint --code`: the same sites as lint findings, at their calls, in every lint format.
+fn lint_reads_code() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = keyplan()
+        .current_dir(dir)
+        .args([
+            "lint",
+            "--code",
+            "tests/fixtures/code/shop.py",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let found: Vec<(String, u64)> = v["diagnostics"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{v}"))
+        .iter()
+        .map(|d| {
+            (
+                d["code"].as_str().unwrap().to_string(),
+                d["line"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let want: Vec<(String, u64)> = [("KP601", 33), ("KP601", 41), ("KP603", 48), ("KP601", 52)]
+        .iter()
+        .map(|(c, l)| (c.to_string(), *l))
+        .collect();
+    assert_eq!(found, want);
+    let first = &v["diagnostics"][0];
+    assert_eq!(first["path"], "tests/fixtures/code/shop.py");
+    assert!(
+        first["help"]
+            .as_str()
+            .unwrap()
+            .contains("shop:cart:{<uid>}"),
+        "{first}"
+    );
+    // The atomic-only rule can be turned off; what is left is info, below --fail-on's default.
+    let out = keyplan()
+        .current_dir(dir)
+        .args([
+            "lint",
+            "--code",
+            "tests/fixtures/code/shop.py",
+            "--ignore",
+            "KP601",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let out = keyplan()
+        .current_dir(dir)
+        .args([
+            "lint",
+            "--code",
+            "tests/fixtures/code/shop.py",
+            "--format",
+            "github",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.starts_with("::error file=tests/fixtures/code/shop.py,line=33,col=12,title=KP601"),
+        "{text}"
+    );
+}
+
 /// This module's tests, run by the harness in `main.rs`.
 pub(crate) const TESTS: &[crate::support::Test] = &[
     ("fixture_sites_and_verdicts", fixture_sites_and_verdicts),
+    ("lint_reads_code", lint_reads_code),
     ("real_library_sites", real_library_sites),
     ("real_npm_package_sites", real_npm_package_sites),
     (

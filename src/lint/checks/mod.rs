@@ -3,6 +3,7 @@
 //! findings per rule and file are capped).
 
 mod cardinality_drift;
+mod code_site;
 mod cross_slot;
 mod fanout;
 mod hot_spot;
@@ -105,6 +106,11 @@ pub(crate) trait Check: std::any::Any + Send {
 
     /// Adds what `other` (the same check, fed other parts of the dump) saw.
     fn merge(&self, _other: &dyn Check) {}
+
+    /// A finding for one multi-key call found in application source.
+    fn site(&self, _site: &crate::code::Site) -> Found {
+        None
+    }
 }
 
 /// A finding of a key or dump check: its message and a hint, or `None`.
@@ -264,7 +270,30 @@ fn check_of(kind: &CheckKind) -> Box<dyn Check> {
         CheckKind::UnmatchedKey => Box::new(unmatched_key::UnmatchedKeyCheck),
         CheckKind::KeyLength { max } => Box::new(key_length::KeyLengthCheck { max: *max }),
         CheckKind::KeyBytes { flag } => Box::new(key_bytes::KeyBytesCheck(*flag)),
+        CheckKind::CodeSite { verdict, atomic } => Box::new(code_site::CodeSiteCheck {
+            verdict: *verdict,
+            atomic: *atomic,
+        }),
     }
+}
+
+/// Checks the multi-key calls `keyplan code` found in application source against the active
+/// rules; each finding is at the call, in its file.
+pub fn lint_code(rules: &RuleSet, report: &crate::code::CodeReport) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    for r in rules.active() {
+        let check = check_of(&r.spec.check);
+        for f in &report.files {
+            for s in &f.findings.sites {
+                if let Some((message, help)) = check.site(s) {
+                    let (line, column) = (s.at.line as u64, s.at.column as u64);
+                    out.push(diag(r, &f.file, line, column, message, help));
+                }
+            }
+        }
+    }
+    super::sort(&mut out);
+    out
 }
 
 impl Unmatched {
