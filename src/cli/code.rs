@@ -4,11 +4,12 @@
 use super::Ctx;
 use super::args::threads;
 use super::values::{Word, one_of};
-use crate::code::{CodeReport, FileFindings, FileReport, Language, Readers, Skipped};
+use crate::code::{CodeReport, FileFindings, FileReport, Globals, Language, Readers, Skipped};
 use crate::error::{ExitStatus, UserError};
-use crate::files::source::{SourceFile, read_source, walk};
+use crate::files::source::{read_source, walk};
 use crate::report::render::{Format, render};
 use anyhow::Context as _;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -90,38 +91,42 @@ pub fn scan_paths(
             reason: why,
         });
     }
+    let workers = threads(threads_flag);
     let progress = ctx.progress(
         "reading source",
         super::progress::Unit::Steps,
-        Some(files.len() as u64),
+        Some(2 * files.len() as u64),
     );
-    let next = AtomicUsize::new(0);
-    let mut results: Vec<Option<Result<FileFindings, String>>> = vec![None; files.len()];
-    let workers = threads(threads_flag).min(files.len()).max(1);
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..workers)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut done = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(f) = files.get(i) else { break };
-                        done.push((i, scan_file(&readers, f)));
-                        progress.inc(1);
-                    }
-                    done
-                })
-            })
-            .collect();
-        for h in handles {
-            for (i, r) in h.join().expect("invariant: a file scan does not panic") {
-                results[i] = Some(r);
-            }
-        }
+    // First what each file defines for the others (constants, key functions), then each
+    // file read with what the others of its language define.
+    let texts: Vec<Result<(Language, String), String>> = par_map(&files, workers, |f| {
+        let text = read_source(&f.path).map_err(|e| e.to_string())?;
+        let ext = f.path.extension().and_then(|e| e.to_str()).unwrap_or("");
+        let language = Language::of_extension(ext)
+            .ok_or_else(|| format!("not a language keyplan code reads (.{ext})"))?;
+        progress.inc(1);
+        Ok((language, text))
+    });
+    let exported: Vec<Option<(Language, Globals)>> = par_map(&texts, workers, |t| {
+        t.as_ref()
+            .ok()
+            .map(|(l, text)| (*l, readers.exports(*l, text)))
+    });
+    let mut globals: BTreeMap<&str, Globals> = BTreeMap::new();
+    for (l, g) in exported.into_iter().flatten() {
+        globals.entry(l.profile_language()).or_default().merge(g);
+    }
+    let none = Globals::default();
+    let results: Vec<Result<FileFindings, String>> = par_map(&texts, workers, |t| {
+        let (l, text) = t.as_ref().map_err(Clone::clone)?;
+        let g = globals.get(l.profile_language()).unwrap_or(&none);
+        let found = readers.scan(*l, text, g);
+        progress.inc(1);
+        found
     });
     progress.finish();
     for (f, r) in files.into_iter().zip(results) {
-        match r.expect("invariant: every file was scanned") {
+        match r {
             Ok(findings) => {
                 report.scanned += 1;
                 if !findings.keys.is_empty() || !findings.sites.is_empty() {
@@ -140,11 +145,34 @@ pub fn scan_paths(
     Ok(report)
 }
 
-/// One file read and scanned, or why not.
-fn scan_file(readers: &Readers, f: &SourceFile) -> Result<FileFindings, String> {
-    let text = read_source(&f.path).map_err(|e| e.to_string())?;
-    let ext = f.path.extension().and_then(|e| e.to_str()).unwrap_or("");
-    let language = Language::of_extension(ext)
-        .ok_or_else(|| format!("not a language keyplan code reads (.{ext})"))?;
-    readers.scan(language, &text)
+/// `f` of every item on `workers` threads, in the items' order.
+fn par_map<T: Sync, R: Send>(items: &[T], workers: usize, f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let next = AtomicUsize::new(0);
+    let mut out: Vec<Option<R>> = (0..items.len()).map(|_| None).collect();
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers.min(items.len()).max(1))
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut done = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(item) = items.get(i) else { break };
+                        done.push((i, f(item)));
+                    }
+                    done
+                })
+            })
+            .collect();
+        for h in handles {
+            for (i, r) in h
+                .join()
+                .expect("invariant: a source file's scan does not panic")
+            {
+                out[i] = Some(r);
+            }
+        }
+    });
+    out.into_iter()
+        .map(|r| r.expect("invariant: every item was mapped"))
+        .collect()
 }

@@ -9,8 +9,8 @@
 //! `Do("EXEC")`. Scripts: `Eval(ctx, src, keys, …)`, and script objects from `NewScript`.
 
 use super::profile::{ArgShape, Profile};
-use super::syntax::{self, CallKeys, DEPTH, Pipe, contains, emit, looks_plural, printf};
-use super::{FileFindings, Position, SiteKind, Template, Unknown};
+use super::syntax::{self, CallKeys, DEPTH, Pipe, contains, emit, looks_plural, printf, sorted};
+use super::{FileFindings, Globals, Position, SiteKind, Template, Unknown};
 use std::collections::HashMap;
 use tree_sitter::{Node, Parser};
 
@@ -22,17 +22,18 @@ pub enum ParseError {
     NoTree,
 }
 
-/// The findings of one Go file under `profiles`.
-pub fn scan(text: &str, profiles: &[Profile]) -> Result<FileFindings, ParseError> {
-    let mut parser = Parser::new();
-    parser
-        .set_language(&tree_sitter_go::LANGUAGE.into())
-        .expect("invariant: the grammar matches the tree-sitter version");
-    let tree = parser.parse(text, None).ok_or(ParseError::NoTree)?;
+/// The findings of one Go file under `profiles`, with what other files define.
+pub fn scan(
+    text: &str,
+    profiles: &[Profile],
+    globals: &Globals,
+) -> Result<FileFindings, ParseError> {
+    let tree = parse(text)?;
     let mut s = Reader {
         src: text.as_bytes(),
         text,
         profiles,
+        globals,
         funcs: HashMap::new(),
         scripts: HashMap::new(),
         pipes: HashMap::new(),
@@ -42,6 +43,55 @@ pub fn scan(text: &str, profiles: &[Profile]) -> Result<FileFindings, ParseError
     s.collect(tree.root_node());
     s.walk(tree.root_node());
     Ok(s.out)
+}
+
+fn parse(text: &str) -> Result<tree_sitter::Tree, ParseError> {
+    let mut parser = Parser::new();
+    parser
+        .set_language(&tree_sitter_go::LANGUAGE.into())
+        .expect("invariant: the grammar matches the tree-sitter version");
+    parser.parse(text, None).ok_or(ParseError::NoTree)
+}
+
+/// What one Go file defines for the others of its tree: package-level constants and
+/// variables, and functions that return a key.
+pub fn exports(text: &str) -> Globals {
+    let mut out = Globals::default();
+    let Ok(tree) = parse(text) else {
+        return out;
+    };
+    let none = Globals::default();
+    let mut s = Reader {
+        src: text.as_bytes(),
+        text,
+        profiles: &[],
+        globals: &none,
+        funcs: HashMap::new(),
+        scripts: HashMap::new(),
+        pipes: HashMap::new(),
+        conns: Default::default(),
+        out: FileFindings::default(),
+    };
+    s.collect(tree.root_node());
+    for (name, f) in sorted(&s.funcs) {
+        if let Some((params, ret)) = f {
+            out.add_func(name, params.clone(), s.template(*ret, 0));
+        }
+    }
+    let root = tree.root_node();
+    let mut cur = root.walk();
+    for top in root.named_children(&mut cur) {
+        if !matches!(top.kind(), "const_declaration" | "var_declaration") {
+            continue;
+        }
+        let mut c2 = top.walk();
+        for spec in top.named_children(&mut c2) {
+            for (n, v) in bindings(spec) {
+                out.add_const(s.t(n), s.template(v, 0));
+            }
+        }
+    }
+    out
 }
 
 const FUNCTIONS: &[&str] = &["function_declaration", "method_declaration", "func_literal"];
@@ -54,6 +104,8 @@ struct Reader<'s, 't> {
     src: &'s [u8],
     text: &'s str,
     profiles: &'s [Profile],
+    /// What the other Go files of the tree define.
+    globals: &'s Globals,
     /// Functions by name: parameter names and the returned expression (`None`: ambiguous).
     funcs: HashMap<String, Option<(Vec<String>, Node<'t>)>>,
     /// Script objects by variable name.
@@ -591,9 +643,18 @@ impl<'s, 't> Reader<'s, 't> {
                             t
                         }
                     }
-                    _ => Template::var(name),
+                    Some(_) => Template::var(name),
+                    None => self
+                        .globals
+                        .constant(name)
+                        .unwrap_or_else(|| Template::var(name)),
                 }
             }
+            // `keys.Prefix`: a constant of another file (package).
+            "selector_expression" => n
+                .child_by_field_name("field")
+                .and_then(|f| self.globals.constant(self.t(f)))
+                .unwrap_or_else(|| Template::var(self.short(n))),
             "call_expression" => self.call_template(n, depth),
             _ => Template::var(self.short(n)),
         }
@@ -654,6 +715,15 @@ impl<'s, 't> Reader<'s, 't> {
                 t
             }
             _ if f.kind() == "identifier" => self.helper(name, &args, n, depth),
+            // `keys.User(id)`: a key function of another package of the tree.
+            _ if f.kind() == "selector_expression" => f
+                .child_by_field_name("field")
+                .and_then(|field| {
+                    self.globals.call(self.t(field), &[], |i| {
+                        args.get(i).map(|a| self.template(*a, depth + 1))
+                    })
+                })
+                .unwrap_or_else(|| Template::var(self.short(n))),
             _ => Template::var(self.short(n)),
         }
     }
@@ -672,7 +742,12 @@ impl<'s, 't> Reader<'s, 't> {
 
     fn helper(&self, name: &str, args: &[Node<'t>], call: Node<'t>, depth: usize) -> Template {
         let Some(Some((params, ret))) = self.funcs.get(name) else {
-            return Template::var(self.short(call));
+            return self
+                .globals
+                .call(name, &[], |i| {
+                    args.get(i).map(|a| self.template(*a, depth + 1))
+                })
+                .unwrap_or_else(|| Template::var(self.short(call)));
         };
         let params: Vec<&str> = params.iter().map(String::as_str).collect();
         let body = self.template(*ret, depth + 1);
@@ -800,7 +875,7 @@ mod tests {
     use crate::code::{Site, Verdict};
 
     fn scan_go(src: &str) -> FileFindings {
-        scan(src, &Profile::builtin("go")).unwrap()
+        scan(src, &Profile::builtin("go"), &Globals::default()).unwrap()
     }
 
     fn texts(s: &Site) -> Vec<String> {

@@ -10,8 +10,8 @@
 //! connection or template from `multi()` to `exec()` (Lettuce, Spring's `SessionCallback`).
 
 use super::profile::{ArgShape, Profile};
-use super::syntax::{self, CallKeys, DEPTH, Pipe, contains, emit, looks_plural, printf};
-use super::{FileFindings, Position, SiteKind, Template, Unknown};
+use super::syntax::{self, CallKeys, DEPTH, Pipe, contains, emit, looks_plural, printf, sorted};
+use super::{FileFindings, Globals, Position, SiteKind, Template, Unknown};
 use std::collections::HashMap;
 use tree_sitter::{Node, Parser};
 
@@ -23,17 +23,18 @@ pub enum ParseError {
     NoTree,
 }
 
-/// The findings of one Java file under `profiles`.
-pub fn scan(text: &str, profiles: &[Profile]) -> Result<FileFindings, ParseError> {
-    let mut parser = Parser::new();
-    parser
-        .set_language(&tree_sitter_java::LANGUAGE.into())
-        .expect("invariant: the grammar matches the tree-sitter version");
-    let tree = parser.parse(text, None).ok_or(ParseError::NoTree)?;
+/// The findings of one Java file under `profiles`, with what other files define.
+pub fn scan(
+    text: &str,
+    profiles: &[Profile],
+    globals: &Globals,
+) -> Result<FileFindings, ParseError> {
+    let tree = parse(text)?;
     let mut r = Reader {
         src: text.as_bytes(),
         text,
         profiles,
+        globals,
         methods: HashMap::new(),
         fields: HashMap::new(),
         pipes: HashMap::new(),
@@ -42,6 +43,46 @@ pub fn scan(text: &str, profiles: &[Profile]) -> Result<FileFindings, ParseError
     r.collect(tree.root_node());
     r.walk(tree.root_node());
     Ok(r.out)
+}
+
+fn parse(text: &str) -> Result<tree_sitter::Tree, ParseError> {
+    let mut parser = Parser::new();
+    parser
+        .set_language(&tree_sitter_java::LANGUAGE.into())
+        .expect("invariant: the grammar matches the tree-sitter version");
+    parser.parse(text, None).ok_or(ParseError::NoTree)
+}
+
+/// What one Java file defines for the others: its fields and constants with a value, and
+/// methods that return a key.
+pub fn exports(text: &str) -> Globals {
+    let mut out = Globals::default();
+    let Ok(tree) = parse(text) else {
+        return out;
+    };
+    let none = Globals::default();
+    let mut r = Reader {
+        src: text.as_bytes(),
+        text,
+        profiles: &[],
+        globals: &none,
+        methods: HashMap::new(),
+        fields: HashMap::new(),
+        pipes: HashMap::new(),
+        out: FileFindings::default(),
+    };
+    r.collect(tree.root_node());
+    for (name, v) in sorted(&r.fields) {
+        if let Some(v) = v {
+            out.add_const(name, r.template(*v, 0));
+        }
+    }
+    for (name, m) in sorted(&r.methods) {
+        if let Some((params, ret)) = m {
+            out.add_func(name, params.clone(), r.template(*ret, 0));
+        }
+    }
+    out
 }
 
 const SCOPES: &[&str] = &[
@@ -60,6 +101,8 @@ struct Reader<'s, 't> {
     src: &'s [u8],
     text: &'s str,
     profiles: &'s [Profile],
+    /// What the other Java files of the tree define.
+    globals: &'s Globals,
     /// Methods by name: parameter names and the returned expression (`None`: ambiguous).
     methods: HashMap<String, Option<(Vec<String>, Node<'t>)>>,
     /// Fields and constants with an initial value (`None`: declared twice).
@@ -593,15 +636,23 @@ impl<'s, 't> Reader<'s, 't> {
                             t
                         }
                     }
-                    _ => Template::var(name),
+                    Some(_) => Template::var(name),
+                    None => self
+                        .globals
+                        .constant(name)
+                        .unwrap_or_else(|| Template::var(name)),
                 }
             }
             "field_access" => {
-                // `this.prefix`, `Keys.PREFIX`.
+                // `this.prefix`, `Keys.PREFIX` (of this file or another).
                 let field = n.child_by_field_name("field").map_or("", |f| self.t(f));
                 match self.fields.get(field) {
                     Some(Some(v)) => self.template(*v, depth + 1),
-                    _ => Template::var(self.short(n)),
+                    Some(None) => Template::var(self.short(n)),
+                    None => self
+                        .globals
+                        .constant(field)
+                        .unwrap_or_else(|| Template::var(self.short(n))),
                 }
             }
             "method_invocation" => self.call_template(n, depth),
@@ -660,7 +711,13 @@ impl<'s, 't> Reader<'s, 't> {
                 t
             }
             (None | Some("this"), name) => self.helper(name, &c.args, n, depth),
-            _ => Template::var(self.short(n)),
+            // `Keys.user(uid)`: a method of another file of the tree.
+            (Some(_), name) => self
+                .globals
+                .call(name, &[], |i| {
+                    c.args.get(i).map(|a| self.template(*a, depth + 1))
+                })
+                .unwrap_or_else(|| Template::var(self.short(n))),
         }
     }
 
@@ -676,7 +733,12 @@ impl<'s, 't> Reader<'s, 't> {
 
     fn helper(&self, name: &str, args: &[Node<'t>], call: Node<'t>, depth: usize) -> Template {
         let Some(Some((params, ret))) = self.methods.get(name) else {
-            return Template::var(self.short(call));
+            return self
+                .globals
+                .call(name, &[], |i| {
+                    args.get(i).map(|a| self.template(*a, depth + 1))
+                })
+                .unwrap_or_else(|| Template::var(self.short(call)));
         };
         let params: Vec<&str> = params.iter().map(String::as_str).collect();
         let body = self.template(*ret, depth + 1);
@@ -825,7 +887,7 @@ mod tests {
     use crate::code::{Site, Verdict};
 
     fn scan_java(src: &str) -> FileFindings {
-        scan(src, &Profile::builtin("java")).unwrap()
+        scan(src, &Profile::builtin("java"), &Globals::default()).unwrap()
     }
 
     fn texts(s: &Site) -> Vec<String> {

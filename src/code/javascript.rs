@@ -10,8 +10,8 @@
 //! chain of calls) to its `exec()`.
 
 use super::profile::{ArgShape, Profile};
-use super::syntax::{self, CallKeys, DEPTH, Pipe, contains, looks_plural, unescape};
-use super::{FileFindings, KeyUse, Part, Position, Site, SiteKind, Template, Unknown};
+use super::syntax::{self, CallKeys, DEPTH, Pipe, contains, looks_plural, sorted, unescape};
+use super::{FileFindings, Globals, KeyUse, Part, Position, Site, SiteKind, Template, Unknown};
 use std::collections::HashMap;
 use tree_sitter::{Node, Parser};
 
@@ -39,23 +39,14 @@ pub fn scan(
     text: &str,
     profiles: &[Profile],
     dialect: Dialect,
+    globals: &Globals,
 ) -> Result<FileFindings, ParseError> {
-    let mut parser = Parser::new();
-    let language: tree_sitter::Language = match dialect {
-        Dialect::JavaScript => tree_sitter_javascript::LANGUAGE.into(),
-        Dialect::TypeScript => tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
-        Dialect::Tsx => tree_sitter_typescript::LANGUAGE_TSX.into(),
-    };
-    parser
-        .set_language(&language)
-        .expect("invariant: the grammar matches the tree-sitter version");
-    let tree = parser
-        .parse(text, None)
-        .ok_or(ParseError::NoTree(dialect))?;
+    let tree = parse(text, dialect)?;
     let mut s = Scanner {
         src: text.as_bytes(),
         text,
         profiles,
+        globals,
         funcs: HashMap::new(),
         defined: HashMap::new(),
         pipes: HashMap::new(),
@@ -66,10 +57,74 @@ pub fn scan(
     Ok(s.out)
 }
 
+fn parse(text: &str, dialect: Dialect) -> Result<tree_sitter::Tree, ParseError> {
+    let mut parser = Parser::new();
+    let language: tree_sitter::Language = match dialect {
+        Dialect::JavaScript => tree_sitter_javascript::LANGUAGE.into(),
+        Dialect::TypeScript => tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
+        Dialect::Tsx => tree_sitter_typescript::LANGUAGE_TSX.into(),
+    };
+    parser
+        .set_language(&language)
+        .expect("invariant: the grammar matches the tree-sitter version");
+    parser.parse(text, None).ok_or(ParseError::NoTree(dialect))
+}
+
+/// What one JavaScript or TypeScript file defines for the others: its top-level constants
+/// (exported or not: a name imported from it is looked up by name) and functions that return
+/// a key.
+pub fn exports(text: &str, dialect: Dialect) -> Globals {
+    let mut out = Globals::default();
+    let Ok(tree) = parse(text, dialect) else {
+        return out;
+    };
+    let none = Globals::default();
+    let mut s = Scanner {
+        src: text.as_bytes(),
+        text,
+        profiles: &[],
+        globals: &none,
+        funcs: HashMap::new(),
+        defined: HashMap::new(),
+        pipes: HashMap::new(),
+        out: FileFindings::default(),
+    };
+    s.collect(tree.root_node());
+    for (name, f) in sorted(&s.funcs) {
+        if let Some((params, ret)) = f {
+            out.add_func(name, params.clone(), s.template(*ret, 0));
+        }
+    }
+    let root = tree.root_node();
+    let mut cur = root.walk();
+    for top in root.named_children(&mut cur) {
+        let decl = match top.kind() {
+            "export_statement" => top.child_by_field_name("declaration"),
+            _ => Some(top),
+        };
+        let Some(decl) =
+            decl.filter(|d| matches!(d.kind(), "lexical_declaration" | "variable_declaration"))
+        else {
+            continue;
+        };
+        let mut c2 = decl.walk();
+        for d in decl.named_children(&mut c2) {
+            if let Some((n, v)) = binding(d)
+                && !matches!(v.kind(), "arrow_function" | "function_expression")
+            {
+                out.add_const(s.t(n), s.template(v, 0));
+            }
+        }
+    }
+    out
+}
+
 struct Scanner<'s, 't> {
     src: &'s [u8],
     text: &'s str,
     profiles: &'s [Profile],
+    /// What the other files of the tree define.
+    globals: &'s Globals,
     /// Functions by name: parameter names and the returned expression (`None`: ambiguous).
     funcs: HashMap<String, Option<(Vec<String>, Node<'t>)>>,
     /// Commands made by `defineCommand(name, { numberOfKeys })`.
@@ -717,6 +772,11 @@ impl<'s, 't> Scanner<'s, 't> {
                 t
             }
             "number" => Template::lit(self.t(n)),
+            // `keys.PREFIX`: a constant another file defines.
+            "member_expression" => n
+                .child_by_field_name("property")
+                .and_then(|p| self.globals.constant(self.t(p)))
+                .unwrap_or_else(|| Template::var(self.short(n))),
             k if typed(k) => untyped(n).map_or_else(
                 || Template::var(self.short(n)),
                 |c| self.template(c, depth + 1),
@@ -744,7 +804,11 @@ impl<'s, 't> Scanner<'s, 't> {
                 let name = self.t(n);
                 match self.local_value(n, name, depth) {
                     Some(v) if !contains(v, n) => self.template(v, depth + 1),
-                    _ => Template::var(name),
+                    Some(_) => Template::var(name),
+                    None => self
+                        .globals
+                        .constant(name)
+                        .unwrap_or_else(|| Template::var(name)),
                 }
             }
             "call_expression" => {
@@ -783,7 +847,12 @@ impl<'s, 't> Scanner<'s, 't> {
 
     fn helper(&self, name: &str, args: &[Node<'t>], call: Node<'t>, depth: usize) -> Template {
         let Some(Some((params, ret))) = self.funcs.get(name) else {
-            return Template::var(self.short(call));
+            return self
+                .globals
+                .call(name, &[], |i| {
+                    args.get(i).map(|a| self.template(*a, depth + 1))
+                })
+                .unwrap_or_else(|| Template::var(self.short(call)));
         };
         let params: Vec<&str> = params.iter().map(String::as_str).collect();
         let body = self.template(*ret, depth + 1);
@@ -942,7 +1011,13 @@ mod tests {
     use crate::code::Verdict;
 
     fn scan_js(src: &str) -> FileFindings {
-        scan(src, &Profile::builtin("javascript"), Dialect::JavaScript).unwrap()
+        scan(
+            src,
+            &Profile::builtin("javascript"),
+            Dialect::JavaScript,
+            &Globals::default(),
+        )
+        .unwrap()
     }
 
     fn texts(s: &Site) -> Vec<String> {
@@ -1012,7 +1087,13 @@ export async function load(uid: string): Promise<void> {
 }
 "#;
         for dialect in [Dialect::TypeScript, Dialect::Tsx] {
-            let f = scan(src, &Profile::builtin("javascript"), dialect).unwrap();
+            let f = scan(
+                src,
+                &Profile::builtin("javascript"),
+                dialect,
+                &Globals::default(),
+            )
+            .unwrap();
             let ops: Vec<&str> = f.sites.iter().map(|s| s.op.as_str()).collect();
             assert_eq!(ops, ["MGET", "GET GET"], "{dialect:?}: {:?}", f.sites);
             assert_eq!(texts(&f.sites[0]), ["shop:cart:<uid>:a", "user:<uid>"]);
@@ -1024,6 +1105,7 @@ export async function load(uid: string): Promise<void> {
             "redis.mget(<string>`a:${id}`, <string>`b:${id}`);",
             &Profile::builtin("javascript"),
             Dialect::TypeScript,
+            &Globals::default(),
         )
         .unwrap();
         assert_eq!(texts(&f.sites[0]), ["a:<id>", "b:<id>"]);

@@ -65,6 +65,88 @@ impl Language {
     }
 }
 
+/// What the files of a tree define for the others, per language: constants (by name, their
+/// templates) and functions or methods that return a key (by name, their parameters and the
+/// template they return, parameters as placeholders). A name defined differently in two files
+/// is left out: which one a file means would be a guess.
+#[derive(Debug, Clone, Default)]
+pub struct Globals {
+    consts: std::collections::BTreeMap<String, Option<Template>>,
+    funcs: std::collections::BTreeMap<String, Option<(Vec<String>, Template)>>,
+}
+
+impl Globals {
+    /// Records a constant.
+    pub(crate) fn add_const(&mut self, name: &str, t: Template) {
+        if t.parts.iter().all(|p| matches!(p, Part::Var(_))) {
+            return;
+        }
+        let e = self
+            .consts
+            .entry(name.to_string())
+            .or_insert(Some(t.clone()));
+        if e.as_ref() != Some(&t) {
+            *e = None;
+        }
+    }
+
+    /// Records a function returning a key.
+    pub(crate) fn add_func(&mut self, name: &str, params: Vec<String>, t: Template) {
+        if t.parts.iter().all(|p| matches!(p, Part::Var(_))) {
+            return;
+        }
+        let v = (params, t);
+        let e = self
+            .funcs
+            .entry(name.to_string())
+            .or_insert(Some(v.clone()));
+        if e.as_ref() != Some(&v) {
+            *e = None;
+        }
+    }
+
+    /// Adds what another file defines.
+    pub fn merge(&mut self, other: Globals) {
+        for (k, v) in other.consts {
+            match v {
+                Some(t) => self.add_const(&k, t),
+                None => {
+                    self.consts.insert(k, None);
+                }
+            }
+        }
+        for (k, v) in other.funcs {
+            match v {
+                Some((p, t)) => self.add_func(&k, p, t),
+                None => {
+                    self.funcs.insert(k, None);
+                }
+            }
+        }
+    }
+
+    /// The template of constant `name`, when one file of the tree defines it.
+    pub(crate) fn constant(&self, name: &str) -> Option<Template> {
+        self.consts.get(name).cloned().flatten()
+    }
+
+    /// The key function `name` of another file makes from these arguments.
+    pub(crate) fn call(
+        &self,
+        name: &str,
+        skip: &[&str],
+        arg: impl FnMut(usize) -> Option<Template>,
+    ) -> Option<Template> {
+        let (params, body) = self.funcs.get(name)?.as_ref()?;
+        let params: Vec<&str> = params
+            .iter()
+            .map(String::as_str)
+            .filter(|p| !skip.contains(p))
+            .collect();
+        Some(syntax::bind(body.clone(), &params, arg))
+    }
+}
+
 /// The readers of every language, each with its client profiles.
 #[derive(Debug, Clone)]
 pub struct Readers {
@@ -83,20 +165,39 @@ impl Readers {
         Readers { profiles }
     }
 
-    /// The findings of one file's `text` in `language`, or why it could not be read.
-    pub fn scan(&self, language: Language, text: &str) -> Result<FileFindings, String> {
+    /// The findings of one file's `text` in `language`, or why it could not be read; names
+    /// the file does not define are looked up in `globals` (what the other files of its
+    /// language define, [`Readers::exports`]).
+    pub fn scan(
+        &self,
+        language: Language,
+        text: &str,
+        globals: &Globals,
+    ) -> Result<FileFindings, String> {
         let profiles = self
             .profiles
             .get(language.profile_language())
             .map_or(&[][..], Vec::as_slice);
         match language {
-            Language::Python => python::scan(text, profiles).map_err(|e| e.to_string()),
+            Language::Python => python::scan(text, profiles, globals).map_err(|e| e.to_string()),
             Language::JavaScript(d) => {
-                javascript::scan(text, profiles, d).map_err(|e| e.to_string())
+                javascript::scan(text, profiles, d, globals).map_err(|e| e.to_string())
             }
-            Language::Go => golang::scan(text, profiles).map_err(|e| e.to_string()),
-            Language::Ruby => ruby::scan(text, profiles).map_err(|e| e.to_string()),
-            Language::Java => java::scan(text, profiles).map_err(|e| e.to_string()),
+            Language::Go => golang::scan(text, profiles, globals).map_err(|e| e.to_string()),
+            Language::Ruby => ruby::scan(text, profiles, globals).map_err(|e| e.to_string()),
+            Language::Java => java::scan(text, profiles, globals).map_err(|e| e.to_string()),
+        }
+    }
+
+    /// What one file defines for the others of its language: its constants and key
+    /// functions, each resolved within the file.
+    pub fn exports(&self, language: Language, text: &str) -> Globals {
+        match language {
+            Language::Python => python::exports(text),
+            Language::JavaScript(d) => javascript::exports(text, d),
+            Language::Go => golang::exports(text),
+            Language::Ruby => ruby::exports(text),
+            Language::Java => java::exports(text),
         }
     }
 }

@@ -8,8 +8,8 @@
 //! `with … as`) through the commands queued on it to the call that sends them.
 
 use super::profile::{ArgShape, Profile};
-use super::syntax::{self, CallKeys, DEPTH, Pipe, contains, looks_plural, unescape};
-use super::{FileFindings, KeyUse, Part, Position, Site, SiteKind, Template, Unknown};
+use super::syntax::{self, CallKeys, DEPTH, Pipe, contains, looks_plural, sorted, unescape};
+use super::{FileFindings, Globals, KeyUse, Part, Position, Site, SiteKind, Template, Unknown};
 use std::collections::HashMap;
 use tree_sitter::{Node, Parser};
 
@@ -21,8 +21,12 @@ pub enum ParseError {
     NoTree,
 }
 
-/// The findings of one Python file under `profiles`.
-pub fn scan(text: &str, profiles: &[Profile]) -> Result<FileFindings, ParseError> {
+/// The findings of one Python file under `profiles`, with what other files define.
+pub fn scan(
+    text: &str,
+    profiles: &[Profile],
+    globals: &Globals,
+) -> Result<FileFindings, ParseError> {
     let mut parser = Parser::new();
     parser
         .set_language(&tree_sitter_python::LANGUAGE.into())
@@ -32,6 +36,7 @@ pub fn scan(text: &str, profiles: &[Profile]) -> Result<FileFindings, ParseError
         src: text.as_bytes(),
         text,
         profiles,
+        globals,
         defs: Defs::default(),
         pipes: HashMap::new(),
         out: FileFindings::default(),
@@ -166,10 +171,50 @@ fn text_of<'s>(n: Node<'_>, src: &'s [u8]) -> &'s str {
     n.utf8_text(src).unwrap_or("")
 }
 
+/// What one Python file defines for the others: module constants, class attributes (by
+/// name) and functions that return a key.
+pub fn exports(text: &str) -> Globals {
+    let mut parser = Parser::new();
+    parser
+        .set_language(&tree_sitter_python::LANGUAGE.into())
+        .expect("invariant: the grammar matches the tree-sitter version");
+    let mut out = Globals::default();
+    let Some(tree) = parser.parse(text, None) else {
+        return out;
+    };
+    let none = Globals::default();
+    let mut s = Scanner {
+        src: text.as_bytes(),
+        text,
+        profiles: &[],
+        globals: &none,
+        defs: Defs::default(),
+        pipes: HashMap::new(),
+        out: FileFindings::default(),
+    };
+    s.defs.collect(tree.root_node(), s.src, None);
+    for (name, v) in sorted(&s.defs.consts)
+        .into_iter()
+        .chain(sorted(&s.defs.attrs))
+    {
+        if let Some(v) = v {
+            out.add_const(name.rsplit('.').next().unwrap_or(name), s.template(*v, 0));
+        }
+    }
+    for (name, f) in sorted(&s.defs.funcs) {
+        if let Some((params, ret)) = f {
+            out.add_func(name, params.clone(), s.template(*ret, 0));
+        }
+    }
+    out
+}
+
 struct Scanner<'s, 't> {
     src: &'s [u8],
     text: &'s str,
     profiles: &'s [Profile],
+    /// What the other Python files of the tree define.
+    globals: &'s Globals,
     defs: Defs<'t>,
     /// Pipelines by (function start byte, variable name).
     pipes: HashMap<(usize, String), Pipe>,
@@ -768,7 +813,11 @@ impl<'s, 't> Scanner<'s, 't> {
                 let name = self.t(n);
                 match self.local_value(n, name, depth) {
                     Some(v) if v != n && !contains(v, n) => self.template(v, depth + 1),
-                    _ => Template::var(name),
+                    Some(_) => Template::var(name),
+                    None => self
+                        .globals
+                        .constant(name)
+                        .unwrap_or_else(|| Template::var(name)),
                 }
             }
             "attribute" => {
@@ -793,7 +842,12 @@ impl<'s, 't> Scanner<'s, 't> {
                     .flatten();
                 match known {
                     Some(v) => self.template(v, depth + 1),
-                    None => Template::var(self.short(n)),
+                    // `settings.PREFIX`, `keys.USER`: a constant of another file.
+                    None => self
+                        .globals
+                        .constant(attr)
+                        .filter(|_| !matches!(obj, "self" | "cls"))
+                        .unwrap_or_else(|| Template::var(self.short(n))),
                 }
             }
             "call" => self.call_template(n, depth),
@@ -819,9 +873,11 @@ impl<'s, 't> Scanner<'s, 't> {
                     return self.format(fmt, &args, n, depth);
                 }
             }
-            // `self.key_for(x)`, `Keys.order(x)`: a function or method of this file.
+            // `self.key_for(x)`, `Keys.order(x)`: a function or method of this file, or of
+            // another file (`keys.user(uid)`).
             if matches!(self.t(obj), "self" | "cls")
                 || matches!(self.defs.funcs.get(self.t(attr)), Some(Some(_)))
+                || self.globals.call(self.t(attr), &[], |_| None).is_some()
             {
                 return self.helper(self.t(attr), &args, n, depth);
             }
@@ -838,7 +894,12 @@ impl<'s, 't> Scanner<'s, 't> {
 
     fn helper(&self, name: &str, args: &[Node<'t>], call: Node<'t>, depth: usize) -> Template {
         let Some(Some((params, ret))) = self.defs.funcs.get(name) else {
-            return Template::var(self.short(call));
+            return self
+                .globals
+                .call(name, &["self", "cls"], |i| {
+                    args.get(i).map(|a| self.template(*a, depth + 1))
+                })
+                .unwrap_or_else(|| Template::var(self.short(call)));
         };
         // The helper's parameters (`self` aside) are the caller's arguments.
         let params: Vec<&str> = params
@@ -1089,7 +1150,7 @@ mod tests {
     use crate::code::Verdict;
 
     fn scan_py(src: &str) -> FileFindings {
-        scan(src, &Profile::builtin("python")).unwrap()
+        scan(src, &Profile::builtin("python"), &Globals::default()).unwrap()
     }
 
     fn texts(s: &Site) -> Vec<String> {

@@ -9,8 +9,8 @@
 //! sent when the block ends.
 
 use super::profile::{ArgShape, Profile};
-use super::syntax::{self, CallKeys, DEPTH, Pipe, contains, emit, looks_plural, printf};
-use super::{FileFindings, Position, SiteKind, Template, Unknown};
+use super::syntax::{self, CallKeys, DEPTH, Pipe, contains, emit, looks_plural, printf, sorted};
+use super::{FileFindings, Globals, Position, SiteKind, Template, Unknown};
 use std::collections::HashMap;
 use tree_sitter::{Node, Parser};
 
@@ -22,17 +22,18 @@ pub enum ParseError {
     NoTree,
 }
 
-/// The findings of one Ruby file under `profiles`.
-pub fn scan(text: &str, profiles: &[Profile]) -> Result<FileFindings, ParseError> {
-    let mut parser = Parser::new();
-    parser
-        .set_language(&tree_sitter_ruby::LANGUAGE.into())
-        .expect("invariant: the grammar matches the tree-sitter version");
-    let tree = parser.parse(text, None).ok_or(ParseError::NoTree)?;
+/// The findings of one Ruby file under `profiles`, with what other files define.
+pub fn scan(
+    text: &str,
+    profiles: &[Profile],
+    globals: &Globals,
+) -> Result<FileFindings, ParseError> {
+    let tree = parse(text)?;
     let mut r = Reader {
         src: text.as_bytes(),
         text,
         profiles,
+        globals,
         methods: HashMap::new(),
         consts: HashMap::new(),
         ivars: HashMap::new(),
@@ -42,6 +43,46 @@ pub fn scan(text: &str, profiles: &[Profile]) -> Result<FileFindings, ParseError
     r.collect(tree.root_node());
     r.walk(tree.root_node());
     Ok(r.out)
+}
+
+fn parse(text: &str) -> Result<tree_sitter::Tree, ParseError> {
+    let mut parser = Parser::new();
+    parser
+        .set_language(&tree_sitter_ruby::LANGUAGE.into())
+        .expect("invariant: the grammar matches the tree-sitter version");
+    parser.parse(text, None).ok_or(ParseError::NoTree)
+}
+
+/// What one Ruby file defines for the others: its constants and methods that return a key.
+pub fn exports(text: &str) -> Globals {
+    let mut out = Globals::default();
+    let Ok(tree) = parse(text) else {
+        return out;
+    };
+    let none = Globals::default();
+    let mut r = Reader {
+        src: text.as_bytes(),
+        text,
+        profiles: &[],
+        globals: &none,
+        methods: HashMap::new(),
+        consts: HashMap::new(),
+        ivars: HashMap::new(),
+        pipes: Vec::new(),
+        out: FileFindings::default(),
+    };
+    r.collect(tree.root_node());
+    for (name, v) in sorted(&r.consts) {
+        if let Some(v) = v {
+            out.add_const(name, r.template(*v, 0));
+        }
+    }
+    for (name, m) in sorted(&r.methods) {
+        if let Some((params, ret)) = m {
+            out.add_func(name, params.clone(), r.template(*ret, 0));
+        }
+    }
+    out
 }
 
 const SCOPES: &[&str] = &["method", "singleton_method", "block", "do_block", "lambda"];
@@ -72,6 +113,8 @@ struct Reader<'s, 't> {
     src: &'s [u8],
     text: &'s str,
     profiles: &'s [Profile],
+    /// What the other Ruby files of the tree define.
+    globals: &'s Globals,
     /// Methods by name: parameter names and the returned expression (`None`: ambiguous).
     methods: HashMap<String, Option<(Vec<String>, Node<'t>)>>,
     /// Constants by name (`NAME = …` anywhere; `None`: assigned twice).
@@ -580,13 +623,21 @@ impl<'s, 't> Reader<'s, 't> {
             }
             "constant" => match self.consts.get(self.t(n)) {
                 Some(Some(v)) => self.template(*v, depth + 1),
-                _ => Template::var(self.t(n)),
+                Some(None) => Template::var(self.t(n)),
+                None => self
+                    .globals
+                    .constant(self.t(n))
+                    .unwrap_or_else(|| Template::var(self.t(n))),
             },
             "scope_resolution" => {
                 let name = n.child_by_field_name("name").map_or("", |c| self.t(c));
                 match self.consts.get(name) {
                     Some(Some(v)) => self.template(*v, depth + 1),
-                    _ => Template::var(self.short(n)),
+                    Some(None) => Template::var(self.short(n)),
+                    None => self
+                        .globals
+                        .constant(name)
+                        .unwrap_or_else(|| Template::var(self.short(n))),
                 }
             }
             "instance_variable" => match self.ivars.get(self.t(n)) {
@@ -653,6 +704,13 @@ impl<'s, 't> Reader<'s, 't> {
             (None | Some(_), _) if c.receiver.is_none_or(|r| self.t(r) == "self") => {
                 self.helper(&c.method, &c.args, n, depth)
             }
+            // `Keys.user(uid)`, `Keys::user(uid)`: a method of another file of the tree.
+            (Some(r), _) if matches!(r.kind(), "constant" | "scope_resolution") => self
+                .globals
+                .call(&c.method, &[], |i| {
+                    c.args.get(i).map(|a| self.template(*a, depth + 1))
+                })
+                .unwrap_or_else(|| Template::var(self.short(n))),
             _ => Template::var(self.short(n)),
         }
     }
@@ -688,7 +746,12 @@ impl<'s, 't> Reader<'s, 't> {
 
     fn helper(&self, name: &str, args: &[Node<'t>], call: Node<'t>, depth: usize) -> Template {
         let Some(Some((params, ret))) = self.methods.get(name) else {
-            return Template::var(self.short(call));
+            return self
+                .globals
+                .call(name, &[], |i| {
+                    args.get(i).map(|a| self.template(*a, depth + 1))
+                })
+                .unwrap_or_else(|| Template::var(self.short(call)));
         };
         let params: Vec<&str> = params.iter().map(String::as_str).collect();
         let body = self.template(*ret, depth + 1);
@@ -779,7 +842,7 @@ mod tests {
     use crate::code::{Site, Verdict};
 
     fn scan_rb(src: &str) -> FileFindings {
-        scan(src, &Profile::builtin("ruby")).unwrap()
+        scan(src, &Profile::builtin("ruby"), &Globals::default()).unwrap()
     }
 
     fn texts(s: &Site) -> Vec<String> {

@@ -214,3 +214,11 @@ pub(super) fn printf(format: &str, mut next: impl FnMut() -> Option<Template>) -
     t.push_lit(&lit);
     Some(t)
 }
+
+/// A map's entries in the order of their names (what a file exports is gathered in a
+/// stable order).
+pub(super) fn sorted<K: Ord, V>(map: &std::collections::HashMap<K, V>) -> Vec<(&K, &V)> {
+    let mut v: Vec<(&K, &V)> = map.iter().collect();
+    v.sort_by(|a, b| a.0.cmp(b.0));
+    v
+}

@@ -312,7 +312,9 @@ pub fn check_examples(spec: &RuleSpec) -> ExampleOutcome {
             let ext = language.as_deref().unwrap_or("py");
             let lang = crate::code::Language::of_extension(ext)
                 .ok_or_else(|| format!("no language with the extension .{ext}"))?;
-            let findings = crate::code::Readers::builtin().scan(lang, code)?;
+            let readers = crate::code::Readers::builtin();
+            let globals = readers.exports(lang, code);
+            let findings = readers.scan(lang, code, &globals)?;
             let report = crate::code::CodeReport {
                 files: vec![crate::code::FileReport {
                     file: format!("example.{ext}"),

@@ -396,10 +396,57 @@ fn lint_reads_code() {
     );
 }
 
+/// Keys built from constants and key functions of other files of the tree, in each language:
+/// `keys.py` (two functions deep), a TypeScript module imported by JavaScript, a Go package,
+/// a Ruby module, a Java class.
+fn keys_from_other_files() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/code/tree");
+    let (code, v) = sites_of(&dir);
+    assert_eq!(code, 1);
+    let got: Vec<(String, Vec<String>)> = v["sites"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            let keys = s["key_templates"].as_array().unwrap();
+            (
+                format!("{}:{}", s["file"].as_str().unwrap(), s["line"]),
+                keys.iter()
+                    .map(|k| k.as_str().unwrap().to_string())
+                    .collect(),
+            )
+        })
+        .collect();
+    let want = |site: &str, keys: &[&str]| {
+        (
+            site.to_string(),
+            keys.iter().map(|k| k.to_string()).collect::<Vec<_>>(),
+        )
+    };
+    assert_eq!(
+        got,
+        [
+            want("go/app.go:2", &["shop:user:<uid>", "shop:cart:<uid>"]),
+            want("java/App.java:3", &["shop:user:<uid>", "shop:cart:<uid>"]),
+            want("js/app.js:2", &["shop:user:<uid>", "shop:cart:<uid>"]),
+            want(
+                "py/app.py:5",
+                &["shop:user:<uid>:profile", "shop:cart:<uid>"]
+            ),
+            want(
+                "py/app.py:6",
+                &["shop:user:<uid>:profile", "shop:user:<uid>:settings"]
+            ),
+            want("rb/app.rb:2", &["shop:user:<uid>", "shop:cart:<uid>"]),
+        ]
+    );
+}
+
 /// This module's tests, run by the harness in `main.rs`.
 pub(crate) const TESTS: &[crate::support::Test] = &[
     ("fixture_sites_and_verdicts", fixture_sites_and_verdicts),
     ("lint_reads_code", lint_reads_code),
+    ("keys_from_other_files", keys_from_other_files),
     ("real_library_sites", real_library_sites),
     ("real_npm_package_sites", real_npm_package_sites),
     (
