@@ -397,21 +397,7 @@ impl<'s, 't> Reader<'s, 't> {
             return;
         }
         // A command method: named in a profile, or named like a command.
-        let named = self.profiles.iter().find_map(|p| {
-            p.commands
-                .get(&c.method)
-                .map(|m| (m.command.clone(), Some(m.how)))
-        });
-        let by_name = || {
-            self.profiles.iter().any(|p| p.any_command).then(|| {
-                let lower = c.method.to_ascii_lowercase();
-                crate::command::table()
-                    .get(&lower)
-                    .filter(|cmd| !cmd.is_container())
-                    .map(|_| (lower.to_ascii_uppercase(), None))
-            })?
-        };
-        let Some((cmd, how)) = named.or_else(by_name) else {
+        let Some((cmd, how)) = syntax::command_of(self.profiles, &c.method) else {
             return;
         };
         if pipe.is_none() && !self.redis_receiver(c.receiver) {
@@ -484,36 +470,24 @@ impl<'s, 't> Reader<'s, 't> {
             }
         }
         let spread = flat.iter().position(|a| a.kind() == "variadic_argument");
-        let line: Vec<Vec<u8>> = std::iter::once(cmd.as_bytes().to_vec())
-            .chain(flat.iter().map(|a| {
-                let t = self.template(*a, 0);
-                if t.is_literal() {
-                    t.text().into_bytes()
-                } else {
-                    b"x".to_vec()
-                }
-            }))
-            .collect();
-        match crate::command::table().keys(&line) {
-            Ok(refs) => {
-                for r in refs {
+        let templates = flat.iter().map(|a| self.template(*a, 0));
+        match syntax::key_positions(cmd, templates) {
+            Some(positions) => {
+                for p in positions {
                     if let Some(s) = spread
-                        && r.pos > s
+                        && p >= s
                     {
                         keys.unknown = Some(Unknown::RuntimeList(self.short(flat[s])));
                         break;
                     }
-                    if let Some(a) = flat.get(r.pos - 1) {
+                    if let Some(a) = flat.get(p) {
                         keys.keys.push(self.template(*a, 0));
                     }
                 }
             }
             // A spread hides keys only of a command that takes keys (not `CLUSTER`, `PING`).
-            Err(_) => {
-                let takes_keys = crate::command::table()
-                    .get(&cmd.to_ascii_lowercase())
-                    .is_some_and(|c| !c.specs.is_empty());
-                if let Some(s) = spread.filter(|_| takes_keys) {
+            None => {
+                if let Some(s) = spread.filter(|_| syntax::takes_keys(cmd)) {
                     keys.unknown = Some(Unknown::RuntimeList(self.short(flat[s])));
                 }
             }
@@ -859,27 +833,16 @@ fn first_return(body: Node<'_>) -> Option<Node<'_>> {
 
 /// Where the function around `n` starts (0: the file).
 fn scope_of(n: Node<'_>) -> usize {
-    let mut p = n.parent();
-    while let Some(q) = p {
-        if FUNCTIONS.contains(&q.kind()) {
-            return q.start_byte();
-        }
-        p = q.parent();
-    }
-    0
+    syntax::scope_start(n, FUNCTIONS)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::code::{Site, Verdict};
+    use crate::code::{Verdict, texts};
 
     fn scan_go(src: &str) -> FileFindings {
         scan(src, &Profile::builtin("go"), &Globals::default()).unwrap()
-    }
-
-    fn texts(s: &Site) -> Vec<String> {
-        s.keys.iter().map(Template::text).collect()
     }
 
     #[test]

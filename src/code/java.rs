@@ -399,21 +399,7 @@ impl<'s, 't> Reader<'s, 't> {
             self.send(&c, pipe.as_ref(), SiteKind::Command, &c.method, keys);
             return;
         }
-        let named = self.profiles.iter().find_map(|p| {
-            p.commands
-                .get(&c.method)
-                .map(|m| (m.command.clone(), Some(m.how)))
-        });
-        let by_name = || {
-            self.profiles.iter().any(|p| p.any_command).then(|| {
-                let lower = c.method.to_ascii_lowercase();
-                crate::command::table()
-                    .get(&lower)
-                    .filter(|cmd| !cmd.is_container())
-                    .map(|_| (lower.to_ascii_uppercase(), None))
-            })?
-        };
-        let Some((cmd, how)) = named.or_else(by_name) else {
+        let Some((cmd, how)) = syntax::command_of(self.profiles, &c.method) else {
             return;
         };
         let pipe = pipe.or_else(|| self.pipes.contains_key(&conn).then_some(conn));
@@ -477,21 +463,10 @@ impl<'s, 't> Reader<'s, 't> {
                 None => flat.push(*a),
             }
         }
-        let line: Vec<Vec<u8>> = std::iter::once(cmd.as_bytes().to_vec())
-            .chain(flat.iter().map(|a| {
-                let t = self.template(*a, 0);
-                if t.is_literal() {
-                    t.text().into_bytes()
-                } else {
-                    b"x".to_vec()
-                }
-            }))
-            .collect();
-        if let Ok(refs) = crate::command::table().keys(&line) {
-            for r in refs {
-                if let Some(a) = flat.get(r.pos - 1) {
-                    self.list_into(*a, &mut keys);
-                }
+        let templates = flat.iter().map(|a| self.template(*a, 0));
+        for p in syntax::key_positions(cmd, templates).unwrap_or_default() {
+            if let Some(a) = flat.get(p) {
+                self.list_into(*a, &mut keys);
             }
         }
         keys
@@ -871,27 +846,16 @@ fn first_return(body: Node<'_>) -> Option<Node<'_>> {
 
 /// Where the method or lambda around `n` starts (0: none).
 fn scope_of(n: Node<'_>) -> usize {
-    let mut p = n.parent();
-    while let Some(q) = p {
-        if SCOPES.contains(&q.kind()) {
-            return q.start_byte();
-        }
-        p = q.parent();
-    }
-    0
+    syntax::scope_start(n, SCOPES)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::code::{Site, Verdict};
+    use crate::code::{Verdict, texts};
 
     fn scan_java(src: &str) -> FileFindings {
         scan(src, &Profile::builtin("java"), &Globals::default()).unwrap()
-    }
-
-    fn texts(s: &Site) -> Vec<String> {
-        s.keys.iter().map(Template::text).collect()
     }
 
     #[test]

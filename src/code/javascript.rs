@@ -419,21 +419,7 @@ impl<'s, 't> Scanner<'s, 't> {
             }
         }
         // A command method: named in a profile, or named like a command.
-        let named = profiles.iter().find_map(|p| {
-            p.commands
-                .get(method)
-                .map(|m| (m.command.clone(), Some(m.how)))
-        });
-        let by_name = || {
-            profiles.iter().any(|p| p.any_command).then(|| {
-                let lower = method.to_ascii_lowercase();
-                crate::command::table()
-                    .get(&lower)
-                    .filter(|c| !c.is_container())
-                    .map(|_| (lower.to_ascii_uppercase(), None))
-            })?
-        };
-        let Some((cmd, how)) = named.or_else(by_name) else {
+        let Some((cmd, how)) = syntax::command_of(profiles, method) else {
             return;
         };
         // The calls that make and run pipelines are no commands of their own.
@@ -1008,7 +994,7 @@ fn find_declarations<'t>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::code::Verdict;
+    use crate::code::{Verdict, texts};
 
     fn scan_js(src: &str) -> FileFindings {
         scan(
@@ -1018,10 +1004,6 @@ mod tests {
             &Globals::default(),
         )
         .unwrap()
-    }
-
-    fn texts(s: &Site) -> Vec<String> {
-        s.keys.iter().map(Template::text).collect()
     }
 
     #[test]

@@ -565,6 +565,12 @@ impl CodeReport {
     }
 }
 
+/// A site's keys as text (the unit tests of every reader).
+#[cfg(test)]
+pub(crate) fn texts(s: &Site) -> Vec<String> {
+    s.keys.iter().map(Template::text).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1147,14 +1147,10 @@ fn find_assignments<'t>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::code::Verdict;
+    use crate::code::{Verdict, texts};
 
     fn scan_py(src: &str) -> FileFindings {
         scan(src, &Profile::builtin("python"), &Globals::default()).unwrap()
-    }
-
-    fn texts(s: &Site) -> Vec<String> {
-        s.keys.iter().map(Template::text).collect()
     }
 
     #[test]

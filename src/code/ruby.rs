@@ -345,21 +345,7 @@ impl<'s, 't> Reader<'s, 't> {
             self.send(&c, queued, SiteKind::Command, &cmd, keys);
             return;
         }
-        let named = self.profiles.iter().find_map(|p| {
-            p.commands
-                .get(&c.method)
-                .map(|m| (m.command.clone(), Some(m.how)))
-        });
-        let by_name = || {
-            self.profiles.iter().any(|p| p.any_command).then(|| {
-                let lower = c.method.to_ascii_lowercase();
-                crate::command::table()
-                    .get(&lower)
-                    .filter(|cmd| !cmd.is_container())
-                    .map(|_| (lower.to_ascii_uppercase(), None))
-            })?
-        };
-        let Some((cmd, how)) = named.or_else(by_name) else {
+        let Some((cmd, how)) = syntax::command_of(self.profiles, &c.method) else {
             return;
         };
         if self.any(|p| &p.pipeline.block, &c.method)
@@ -429,35 +415,23 @@ impl<'s, 't> Reader<'s, 't> {
             }
         }
         let spread = flat.iter().position(|a| a.kind() == "splat_argument");
-        let line: Vec<Vec<u8>> = std::iter::once(cmd.as_bytes().to_vec())
-            .chain(flat.iter().map(|a| {
-                let t = self.template(*a, 0);
-                if t.is_literal() {
-                    t.text().into_bytes()
-                } else {
-                    b"x".to_vec()
-                }
-            }))
-            .collect();
-        match crate::command::table().keys(&line) {
-            Ok(refs) => {
-                for r in refs {
+        let templates = flat.iter().map(|a| self.template(*a, 0));
+        match syntax::key_positions(cmd, templates) {
+            Some(positions) => {
+                for p in positions {
                     if let Some(s) = spread
-                        && r.pos > s
+                        && p >= s
                     {
                         keys.unknown = Some(Unknown::RuntimeList(self.short(flat[s])));
                         break;
                     }
-                    if let Some(a) = flat.get(r.pos - 1) {
+                    if let Some(a) = flat.get(p) {
                         self.list_into(*a, &mut keys);
                     }
                 }
             }
-            Err(_) => {
-                let takes_keys = crate::command::table()
-                    .get(&cmd.to_ascii_lowercase())
-                    .is_some_and(|c| !c.specs.is_empty());
-                if let Some(s) = spread.filter(|_| takes_keys) {
+            None => {
+                if let Some(s) = spread.filter(|_| syntax::takes_keys(cmd)) {
                     keys.unknown = Some(Unknown::RuntimeList(self.short(flat[s])));
                 }
             }
@@ -839,14 +813,10 @@ fn find_assignments<'t>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::code::{Site, Verdict};
+    use crate::code::{Verdict, texts};
 
     fn scan_rb(src: &str) -> FileFindings {
         scan(src, &Profile::builtin("ruby"), &Globals::default()).unwrap()
-    }
-
-    fn texts(s: &Site) -> Vec<String> {
-        s.keys.iter().map(Template::text).collect()
     }
 
     #[test]

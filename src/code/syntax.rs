@@ -222,3 +222,59 @@ pub(super) fn sorted<K: Ord, V>(map: &std::collections::HashMap<K, V>) -> Vec<(&
     v.sort_by(|a, b| a.0.cmp(b.0));
     v
 }
+
+/// The command a method sends under `profiles`: named in a profile (with how its arguments
+/// carry the keys), or, for clients whose methods are commands, named like one (its arguments
+/// then the command line).
+pub(super) fn command_of(
+    profiles: &[super::profile::Profile],
+    method: &str,
+) -> Option<(String, Option<super::profile::ArgShape>)> {
+    if let Some(m) = profiles.iter().find_map(|p| p.commands.get(method)) {
+        return Some((m.command.clone(), Some(m.how)));
+    }
+    if !profiles.iter().any(|p| p.any_command) {
+        return None;
+    }
+    let lower = method.to_ascii_lowercase();
+    crate::command::table()
+        .get(&lower)
+        .filter(|c| !c.is_container())
+        .map(|_| (lower.to_ascii_uppercase(), None))
+}
+
+/// Which arguments (0-based, after the command name) of `cmd` are keys, the arguments given
+/// by their templates (a runtime value stands for one argument); `None` when the command
+/// table cannot say (an unknown command, or too few arguments written).
+pub(super) fn key_positions(cmd: &str, args: impl Iterator<Item = Template>) -> Option<Vec<usize>> {
+    let line: Vec<Vec<u8>> = std::iter::once(cmd.as_bytes().to_vec())
+        .chain(args.map(|t| {
+            if t.is_literal() {
+                t.text().into_bytes()
+            } else {
+                b"x".to_vec()
+            }
+        }))
+        .collect();
+    let refs = crate::command::table().keys(&line).ok()?;
+    Some(refs.into_iter().map(|r| r.pos - 1).collect())
+}
+
+/// Whether `cmd` takes keys at all (`PING`, `CLUSTER …` do not).
+pub(super) fn takes_keys(cmd: &str) -> bool {
+    crate::command::table()
+        .get(&cmd.to_ascii_lowercase())
+        .is_some_and(|c| !c.specs.is_empty())
+}
+
+/// Where the nearest node of a kind in `scopes` around `n` starts (0: none, the file).
+pub(super) fn scope_start(n: Node<'_>, scopes: &[&str]) -> usize {
+    let mut p = n.parent();
+    while let Some(q) = p {
+        if scopes.contains(&q.kind()) {
+            return q.start_byte();
+        }
+        p = q.parent();
+    }
+    0
+}

@@ -16,6 +16,17 @@ fn sites_of(path: &std::path::Path) -> (i32, Value) {
     (out.status.code().unwrap(), v)
 }
 
+/// The site of a `keyplan code` JSON report at `file:line`.
+fn site_at(v: &Value, file: &str, line: u64) -> Value {
+    v["sites"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["file"] == file && s["line"] == line)
+        .cloned()
+        .unwrap_or_else(|| panic!("no site at {file}:{line}: {}", v["sites"]))
+}
+
 /// (line, op, cross_slot) of every site.
 fn summary(v: &Value) -> Vec<(u64, String, Value)> {
     v["sites"]
@@ -154,15 +165,7 @@ fn real_npm_package_sites() {
     }
     let (code, v) = sites_of(&dir);
     assert_eq!(code, 1);
-    let found = |file: &str, line: u64| {
-        v["sites"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|s| s["file"] == file && s["line"] == line)
-            .cloned()
-            .unwrap_or_else(|| panic!("no site at {file}:{line}: {}", v["sites"]))
-    };
+    let found = |file: &str, line: u64| site_at(&v, file, line);
     for line in [773, 813] {
         let s = found("classes/job.js", line);
         assert_eq!(s["cross_slot"], true, "{s}");
@@ -239,15 +242,7 @@ fn real_go_package_sites() {
     };
     let (code, v) = sites_of(std::path::Path::new(&dir));
     assert_eq!(code, 1, "{v}");
-    let at = |file: &str, line: u64| {
-        v["sites"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|s| s["file"] == file && s["line"] == line)
-            .cloned()
-            .unwrap_or_else(|| panic!("no site at {file}:{line}: {}", v["sites"]))
-    };
+    let at = |file: &str, line: u64| site_at(&v, file, line);
     let s = at("cluster_test.go", 484);
     assert_eq!(
         (s["op"].as_str(), &s["cross_slot"]),
@@ -285,15 +280,7 @@ fn real_ruby_package_sites() {
     };
     let (code, v) = sites_of(std::path::Path::new(&dir));
     assert_eq!(code, 1, "{v}");
-    let at = |file: &str, line: u64| {
-        v["sites"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|s| s["file"] == file && s["line"] == line)
-            .cloned()
-            .unwrap_or_else(|| panic!("no site at {file}:{line}: {}", v["sites"]))
-    };
+    let at = |file: &str, line: u64| site_at(&v, file, line);
     for (file, line, op) in [
         ("lib/sidekiq/launcher.rb", 164, "SADD HMSET EXPIRE RPOP"),
         ("lib/sidekiq/api.rb", 290, "UNLINK SREM"),
