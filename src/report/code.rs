@@ -43,13 +43,17 @@ pub fn render_table(out: &mut dyn Write, r: &CodeReport, layout: &TextLayout) ->
         let verdict = s.verdict();
         let (word, why) = verdict_words(&verdict);
         let keys: Vec<String> = s.keys.iter().map(|k| k.text()).collect();
+        let why = match fix(s, &verdict) {
+            Some(f) => format!("{why}\nfix: {f}"),
+            None => why.to_string(),
+        };
         t.add_row(vec![
             format!("{file}:{}", s.at.line),
             s.op.clone(),
             if s.atomic() { "yes" } else { "no" }.to_string(),
             word.to_string(),
             keys.join("\n"),
-            why.to_string(),
+            why,
         ]);
         rows += 1;
     }
@@ -99,6 +103,18 @@ struct JsonSite<'a> {
     key_templates: Vec<String>,
     cross_slot: CrossSlot,
     why: &'a str,
+    /// For a cross-slot or undecided site, the value to tag in each key (absent when the keys
+    /// share none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fix: Option<String>,
+}
+
+/// The fix a site's verdict calls for: none for one slot.
+fn fix(s: &Site, v: &Verdict) -> Option<String> {
+    match v {
+        Verdict::OneSlot(_) => None,
+        _ => s.fix(),
+    }
 }
 
 #[derive(Serialize)]
@@ -146,6 +162,7 @@ pub fn render_json(out: &mut dyn Write, r: &CodeReport) -> io::Result<()> {
                     Verdict::Depends(_) => CrossSlot::Depends("depends"),
                 },
                 why: verdict_words(v).1,
+                fix: fix(s, v),
             })
             .collect(),
         skipped: &r.skipped,

@@ -301,6 +301,27 @@ fn real_ruby_package_sites() {
     assert_eq!(v["skipped"].as_array().unwrap().len(), 0);
 }
 
+/// A cross-slot site whose keys share a value says how to tag it; one that shares none does
+/// not guess.
+fn sites_say_the_fix() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/code/shop.py");
+    let (_, v) = sites_of(&path);
+    assert_eq!(
+        site_at(&v, &path.display().to_string(), 33)["fix"],
+        "tag the value every key shares, <uid>, in each key: shop:cart:{<uid>}, shop:user:{<uid>}:profile"
+    );
+    assert!(
+        site_at(&v, &path.display().to_string(), 41)
+            .get("fix")
+            .is_none()
+    );
+    assert!(
+        site_at(&v, &path.display().to_string(), 28)
+            .get("fix")
+            .is_none()
+    );
+}
+
 /// `lint --code`: the same sites as lint findings, at their calls, in every lint format.
 fn lint_reads_code() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -433,6 +454,7 @@ fn keys_from_other_files() {
 pub(crate) const TESTS: &[crate::support::Test] = &[
     ("fixture_sites_and_verdicts", fixture_sites_and_verdicts),
     ("lint_reads_code", lint_reads_code),
+    ("sites_say_the_fix", sites_say_the_fix),
     ("keys_from_other_files", keys_from_other_files),
     ("real_library_sites", real_library_sites),
     ("real_npm_package_sites", real_npm_package_sites),
