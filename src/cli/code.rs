@@ -31,7 +31,7 @@ const CODE_FORMATS: &[Word<Format>] = &[
 /// slots.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Reads Python (redis-py: Redis, asyncio and RedisCluster clients), JavaScript and TypeScript (ioredis; node-redis v4+), Go (go-redis v8/v9; redigo) and Ruby (redis-rb; redis-client).\n\nExamples:\n  keyplan code src/\n  keyplan code app.py worker.py --format json -o sites.json\n\nExit status: 0 no cross-slot site, 1 a site whose keys can hash to different slots, 2 error."
+    after_help = "Reads Python (redis-py: Redis, asyncio and RedisCluster clients), JavaScript and TypeScript (ioredis; node-redis v4+), Go (go-redis v8/v9; redigo), Ruby (redis-rb; redis-client) and Java (Jedis, Lettuce, Spring Data Redis, Redisson). Keys built from constants and functions of other files of the tree are followed.\n\nExamples:\n  keyplan code src/\n  keyplan code app.py worker.py --format json -o sites.json\n  keyplan lint --code src/ --format sarif > code.sarif\n\nExit status: 0 no cross-slot site, 1 a site whose keys can hash to different slots, 2 error."
 )]
 pub struct CodeArgs {
     /// Source files or directories (directories are walked as ripgrep does: .gitignore
