@@ -100,11 +100,11 @@ pub fn scan_paths(
     // First what each file defines for the others (constants, key functions), then each
     // file read with what the others of its language define.
     let texts: Vec<Result<(Language, String), String>> = par_map(&files, workers, |f| {
+        progress.inc(1);
         let text = read_source(&f.path).map_err(|e| e.to_string())?;
         let ext = f.path.extension().and_then(|e| e.to_str()).unwrap_or("");
         let language = Language::of_extension(ext)
             .ok_or_else(|| format!("not a language keyplan code reads (.{ext})"))?;
-        progress.inc(1);
         Ok((language, text))
     });
     let exported: Vec<Option<(Language, Globals)>> = par_map(&texts, workers, |t| {
@@ -118,11 +118,10 @@ pub fn scan_paths(
     }
     let none = Globals::default();
     let results: Vec<Result<FileFindings, String>> = par_map(&texts, workers, |t| {
+        progress.inc(1);
         let (l, text) = t.as_ref().map_err(Clone::clone)?;
         let g = globals.get(l.profile_language()).unwrap_or(&none);
-        let found = readers.scan(*l, text, g);
-        progress.inc(1);
-        found
+        readers.scan(*l, text, g)
     });
     progress.finish();
     for (f, r) in files.into_iter().zip(results) {

@@ -621,6 +621,7 @@ impl<'s, 't> Reader<'s, 't> {
                     None => self
                         .globals
                         .constant(name)
+                        .filter(|_| !syntax::is_parameter(n, name, self.src, FUNCTIONS))
                         .unwrap_or_else(|| Template::var(name)),
                 }
             }

@@ -615,6 +615,7 @@ impl<'s, 't> Reader<'s, 't> {
                     None => self
                         .globals
                         .constant(name)
+                        .filter(|_| !syntax::is_parameter(n, name, self.src, SCOPES))
                         .unwrap_or_else(|| Template::var(name)),
                 }
             }

@@ -794,6 +794,20 @@ impl<'s, 't> Scanner<'s, 't> {
                     None => self
                         .globals
                         .constant(name)
+                        .filter(|_| {
+                            !syntax::is_parameter(
+                                n,
+                                name,
+                                self.src,
+                                &[
+                                    "function_declaration",
+                                    "function_expression",
+                                    "arrow_function",
+                                    "method_definition",
+                                    "generator_function_declaration",
+                                ],
+                            )
+                        })
                         .unwrap_or_else(|| Template::var(name)),
                 }
             }

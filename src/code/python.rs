@@ -817,6 +817,14 @@ impl<'s, 't> Scanner<'s, 't> {
                     None => self
                         .globals
                         .constant(name)
+                        .filter(|_| {
+                            !syntax::is_parameter(
+                                n,
+                                name,
+                                self.src,
+                                &["function_definition", "lambda"],
+                            )
+                        })
                         .unwrap_or_else(|| Template::var(name)),
                 }
             }

@@ -637,6 +637,8 @@ impl<'s, 't> Reader<'s, 't> {
                         }
                     }
                     Some(_) => Template::var(name),
+                    // A parameter is a runtime value.
+                    None if syntax::is_parameter(n, name, self.src, SCOPES) => Template::var(name),
                     // A bare name that is no local: a method of the file called without
                     // arguments.
                     None => self.helper(name, &[], n, depth),

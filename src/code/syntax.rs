@@ -278,3 +278,27 @@ pub(super) fn scope_start(n: Node<'_>, scopes: &[&str]) -> usize {
     }
     0
 }
+
+/// Whether `name` is a parameter of a function (a node of a kind in `functions`) around `n`:
+/// then it is a runtime value, whatever another file defines under the same name.
+pub(super) fn is_parameter(n: Node<'_>, name: &str, src: &[u8], functions: &[&str]) -> bool {
+    let mut p = n.parent();
+    while let Some(q) = p {
+        if functions.contains(&q.kind()) {
+            for field in ["parameters", "parameter"] {
+                let text = q
+                    .child_by_field_name(field)
+                    .and_then(|ps| ps.utf8_text(src).ok())
+                    .unwrap_or("");
+                if text
+                    .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'))
+                    .any(|w| w == name)
+                {
+                    return true;
+                }
+            }
+        }
+        p = q.parent();
+    }
+    false
+}

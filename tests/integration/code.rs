@@ -406,7 +406,8 @@ fn lint_reads_code() {
 
 /// Keys built from constants and key functions of other files of the tree, in each language:
 /// `keys.py` (two functions deep), a TypeScript module imported by JavaScript, a Go package,
-/// a Ruby module, a Java class.
+/// a Ruby module, a Java class; a parameter named like another file's constant stays a
+/// runtime value (`shadow.py`).
 fn keys_from_other_files() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/code/tree");
     let (code, v) = sites_of(&dir);
@@ -445,6 +446,7 @@ fn keys_from_other_files() {
                 "py/app.py:6",
                 &["shop:user:<uid>:profile", "shop:user:<uid>:settings"]
             ),
+            want("py/shadow.py:2", &["<PREFIX>:a:<uid>", "<PREFIX>:b:<uid>"]),
             want("rb/app.rb:2", &["shop:user:<uid>", "shop:cart:<uid>"]),
         ]
     );
