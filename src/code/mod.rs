@@ -73,6 +73,56 @@ impl Language {
 pub struct Globals {
     consts: std::collections::BTreeMap<String, Option<Template>>,
     funcs: std::collections::BTreeMap<String, Option<(Vec<String>, Template)>>,
+    queuers: std::collections::BTreeMap<String, Option<Queuer>>,
+}
+
+/// A function that queues commands on a pipeline it is handed (`def save(self, pipeline)`):
+/// what it queues, its parameters as placeholders.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Queuer {
+    /// Its parameters (the receiver, `self`, left out).
+    pub params: Vec<String>,
+    /// The parameter that takes the pipeline.
+    pub pipe: String,
+    /// The commands, in order.
+    pub ops: Vec<String>,
+    /// Their keys.
+    pub keys: Vec<Template>,
+    /// What its body does not say about them.
+    pub unknown: Option<Unknown>,
+}
+
+impl Queuer {
+    /// What it queues when called with these arguments, its receiver's fields (`self.key`)
+    /// named after the receiver of the call (`job.key`).
+    pub(crate) fn bind(
+        &self,
+        receiver: Option<&str>,
+        mut arg: impl FnMut(usize) -> Option<Template>,
+    ) -> (Vec<Template>, Option<Unknown>) {
+        let params: Vec<&str> = self.params.iter().map(String::as_str).collect();
+        let keys = self
+            .keys
+            .iter()
+            .map(|k| {
+                let mut t = syntax::bind(k.clone(), &params, &mut arg);
+                if let Some(r) = receiver.filter(|r| *r != "self" && *r != "this") {
+                    for p in &mut t.parts {
+                        if let Part::Var(v) = p {
+                            for own in ["self.", "this.", "@"] {
+                                if let Some(rest) = v.strip_prefix(own) {
+                                    *v = format!("{r}.{rest}");
+                                    break;
+                                }
+                            }
+                        }
+                    }
+                }
+                t
+            })
+            .collect();
+        (keys, self.unknown.clone())
+    }
 }
 
 impl Globals {
@@ -105,6 +155,46 @@ impl Globals {
         }
     }
 
+    /// Records a function that queues commands on the pipeline it is handed.
+    pub(crate) fn add_queuer(&mut self, name: &str, q: Queuer) {
+        if q.ops.is_empty() {
+            return;
+        }
+        let e = self
+            .queuers
+            .entry(name.to_string())
+            .or_insert(Some(q.clone()));
+        if e.as_ref() != Some(&q) {
+            *e = None;
+        }
+    }
+
+    /// The function `name` that queues commands on a pipeline, when one definition has that name.
+    pub(crate) fn queuer(&self, name: &str) -> Option<&Queuer> {
+        self.queuers.get(name)?.as_ref()
+    }
+
+    /// The method `name` of the class named like `class` (case and `_` aside: the receiver
+    /// `started_job_registry` names `StartedJobRegistry`) that queues commands on a pipeline.
+    pub(crate) fn queuer_of_class(&self, class: &str, name: &str) -> Option<&Queuer> {
+        let norm = |c: &str| c.replace('_', "").to_ascii_lowercase();
+        let want = norm(class);
+        let suffix = format!(".{name}");
+        let mut found = None;
+        for (k, v) in &self.queuers {
+            if let Some(c) = k.strip_suffix(&suffix)
+                && !c.contains('.')
+                && norm(c) == want
+            {
+                if found.is_some() {
+                    return None;
+                }
+                found = v.as_ref();
+            }
+        }
+        found
+    }
+
     /// Adds what another file defines.
     pub fn merge(&mut self, other: Globals) {
         for (k, v) in other.consts {
@@ -120,6 +210,14 @@ impl Globals {
                 Some((p, t)) => self.add_func(&k, p, t),
                 None => {
                     self.funcs.insert(k, None);
+                }
+            }
+        }
+        for (k, v) in other.queuers {
+            match v {
+                Some(q) => self.add_queuer(&k, q),
+                None => {
+                    self.queuers.insert(k, None);
                 }
             }
         }
@@ -193,7 +291,10 @@ impl Readers {
     /// functions, each resolved within the file.
     pub fn exports(&self, language: Language, text: &str) -> Globals {
         match language {
-            Language::Python => python::exports(text),
+            Language::Python => python::exports(
+                text,
+                self.profiles.get("python").map_or(&[][..], Vec::as_slice),
+            ),
             Language::JavaScript(d) => javascript::exports(text, d),
             Language::Go => golang::exports(text),
             Language::Ruby => ruby::exports(text),
@@ -375,6 +476,9 @@ pub enum Unknown {
     Loop,
     /// A script that declares no keys: it may touch any, and a cluster runs it on any node.
     NoDeclaredKeys,
+    /// Commands queued by a function the pipeline is handed to, whose body was not found
+    /// (or is defined differently in two places).
+    Callee(String),
 }
 
 impl std::fmt::Display for Unknown {
@@ -385,6 +489,10 @@ impl std::fmt::Display for Unknown {
             Unknown::NoDeclaredKeys => {
                 f.write_str("a script that declares no keys: the keys it touches are not known")
             }
+            Unknown::Callee(c) => write!(
+                f,
+                "the pipeline is handed to {c}(), whose commands keyplan could not follow"
+            ),
         }
     }
 }

@@ -9,7 +9,9 @@
 
 use super::profile::{ArgShape, Profile};
 use super::syntax::{self, CallKeys, DEPTH, Pipe, contains, looks_plural, sorted, unescape};
-use super::{FileFindings, Globals, KeyUse, Part, Position, Site, SiteKind, Template, Unknown};
+use super::{
+    FileFindings, Globals, KeyUse, Part, Position, Queuer, Site, SiteKind, Template, Unknown,
+};
 use std::collections::HashMap;
 use tree_sitter::{Node, Parser};
 
@@ -32,15 +34,7 @@ pub fn scan(
         .set_language(&tree_sitter_python::LANGUAGE.into())
         .expect("invariant: the grammar matches the tree-sitter version");
     let tree = parser.parse(text, None).ok_or(ParseError::NoTree)?;
-    let mut s = Scanner {
-        src: text.as_bytes(),
-        text,
-        profiles,
-        globals,
-        defs: Defs::default(),
-        pipes: HashMap::new(),
-        out: FileFindings::default(),
-    };
+    let mut s = Scanner::new(text, profiles, globals, false);
     s.defs.collect(tree.root_node(), s.src, None);
     s.walk(tree.root_node());
     Ok(s.out)
@@ -173,7 +167,7 @@ fn text_of<'s>(n: Node<'_>, src: &'s [u8]) -> &'s str {
 
 /// What one Python file defines for the others: module constants, class attributes (by
 /// name) and functions that return a key.
-pub fn exports(text: &str) -> Globals {
+pub fn exports(text: &str, profiles: &[Profile]) -> Globals {
     let mut parser = Parser::new();
     parser
         .set_language(&tree_sitter_python::LANGUAGE.into())
@@ -182,16 +176,22 @@ pub fn exports(text: &str) -> Globals {
     let Some(tree) = parser.parse(text, None) else {
         return out;
     };
+    // Functions that queue commands on a pipeline they are handed; each pass follows the
+    // file's own such functions one call deeper.
+    let mut own = Globals::default();
+    for _ in 0..QUEUER_PASSES {
+        let mut s = Scanner::new(text, profiles, &own, true);
+        s.defs.collect(tree.root_node(), s.src, None);
+        s.walk(tree.root_node());
+        let mut found = Globals::default();
+        for (name, q) in s.queuers.take().unwrap_or_default() {
+            found.add_queuer(&name, q);
+        }
+        own = found;
+    }
+    out.merge(own);
     let none = Globals::default();
-    let mut s = Scanner {
-        src: text.as_bytes(),
-        text,
-        profiles: &[],
-        globals: &none,
-        defs: Defs::default(),
-        pipes: HashMap::new(),
-        out: FileFindings::default(),
-    };
+    let mut s = Scanner::new(text, profiles, &none, false);
     s.defs.collect(tree.root_node(), s.src, None);
     for (name, v) in sorted(&s.defs.consts)
         .into_iter()
@@ -209,6 +209,9 @@ pub fn exports(text: &str) -> Globals {
     out
 }
 
+/// How many calls deep a file's own functions handed a pipeline are followed.
+const QUEUER_PASSES: usize = 3;
+
 struct Scanner<'s, 't> {
     src: &'s [u8],
     text: &'s str,
@@ -218,10 +221,36 @@ struct Scanner<'s, 't> {
     defs: Defs<'t>,
     /// Pipelines by (function start byte, variable name).
     pipes: HashMap<(usize, String), Pipe>,
+    /// Other names of a pipeline (`conn = pipeline if pipeline is not None else self.conn`).
+    aliases: HashMap<(usize, String), (usize, String)>,
+    /// When reading what the file defines for the others: every parameter of a function is
+    /// taken as a pipeline it may be handed, and what its body queues on one is gathered
+    /// here, by `name` and `Class.name`.
+    queuers: Option<Vec<(String, Queuer)>>,
     out: FileFindings,
 }
 
 impl<'s, 't> Scanner<'s, 't> {
+    /// A scanner of `text`; `queuers`: reading what functions queue on a pipeline handed to them.
+    fn new(
+        text: &'s str,
+        profiles: &'s [Profile],
+        globals: &'s Globals,
+        queuers: bool,
+    ) -> Scanner<'s, 't> {
+        Scanner {
+            src: text.as_bytes(),
+            text,
+            profiles,
+            globals,
+            defs: Defs::default(),
+            pipes: HashMap::new(),
+            aliases: HashMap::new(),
+            queuers: queuers.then(Vec::new),
+            out: FileFindings::default(),
+        }
+    }
+
     fn t(&self, n: Node<'_>) -> &'s str {
         text_of(n, self.src)
     }
@@ -232,13 +261,23 @@ impl<'s, 't> Scanner<'s, 't> {
 
     /// Children first, so a pipeline's commands are queued before it runs.
     fn walk(&mut self, node: Node<'t>) {
+        let params = match (&self.queuers, node.kind()) {
+            (Some(_), "function_definition") => self.param_pipes(node),
+            _ => Vec::new(),
+        };
         let mut cur = node.walk();
         let children: Vec<Node<'t>> = node.named_children(&mut cur).collect();
         for c in children {
             self.walk(c);
         }
+        if !params.is_empty() {
+            self.gather_queuer(node, &params);
+        }
         match node.kind() {
-            "call" => self.call(node),
+            "call" => {
+                self.hand_off(node);
+                self.call(node);
+            }
             "assignment" => {
                 if let (Some(l), Some(r)) = (
                     node.child_by_field_name("left"),
@@ -260,6 +299,189 @@ impl<'s, 't> Scanner<'s, 't> {
         }
     }
 
+    /// Every parameter of function `f` (but `self`, `cls`) as a pipeline it may be handed;
+    /// the parameter names.
+    fn param_pipes(&mut self, f: Node<'t>) -> Vec<String> {
+        let names = params_of(f, self.src);
+        for n in &names {
+            self.pipes.insert(
+                (f.start_byte(), n.clone()),
+                Pipe::new(false, (f.start_byte(), f.start_byte())),
+            );
+        }
+        names
+    }
+
+    /// What function `f` queued on each parameter, kept as a [`Queuer`].
+    fn gather_queuer(&mut self, f: Node<'t>, params: &[String]) {
+        let Some(name) = f.child_by_field_name("name").map(|n| self.t(n).to_string()) else {
+            return;
+        };
+        let class = enclosing_class(f, self.src);
+        let pipes: Vec<(String, Pipe)> = params
+            .iter()
+            .filter_map(|p| Some((p.clone(), self.pipes.remove(&(f.start_byte(), p.clone()))?)))
+            .collect();
+        // The parameter that takes the pipeline: the first one a command is queued on (the
+        // others are handed to functions only as values).
+        for (p, pipe) in &pipes {
+            let (ops, keys, unknown) = pipe.queued();
+            if !ops.iter().any(|o| !o.ends_with("()")) {
+                continue;
+            }
+            let q = Queuer {
+                params: params.to_vec(),
+                pipe: p.clone(),
+                ops: ops.to_vec(),
+                keys: keys.to_vec(),
+                unknown: unknown.cloned(),
+            };
+            let out = self.queuers.get_or_insert_with(Vec::new);
+            if let Some(c) = &class {
+                out.push((format!("{c}.{name}"), q.clone()));
+            }
+            out.push((name.clone(), q));
+            return;
+        }
+    }
+
+    /// `helper(pipe)`, `job.save(pipeline=pipe)`: the commands the function queues on a
+    /// pipeline it is handed go into that pipeline (its body found in the tree), or are
+    /// left unknown.
+    fn hand_off(&mut self, call: Node<'t>) {
+        const NOT_QUEUING: &[&str] = &[
+            "len",
+            "print",
+            "isinstance",
+            "id",
+            "repr",
+            "str",
+            "type",
+            "getattr",
+            "hasattr",
+            "setattr",
+            "callable",
+            "cast",
+            "bool",
+            "super",
+        ];
+        let (Some(f), Some(args)) = (
+            call.child_by_field_name("function"),
+            call.child_by_field_name("arguments"),
+        ) else {
+            return;
+        };
+        let (receiver, name) = match f.kind() {
+            "identifier" => (None, self.t(f)),
+            "attribute" => match (
+                f.child_by_field_name("object"),
+                f.child_by_field_name("attribute"),
+            ) {
+                (Some(o), Some(a)) => (Some(o), self.t(a)),
+                _ => return,
+            },
+            _ => return,
+        };
+        if NOT_QUEUING.contains(&name) || receiver.is_some_and(|r| self.pipe_key(r).is_some()) {
+            return;
+        }
+        let mut cur = args.walk();
+        let list: Vec<Node<'t>> = args.named_children(&mut cur).collect();
+        let mut pos = 0;
+        for a in &list {
+            let (keyword, v) = match a.kind() {
+                "keyword_argument" => (
+                    a.child_by_field_name("name").map(|n| self.t(n)),
+                    a.child_by_field_name("value"),
+                ),
+                "list_splat" | "dictionary_splat" | "comment" => continue,
+                _ => {
+                    pos += 1;
+                    (None, Some(*a))
+                }
+            };
+            let Some(v) = v.filter(|v| v.kind() == "identifier") else {
+                continue;
+            };
+            let Some(key) = self.pipe_key(v) else {
+                continue;
+            };
+            let receiver_text = receiver.map(|r| self.t(r));
+            let q = self
+                .find_queuer(name, receiver_text, call)
+                .filter(|q| match keyword {
+                    Some(k) => q.pipe == k,
+                    None => q.params.get(pos - 1) == Some(&q.pipe),
+                })
+                .cloned();
+            let queued = q.map(|q| {
+                let (keys, unknown) = q.bind(receiver_text, |i| {
+                    let param = q.params.get(i)?;
+                    let mut p = 0;
+                    for a in &list {
+                        match a.kind() {
+                            "keyword_argument" => {
+                                if a.child_by_field_name("name")
+                                    .is_some_and(|n| self.t(n) == param)
+                                {
+                                    return Some(self.template(a.child_by_field_name("value")?, 1));
+                                }
+                            }
+                            "list_splat" | "dictionary_splat" | "comment" => {}
+                            _ => {
+                                if p == i {
+                                    return Some(self.template(*a, 1));
+                                }
+                                p += 1;
+                            }
+                        }
+                    }
+                    None
+                });
+                (q.ops, keys, unknown)
+            });
+            let in_loop = self
+                .pipes
+                .get(&key)
+                .is_some_and(|p| loop_between(call, p.made));
+            if let Some(p) = self.pipes.get_mut(&key) {
+                let callee = match receiver_text {
+                    Some(r) => format!("{}.{name}", syntax::short_str(r)),
+                    None => name.to_string(),
+                };
+                match &queued {
+                    Some((ops, keys, unknown)) => {
+                        p.hand(&callee, Some((ops, keys.clone(), unknown.clone())), in_loop)
+                    }
+                    None => p.hand(&callee, None, in_loop),
+                }
+            }
+        }
+    }
+
+    /// The function `name` called on `receiver` that queues on a pipeline: a method of the
+    /// class the receiver names (`job.save` → `Job.save`, `self.save` → this class's), else
+    /// the one function of that name.
+    fn find_queuer(&self, name: &str, receiver: Option<&str>, call: Node<'t>) -> Option<&Queuer> {
+        let class = match receiver {
+            Some("self") | Some("cls") => enclosing_class(call, self.src),
+            Some(r) => Some(
+                r.rsplit('.')
+                    .next()
+                    .unwrap_or(r)
+                    .replace('_', "")
+                    .to_ascii_lowercase(),
+            ),
+            None => None,
+        };
+        if let Some(c) = class
+            && let Some(q) = self.globals.queuer_of_class(&c, name)
+        {
+            return Some(q);
+        }
+        self.globals.queuer(name)
+    }
+
     /// `name = <client>.pipeline(…)`: a pipeline named `name` from here on.
     fn maybe_pipe(&mut self, value: Node<'t>, name: String, at: Node<'t>) {
         let value = if value.kind() == "await" {
@@ -270,6 +492,36 @@ impl<'s, 't> Scanner<'s, 't> {
         } else {
             value
         };
+        // `pipeline if pipeline is not None else self.connection.pipeline()`,
+        // `pipeline or self.connection`: another name of a pipeline, or a new one.
+        let branches: Vec<Node<'t>> = match value.kind() {
+            "conditional_expression" => [value.named_child(0), value.named_child(2)]
+                .into_iter()
+                .flatten()
+                .collect(),
+            "boolean_operator" => [
+                value.child_by_field_name("left"),
+                value.child_by_field_name("right"),
+            ]
+            .into_iter()
+            .flatten()
+            .collect(),
+            _ => Vec::new(),
+        };
+        let scope = scope_of(at);
+        for b in &branches {
+            if b.kind() == "identifier"
+                && let Some(target) = self.pipe_key(*b)
+            {
+                if target != (scope, name.clone()) {
+                    self.aliases.insert((scope, name), target);
+                }
+                return;
+            }
+        }
+        if let Some(b) = branches.iter().find(|b| self.pipe_call(**b).is_some()) {
+            return self.maybe_pipe(*b, name, at);
+        }
         if let Some(atomic) = self.pipe_call(value) {
             let scope = scope_of(at);
             self.pipes.insert(
@@ -327,6 +579,7 @@ impl<'s, 't> Scanner<'s, 't> {
             match r.kind() {
                 "identifier" => {
                     let key = (scope_of(r), self.t(r).to_string());
+                    let key = self.aliases.get(&key).cloned().unwrap_or(key);
                     return self.pipes.contains_key(&key).then_some(key);
                 }
                 "call" => {
@@ -502,6 +755,10 @@ impl<'s, 't> Scanner<'s, 't> {
     }
 
     fn run_pipe(&mut self, key: &(usize, String), call: Node<'_>) {
+        if self.queuers.is_some() {
+            // Reading what functions queue: nothing is sent.
+            return;
+        }
         let at = self.position(call);
         if let Some(site) = self.pipes.get_mut(key).and_then(|p| p.send(at, false)) {
             self.out.sites.push(site);
@@ -1075,6 +1332,46 @@ fn positional<'t>(call: Node<'t>) -> Vec<Node<'t>> {
         .collect()
 }
 
+/// The parameter names of function `f`, `self` and `cls` left out.
+fn params_of(f: Node<'_>, src: &[u8]) -> Vec<String> {
+    let Some(params) = f.child_by_field_name("parameters") else {
+        return Vec::new();
+    };
+    let mut names = Vec::new();
+    let mut cur = params.walk();
+    for p in params.named_children(&mut cur) {
+        let n = match p.kind() {
+            "identifier" => Some(p),
+            "default_parameter" | "typed_parameter" | "typed_default_parameter" => p
+                .child_by_field_name("name")
+                .or_else(|| p.named_child(0))
+                .filter(|n| n.kind() == "identifier"),
+            _ => None,
+        };
+        if let Some(n) = n {
+            let n = text_of(n, src);
+            if n != "self" && n != "cls" {
+                names.push(n.to_string());
+            }
+        }
+    }
+    names
+}
+
+/// The name of the class `n` is defined in (through its methods), if any.
+fn enclosing_class(n: Node<'_>, src: &[u8]) -> Option<String> {
+    let mut p = n.parent();
+    while let Some(x) = p {
+        if x.kind() == "class_definition" {
+            return x
+                .child_by_field_name("name")
+                .map(|c| text_of(c, src).to_string());
+        }
+        p = x.parent();
+    }
+    None
+}
+
 /// The start byte of the function `n` is in (0 for the module).
 fn scope_of(n: Node<'_>) -> usize {
     let mut p = n.parent();
@@ -1218,6 +1515,67 @@ def save(r, uid, items):
         assert_eq!(texts(&f.sites[2]), ["a", "b"]);
         // Two literal keys: their real slots differ.
         assert!(matches!(f.sites[2].verdict(), Verdict::CrossSlot(_)));
+    }
+
+    #[test]
+    fn pipelines_handed_to_functions() {
+        let profiles = Profile::builtin("python");
+        let src = r#"
+class Job:
+    def save(self, pipeline=None, meta=True):
+        connection = pipeline if pipeline is not None else self.connection
+        connection.hset(self.key, mapping=self.to_dict(meta=meta))
+
+class Result:
+    def save(self, ttl, pipeline=None):
+        pipeline.xadd(self.stream_key, {})
+
+class Queue:
+    def push(self, job_id, pipeline=None):
+        pipe = pipeline if pipeline is not None else self.connection
+        pipe.rpush(self.key, job_id)
+
+    def enqueue(self, job, pipeline=None):
+        pipe = pipeline if pipeline is not None else self.connection.pipeline()
+        job.save(pipeline=pipe)
+        self.push(job.id, pipeline=pipe)
+        if pipeline is None:
+            pipe.execute()
+
+def touch(redis, job):
+    with redis.pipeline() as p:
+        job.save(pipeline=p)
+        p.expire(job.key, 10)
+        p.execute()
+
+def unknown(redis, job, other):
+    with redis.pipeline(transaction=False) as p:
+        other.store(p)
+        p.execute()
+"#;
+        let globals = exports(src, &profiles);
+        let f = scan(src, &profiles, &globals).unwrap();
+        let at = |line| f.sites.iter().find(|s| s.at.line == line).unwrap();
+        // `job.save` is Job's (the receiver names the class), `self.push` this class's.
+        let s = at(21);
+        assert_eq!(s.op, "HSET RPUSH");
+        assert_eq!(texts(s), ["<job.key>", "<self.key>"]);
+        assert!(matches!(s.verdict(), Verdict::CrossSlot(_)));
+        let s = at(27);
+        assert_eq!(s.op, "HSET EXPIRE");
+        assert!(matches!(s.verdict(), Verdict::OneSlot(_)), "{s:?}");
+        // A function whose body is not in the tree: the site is found, its keys unknown.
+        let s = at(32);
+        assert_eq!(s.op, "other.store()");
+        assert_eq!(s.kind, SiteKind::Pipeline);
+        let Verdict::Depends(why) = s.verdict() else {
+            panic!("{s:?}")
+        };
+        assert!(why.contains("other.store()"), "{why}");
+        // Without the tree's functions, the same site is only known to depend on them.
+        let alone = scan(src, &profiles, &Globals::default()).unwrap();
+        let s = alone.sites.iter().find(|s| s.at.line == 21).unwrap();
+        assert_eq!(s.op, "job.save() self.push()");
     }
 
     #[test]

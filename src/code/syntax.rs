@@ -39,6 +39,37 @@ impl Pipe {
         }
     }
 
+    /// Queues what a function handed the pipeline queues (`queued`: its commands and keys
+    /// when its body was followed; `None` leaves them unknown).
+    pub fn hand(
+        &mut self,
+        callee: &str,
+        queued: Option<(&[String], Vec<Template>, Option<Unknown>)>,
+        in_loop: bool,
+    ) {
+        match queued {
+            Some((ops, keys, unknown)) => {
+                self.ops.extend(ops.iter().cloned());
+                self.keys.extend(keys);
+                if self.unknown.is_none() {
+                    self.unknown = unknown.or(in_loop.then_some(Unknown::Loop));
+                }
+            }
+            None => {
+                self.ops.push(format!("{callee}()"));
+                if self.unknown.is_none() {
+                    self.unknown = Some(Unknown::Callee(callee.to_string()));
+                }
+            }
+        }
+    }
+
+    /// What was queued so far: commands, keys and what is not known (a function's body, read
+    /// as a [`super::Queuer`]).
+    pub fn queued(&self) -> (&[String], &[Template], Option<&Unknown>) {
+        (&self.ops, &self.keys, self.unknown.as_ref())
+    }
+
     /// The site of sending what was queued (`plain`: sent without MULTI whatever it was
     /// made as); `None` when nothing was queued.
     pub fn send(&mut self, at: Position, plain: bool) -> Option<Site> {
@@ -74,6 +105,16 @@ pub(super) fn position(text: &str, n: Node<'_>) -> Position {
     Position {
         line: p.row + 1,
         column: text[line_start..n.start_byte()].chars().count() + 1,
+    }
+}
+
+/// Code on one line, cut to 40 characters.
+pub(super) fn short_str(code: &str) -> String {
+    let t = code.split_whitespace().collect::<Vec<_>>().join(" ");
+    if t.chars().count() > 40 {
+        format!("{}…", t.chars().take(39).collect::<String>())
+    } else {
+        t
     }
 }
 
