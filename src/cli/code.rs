@@ -66,6 +66,9 @@ pub fn run(args: CodeArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     })
 }
 
+/// How many files deep a pipeline handed from function to function is followed.
+const CROSS_FILE_DEPTH: usize = 3;
+
 /// Reads the source files under `paths` (on `threads` workers, in the walk's order) for the
 /// keys they build and their multi-key calls (`keyplan code`, `lint --code`).
 pub fn scan_paths(
@@ -107,16 +110,38 @@ pub fn scan_paths(
             .ok_or_else(|| format!("not a language keyplan code reads (.{ext})"))?;
         Ok((language, text))
     });
-    let exported: Vec<Option<(Language, Globals)>> = par_map(&texts, workers, |t| {
+    let none = Globals::default();
+    let stems: Vec<Option<&str>> = files
+        .iter()
+        .map(|f| f.path.file_stem().and_then(|s| s.to_str()))
+        .collect();
+    let inputs: Vec<(&Result<(Language, String), String>, Option<&str>)> =
+        texts.iter().zip(stems.iter().copied()).collect();
+    let exported: Vec<Option<(Language, Globals)>> = par_map(&inputs, workers, |(t, stem)| {
         t.as_ref()
             .ok()
-            .map(|(l, text)| (*l, readers.exports(*l, text)))
+            .map(|(l, text)| (*l, readers.exports(*l, text, &none, *stem)))
     });
     let mut globals: BTreeMap<&str, Globals> = BTreeMap::new();
     for (l, g) in exported.into_iter().flatten() {
         globals.entry(l.profile_language()).or_default().merge(g);
     }
-    let none = Globals::default();
+    // Python functions handed a pipeline hand it on to functions of other files: read them
+    // again with what the whole tree queues known, each reading one call deeper.
+    if texts.iter().any(|t| matches!(t, Ok((Language::Python, _)))) {
+        for _ in 1..CROSS_FILE_DEPTH {
+            let known = globals.get("python").cloned().unwrap_or_default();
+            let again: Vec<Option<Globals>> = par_map(&inputs, workers, |(t, stem)| match t {
+                Ok((l @ Language::Python, text)) => Some(readers.exports(*l, text, &known, *stem)),
+                _ => None,
+            });
+            let mut python = Globals::default();
+            for g in again.into_iter().flatten() {
+                python.merge(g);
+            }
+            globals.insert("python", python);
+        }
+    }
     let results: Vec<Result<FileFindings, String>> = par_map(&texts, workers, |t| {
         progress.inc(1);
         let (l, text) = t.as_ref().map_err(Clone::clone)?;

@@ -180,19 +180,43 @@ impl Globals {
         let norm = |c: &str| c.replace('_', "").to_ascii_lowercase();
         let want = norm(class);
         let suffix = format!(".{name}");
-        let mut found = None;
+        // The class the receiver names exactly, else one it ends with once a `Base`/`Abstract`
+        // prefix is dropped (`started_job_registry` → `BaseRegistry`, `worker` → `BaseWorker`).
+        let mut exact = Vec::new();
+        let mut loose = Vec::new();
         for (k, v) in &self.queuers {
             if let Some(c) = k.strip_suffix(&suffix)
                 && !c.contains('.')
-                && norm(c) == want
             {
-                if found.is_some() {
-                    return None;
+                let c = norm(c);
+                let bare = c
+                    .strip_prefix("base")
+                    .or_else(|| c.strip_prefix("abstract"))
+                    .unwrap_or(&c);
+                if c == want {
+                    exact.push(v);
+                } else if !bare.is_empty() && want.ends_with(bare) {
+                    loose.push(v);
                 }
-                found = v.as_ref();
             }
         }
-        found
+        match (exact.as_slice(), loose.as_slice()) {
+            ([one], _) | ([], [one]) => one.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// Takes `newer`'s functions that queue on a pipeline over these (what one file defines,
+    /// read again with more of the tree known); a name two files define stays left out.
+    pub(crate) fn overlay(&mut self, newer: &Globals) {
+        for (k, v) in &newer.queuers {
+            match self.queuers.get(k) {
+                Some(None) => {}
+                _ => {
+                    self.queuers.insert(k.clone(), v.clone());
+                }
+            }
+        }
     }
 
     /// Adds what another file defines.
@@ -288,12 +312,22 @@ impl Readers {
     }
 
     /// What one file defines for the others of its language: its constants and key
-    /// functions, each resolved within the file.
-    pub fn exports(&self, language: Language, text: &str) -> Globals {
+    /// functions, each resolved within the file, and the functions that queue commands on a
+    /// pipeline they are handed, resolved with what `tree` (the other files, read once
+    /// already; empty on the first reading) defines.
+    pub fn exports(
+        &self,
+        language: Language,
+        text: &str,
+        tree: &Globals,
+        module: Option<&str>,
+    ) -> Globals {
         match language {
             Language::Python => python::exports(
                 text,
                 self.profiles.get("python").map_or(&[][..], Vec::as_slice),
+                tree,
+                module,
             ),
             Language::JavaScript(d) => javascript::exports(text, d),
             Language::Go => golang::exports(text),

@@ -167,7 +167,12 @@ fn text_of<'s>(n: Node<'_>, src: &'s [u8]) -> &'s str {
 
 /// What one Python file defines for the others: module constants, class attributes (by
 /// name) and functions that return a key.
-pub fn exports(text: &str, profiles: &[Profile]) -> Globals {
+pub fn exports(
+    text: &str,
+    profiles: &[Profile],
+    tree_globals: &Globals,
+    module: Option<&str>,
+) -> Globals {
     let mut parser = Parser::new();
     parser
         .set_language(&tree_sitter_python::LANGUAGE.into())
@@ -180,7 +185,10 @@ pub fn exports(text: &str, profiles: &[Profile]) -> Globals {
     // file's own such functions one call deeper.
     let mut own = Globals::default();
     for _ in 0..QUEUER_PASSES {
-        let mut s = Scanner::new(text, profiles, &own, true);
+        let mut known = tree_globals.clone();
+        known.overlay(&own);
+        let mut s = Scanner::new(text, profiles, &known, true);
+        s.module = module;
         s.defs.collect(tree.root_node(), s.src, None);
         s.walk(tree.root_node());
         let mut found = Globals::default();
@@ -223,6 +231,12 @@ struct Scanner<'s, 't> {
     pipes: HashMap<(usize, String), Pipe>,
     /// Other names of a pipeline (`conn = pipeline if pipeline is not None else self.conn`).
     aliases: HashMap<(usize, String), (usize, String)>,
+    /// Names that are a pipeline handed in or a client (`pipeline if pipeline is not None
+    /// else self.connection`): a multi-key command on one is a site of its own as well.
+    direct_too: std::collections::HashSet<(usize, String)>,
+    /// The module the file is (its name without `.py`), when known: its functions are also
+    /// known as `module.name`.
+    module: Option<&'s str>,
     /// When reading what the file defines for the others: every parameter of a function is
     /// taken as a pipeline it may be handed, and what its body queues on one is gathered
     /// here, by `name` and `Class.name`.
@@ -246,6 +260,8 @@ impl<'s, 't> Scanner<'s, 't> {
             defs: Defs::default(),
             pipes: HashMap::new(),
             aliases: HashMap::new(),
+            direct_too: Default::default(),
+            module: None,
             queuers: queuers.then(Vec::new),
             out: FileFindings::default(),
         }
@@ -262,7 +278,12 @@ impl<'s, 't> Scanner<'s, 't> {
     /// Children first, so a pipeline's commands are queued before it runs.
     fn walk(&mut self, node: Node<'t>) {
         let params = match (&self.queuers, node.kind()) {
-            (Some(_), "function_definition") => self.param_pipes(node),
+            (Some(_), "function_definition") => self.param_pipes(node, |_| true),
+            // `def add_jobs(self, jobs, pipeline)`: a pipeline the caller made, run here.
+            (None, "function_definition") => {
+                self.param_pipes(node, |p| p.to_ascii_lowercase().contains("pipe"));
+                Vec::new()
+            }
             _ => Vec::new(),
         };
         let mut cur = node.walk();
@@ -301,9 +322,9 @@ impl<'s, 't> Scanner<'s, 't> {
 
     /// Every parameter of function `f` (but `self`, `cls`) as a pipeline it may be handed;
     /// the parameter names.
-    fn param_pipes(&mut self, f: Node<'t>) -> Vec<String> {
+    fn param_pipes(&mut self, f: Node<'t>, pipe: impl Fn(&str) -> bool) -> Vec<String> {
         let names = params_of(f, self.src);
-        for n in &names {
+        for n in names.iter().filter(|n| pipe(n)) {
             self.pipes.insert(
                 (f.start_byte(), n.clone()),
                 Pipe::new(false, (f.start_byte(), f.start_byte())),
@@ -322,13 +343,17 @@ impl<'s, 't> Scanner<'s, 't> {
             .iter()
             .filter_map(|p| Some((p.clone(), self.pipes.remove(&(f.start_byte(), p.clone()))?)))
             .collect();
-        // The parameter that takes the pipeline: the first one a command is queued on (the
-        // others are handed to functions only as values).
-        for (p, pipe) in &pipes {
+        // The parameter that takes the pipeline: the first one a command is queued on, else
+        // one named like a pipeline that is handed on (the others are values a function is
+        // handed, not pipelines).
+        let real = |p: &Pipe| p.queued().0.iter().any(|o| !o.ends_with("()"));
+        let chosen = pipes.iter().find(|(_, p)| real(p)).or_else(|| {
+            pipes
+                .iter()
+                .find(|(n, p)| !p.queued().0.is_empty() && n.to_ascii_lowercase().contains("pipe"))
+        });
+        if let Some((p, pipe)) = chosen {
             let (ops, keys, unknown) = pipe.queued();
-            if !ops.iter().any(|o| !o.ends_with("()")) {
-                continue;
-            }
             let q = Queuer {
                 params: params.to_vec(),
                 pipe: p.clone(),
@@ -336,12 +361,14 @@ impl<'s, 't> Scanner<'s, 't> {
                 keys: keys.to_vec(),
                 unknown: unknown.cloned(),
             };
+            let module = self.module;
             let out = self.queuers.get_or_insert_with(Vec::new);
-            if let Some(c) = &class {
-                out.push((format!("{c}.{name}"), q.clone()));
+            match (&class, module) {
+                (Some(c), _) => out.push((format!("{c}.{name}"), q.clone())),
+                (None, Some(m)) => out.push((format!("{m}.{name}"), q.clone())),
+                (None, None) => {}
             }
             out.push((name.clone(), q));
-            return;
         }
     }
 
@@ -382,9 +409,10 @@ impl<'s, 't> Scanner<'s, 't> {
             },
             _ => return,
         };
-        if NOT_QUEUING.contains(&name) || receiver.is_some_and(|r| self.pipe_key(r).is_some()) {
+        if NOT_QUEUING.contains(&name) {
             return;
         }
+        let own = receiver.and_then(|r| self.pipe_key(r));
         let mut cur = args.walk();
         let list: Vec<Node<'t>> = args.named_children(&mut cur).collect();
         let mut pos = 0;
@@ -403,7 +431,7 @@ impl<'s, 't> Scanner<'s, 't> {
             let Some(v) = v.filter(|v| v.kind() == "identifier") else {
                 continue;
             };
-            let Some(key) = self.pipe_key(v) else {
+            let Some(key) = self.pipe_key(v).filter(|k| own.as_ref() != Some(k)) else {
                 continue;
             };
             let receiver_text = receiver.map(|r| self.t(r));
@@ -514,6 +542,13 @@ impl<'s, 't> Scanner<'s, 't> {
                 && let Some(target) = self.pipe_key(*b)
             {
                 if target != (scope, name.clone()) {
+                    // The other branch a client (`self.connection`): a command on this name
+                    // is also sent by itself.
+                    if branches.iter().any(|o| {
+                        o.id() != b.id() && o.kind() != "identifier" && self.pipe_call(*o).is_none()
+                    }) {
+                        self.direct_too.insert((scope, name.clone()));
+                    }
                     self.aliases.insert((scope, name), target);
                 }
                 return;
@@ -560,6 +595,23 @@ impl<'s, 't> Scanner<'s, 't> {
         Some(atomic)
     }
 
+    /// `push(…)` after `push = pipe.lpush if front else pipe.rpush`: the receiver and method
+    /// the name is bound to, when it is bound to a method of a pipeline.
+    fn bound_method(&self, call: Node<'t>) -> Option<(Node<'t>, &'s str)> {
+        let f = call
+            .child_by_field_name("function")
+            .filter(|f| f.kind() == "identifier")?;
+        let v = self.local_value(f, self.t(f), 0)?;
+        let attr = match v.kind() {
+            "attribute" => v,
+            "conditional_expression" => v.named_child(0).filter(|a| a.kind() == "attribute")?,
+            _ => return None,
+        };
+        let object = attr.child_by_field_name("object")?;
+        self.pipe_key(object)?;
+        Some((object, self.t(attr.child_by_field_name("attribute")?)))
+    }
+
     /// The receiver and method name of `obj.method(…)`.
     fn method(&self, call: Node<'t>) -> Option<(Node<'t>, &'s str)> {
         let f = call.child_by_field_name("function")?;
@@ -595,7 +647,7 @@ impl<'s, 't> Scanner<'s, 't> {
     }
 
     fn call(&mut self, call: Node<'t>) {
-        let Some((receiver, method)) = self.method(call) else {
+        let Some((receiver, method)) = self.method(call).or_else(|| self.bound_method(call)) else {
             self.script_object_call(call);
             return;
         };
@@ -631,6 +683,22 @@ impl<'s, 't> Scanner<'s, 't> {
                 }
                 let keys = self.keys_of(call, m.how, &m.command);
                 self.record(call, &m.command, &keys);
+                if pipe.is_some()
+                    && receiver.kind() == "identifier"
+                    && self
+                        .direct_too
+                        .contains(&(scope_of(receiver), self.t(receiver).to_string()))
+                    && (keys.keys.len() > 1 || keys.unknown.is_some())
+                    && self.queuers.is_none()
+                {
+                    self.out.sites.push(Site {
+                        at: self.position(call),
+                        kind: SiteKind::Command,
+                        op: m.command.clone(),
+                        keys: keys.keys.clone(),
+                        unknown: keys.unknown.clone(),
+                    });
+                }
                 match &pipe {
                     Some(k) => self.queue(k, call, &m.command, keys),
                     None if keys.keys.len() > 1 || keys.unknown.is_some() => {
@@ -681,6 +749,17 @@ impl<'s, 't> Scanner<'s, 't> {
                 }
                 return;
             }
+        }
+        // Any other Redis command queued on a pipeline (`pipe.hincrbyfloat(key, …)`): its keys
+        // where the command's key specification puts them.
+        if let Some(k) = &pipe
+            && !matches!(method, "watch" | "unwatch" | "reset" | "multi")
+            && syntax::takes_keys(method)
+        {
+            let cmd = method.to_ascii_uppercase();
+            let keys = self.keys_of(call, ArgShape::Args, &cmd);
+            self.record(call, &cmd, &keys);
+            self.queue(k, call, &cmd, keys);
         }
     }
 
@@ -785,10 +864,14 @@ impl<'s, 't> Scanner<'s, 't> {
             "hset",
             "execute_command",
         ];
+        let text = self.t(receiver);
+        // A class's own method of that name (`cls.lmove(…)`), not the client's.
+        if matches!(text, "self" | "cls") {
+            return false;
+        }
         if !COMMON.contains(&method) {
             return true;
         }
-        let text = self.t(receiver);
         let last = text
             .rsplit(['.', ' '])
             .next()
@@ -891,12 +974,11 @@ impl<'s, 't> Scanner<'s, 't> {
                         }
                     }))
                     .collect();
-                let table = crate::command::table();
-                let refs = table.keys(&line).ok().filter(|r| !r.is_empty());
+                let refs = syntax::table_positions(line).filter(|r| !r.is_empty());
                 match refs {
                     Some(refs) => {
                         for r in refs {
-                            if let Some(a) = args.get(r.pos - 1) {
+                            if let Some(a) = args.get(r) {
                                 keys.keys.push(self.template(*a, 0));
                             }
                         }
@@ -1553,7 +1635,7 @@ def unknown(redis, job, other):
         other.store(p)
         p.execute()
 "#;
-        let globals = exports(src, &profiles);
+        let globals = exports(src, &profiles, &Globals::default(), None);
         let f = scan(src, &profiles, &globals).unwrap();
         let at = |line| f.sites.iter().find(|s| s.at.line == line).unwrap();
         // `job.save` is Job's (the receiver names the class), `self.push` this class's.

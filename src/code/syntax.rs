@@ -50,7 +50,11 @@ impl Pipe {
         match queued {
             Some((ops, keys, unknown)) => {
                 self.ops.extend(ops.iter().cloned());
-                self.keys.extend(keys);
+                for k in keys {
+                    if !self.keys.contains(&k) {
+                        self.keys.push(k);
+                    }
+                }
                 if self.unknown.is_none() {
                     self.unknown = unknown.or(in_loop.then_some(Unknown::Loop));
                 }
@@ -84,11 +88,24 @@ impl Pipe {
             } else {
                 SiteKind::Pipeline
             },
-            op: ops.join(" "),
+            op: op_text(&ops),
             keys: std::mem::take(&mut self.keys),
             unknown: self.unknown.take(),
         })
     }
+}
+
+/// A pipeline's commands as one line: in order, cut after 16 (`… and N more`).
+fn op_text(ops: &[String]) -> String {
+    const SHOWN: usize = 16;
+    if ops.len() <= SHOWN {
+        return ops.join(" ");
+    }
+    format!(
+        "{} … and {} more",
+        ops[..SHOWN].join(" "),
+        ops.len() - SHOWN
+    )
 }
 
 /// The keys of one call: templates, and what is not known.
@@ -297,8 +314,34 @@ pub(super) fn key_positions(cmd: &str, args: impl Iterator<Item = Template>) -> 
             }
         }))
         .collect();
-    let refs = crate::command::table().keys(&line).ok()?;
-    Some(refs.into_iter().map(|r| r.pos - 1).collect())
+    table_positions(line)
+}
+
+/// Where the command table finds keys in a command line (0-based, after the name). A client
+/// method may take fewer arguments than the command line has (redis-py's
+/// `blmove(src, dst, timeout)` fills in the directions): the line is filled out with
+/// placeholders to the command's arity, and only keys among the given arguments kept.
+pub(super) fn table_positions(mut line: Vec<Vec<u8>>) -> Option<Vec<usize>> {
+    let table = crate::command::table();
+    let given = line.len();
+    let refs = match table.keys(&line) {
+        Ok(r) => r,
+        Err(_) => {
+            let name = String::from_utf8_lossy(line.first()?).to_ascii_lowercase();
+            let arity = table.get(&name)?.arity.unsigned_abs() as usize;
+            if arity <= given {
+                return None;
+            }
+            line.resize(arity, b"x".to_vec());
+            table.keys(&line).ok()?
+        }
+    };
+    Some(
+        refs.into_iter()
+            .filter(|r| r.pos < given)
+            .map(|r| r.pos - 1)
+            .collect(),
+    )
 }
 
 /// Whether `cmd` takes keys at all (`PING`, `CLUSTER …` do not).

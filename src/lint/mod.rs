@@ -313,7 +313,7 @@ pub fn check_examples(spec: &RuleSpec) -> ExampleOutcome {
             let lang = crate::code::Language::of_extension(ext)
                 .ok_or_else(|| format!("no language with the extension .{ext}"))?;
             let readers = crate::code::Readers::builtin();
-            let globals = readers.exports(lang, code);
+            let globals = readers.exports(lang, code, &crate::code::Globals::default(), None);
             let findings = readers.scan(lang, code, &globals)?;
             let report = crate::code::CodeReport {
                 files: vec![crate::code::FileReport {
