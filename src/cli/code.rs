@@ -115,8 +115,8 @@ pub fn scan_paths(
         .iter()
         .map(|f| f.path.file_stem().and_then(|s| s.to_str()))
         .collect();
-    let inputs: Vec<(&Result<(Language, String), String>, Option<&str>)> =
-        texts.iter().zip(stems.iter().copied()).collect();
+    type Source = Result<(Language, String), String>;
+    let inputs: Vec<(&Source, Option<&str>)> = texts.iter().zip(stems.iter().copied()).collect();
     let exported: Vec<Option<(Language, Globals)>> = par_map(&inputs, workers, |(t, stem)| {
         t.as_ref()
             .ok()
