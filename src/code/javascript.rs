@@ -504,9 +504,11 @@ impl<'s, 't> Scanner<'s, 't> {
             .unwrap_or(text)
             .trim_start_matches('_')
             .to_ascii_lowercase();
+        // (Not `store`: in Node a store is mostly a session or cache store whose `touch`,
+        // `get` and `del` are its own, as connect-redis's and express-session's are.)
         ["r", "rc", "rd", "rds", "db", "red", "io", "cluster"].contains(&last.as_str())
             || [
-                "redis", "client", "conn", "cache", "pipe", "multi", "store", "valkey",
+                "redis", "client", "conn", "cache", "pipe", "multi", "valkey",
             ]
             .iter()
             .any(|w| last.contains(w))

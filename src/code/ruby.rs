@@ -38,6 +38,8 @@ pub fn scan(
         consts: HashMap::new(),
         ivars: HashMap::new(),
         pipes: Vec::new(),
+        bodies: HashMap::new(),
+        following: Vec::new(),
         out: FileFindings::default(),
     };
     r.collect(tree.root_node());
@@ -69,6 +71,8 @@ pub fn exports(text: &str) -> Globals {
         consts: HashMap::new(),
         ivars: HashMap::new(),
         pipes: Vec::new(),
+        bodies: HashMap::new(),
+        following: Vec::new(),
         out: FileFindings::default(),
     };
     r.collect(tree.root_node());
@@ -123,6 +127,10 @@ struct Reader<'s, 't> {
     ivars: HashMap<String, Option<Node<'t>>>,
     /// Pipeline blocks open around the node being read, innermost last.
     pipes: Vec<OpenPipe>,
+    /// Method definitions by name (`None`: defined twice in the file).
+    bodies: HashMap<String, Option<Node<'t>>>,
+    /// Methods being read for a pipeline handed to them (no method is read inside itself).
+    following: Vec<String>,
     out: FileFindings,
 }
 
@@ -175,6 +183,7 @@ impl<'s, 't> Reader<'s, 't> {
                 let params = self.params(node);
                 let ret = node.child_by_field_name("body").and_then(returned);
                 let key = self.t(name).to_string();
+                once(&mut self.bodies, key.clone(), node);
                 match ret {
                     Some(r) if !self.methods.contains_key(&key) => {
                         self.methods.insert(key, Some((params, r)));
@@ -298,7 +307,71 @@ impl<'s, 't> Reader<'s, 't> {
         })
     }
 
+    /// `atomic_push(pipeline, payloads)` in a pipeline block: what the method queues on
+    /// that parameter goes into the pipeline (its body read when the file defines it once),
+    /// or the pipeline depends on it.
+    fn hand_off(&mut self, c: &Call<'t>) {
+        let on_pipe = c.receiver.and_then(|r| {
+            let name = self.t(r);
+            self.pipes.iter().rposition(|p| p.queuer == name)
+        });
+        for (pos, a) in c.args.iter().enumerate() {
+            if a.kind() != "identifier" {
+                continue;
+            }
+            let name = self.t(*a);
+            let Some(i) = self.pipes.iter().rposition(|p| p.queuer == name) else {
+                continue;
+            };
+            if on_pipe == Some(i) {
+                continue;
+            }
+            let in_loop = in_loop_since(c.node, self.pipes[i].block, self.src);
+            let def = self.bodies.get(&c.method).copied().flatten().filter(|_| {
+                c.receiver.is_none_or(|r| self.t(r) == "self")
+                    && !self.following.contains(&c.method)
+                    && self.following.len() < syntax::DEPTH / 2
+            });
+            let param = def.and_then(|d| self.params(d).get(pos).cloned());
+            let queued = match (def, param) {
+                (Some(d), Some(param)) => {
+                    let (sites, keys) = (self.out.sites.len(), self.out.keys.len());
+                    self.pipes.push(OpenPipe {
+                        queuer: param,
+                        block: (d.start_byte(), d.end_byte()),
+                        pipe: Pipe::new(false, (d.start_byte(), d.end_byte())),
+                    });
+                    self.following.push(c.method.clone());
+                    if let Some(body) = d.child_by_field_name("body") {
+                        self.walk(body);
+                    }
+                    self.following.pop();
+                    let inner = self.pipes.pop().expect("invariant: pushed above");
+                    // What the body sends by itself is found where the method is defined.
+                    self.out.sites.truncate(sites);
+                    self.out.keys.truncate(keys);
+                    let (ops, keys, unknown) = inner.pipe.queued();
+                    Some((ops.to_vec(), keys.to_vec(), unknown.cloned()))
+                }
+                _ => None,
+            };
+            let callee = match c.receiver {
+                Some(r) => format!("{}.{}", syntax::short_str(self.t(r)), c.method),
+                None => c.method.clone(),
+            };
+            let pipe = &mut self.pipes[i].pipe;
+            match queued {
+                Some((ops, keys, unknown)) if !ops.is_empty() => {
+                    pipe.hand(&callee, Some((&ops, keys, unknown)), in_loop)
+                }
+                Some(_) => {}
+                None => pipe.hand(&callee, None, in_loop),
+            }
+        }
+    }
+
     fn call(&mut self, c: Call<'t>) {
+        self.hand_off(&c);
         let queued = c.receiver.and_then(|r| {
             let name = self.t(r);
             self.pipes.iter().rposition(|p| p.queuer == name)

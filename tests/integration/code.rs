@@ -78,12 +78,11 @@ fn fixture_sites_and_verdicts() {
     assert_eq!(v["sites"][6]["kind"], "script");
 }
 
-/// rq 2.6.0 from PyPI (`.ci/run` installs it in the venv it exports as KEYPLAN_PYTHON): the
-/// sites whose keys a reader of rq's source sees on different slots are found, at their lines.
-fn real_library_sites() {
+/// rq 2.6.0's package directory in KEYPLAN_PYTHON's venv (`None`, said as not run, without).
+fn rq_dir() -> Option<std::path::PathBuf> {
     let Some(python) = std::env::var_os("KEYPLAN_PYTHON") else {
         crate::support::not_run("KEYPLAN_PYTHON (the venv with rq 2.6.0) is not set");
-        return;
+        return None;
     };
     let out = std::process::Command::new(python)
         .args([
@@ -96,15 +95,22 @@ fn real_library_sites() {
     let mut lines = text.lines();
     let (Some(version), Some(dir)) = (lines.next(), lines.next()) else {
         crate::support::not_run("rq is not importable by KEYPLAN_PYTHON");
-        return;
+        return None;
     };
     if version != "2.6.0" {
         crate::support::not_run(format!(
             "rq {version} is installed; these lines are rq 2.6.0's"
         ));
-        return;
+        return None;
     }
-    let (code, v) = sites_of(std::path::Path::new(dir));
+    Some(std::path::PathBuf::from(dir))
+}
+
+/// rq 2.6.0 from PyPI (`.ci/run` installs it in the venv it exports as KEYPLAN_PYTHON): the
+/// sites whose keys a reader of rq's source sees on different slots are found, at their lines.
+fn real_library_sites() {
+    let Some(dir) = rq_dir() else { return };
+    let (code, v) = sites_of(&dir);
     assert_eq!(code, 1);
     let cross: Vec<(String, u64, String)> = v["sites"]
         .as_array()
@@ -282,7 +288,7 @@ fn real_ruby_package_sites() {
     assert_eq!(code, 1, "{v}");
     let at = |file: &str, line: u64| site_at(&v, file, line);
     for (file, line, op) in [
-        ("lib/sidekiq/launcher.rb", 164, "SADD HMSET EXPIRE RPOP"),
+        ("lib/sidekiq/launcher.rb", 164, "SADD EXISTS HMSET EXPIRE RPOP"),
         ("lib/sidekiq/api.rb", 290, "UNLINK SREM"),
     ] {
         let s = at(file, line);
@@ -453,7 +459,193 @@ fn keys_from_other_files() {
 }
 
 /// This module's tests, run by the harness in `main.rs`.
+/// How keyplan's sites agree with ground truth written by reading a real package
+/// (`tests/fixtures/code/truth/*.tsv`: file:line, verdict, key templates).
+struct Agreement {
+    truth: usize,
+    reported: usize,
+    found: usize,
+    verdicts: usize,
+    keys: usize,
+    keys_found: usize,
+    misses: Vec<String>,
+}
+
+impl Agreement {
+    fn ratio(a: usize, b: usize) -> f64 {
+        if b == 0 { 1.0 } else { a as f64 / b as f64 }
+    }
+
+    fn line(&self, name: &str) -> String {
+        format!(
+            "{name}: sites {}/{} found (recall {:.0}%), {} reported (precision {:.0}%), verdicts {}/{} ({:.0}%), key templates {}/{} ({:.0}%)",
+            self.found,
+            self.truth,
+            100.0 * Agreement::ratio(self.found, self.truth),
+            self.reported,
+            100.0 * Agreement::ratio(self.found, self.reported),
+            self.verdicts,
+            self.found,
+            100.0 * Agreement::ratio(self.verdicts, self.found),
+            self.keys_found,
+            self.keys,
+            100.0 * Agreement::ratio(self.keys_found, self.keys),
+        )
+    }
+}
+
+/// A template with its placeholders' names dropped (`rq:job:<id>` → `rq:job:<>`).
+fn skeleton(t: &str) -> String {
+    let mut out = String::new();
+    let mut inside = false;
+    for c in t.chars() {
+        match c {
+            '<' => {
+                inside = true;
+                out.push_str("<>");
+            }
+            '>' if inside => inside = false,
+            _ if inside => {}
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+fn agreement(dir: &std::path::Path, truth: &str) -> Agreement {
+    let (_, v) = sites_of(dir);
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/code/truth")
+            .join(truth),
+    )
+    .unwrap();
+    let reported: Vec<&Value> = v["sites"].as_array().unwrap().iter().collect();
+    let at = |s: &Value| format!("{}:{}", s["file"].as_str().unwrap(), s["line"]);
+    let mut a = Agreement {
+        truth: 0,
+        reported: reported.len(),
+        found: 0,
+        verdicts: 0,
+        keys: 0,
+        keys_found: 0,
+        misses: Vec::new(),
+    };
+    let mut named = std::collections::BTreeSet::new();
+    for line in text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+    {
+        let cols: Vec<&str> = line.split('\t').collect();
+        let (site, verdict) = (cols[0], cols[1]);
+        let keys: Vec<&str> = cols
+            .get(2)
+            .map_or(vec![], |k| k.split_whitespace().collect());
+        named.insert(site.to_string());
+        a.truth += 1;
+        a.keys += keys.len();
+        let Some(s) = reported.iter().find(|s| at(s) == site) else {
+            a.misses.push(format!("missed {site}"));
+            continue;
+        };
+        a.found += 1;
+        let said = match &s["cross_slot"] {
+            Value::Bool(b) => b.to_string(),
+            other => other.as_str().unwrap_or("").to_string(),
+        };
+        if said == verdict {
+            a.verdicts += 1;
+        } else {
+            a.misses.push(format!(
+                "{site}: {verdict}, keyplan says {said} ({})",
+                s["why"]
+            ));
+        }
+        let templates: Vec<String> = s["key_templates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| skeleton(t.as_str().unwrap()))
+            .collect();
+        a.keys_found += keys
+            .iter()
+            .filter(|k| templates.contains(&skeleton(k)))
+            .count();
+    }
+    for s in &reported {
+        if !named.contains(&at(s)) {
+            a.misses
+                .push(format!("not in the truth: {} {}", at(s), s["op"]));
+        }
+    }
+    a
+}
+
+/// Checks one package's agreement against floors (fractions), printing the figures.
+fn check_agreement(name: &str, a: &Agreement, floors: [f64; 4]) {
+    eprintln!("{}", a.line(name));
+    let got = [
+        Agreement::ratio(a.found, a.truth),
+        Agreement::ratio(a.found, a.reported),
+        Agreement::ratio(a.verdicts, a.found),
+        Agreement::ratio(a.keys_found, a.keys),
+    ];
+    for (what, (g, f)) in ["recall", "precision", "verdicts", "key templates"]
+        .iter()
+        .zip(got.iter().zip(floors))
+    {
+        assert!(*g >= f, "{name}: {what} {g:.2} < {f}: {:#?}", a.misses);
+    }
+}
+
+/// rq 2.6.0 (Python, PyPI) against the ground truth written by reading it. Its keys are
+/// mostly `self.key` of a job, queue or worker object: the templates are known only as those
+/// placeholders, hence the lower key floor.
+fn ground_truth_python_rq() {
+    let Some(dir) = rq_dir() else { return };
+    let a = agreement(&dir, "rq-2.6.0.tsv");
+    check_agreement("rq 2.6.0 (Python)", &a, [0.95, 0.95, 0.95, 0.25]);
+}
+
+/// Sidekiq 6.4.1 (Ruby, Debian) against the ground truth written by reading it.
+fn ground_truth_ruby_sidekiq() {
+    let Some(dir) = std::env::var_os("KEYPLAN_RUBY_SIDEKIQ") else {
+        crate::support::not_run("KEYPLAN_RUBY_SIDEKIQ (sidekiq 6.4.1 from Debian) is not set");
+        return;
+    };
+    let a = agreement(std::path::Path::new(&dir), "sidekiq-6.4.1.tsv");
+    check_agreement("sidekiq 6.4.1 (Ruby)", &a, [0.95, 0.95, 0.9, 0.9]);
+}
+
+/// redisc 1.1.7 (Go, Debian) against the ground truth written by reading it.
+fn ground_truth_go_redisc() {
+    let Some(dir) = std::env::var_os("KEYPLAN_GO_REDISC") else {
+        crate::support::not_run("KEYPLAN_GO_REDISC (redisc 1.1.7 from Debian) is not set");
+        return;
+    };
+    let a = agreement(std::path::Path::new(&dir), "redisc-1.1.7.tsv");
+    check_agreement("redisc 1.1.7 (Go)", &a, [1.0, 1.0, 1.0, 1.0]);
+}
+
+/// connect-redis 9.0.0 (TypeScript and JavaScript, npm) against the ground truth written by
+/// reading it.
+fn ground_truth_typescript_connect_redis() {
+    let Some(dir) = std::env::var_os("KEYPLAN_CONNECT_REDIS") else {
+        crate::support::not_run("KEYPLAN_CONNECT_REDIS (connect-redis 9.0.0 from npm) is not set");
+        return;
+    };
+    let a = agreement(std::path::Path::new(&dir), "connect-redis-9.0.0.tsv");
+    check_agreement("connect-redis 9.0.0 (TypeScript)", &a, [1.0, 1.0, 1.0, 1.0]);
+}
+
 pub(crate) const TESTS: &[crate::support::Test] = &[
+    ("ground_truth_python_rq", ground_truth_python_rq),
+    ("ground_truth_ruby_sidekiq", ground_truth_ruby_sidekiq),
+    ("ground_truth_go_redisc", ground_truth_go_redisc),
+    (
+        "ground_truth_typescript_connect_redis",
+        ground_truth_typescript_connect_redis,
+    ),
     ("fixture_sites_and_verdicts", fixture_sites_and_verdicts),
     ("lint_reads_code", lint_reads_code),
     ("sites_say_the_fix", sites_say_the_fix),
