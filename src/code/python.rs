@@ -234,6 +234,8 @@ struct Scanner<'s, 't> {
     /// Names that are a pipeline handed in or a client (`pipeline if pipeline is not None
     /// else self.connection`): a multi-key command on one is a site of its own as well.
     direct_too: std::collections::HashSet<(usize, String)>,
+    /// Pipelines after `watch(…)` and before `multi()`: their commands are sent at once.
+    watching: std::collections::HashSet<(usize, String)>,
     /// The module the file is (its name without `.py`), when known: its functions are also
     /// known as `module.name`.
     module: Option<&'s str>,
@@ -261,6 +263,7 @@ impl<'s, 't> Scanner<'s, 't> {
             pipes: HashMap::new(),
             aliases: HashMap::new(),
             direct_too: Default::default(),
+            watching: Default::default(),
             module: None,
             queuers: queuers.then(Vec::new),
             out: FileFindings::default(),
@@ -559,10 +562,13 @@ impl<'s, 't> Scanner<'s, 't> {
         }
         if let Some(atomic) = self.pipe_call(value) {
             let scope = scope_of(at);
-            self.pipes.insert(
-                (scope, name),
-                Pipe::new(atomic, (at.start_byte(), at.end_byte())),
-            );
+            // A new pipeline under the name: neither another's alias nor watching.
+            let key = (scope, name);
+            self.aliases.remove(&key);
+            self.watching.remove(&key);
+            self.direct_too.remove(&key);
+            self.pipes
+                .insert(key, Pipe::new(atomic, (at.start_byte(), at.end_byte())));
         }
     }
 
@@ -663,6 +669,15 @@ impl<'s, 't> Scanner<'s, 't> {
                 Pipe::new(atomic, (root.start_byte(), root.end_byte())),
             );
         }
+        // Watching: commands are sent one by one, as on the client itself.
+        let pipe = pipe.filter(|k| {
+            !self.watching.contains(k)
+                || self
+                    .profiles
+                    .iter()
+                    .any(|p| p.pipeline.run.iter().any(|m| m == method))
+                || method == "multi"
+        });
         let profiles = self.profiles;
         for p in profiles {
             if let Some(key) = &pipe {
@@ -674,6 +689,13 @@ impl<'s, 't> Scanner<'s, 't> {
                     if let Some(pp) = self.pipes.get_mut(key) {
                         pp.atomic = true;
                     }
+                    self.watching.remove(key);
+                    return;
+                }
+                if method == "watch" {
+                    // redis-py: after WATCH the pipeline sends each command at once, until
+                    // `multi()`.
+                    self.watching.insert(key.clone());
                     return;
                 }
             }
