@@ -602,7 +602,86 @@ fn bullmq_rules_fire_on_real_bullmq_dumps() {
 }
 
 /// This module's tests, run by the harness in `main.rs`.
+/// Errors of a JSON document against the SARIF 2.1.0 schema, by Python's jsonschema.
+fn sarif_errors(python: &std::ffi::OsStr, schema: &std::ffi::OsStr, doc: &[u8]) -> Vec<String> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("report.sarif");
+    std::fs::write(&path, doc).unwrap();
+    let out = std::process::Command::new(python)
+        .args([
+            "-c",
+            "import json, sys, jsonschema\n\
+             schema = json.load(open(sys.argv[1]))\n\
+             doc = json.load(open(sys.argv[2]))\n\
+             v = jsonschema.validators.validator_for(schema)(schema)\n\
+             for e in v.iter_errors(doc): print(list(e.absolute_path), e.message)",
+        ])
+        .arg(schema)
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// `lint --format sarif` (on a scheme and on source code) is valid SARIF 2.1.0 by the
+/// official schema (KEYPLAN_SARIF_SCHEMA: the copy Microsoft's SARIF SDK ships; jsonschema
+/// from KEYPLAN_PYTHON's venv), and the same check rejects a broken report.
+fn sarif_is_valid_against_the_schema() {
+    let (Some(python), Some(schema)) = (
+        std::env::var_os("KEYPLAN_PYTHON"),
+        std::env::var_os("KEYPLAN_SARIF_SCHEMA"),
+    ) else {
+        crate::support::not_run(
+            "KEYPLAN_PYTHON (with jsonschema) or KEYPLAN_SARIF_SCHEMA (the SARIF 2.1.0 schema) is not set",
+        );
+        return;
+    };
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let scheme = keyplan()
+        .arg("lint")
+        .arg("--scheme")
+        .arg(root.join("examples/keyplan.yaml"))
+        .args(["--format", "sarif"])
+        .output()
+        .unwrap();
+    let code = keyplan()
+        .arg("lint")
+        .arg("--code")
+        .arg(root.join("tests/fixtures/code"))
+        .args(["--format", "sarif"])
+        .output()
+        .unwrap();
+    for (what, out) in [("scheme", &scheme), ("code", &code)] {
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert!(
+            !v["runs"][0]["results"].as_array().unwrap().is_empty(),
+            "{what}: no results to validate"
+        );
+        let errors = sarif_errors(&python, &schema, &out.stdout);
+        assert!(errors.is_empty(), "{what}: {errors:#?}");
+    }
+    // The check can fail: a level SARIF does not have, a line that is not a number.
+    let mut v: serde_json::Value = serde_json::from_slice(&code.stdout).unwrap();
+    let r = &mut v["runs"][0]["results"][0];
+    r["level"] = "fatal".into();
+    r["locations"][0]["physicalLocation"]["region"]["startLine"] = "x".into();
+    let errors = sarif_errors(&python, &schema, &serde_json::to_vec(&v).unwrap());
+    assert_eq!(errors.len(), 2, "{errors:#?}");
+}
+
 pub(crate) const TESTS: &[crate::support::Test] = &[
+    (
+        "sarif_is_valid_against_the_schema",
+        sarif_is_valid_against_the_schema,
+    ),
     (
         "capped_findings_and_unmatched_keys_read_as_patterns",
         capped_findings_and_unmatched_keys_read_as_patterns,
