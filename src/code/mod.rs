@@ -247,6 +247,36 @@ impl Globals {
         }
     }
 
+    /// Member `name` of the class named like `class` (case and `_` aside, as for
+    /// [`Globals::queuer_of_class`]): `job.key` → `Job.key`.
+    pub(crate) fn member_of_class(&self, class: &str, name: &str) -> Option<Template> {
+        let norm = |c: &str| c.replace('_', "").to_ascii_lowercase();
+        let want = norm(class);
+        let suffix = format!(".{name}");
+        let mut exact = Vec::new();
+        let mut loose = Vec::new();
+        for (k, v) in &self.consts {
+            if let Some(c) = k.strip_suffix(&suffix)
+                && !c.contains('.')
+            {
+                let c = norm(c);
+                let bare = c
+                    .strip_prefix("base")
+                    .or_else(|| c.strip_prefix("abstract"))
+                    .unwrap_or(&c);
+                if c == want {
+                    exact.push(v);
+                } else if !bare.is_empty() && want.ends_with(bare) {
+                    loose.push(v);
+                }
+            }
+        }
+        match (exact.as_slice(), loose.as_slice()) {
+            ([one], _) | ([], [one]) => one.as_ref().cloned(),
+            _ => None,
+        }
+    }
+
     /// The template of constant `name`, when one file of the tree defines it.
     pub(crate) fn constant(&self, name: &str) -> Option<Template> {
         self.consts.get(name).cloned().flatten()

@@ -49,6 +49,9 @@ struct Defs<'t> {
     attrs: HashMap<String, Option<Node<'t>>>,
     /// Functions and methods by name: (parameter names, the returned expression).
     funcs: HashMap<String, Option<(Vec<String>, Node<'t>)>>,
+    /// What an instance of a class has, by `Class.name`: a `@property`'s returned expression,
+    /// or the value `__init__` assigns to `self.name`.
+    members: HashMap<String, Option<Node<'t>>>,
 }
 
 impl<'t> Defs<'t> {
@@ -75,17 +78,58 @@ impl<'t> Defs<'t> {
                     }
                 }
                 "class_definition" => self.class(child, src),
-                "function_definition" => self.function(child, src),
+                "function_definition" => {
+                    self.function(child, src);
+                    if let Some(c) = class {
+                        self.member(child, src, c, false);
+                    }
+                }
                 "decorated_definition" => {
                     if let Some(d) = child.child_by_field_name("definition") {
                         match d.kind() {
-                            "function_definition" => self.function(d, src),
+                            "function_definition" => {
+                                self.function(d, src);
+                                if let Some(c) = class {
+                                    let mut cur = child.walk();
+                                    let property = child.named_children(&mut cur).any(|x| {
+                                        x.kind() == "decorator"
+                                            && text_of(x, src).contains("property")
+                                    });
+                                    self.member(d, src, c, property);
+                                }
+                            }
                             "class_definition" => self.class(d, src),
                             _ => {}
                         }
                     }
                 }
                 _ => {}
+            }
+        }
+    }
+
+    /// A method of `class`: a property's value, or what `__init__` sets on `self`.
+    fn member(&mut self, f: Node<'t>, src: &[u8], class: &str, property: bool) {
+        let (Some(name), Some(body)) =
+            (f.child_by_field_name("name"), f.child_by_field_name("body"))
+        else {
+            return;
+        };
+        let name = text_of(name, src);
+        if property {
+            if let Some(r) = first_return(body) {
+                once(&mut self.members, format!("{class}.{name}"), r);
+            }
+        } else if name == "__init__" {
+            let mut found = Vec::new();
+            self_assignments(body, src, &mut found);
+            // `self.name = name`: a parameter is a runtime value, not its default.
+            let params = params_of(f, src);
+            for (attr, value) in found {
+                if value.kind() == "identifier" && params.iter().any(|p| p == text_of(value, src)) {
+                    continue;
+                }
+                once(&mut self.members, format!("{class}.{attr}"), value);
             }
         }
     }
@@ -212,6 +256,17 @@ pub fn exports(
     for (name, f) in sorted(&s.defs.funcs) {
         if let Some((params, ret)) = f {
             out.add_func(name, params.clone(), s.template(*ret, 0));
+        }
+    }
+    // An instance's keys by `Class.name` (`job.key` in another file is `Job.key`), and the
+    // class attributes by `Class.NAME`.
+    for (name, v) in sorted(&s.defs.members).into_iter().chain(
+        sorted(&s.defs.attrs)
+            .into_iter()
+            .filter(|(n, _)| n.contains('.')),
+    ) {
+        if let Some(v) = v {
+            out.add_const(name, s.template(*v, 0));
         }
     }
     out
@@ -1198,10 +1253,20 @@ impl<'s, 't> Scanner<'s, 't> {
                     .child_by_field_name("object")
                     .map(|o| self.t(o))
                     .unwrap_or("");
+                let own_class = matches!(obj, "self" | "cls")
+                    .then(|| enclosing_class(n, self.src))
+                    .flatten();
                 let known = self
                     .defs
                     .attrs
                     .get(&format!("{obj}.{attr}"))
+                    .or_else(|| {
+                        let c = own_class.as_ref()?;
+                        self.defs
+                            .attrs
+                            .get(&format!("{c}.{attr}"))
+                            .or_else(|| self.defs.members.get(&format!("{c}.{attr}")))
+                    })
                     .or_else(|| {
                         matches!(obj, "self" | "cls")
                             .then(|| self.defs.attrs.get(attr))
@@ -1209,8 +1274,35 @@ impl<'s, 't> Scanner<'s, 't> {
                     })
                     .copied()
                     .flatten();
+                // `job.key`: the member of the class the receiver names, from any file.
+                let member = || {
+                    if matches!(obj, "self" | "cls") {
+                        let c = own_class.as_ref()?;
+                        return self.globals.constant(&format!("{c}.{attr}"));
+                    }
+                    let hint = obj.rsplit('.').next().unwrap_or(obj);
+                    let mut t = self.globals.member_of_class(hint, attr)?;
+                    for p in &mut t.parts {
+                        if let Part::Var(v) = p
+                            && let Some(rest) = v.strip_prefix("self.")
+                        {
+                            *v = format!("{obj}.{rest}");
+                        }
+                    }
+                    Some(t)
+                };
+                // `id = property(get_id, set_id)`: a value the program computes.
+                let known = known.filter(|v| {
+                    !(v.kind() == "call"
+                        && v.child_by_field_name("function")
+                            .is_some_and(|f| matches!(self.t(f), "property" | "cached_property")))
+                });
                 match known {
-                    Some(v) => self.template(v, depth + 1),
+                    Some(v) if v != n && !contains(v, n) && depth < DEPTH => {
+                        self.template(v, depth + 1)
+                    }
+                    Some(_) => Template::var(self.short(n)),
+                    None if member().is_some() => member().unwrap_or_default(),
                     // `settings.PREFIX`, `keys.USER`: a constant of another file.
                     None => self
                         .globals
@@ -1434,6 +1526,30 @@ fn positional<'t>(call: Node<'t>) -> Vec<Node<'t>> {
             )
         })
         .collect()
+}
+
+/// `self.NAME = value` in a method body (not in nested functions or classes).
+fn self_assignments<'t>(n: Node<'t>, src: &[u8], out: &mut Vec<(String, Node<'t>)>) {
+    let mut cur = n.walk();
+    for c in n.named_children(&mut cur) {
+        match c.kind() {
+            "function_definition" | "class_definition" | "lambda" => {}
+            "assignment" => {
+                if let (Some(l), Some(r)) = (
+                    c.child_by_field_name("left"),
+                    c.child_by_field_name("right"),
+                ) && l.kind() == "attribute"
+                    && l.child_by_field_name("object")
+                        .is_some_and(|o| text_of(o, src) == "self")
+                    && let Some(a) = l.child_by_field_name("attribute")
+                {
+                    out.push((text_of(a, src).to_string(), r));
+                }
+                self_assignments(c, src, out);
+            }
+            _ => self_assignments(c, src, out),
+        }
+    }
 }
 
 /// The parameter names of function `f`, `self` and `cls` left out.
