@@ -24,6 +24,11 @@ const CODE_FORMATS: &[Word<Format>] = &[
         Format::Json,
         "One JSON document: keys, sites and skipped files (schema_version 1)",
     ),
+    (
+        "yaml",
+        Format::Yaml,
+        "A keyplan.yaml draft: the keys and the multi-key calls as a scheme for lint and plan, each with its file:line",
+    ),
 ];
 
 /// Find the Redis keys application code builds and the calls that send several at once
@@ -31,7 +36,7 @@ const CODE_FORMATS: &[Word<Format>] = &[
 /// slots.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Reads Python (redis-py: Redis, asyncio and RedisCluster clients), JavaScript and TypeScript (ioredis; node-redis v4+), Go (go-redis v8/v9; redigo), Ruby (redis-rb; redis-client) and Java (Jedis, Lettuce, Spring Data Redis, Redisson). Keys built from constants and functions of other files of the tree are followed.\n\nExamples:\n  keyplan code src/\n  keyplan code app.py worker.py --format json -o sites.json\n  keyplan lint --code src/ --format sarif > code.sarif\n\nExit status: 0 no cross-slot site, 1 a site whose keys can hash to different slots, 2 error."
+    after_help = "Reads Python (redis-py: Redis, asyncio and RedisCluster clients), JavaScript and TypeScript (ioredis; node-redis v4+), Go (go-redis v8/v9; redigo), Ruby (redis-rb; redis-client) and Java (Jedis, Lettuce, Spring Data Redis, Redisson). Keys built from constants and functions of other files of the tree are followed.\n\nExamples:\n  keyplan code src/\n  keyplan code app.py worker.py --format json -o sites.json\n  keyplan code src/ --format yaml -o keyplan.yaml && keyplan plan --scheme keyplan.yaml\n  keyplan lint --code src/ --format sarif > code.sarif\n\nExit status: 0 no cross-slot site, 1 a site whose keys can hash to different slots, 2 error."
 )]
 pub struct CodeArgs {
     /// Source files or directories (directories are walked as ripgrep does: .gitignore

@@ -6,6 +6,7 @@
 //! multi-key methods, how it makes and runs pipelines, and its script calls. The parsers
 //! ([`python`], [`javascript`]) turn one file's text into [`FileFindings`]; nothing here reads files.
 
+pub mod draft;
 pub mod golang;
 pub mod java;
 pub mod javascript;

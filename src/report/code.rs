@@ -15,6 +15,7 @@ impl Render for CodeReport {
         match format {
             Format::Table => render_table(out, self, layout),
             Format::Json => render_json(out, self),
+            Format::Yaml => render_yaml(out, &crate::code::draft::draft(self)),
             other => Err(unsupported("code", other)),
         }
     }
@@ -170,4 +171,83 @@ pub fn render_json(out: &mut dyn Write, r: &CodeReport) -> io::Result<()> {
     serde_json::to_writer_pretty(&mut *out, &doc)?;
     writeln!(out)?;
     out.flush()
+}
+
+/// A YAML string: double-quoted, escaped as JSON escapes (which YAML reads the same).
+fn quoted(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
+}
+
+/// The scheme draft as `keyplan.yaml`: keys and batches, each with a `# file:line` comment.
+pub fn render_yaml(out: &mut dyn Write, d: &crate::code::draft::Draft) -> io::Result<()> {
+    writeln!(
+        out,
+        "# A keyplan scheme drafted by `keyplan code` from the keys the code builds and the calls\n\
+         # that send several at once (each with the file:line it comes from). The code does not\n\
+         # say what values the variables take: set each one's kind (int, uuid, hex, word, date,\n\
+         # enum with values, any) and cardinality, then\n\
+         #   keyplan lint --scheme keyplan.yaml\n\
+         #   keyplan plan --scheme keyplan.yaml      (hash tags for the cross-slot batches)\n\
+         version: 1"
+    )?;
+    if !d.vars.is_empty() {
+        writeln!(out, "vars:")?;
+        let width = d.vars.iter().map(|v| v.name.len()).max().unwrap_or(0);
+        for v in &d.vars {
+            writeln!(
+                out,
+                "  {:width$} {{ kind: any }}  # {}",
+                format!("{}:", v.name),
+                v.code.join(", "),
+                width = width + 1
+            )?;
+        }
+    }
+    if !d.keys.is_empty() {
+        writeln!(out, "keys:")?;
+        let width = d.keys.iter().map(|k| k.name.len()).max().unwrap_or(0);
+        for k in &d.keys {
+            let more = match k.uses {
+                0 | 1 => String::new(),
+                n => format!(
+                    ", and {} more place{}",
+                    n - 1,
+                    if n == 2 { "" } else { "s" }
+                ),
+            };
+            writeln!(
+                out,
+                "  {:width$} {{ pattern: {} }}  # {}{more}",
+                format!("{}:", k.name),
+                quoted(&k.pattern),
+                k.at,
+                width = width + 1
+            )?;
+        }
+    }
+    if !d.batches.is_empty() {
+        writeln!(out, "batches:")?;
+        for b in &d.batches {
+            writeln!(out, "  # {}", b.note)?;
+            let same = if b.same.is_empty() {
+                String::new()
+            } else {
+                format!(", same: [{}]", b.same.join(", "))
+            };
+            writeln!(
+                out,
+                "  {}: {{ command: {}, keys: [{}]{same} }}",
+                b.name,
+                b.command,
+                b.keys.join(", ")
+            )?;
+        }
+    }
+    if !d.left_out.is_empty() {
+        writeln!(out, "# Left out:")?;
+        for l in &d.left_out {
+            writeln!(out, "#   {}", l.replace('\n', " "))?;
+        }
+    }
+    Ok(())
 }

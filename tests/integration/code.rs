@@ -517,6 +517,28 @@ fn skeleton(t: &str) -> String {
 }
 
 fn agreement(dir: &std::path::Path, truth: &str) -> Agreement {
+    // The package's scheme draft is one lint reads (findings or none, no error).
+    let tmp = tempfile::tempdir().unwrap();
+    let draft = tmp.path().join("keyplan.yaml");
+    let out = keyplan()
+        .args(["code", "--format", "yaml", "-o"])
+        .arg(&draft)
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{out:?}");
+    let lint = keyplan()
+        .arg("lint")
+        .arg("--scheme")
+        .arg(&draft)
+        .output()
+        .unwrap();
+    assert!(
+        matches!(lint.status.code(), Some(0 | 1)),
+        "{}{}",
+        String::from_utf8_lossy(&lint.stdout),
+        String::from_utf8_lossy(&lint.stderr)
+    );
     let (_, v) = sites_of(dir);
     let text = std::fs::read_to_string(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -670,7 +692,90 @@ fn ground_truth_typescript_connect_redis() {
     check_agreement("connect-redis 9.0.0 (TypeScript)", &a, [1.0, 1.0, 1.0, 1.0]);
 }
 
+/// `code --format yaml` writes a scheme `lint` and `plan` read: the fixture's cross-slot MGET
+/// is a batch lint refuses, and plan tags the value its keys share.
+fn yaml_draft_is_a_scheme() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/code");
+    let dir = tempfile::tempdir().unwrap();
+    let draft = dir.path().join("keyplan.yaml");
+    let out = keyplan()
+        .args(["code", "--format", "yaml", "-o"])
+        .arg(&draft)
+        .arg(&root)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&draft).unwrap();
+    assert!(
+        text.contains("shop_cart:") && text.contains("\"shop:cart:<uid>\""),
+        "{text}"
+    );
+    assert!(text.contains("# shop.py:33 MGET: cross-slot"), "{text}");
+    assert!(
+        text.contains(
+            "shop_py_33: { command: mget, keys: [shop_cart, shop_user_profile], same: [uid] }"
+        ),
+        "{text}"
+    );
+    let lint = keyplan()
+        .args(["lint", "--format", "json", "--scheme"])
+        .arg(&draft)
+        .output()
+        .unwrap();
+    assert_eq!(
+        lint.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&lint.stderr)
+    );
+    let v: Value = serde_json::from_slice(&lint.stdout).unwrap();
+    let refused: Vec<&str> = v["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["code"] == "KP301")
+        .map(|f| f["message"].as_str().unwrap())
+        .collect();
+    assert!(
+        refused.iter().any(|m| m.contains("shop_py_33")),
+        "{refused:#?}"
+    );
+    let plan = keyplan()
+        .args(["plan", "--format", "json", "--scheme"])
+        .arg(&draft)
+        .output()
+        .unwrap();
+    // 1: some batch no tag can fix (the MULTI over an order and the orders index).
+    assert!(
+        matches!(plan.status.code(), Some(0 | 1)),
+        "{}",
+        String::from_utf8_lossy(&plan.stderr)
+    );
+    let v: Value = serde_json::from_slice(&plan.stdout).unwrap();
+    let b = v["batches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| {
+            b["batch"]
+                .as_str()
+                .is_some_and(|n| n.ends_with("shop_py_33"))
+        })
+        .unwrap();
+    let chosen = &b["candidates"][b["recommended"].as_u64().unwrap() as usize];
+    assert!(
+        chosen["summary"].as_str().unwrap().contains("{<uid>}"),
+        "{chosen}"
+    );
+}
+
 pub(crate) const TESTS: &[crate::support::Test] = &[
+    ("yaml_draft_is_a_scheme", yaml_draft_is_a_scheme),
     ("ground_truth_python_rq", ground_truth_python_rq),
     ("ground_truth_python_arq", ground_truth_python_arq),
     ("ground_truth_ruby_sidekiq", ground_truth_ruby_sidekiq),
