@@ -38,6 +38,8 @@ pub fn scan(
         scripts: HashMap::new(),
         pipes: HashMap::new(),
         conns: Default::default(),
+        bodies: HashMap::new(),
+        following: Vec::new(),
         out: FileFindings::default(),
     };
     s.collect(tree.root_node());
@@ -70,6 +72,8 @@ pub fn exports(text: &str) -> Globals {
         scripts: HashMap::new(),
         pipes: HashMap::new(),
         conns: Default::default(),
+        bodies: HashMap::new(),
+        following: Vec::new(),
         out: FileFindings::default(),
     };
     s.collect(tree.root_node());
@@ -114,6 +118,10 @@ struct Reader<'s, 't> {
     pipes: HashMap<(usize, String), Pipe>,
     /// The pipelines that are a connection's own queue (redigo's `Send`).
     conns: std::collections::HashSet<(usize, String)>,
+    /// Function and method definitions by name (`None`: two of that name in the file).
+    bodies: HashMap<String, Option<Node<'t>>>,
+    /// Functions being read for a pipeline handed to them (none is read inside itself).
+    following: Vec<String>,
     out: FileFindings,
 }
 
@@ -158,6 +166,10 @@ impl<'s, 't> Reader<'s, 't> {
                 };
                 let params = self.params(node);
                 let ret = node.child_by_field_name("body").and_then(first_return);
+                self.bodies
+                    .entry(self.t(name).to_string())
+                    .and_modify(|b| *b = None)
+                    .or_insert(Some(node));
                 let entry = self.funcs.entry(self.t(name).to_string());
                 match (entry, ret) {
                     (std::collections::hash_map::Entry::Vacant(v), Some(r)) => {
@@ -239,6 +251,9 @@ impl<'s, 't> Reader<'s, 't> {
             self.pipes.remove(&key);
             return;
         }
+        if node.kind() == "call_expression" {
+            self.hand_off(node);
+        }
         if let Some(c) = self.call_of(node) {
             self.call(c);
         } else {
@@ -300,6 +315,93 @@ impl<'s, 't> Reader<'s, 't> {
             }
             "parenthesized_expression" => self.pipe_of(receiver.named_child(0)?),
             _ => None,
+        }
+    }
+
+    /// `addJob(ctx, pipe, job)`, `s.enqueue(pipe, j)`: what the function queues on the
+    /// pipeline it is handed goes into it (its body read when the file defines it once), or
+    /// the pipeline depends on it.
+    fn hand_off(&mut self, node: Node<'t>) {
+        let (Some(f), Some(args)) = (
+            node.child_by_field_name("function"),
+            node.child_by_field_name("arguments"),
+        ) else {
+            return;
+        };
+        let (receiver, name) = match f.kind() {
+            "identifier" => (None, self.t(f).to_string()),
+            "selector_expression" => match (
+                f.child_by_field_name("operand"),
+                f.child_by_field_name("field"),
+            ) {
+                (Some(o), Some(n)) => (Some(o), self.t(n).to_string()),
+                _ => return,
+            },
+            _ => return,
+        };
+        let own = receiver
+            .filter(|r| r.kind() == "identifier")
+            .map(|r| (scope_of(r), self.t(r).to_string()));
+        let mut cur = args.walk();
+        let list: Vec<Node<'t>> = args
+            .named_children(&mut cur)
+            .filter(|a| a.kind() != "comment")
+            .collect();
+        for (pos, a) in list.iter().enumerate() {
+            if a.kind() != "identifier" {
+                continue;
+            }
+            let key = (scope_of(*a), self.t(*a).to_string());
+            if !self.pipes.contains_key(&key) || own.as_ref() == Some(&key) {
+                continue;
+            }
+            let def = self.bodies.get(&name).copied().flatten().filter(|_| {
+                !self.following.contains(&name) && self.following.len() < syntax::DEPTH / 2
+            });
+            let param = def.and_then(|d| self.params(d).get(pos).cloned());
+            let queued = match (def, param) {
+                (Some(d), Some(param)) => {
+                    let (sites, keys) = (self.out.sites.len(), self.out.keys.len());
+                    let inner = (d.start_byte(), param);
+                    let saved = self.pipes.remove(&inner);
+                    self.pipes.insert(
+                        inner.clone(),
+                        Pipe::new(false, (d.start_byte(), d.start_byte())),
+                    );
+                    self.following.push(name.clone());
+                    if let Some(body) = d.child_by_field_name("body") {
+                        self.walk(body);
+                    }
+                    self.following.pop();
+                    let got = self.pipes.remove(&inner);
+                    if let Some(p) = saved {
+                        self.pipes.insert(inner, p);
+                    }
+                    // What the body sends by itself is found where the function is.
+                    self.out.sites.truncate(sites);
+                    self.out.keys.truncate(keys);
+                    got.map(|p| {
+                        let (ops, keys, unknown) = p.queued();
+                        (ops.to_vec(), keys.to_vec(), unknown.cloned())
+                    })
+                }
+                _ => None,
+            };
+            let callee = match receiver {
+                Some(r) => format!("{}.{name}", syntax::short_str(self.t(r))),
+                None => name.clone(),
+            };
+            let Some(p) = self.pipes.get_mut(&key) else {
+                continue;
+            };
+            let in_loop = syntax::in_loop_since(node, p.made, LOOPS);
+            match queued {
+                Some((ops, keys, unknown)) if !ops.is_empty() => {
+                    p.hand(&callee, Some((&ops, keys, unknown)), in_loop)
+                }
+                Some(_) => {}
+                None => p.hand(&callee, None, in_loop),
+            }
         }
     }
 
@@ -844,6 +946,38 @@ mod tests {
 
     fn scan_go(src: &str) -> FileFindings {
         scan(src, &Profile::builtin("go"), &Globals::default()).unwrap()
+    }
+
+    #[test]
+    fn pipelines_handed_to_functions() {
+        let f = scan_go(
+            r#"package q
+func addJob(ctx context.Context, pipe redis.Pipeliner, id string) {
+	pipe.HSet(ctx, "job:"+id, "state", "queued")
+	pipe.RPush(ctx, "queue:default", id)
+}
+func Enqueue(ctx context.Context, rdb *redis.Client, id string) error {
+	pipe := rdb.TxPipeline()
+	addJob(ctx, pipe, id)
+	_, err := pipe.Exec(ctx)
+	return err
+}
+func Touch(ctx context.Context, rdb *redis.Client, id string) error {
+	_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		other.Fill(ctx, p)
+		return nil
+	})
+	return err
+}
+"#,
+        );
+        assert_eq!(f.sites.len(), 2, "{:?}", f.sites);
+        assert_eq!(f.sites[0].op, "HSET RPUSH");
+        assert_eq!(texts(&f.sites[0]), ["job:<id>", "queue:default"]);
+        assert!(matches!(f.sites[0].verdict(), Verdict::CrossSlot(_)));
+        // A function the file does not define: the site depends on it.
+        assert_eq!(f.sites[1].op, "other.Fill()");
+        assert!(matches!(f.sites[1].verdict(), Verdict::Depends(_)));
     }
 
     #[test]

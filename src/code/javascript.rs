@@ -50,6 +50,8 @@ pub fn scan(
         funcs: HashMap::new(),
         defined: HashMap::new(),
         pipes: HashMap::new(),
+        bodies: HashMap::new(),
+        following: Vec::new(),
         out: FileFindings::default(),
     };
     s.collect(tree.root_node());
@@ -87,6 +89,8 @@ pub fn exports(text: &str, dialect: Dialect) -> Globals {
         funcs: HashMap::new(),
         defined: HashMap::new(),
         pipes: HashMap::new(),
+        bodies: HashMap::new(),
+        following: Vec::new(),
         out: FileFindings::default(),
     };
     s.collect(tree.root_node());
@@ -130,6 +134,10 @@ struct Scanner<'s, 't> {
     /// Commands made by `defineCommand(name, { numberOfKeys })`.
     defined: HashMap<String, usize>,
     pipes: HashMap<(usize, String), Pipe>,
+    /// Function and method definitions by name (`None`: two of that name in the file).
+    bodies: HashMap<String, Option<Node<'t>>>,
+    /// Functions being read for a pipeline handed to them (none is read inside itself).
+    following: Vec<String>,
     out: FileFindings,
 }
 
@@ -184,6 +192,10 @@ impl<'s, 't> Scanner<'s, 't> {
             return;
         };
         let params = self.params(func);
+        self.bodies
+            .entry(self.t(name).to_string())
+            .and_modify(|b| *b = None)
+            .or_insert(Some(func));
         let ret = match func.child_by_field_name("body") {
             Some(b) if b.kind() == "statement_block" => first_return(b),
             Some(b) => Some(b),
@@ -259,7 +271,10 @@ impl<'s, 't> Scanner<'s, 't> {
             self.walk(c);
         }
         match node.kind() {
-            "call_expression" => self.call(node),
+            "call_expression" => {
+                self.hand_off(node);
+                self.call(node);
+            }
             _ => {
                 if let Some((n, v)) = binding(node) {
                     self.maybe_pipe(v, self.t(n).to_string(), node);
@@ -329,6 +344,94 @@ impl<'s, 't> Scanner<'s, 't> {
                 "await_expression" | "parenthesized_expression" => r = r.named_child(0)?,
                 k if typed(k) => r = untyped(r)?,
                 _ => return None,
+            }
+        }
+    }
+
+    /// `addJob(multi, job)`, `this.enqueue(pipeline, j)`: what the function queues on the
+    /// pipeline it is handed goes into it (its body read when the file defines it once), or
+    /// the pipeline depends on it.
+    fn hand_off(&mut self, node: Node<'t>) {
+        let (Some(f), Some(args)) = (
+            node.child_by_field_name("function"),
+            node.child_by_field_name("arguments"),
+        ) else {
+            return;
+        };
+        let (receiver, name) = match f.kind() {
+            "identifier" => (None, self.t(f).to_string()),
+            "member_expression" => match (
+                f.child_by_field_name("object"),
+                f.child_by_field_name("property"),
+            ) {
+                (Some(o), Some(n)) => (Some(o), self.t(n).to_string()),
+                _ => return,
+            },
+            _ => return,
+        };
+        let own = receiver.and_then(|r| self.pipe_key(r)).map(|(k, _)| k);
+        let mut cur = args.walk();
+        let list: Vec<Node<'t>> = args
+            .named_children(&mut cur)
+            .filter(|a| a.kind() != "comment")
+            .collect();
+        for (pos, a) in list.iter().enumerate() {
+            if a.kind() != "identifier" {
+                continue;
+            }
+            let key = (scope_of(*a), self.t(*a).to_string());
+            if !self.pipes.contains_key(&key) || own.as_ref() == Some(&key) {
+                continue;
+            }
+            let def = self.bodies.get(&name).copied().flatten().filter(|_| {
+                receiver.is_none_or(|r| self.t(r) == "this")
+                    && !self.following.contains(&name)
+                    && self.following.len() < syntax::DEPTH / 2
+            });
+            let param = def.and_then(|d| self.params(d).get(pos).cloned());
+            let queued = match (def, param) {
+                (Some(d), Some(param)) => {
+                    let (sites, keys) = (self.out.sites.len(), self.out.keys.len());
+                    let inner = (d.start_byte(), param);
+                    let saved = self.pipes.remove(&inner);
+                    self.pipes.insert(
+                        inner.clone(),
+                        Pipe::new(false, (d.start_byte(), d.start_byte())),
+                    );
+                    self.following.push(name.clone());
+                    if let Some(body) = d.child_by_field_name("body") {
+                        self.walk(body);
+                    }
+                    self.following.pop();
+                    let got = self.pipes.remove(&inner);
+                    if let Some(p) = saved {
+                        self.pipes.insert(inner, p);
+                    }
+                    // What the body sends by itself is found where the function is.
+                    self.out.sites.truncate(sites);
+                    self.out.keys.truncate(keys);
+                    got.map(|p| {
+                        let (ops, keys, unknown) = p.queued();
+                        (ops.to_vec(), keys.to_vec(), unknown.cloned())
+                    })
+                }
+                _ => None,
+            };
+            let callee = match receiver {
+                Some(r) => format!("{}.{name}", syntax::short_str(self.t(r))),
+                None => name.clone(),
+            };
+            let src = self.src;
+            let Some(p) = self.pipes.get_mut(&key) else {
+                continue;
+            };
+            let in_loop = loop_between(node, p.made, src);
+            match queued {
+                Some((ops, keys, unknown)) if !ops.is_empty() => {
+                    p.hand(&callee, Some((&ops, keys, unknown)), in_loop)
+                }
+                Some(_) => {}
+                None => p.hand(&callee, None, in_loop),
             }
         }
     }
@@ -1020,6 +1123,38 @@ mod tests {
             &Globals::default(),
         )
         .unwrap()
+    }
+
+    #[test]
+    fn pipelines_handed_to_functions() {
+        let f = scan_js(
+            r#"
+function addJob(multi, id) {
+  multi.hset(`job:${id}`, "state", "queued");
+  multi.rpush("queue:default", id);
+}
+class Queue {
+  push(pipeline, id) { pipeline.lpush(`q:${this.name}`, id); }
+  async add(id) {
+    const multi = redis.multi();
+    addJob(multi, id);
+    this.push(multi, id);
+    await multi.exec();
+  }
+  async touch(id) {
+    const p = redis.pipeline();
+    helpers.fill(p, id);
+    await p.exec();
+  }
+}
+"#,
+        );
+        assert_eq!(f.sites.len(), 2, "{:?}", f.sites);
+        assert_eq!(f.sites[0].op, "HSET RPUSH LPUSH");
+        assert_eq!(f.sites[0].kind, SiteKind::Transaction);
+        assert!(matches!(f.sites[0].verdict(), Verdict::CrossSlot(_)));
+        assert_eq!(f.sites[1].op, "helpers.fill()");
+        assert!(matches!(f.sites[1].verdict(), Verdict::Depends(_)));
     }
 
     #[test]
