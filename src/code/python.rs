@@ -595,6 +595,15 @@ impl<'s, 't> Scanner<'s, 't> {
             _ => Vec::new(),
         };
         let scope = scope_of(at);
+        // `pipe = pipeline if pipeline is not None else self.connection.pipeline()`: where this
+        // function runs `pipe` itself, it is the new pipeline (the caller's is run by the
+        // caller); only when reading what the function queues for its caller is it the
+        // caller's.
+        if self.queuers.is_none()
+            && let Some(b) = branches.iter().find(|b| self.pipe_call(**b).is_some())
+        {
+            return self.maybe_pipe(*b, name, at);
+        }
         for b in &branches {
             if b.kind() == "identifier"
                 && let Some(target) = self.pipe_key(*b)

@@ -4,7 +4,7 @@
 use crate::support::keyplan;
 use serde_json::Value;
 
-fn sites_of(path: &std::path::Path) -> (i32, Value) {
+pub(crate) fn sites_of(path: &std::path::Path) -> (i32, Value) {
     let out = keyplan()
         .args(["code", "--format", "json"])
         .arg(path)
@@ -79,7 +79,7 @@ fn fixture_sites_and_verdicts() {
 }
 
 /// rq 2.6.0's package directory in KEYPLAN_PYTHON's venv (`None`, said as not run, without).
-fn rq_dir() -> Option<std::path::PathBuf> {
+pub(crate) fn rq_dir() -> Option<std::path::PathBuf> {
     let Some(python) = std::env::var_os("KEYPLAN_PYTHON") else {
         crate::support::not_run("KEYPLAN_PYTHON (the venv with rq 2.6.0) is not set");
         return None;

@@ -505,6 +505,126 @@ fn real_library_captures_are_judged_as_the_cluster_does() {
     eprintln!("library capture: {judged} batches replayed: {seen:?}");
 }
 
+/// `keyplan code`'s verdicts against a real cluster: rq 2.6.0 runs on a standalone server
+/// while every pipeline and transaction it sends is recorded with the line of rq's source that
+/// sends it (`tests/fixtures/libraries/sites.py`); each recorded batch is replayed on a real
+/// 3-master cluster. Every executed batch is at a site keyplan found; a site keyplan calls
+/// one-slot always runs; a site it calls cross-slot is refused at least once.
+fn code_sites_against_a_real_cluster() {
+    let Some(python) = library_python() else {
+        return;
+    };
+    let Some(redis) = require_binary("redis-server") else {
+        return;
+    };
+    let Some(dir) = crate::code::rq_dir() else {
+        return;
+    };
+    let standalone = RedisServer::start(&redis, false);
+    let tmp = tempfile::tempdir().unwrap();
+    let recorded = tmp.path().join("sites.json");
+    let driver =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/libraries/sites.py");
+    let out = std::process::Command::new(&python)
+        .arg(&driver)
+        .arg(standalone.port.to_string())
+        .arg(&recorded)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let records: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(&recorded).unwrap()).unwrap();
+    assert!(records.len() > 100, "{} batches recorded", records.len());
+    let Some(cluster) = Cluster::create() else {
+        return;
+    };
+    let (_, report) = crate::code::sites_of(&dir);
+    let verdicts: std::collections::BTreeMap<(String, u64), String> = report["sites"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            let v = match &s["cross_slot"] {
+                serde_json::Value::Bool(b) => b.to_string(),
+                other => other.as_str().unwrap().to_string(),
+            };
+            (
+                (
+                    s["file"].as_str().unwrap().to_string(),
+                    s["line"].as_u64().unwrap(),
+                ),
+                v,
+            )
+        })
+        .collect();
+    // Outcomes per site: (refused or split, ran).
+    let mut outcomes: std::collections::BTreeMap<(String, u64), (usize, usize)> =
+        Default::default();
+    for r in &records {
+        let batch: Vec<Vec<Vec<u8>>> = r["commands"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                c.as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|a| a.as_str().unwrap().chars().map(|ch| ch as u8).collect())
+                    .collect()
+            })
+            .collect();
+        let site = (
+            r["file"].as_str().unwrap().to_string(),
+            r["line"].as_u64().unwrap(),
+        );
+        let e = outcomes.entry(site).or_default();
+        match replay(&cluster, &batch) {
+            "refused" => e.0 += 1,
+            _ => e.1 += 1,
+        }
+    }
+    let mut wrong = Vec::new();
+    let mut summary = Vec::new();
+    for (site, (refused, ran)) in &outcomes {
+        let at = format!("{}:{}", site.0, site.1);
+        match verdicts.get(site).map(String::as_str) {
+            None => wrong.push(format!(
+                "{at}: ran {} times, no site found there",
+                refused + ran
+            )),
+            Some("false") if *refused > 0 => wrong.push(format!(
+                "{at}: one slot, but the cluster refused it {refused} times"
+            )),
+            Some("true") if *refused == 0 => {
+                wrong.push(format!("{at}: cross-slot, but the cluster ran all {ran}"))
+            }
+            Some(v) => summary.push(format!("{at} {v}: refused {refused}, ran {ran}")),
+        }
+    }
+    eprintln!(
+        "rq on a real cluster: {} batches at {} sites\n  {}",
+        records.len(),
+        outcomes.len(),
+        summary.join("\n  ")
+    );
+    assert!(wrong.is_empty(), "{wrong:#?}");
+    // Both kinds are there.
+    assert!(
+        outcomes
+            .iter()
+            .any(|(s, o)| verdicts[s] == "true" && o.0 > 0)
+    );
+    assert!(
+        outcomes
+            .iter()
+            .any(|(s, o)| verdicts[s] == "false" && o.1 > 0)
+    );
+}
+
 /// This module's tests, run by the harness in `main.rs`.
 pub(crate) const TESTS: &[crate::support::Test] = &[
     (
@@ -514,6 +634,10 @@ pub(crate) const TESTS: &[crate::support::Test] = &[
     (
         "keyplan_judges_batches_as_a_valkey_cluster_does",
         keyplan_judges_batches_as_a_valkey_cluster_does,
+    ),
+    (
+        "code_sites_against_a_real_cluster",
+        code_sites_against_a_real_cluster,
     ),
     (
         "real_library_captures_are_judged_as_the_cluster_does",
