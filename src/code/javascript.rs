@@ -360,6 +360,13 @@ impl<'s, 't> Scanner<'s, 't> {
         };
         let (receiver, name) = match f.kind() {
             "identifier" => (None, self.t(f).to_string()),
+            // `multi.del.apply(multi, keys)` is the pipeline's own command (see `call`).
+            "member_expression"
+                if f.child_by_field_name("property")
+                    .is_some_and(|p| matches!(self.t(p), "apply" | "call" | "bind")) =>
+            {
+                return;
+            }
             "member_expression" => match (
                 f.child_by_field_name("object"),
                 f.child_by_field_name("property"),
@@ -440,6 +447,25 @@ impl<'s, 't> Scanner<'s, 't> {
         let Some((receiver, method)) = self.method(call) else {
             return;
         };
+        // `multi.del.apply(multi, keys)`, `client.mget.call(client, …keys)`: the command,
+        // its keys a runtime list.
+        if matches!(method, "apply" | "call")
+            && receiver.kind() == "member_expression"
+            && let (Some(obj), Some(prop)) = (
+                receiver.child_by_field_name("object"),
+                receiver.child_by_field_name("property"),
+            )
+            && let Some((cmd, _)) = syntax::command_of(self.profiles, self.t(prop))
+            && (self.pipe_key(obj).is_some() || self.redis_receiver(obj, self.t(prop)))
+        {
+            let pipe = self.pipe_key(obj).map(|(k, _)| k);
+            let keys = CallKeys {
+                keys: Vec::new(),
+                unknown: Some(Unknown::RuntimeList(self.short(call))),
+            };
+            self.send(call, pipe.as_ref(), SiteKind::Command, &cmd, keys);
+            return;
+        }
         let pipe = self.pipe_key(receiver);
         if let Some((key, Some(root))) = &pipe
             && !self.pipes.contains_key(key)
@@ -1155,6 +1181,13 @@ class Queue {
         assert!(matches!(f.sites[0].verdict(), Verdict::CrossSlot(_)));
         assert_eq!(f.sites[1].op, "helpers.fill()");
         assert!(matches!(f.sites[1].verdict(), Verdict::Depends(_)));
+        // `multi.del.apply(multi, keys)` is DEL over a runtime list, not a hand-off.
+        let f = scan_js(
+            "async function clean(keys) { const multi = redis.multi(); multi.del.apply(multi, keys); await multi.exec(); }",
+        );
+        assert_eq!(f.sites.len(), 1, "{:?}", f.sites);
+        assert_eq!(f.sites[0].op, "DEL");
+        assert!(matches!(f.sites[0].verdict(), Verdict::Depends(_)));
     }
 
     #[test]
