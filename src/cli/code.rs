@@ -100,10 +100,11 @@ pub fn scan_paths(
         });
     }
     let workers = threads(threads_flag);
+    // One step per file read, per reading of what it defines, and per scan.
     let progress = ctx.progress(
         "reading source",
         super::progress::Unit::Steps,
-        Some(2 * files.len() as u64),
+        Some(3 * files.len() as u64),
     );
     // First what each file defines for the others (constants, key functions), then each
     // file read with what the others of its language define.
@@ -123,6 +124,7 @@ pub fn scan_paths(
     type Source = Result<(Language, String), String>;
     let inputs: Vec<(&Source, Option<&str>)> = texts.iter().zip(stems.iter().copied()).collect();
     let exported: Vec<Option<(Language, Globals)>> = par_map(&inputs, workers, |(t, stem)| {
+        progress.inc(1);
         t.as_ref()
             .ok()
             .map(|(l, text)| (*l, readers.exports(*l, text, &none, *stem)))
@@ -133,11 +135,19 @@ pub fn scan_paths(
     }
     // Python functions handed a pipeline hand it on to functions of other files: read them
     // again with what the whole tree queues known, each reading one call deeper.
-    if texts.iter().any(|t| matches!(t, Ok((Language::Python, _)))) {
+    let python = texts
+        .iter()
+        .filter(|t| matches!(t, Ok((Language::Python, _))))
+        .count();
+    if python > 0 {
+        progress.set_total((3 * files.len() + (CROSS_FILE_DEPTH - 1) * python) as u64);
         for _ in 1..CROSS_FILE_DEPTH {
             let known = globals.get("python").cloned().unwrap_or_default();
             let again: Vec<Option<Globals>> = par_map(&inputs, workers, |(t, stem)| match t {
-                Ok((l @ Language::Python, text)) => Some(readers.exports(*l, text, &known, *stem)),
+                Ok((l @ Language::Python, text)) => {
+                    progress.inc(1);
+                    Some(readers.exports(*l, text, &known, *stem))
+                }
                 _ => None,
             });
             let mut python = Globals::default();

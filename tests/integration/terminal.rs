@@ -194,6 +194,22 @@ fn offline_commands_finish_in_a_terminal_with_the_piped_output() {
         "reading keys",
     );
     same_in_a_terminal(&s(&["lint", "--keys", &k]), None, "reading keys");
+    // A source tree of 3,000 files: `keyplan code` draws its bar too.
+    let tree = dir.path().join("src");
+    let shop = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/code/shop.py"),
+    )
+    .unwrap();
+    for i in 0..3000 {
+        let sub = tree.join(format!("pkg{}", i / 100));
+        std::fs::create_dir_all(&sub).unwrap();
+        std::fs::write(sub.join(format!("m{i}.py")), &shop).unwrap();
+    }
+    same_in_a_terminal(
+        &s(&["code", "--format", "json", &tree.display().to_string()]),
+        None,
+        "reading source",
+    );
     let scheme = examples("keyplan.yaml");
     same_in_a_terminal(
         &s(&["plan", "--scheme", &scheme, "--keys", &k]),
