@@ -217,18 +217,21 @@ impl Builder {
             SiteKind::Script => "lua".to_string(),
             SiteKind::Command => {
                 let op = s.op.to_ascii_lowercase();
-                match crate::scheme::BatchCommand::parse(&op) {
-                    Ok(_)
-                        if ["mget", "mset", "del", "exists", "unlink", "touch"]
-                            .contains(&op.as_str()) =>
-                    {
-                        op
-                    }
-                    Ok(_) => s.op.to_ascii_uppercase(),
-                    Err(e) => {
-                        self.draft.left_out.push(format!("{at} {}: {e}", s.op));
+                if ["mget", "mset", "del", "exists", "unlink", "touch"].contains(&op.as_str()) {
+                    op
+                } else {
+                    // Any other command a scheme names by its name, when it takes several keys.
+                    let several = crate::command::table().get(&op).is_some_and(|c| {
+                        crate::command::args_for(c, &[b"a".to_vec(), b"b".to_vec()]).is_some()
+                    });
+                    if !several {
+                        self.draft.left_out.push(format!(
+                            "{at} {}: not a command a scheme batch can name (it takes one key)",
+                            s.op
+                        ));
                         return;
                     }
+                    s.op.to_ascii_uppercase()
                 }
             }
         };
