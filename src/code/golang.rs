@@ -360,31 +360,7 @@ impl<'s, 't> Reader<'s, 't> {
             });
             let param = def.and_then(|d| self.params(d).get(pos).cloned());
             let queued = match (def, param) {
-                (Some(d), Some(param)) => {
-                    let (sites, keys) = (self.out.sites.len(), self.out.keys.len());
-                    let inner = (d.start_byte(), param);
-                    let saved = self.pipes.remove(&inner);
-                    self.pipes.insert(
-                        inner.clone(),
-                        Pipe::new(false, (d.start_byte(), d.start_byte())),
-                    );
-                    self.following.push(name.clone());
-                    if let Some(body) = d.child_by_field_name("body") {
-                        self.walk(body);
-                    }
-                    self.following.pop();
-                    let got = self.pipes.remove(&inner);
-                    if let Some(p) = saved {
-                        self.pipes.insert(inner, p);
-                    }
-                    // What the body sends by itself is found where the function is.
-                    self.out.sites.truncate(sites);
-                    self.out.keys.truncate(keys);
-                    got.map(|p| {
-                        let (ops, keys, unknown) = p.queued();
-                        (ops.to_vec(), keys.to_vec(), unknown.cloned())
-                    })
-                }
+                (Some(d), Some(param)) => syntax::follow(self, d, &name, param),
                 _ => None,
             };
             let callee = match receiver {
@@ -395,13 +371,7 @@ impl<'s, 't> Reader<'s, 't> {
                 continue;
             };
             let in_loop = syntax::in_loop_since(node, p.made, LOOPS);
-            match queued {
-                Some((ops, keys, unknown)) if !ops.is_empty() => {
-                    p.hand(&callee, Some((&ops, keys, unknown)), in_loop)
-                }
-                Some(_) => {}
-                None => p.hand(&callee, None, in_loop),
-            }
+            p.hand_followed(&callee, queued, in_loop);
         }
     }
 
@@ -937,6 +907,24 @@ fn first_return(body: Node<'_>) -> Option<Node<'_>> {
 /// Where the function around `n` starts (0: the file).
 fn scope_of(n: Node<'_>) -> usize {
     syntax::scope_start(n, FUNCTIONS)
+}
+
+impl<'t> syntax::Follows<'t> for Reader<'_, 't> {
+    fn pipes(&mut self) -> &mut HashMap<(usize, String), Pipe> {
+        &mut self.pipes
+    }
+
+    fn findings(&mut self) -> &mut FileFindings {
+        &mut self.out
+    }
+
+    fn following(&mut self) -> &mut Vec<String> {
+        &mut self.following
+    }
+
+    fn walk_body(&mut self, body: Node<'t>) {
+        self.walk(body);
+    }
 }
 
 #[cfg(test)]

@@ -397,31 +397,7 @@ impl<'s, 't> Scanner<'s, 't> {
             });
             let param = def.and_then(|d| self.params(d).get(pos).cloned());
             let queued = match (def, param) {
-                (Some(d), Some(param)) => {
-                    let (sites, keys) = (self.out.sites.len(), self.out.keys.len());
-                    let inner = (d.start_byte(), param);
-                    let saved = self.pipes.remove(&inner);
-                    self.pipes.insert(
-                        inner.clone(),
-                        Pipe::new(false, (d.start_byte(), d.start_byte())),
-                    );
-                    self.following.push(name.clone());
-                    if let Some(body) = d.child_by_field_name("body") {
-                        self.walk(body);
-                    }
-                    self.following.pop();
-                    let got = self.pipes.remove(&inner);
-                    if let Some(p) = saved {
-                        self.pipes.insert(inner, p);
-                    }
-                    // What the body sends by itself is found where the function is.
-                    self.out.sites.truncate(sites);
-                    self.out.keys.truncate(keys);
-                    got.map(|p| {
-                        let (ops, keys, unknown) = p.queued();
-                        (ops.to_vec(), keys.to_vec(), unknown.cloned())
-                    })
-                }
+                (Some(d), Some(param)) => syntax::follow(self, d, &name, param),
                 _ => None,
             };
             let callee = match receiver {
@@ -433,13 +409,7 @@ impl<'s, 't> Scanner<'s, 't> {
                 continue;
             };
             let in_loop = loop_between(node, p.made, src);
-            match queued {
-                Some((ops, keys, unknown)) if !ops.is_empty() => {
-                    p.hand(&callee, Some((&ops, keys, unknown)), in_loop)
-                }
-                Some(_) => {}
-                None => p.hand(&callee, None, in_loop),
-            }
+            p.hand_followed(&callee, queued, in_loop);
         }
     }
 
@@ -1133,6 +1103,24 @@ fn find_declarations<'t>(
             *found = Some(r);
         }
         find_declarations(c, name, before, src, found);
+    }
+}
+
+impl<'t> syntax::Follows<'t> for Scanner<'_, 't> {
+    fn pipes(&mut self) -> &mut HashMap<(usize, String), Pipe> {
+        &mut self.pipes
+    }
+
+    fn findings(&mut self) -> &mut FileFindings {
+        &mut self.out
+    }
+
+    fn following(&mut self) -> &mut Vec<String> {
+        &mut self.following
+    }
+
+    fn walk_body(&mut self, body: Node<'t>) {
+        self.walk(body);
     }
 }
 

@@ -77,6 +77,42 @@ pub struct Globals {
     queuers: std::collections::BTreeMap<String, Option<Queuer>>,
 }
 
+/// The entry `Class.name` of `map` for the class named like `class` (case and `_` aside): the
+/// class it names exactly, else one it ends with once a `Base`/`Abstract` prefix is dropped
+/// (`started_job_registry` → `BaseRegistry`, `worker` → `BaseWorker`); `None` when that is
+/// not one class's.
+fn by_class<'m, V>(
+    map: &'m std::collections::BTreeMap<String, Option<V>>,
+    class: &str,
+    name: &str,
+) -> Option<&'m V> {
+    let norm = |c: &str| c.replace('_', "").to_ascii_lowercase();
+    let want = norm(class);
+    let suffix = format!(".{name}");
+    let mut exact = Vec::new();
+    let mut loose = Vec::new();
+    for (k, v) in map {
+        if let Some(c) = k.strip_suffix(&suffix)
+            && !c.contains('.')
+        {
+            let c = norm(c);
+            let bare = c
+                .strip_prefix("base")
+                .or_else(|| c.strip_prefix("abstract"))
+                .unwrap_or(&c);
+            if c == want {
+                exact.push(v);
+            } else if !bare.is_empty() && want.ends_with(bare) {
+                loose.push(v);
+            }
+        }
+    }
+    match (exact.as_slice(), loose.as_slice()) {
+        ([one], _) | ([], [one]) => one.as_ref(),
+        _ => None,
+    }
+}
+
 /// A function that queues commands on a pipeline it is handed (`def save(self, pipeline)`):
 /// what it queues, its parameters as placeholders.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -178,33 +214,7 @@ impl Globals {
     /// The method `name` of the class named like `class` (case and `_` aside: the receiver
     /// `started_job_registry` names `StartedJobRegistry`) that queues commands on a pipeline.
     pub(crate) fn queuer_of_class(&self, class: &str, name: &str) -> Option<&Queuer> {
-        let norm = |c: &str| c.replace('_', "").to_ascii_lowercase();
-        let want = norm(class);
-        let suffix = format!(".{name}");
-        // The class the receiver names exactly, else one it ends with once a `Base`/`Abstract`
-        // prefix is dropped (`started_job_registry` → `BaseRegistry`, `worker` → `BaseWorker`).
-        let mut exact = Vec::new();
-        let mut loose = Vec::new();
-        for (k, v) in &self.queuers {
-            if let Some(c) = k.strip_suffix(&suffix)
-                && !c.contains('.')
-            {
-                let c = norm(c);
-                let bare = c
-                    .strip_prefix("base")
-                    .or_else(|| c.strip_prefix("abstract"))
-                    .unwrap_or(&c);
-                if c == want {
-                    exact.push(v);
-                } else if !bare.is_empty() && want.ends_with(bare) {
-                    loose.push(v);
-                }
-            }
-        }
-        match (exact.as_slice(), loose.as_slice()) {
-            ([one], _) | ([], [one]) => one.as_ref(),
-            _ => None,
-        }
+        by_class(&self.queuers, class, name)
     }
 
     /// Takes `newer`'s functions that queue on a pipeline over these (what one file defines,
@@ -251,31 +261,7 @@ impl Globals {
     /// Member `name` of the class named like `class` (case and `_` aside, as for
     /// [`Globals::queuer_of_class`]): `job.key` → `Job.key`.
     pub(crate) fn member_of_class(&self, class: &str, name: &str) -> Option<Template> {
-        let norm = |c: &str| c.replace('_', "").to_ascii_lowercase();
-        let want = norm(class);
-        let suffix = format!(".{name}");
-        let mut exact = Vec::new();
-        let mut loose = Vec::new();
-        for (k, v) in &self.consts {
-            if let Some(c) = k.strip_suffix(&suffix)
-                && !c.contains('.')
-            {
-                let c = norm(c);
-                let bare = c
-                    .strip_prefix("base")
-                    .or_else(|| c.strip_prefix("abstract"))
-                    .unwrap_or(&c);
-                if c == want {
-                    exact.push(v);
-                } else if !bare.is_empty() && want.ends_with(bare) {
-                    loose.push(v);
-                }
-            }
-        }
-        match (exact.as_slice(), loose.as_slice()) {
-            ([one], _) | ([], [one]) => one.as_ref().cloned(),
-            _ => None,
-        }
+        by_class(&self.consts, class, name).cloned()
     }
 
     /// The template of constant `name`, when one file of the tree defines it.

@@ -39,6 +39,17 @@ impl Pipe {
         }
     }
 
+    /// [`Pipe::hand`] with what [`follow`] read: nothing queued adds nothing.
+    pub fn hand_followed(&mut self, callee: &str, queued: Option<Queued>, in_loop: bool) {
+        match queued {
+            Some((ops, keys, unknown)) if !ops.is_empty() => {
+                self.hand(callee, Some((&ops, keys, unknown)), in_loop)
+            }
+            Some(_) => {}
+            None => self.hand(callee, None, in_loop),
+        }
+    }
+
     /// Queues what a function handed the pipeline queues (`queued`: its commands and keys
     /// when its body was followed; `None` leaves them unknown).
     pub fn hand(
@@ -93,6 +104,54 @@ impl Pipe {
             unknown: self.unknown.take(),
         })
     }
+}
+
+/// What a function queues on a pipeline it is handed: commands, keys, what is not known.
+pub(super) type Queued = (Vec<String>, Vec<Template>, Option<Unknown>);
+
+/// A reader whose pipelines are kept by (scope start, name), as Go's and JavaScript's are.
+pub(super) trait Follows<'t> {
+    /// Its pipelines.
+    fn pipes(&mut self) -> &mut std::collections::HashMap<(usize, String), Pipe>;
+    /// What it found so far.
+    fn findings(&mut self) -> &mut super::FileFindings;
+    /// The functions being followed, innermost last.
+    fn following(&mut self) -> &mut Vec<String>;
+    /// Reads a function body.
+    fn walk_body(&mut self, body: Node<'t>);
+}
+
+/// What function `def` (named `name`) queues on its parameter `param`: its body read with
+/// that parameter a fresh pipeline; what the body sends by itself is left to where the
+/// function is read on its own.
+pub(super) fn follow<'t>(
+    r: &mut impl Follows<'t>,
+    def: Node<'t>,
+    name: &str,
+    param: String,
+) -> Option<Queued> {
+    let (sites, keys) = (r.findings().sites.len(), r.findings().keys.len());
+    let inner = (def.start_byte(), param);
+    let saved = r.pipes().remove(&inner);
+    r.pipes().insert(
+        inner.clone(),
+        Pipe::new(false, (def.start_byte(), def.start_byte())),
+    );
+    r.following().push(name.to_string());
+    if let Some(body) = def.child_by_field_name("body") {
+        r.walk_body(body);
+    }
+    r.following().pop();
+    let got = r.pipes().remove(&inner);
+    if let Some(p) = saved {
+        r.pipes().insert(inner, p);
+    }
+    r.findings().sites.truncate(sites);
+    r.findings().keys.truncate(keys);
+    got.map(|p| {
+        let (ops, keys, unknown) = p.queued();
+        (ops.to_vec(), keys.to_vec(), unknown.cloned())
+    })
 }
 
 /// A pipeline's commands as one line: in order, cut after 16 (`… and N more`).
