@@ -144,28 +144,14 @@ impl<'t> Defs<'t> {
     }
 
     fn function(&mut self, f: Node<'t>, src: &[u8]) {
-        let (Some(name), Some(params), Some(body)) = (
+        let (Some(name), Some(_), Some(body)) = (
             f.child_by_field_name("name"),
             f.child_by_field_name("parameters"),
             f.child_by_field_name("body"),
         ) else {
             return;
         };
-        let mut names = Vec::new();
-        let mut cur = params.walk();
-        for p in params.named_children(&mut cur) {
-            let n = match p.kind() {
-                "identifier" => Some(p),
-                "default_parameter" | "typed_parameter" | "typed_default_parameter" => p
-                    .child_by_field_name("name")
-                    .or_else(|| p.named_child(0))
-                    .filter(|n| n.kind() == "identifier"),
-                _ => None,
-            };
-            if let Some(n) = n {
-                names.push(text_of(n, src).to_string());
-            }
-        }
+        let names = all_params(f, src);
         // A helper that makes a key returns it: its first `return` with a value.
         let ret = first_return(body);
         let key = text_of(name, src).to_string();
@@ -1561,29 +1547,30 @@ fn self_assignments<'t>(n: Node<'t>, src: &[u8], out: &mut Vec<(String, Node<'t>
     }
 }
 
-/// The parameter names of function `f`, `self` and `cls` left out.
-fn params_of(f: Node<'_>, src: &[u8]) -> Vec<String> {
+/// The parameter names of function `f`, in order.
+fn all_params(f: Node<'_>, src: &[u8]) -> Vec<String> {
     let Some(params) = f.child_by_field_name("parameters") else {
         return Vec::new();
     };
-    let mut names = Vec::new();
     let mut cur = params.walk();
-    for p in params.named_children(&mut cur) {
-        let n = match p.kind() {
+    params
+        .named_children(&mut cur)
+        .filter_map(|p| match p.kind() {
             "identifier" => Some(p),
             "default_parameter" | "typed_parameter" | "typed_default_parameter" => p
                 .child_by_field_name("name")
                 .or_else(|| p.named_child(0))
                 .filter(|n| n.kind() == "identifier"),
             _ => None,
-        };
-        if let Some(n) = n {
-            let n = text_of(n, src);
-            if n != "self" && n != "cls" {
-                names.push(n.to_string());
-            }
-        }
-    }
+        })
+        .map(|n| text_of(n, src).to_string())
+        .collect()
+}
+
+/// The parameter names of function `f`, `self` and `cls` left out.
+fn params_of(f: Node<'_>, src: &[u8]) -> Vec<String> {
+    let mut names = all_params(f, src);
+    names.retain(|n| n != "self" && n != "cls");
     names
 }
 
