@@ -536,13 +536,73 @@ fn code_sites_against_a_real_cluster() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    judge_recorded_sites("rq", &dir, &recorded, 100);
+}
+
+/// The same for Node: bull 4.16.5 (from npm; `.ci/run` installs it and exports KEYPLAN_BULL,
+/// the package's directory) run by `sites.js` on ioredis against a standalone server, each
+/// pipeline and MULTI it sends recorded with the line of bull's source that sends it, then
+/// replayed on a real cluster.
+fn node_code_sites_against_a_real_cluster() {
+    let Some(bull) = std::env::var_os("KEYPLAN_BULL") else {
+        if std::env::var_os("CI").is_some() {
+            panic!("KEYPLAN_BULL is not set, and CI is set: .ci/run must install bull");
+        }
+        crate::support::not_run("KEYPLAN_BULL (bull 4.16.5 from npm) is not set");
+        return;
+    };
+    let bull = std::path::PathBuf::from(bull);
+    let version: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(bull.join("package.json")).unwrap())
+            .unwrap();
+    assert_eq!(version["version"], "4.16.5", "these lines are bull 4.16.5's");
+    let Some(node) = require_binary("node") else {
+        return;
+    };
+    let Some(redis) = require_binary("redis-server") else {
+        return;
+    };
+    let standalone = RedisServer::start(&redis, false);
+    let tmp = tempfile::tempdir().unwrap();
+    let recorded = tmp.path().join("sites.json");
+    let driver =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/libraries/sites.js");
+    let out = std::process::Command::new(&node)
+        .arg(&driver)
+        .arg(&bull)
+        .arg(standalone.port.to_string())
+        .arg(&recorded)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    judge_recorded_sites("bull", &bull, &recorded, 8);
+}
+
+/// Replays every batch a driver recorded (`[{file, line, commands}]`, paths relative to the
+/// package) on a real 3-master cluster, and checks each site's outcomes against the verdict
+/// `keyplan code DIR` gives the site at that line: a site called one-slot always runs, one
+/// called cross-slot is refused at least once, and no batch comes from a line keyplan missed.
+fn judge_recorded_sites(
+    name: &str,
+    dir: &std::path::Path,
+    recorded: &std::path::Path,
+    at_least: usize,
+) {
     let records: Vec<serde_json::Value> =
-        serde_json::from_str(&std::fs::read_to_string(&recorded).unwrap()).unwrap();
-    assert!(records.len() > 100, "{} batches recorded", records.len());
+        serde_json::from_str(&std::fs::read_to_string(recorded).unwrap()).unwrap();
+    assert!(
+        records.len() >= at_least,
+        "{} batches recorded",
+        records.len()
+    );
     let Some(cluster) = Cluster::create() else {
         return;
     };
-    let (_, report) = crate::code::sites_of(&dir);
+    let (_, report) = crate::code::sites_of(dir);
     let verdicts: std::collections::BTreeMap<(String, u64), String> = report["sites"]
         .as_array()
         .unwrap()
@@ -606,7 +666,7 @@ fn code_sites_against_a_real_cluster() {
         }
     }
     eprintln!(
-        "rq on a real cluster: {} batches at {} sites\n  {}",
+        "{name} on a real cluster: {} batches at {} sites\n  {}",
         records.len(),
         outcomes.len(),
         summary.join("\n  ")
@@ -638,6 +698,10 @@ pub(crate) const TESTS: &[crate::support::Test] = &[
     (
         "code_sites_against_a_real_cluster",
         code_sites_against_a_real_cluster,
+    ),
+    (
+        "node_code_sites_against_a_real_cluster",
+        node_code_sites_against_a_real_cluster,
     ),
     (
         "real_library_captures_are_judged_as_the_cluster_does",
