@@ -130,32 +130,62 @@ pub fn scan_paths(
             .map(|(l, text)| (*l, readers.exports(*l, text, &none, *stem)))
     });
     let mut globals: BTreeMap<&str, Globals> = BTreeMap::new();
+    // What each Python file defines (in the order of `python` below), kept to be read again.
+    let mut python_exports: Vec<Option<Globals>> = Vec::new();
     for (l, g) in exported.into_iter().flatten() {
+        if l == Language::Python {
+            python_exports.push(Some(g.clone()));
+        }
         globals.entry(l.profile_language()).or_default().merge(g);
     }
-    // Python functions handed a pipeline hand it on to functions of other files: read them
-    // again with what the whole tree queues known, each reading one call deeper.
-    let python = texts
+    // Python functions handed a pipeline hand it on to functions of other files: read again,
+    // with what the whole tree queues known, each reading one call deeper. Only a file that
+    // defines such a function or names one can read differently; the others keep what they
+    // gave, and a tree with none is not read again.
+    let python: Vec<(&str, Option<&str>)> = inputs
         .iter()
-        .filter(|t| matches!(t, Ok((Language::Python, _))))
-        .count();
-    if python > 0 {
-        progress.set_total((3 * files.len() + (CROSS_FILE_DEPTH - 1) * python) as u64);
-        for _ in 1..CROSS_FILE_DEPTH {
-            let known = globals.get("python").cloned().unwrap_or_default();
-            let again: Vec<Option<Globals>> = par_map(&inputs, workers, |(t, stem)| match t {
-                Ok((l @ Language::Python, text)) => {
-                    progress.inc(1);
-                    Some(readers.exports(*l, text, &known, *stem))
-                }
-                _ => None,
-            });
-            let mut python = Globals::default();
-            for g in again.into_iter().flatten() {
-                python.merge(g);
-            }
-            globals.insert("python", python);
+        .filter_map(|(t, stem)| match t {
+            Ok((Language::Python, text)) => Some((text.as_str(), *stem)),
+            _ => None,
+        })
+        .collect();
+    if !python.is_empty() {
+        progress.set_total((3 * files.len() + (CROSS_FILE_DEPTH - 1) * python.len()) as u64);
+    }
+    for _ in 1..CROSS_FILE_DEPTH {
+        let known = globals.get("python").cloned().unwrap_or_default();
+        if !known.has_queuers() {
+            progress.inc(python.len() as u64);
+            continue;
         }
+        let names: Vec<memchr::memmem::Finder<'_>> = known
+            .queuer_names()
+            .into_iter()
+            .map(memchr::memmem::Finder::new)
+            .collect();
+        let work: Vec<(&(&str, Option<&str>), bool)> = python
+            .iter()
+            .zip(&python_exports)
+            .map(|(p, before)| {
+                let involved = before.as_ref().is_some_and(Globals::has_queuers)
+                    || names.iter().any(|f| f.find(p.0.as_bytes()).is_some());
+                (p, involved)
+            })
+            .collect();
+        let fresh: Vec<Option<Globals>> = par_map(&work, workers, |((text, stem), involved)| {
+            progress.inc(1);
+            involved.then(|| readers.exports(Language::Python, text, &known, *stem))
+        });
+        let mut merged = Globals::default();
+        for (slot, f) in python_exports.iter_mut().zip(fresh) {
+            if let Some(g) = f {
+                *slot = Some(g);
+            }
+            if let Some(g) = slot {
+                merged.merge(g.clone());
+            }
+        }
+        globals.insert("python", merged);
     }
     let results: Vec<Result<FileFindings, String>> = par_map(&texts, workers, |t| {
         progress.inc(1);

@@ -426,7 +426,7 @@ impl<'s, 't> Scanner<'s, 't> {
                 receiver.child_by_field_name("property"),
             )
             && let Some((cmd, _)) = syntax::command_of(self.profiles, self.t(prop))
-            && (self.pipe_key(obj).is_some() || self.redis_receiver(obj, self.t(prop)))
+            && (self.pipe_key(obj).is_some() || self.named_like_redis(obj))
         {
             let pipe = self.pipe_key(obj).map(|(k, _)| k);
             let keys = CallKeys {
@@ -596,6 +596,11 @@ impl<'s, 't> Scanner<'s, 't> {
         if !COMMON.contains(&method) && method.len() > 3 {
             return true;
         }
+        self.named_like_redis(receiver)
+    }
+
+    /// Whether `receiver` is named like a Redis client, pipeline or transaction.
+    fn named_like_redis(&self, receiver: Node<'t>) -> bool {
         let text = self.t(receiver);
         let last = text
             .rsplit(['.', ' '])
@@ -1137,6 +1142,22 @@ mod tests {
             &Globals::default(),
         )
         .unwrap()
+    }
+
+    #[test]
+    fn other_objects_methods_called_through_call_are_not_commands() {
+        let f = scan_js(
+            r#"
+ArrayAdapter.__super__.select.call(this, data);
+RegExp.prototype.exec.apply(this, arguments);
+fixed.exec.call(regex, str);
+const multi = client.multi();
+multi.del.apply(multi, keys);
+multi.exec();
+"#,
+        );
+        let ops: Vec<&str> = f.sites.iter().map(|s| s.op.as_str()).collect();
+        assert_eq!(ops, ["DEL"], "{:?}", f.sites);
     }
 
     #[test]

@@ -70,7 +70,7 @@ impl Language {
 /// templates) and functions or methods that return a key (by name, their parameters and the
 /// template they return, parameters as placeholders). A name defined differently in two files
 /// is left out: which one a file means would be a guess.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Globals {
     consts: std::collections::BTreeMap<String, Option<Template>>,
     funcs: std::collections::BTreeMap<String, Option<(Vec<String>, Template)>>,
@@ -228,6 +228,25 @@ impl Globals {
                 }
             }
         }
+    }
+
+    /// Whether any function queues commands on a pipeline it is handed.
+    pub fn has_queuers(&self) -> bool {
+        self.queuers.values().any(Option::is_some)
+    }
+
+    /// The bare names (`save` of `Job.save`) of the functions that queue on a pipeline they
+    /// are handed, each once: a file that names none of them calls none of them.
+    pub fn queuer_names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self
+            .queuers
+            .iter()
+            .filter(|(_, v)| v.is_some())
+            .map(|(k, _)| k.rsplit('.').next().unwrap_or(k))
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        names
     }
 
     /// Adds what another file defines.

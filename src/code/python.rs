@@ -181,11 +181,13 @@ fn first_return(body: Node<'_>) -> Option<Node<'_>> {
         match c.kind() {
             "return_statement" => return c.named_child(0),
             "function_definition" | "class_definition" => {}
-            _ => {
+            // Only statements hold a `return` (expressions are not looked into).
+            k if k == "block" || k.ends_with("_statement") || k.ends_with("_clause") => {
                 if let Some(r) = first_return(c) {
                     return Some(r);
                 }
             }
+            _ => {}
         }
     }
     None
@@ -215,9 +217,18 @@ pub fn exports(
     // file's own such functions one call deeper.
     let mut own = Globals::default();
     for _ in 0..QUEUER_PASSES {
-        let mut known = tree_globals.clone();
-        known.overlay(&own);
-        let mut s = Scanner::new(text, profiles, &known, true);
+        // The tree's names with this file's own queuers over them (copied only when the file
+        // has any: most files have none).
+        let overlaid;
+        let known = if own.has_queuers() {
+            let mut k = tree_globals.clone();
+            k.overlay(&own);
+            overlaid = k;
+            &overlaid
+        } else {
+            tree_globals
+        };
+        let mut s = Scanner::new(text, profiles, known, true);
         s.module = module;
         s.defs.collect(tree.root_node(), s.src, None);
         s.walk(tree.root_node());
@@ -225,7 +236,12 @@ pub fn exports(
         for (name, q) in s.queuers.take().unwrap_or_default() {
             found.add_queuer(&name, q);
         }
+        // Another pass reads the same file with the same names: nothing new.
+        let settled = found == own;
         own = found;
+        if settled {
+            break;
+        }
     }
     out.merge(own);
     let none = Globals::default();
@@ -284,6 +300,8 @@ struct Scanner<'s, 't> {
     /// taken as a pipeline it may be handed, and what its body queues on one is gathered
     /// here, by `name` and `Class.name`.
     queuers: Option<Vec<(String, Queuer)>>,
+    /// The values given to names, by scope.
+    assigned: syntax::Assigned<'t>,
     out: FileFindings,
 }
 
@@ -307,6 +325,7 @@ impl<'s, 't> Scanner<'s, 't> {
             watching: Default::default(),
             module: None,
             queuers: queuers.then(Vec::new),
+            assigned: syntax::Assigned::default(),
             out: FileFindings::default(),
         }
     }
@@ -322,7 +341,7 @@ impl<'s, 't> Scanner<'s, 't> {
     /// Children first, so a pipeline's commands are queued before it runs.
     fn walk(&mut self, node: Node<'t>) {
         let params = match (&self.queuers, node.kind()) {
-            (Some(_), "function_definition") => self.param_pipes(node, |_| true),
+            (Some(_), "function_definition") => self.param_pipes(node, may_take_pipeline),
             // `def add_jobs(self, jobs, pipeline)`: a pipeline the caller made, run here.
             (None, "function_definition") => {
                 self.param_pipes(node, |p| p.to_ascii_lowercase().contains("pipe"));
@@ -623,7 +642,7 @@ impl<'s, 't> Scanner<'s, 't> {
     }
 
     /// Whether `call` makes a pipeline, and whether it is atomic.
-    fn pipe_call(&self, call: Node<'_>) -> Option<bool> {
+    fn pipe_call(&self, call: Node<'t>) -> Option<bool> {
         if call.kind() != "call" {
             return None;
         }
@@ -686,7 +705,18 @@ impl<'s, 't> Scanner<'s, 't> {
         loop {
             match r.kind() {
                 "identifier" => {
-                    let key = (scope_of(r), self.t(r).to_string());
+                    let name = self.t(r);
+                    // (Finding the function a name is in climbs the tree: only for a name
+                    // some pipeline has.)
+                    if !self
+                        .pipes
+                        .keys()
+                        .chain(self.aliases.keys())
+                        .any(|k| k.1 == name)
+                    {
+                        return None;
+                    }
+                    let key = (scope_of(r), name.to_string());
                     let key = self.aliases.get(&key).cloned().unwrap_or(key);
                     return self.pipes.contains_key(&key).then_some(key);
                 }
@@ -754,6 +784,16 @@ impl<'s, 't> Scanner<'s, 't> {
                     continue;
                 }
                 let keys = self.keys_of(call, m.how, &m.command);
+                // A number where a key goes (`cache.touch(key, 0)`): another library's method
+                // of that name, not Redis's command.
+                if pipe.is_none()
+                    && keys
+                        .keys
+                        .iter()
+                        .any(|k| k.is_literal() && k.text().parse::<f64>().is_ok())
+                {
+                    return;
+                }
                 self.record(call, &m.command, &keys);
                 if pipe.is_some()
                     && receiver.kind() == "identifier"
@@ -787,6 +827,13 @@ impl<'s, 't> Scanner<'s, 't> {
                 return;
             }
             if p.scripts.eval.iter().any(|m| m == method) {
+                // A script and its number of keys at least (`expr.eval(context)` is not
+                // Redis's), on a pipeline or what reads as a client.
+                if positional(call).len() < 2
+                    || pipe.is_none() && !self.redis_receiver(receiver, "eval")
+                {
+                    return;
+                }
                 let keys = self.eval_keys(call);
                 self.record(call, "EVAL", &keys);
                 match &pipe {
@@ -935,6 +982,8 @@ impl<'s, 't> Scanner<'s, 't> {
             "hget",
             "hset",
             "execute_command",
+            "eval",
+            "evalsha",
         ];
         let text = self.t(receiver);
         // A class's own method of that name (`cls.lmove(…)`), not the client's.
@@ -1158,6 +1207,9 @@ impl<'s, 't> Scanner<'s, 't> {
         if depth > DEPTH {
             return None;
         }
+        if !self.assigned.may_have(name, self.src) {
+            return self.defs.consts.get(name).copied().flatten();
+        }
         let mut scope = at;
         while let Some(p) = scope.parent() {
             scope = p;
@@ -1165,9 +1217,9 @@ impl<'s, 't> Scanner<'s, 't> {
                 break;
             }
         }
-        let mut found = None;
-        find_assignments(scope, name, at.start_byte(), self.src, &mut found);
-        found.or_else(|| self.defs.consts.get(name).copied().flatten())
+        self.assigned
+            .last(scope, name, at.start_byte(), self.src, &BINDS)
+            .or_else(|| self.defs.consts.get(name).copied().flatten())
     }
 
     /// The template an expression makes.
@@ -1588,6 +1640,21 @@ fn enclosing_class(n: Node<'_>, src: &[u8]) -> Option<String> {
     None
 }
 
+/// Whether a parameter named `name` may be handed a pipeline (or a client a pipeline stands
+/// in for): named like one (`pipeline`, `pipe`, `conn`, `redis`, `client`, `tx`, `multi`,
+/// `batch`, `r`, `p`). Any other parameter is a value: `expr.subs(…)` in a function handed
+/// `expr` queues nothing, and taking every parameter for a pipeline made whole libraries
+/// (any function calling `.get`/`.set` on what it is handed) read as pipeline helpers.
+fn may_take_pipeline(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    matches!(n.as_str(), "r" | "p" | "pl" | "tr" | "db")
+        || [
+            "pipe", "conn", "redis", "client", "multi", "trans", "tx", "batch",
+        ]
+        .iter()
+        .any(|w| n.contains(w))
+}
+
 /// The start byte of the function `n` is in (0 for the module).
 fn scope_of(n: Node<'_>) -> usize {
     let mut p = n.parent();
@@ -1633,37 +1700,23 @@ fn loop_between(call: Node<'_>, made: (usize, usize)) -> bool {
     false
 }
 
-/// The last `name = value` in `scope` (not in nested functions) before byte `before`.
-fn find_assignments<'t>(
-    scope: Node<'t>,
-    name: &str,
-    before: usize,
-    src: &[u8],
-    found: &mut Option<Node<'t>>,
-) {
-    let mut cur = scope.walk();
-    for c in scope.named_children(&mut cur) {
-        if c.start_byte() >= before {
-            break;
+/// How Python gives a name a value: `name = value`, in the function (not in nested functions
+/// or classes).
+const BINDS: syntax::Binds = syntax::Binds {
+    skip: |kind| matches!(kind, "function_definition" | "class_definition"),
+    pairs: |c, out| {
+        if c.kind() == "assignment"
+            && let (Some(l), Some(r)) = (
+                c.child_by_field_name("left"),
+                c.child_by_field_name("right"),
+            )
+            && l.kind() == "identifier"
+        {
+            out.push((l, r));
         }
-        match c.kind() {
-            "function_definition" | "class_definition" => {}
-            "assignment" => {
-                if let (Some(l), Some(r)) = (
-                    c.child_by_field_name("left"),
-                    c.child_by_field_name("right"),
-                ) && l.kind() == "identifier"
-                    && text_of(l, src) == name
-                    && c.end_byte() <= before
-                {
-                    *found = Some(r);
-                }
-                find_assignments(c, name, before, src, found);
-            }
-            _ => find_assignments(c, name, before, src, found),
-        }
-    }
-}
+    },
+    ended: true,
+};
 
 #[cfg(test)]
 mod tests {
@@ -1672,6 +1725,71 @@ mod tests {
 
     fn scan_py(src: &str) -> FileFindings {
         scan(src, &Profile::builtin("python"), &Globals::default()).unwrap()
+    }
+
+    #[test]
+    fn other_libraries_methods_named_like_commands_are_not_sites() {
+        let f = scan_py(
+            r#"
+OPERATORS = {"or": lambda context, x, y: x.eval(context) or y.eval(context)}
+
+def touch(self, key):
+    return self._cache.touch(key, 0)
+
+def script(r, a, b):
+    return r.eval("return 1", 2, a, b)
+"#,
+        );
+        let ops: Vec<&str> = f.sites.iter().map(|s| s.op.as_str()).collect();
+        assert_eq!(ops, ["EVAL"], "{:?}", f.sites);
+    }
+
+    #[test]
+    fn a_value_assigned_later_or_in_another_function_is_not_the_one_used() {
+        let f = scan_py(
+            r#"
+def other(r):
+    k2 = "b"
+
+def load(r, uid):
+    k1 = f"user:{uid}"
+    k2 = f"cart:{uid}"
+    r.mget(k1, k2)
+    k1 = "later"
+    k2 = k2 + ":x"
+"#,
+        );
+        assert_eq!(texts(&f.sites[0]), ["user:<uid>", "cart:<uid>"]);
+    }
+
+    #[test]
+    fn functions_that_hand_a_pipeline_to_each_other_stay_bounded() {
+        // Each function hands the pipeline on eight times: 8³ calls; what a pipeline keeps
+        // stays bounded.
+        let mut text = String::new();
+        for (f, g) in [("a", "b"), ("b", "c"), ("c", "d")] {
+            text.push_str(&format!("def {f}(pipe, x):\n"));
+            for _ in 0..8 {
+                text.push_str(&format!("    {g}(pipe, x)\n"));
+            }
+        }
+        text.push_str("def d(pipe, x):\n    pipe.get(x)\n");
+        text.push_str("def run(r):\n    p = r.pipeline()\n    a(p, 'k')\n    p.execute()\n");
+        let g = exports(
+            &text,
+            &Profile::builtin("python"),
+            &Globals::default(),
+            None,
+        );
+        let f = scan(&text, &Profile::builtin("python"), &g).unwrap();
+        let op = &f.sites.last().unwrap().op;
+        let more: usize = op
+            .rsplit("and ")
+            .next()
+            .and_then(|t| t.strip_suffix(" more"))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
+        assert!(more > 16 && more + 16 <= 256, "{op}");
     }
 
     #[test]

@@ -14,9 +14,16 @@ pub(super) struct Pipe {
     /// Where it was made (a loop around a queued command but not around this is a loop).
     pub made: (usize, usize),
     ops: Vec<String>,
+    /// Commands handed in past [`HELD`] (counted, not kept).
+    more: usize,
     keys: Vec<Template>,
     unknown: Option<Unknown>,
 }
+
+/// How many commands, and distinct keys, a pipeline keeps of what functions it is handed to
+/// queue: a function that hands the pipeline to itself, or to others that do, would
+/// otherwise double them with each reading.
+const HELD: usize = 256;
 
 impl Pipe {
     /// A pipeline made by the code between bytes `made`.
@@ -25,6 +32,7 @@ impl Pipe {
             atomic,
             made,
             ops: Vec::new(),
+            more: 0,
             keys: Vec::new(),
             unknown: None,
         }
@@ -60,9 +68,11 @@ impl Pipe {
     ) {
         match queued {
             Some((ops, keys, unknown)) => {
-                self.ops.extend(ops.iter().cloned());
+                let room = HELD.saturating_sub(self.ops.len()).min(ops.len());
+                self.ops.extend(ops[..room].iter().cloned());
+                self.more += ops.len() - room;
                 for k in keys {
-                    if !self.keys.contains(&k) {
+                    if self.keys.len() < HELD && !self.keys.contains(&k) {
                         self.keys.push(k);
                     }
                 }
@@ -99,7 +109,7 @@ impl Pipe {
             } else {
                 SiteKind::Pipeline
             },
-            op: op_text(&ops),
+            op: op_text(&ops, std::mem::take(&mut self.more)),
             keys: std::mem::take(&mut self.keys),
             unknown: self.unknown.take(),
         })
@@ -154,16 +164,18 @@ pub(super) fn follow<'t>(
     })
 }
 
-/// A pipeline's commands as one line: in order, cut after 16 (`… and N more`).
-fn op_text(ops: &[String]) -> String {
+/// A pipeline's commands as one line: in order, cut after 16 (`… and N more`; `more`: those
+/// not kept).
+fn op_text(ops: &[String], more: usize) -> String {
     const SHOWN: usize = 16;
-    if ops.len() <= SHOWN {
+    if ops.len() <= SHOWN && more == 0 {
         return ops.join(" ");
     }
+    let shown = ops.len().min(SHOWN);
     format!(
         "{} … and {} more",
-        ops[..SHOWN].join(" "),
-        ops.len() - SHOWN
+        ops[..shown].join(" "),
+        ops.len() - shown + more
     )
 }
 
@@ -444,4 +456,124 @@ pub(super) fn is_parameter(n: Node<'_>, name: &str, src: &[u8], functions: &[&st
         p = q.parent();
     }
     false
+}
+
+/// How a language gives a name a value, for [`Assigned`].
+pub(super) struct Binds {
+    /// Node kinds whose insides are another scope (nested functions, classes).
+    pub skip: fn(&str) -> bool,
+    /// The (name, value) pairs a node gives, in source order.
+    pub pairs: for<'a> fn(Node<'a>, &mut Vec<(Node<'a>, Node<'a>)>),
+    /// Whether the giving node must end before the place asked about (`x = f(x)` asked
+    /// inside `f(x)` is the earlier `x`).
+    pub ended: bool,
+}
+
+/// One value given to a name: the giving node's bytes and the value.
+struct Given<'t> {
+    start: usize,
+    end: usize,
+    value: Node<'t>,
+}
+
+/// Every value given to a name in a scope, by name in source order, built once per scope:
+/// "the value last given to `name` before byte b" is then a binary search, where a walk of
+/// the scope for each name asked about made long functions and modules quadratic.
+#[derive(Default)]
+pub(super) struct Assigned<'t> {
+    scopes: std::cell::RefCell<std::collections::HashMap<usize, ScopeIndex<'t>>>,
+    /// Names asked about, and whether the file may give them a value: one it never does
+    /// needs no scope found (finding a node's function climbs the tree, which costs).
+    names: std::cell::RefCell<std::collections::HashMap<String, bool>>,
+}
+
+type ScopeIndex<'t> = std::collections::HashMap<String, Vec<Given<'t>>>;
+
+impl<'t> Assigned<'t> {
+    /// Whether `name = …` may be written anywhere in `src` (a whole word, then `=` but not
+    /// `==`; keyword arguments count too): a name never written so needs no scope found.
+    pub fn may_have(&self, name: &str, src: &[u8]) -> bool {
+        if let Some(&known) = self.names.borrow().get(name) {
+            return known;
+        }
+        let word = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b >= 0x80;
+        let found = !name.is_empty()
+            && memchr::memmem::find_iter(src, name.as_bytes()).any(|at| {
+                let end = at + name.len();
+                if at > 0 && word(src[at - 1]) || src.get(end).copied().is_some_and(word) {
+                    return false;
+                }
+                let rest = &src[end..];
+                let skip = rest
+                    .iter()
+                    .take_while(|b| matches!(b, b' ' | b'\t'))
+                    .count();
+                rest.get(skip) == Some(&b'=') && rest.get(skip + 1) != Some(&b'=')
+            });
+        self.names.borrow_mut().insert(name.to_string(), found);
+        found
+    }
+
+    /// The value last given to `name` under `scope` (not inside what `binds.skip` names) by a
+    /// node that starts before byte `before` (and ends before it, when `binds.ended`).
+    pub fn last(
+        &self,
+        scope: Node<'t>,
+        name: &str,
+        before: usize,
+        src: &[u8],
+        binds: &Binds,
+    ) -> Option<Node<'t>> {
+        let mut scopes = self.scopes.borrow_mut();
+        let index = scopes.entry(scope.id()).or_insert_with(|| {
+            let mut index = ScopeIndex::new();
+            index_scope(scope, src, binds, &mut index);
+            index
+        });
+        let given = index.get(name)?;
+        let upto = given.partition_point(|g| g.start < before);
+        given[..upto]
+            .iter()
+            .rev()
+            .find(|g| !binds.ended || g.end <= before)
+            .map(|g| g.value)
+    }
+}
+
+/// Indexes what `scope`'s nodes give, in source order (one cursor over the tree, not into
+/// what `binds.skip` names).
+fn index_scope<'t>(scope: Node<'t>, src: &[u8], binds: &Binds, index: &mut ScopeIndex<'t>) {
+    let mut pairs = Vec::new();
+    let mut cur = scope.walk();
+    if !cur.goto_first_child() {
+        return;
+    }
+    loop {
+        let c = cur.node();
+        let mut descend = true;
+        if c.is_named() {
+            if (binds.skip)(c.kind()) {
+                descend = false;
+            } else {
+                (binds.pairs)(c, &mut pairs);
+                for (n, v) in pairs.drain(..) {
+                    if let Ok(name) = n.utf8_text(src) {
+                        index.entry(name.to_string()).or_default().push(Given {
+                            start: c.start_byte(),
+                            end: c.end_byte(),
+                            value: v,
+                        });
+                    }
+                }
+            }
+        }
+        if descend && cur.goto_first_child() {
+            continue;
+        }
+        while !cur.goto_next_sibling() {
+            if !cur.goto_parent() || cur.node().id() == scope.id() {
+                return;
+            }
+        }
+    }
 }

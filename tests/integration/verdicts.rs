@@ -553,9 +553,11 @@ fn node_code_sites_against_a_real_cluster() {
     };
     let bull = std::path::PathBuf::from(bull);
     let version: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(bull.join("package.json")).unwrap())
-            .unwrap();
-    assert_eq!(version["version"], "4.16.5", "these lines are bull 4.16.5's");
+        serde_json::from_str(&std::fs::read_to_string(bull.join("package.json")).unwrap()).unwrap();
+    assert_eq!(
+        version["version"], "4.16.5",
+        "these lines are bull 4.16.5's"
+    );
     let Some(node) = require_binary("node") else {
         return;
     };
