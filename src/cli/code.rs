@@ -6,7 +6,7 @@ use super::args::threads;
 use super::values::{Word, one_of};
 use crate::code::{CodeReport, FileFindings, FileReport, Globals, Language, Readers, Skipped};
 use crate::error::{ExitStatus, UserError};
-use crate::files::source::{read_source, walk};
+use crate::files::source::{SourceFile, read_source, walk};
 use crate::report::render::{Format, render};
 use anyhow::Context as _;
 use std::collections::BTreeMap;
@@ -100,57 +100,54 @@ pub fn scan_paths(
         });
     }
     let workers = threads(threads_flag);
-    // One step per file read, per reading of what it defines, and per scan.
+    // One step per reading of what a file defines, per reading again (Python), per scan.
     let progress = ctx.progress(
         "reading source",
         super::progress::Unit::Steps,
-        Some(3 * files.len() as u64),
+        Some(2 * files.len() as u64),
     );
     // First what each file defines for the others (constants, key functions), then each
-    // file read with what the others of its language define.
-    let texts: Vec<Result<(Language, String), String>> = par_map(&files, workers, |f| {
-        progress.inc(1);
+    // file read with what the others of its language define. A file's text is read from
+    // disk for each reading and dropped after it: memory holds what the files define, not
+    // the files.
+    let load = |f: &SourceFile| -> Result<(Language, String), String> {
         let text = read_source(&f.path).map_err(|e| e.to_string())?;
         let ext = f.path.extension().and_then(|e| e.to_str()).unwrap_or("");
         let language = Language::of_extension(ext)
             .ok_or_else(|| format!("not a language keyplan code reads (.{ext})"))?;
         Ok((language, text))
-    });
+    };
+    let stem = |f: &SourceFile| {
+        f.path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .map(str::to_string)
+    };
     let none = Globals::default();
-    let stems: Vec<Option<&str>> = files
-        .iter()
-        .map(|f| f.path.file_stem().and_then(|s| s.to_str()))
-        .collect();
-    type Source = Result<(Language, String), String>;
-    let inputs: Vec<(&Source, Option<&str>)> = texts.iter().zip(stems.iter().copied()).collect();
-    let exported: Vec<Option<(Language, Globals)>> = par_map(&inputs, workers, |(t, stem)| {
+    let exported: Vec<Option<(Language, Globals)>> = par_map(&files, workers, |f| {
         progress.inc(1);
-        t.as_ref()
-            .ok()
-            .map(|(l, text)| (*l, readers.exports(*l, text, &none, *stem)))
+        let (l, text) = load(f).ok()?;
+        Some((l, readers.exports(l, &text, &none, stem(f).as_deref())))
     });
     let mut globals: BTreeMap<&str, Globals> = BTreeMap::new();
-    // What each Python file defines (in the order of `python` below), kept to be read again.
-    let mut python_exports: Vec<Option<Globals>> = Vec::new();
-    for (l, g) in exported.into_iter().flatten() {
-        if l == Language::Python {
-            python_exports.push(Some(g.clone()));
+    // What each Python file defines (by file), kept to be read again.
+    let mut python_exports: Vec<Option<Globals>> = vec![None; files.len()];
+    let mut python: Vec<usize> = Vec::new();
+    for (i, e) in exported.into_iter().enumerate() {
+        if let Some((l, g)) = e {
+            if l == Language::Python {
+                python_exports[i] = Some(g.clone());
+                python.push(i);
+            }
+            globals.entry(l.profile_language()).or_default().merge(g);
         }
-        globals.entry(l.profile_language()).or_default().merge(g);
     }
     // Python functions handed a pipeline hand it on to functions of other files: read again,
     // with what the whole tree queues known, each reading one call deeper. Only a file that
     // defines such a function or names one can read differently; the others keep what they
     // gave, and a tree with none is not read again.
-    let python: Vec<(&str, Option<&str>)> = inputs
-        .iter()
-        .filter_map(|(t, stem)| match t {
-            Ok((Language::Python, text)) => Some((text.as_str(), *stem)),
-            _ => None,
-        })
-        .collect();
     if !python.is_empty() {
-        progress.set_total((3 * files.len() + (CROSS_FILE_DEPTH - 1) * python.len()) as u64);
+        progress.set_total((2 * files.len() + (CROSS_FILE_DEPTH - 1) * python.len()) as u64);
     }
     for _ in 1..CROSS_FILE_DEPTH {
         let known = globals.get("python").cloned().unwrap_or_default();
@@ -163,35 +160,33 @@ pub fn scan_paths(
             .into_iter()
             .map(memchr::memmem::Finder::new)
             .collect();
-        let work: Vec<(&(&str, Option<&str>), bool)> = python
-            .iter()
-            .zip(&python_exports)
-            .map(|(p, before)| {
-                let involved = before.as_ref().is_some_and(Globals::has_queuers)
-                    || names.iter().any(|f| f.find(p.0.as_bytes()).is_some());
-                (p, involved)
-            })
-            .collect();
-        let fresh: Vec<Option<Globals>> = par_map(&work, workers, |((text, stem), involved)| {
+        let fresh: Vec<Option<Globals>> = par_map(&python, workers, |&i| {
             progress.inc(1);
-            involved.then(|| readers.exports(Language::Python, text, &known, *stem))
+            let f = &files[i];
+            let (_, text) = load(f).ok()?;
+            let involved = python_exports[i].as_ref().is_some_and(Globals::has_queuers)
+                || names.iter().any(|n| n.find(text.as_bytes()).is_some());
+            involved.then(|| readers.exports(Language::Python, &text, &known, stem(f).as_deref()))
         });
-        let mut merged = Globals::default();
-        for (slot, f) in python_exports.iter_mut().zip(fresh) {
-            if let Some(g) = f {
-                *slot = Some(g);
+        for (&i, g) in python.iter().zip(fresh) {
+            if let Some(g) = g {
+                python_exports[i] = Some(g);
             }
-            if let Some(g) = slot {
+        }
+        let mut merged = Globals::default();
+        for &i in &python {
+            if let Some(g) = &python_exports[i] {
                 merged.merge(g.clone());
             }
         }
         globals.insert("python", merged);
     }
-    let results: Vec<Result<FileFindings, String>> = par_map(&texts, workers, |t| {
+    drop(python_exports);
+    let results: Vec<Result<FileFindings, String>> = par_map(&files, workers, |f| {
         progress.inc(1);
-        let (l, text) = t.as_ref().map_err(Clone::clone)?;
+        let (l, text) = load(f)?;
         let g = globals.get(l.profile_language()).unwrap_or(&none);
-        readers.scan(*l, text, g)
+        readers.scan(l, &text, g)
     });
     progress.finish();
     for (f, r) in files.into_iter().zip(results) {
