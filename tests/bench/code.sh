@@ -36,7 +36,8 @@ fi
 
 # What keyplan reads: the files of its languages (its walk: .gitignore and hidden
 # directories aside, as rg's).
-FILES=$("$BIN" code --format json "$TREE" 2> /dev/null \
+# (Exit status 1 is findings.)
+FILES=$({ "$BIN" code --format json "$TREE" 2> /dev/null || true; } \
   | python3 -c 'import json, sys; print(json.load(sys.stdin)["files_scanned"])')
 EXTS='py|js|mjs|cjs|jsx|ts|mts|cts|tsx|go|rb|java'
 LINES=$(rg --files "$TREE" | grep -E "\.($EXTS)$" | tr '\n' '\0' | xargs -0 cat | wc -l)
@@ -56,7 +57,7 @@ done
 k=$(median "${K[@]}"); r=$(median "${R[@]}")
 mem() {
   if [ -x /usr/bin/time ]; then
-    /usr/bin/time -f '%M' "$@" 2>&1 > /dev/null | tail -1
+    { /usr/bin/time -f '%M' "$@" 2>&1 > /dev/null || true; } | tail -1
   else
     echo "?"
   fi
