@@ -514,19 +514,36 @@ fn code_sites_against_a_real_cluster() {
     let Some(python) = library_python() else {
         return;
     };
-    let Some(redis) = require_binary("redis-server") else {
-        return;
-    };
     let Some(dir) = crate::code::rq_dir() else {
         return;
     };
+    let Some((_tmp, recorded)) = record_sites(python.as_ref(), "sites.py", None) else {
+        return;
+    };
+    judge_recorded_sites("rq", &dir, &recorded, 100);
+}
+
+/// Runs `PROGRAM DRIVER [PACKAGE] PORT OUT.json` (a driver of `tests/fixtures/libraries`)
+/// against a fresh standalone server: the file of the batches it recorded (in the directory
+/// returned with it).
+fn record_sites(
+    program: &std::ffi::OsStr,
+    driver: &str,
+    package: Option<&std::path::Path>,
+) -> Option<(tempfile::TempDir, std::path::PathBuf)> {
+    let redis = require_binary("redis-server")?;
     let standalone = RedisServer::start(&redis, false);
     let tmp = tempfile::tempdir().unwrap();
     let recorded = tmp.path().join("sites.json");
-    let driver =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/libraries/sites.py");
-    let out = std::process::Command::new(&python)
-        .arg(&driver)
+    let driver = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/libraries")
+        .join(driver);
+    let mut run = std::process::Command::new(program);
+    run.arg(&driver);
+    if let Some(p) = package {
+        run.arg(p);
+    }
+    let out = run
         .arg(standalone.port.to_string())
         .arg(&recorded)
         .output()
@@ -536,7 +553,7 @@ fn code_sites_against_a_real_cluster() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    judge_recorded_sites("rq", &dir, &recorded, 100);
+    Some((tmp, recorded))
 }
 
 /// The same for Node: bull 4.16.5 (from npm; `.ci/run` installs it and exports KEYPLAN_BULL,
@@ -561,26 +578,9 @@ fn node_code_sites_against_a_real_cluster() {
     let Some(node) = require_binary("node") else {
         return;
     };
-    let Some(redis) = require_binary("redis-server") else {
+    let Some((_tmp, recorded)) = record_sites(node.as_os_str(), "sites.js", Some(&bull)) else {
         return;
     };
-    let standalone = RedisServer::start(&redis, false);
-    let tmp = tempfile::tempdir().unwrap();
-    let recorded = tmp.path().join("sites.json");
-    let driver =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/libraries/sites.js");
-    let out = std::process::Command::new(&node)
-        .arg(&driver)
-        .arg(&bull)
-        .arg(standalone.port.to_string())
-        .arg(&recorded)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     judge_recorded_sites("bull", &bull, &recorded, 8);
 }
 
