@@ -39,7 +39,13 @@ use std::io::Write;
 ///
 /// Exit status: 0 done and clean, 1 done with findings, 2 the job could not be done.
 #[derive(Debug, Parser)]
-#[command(name = "keyplan", version, about, long_about = None, max_term_width = 100)]
+#[command(
+    name = "keyplan",
+    version = concat!(env!("CARGO_PKG_VERSION"), " (", env!("KEYPLAN_BUILD_COMMIT"), ")"),
+    about,
+    long_about = None,
+    max_term_width = 100
+)]
 pub struct Cli {
     /// What to do
     #[command(subcommand)]

@@ -446,7 +446,29 @@ fn simulate_inputs_and_errors() {
 }
 
 /// This module's tests, run by the harness in `main.rs`.
+/// `keyplan --version` names the commit it was built from: in a git checkout, the
+/// checkout's own (`git rev-parse HEAD`, its first 12 characters).
+fn version_names_the_commit() {
+    let out = stdout_of(&["--version"]);
+    let commit = std::process::Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim()[..12].to_string());
+    let Some(commit) = commit else {
+        crate::support::not_run("not built from a git checkout (or git is not installed)");
+        return;
+    };
+    assert_eq!(
+        out.trim(),
+        format!("keyplan {} ({commit})", env!("CARGO_PKG_VERSION"))
+    );
+}
+
 pub(crate) const TESTS: &[crate::support::Test] = &[
+    ("version_names_the_commit", version_names_the_commit),
     ("spec_examples_in_tsv", spec_examples_in_tsv),
     (
         "json_contract_with_binary_keys",

@@ -1,0 +1,47 @@
+//! Names the commit keyplan is built from, for `keyplan --version`: `KEYPLAN_COMMIT` when
+//! set, else the checkout's `git rev-parse HEAD`, else the commit `cargo package` recorded
+//! in `.cargo_vcs_info.json` (a build from crates.io), else `unknown`.
+
+use std::path::Path;
+use std::process::Command;
+
+fn main() {
+    println!("cargo:rerun-if-env-changed=KEYPLAN_COMMIT");
+    let root = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| ".".into());
+    let root = Path::new(&root);
+    // Rebuilt when the checkout moves to another commit.
+    for f in [".git/HEAD", ".git/packed-refs"] {
+        if root.join(f).exists() {
+            println!("cargo:rerun-if-changed={f}");
+        }
+    }
+    if let Ok(head) = std::fs::read_to_string(root.join(".git/HEAD"))
+        && let Some(r) = head.trim().strip_prefix("ref: ")
+        && root.join(".git").join(r).exists()
+    {
+        println!("cargo:rerun-if-changed=.git/{r}");
+    }
+    let commit = std::env::var("KEYPLAN_COMMIT")
+        .ok()
+        .filter(|c| !c.trim().is_empty())
+        .or_else(|| {
+            Command::new("git")
+                .args(["rev-parse", "HEAD"])
+                .current_dir(root)
+                .output()
+                .ok()
+                .filter(|o| o.status.success())
+                .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        })
+        .or_else(|| {
+            let info = std::fs::read_to_string(root.join(".cargo_vcs_info.json")).ok()?;
+            let at = info.find("\"sha1\"")?;
+            let rest = &info[at + 6..];
+            let start = rest.find('"')? + 1;
+            let len = rest[start..].find('"')?;
+            Some(rest[start..start + len].to_string())
+        })
+        .map(|c| c.chars().take(12).collect::<String>())
+        .unwrap_or_else(|| "unknown".into());
+    println!("cargo:rustc-env=KEYPLAN_BUILD_COMMIT={commit}");
+}
