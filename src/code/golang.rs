@@ -40,6 +40,7 @@ pub fn scan(
         conns: Default::default(),
         bodies: HashMap::new(),
         following: Vec::new(),
+        assigned: syntax::Assigned::default(),
         out: FileFindings::default(),
     };
     s.collect(tree.root_node());
@@ -74,6 +75,7 @@ pub fn exports(text: &str) -> Globals {
         conns: Default::default(),
         bodies: HashMap::new(),
         following: Vec::new(),
+        assigned: syntax::Assigned::default(),
         out: FileFindings::default(),
     };
     s.collect(tree.root_node());
@@ -122,6 +124,8 @@ struct Reader<'s, 't> {
     bodies: HashMap<String, Option<Node<'t>>>,
     /// Functions being read for a pipeline handed to them (none is read inside itself).
     following: Vec<String>,
+    /// The values given to names, by scope.
+    assigned: syntax::Assigned<'t>,
     out: FileFindings,
 }
 
@@ -627,8 +631,9 @@ impl<'s, 't> Reader<'s, 't> {
         while let Some(p) = scope.parent() {
             scope = p;
             if FUNCTIONS.contains(&p.kind()) || p.parent().is_none() {
-                let mut found = None;
-                find_bindings(p, name, at.start_byte(), self.src, &mut found);
+                let found = self
+                    .assigned
+                    .last(p, name, at.start_byte(), self.src, &BINDS);
                 if found.is_some() {
                     return found;
                 }
@@ -840,31 +845,12 @@ fn bindings(node: Node<'_>) -> Vec<(Node<'_>, Node<'_>)> {
         .collect()
 }
 
-/// The last binding of `name` that starts before `before` under `scope`, not looking into
-/// nested functions.
-fn find_bindings<'t>(
-    scope: Node<'t>,
-    name: &str,
-    before: usize,
-    src: &[u8],
-    found: &mut Option<Node<'t>>,
-) {
-    let mut cur = scope.walk();
-    for c in scope.named_children(&mut cur) {
-        if c.start_byte() >= before {
-            break;
-        }
-        if FUNCTIONS.contains(&c.kind()) {
-            continue;
-        }
-        for (n, v) in bindings(c) {
-            if n.utf8_text(src).is_ok_and(|t| t == name) {
-                *found = Some(v);
-            }
-        }
-        find_bindings(c, name, before, src, found);
-    }
-}
+/// How Go gives a name a value: `:=`, `=`, `var`/`const`, not in nested functions.
+const BINDS: syntax::Binds = syntax::Binds {
+    skip: |kind| FUNCTIONS.contains(&kind),
+    pairs: |c, out| out.extend(bindings(c)),
+    ended: false,
+};
 
 /// The items of a slice literal (`[]string{a, b}`), or `None`.
 fn composite_items(n: Node<'_>) -> Option<Vec<Node<'_>>> {

@@ -38,6 +38,7 @@ pub fn scan(
         methods: HashMap::new(),
         fields: HashMap::new(),
         pipes: HashMap::new(),
+        assigned: syntax::Assigned::default(),
         out: FileFindings::default(),
     };
     r.collect(tree.root_node());
@@ -69,6 +70,7 @@ pub fn exports(text: &str) -> Globals {
         methods: HashMap::new(),
         fields: HashMap::new(),
         pipes: HashMap::new(),
+        assigned: syntax::Assigned::default(),
         out: FileFindings::default(),
     };
     r.collect(tree.root_node());
@@ -109,6 +111,8 @@ struct Reader<'s, 't> {
     fields: HashMap<String, Option<Node<'t>>>,
     /// Pipelines being filled, by (scope, name).
     pipes: HashMap<(usize, String), Pipe>,
+    /// The values given to names, by scope.
+    assigned: syntax::Assigned<'t>,
     out: FileFindings,
 }
 
@@ -544,8 +548,9 @@ impl<'s, 't> Reader<'s, 't> {
         while let Some(p) = scope.parent() {
             scope = p;
             if SCOPES.contains(&p.kind()) {
-                let mut found = None;
-                find_assignments(p, name, at.start_byte(), self.src, &mut found);
+                let found = self
+                    .assigned
+                    .last(p, name, at.start_byte(), self.src, &BINDS);
                 if found.is_some() {
                     return found;
                 }
@@ -791,23 +796,11 @@ fn byte_values(n: Node<'_>, src: &[u8]) -> Option<String> {
     any.then_some(out)
 }
 
-/// The last `name = value` (or declaration) before `before` under `scope`, not looking into
-/// nested methods or lambdas.
-fn find_assignments<'t>(
-    scope: Node<'t>,
-    name: &str,
-    before: usize,
-    src: &[u8],
-    found: &mut Option<Node<'t>>,
-) {
-    let mut cur = scope.walk();
-    for c in scope.named_children(&mut cur) {
-        if c.start_byte() >= before {
-            break;
-        }
-        if SCOPES.contains(&c.kind()) || c.kind() == "class_body" {
-            continue;
-        }
+/// How Java gives a local a value: a declaration or `name = value`, in the method or lambda
+/// (not in nested ones or in a class body).
+const BINDS: syntax::Binds = syntax::Binds {
+    skip: |kind| SCOPES.contains(&kind) || kind == "class_body",
+    pairs: |c, out| {
         let (l, r) = match c.kind() {
             "variable_declarator" => (
                 c.child_by_field_name("name"),
@@ -819,14 +812,12 @@ fn find_assignments<'t>(
             ),
             _ => (None, None),
         };
-        if let (Some(l), Some(r)) = (l, r)
-            && l.utf8_text(src).is_ok_and(|t| t == name)
-        {
-            *found = Some(r);
+        if let (Some(l), Some(r)) = (l, r) {
+            out.push((l, r));
         }
-        find_assignments(c, name, before, src, found);
-    }
-}
+    },
+    ended: false,
+};
 
 /// The first expression a method body returns.
 fn first_return(body: Node<'_>) -> Option<Node<'_>> {

@@ -52,6 +52,7 @@ pub fn scan(
         pipes: HashMap::new(),
         bodies: HashMap::new(),
         following: Vec::new(),
+        assigned: syntax::Assigned::default(),
         out: FileFindings::default(),
     };
     s.collect(tree.root_node());
@@ -91,6 +92,7 @@ pub fn exports(text: &str, dialect: Dialect) -> Globals {
         pipes: HashMap::new(),
         bodies: HashMap::new(),
         following: Vec::new(),
+        assigned: syntax::Assigned::default(),
         out: FileFindings::default(),
     };
     s.collect(tree.root_node());
@@ -138,6 +140,8 @@ struct Scanner<'s, 't> {
     bodies: HashMap<String, Option<Node<'t>>>,
     /// Functions being read for a pipeline handed to them (none is read inside itself).
     following: Vec<String>,
+    /// The values given to names, by scope.
+    assigned: syntax::Assigned<'t>,
     out: FileFindings,
 }
 
@@ -294,7 +298,7 @@ impl<'s, 't> Scanner<'s, 't> {
 
     /// Whether `call` makes a pipeline, and whether it is MULTI/EXEC (through parentheses
     /// and TypeScript's casts).
-    fn pipe_call(&self, mut call: Node<'_>) -> Option<bool> {
+    fn pipe_call(&self, mut call: Node<'t>) -> Option<bool> {
         while call.kind() == "parenthesized_expression" || typed(call.kind()) {
             call = match call.kind() {
                 "parenthesized_expression" => call.named_child(0)?,
@@ -817,11 +821,12 @@ impl<'s, 't> Scanner<'s, 't> {
             return None;
         }
         let mut scope = at;
-        let mut found = None;
         while let Some(p) = scope.parent() {
             scope = p;
             if is_function(p.kind()) || p.parent().is_none() {
-                find_declarations(p, name, at.start_byte(), self.src, &mut found);
+                let found = self
+                    .assigned
+                    .last(p, name, at.start_byte(), self.src, &BINDS);
                 if found.is_some() {
                     return found;
                 }
@@ -1084,32 +1089,13 @@ fn loop_between(call: Node<'_>, made: (usize, usize), src: &[u8]) -> bool {
     false
 }
 
-/// The last `const|let|var name = value` (or `name = value`) in `scope`, outside nested
-/// functions, before byte `before`.
-fn find_declarations<'t>(
-    scope: Node<'t>,
-    name: &str,
-    before: usize,
-    src: &[u8],
-    found: &mut Option<Node<'t>>,
-) {
-    let mut cur = scope.walk();
-    for c in scope.named_children(&mut cur) {
-        if c.start_byte() >= before {
-            break;
-        }
-        if is_function(c.kind()) || c.kind() == "class_declaration" {
-            continue;
-        }
-        if let Some((l, r)) = binding(c)
-            && l.utf8_text(src).unwrap_or("") == name
-            && c.end_byte() <= before
-        {
-            *found = Some(r);
-        }
-        find_declarations(c, name, before, src, found);
-    }
-}
+/// How JavaScript gives a name a value: `const|let|var name = value` or `name = value`,
+/// outside nested functions and classes.
+const BINDS: syntax::Binds = syntax::Binds {
+    skip: |kind| is_function(kind) || kind == "class_declaration",
+    pairs: |c, out| out.extend(binding(c)),
+    ended: true,
+};
 
 impl<'t> syntax::Follows<'t> for Scanner<'_, 't> {
     fn pipes(&mut self) -> &mut HashMap<(usize, String), Pipe> {

@@ -40,6 +40,7 @@ pub fn scan(
         pipes: Vec::new(),
         bodies: HashMap::new(),
         following: Vec::new(),
+        assigned: syntax::Assigned::default(),
         out: FileFindings::default(),
     };
     r.collect(tree.root_node());
@@ -73,6 +74,7 @@ pub fn exports(text: &str) -> Globals {
         pipes: Vec::new(),
         bodies: HashMap::new(),
         following: Vec::new(),
+        assigned: syntax::Assigned::default(),
         out: FileFindings::default(),
     };
     r.collect(tree.root_node());
@@ -131,6 +133,8 @@ struct Reader<'s, 't> {
     bodies: HashMap<String, Option<Node<'t>>>,
     /// Methods being read for a pipeline handed to them (no method is read inside itself).
     following: Vec<String>,
+    /// The values given to names, by scope.
+    assigned: syntax::Assigned<'t>,
     out: FileFindings,
 }
 
@@ -598,8 +602,9 @@ impl<'s, 't> Reader<'s, 't> {
         while let Some(p) = scope.parent() {
             scope = p;
             if SCOPES.contains(&p.kind()) || p.parent().is_none() {
-                let mut found = None;
-                find_assignments(p, name, at.start_byte(), self.src, &mut found);
+                let found = self
+                    .assigned
+                    .last(p, name, at.start_byte(), self.src, &BINDS);
                 if found.is_some() {
                     return found;
                 }
@@ -855,35 +860,22 @@ fn in_loop_since(call: Node<'_>, block: (usize, usize), src: &[u8]) -> bool {
     false
 }
 
-/// The last `name = value` before `before` under `scope`, not looking into nested methods.
-fn find_assignments<'t>(
-    scope: Node<'t>,
-    name: &str,
-    before: usize,
-    src: &[u8],
-    found: &mut Option<Node<'t>>,
-) {
-    let mut cur = scope.walk();
-    for c in scope.named_children(&mut cur) {
-        if c.start_byte() >= before {
-            break;
-        }
-        if matches!(c.kind(), "method" | "singleton_method") {
-            continue;
-        }
+/// How Ruby gives a local a value: `name = value`, not in nested methods.
+const BINDS: syntax::Binds = syntax::Binds {
+    skip: |kind| matches!(kind, "method" | "singleton_method"),
+    pairs: |c, out| {
         if c.kind() == "assignment"
             && let (Some(l), Some(r)) = (
                 c.child_by_field_name("left"),
                 c.child_by_field_name("right"),
             )
             && l.kind() == "identifier"
-            && l.utf8_text(src).is_ok_and(|t| t == name)
         {
-            *found = Some(r);
+            out.push((l, r));
         }
-        find_assignments(c, name, before, src, found);
-    }
-}
+    },
+    ended: false,
+};
 
 #[cfg(test)]
 mod tests {
