@@ -29,6 +29,11 @@ const CODE_FORMATS: &[Word<Format>] = &[
         Format::Yaml,
         "A keyplan.yaml draft: the keys and the multi-key calls as a scheme for lint and plan, each with its file:line",
     ),
+    (
+        "markdown",
+        Format::Markdown,
+        "The table as Markdown (a pull-request comment or a CI job summary)",
+    ),
 ];
 
 /// Find the Redis keys application code builds and the calls that send several at once

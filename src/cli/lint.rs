@@ -34,6 +34,16 @@ const LINT_FORMATS: &[Word<Format>] = &[
         Format::Github,
         "GitHub Actions workflow annotations",
     ),
+    (
+        "gitlab",
+        Format::Gitlab,
+        "GitLab's Code Quality report (artifacts:reports:codequality)",
+    ),
+    (
+        "markdown",
+        Format::Markdown,
+        "Markdown: counts, findings by rule, the worst finding and a table (a pull-request comment or $GITHUB_STEP_SUMMARY)",
+    ),
 ];
 
 /// Check a key scheme and key dumps against keyplan's rules.

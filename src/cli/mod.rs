@@ -196,10 +196,12 @@ where
     };
     let layout = crate::report::TextLayout {
         width: terminal.stdout_width.filter(|_| !cli.wide),
+        markdown: false,
     };
     // Notes, warnings and errors wrap at spaces to a terminal's width too.
     let mut stderr = crate::report::TextLayout {
         width: terminal.stderr_width.filter(|_| !cli.wide),
+        markdown: false,
     }
     .writer(stderr);
     let mut ctx = Ctx {

@@ -37,6 +37,11 @@ const PLAN_FORMATS: &[Word<Format>] = &[
         Format::Html,
         "A self-contained HTML report: candidates on a round trips × skew chart (use -o FILE)",
     ),
+    (
+        "markdown",
+        Format::Markdown,
+        "The tables as Markdown (a pull-request comment or a CI job summary)",
+    ),
 ];
 
 /// Suggest hash tags: for every batch that is cross-slot or fans out, candidate rewrites

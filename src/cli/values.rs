@@ -42,6 +42,11 @@ pub const REPORT_FORMATS: &[Word<Format>] = &[
         Format::Html,
         "A self-contained HTML report with charts (use -o FILE)",
     ),
+    (
+        "markdown",
+        Format::Markdown,
+        "The tables as Markdown (a pull-request comment or a CI job summary)",
+    ),
 ];
 
 /// `--fail-on`: the lowest severity that makes the exit status 1.

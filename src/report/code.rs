@@ -16,6 +16,9 @@ impl Render for CodeReport {
             Format::Table => render_table(out, self, layout),
             Format::Json => render_json(out, self),
             Format::Yaml => render_yaml(out, &crate::code::draft::draft(self)),
+            Format::Markdown => super::markdown::from_table_output(out, |out, layout| {
+                render_table(out, self, layout)
+            }),
             other => Err(unsupported("code", other)),
         }
     }

@@ -1,5 +1,6 @@
 //! Renders lint findings: human (`path:line:col: KP301 [error] message`), JSON, SARIF 2.1.0
-//! (GitHub code scanning) and GitHub workflow annotations.
+//! (GitHub code scanning), GitHub workflow annotations, GitLab's Code Quality report and
+//! Markdown (a pull-request comment or job summary).
 
 use super::render::Format;
 use crate::lint::rule::Severity;
@@ -27,6 +28,8 @@ impl super::render::Render for LintReport<'_> {
             Format::Json => json(out, self.diags)?,
             Format::Github => github(out, self.diags)?,
             Format::Sarif => sarif(out, self.diags, self.rules)?,
+            Format::Gitlab => gitlab(out, self.diags)?,
+            Format::Markdown => markdown(out, self.diags)?,
             other => return Err(super::render::unsupported("lint", other)),
         }
         out.flush()
@@ -321,4 +324,203 @@ fn sarif(out: &mut dyn Write, diags: &[Diagnostic], rules: &RuleSet) -> io::Resu
     };
     serde_json::to_writer_pretty(&mut *out, &log)?;
     writeln!(out)
+}
+
+/// GitLab's Code Quality report (the CodeClimate issue format GitLab reads): a JSON array of
+/// `{description, check_name, fingerprint, severity, location: {path, lines: {begin}}}`.
+///
+/// The fingerprint (MD5, as GitLab's own analyzers write it) is of the rule, the file and the
+/// message, and the number of earlier findings with the same three, not the line: a finding
+/// moved by an edit above it stays the same finding when GitLab compares a merge request's
+/// report with its target branch's.
+fn gitlab(out: &mut dyn Write, diags: &[Diagnostic]) -> io::Result<()> {
+    use md5::Digest as _;
+    #[derive(Serialize)]
+    struct Lines {
+        begin: u64,
+    }
+    #[derive(Serialize)]
+    struct Location<'a> {
+        path: &'a str,
+        lines: Lines,
+    }
+    #[derive(Serialize)]
+    struct Issue<'a> {
+        description: String,
+        check_name: String,
+        fingerprint: String,
+        severity: &'static str,
+        location: Location<'a>,
+    }
+    let mut seen: std::collections::HashMap<(&str, &str, &str), u64> =
+        std::collections::HashMap::new();
+    let issues: Vec<Issue> = diags
+        .iter()
+        .map(|d| {
+            let n = seen
+                .entry((d.code.as_str(), d.path.as_str(), d.message.as_str()))
+                .or_insert(0);
+            let mut h = md5::Md5::new();
+            for part in [d.code.as_bytes(), d.path.as_bytes(), d.message.as_bytes()] {
+                h.update(part);
+                h.update([0u8]);
+            }
+            h.update(n.to_le_bytes());
+            *n += 1;
+            let fingerprint = h
+                .finalize()
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>();
+            let mut description = d.message.clone();
+            if let Some(help) = &d.help {
+                description.push_str(&format!(" (help: {help})"));
+            }
+            if d.more > 0 {
+                description.push_str(&format!(" (and {} more like this not listed)", d.more));
+            }
+            Issue {
+                description,
+                check_name: d.code.clone(),
+                fingerprint,
+                severity: match d.severity {
+                    Severity::Error => "critical",
+                    Severity::Warning => "major",
+                    Severity::Info => "minor",
+                    Severity::Hint | Severity::Off => "info",
+                },
+                location: Location {
+                    path: &d.path,
+                    // GitLab needs a line: a finding about a whole file is put on its first.
+                    lines: Lines {
+                        begin: d.line.max(1),
+                    },
+                },
+            }
+        })
+        .collect();
+    serde_json::to_writer_pretty(&mut *out, &issues)?;
+    writeln!(out)
+}
+
+/// At most this many findings are listed one by one in Markdown (a job summary holds 1 MiB,
+/// a pull-request comment 64 KiB); the rest are counted.
+const MARKDOWN_FINDINGS: usize = 100;
+
+/// Markdown: the counts, the findings by rule, the worst finding with its help, and a table
+/// of the findings (the first [`MARKDOWN_FINDINGS`]).
+fn markdown(out: &mut dyn Write, diags: &[Diagnostic]) -> io::Result<()> {
+    use super::markdown::{escape, prose, table};
+    let [e, w, i, h] = counts(diags);
+    if diags.is_empty() {
+        writeln!(out, "## keyplan lint: no findings")?;
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "## keyplan lint: {} finding(s): {e} error(s), {w} warning(s), {i} info, {h} hint(s)\n",
+        diags.len()
+    )?;
+    // By rule, the most severe first, then by code.
+    let mut by_rule: Vec<(&str, &str, Severity, u64)> = Vec::new();
+    for d in diags {
+        let n = 1 + d.more;
+        match by_rule.iter_mut().find(|r| r.0 == d.code) {
+            Some(r) => {
+                r.3 += n;
+                r.2 = r.2.max(d.severity);
+            }
+            None => by_rule.push((&d.code, &d.name, d.severity, n)),
+        }
+    }
+    by_rule.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(b.0)));
+    writeln!(out, "#### Findings by rule\n")?;
+    let rows: Vec<Vec<String>> = by_rule
+        .iter()
+        .map(|(code, name, sev, n)| {
+            vec![
+                code.to_string(),
+                name.to_string(),
+                sev.name().to_string(),
+                n.to_string(),
+            ]
+        })
+        .collect();
+    writeln!(
+        out,
+        "{}\n",
+        table(
+            &[
+                "rule".into(),
+                "name".into(),
+                "severity".into(),
+                "findings".into()
+            ],
+            &rows
+        )
+    )?;
+    // The first of the most severe findings (they are sorted by file and line).
+    let worst = diags
+        .iter()
+        .max_by(|a, b| {
+            a.severity
+                .cmp(&b.severity)
+                .then(b.path.cmp(&a.path))
+                .then(b.line.cmp(&a.line))
+        })
+        .expect("invariant: diags is not empty here");
+    writeln!(out, "#### Worst finding\n")?;
+    writeln!(
+        out,
+        "**{} {}** ({}) at `{}`: {}",
+        escape(&worst.code),
+        escape(&worst.name),
+        worst.severity.name(),
+        location(worst).replace('`', "'"),
+        prose(&worst.message)
+    )?;
+    if let Some(help) = &worst.help {
+        writeln!(out, "\nhelp: {}", prose(help))?;
+    }
+    writeln!(out, "\n#### Findings\n")?;
+    let rows: Vec<Vec<String>> = diags
+        .iter()
+        .take(MARKDOWN_FINDINGS)
+        .map(|d| {
+            let mut message = d.message.clone();
+            if let Some(help) = &d.help {
+                message.push_str(&format!("\nhelp: {help}"));
+            }
+            if d.more > 0 {
+                message.push_str(&format!("\n… and {} more like this not listed", d.more));
+            }
+            vec![
+                location(d),
+                d.code.clone(),
+                d.severity.name().to_string(),
+                message,
+            ]
+        })
+        .collect();
+    writeln!(
+        out,
+        "{}",
+        table(
+            &[
+                "location".into(),
+                "rule".into(),
+                "severity".into(),
+                "message".into()
+            ],
+            &rows
+        )
+    )?;
+    if diags.len() > MARKDOWN_FINDINGS {
+        writeln!(
+            out,
+            "\n… and {} more finding(s) not listed here: `keyplan lint` prints them all.",
+            diags.len() - MARKDOWN_FINDINGS
+        )?;
+    }
+    Ok(())
 }

@@ -10,6 +10,7 @@ pub mod code;
 pub mod html;
 pub mod json;
 pub mod lint;
+pub mod markdown;
 pub mod migrate;
 pub mod plan;
 pub mod render;
@@ -71,6 +72,8 @@ const SECONDARY: &[&str] = &["connections", "bytes", "P50 ms", "P99 ms", "comman
 pub struct FitTable {
     table: comfy_table::Table,
     width: Option<u16>,
+    /// Printed as a GitHub-flavoured Markdown table.
+    markdown: bool,
 }
 
 impl std::ops::Deref for FitTable {
@@ -194,6 +197,14 @@ impl FitTable {
 
 impl std::fmt::Display for FitTable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.markdown {
+            let rows: Vec<Vec<String>> = self
+                .table
+                .row_iter()
+                .map(|r| r.cell_iter().map(comfy_table::Cell::content).collect())
+                .collect();
+            return f.write_str(&markdown::table(&self.headers(), &rows));
+        }
         let Some(width) = self.width else {
             return write!(f, "{}", self.table);
         };
@@ -211,12 +222,25 @@ impl std::fmt::Display for FitTable {
 pub struct TextLayout {
     /// The terminal's width in columns, or `None` for no limit.
     pub width: Option<u16>,
+    /// Tables are GitHub-flavoured Markdown (see [`markdown`]).
+    pub markdown: bool,
 }
 
 impl TextLayout {
     /// Fitted to a terminal `width` columns wide.
     pub fn fitted(width: u16) -> Self {
-        TextLayout { width: Some(width) }
+        TextLayout {
+            width: Some(width),
+            markdown: false,
+        }
+    }
+
+    /// The layout of Markdown output: natural width, GFM tables.
+    pub fn markdown() -> Self {
+        TextLayout {
+            width: None,
+            markdown: true,
+        }
     }
 
     /// A table in keyplan's house style, at its natural width without a width; with one,
@@ -228,6 +252,7 @@ impl TextLayout {
         FitTable {
             table: t,
             width: self.width,
+            markdown: self.markdown,
         }
     }
 
@@ -267,23 +292,52 @@ impl TextLayout {
     /// `out`, with prose lines longer than the width wrapped at spaces (continued with a
     /// two-space indent) and words longer than a line shortened in the middle. Table lines
     /// pass as they are (tables fit themselves). Without a width, text passes unchanged.
+    /// In the Markdown layout, the writer turns text into Markdown instead (see
+    /// [`markdown::Markdown`]).
     pub fn writer<W: std::io::Write>(&self, out: W) -> Fitted<W> {
-        Fitted {
+        if self.markdown {
+            return Fitted::Markdown(markdown::Markdown::new(out));
+        }
+        Fitted::Text(FittedText {
             out,
             width: self.width.map(usize::from),
             line: Vec::new(),
+        })
+    }
+}
+
+/// A writer that fits prose lines to a width, or writes Markdown; see [`TextLayout::writer`].
+pub enum Fitted<W: std::io::Write> {
+    /// Text, fitted to a width.
+    Text(FittedText<W>),
+    /// Markdown.
+    Markdown(markdown::Markdown<W>),
+}
+
+impl<W: std::io::Write> std::io::Write for Fitted<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Fitted::Text(t) => t.write(buf),
+            Fitted::Markdown(m) => m.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Fitted::Text(t) => t.flush(),
+            Fitted::Markdown(m) => m.flush(),
         }
     }
 }
 
-/// A writer that fits prose lines to a width; see [`TextLayout::writer`].
-pub struct Fitted<W: std::io::Write> {
+/// Text with prose lines fitted to a width; see [`TextLayout::writer`].
+pub struct FittedText<W: std::io::Write> {
     out: W,
     width: Option<usize>,
     line: Vec<u8>,
 }
 
-impl<W: std::io::Write> Fitted<W> {
+impl<W: std::io::Write> FittedText<W> {
     fn emit_line(&mut self) -> std::io::Result<()> {
         let Some(width) = self.width else {
             return self.out.write_all(&self.line);
@@ -303,7 +357,7 @@ impl<W: std::io::Write> Fitted<W> {
     }
 }
 
-impl<W: std::io::Write> std::io::Write for Fitted<W> {
+impl<W: std::io::Write> std::io::Write for FittedText<W> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         if self.width.is_none() {
             return self.out.write(buf);
@@ -328,7 +382,7 @@ impl<W: std::io::Write> std::io::Write for Fitted<W> {
     }
 }
 
-impl<W: std::io::Write> Drop for Fitted<W> {
+impl<W: std::io::Write> Drop for FittedText<W> {
     fn drop(&mut self) {
         let _ = std::io::Write::flush(self);
     }

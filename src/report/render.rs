@@ -27,6 +27,10 @@ pub enum Format {
     Tsv,
     /// One JSON object per line.
     Jsonl,
+    /// GitHub-flavoured Markdown: a pull-request comment or a CI job summary.
+    Markdown,
+    /// GitLab's Code Quality report (lint).
+    Gitlab,
 }
 
 /// A whole report, written in one of the formats it has.
@@ -82,6 +86,9 @@ impl Render for AnalyzeView<'_> {
                 layout,
             ),
             Format::Html => super::html::render_html(out, self.report, self.inputs),
+            Format::Markdown => super::markdown::from_table_output(out, |out, layout| {
+                self.write(Format::Table, out, layout)
+            }),
             other => Err(unsupported("analyze", other)),
         }
     }
@@ -93,6 +100,9 @@ impl Render for PlanReport {
             Format::Json => super::plan::render_json(out, self),
             Format::Table => super::plan::render_table(out, self, layout),
             Format::Html => super::html::render_plan(out, self),
+            Format::Markdown => super::markdown::from_table_output(out, |out, layout| {
+                super::plan::render_table(out, self, layout)
+            }),
             other => Err(unsupported("plan", other)),
         }
     }
@@ -104,6 +114,9 @@ impl Render for MigrationReport {
             Format::Json => super::migrate::render_json(out, self),
             Format::Table => super::migrate::render_table(out, self, layout),
             Format::Html => super::html::render_migration(out, self),
+            Format::Markdown => super::markdown::from_table_output(out, |out, layout| {
+                super::migrate::render_table(out, self, layout)
+            }),
             other => Err(unsupported("a migration preview", other)),
         }
     }

@@ -129,6 +129,7 @@ pub fn simulation_stream<'o>(
 ) -> io::Result<Box<dyn Stream<BatchOutcome> + 'o>> {
     Ok(match format {
         Format::Table => Box::new(SimulationTable::new(header, out, layout)?),
+        Format::Markdown => Box::new(SimulationTable::new(header, out, &TextLayout::markdown())?),
         Format::Json => Box::new(SimulationJson::new(header, out)?),
         Format::Html => Box::new(SimulationHtml {
             seen: Seen::new(header),

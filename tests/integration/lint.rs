@@ -227,6 +227,158 @@ fn every_format() {
         );
 }
 
+/// `--format gitlab` has every field GitLab's Code Quality widget reads (docs.gitlab.com,
+/// "Code Quality report format": description, check_name, fingerprint, severity,
+/// location.path, location.lines.begin), with GitLab's severity words, fingerprints unique
+/// within the report and stable when a finding moves to another line.
+fn gitlab_code_quality_report_has_the_fields_gitlab_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = SPEC.replace("order:{<order_id>}:items", "order:<order_id>:items");
+    let p = scheme(&dir, &text);
+    let dump = dir.path().join("dump.keys");
+    let keys: String = (0..3000).map(|i| format!("sess:{{{}}}\n", i % 3)).collect();
+    std::fs::write(&dump, keys).unwrap();
+    let report = |scheme: &std::path::Path| {
+        let out = keyplan()
+            .current_dir(dir.path())
+            .args(["lint", "--scheme"])
+            .arg(scheme.file_name().unwrap())
+            .args(["--keys", "dump.keys", "--format", "gitlab"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{out:?}");
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let v = report(&p);
+    let issues = v.as_array().expect("a JSON array of issues");
+    assert!(issues.len() >= 3, "{v:#}");
+    let mut fingerprints = std::collections::HashSet::new();
+    for i in issues {
+        assert!(!i["description"].as_str().unwrap().is_empty(), "{i:#}");
+        assert!(i["check_name"].as_str().unwrap().starts_with("KP"), "{i:#}");
+        let f = i["fingerprint"].as_str().unwrap();
+        assert!(
+            f.len() == 32 && f.chars().all(|c| c.is_ascii_hexdigit()),
+            "{f}"
+        );
+        assert!(fingerprints.insert(f.to_string()), "fingerprint {f} twice");
+        assert!(
+            ["info", "minor", "major", "critical", "blocker"]
+                .contains(&i["severity"].as_str().unwrap()),
+            "{i:#}"
+        );
+        let path = i["location"]["path"].as_str().unwrap();
+        assert!(
+            dir.path().join(path).is_file(),
+            "{path} is not relative to the run"
+        );
+        assert!(
+            i["location"]["lines"]["begin"].as_u64().unwrap() >= 1,
+            "{i:#}"
+        );
+    }
+    let cross = issues
+        .iter()
+        .find(|i| i["check_name"] == "KP301")
+        .expect("the cross-slot batch");
+    assert_eq!(cross["severity"], "critical");
+    assert_eq!(cross["location"]["lines"]["begin"], 13);
+    // Two lines added above: the same findings, on other lines, with the same fingerprints.
+    std::fs::write(&p, format!("# a comment\n# another\n{text}")).unwrap();
+    let w = report(&p);
+    let moved_cross = w
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["check_name"] == "KP301")
+        .unwrap();
+    assert_eq!(moved_cross["location"]["lines"]["begin"], 15);
+    let prints = |v: &serde_json::Value| {
+        let mut f: Vec<String> = v
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["fingerprint"].as_str().unwrap().to_string())
+            .collect();
+        f.sort();
+        f
+    };
+    assert_eq!(prints(&v), prints(&w));
+}
+
+/// `--format markdown` as GitHub renders it (cmark-gfm, GitHub's own Markdown, with its table
+/// extension): a table row per finding, the rule table, and keys shown as written (no
+/// `<user_id>` swallowed as HTML, no `*` read as emphasis).
+fn markdown_renders_as_written_on_github() {
+    let Some(cmark) = crate::support::require_binary("cmark-gfm") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let p = scheme(
+        &dir,
+        &SPEC.replace("order:{<order_id>}:items", "order:<order_id>:items"),
+    );
+    let render = |md: &[u8]| {
+        let mut child = Command::new(&cmark)
+            .args(["-e", "table", "-e", "strikethrough", "-e", "autolink"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write as _;
+        child.stdin.take().unwrap().write_all(md).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success());
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let json = keyplan()
+        .args(["lint", "--format", "json", "--scheme"])
+        .arg(&p)
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let findings = v["diagnostics"].as_array().unwrap().len();
+    let out = keyplan()
+        .args(["lint", "--format", "markdown", "--scheme"])
+        .arg(&p)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let html = render(&out.stdout);
+    assert_eq!(html.matches("<table>").count(), 2, "{html}");
+    // The rule table's rows and the findings table's, each with its header row.
+    let rules: std::collections::BTreeSet<&str> = v["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["code"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        html.matches("<tr>").count(),
+        rules.len() + 1 + findings + 1,
+        "{html}"
+    );
+    assert!(html.contains("order:&lt;order_id&gt;:items"), "{html}");
+    assert!(html.contains("<h2>keyplan lint: "), "{html}");
+    assert!(!html.contains("<em>") && !html.contains("<del>"), "{html}");
+    // A report's tables, through the same renderer: analyze's node table has a row per node.
+    let out = keyplan()
+        .args(["analyze", "examples/app.keys", "--format", "markdown"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let html = render(&out.stdout);
+    assert!(html.contains("<h2>keyplan analyze: 20000 keys"), "{html}");
+    assert!(html.contains("<h4>Nodes</h4>"), "{html}");
+    assert!(html.contains("<td>master-2</td>"), "{html}");
+    assert!(
+        html.contains("feed:{group_&lt;int&gt;}:user:&lt;int&gt;"),
+        "{html}"
+    );
+    assert!(!html.contains("<em>") && !html.contains("<del>"), "{html}");
+}
+
 fn scheme_errors_exit_2_with_positions() {
     let dir = tempfile::tempdir().unwrap();
     for (bad, want) in [
@@ -695,6 +847,14 @@ pub(crate) const TESTS: &[crate::support::Test] = &[
         cross_slot_batch_is_an_error_with_the_fix,
     ),
     ("every_format", every_format),
+    (
+        "gitlab_code_quality_report_has_the_fields_gitlab_reads",
+        gitlab_code_quality_report_has_the_fields_gitlab_reads,
+    ),
+    (
+        "markdown_renders_as_written_on_github",
+        markdown_renders_as_written_on_github,
+    ),
     (
         "scheme_errors_exit_2_with_positions",
         scheme_errors_exit_2_with_positions,
