@@ -18,6 +18,7 @@ mod keygen;
 mod lint;
 mod messages;
 mod modelfit;
+mod packaging;
 mod plan;
 mod properties;
 mod rdb;
@@ -47,6 +48,7 @@ fn main() -> std::process::ExitCode {
         ("house", house::TESTS),
         ("lint", lint::TESTS),
         ("messages", messages::TESTS),
+        ("packaging", packaging::TESTS),
         ("modelfit", modelfit::TESTS),
         ("plan", plan::TESTS),
         ("properties", properties::TESTS),
