@@ -75,6 +75,11 @@ pub struct PreviewArgs {
     #[arg(long, value_enum, value_name = "HOW")]
     pub emit: Option<Emit>,
 
+    /// Keys per MIGRATE of a slot in the --emit setslot script (redis-cli's --cluster-pipeline)
+    #[arg(long, value_name = "N", default_value_t = crate::migrate::emit::DEFAULT_PIPELINE as u32,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub pipeline: u32,
+
     /// Where the report (or the commands) go.
     #[command(flatten)]
     pub out: OutputArgs,
@@ -267,7 +272,7 @@ pub fn output(
 ) -> anyhow::Result<ExitStatus> {
     match args.emit {
         Some(how) => {
-            let text = emit(view, moves, how, emit_ctx)?;
+            let text = emit(view, moves, how, args.pipeline as usize, emit_ctx)?;
             ctx.write_to(target.path.as_ref(), |out, _| {
                 Ok(out.write_all(text.as_bytes())?)
             })?;

@@ -12,7 +12,8 @@ use std::fmt::Write as _;
 pub enum Emit {
     /// `redis-cli --cluster reshard … --cluster-yes` lines, one per move
     RedisCli,
-    /// A shell script of CLUSTER SETSLOT IMPORTING/MIGRATING, MIGRATE and SETSLOT NODE per slot
+    /// A shell script of CLUSTER SETSLOT IMPORTING/MIGRATING, MIGRATE and SETSLOT NODE, in
+    /// rounds of 100 slots
     Setslot,
 }
 
@@ -191,10 +192,14 @@ fn epilogue(out: &mut String, ctx: &EmitContext, ids: &[String], entry: &str) {
 }
 
 /// The commands for `moves` on `view`.
+///
+/// `pipeline` is the setslot script's keys per `MIGRATE` of a slot (redis-cli's
+/// `--cluster-pipeline`).
 pub fn emit(
     view: &ClusterView,
     moves: &[Move],
     how: Emit,
+    pipeline: usize,
     ctx: &EmitContext,
 ) -> Result<String, MigrateError> {
     let ids = ids(view)?;
@@ -240,21 +245,23 @@ pub fn emit(
                 .collect::<Result<_, _>>()?;
             let _ = writeln!(out, "MASTERS={}", sh(&masters.join(" ")));
             let total: usize = moves.iter().map(|m| m.slots.len()).sum();
-            let _ = writeln!(out, "TOTAL={total} DONE=0");
-            out.push_str(MOVE_SLOT);
+            let _ = writeln!(out, "TOTAL={total} DONE=0 PIPELINE={}", pipeline.max(1));
+            out.push_str(MOVE_SLOTS);
             for m in moves {
                 let (sh_, sp) = split_addr(address(view, m.from)?);
                 let (dh, dp) = split_addr(address(view, m.to)?);
-                for &s in &m.slots {
+                for group in m.slots.chunks(SLOTS_PER_ROUND) {
+                    let slots: Vec<String> = group.iter().map(u16::to_string).collect();
                     let _ = writeln!(
                         out,
-                        "move_slot {s} {} {} {} {} {} {}",
+                        "move_slots {} {} {} {} {} {} {}",
                         sh(sh_),
                         sh(sp),
                         ids[m.from],
                         sh(dh),
                         sh(dp),
-                        ids[m.to]
+                        ids[m.to],
+                        slots.join(" ")
                     );
                 }
             }
@@ -264,45 +271,94 @@ pub fn emit(
     Ok(out)
 }
 
-/// The shell functions the setslot script uses: the same steps as redis-cli's
-/// `clusterManagerMoveSlot` (IMPORTING on the target, MIGRATING on the source, MIGRATE the
-/// keys in batches of 100, then NODE on the target, the source and every other master).
-/// redis-cli exits 0 even on an error reply, so every reply is checked.
-const MOVE_SLOT: &str = r#"fail() { echo "keyplan script: $*" >&2; exit 1; }
-# ok HOST PORT ARGS...: run a command that must answer OK
-ok() {
-  h=$1 p=$2; shift 2
-  r=$(redis-cli -h "$h" -p "$p" "$@") || fail "$h:$p $*: redis-cli failed"
-  [ "$r" = OK ] || fail "$h:$p $*: $r"
+/// Slots the setslot script moves in one round: each of its steps (IMPORTING on the target,
+/// MIGRATING on the source, the keys, NODE on the target, the source and every other master)
+/// is one redis-cli connection for all of them, not one per slot.
+const SLOTS_PER_ROUND: usize = 100;
+
+/// The keys per `MIGRATE` of a slot when `--pipeline` is not given.
+pub const DEFAULT_PIPELINE: usize = 100;
+
+/// The shell functions the setslot script uses: redis-cli's `clusterManagerMoveSlot` steps
+/// (IMPORTING on the target, MIGRATING on the source, MIGRATE the keys, then NODE on the
+/// target, the source and every other master), each step done for a round of up to
+/// [`SLOTS_PER_ROUND`] slots over one redis-cli connection (the commands on its standard
+/// input), and the keys of every slot of the round listed in one connection and migrated in
+/// another (`PIPELINE` keys per slot and `MIGRATE`, as redis-cli's `--cluster-pipeline`), until
+/// none is left. redis-cli exits 0 even on an error reply, so every reply is checked. Keys are
+/// passed to `MIGRATE` quoted as redis-cli reads a quoted argument; a key holding a newline,
+/// or the empty key, cannot be listed this way (redis-cli prints one key per line, and an
+/// empty list as an empty line): such a slot stops the script with the count of keys left.
+const MOVE_SLOTS: &str = r#"fail() { echo "keyplan script: $*" >&2; exit 1; }
+# send HOST PORT: the commands on standard input, over one connection; prints the replies
+send() { redis-cli -h "$1" -p "$2" || fail "$1:$2: redis-cli failed"; }
+# all_ok HOST PORT N WHAT: the N commands on standard input must each answer OK
+all_ok() {
+  r=$(send "$1" "$2")
+  n=$(printf '%s\n' "$r" | grep -c -x OK || true)
+  [ "$n" = "$3" ] || fail "$1:$2 $4: $(printf '%s\n' "$r" | grep -v -x OK | head -n 1)"
 }
-# move_slot SLOT SRC_HOST SRC_PORT SRC_ID DST_HOST DST_PORT DST_ID
-move_slot() {
-  DONE=$((DONE + 1))
-  echo "keyplan script: slot $1 ($DONE of $TOTAL): $2:$3 -> $5:$6" >&2
-  ok "$5" "$6" CLUSTER SETSLOT "$1" IMPORTING "$4"
-  ok "$2" "$3" CLUSTER SETSLOT "$1" MIGRATING "$7"
+# setslots STATE ID SLOT...: the CLUSTER SETSLOT commands
+setslots() { w=$1 id=$2; shift 2; for s in "$@"; do echo "CLUSTER SETSLOT $s $w $id"; done; }
+MARK="keyplan-slot-mark-$$-"
+# keys_of HOST PORT SLOT...: up to PIPELINE keys of each slot, each slot's after a mark line
+keys_of() {
+  h=$1 p=$2; shift 2
+  for s in "$@"; do echo "ECHO $MARK$s"; echo "CLUSTER GETKEYSINSLOT $s $PIPELINE"; done |
+    redis-cli --raw -h "$h" -p "$p" || fail "$h:$p: redis-cli failed"
+}
+# migrates HOST PORT: the MIGRATE to HOST:PORT of each slot's keys listed by keys_of
+migrates() {
+  awk -v mark="$MARK" -v host="$1" -v port="$2" -v auth="${REDISCLI_AUTH:-}" '
+    # A quoted argument as redis-cli reads one: \ and " as hex escapes (built by hand:
+    # awks differ in how gsub reads backslashes in a replacement).
+    function q(s,   i, c, o) {
+      o = ""
+      for (i = 1; i <= length(s); i++) {
+        c = substr(s, i, 1)
+        if (c == "\\") o = o "\\x5c"; else if (c == "\"") o = o "\\x22"; else o = o c
+      }
+      return "\"" o "\""
+    }
+    function flush() {
+      if (n > 0) print "MIGRATE " q(host) " " port " \"\" 0 60000" (auth != "" ? " AUTH " q(auth) : "") " KEYS" keys
+      keys = ""; n = 0
+    }
+    index($0, mark) == 1 { flush(); next }
+    $0 == "" { next }
+    { keys = keys " " q($0); n++ }
+    END { flush() }'
+}
+# move_slots SRC_HOST SRC_PORT SRC_ID DST_HOST DST_PORT DST_ID SLOT...
+move_slots() {
+  sh=$1 sp=$2 sid=$3 dh=$4 dp=$5 did=$6
+  shift 6
+  DONE=$((DONE + $#))
+  echo "keyplan script: $# slot(s) $1..$(eval echo "\${$#}") ($DONE of $TOTAL): $sh:$sp -> $dh:$dp" >&2
+  setslots IMPORTING "$sid" "$@" | all_ok "$dh" "$dp" $# "CLUSTER SETSLOT IMPORTING"
+  setslots MIGRATING "$did" "$@" | all_ok "$sh" "$sp" $# "CLUSTER SETSLOT MIGRATING"
+  idle=0
   while :; do
-    n=$(redis-cli -h "$2" -p "$3" CLUSTER COUNTKEYSINSLOT "$1")
-    case "$n" in
-      0) break ;;
-      *[!0-9]*|'') fail "slot $1 on $2:$3: COUNTKEYSINSLOT answered $n" ;;
-    esac
-    r=$(redis-cli -h "$2" -p "$3" --raw CLUSTER GETKEYSINSLOT "$1" 100 |
-      xargs -r -d '\n' redis-cli -h "$2" -p "$3" MIGRATE "$5" "$6" "" 0 60000 \
-        ${REDISCLI_AUTH:+AUTH "$REDISCLI_AUTH"} KEYS)
+    m=$(keys_of "$sh" "$sp" "$@" | migrates "$dh" "$dp")
+    [ -n "$m" ] || break
+    r=$(printf '%s\n' "$m" | send "$sh" "$sp")
     bad=$(printf '%s\n' "$r" | grep -v -x -e OK -e NOKEY -e '' || true)
-    [ -z "$bad" ] || fail "slot $1: MIGRATE from $2:$3 to $5:$6: $bad"
+    [ -z "$bad" ] || fail "MIGRATE from $sh:$sp to $dh:$dp: $bad"
+    # NOKEY for every key listed, twice: not keys expiring meanwhile but keys whose names
+    # did not survive the trip through redis-cli.
+    if printf '%s\n' "$r" | grep -q -x OK; then idle=0; else idle=$((idle + 1)); fi
+    [ "$idle" -lt 2 ] || fail "$sh:$sp: the keys listed in slots $1.. are not found under the names sent (NOKEY)"
   done
-  ok "$5" "$6" CLUSTER SETSLOT "$1" NODE "$7"
-  ok "$2" "$3" CLUSTER SETSLOT "$1" NODE "$7"
+  left=$(for s in "$@"; do echo "CLUSTER COUNTKEYSINSLOT $s"; done | send "$sh" "$sp" | grep -v -x 0 || true)
+  [ -z "$left" ] || fail "$sh:$sp: keys left in slots $1..: COUNTKEYSINSLOT answered $left"
+  setslots NODE "$did" "$@" | all_ok "$dh" "$dp" $# "CLUSTER SETSLOT NODE"
+  setslots NODE "$did" "$@" | all_ok "$sh" "$sp" $# "CLUSTER SETSLOT NODE"
   for m in $MASTERS; do
-    if [ "$m" != "$5:$6" ] && [ "$m" != "$2:$3" ]; then
-      r=$(redis-cli -h "${m%:*}" -p "${m##*:}" CLUSTER SETSLOT "$1" NODE "$7") || true
-      case "$r" in
-        # A master emptied earlier may have become a replica: it follows its master.
-        OK|*"only with masters"*) ;;
-        *) fail "$m CLUSTER SETSLOT $1 NODE: $r" ;;
-      esac
+    if [ "$m" != "$dh:$dp" ] && [ "$m" != "$sh:$sp" ]; then
+      r=$(setslots NODE "$did" "$@" | send "${m%:*}" "${m##*:}")
+      # A master emptied earlier may have become a replica: it follows its master.
+      bad=$(printf '%s\n' "$r" | grep -v -x OK | grep -v 'only with masters' || true)
+      [ -z "$bad" ] || fail "$m CLUSTER SETSLOT NODE: $bad"
     fi
   done
 }
@@ -332,7 +388,14 @@ cccccccccccccccccccccccccccccccccccccccc 127.0.0.1:7002@17002 master - 0 0 3 con
             },
         )
         .unwrap();
-        let s = emit(&v, &p.moves, Emit::RedisCli, &EmitContext::default()).unwrap();
+        let s = emit(
+            &v,
+            &p.moves,
+            Emit::RedisCli,
+            DEFAULT_PIPELINE,
+            &EmitContext::default(),
+        )
+        .unwrap();
         assert!(s.contains("redis-cli --cluster add-node 127.0.0.1:7003 127.0.0.1:7000\n"));
         assert!(s.contains("NEW_ID_1=$(redis-cli -h 127.0.0.1 -p 7003 CLUSTER MYID)"));
         assert!(s.contains(
@@ -343,12 +406,33 @@ cccccccccccccccccccccccccccccccccccccccc 127.0.0.1:7002@17002 master - 0 0 3 con
             s.contains("echo 'keyplan script: move 1 of 3: 1366 slot(s) from "),
             "{s}"
         );
-        let s = emit(&v, &p.moves, Emit::Setslot, &EmitContext::default()).unwrap();
-        assert_eq!(s.matches("\nmove_slot ").count(), 4096);
-        assert!(s.contains("\nTOTAL=4096 DONE=0\n"));
-        assert!(s.contains(
-            "move_slot 5461 127.0.0.1 7001 bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb 127.0.0.1 7003 \"$NEW_ID_1\""
+        let s = emit(
+            &v,
+            &p.moves,
+            Emit::Setslot,
+            DEFAULT_PIPELINE,
+            &EmitContext::default(),
+        )
+        .unwrap();
+        assert!(s.contains("\nTOTAL=4096 DONE=0 PIPELINE=100\n"));
+        // Every slot once, in rounds of at most 100 slots between one pair of nodes.
+        let rounds: Vec<&str> = s.lines().filter(|l| l.starts_with("move_slots ")).collect();
+        let mut slots: Vec<u16> = Vec::new();
+        for r in &rounds {
+            let words: Vec<&str> = r.split(' ').collect();
+            assert!(words.len() > 7 && words.len() <= 7 + SLOTS_PER_ROUND, "{r}");
+            slots.extend(words[7..].iter().map(|w| w.parse::<u16>().unwrap()));
+        }
+        assert_eq!(slots.len(), 4096);
+        slots.sort_unstable();
+        slots.dedup();
+        assert_eq!(slots.len(), 4096);
+        assert_eq!(rounds.len(), 3 * 14);
+        assert!(rounds[0].starts_with(
+            "move_slots 127.0.0.1 7001 bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb 127.0.0.1 7003 \"$NEW_ID_1\" 5461 5462 "
         ));
+        let s = emit(&v, &p.moves, Emit::Setslot, 10, &EmitContext::default()).unwrap();
+        assert!(s.contains("\nTOTAL=4096 DONE=0 PIPELINE=10\n"));
     }
 
     #[test]
@@ -360,11 +444,36 @@ cccccccccccccccccccccccccccccccccccccccc 127.0.0.1:7002@17002 master - 0 0 3 con
             to: 1,
             slots: vec![5],
         }];
-        assert!(emit(&v, &m, Emit::RedisCli, &EmitContext::default()).is_err());
-        assert!(emit(&v, &m, Emit::Setslot, &EmitContext::default()).is_ok());
+        assert!(
+            emit(
+                &v,
+                &m,
+                Emit::RedisCli,
+                DEFAULT_PIPELINE,
+                &EmitContext::default()
+            )
+            .is_err()
+        );
+        assert!(
+            emit(
+                &v,
+                &m,
+                Emit::Setslot,
+                DEFAULT_PIPELINE,
+                &EmitContext::default()
+            )
+            .is_ok()
+        );
         // No ids: nothing to emit.
         let v = ClusterView::from_slot_map(&crate::topology::SlotMap::from_masters(3).unwrap());
-        let e = emit(&v, &[], Emit::RedisCli, &EmitContext::default()).unwrap_err();
+        let e = emit(
+            &v,
+            &[],
+            Emit::RedisCli,
+            DEFAULT_PIPELINE,
+            &EmitContext::default(),
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("needs node ids"), "{e}");
     }
 

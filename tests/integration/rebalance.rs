@@ -204,6 +204,8 @@ fn previews_equal_real_redis_cli_migrations() {
         .map(|i| format!("user:{i}:profile").into_bytes())
         .collect();
     keys.extend((0..1500).map(|i| format!("{{cart:{}}}:item:{i}", i % 7).into_bytes()));
+    // Keys the setslot script must quote for redis-cli: quotes, backslashes, non-ASCII.
+    keys.extend((0..4000).map(|i| format!("odd\"q\\k\\\"é'{i}").into_bytes()));
     cluster.load(&keys);
     let dir = tempfile::tempdir().unwrap();
     let keys_path = dir.path().join("sample.keys");
