@@ -460,14 +460,10 @@ fn markdown(out: &mut dyn Write, diags: &[Diagnostic]) -> io::Result<()> {
         )
     )?;
     // The first of the most severe findings (they are sorted by file and line).
+    let top = diags.iter().map(|d| d.severity).max();
     let worst = diags
         .iter()
-        .max_by(|a, b| {
-            a.severity
-                .cmp(&b.severity)
-                .then(b.path.cmp(&a.path))
-                .then(b.line.cmp(&a.line))
-        })
+        .find(|d| Some(d.severity) == top)
         .expect("invariant: diags is not empty here");
     writeln!(out, "#### Worst finding\n")?;
     writeln!(
