@@ -13,6 +13,7 @@ pub mod code;
 pub mod completions;
 pub mod lint;
 pub mod loaded;
+pub mod migrate;
 pub mod migration;
 pub mod plan;
 pub mod progress;
@@ -72,6 +73,9 @@ pub enum Command {
     Code(code::CodeArgs),
     /// Check a key scheme and key dumps against the rules (for CI)
     Lint(lint::LintArgs),
+    /// Preview a move to another sharding scheme (twemproxy → cluster, N → M masters, a bigger
+    /// ring): keys that change owner, load per node, batches that start failing
+    Migrate(migrate::MigrateArgs),
     /// Suggest hash tags for batches that are cross-slot or fan out, scored in round trips and skew
     Plan(plan::PlanArgs),
     /// Preview redis-cli --cluster rebalance (or a load-aware plan): slots, keys and bytes per node
@@ -218,6 +222,7 @@ where
         Command::Plan(a) => plan::run(a, &mut ctx),
         Command::Rebalance(a) => rebalance::run(a, &mut ctx),
         Command::Reshard(a) => reshard::run(a, &mut ctx),
+        Command::Migrate(a) => migrate::run(a, &mut ctx),
         Command::Rules(a) => rules::run(a, &mut ctx),
         Command::Code(a) => code::run(a, &mut ctx),
         Command::Scan(a) => scan::run(a, &mut ctx),

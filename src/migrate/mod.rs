@@ -11,6 +11,7 @@ pub mod emit;
 pub mod impact;
 pub mod load_aware;
 pub mod redis_cli;
+pub mod scheme_change;
 
 use crate::slot::SLOT_COUNT;
 use crate::topology::nodes::{self, NodeLine};

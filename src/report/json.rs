@@ -16,6 +16,8 @@ pub const SIMULATE: u32 = 2;
 pub const BENCH: u32 = 2;
 /// `keyplan rebalance|reshard --preview --format json`.
 pub const MIGRATION: u32 = 2;
+/// `keyplan migrate --format json`.
+pub const SCHEME_CHANGE: u32 = 1;
 /// `keyplan lint --format json`.
 pub const LINT: u32 = 1;
 /// `keyplan slot --format json` (with or without `--counts`).

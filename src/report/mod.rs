@@ -15,6 +15,7 @@ pub mod migrate;
 pub mod plan;
 pub mod render;
 pub mod rules;
+pub mod scheme_change;
 pub mod simulate;
 pub mod slot;
 pub mod snapshot;

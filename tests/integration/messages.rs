@@ -288,6 +288,7 @@ fn help_lists_every_topology_format_and_scan_only_its_options() {
     for cmd in [
         "analyze",
         "lint",
+        "migrate",
         "plan",
         "simulate",
         "rebalance",

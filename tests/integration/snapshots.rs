@@ -26,6 +26,7 @@ fn help_of_every_subcommand() {
         "completions",
         "lint",
         "man",
+        "migrate",
         "plan",
         "rebalance",
         "reshard",
@@ -86,6 +87,22 @@ fn simulate_renderers() {
 }
 
 fn migration_renderers() {
+    let twemproxy = [
+        "migrate",
+        "--from",
+        "examples/twemproxy.yml",
+        "--to-masters",
+        "3",
+        "--keys",
+        KEYS,
+        "--batches",
+        BATCHES,
+    ];
+    snap("migrate-table", &twemproxy);
+    snap(
+        "migrate-json",
+        &[&twemproxy[..], &["--format", "json"]].concat(),
+    );
     snap(
         "rebalance-table",
         &[

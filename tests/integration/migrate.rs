@@ -1,0 +1,558 @@
+//! `keyplan migrate` against the real systems on both sides: the same keys are written
+//! through a real nutcracker pool, a grown pool, a real 3-master and a real 6-master cluster
+//! (each cluster led only by its own MOVED replies), and where every key really landed must
+//! equal the preview, node by node and pair by pair. Every batch is run on nutcracker and on
+//! the cluster, and what each really did must equal the preview's before and after.
+
+use crate::cluster::Cluster;
+use crate::support::{
+    Nutcracker, RedisServer, Reply, Resp, connect_port, free_port, keyplan, require_binary,
+};
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+/// Keys of the shapes applications write: ids, tenants in hash tags, sessions, paths, an
+/// empty tag, UTF-8.
+fn keys() -> Vec<String> {
+    let mut out = Vec::new();
+    for i in 0..5000 {
+        out.push(format!("user:{i}:profile"));
+    }
+    for i in 0..4000 {
+        out.push(format!("{{tenant{}}}:order:{i}", i % 37));
+    }
+    for i in 0..3000u64 {
+        out.push(format!(
+            "session:{:016x}",
+            i.wrapping_mul(0x9e37_79b9_7f4a_7c15)
+        ));
+    }
+    for i in 0..1500 {
+        out.push(format!("cache:page:/docs/été/{i}"));
+        out.push(format!("{{}}:empty-tag:{i}"));
+    }
+    out
+}
+
+/// Batches: MGET, EXISTS and MSET over keys of one tenant (one slot) or of anyone.
+fn batches(keys: &[String]) -> Vec<(String, Vec<String>)> {
+    let mut rng = crate::support::Rng(0x5eed_1234);
+    let tenant = |t: u64, n: u64| -> String { format!("{{tenant{t}}}:order:{}", t + 37 * n) };
+    let mut out = Vec::new();
+    for i in 0..300 {
+        let n = 2 + rng.below(4) as usize;
+        let ks: Vec<String> = if i % 3 == 0 {
+            let t = rng.below(37);
+            (0..n as u64)
+                .map(|j| tenant(t, j * 3 + rng.below(3)))
+                .collect()
+        } else {
+            (0..n)
+                .map(|_| keys[rng.below(keys.len() as u64) as usize].clone())
+                .collect()
+        };
+        let cmd = ["MGET", "EXISTS", "MSET"][(i / 3) % 3];
+        out.push((cmd.to_string(), ks));
+    }
+    out
+}
+
+fn line_of(cmd: &str, ks: &[String]) -> String {
+    match cmd {
+        "MSET" => format!(
+            "MSET {}",
+            ks.iter()
+                .map(|k| format!("{k} {k}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        ),
+        _ => format!("{cmd} {}", ks.join(" ")),
+    }
+}
+
+fn args_of<'a>(cmd: &'a str, ks: &'a [String]) -> Vec<&'a [u8]> {
+    let mut a: Vec<&[u8]> = vec![cmd.as_bytes()];
+    for k in ks {
+        a.push(k.as_bytes());
+        if cmd == "MSET" {
+            a.push(k.as_bytes());
+        }
+    }
+    a
+}
+
+/// Whether the reply is the right answer (every key exists and holds its own name).
+fn correct(cmd: &str, ks: &[String], r: &Reply) -> bool {
+    match (cmd, r) {
+        ("MGET", Reply::Array(v)) => {
+            v.len() == ks.len()
+                && v.iter()
+                    .zip(ks)
+                    .all(|(x, k)| *x == Reply::Bulk(Some(k.as_bytes().to_vec())))
+        }
+        ("EXISTS", Reply::Int(n)) => *n as usize == ks.len(),
+        ("MSET", Reply::Status(s)) => s == "OK",
+        _ => false,
+    }
+}
+
+/// Sends `args` to a cluster the way a client that does not split batches does: to any node,
+/// then wherever MOVED says.
+fn cluster_call(first: u16, args: &[&[u8]]) -> Reply {
+    let mut port = first;
+    for _ in 0..3 {
+        let r = connect_port(port).call(args).unwrap();
+        match &r {
+            Reply::Error(e) if e.starts_with("MOVED ") => {
+                port = e.rsplit(':').next().unwrap().parse().unwrap();
+            }
+            _ => return r,
+        }
+    }
+    panic!("more than two MOVED for {args:?}")
+}
+
+/// Writes every key (value: the key) into the cluster through `first`, following MOVED.
+fn load_cluster(first: u16, keys: &[String]) {
+    let mut pending: BTreeMap<u16, Vec<&String>> = BTreeMap::new();
+    pending.insert(first, keys.iter().collect());
+    for _ in 0..3 {
+        let mut next: BTreeMap<u16, Vec<&String>> = BTreeMap::new();
+        for (port, ks) in &pending {
+            let mut c = connect_port(*port);
+            for chunk in ks.chunks(500) {
+                let mut buf = Vec::new();
+                for k in chunk {
+                    Resp::encode(&mut buf, &[b"SET", k.as_bytes(), k.as_bytes()]);
+                }
+                c.send(&buf).unwrap();
+                for k in chunk {
+                    match c.read().unwrap() {
+                        Reply::Status(s) if s == "OK" => {}
+                        Reply::Error(e) if e.starts_with("MOVED ") => {
+                            let p: u16 = e.rsplit(':').next().unwrap().parse().unwrap();
+                            next.entry(p).or_default().push(k);
+                        }
+                        other => panic!("SET {k}: {other:?}"),
+                    }
+                }
+            }
+        }
+        if next.is_empty() {
+            return;
+        }
+        pending = next;
+    }
+    panic!("keys still MOVED after three rounds");
+}
+
+/// Writes every key through a nutcracker pool.
+fn load_pool(c: &mut Resp, keys: &[String]) {
+    for chunk in keys.chunks(500) {
+        let mut buf = Vec::new();
+        for k in chunk {
+            Resp::encode(&mut buf, &[b"SET", k.as_bytes(), k.as_bytes()]);
+        }
+        c.send(&buf).unwrap();
+        for k in chunk {
+            assert_eq!(c.read().unwrap(), Reply::Status("OK".into()), "SET {k}");
+        }
+    }
+}
+
+/// The keys of database `db` on the server at `port`.
+fn keys_on(port: u16, db: u32) -> BTreeSet<String> {
+    let mut c = connect_port(port);
+    c.call(&[b"SELECT", db.to_string().as_bytes()]).unwrap();
+    match c.call(&[b"KEYS", b"*"]).unwrap() {
+        Reply::Array(v) => v
+            .into_iter()
+            .map(|r| match r {
+                Reply::Bulk(Some(k)) => String::from_utf8(k).unwrap(),
+                other => panic!("KEYS: {other:?}"),
+            })
+            .collect(),
+        other => panic!("KEYS: {other:?}"),
+    }
+}
+
+fn cluster_nodes(port: u16) -> String {
+    match connect_port(port).call(&[b"CLUSTER", b"NODES"]).unwrap() {
+        Reply::Bulk(Some(b)) => String::from_utf8(b).unwrap(),
+        other => panic!("CLUSTER NODES: {other:?}"),
+    }
+}
+
+fn migrate_json(dir: &Path, args: &[&str]) -> (Value, i32) {
+    let out = keyplan()
+        .current_dir(dir)
+        .arg("migrate")
+        .args(args)
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    let code = out.status.code().unwrap_or(-1);
+    assert!(
+        code == 0 || code == 1,
+        "keyplan migrate {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (serde_json::from_slice(&out.stdout).unwrap(), code)
+}
+
+/// Keys per node (by node name) on one side of the report.
+fn per_node(v: &Value, side: &str) -> BTreeMap<String, u64> {
+    v["change"][side]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| {
+            (
+                n["node"].as_str().unwrap().to_string(),
+                n["keys"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// Keys per (from, to) pair, with whether they stay.
+fn pairs(v: &Value) -> BTreeMap<(String, String), (u64, bool)> {
+    v["change"]["pairs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                (
+                    p["from"].as_str().unwrap().to_string(),
+                    p["to"].as_str().unwrap().to_string(),
+                ),
+                (p["keys"].as_u64().unwrap(), p["stays"].as_bool().unwrap()),
+            )
+        })
+        .collect()
+}
+
+/// Where each key really is: its server's address, from every server's KEYS.
+fn located(servers: &[(String, BTreeSet<String>)]) -> BTreeMap<String, String> {
+    let mut at = BTreeMap::new();
+    for (addr, ks) in servers {
+        for k in ks {
+            assert!(
+                at.insert(k.clone(), addr.clone()).is_none(),
+                "{k} on two servers"
+            );
+        }
+    }
+    at
+}
+
+/// The real pair matrix: keys per (server before, server after).
+fn real_pairs(
+    before: &BTreeMap<String, String>,
+    after: &BTreeMap<String, String>,
+) -> BTreeMap<(String, String), u64> {
+    let mut m = BTreeMap::new();
+    for (k, a) in before {
+        *m.entry((a.clone(), after[k].clone())).or_default() += 1;
+    }
+    m
+}
+
+fn twemproxy_to_cluster_and_a_grown_ring_equal_the_real_systems() {
+    let (Some(redis), Some(nut)) = (require_binary("redis-server"), require_binary("nutcracker"))
+    else {
+        return;
+    };
+    let Some(cluster) = Cluster::create() else {
+        return;
+    };
+    let backends: Vec<RedisServer> = (0..4).map(|_| RedisServer::start(&redis, false)).collect();
+    let addr = |s: &RedisServer| format!("127.0.0.1:{}", s.port);
+    let (old_port, grown_port) = (free_port(), free_port());
+    let pool = |name: &str, port: u16, db: u32, n: usize| {
+        let mut s = format!(
+            "{name}:\n  listen: 127.0.0.1:{port}\n  hash: fnv1a_64\n  hash_tag: \"{{}}\"\n  distribution: ketama\n  redis: true\n  redis_db: {db}\n  auto_eject_hosts: false\n  servers:\n"
+        );
+        for b in &backends[..n] {
+            s.push_str(&format!("   - {}:1\n", addr(b)));
+        }
+        s
+    };
+    let conf = format!(
+        "{}{}",
+        pool("old", old_port, 0, 3),
+        pool("grown", grown_port, 1, 4)
+    );
+    let proxy = Nutcracker::start(&nut, &conf);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("nutcracker.yml"), &conf).unwrap();
+
+    let keys = keys();
+    std::fs::write(dir.path().join("sample.keys"), keys.join("\n") + "\n").unwrap();
+    let mut old = proxy.connect(old_port);
+    load_pool(&mut old, &keys);
+    load_pool(&mut proxy.connect(grown_port), &keys);
+    let first = cluster.nodes[0].port;
+    load_cluster(first, &keys);
+    std::fs::write(dir.path().join("nodes.txt"), cluster_nodes(first)).unwrap();
+
+    let pool_db = |db: u32, n: usize| -> Vec<(String, BTreeSet<String>)> {
+        backends[..n]
+            .iter()
+            .map(|b| (addr(b), keys_on(b.port, db)))
+            .collect()
+    };
+    let in_old = located(&pool_db(0, 3));
+    let in_grown = located(&pool_db(1, 4));
+    let in_cluster = located(
+        &cluster
+            .nodes
+            .iter()
+            .map(|n| (format!("127.0.0.1:{}", n.port), keys_on(n.port, 0)))
+            .collect::<Vec<_>>(),
+    );
+    assert_eq!(in_old.len(), keys.len());
+    assert_eq!(in_cluster.len(), keys.len());
+
+    // The batches, each run on the pool and on the cluster.
+    let batches = batches(&keys);
+    let text: String = batches
+        .iter()
+        .map(|(c, ks)| line_of(c, ks) + "\n")
+        .collect();
+    std::fs::write(dir.path().join("batches.txt"), text).unwrap();
+    let mut real: Vec<(bool, bool, String)> = Vec::new();
+    for (cmd, ks) in &batches {
+        let args = args_of(cmd, ks);
+        let on_pool = old.call(&args).unwrap();
+        let on_cluster = cluster_call(first, &args);
+        let refused = match &on_cluster {
+            Reply::Error(e) => e.clone(),
+            _ => String::new(),
+        };
+        real.push((
+            correct(cmd, ks, &on_pool),
+            correct(cmd, ks, &on_cluster),
+            refused,
+        ));
+    }
+
+    // twemproxy → cluster.
+    let (v, code) = migrate_json(
+        dir.path(),
+        &[
+            "--from",
+            "nutcracker.yml",
+            "--from-pool",
+            "old",
+            "--to",
+            "nodes.txt",
+            "--keys",
+            "sample.keys",
+            "--batches",
+            "batches.txt",
+        ],
+    );
+    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["change"]["keys"].as_u64(), Some(keys.len() as u64));
+    let count = |m: &BTreeMap<String, String>| {
+        let mut c: BTreeMap<String, u64> = BTreeMap::new();
+        for a in m.values() {
+            *c.entry(a.clone()).or_default() += 1;
+        }
+        c
+    };
+    assert_eq!(
+        per_node(&v, "before"),
+        count(&in_old),
+        "keys per server before"
+    );
+    assert_eq!(
+        per_node(&v, "after"),
+        count(&in_cluster),
+        "keys per master after"
+    );
+    let preview: BTreeMap<(String, String), u64> =
+        pairs(&v).into_iter().map(|(p, (n, _))| (p, n)).collect();
+    assert_eq!(preview, real_pairs(&in_old, &in_cluster), "keys per pair");
+    assert_eq!(v["change"]["stayed"]["keys"], 0);
+
+    let b = &v["batches"];
+    assert_eq!(b["judged"].as_u64(), Some(batches.len() as u64));
+    assert_eq!(b["rows_left_out"], 0);
+    let mut fates: BTreeMap<u64, (bool, bool)> = BTreeMap::new();
+    for r in b["rows"].as_array().unwrap() {
+        let served = |s: &str| r[s]["served"].as_bool().expect("every batch modelled");
+        fates.insert(
+            r["id"]["line"].as_u64().unwrap(),
+            (served("before"), served("after")),
+        );
+    }
+    let mut starts_failing = 0;
+    for (i, (on_pool, on_cluster, refused)) in real.iter().enumerate() {
+        let line = i as u64 + 1;
+        let previewed = fates.get(&line).copied().unwrap_or((true, true));
+        assert_eq!(
+            previewed,
+            (*on_pool, *on_cluster),
+            "batch {line} `{}`: preview (before, after) vs nutcracker and the cluster (cluster said {refused:?})",
+            line_of(&batches[i].0, &batches[i].1)
+        );
+        if previewed == (true, false) {
+            starts_failing += 1;
+            assert!(refused.starts_with("CROSSSLOT"), "{refused}");
+        }
+    }
+    assert_eq!(b["counts"]["starts-failing"].as_u64(), Some(starts_failing));
+    assert!(starts_failing > 100, "{starts_failing}");
+    assert_eq!(code, 1, "batches start failing: exit status 1");
+
+    // The pool grows by one server: the keys that stay are those on the same server in both.
+    let (v, code) = migrate_json(
+        dir.path(),
+        &[
+            "--from",
+            "nutcracker.yml",
+            "--from-pool",
+            "old",
+            "--to",
+            "nutcracker.yml",
+            "--to-pool",
+            "grown",
+            "--keys",
+            "sample.keys",
+        ],
+    );
+    assert_eq!(code, 0);
+    assert_eq!(
+        per_node(&v, "after"),
+        count(&in_grown),
+        "keys per server after"
+    );
+    let real = real_pairs(&in_old, &in_grown);
+    let preview = pairs(&v);
+    assert_eq!(
+        preview
+            .iter()
+            .map(|(p, (n, _))| (p.clone(), *n))
+            .collect::<BTreeMap<_, _>>(),
+        real,
+        "keys per pair"
+    );
+    let stayed: u64 = real
+        .iter()
+        .filter(|((a, b), _)| a == b)
+        .map(|(_, n)| n)
+        .sum();
+    assert_eq!(v["change"]["stayed"]["keys"].as_u64(), Some(stayed));
+    assert!(
+        preview
+            .iter()
+            .all(|((a, b), (_, stays))| (a == b) == *stays)
+    );
+    // Consistent hashing: only the new server gains keys.
+    let new = addr(&backends[3]);
+    assert!(real.keys().all(|(a, b)| a == b || *b == new));
+    assert!(stayed > keys.len() as u64 / 2, "{stayed}");
+}
+
+fn three_masters_to_a_new_six_master_cluster_equal_real_dbsize() {
+    let (Some(three), Some(six)) = (Cluster::create(), Cluster::create_masters(6)) else {
+        return;
+    };
+    let keys = keys();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("sample.keys"), keys.join("\n") + "\n").unwrap();
+    load_cluster(three.nodes[0].port, &keys);
+    load_cluster(six.nodes[0].port, &keys);
+    std::fs::write(
+        dir.path().join("three.txt"),
+        cluster_nodes(three.nodes[0].port),
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("six.txt"), cluster_nodes(six.nodes[0].port)).unwrap();
+    let where_ = |c: &Cluster| {
+        located(
+            &c.nodes
+                .iter()
+                .map(|n| (format!("127.0.0.1:{}", n.port), keys_on(n.port, 0)))
+                .collect::<Vec<_>>(),
+        )
+    };
+    let (in3, in6) = (where_(&three), where_(&six));
+    let dbsize = |c: &Cluster| -> BTreeMap<String, u64> {
+        c.nodes
+            .iter()
+            .map(|n| match n.connect().call(&[b"DBSIZE"]).unwrap() {
+                Reply::Int(k) => (format!("127.0.0.1:{}", n.port), k as u64),
+                other => panic!("DBSIZE: {other:?}"),
+            })
+            .collect()
+    };
+    let (v, code) = migrate_json(
+        dir.path(),
+        &[
+            "--from",
+            "three.txt",
+            "--to",
+            "six.txt",
+            "--keys",
+            "sample.keys",
+        ],
+    );
+    assert_eq!(code, 0);
+    assert_eq!(
+        per_node(&v, "before"),
+        dbsize(&three),
+        "DBSIZE per master, 3 masters"
+    );
+    assert_eq!(
+        per_node(&v, "after"),
+        dbsize(&six),
+        "DBSIZE per master, 6 masters"
+    );
+    let preview: BTreeMap<(String, String), u64> =
+        pairs(&v).into_iter().map(|(p, (n, _))| (p, n)).collect();
+    assert_eq!(preview, real_pairs(&in3, &in6), "keys per pair");
+    assert_eq!(
+        v["change"]["moved"]["keys"].as_u64(),
+        Some(keys.len() as u64)
+    );
+
+    // --to-masters 6 lays slots out as redis-cli --cluster create did: the same counts, in
+    // the order of the masters' first slots.
+    let (w, _) = migrate_json(
+        dir.path(),
+        &[
+            "--from",
+            "three.txt",
+            "--to-masters",
+            "6",
+            "--keys",
+            "sample.keys",
+        ],
+    );
+    let counts = |v: &Value| -> Vec<u64> {
+        v["change"]["after"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n["keys"].as_u64().unwrap())
+            .collect()
+    };
+    assert_eq!(counts(&w), counts(&v));
+}
+
+/// This module's tests, run by the harness in `main.rs`.
+pub(crate) const TESTS: &[crate::support::Test] = &[
+    (
+        "twemproxy_to_cluster_and_a_grown_ring_equal_the_real_systems",
+        twemproxy_to_cluster_and_a_grown_ring_equal_the_real_systems,
+    ),
+    (
+        "three_masters_to_a_new_six_master_cluster_equal_real_dbsize",
+        three_masters_to_a_new_six_master_cluster_equal_real_dbsize,
+    ),
+];
