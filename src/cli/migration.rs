@@ -12,6 +12,7 @@ use crate::migrate::emit::{Emit, EmitContext, emit};
 use crate::migrate::impact::{
     ByteSize, MotionReport, Rate, SlotWeights, batches_in_motion, parse_byte_size, parse_rate,
 };
+use crate::migrate::timing::{Assumptions, estimate};
 use crate::migrate::{
     ClusterView, MigrateError, MigrationReport, Move, PerMaster, PlanInput, Problem, SampleInfo,
     SampleSource,
@@ -67,6 +68,11 @@ pub struct PreviewArgs {
     #[arg(long, default_value_t = 1.0, value_name = "FACTOR")]
     pub scale: f64,
 
+    /// Round trip between the tool and a node (and between nodes), in ms, for the time
+    /// estimate of both ways of moving slots (key by key, and atomic)
+    #[arg(long, default_value_t = 0.5, value_name = "MS", value_parser = positive_ms)]
+    pub migrate_rtt: f64,
+
     /// Warn when a node holds more than this after the move (e.g. 25GB; needs bytes)
     #[arg(long, value_name = "SIZE", value_parser = parse_byte_size)]
     pub max_node_bytes: Option<ByteSize>,
@@ -85,6 +91,14 @@ pub struct PreviewArgs {
     pub out: OutputArgs,
 }
 
+/// `--migrate-rtt`: a positive number of milliseconds.
+fn positive_ms(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(x) if x > 0.0 && x.is_finite() => Ok(x),
+        _ => Err("not a positive number of milliseconds (e.g. --migrate-rtt 0.5)".into()),
+    }
+}
+
 /// What every preview starts from (after [`require_preview`] and its own flags' checks): the
 /// estimates' flags parsed, the scheme read, the cluster as redis-cli would see it.
 pub struct Opened {
@@ -92,6 +106,8 @@ pub struct Opened {
     pub rate: Option<Rate>,
     /// `--max-node-bytes`.
     pub budget: Option<ByteSize>,
+    /// `--migrate-rtt` and `--pipeline`, for the time estimate.
+    pub timing: (f64, usize),
     /// The scheme and the live cluster handle.
     pub loaded: Loaded,
     /// The cluster.
@@ -114,6 +130,7 @@ impl Opened {
         Ok(Opened {
             rate,
             budget,
+            timing: (args.migrate_rtt, args.pipeline as usize),
             loaded,
             view,
             source: source.to_string(),
@@ -122,9 +139,22 @@ impl Opened {
 
     /// Adds what every preview's report gets once its plan is made: the timing estimates,
     /// their warnings, the big keys that move.
-    pub fn complete(&self, report: &mut MigrationReport, moves: &[Move]) -> anyhow::Result<()> {
+    pub fn complete(
+        &self,
+        report: &mut MigrationReport,
+        moves: &[Move],
+        weights: &SlotWeights,
+    ) -> anyhow::Result<()> {
         crate::migrate::finish_report(report, &self.view, moves, self.rate, self.budget, flag)?;
         report.add_moving_big_keys(&self.view, moves);
+        if !moves.is_empty() {
+            let bandwidth = match self.rate {
+                Some(Rate::BytesPerSec(b)) => Some(b),
+                _ => None,
+            };
+            let a = Assumptions::new(self.timing.0, bandwidth, self.timing.1, report.sample.scale);
+            report.time_estimate = Some(estimate(&self.view, moves, weights, &a));
+        }
         Ok(())
     }
 }

@@ -159,8 +159,9 @@ pub fn run(args: RebalanceArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus>
         compare,
         warnings: Vec::new(),
         moving_big_keys: Vec::new(),
+        time_estimate: None,
     };
-    open.complete(&mut report, &moves)?;
+    open.complete(&mut report, &moves, &weights_by_slot)?;
     report
         .warnings
         .extend(still_serving(view, &moves, &removed));

@@ -63,8 +63,9 @@ pub fn run(args: ReshardArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
         compare: None,
         warnings: plan.warnings(view),
         moving_big_keys: Vec::new(),
+        time_estimate: None,
     };
-    open.complete(&mut report, &plan.moves)?;
+    open.complete(&mut report, &plan.moves, &weights)?;
     let emit_ctx = EmitContext::reshard(&report.topology, &args.from, &args.to, args.slots);
     output(
         &args.common,

@@ -148,5 +148,8 @@ words!(BalanceBy {
 
 words!(Emit {
     RedisCli => "redis-cli": "`redis-cli --cluster reshard … --cluster-yes` lines, one per move",
-    Setslot => "setslot": "A shell script of CLUSTER SETSLOT IMPORTING/MIGRATING, MIGRATE and SETSLOT NODE per slot",
+    Setslot => "setslot": "A shell script of CLUSTER SETSLOT IMPORTING/MIGRATING, MIGRATE and SETSLOT NODE, in rounds of 100 slots",
+    ValkeyCli => "valkey-cli": "`valkey-cli --cluster reshard … --cluster-use-atomic-slot-migration` lines (Valkey 9)",
+    ValkeyAtomic => "valkey-atomic": "A shell script of Valkey 9 CLUSTER MIGRATESLOTS jobs (atomic slot migration), each polled until done",
+    RedisAtomic => "redis-atomic": "A shell script of Redis 8.4 CLUSTER MIGRATION IMPORT tasks (atomic slot migration), each polled until done",
 });

@@ -15,6 +15,24 @@ pub enum Emit {
     /// A shell script of CLUSTER SETSLOT IMPORTING/MIGRATING, MIGRATE and SETSLOT NODE, in
     /// rounds of 100 slots
     Setslot,
+    /// `valkey-cli --cluster reshard … --cluster-use-atomic-slot-migration` lines (Valkey 9)
+    ValkeyCli,
+    /// A shell script of Valkey 9 `CLUSTER MIGRATESLOTS` jobs (atomic slot migration) on each
+    /// source, each polled with `CLUSTER GETSLOTMIGRATIONS`
+    ValkeyAtomic,
+    /// A shell script of Redis 8.4 `CLUSTER MIGRATION IMPORT` tasks on each target (atomic
+    /// slot migration), each polled with `CLUSTER MIGRATION STATUS`
+    RedisAtomic,
+}
+
+impl Emit {
+    /// The command-line tool the script runs.
+    fn cli(self) -> &'static str {
+        match self {
+            Emit::RedisCli | Emit::Setslot | Emit::RedisAtomic => "redis-cli",
+            Emit::ValkeyCli | Emit::ValkeyAtomic => "valkey-cli",
+        }
+    }
 }
 
 /// What the script is for, shown in its header.
@@ -150,27 +168,27 @@ fn check_lowest_first(view: &ClusterView, moves: &[Move]) -> Result<(), MigrateE
     Ok(())
 }
 
-fn prelude(out: &mut String, view: &ClusterView, ctx: &EmitContext, entry: &str) {
+fn prelude(out: &mut String, view: &ClusterView, ctx: &EmitContext, entry: &str, cli: &str) {
     out.push_str("#!/bin/sh\n");
     out.push_str("# Written by keyplan; review before running. keyplan never runs it.\n");
     for h in &ctx.header {
         let _ = writeln!(out, "# {h}");
     }
-    out.push_str("# A password is read from REDISCLI_AUTH, as redis-cli reads it.\nset -eu\n");
+    match cli {
+        "valkey-cli" => out.push_str(
+            "# A password is read from VALKEYCLI_AUTH (or REDISCLI_AUTH), as valkey-cli reads it.\nset -eu\n",
+        ),
+        _ => out.push_str("# A password is read from REDISCLI_AUTH, as redis-cli reads it.\nset -eu\n"),
+    }
     let mut added = 0;
     for n in view.nodes.iter().filter(|n| n.added) {
         added += 1;
         let addr = n.address.as_deref().unwrap_or_default();
         let (h, p) = split_addr(addr);
+        let _ = writeln!(out, "{cli} --cluster add-node {} {}", sh(addr), sh(entry));
         let _ = writeln!(
             out,
-            "redis-cli --cluster add-node {} {}",
-            sh(addr),
-            sh(entry)
-        );
-        let _ = writeln!(
-            out,
-            "NEW_ID_{added}=$(redis-cli -h {} -p {} CLUSTER MYID)",
+            "NEW_ID_{added}=$({cli} -h {} -p {} CLUSTER MYID)",
             sh(h),
             sh(p)
         );
@@ -179,16 +197,30 @@ fn prelude(out: &mut String, view: &ClusterView, ctx: &EmitContext, entry: &str)
         out.push_str("# Wait until every node knows the new masters.\n");
         let _ = writeln!(
             out,
-            "until redis-cli --cluster check {} > /dev/null 2>&1; do sleep 1; done",
+            "until {cli} --cluster check {} > /dev/null 2>&1; do sleep 1; done",
             sh(entry)
         );
     }
 }
 
-fn epilogue(out: &mut String, ctx: &EmitContext, ids: &[String], entry: &str) {
+fn epilogue(out: &mut String, ctx: &EmitContext, ids: &[String], entry: &str, cli: &str) {
     for &r in &ctx.remove {
-        let _ = writeln!(out, "redis-cli --cluster del-node {} {}", sh(entry), ids[r]);
+        let _ = writeln!(out, "{cli} --cluster del-node {} {}", sh(entry), ids[r]);
     }
+}
+
+/// `a b c d`: the runs of consecutive slots of `slots` (sorted), each as its first and last.
+fn range_args(slots: &[u16]) -> Vec<(u16, u16)> {
+    let mut sorted = slots.to_vec();
+    sorted.sort_unstable();
+    let mut runs: Vec<(u16, u16)> = Vec::new();
+    for s in sorted {
+        match runs.last_mut() {
+            Some((_, last)) if *last + 1 == s => *last = s,
+            _ => runs.push((s, s)),
+        }
+    }
+    runs
 }
 
 /// The commands for `moves` on `view`.
@@ -209,10 +241,15 @@ pub fn emit(
         address(view, m.to)?;
     }
     let mut out = String::new();
+    let cli = how.cli();
     match how {
-        Emit::RedisCli => {
+        Emit::RedisCli | Emit::ValkeyCli => {
             check_lowest_first(view, moves)?;
-            prelude(&mut out, view, ctx, &entry);
+            prelude(&mut out, view, ctx, &entry, cli);
+            let atomic = match how {
+                Emit::ValkeyCli => " --cluster-use-atomic-slot-migration",
+                _ => "",
+            };
             for (i, m) in moves.iter().enumerate() {
                 let _ = writeln!(
                     out,
@@ -228,7 +265,7 @@ pub fn emit(
                 );
                 let _ = writeln!(
                     out,
-                    "redis-cli --cluster reshard {} --cluster-from {} --cluster-to {} --cluster-slots {} --cluster-yes",
+                    "{cli} --cluster reshard {} --cluster-from {} --cluster-to {} --cluster-slots {} --cluster-yes{atomic}",
                     sh(&entry),
                     ids[m.from],
                     ids[m.to],
@@ -236,8 +273,52 @@ pub fn emit(
                 );
             }
         }
+        Emit::ValkeyAtomic | Emit::RedisAtomic => {
+            prelude(&mut out, view, ctx, &entry, cli);
+            let total: usize = moves.iter().map(|m| m.slots.len()).sum();
+            let _ = writeln!(out, "TOTAL={total} DONE=0");
+            out.push_str(match how {
+                Emit::ValkeyAtomic => VALKEY_ATOMIC,
+                _ => REDIS_ATOMIC,
+            });
+            for m in moves {
+                let (sh_, sp) = split_addr(address(view, m.from)?);
+                let (dh, dp) = split_addr(address(view, m.to)?);
+                let ranges: Vec<String> = range_args(&m.slots)
+                    .iter()
+                    .map(|(a, b)| format!("{a} {b}"))
+                    .collect();
+                match how {
+                    Emit::ValkeyAtomic => {
+                        let _ = writeln!(
+                            out,
+                            "migrate_slots {} {} {} {} {} {} {}",
+                            sh(sh_),
+                            sh(sp),
+                            sh(dh),
+                            sh(dp),
+                            ids[m.to],
+                            m.slots.len(),
+                            ranges.join(" ")
+                        );
+                    }
+                    _ => {
+                        let _ = writeln!(
+                            out,
+                            "import_slots {} {} {} {} {} {}",
+                            sh(dh),
+                            sh(dp),
+                            sh(sh_),
+                            sh(sp),
+                            m.slots.len(),
+                            ranges.join(" ")
+                        );
+                    }
+                }
+            }
+        }
         Emit::Setslot => {
-            prelude(&mut out, view, ctx, &entry);
+            prelude(&mut out, view, ctx, &entry, cli);
             let masters: Vec<String> = view
                 .masters()
                 .iter()
@@ -267,7 +348,7 @@ pub fn emit(
             }
         }
     }
-    epilogue(&mut out, ctx, &ids, &entry);
+    epilogue(&mut out, ctx, &ids, &entry, cli);
     Ok(out)
 }
 
@@ -360,6 +441,79 @@ move_slots() {
       bad=$(printf '%s\n' "$r" | grep -v -x OK | grep -v 'only with masters' || true)
       [ -z "$bad" ] || fail "$m CLUSTER SETSLOT NODE: $bad"
     fi
+  done
+}
+"#;
+
+/// The shell function of the Valkey 9 script (atomic slot migration, as the Valkey
+/// documentation describes it: `CLUSTER MIGRATESLOTS SLOTSRANGE start end [start end …] NODE
+/// target-id` sent to the source, which runs the job asynchronously; `CLUSTER
+/// GETSLOTMIGRATIONS` on the source lists each job as field/value pairs with `operation`
+/// (`EXPORT`), `slot_ranges` (`a-b c-d`) and `state`, ending in `success`, `failed` or
+/// `cancelled`). One job per move, waited for before the next.
+const VALKEY_ATOMIC: &str = r#"fail() { echo "keyplan script: $*" >&2; exit 1; }
+# job_state HOST PORT RANGES: the state of the newest EXPORT job of exactly RANGES
+job_state() {
+  valkey-cli --raw -h "$1" -p "$2" CLUSTER GETSLOTMIGRATIONS | awk -v want="$3" '
+    function done_entry() { if (op == "EXPORT" && r == want) last = st; op = ""; r = ""; st = "" }
+    NR % 2 == 1 { k = $0; next }
+    k == "name" { done_entry() }
+    k == "operation" { op = $0 }
+    k == "slot_ranges" { r = $0 }
+    k == "state" { st = $0 }
+    END { done_entry(); print last }'
+}
+# migrate_slots SRC_HOST SRC_PORT DST_HOST DST_PORT DST_ID N FIRST LAST [FIRST LAST]...
+migrate_slots() {
+  sh=$1 sp=$2 dh=$3 dp=$4 did=$5 n=$6
+  shift 6
+  DONE=$((DONE + n))
+  want=$(printf '%s %s
+' "$@" | awk '{ printf "%s%s-%s", (NR > 1 ? " " : ""), $1, $2 }')
+  echo "keyplan script: $n slot(s) $want ($DONE of $TOTAL): $sh:$sp -> $dh:$dp" >&2
+  r=$(valkey-cli -h "$sh" -p "$sp" CLUSTER MIGRATESLOTS SLOTSRANGE "$@" NODE "$did") ||
+    fail "$sh:$sp: valkey-cli failed"
+  [ "$r" = OK ] || fail "$sh:$sp CLUSTER MIGRATESLOTS: $r"
+  while :; do
+    st=$(job_state "$sh" "$sp" "$want")
+    case "$st" in
+      success) break ;;
+      failed|cancelled) fail "$sh:$sp: the migration of $want to $dh:$dp is $st (CLUSTER GETSLOTMIGRATIONS has its message)" ;;
+      '') fail "$sh:$sp: CLUSTER GETSLOTMIGRATIONS lists no job for $want" ;;
+      *) sleep 1 ;;
+    esac
+  done
+}
+"#;
+
+/// The shell function of the Redis 8.4 script (atomic slot migration, as the Redis
+/// documentation describes it: `CLUSTER MIGRATION IMPORT start end [start end …]` sent to the
+/// destination master returns a task id; `CLUSTER MIGRATION STATUS ID task-id` lists the
+/// task's field/value pairs, `state` being `completed` once done). One task per move, waited
+/// for before the next.
+const REDIS_ATOMIC: &str = r#"fail() { echo "keyplan script: $*" >&2; exit 1; }
+# task_field HOST PORT ID FIELD: one field of the task's status
+task_field() {
+  redis-cli --raw -h "$1" -p "$2" CLUSTER MIGRATION STATUS ID "$3" |
+    awk -v f="$4" 'NR % 2 == 1 { k = $0; next } k == f { print; exit }'
+}
+# import_slots DST_HOST DST_PORT SRC_HOST SRC_PORT N FIRST LAST [FIRST LAST]...
+import_slots() {
+  dh=$1 dp=$2 sh=$3 sp=$4 n=$5
+  shift 5
+  DONE=$((DONE + n))
+  echo "keyplan script: $n slot(s) $* ($DONE of $TOTAL): $sh:$sp -> $dh:$dp" >&2
+  id=$(redis-cli --raw -h "$dh" -p "$dp" CLUSTER MIGRATION IMPORT "$@") ||
+    fail "$dh:$dp: redis-cli failed"
+  case "$id" in *[!0-9a-f]*|'') fail "$dh:$dp CLUSTER MIGRATION IMPORT: $id" ;; esac
+  while :; do
+    st=$(task_field "$dh" "$dp" "$id" state)
+    case "$st" in
+      completed) break ;;
+      failed|canceled|cancelled) fail "$dh:$dp: task $id is $st: $(task_field "$dh" "$dp" "$id" last_error)" ;;
+      '') fail "$dh:$dp: CLUSTER MIGRATION STATUS lists no task $id" ;;
+      *) sleep 1 ;;
+    esac
   done
 }
 "#;

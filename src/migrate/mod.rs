@@ -12,6 +12,7 @@ pub mod impact;
 pub mod load_aware;
 pub mod redis_cli;
 pub mod scheme_change;
+pub mod timing;
 
 use crate::slot::SLOT_COUNT;
 use crate::topology::nodes::{self, NodeLine};
@@ -566,6 +567,10 @@ pub struct MigrationReport {
     /// The biggest keys in the slots that move, biggest first (snapshot inputs only).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub moving_big_keys: Vec<MovingKey>,
+    /// How long the plan takes key by key and with atomic slot migration (when it moves
+    /// anything).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time_estimate: Option<timing::TimeEstimate>,
 }
 
 impl MigrationReport {

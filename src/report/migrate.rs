@@ -239,6 +239,21 @@ pub fn render_table(
     if let Some(s) = p.migration_seconds {
         writeln!(out, "Estimated migration time: {}", duration(s))?;
     }
+    if let Some(t) = &r.time_estimate {
+        writeln!(
+            out,
+            "Time to move: key by key (CLUSTER SETSLOT + MIGRATE, as redis-cli reshard) {} in {} round trips; atomic slot migration (Valkey 9 CLUSTER MIGRATESLOTS, Redis 8.4 CLUSTER MIGRATION IMPORT) {} in {} round trips",
+            duration(t.key_by_key.seconds),
+            t.key_by_key.round_trips,
+            duration(t.atomic.seconds),
+            t.atomic.round_trips
+        )?;
+        writeln!(
+            out,
+            "  assuming {} (--migrate-rtt, --migrate-rate in bytes, --pipeline)",
+            t.described
+        )?;
+    }
     if let Some(c) = &r.compare {
         writeln!(
             out,

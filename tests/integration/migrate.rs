@@ -545,6 +545,189 @@ fn three_masters_to_a_new_six_master_cluster_equal_real_dbsize() {
     assert_eq!(counts(&w), counts(&v));
 }
 
+/// A stand-in for `valkey-cli` (Valkey 9) or `redis-cli` (Redis 8.4) that answers the atomic
+/// slot migration commands with the replies their documentation gives, and records every
+/// job it is asked to start. Sources: valkey.io/commands/cluster-migrateslots ("CLUSTER
+/// MIGRATESLOTS SLOTSRANGE start-slot end-slot [start-slot end-slot ...] NODE node-id", reply
+/// OK), valkey.io/commands/cluster-getslotmigrations (one entry per job: name, operation
+/// EXPORT|IMPORT, slot_ranges "a-b c-d", target_node, source_node, …, state; Valkey's
+/// src/cluster_migrateslots.c names the terminal states success, failed and cancelled),
+/// redis.io/commands/cluster-migration ("CLUSTER MIGRATION IMPORT start-slot end-slot
+/// [start-slot end-slot ...]" on the destination returns a task id; "STATUS ID task-id"
+/// lists id, slots, source, dest, operation, state (completed when done), last_error, …).
+/// A job is in progress at its first poll and ends in `FINAL` (an environment variable) at
+/// the next.
+const STUB: &str = r#"#!/bin/sh
+log="$STUB_DIR/calls"
+raw=0
+[ "$1" = --raw ] && { raw=1; shift; }
+[ "$1" = -h ] || { echo "stub: expected -h, got $*" >&2; exit 2; }
+host=$2 port=$4; shift 4
+echo "$host:$port $*" >> "$log"
+case "$1 $2" in
+  "CLUSTER MIGRATESLOTS")
+    shift 2
+    [ "$1" = SLOTSRANGE ] || { echo "ERR syntax: SLOTSRANGE expected"; exit 0; }
+    shift; r=""
+    while [ "$1" != NODE ]; do
+      [ $# -ge 3 ] && [ "$1" -le "$2" ] || { echo "ERR bad range $1 $2"; exit 0; }
+      r="$r${r:+ }$1-$2"; shift 2
+    done
+    case "$2" in ????????????????????????????????????????) ;; *) echo "ERR bad node id"; exit 0 ;; esac
+    echo "$host:$port|$r|$2" >> "$STUB_DIR/jobs"; echo OK ;;
+  "CLUSTER GETSLOTMIGRATIONS")
+    n=0
+    while IFS='|' read -r at r node; do
+      [ "$at" = "$host:$port" ] || continue
+      n=$((n + 1)); polls="$STUB_DIR/polls-$n"; echo x >> "$polls"
+      state=snapshotting; [ "$(wc -l < "$polls")" -gt 1 ] && state=$FINAL
+      printf 'name\n%040d\noperation\nEXPORT\nslot_ranges\n%s\ntarget_node\n%s\nsource_node\nffff\ncreate_time\n1\nlast_update_time\n2\nlast_ack_time\n2\nstate\n%s\nmessage\n\n' "$n" "$r" "$node" "$state"
+    done < "$STUB_DIR/jobs" ;;
+  "CLUSTER MIGRATION")
+    case "$3" in
+      IMPORT)
+        shift 3; r=""
+        while [ $# -ge 2 ]; do [ "$1" -le "$2" ] || { echo "ERR bad range"; exit 0; }; r="$r${r:+ }$1-$2"; shift 2; done
+        [ $# -eq 0 ] || { echo "ERR odd number of slots"; exit 0; }
+        n=$(($(cat "$STUB_DIR/jobs" 2>/dev/null | wc -l) + 1))
+        echo "$host:$port|$r|$n" >> "$STUB_DIR/jobs"; printf '%040x\n' "$n" ;;
+      STATUS)
+        [ "$4" = ID ] || { echo "ERR STATUS ID expected"; exit 0; }
+        polls="$STUB_DIR/polls-$5"; echo x >> "$polls"
+        state=in_progress; [ "$(wc -l < "$polls")" -gt 1 ] && state=$FINAL
+        err=""; [ "$state" = failed ] && err="source unreachable"
+        printf 'id\n%s\nslots\n0-1\nsource\naaaa\ndest\nbbbb\noperation\nimport\nstate\n%s\nlast_error\n%s\nretries\n0\ncreate_time\n1\nstart_time\n1\nend_time\n2\nwrite_pause_ms\n3\n' "$5" "$state" "$err" ;;
+    esac ;;
+  *) echo "stub: unexpected $*" >&2; exit 2 ;;
+esac
+"#;
+
+/// Runs an emitted script with the stub as its cli; returns (exit status, stderr, jobs).
+fn run_with_stub(script: &str, cli: &str, final_state: &str) -> (i32, String, Vec<String>) {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join(cli);
+    std::fs::write(&bin, STUB).unwrap();
+    std::fs::set_permissions(&bin, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    std::fs::write(dir.path().join("plan.sh"), script).unwrap();
+    let path = format!(
+        "{}:{}",
+        dir.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = std::process::Command::new("sh")
+        .arg(dir.path().join("plan.sh"))
+        .env("PATH", path)
+        .env("STUB_DIR", dir.path())
+        .env("FINAL", final_state)
+        .output()
+        .unwrap();
+    let jobs = std::fs::read_to_string(dir.path().join("jobs")).unwrap_or_default();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        jobs.lines().map(str::to_string).collect(),
+    )
+}
+
+fn atomic_migration_scripts_speak_the_documented_commands() {
+    if require_binary("awk").is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let nodes = "\
+aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa 10.0.0.1:7000@17000 myself,master - 0 0 1 connected 0-5460
+bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb 10.0.0.2:7000@17000 master - 0 0 2 connected 5461-10922
+cccccccccccccccccccccccccccccccccccccccc 10.0.0.3:7000@17000 master - 0 0 3 connected 10923-16383
+dddddddddddddddddddddddddddddddddddddddd 10.0.0.4:7000@17000 master - 0 0 4 connected
+";
+    std::fs::write(dir.path().join("nodes.txt"), nodes).unwrap();
+    let emitted = |how: &str| -> String {
+        let out = keyplan()
+            .current_dir(dir.path())
+            .args([
+                "rebalance",
+                "--preview",
+                "--topology",
+                "nodes.txt",
+                "--use-empty-masters",
+            ])
+            .args(["--emit", how])
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    // The plan: 4096 slots to 10.0.0.4 from the three others (redis-cli's rebalance).
+    let want: BTreeSet<(String, String)> = [
+        ("10.0.0.2:7000", "5461-6826"),
+        ("10.0.0.3:7000", "10923-12287"),
+        ("10.0.0.1:7000", "0-1364"),
+    ]
+    .iter()
+    .map(|(a, r)| (a.to_string(), r.to_string()))
+    .collect();
+
+    // Valkey 9: one MIGRATESLOTS job per move on its source, to the target's id.
+    let script = emitted("valkey-atomic");
+    let (code, err, jobs) = run_with_stub(&script, "valkey-cli", "success");
+    assert_eq!(code, 0, "{err}");
+    let got: BTreeSet<(String, String)> = jobs
+        .iter()
+        .map(|j| {
+            let f: Vec<&str> = j.split('|').collect();
+            assert_eq!(f[2], "dddddddddddddddddddddddddddddddddddddddd", "{j}");
+            (f[0].to_string(), f[1].to_string())
+        })
+        .collect();
+    assert_eq!(got, want);
+    assert!(err.contains("(4096 of 4096)"), "{err}");
+    let (code, err, _) = run_with_stub(&script, "valkey-cli", "failed");
+    assert_eq!(code, 1);
+    assert!(err.contains("is failed"), "{err}");
+
+    // Redis 8.4: one IMPORT task per move on the target, polled by its id.
+    let script = emitted("redis-atomic");
+    let (code, err, jobs) = run_with_stub(&script, "redis-cli", "completed");
+    assert_eq!(code, 0, "{err}");
+    let got: BTreeSet<(String, String)> = jobs
+        .iter()
+        .map(|j| {
+            let f: Vec<&str> = j.split('|').collect();
+            assert_eq!(f[0], "10.0.0.4:7000", "{j}");
+            (f[1].to_string(), f[2].to_string())
+        })
+        .map(|(r, n)| {
+            let source = match r.as_str() {
+                "5461-6826" => "10.0.0.2:7000",
+                "10923-12287" => "10.0.0.3:7000",
+                "0-1364" => "10.0.0.1:7000",
+                other => panic!("unexpected range {other} (task {n})"),
+            };
+            (source.to_string(), r)
+        })
+        .collect();
+    assert_eq!(got, want);
+    let (code, err, _) = run_with_stub(&script, "redis-cli", "failed");
+    assert_eq!(code, 1);
+    assert!(err.contains("is failed: source unreachable"), "{err}");
+
+    // valkey-cli's own reshard with atomic migration.
+    let lines = emitted("valkey-cli");
+    assert_eq!(
+        lines
+            .matches("--cluster-use-atomic-slot-migration\n")
+            .count(),
+        3,
+        "{lines}"
+    );
+    assert!(lines.contains("valkey-cli --cluster reshard 10.0.0.1:7000 --cluster-from bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb --cluster-to dddddddddddddddddddddddddddddddddddddddd --cluster-slots 1366 --cluster-yes"));
+}
+
 /// This module's tests, run by the harness in `main.rs`.
 pub(crate) const TESTS: &[crate::support::Test] = &[
     (
@@ -554,5 +737,9 @@ pub(crate) const TESTS: &[crate::support::Test] = &[
     (
         "three_masters_to_a_new_six_master_cluster_equal_real_dbsize",
         three_masters_to_a_new_six_master_cluster_equal_real_dbsize,
+    ),
+    (
+        "atomic_migration_scripts_speak_the_documented_commands",
+        atomic_migration_scripts_speak_the_documented_commands,
     ),
 ];
