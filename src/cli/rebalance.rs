@@ -168,6 +168,11 @@ pub fn run(args: RebalanceArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus>
     report.warnings.extend(side);
     let emit_ctx = EmitContext {
         remove: removed,
+        layout: Some(super::migration::layout(
+            args.balance_by,
+            &weights_by_slot,
+            &report,
+        )),
         ..EmitContext::rebalance(&report.plan, &report.topology, &opts)
     };
     output(

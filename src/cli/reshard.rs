@@ -66,7 +66,14 @@ pub fn run(args: ReshardArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
         time_estimate: None,
     };
     open.complete(&mut report, &plan.moves, &weights)?;
-    let emit_ctx = EmitContext::reshard(&report.topology, &args.from, &args.to, args.slots);
+    let emit_ctx = EmitContext {
+        layout: Some(super::migration::layout(
+            crate::migrate::balance::BalanceBy::Slots,
+            &weights,
+            &report,
+        )),
+        ..EmitContext::reshard(&report.topology, &args.from, &args.to, args.slots)
+    };
     output(
         &args.common,
         &open.loaded.target,

@@ -152,4 +152,6 @@ words!(Emit {
     ValkeyCli => "valkey-cli": "`valkey-cli --cluster reshard … --cluster-use-atomic-slot-migration` lines (Valkey 9)",
     ValkeyAtomic => "valkey-atomic": "A shell script of Valkey 9 CLUSTER MIGRATESLOTS jobs (atomic slot migration), each polled until done",
     RedisAtomic => "redis-atomic": "A shell script of Redis 8.4 CLUSTER MIGRATION IMPORT tasks (atomic slot migration), each polled until done",
+    ElastiCache => "elasticache": "The aws elasticache commands: the plan's shard count online, or a contiguous slot layout balancing the same weight for an offline restore",
+    MemoryDb => "memorydb": "The aws memorydb commands: the plan's shard count, online or by an offline restore",
 });

@@ -2,6 +2,7 @@
 //! lines, or a `CLUSTER SETSLOT` + `MIGRATE` shell script. keyplan prints them and never runs
 //! them.
 
+use super::managed::{self, ManagedContext, Service};
 use super::redis_cli::RebalanceOptions;
 use super::{ClusterView, MigrateError, Move, PlanInput, Problem};
 use crate::slot::SLOT_COUNT;
@@ -23,6 +24,11 @@ pub enum Emit {
     /// A shell script of Redis 8.4 `CLUSTER MIGRATION IMPORT` tasks on each target (atomic
     /// slot migration), each polled with `CLUSTER MIGRATION STATUS`
     RedisAtomic,
+    /// The `aws elasticache` commands: the plan's shard count online, a contiguous layout
+    /// for an offline restore
+    ElastiCache,
+    /// The `aws memorydb` commands: the plan's shard count online or offline
+    MemoryDb,
 }
 
 impl Emit {
@@ -31,8 +37,29 @@ impl Emit {
         match self {
             Emit::RedisCli | Emit::Setslot | Emit::RedisAtomic => "redis-cli",
             Emit::ValkeyCli | Emit::ValkeyAtomic => "valkey-cli",
+            Emit::ElastiCache | Emit::MemoryDb => "aws",
         }
     }
+
+    /// The managed service it writes for, if any.
+    fn service(self) -> Option<Service> {
+        match self {
+            Emit::ElastiCache => Some(Service::ElastiCache),
+            Emit::MemoryDb => Some(Service::MemoryDb),
+            _ => None,
+        }
+    }
+}
+
+/// What a managed service's layout balances (see [`super::managed`]).
+#[derive(Debug, Clone, Default)]
+pub struct Layout {
+    /// `slots`, `keys`, `bytes`, `ops`, ….
+    pub balance_by: String,
+    /// The weight of each slot (16384 values).
+    pub weight: Vec<u64>,
+    /// Keys over 256 MB serialized in moving slots: `(key, slot, bytes)`.
+    pub large_items: Vec<(String, u16, u64)>,
 }
 
 /// What the script is for, shown in its header.
@@ -42,6 +69,8 @@ pub struct EmitContext {
     pub header: Vec<String>,
     /// Nodes to remove with `del-node` once the moves are done.
     pub remove: Vec<usize>,
+    /// For the managed services: what their layout balances (slot counts when `None`).
+    pub layout: Option<Layout>,
 }
 
 impl EmitContext {
@@ -66,6 +95,7 @@ impl EmitContext {
         EmitContext {
             header,
             remove: Vec::new(),
+            layout: None,
         }
     }
 
@@ -79,6 +109,7 @@ impl EmitContext {
                 ),
             ],
             remove: Vec::new(),
+            layout: None,
         }
     }
 }
@@ -234,6 +265,20 @@ pub fn emit(
     pipeline: usize,
     ctx: &EmitContext,
 ) -> Result<String, MigrateError> {
+    if let Some(service) = how.service() {
+        let layout = ctx.layout.clone().unwrap_or_else(|| Layout {
+            balance_by: "slots".into(),
+            weight: vec![1; SLOT_COUNT],
+            large_items: Vec::new(),
+        });
+        let managed = ManagedContext {
+            header: ctx.header.clone(),
+            balance_by: layout.balance_by,
+            weight: layout.weight,
+            large_items: layout.large_items,
+        };
+        return Ok(managed::script(view, moves, service, &managed));
+    }
     let ids = ids(view)?;
     let entry = entry(view)?.to_string();
     for m in moves {
@@ -273,6 +318,7 @@ pub fn emit(
                 );
             }
         }
+        Emit::ElastiCache | Emit::MemoryDb => unreachable!("invariant: written above"),
         Emit::ValkeyAtomic | Emit::RedisAtomic => {
             prelude(&mut out, view, ctx, &entry, cli);
             let total: usize = moves.iter().map(|m| m.slots.len()).sum();

@@ -10,6 +10,7 @@ pub mod balance;
 pub mod emit;
 pub mod impact;
 pub mod load_aware;
+pub mod managed;
 pub mod redis_cli;
 pub mod scheme_change;
 pub mod timing;

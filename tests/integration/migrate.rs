@@ -728,6 +728,166 @@ dddddddddddddddddddddddddddddddddddddddd 10.0.0.4:7000@17000 master - 0 0 4 conn
     assert!(lines.contains("valkey-cli --cluster reshard 10.0.0.1:7000 --cluster-from bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb --cluster-to dddddddddddddddddddddddddddddddddddddddd --cluster-slots 1366 --cluster-yes"));
 }
 
+/// Runs a managed-service script's `mode` with the real AWS CLI (`KEYPLAN_AWS`, awscli from
+/// PyPI) pointed at a closed loopback port with made-up credentials: the CLI checks every
+/// parameter against the service's API model before it connects, so "Could not connect"
+/// means the command was accepted and "Parameter validation failed" that it was not.
+fn aws_accepts(aws: &Path, script: &str, mode: &str, env: &[(&str, &str)]) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let wrapper = dir.path().join("aws");
+    let port = free_port();
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nexec '{}' --endpoint-url http://127.0.0.1:{port} \"$@\"\n",
+            aws.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        &wrapper,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("plan.sh"), script).unwrap();
+    let path = format!(
+        "{}:{}",
+        dir.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = std::process::Command::new("sh")
+        .arg(dir.path().join("plan.sh"))
+        .arg(mode)
+        .env("PATH", path)
+        .env("AWS_ACCESS_KEY_ID", "keyplan-test")
+        .env("AWS_SECRET_ACCESS_KEY", "keyplan-test")
+        .env("AWS_DEFAULT_REGION", "us-east-1")
+        .env("AWS_MAX_ATTEMPTS", "1")
+        .env("AWS_CONFIG_FILE", dir.path().join("none"))
+        .env("AWS_SHARED_CREDENTIALS_FILE", dir.path().join("none"))
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout)
+}
+
+fn managed_service_commands_pass_the_aws_cli_parameter_check() {
+    let Some(aws) = std::env::var_os("KEYPLAN_AWS").map(std::path::PathBuf::from) else {
+        crate::support::not_run("KEYPLAN_AWS (awscli from PyPI) is not set");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let nodes = "\
+aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa 10.0.0.1:7000@17000 myself,master - 0 0 1 connected 0-5460
+bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb 10.0.0.2:7000@17000 master - 0 0 2 connected 5461-10922
+cccccccccccccccccccccccccccccccccccccccc 10.0.0.3:7000@17000 master - 0 0 3 connected 10923-16383
+";
+    std::fs::write(dir.path().join("nodes.txt"), nodes).unwrap();
+    // Keys crowded in the low slots: an even layout is far from balanced by keys.
+    let mut sample = String::new();
+    for i in 0..20_000 {
+        sample.push_str(&format!("{{t{}}}:k{i}\n", i % 50));
+        sample.push_str(&format!("u:{i}\n"));
+    }
+    std::fs::write(dir.path().join("sample.keys"), sample).unwrap();
+    let emitted = |args: &[&str]| -> String {
+        let out = keyplan()
+            .current_dir(dir.path())
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.code().is_some_and(|c| c <= 1),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let grow = [
+        "rebalance",
+        "--preview",
+        "--topology",
+        "nodes.txt",
+        "--add-node",
+        "10.0.0.4:7000",
+        "--keys",
+        "sample.keys",
+        "--balance-by",
+        "keys",
+    ];
+    let ec = emitted(&[&grow[..], &["--emit", "elasticache"]].concat());
+    let env = [
+        ("REPLICATION_GROUP", "prod"),
+        ("NEW_REPLICATION_GROUP", "prod-4"),
+        ("SNAPSHOT", "prod-backup"),
+        ("NODE_TYPE", "cache.r7g.large"),
+        ("CLUSTER_NAME", "prod"),
+        ("NEW_CLUSTER_NAME", "prod-4"),
+        ("ACL_NAME", "open-access"),
+        ("NODE_GROUPS_TO_REMOVE", "0003"),
+    ];
+    for mode in ["online", "offline"] {
+        let said = aws_accepts(&aws, &ec, mode, &env);
+        assert!(
+            said.contains("Could not connect to the endpoint URL"),
+            "elasticache {mode}: {said}"
+        );
+    }
+    // The offline layout: four contiguous ranges over every slot, once each.
+    let ranges: Vec<(u16, u16)> = ec
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("\"NodeGroupId="))
+        .map(|l| {
+            let slots = l.split("Slots=").nth(1).unwrap().split(',').next().unwrap();
+            let (a, b) = slots.split_once('-').unwrap();
+            (a.parse().unwrap(), b.parse().unwrap())
+        })
+        .collect();
+    assert_eq!(ranges.len(), 4, "{ec}");
+    assert_eq!(ranges[0].0, 0);
+    assert_eq!(ranges[3].1, 16383);
+    assert!(
+        ranges.windows(2).all(|w| w[0].1 + 1 == w[1].0),
+        "{ranges:?}"
+    );
+    // Balancing keys, the ranges are not the even ones.
+    assert!(
+        ranges.iter().any(|&(a, b)| (b - a + 1) as i32 - 4096 > 100),
+        "{ranges:?}"
+    );
+    assert!(ec.contains("--node-group-count 4"));
+    // Scaling in names the node groups to remove.
+    let shrink = emitted(&[
+        "rebalance",
+        "--preview",
+        "--topology",
+        "nodes.txt",
+        "--remove-node",
+        "cccccccccccccccccccccccccccccccccccccccc",
+        "--emit",
+        "elasticache",
+    ]);
+    assert!(shrink.contains("--node-group-count 2"), "{shrink}");
+    assert!(shrink.contains("--node-groups-to-remove"), "{shrink}");
+    let said = aws_accepts(&aws, &shrink, "online", &env);
+    assert!(
+        said.contains("Could not connect to the endpoint URL"),
+        "{said}"
+    );
+    let md = emitted(&[&grow[..], &["--emit", "memorydb"]].concat());
+    for mode in ["online", "offline"] {
+        let said = aws_accepts(&aws, &md, mode, &env);
+        assert!(
+            said.contains("Could not connect to the endpoint URL"),
+            "memorydb {mode}: {said}"
+        );
+    }
+    // The check can fail: a misspelt field is refused before any connection.
+    let bad = ec.replace(",Slots=", ",Slotz=");
+    let said = aws_accepts(&aws, &bad, "offline", &env);
+    assert!(said.contains("Parameter validation failed"), "{said}");
+}
+
 /// This module's tests, run by the harness in `main.rs`.
 pub(crate) const TESTS: &[crate::support::Test] = &[
     (
@@ -741,5 +901,9 @@ pub(crate) const TESTS: &[crate::support::Test] = &[
     (
         "atomic_migration_scripts_speak_the_documented_commands",
         atomic_migration_scripts_speak_the_documented_commands,
+    ),
+    (
+        "managed_service_commands_pass_the_aws_cli_parameter_check",
+        managed_service_commands_pass_the_aws_cli_parameter_check,
     ),
 ];
