@@ -456,6 +456,97 @@ fn twemproxy_to_cluster_and_a_grown_ring_equal_the_real_systems() {
     let new = addr(&backends[3]);
     assert!(real.keys().all(|(a, b)| a == b || *b == new));
     assert!(stayed > keys.len() as u64 / 2, "{stayed}");
+
+    // A script run through nutcracker: it runs on its first key's server and writes its
+    // undeclared key there, whichever server owns that key.
+    let server_of = |k: &str| -> String {
+        backends[..3]
+            .iter()
+            .find(|b| b.connect().call(&[b"EXISTS", k.as_bytes()]).unwrap() == Reply::Int(1))
+            .map(addr)
+            .unwrap_or_default()
+    };
+    let first_key = "user:1:profile";
+    let home = in_old[first_key].clone();
+    let mut elsewhere = None;
+    let mut same = None;
+    for i in 0..200 {
+        let k = format!("{i}:script-probe");
+        assert_eq!(
+            old.call(&[b"SET", k.as_bytes(), b"own"]).unwrap(),
+            Reply::Status("OK".into())
+        );
+        match server_of(&k) == home {
+            false if elsewhere.is_none() => elsewhere = Some(k),
+            true if same.is_none() => same = Some(k),
+            _ => {}
+        }
+    }
+    let (elsewhere, same) = (elsewhere.unwrap(), same.unwrap());
+    let script = "redis.call('SET', ARGV[1], 'from-script') return 1";
+    let mut capture = String::new();
+    for (n, k) in [&elsewhere, &same].iter().enumerate() {
+        let r = old
+            .call(&[
+                b"EVAL",
+                script.as_bytes(),
+                b"1",
+                first_key.as_bytes(),
+                k.as_bytes(),
+            ])
+            .unwrap();
+        assert_eq!(r, Reply::Int(1), "EVAL through nutcracker");
+        capture.push_str(&format!(
+            "{n}.0 [0 127.0.0.1:40000] \"EVAL\" \"{script}\" \"1\" \"{first_key}\" \"{k}\"\n{n}.1 [0 lua] \"SET\" \"{k}\" \"from-script\"\n"
+        ));
+    }
+    let on_home = |k: &str| {
+        let b = backends.iter().find(|b| addr(b) == home).unwrap();
+        b.connect().call(&[b"GET", k.as_bytes()]).unwrap()
+    };
+    // Really: the key another server owns was written on the first key's server.
+    assert_eq!(
+        on_home(&elsewhere),
+        Reply::Bulk(Some(b"from-script".to_vec()))
+    );
+    assert_eq!(
+        old.call(&[b"GET", elsewhere.as_bytes()]).unwrap(),
+        Reply::Bulk(Some(b"own".to_vec())),
+        "read through nutcracker, the key still has its own value"
+    );
+    assert_eq!(on_home(&same), Reply::Bulk(Some(b"from-script".to_vec())));
+    std::fs::write(dir.path().join("scripts.monitor"), capture).unwrap();
+    let (v, _) = migrate_json(
+        dir.path(),
+        &[
+            "--from",
+            "nutcracker.yml",
+            "--from-pool",
+            "old",
+            "--to",
+            "nodes.txt",
+            "--monitor",
+            "scripts.monitor",
+        ],
+    );
+    let rows = v["batches"]["rows"].as_array().unwrap();
+    let before = |line: u64| {
+        rows.iter().find(|r| r["id"]["line"] == line).map(|r| {
+            (
+                r["before"]["served"].as_bool(),
+                r["before"]["outcome"].as_str().unwrap().to_string(),
+            )
+        })
+    };
+    assert_eq!(
+        before(1),
+        Some((Some(false), "wrong-server".into())),
+        "{rows:?}"
+    );
+    assert!(
+        before(3).is_none_or(|(served, _)| served == Some(true)),
+        "{rows:?}"
+    );
 }
 
 fn three_masters_to_a_new_six_master_cluster_equal_real_dbsize() {

@@ -379,6 +379,41 @@ pub fn simulate_client_stale(
             return fail(r, Outcome::ServerError, m);
         }
     }
+    // On a ring a proxy sends a script to the server of its first declared key, where it
+    // reads and writes every key it touches: keys another server owns are the wrong ones, and
+    // no error says so. twemproxy cannot route a script that declares no key.
+    if b.kind == BatchKind::Script
+        && let Topology::Ring(_) = actual
+    {
+        match b.keys().next() {
+            None if client == Client::Twemproxy => {
+                return fail(
+                    r,
+                    Outcome::ProxyError,
+                    "twemproxy routes a script by its first key, and this one declares none (numkeys 0)".into(),
+                );
+            }
+            Some(first) => {
+                let home = actual.node_of(first);
+                let touched = b
+                    .keys()
+                    .chain(b.script_ran.iter().flatten().map(Vec::as_slice));
+                if let Some(k) = touched.into_iter().find(|k| actual.node_of(k) != home) {
+                    r.load.round_trips = 1;
+                    r.load.latency_ms = net.wave_ms();
+                    return fail(
+                        r,
+                        Outcome::WrongServer,
+                        format!(
+                            "the script runs on the server of its first key, and touches {}, which another server owns: it is read or written on the wrong server",
+                            String::from_utf8_lossy(k)
+                        ),
+                    );
+                }
+            }
+            None => {}
+        }
+    }
     let cx = waves::Cx {
         b,
         topo,
@@ -499,6 +534,35 @@ mod tests {
             let r = run("MGET {u}a {u}b", c);
             assert_eq!((r.outcome, r.load.commands), (Outcome::Ok, 1), "{c:?}");
         }
+    }
+
+    #[test]
+    fn twemproxy_runs_a_script_on_its_first_keys_server() {
+        use crate::simulate::monitor::parse_monitor;
+        use crate::topology::{TopologyFormat, TopologyOptions};
+        let conf = "p:\n  listen: 127.0.0.1:1\n  hash: md5\n  distribution: ketama\n  servers:\n   - 10.0.0.1:6379:1\n   - 10.0.0.2:6379:1\n   - 10.0.0.3:6379:1\n";
+        let t = Topology::parse_as(conf, TopologyFormat::Twemproxy, &TopologyOptions::default())
+            .unwrap();
+        let home = t.node_of(b"a");
+        let other = (0..100)
+            .map(|i| format!("k{i}"))
+            .find(|k| t.node_of(k.as_bytes()) != home)
+            .unwrap();
+        let same = (0..100)
+            .map(|i| format!("k{i}"))
+            .find(|k| t.node_of(k.as_bytes()) == home)
+            .unwrap();
+        let capture = format!(
+            "1.0 [0 10.0.0.9:1] \"EVALSHA\" \"abc\" \"0\"\n1.1 [0 lua] \"get\" \"a\"\n\
+             2.0 [0 10.0.0.9:1] \"EVAL\" \"s\" \"1\" \"a\"\n2.1 [0 lua] \"get\" \"{other}\"\n\
+             3.0 [0 10.0.0.9:1] \"EVAL\" \"s\" \"1\" \"a\"\n3.1 [0 lua] \"get\" \"{same}\"\n"
+        );
+        let (batches, _) = parse_monitor(&capture).unwrap();
+        let net = NetworkModel::round_trips_only(1.0);
+        let outcome = |i: usize| simulate_client(&batches[i], &t, Client::Twemproxy, &net).outcome;
+        assert_eq!(outcome(0), Outcome::ProxyError);
+        assert_eq!(outcome(1), Outcome::WrongServer);
+        assert_eq!(outcome(2), Outcome::Ok);
     }
 
     #[test]
