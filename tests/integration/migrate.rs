@@ -260,6 +260,25 @@ fn real_pairs(
     m
 }
 
+/// Keys per server in a key → server map.
+fn count(m: &BTreeMap<String, String>) -> BTreeMap<String, u64> {
+    let mut c: BTreeMap<String, u64> = BTreeMap::new();
+    for a in m.values() {
+        *c.entry(a.clone()).or_default() += 1;
+    }
+    c
+}
+
+/// The preview `v` must put as many keys on each node before and after, and move as many
+/// between each pair of nodes, as really are where `before` and `after` found them.
+fn assert_placed(v: &Value, before: &BTreeMap<String, String>, after: &BTreeMap<String, String>) {
+    assert_eq!(per_node(v, "before"), count(before), "keys per node before");
+    assert_eq!(per_node(v, "after"), count(after), "keys per node after");
+    let preview: BTreeMap<(String, String), u64> =
+        pairs(v).into_iter().map(|(p, (n, _))| (p, n)).collect();
+    assert_eq!(preview, real_pairs(before, after), "keys per pair");
+}
+
 fn twemproxy_to_cluster_and_a_grown_ring_equal_the_real_systems() {
     let (Some(redis), Some(nut)) = (require_binary("redis-server"), require_binary("nutcracker"))
     else {
@@ -357,26 +376,7 @@ fn twemproxy_to_cluster_and_a_grown_ring_equal_the_real_systems() {
     );
     assert_eq!(v["schema_version"], 1);
     assert_eq!(v["change"]["keys"].as_u64(), Some(keys.len() as u64));
-    let count = |m: &BTreeMap<String, String>| {
-        let mut c: BTreeMap<String, u64> = BTreeMap::new();
-        for a in m.values() {
-            *c.entry(a.clone()).or_default() += 1;
-        }
-        c
-    };
-    assert_eq!(
-        per_node(&v, "before"),
-        count(&in_old),
-        "keys per server before"
-    );
-    assert_eq!(
-        per_node(&v, "after"),
-        count(&in_cluster),
-        "keys per master after"
-    );
-    let preview: BTreeMap<(String, String), u64> =
-        pairs(&v).into_iter().map(|(p, (n, _))| (p, n)).collect();
-    assert_eq!(preview, real_pairs(&in_old, &in_cluster), "keys per pair");
+    assert_placed(&v, &in_old, &in_cluster);
     assert_eq!(v["change"]["stayed"]["keys"], 0);
 
     let b = &v["batches"];
@@ -426,21 +426,9 @@ fn twemproxy_to_cluster_and_a_grown_ring_equal_the_real_systems() {
         ],
     );
     assert_eq!(code, 0);
-    assert_eq!(
-        per_node(&v, "after"),
-        count(&in_grown),
-        "keys per server after"
-    );
+    assert_placed(&v, &in_old, &in_grown);
     let real = real_pairs(&in_old, &in_grown);
     let preview = pairs(&v);
-    assert_eq!(
-        preview
-            .iter()
-            .map(|(p, (n, _))| (p.clone(), *n))
-            .collect::<BTreeMap<_, _>>(),
-        real,
-        "keys per pair"
-    );
     let stayed: u64 = real
         .iter()
         .filter(|((a, b), _)| a == b)
@@ -604,12 +592,32 @@ fn three_masters_to_a_new_six_master_cluster_equal_real_dbsize() {
         dbsize(&six),
         "DBSIZE per master, 6 masters"
     );
-    let preview: BTreeMap<(String, String), u64> =
-        pairs(&v).into_iter().map(|(p, (n, _))| (p, n)).collect();
-    assert_eq!(preview, real_pairs(&in3, &in6), "keys per pair");
+    assert_placed(&v, &in3, &in6);
     assert_eq!(
         v["change"]["moved"]["keys"].as_u64(),
         Some(keys.len() as u64)
+    );
+    // Both sides read live (CLUSTER SLOTS of each running cluster): the same preview.
+    let live = |c: &Cluster| format!("redis://127.0.0.1:{}", c.nodes[0].port);
+    let (l, _) = migrate_json(
+        dir.path(),
+        &[
+            "--from",
+            &live(&three),
+            "--to",
+            &live(&six),
+            "--keys",
+            "sample.keys",
+        ],
+    );
+    assert_placed(&l, &in3, &in6);
+    assert!(
+        l["from"]["topology"]
+            .as_str()
+            .unwrap()
+            .starts_with("live cluster redis://"),
+        "{}",
+        l["from"]
     );
 
     // --to-masters 6 lays slots out as redis-cli --cluster create did: the same counts, in
