@@ -152,6 +152,7 @@ pub fn script(
     let shards = holders.len().max(1);
     let even = contiguous_layout(&vec![1u64; SLOT_COUNT], shards);
     let layout = contiguous_layout(&ctx.weight, shards);
+    let layout_shares = shares(&ctx.weight, &layout);
     let plan_share: Vec<f64> = {
         let total: u64 = ctx.weight.iter().sum();
         holders
@@ -199,7 +200,7 @@ pub fn script(
         ctx.balance_by,
         worst(&plan_share),
         worst(&shares(&ctx.weight, &even)),
-        worst(&shares(&ctx.weight, &layout))
+        worst(&layout_shares)
     );
     if !ctx.large_items.is_empty() {
         let _ = writeln!(
@@ -270,8 +271,7 @@ pub fn script(
     );
     if service == Service::ElastiCache {
         out.push_str("# The offline layout, shard by shard:\n");
-        let sh = shares(&ctx.weight, &layout);
-        for (i, (&(a, b), s)) in layout.iter().zip(&sh).enumerate() {
+        for (i, (&(a, b), s)) in layout.iter().zip(&layout_shares).enumerate() {
             let _ = writeln!(
                 out,
                 "#   {:04}: slots {a}-{b} ({} slots, {:.1}% of {})",

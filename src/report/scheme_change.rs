@@ -4,9 +4,7 @@
 use super::TextLayout;
 use super::analyze::human_bytes;
 use super::render::{Format, Render, unsupported};
-use crate::migrate::scheme_change::{
-    BatchChanges, Change, Fate, NodeLoad, SchemeChange, Side, Tally,
-};
+use crate::migrate::scheme_change::{BatchChanges, Change, Fate, NodeLoad, SchemeChange, Side};
 use crate::skew::Skew;
 use comfy_table::{Cell, CellAlignment};
 use serde::{Serialize, Serializer};
@@ -247,17 +245,12 @@ fn pairs_table(
     }
     writeln!(out, "{t}")?;
     if c.pairs.len() > PAIRS_SHOWN {
-        let rest: Tally = c.pairs[PAIRS_SHOWN..]
-            .iter()
-            .fold(Tally::default(), |mut a, p| {
-                a.keys += p.load.keys;
-                a
-            });
+        let rest: u64 = c.pairs[PAIRS_SHOWN..].iter().map(|p| p.load.keys).sum();
         writeln!(
             out,
             "… {} more pairs ({} keys): --format json lists every pair",
             c.pairs.len() - PAIRS_SHOWN,
-            rest.keys
+            rest
         )?;
     }
     Ok(())
