@@ -66,6 +66,8 @@ pub struct Analyzer<'t> {
     node_bytes_sq: Vec<f64>,
     node_ops: Vec<f64>,
     unplaced: u64,
+    /// Keys are placed by a Redis Enterprise hashing policy's rules, not by `{…}` tags.
+    by_policy: bool,
     ring: bool,
     tagged: u64,
     tag_hll: Hll,
@@ -191,6 +193,7 @@ impl<'t> Analyzer<'t> {
             node_bytes_sq: vec![0.0; topology.nodes().len()],
             node_ops: vec![0.0; topology.nodes().len()],
             unplaced: 0,
+            by_policy: topology.slot_map().is_some_and(|m| m.custom_hashing()),
             ring: topology.ring().is_some(),
             tagged: 0,
             tag_hll: Hll::new(14),
@@ -258,6 +261,19 @@ impl<'t> Analyzer<'t> {
     #[inline]
     pub fn add_in(&mut self, buf: &[u8], a: usize, b: usize, bytes: Option<u64>, ops: Option<f64>) {
         let key = &buf[a..b];
+        if self.by_policy
+            && let Some(map) = self.topology.slot_map()
+        {
+            // What the database's rules hash; a key no rule matches is refused (unplaced).
+            match map.slot_of(key) {
+                Some(slot) => {
+                    let tag = map.hashed(key).filter(|t| t.len() < key.len());
+                    self.add_placed(key, slot, tag, bytes, ops);
+                }
+                None => self.unplaced += 1,
+            }
+            return;
+        }
         let (ha, hb) = match TagShape::of(key) {
             TagShape::Tagged { open, close } => (a + open + 1, a + close),
             _ => (a, b),
@@ -382,6 +398,10 @@ impl ChunkSink for Analyzer<'_> {
     }
 
     fn raw_lines(&mut self, c: &mut RawChunk<'_>) -> Option<LineCounts> {
+        if self.by_policy {
+            // The bulk scan hashes `{…}` tags: each key goes through the policy instead.
+            return None;
+        }
         let mut scanner = std::mem::take(&mut self.scanner);
         let counts = scanner.scan_keys(c.data, c.max_line, &mut c.long, |piece, spans| {
             for s in spans {

@@ -142,12 +142,27 @@ pub fn run(args: SlotArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
                 }
                 None => (Some(key_slot(key)), TagShape::of(key).hashed(key), None),
             };
-            let why = args.explain.then(|| match ring {
-                true => {
+            let policy = topology
+                .as_ref()
+                .and_then(|t| t.slot_map())
+                .filter(|m| m.custom_hashing())
+                .and_then(|m| m.enterprise());
+            let why = args.explain.then(|| match (ring, policy) {
+                (true, _) => {
                     "a client-side ring hashes these bytes (see the topology's hash and tag rules)"
                         .to_string()
                 }
-                false => explain(key),
+                (false, Some(e)) => match e.hashing.rule_for(key) {
+                    Some((i, rule)) => format!(
+                        "rule {i} of the database's {} hashing policy, `{rule}`, is the first that matches; its `tag` group captures these bytes",
+                        e.hashing.name()
+                    ),
+                    None => format!(
+                        "no rule of the database's {} hashing policy matches: the database refuses this key",
+                        e.hashing.name()
+                    ),
+                },
+                (false, None) => explain(key),
             });
             rows.item(&SlotRow {
                 key,
@@ -187,6 +202,13 @@ fn run_counts(
     target: &Target,
     ctx: &mut Ctx<'_>,
 ) -> anyhow::Result<ExitStatus> {
+    if topology.is_some_and(|t| t.slot_map().is_some_and(|m| m.custom_hashing())) {
+        return Err(UserError::new(
+            "--counts counts slots by Redis's `{…}` rule; this database places keys by its hashing policy's rules",
+            "drop --counts to see each key's slot under the policy, or run `keyplan analyze` for per-slot and per-shard counts",
+        )
+        .into());
+    }
     if topology.is_some_and(|t| t.ring().is_some()) {
         return Err(UserError::new(
             "--counts counts Redis Cluster slots, which a client-side ring does not use",

@@ -131,7 +131,7 @@ words!(TopologyFormat {
     Auto => "auto": "Decide from the content",
     ClusterNodes => "cluster-nodes": "The text of CLUSTER NODES, or a nodes.conf",
     Twemproxy => "twemproxy": "A twemproxy (nutcracker) YAML config",
-    Keyplan => "keyplan": "keyplan topology YAML (nodes: or ring:)",
+    Keyplan => "keyplan": "keyplan topology YAML (nodes:, ring: or enterprise:)",
     ClusterReply => "cluster-reply": "CLUSTER SLOTS or CLUSTER SHARDS as redis-cli prints them (RESP2, RESP3 or --json)",
     Libketama => "libketama": "A libketama server file (ip:port memory)",
 });

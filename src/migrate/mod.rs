@@ -443,6 +443,7 @@ impl ClusterView {
             nodes,
             owner,
             migrations: Vec::new(),
+            enterprise: None,
         }
     }
 }

@@ -114,7 +114,10 @@ impl Placement {
             from_nodes: f,
             to_nodes: t,
             cells: vec![Cell::default(); (f + 1) * (t + 1)],
-            both_clusters: from.slot_map().is_some() && to.slot_map().is_some(),
+            // One slot serves both sides only when both hash keys the Redis way.
+            both_clusters: [from, to]
+                .iter()
+                .all(|t| t.slot_map().is_some_and(|m| !m.custom_hashing())),
         }
     }
 

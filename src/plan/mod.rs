@@ -335,6 +335,26 @@ impl Ctx<'_> {
         run_batch(&b, self.topo, self.opts, strategy)
     }
 
+    /// On a Redis Enterprise database with a standard or custom hashing policy: whether the
+    /// database refuses some generated instance of the atomic batch `batch` of `scheme` (its
+    /// keys placed by the policy's rules, so a `{…}` tag may not decide).
+    fn refused_by_policy(&self, scheme: &Scheme, batch: &str) -> bool {
+        if !self.topo.slot_map().is_some_and(|m| m.custom_hashing()) {
+            return false;
+        }
+        let Some(d) = scheme.batches.iter().find(|x| x.name == batch) else {
+            return false;
+        };
+        if !atomic_on(self.topo, d) {
+            return false;
+        }
+        let size = d.size.unwrap_or(d.keys.len() as u64);
+        let generated = (0..crate::simulate::session::instances_for(size))
+            .map(|i| crate::simulate::batch::scheme_batch_instance(scheme, d, None, i));
+        crate::simulate::verdict::over_instances(generated, self.topo)
+            .is_some_and(|v| v.outcome != crate::simulate::verdict::ServerOutcome::Ok)
+    }
+
     fn score(
         &self,
         scheme: &Scheme,
@@ -346,7 +366,7 @@ impl Ctx<'_> {
     ) -> Score {
         let (mut outcome, round_trips, latency_ms, nodes_touched) =
             self.run(scheme, batch, strategy);
-        if crossslot && self.opts.client.is_none() {
+        if (crossslot || self.refused_by_policy(scheme, batch)) && self.opts.client.is_none() {
             outcome = ScoreOutcome::CrossSlot;
         }
         let loads = self.work.loads(self.scheme, self.topo, rekeys, focus);
@@ -392,6 +412,16 @@ fn bucket_name(scheme: &Scheme) -> String {
         i += 1;
     }
     name
+}
+
+/// Whether `b` must touch one slot on `topo`: a Redis Enterprise proxy runs MGET, MSET, DEL,
+/// EXISTS, UNLINK and TOUCH across slots itself (Active-Active: MGET, EXISTS, TOUCH).
+fn atomic_on(topo: &Topology, b: &DeclaredBatch) -> bool {
+    b.command.is_atomic()
+        && !topo
+            .slot_map()
+            .and_then(|m| m.enterprise())
+            .is_some_and(|e| e.accepts_cross_slot(b.command.name()))
 }
 
 /// Plans every scheme batch.
@@ -513,8 +543,12 @@ fn assess<'b>(ctx: &Ctx<'_>, b: &'b DeclaredBatch) -> Assessed<'b> {
     let scheme = ctx.scheme;
     let fams = family_indices(scheme, b);
     let single = batch_single_slot(scheme, b);
-    let atomic = b.command.is_atomic();
-    let crossslot = atomic && single.is_err();
+    let atomic = atomic_on(ctx.topo, b);
+    let crossslot = atomic
+        && match ctx.topo.slot_map().is_some_and(|m| m.custom_hashing()) {
+            true => ctx.refused_by_policy(scheme, &b.name),
+            false => single.is_err(),
+        };
     // The tag the batch's keys share now (if single-slot) and its number of values: what a
     // key sample shows when it clearly disagrees with the declaration (both are said).
     let mut observed_note: Option<String> = None;
@@ -646,7 +680,14 @@ fn problem(ctx: &Ctx<'_>, st: &Assessed<'_>, keep: &Score) -> Option<String> {
     } = st;
     let (crossslot, needed, low_card, fanout_accepted) =
         (*crossslot, *needed, *low_card, *fanout_accepted);
-    if crossslot {
+    let by_policy = ctx.topo.slot_map().is_some_and(|m| m.custom_hashing());
+    let atomic = atomic_on(ctx.topo, b);
+    if crossslot && by_policy {
+        Some(format!(
+            "{} over keys the database's hashing policy places on different slots (or refuses): CROSSSLOT",
+            b.command.name(),
+        ))
+    } else if crossslot {
         Some(format!(
             "{} over keys that hash to different slots: CROSSSLOT ({})",
             b.command.name(),
@@ -656,9 +697,13 @@ fn problem(ctx: &Ctx<'_>, st: &Assessed<'_>, keep: &Score) -> Option<String> {
                 .map(|e| e.to_string())
                 .unwrap_or_default()
         ))
-    } else if single.is_err() && !fanout_accepted {
+    } else if single.is_err() && !fanout_accepted && !(by_policy && atomic) {
         Some(format!(
-            "pipeline over several slots: {} node(s), {} round trip(s) with {}",
+            "{} over several slots: {} node(s), {} round trip(s) with {}",
+            match b.command.is_atomic() {
+                true => format!("{} (split over the shards by the proxy)", b.command.name()),
+                false => "pipeline".to_string(),
+            },
             keep.nodes_touched,
             keep.round_trips,
             ctx.opts

@@ -158,13 +158,26 @@ enum Mode {
     Model,
 }
 
+/// The slot of `key` on `topo` (a key a Redis Enterprise database's hashing policy refuses
+/// has none: `u16::MAX`, which no node serves).
+fn slot_on(topo: &Topology, key: &[u8]) -> u16 {
+    match topo.slot_map() {
+        Some(m) => m.slot_of(key).unwrap_or(u16::MAX),
+        None => key_slot(key),
+    }
+}
+
 /// The commands of `op` with the slot of their key and their number of keys.
-fn per_key(op: &Op, mode: Mode) -> Result<Vec<(Option<u16>, Args, u64)>, ExecError> {
+fn per_key(
+    op: &Op,
+    mode: Mode,
+    topo: &Topology,
+) -> Result<Vec<(Option<u16>, Args, u64)>, ExecError> {
     if op.keys.is_empty() {
         return Ok(vec![(None, op.args.clone(), 0)]);
     }
     if op.keys.len() == 1 && !splits(&op.command) {
-        return Ok(vec![(Some(key_slot(&op.keys[0])), op.args.clone(), 1)]);
+        return Ok(vec![(Some(slot_on(topo, &op.keys[0])), op.args.clone(), 1)]);
     }
     if !splits(&op.command) && mode == Mode::Strict {
         return Err(ExecError::Unsplittable(op.command.clone()));
@@ -179,7 +192,7 @@ fn per_key(op: &Op, mode: Mode) -> Result<Vec<(Option<u16>, Args, u64)>, ExecErr
             if let Some(v) = op.values.get(i) {
                 args.push(v.clone());
             }
-            (Some(key_slot(k)), args, 1)
+            (Some(slot_on(topo, k)), args, 1)
         })
         .collect())
 }
@@ -358,7 +371,7 @@ fn build(
         let Some(first) = b.keys().next() else {
             return Ok((plan, 0));
         };
-        let Some(node) = node_of(Some(key_slot(first)))? else {
+        let Some(node) = node_of(Some(slot_on(topo, first)))? else {
             return Ok((plan, b.keys().count()));
         };
         let mut commands: Vec<(Args, u64)> = Vec::new();
@@ -380,7 +393,7 @@ fn build(
             }
             BatchKind::Pipeline | BatchKind::Multi => {
                 for op in &b.ops {
-                    for (_, c, k) in per_key(op, mode)? {
+                    for (_, c, k) in per_key(op, mode, topo)? {
                         commands.push((c, k));
                     }
                 }
@@ -398,7 +411,7 @@ fn build(
     }
     let mut cmds: Vec<(usize, Option<u16>, Args, u64)> = Vec::new();
     for op in &b.ops {
-        for (slot, c, k) in per_key(op, mode)? {
+        for (slot, c, k) in per_key(op, mode, topo)? {
             match node_of(slot)? {
                 Some(n) => cmds.push((n, slot, c, k)),
                 None => unplaced += 1,

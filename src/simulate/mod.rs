@@ -286,7 +286,10 @@ pub(crate) fn resp_bytes(args: &[&[u8]]) -> u64 {
 /// Simulates a batch under a strategy: the cost of the execution plan `keyplan bench` runs
 /// (see [`exec`]), with each node's commands, keys and request bytes.
 pub fn simulate(b: &Batch, topo: &Topology, strategy: Strategy, net: &NetworkModel) -> SimResult {
-    let input = if strategy == Strategy::Hashtag {
+    // Under a Redis Enterprise hashing policy a `{…}` tag may match no rule: the keys are left
+    // as they are, and the strategy sends them all to the first key's shard.
+    let by_policy = topo.slot_map().is_some_and(|m| m.custom_hashing());
+    let input = if strategy == Strategy::Hashtag && !by_policy {
         exec::onto_one_tag(b)
     } else {
         b.clone()

@@ -15,6 +15,12 @@
 //! - A key on a slot no node serves: `CLUSTERDOWN`.
 //!
 //! A client-side ring (twemproxy, client sharding) has no slots: nothing here applies.
+//!
+//! A Redis Enterprise / Cloud database behind its proxy places keys by its hashing policy (a
+//! key no custom rule matches is refused), runs MGET, MSET, DEL, EXISTS, UNLINK and TOUCH
+//! across slots itself (only MGET, EXISTS and TOUCH on Active-Active), and binds every other
+//! command, a transaction and a script's declared keys to one slot. A script that touches an
+//! undeclared key of another shard gets no error: it reads or writes the key on its own shard.
 
 use super::{Batch, BatchKind};
 use crate::slot::key_slot;
@@ -33,6 +39,8 @@ pub enum ServerOutcome {
     NonLocalScriptKey,
     /// A key lands on a slot no node serves: `CLUSTERDOWN`.
     Unserved,
+    /// A key no rule of the database's custom hashing policy matches: refused.
+    Unhashable,
 }
 
 impl ServerOutcome {
@@ -43,6 +51,7 @@ impl ServerOutcome {
             ServerOutcome::Crossslot => "crossslot",
             ServerOutcome::NonLocalScriptKey => "non-local-script-key",
             ServerOutcome::Unserved => "unserved",
+            ServerOutcome::Unhashable => "unhashable",
         }
     }
 }
@@ -151,7 +160,18 @@ pub fn as_written(b: &Batch, topo: &Topology) -> Verdict {
         .keys()
         .chain(b.script_ran.iter().flatten().map(Vec::as_slice))
         .collect();
-    let slots = distinct(all.iter().map(|k| key_slot(k))).len();
+    let Some(map) = topo.slot_map() else {
+        let slots = distinct(all.iter().map(|k| key_slot(k))).len();
+        return Verdict {
+            outcome: ServerOutcome::Ok,
+            message: None,
+            slots,
+            keys: Vec::new(),
+            instances: None,
+        };
+    };
+    let slot = |k: &[u8]| map.slot_of(k);
+    let slots = distinct(all.iter().filter_map(|k| slot(k))).len();
     let verdict = |outcome: ServerOutcome, message: Option<&str>, keys: &[&[u8]]| Verdict {
         outcome,
         message: message.map(str::to_string),
@@ -159,45 +179,53 @@ pub fn as_written(b: &Batch, topo: &Topology) -> Verdict {
         keys: shown(keys),
         instances: None,
     };
-    let Some(map) = topo.slot_map() else {
-        return verdict(ServerOutcome::Ok, None, &[]);
-    };
-    if let Some(k) = all
-        .iter()
-        .find(|k| map.owner_of_slot(key_slot(k)).is_none())
-    {
-        let m = format!("CLUSTERDOWN Hash slot not served (slot {})", key_slot(k));
+    let enterprise = map.enterprise();
+    if let Some(k) = all.iter().find(|k| slot(k).is_none()) {
+        let m = "the key matches no rule of the database's custom hashing policy, so the database refuses it";
+        return verdict(ServerOutcome::Unhashable, Some(m), &[k]);
+    }
+    let slot = |k: &[u8]| slot(k).unwrap_or(0);
+    if let Some(k) = all.iter().find(|k| map.owner_of_slot(slot(k)).is_none()) {
+        let m = format!("CLUSTERDOWN Hash slot not served (slot {})", slot(k));
         return Verdict {
             message: Some(m),
             ..verdict(ServerOutcome::Unserved, None, &[k])
         };
     }
-    // The commands the server checks one by one (a transaction is checked as one).
+    // The commands the server checks one by one (a transaction is checked as one). A Redis
+    // Enterprise proxy runs some commands across slots itself.
     let groups: Vec<Vec<&[u8]>> = match b.kind {
         BatchKind::Multi => vec![b.keys().collect()],
         _ => b
             .ops
             .iter()
+            .filter(|o| !enterprise.is_some_and(|e| e.accepts_cross_slot(&o.command)))
             .map(|o| o.keys.iter().map(Vec::as_slice).collect())
             .collect(),
     };
     for g in &groups {
-        if distinct(g.iter().map(|k| key_slot(k))).len() > 1 {
+        if distinct(g.iter().map(|k| slot(k))).len() > 1 {
             return verdict(ServerOutcome::Crossslot, Some(CROSSSLOT), g);
         }
+    }
+    if let Some(e) = enterprise
+        && b.kind == BatchKind::Script
+        && !b.script_ran.is_empty()
+    {
+        return enterprise_script(b, map, e, &verdict);
     }
     if b.kind != BatchKind::Script || b.script_ran.is_empty() {
         return verdict(ServerOutcome::Ok, None, &[]);
     }
     // The script runs on its declared keys' node (with none declared, on whichever node the
     // client picked: the first command decides whether that can work at all).
-    let declared: Option<u16> = b.keys().next().map(key_slot);
+    let declared: Option<u16> = b.keys().next().map(slot);
     let mut bound: Option<u16> = declared;
     let mut stricter = None;
     let node = declared.and_then(|s| map.owner_of_slot(s));
     for keys in &b.script_ran {
         let ks: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
-        let own = distinct(ks.iter().map(|k| key_slot(k)));
+        let own = distinct(ks.iter().map(|k| slot(k)));
         if own.is_empty() {
             continue;
         }
@@ -247,6 +275,48 @@ pub fn as_written(b: &Batch, topo: &Topology) -> Verdict {
             ..verdict(ServerOutcome::Ok, None, &ks)
         },
         None => verdict(ServerOutcome::Ok, None, &[]),
+    }
+}
+
+/// Builds a verdict from an outcome, the server's words and the keys that caused it.
+type VerdictOf<'a> = dyn Fn(ServerOutcome, Option<&str>, &[&[u8]]) -> Verdict + 'a;
+
+/// A script on a Redis Enterprise database: it runs on its declared keys' shard (with none
+/// declared, on the shard the proxy picks), and a key it touches that another shard owns is
+/// read or written there anyway, without an error.
+fn enterprise_script(
+    b: &Batch,
+    map: &crate::topology::SlotMap,
+    e: &crate::topology::enterprise::Enterprise,
+    verdict: &VerdictOf<'_>,
+) -> Verdict {
+    let shard = |k: &[u8]| map.slot_of(k).and_then(|s| map.owner_of_slot(s));
+    let home = b.keys().next().map(shard);
+    let touched: Vec<&[u8]> = b.script_ran.iter().flatten().map(Vec::as_slice).collect();
+    let shards = map.nodes().len();
+    let stray = match home {
+        Some(h) => touched.iter().find(|k| shard(k) != h),
+        None if shards > 1 => touched.first(),
+        None => None,
+    };
+    let Some(k) = stray else {
+        return verdict(ServerOutcome::Ok, None, &[]);
+    };
+    let why = match home {
+        Some(_) => format!(
+            "no error is returned: the script runs on its declared keys' shard and reads or writes {}, which another shard owns, on that shard ({})",
+            String::from_utf8_lossy(k),
+            e.describe()
+        ),
+        None => format!(
+            "no error is returned: the script declares no keys, so it runs on whichever of {shards} shards the proxy picks, and reads or writes {} there even where another shard owns it ({})",
+            String::from_utf8_lossy(k),
+            e.describe()
+        ),
+    };
+    Verdict {
+        message: Some(why),
+        ..verdict(ServerOutcome::NonLocalScriptKey, None, &touched)
     }
 }
 
@@ -309,5 +379,70 @@ mod tests {
         b.allow_cross_slot = true;
         assert_eq!(as_written(&b, &t).message, None);
         assert_eq!(as_written(&b, &t).outcome, ServerOutcome::Ok);
+    }
+
+    fn enterprise(hashing: crate::topology::enterprise::HashingPolicy, aa: bool) -> Topology {
+        Topology::Cluster(SlotMap::from_masters(3).unwrap().with_enterprise(
+            crate::topology::enterprise::Enterprise {
+                hashing,
+                active_active: aa,
+            },
+        ))
+    }
+
+    #[test]
+    fn the_enterprise_proxy_splits_six_commands_and_binds_the_rest() {
+        use crate::topology::enterprise::HashingPolicy;
+        let t = enterprise(HashingPolicy::Redis, false);
+        let v = |line: &str, t: &Topology| as_written(&parse_batches(line).unwrap()[0], t).outcome;
+        for line in [
+            "MGET a b",
+            "MSET a 1 b 2",
+            "DEL a b",
+            "EXISTS a b",
+            "UNLINK a b",
+            "TOUCH a b",
+            "PIPELINE GET a; MGET a b",
+        ] {
+            assert_eq!(v(line, &t), ServerOutcome::Ok, "{line}");
+        }
+        assert_eq!(v("SUNION a b", &t), ServerOutcome::Crossslot);
+        assert_eq!(v("MULTI SET a 1; SET b 2", &t), ServerOutcome::Crossslot);
+        assert_eq!(v("MULTI MGET a b", &t), ServerOutcome::Crossslot);
+        assert_eq!(v("EVAL s 2 a b", &t), ServerOutcome::Crossslot);
+        // Active-Active: only the read-only ones.
+        let aa = enterprise(HashingPolicy::Redis, true);
+        assert_eq!(v("MGET a b", &aa), ServerOutcome::Ok);
+        assert_eq!(v("EXISTS a b", &aa), ServerOutcome::Ok);
+        assert_eq!(v("MSET a 1 b 2", &aa), ServerOutcome::Crossslot);
+        assert_eq!(v("DEL a b", &aa), ServerOutcome::Crossslot);
+        // A custom policy: a key no rule matches is refused.
+        let c = enterprise(
+            HashingPolicy::custom(&[r"user:(?<tag>\d+):.*"]).unwrap(),
+            false,
+        );
+        assert_eq!(
+            v("MULTI SET user:1:a 1; SET user:1:b 2", &c),
+            ServerOutcome::Ok
+        );
+        assert_eq!(
+            v("MULTI SET user:1:a 1; SET user:2:b 2", &c),
+            ServerOutcome::Crossslot
+        );
+        assert_eq!(v("GET other", &c), ServerOutcome::Unhashable);
+    }
+
+    #[test]
+    fn an_enterprise_script_off_its_shard_gets_no_error_but_is_flagged() {
+        use crate::topology::enterprise::HashingPolicy;
+        let t = enterprise(HashingPolicy::Redis, false);
+        let mut b = parse_batches("EVAL s 1 {u}a").unwrap()[0].clone();
+        b.script_ran = vec![vec![b"{u}b".to_vec()]];
+        assert_eq!(as_written(&b, &t).outcome, ServerOutcome::Ok);
+        // "b" lives on another shard than {u}.
+        b.script_ran = vec![vec![b"b".to_vec()]];
+        let v = as_written(&b, &t);
+        assert_eq!(v.outcome, ServerOutcome::NonLocalScriptKey);
+        assert!(v.message.unwrap().starts_with("no error is returned"));
     }
 }

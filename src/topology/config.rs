@@ -8,6 +8,17 @@
 //!   - { name: c, address: 10.0.0.3:6379, slots: "10923-16383" }
 //! ```
 //! ```yaml
+//! # A Redis Enterprise / Redis Cloud database, reached through its proxy endpoint
+//! enterprise:
+//!   shards: 4              # slots laid out as `redis-cli --cluster create` lays them out,
+//!                          # or `nodes:` as above for the database's real slot ranges
+//!   hashing: custom        # redis | standard | custom
+//!   rules:                 # custom: PCRE rules with a `tag` group, first match wins
+//!     - 'order:(?<tag>\d+):.*'
+//!     - '(?<tag>.*)'
+//!   active_active: false   # an Active-Active database splits only MGET, EXISTS and TOUCH
+//! ```
+//! ```yaml
 //! # A client-side ring
 //! ring:
 //!   kind: jedis            # ketama | modula | random (twemproxy), libketama, jedis, jump, modulo
@@ -29,6 +40,18 @@ use serde_saphyr::Spanned;
 struct TopologyConfig {
     nodes: Option<Spanned<Vec<Spanned<NodeConfig>>>>,
     ring: Option<Spanned<RingConfig>>,
+    enterprise: Option<Spanned<EnterpriseConfig>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EnterpriseConfig {
+    shards: Option<Spanned<usize>>,
+    nodes: Option<Spanned<Vec<Spanned<NodeConfig>>>>,
+    hashing: Option<Spanned<String>>,
+    rules: Option<Spanned<Vec<Spanned<String>>>>,
+    #[serde(default)]
+    active_active: bool,
 }
 
 #[derive(Debug, Deserialize)]
@@ -86,7 +109,7 @@ fn err_at<T>(at: &Spanned<T>, m: impl Into<String>) -> TopologyError {
 /// Whether `text` looks like keyplan topology YAML (a top-level `nodes:` or `ring:` key).
 pub fn looks_like(text: &str) -> bool {
     text.lines()
-        .any(|l| l.starts_with("nodes:") || l.starts_with("ring:"))
+        .any(|l| l.starts_with("nodes:") || l.starts_with("ring:") || l.starts_with("enterprise:"))
 }
 
 /// Parses `0-5460 7000 7002-7010` into ranges.
@@ -122,17 +145,126 @@ pub fn parse_slots(s: &str) -> Result<Vec<(u16, u16)>, String> {
 pub fn parse(text: &str, allow_partial: bool) -> Result<super::Topology, TopologyError> {
     let cfg: TopologyConfig = serde_saphyr::from_str(text)
         .map_err(|e| err(crate::error::yaml_message(&e.to_string())))?;
-    match (cfg.nodes, cfg.ring) {
-        (Some(nodes), None) => cluster(nodes, allow_partial).map(super::Topology::Cluster),
-        (None, Some(ring)) => build_ring(ring).map(super::Topology::Ring),
-        (Some(_), Some(ring)) => Err(err_at(
-            &ring,
-            "give either `nodes:` (a slot map) or `ring:`, not both",
+    match (cfg.nodes, cfg.ring, cfg.enterprise) {
+        (Some(nodes), None, None) => cluster(nodes, allow_partial).map(super::Topology::Cluster),
+        (None, Some(ring), None) => build_ring(ring).map(super::Topology::Ring),
+        (None, None, Some(e)) => enterprise(e, allow_partial).map(super::Topology::Cluster),
+        (None, None, None) => Err(err(
+            "expected `nodes:` (a slot map), `ring:` (a client-side ring) or `enterprise:` (a Redis Enterprise / Cloud database)",
         )),
-        (None, None) => Err(err(
-            "expected `nodes:` (a slot map) or `ring:` (a client-side ring)",
+        (_, Some(ring), _) => Err(err_at(
+            &ring,
+            "give one of `nodes:` (a slot map), `ring:` or `enterprise:`, not several",
+        )),
+        (_, _, Some(e)) => Err(err_at(
+            &e,
+            "give one of `nodes:` (a slot map), `ring:` or `enterprise:`, not several (a database's slot ranges go under `enterprise.nodes:`)",
         )),
     }
+}
+
+fn enterprise(e: Spanned<EnterpriseConfig>, allow_partial: bool) -> Result<SlotMap, TopologyError> {
+    use super::enterprise::{Enterprise, HashingPolicy, PolicyError};
+    let at = e;
+    let e = &at.value;
+    let map = match (&e.shards, &e.nodes) {
+        (Some(n), None) => SlotMap::from_masters(n.value).map_err(|_| {
+            err_at(
+                n,
+                format!(
+                    "enterprise.shards {}: a database has between 1 and 16384 shards",
+                    n.value
+                ),
+            )
+        })?,
+        (None, Some(nodes)) => cluster(
+            Spanned {
+                value: nodes
+                    .value
+                    .iter()
+                    .map(|n| Spanned {
+                        value: NodeConfig {
+                            name: n.value.name.clone(),
+                            address: n.value.address.clone(),
+                            id: n.value.id.clone(),
+                            slots: n.value.slots.clone(),
+                        },
+                        referenced: n.referenced,
+                        defined: n.defined,
+                    })
+                    .collect(),
+                referenced: nodes.referenced,
+                defined: nodes.defined,
+            },
+            allow_partial,
+        )?,
+        (Some(n), Some(_)) => {
+            return Err(err_at(
+                n,
+                "give either `enterprise.shards:` or `enterprise.nodes:` (the shards' slot ranges), not both",
+            ));
+        }
+        (None, None) => {
+            return Err(err_at(
+                &at,
+                "`enterprise:` needs `shards: N` or `nodes:` (the shards' slot ranges)",
+            ));
+        }
+    };
+    let Some(hashing) = &e.hashing else {
+        return Err(err_at(
+            &at,
+            "`enterprise:` needs `hashing: redis`, `standard` or `custom` (the database's hashing policy: Redis Cloud creates databases with `redis`, Redis Software with `standard`)",
+        ));
+    };
+    let rules_at = |m: String, index: usize| match &e.rules {
+        Some(r) => match r.value.get(index.wrapping_sub(1)) {
+            Some(rule) => err_at(rule, m),
+            None => err_at(r, m),
+        },
+        None => err_at(hashing, m),
+    };
+    let policy = match (hashing.value.as_str(), &e.rules) {
+        ("redis", None) => HashingPolicy::Redis,
+        ("standard", None) => HashingPolicy::standard(),
+        ("redis" | "standard", Some(r)) => {
+            return Err(err_at(
+                r,
+                format!(
+                    "`rules:` belong to `hashing: custom` (the {} policy has fixed rules)",
+                    hashing.value
+                ),
+            ));
+        }
+        ("custom", None) => {
+            return Err(err_at(
+                hashing,
+                "`hashing: custom` needs `rules:`, e.g. ['.*{(?<tag>.*)}.*', '(?<tag>.*)']",
+            ));
+        }
+        ("custom", Some(r)) => {
+            let rules: Vec<&str> = r.value.iter().map(|x| x.value.as_str()).collect();
+            HashingPolicy::custom(&rules).map_err(|pe| {
+                let index = match &pe {
+                    PolicyError::TooLong { index, .. }
+                    | PolicyError::Invalid { index, .. }
+                    | PolicyError::NoTag { index, .. } => *index,
+                    PolicyError::NoRules | PolicyError::TooMany(_) => 0,
+                };
+                rules_at(format!("enterprise.rules: {pe}"), index)
+            })?
+        }
+        (other, _) => {
+            return Err(err_at(
+                hashing,
+                format!("enterprise.hashing '{other}': use redis, standard or custom"),
+            ));
+        }
+    };
+    Ok(map.with_enterprise(Enterprise {
+        hashing: policy,
+        active_active: e.active_active,
+    }))
 }
 
 fn cluster(
@@ -193,6 +325,7 @@ fn cluster(
         nodes: out,
         owner,
         migrations: Vec::new(),
+        enterprise: None,
     };
     map.validated(allow_partial)
 }

@@ -6,6 +6,7 @@
 //! [`ring::Ring`] (twemproxy, Jedis, libketama: [`twemproxy`], [`hashes`]).
 
 pub mod config;
+pub mod enterprise;
 pub mod hashes;
 pub mod nodes;
 pub mod reply;
@@ -146,6 +147,8 @@ pub struct SlotMap {
     pub(crate) nodes: Vec<Node>,
     pub(crate) owner: Box<[u16]>,
     pub(crate) migrations: Vec<Migration>,
+    /// A Redis Enterprise / Cloud database behind its proxy (None: Redis Cluster).
+    pub(crate) enterprise: Option<std::sync::Arc<enterprise::Enterprise>>,
 }
 
 /// The slot ranges `redis-cli --cluster create` gives `masters` masters, in master order.
@@ -218,6 +221,7 @@ impl SlotMap {
             nodes,
             owner,
             migrations: Vec::new(),
+            enterprise: None,
         })
     }
 
@@ -236,6 +240,7 @@ impl SlotMap {
             nodes: parsed.masters,
             owner,
             migrations: parsed.migrations,
+            enterprise: None,
         }
         .validated(allow_partial)
     }
@@ -361,6 +366,44 @@ impl SlotMap {
         &self.nodes
     }
 
+    /// The slot of `key`: CRC16 of its hash tag, or on a Redis Enterprise database of what its
+    /// hashing policy hashes (None: no rule of a custom policy matches, and the database
+    /// refuses the key).
+    #[inline]
+    pub fn slot_of(&self, key: &[u8]) -> Option<u16> {
+        match &self.enterprise {
+            None => Some(key_slot(key)),
+            Some(e) => e.hashing.slot(key),
+        }
+    }
+
+    /// The bytes hashed for `key` (see [`SlotMap::slot_of`]).
+    pub fn hashed<'k>(&self, key: &'k [u8]) -> Option<&'k [u8]> {
+        match &self.enterprise {
+            None => Some(crate::slot::TagShape::of(key).hashed(key)),
+            Some(e) => e.hashing.hashed(key),
+        }
+    }
+
+    /// The Redis Enterprise / Cloud database this map is behind, if any.
+    pub fn enterprise(&self) -> Option<&enterprise::Enterprise> {
+        self.enterprise.as_deref()
+    }
+
+    /// This map as a Redis Enterprise database's shards.
+    pub fn with_enterprise(mut self, e: enterprise::Enterprise) -> SlotMap {
+        self.enterprise = Some(std::sync::Arc::new(e));
+        self
+    }
+
+    /// Whether keys are placed by a rule other than Redis Cluster's (a Redis Enterprise
+    /// `standard` or `custom` hashing policy).
+    pub fn custom_hashing(&self) -> bool {
+        self.enterprise
+            .as_ref()
+            .is_some_and(|e| !matches!(e.hashing, enterprise::HashingPolicy::Redis))
+    }
+
     /// Index (into [`SlotMap::nodes`]) of the node serving `slot`, if any.
     #[inline]
     pub fn owner_of_slot(&self, slot: u16) -> Option<usize> {
@@ -404,7 +447,7 @@ pub enum TopologyFormat {
     ClusterNodes,
     /// A twemproxy (nutcracker) YAML config
     Twemproxy,
-    /// keyplan topology YAML (nodes: or ring:)
+    /// keyplan topology YAML (nodes:, ring: or enterprise:)
     Keyplan,
     /// CLUSTER SLOTS or CLUSTER SHARDS as redis-cli prints them (RESP2, RESP3 or --json)
     ClusterReply,
@@ -527,11 +570,15 @@ impl Topology {
     /// are hashed (the hash tag's, or the ring's tag's), and the node that holds it.
     pub fn place<'k>(&self, key: &'k [u8]) -> (Option<u16>, &'k [u8], Option<usize>) {
         match self {
-            Topology::Cluster(m) => {
-                let slot = key_slot(key);
-                let hashed = crate::slot::TagShape::of(key).hashed(key);
-                (Some(slot), hashed, m.owner_of_slot(slot))
-            }
+            Topology::Cluster(m) => match m.slot_of(key) {
+                Some(slot) => (
+                    Some(slot),
+                    m.hashed(key).unwrap_or(key),
+                    m.owner_of_slot(slot),
+                ),
+                // No hashing rule matches: the database refuses the key.
+                None => (None, key, None),
+            },
             Topology::Ring(r) => (None, r.hashed(key), r.node_of(key)),
         }
     }
@@ -540,7 +587,7 @@ impl Topology {
     #[inline]
     pub fn node_of(&self, key: &[u8]) -> Option<usize> {
         match self {
-            Topology::Cluster(m) => m.owner_of_slot(key_slot(key)),
+            Topology::Cluster(m) => m.owner_of_slot(m.slot_of(key)?),
             Topology::Ring(r) => r.node_of(key),
         }
     }

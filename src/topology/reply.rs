@@ -487,6 +487,7 @@ fn from_reply_at(
         nodes,
         owner,
         migrations: Vec::new(),
+        enterprise: None,
     };
     map.validated(allow_partial)
 }

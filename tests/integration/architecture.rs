@@ -39,7 +39,8 @@ const LAYERS: &[(&str, &str, &[&str], bool)] = &[
         "engine",
         "lint",
         &[
-            "code", "error", "keys", "pattern", "scheme", "sketch", "skew", "slot", "topology",
+            "code", "error", "keys", "pattern", "scheme", "simulate", "sketch", "skew", "slot",
+            "topology",
         ],
         false,
     ),

@@ -10,6 +10,7 @@ mod cli;
 mod cluster;
 mod code;
 mod commands;
+mod enterprise;
 mod fuzz;
 mod hostile;
 mod house;
@@ -44,6 +45,7 @@ fn main() -> std::process::ExitCode {
         ("cli", cli::TESTS),
         ("code", code::TESTS),
         ("commands", commands::TESTS),
+        ("enterprise", enterprise::TESTS),
         ("fuzz", fuzz::TESTS),
         ("hostile", hostile::TESTS),
         ("house", house::TESTS),

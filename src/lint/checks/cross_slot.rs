@@ -1,20 +1,38 @@
 //! `cross-slot`: atomic batches whose keys can hash to different slots (CROSSSLOT).
+//!
+//! On Redis Cluster (and a Redis Enterprise database with the `redis` hashing policy) the
+//! scheme's patterns decide it: the keys' hash tags must be the same text. A Redis Enterprise
+//! proxy runs MGET, MSET, DEL, EXISTS, UNLINK and TOUCH across slots itself (only MGET, EXISTS
+//! and TOUCH on Active-Active), so those pass; under a `standard` or `custom` hashing policy
+//! the batch's generated instances are placed by the policy's rules and judged as the database
+//! judges them.
 
 use super::{Check, Finding, allowed};
 use crate::lint::ActiveRule;
-use crate::scheme::Scheme;
 use crate::scheme::predicates::{batch_single_slot, seg_text, single_slot_rewrites};
+use crate::scheme::{DeclaredBatch, Scheme};
+use crate::simulate::verdict::{ServerOutcome, over_instances};
+use crate::topology::Topology;
 
 pub(super) struct CrossSlotCheck;
 
 impl Check for CrossSlotCheck {
-    fn scheme(&self, r: &ActiveRule, scheme: &Scheme, _nodes: usize) -> Vec<Finding> {
+    fn scheme(&self, r: &ActiveRule, scheme: &Scheme, topo: &Topology) -> Vec<Finding> {
+        let enterprise = topo.slot_map().and_then(|m| m.enterprise());
+        let by_policy = topo.slot_map().is_some_and(|m| m.custom_hashing());
         let mut out = Vec::new();
         for b in scheme
             .batches
             .iter()
             .filter(|b| b.command.is_atomic() && !allowed(&b.allow, r))
         {
+            if enterprise.is_some_and(|e| e.accepts_cross_slot(b.command.name())) {
+                continue;
+            }
+            if by_policy {
+                out.extend(by_instances(scheme, b, topo));
+                continue;
+            }
             let Err(why) = batch_single_slot(scheme, b) else {
                 continue;
             };
@@ -43,4 +61,40 @@ impl Check for CrossSlotCheck {
         }
         out
     }
+}
+
+/// The batch judged on its generated instances, placed by the database's hashing policy.
+fn by_instances(scheme: &Scheme, b: &DeclaredBatch, topo: &Topology) -> Option<Finding> {
+    let size = b.size.unwrap_or(b.keys.len() as u64);
+    let generated = (0..crate::simulate::session::instances_for(size))
+        .map(|i| crate::simulate::batch::scheme_batch_instance(scheme, b, None, i));
+    let v = over_instances(generated, topo)?;
+    let policy = topo
+        .slot_map()
+        .and_then(|m| m.enterprise())
+        .map_or("", |e| e.hashing.name());
+    let (what, help) = match v.outcome {
+        ServerOutcome::Ok => return None,
+        ServerOutcome::Unhashable => (
+            "has keys that no rule of the custom hashing policy matches, and the database refuses them".to_string(),
+            "add a rule that matches these keys (before any catch-all), or rename the keys to a pattern a rule matches".to_string(),
+        ),
+        _ => (
+            "can touch several slots and fail with CROSSSLOT".to_string(),
+            format!(
+                "make the {policy} hashing policy give all its keys one tag: a rule whose `tag` group captures only what the batch's keys share"
+            ),
+        ),
+    };
+    Some(Finding::at(
+        b.pos,
+        format!(
+            "batch '{}' ({}) {what}, e.g. {}: {}",
+            b.name,
+            b.command.name(),
+            v.keys.join(" "),
+            v.message.unwrap_or_default()
+        ),
+        Some(help),
+    ))
 }

@@ -5,6 +5,7 @@ use crate::keys::display::display_key;
 use crate::lint::ActiveRule;
 use crate::lint::rule::BytesFlag;
 use crate::scheme::Scheme;
+use crate::topology::Topology;
 
 pub(super) struct KeyBytesCheck(pub BytesFlag);
 
@@ -16,7 +17,7 @@ fn hit(flag: BytesFlag, key: &[u8]) -> bool {
 }
 
 impl Check for KeyBytesCheck {
-    fn scheme(&self, r: &ActiveRule, scheme: &Scheme, _nodes: usize) -> Vec<Finding> {
+    fn scheme(&self, r: &ActiveRule, scheme: &Scheme, _topo: &Topology) -> Vec<Finding> {
         scheme
             .keys
             .iter()

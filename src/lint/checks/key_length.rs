@@ -4,13 +4,14 @@ use super::{Check, Finding, Found, KeySeen, allowed};
 use crate::keys::display::display_key;
 use crate::lint::ActiveRule;
 use crate::scheme::{Scheme, Seg};
+use crate::topology::Topology;
 
 pub(super) struct KeyLengthCheck {
     pub max: usize,
 }
 
 impl Check for KeyLengthCheck {
-    fn scheme(&self, r: &ActiveRule, scheme: &Scheme, _nodes: usize) -> Vec<Finding> {
+    fn scheme(&self, r: &ActiveRule, scheme: &Scheme, _topo: &Topology) -> Vec<Finding> {
         let max = self.max;
         let mut out = Vec::new();
         for k in scheme.keys.iter().filter(|k| !allowed(&k.allow, r)) {

@@ -76,7 +76,7 @@ impl Finding {
 /// Each kind lives in a file of its own; a kind implements the hooks it needs.
 pub(crate) trait Check: std::any::Any + Send {
     /// Findings in a scheme laid over `nodes` nodes.
-    fn scheme(&self, _r: &ActiveRule, _scheme: &Scheme, _nodes: usize) -> Vec<Finding> {
+    fn scheme(&self, _r: &ActiveRule, _scheme: &Scheme, _topo: &Topology) -> Vec<Finding> {
         Vec::new()
     }
 
@@ -206,19 +206,30 @@ impl DumpTotals {
         self.has_bytes |= bytes.is_some();
         self.has_ops |= ops.is_some();
         self.bytes += b;
-        let slot = crate::slot::key_slot(key) as usize;
-        self.slot_keys[slot] += 1;
-        self.slot_bytes[slot] += b;
+        let slot = match topo.slot_map() {
+            Some(m) => m.slot_of(key),
+            None => Some(crate::slot::key_slot(key)),
+        };
+        if let Some(slot) = slot.map(usize::from) {
+            self.slot_keys[slot] += 1;
+            self.slot_bytes[slot] += b;
+        }
         if let Some(i) = topo.node_of(key) {
             self.node_keys[i] += 1;
             self.node_bytes[i] += b;
             self.node_ops[i] += ops.unwrap_or(0.0);
         }
-        if matches!(
-            crate::slot::TagShape::of(key),
-            crate::slot::TagShape::Tagged { .. }
-        ) {
-            let tag = crate::slot::hash_tag(key);
+        // The tag: what is hashed when it is not the whole key (on a Redis Enterprise database
+        // with a standard or custom hashing policy, what the policy's rule captures).
+        let tag = match topo.slot_map() {
+            Some(m) if m.custom_hashing() => m.hashed(key).filter(|t| t.len() < key.len()),
+            _ => matches!(
+                crate::slot::TagShape::of(key),
+                crate::slot::TagShape::Tagged { .. }
+            )
+            .then(|| crate::slot::hash_tag(key)),
+        };
+        if let Some(tag) = tag {
             self.tags.add(tag, 1, b);
             if bytes.is_some() {
                 self.tags_by_bytes.add(tag, b, 1);
@@ -374,10 +385,9 @@ pub fn lint_scheme(
     path: &str,
     topo: &Topology,
 ) -> Vec<Diagnostic> {
-    let nodes = topo.nodes().len().max(1);
     let mut out = Vec::new();
     for r in rules.active() {
-        for f in check_of(&r.spec.check).scheme(r, scheme, nodes) {
+        for f in check_of(&r.spec.check).scheme(r, scheme, topo) {
             out.push(diag(r, path, f.line, f.column, f.message, f.help));
         }
     }

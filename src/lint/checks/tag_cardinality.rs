@@ -4,11 +4,13 @@ use super::{Check, Finding, allowed};
 use crate::lint::{ActiveRule, TagRequirement};
 use crate::scheme::predicates::{combined_cardinality, seg_text, seg_vars};
 use crate::scheme::{Scheme, TagPart, Template};
+use crate::topology::Topology;
 
 pub(super) struct TagCardinalityCheck(pub TagRequirement);
 
 impl Check for TagCardinalityCheck {
-    fn scheme(&self, r: &ActiveRule, scheme: &Scheme, nodes: usize) -> Vec<Finding> {
+    fn scheme(&self, r: &ActiveRule, scheme: &Scheme, topo: &Topology) -> Vec<Finding> {
+        let nodes = topo.nodes().len().max(1);
         let mut out = Vec::new();
         for k in scheme.keys.iter().filter(|k| !allowed(&k.allow, r)) {
             let TagPart::Tagged(segs) = k.template.tag_part().0 else {

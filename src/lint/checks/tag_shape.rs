@@ -6,11 +6,12 @@ use crate::lint::ActiveRule;
 use crate::lint::rule::TagFlag;
 use crate::scheme::{Scheme, TagPart};
 use crate::slot::TagShape;
+use crate::topology::Topology;
 
 pub(super) struct TagShapeCheck(pub TagFlag);
 
 impl Check for TagShapeCheck {
-    fn scheme(&self, r: &ActiveRule, scheme: &Scheme, _nodes: usize) -> Vec<Finding> {
+    fn scheme(&self, r: &ActiveRule, scheme: &Scheme, _topo: &Topology) -> Vec<Finding> {
         let mut out = Vec::new();
         for k in scheme.keys.iter().filter(|k| !allowed(&k.allow, r)) {
             let (part, later) = k.template.tag_part();

@@ -4,11 +4,12 @@ use super::{Check, Finding, allowed};
 use crate::lint::ActiveRule;
 use crate::scheme::predicates::seg_vars;
 use crate::scheme::{Scheme, TagPart};
+use crate::topology::Topology;
 
 pub(super) struct UnusedTagCheck;
 
 impl Check for UnusedTagCheck {
-    fn scheme(&self, r: &ActiveRule, scheme: &Scheme, _nodes: usize) -> Vec<Finding> {
+    fn scheme(&self, r: &ActiveRule, scheme: &Scheme, _topo: &Topology) -> Vec<Finding> {
         let mut out = Vec::new();
         for k in scheme.keys.iter().filter(|k| !allowed(&k.allow, r)) {
             let TagPart::Tagged(segs) = k.template.tag_part().0 else {

@@ -187,6 +187,15 @@ impl Client {
     /// Whether the profile runs on `topology`'s kind: Redis Cluster clients on a slot map,
     /// twemproxy on a ring of plain servers, Envoy on either.
     pub fn applies_to(self, topology: &Topology) -> bool {
+        // A Redis Enterprise proxy endpoint is a plain Redis endpoint: no cluster client or
+        // proxy of these talks to it (with the OSS Cluster API enabled the database is a
+        // Redis Cluster, read as one from its CLUSTER SLOTS).
+        if topology
+            .slot_map()
+            .is_some_and(|m| m.enterprise().is_some())
+        {
+            return false;
+        }
         match (self.profile().serves, topology) {
             (Serves::Both, _) => true,
             (Serves::Cluster, Topology::Cluster(_)) | (Serves::Ring, Topology::Ring(_)) => true,
@@ -347,7 +356,12 @@ pub fn simulate_client_stale(
         r
     };
     if !client.applies_to(topo) {
+        let enterprise = topo.slot_map().and_then(|m| m.enterprise());
         let why = match client.profile().serves {
+            _ if enterprise.is_some() => format!(
+                "{} does not run against a Redis Enterprise proxy endpoint (a plain Redis endpoint): simulate without --client for what the proxy does; with the OSS Cluster API enabled, give the database's CLUSTER SLOTS as the topology",
+                client.name()
+            ),
             Serves::Ring => format!(
                 "{0} shards over a ring of plain servers: give a {0} config as the topology",
                 client.name()
