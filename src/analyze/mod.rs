@@ -68,6 +68,9 @@ pub struct Analyzer<'t> {
     unplaced: u64,
     /// Keys are placed by a Redis Enterprise hashing policy's rules, not by `{…}` tags.
     by_policy: bool,
+    /// Keys no rule of that policy matches (the database refuses them), and a few of them.
+    unhashable: u64,
+    unhashable_examples: Vec<Vec<u8>>,
     ring: bool,
     tagged: u64,
     tag_hll: Hll,
@@ -194,6 +197,8 @@ impl<'t> Analyzer<'t> {
             node_ops: vec![0.0; topology.nodes().len()],
             unplaced: 0,
             by_policy: topology.slot_map().is_some_and(|m| m.custom_hashing()),
+            unhashable: 0,
+            unhashable_examples: Vec::new(),
             ring: topology.ring().is_some(),
             tagged: 0,
             tag_hll: Hll::new(14),
@@ -270,7 +275,18 @@ impl<'t> Analyzer<'t> {
                     let tag = map.hashed(key).filter(|t| t.len() < key.len());
                     self.add_placed(key, slot, tag, bytes, ops);
                 }
-                None => self.unplaced += 1,
+                None => {
+                    self.unplaced += 1;
+                    self.unhashable += 1;
+                    // The three smallest: the same whichever worker saw which key.
+                    let ex = &mut self.unhashable_examples;
+                    if ex.len() < 3 || ex.last().is_some_and(|l| key < l.as_slice()) {
+                        ex.push(key.to_vec());
+                        ex.sort();
+                        ex.dedup();
+                        ex.truncate(3);
+                    }
+                }
             }
             return;
         }
@@ -374,6 +390,12 @@ impl<'t> Analyzer<'t> {
             *a += b;
         }
         self.unplaced += o.unplaced;
+        self.unhashable += o.unhashable;
+        self.unhashable_examples
+            .extend(o.unhashable_examples.iter().cloned());
+        self.unhashable_examples.sort();
+        self.unhashable_examples.dedup();
+        self.unhashable_examples.truncate(3);
         self.tagged += o.tagged;
         self.tag_hll.merge(&o.tag_hll);
         self.tags_by_keys.merge(&o.tags_by_keys);
@@ -464,6 +486,13 @@ pub enum NoteKind {
     WeakRingHash {
         /// The hash.
         hash: String,
+    },
+    /// On a Redis Enterprise database, keys no rule of its hashing policy matches.
+    Unhashable {
+        /// How many.
+        keys: u64,
+        /// Up to three of them.
+        examples: Vec<String>,
     },
 }
 
@@ -817,6 +846,28 @@ impl Analyzer<'_> {
             .collect();
         let mut notes = notes(&listed.patterns, topo);
         notes.extend(tag_value_notes(&listed.patterns, &heavy_tags));
+        if self.unhashable > 0 {
+            let policy = topo
+                .slot_map()
+                .and_then(|m| m.enterprise())
+                .map_or("", |e| e.hashing.name());
+            let examples: Vec<String> = self
+                .unhashable_examples
+                .iter()
+                .map(|k| String::from_utf8_lossy(k).into_owned())
+                .collect();
+            notes.push(Note {
+                text: format!(
+                    "{} keys match no rule of the database's {policy} hashing policy, and the database refuses them (e.g. {}): add a rule for them before any catch-all",
+                    self.unhashable,
+                    examples.join(", ")
+                ),
+                what: NoteKind::Unhashable {
+                    keys: self.unhashable,
+                    examples,
+                },
+            });
+        }
         AnalyzeReport {
             topology: TopologyInfo {
                 kind: if self.ring {

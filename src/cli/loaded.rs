@@ -46,6 +46,13 @@ pub enum TopologySource {
     NodesFile(PathBuf),
     /// A slot map in a file (any of the cluster formats).
     SlotMapFile(PathBuf),
+    /// A Redis Enterprise / Cloud database in a file.
+    DatabaseFile {
+        /// The database, in words.
+        what: String,
+        /// The file.
+        path: PathBuf,
+    },
     /// A client-side ring in a file.
     RingFile {
         /// What kind of ring, in words.
@@ -76,6 +83,9 @@ impl fmt::Display for TopologySource {
             ),
             TopologySource::SlotMapFile(p) => write!(f, "slot map from {}", p.display()),
             TopologySource::RingFile { kind, path } => write!(f, "{kind} from {}", path.display()),
+            TopologySource::DatabaseFile { what, path } => {
+                write!(f, "{what}, from {}", path.display())
+            }
             TopologySource::Masters { n, origin } => match origin {
                 Origin::Flag => {
                     write!(f, "{n} masters as redis-cli --cluster create assigns slots")
@@ -306,6 +316,12 @@ impl Loaded {
                 let t = Topology::parse_as(text, *format, options)
                     .with_context(|| format!("in topology file {}", path.display()))?;
                 let source = match &t {
+                    Topology::Cluster(m) if let Some(e) = m.enterprise() => {
+                        TopologySource::DatabaseFile {
+                            what: e.describe(),
+                            path: path.clone(),
+                        }
+                    }
                     Topology::Cluster(_) => TopologySource::SlotMapFile(path.clone()),
                     Topology::Ring(r) => TopologySource::RingFile {
                         kind: r.source.clone(),

@@ -336,6 +336,28 @@ GET plain:key
         verdicts(&custom),
         ["ok", "ok", "crossslot", "ok", "unhashable"]
     );
+    // analyze places keys by the rules and names the ones no rule matches.
+    let dump = dir.path().join("keys.txt");
+    std::fs::write(
+        &dump,
+        "order:1:a\norder:1:b\nuser:ann:x\nnothing\nplain:2\n",
+    )
+    .unwrap();
+    let v = json_of(
+        keyplan()
+            .args(["analyze", "--format", "json", "--topology"])
+            .arg(&custom)
+            .arg(&dump),
+    );
+    let note = v["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["kind"] == "unhashable")
+        .expect("an unhashable note");
+    assert_eq!(note["keys"], 2);
+    assert_eq!(note["examples"], serde_json::json!(["nothing", "plain:2"]));
+
     let aa = dir.path().join("aa.yaml");
     std::fs::write(
         &aa,
