@@ -1289,8 +1289,9 @@ batches:
         let mut w = Workload::sample(&s, 3);
         for i in 0..500 {
             let k = format!("board:{{season:spring}}:user:{i}");
-            w.add_sample_key(&s, &topo, k.as_bytes(), m.matched(k.as_bytes()));
+            w.add_sample_key(&topo, k.as_bytes(), &m);
         }
+        w.settle(&s, &m);
         let p = plan_scheme(&s, &topo, &w, &PlanOptions::default());
         let problem = p[0].problem.as_deref().unwrap();
         assert!(
@@ -1320,8 +1321,9 @@ batches:
                     format!("s{}", i % 100)
                 };
                 let k = format!("board:{{season:{season}}}:user:{i}");
-                w.add_sample_key(&s, &topo, k.as_bytes(), m.matched(k.as_bytes()));
+                w.add_sample_key(&topo, k.as_bytes(), &m);
             }
+            w.settle(&s, &m);
             plan_scheme(&s, &topo, &w, &PlanOptions::default())
         };
         let p = sample(400);

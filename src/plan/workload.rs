@@ -19,7 +19,11 @@ const KEPT_PER_FAMILY: usize = 20_000;
 /// (for sample keys) the hash that decided it is kept.
 #[derive(Debug, Clone)]
 struct FamilyKey {
+    /// The values of the family's variables (empty until [`Workload::settle`] reads them from
+    /// `raw` for a sample key).
     values: Vec<String>,
+    /// A sample key as read, until its values are read.
+    raw: Vec<u8>,
     weight: f64,
     hash: u64,
 }
@@ -227,6 +231,7 @@ impl Workload {
                 let weight = total as f64 / m as f64;
                 let keys = (0..m)
                     .map(|j| FamilyKey {
+                        raw: Vec::new(),
                         values: vars
                             .iter()
                             .map(|v| {
@@ -285,9 +290,28 @@ impl Workload {
         self.base = std::sync::OnceLock::new();
     }
 
-    /// Puts each family's kept keys in one order (by hash), whatever order they were read in.
-    fn settle(&mut self) {
-        for f in &mut self.families {
+    /// Reads the values of the kept sample keys (only those: a key the sample drops is never
+    /// taken apart), then puts each family's keys in one order (by hash), whatever order they
+    /// were read in. Call it once the sample is read.
+    pub fn settle(&mut self, scheme: &Scheme, matcher: &crate::scheme::matcher::KeyMatcher) {
+        for (fi, f) in self.families.iter_mut().enumerate() {
+            let names: Vec<&str> = scheme.keys[fi].template.vars().collect();
+            for k in f.keys.iter_mut().filter(|k| !k.raw.is_empty()) {
+                let mut values = vec![String::new(); f.vars.len()];
+                let mut at = 0;
+                matcher.for_each_value(fi, &k.raw, |val| {
+                    // A repeated variable takes its first occurrence's value.
+                    if let Some(name) = names.get(at)
+                        && let Some(i) = f.vars.iter().position(|v| v == name)
+                        && values[i].is_empty()
+                    {
+                        values[i] = String::from_utf8_lossy(val).into_owned();
+                    }
+                    at += 1;
+                });
+                k.values = values;
+                k.raw = Vec::new();
+            }
             f.keys
                 .sort_by(|a, b| a.hash.cmp(&b.hash).then_with(|| a.values.cmp(&b.values)));
         }
@@ -302,26 +326,28 @@ impl Workload {
     /// its variables in pattern order, repeats included), or `None`.
     pub fn add_sample_key(
         &mut self,
-        scheme: &Scheme,
         topo: &Topology,
         key: &[u8],
-        matched: Option<(usize, Vec<String>)>,
+        matcher: &crate::scheme::matcher::KeyMatcher,
     ) {
         self.base = std::sync::OnceLock::new();
-        match matched {
-            Some((fi, captures)) => {
-                let t = &scheme.keys[fi].template;
-                let vars = &self.families[fi].vars;
-                let mut values = vec![String::new(); vars.len()];
-                for (name, val) in t.vars().zip(captures) {
-                    if let Some(i) = vars.iter().position(|v| v == name)
-                        && values[i].is_empty()
-                    {
-                        values[i] = val;
-                    }
-                }
+        let family = matcher.family(key);
+        // A key the family's sample would drop at once is not taken apart: its values are read
+        // (a capture per variable) only when it is kept.
+        if let Some(fi) = family {
+            let hash = stable_hash(key);
+            let f = &mut self.families[fi];
+            if hash > f.threshold {
+                f.seen += 1;
+                return;
+            }
+        }
+        match family {
+            Some(fi) => {
+                // Kept: its values are read when the sample is settled.
                 self.families[fi].keep(FamilyKey {
-                    values,
+                    values: Vec::new(),
+                    raw: key.to_vec(),
                     weight: 1.0,
                     hash: stable_hash(key),
                 });
@@ -525,8 +551,8 @@ impl<'a> PlanSample<'a> {
     /// Adds the key at `line` (lines order the keys as the sample does).
     pub fn add(&mut self, line: u64, key: &[u8]) {
         self.read += 1;
-        if let (Some((s, m)), Some(w)) = (&self.scheme, self.workload.as_mut()) {
-            w.add_sample_key(s, self.topology, key, m.matched(key));
+        if let (Some((_, m)), Some(w)) = (&self.scheme, self.workload.as_mut()) {
+            w.add_sample_key(self.topology, key, m);
         }
         if self.keep {
             match self.lined.len() < MAX_SAMPLE_KEYS {
@@ -565,8 +591,8 @@ impl<'a> PlanSample<'a> {
             .into_iter()
             .map(|(_, k)| k)
             .collect();
-        if let Some(w) = self.workload.as_mut() {
-            w.settle();
+        if let (Some((s, m)), Some(w)) = (&self.scheme, self.workload.as_mut()) {
+            w.settle(s, m);
         }
         if let (Some((s, _)), Some(w)) = (&self.scheme, &self.workload)
             && w.is_empty()
@@ -677,10 +703,13 @@ mod tests {
     fn sample_keys_keep_their_values() {
         let s = Scheme::parse(SCHEME).unwrap();
         let topo = Topology::Cluster(SlotMap::from_masters(3).unwrap());
+        let m = crate::scheme::matcher::KeyMatcher::new(&s);
         let mut w = Workload::sample(&s, 3);
-        w.add_sample_key(&s, &topo, b"user:42:profile", Some((1, vec!["42".into()])));
-        w.add_sample_key(&s, &topo, b"misc", None);
+        w.add_sample_key(&topo, b"user:42:profile", &m);
+        w.add_sample_key(&topo, b"misc", &m);
+        w.settle(&s, &m);
         assert_eq!(w.unmatched, 1);
+        assert_eq!(w.families[1].keys[0].values, vec!["42".to_string()]);
         let base = w.loads(&s, &topo, &[], &[0]);
         assert_eq!(base.per_node.iter().sum::<f64>(), 2.0);
         let n = topo.node_of(b"user:42:profile").unwrap();
@@ -692,15 +721,18 @@ mod tests {
         let s = Scheme::parse(SCHEME).unwrap();
         let topo = Topology::Cluster(SlotMap::from_masters(3).unwrap());
         let n = 3 * KEPT_PER_FAMILY as u64 + 17;
+        let m = crate::scheme::matcher::KeyMatcher::new(&s);
         let mut forward = Workload::sample(&s, 3);
         let mut backward = Workload::sample(&s, 3);
         let key = |i: u64| (format!("user:{i}:profile"), vec![i.to_string()]);
         for i in 0..n {
-            let (k, v) = key(i);
-            forward.add_sample_key(&s, &topo, k.as_bytes(), Some((1, v)));
-            let (k, v) = key(n - 1 - i);
-            backward.add_sample_key(&s, &topo, k.as_bytes(), Some((1, v)));
+            let (k, _) = key(i);
+            forward.add_sample_key(&topo, k.as_bytes(), &m);
+            let (k, _) = key(n - 1 - i);
+            backward.add_sample_key(&topo, k.as_bytes(), &m);
         }
+        forward.settle(&s, &m);
+        backward.settle(&s, &m);
         let kept = forward.families[1].keys.len();
         assert!(
             (KEPT_PER_FAMILY / 2..=2 * KEPT_PER_FAMILY).contains(&kept),

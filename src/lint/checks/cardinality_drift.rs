@@ -93,16 +93,19 @@ impl Check for CardinalityDriftCheck {
         if level < entry.min_level {
             return;
         }
-        let (Some(values), Some(names)) = (matcher.values(family, key), matcher.var_names(family))
-        else {
+        let Some(names) = matcher.var_names(family) else {
             return;
         };
+        let mut values: Vec<&[u8]> = Vec::with_capacity(names.len());
+        if !matcher.for_each_value(family, key, |v| values.push(v)) {
+            return;
+        }
         for l in entry.min_level..=level {
             let (keys, vars) = &mut entry.levels[l];
             *keys += 1;
             for (name, value) in names.iter().zip(&values) {
                 if let Some((_, hll)) = vars.iter_mut().find(|(n, _)| n == name) {
-                    hll.insert(value.as_bytes());
+                    hll.insert(value);
                 }
             }
         }

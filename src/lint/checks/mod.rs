@@ -214,7 +214,12 @@ impl DumpTotals {
             self.slot_keys[slot] += 1;
             self.slot_bytes[slot] += b;
         }
-        if let Some(i) = topo.node_of(key) {
+        // The slot found above places the key on a slot map (no second CRC).
+        let node = match topo.slot_map() {
+            Some(m) => slot.and_then(|s| m.owner_of_slot(s)),
+            None => topo.node_of(key),
+        };
+        if let Some(i) = node {
             self.node_keys[i] += 1;
             self.node_bytes[i] += b;
             self.node_ops[i] += ops.unwrap_or(0.0);
@@ -414,6 +419,8 @@ pub struct DumpLinter<'a> {
     /// The checks' key patterns ([`Check::key_pattern`]) as one set, and per rule its index
     /// in the set.
     prefilter: Option<(regex::bytes::RegexSet, Vec<Option<usize>>)>,
+    /// Which of the prefilter's patterns the current key matches (reused from key to key).
+    prefilter_hits: Vec<bool>,
 }
 
 /// The keys `unmatched-key` reports, as inferred patterns.
@@ -477,8 +484,10 @@ impl<'a> DumpLinter<'a> {
                 .filter(|_| !patterns.is_empty())
                 .map(|set| (set, slots))
         };
+        let prefilter_hits = vec![false; prefilter.as_ref().map_or(0, |(set, _)| set.len())];
         DumpLinter {
             prefilter,
+            prefilter_hits,
             rules,
             checks,
             path: path.to_string(),
@@ -509,11 +518,14 @@ impl<'a> DumpLinter<'a> {
     pub fn record(&mut self, line: u64, key: &[u8], bytes: Option<u64>, ops: Option<f64>) {
         self.totals.add(self.topo, key, bytes, ops);
         let family = self.matcher.as_ref().map(|(m, _)| m.family(key));
-        let matched = self.prefilter.as_ref().map(|(set, _)| set.matches(key));
+        if let Some((set, _)) = &self.prefilter {
+            self.prefilter_hits.fill(false);
+            set.matches_read_at(&mut self.prefilter_hits, key, 0);
+        }
         for i in 0..self.rules.len() {
-            if let (Some((_, slots)), Some(m)) = (&self.prefilter, &matched)
+            if let Some((_, slots)) = &self.prefilter
                 && let Some(j) = slots[i]
-                && !m.matched(j)
+                && !self.prefilter_hits[j]
             {
                 continue;
             }
