@@ -77,6 +77,25 @@ for dump in "$DUMP" "$IDS"; do
   printf '%s: analyze %s s, naive Rust loop %s s (medians of %s in turns): analyze is %s× faster\n' \
     "$name" "$ma" "$mb" "$RUNS" "$(ratio "$mb" "$ma")"
 done
+# lint --keys and plan --keys against analyze on the same dumps (the scheme of the example
+# data), in turns: each reads every key, and the ratio is what their per-key work costs on top.
+SCHEME=examples/keyplan.yaml
+for dump in "$DUMP" "$IDS"; do
+  A=(); L=(); LS=(); P=()
+  for _ in $(seq "$RUNS"); do
+    A+=("$(secs "$BIN" analyze --format json "$dump")")
+    L+=("$(secs "$BIN" lint --format json --keys "$dump")")
+    LS+=("$(secs "$BIN" lint --format json --scheme "$SCHEME" --keys "$dump")")
+    P+=("$(secs "$BIN" plan --format json --scheme "$SCHEME" --keys "$dump")")
+  done
+  ma="$(median "${A[@]}")"
+  name="ordinary dump"; [ "$dump" = "$IDS" ] && name="id-heavy dump"
+  printf '%s (medians of %s in turns): analyze %s s' "$name" "$RUNS" "$ma"
+  for row in "lint --keys:$(median "${L[@]}")" "lint --keys --scheme:$(median "${LS[@]}")" "plan --keys:$(median "${P[@]}")"; do
+    printf ', %s %s s (%s× analyze)' "${row%%:*}" "${row##*:}" "$(ratio "${row##*:}" "$ma")"
+  done
+  printf '\n'
+done
 if [ -x /usr/bin/time ]; then
   # The smaller dump is generated the same way as the big one (not cut with `head`): the
   # kernel keeps a file written in large blocks in large page-cache folios and maps them
