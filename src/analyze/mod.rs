@@ -270,9 +270,9 @@ impl<'t> Analyzer<'t> {
             && let Some(map) = self.topology.slot_map()
         {
             // What the database's rules hash; a key no rule matches is refused (unplaced).
-            match map.slot_of(key) {
-                Some(slot) => {
-                    let tag = map.hashed(key).filter(|t| t.len() < key.len());
+            match map.place_key(key) {
+                Some((slot, hashed)) => {
+                    let tag = (hashed.len() < key.len()).then_some(hashed);
                     self.add_placed(key, slot, tag, bytes, ops);
                 }
                 None => {

@@ -569,11 +569,7 @@ mod tests {
     use super::*;
     use crate::migrate::redis_cli::{RebalanceOptions, rebalance};
 
-    const NODES: &str = "\
-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa 127.0.0.1:7000@17000 myself,master - 0 0 1 connected 0-5460
-bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb 127.0.0.1:7001@17001 master - 0 0 2 connected 5461-10922
-cccccccccccccccccccccccccccccccccccccccc 127.0.0.1:7002@17002 master - 0 0 3 connected 10923-16383
-";
+    use crate::migrate::tests::THREE_MASTERS as NODES;
 
     #[test]
     fn redis_cli_lines_for_an_added_node() {

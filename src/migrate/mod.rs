@@ -905,8 +905,16 @@ pub fn finish_report(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// Three masters as `redis-cli --cluster create` lays them out, as CLUSTER NODES prints
+    /// them (the emit and timing tests share it).
+    pub(crate) const THREE_MASTERS: &str = "\
+aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa 127.0.0.1:7000@17000 myself,master - 0 0 1 connected 0-5460
+bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb 127.0.0.1:7001@17001 master - 0 0 2 connected 5461-10922
+cccccccccccccccccccccccccccccccccccccccc 127.0.0.1:7002@17002 master - 0 0 3 connected 10923-16383
+";
 
     const NODES: &str = "\
 07c37dfeb235213a872192d90877d0cd55635b91 127.0.0.1:30004@31004 slave e7d1eecce10fd6bb5eb35b9f99a514335d9ba9ca 0 1426238317239 4 connected

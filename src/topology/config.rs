@@ -146,7 +146,7 @@ pub fn parse(text: &str, allow_partial: bool) -> Result<super::Topology, Topolog
     let cfg: TopologyConfig = serde_saphyr::from_str(text)
         .map_err(|e| err(crate::error::yaml_message(&e.to_string())))?;
     match (cfg.nodes, cfg.ring, cfg.enterprise) {
-        (Some(nodes), None, None) => cluster(nodes, allow_partial).map(super::Topology::Cluster),
+        (Some(nodes), None, None) => cluster(&nodes, allow_partial).map(super::Topology::Cluster),
         (None, Some(ring), None) => build_ring(ring).map(super::Topology::Ring),
         (None, None, Some(e)) => enterprise(e, allow_partial).map(super::Topology::Cluster),
         (None, None, None) => Err(err(
@@ -177,27 +177,7 @@ fn enterprise(e: Spanned<EnterpriseConfig>, allow_partial: bool) -> Result<SlotM
                 ),
             )
         })?,
-        (None, Some(nodes)) => cluster(
-            Spanned {
-                value: nodes
-                    .value
-                    .iter()
-                    .map(|n| Spanned {
-                        value: NodeConfig {
-                            name: n.value.name.clone(),
-                            address: n.value.address.clone(),
-                            id: n.value.id.clone(),
-                            slots: n.value.slots.clone(),
-                        },
-                        referenced: n.referenced,
-                        defined: n.defined,
-                    })
-                    .collect(),
-                referenced: nodes.referenced,
-                defined: nodes.defined,
-            },
-            allow_partial,
-        )?,
+        (None, Some(nodes)) => cluster(nodes, allow_partial)?,
         (Some(n), Some(_)) => {
             return Err(err_at(
                 n,
@@ -268,13 +248,13 @@ fn enterprise(e: Spanned<EnterpriseConfig>, allow_partial: bool) -> Result<SlotM
 }
 
 fn cluster(
-    nodes: Spanned<Vec<Spanned<NodeConfig>>>,
+    nodes: &Spanned<Vec<Spanned<NodeConfig>>>,
     allow_partial: bool,
 ) -> Result<SlotMap, TopologyError> {
     if nodes.value.is_empty() {
-        return Err(err_at(&nodes, "`nodes:` is empty"));
+        return Err(err_at(nodes, "`nodes:` is empty"));
     }
-    let nodes = nodes.value;
+    let nodes = &nodes.value;
     let mut owner = vec![NO_OWNER; SLOT_COUNT].into_boxed_slice();
     let mut out = Vec::new();
     for (i, n) in nodes.iter().enumerate() {

@@ -203,6 +203,18 @@ impl HashingPolicy {
             _ => self.hashed(key).map(|t| crc16(t) & 0x3fff),
         }
     }
+
+    /// The slot of `key` with the bytes hashed for it, the rules run once (None: no rule
+    /// matches).
+    #[inline]
+    pub fn place<'k>(&self, key: &'k [u8]) -> Option<(u16, &'k [u8])> {
+        match self {
+            HashingPolicy::Redis => {
+                Some((key_slot(key), crate::slot::TagShape::of(key).hashed(key)))
+            }
+            _ => self.hashed(key).map(|t| (crc16(t) & 0x3fff, t)),
+        }
+    }
 }
 
 /// A Redis Enterprise / Redis Cloud database behind its proxy.

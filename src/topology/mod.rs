@@ -385,6 +385,15 @@ impl SlotMap {
         }
     }
 
+    /// [`SlotMap::slot_of`] with [`SlotMap::hashed`], a policy's rules run once.
+    #[inline]
+    pub fn place_key<'k>(&self, key: &'k [u8]) -> Option<(u16, &'k [u8])> {
+        match &self.enterprise {
+            None => Some((key_slot(key), crate::slot::TagShape::of(key).hashed(key))),
+            Some(e) => e.hashing.place(key),
+        }
+    }
+
     /// The Redis Enterprise / Cloud database this map is behind, if any.
     pub fn enterprise(&self) -> Option<&enterprise::Enterprise> {
         self.enterprise.as_deref()
@@ -570,12 +579,8 @@ impl Topology {
     /// are hashed (the hash tag's, or the ring's tag's), and the node that holds it.
     pub fn place<'k>(&self, key: &'k [u8]) -> (Option<u16>, &'k [u8], Option<usize>) {
         match self {
-            Topology::Cluster(m) => match m.slot_of(key) {
-                Some(slot) => (
-                    Some(slot),
-                    m.hashed(key).unwrap_or(key),
-                    m.owner_of_slot(slot),
-                ),
+            Topology::Cluster(m) => match m.place_key(key) {
+                Some((slot, hashed)) => (Some(slot), hashed, m.owner_of_slot(slot)),
                 // No hashing rule matches: the database refuses the key.
                 None => (None, key, None),
             },

@@ -206,16 +206,24 @@ impl DumpTotals {
         self.has_bytes |= bytes.is_some();
         self.has_ops |= ops.is_some();
         self.bytes += b;
-        let slot = match topo.slot_map() {
-            Some(m) => m.slot_of(key),
-            None => Some(crate::slot::key_slot(key)),
+        // The slot, and on a Redis Enterprise database with a standard or custom hashing
+        // policy the tag its rule captures (what is hashed when it is not the whole key), the
+        // rules run once.
+        let map = topo.slot_map();
+        let by_policy = map.is_some_and(|m| m.custom_hashing());
+        let (slot, policy_tag) = match map {
+            Some(m) if by_policy => match m.place_key(key) {
+                Some((s, hashed)) => (Some(s), (hashed.len() < key.len()).then_some(hashed)),
+                None => (None, None),
+            },
+            Some(_) | None => (Some(crate::slot::key_slot(key)), None),
         };
         if let Some(slot) = slot.map(usize::from) {
             self.slot_keys[slot] += 1;
             self.slot_bytes[slot] += b;
         }
         // The slot found above places the key on a slot map (no second CRC).
-        let node = match topo.slot_map() {
+        let node = match map {
             Some(m) => slot.and_then(|s| m.owner_of_slot(s)),
             None => topo.node_of(key),
         };
@@ -224,11 +232,9 @@ impl DumpTotals {
             self.node_bytes[i] += b;
             self.node_ops[i] += ops.unwrap_or(0.0);
         }
-        // The tag: what is hashed when it is not the whole key (on a Redis Enterprise database
-        // with a standard or custom hashing policy, what the policy's rule captures).
-        let tag = match topo.slot_map() {
-            Some(m) if m.custom_hashing() => m.hashed(key).filter(|t| t.len() < key.len()),
-            _ => matches!(
+        let tag = match by_policy {
+            true => policy_tag,
+            false => matches!(
                 crate::slot::TagShape::of(key),
                 crate::slot::TagShape::Tagged { .. }
             )
