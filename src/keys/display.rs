@@ -28,7 +28,7 @@ impl Serialize for JsonBytes<'_> {
 }
 
 /// An owned byte string, serialised like [`JsonBytes`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ByteString(pub Vec<u8>);
 
 impl Serialize for ByteString {

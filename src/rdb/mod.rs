@@ -198,7 +198,40 @@ pub struct Parser<'a> {
     list_compress_depth: u32,
 }
 
-type R<T> = Result<T, RdbError>;
+/// Errors are boxed: a parse step returns its value in registers, not through memory.
+type R<T> = Result<T, Box<RdbError>>;
+
+/// A key's value type byte and the opcodes read before it.
+#[derive(Debug, Clone, Copy)]
+struct ValueHead {
+    t: u8,
+    at: usize,
+    expires_at_ms: Option<i64>,
+    lfu: Option<u8>,
+    idle: Option<u64>,
+}
+
+/// Where a [`Parser`] stands between two keys, to [`Parser::resume`] from there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Checkpoint {
+    /// The next record's byte offset.
+    pub pos: usize,
+    db: u64,
+    embedded_keys: bool,
+}
+
+fn check_value_type(t: u8, at: usize) -> R<()> {
+    if matches!(t, 0..=7 | 9..=25) {
+        return Ok(());
+    }
+    Err(Box::new(RdbError {
+        offset: at as u64,
+        message: format!(
+            "unknown value type {t} (written by a server newer than this keyplan, or not a \
+             snapshot from here on)"
+        ),
+    }))
+}
 
 /// The newest Redis RDB version read (Redis 7.4 and 8 write 12).
 const MAX_REDIS_RDB: u32 = 15;
@@ -209,9 +242,11 @@ const MAX_VALKEY_RDB: u32 = 89;
 impl<'a> Parser<'a> {
     /// Checks the header and positions the parser on the first record.
     pub fn new(data: &'a [u8]) -> R<Parser<'a>> {
-        let (magic, version) = sniff(data).ok_or_else(|| RdbError {
-            offset: 0,
-            message: "not an RDB snapshot: it does not start with REDIS0… or VALKEY…".into(),
+        let (magic, version) = sniff(data).ok_or_else(|| {
+            Box::new(RdbError {
+                offset: 0,
+                message: "not an RDB snapshot: it does not start with REDIS0… or VALKEY…".into(),
+            })
         })?;
         // Redis writes versions 1–12 today and Valkey 9 writes 80: a few versions past those
         // are read (a new server may only add what the reader then names as unknown), a
@@ -219,12 +254,12 @@ impl<'a> Parser<'a> {
         let redis_ok = magic == Magic::Redis && (1..=MAX_REDIS_RDB).contains(&version);
         let valkey_ok = magic == Magic::Valkey && (80..=MAX_VALKEY_RDB).contains(&version);
         if !(redis_ok || valkey_ok) {
-            return Err(RdbError {
+            return Err(Box::new(RdbError {
                 offset: 5,
                 message: format!(
                     "RDB version {version} is not one any server writes (Redis writes 1 to 12, Valkey 80): a damaged header"
                 ),
-            });
+            }));
         }
         Ok(Parser {
             data,
@@ -279,13 +314,17 @@ impl<'a> Parser<'a> {
         self.pos as u64
     }
 
+    #[cold]
+    #[inline(never)]
     fn err<T>(&self, at: usize, message: impl Into<String>) -> R<T> {
-        Err(RdbError {
+        Err(Box::new(RdbError {
             offset: at as u64,
             message: message.into(),
-        })
+        }))
     }
 
+    #[cold]
+    #[inline(never)]
     fn truncated<T>(&self, what: &str) -> R<T> {
         self.err(
             self.pos,
@@ -293,6 +332,7 @@ impl<'a> Parser<'a> {
         )
     }
 
+    #[inline]
     fn byte(&mut self) -> R<u8> {
         match self.data.get(self.pos) {
             Some(&b) => {
@@ -303,6 +343,7 @@ impl<'a> Parser<'a> {
         }
     }
 
+    #[inline]
     fn take(&mut self, n: u64, what: &str) -> R<usize> {
         let start = self.pos;
         match usize::try_from(n)
@@ -318,6 +359,7 @@ impl<'a> Parser<'a> {
         }
     }
 
+    #[inline]
     fn fixed<const N: usize>(&mut self, what: &str) -> R<[u8; N]> {
         let at = self.take(N as u64, what)?;
         Ok(self.data[at..at + N]
@@ -326,7 +368,31 @@ impl<'a> Parser<'a> {
     }
 
     /// A length, or an encoded-string marker (`Err(kind)` in the inner result).
+    #[inline(always)]
     fn len_or_enc(&mut self) -> R<Result<u64, u8>> {
+        if let Some(&b) = self.data.get(self.pos) {
+            match b >> 6 {
+                0 => {
+                    self.pos += 1;
+                    return Ok(Ok(u64::from(b & 0x3f)));
+                }
+                3 => {
+                    self.pos += 1;
+                    return Ok(Err(b & 0x3f));
+                }
+                1 if self.pos + 1 < self.data.len() => {
+                    let c = self.data[self.pos + 1];
+                    self.pos += 2;
+                    return Ok(Ok((u64::from(b & 0x3f) << 8) | u64::from(c)));
+                }
+                _ => {}
+            }
+        }
+        self.len_or_enc_slow()
+    }
+
+    #[inline(never)]
+    fn len_or_enc_slow(&mut self) -> R<Result<u64, u8>> {
         let at = self.pos;
         let b = self.byte()?;
         Ok(match b >> 6 {
@@ -341,7 +407,26 @@ impl<'a> Parser<'a> {
         })
     }
 
+    /// A length (the one-byte form inline: most lengths are under 64).
+    #[inline(always)]
     fn len(&mut self) -> R<u64> {
+        if let Some(&b) = self.data.get(self.pos) {
+            if b < 0x40 {
+                self.pos += 1;
+                return Ok(u64::from(b));
+            }
+            if b < 0x80
+                && let Some(&c) = self.data.get(self.pos + 1)
+            {
+                self.pos += 2;
+                return Ok((u64::from(b & 0x3f) << 8) | u64::from(c));
+            }
+        }
+        self.len_slow()
+    }
+
+    #[inline(never)]
+    fn len_slow(&mut self) -> R<u64> {
         let at = self.pos;
         match self.len_or_enc()? {
             Ok(n) => Ok(n),
@@ -349,7 +434,53 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// A string (inline: one under 64 bytes, most keys and small values, and a compressed
+    /// one of lengths under 16 KiB).
+    #[inline(always)]
     fn string(&mut self) -> R<Str> {
+        if let Some(&b) = self.data.get(self.pos) {
+            if b < 0x40 {
+                let start = self.pos + 1;
+                let len = usize::from(b);
+                if start + len <= self.data.len() {
+                    self.pos = start + len;
+                    return Ok(Str::Raw { start, len });
+                }
+            } else if b == 0xc3 {
+                let at = self.pos;
+                self.pos += 1;
+                if let (Some(clen), Some(ulen)) = (self.short_len(), self.short_len()) {
+                    let start = self.pos;
+                    // A 2-byte back reference expands to at most 264 bytes.
+                    if ulen <= clen * 132 + 64 && start + clen <= self.data.len() {
+                        self.pos = start + clen;
+                        return Ok(Str::Lzf { start, clen, ulen });
+                    }
+                }
+                self.pos = at;
+            }
+        }
+        self.string_slow()
+    }
+
+    /// A length in its 1- or 2-byte form, or `None` (nothing consumed).
+    #[inline(always)]
+    fn short_len(&mut self) -> Option<usize> {
+        let b = *self.data.get(self.pos)?;
+        if b < 0x40 {
+            self.pos += 1;
+            return Some(usize::from(b));
+        }
+        if b < 0x80 {
+            let c = *self.data.get(self.pos + 1)?;
+            self.pos += 2;
+            return Some((usize::from(b & 0x3f) << 8) | usize::from(c));
+        }
+        None
+    }
+
+    #[inline(never)]
+    fn string_slow(&mut self) -> R<Str> {
         let at = self.pos;
         match self.len_or_enc()? {
             Ok(n) => {
@@ -452,8 +583,102 @@ impl<'a> Parser<'a> {
 
     /// The next key, or `None` at the end of the snapshot.
     pub fn next_key(&mut self) -> R<Option<KeyInfo<'_>>> {
+        match self.next_value()? {
+            Some(h) => self.value(h).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Steps over the next key and its value without interpreting them, and gives the key's
+    /// length (as [`KeyInfo::key`] would hold it), or `None` at the end of the snapshot. A
+    /// file this walks without error may still hold a compressed key or value that does not
+    /// decompress, which only [`Parser::next_key`] finds.
+    pub fn skip_key(&mut self) -> R<Option<u64>> {
+        let Some(h) = self.next_value()? else {
+            return Ok(None);
+        };
+        check_value_type(h.t, h.at)?;
+        let key_len = self.string()?.len();
+        match h.t {
+            0 => {
+                self.string()?;
+            }
+            9..=13 | 16 | 17 | 20 | 23 | 25 => {
+                if h.t == 25 {
+                    self.take(8, "a hash's next field expiry")?;
+                }
+                self.string()?;
+            }
+            14 | 18 => {
+                let nodes = self.len()?;
+                for _ in 0..nodes {
+                    if h.t == 18 {
+                        let c = self.len()?;
+                        if !(1..=2).contains(&c) {
+                            return self.err(self.pos, format!("unknown list node container {c}"));
+                        }
+                    }
+                    self.string()?;
+                }
+            }
+            t => {
+                let layout = memory::Layout {
+                    key_len,
+                    expires: h.expires_at_ms.is_some(),
+                    embedded_keys: self.embedded_keys,
+                };
+                self.value_body(t, h.at, &layout)?;
+            }
+        }
+        Ok(Some(key_len))
+    }
+
+    /// Where the parser stands: the next record's offset and the state it carries to it.
+    pub fn checkpoint(&self) -> Checkpoint {
+        Checkpoint {
+            pos: self.pos,
+            db: self.db,
+            embedded_keys: self.embedded_keys,
+        }
+    }
+
+    /// A parser of the same snapshot as `self`, standing at `at` (a checkpoint of a parser of
+    /// the same bytes), with no auxiliary fields or counts of its own.
+    pub fn resume(&self, at: Checkpoint) -> Parser<'a> {
+        Parser {
+            data: self.data,
+            pos: at.pos,
+            version: self.version,
+            magic: self.magic,
+            db: at.db,
+            key: Vec::new(),
+            scratch: Vec::new(),
+            aux: Vec::new(),
+            functions: 0,
+            uninterpreted: 0,
+            done: false,
+            embedded_keys: at.embedded_keys,
+            list_compress_depth: self.list_compress_depth,
+        }
+    }
+
+    /// Reads records up to the next key's value type byte (`None` at the end marker).
+    fn next_value(&mut self) -> R<Option<ValueHead>> {
         if self.done {
             return Ok(None);
+        }
+        // Most keys have no opcode before their value type.
+        if let Some(&t) = self.data.get(self.pos)
+            && t < 0xf0
+        {
+            self.pos += 1;
+            return Ok(Some(ValueHead {
+                t,
+                at: self.pos - 1,
+                expires_at_ms: None,
+                lfu: None,
+                idle: None,
+            }));
         }
         let mut expires_at_ms = None;
         let mut lfu = None;
@@ -528,35 +753,42 @@ impl<'a> Parser<'a> {
                     self.len()?;
                     self.len()?;
                 }
-                _ => return self.value(t, at, expires_at_ms, lfu, idle).map(Some),
+                _ => {
+                    return Ok(Some(ValueHead {
+                        t,
+                        at,
+                        expires_at_ms,
+                        lfu,
+                        idle,
+                    }));
+                }
             }
         }
     }
 
-    fn value(
-        &mut self,
-        t: u8,
-        at: usize,
-        expires_at_ms: Option<i64>,
-        lfu: Option<u8>,
-        idle: Option<u64>,
-    ) -> R<KeyInfo<'_>> {
-        if !matches!(t, 0..=7 | 9..=25) {
-            return self.err(
-                at,
-                format!(
-                    "unknown value type {t} (written by a server newer than this keyplan, or \
-                     not a snapshot from here on)"
-                ),
-            );
-        }
+    fn value(&mut self, h: ValueHead) -> R<KeyInfo<'_>> {
+        let ValueHead {
+            t,
+            at,
+            expires_at_ms,
+            lfu,
+            idle,
+        } = h;
+        check_value_type(t, at)?;
         let key = self.string()?;
-        let mut kb = std::mem::take(&mut self.key);
-        self.materialize(key, &mut kb, at)?;
-        self.key = kb;
+        // A key stored as it is is read in place; others are decoded into `self.key`.
+        let raw = match key {
+            Str::Raw { start, len } => Some(start..start + len),
+            _ => {
+                let mut kb = std::mem::take(&mut self.key);
+                self.materialize(key, &mut kb, at)?;
+                self.key = kb;
+                None
+            }
+        };
         let start = self.pos;
         let layout = memory::Layout {
-            key_len: self.key.len() as u64,
+            key_len: key.len(),
             expires: expires_at_ms.is_some(),
             embedded_keys: self.embedded_keys,
         };
@@ -565,8 +797,12 @@ impl<'a> Parser<'a> {
         if v.elements.is_none() {
             self.uninterpreted += 1;
         }
+        let data = self.data;
         Ok(KeyInfo {
-            key: &self.key,
+            key: match raw {
+                Some(r) => &data[r],
+                None => &self.key,
+            },
             db: self.db,
             kind: v.kind,
             encoding: v.encoding,

@@ -4,7 +4,7 @@
 //! sink sees the same keys in the same order on every run.
 
 use super::summary::{SnapshotFile, SnapshotSummary};
-use super::{Parser, RdbError};
+use super::{Checkpoint, Parser, RdbError};
 use crate::keys::mapped::{map_window, release};
 use crate::keys::parallel::ChunkSink;
 use crate::keys::{DumpFormat, ReadError, ReadSummary, Record};
@@ -86,13 +86,19 @@ pub fn is_snapshot(file: &File) -> bool {
     file.read_exact_at(&mut head, start).is_ok() && super::sniff(&head).is_some()
 }
 
-struct Batch {
+/// A run of consecutive keys of the snapshot: where it starts (after the previous run's last
+/// value) and how many keys it holds.
+#[derive(Debug, Clone, Copy)]
+struct Span {
     seq: u64,
-    keys: Vec<u8>,
-    entries: Vec<(u32, u32, u64, bool)>,
+    from: Checkpoint,
+    keys: u32,
+    end: usize,
 }
 
-const BATCH_KEYS: usize = 4096;
+/// A span closes at this many keys, or once its keys take 1 MiB.
+const BATCH_KEYS: u32 = 4096;
+const BATCH_KEY_BYTES: u64 = 1 << 20;
 const RELEASE_EVERY: usize = 64 << 20;
 
 /// How a snapshot is read.
@@ -106,7 +112,7 @@ pub struct Settings {
 
 impl Settings {
     fn parser<'a>(&self, data: &'a [u8]) -> Result<Parser<'a>, ReadError> {
-        let mut parser = Parser::new(data).map_err(ReadError::Rdb)?;
+        let mut parser = Parser::new(data).map_err(|e| ReadError::Rdb(*e))?;
         parser.set_list_compress_depth(self.list_compress_depth);
         Ok(parser)
     }
@@ -124,7 +130,22 @@ pub fn par_read<S: ChunkSink>(
     par_read_data(Mapped::open(file)?, name, sinks, progress, settings)
 }
 
+/// What one worker found in its spans.
+struct Part {
+    snapshot: SnapshotSummary,
+    uninterpreted: u64,
+    error: Option<Box<RdbError>>,
+}
+
 /// [`par_read`] over bytes already in hand.
+///
+/// The snapshot is read in two passes at once. This thread walks it record by record only as
+/// far as the lengths go (a string is its length and a jump; no key is copied, nothing is
+/// decompressed or estimated) and cuts it into spans of consecutive keys, each with the state
+/// a parser needs to start there (the database, and whether values embed their keys). The
+/// workers parse their spans in full, span `i` on worker `i % workers`, so each sink sees the
+/// same keys in the same order on every run, and each worker keeps its own summary of types,
+/// memory and biggest keys, merged at the end as one reading in file order would keep them.
 pub fn par_read_data<S: ChunkSink>(
     data: Mapped,
     name: &str,
@@ -136,91 +157,147 @@ pub fn par_read_data<S: ChunkSink>(
         !sinks.is_empty(),
         "rdb::read::par_read needs at least one sink"
     );
-    let mut parser = settings.parser(&data)?;
-    let mut snapshot = SnapshotSummary::new(settings.top);
+    let mut walker = settings.parser(&data)?;
+    // What the workers resume from (the walker itself moves on).
+    let template = walker.resume(walker.checkpoint());
     let workers = sinks.len();
-    let (txs, rxs): (Vec<_>, Vec<_>) = (0..workers).map(|_| mpsc::sync_channel::<Batch>(4)).unzip();
-    let (free_tx, free_rx) = mpsc::channel::<Batch>();
+    let (txs, rxs): (Vec<_>, Vec<_>) = (0..workers).map(|_| mpsc::sync_channel::<Span>(16)).unzip();
+    // How far each worker has parsed: the pages before the least of them can be let go.
+    let done: Vec<AtomicU64> = (0..workers).map(|_| AtomicU64::new(0)).collect();
     let mut keys = 0u64;
-    let result: Result<(), RdbError> = std::thread::scope(|scope| {
-        for (sink, rx) in sinks.iter_mut().zip(rxs) {
-            let free_tx = free_tx.clone();
-            scope.spawn(move || {
-                for batch in rx {
-                    for &(a, b, memory, expires) in &batch.entries {
-                        sink.record(&Record {
-                            key: &batch.keys[a as usize..b as usize],
-                            bytes: Some(memory),
-                            ops: None,
-                            expires: Some(expires),
-                        });
+    let (walked, parts): (Result<(), Box<RdbError>>, Vec<Part>) = std::thread::scope(|scope| {
+        let handles: Vec<_> = sinks
+            .iter_mut()
+            .zip(rxs)
+            .zip(&done)
+            .map(|((sink, rx), done)| {
+                let template = &template;
+                scope.spawn(move || {
+                    let mut part = Part {
+                        snapshot: SnapshotSummary::new(settings.top),
+                        uninterpreted: 0,
+                        error: None,
+                    };
+                    for span in rx {
+                        if part.error.is_some() {
+                            continue;
+                        }
+                        let mut p = template.resume(span.from);
+                        for _ in 0..span.keys {
+                            let k = match p.next_key() {
+                                Ok(Some(k)) => k,
+                                Ok(None) => unreachable!("invariant: the walk counted this key"),
+                                Err(e) => {
+                                    part.error = Some(e);
+                                    break;
+                                }
+                            };
+                            part.snapshot.add(&k, name);
+                            sink.record(&Record {
+                                key: k.key,
+                                bytes: Some(k.memory),
+                                ops: None,
+                                expires: Some(k.expires_at_ms.is_some()),
+                            });
+                        }
+                        part.uninterpreted += p.uninterpreted();
+                        done.store(span.end as u64, Ordering::Release);
                     }
-                    let _ = free_tx.send(batch);
-                }
-            });
-        }
-        let mut seq = 0u64;
-        let mut reported = 0u64;
-        let mut released = 0usize;
-        let mut batch = new_batch(seq);
-        let send = |batch: Batch, txs: &[mpsc::SyncSender<Batch>]| {
-            let w = (batch.seq % workers as u64) as usize;
-            let _ = txs[w].send(batch);
-        };
-        let outcome = loop {
-            let k = match parser.next_key() {
-                Ok(Some(k)) => k,
-                Ok(None) => break Ok(()),
-                Err(e) => break Err(e),
-            };
-            snapshot.add(&k, name);
-            let a = batch.keys.len();
-            batch.keys.extend_from_slice(k.key);
-            let b = batch.keys.len();
-            let (Ok(a), Ok(b)) = (u32::try_from(a), u32::try_from(b)) else {
-                break Err(RdbError {
-                    offset: k.offset,
-                    message: "a key longer than 4 GiB".into(),
-                });
-            };
-            batch
-                .entries
-                .push((a, b, k.memory, k.expires_at_ms.is_some()));
-            keys += 1;
-            if batch.entries.len() >= BATCH_KEYS || batch.keys.len() >= 1 << 20 {
-                seq += 1;
-                let mut next = free_rx.try_recv().unwrap_or_else(|_| new_batch(seq));
-                next.seq = seq;
-                next.keys.clear();
-                next.entries.clear();
-                send(std::mem::replace(&mut batch, next), &txs);
-                let pos = parser.position();
-                if let Some(p) = progress {
-                    p.fetch_add(pos - reported, Ordering::Relaxed);
-                }
-                reported = pos;
-                data.release_behind(pos, &mut released);
-            }
-        };
-        if !batch.entries.is_empty() {
-            send(batch, &txs);
-        }
-        if let Some(p) = progress {
-            p.fetch_add(parser.position() - reported, Ordering::Relaxed);
-        }
+                    part
+                })
+            })
+            .collect();
+        let walked = walk(&mut walker, &txs, &done, &data, progress, &mut keys);
         drop(txs);
-        outcome
+        let parts = handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect();
+        (walked, parts)
     });
-    result.map_err(ReadError::Rdb)?;
-    Ok(finished(&parser, name, keys, snapshot))
+    // The first error in file order: the workers only parse spans the walk closed, which lie
+    // before any error the walk met.
+    if let Some(e) = parts
+        .iter()
+        .filter_map(|p| p.error.clone())
+        .min_by_key(|e| e.offset)
+    {
+        return Err(ReadError::Rdb(*e));
+    }
+    walked.map_err(|e| ReadError::Rdb(*e))?;
+    let mut snapshot = SnapshotSummary::new(settings.top);
+    let mut uninterpreted = 0;
+    for p in &parts {
+        snapshot.merge_part(&p.snapshot);
+        uninterpreted += p.uninterpreted;
+    }
+    let mut summary = finished(&walker, name, keys, snapshot);
+    if let Some(s) = summary.snapshot.as_mut() {
+        for f in &mut s.files {
+            f.uninterpreted = uninterpreted;
+        }
+    }
+    Ok(summary)
 }
 
-fn new_batch(seq: u64) -> Batch {
-    Batch {
-        seq,
-        keys: Vec::with_capacity(64 << 10),
-        entries: Vec::with_capacity(BATCH_KEYS),
+/// The walk: cuts the snapshot into spans and sends span `i` to worker `i % workers`.
+fn walk(
+    walker: &mut Parser<'_>,
+    txs: &[mpsc::SyncSender<Span>],
+    done: &[AtomicU64],
+    data: &Mapped,
+    progress: Option<&AtomicU64>,
+    keys: &mut u64,
+) -> Result<(), Box<RdbError>> {
+    let mut seq = 0u64;
+    let mut reported = 0u64;
+    let mut released = 0usize;
+    let mut from = walker.checkpoint();
+    let (mut n, mut bytes) = (0u32, 0u64);
+    let send = |span: Span| {
+        let w = (span.seq % txs.len() as u64) as usize;
+        // A worker that stopped (it cannot: it drains its channel) only loses its spans.
+        let _ = txs[w].send(span);
+    };
+    while let Some(key_len) = walker.skip_key()? {
+        *keys += 1;
+        n += 1;
+        bytes += key_len;
+        if n >= BATCH_KEYS || bytes >= BATCH_KEY_BYTES {
+            let end = walker.position() as usize;
+            send(Span {
+                seq,
+                from,
+                keys: n,
+                end,
+            });
+            seq += 1;
+            from = walker.checkpoint();
+            (n, bytes) = (0, 0);
+            if let Some(p) = progress {
+                p.fetch_add(end as u64 - reported, Ordering::Relaxed);
+            }
+            reported = end as u64;
+            let parsed = done
+                .iter()
+                .map(|d| d.load(Ordering::Acquire))
+                .min()
+                .unwrap_or(0);
+            data.release_behind(parsed, &mut released);
+        }
     }
+    if n > 0 {
+        send(Span {
+            seq,
+            from,
+            keys: n,
+            end: walker.position() as usize,
+        });
+    }
+    if let Some(p) = progress {
+        p.fetch_add(walker.position() - reported, Ordering::Relaxed);
+    }
+    Ok(())
 }
 
 /// Calls `f` with every key of a snapshot in file order (the number is the key's position,
@@ -237,7 +314,7 @@ pub fn for_each(
     let mut keys = 0u64;
     let mut reported = 0u64;
     let mut released = 0usize;
-    while let Some(k) = parser.next_key().map_err(ReadError::Rdb)? {
+    while let Some(k) = parser.next_key().map_err(|e| ReadError::Rdb(*e))? {
         snapshot.add(&k, name);
         keys += 1;
         f(
@@ -304,5 +381,172 @@ fn file_entry(parser: &Parser<'_>, name: &str, keys: u64) -> SnapshotFile {
         uninterpreted: parser.uninterpreted(),
         functions: parser.functions(),
         bytes: parser.position(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    type Seen = (Vec<u8>, Option<u64>, Option<bool>);
+
+    #[derive(Default)]
+    struct Collect(Vec<Seen>);
+
+    impl ChunkSink for Collect {
+        fn record(&mut self, rec: &Record<'_>) {
+            self.0.push((rec.key.to_vec(), rec.bytes, rec.expires));
+        }
+    }
+
+    /// A snapshot of `n` keys of every simple shape: plain, integer and compressed keys,
+    /// strings, packed and quicklist values, a hash table, expiries, LFU/idle opcodes and
+    /// database switches, so that spans start in the middle of every kind of record group.
+    fn snapshot(n: usize) -> Vec<u8> {
+        let mut f = b"REDIS0011".to_vec();
+        f.extend_from_slice(b"\xfa\x09redis-ver\x057.2.4");
+        for i in 0..n {
+            if i % 3000 == 0 {
+                f.extend_from_slice(&[0xfe, (i / 3000) as u8]);
+            }
+            if i % 7 == 0 {
+                f.push(0xfc);
+                f.extend_from_slice(&(1_700_000_000_000i64 + i as i64).to_le_bytes());
+            }
+            if i % 11 == 0 {
+                f.extend_from_slice(&[0xf9, 5]);
+            }
+            let key = format!("k:{i}");
+            match i % 5 {
+                0 => {
+                    // A string, the key as an LZF literal run.
+                    f.extend_from_slice(&[0, 0xc3, key.len() as u8 + 1, key.len() as u8]);
+                    f.push(key.len() as u8 - 1);
+                    f.extend_from_slice(key.as_bytes());
+                    f.extend_from_slice(&[3, b'a', b'b', b'c']);
+                }
+                1 => {
+                    // An integer key and value.
+                    f.extend_from_slice(&[0, 0xc1]);
+                    f.extend_from_slice(&(i as i16).to_le_bytes());
+                    f.extend_from_slice(&[0xc0, 7]);
+                }
+                2 => {
+                    // A hash table of two fields.
+                    f.push(4);
+                    f.push(key.len() as u8);
+                    f.extend_from_slice(key.as_bytes());
+                    f.extend_from_slice(b"\x02\x01a\x01b\x01c\x01d");
+                }
+                3 => {
+                    // A quicklist of one plain node.
+                    f.push(18);
+                    f.push(key.len() as u8);
+                    f.extend_from_slice(key.as_bytes());
+                    f.extend_from_slice(b"\x01\x01\x03xyz");
+                }
+                _ => {
+                    // A long string value.
+                    f.push(0);
+                    f.push(key.len() as u8);
+                    f.extend_from_slice(key.as_bytes());
+                    f.extend_from_slice(&[0x41, 0x2c]);
+                    f.extend(std::iter::repeat_n(b'v', 300));
+                }
+            }
+        }
+        f.push(0xff);
+        f.extend_from_slice(&[0; 8]);
+        f
+    }
+
+    fn settings() -> Settings {
+        Settings {
+            top: 5,
+            list_compress_depth: 0,
+        }
+    }
+
+    fn one_thread(data: &[u8]) -> Result<(Vec<Seen>, ReadSummary), ReadError> {
+        let mut all = Vec::new();
+        let summary = for_each(
+            Mapped::Owned(data.to_vec()),
+            "f",
+            None,
+            &settings(),
+            |_, r| all.push((r.key.to_vec(), r.bytes, r.expires)),
+        )?;
+        Ok((all, summary))
+    }
+
+    #[test]
+    fn spans_read_on_many_threads_give_what_one_reading_in_order_gives() {
+        let data = snapshot(20_000);
+        let (want, one) = one_thread(&data).expect("a well-formed snapshot");
+        assert_eq!(want.len(), 20_000);
+        for workers in [1, 2, 3] {
+            let mut sinks: Vec<Collect> = (0..workers).map(|_| Collect::default()).collect();
+            let many = par_read_data(
+                Mapped::Owned(data.clone()),
+                "f",
+                &mut sinks,
+                None,
+                &settings(),
+            )
+            .expect("a well-formed snapshot");
+            // Span i (4096 keys here) went to worker i % workers, in file order.
+            for (w, sink) in sinks.iter().enumerate() {
+                let mine: Vec<_> = want
+                    .chunks(BATCH_KEYS as usize)
+                    .enumerate()
+                    .filter(|(i, _)| i % workers == w)
+                    .flat_map(|(_, c)| c.iter().cloned())
+                    .collect();
+                assert_eq!(sink.0, mine, "worker {w} of {workers}");
+            }
+            assert_eq!(many.keys, one.keys);
+            assert_eq!(many.snapshot, one.snapshot, "{workers} workers");
+            let (m, o) = (
+                many.snapshot.as_ref().unwrap(),
+                one.snapshot.as_ref().unwrap(),
+            );
+            for slot in 0..crate::slot::SLOT_COUNT as u16 {
+                // Ties (keys of one shape weigh the same) go to the key read first.
+                assert_eq!(m.slot_biggest(slot), o.slot_biggest(slot), "slot {slot}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_damaged_snapshot_fails_where_one_reading_in_order_fails() {
+        let good = snapshot(12_000);
+        // A value type no server writes, a compressed key that does not decompress (only the
+        // full parse finds it), and a cut file.
+        let mut bad_type = good.clone();
+        let at = bad_type.len() / 2;
+        let mut cases = Vec::new();
+        let pos = (at..bad_type.len())
+            .find(|&p| bad_type[p] == 4)
+            .expect("a hash record");
+        bad_type[pos] = 30;
+        cases.push(bad_type);
+        let mut bad_lzf = good.clone();
+        let pos = (at..bad_lzf.len())
+            .find(|&p| bad_lzf[p..].starts_with(&[0, 0xc3]))
+            .expect("a compressed key");
+        bad_lzf[pos + 4] = 0xff; // a back reference before the start
+        cases.push(bad_lzf);
+        cases.push(good[..good.len() * 2 / 3].to_vec());
+        for data in cases {
+            let Err(ReadError::Rdb(want)) = one_thread(&data) else {
+                panic!("the damage is found reading in order");
+            };
+            let mut sinks: Vec<Collect> = (0..2).map(|_| Collect::default()).collect();
+            let got = par_read_data(Mapped::Owned(data), "f", &mut sinks, None, &settings());
+            let Err(ReadError::Rdb(got)) = got else {
+                panic!("the damage is found on two threads");
+            };
+            assert_eq!(got, want);
+        }
     }
 }

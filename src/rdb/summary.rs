@@ -48,7 +48,7 @@ impl TypeStats {
 }
 
 /// One of the biggest keys.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct BigKey {
     /// The key.
     pub key: ByteString,
@@ -90,6 +90,25 @@ pub struct SnapshotFile {
     pub functions: u64,
     /// Bytes read.
     pub bytes: u64,
+}
+
+/// Writes `k` (of `slot`, read from `file`) into `big`, reusing its buffers.
+fn fill(big: &mut BigKey, k: &KeyInfo<'_>, slot: u16, file: &str) {
+    big.key.0.clear();
+    big.key.0.extend_from_slice(k.key);
+    big.slot = slot;
+    big.kind.clear();
+    big.kind.push_str(&k.kind.name());
+    big.encoding.clear();
+    big.encoding.push_str(k.encoding);
+    big.elements = k.elements;
+    big.memory = k.memory;
+    big.serialized = Some(k.serialized);
+    big.expires = k.expires_at_ms.is_some();
+    if big.file != file {
+        big.file.clear();
+        big.file.push_str(file);
+    }
 }
 
 const BUILTIN: [super::ValueKind; 6] = [
@@ -178,6 +197,9 @@ pub struct SnapshotSummary {
     /// previews, and its memory alone (checked first: a small array stays in cache).
     slot_biggest: Vec<Option<BigKey>>,
     slot_max: Vec<u64>,
+    /// The byte offset of each slot's biggest key in its file, so that parts of one file
+    /// read on several threads merge to what one thread reading it in order keeps.
+    slot_at: Vec<u64>,
 }
 
 impl PartialEq for SnapshotSummary {
@@ -200,6 +222,7 @@ impl SnapshotSummary {
             by_elements: TopN::new(top),
             slot_biggest: vec![None; crate::slot::SLOT_COUNT],
             slot_max: vec![0; crate::slot::SLOT_COUNT],
+            slot_at: vec![0; crate::slot::SLOT_COUNT],
         }
     }
 
@@ -210,14 +233,21 @@ impl SnapshotSummary {
             .and_then(|b| b.as_ref())
     }
 
-    fn offer_slot(&mut self, big: &BigKey) {
+    /// Offers `big` (read at byte `at` of its file) as its slot's biggest key; `earlier`
+    /// says whether it wins a tie, which it does when it was read first.
+    fn offer_slot(&mut self, big: &BigKey, at: u64, earlier: impl Fn(u64) -> bool) {
         if self.slot_biggest.is_empty() {
             self.slot_biggest = vec![None; crate::slot::SLOT_COUNT];
             self.slot_max = vec![0; crate::slot::SLOT_COUNT];
+            self.slot_at = vec![0; crate::slot::SLOT_COUNT];
         }
         let s = big.slot as usize;
-        if self.slot_biggest[s].is_none() || big.memory > self.slot_max[s] {
+        if self.slot_biggest[s].is_none()
+            || big.memory > self.slot_max[s]
+            || (big.memory == self.slot_max[s] && earlier(self.slot_at[s]))
+        {
             self.slot_max[s] = big.memory;
+            self.slot_at[s] = at;
             self.slot_biggest[s] = Some(big.clone());
         }
     }
@@ -241,21 +271,24 @@ impl SnapshotSummary {
             .slot_max
             .get(slot as usize)
             .is_some_and(|&m| k.memory > m);
-        if by_mem || by_el || by_slot {
-            let big = BigKey {
-                key: ByteString(k.key.to_vec()),
-                slot,
-                kind: k.kind.name().into_owned(),
-                encoding: k.encoding.to_string(),
-                elements: k.elements,
-                memory: k.memory,
-                serialized: Some(k.serialized),
-                expires: k.expires_at_ms.is_some(),
-                file: file.to_string(),
-            };
-            if by_slot {
-                self.offer_slot(&big);
+        if by_slot {
+            self.slot_max[slot as usize] = k.memory;
+            self.slot_at[slot as usize] = k.offset;
+            let entry = &mut self.slot_biggest[slot as usize];
+            match entry {
+                // The slot's entry is rewritten in place: a slot's biggest key changes a few
+                // times as its keys go by, and its buffers are kept.
+                Some(big) => fill(big, k, slot, file),
+                None => {
+                    let mut big = BigKey::default();
+                    fill(&mut big, k, slot, file);
+                    *entry = Some(big);
+                }
             }
+        }
+        if by_mem || by_el {
+            let mut big = BigKey::default();
+            fill(&mut big, k, slot, file);
             if by_el {
                 self.by_elements.push(elements, big.clone());
             }
@@ -281,7 +314,32 @@ impl SnapshotSummary {
             self.by_elements.push(b.elements.unwrap_or(0), b);
         }
         for b in o.slot_biggest.iter().flatten() {
-            self.offer_slot(b);
+            self.offer_slot(b, 0, |_| false);
+        }
+    }
+
+    /// Adds the figures of another part of the same file (keys another thread read): the
+    /// result is what one summary reading both parts in file order holds, except that two
+    /// keys equal in name and in the ranked figure (the same name in two databases) may be
+    /// kept in the other order.
+    pub fn merge_part(&mut self, o: &SnapshotSummary) {
+        for (mine, theirs) in self.builtin.iter_mut().zip(&o.builtin) {
+            mine.merge(theirs);
+        }
+        for (name, t) in &o.modules {
+            self.modules.entry(*name).or_default().merge(t);
+        }
+        for b in o.by_memory.sorted() {
+            self.by_memory.push(b.memory, b);
+        }
+        for b in o.by_elements.sorted() {
+            self.by_elements.push(b.elements.unwrap_or(0), b);
+        }
+        for (s, b) in o.slot_biggest.iter().enumerate() {
+            if let Some(b) = b {
+                let at = o.slot_at[s];
+                self.offer_slot(b, at, |mine| at < mine);
+            }
         }
     }
 
