@@ -5,9 +5,8 @@
 #
 #   tests/bench/code.sh [DIR] [RUNS]
 #
-# Without DIR it builds a tree of real code from PyPI: the wheels of sympy 1.13.3, Django
-# 5.1.4, botocore 1.35.0 and networkx 3.4.2 (about 1.1M lines of Python and JavaScript;
-# needs pip, downloads ~33 MB once into $TMPDIR/keyplan-bench-code).
+# Without DIR it builds a tree of real code from PyPI once (tests/bench/tree.sh: about 1.1M
+# lines of Python and JavaScript; needs pip, downloads ~33 MB).
 # Needs rg (apt-get install ripgrep); GNU time for peak memory (apt-get install time).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -19,19 +18,8 @@ BIN="$PWD/target/release/keyplan"
 if [ -n "${1:-}" ]; then
   TREE="$1"
 else
-  TREE="${TMPDIR:-/tmp}/keyplan-bench-code"
-  if [ ! -f "$TREE/.complete" ]; then
-    rm -rf "$TREE" && mkdir -p "$TREE/wheels"
-    python3 -m pip download -q --no-deps -d "$TREE/wheels" 'sympy==1.13.3' 'django==5.1.4' \
-      'botocore==1.35.0' 'networkx==3.4.2'
-    for w in "$TREE"/wheels/*.whl; do
-      d="$TREE/src/$(basename "$w" .whl)"
-      mkdir -p "$d" && python3 -m zipfile -e "$w" "$d"
-    done
-    rm -rf "$TREE/wheels"
-    touch "$TREE/.complete"
-  fi
-  TREE="$TREE/src"
+  . tests/bench/tree.sh
+  bench_tree
 fi
 
 # What keyplan reads: the files of its languages (its walk: .gitignore and hidden

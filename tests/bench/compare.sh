@@ -1,141 +1,206 @@
 #!/usr/bin/env bash
-# Runs keyplan's bulk slot pass side by side with what users would otherwise use, on a
-# generated dump, and prints each as a ratio of `cat file > /dev/null` measured in the same run.
+# keyplan side by side with what a user would run instead, on the same data, in one run:
 #
-#   tests/bench/compare.sh [KEYS]        # default 10,000,000 keys (~280 MB)
+#   tests/bench/compare.sh [KEYS]      # default 10,000,000 keys (~280 MB a dump)
 #
-# Uses hyperfine when installed (apt-get install hyperfine); otherwise a plain timing loop
-# (median of 5). The Python row needs redis-py (pip install redis) and is skipped without it.
+# Sections (each prints a Markdown table; rows of a table run in turns, RUNS times each, and
+# show medians, since these shared machines drift by 10-20% within a minute):
+#   dumps     a generated dump and an id-heavy one (`gen_keys --ids`): cat, wc -l, the naive
+#             Rust loop, the fused SIMD slot pass (`slot --counts`, the floor for reading and
+#             hashing every key), analyze, lint --keys, plan --keys
+#   snapshot  an RDB a real redis-server writes (DEBUG POPULATE KEYS/2): cat, the `rdb` crate
+#             0.4 (`rdb -f nil`, parse only; installed into target/bench-tools on first use),
+#             keyplan scan --rdb and analyze
+#   live      a 3-master loopback cluster of KEYS/10 keys: redis-cli --scan, --memkeys and
+#             --bigkeys on every master at once, and analyze --cluster (with and without --bytes)
+#   code      keyplan code next to rg -c over a tree of real code (tests/bench/tree.sh)
+# then peak memory and a long fuzz run.
+#
+# Environment: RUNS (default 5); SKIP=live,code,... to leave sections out. Needs bash and
+# python3; redis-server/redis-cli for snapshot and live, rg and pip for code, cargo for
+# the rdb crate, GNU time for memory.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 N="${1:-10000000}"
-RUNS=5
+RUNS="${RUNS:-5}"
+SKIP=",${SKIP:-},"
 cargo build --release --quiet --bin keyplan --example gen_keys --example naive_slots
-BIN=target/release/keyplan
+BIN="$PWD/target/release/keyplan"
+NAIVE="$PWD/target/release/examples/naive_slots"
 DIR="$(mktemp -d)"
-trap 'rm -rf "$DIR"' EXIT
-DUMP="$DIR/keys.txt"
-target/release/examples/gen_keys "$N" > "$DUMP"
-echo "dump: $N keys, $(( $(stat -c %s "$DUMP") / 1048576 )) MB, $(nproc) cores"
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2> /dev/null || true; done
+  rm -rf "$DIR"
+}
+trap cleanup EXIT
 
-declare -a NAMES CMDS
-add() { NAMES+=("$1"); CMDS+=("$2"); }
-add "cat file > /dev/null" "cat '$DUMP' > /dev/null"
-add "wc -l" "wc -l '$DUMP' > /dev/null"
-add "keyplan slot --counts (file, all cores)" "$BIN slot --counts --format json --keys '$DUMP' > /dev/null"
-add "keyplan slot --counts (file, 1 thread)" "$BIN slot --counts --format json --threads 1 --keys '$DUMP' > /dev/null"
-add "keyplan slot --counts (stdin pipe)" "cat '$DUMP' | $BIN slot --counts --format json --keys - > /dev/null"
-add "naive Rust: lines() + String + crc16 crate" "target/release/examples/naive_slots '$DUMP' > /dev/null"
-add "keyplan analyze (full report, all cores)" "$BIN analyze --format json '$DUMP' > /dev/null"
-if python3 -c 'import redis.crc' 2>/dev/null; then
-  add "Python: redis-py key_slot loop" "python3 -c 'import sys,redis.crc as c
-h=[0]*16384
-for l in open(sys.argv[1],\"rb\"): h[c.key_slot(l.rstrip(b\"\\n\"))]+=1' '$DUMP'"
+printf '## Machine\n\n'
+printf -- '- %s, %s cores, %s GB memory\n' \
+  "$(lscpu 2> /dev/null | sed -n 's/^Model name: *//p' | head -1)" "$(nproc)" \
+  "$(awk '/MemTotal/{printf "%.0f", $2/1048576}' /proc/meminfo)"
+printf -- '- %s; %s; %s\n' "$(uname -sr)" "$(rustc --version | cut -d' ' -f1-2)" \
+  "$(redis-server --version 2> /dev/null | cut -d' ' -f1-3 || echo 'no redis-server')"
+printf -- '- %s runs of each row in turns, medians\n' "$RUNS"
+
+ms() { local s e; s=$(date +%s%N); bash -c "$1" > /dev/null 2>&1 || true; e=$(date +%s%N); echo $(( e - s )); }
+median_s() { printf '%s\n' "$@" | sort -n | sed -n "$(( ($# + 1) / 2 ))p" | awk '{printf "%.3f", $1/1e9}'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b > 0) printf "%.2f", a/b; else print "-" }'; }
+
+# turns TITLE REF [EXTRA_COLUMN_FN] -- NAME CMD NAME CMD ...: runs the commands in turns and
+# prints a table of medians with a ratio to row REF (0-based). Leaves MED[i] for later lines.
+declare -a MED
+turns() {
+  local title="$1" ref="$2" extra="$3"; shift 4
+  local names=() cmds=() i r
+  while [ $# -gt 0 ]; do names+=("$1"); cmds+=("$2"); shift 2; done
+  declare -A T=()
+  for i in "${!cmds[@]}"; do bash -c "${cmds[$i]}" > /dev/null 2>&1 || true; done # warm up
+  for r in $(seq "$RUNS"); do
+    for i in "${!cmds[@]}"; do T[$i]+="$(ms "${cmds[$i]}") "; done
+  done
+  MED=()
+  for i in "${!cmds[@]}"; do
+    # shellcheck disable=SC2086
+    MED[$i]=$(median_s ${T[$i]})
+  done
+  printf '\n### %s\n\n| program | median s | × %s |%s\n|---|---:|---:|%s\n' "$title" \
+    "${names[$ref]}" "${extra:+ $($extra head) |}" "${extra:+---:|}"
+  for i in "${!cmds[@]}"; do
+    printf '| %s | %s | %s |%s\n' "${names[$i]}" "${MED[$i]}" "$(ratio "${MED[$i]}" "${MED[$ref]}")" \
+      "${extra:+ $($extra "${MED[$i]}") |}"
+  done
+}
+
+# ---------------------------------------------------------------------------------- dumps
+if [[ $SKIP != *,dumps,* ]]; then
+  SCHEME=examples/keyplan.yaml
+  for kind in ordinary ids; do
+    DUMP="$DIR/$kind.txt"
+    if [ $kind = ids ]; then
+      target/release/examples/gen_keys "$N" --ids > "$DUMP"
+    else
+      target/release/examples/gen_keys "$N" > "$DUMP"
+    fi
+    MB=$(( $(stat -c %s "$DUMP") / 1048576 ))
+    turns "$kind dump: $N keys, $MB MB" 3 "" -- \
+      "cat file > /dev/null" "cat '$DUMP'" \
+      "wc -l" "wc -l '$DUMP'" \
+      "naive Rust loop (lines() + String + crc16 crate)" "$NAIVE '$DUMP'" \
+      "keyplan slot --counts (fused SIMD slot pass, the floor)" "$BIN slot --counts --format json --keys '$DUMP'" \
+      "keyplan analyze" "$BIN analyze --format json '$DUMP'" \
+      "keyplan lint --keys" "$BIN lint --format json --keys '$DUMP'" \
+      "keyplan lint --keys --scheme" "$BIN lint --format json --scheme $SCHEME --keys '$DUMP'" \
+      "keyplan plan --keys --scheme" "$BIN plan --format json --scheme $SCHEME --keys '$DUMP'"
+    printf '\nanalyze: %s× faster than the naive loop, %s× the floor; lint --keys %s×, with a scheme %s×, plan --keys %s× analyze\n' \
+      "$(ratio "${MED[2]}" "${MED[4]}")" "$(ratio "${MED[4]}" "${MED[3]}")" \
+      "$(ratio "${MED[5]}" "${MED[4]}")" "$(ratio "${MED[6]}" "${MED[4]}")" "$(ratio "${MED[7]}" "${MED[4]}")"
+    [ $kind = ids ] || { cp "$DUMP" "$DIR/keep.txt"; }
+    rm -f "$DUMP"
+  done
 fi
 
-cat "$DUMP" > /dev/null # warm the page cache
-declare -a SECS
-if command -v hyperfine > /dev/null; then
-  hyperfine --warmup 1 --runs "$RUNS" --export-json "$DIR/h.json" "${CMDS[@]}" > /dev/null
-  mapfile -t SECS < <(python3 -c 'import json,sys
-for r in json.load(open(sys.argv[1]))["results"]: print(r["median"])' "$DIR/h.json")
-else
-  for cmd in "${CMDS[@]}"; do
-    ts=()
-    for _ in $(seq "$RUNS"); do
-      s=$(date +%s%N); bash -c "$cmd"; e=$(date +%s%N); ts+=($(( e - s )))
-    done
-    SECS+=("$(printf '%s\n' "${ts[@]}" | sort -n | sed -n "$(( (RUNS + 1) / 2 ))p" | awk '{printf "%.4f", $1/1e9}')")
-  done
-fi
-printf '\n%-46s %9s %9s\n' "program" "median s" "× cat"
-for i in "${!NAMES[@]}"; do
-  printf '%-46s %9.3f %9.2f\n' "${NAMES[$i]}" "${SECS[$i]}" "$(awk -v a="${SECS[$i]}" -v b="${SECS[0]}" 'BEGIN{print a/b}')"
-done
-naive_i=5
-analyze_i=6
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", a/b}'; }
-printf '\nslot --counts (file, all cores) is %s× faster than the naive Rust loop\n' "$(ratio "${SECS[$naive_i]}" "${SECS[2]}")"
-printf 'analyze (full) takes %s× the bulk slot pass\n' "$(ratio "${SECS[$analyze_i]}" "${SECS[2]}")"
-# analyze against the naive loop, on this dump and on one of ids that never repeat a skeleton
-# (tokens, ULIDs, e-mails, IPv6: analyze has to check far more keys against their memos). The
-# table above runs each program's runs in one block; these machines drift by 10-20% within a
-# minute, so here the two run in turns, $RUNS times each, and each row prints its median.
-IDS="$DIR/ids.txt"
-target/release/examples/gen_keys "$N" --ids > "$IDS"
-cat "$IDS" > /dev/null
-secs() { local s e; s=$(date +%s%N); "$@" > /dev/null; e=$(date +%s%N); echo $(( e - s )); }
-median() { printf '%s\n' "$@" | sort -n | sed -n "$(( ($# + 1) / 2 ))p" | awk '{printf "%.3f", $1/1e9}'; }
-for dump in "$DUMP" "$IDS"; do
-  A=(); B=()
-  for _ in $(seq "$RUNS"); do
-    A+=("$(secs "$BIN" analyze --format json "$dump")")
-    B+=("$(secs target/release/examples/naive_slots "$dump")")
-  done
-  ma="$(median "${A[@]}")"; mb="$(median "${B[@]}")"
-  name="ordinary dump"; [ "$dump" = "$IDS" ] && name="id-heavy dump"
-  printf '%s: analyze %s s, naive Rust loop %s s (medians of %s in turns): analyze is %s× faster\n' \
-    "$name" "$ma" "$mb" "$RUNS" "$(ratio "$mb" "$ma")"
-done
-# lint --keys and plan --keys against analyze on the same dumps (the scheme of the example
-# data), in turns: each reads every key, and the ratio is what their per-key work costs on top.
-SCHEME=examples/keyplan.yaml
-for dump in "$DUMP" "$IDS"; do
-  A=(); L=(); LS=(); P=()
-  for _ in $(seq "$RUNS"); do
-    A+=("$(secs "$BIN" analyze --format json "$dump")")
-    L+=("$(secs "$BIN" lint --format json --keys "$dump")")
-    LS+=("$(secs "$BIN" lint --format json --scheme "$SCHEME" --keys "$dump")")
-    P+=("$(secs "$BIN" plan --format json --scheme "$SCHEME" --keys "$dump")")
-  done
-  ma="$(median "${A[@]}")"
-  name="ordinary dump"; [ "$dump" = "$IDS" ] && name="id-heavy dump"
-  printf '%s (medians of %s in turns): analyze %s s' "$name" "$RUNS" "$ma"
-  for row in "lint --keys:$(median "${L[@]}")" "lint --keys --scheme:$(median "${LS[@]}")" "plan --keys:$(median "${P[@]}")"; do
-    printf ', %s %s s (%s× analyze)' "${row%%:*}" "${row##*:}" "$(ratio "${row##*:}" "$ma")"
-  done
-  printf '\n'
-done
-if [ -x /usr/bin/time ]; then
-  # The smaller dump is generated the same way as the big one (not cut with `head`): the
-  # kernel keeps a file written in large blocks in large page-cache folios and maps them
-  # whole, so how a file was written changes the resident memory of reading it.
-  SMALL="$DIR/small.txt"
-  target/release/examples/gen_keys $(( N / 10 )) > "$SMALL"
-  /usr/bin/time -f "peak resident memory, slot --counts (file): %M KB" "$BIN" slot --counts --format json --keys "$DUMP" > /dev/null
-  /usr/bin/time -f "peak resident memory, slot --counts (pipe): %M KB" "$BIN" slot --counts --format json --keys - < <(cat "$DUMP") > /dev/null
-  /usr/bin/time -f "peak resident memory, analyze, $N keys: %M KB" "$BIN" analyze --format json "$DUMP" > /dev/null
-  /usr/bin/time -f "peak resident memory, analyze, $(( N / 10 )) keys: %M KB" "$BIN" analyze --format json "$SMALL" > /dev/null
-fi
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
-# RDB snapshots: a real redis-server writes one (DEBUG POPULATE: N/2 string keys, compressed
-# as servers compress them), then keyplan reads it; each as MB/s and a ratio of `cat`.
-if command -v redis-server > /dev/null && command -v redis-cli > /dev/null; then
-  RPORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-  redis-server --port "$RPORT" --bind 127.0.0.1 --dir "$DIR" --save "" --daemonize yes \
-    --enable-debug-command yes --logfile "$DIR/redis.log"
+# ------------------------------------------------------------------------------- snapshot
+if [[ $SKIP != *,snapshot,* ]] && command -v redis-server > /dev/null && command -v redis-cli > /dev/null; then
+  RDBBIN="$PWD/target/bench-tools/bin/rdb"
+  if [ ! -x "$RDBBIN" ]; then
+    cargo install --quiet --locked rdb --version '=0.4.0' --root "$PWD/target/bench-tools" > /dev/null 2>&1 \
+      || echo "(could not install the rdb crate: its row is left out)"
+  fi
+  P=$(free_port)
+  mkdir -p "$DIR/snap"
+  redis-server --port "$P" --bind 127.0.0.1 --dir "$DIR/snap" --save "" --daemonize yes \
+    --enable-debug-command yes --logfile "$DIR/snap/redis.log"
   sleep 0.5
-  redis-cli -p "$RPORT" DEBUG POPULATE $(( N / 2 )) user:session 120 > /dev/null
-  redis-cli -p "$RPORT" SAVE > /dev/null
-  redis-cli -p "$RPORT" SHUTDOWN NOSAVE > /dev/null 2>&1 || true
-  RDB="$DIR/dump.rdb"
+  redis-cli -p "$P" DEBUG POPULATE $(( N / 2 )) user:session 120 > /dev/null
+  redis-cli -p "$P" SAVE > /dev/null
+  redis-cli -p "$P" SHUTDOWN NOSAVE > /dev/null 2>&1 || true
+  RDB="$DIR/snap/dump.rdb"
   MB=$(awk -v b="$(stat -c %s "$RDB")" 'BEGIN{printf "%.1f", b/1048576}')
-  cat "$RDB" > /dev/null
-  timed() { local s e; s=$(date +%s%N); bash -c "$1"; e=$(date +%s%N); awk -v n=$(( e - s )) 'BEGIN{printf "%.4f", n/1e9}'; }
-  tc=$(timed "cat '$RDB' > /dev/null")
-  ts=$(timed "$BIN scan --rdb '$RDB' > /dev/null 2>&1")
-  ta=$(timed "$BIN analyze --format json '$RDB' > /dev/null")
-  printf '\nsnapshot: %s keys, %s MB\n' "$(( N / 2 ))" "$MB"
-  for row in "cat:$tc" "keyplan scan --rdb (tsv):$ts" "keyplan analyze (full report):$ta"; do
-    name="${row%%:*}"; t="${row##*:}"
-    printf '%-46s %9.3f s %8.0f MB/s %7.2f× cat\n' "$name" "$t" "$(awk -v m="$MB" -v t="$t" 'BEGIN{print m/t}')" "$(awk -v a="$t" -v b="$tc" 'BEGIN{print a/b}')"
+  mbs() { if [ "$1" = head ]; then echo "MB/s"; else awk -v m="$MB" -v t="$1" 'BEGIN{printf "%.0f", m/t}'; fi; }
+  rows=("cat file > /dev/null" "cat '$RDB'")
+  [ -x "$RDBBIN" ] && rows+=("rdb crate 0.4: rdb -f nil (parse only)" "$RDBBIN -f nil '$RDB'")
+  rows+=("keyplan scan --rdb (keys with type, memory, TTL)" "$BIN scan --rdb '$RDB'"
+    "keyplan analyze (full report)" "$BIN analyze --format json '$RDB'")
+  turns "snapshot: $(( N / 2 )) keys (DEBUG POPULATE, $(redis-server --version | cut -d' ' -f3)), $MB MB" 0 mbs -- "${rows[@]}"
+  last=$(( ${#MED[@]} - 1 ))
+  printf '\nanalyze of the snapshot: %s× cat' "$(ratio "${MED[$last]}" "${MED[0]}")"
+  [ -x "$RDBBIN" ] && printf ', %s× faster than the rdb crate parsing alone' "$(ratio "${MED[1]}" "${MED[$last]}")"
+  printf '\n'
+  /usr/bin/time -f "peak resident memory, analyze of the snapshot: %M KB" "$BIN" analyze --format json "$RDB" > /dev/null 2>> "$DIR/mem.txt" || true
+  rm -rf "$DIR/snap"
+fi
+
+# ----------------------------------------------------------------------------------- live
+if [[ $SKIP != *,live,* ]] && command -v redis-server > /dev/null && command -v redis-cli > /dev/null; then
+  LIVE=$(( N / 10 ))
+  PORTS=()
+  for i in 1 2 3; do
+    P=$(free_port); PORTS+=("$P")
+    mkdir -p "$DIR/c$i"
+    redis-server --port "$P" --bind 127.0.0.1 --dir "$DIR/c$i" --save "" --appendonly no \
+      --cluster-enabled yes --cluster-config-file "$DIR/c$i/nodes.conf" --daemonize yes \
+      --pidfile "$DIR/c$i/pid" --logfile "$DIR/c$i/log"
   done
-  if [ -x /usr/bin/time ]; then
-    /usr/bin/time -f "peak resident memory, analyze of the snapshot: %M KB" "$BIN" analyze --format json "$RDB" > /dev/null
+  sleep 0.5
+  for i in 1 2 3; do PIDS+=("$(cat "$DIR/c$i/pid")"); done
+  redis-cli --cluster create $(printf '127.0.0.1:%s ' "${PORTS[@]}") --cluster-yes > /dev/null
+  until [ "$(redis-cli -p "${PORTS[0]}" CLUSTER INFO | tr -d '\r' | sed -n 's/^cluster_state://p')" = ok ]; do sleep 0.2; done
+  # Keys of the generator, each SET on its master (slots as `redis-cli --cluster create` lays
+  # them out, which `--masters 3` reproduces), through redis-cli --pipe.
+  target/release/examples/gen_keys "$LIVE" > "$DIR/live.txt"
+  "$BIN" slot --masters 3 --keys "$DIR/live.txt" | tail -n +2 | awk -F'\t' -v d="$DIR" '
+    { n = substr($4, 8) + 0; k = $1
+      printf "*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n", length(k), k, 40, sprintf("%040d", NR) > (d "/pipe" n) }'
+  for i in 0 1 2; do redis-cli -p "${PORTS[$i]}" --pipe < "$DIR/pipe$i" > /dev/null; done
+  URL="redis://127.0.0.1:${PORTS[0]}"
+  each() { local c=""; for P in "${PORTS[@]}"; do c+="redis-cli -p $P $1 > /dev/null & "; done; echo "${c}wait"; }
+  turns "live: 3 loopback masters, $LIVE keys" 1 "" -- \
+    "redis-cli --scan (every master at once)" "$(each --scan)" \
+    "keyplan analyze --cluster --sample all" "$BIN analyze --cluster $URL --sample all --rate 10000000 --format json" \
+    "redis-cli --memkeys (every master at once)" "$(each --memkeys)" \
+    "keyplan analyze --cluster --sample all --bytes" "$BIN analyze --cluster $URL --sample all --bytes --rate 10000000 --format json" \
+    "redis-cli --bigkeys (every master at once)" "$(each --bigkeys)"
+  printf '\nanalyze --bytes: %s× the time of redis-cli --memkeys; keys/s: %s (scan), %s (--bytes)\n' \
+    "$(ratio "${MED[3]}" "${MED[2]}")" \
+    "$(awk -v n="$LIVE" -v t="${MED[1]}" 'BEGIN{printf "%.0f", n/t}')" \
+    "$(awk -v n="$LIVE" -v t="${MED[3]}" 'BEGIN{printf "%.0f", n/t}')"
+  for P in "${PORTS[@]}"; do redis-cli -p "$P" SHUTDOWN NOSAVE > /dev/null 2>&1 || true; done
+  PIDS=()
+fi
+
+# ----------------------------------------------------------------------------------- code
+if [[ $SKIP != *,code,* ]] && command -v rg > /dev/null; then
+  . tests/bench/tree.sh
+  if bench_tree 2> /dev/null; then
+    turns "code: $(find "$TREE" -type f \( -name '*.py' -o -name '*.js' \) | wc -l) Python and JavaScript files of sympy, Django, botocore, networkx" 1 "" -- \
+      "keyplan code (all cores)" "$BIN code '$TREE'" \
+      "rg -c over four words (the floor)" "rg -c 'pipeline|redis|mget|execute' '$TREE'"
+  else
+    echo "(no tree of code: pip could not download it; the code section is left out)"
   fi
 fi
 
-# The fuzz harness with a long budget (CI runs 64 cases per input kind): mutated real inputs of
-# every kind, no panic, exit 0/1/2 with a message. KEYPLAN_FUZZ_CASES overrides it.
-printf '\nfuzzing every input kind (%s cases each)\n' "${KEYPLAN_FUZZ_CASES:-2000}"
-KEYPLAN_FUZZ_CASES="${KEYPLAN_FUZZ_CASES:-2000}" cargo test --release --test integration fuzz:: 2>&1 | grep -E '^test |test result'
+# --------------------------------------------------------------------------------- memory
+if [ -x /usr/bin/time ] && [ -f "$DIR/keep.txt" ]; then
+  printf '\n### Peak resident memory\n\n'
+  SMALL="$DIR/small.txt"
+  # Generated the same way as the big one (not cut with `head`): the kernel keeps a file
+  # written in large blocks in large page-cache folios, which changes resident memory.
+  target/release/examples/gen_keys $(( N / 10 )) > "$SMALL"
+  /usr/bin/time -f "slot --counts, $N keys (file): %M KB" "$BIN" slot --counts --format json --keys "$DIR/keep.txt" > /dev/null
+  /usr/bin/time -f "slot --counts, $N keys (pipe): %M KB" "$BIN" slot --counts --format json --keys - < <(cat "$DIR/keep.txt") > /dev/null
+  /usr/bin/time -f "analyze, $N keys: %M KB" "$BIN" analyze --format json "$DIR/keep.txt" > /dev/null
+  /usr/bin/time -f "analyze, $(( N / 10 )) keys: %M KB" "$BIN" analyze --format json "$SMALL" > /dev/null
+  [ -f "$DIR/mem.txt" ] && cat "$DIR/mem.txt"
+fi 2>&1
+
+# ----------------------------------------------------------------------------------- fuzz
+if [[ $SKIP != *,fuzz,* ]]; then
+  # The fuzz harness with a long budget (CI runs 64 cases per input kind): mutated real
+  # inputs of every kind, no panic, exit 0/1/2 with a message. KEYPLAN_FUZZ_CASES overrides.
+  printf '\nfuzzing every input kind (%s cases each)\n' "${KEYPLAN_FUZZ_CASES:-2000}"
+  KEYPLAN_FUZZ_CASES="${KEYPLAN_FUZZ_CASES:-2000}" cargo test --release --test integration fuzz:: 2>&1 | grep -E '^test |test result'
+fi

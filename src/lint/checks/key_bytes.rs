@@ -43,6 +43,10 @@ impl Check for KeyBytesCheck {
             .collect()
     }
 
+    fn reads_keys(&self) -> bool {
+        true
+    }
+
     fn key(&self, seen: &KeySeen<'_>) -> Found {
         let KeySeen { rule: r, key, .. } = *seen;
         hit(self.0, key).then(|| {

@@ -44,6 +44,10 @@ impl Check for KeyFamilyCheck {
         self.re.as_ref().map(|re| re.as_str())
     }
 
+    fn reads_keys(&self) -> bool {
+        true
+    }
+
     fn key(&self, seen: &KeySeen<'_>) -> Found {
         let KeySeen { key, line, .. } = *seen;
         if self.re.as_ref().is_some_and(|re| re.is_match(key)) {

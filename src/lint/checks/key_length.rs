@@ -38,6 +38,10 @@ impl Check for KeyLengthCheck {
         out
     }
 
+    fn reads_keys(&self) -> bool {
+        true
+    }
+
     fn key(&self, seen: &KeySeen<'_>) -> Found {
         let KeySeen { key, .. } = *seen;
         let max = self.max;

@@ -85,13 +85,18 @@ pub(crate) trait Check: std::any::Any + Send {
         None
     }
 
+    /// Whether the check implements [`Check::key`]: the linter skips the others key by key.
+    fn reads_keys(&self) -> bool {
+        false
+    }
+
     /// Whether [`Check::family_key`] should be called (it costs a pattern match per key).
     fn wants_values(&self) -> bool {
         false
     }
 
     /// The pattern a key must match for [`Check::key`] to find anything, when there is one:
-    /// the linter matches all such patterns of a dump's rules in one pass per key.
+    /// the linter skips the check for a key that does not match it.
     fn key_pattern(&self) -> Option<&str> {
         None
     }
@@ -422,11 +427,14 @@ pub struct DumpLinter<'a> {
     /// Keys that match no declared pattern, grouped into inferred patterns: one finding per
     /// pattern rather than one per key (`unmatched-key`).
     unmatched: Option<Unmatched>,
-    /// The checks' key patterns ([`Check::key_pattern`]) as one set, and per rule its index
-    /// in the set.
-    prefilter: Option<(regex::bytes::RegexSet, Vec<Option<usize>>)>,
-    /// Which of the prefilter's patterns the current key matches (reused from key to key).
-    prefilter_hits: Vec<bool>,
+    /// Per rule, its check's key pattern ([`Check::key_pattern`]): a key it does not match
+    /// skips the check. Each is a regex of its own rather than one set: most are anchored
+    /// literals that fail on a key's first bytes, and the one that is not looks for a literal
+    /// first, where a set's overlapping search walks every key to its end.
+    prefilter: Vec<Option<regex::bytes::Regex>>,
+    /// The rules that do anything key by key: a check that reads keys or their values, and
+    /// the rule that lists keys no declared family matches.
+    per_key: Vec<usize>,
 }
 
 /// The keys `unmatched-key` reports, as inferred patterns.
@@ -461,7 +469,7 @@ impl<'a> DumpLinter<'a> {
             (KeyMatcher::new(s), allowed)
         });
         let n = rules.len();
-        let checks = rules.iter().map(|r| check_of(&r.spec.check)).collect();
+        let checks: Vec<Box<dyn Check>> = rules.iter().map(|r| check_of(&r.spec.check)).collect();
         let unmatched = rules
             .iter()
             .position(|r| matches!(r.spec.check, CheckKind::UnmatchedKey))
@@ -475,25 +483,23 @@ impl<'a> DumpLinter<'a> {
                 first: Vec::new(),
                 first_line: 0,
             });
-        let prefilter = {
-            let checks: &Vec<Box<dyn Check>> = &checks;
-            let mut slots = Vec::with_capacity(checks.len());
-            let mut patterns = Vec::new();
-            for c in checks {
-                slots.push(c.key_pattern().map(|p| {
-                    patterns.push(p.to_string());
-                    patterns.len() - 1
-                }));
-            }
-            regex::bytes::RegexSet::new(&patterns)
-                .ok()
-                .filter(|_| !patterns.is_empty())
-                .map(|set| (set, slots))
-        };
-        let prefilter_hits = vec![false; prefilter.as_ref().map_or(0, |(set, _)| set.len())];
+        let prefilter = checks
+            .iter()
+            .map(|c| {
+                c.key_pattern()
+                    .and_then(|p| regex::bytes::Regex::new(p).ok())
+            })
+            .collect();
+        let per_key = (0..checks.len())
+            .filter(|&i| {
+                checks[i].reads_keys()
+                    || checks[i].wants_values()
+                    || unmatched.as_ref().is_some_and(|u| u.rule == i)
+            })
+            .collect();
         DumpLinter {
             prefilter,
-            prefilter_hits,
+            per_key,
             rules,
             checks,
             path: path.to_string(),
@@ -524,14 +530,10 @@ impl<'a> DumpLinter<'a> {
     pub fn record(&mut self, line: u64, key: &[u8], bytes: Option<u64>, ops: Option<f64>) {
         self.totals.add(self.topo, key, bytes, ops);
         let family = self.matcher.as_ref().map(|(m, _)| m.family(key));
-        if let Some((set, _)) = &self.prefilter {
-            self.prefilter_hits.fill(false);
-            set.matches_read_at(&mut self.prefilter_hits, key, 0);
-        }
-        for i in 0..self.rules.len() {
-            if let Some((_, slots)) = &self.prefilter
-                && let Some(j) = slots[i]
-                && !self.prefilter_hits[j]
+        for k in 0..self.per_key.len() {
+            let i = self.per_key[k];
+            if let Some(re) = &self.prefilter[i]
+                && !re.is_match(key)
             {
                 continue;
             }

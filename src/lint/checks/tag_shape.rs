@@ -34,6 +34,10 @@ impl Check for TagShapeCheck {
         out
     }
 
+    fn reads_keys(&self) -> bool {
+        true
+    }
+
     fn key(&self, seen: &KeySeen<'_>) -> Found {
         let KeySeen { rule: r, key, .. } = *seen;
         let shape = TagShape::of(key);

@@ -6,6 +6,10 @@ use crate::keys::display::display_key;
 pub(super) struct UnmatchedKeyCheck;
 
 impl Check for UnmatchedKeyCheck {
+    fn reads_keys(&self) -> bool {
+        true
+    }
+
     fn key(&self, seen: &KeySeen<'_>) -> Found {
         let KeySeen { key, unmatched, .. } = *seen;
         unmatched.then(|| {
