@@ -411,6 +411,60 @@ pub fn lint_scheme(
     out
 }
 
+/// A check's key pattern as a gate: whether a key matches it, by a fully built DFA walked
+/// over the key until it matches, dies or the key ends. The built-in key patterns are
+/// anchored at the start, so their DFA dies within a byte or two of most keys, with none of a
+/// regex search's set-up per call (which cost more than the walk). A pattern the DFA cannot
+/// be built for (over a megabyte, or a Unicode word boundary) is matched by the regex engine.
+struct KeyGate {
+    dfa: Option<regex_automata::dfa::dense::DFA<Vec<u32>>>,
+    re: regex::bytes::Regex,
+}
+
+impl KeyGate {
+    fn new(pattern: &str) -> Option<KeyGate> {
+        use regex_automata::dfa::{StartKind, dense};
+        let re = regex::bytes::Regex::new(pattern).ok()?;
+        let dfa = dense::Builder::new()
+            .configure(
+                dense::Config::new()
+                    .start_kind(StartKind::Unanchored)
+                    .dfa_size_limit(Some(1 << 20)),
+            )
+            // What `regex::bytes` compiles: Unicode classes, matches need not be UTF-8.
+            .syntax(regex_automata::util::syntax::Config::new().utf8(false))
+            .build(pattern)
+            .ok();
+        Some(KeyGate { dfa, re })
+    }
+
+    /// Whether `key` matches the pattern (anywhere, as `Regex::is_match` says).
+    #[inline]
+    fn admits(&self, key: &[u8]) -> bool {
+        use regex_automata::dfa::Automaton;
+        let Some(dfa) = &self.dfa else {
+            return self.re.is_match(key);
+        };
+        let input = regex_automata::Input::new(key);
+        let Ok(mut state) = dfa.start_state_forward(&input) else {
+            return self.re.is_match(key);
+        };
+        for &b in key {
+            state = dfa.next_state(state, b);
+            // One compare per byte: match and dead states are both special.
+            if dfa.is_special_state(state) {
+                if dfa.is_match_state(state) {
+                    return true;
+                }
+                if dfa.is_dead_state(state) {
+                    return false;
+                }
+            }
+        }
+        dfa.is_match_state(dfa.next_eoi_state(state))
+    }
+}
+
 /// Lints keys of one dump, one at a time.
 pub struct DumpLinter<'a> {
     rules: Vec<&'a ActiveRule>,
@@ -431,7 +485,7 @@ pub struct DumpLinter<'a> {
     /// skips the check. Each is a regex of its own rather than one set: most are anchored
     /// literals that fail on a key's first bytes, and the one that is not looks for a literal
     /// first, where a set's overlapping search walks every key to its end.
-    prefilter: Vec<Option<regex::bytes::Regex>>,
+    prefilter: Vec<Option<KeyGate>>,
     /// The rules that do anything key by key: a check that reads keys or their values, and
     /// the rule that lists keys no declared family matches.
     per_key: Vec<usize>,
@@ -485,10 +539,7 @@ impl<'a> DumpLinter<'a> {
             });
         let prefilter = checks
             .iter()
-            .map(|c| {
-                c.key_pattern()
-                    .and_then(|p| regex::bytes::Regex::new(p).ok())
-            })
+            .map(|c| c.key_pattern().and_then(KeyGate::new))
             .collect();
         let per_key = (0..checks.len())
             .filter(|&i| {
@@ -532,8 +583,8 @@ impl<'a> DumpLinter<'a> {
         let family = self.matcher.as_ref().map(|(m, _)| m.family(key));
         for k in 0..self.per_key.len() {
             let i = self.per_key[k];
-            if let Some(re) = &self.prefilter[i]
-                && !re.is_match(key)
+            if let Some(gate) = &self.prefilter[i]
+                && !gate.admits(key)
             {
                 continue;
             }
@@ -707,4 +758,59 @@ pub fn finish_sinks(sinks: Vec<LintSink<'_>>) -> Vec<Diagnostic> {
     }
     super::sort(&mut found);
     found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::KeyGate;
+    use proptest::prelude::*;
+
+    /// The built-in key patterns, and unanchored, Unicode and end-anchored ones a user's rule
+    /// may have.
+    fn patterns() -> Vec<String> {
+        let mut v: Vec<String> = crate::lint::RuleSet::builtin()
+            .expect("the built-in rules load")
+            .rules
+            .iter()
+            .filter_map(|r| match &r.spec.check {
+                crate::lint::rule::CheckKind::KeyFamily { pattern, .. } => Some(pattern.clone()),
+                _ => None,
+            })
+            .collect();
+        assert!(v.len() >= 5, "the key-family rules are found");
+        v.extend(
+            [
+                r"bull",
+                r":\d+$",
+                r"(?i)SESSION:\w+",
+                r"é",
+                r"^a.*z$",
+                r"\bjob\b",
+            ]
+            .map(String::from),
+        );
+        v
+    }
+
+    proptest! {
+        #[test]
+        fn the_gate_says_what_the_regex_says(
+            keys in proptest::collection::vec(
+                prop_oneof![
+                    proptest::collection::vec(any::<u8>(), 0..40),
+                    "(rq|bull|dramatiq|\\{bull\\}|x)(:[a-z0-9é]{0,6}){0,4}(\x06\x16[0-9]{1,3})?"
+                        .prop_map(String::into_bytes),
+                ],
+                1..64,
+            )
+        ) {
+            for p in patterns() {
+                let gate = KeyGate::new(&p).expect("a valid pattern");
+                let re = regex::bytes::Regex::new(&p).expect("a valid pattern");
+                for k in &keys {
+                    prop_assert_eq!(gate.admits(k), re.is_match(k), "{:?} on {:?}", p, k);
+                }
+            }
+        }
+    }
 }
