@@ -261,21 +261,37 @@ impl<'a> Parser<'a> {
                 ),
             }));
         }
-        Ok(Parser {
-            data,
+        let start = Checkpoint {
             pos: 9,
+            db: 0,
+            embedded_keys: false,
+        };
+        Ok(Parser::standing(data, version, magic, 0, start))
+    }
+
+    /// A parser of `data` standing at `at`, with no auxiliary fields or counts yet.
+    fn standing(
+        data: &'a [u8],
+        version: u32,
+        magic: Magic,
+        list_compress_depth: u32,
+        at: Checkpoint,
+    ) -> Parser<'a> {
+        Parser {
+            data,
+            pos: at.pos,
             version,
             magic,
-            db: 0,
+            db: at.db,
             key: Vec::new(),
             scratch: Vec::new(),
             aux: Vec::new(),
             functions: 0,
             uninterpreted: 0,
             done: false,
-            embedded_keys: false,
-            list_compress_depth: 0,
-        })
+            embedded_keys: at.embedded_keys,
+            list_compress_depth,
+        }
     }
 
     /// Estimates memory for a server running with `list-compress-depth` `depth`: the nodes of
@@ -645,21 +661,13 @@ impl<'a> Parser<'a> {
     /// A parser of the same snapshot as `self`, standing at `at` (a checkpoint of a parser of
     /// the same bytes), with no auxiliary fields or counts of its own.
     pub fn resume(&self, at: Checkpoint) -> Parser<'a> {
-        Parser {
-            data: self.data,
-            pos: at.pos,
-            version: self.version,
-            magic: self.magic,
-            db: at.db,
-            key: Vec::new(),
-            scratch: Vec::new(),
-            aux: Vec::new(),
-            functions: 0,
-            uninterpreted: 0,
-            done: false,
-            embedded_keys: at.embedded_keys,
-            list_compress_depth: self.list_compress_depth,
-        }
+        Parser::standing(
+            self.data,
+            self.version,
+            self.magic,
+            self.list_compress_depth,
+            at,
+        )
     }
 
     /// Reads records up to the next key's value type byte (`None` at the end marker).

@@ -301,21 +301,7 @@ impl SnapshotSummary {
     /// Adds the figures of another summary (of other files).
     pub fn merge(&mut self, o: &SnapshotSummary) {
         self.files.extend(o.files.iter().cloned());
-        for (mine, theirs) in self.builtin.iter_mut().zip(&o.builtin) {
-            mine.merge(theirs);
-        }
-        for (name, t) in &o.modules {
-            self.modules.entry(*name).or_default().merge(t);
-        }
-        for b in o.by_memory.sorted() {
-            self.by_memory.push(b.memory, b);
-        }
-        for b in o.by_elements.sorted() {
-            self.by_elements.push(b.elements.unwrap_or(0), b);
-        }
-        for b in o.slot_biggest.iter().flatten() {
-            self.offer_slot(b, 0, |_| false);
-        }
+        self.merge_figures(o, false);
     }
 
     /// Adds the figures of another part of the same file (keys another thread read): the
@@ -323,6 +309,12 @@ impl SnapshotSummary {
     /// keys equal in name and in the ranked figure (the same name in two databases) may be
     /// kept in the other order.
     pub fn merge_part(&mut self, o: &SnapshotSummary) {
+        self.merge_figures(o, true);
+    }
+
+    /// Adds `o`'s figures; a slot's biggest key on a tie is the one read first within one
+    /// file (`same_file`), else this summary's.
+    fn merge_figures(&mut self, o: &SnapshotSummary, same_file: bool) {
         for (mine, theirs) in self.builtin.iter_mut().zip(&o.builtin) {
             mine.merge(theirs);
         }
@@ -338,7 +330,7 @@ impl SnapshotSummary {
         for (s, b) in o.slot_biggest.iter().enumerate() {
             if let Some(b) = b {
                 let at = o.slot_at[s];
-                self.offer_slot(b, at, |mine| at < mine);
+                self.offer_slot(b, at, |mine| same_file && at < mine);
             }
         }
     }
