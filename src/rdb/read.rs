@@ -186,7 +186,18 @@ pub fn par_read_data<S: ChunkSink>(
                         for _ in 0..span.keys {
                             let k = match p.next_key() {
                                 Ok(Some(k)) => k,
-                                Ok(None) => unreachable!("invariant: the walk counted this key"),
+                                // The walk counted a key here; both passes read the
+                                // same bytes alike, so this is a fault of keyplan's, said
+                                // as an error rather than a panic.
+                                Ok(None) => {
+                                    part.error = Some(Box::new(RdbError {
+                                        offset: p.position(),
+                                        message: "the full parse ended where the first pass \
+                                                  read a key (please report this file)"
+                                            .into(),
+                                    }));
+                                    break;
+                                }
                                 Err(e) => {
                                     part.error = Some(e);
                                     break;
