@@ -48,7 +48,7 @@ pub enum TagShape {
 /// byte loop under 16 bytes), longer ones go to `memchr`.
 #[allow(unsafe_code)]
 #[inline]
-fn find(needle: u8, hay: &[u8]) -> Option<usize> {
+pub(crate) fn find(needle: u8, hay: &[u8]) -> Option<usize> {
     let len = hay.len();
     if len > 32 {
         return memchr(needle, hay);

@@ -1,7 +1,7 @@
 //! `key-family`: keys of a known family (a library's queue, broker or lock keys) whose use on a
 //! cluster is known to fail. One finding per dump: how many keys, an example, what goes wrong.
 
-use super::{Check, DumpSeen, Found, KeySeen};
+use super::{Check, DumpSeen, Found, KeyNeeds, KeySeen};
 use std::cell::{Cell, RefCell};
 
 pub(super) struct KeyFamilyCheck {
@@ -40,12 +40,11 @@ fn shown(key: &[u8]) -> String {
 }
 
 impl Check for KeyFamilyCheck {
-    fn key_pattern(&self) -> Option<&str> {
-        self.re.as_ref().map(|re| re.as_str())
-    }
-
-    fn reads_keys(&self) -> bool {
-        true
+    fn key_needs(&self) -> KeyNeeds<'_> {
+        match &self.re {
+            Some(re) => KeyNeeds::Pattern(re.as_str()),
+            None => KeyNeeds::Nothing,
+        }
     }
 
     fn key(&self, seen: &KeySeen<'_>) -> Found {

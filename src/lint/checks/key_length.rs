@@ -1,6 +1,6 @@
 //! `key-length`: keys (and patterns whose fixed text alone is) longer than a limit.
 
-use super::{Check, Finding, Found, KeySeen, allowed};
+use super::{Check, Finding, Found, KeyNeeds, KeySeen, allowed};
 use crate::keys::display::display_key;
 use crate::lint::ActiveRule;
 use crate::scheme::{Scheme, Seg};
@@ -38,8 +38,8 @@ impl Check for KeyLengthCheck {
         out
     }
 
-    fn reads_keys(&self) -> bool {
-        true
+    fn key_needs(&self) -> KeyNeeds<'_> {
+        KeyNeeds::LongerThan(self.max)
     }
 
     fn key(&self, seen: &KeySeen<'_>) -> Found {

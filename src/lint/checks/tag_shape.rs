@@ -1,6 +1,6 @@
 //! `tag-shape`: hash tags that are empty, unclosed, or followed by a second one Redis ignores.
 
-use super::{Check, Finding, Found, KeySeen, allowed};
+use super::{Check, Finding, Found, KeyNeeds, KeySeen, allowed};
 use crate::keys::display::display_key;
 use crate::lint::ActiveRule;
 use crate::lint::rule::TagFlag;
@@ -34,13 +34,17 @@ impl Check for TagShapeCheck {
         out
     }
 
-    fn reads_keys(&self) -> bool {
-        true
+    fn key_needs(&self) -> KeyNeeds<'_> {
+        KeyNeeds::Brace
     }
 
     fn key(&self, seen: &KeySeen<'_>) -> Found {
-        let KeySeen { rule: r, key, .. } = *seen;
-        let shape = TagShape::of(key);
+        let KeySeen {
+            rule: r,
+            key,
+            shape,
+            ..
+        } = *seen;
         let hit = match self.0 {
             TagFlag::Empty => matches!(shape, TagShape::Empty { .. }),
             TagFlag::Unclosed => matches!(shape, TagShape::Unclosed { .. }),

@@ -1,13 +1,13 @@
 //! `unmatched-key`: dump keys that match no pattern declared in the scheme.
 
-use super::{Check, Found, KeySeen};
+use super::{Check, Found, KeyNeeds, KeySeen};
 use crate::keys::display::display_key;
 
 pub(super) struct UnmatchedKeyCheck;
 
 impl Check for UnmatchedKeyCheck {
-    fn reads_keys(&self) -> bool {
-        true
+    fn key_needs(&self) -> KeyNeeds<'_> {
+        KeyNeeds::Unmatched
     }
 
     fn key(&self, seen: &KeySeen<'_>) -> Found {
