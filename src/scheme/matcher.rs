@@ -6,6 +6,54 @@ use regex::bytes::Regex;
 use regex_automata::{Anchored, Input, meta};
 use std::sync::OnceLock;
 
+/// The most memory a scheme's family DFA may take (past it, the lazy DFA of `set` is used).
+const DFA_LIMIT: usize = 4 << 20;
+
+/// The scheme's patterns as a dense DFA, anchored, with the state every key starts in.
+#[derive(Debug)]
+struct Families {
+    dfa: regex_automata::dfa::dense::DFA<Vec<u32>>,
+    start: regex_automata::util::primitives::StateID,
+}
+
+impl Families {
+    fn new(patterns: &[String]) -> Option<Families> {
+        use regex_automata::dfa::{Automaton, StartKind, dense};
+        let dfa = dense::Builder::new()
+            .configure(
+                dense::Config::new()
+                    .start_kind(StartKind::Anchored)
+                    .dfa_size_limit(Some(DFA_LIMIT))
+                    .determinize_size_limit(Some(2 * DFA_LIMIT)),
+            )
+            .syntax(regex_automata::util::syntax::Config::new().utf8(false))
+            .build_many(patterns)
+            .ok()?;
+        let start = dfa
+            .start_state(&regex_automata::util::start::Config::new().anchored(Anchored::Yes))
+            .ok()?;
+        Some(Families { dfa, start })
+    }
+
+    /// The first pattern matching all of `key` (every pattern ends in `$`: a match ends at the
+    /// key's end, where the DFA's end-of-input step reports it).
+    #[inline]
+    fn family(&self, key: &[u8]) -> Option<usize> {
+        use regex_automata::dfa::Automaton;
+        let dfa = &self.dfa;
+        let mut state = self.start;
+        for &b in key {
+            state = dfa.next_state(state, b);
+            if dfa.is_special_state(state) && dfa.is_dead_state(state) {
+                return None;
+            }
+        }
+        let end = dfa.next_eoi_state(state);
+        dfa.is_match_state(end)
+            .then(|| dfa.match_pattern(end, 0).as_usize())
+    }
+}
+
 /// The scheme's key patterns, compiled.
 #[derive(Debug)]
 pub struct KeyMatcher {
@@ -13,11 +61,16 @@ pub struct KeyMatcher {
     /// ends, the match it reports is the first pattern (in declaration order) that matches,
     /// found in one forward pass with no overlapping search.
     set: meta::Regex,
+    /// The same patterns as one fully built DFA walked over a key (a byte a step, with no
+    /// search set-up), when it fits in [`DFA_LIMIT`] bytes; `set` answers otherwise.
+    dfa: Option<Families>,
     /// Per declared key: its pattern with one capture group per variable (compiled when first
     /// needed).
     captures: Vec<(String, OnceLock<Option<Regex>>)>,
     /// Per declared key: its variables in pattern order (one per occurrence, as `values`).
     names: Vec<Vec<String>>,
+    /// Per declared key: its values read without a regex, when its pattern allows it.
+    cuts: Vec<Option<super::cut::Cut>>,
 }
 
 impl KeyMatcher {
@@ -45,6 +98,12 @@ impl KeyMatcher {
             .map(|k| k.template.vars().map(str::to_string).collect())
             .collect();
         KeyMatcher {
+            cuts: scheme
+                .keys
+                .iter()
+                .map(|k| super::cut::Cut::new(scheme, k))
+                .collect(),
+            dfa: Families::new(&patterns),
             set,
             captures,
             names,
@@ -53,6 +112,14 @@ impl KeyMatcher {
 
     /// The index (into the scheme's keys) of the first declared key `key` matches.
     pub fn family(&self, key: &[u8]) -> Option<usize> {
+        match &self.dfa {
+            Some(d) => d.family(key),
+            None => self.family_by_set(key),
+        }
+    }
+
+    /// [`KeyMatcher::family`] by the lazy DFA.
+    fn family_by_set(&self, key: &[u8]) -> Option<usize> {
         self.set
             .find(Input::new(key).anchored(Anchored::Yes))
             .map(|m| m.pattern().as_usize())
@@ -62,6 +129,19 @@ impl KeyMatcher {
     /// a repeated variable once per occurrence, as byte strings); false when `key` is not of
     /// that family.
     pub fn for_each_value<'k>(
+        &self,
+        family: usize,
+        key: &'k [u8],
+        f: impl FnMut(&'k [u8]),
+    ) -> bool {
+        match self.cuts.get(family) {
+            Some(Some(cut)) => cut.values(key, f),
+            _ => self.values_by_regex(family, key, f),
+        }
+    }
+
+    /// [`KeyMatcher::for_each_value`] by the family's regex and its capture groups.
+    fn values_by_regex<'k>(
         &self,
         family: usize,
         key: &'k [u8],
@@ -134,6 +214,7 @@ mod tests {
         )
         .unwrap();
         let m = KeyMatcher::new(&s);
+        assert!(m.dfa.is_some(), "the patterns fit in a dense DFA");
         let set =
             regex::bytes::RegexSet::new(s.keys.iter().map(|k| s.key_regex(k, false))).unwrap();
         let pieces: [&[u8]; 12] = [
@@ -152,6 +233,7 @@ mod tests {
                 key.extend_from_slice(pieces[(r % 12) as usize]);
                 r /= 12;
             }
+            assert_eq!(m.family(&key), m.family_by_set(&key));
             assert_eq!(
                 m.family(&key),
                 set.matches(&key).iter().next(),
@@ -161,5 +243,92 @@ mod tests {
             tried += usize::from(m.family(&key).is_some_and(|f| f > 0));
         }
         assert!(tried > 1000, "later patterns are reached: {tried}");
+    }
+
+    proptest::proptest! {
+        /// Values read by a cut are what the regex's groups capture, and a key a cut refuses is
+        /// one the regex refuses: over patterns of every variable kind and keys made from them,
+        /// broken or not.
+        #[test]
+        fn cuts_read_what_the_regex_captures(
+            segs in proptest::collection::vec((0usize..16, 0usize..7), 1..6),
+            keys in proptest::collection::vec(
+                proptest::collection::vec((0usize..12, 0usize..12), 6),
+                1..24,
+            ),
+        ) {
+            const LITS: [&str; 9] = [":", "-", "{", "}", "x", "_", "ab:", "7", "\u{e9}"];
+            const KINDS: [&str; 7] = ["int", "uuid", "hex", "word", "date", "any", "enum"];
+            // Pieces of values of every kind, and bytes no kind holds.
+            const BITS: [&[u8]; 12] = [
+                b"42", b"-7", b"0f3A", b"beef", b"word_1", b"2026-01-02",
+                b"123e4567-e89b-12d3-a456-426614174000", b":", b"-", b"", b"\xff", b"x1",
+            ];
+            let mut pattern = String::new();
+            for (i, &(lit, kind)) in segs.iter().enumerate() {
+                if lit < LITS.len() {
+                    pattern.push_str(LITS[lit]);
+                } else {
+                    pattern.push_str(&format!("<v{i}_{}>", KINDS[kind]));
+                }
+            }
+            let mut yaml = String::from("version: 1\nvars:\n");
+            for (i, &(_, kind)) in segs.iter().enumerate() {
+                let extra = if kind == 6 { ", values: [a, b1, \"7\"]" } else { "" };
+                yaml.push_str(&format!("  v{i}_{}: {{ kind: {}{extra} }}\n", KINDS[kind], KINDS[kind]));
+            }
+            yaml.push_str(&format!("keys:\n  k: {{ pattern: {:?} }}\n", pattern));
+            let Ok(scheme) = Scheme::parse(&yaml) else {
+                // A pattern the scheme refuses (no variable, say) has nothing to read.
+                return Ok(());
+            };
+            let m = KeyMatcher::new(&scheme);
+            // Valid values of each kind (in KINDS' order).
+            const VALUES: [&[&[u8]]; 7] = [
+                &[b"42", b"-7", b"0"],
+                &[b"123e4567-e89b-12d3-a456-426614174000"],
+                &[b"0f3A", b"beef", b"7"],
+                &[b"word_1", b"a", b"x-y"],
+                &[b"2026-01-02"],
+                &[b"10.0.0.1", b":", b"a:b", b"\xc3\xa9"],
+                &[b"a", b"b1", b"7"],
+            ];
+            for parts in &keys {
+                // Each piece of the pattern made as it says, or (now and then) broken.
+                let mut key = Vec::new();
+                for (&(lit, kind), &(pick, broken)) in segs.iter().zip(parts) {
+                    if broken >= 10 {
+                        key.extend_from_slice(BITS[pick]);
+                    } else if lit < LITS.len() {
+                        key.extend_from_slice(LITS[lit].as_bytes());
+                    } else {
+                        let values = VALUES[kind];
+                        key.extend_from_slice(values[pick % values.len()]);
+                    }
+                }
+                let (mut by_cut, mut by_regex) = (Vec::new(), Vec::new());
+                let cut = m.for_each_value(0, &key, |v| by_cut.push(v.to_vec()));
+                let re = m.values_by_regex(0, &key, |v| by_regex.push(v.to_vec()));
+                proptest::prop_assert_eq!(cut, re, "{:?} on {:?}", pattern, String::from_utf8_lossy(&key));
+                proptest::prop_assert_eq!(&by_cut, &by_regex, "{:?} on {:?}", pattern, String::from_utf8_lossy(&key));
+            }
+        }
+    }
+
+    #[test]
+    fn patterns_of_runs_fixed_values_and_a_last_any_are_cut() {
+        let s = Scheme::parse(
+            "version: 1\nvars:\n  i: { kind: int }\n  u: { kind: uuid }\n  w: { kind: word }\n  a: { kind: any }\n  d: { kind: date }\n  e: { kind: enum, values: [x] }\nkeys:\n  k0: { pattern: \"user:{<i>}:<u>\" }\n  k1: { pattern: \"rate:<a>:<d>\" }\n  k2: { pattern: \"s:<w><i>\" }\n  k3: { pattern: \"<a>:<i>\" }\n  k4: { pattern: \"<e>:<i>\" }\n  k5: { pattern: \"<w>-<i>\" }\n",
+        )
+        .unwrap();
+        let m = KeyMatcher::new(&s);
+        let cut: Vec<bool> = m.cuts.iter().map(Option::is_some).collect();
+        // A word's class holds an int's digits, an `any` before a run, an enum, a word
+        // before a `-` it may hold: the regex reads those.
+        assert_eq!(cut, [true, true, false, false, false, false]);
+        assert_eq!(
+            m.values(1, b"rate:10.0.0.1:2026-01-02"),
+            Some(vec!["10.0.0.1".into(), "2026-01-02".into()])
+        );
     }
 }

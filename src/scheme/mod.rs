@@ -2,6 +2,7 @@
 //! `<var>` placeholders (braces are literal Redis hash-tag braces), typed variables, and the
 //! batches it runs. Every problem is reported with the file's line and column.
 
+pub mod cut;
 pub mod matcher;
 pub mod predicates;
 pub mod template;
