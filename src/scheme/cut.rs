@@ -16,7 +16,10 @@ enum Piece {
     /// A value of fixed shape: per byte, `h` a hex digit, `d` a decimal digit, `-` itself.
     Fixed(&'static [u8]),
     /// The longest run of bytes in `class` (at least one), after one optional `-` when `minus`.
-    Run { class: Box<[bool; 256]>, minus: bool },
+    Run {
+        class: Box<[bool; 256]>,
+        minus: bool,
+    },
     /// The bytes up to `rest` before the key's end (at least one).
     ToEnd { rest: usize },
 }

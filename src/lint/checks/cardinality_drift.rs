@@ -6,13 +6,13 @@ use super::{Check, DumpSeen, Found};
 use crate::scheme::matcher::KeyMatcher;
 use crate::sketch::Hll;
 use std::cell::RefCell;
-use std::collections::BTreeMap;
 
 pub(super) struct CardinalityDriftCheck {
     min_keys: u64,
     factor: f64,
-    /// Per declared key: its sampled keys and their variables' distinct values.
-    seen: RefCell<BTreeMap<usize, Seen>>,
+    /// Per declared key (by its index in the scheme): its sampled keys and their variables'
+    /// distinct values, once a key of it is seen.
+    seen: RefCell<Vec<Option<Seen>>>,
 }
 
 /// Keys of one declared key whose values are counted, at most: past it, a key counts only
@@ -24,42 +24,62 @@ const MAX_KEYS: u64 = 200_000;
 /// Levels of sampling: at level `l`, keys whose hash has `l` or more leading zero bits.
 const LEVELS: usize = 16;
 
-/// One declared key's sample: from `min_level` on, per level, the keys counted and each
-/// variable's distinct values among them.
+/// One declared key's sample: from `min_level` on, per level, the keys counted at it (those
+/// of that level and above) and, per variable, a sketch of the values of the keys of exactly
+/// that level. The sample at a level is the union of the sketches from it up (a sketch's
+/// union is exactly the sketch of all its values), so a key's values go into one sketch.
 struct Seen {
     min_level: usize,
-    levels: Vec<(u64, Vec<(String, Hll)>)>,
+    levels: Vec<(u64, Vec<Hll>)>,
+    /// The variables, each once, in the order of the sketches.
+    names: Vec<String>,
+    /// Per variable occurrence in the pattern, its variable's place in `names`.
+    place: Vec<usize>,
 }
 
 impl Seen {
     fn new(names: &[String]) -> Seen {
-        let mut vars: Vec<(String, Hll)> = Vec::new();
+        let mut vars: Vec<String> = Vec::new();
         for name in names {
-            if !vars.iter().any(|(n, _)| n == name) {
-                vars.push((name.clone(), Hll::new(12)));
+            if !vars.contains(name) {
+                vars.push(name.clone());
             }
         }
+        let place = names
+            .iter()
+            .map(|name| vars.iter().position(|n| n == name).unwrap_or(0))
+            .collect();
         Seen {
             min_level: 0,
-            levels: vec![(0, vars); LEVELS],
+            levels: vec![(0, vec![Hll::new(12); vars.len()]); LEVELS],
+            names: vars,
+            place,
         }
     }
 
     /// Drops the levels holding more keys than [`MAX_KEYS`].
     fn settle(&mut self) {
         while self.min_level + 1 < LEVELS && self.levels[self.min_level].0 > MAX_KEYS {
-            let vars = &mut self.levels[self.min_level].1;
-            *vars = vars
-                .iter()
-                .map(|(n, _)| (n.clone(), Hll::new(12)))
-                .collect();
+            for h in &mut self.levels[self.min_level].1 {
+                *h = Hll::new(12);
+            }
             self.min_level += 1;
         }
     }
 
     /// The keys counted and the distinct values of each variable.
-    fn sample(&self) -> &(u64, Vec<(String, Hll)>) {
-        &self.levels[self.min_level]
+    fn sample(&self) -> (u64, Vec<(&str, Hll)>) {
+        let mut vars: Vec<(&str, Hll)> = self
+            .names
+            .iter()
+            .map(|n| (n.as_str(), Hll::new(12)))
+            .collect();
+        for (_, sketches) in &self.levels[self.min_level..] {
+            for ((_, all), h) in vars.iter_mut().zip(sketches) {
+                all.merge(h);
+            }
+        }
+        (self.levels[self.min_level].0, vars)
     }
 }
 
@@ -68,7 +88,7 @@ impl CardinalityDriftCheck {
         CardinalityDriftCheck {
             min_keys,
             factor: factor.max(1.0),
-            seen: RefCell::new(BTreeMap::new()),
+            seen: RefCell::new(Vec::new()),
         }
     }
 }
@@ -86,28 +106,31 @@ impl Check for CardinalityDriftCheck {
 
     fn family_key(&self, family: usize, key: &[u8], matcher: &KeyMatcher) {
         let mut seen = self.seen.borrow_mut();
-        let entry = seen
-            .entry(family)
-            .or_insert_with(|| Seen::new(matcher.var_names(family).unwrap_or_default()));
+        if seen.len() <= family {
+            seen.resize_with(family + 1, || None);
+        }
+        let entry = seen[family]
+            .get_or_insert_with(|| Seen::new(matcher.var_names(family).unwrap_or_default()));
         let level = (crate::sketch::hash64(key).leading_zeros() as usize).min(LEVELS - 1);
         if level < entry.min_level {
             return;
         }
-        let Some(names) = matcher.var_names(family) else {
-            return;
-        };
-        let mut values: Vec<&[u8]> = Vec::with_capacity(names.len());
-        if !matcher.for_each_value(family, key, |v| values.push(v)) {
+        // Values come only for a key of the family, each into its variable's sketch at the
+        // key's level.
+        let sketches = &mut entry.levels[level].1;
+        let place = &entry.place;
+        let mut at = 0;
+        let matched = matcher.for_each_value(family, key, |value| {
+            if let Some(&v) = place.get(at) {
+                sketches[v].insert(value);
+            }
+            at += 1;
+        });
+        if !matched {
             return;
         }
-        for l in entry.min_level..=level {
-            let (keys, vars) = &mut entry.levels[l];
+        for (keys, _) in &mut entry.levels[entry.min_level..=level] {
             *keys += 1;
-            for (name, value) in names.iter().zip(&values) {
-                if let Some((_, hll)) = vars.iter_mut().find(|(n, _)| n == name) {
-                    hll.insert(value);
-                }
-            }
         }
         entry.settle();
     }
@@ -117,22 +140,28 @@ impl Check for CardinalityDriftCheck {
             return;
         };
         let mut mine = self.seen.borrow_mut();
-        for (family, theirs) in o.seen.borrow().iter() {
-            let Some(m) = mine.get_mut(family) else {
-                mine.insert(
-                    *family,
-                    Seen {
-                        min_level: theirs.min_level,
-                        levels: theirs.levels.clone(),
-                    },
-                );
+        let theirs_all = o.seen.borrow();
+        if mine.len() < theirs_all.len() {
+            mine.resize_with(theirs_all.len(), || None);
+        }
+        for (family, theirs) in theirs_all.iter().enumerate() {
+            let Some(theirs) = theirs else {
+                continue;
+            };
+            let Some(m) = mine[family].as_mut() else {
+                mine[family] = Some(Seen {
+                    min_level: theirs.min_level,
+                    levels: theirs.levels.clone(),
+                    names: theirs.names.clone(),
+                    place: theirs.place.clone(),
+                });
                 continue;
             };
             m.min_level = m.min_level.max(theirs.min_level);
             for l in m.min_level..LEVELS {
-                let (keys, vars) = &mut m.levels[l];
+                let (keys, sketches) = &mut m.levels[l];
                 *keys += theirs.levels[l].0;
-                for ((_, h), (_, t)) in vars.iter_mut().zip(&theirs.levels[l].1) {
+                for (h, t) in sketches.iter_mut().zip(&theirs.levels[l].1) {
                     h.merge(t);
                 }
             }
@@ -145,10 +174,17 @@ impl Check for CardinalityDriftCheck {
         let scheme = scheme?;
         let mut found: Vec<(f64, String, String)> = Vec::new();
         let seen = self.seen.borrow();
-        let all = seen.iter().flat_map(|(f, s)| {
-            let (keys, vars) = s.sample();
-            vars.iter().map(move |(v, h)| (*f, v, h, *keys))
-        });
+        // Per declared key seen: its index, keys counted and each variable's values.
+        type Sample<'a> = (usize, u64, Vec<(&'a str, Hll)>);
+        let samples: Vec<Sample<'_>> = seen
+            .iter()
+            .enumerate()
+            .filter_map(|(f, s)| s.as_ref().map(|s| (f, s.sample())))
+            .map(|(f, (keys, vars))| (f, keys, vars))
+            .collect();
+        let all = samples
+            .iter()
+            .flat_map(|(f, keys, vars)| vars.iter().map(move |(v, h)| (*f, *v, h, *keys)));
         for (family, var, hll, keys) in all {
             let keys = &keys;
             let Some(declared) = scheme.cardinality(var) else {

@@ -562,7 +562,8 @@ impl<'a> DumpLinter<'a> {
     /// Checks one key with its bytes and ops when the dump has them (a tsv dump).
     pub fn record(&mut self, line: u64, key: &[u8], bytes: Option<u64>, ops: Option<f64>) {
         let shape = crate::slot::TagShape::of(key);
-        self.record_placed(line, key, shape, None, bytes, ops);
+        let family = self.matcher.as_ref().map(|(m, _)| m.family(key));
+        self.record_placed(line, key, shape, None, family, bytes, ops);
     }
 
     /// Whether keys are placed by a hashing policy's rules rather than their `{…}` tags (a
@@ -571,18 +572,20 @@ impl<'a> DumpLinter<'a> {
         self.topo.slot_map().is_some_and(|m| m.custom_hashing())
     }
 
-    /// Checks one key whose tag shape, and slot when the caller hashed it already, are known.
+    /// Checks one key whose tag shape, and slot when the caller hashed it already, are known,
+    /// with its declared family (`None` without a scheme, `Some(None)` when it matches none).
+    #[allow(clippy::too_many_arguments)]
     fn record_placed(
         &mut self,
         line: u64,
         key: &[u8],
         shape: crate::slot::TagShape,
         slot: Option<u16>,
+        family: Option<Option<usize>>,
         bytes: Option<u64>,
         ops: Option<f64>,
     ) {
         self.totals.add(self.topo, key, shape, slot, bytes, ops);
-        let family = self.matcher.as_ref().map(|(m, _)| m.family(key));
         let odd = self.per_key.reads_bytes() && key_bytes::odd_bytes(key);
         let braced = shape != crate::slot::TagShape::NoBrace;
         let mut live = std::mem::take(&mut self.live);
@@ -708,6 +711,8 @@ pub struct LintSink<'a> {
     chunks: Vec<(u64, u64)>,
     /// The fused scan raw dumps are read with (reused between chunks).
     scanner: crate::slot::bulk::BulkScanner,
+    /// The declared families of a piece's keys (with a scheme), reused.
+    families: Vec<Option<usize>>,
 }
 
 impl<'a> LintSink<'a> {
@@ -718,6 +723,7 @@ impl<'a> LintSink<'a> {
             seq: 0,
             chunks: Vec::new(),
             scanner: crate::slot::bulk::BulkScanner::new(),
+            families: Vec::new(),
         }
     }
 }
@@ -750,10 +756,19 @@ impl ChunkSink for LintSink<'_> {
         // Line ends before the chunk offset `after`, just past the key last seen.
         let (mut ends, mut after) = (0u64, 0usize);
         let seq = self.seq << CHUNK_SHIFT;
+        let mut families = std::mem::take(&mut self.families);
         let counts = scanner.scan_keys(data, c.max_line, &mut c.long, |piece, spans| {
             // Pieces are parts of the chunk: positions in them are moved by its offset.
             let off = piece.as_ptr() as usize - base;
-            for s in spans {
+            // The piece's keys' families at once (the matcher walks several together).
+            if let Some((m, _)) = &self.linter.matcher {
+                m.families(
+                    spans.len(),
+                    |i| &piece[spans[i].start..spans[i].end],
+                    &mut families,
+                );
+            }
+            for (k, s) in spans.iter().enumerate() {
                 let start = off + s.start;
                 // A key starts a line: what is between it and the last key ends in a line
                 // end, and is almost always just that one.
@@ -772,11 +787,13 @@ impl ChunkSink for LintSink<'_> {
                     },
                     false => crate::slot::TagShape::of(key),
                 };
+                let family = self.linter.matcher.as_ref().map(|_| families[k]);
                 self.linter
-                    .record_placed(seq | line, key, shape, Some(s.slot), None, None);
+                    .record_placed(seq | line, key, shape, Some(s.slot), family, None, None);
             }
         });
         self.scanner = scanner;
+        self.families = families;
         Some(counts)
     }
 
