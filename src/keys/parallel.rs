@@ -65,6 +65,43 @@ pub struct RawChunk<'a> {
     pub long: Vec<LongLine>,
 }
 
+/// The lines of a raw chunk's keys as the fused scan hands them over (a piece at a time, in
+/// order): a key starts a line, so what lies between it and the key before ends in a line
+/// end, and is almost always just that one.
+pub struct LineCounter {
+    /// Where the chunk starts in memory (pieces are parts of it).
+    base: usize,
+    /// Line ends before `after`.
+    ends: u64,
+    /// The chunk offset just past the last key.
+    after: usize,
+}
+
+impl LineCounter {
+    /// A counter for the keys of `data`.
+    pub fn new(data: &[u8]) -> LineCounter {
+        LineCounter {
+            base: data.as_ptr() as usize,
+            ends: 0,
+            after: 0,
+        }
+    }
+
+    /// The 1-based line in `data` of the key `span` of `piece` (a part of `data`); keys must
+    /// come in their order in `data`.
+    #[inline]
+    pub fn line(&mut self, data: &[u8], piece: &[u8], span: &crate::slot::bulk::KeySpan) -> u64 {
+        let off = piece.as_ptr() as usize - self.base;
+        let gap = &data[self.after..off + span.start];
+        self.ends += match gap.len() {
+            0 | 1 => gap.len() as u64,
+            _ => memchr::memchr_iter(b'\n', gap).count() as u64,
+        };
+        self.after = off + span.end;
+        self.ends + 1
+    }
+}
+
 /// A sink that counts keys per slot (one per worker; aligned so that neighbouring workers
 /// share no cache line). Raw lines take the fused bulk scan.
 #[repr(align(128))]

@@ -330,8 +330,12 @@ impl Workload {
         key: &[u8],
         matcher: &crate::scheme::matcher::KeyMatcher,
     ) {
+        self.add_sample_key_of(topo, key, matcher.family(key));
+    }
+
+    /// [`Workload::add_sample_key`] of a key whose family the caller found.
+    pub fn add_sample_key_of(&mut self, topo: &Topology, key: &[u8], family: Option<usize>) {
         self.base = std::sync::OnceLock::new();
-        let family = matcher.family(key);
         // A key the family's sample would drop at once is not taken apart: its values are read
         // (a capture per variable) only when it is kept.
         if let Some(fi) = family {
@@ -527,6 +531,9 @@ pub struct PlanSample<'a> {
     seq: u64,
     /// Whether keys are kept at all.
     keep: bool,
+    /// The fused scan raw dumps are read with, and a piece's keys' families (reused).
+    scanner: crate::slot::bulk::BulkScanner,
+    families: Vec<Option<usize>>,
     /// More keys were read than kept.
     pub truncated: bool,
 }
@@ -545,14 +552,22 @@ impl<'a> PlanSample<'a> {
             seq: 0,
             keep,
             truncated: false,
+            scanner: crate::slot::bulk::BulkScanner::new(),
+            families: Vec::new(),
         }
     }
 
     /// Adds the key at `line` (lines order the keys as the sample does).
     pub fn add(&mut self, line: u64, key: &[u8]) {
+        let family = self.scheme.as_ref().map(|(_, m)| m.family(key));
+        self.add_of(line, key, family);
+    }
+
+    /// [`PlanSample::add`] of a key whose family the caller found (`None` without a scheme).
+    fn add_of(&mut self, line: u64, key: &[u8], family: Option<Option<usize>>) {
         self.read += 1;
-        if let (Some((_, m)), Some(w)) = (&self.scheme, self.workload.as_mut()) {
-            w.add_sample_key(self.topology, key, m);
+        if let (Some(family), Some(w)) = (family, self.workload.as_mut()) {
+            w.add_sample_key_of(self.topology, key, family);
         }
         if self.keep {
             match self.lined.len() < MAX_SAMPLE_KEYS {
@@ -614,6 +629,35 @@ impl crate::keys::parallel::ChunkSink for PlanSample<'_> {
 
     fn begin_chunk(&mut self, seq: u64) {
         self.seq = seq;
+    }
+
+    /// Raw lines take the fused scan, and a piece's keys are matched to families together.
+    fn raw_lines(
+        &mut self,
+        c: &mut crate::keys::parallel::RawChunk<'_>,
+    ) -> Option<crate::slot::bulk::LineCounts> {
+        let mut scanner = std::mem::take(&mut self.scanner);
+        let mut families = std::mem::take(&mut self.families);
+        let data = c.data;
+        let mut lines = crate::keys::parallel::LineCounter::new(data);
+        let seq = self.seq << CHUNK_SHIFT;
+        let counts = scanner.scan_keys(data, c.max_line, &mut c.long, |piece, spans| {
+            if let Some((_, m)) = &self.scheme {
+                m.families(
+                    spans.len(),
+                    |i| &piece[spans[i].start..spans[i].end],
+                    &mut families,
+                );
+            }
+            for (k, s) in spans.iter().enumerate() {
+                let line = lines.line(data, piece, s);
+                let family = self.scheme.as_ref().map(|_| families[k]);
+                self.add_of(seq | line, &piece[s.start..s.end], family);
+            }
+        });
+        self.scanner = scanner;
+        self.families = families;
+        Some(counts)
     }
 
     fn record_line(&mut self, line: u64, rec: &crate::keys::Record<'_>) {

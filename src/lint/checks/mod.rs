@@ -741,7 +741,7 @@ impl ChunkSink for LintSink<'_> {
     }
 
     /// Raw lines take the fused scan, which finds the keys, their tags and slots of a whole
-    /// piece at once; a key's line is one more than the line ends before it.
+    /// piece at once.
     fn raw_lines(
         &mut self,
         c: &mut crate::keys::parallel::RawChunk<'_>,
@@ -751,15 +751,11 @@ impl ChunkSink for LintSink<'_> {
             return None;
         }
         let mut scanner = std::mem::take(&mut self.scanner);
-        let base = c.data.as_ptr() as usize;
         let data = c.data;
-        // Line ends before the chunk offset `after`, just past the key last seen.
-        let (mut ends, mut after) = (0u64, 0usize);
+        let mut lines = crate::keys::parallel::LineCounter::new(data);
         let seq = self.seq << CHUNK_SHIFT;
         let mut families = std::mem::take(&mut self.families);
         let counts = scanner.scan_keys(data, c.max_line, &mut c.long, |piece, spans| {
-            // Pieces are parts of the chunk: positions in them are moved by its offset.
-            let off = piece.as_ptr() as usize - base;
             // The piece's keys' families at once (the matcher walks several together).
             if let Some((m, _)) = &self.linter.matcher {
                 m.families(
@@ -769,16 +765,7 @@ impl ChunkSink for LintSink<'_> {
                 );
             }
             for (k, s) in spans.iter().enumerate() {
-                let start = off + s.start;
-                // A key starts a line: what is between it and the last key ends in a line
-                // end, and is almost always just that one.
-                let gap = &data[after..start];
-                ends += match gap.len() {
-                    0 | 1 => gap.len() as u64,
-                    _ => memchr::memchr_iter(b'\n', gap).count() as u64,
-                };
-                let line = ends + 1;
-                after = off + s.end;
+                let line = lines.line(data, piece, s);
                 let key = &piece[s.start..s.end];
                 let shape = match s.tagged() {
                     true => crate::slot::TagShape::Tagged {
