@@ -22,8 +22,9 @@ struct FamilyKey {
     /// The values of the family's variables (empty until [`Workload::settle`] reads them from
     /// `raw` for a sample key).
     values: Vec<String>,
-    /// A sample key as read, until its values are read.
-    raw: Vec<u8>,
+    /// A sample key as read, until its values are read: where its bytes are in its family's
+    /// arena (empty for a key made from declared cardinalities).
+    raw: std::ops::Range<usize>,
     weight: f64,
     hash: u64,
 }
@@ -33,6 +34,9 @@ struct FamilyKey {
 struct Family {
     vars: Vec<String>,
     keys: Vec<FamilyKey>,
+    /// The bytes of the kept sample keys, one after another (a kept key is not an allocation
+    /// of its own: most are dropped again as the threshold halves); compacted as keys go.
+    arena: Vec<u8>,
     /// Sample keys seen (kept or not).
     seen: u64,
     /// Sample keys are kept when their hash is at most this.
@@ -44,6 +48,7 @@ impl Family {
         Family {
             vars,
             keys,
+            arena: Vec::new(),
             seen: 0,
             threshold: u64::MAX,
         }
@@ -70,25 +75,60 @@ impl Family {
         self.threshold = self.threshold.min(o.threshold);
         let threshold = self.threshold;
         self.keys.retain(|k| k.hash <= threshold);
-        self.keys
-            .extend(o.keys.into_iter().filter(|k| k.hash <= threshold));
-        while self.keys.len() > 2 * KEPT_PER_FAMILY {
-            self.threshold >>= 1;
-            let threshold = self.threshold;
-            self.keys.retain(|k| k.hash <= threshold);
+        let Family { keys, arena, .. } = o;
+        for mut k in keys.into_iter().filter(|k| k.hash <= threshold) {
+            if !k.raw.is_empty() {
+                k.raw = self.store(&arena[k.raw]);
+            }
+            self.keys.push(k);
         }
+        self.thin();
     }
 
-    fn keep(&mut self, k: FamilyKey) {
+    /// Keeps a sample key (its bytes and hash) if its hash is at most the threshold.
+    fn keep(&mut self, key: &[u8], hash: u64) {
         self.seen += 1;
-        if k.hash > self.threshold {
+        if hash > self.threshold {
             return;
         }
-        self.keys.push(k);
+        let raw = self.store(key);
+        self.keys.push(FamilyKey {
+            values: Vec::new(),
+            raw,
+            weight: 1.0,
+            hash,
+        });
+        self.thin();
+    }
+
+    /// Puts a key's bytes in the arena.
+    fn store(&mut self, key: &[u8]) -> std::ops::Range<usize> {
+        let start = self.arena.len();
+        self.arena.extend_from_slice(key);
+        start..self.arena.len()
+    }
+
+    /// While more than twice the bound are kept, halves the threshold and drops the keys
+    /// above it; then moves the kept keys' bytes together when most of the arena is dropped
+    /// keys'.
+    fn thin(&mut self) {
+        if self.keys.len() <= 2 * KEPT_PER_FAMILY {
+            return;
+        }
         while self.keys.len() > 2 * KEPT_PER_FAMILY {
             self.threshold >>= 1;
             let threshold = self.threshold;
             self.keys.retain(|k| k.hash <= threshold);
+        }
+        let live: usize = self.keys.iter().map(|k| k.raw.len()).sum();
+        if self.arena.len() > 2 * live + (1 << 16) {
+            let mut arena = Vec::with_capacity(2 * live);
+            for k in &mut self.keys {
+                let start = arena.len();
+                arena.extend_from_slice(&self.arena[k.raw.clone()]);
+                k.raw = start..arena.len();
+            }
+            self.arena = arena;
         }
     }
 }
@@ -231,7 +271,7 @@ impl Workload {
                 let weight = total as f64 / m as f64;
                 let keys = (0..m)
                     .map(|j| FamilyKey {
-                        raw: Vec::new(),
+                        raw: 0..0,
                         values: vars
                             .iter()
                             .map(|v| {
@@ -296,13 +336,16 @@ impl Workload {
     pub fn settle(&mut self, scheme: &Scheme, matcher: &crate::scheme::matcher::KeyMatcher) {
         for (fi, f) in self.families.iter_mut().enumerate() {
             let names: Vec<&str> = scheme.keys[fi].template.vars().collect();
-            for k in f.keys.iter_mut().filter(|k| !k.raw.is_empty()) {
-                let mut values = vec![String::new(); f.vars.len()];
+            let Family {
+                keys, arena, vars, ..
+            } = f;
+            for k in keys.iter_mut().filter(|k| !k.raw.is_empty()) {
+                let mut values = vec![String::new(); vars.len()];
                 let mut at = 0;
-                matcher.for_each_value(fi, &k.raw, |val| {
+                matcher.for_each_value(fi, &arena[k.raw.clone()], |val| {
                     // A repeated variable takes its first occurrence's value.
                     if let Some(name) = names.get(at)
-                        && let Some(i) = f.vars.iter().position(|v| v == name)
+                        && let Some(i) = vars.iter().position(|v| v == name)
                         && values[i].is_empty()
                     {
                         values[i] = String::from_utf8_lossy(val).into_owned();
@@ -310,10 +353,10 @@ impl Workload {
                     at += 1;
                 });
                 k.values = values;
-                k.raw = Vec::new();
+                k.raw = 0..0;
             }
-            f.keys
-                .sort_by(|a, b| a.hash.cmp(&b.hash).then_with(|| a.values.cmp(&b.values)));
+            *arena = Vec::new();
+            keys.sort_by(|a, b| a.hash.cmp(&b.hash).then_with(|| a.values.cmp(&b.values)));
         }
     }
 
@@ -336,26 +379,10 @@ impl Workload {
     /// [`Workload::add_sample_key`] of a key whose family the caller found.
     pub fn add_sample_key_of(&mut self, topo: &Topology, key: &[u8], family: Option<usize>) {
         self.base = std::sync::OnceLock::new();
-        // A key the family's sample would drop at once is not taken apart: its values are read
-        // (a capture per variable) only when it is kept.
-        if let Some(fi) = family {
-            let hash = stable_hash(key);
-            let f = &mut self.families[fi];
-            if hash > f.threshold {
-                f.seen += 1;
-                return;
-            }
-        }
+        // A key the family's sample drops at once is neither kept nor later taken apart (a
+        // capture per variable): `keep` counts it and stops at its hash.
         match family {
-            Some(fi) => {
-                // Kept: its values are read when the sample is settled.
-                self.families[fi].keep(FamilyKey {
-                    values: Vec::new(),
-                    raw: key.to_vec(),
-                    weight: 1.0,
-                    hash: stable_hash(key),
-                });
-            }
+            Some(fi) => self.families[fi].keep(key, stable_hash(key)),
             None => {
                 self.unmatched += 1;
                 if let Some(n) = topo.node_of(key) {
