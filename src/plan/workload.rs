@@ -670,7 +670,11 @@ impl crate::keys::parallel::ChunkSink for PlanSample<'_> {
         let seq = self.seq << CHUNK_SHIFT;
         let counts = scanner.scan_keys(data, c.max_line, &mut c.long, |piece, spans| {
             if let Some((_, m)) = &self.scheme {
-                m.families(piece, spans, &mut families);
+                m.families(
+                    spans.len(),
+                    |i| &piece[spans[i].start..spans[i].end],
+                    &mut families,
+                );
             }
             for (k, s) in spans.iter().enumerate() {
                 let line = lines.line(data, piece, s);

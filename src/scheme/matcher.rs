@@ -157,19 +157,9 @@ impl KeyMatcher {
         }
     }
 
-    /// [`KeyMatcher::family`] of each key the fused scan found in `piece` into `out`: the
-    /// same answers, found faster when there are many.
-    pub fn families(
-        &self,
-        piece: &[u8],
-        spans: &[crate::slot::bulk::KeySpan],
-        out: &mut Vec<Option<usize>>,
-    ) {
-        self.families_by(spans.len(), |i| &piece[spans[i].start..spans[i].end], out);
-    }
-
-    /// [`KeyMatcher::family`] of each of `n` keys (`key(i)` is the `i`th) into `out`.
-    fn families_by<'k>(
+    /// [`KeyMatcher::family`] of each of `n` keys (`key(i)` is the `i`th) into `out`: the same
+    /// answers, found faster when there are many.
+    pub fn families<'k>(
         &self,
         n: usize,
         key: impl Fn(usize) -> &'k [u8],
@@ -316,7 +306,7 @@ mod tests {
         }
         // Many at once, four walked in step, give the same answers (with a tail of three).
         let mut out = Vec::new();
-        m.families_by(all.len() - 1, |i| &all[i], &mut out);
+        m.families(all.len() - 1, |i| &all[i], &mut out);
         let one: Vec<Option<usize>> = all[..all.len() - 1].iter().map(|k| m.family(k)).collect();
         assert_eq!(out, one);
         assert!(tried > 1000, "later patterns are reached: {tried}");

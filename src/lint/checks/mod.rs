@@ -758,7 +758,11 @@ impl ChunkSink for LintSink<'_> {
         let counts = scanner.scan_keys(data, c.max_line, &mut c.long, |piece, spans| {
             // The piece's keys' families at once (the matcher walks several together).
             if let Some((m, _)) = &self.linter.matcher {
-                m.families(piece, spans, &mut families);
+                m.families(
+                    spans.len(),
+                    |i| &piece[spans[i].start..spans[i].end],
+                    &mut families,
+                );
             }
             for (k, s) in spans.iter().enumerate() {
                 let line = lines.line(data, piece, s);
