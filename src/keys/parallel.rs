@@ -65,34 +65,44 @@ pub struct RawChunk<'a> {
     pub long: Vec<LongLine>,
 }
 
+impl RawChunk<'_> {
+    /// The chunk's keys by the fused scan, a piece at a time: `f` gets the piece, its keys and
+    /// a counter of their lines. Longer lines than the limit are listed in `long`.
+    pub fn scan_lines(
+        &mut self,
+        scanner: &mut crate::slot::bulk::BulkScanner,
+        mut f: impl FnMut(&[u8], &[crate::slot::bulk::KeySpan], &mut LineCounter<'_>),
+    ) -> LineCounts {
+        let mut lines = LineCounter {
+            data: self.data,
+            ends: 0,
+            after: 0,
+        };
+        scanner.scan_keys(self.data, self.max_line, &mut self.long, |piece, spans| {
+            f(piece, spans, &mut lines)
+        })
+    }
+}
+
 /// The lines of a raw chunk's keys as the fused scan hands them over (a piece at a time, in
 /// order): a key starts a line, so what lies between it and the key before ends in a line
 /// end, and is almost always just that one.
-pub struct LineCounter {
-    /// Where the chunk starts in memory (pieces are parts of it).
-    base: usize,
+pub struct LineCounter<'a> {
+    /// The chunk (pieces are parts of it).
+    data: &'a [u8],
     /// Line ends before `after`.
     ends: u64,
     /// The chunk offset just past the last key.
     after: usize,
 }
 
-impl LineCounter {
-    /// A counter for the keys of `data`.
-    pub fn new(data: &[u8]) -> LineCounter {
-        LineCounter {
-            base: data.as_ptr() as usize,
-            ends: 0,
-            after: 0,
-        }
-    }
-
-    /// The 1-based line in `data` of the key `span` of `piece` (a part of `data`); keys must
-    /// come in their order in `data`.
+impl LineCounter<'_> {
+    /// The 1-based line in the chunk of the key `span` of `piece` (a part of the chunk); keys
+    /// must come in their order in the chunk.
     #[inline]
-    pub fn line(&mut self, data: &[u8], piece: &[u8], span: &crate::slot::bulk::KeySpan) -> u64 {
-        let off = piece.as_ptr() as usize - self.base;
-        let gap = &data[self.after..off + span.start];
+    pub fn line(&mut self, piece: &[u8], span: &crate::slot::bulk::KeySpan) -> u64 {
+        let off = piece.as_ptr() as usize - self.data.as_ptr() as usize;
+        let gap = &self.data[self.after..off + span.start];
         self.ends += match gap.len() {
             0 | 1 => gap.len() as u64,
             _ => memchr::memchr_iter(b'\n', gap).count() as u64,

@@ -665,10 +665,8 @@ impl crate::keys::parallel::ChunkSink for PlanSample<'_> {
     ) -> Option<crate::slot::bulk::LineCounts> {
         let mut scanner = std::mem::take(&mut self.scanner);
         let mut families = std::mem::take(&mut self.families);
-        let data = c.data;
-        let mut lines = crate::keys::parallel::LineCounter::new(data);
         let seq = self.seq << CHUNK_SHIFT;
-        let counts = scanner.scan_keys(data, c.max_line, &mut c.long, |piece, spans| {
+        let counts = c.scan_lines(&mut scanner, |piece, spans, lines| {
             if let Some((_, m)) = &self.scheme {
                 m.families(
                     spans.len(),
@@ -677,7 +675,7 @@ impl crate::keys::parallel::ChunkSink for PlanSample<'_> {
                 );
             }
             for (k, s) in spans.iter().enumerate() {
-                let line = lines.line(data, piece, s);
+                let line = lines.line(piece, s);
                 let family = self.scheme.as_ref().map(|_| families[k]);
                 self.add_of(seq | line, &piece[s.start..s.end], family);
             }

@@ -751,11 +751,9 @@ impl ChunkSink for LintSink<'_> {
             return None;
         }
         let mut scanner = std::mem::take(&mut self.scanner);
-        let data = c.data;
-        let mut lines = crate::keys::parallel::LineCounter::new(data);
         let seq = self.seq << CHUNK_SHIFT;
         let mut families = std::mem::take(&mut self.families);
-        let counts = scanner.scan_keys(data, c.max_line, &mut c.long, |piece, spans| {
+        let counts = c.scan_lines(&mut scanner, |piece, spans, lines| {
             // The piece's keys' families at once (the matcher walks several together).
             if let Some((m, _)) = &self.linter.matcher {
                 m.families(
@@ -765,7 +763,7 @@ impl ChunkSink for LintSink<'_> {
                 );
             }
             for (k, s) in spans.iter().enumerate() {
-                let line = lines.line(data, piece, s);
+                let line = lines.line(piece, s);
                 let key = &piece[s.start..s.end];
                 let shape = match s.tagged() {
                     true => crate::slot::TagShape::Tagged {
