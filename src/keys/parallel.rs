@@ -82,6 +82,16 @@ impl RawChunk<'_> {
             f(piece, spans, &mut lines)
         })
     }
+
+    /// The chunk's keys a piece at a time, for a caller that needs neither their slots nor
+    /// their lines ([`crate::slot::bulk::BulkScanner::split_keys`]).
+    pub fn split(
+        &mut self,
+        scanner: &mut crate::slot::bulk::BulkScanner,
+        f: impl FnMut(&[u8], &[crate::slot::bulk::KeySpan]),
+    ) -> LineCounts {
+        scanner.split_keys(self.data, self.max_line, &mut self.long, f)
+    }
 }
 
 /// The lines of a raw chunk's keys as the fused scan hands them over (a piece at a time, in

@@ -101,6 +101,37 @@ impl Family {
         self.thin();
     }
 
+    /// Reads the values of the kept sample keys of family `fi` and puts its keys in one order
+    /// (by hash, then values).
+    fn settle(&mut self, fi: usize, scheme: &Scheme, matcher: &crate::scheme::matcher::KeyMatcher) {
+        // Per variable occurrence in the pattern, its variable's place in `vars`.
+        let place: Vec<Option<usize>> = scheme.keys[fi]
+            .template
+            .vars()
+            .map(|name| self.vars.iter().position(|v| v == name))
+            .collect();
+        let Family {
+            keys, arena, vars, ..
+        } = self;
+        for k in keys.iter_mut().filter(|k| !k.raw.is_empty()) {
+            let mut values = vec![String::new(); vars.len()];
+            let mut at = 0;
+            matcher.for_each_value(fi, &arena[k.raw.clone()], |val| {
+                // A repeated variable takes its first occurrence's value.
+                if let Some(Some(i)) = place.get(at)
+                    && values[*i].is_empty()
+                {
+                    values[*i] = String::from_utf8_lossy(val).into_owned();
+                }
+                at += 1;
+            });
+            k.values = values;
+            k.raw = 0..0;
+        }
+        *arena = Vec::new();
+        keys.sort_by(|a, b| a.hash.cmp(&b.hash).then_with(|| a.values.cmp(&b.values)));
+    }
+
     /// Puts a key's bytes in the arena.
     fn store(&mut self, key: &[u8]) -> std::ops::Range<usize> {
         let start = self.arena.len();
@@ -179,21 +210,41 @@ fn distinct_vars(t: &Template) -> Vec<String> {
     v
 }
 
-fn render(t: &Template, vars: &[String], values: &[String], extra: &[(String, String)]) -> Vec<u8> {
-    let mut out = Vec::new();
-    for s in &t.segs {
-        match s {
-            Seg::Lit(l) => out.extend_from_slice(l.as_bytes()),
-            Seg::Var(v) => {
-                if let Some(i) = vars.iter().position(|x| x == v) {
-                    out.extend_from_slice(values[i].as_bytes());
-                } else if let Some((_, x)) = extra.iter().find(|(n, _)| n == v) {
-                    out.extend_from_slice(x.as_bytes());
-                }
-            }
+/// Where each piece of a rendered key comes from: a template with its variables resolved
+/// once, so that rendering a key is a run of copies.
+enum Piece<'a> {
+    Lit(&'a [u8]),
+    /// The key's value of the family's variable at this index.
+    Value(usize),
+    /// The value of the rewrite's new variable at this index.
+    Extra(usize),
+}
+
+/// `t`'s pieces for keys with values of `vars` and of the new variables `extra` (a variable
+/// in neither renders as nothing).
+fn pieces<'a>(t: &'a Template, vars: &[String], extra: &[&str]) -> Vec<Piece<'a>> {
+    t.segs
+        .iter()
+        .filter_map(|s| match s {
+            Seg::Lit(l) => Some(Piece::Lit(l.as_bytes())),
+            Seg::Var(v) => match vars.iter().position(|x| x == v) {
+                Some(i) => Some(Piece::Value(i)),
+                None => extra.iter().position(|x| x == v).map(Piece::Extra),
+            },
+        })
+        .collect()
+}
+
+/// Renders a key into `out` (cleared first).
+fn render_into(out: &mut Vec<u8>, pieces: &[Piece<'_>], values: &[String], extra: &[String]) {
+    out.clear();
+    for p in pieces {
+        match *p {
+            Piece::Lit(l) => out.extend_from_slice(l),
+            Piece::Value(i) => out.extend_from_slice(values[i].as_bytes()),
+            Piece::Extra(j) => out.extend_from_slice(extra[j].as_bytes()),
         }
     }
-    out
 }
 
 /// What a sample shows of some variables' values in one family.
@@ -334,29 +385,35 @@ impl Workload {
     /// taken apart), then puts each family's keys in one order (by hash), whatever order they
     /// were read in. Call it once the sample is read.
     pub fn settle(&mut self, scheme: &Scheme, matcher: &crate::scheme::matcher::KeyMatcher) {
-        for (fi, f) in self.families.iter_mut().enumerate() {
-            let names: Vec<&str> = scheme.keys[fi].template.vars().collect();
-            let Family {
-                keys, arena, vars, ..
-            } = f;
-            for k in keys.iter_mut().filter(|k| !k.raw.is_empty()) {
-                let mut values = vec![String::new(); vars.len()];
-                let mut at = 0;
-                matcher.for_each_value(fi, &arena[k.raw.clone()], |val| {
-                    // A repeated variable takes its first occurrence's value.
-                    if let Some(name) = names.get(at)
-                        && let Some(i) = vars.iter().position(|v| v == name)
-                        && values[i].is_empty()
-                    {
-                        values[i] = String::from_utf8_lossy(val).into_owned();
-                    }
-                    at += 1;
-                });
-                k.values = values;
-                k.raw = 0..0;
+        // Families settle apart, on every core (most keys are in a few families, so each
+        // takes the next family left).
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let families: Vec<std::sync::Mutex<&mut Family>> = self
+            .families
+            .iter_mut()
+            .map(std::sync::Mutex::new)
+            .collect();
+        let workers = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(families.len());
+        let settle = || {
+            loop {
+                let fi = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(f) = families.get(fi) else {
+                    return;
+                };
+                let mut f = f.lock().unwrap_or_else(|e| e.into_inner());
+                f.settle(fi, scheme, matcher);
             }
-            *arena = Vec::new();
-            keys.sort_by(|a, b| a.hash.cmp(&b.hash).then_with(|| a.values.cmp(&b.values)));
+        };
+        match workers {
+            0 | 1 => settle(),
+            n => std::thread::scope(|scope| {
+                for _ in 1..n {
+                    scope.spawn(settle);
+                }
+                settle();
+            }),
         }
     }
 
@@ -405,6 +462,7 @@ impl Workload {
         let mut focus_per_node = vec![0.0; per_node.len()];
         let mut moved = 0.0;
         let mut renamed = 0.0;
+        let mut key = Vec::new();
         let base = self.base.get_or_init(|| {
             self.families
                 .iter()
@@ -412,8 +470,9 @@ impl Workload {
                 .map(|(fi, f)| {
                     let mut per = vec![0.0; per_node.len()];
                     let scale = f.scale();
+                    let orig = pieces(&scheme.keys[fi].template, &f.vars, &[]);
                     for k in &f.keys {
-                        let key = render(&scheme.keys[fi].template, &f.vars, &k.values, &[]);
+                        render_into(&mut key, &orig, &k.values, &[]);
                         if let Some(n) = topo.node_of(&key) {
                             per[n] += k.weight * scale;
                         }
@@ -422,11 +481,11 @@ impl Workload {
                 })
                 .collect()
         });
+        let (mut before, mut after, mut joined) = (Vec::new(), Vec::new(), Vec::new());
         for (fi, f) in self.families.iter().enumerate() {
-            let orig = &scheme.keys[fi].template;
             let rk = rekeys.iter().find(|r| r.family == fi);
             // Not rewritten: as computed once.
-            if rk.is_none() {
+            let Some(r) = rk else {
                 for (n, w) in base[fi].iter().enumerate() {
                     per_node[n] += w;
                     if focus.contains(&fi) {
@@ -434,34 +493,43 @@ impl Workload {
                     }
                 }
                 continue;
-            }
+            };
+            let orig = pieces(&scheme.keys[fi].template, &f.vars, &[]);
+            let names: Vec<&str> = r.new_vars.iter().map(|(n, _)| n.as_str()).collect();
+            let rewritten = pieces(&r.template, &f.vars, &names);
+            let mut extra = vec![String::new(); r.new_vars.len()];
             let scale = f.scale();
             for k in &f.keys {
                 let weight = k.weight * scale;
-                let before = render(orig, &f.vars, &k.values, &[]);
+                render_into(&mut before, &orig, &k.values, &[]);
                 let node_before = topo.node_of(&before);
-                let node = match rk {
-                    None => node_before,
-                    Some(r) => {
-                        let extra: Vec<(String, String)> = r
-                            .new_vars
-                            .iter()
-                            .map(|(n, c)| {
-                                let h =
-                                    stable_hash(k.values.join("\u{1f}").as_bytes()) % (*c).max(1);
-                                (n.clone(), h.to_string())
-                            })
-                            .collect();
-                        let after = render(&r.template, &f.vars, &k.values, &extra);
-                        if after != before {
-                            renamed += weight;
+                let node = {
+                    // A new variable's value: a hash of the key's values (joined by 0x1f), in
+                    // its number of values.
+                    if !extra.is_empty() {
+                        joined.clear();
+                        for (i, v) in k.values.iter().enumerate() {
+                            if i > 0 {
+                                joined.push(0x1f);
+                            }
+                            joined.extend_from_slice(v.as_bytes());
                         }
-                        let n = topo.node_of(&after);
-                        if n != node_before {
-                            moved += weight;
+                        let h = stable_hash(&joined);
+                        for (x, (_, c)) in extra.iter_mut().zip(&r.new_vars) {
+                            use std::fmt::Write;
+                            x.clear();
+                            let _ = write!(x, "{}", h % (*c).max(1));
                         }
-                        n
                     }
+                    render_into(&mut after, &rewritten, &k.values, &extra);
+                    if after != before {
+                        renamed += weight;
+                    }
+                    let n = topo.node_of(&after);
+                    if n != node_before {
+                        moved += weight;
+                    }
+                    n
                 };
                 if let Some(n) = node {
                     per_node[n] += weight;
@@ -666,20 +734,31 @@ impl crate::keys::parallel::ChunkSink for PlanSample<'_> {
         let mut scanner = std::mem::take(&mut self.scanner);
         let mut families = std::mem::take(&mut self.families);
         let seq = self.seq << CHUNK_SHIFT;
-        let counts = c.scan_lines(&mut scanner, |piece, spans, lines| {
-            if let Some((_, m)) = &self.scheme {
-                m.families(
-                    spans.len(),
-                    |i| &piece[spans[i].start..spans[i].end],
-                    &mut families,
-                );
-            }
-            for (k, s) in spans.iter().enumerate() {
-                let line = lines.line(piece, s);
-                let family = self.scheme.as_ref().map(|_| families[k]);
-                self.add_of(seq | line, &piece[s.start..s.end], family);
-            }
-        });
+        let keep = self.keep;
+        let mut take =
+            |piece: &[u8],
+             spans: &[crate::slot::bulk::KeySpan],
+             line: &mut dyn FnMut(&crate::slot::bulk::KeySpan) -> u64| {
+                if let Some((_, m)) = &self.scheme {
+                    m.families(
+                        spans.len(),
+                        |i| &piece[spans[i].start..spans[i].end],
+                        &mut families,
+                    );
+                }
+                for (k, s) in spans.iter().enumerate() {
+                    let family = self.scheme.as_ref().map(|_| families[k]);
+                    self.add_of(seq | line(s), &piece[s.start..s.end], family);
+                }
+            };
+        // Lines order the keys kept for observed batches; without those, neither lines nor
+        // slots are wanted.
+        let counts = match keep {
+            true => c.scan_lines(&mut scanner, |piece, spans, lines| {
+                take(piece, spans, &mut |s| lines.line(piece, s))
+            }),
+            false => c.split(&mut scanner, |piece, spans| take(piece, spans, &mut |_| 0)),
+        };
         self.scanner = scanner;
         self.families = families;
         Some(counts)

@@ -9,16 +9,28 @@ use std::sync::OnceLock;
 /// The most memory a scheme's family DFA may take (past it, the lazy DFA of `set` is used).
 const DFA_LIMIT: usize = 4 << 20;
 
-/// The scheme's patterns as a dense DFA, anchored, with the state every key starts in.
+/// The scheme's patterns as one anchored DFA, flattened into a plain transition table: a
+/// step is a class lookup and a table load (no state-kind checks, no bounds on the class).
 #[derive(Debug)]
 struct Families {
-    dfa: regex_automata::dfa::dense::DFA<Vec<u32>>,
-    start: regex_automata::util::primitives::StateID,
+    /// Each byte's class (bytes no pattern tells apart share one).
+    classes: [u8; 256],
+    /// Per state, `stride` entries: per class the next state (as its offset in this table),
+    /// then, in the last, the family a key ending in this state is (or [`NO_FAMILY`]). The
+    /// state at offset 0 is the dead state: every step stays there and no family ends there.
+    table: Vec<u32>,
+    stride: usize,
+    /// The state every key starts in.
+    start: u32,
 }
+
+/// The end entry of a state where no pattern matches.
+const NO_FAMILY: u32 = u32::MAX;
 
 impl Families {
     fn new(patterns: &[String]) -> Option<Families> {
         use regex_automata::dfa::{Automaton, StartKind, dense};
+        use regex_automata::util::primitives::StateID;
         let dfa = dense::Builder::new()
             .configure(
                 dense::Config::new()
@@ -32,33 +44,87 @@ impl Families {
         let start = dfa
             .start_state(&regex_automata::util::start::Config::new().anchored(Anchored::Yes))
             .ok()?;
-        Some(Families { dfa, start })
+        // One representative byte per class.
+        let mut classes = [0u8; 256];
+        let mut reps: Vec<u8> = Vec::new();
+        for b in 0..=255u8 {
+            let c = dfa.byte_classes().get(b);
+            classes[b as usize] = c;
+            if c as usize == reps.len() {
+                reps.push(b);
+            }
+        }
+        let stride = reps.len() + 1;
+        // The states reachable from the start, numbered as found (the dead state first).
+        let mut table: Vec<u32> = vec![0; stride];
+        table[stride - 1] = NO_FAMILY;
+        let mut number: std::collections::HashMap<StateID, u32> = std::collections::HashMap::new();
+        let mut queue: Vec<StateID> = Vec::new();
+        let mut offset_of = |id: StateID, table: &mut Vec<u32>, queue: &mut Vec<StateID>| {
+            if dfa.is_dead_state(id) {
+                return Some(0);
+            }
+            if dfa.is_quit_state(id) {
+                return None;
+            }
+            Some(*number.entry(id).or_insert_with(|| {
+                let at = table.len();
+                table.resize(at + stride, 0);
+                queue.push(id);
+                at as u32
+            }))
+        };
+        let first = offset_of(start, &mut table, &mut queue)?;
+        let mut done = 0;
+        while done < queue.len() {
+            let id = queue[done];
+            let at = (done + 1) * stride;
+            done += 1;
+            for (c, &b) in reps.iter().enumerate() {
+                let next = offset_of(dfa.next_state(id, b), &mut table, &mut queue)?;
+                table[at + c] = next;
+            }
+            let end = dfa.next_eoi_state(id);
+            table[at + stride - 1] = match dfa.is_match_state(end) {
+                true => u32::try_from(dfa.match_pattern(end, 0).as_usize()).ok()?,
+                false => NO_FAMILY,
+            };
+            if table.len() * 4 > DFA_LIMIT {
+                return None;
+            }
+        }
+        Some(Families {
+            classes,
+            table,
+            stride,
+            start: first,
+        })
     }
 
     /// The first pattern matching all of `key` (every pattern ends in `$`: a match ends at the
-    /// key's end, where the DFA's end-of-input step reports it).
+    /// key's end).
     #[inline]
     fn family(&self, key: &[u8]) -> Option<usize> {
-        use regex_automata::dfa::Automaton;
-        let dfa = &self.dfa;
         let mut state = self.start;
         for &b in key {
-            state = dfa.next_state(state, b);
-            if dfa.is_special_state(state) && dfa.is_dead_state(state) {
+            state = self.step(state, b);
+            if state == 0 {
                 return None;
             }
         }
         self.end(state)
     }
 
+    #[inline(always)]
+    fn step(&self, state: u32, b: u8) -> u32 {
+        self.table[state as usize + self.classes[b as usize] as usize]
+    }
+
     /// The family a walk that ended in `state` found.
-    #[inline]
-    fn end(&self, state: regex_automata::util::primitives::StateID) -> Option<usize> {
-        use regex_automata::dfa::Automaton;
-        let end = self.dfa.next_eoi_state(state);
-        self.dfa
-            .is_match_state(end)
-            .then(|| self.dfa.match_pattern(end, 0).as_usize())
+    #[inline(always)]
+    fn end(&self, state: u32) -> Option<usize> {
+        let f = self.table[state as usize + self.stride - 1];
+        (f != NO_FAMILY).then_some(f as usize)
     }
 
     /// [`Families::family`] of four keys, walked in step: each byte's step waits on the load
@@ -66,28 +132,28 @@ impl Families {
     /// dead; past the shortest key, each goes on alone.
     #[inline]
     fn family4(&self, keys: [&[u8]; 4]) -> [Option<usize>; 4] {
-        use regex_automata::dfa::Automaton;
-        let dfa = &self.dfa;
-        let mut state = [self.start; 4];
         let common = keys.iter().map(|k| k.len()).min().unwrap_or(0);
-        #[allow(clippy::needless_range_loop)]
-        for p in 0..common {
-            for l in 0..4 {
-                state[l] = dfa.next_state(state[l], keys[l][p]);
-            }
+        let mut s = [self.start; 4];
+        let [a, b, c, d] = keys.map(|k| &k[..common]);
+        for (((&x, &y), &z), &w) in a.iter().zip(b).zip(c).zip(d) {
+            s[0] = self.step(s[0], x);
+            s[1] = self.step(s[1], y);
+            s[2] = self.step(s[2], z);
+            s[3] = self.step(s[3], w);
         }
         let mut out = [None; 4];
         for l in 0..4 {
-            let mut s = state[l];
-            if !dfa.is_dead_state(s) {
-                for &b in &keys[l][common..] {
-                    s = dfa.next_state(s, b);
-                    if dfa.is_special_state(s) && dfa.is_dead_state(s) {
-                        break;
-                    }
-                }
-                out[l] = self.end(s);
+            let mut state = s[l];
+            if state == 0 {
+                continue;
             }
+            for &x in &keys[l][common..] {
+                state = self.step(state, x);
+                if state == 0 {
+                    break;
+                }
+            }
+            out[l] = self.end(state);
         }
         out
     }

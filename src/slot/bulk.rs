@@ -117,13 +117,36 @@ impl BulkScanner {
                 return self.simd_scan(buf, max_line, long, &mut Histogram(hist));
             }
         }
-        portable_scan(buf, max_line, long, |s| hist[s.slot as usize] += 1)
+        portable_scan::<true>(buf, max_line, long, |s| hist[s.slot as usize] += 1)
     }
 
     /// Finds every key of `buf` (raw lines) with the bytes Redis hashes and its slot, and hands
     /// them to `f` in batches, each with the buffer its positions refer to (a piece of `buf`).
     /// Lines longer than `max_line` bytes are not keys; they are appended to `long`.
     pub fn scan_keys(
+        &mut self,
+        buf: &[u8],
+        max_line: usize,
+        long: &mut Vec<LongLine>,
+        f: impl FnMut(&[u8], &[KeySpan]),
+    ) -> LineCounts {
+        self.keys_of::<true>(buf, max_line, long, f)
+    }
+
+    /// [`BulkScanner::scan_keys`] for a caller that needs only where keys are: the spans'
+    /// hash range is the whole key and their slot is 0 (no tag is looked for, no CRC taken).
+    pub fn split_keys(
+        &mut self,
+        buf: &[u8],
+        max_line: usize,
+        long: &mut Vec<LongLine>,
+        f: impl FnMut(&[u8], &[KeySpan]),
+    ) -> LineCounts {
+        self.keys_of::<false>(buf, max_line, long, f)
+    }
+
+    /// The keys of `buf`, hashed (tag and slot) when `HASHED`.
+    fn keys_of<const HASHED: bool>(
         &mut self,
         buf: &[u8],
         max_line: usize,
@@ -139,12 +162,30 @@ impl BulkScanner {
                     spans: &mut spans,
                     f: &mut f,
                 };
-                let counts = self.simd_scan(buf, max_line, long, &mut sink);
+                let counts = if HASHED {
+                    self.simd_scan(buf, max_line, long, &mut sink)
+                } else {
+                    self.pieces(buf, long, |sc, piece, piece_long| {
+                        // SAFETY: `simd()` said AVX2 is present.
+                        unsafe { newlines_avx2(piece, &mut sc.newlines) };
+                        let c = scan_with_masks::<false>(
+                            piece,
+                            &sc.newlines,
+                            &[],
+                            &[],
+                            (max_line, piece_long),
+                            |start, end, a, b, crc| sink.key(start, end, a, b, crc),
+                            |_, _| 0,
+                        );
+                        sink.piece(piece);
+                        c
+                    })
+                };
                 self.spans = spans;
                 return counts;
             }
         }
-        let counts = portable_scan(buf, max_line, long, |s| {
+        let counts = portable_scan::<HASHED>(buf, max_line, long, |s| {
             spans.push(*s);
             if spans.len() == SPAN_BATCH {
                 f(buf, &spans);
@@ -313,8 +354,9 @@ fn key_end(
     Some(end)
 }
 
-/// The memchr scan: the reference for the SIMD scan, and what CPUs without it use.
-fn portable_scan(
+/// The memchr scan: the reference for the SIMD scan, and what CPUs without it use. Without
+/// `HASHED`, spans hash the whole key and their slot is 0.
+fn portable_scan<const HASHED: bool>(
     buf: &[u8],
     max_line: usize,
     long: &mut Vec<LongLine>,
@@ -325,16 +367,22 @@ fn portable_scan(
     while start < buf.len() {
         let nl = memchr(b'\n', &buf[start..]).map_or(buf.len(), |i| start + i);
         if let Some(end) = key_end(buf, start, nl, max_line, &mut counts, long) {
-            let (hash_start, hash_end) = match TagShape::of(&buf[start..end]) {
-                TagShape::Tagged { open, close } => (start + open + 1, start + close),
-                _ => (start, end),
+            let (hash_start, hash_end) = match HASHED {
+                true => match TagShape::of(&buf[start..end]) {
+                    TagShape::Tagged { open, close } => (start + open + 1, start + close),
+                    _ => (start, end),
+                },
+                false => (start, end),
             };
             emit(&KeySpan {
                 start,
                 end,
                 hash_start,
                 hash_end,
-                slot: crc16(&buf[hash_start..hash_end]) & 0x3FFF,
+                slot: match HASHED {
+                    true => crc16(&buf[hash_start..hash_end]) & 0x3FFF,
+                    false => 0,
+                },
             });
         }
         start = nl + 1;
@@ -377,14 +425,16 @@ unsafe fn scan_x86(
     limit: (usize, &mut Vec<LongLine>),
     emit: impl FnMut(usize, usize, usize, usize, u16),
 ) -> LineCounts {
-    scan_with_masks(buf, newlines, opens, closes, limit, emit, |a, b| {
+    scan_with_masks::<true>(buf, newlines, opens, closes, limit, emit, |a, b| {
         // SAFETY: the caller guarantees the CPU features; the scan passes a <= b <= len.
         unsafe { super::clmul::crc16_window(buf, a, b) }
     })
 }
 
+/// The keys of `buf` by its line-end bitmap; with `HASHED`, each with its hash tag (by the
+/// brace bitmaps) and `crc_of` its hashed bytes, else with the whole key as hash range.
 #[inline(always)]
-fn scan_with_masks(
+fn scan_with_masks<const HASHED: bool>(
     buf: &[u8],
     newlines: &[u64],
     opens: &[u64],
@@ -399,6 +449,10 @@ fn scan_with_masks(
         let Some(e) = key_end(buf, s, e, max_line, counts, long) else {
             return;
         };
+        if !HASHED {
+            emit(s, e, s, e, 0);
+            return;
+        }
         let (a, b) = match find_next(opens, s, e) {
             Some(o) => match find_next(closes, o + 1, e) {
                 Some(c) if c > o + 1 => (o + 1, c),
@@ -466,6 +520,42 @@ unsafe fn build_masks_avx2(buf: &[u8], nl: &mut Vec<u64>, op: &mut Vec<u64>, cl:
     let tail = chunks.remainder();
     if !tail.is_empty() {
         // Zero padding matches none of the three bytes.
+        let mut last = [0u8; 64];
+        last[..tail.len()].copy_from_slice(tail);
+        mask_of(&last);
+    }
+}
+
+/// Fills one bitmap word per 64 input bytes of `\n`.
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn newlines_avx2(buf: &[u8], nl: &mut Vec<u64>) {
+    use std::arch::x86_64::*;
+    nl.clear();
+    nl.reserve(buf.len().div_ceil(64));
+    let vn = _mm256_set1_epi8(b'\n' as i8);
+    let mut mask_of = |block: &[u8]| {
+        debug_assert_eq!(block.len(), 64);
+        // SAFETY: `block` has 64 readable bytes; loadu needs no alignment.
+        let (a, b) = unsafe {
+            (
+                _mm256_loadu_si256(block.as_ptr().cast()),
+                _mm256_loadu_si256(block.as_ptr().add(32).cast()),
+            )
+        };
+        let lo = _mm256_movemask_epi8(_mm256_cmpeq_epi8(a, vn)) as u32 as u64;
+        let hi = _mm256_movemask_epi8(_mm256_cmpeq_epi8(b, vn)) as u32 as u64;
+        nl.push(lo | (hi << 32));
+    };
+    let mut chunks = buf.chunks_exact(64);
+    for block in &mut chunks {
+        mask_of(block);
+    }
+    let tail = chunks.remainder();
+    if !tail.is_empty() {
         let mut last = [0u8; 64];
         last[..tail.len()].copy_from_slice(tail);
         mask_of(&last);
@@ -584,6 +674,41 @@ mod tests {
                 for ((k, _, slot), want) in a.iter().zip(keys) {
                     assert_eq!(k.as_slice(), want);
                     assert_eq!(*slot, key_slot(want));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn split_keys_finds_the_keys_scan_keys_finds() {
+        let many: Vec<u8> = (0..30_000)
+            .flat_map(|i| match i % 5 {
+                0 => format!("k:{i}:{{t{}}}\r\n", i % 11).into_bytes(),
+                1 => b"\n".to_vec(),
+                2 => "x"
+                    .repeat(i % 97)
+                    .into_bytes()
+                    .into_iter()
+                    .chain(*b"\n")
+                    .collect(),
+                _ => format!("{{{i}}}\n").into_bytes(),
+            })
+            .collect();
+        for data in [&b""[..], b"a", b"\r\n\nb\r", b"a{b}\n\n{}\n", &many[..]] {
+            for max_line in [usize::MAX, 40] {
+                for mut sc in [BulkScanner::new(), BulkScanner::portable()] {
+                    let (mut hashed, mut split) = (Vec::new(), Vec::new());
+                    let (mut long_h, mut long_s) = (Vec::new(), Vec::new());
+                    let ch = sc.scan_keys(data, max_line, &mut long_h, |piece, spans| {
+                        hashed.extend(spans.iter().map(|s| piece[s.start..s.end].to_vec()))
+                    });
+                    let cs = sc.split_keys(data, max_line, &mut long_s, |piece, spans| {
+                        for s in spans {
+                            assert_eq!((s.hash_start, s.hash_end, s.slot), (s.start, s.end, 0));
+                            split.push(piece[s.start..s.end].to_vec());
+                        }
+                    });
+                    assert_eq!((ch, &long_h, &hashed), (cs, &long_s, &split));
                 }
             }
         }
