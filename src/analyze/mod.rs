@@ -412,11 +412,16 @@ impl ChunkSink for Analyzer<'_> {
         if let Some(e) = rec.expires {
             self.saw_expiry = true;
             self.current_expires = e;
-            self.add(rec.key, rec.bytes, rec.ops);
-            self.current_expires = false;
-        } else {
-            self.add(rec.key, rec.bytes, rec.ops);
         }
+        match rec.slot {
+            // The reader's slot is the slot rule's; a database's own policy decides its own.
+            Some(slot) if !self.by_policy => {
+                let tag = crate::slot::tag(rec.key);
+                self.add_placed(rec.key, slot, tag, rec.bytes, rec.ops);
+            }
+            _ => self.add(rec.key, rec.bytes, rec.ops),
+        }
+        self.current_expires = false;
     }
 
     fn raw_lines(&mut self, c: &mut RawChunk<'_>) -> Option<LineCounts> {
@@ -1607,6 +1612,40 @@ fn too_few(keys: u64, p: f64) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::bytes_estimate;
+
+    #[test]
+    fn a_record_with_its_slot_counts_as_one_without() {
+        use crate::keys::parallel::ChunkSink;
+        let topology =
+            crate::topology::Topology::Cluster(crate::topology::SlotMap::from_masters(3).unwrap());
+        let config = super::AnalyzeConfig::default();
+        let (mut given, mut taken) = (
+            super::Analyzer::new(&topology, &config),
+            super::Analyzer::new(&topology, &config),
+        );
+        for i in 0..3000u64 {
+            let key = match i % 4 {
+                0 => format!("user:{{u{}}}:x{i}", i % 17),
+                1 => format!("plain:{i}"),
+                2 => format!("e:{{}}{i}"),
+                _ => format!("two:{{a{}}}{{b}}:{i}", i % 5),
+            };
+            let rec = |slot| crate::keys::Record {
+                key: key.as_bytes(),
+                bytes: Some(10 + i % 90),
+                ops: None,
+                expires: Some(i % 3 == 0),
+                slot,
+            };
+            given.record(&rec(Some(crate::slot::key_slot(key.as_bytes()))));
+            taken.record(&rec(None));
+        }
+        let read = crate::keys::ReadSummary::default();
+        let json = |a: super::Analyzer<'_>| {
+            serde_json::to_string(&a.finish(&read, "t".into(), &config)).unwrap()
+        };
+        assert_eq!(json(given), json(taken));
+    }
 
     #[test]
     fn byte_intervals() {

@@ -76,6 +76,9 @@ pub struct Record<'a> {
     pub ops: Option<f64>,
     /// Whether the key has an expiry, when the input says (snapshots do; dumps do not).
     pub expires: Option<bool>,
+    /// The key's cluster slot (its `{…}` tag's, when it has one), when the reader already
+    /// took it (a snapshot's reader does, for its own summary).
+    pub slot: Option<u16>,
 }
 
 /// A problem with one line: where it is and what is wrong.
@@ -269,6 +272,7 @@ pub fn parse_line<'a>(
             bytes: None,
             ops: None,
             expires: None,
+            slot: None,
         }),
         DumpFormat::Quoted => {
             if line.first() != Some(&b'"') {
@@ -295,6 +299,7 @@ pub fn parse_line<'a>(
                 bytes: None,
                 ops: None,
                 expires: None,
+                slot: None,
             })
         }
         DumpFormat::Tsv => parse_tsv(line, scratch),
@@ -387,6 +392,7 @@ fn parse_tsv<'a>(line: &'a [u8], scratch: &'a mut Vec<u8>) -> Result<Record<'a>,
         bytes: Some(bytes),
         ops,
         expires: None,
+        slot: None,
     })
 }
 

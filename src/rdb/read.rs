@@ -203,12 +203,15 @@ pub fn par_read_data<S: ChunkSink>(
                                     break;
                                 }
                             };
-                            part.snapshot.add(&k, name);
+                            // One slot for the summary and the sink.
+                            let slot = crate::slot::key_slot_fast(k.key);
+                            part.snapshot.add_in_slot(&k, slot, name);
                             sink.record(&Record {
                                 key: k.key,
                                 bytes: Some(k.memory),
                                 ops: None,
                                 expires: Some(k.expires_at_ms.is_some()),
+                                slot: Some(slot),
                             });
                         }
                         part.uninterpreted += p.uninterpreted();
@@ -326,7 +329,8 @@ pub fn for_each(
     let mut reported = 0u64;
     let mut released = 0usize;
     while let Some(k) = parser.next_key().map_err(|e| ReadError::Rdb(*e))? {
-        snapshot.add(&k, name);
+        let slot = crate::slot::key_slot_fast(k.key);
+        snapshot.add_in_slot(&k, slot, name);
         keys += 1;
         f(
             keys,
@@ -335,6 +339,7 @@ pub fn for_each(
                 bytes: Some(k.memory),
                 ops: None,
                 expires: Some(k.expires_at_ms.is_some()),
+                slot: Some(slot),
             },
         );
         if keys.is_multiple_of(4096) {

@@ -254,6 +254,11 @@ impl SnapshotSummary {
 
     /// Counts one key of `file`.
     pub fn add(&mut self, k: &KeyInfo<'_>, file: &str) {
+        self.add_in_slot(k, crate::slot::key_slot(k.key), file);
+    }
+
+    /// [`SnapshotSummary::add`] of a key whose slot the caller took.
+    pub fn add_in_slot(&mut self, k: &KeyInfo<'_>, slot: u16, file: &str) {
         match builtin_index(k.kind) {
             Some(i) => self.builtin[i].add(k),
             None => {
@@ -265,7 +270,6 @@ impl SnapshotSummary {
         let elements = k.elements.unwrap_or(0);
         let by_mem = self.by_memory.wants(k.memory, k.key);
         let by_el = k.kind != super::ValueKind::String && self.by_elements.wants(elements, k.key);
-        let slot = crate::slot::key_slot(k.key);
         // Memory is never 0, so a 0 in `slot_max` means the slot has no key yet.
         let by_slot = self
             .slot_max
