@@ -116,7 +116,7 @@ impl Family {
         for k in keys.iter_mut().filter(|k| !k.raw.is_empty()) {
             let mut values = vec![String::new(); vars.len()];
             let mut at = 0;
-            matcher.for_each_value(fi, &arena[k.raw.clone()], |val| {
+            matcher.for_each_value_of_match(fi, &arena[k.raw.clone()], |val| {
                 // A repeated variable takes its first occurrence's value.
                 if let Some(Some(i)) = place.get(at)
                     && values[*i].is_empty()

@@ -15,10 +15,13 @@ enum Piece {
     Lit(Vec<u8>),
     /// A value of fixed shape: per byte, `h` a hex digit, `d` a decimal digit, `-` itself.
     Fixed(&'static [u8]),
-    /// The longest run of bytes in `class` (at least one), after one optional `-` when `minus`.
+    /// The longest run of bytes in `class` (at least one), after one optional `-` when `minus`;
+    /// `stop` is the first byte of the literal after it (which the class does not hold), or
+    /// `None` at the pattern's end.
     Run {
         class: Box<[bool; 256]>,
         minus: bool,
+        stop: Option<u8>,
     },
     /// The bytes up to `rest` before the key's end (at least one).
     ToEnd { rest: usize },
@@ -74,10 +77,12 @@ impl Cut {
                 Some(VarKind::Int) => Piece::Run {
                     class: class(&[(b'0', b'9')]),
                     minus: true,
+                    stop: None,
                 },
                 Some(VarKind::Hex) => Piece::Run {
                     class: class(&[(b'0', b'9'), (b'a', b'f'), (b'A', b'F')]),
                     minus: false,
+                    stop: None,
                 },
                 Some(VarKind::Word) => Piece::Run {
                     class: class(&[
@@ -88,6 +93,7 @@ impl Cut {
                         (b'-', b'-'),
                     ]),
                     minus: false,
+                    stop: None,
                 },
                 Some(VarKind::Enum) => return None,
                 Some(VarKind::Any) | None => Piece::ToEnd {
@@ -95,10 +101,13 @@ impl Cut {
                 },
             };
             // A run ends at the first byte out of its class: what follows must start with one.
-            if let Piece::Run { class, .. } = &piece {
+            let mut piece = piece;
+            if let Piece::Run { class, stop, .. } = &mut piece {
                 match segs.get(i + 1) {
                     None => {}
-                    Some(Seg::Lit(l)) if l.bytes().next().is_some_and(|b| !class[b as usize]) => {}
+                    Some(Seg::Lit(l)) if l.bytes().next().is_some_and(|b| !class[b as usize]) => {
+                        *stop = l.bytes().next();
+                    }
                     Some(_) => return None,
                 }
             }
@@ -141,7 +150,7 @@ impl Cut {
                     n += 1;
                     at += shape.len();
                 }
-                Piece::Run { class, minus } => {
+                Piece::Run { class, minus, .. } => {
                     let start = at;
                     if *minus && key.get(at) == Some(&b'-') {
                         at += 1;
@@ -173,5 +182,36 @@ impl Cut {
             f(&key[a..b]);
         }
         true
+    }
+
+    /// [`Cut::values`] of a key known to match the pattern (its family's automaton said so):
+    /// the same values, found by where each ends (a run at its stop byte) without checking
+    /// the bytes between.
+    pub fn values_of_match<'k>(&self, key: &'k [u8], mut f: impl FnMut(&'k [u8])) {
+        let mut at = 0;
+        for piece in &self.0 {
+            let start = at.min(key.len());
+            at = match piece {
+                Piece::Lit(l) => at + l.len(),
+                Piece::Fixed(shape) => at + shape.len(),
+                // A run's first byte (its `-`, or one of its class) never ends it: its end is
+                // the first stop byte after that.
+                Piece::Run {
+                    stop: Some(stop), ..
+                } => {
+                    let from = (start + 1).min(key.len());
+                    key[from..]
+                        .iter()
+                        .position(|b| b == stop)
+                        .map_or(key.len(), |i| from + i)
+                }
+                Piece::Run { stop: None, .. } => key.len(),
+                Piece::ToEnd { rest } => key.len().saturating_sub(*rest).max(start),
+            }
+            .min(key.len());
+            if !matches!(piece, Piece::Lit(_)) {
+                f(&key[start..at]);
+            }
+        }
     }
 }

@@ -266,6 +266,24 @@ impl KeyMatcher {
         }
     }
 
+    /// [`KeyMatcher::for_each_value`] of a key [`KeyMatcher::family`] (or
+    /// [`KeyMatcher::families`]) found to be of `family`: the same values, found without
+    /// checking again that the key matches when its pattern has a cut.
+    pub fn for_each_value_of_match<'k>(
+        &self,
+        family: usize,
+        key: &'k [u8],
+        f: impl FnMut(&'k [u8]),
+    ) -> bool {
+        match self.cuts.get(family) {
+            Some(Some(cut)) => {
+                cut.values_of_match(key, f);
+                true
+            }
+            _ => self.values_by_regex(family, key, f),
+        }
+    }
+
     /// [`KeyMatcher::for_each_value`] by the family's regex and its capture groups.
     fn values_by_regex<'k>(
         &self,
@@ -444,7 +462,36 @@ mod tests {
                 let re = m.values_by_regex(0, &key, |v| by_regex.push(v.to_vec()));
                 proptest::prop_assert_eq!(cut, re, "{:?} on {:?}", pattern, String::from_utf8_lossy(&key));
                 proptest::prop_assert_eq!(&by_cut, &by_regex, "{:?} on {:?}", pattern, String::from_utf8_lossy(&key));
+                // A key the family's automaton matches has the same values read unchecked.
+                proptest::prop_assert_eq!(m.family(&key) == Some(0), re);
+                if re {
+                    let mut of_match = Vec::new();
+                    m.for_each_value_of_match(0, &key, |v| of_match.push(v.to_vec()));
+                    proptest::prop_assert_eq!(&of_match, &by_regex, "{:?} on {:?}", pattern, String::from_utf8_lossy(&key));
+                }
             }
+        }
+    }
+
+    #[test]
+    fn values_of_a_match_end_at_their_stop_bytes() {
+        let s = Scheme::parse(
+            "version: 1\nvars:\n  i: { kind: int }\n  j: { kind: int }\n  h: { kind: hex }\n  a: { kind: any }\nkeys:\n  k: { pattern: \"n:<i>-<j>:<h>\" }\n  l: { pattern: \"<h>:<a>.x\" }\n",
+        )
+        .unwrap();
+        let m = KeyMatcher::new(&s);
+        for key in [
+            &b"n:-7--3:ff"[..],
+            b"n:7-3:0",
+            b"n:-12-9:A",
+            b"beef:a:b.x.x",
+            b"0:..x",
+        ] {
+            let family = m.family(key).expect("the key is declared");
+            let (mut checked, mut unchecked) = (Vec::new(), Vec::new());
+            assert!(m.for_each_value(family, key, |v| checked.push(v)));
+            assert!(m.for_each_value_of_match(family, key, |v| unchecked.push(v)));
+            assert_eq!(checked, unchecked, "{}", String::from_utf8_lossy(key));
         }
     }
 

@@ -120,7 +120,7 @@ impl Check for CardinalityDriftCheck {
         let sketches = &mut entry.levels[level].1;
         let place = &entry.place;
         let mut at = 0;
-        let matched = matcher.for_each_value(family, key, |value| {
+        let matched = matcher.for_each_value_of_match(family, key, |value| {
             if let Some(&v) = place.get(at) {
                 sketches[v].insert(value);
             }

@@ -99,7 +99,7 @@ pub(crate) trait Check: std::any::Any + Send {
         false
     }
 
-    /// A dump key of declared key `family` (a scheme is given), with the scheme's patterns.
+    /// A dump key the scheme's patterns found to be of declared key `family`, with them.
     fn family_key(&self, _family: usize, _key: &[u8], _matcher: &KeyMatcher) {}
 
     /// A finding over a whole dump, from its totals (and the scheme, when one is given).
