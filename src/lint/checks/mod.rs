@@ -255,7 +255,10 @@ impl DumpTotals {
         };
         if let Some(slot) = slot.map(usize::from) {
             self.slot_keys[slot] += 1;
-            self.slot_bytes[slot] += b;
+            // (A dump without bytes leaves the per-slot bytes alone: one table less in cache.)
+            if bytes.is_some() {
+                self.slot_bytes[slot] += b;
+            }
         }
         // The slot found above places the key on a slot map (no second CRC).
         let node = match map {
