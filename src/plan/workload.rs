@@ -385,36 +385,16 @@ impl Workload {
     /// taken apart), then puts each family's keys in one order (by hash), whatever order they
     /// were read in. Call it once the sample is read.
     pub fn settle(&mut self, scheme: &Scheme, matcher: &crate::scheme::matcher::KeyMatcher) {
-        // Families settle apart, on every core (most keys are in a few families, so each
-        // takes the next family left).
-        let next = std::sync::atomic::AtomicUsize::new(0);
+        // Families settle apart, on every core.
         let families: Vec<std::sync::Mutex<&mut Family>> = self
             .families
             .iter_mut()
             .map(std::sync::Mutex::new)
             .collect();
-        let workers = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(families.len());
-        let settle = || {
-            loop {
-                let fi = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some(f) = families.get(fi) else {
-                    return;
-                };
-                let mut f = f.lock().unwrap_or_else(|e| e.into_inner());
-                f.settle(fi, scheme, matcher);
-            }
-        };
-        match workers {
-            0 | 1 => settle(),
-            n => std::thread::scope(|scope| {
-                for _ in 1..n {
-                    scope.spawn(settle);
-                }
-                settle();
-            }),
-        }
+        super::on_every_core(families.len(), |fi| {
+            let mut f = families[fi].lock().unwrap_or_else(|e| e.into_inner());
+            f.settle(fi, scheme, matcher);
+        });
     }
 
     /// Whether the workload has any weight.
