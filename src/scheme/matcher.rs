@@ -260,10 +260,7 @@ impl KeyMatcher {
         key: &'k [u8],
         f: impl FnMut(&'k [u8]),
     ) -> bool {
-        match self.cuts.get(family) {
-            Some(Some(cut)) => cut.values(key, f),
-            _ => self.values_by_regex(family, key, f),
-        }
+        self.read_values(family, key, true, f)
     }
 
     /// [`KeyMatcher::for_each_value`] of a key [`KeyMatcher::family`] (or
@@ -275,8 +272,22 @@ impl KeyMatcher {
         key: &'k [u8],
         f: impl FnMut(&'k [u8]),
     ) -> bool {
-        match self.cuts.get(family) {
-            Some(Some(cut)) => {
+        self.read_values(family, key, false, f)
+    }
+
+    /// The values by the family's cut (checking the key's bytes when `checked`), else by its
+    /// regex.
+    #[inline]
+    fn read_values<'k>(
+        &self,
+        family: usize,
+        key: &'k [u8],
+        checked: bool,
+        f: impl FnMut(&'k [u8]),
+    ) -> bool {
+        match (self.cuts.get(family), checked) {
+            (Some(Some(cut)), true) => cut.values(key, f),
+            (Some(Some(cut)), false) => {
                 cut.values_of_match(key, f);
                 true
             }

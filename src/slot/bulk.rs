@@ -495,7 +495,7 @@ unsafe fn build_masks_avx2(buf: &[u8], nl: &mut Vec<u64>, op: &mut Vec<u64>, cl:
     let vn = _mm256_set1_epi8(b'\n' as i8);
     let vo = _mm256_set1_epi8(b'{' as i8);
     let vc = _mm256_set1_epi8(b'}' as i8);
-    let mut mask_of = |block: &[u8]| {
+    let mask_of = |block: &[u8]| {
         debug_assert_eq!(block.len(), 64);
         // SAFETY: `block` has 64 readable bytes; loadu needs no alignment.
         let (a, b) = unsafe {
@@ -513,16 +513,22 @@ unsafe fn build_masks_avx2(buf: &[u8], nl: &mut Vec<u64>, op: &mut Vec<u64>, cl:
         op.push(m(vo));
         cl.push(m(vc));
     };
+    // Zero padding matches none of the three bytes.
+    each_block(buf, mask_of);
+}
+
+/// Calls `f` with each 64-byte block of `buf`, the last one padded with zeros.
+#[inline(always)]
+fn each_block(buf: &[u8], mut f: impl FnMut(&[u8])) {
     let mut chunks = buf.chunks_exact(64);
     for block in &mut chunks {
-        mask_of(block);
+        f(block);
     }
     let tail = chunks.remainder();
     if !tail.is_empty() {
-        // Zero padding matches none of the three bytes.
         let mut last = [0u8; 64];
         last[..tail.len()].copy_from_slice(tail);
-        mask_of(&last);
+        f(&last);
     }
 }
 
@@ -537,7 +543,7 @@ unsafe fn newlines_avx2(buf: &[u8], nl: &mut Vec<u64>) {
     nl.clear();
     nl.reserve(buf.len().div_ceil(64));
     let vn = _mm256_set1_epi8(b'\n' as i8);
-    let mut mask_of = |block: &[u8]| {
+    each_block(buf, |block: &[u8]| {
         debug_assert_eq!(block.len(), 64);
         // SAFETY: `block` has 64 readable bytes; loadu needs no alignment.
         let (a, b) = unsafe {
@@ -549,17 +555,7 @@ unsafe fn newlines_avx2(buf: &[u8], nl: &mut Vec<u64>) {
         let lo = _mm256_movemask_epi8(_mm256_cmpeq_epi8(a, vn)) as u32 as u64;
         let hi = _mm256_movemask_epi8(_mm256_cmpeq_epi8(b, vn)) as u32 as u64;
         nl.push(lo | (hi << 32));
-    };
-    let mut chunks = buf.chunks_exact(64);
-    for block in &mut chunks {
-        mask_of(block);
-    }
-    let tail = chunks.remainder();
-    if !tail.is_empty() {
-        let mut last = [0u8; 64];
-        last[..tail.len()].copy_from_slice(tail);
-        mask_of(&last);
-    }
+    });
 }
 
 #[cfg(test)]
