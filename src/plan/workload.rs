@@ -483,34 +483,31 @@ impl Workload {
                 let weight = k.weight * scale;
                 render_into(&mut before, &orig, &k.values, &[]);
                 let node_before = topo.node_of(&before);
-                let node = {
-                    // A new variable's value: a hash of the key's values (joined by 0x1f), in
-                    // its number of values.
-                    if !extra.is_empty() {
-                        joined.clear();
-                        for (i, v) in k.values.iter().enumerate() {
-                            if i > 0 {
-                                joined.push(0x1f);
-                            }
-                            joined.extend_from_slice(v.as_bytes());
+                // A new variable's value: a hash of the key's values (joined by 0x1f), in
+                // its number of values.
+                if !extra.is_empty() {
+                    joined.clear();
+                    for (i, v) in k.values.iter().enumerate() {
+                        if i > 0 {
+                            joined.push(0x1f);
                         }
-                        let h = stable_hash(&joined);
-                        for (x, (_, c)) in extra.iter_mut().zip(&r.new_vars) {
-                            use std::fmt::Write;
-                            x.clear();
-                            let _ = write!(x, "{}", h % (*c).max(1));
-                        }
+                        joined.extend_from_slice(v.as_bytes());
                     }
-                    render_into(&mut after, &rewritten, &k.values, &extra);
-                    if after != before {
-                        renamed += weight;
+                    let h = stable_hash(&joined);
+                    for (x, (_, c)) in extra.iter_mut().zip(&r.new_vars) {
+                        use std::fmt::Write;
+                        x.clear();
+                        let _ = write!(x, "{}", h % (*c).max(1));
                     }
-                    let n = topo.node_of(&after);
-                    if n != node_before {
-                        moved += weight;
-                    }
-                    n
-                };
+                }
+                render_into(&mut after, &rewritten, &k.values, &extra);
+                if after != before {
+                    renamed += weight;
+                }
+                let node = topo.node_of(&after);
+                if node != node_before {
+                    moved += weight;
+                }
                 if let Some(n) = node {
                     per_node[n] += weight;
                     if focus.contains(&fi) {
