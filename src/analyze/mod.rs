@@ -413,11 +413,10 @@ impl ChunkSink for Analyzer<'_> {
             self.saw_expiry = true;
             self.current_expires = e;
         }
-        match rec.slot {
+        match rec.placed {
             // The reader's slot is the slot rule's; a database's own policy decides its own.
-            Some(slot) if !self.by_policy => {
-                let tag = crate::slot::tag(rec.key);
-                self.add_placed(rec.key, slot, tag, rec.bytes, rec.ops);
+            Some(p) if !self.by_policy => {
+                self.add_placed(rec.key, p.slot, p.tag(rec.key), rec.bytes, rec.ops);
             }
             _ => self.add(rec.key, rec.bytes, rec.ops),
         }
@@ -1630,14 +1629,18 @@ mod tests {
                 2 => format!("e:{{}}{i}"),
                 _ => format!("two:{{a{}}}{{b}}:{i}", i % 5),
             };
-            let rec = |slot| crate::keys::Record {
+            let rec = |placed| crate::keys::Record {
                 key: key.as_bytes(),
                 bytes: Some(10 + i % 90),
                 ops: None,
                 expires: Some(i % 3 == 0),
-                slot,
+                placed,
             };
-            given.record(&rec(Some(crate::slot::key_slot(key.as_bytes()))));
+            // Placed inside a longer buffer, as a snapshot's reader places its keys.
+            let buf = [b"0123456789".repeat(7).as_slice(), key.as_bytes()].concat();
+            let placed = crate::slot::place_in(&buf, 70, buf.len());
+            assert_eq!(placed.slot, crate::slot::key_slot(key.as_bytes()));
+            given.record(&rec(Some(placed)));
             taken.record(&rec(None));
         }
         let read = crate::keys::ReadSummary::default();

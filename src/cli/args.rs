@@ -148,13 +148,16 @@ impl Dumps {
         names.join(", ")
     }
 
-    /// What reading all of them found.
-    pub fn total(&self) -> ReadSummary {
+    /// What reading all of them found (one file's summary is its own, not copied).
+    pub fn total(&self) -> std::borrow::Cow<'_, ReadSummary> {
+        if let [(_, one)] = self.0.as_slice() {
+            return std::borrow::Cow::Borrowed(one);
+        }
         let mut all = ReadSummary::default();
         for (_, s) in &self.0 {
             all.merge(s.clone());
         }
-        all
+        std::borrow::Cow::Owned(all)
     }
 
     /// Their malformed lines, for JSON reports.

@@ -204,7 +204,7 @@ pub fn load_sample(
             info.keys += summary.keys;
             if let Some(snap) = &summary.snapshot {
                 match &mut info.snapshot {
-                    Some(all) => all.merge(snap),
+                    Some(all) => all.merge((**snap).clone()),
                     None => info.snapshot = Some(snap.clone()),
                 }
             }

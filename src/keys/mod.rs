@@ -76,9 +76,9 @@ pub struct Record<'a> {
     pub ops: Option<f64>,
     /// Whether the key has an expiry, when the input says (snapshots do; dumps do not).
     pub expires: Option<bool>,
-    /// The key's cluster slot (its `{…}` tag's, when it has one), when the reader already
-    /// took it (a snapshot's reader does, for its own summary).
-    pub slot: Option<u16>,
+    /// The key's cluster slot and hash tag, when the reader already took them (a snapshot's
+    /// reader does, for its own summary).
+    pub placed: Option<crate::slot::Placement>,
 }
 
 /// A problem with one line: where it is and what is wrong.
@@ -168,7 +168,7 @@ impl ReadSummary {
             }
         }
         match (&mut self.snapshot, other.snapshot) {
-            (Some(mine), Some(theirs)) => mine.merge(&theirs),
+            (Some(mine), Some(theirs)) => mine.merge(*theirs),
             (mine @ None, theirs) => *mine = theirs,
             (Some(_), None) => {}
         }
@@ -272,7 +272,7 @@ pub fn parse_line<'a>(
             bytes: None,
             ops: None,
             expires: None,
-            slot: None,
+            placed: None,
         }),
         DumpFormat::Quoted => {
             if line.first() != Some(&b'"') {
@@ -299,7 +299,7 @@ pub fn parse_line<'a>(
                 bytes: None,
                 ops: None,
                 expires: None,
-                slot: None,
+                placed: None,
             })
         }
         DumpFormat::Tsv => parse_tsv(line, scratch),
@@ -392,7 +392,7 @@ fn parse_tsv<'a>(line: &'a [u8], scratch: &'a mut Vec<u8>) -> Result<Record<'a>,
         bytes: Some(bytes),
         ops,
         expires: None,
-        slot: None,
+        placed: None,
     })
 }
 

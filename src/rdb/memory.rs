@@ -18,8 +18,9 @@ pub fn alloc(n: u64) -> u64 {
         9..=16 => 16,
         _ => {
             let lg = 64 - (n - 1).leading_zeros(); // 2^(lg-1) < n <= 2^lg
+            // A power of two: rounding up is a mask, not a division.
             let spacing = (1u64 << (lg - 3)).max(16);
-            n.div_ceil(spacing) * spacing
+            (n + spacing - 1) & !(spacing - 1)
         }
     }
 }
@@ -50,6 +51,28 @@ const SKIPLIST_NODE: u64 = 54;
 const ZSET_STRUCTS: u64 = 16 + 32;
 /// The longest string kept in one allocation with its object header.
 pub const EMBSTR_MAX: u64 = 44;
+
+/// How a server holds a string value (`OBJECT ENCODING`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StringEncoding {
+    /// An integer in the object's pointer.
+    Int,
+    /// The string in one allocation with its object header.
+    Embstr,
+    /// The string in an allocation of its own.
+    Raw,
+}
+
+impl StringEncoding {
+    /// The name `OBJECT ENCODING` gives.
+    pub fn name(self) -> &'static str {
+        match self {
+            StringEncoding::Int => "int",
+            StringEncoding::Embstr => "embstr",
+            StringEncoding::Raw => "raw",
+        }
+    }
+}
 
 /// How a key and its value object are laid out.
 #[derive(Debug, Clone, Copy)]
@@ -103,14 +126,14 @@ impl Layout {
     }
 
     /// A string value of `len` bytes in the given encoding (without [`Layout::key`]).
-    pub fn string(&self, len: u64, encoding: &str) -> u64 {
+    pub fn string(&self, len: u64, encoding: StringEncoding) -> u64 {
         match encoding {
-            "int" => OBJECT,
-            "embstr" if self.embedded_keys => {
+            StringEncoding::Int => OBJECT,
+            StringEncoding::Embstr if self.embedded_keys => {
                 alloc(self.valkey_embstr(len)).saturating_sub(self.embedded_key_bytes())
             }
-            "embstr" => alloc(OBJECT + 3 + len + 1),
-            _ => OBJECT + sds(len),
+            StringEncoding::Embstr => alloc(OBJECT + 3 + len + 1),
+            StringEncoding::Raw => OBJECT + sds(len),
         }
     }
 
@@ -376,9 +399,9 @@ mod tests {
             expires: false,
             embedded_keys: false,
         };
-        assert_eq!(redis.string(5, "int"), 16);
-        assert_eq!(redis.string(10, "embstr"), 32); // 16 + 3 + 10 + 1 = 30 → 32
-        assert_eq!(redis.string(100, "raw"), 16 + 112); // 3 + 100 + 1 = 104 → 112
+        assert_eq!(redis.string(5, StringEncoding::Int), 16);
+        assert_eq!(redis.string(10, StringEncoding::Embstr), 32); // 16 + 3 + 10 + 1 = 30 → 32
+        assert_eq!(redis.string(100, StringEncoding::Raw), 16 + 112); // 3 + 100 + 1 = 104 → 112
         assert!(redis.embeds(44) && !redis.embeds(45));
         // Valkey 8.1 (measured): a 10-byte key embeds values up to 31 bytes, with an expiry too;
         // a 34-byte key up to 7, 5 with an expiry.
@@ -403,7 +426,7 @@ mod tests {
         };
         assert!(long_expiring.embeds(5) && !long_expiring.embeds(6));
         // Sizes as MEMORY USAGE gives them (key included): 40, 56, 72 bytes.
-        let whole = |l: &Layout, len| l.string(len, "embstr") + l.key();
+        let whole = |l: &Layout, len| l.string(len, StringEncoding::Embstr) + l.key();
         assert_eq!(
             whole(
                 &Layout {

@@ -19,6 +19,7 @@ pub mod read;
 pub mod summary;
 
 use blob::Packed;
+use memory::StringEncoding;
 use std::fmt;
 
 /// Why a snapshot could not be read, and where.
@@ -671,12 +672,11 @@ impl<'a> Parser<'a> {
     }
 
     /// Reads records up to the next key's value type byte (`None` at the end marker).
+    #[inline(always)]
     fn next_value(&mut self) -> R<Option<ValueHead>> {
-        if self.done {
-            return Ok(None);
-        }
         // Most keys have no opcode before their value type.
-        if let Some(&t) = self.data.get(self.pos)
+        if !self.done
+            && let Some(&t) = self.data.get(self.pos)
             && t < 0xf0
         {
             self.pos += 1;
@@ -687,6 +687,15 @@ impl<'a> Parser<'a> {
                 lfu: None,
                 idle: None,
             }));
+        }
+        self.next_value_slow()
+    }
+
+    /// [`Parser::next_value`] past opcodes, or at the end.
+    #[inline(never)]
+    fn next_value_slow(&mut self) -> R<Option<ValueHead>> {
+        if self.done {
+            return Ok(None);
         }
         let mut expires_at_ms = None;
         let mut lfu = None;
@@ -800,7 +809,11 @@ impl<'a> Parser<'a> {
             expires: expires_at_ms.is_some(),
             embedded_keys: self.embedded_keys,
         };
-        let v = self.value_body(t, at, &layout)?;
+        let v = if t == 0 {
+            self.string_value(&layout)?
+        } else {
+            self.value_body(t, at, &layout)?
+        };
         let memory = v.memory + layout.key();
         if v.elements.is_none() {
             self.uninterpreted += 1;
@@ -824,24 +837,31 @@ impl<'a> Parser<'a> {
         })
     }
 
+    /// A string value (type 0): most values, read on the inline path.
+    #[inline(always)]
+    fn string_value(&mut self, layout: &memory::Layout) -> R<Value> {
+        let s = self.string()?;
+        let len = s.len();
+        let encoding = match s {
+            Str::Int(_) => StringEncoding::Int,
+            Str::Raw { start, len } if len <= 20 && is_long(&self.data[start..start + len]) => {
+                StringEncoding::Int
+            }
+            _ if layout.embeds(len) => StringEncoding::Embstr,
+            _ => StringEncoding::Raw,
+        };
+        Ok(Value::new(
+            ValueKind::String,
+            encoding.name(),
+            Some(len),
+            layout.string(len, encoding),
+        ))
+    }
+
     fn value_body(&mut self, t: u8, at: usize, layout: &memory::Layout) -> R<Value> {
         use ValueKind as K;
         Ok(match t {
-            0 => {
-                let s = self.string()?;
-                let len = s.len();
-                let encoding = match s {
-                    Str::Int(_) => "int",
-                    Str::Raw { start, len }
-                        if len <= 20 && is_long(&self.data[start..start + len]) =>
-                    {
-                        "int"
-                    }
-                    _ if layout.embeds(len) => "embstr",
-                    _ => "raw",
-                };
-                Value::new(K::String, encoding, Some(len), layout.string(len, encoding))
-            }
+            0 => self.string_value(layout)?,
             1 | 2 => {
                 let n = self.len()?;
                 let mut strings = 0u64;

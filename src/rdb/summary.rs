@@ -235,7 +235,7 @@ impl SnapshotSummary {
 
     /// Offers `big` (read at byte `at` of its file) as its slot's biggest key; `earlier`
     /// says whether it wins a tie, which it does when it was read first.
-    fn offer_slot(&mut self, big: &BigKey, at: u64, earlier: impl Fn(u64) -> bool) {
+    fn offer_slot(&mut self, big: BigKey, at: u64, earlier: impl Fn(u64) -> bool) {
         if self.slot_biggest.is_empty() {
             self.slot_biggest = vec![None; crate::slot::SLOT_COUNT];
             self.slot_max = vec![0; crate::slot::SLOT_COUNT];
@@ -248,7 +248,7 @@ impl SnapshotSummary {
         {
             self.slot_max[s] = big.memory;
             self.slot_at[s] = at;
-            self.slot_biggest[s] = Some(big.clone());
+            self.slot_biggest[s] = Some(big);
         }
     }
 
@@ -303,8 +303,8 @@ impl SnapshotSummary {
     }
 
     /// Adds the figures of another summary (of other files).
-    pub fn merge(&mut self, o: &SnapshotSummary) {
-        self.files.extend(o.files.iter().cloned());
+    pub fn merge(&mut self, mut o: SnapshotSummary) {
+        self.files.append(&mut o.files);
         self.merge_figures(o, false);
     }
 
@@ -312,13 +312,13 @@ impl SnapshotSummary {
     /// result is what one summary reading both parts in file order holds, except that two
     /// keys equal in name and in the ranked figure (the same name in two databases) may be
     /// kept in the other order.
-    pub fn merge_part(&mut self, o: &SnapshotSummary) {
+    pub fn merge_part(&mut self, o: SnapshotSummary) {
         self.merge_figures(o, true);
     }
 
     /// Adds `o`'s figures; a slot's biggest key on a tie is the one read first within one
     /// file (`same_file`), else this summary's.
-    fn merge_figures(&mut self, o: &SnapshotSummary, same_file: bool) {
+    fn merge_figures(&mut self, o: SnapshotSummary, same_file: bool) {
         for (mine, theirs) in self.builtin.iter_mut().zip(&o.builtin) {
             mine.merge(theirs);
         }
@@ -331,7 +331,7 @@ impl SnapshotSummary {
         for b in o.by_elements.sorted() {
             self.by_elements.push(b.elements.unwrap_or(0), b);
         }
-        for (s, b) in o.slot_biggest.iter().enumerate() {
+        for (s, b) in o.slot_biggest.into_iter().enumerate() {
             if let Some(b) = b {
                 let at = o.slot_at[s];
                 self.offer_slot(b, at, |mine| same_file && at < mine);
@@ -407,7 +407,7 @@ mod tests {
         assert_eq!(keys, vec![b"b".to_vec(), b"c".to_vec()]);
         let mut b = SnapshotSummary::new(2);
         b.add(&info(b"z", 100, 1), "g");
-        a.merge(&b);
+        a.merge(b);
         let keys: Vec<Vec<u8>> = a.biggest_by_memory().into_iter().map(|b| b.key.0).collect();
         assert_eq!(keys, vec![b"z".to_vec(), b"b".to_vec()]);
         assert_eq!(a.total().keys, 5);

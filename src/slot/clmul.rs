@@ -262,13 +262,18 @@ mod x86 {
                 _mm_clmulepi64_si128(s, k, 0x00),
             )
         };
-        let k3 = _mm_set_epi64x(K448 as i64, K384 as i64);
-        let k2 = _mm_set_epi64x(K320 as i64, K256 as i64);
-        let k1 = _mm_set_epi64x(K192 as i64, K128 as i64);
-        let s = _mm_xor_si128(
-            _mm_xor_si128(fold(0, k3), fold(1, k2)),
-            _mm_xor_si128(fold(2, k1), block(3)),
-        );
+        let s = if n <= 16 {
+            // The first three blocks are all masked out.
+            block(3)
+        } else {
+            let k3 = _mm_set_epi64x(K448 as i64, K384 as i64);
+            let k2 = _mm_set_epi64x(K320 as i64, K256 as i64);
+            let k1 = _mm_set_epi64x(K192 as i64, K128 as i64);
+            _mm_xor_si128(
+                _mm_xor_si128(fold(0, k3), fold(1, k2)),
+                _mm_xor_si128(fold(2, k1), block(3)),
+            )
+        };
         let k64 = _mm_set_epi64x(0, K64 as i64);
         let t = _mm_xor_si128(_mm_clmulepi64_si128(s, k64, 0x01), _mm_move_epi64(s));
         let u = _mm_xor_si128(_mm_clmulepi64_si128(t, k64, 0x01), t);

@@ -44,8 +44,8 @@ pub enum TagShape {
 }
 
 /// The first `needle` in `hay`. Keys are mostly short, where `memchr`'s set-up costs more
-/// than the search: up to 32 bytes are compared in two overlapping 16-byte SSE2 loads (or a
-/// byte loop under 16 bytes), longer ones go to `memchr`.
+/// than the search: up to 32 bytes are compared in two overlapping 16-byte SSE2 loads, 4 to 15
+/// in two overlapping words, fewer byte by byte; longer ones go to `memchr`.
 #[allow(unsafe_code)]
 #[inline]
 pub(crate) fn find(needle: u8, hay: &[u8]) -> Option<usize> {
@@ -70,7 +70,38 @@ pub(crate) fn find(needle: u8, hay: &[u8]) -> Option<usize> {
         };
         return (mask != 0).then(|| mask.trailing_zeros() as usize);
     }
+    if len >= 4 {
+        // Two overlapping words (the first and the last 4 or 8 bytes); in each, the lowest
+        // byte flagged by the zero-byte test is exactly the first match (a borrow only
+        // flags bytes above a true match).
+        let (first, last) = if len >= 8 {
+            (word::<8>(hay, 0), word::<8>(hay, len - 8))
+        } else {
+            (word::<4>(hay, 0), word::<4>(hay, len - 4))
+        };
+        let width = if len >= 8 { 8 } else { 4 };
+        let hits = |w: u64| {
+            let x = w ^ (0x0101_0101_0101_0101u64 * u64::from(needle));
+            x.wrapping_sub(0x0101_0101_0101_0101) & !x & 0x8080_8080_8080_8080
+        };
+        let (a, b) = (hits(first), hits(last));
+        return if a != 0 {
+            Some((a.trailing_zeros() / 8) as usize)
+        } else if b != 0 {
+            Some(len - width + (b.trailing_zeros() / 8) as usize)
+        } else {
+            None
+        };
+    }
     hay.iter().position(|&b| b == needle)
+}
+
+/// `N` (4 or 8) bytes of `hay` from `at`, little-endian, zero-extended to 64 bits.
+#[inline(always)]
+fn word<const N: usize>(hay: &[u8], at: usize) -> u64 {
+    let mut b = [0u8; 8];
+    b[..N].copy_from_slice(&hay[at..at + N]);
+    u64::from_le_bytes(b)
 }
 
 impl TagShape {
@@ -149,11 +180,51 @@ pub fn key_slot(key: &[u8]) -> u16 {
 /// [`key_slot`] by the fastest CRC this CPU has (the same slot).
 #[inline]
 pub fn key_slot_fast(key: &[u8]) -> u16 {
-    let (a, b) = match TagShape::of(key) {
-        TagShape::Tagged { open, close } => (open + 1, close),
-        _ => (0, key.len()),
-    };
-    crc16_in(key, a, b) & 0x3FFF
+    place_in(key, 0, key.len()).slot
+}
+
+/// Where the slot rule puts a key: its slot and, when it has a non-empty `{…}` tag, where the
+/// tag lies in the key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Placement {
+    /// The key's cluster slot (0..16384).
+    pub slot: u16,
+    /// The tag's bytes, `key[start..end]`, when the key has a non-empty tag.
+    pub tag: Option<(usize, usize)>,
+}
+
+impl Placement {
+    /// The key's non-empty hash tag, given the key this placement was taken of.
+    #[inline]
+    pub fn tag<'k>(&self, key: &'k [u8]) -> Option<&'k [u8]> {
+        self.tag.map(|(a, b)| &key[a..b])
+    }
+}
+
+/// The placement of the key `buf[start..end]`. A short key's CRC reads the bytes of `buf`
+/// before `start` (masked out), which saves it a byte-by-byte path: pass the key inside the
+/// buffer it was read from when there is one.
+///
+/// ```
+/// use keyplan::slot::{key_slot, place_in};
+/// let buf = b"....user:{42}:cart";
+/// let p = place_in(buf, 4, buf.len());
+/// assert_eq!(p.slot, key_slot(b"user:{42}:cart"));
+/// assert_eq!(p.tag(b"user:{42}:cart"), Some(&b"42"[..]));
+/// ```
+#[inline]
+pub fn place_in(buf: &[u8], start: usize, end: usize) -> Placement {
+    let key = &buf[start..end];
+    match TagShape::of(key) {
+        TagShape::Tagged { open, close } => Placement {
+            slot: crc16_in(buf, start + open + 1, start + close) & 0x3FFF,
+            tag: Some((open + 1, close)),
+        },
+        _ => Placement {
+            slot: crc16_in(buf, start, end) & 0x3FFF,
+            tag: None,
+        },
+    }
 }
 
 /// A plain-words account of which bytes of `key` Redis hashes and why.
@@ -186,31 +257,43 @@ mod tests {
 
     proptest::proptest! {
         /// The fast slot is the slot rule's, for keys full of braces and of every length
-        /// around the CRC's 16- and 64-byte paths.
+        /// around the CRC's 16- and 64-byte paths, alone and inside a buffer (whose bytes
+        /// before the key a short key's CRC reads), with the tag the rule finds.
         #[test]
         fn the_fast_slot_is_the_slot(
             key in proptest::collection::vec(
                 proptest::sample::select(vec![b'{', b'}', b'a', b'7', 0u8, 0xff]),
                 0..140,
-            )
+            ),
+            before in proptest::collection::vec(proptest::num::u8::ANY, 0..90),
         ) {
             proptest::prop_assert_eq!(key_slot_fast(&key), key_slot(&key));
+            let buf = [before.as_slice(), &key].concat();
+            let p = place_in(&buf, before.len(), buf.len());
+            proptest::prop_assert_eq!(p.slot, key_slot(&key));
+            proptest::prop_assert_eq!(p.tag(&key), tag(&key));
         }
     }
 
     #[test]
     fn short_key_search_agrees_with_memchr() {
-        // Every length around the 16- and 32-byte paths, with the needle absent, at every
-        // position, and twice (the first must win, also when only the second load sees it).
+        // Every length around the 4-, 8-, 16- and 32-byte paths, with the needle absent, at
+        // every position, and twice (the first must win, also when only the second load sees
+        // it), among bytes one bit or one borrow away from the needle.
+        const AROUND: [u8; 8] = [0x7a, 0x7c, 0xfb, 0x00, 0x01, 0xff, 0x80, b'a'];
         for len in 0..=40usize {
-            let base: Vec<u8> = (0..len).map(|i| b'a' + (i % 26) as u8).collect();
-            assert_eq!(find(b'{', &base), memchr(b'{', &base), "len {len}");
-            for i in 0..len {
-                for j in i..len {
-                    let mut k = base.clone();
-                    k[i] = b'{';
-                    k[j] = b'{';
-                    assert_eq!(find(b'{', &k), Some(i), "len {len}, at {i} and {j}");
+            for shift in 0..AROUND.len() {
+                let base: Vec<u8> = (0..len)
+                    .map(|i| AROUND[(i + shift) % AROUND.len()])
+                    .collect();
+                assert_eq!(find(b'{', &base), memchr(b'{', &base), "len {len}");
+                for i in 0..len {
+                    for j in i..len {
+                        let mut k = base.clone();
+                        k[i] = b'{';
+                        k[j] = b'{';
+                        assert_eq!(find(b'{', &k), Some(i), "len {len}, at {i} and {j}");
+                    }
                 }
             }
         }
