@@ -221,17 +221,24 @@ pub struct Checkpoint {
     embedded_keys: bool,
 }
 
+#[inline(always)]
 fn check_value_type(t: u8, at: usize) -> R<()> {
     if matches!(t, 0..=7 | 9..=25) {
         return Ok(());
     }
-    Err(Box::new(RdbError {
+    Err(unknown_value_type(t, at))
+}
+
+#[cold]
+#[inline(never)]
+fn unknown_value_type(t: u8, at: usize) -> Box<RdbError> {
+    Box::new(RdbError {
         offset: at as u64,
         message: format!(
             "unknown value type {t} (written by a server newer than this keyplan, or not a \
              snapshot from here on)"
         ),
-    }))
+    })
 }
 
 /// The newest Redis RDB version read (Redis 7.4 and 8 write 12).
@@ -599,6 +606,7 @@ impl<'a> Parser<'a> {
     }
 
     /// The next key, or `None` at the end of the snapshot.
+    #[inline]
     pub fn next_key(&mut self) -> R<Option<KeyInfo<'_>>> {
         match self.next_value()? {
             Some(h) => self.value(h).map(Some),
@@ -610,6 +618,7 @@ impl<'a> Parser<'a> {
     /// length (as [`KeyInfo::key`] would hold it), or `None` at the end of the snapshot. A
     /// file this walks without error may still hold a compressed key or value that does not
     /// decompress, which only [`Parser::next_key`] finds.
+    #[inline]
     pub fn skip_key(&mut self) -> R<Option<u64>> {
         let Some(h) = self.next_value()? else {
             return Ok(None);
@@ -783,6 +792,7 @@ impl<'a> Parser<'a> {
         }
     }
 
+    #[inline(always)]
     fn value(&mut self, h: ValueHead) -> R<KeyInfo<'_>> {
         let ValueHead {
             t,

@@ -258,6 +258,7 @@ pub fn par_read_data<S: ChunkSink>(
 /// The placement of `key`, a key the parser of `data` gave. A key stored as it is lies inside
 /// `data` (a key in another buffer cannot: they are two live allocations), and then its CRC may
 /// read the snapshot's bytes before it, which is faster for a short key.
+#[inline(always)]
 fn place(data: &[u8], key: &[u8]) -> crate::slot::Placement {
     let at = (key.as_ptr() as usize).wrapping_sub(data.as_ptr() as usize);
     if at <= data.len() && key.len() <= data.len() - at {

@@ -142,6 +142,22 @@ pub(crate) fn window_supported() -> bool {
 #[cfg(target_arch = "x86_64")]
 pub(crate) use x86::crc16_window;
 
+/// [`super::place_in`] by [`crc16_window`], compiled with its CPU features so that the tag
+/// search and the CRC are one call.
+///
+/// # Safety
+/// The CPU must support `pclmulqdq`, `ssse3` and `sse4.1` ([`window_supported`]);
+/// `start <= end <= buf.len()`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "pclmulqdq,ssse3,sse4.1")]
+pub(crate) unsafe fn place_in_window(buf: &[u8], start: usize, end: usize) -> super::Placement {
+    // SAFETY: this function's features and bounds are the window's: every (a, b) passed lies
+    // within start..=end.
+    super::place_with(buf, start, end, |buf, a, b| unsafe {
+        crc16_window(buf, a, b)
+    })
+}
+
 /// CRC16 of `buf[a..b]`; reads the bytes just before `a` when that is faster (they are part of
 /// `buf`, so this is safe), which makes short inputs branch-free.
 #[inline]

@@ -106,7 +106,7 @@ fn word<const N: usize>(hay: &[u8], at: usize) -> u64 {
 
 impl TagShape {
     /// Classifies a key the way Redis' `keyHashSlot` does.
-    #[inline]
+    #[inline(always)]
     pub fn of(key: &[u8]) -> TagShape {
         let Some(open) = find(b'{', key) else {
             return TagShape::NoBrace;
@@ -212,16 +212,32 @@ impl Placement {
 /// assert_eq!(p.slot, key_slot(b"user:{42}:cart"));
 /// assert_eq!(p.tag(b"user:{42}:cart"), Some(&b"42"[..]));
 /// ```
-#[inline]
+#[allow(unsafe_code)]
+#[inline(always)]
 pub fn place_in(buf: &[u8], start: usize, end: usize) -> Placement {
-    let key = &buf[start..end];
-    match TagShape::of(key) {
+    #[cfg(target_arch = "x86_64")]
+    if clmul::window_supported() && start <= end && end <= buf.len() {
+        // SAFETY: the CPU features were detected just above and start <= end <= len.
+        return unsafe { clmul::place_in_window(buf, start, end) };
+    }
+    place_with(buf, start, end, |buf, a, b| crc16(&buf[a..b]))
+}
+
+/// [`place_in`] with the CRC of `buf[a..b]` given by `crc(buf, a, b)`.
+#[inline(always)]
+fn place_with(
+    buf: &[u8],
+    start: usize,
+    end: usize,
+    crc: impl Fn(&[u8], usize, usize) -> u16,
+) -> Placement {
+    match TagShape::of(&buf[start..end]) {
         TagShape::Tagged { open, close } => Placement {
-            slot: crc16_in(buf, start + open + 1, start + close) & 0x3FFF,
+            slot: crc(buf, start + open + 1, start + close) & 0x3FFF,
             tag: Some((open + 1, close)),
         },
         _ => Placement {
-            slot: crc16_in(buf, start, end) & 0x3FFF,
+            slot: crc(buf, start, end) & 0x3FFF,
             tag: None,
         },
     }
