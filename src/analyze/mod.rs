@@ -52,13 +52,22 @@ const HOT_SLOT_SHARE: f64 = 0.02;
 /// A tag holding more than this share of the keys or bytes is named by the verdict.
 const HOT_TAG_VERDICT_SHARE: f64 = 0.05;
 
+/// One slot's keys and bytes (16-byte aligned: never split over two cache lines).
+#[derive(Debug, Clone, Copy, Default)]
+#[repr(align(16))]
+struct SlotTally {
+    keys: u64,
+    bytes: u64,
+}
+
 /// One worker's running state. Aligned to 128 bytes so that workers kept side by side in one
 /// `Vec` never share a cache line (their per-key counters would ping-pong between cores).
 #[repr(align(128))]
 pub struct Analyzer<'t> {
     topology: &'t Topology,
-    slot_keys: Vec<u64>,
-    slot_bytes: Vec<u64>,
+    /// Keys and bytes per slot, side by side: one cache line per key counted.
+    slots: Vec<SlotTally>,
+    /// Operations per slot, touched only by inputs that have them.
     slot_ops: Vec<f64>,
     node_keys: Vec<u64>,
     node_bytes: Vec<u64>,
@@ -188,8 +197,7 @@ impl<'t> Analyzer<'t> {
     pub fn new(topology: &'t Topology, config: &AnalyzeConfig) -> Analyzer<'t> {
         Analyzer {
             topology,
-            slot_keys: vec![0; SLOT_COUNT],
-            slot_bytes: vec![0; SLOT_COUNT],
+            slots: vec![SlotTally::default(); SLOT_COUNT],
             slot_ops: vec![0.0; SLOT_COUNT],
             node_keys: vec![0; topology.nodes().len()],
             node_bytes: vec![0; topology.nodes().len()],
@@ -321,12 +329,13 @@ impl<'t> Analyzer<'t> {
         let o = ops.unwrap_or(0.0);
         self.saw_bytes |= bytes.is_some();
         self.saw_ops |= ops.is_some();
-        self.slot_keys[slot] += 1;
-        let weighted = bytes.is_some() || ops.is_some();
-        if weighted {
-            self.slot_bytes[slot] += w;
+        let tally = &mut self.slots[slot];
+        tally.keys += 1;
+        tally.bytes += w;
+        if ops.is_some() {
             self.slot_ops[slot] += o;
         }
+        let weighted = bytes.is_some() || ops.is_some();
         let tag_hash = tag.map(hash64);
         if let (Some(hashed), Some(h)) = (tag, tag_hash) {
             self.tagged += 1;
@@ -368,11 +377,9 @@ impl<'t> Analyzer<'t> {
 
     /// Adds another worker's counts to these.
     pub fn merge(&mut self, o: &Analyzer<'_>) {
-        for (a, b) in self.slot_keys.iter_mut().zip(&o.slot_keys) {
-            *a += b;
-        }
-        for (a, b) in self.slot_bytes.iter_mut().zip(&o.slot_bytes) {
-            *a += b;
+        for (a, b) in self.slots.iter_mut().zip(&o.slots) {
+            a.keys += b.keys;
+            a.bytes += b.bytes;
         }
         for (a, b) in self.slot_ops.iter_mut().zip(&o.slot_ops) {
             *a += b;
@@ -970,7 +977,7 @@ impl<'a, 't> Figures<'a, 't> {
                 }
                 (exact.clone(), Some(per_node))
             }
-            None => (a.slot_keys.clone(), None),
+            None => (a.slots.iter().map(|t| t.keys).collect(), None),
         };
         let factor: Option<Vec<f64>> = exact_node_keys.as_ref().map(|exact| {
             exact
@@ -986,13 +993,13 @@ impl<'a, 't> Figures<'a, 't> {
             config,
             topo,
             names,
-            sampled_keys: a.slot_keys.iter().sum(),
+            sampled_keys: a.slots.iter().map(|t| t.keys).sum(),
             keys: slot_keys.iter().sum(),
             slot_keys,
             node_keys: exact_node_keys.unwrap_or_else(|| a.node_keys.clone()),
             exact: a.exact_slot_keys.is_some(),
             factor,
-            bytes: a.slot_bytes.iter().sum(),
+            bytes: a.slots.iter().map(|t| t.bytes).sum(),
             ops: a.slot_ops.iter().sum(),
             slot_shares: topo.nominal_shares(),
             slot_order,
@@ -1160,10 +1167,10 @@ impl<'a, 't> Figures<'a, 't> {
             slot: s as u16,
             node: self.node_name(s as u16),
             keys: self.slot_keys[s],
-            bytes: a.slot_bytes[s],
+            bytes: a.slots[s].bytes,
             ops: a.slot_ops[s],
             share_keys: share(self.slot_keys[s] as f64, self.keys as f64),
-            share_bytes: share(a.slot_bytes[s] as f64, self.bytes as f64),
+            share_bytes: share(a.slots[s].bytes as f64, self.bytes as f64),
             share_ops: share(a.slot_ops[s], self.ops),
         }
     }
