@@ -415,6 +415,13 @@ impl<'t> Analyzer<'t> {
 }
 
 impl ChunkSink for Analyzer<'_> {
+    #[inline(always)]
+    fn expect(&self, placed: &crate::slot::Placement) {
+        if let Some(t) = self.slots.get(placed.slot as usize) {
+            crate::keys::parallel::prefetch(t);
+        }
+    }
+
     fn record(&mut self, rec: &Record<'_>) {
         if let Some(e) = rec.expires {
             self.saw_expiry = true;

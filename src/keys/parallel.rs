@@ -22,10 +22,32 @@ use std::io::Read;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, mpsc};
 
+/// Asks the CPU to bring `t` into the first-level cache (a hint: it never faults and changes
+/// nothing else).
+#[allow(unsafe_code)]
+#[inline(always)]
+pub fn prefetch<T>(t: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: SSE is part of x86-64, and a prefetch only reads (here a valid reference).
+    unsafe {
+        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        _mm_prefetch::<_MM_HINT_T0>(std::ptr::from_ref(t).cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = t;
+}
+
 /// A consumer of keys that one worker thread owns.
 pub trait ChunkSink: Send {
     /// Called for every key of the worker's chunks.
     fn record(&mut self, rec: &Record<'_>);
+
+    /// A key whose placement is known ahead of its [`ChunkSink::record`]: a sink may start
+    /// fetching the counters it will add it to. Only a hint; the default ignores it.
+    #[inline(always)]
+    fn expect(&self, placed: &crate::slot::Placement) {
+        let _ = placed;
+    }
 
     /// Optional fast path for a chunk of raw lines: consume every key of `chunk.data` at once
     /// and return the counts, or `None` to be fed key by key through [`ChunkSink::record`].

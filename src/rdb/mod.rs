@@ -606,7 +606,7 @@ impl<'a> Parser<'a> {
     }
 
     /// The next key, or `None` at the end of the snapshot.
-    #[inline]
+    #[inline(always)]
     pub fn next_key(&mut self) -> R<Option<KeyInfo<'_>>> {
         match self.next_value()? {
             Some(h) => self.value(h).map(Some),

@@ -206,6 +206,7 @@ pub fn par_read_data<S: ChunkSink>(
                             };
                             // One placement for the summary and the sink.
                             let placed = place(bytes, k.key);
+                            sink.expect(&placed);
                             part.snapshot.add_in_slot(&k, placed.slot, name);
                             sink.record(&Record {
                                 key: k.key,
