@@ -19,21 +19,28 @@ const KEPT_PER_FAMILY: usize = 20_000;
 /// (for sample keys) the hash that decided it is kept.
 #[derive(Debug, Clone)]
 struct FamilyKey {
-    /// The values of the family's variables (empty until [`Workload::settle`] reads them from
-    /// `raw` for a sample key).
+    /// The values of the family's variables (for a sample key, read by [`Workload::settle`]).
     values: Vec<String>,
-    /// A sample key as read, until its values are read: where its bytes are in its family's
-    /// arena (empty for a key made from declared cardinalities).
-    raw: std::ops::Range<usize>,
     weight: f64,
     hash: u64,
+}
+
+/// A sample key kept while the sample is read: its hash and where its bytes are in its
+/// family's arena (a third of a [`FamilyKey`]: most are dropped again as the threshold halves).
+#[derive(Debug, Clone)]
+struct Kept {
+    hash: u64,
+    raw: std::ops::Range<usize>,
 }
 
 /// A family (declared key) and its keys.
 #[derive(Debug, Clone)]
 struct Family {
     vars: Vec<String>,
+    /// Keys made from declared cardinalities, or the sample keys once settled.
     keys: Vec<FamilyKey>,
+    /// Sample keys kept so far, until [`Family::settle`] reads their values.
+    kept: Vec<Kept>,
     /// The bytes of the kept sample keys, one after another (a kept key is not an allocation
     /// of its own: most are dropped again as the threshold halves); compacted as keys go.
     arena: Vec<u8>,
@@ -48,6 +55,7 @@ impl Family {
         Family {
             vars,
             keys,
+            kept: Vec::new(),
             arena: Vec::new(),
             seen: 0,
             threshold: u64::MAX,
@@ -75,12 +83,15 @@ impl Family {
         self.threshold = self.threshold.min(o.threshold);
         let threshold = self.threshold;
         self.keys.retain(|k| k.hash <= threshold);
-        let Family { keys, arena, .. } = o;
-        for mut k in keys.into_iter().filter(|k| k.hash <= threshold) {
-            if !k.raw.is_empty() {
-                k.raw = self.store(&arena[k.raw]);
-            }
-            self.keys.push(k);
+        self.kept.retain(|k| k.hash <= threshold);
+        let Family {
+            keys, kept, arena, ..
+        } = o;
+        self.keys
+            .extend(keys.into_iter().filter(|k| k.hash <= threshold));
+        for k in kept.into_iter().filter(|k| k.hash <= threshold) {
+            let raw = self.store(&arena[k.raw]);
+            self.kept.push(Kept { hash: k.hash, raw });
         }
         self.thin();
     }
@@ -92,12 +103,7 @@ impl Family {
             return;
         }
         let raw = self.store(key);
-        self.keys.push(FamilyKey {
-            values: Vec::new(),
-            raw,
-            weight: 1.0,
-            hash,
-        });
+        self.kept.push(Kept { hash, raw });
         self.thin();
     }
 
@@ -111,22 +117,34 @@ impl Family {
             .map(|name| self.vars.iter().position(|v| v == name))
             .collect();
         let Family {
-            keys, arena, vars, ..
+            keys,
+            kept,
+            arena,
+            vars,
+            ..
         } = self;
-        for k in keys.iter_mut().filter(|k| !k.raw.is_empty()) {
-            let mut values = vec![String::new(); vars.len()];
-            let mut at = 0;
-            matcher.for_each_value_of_match(fi, &arena[k.raw.clone()], |val| {
-                // A repeated variable takes its first occurrence's value.
-                if let Some(Some(i)) = place.get(at)
-                    && values[*i].is_empty()
-                {
-                    values[*i] = String::from_utf8_lossy(val).into_owned();
-                }
-                at += 1;
+        keys.reserve(kept.len());
+        for k in std::mem::take(kept) {
+            // An empty key has no values to read.
+            let mut values = Vec::new();
+            if !k.raw.is_empty() {
+                values = vec![String::new(); vars.len()];
+                let mut at = 0;
+                matcher.for_each_value_of_match(fi, &arena[k.raw], |val| {
+                    // A repeated variable takes its first occurrence's value.
+                    if let Some(Some(i)) = place.get(at)
+                        && values[*i].is_empty()
+                    {
+                        values[*i] = String::from_utf8_lossy(val).into_owned();
+                    }
+                    at += 1;
+                });
+            }
+            keys.push(FamilyKey {
+                values,
+                weight: 1.0,
+                hash: k.hash,
             });
-            k.values = values;
-            k.raw = 0..0;
         }
         *arena = Vec::new();
         keys.sort_by(|a, b| a.hash.cmp(&b.hash).then_with(|| a.values.cmp(&b.values)));
@@ -143,18 +161,19 @@ impl Family {
     /// above it; then moves the kept keys' bytes together when most of the arena is dropped
     /// keys'.
     fn thin(&mut self) {
-        if self.keys.len() <= 2 * KEPT_PER_FAMILY {
+        if self.keys.len() + self.kept.len() <= 2 * KEPT_PER_FAMILY {
             return;
         }
-        while self.keys.len() > 2 * KEPT_PER_FAMILY {
+        while self.keys.len() + self.kept.len() > 2 * KEPT_PER_FAMILY {
             self.threshold >>= 1;
             let threshold = self.threshold;
             self.keys.retain(|k| k.hash <= threshold);
+            self.kept.retain(|k| k.hash <= threshold);
         }
-        let live: usize = self.keys.iter().map(|k| k.raw.len()).sum();
+        let live: usize = self.kept.iter().map(|k| k.raw.len()).sum();
         if self.arena.len() > 2 * live + (1 << 16) {
             let mut arena = Vec::with_capacity(2 * live);
-            for k in &mut self.keys {
+            for k in &mut self.kept {
                 let start = arena.len();
                 arena.extend_from_slice(&self.arena[k.raw.clone()]);
                 k.raw = start..arena.len();
@@ -322,7 +341,6 @@ impl Workload {
                 let weight = total as f64 / m as f64;
                 let keys = (0..m)
                     .map(|j| FamilyKey {
-                        raw: 0..0,
                         values: vars
                             .iter()
                             .map(|v| {
@@ -399,7 +417,10 @@ impl Workload {
 
     /// Whether the workload has any weight.
     pub fn is_empty(&self) -> bool {
-        self.families.iter().all(|f| f.keys.is_empty()) && self.other.iter().all(|&w| w == 0.0)
+        self.families
+            .iter()
+            .all(|f| f.keys.is_empty() && f.kept.is_empty())
+            && self.other.iter().all(|&w| w == 0.0)
     }
 
     /// Adds one sample key: `matched` is the family it matches (with the captured values of
