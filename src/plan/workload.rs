@@ -26,7 +26,8 @@ struct FamilyKey {
 }
 
 /// A sample key kept while the sample is read: its hash and where its bytes are in its
-/// family's arena (a third of a [`FamilyKey`]: most are dropped again as the threshold halves).
+/// family's arena (24 bytes: most are dropped again as the threshold halves, and every drop
+/// moves the rest).
 #[derive(Debug, Clone)]
 struct Kept {
     hash: u64,

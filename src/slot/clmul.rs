@@ -238,12 +238,13 @@ mod x86 {
         m
     };
 
-    /// CRC16 of `buf[a..b]`, branch-free for short inputs: when `b >= 64` and `b - a <= 64`,
-    /// the 64 bytes ending at `b` are loaded (the bytes before `a` are in `buf`, so reading
-    /// them is safe) and those before `a` masked to zero, which the zero-prefix property makes
-    /// harmless. The four blocks are folded side by side, each multiplied by its own power of
-    /// `x` (six independent products, one multiply deep instead of three in a chain). Other
-    /// inputs take the general path.
+    /// CRC16 of `buf[a..b]` without a byte loop for short inputs: when `b >= 64` and
+    /// `b - a <= 64`, the 64 bytes ending at `b` are loaded (the bytes before `a` are in `buf`,
+    /// so reading them is safe) and those before `a` masked to zero, which the zero-prefix
+    /// property makes harmless. The four blocks are folded side by side, each multiplied by its
+    /// own power of `x` (six independent products, one multiply deep instead of three in a
+    /// chain); an input of at most 16 bytes is the last block alone. Other inputs take the
+    /// general path.
     ///
     /// # Safety
     /// The CPU must support `pclmulqdq`, `ssse3` and `sse4.1`; `a <= b <= buf.len()`.
