@@ -15,7 +15,7 @@ use crate::pattern::{Delimiters, Observation, Pattern, PatternTree};
 use crate::sketch::{Hll, SpaceSaving, hash64};
 use crate::skew::{Skew, describe, skew};
 use crate::slot::bulk::{BulkScanner, KeySpan, LineCounts};
-use crate::slot::{SLOT_COUNT, TagShape, crc16, crc16_in};
+use crate::slot::{SLOT_COUNT, crc16};
 use crate::topology::{Migration, Topology};
 use serde::Serialize;
 
@@ -298,13 +298,8 @@ impl<'t> Analyzer<'t> {
             }
             return;
         }
-        let (ha, hb) = match TagShape::of(key) {
-            TagShape::Tagged { open, close } => (a + open + 1, a + close),
-            _ => (a, b),
-        };
-        let slot = crc16_in(buf, ha, hb) & 0x3FFF;
-        let tag = (ha, hb) != (a, b);
-        self.add_placed(key, slot, tag.then(|| &buf[ha..hb]), bytes, ops);
+        let p = crate::slot::place_in(buf, a, b);
+        self.add_placed(key, p.slot, p.tag(key), bytes, ops);
     }
 
     /// Counts a key found by the bulk scan (its slot and tag are known).
