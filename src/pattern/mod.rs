@@ -26,7 +26,7 @@
 
 mod numbers;
 pub mod segment;
-mod simd;
+pub(crate) mod simd;
 
 use crate::sketch::{HashIndex, Hll};
 use numbers::IntSplit;

@@ -20,10 +20,14 @@ const KEPT_PER_FAMILY: usize = 20_000;
 #[derive(Debug, Clone)]
 struct FamilyKey {
     /// The values of the family's variables (for a sample key, read by [`Workload::settle`]).
-    values: Vec<String>,
+    values: Values,
     weight: f64,
     hash: u64,
 }
+
+/// A key's values: most families have one or two variables and most values are short, so
+/// they are held inline (no allocation to make, none to free for each of the sample's keys).
+type Values = smallvec::SmallVec<[compact_str::CompactString; 2]>;
 
 /// A sample key kept while the sample is read: its hash and where its bytes are in its
 /// family's arena (24 bytes: most are dropped again as the threshold halves, and every drop
@@ -127,16 +131,16 @@ impl Family {
         keys.reserve(kept.len());
         for k in std::mem::take(kept) {
             // An empty key has no values to read.
-            let mut values = Vec::new();
+            let mut values = Values::new();
             if !k.raw.is_empty() {
-                values = vec![String::new(); vars.len()];
+                values = Values::from_elem(compact_str::CompactString::default(), vars.len());
                 let mut at = 0;
                 matcher.for_each_value_of_match(fi, &arena[k.raw], |val| {
                     // A repeated variable takes its first occurrence's value.
                     if let Some(Some(i)) = place.get(at)
                         && values[*i].is_empty()
                     {
-                        values[*i] = String::from_utf8_lossy(val).into_owned();
+                        values[*i] = compact_str::CompactString::from_utf8_lossy(val);
                     }
                     at += 1;
                 });
@@ -256,7 +260,12 @@ fn pieces<'a>(t: &'a Template, vars: &[String], extra: &[&str]) -> Vec<Piece<'a>
 }
 
 /// Renders a key into `out` (cleared first).
-fn render_into(out: &mut Vec<u8>, pieces: &[Piece<'_>], values: &[String], extra: &[String]) {
+fn render_into(
+    out: &mut Vec<u8>,
+    pieces: &[Piece<'_>],
+    values: &[compact_str::CompactString],
+    extra: &[String],
+) {
     out.clear();
     for p in pieces {
         match *p {
@@ -302,7 +311,7 @@ impl Workload {
             *combos
                 .entry(
                     at.iter()
-                        .map(|&i| k.values.get(i).map_or("", String::as_str))
+                        .map(|&i| k.values.get(i).map_or("", |v| v.as_str()))
                         .collect(),
                 )
                 .or_default() += 1;
@@ -354,7 +363,7 @@ impl Workload {
                                 let (kind, values) = var
                                     .map(|x| (x.kind, x.values.as_slice()))
                                     .unwrap_or((crate::scheme::VarKind::Any, &[]));
-                                value_of(kind, values, h)
+                                compact_str::CompactString::from(value_of(kind, values, h))
                             })
                             .collect(),
                         weight,
@@ -627,7 +636,7 @@ pub struct PlanSample<'a> {
     keep: bool,
     /// The fused scan raw dumps are read with, and a piece's keys' families (reused).
     scanner: crate::slot::bulk::BulkScanner,
-    families: Vec<Option<usize>>,
+    families: crate::scheme::matcher::FamilyScratch,
     /// More keys were read than kept.
     pub truncated: bool,
 }
@@ -647,7 +656,7 @@ impl<'a> PlanSample<'a> {
             keep,
             truncated: false,
             scanner: crate::slot::bulk::BulkScanner::new(),
-            families: Vec::new(),
+            families: Default::default(),
         }
     }
 
@@ -746,7 +755,7 @@ impl crate::keys::parallel::ChunkSink for PlanSample<'_> {
                     );
                 }
                 for (k, s) in spans.iter().enumerate() {
-                    let family = self.scheme.as_ref().map(|_| families[k]);
+                    let family = self.scheme.as_ref().map(|_| families.found[k]);
                     self.add_of(seq | line(s), &piece[s.start..s.end], family);
                 }
             };
@@ -856,7 +865,7 @@ mod tests {
         w.add_sample_key(&topo, b"misc", &m);
         w.settle(&s, &m);
         assert_eq!(w.unmatched, 1);
-        assert_eq!(w.families[1].keys[0].values, vec!["42".to_string()]);
+        assert_eq!(w.families[1].keys[0].values.as_slice(), ["42"]);
         let base = w.loads(&s, &topo, &[], &[0]);
         assert_eq!(base.per_node.iter().sum::<f64>(), 2.0);
         let n = topo.node_of(b"user:42:profile").unwrap();

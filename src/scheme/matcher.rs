@@ -6,6 +6,8 @@ use regex::bytes::Regex;
 use regex_automata::{Anchored, Input, meta};
 use std::sync::OnceLock;
 
+use super::memo::{Recall, Skeleton, SkeletonMemo};
+
 /// The most memory a scheme's family DFA may take (past it, the lazy DFA of `set` is used).
 const DFA_LIMIT: usize = 4 << 20;
 
@@ -22,6 +24,9 @@ struct Families {
     stride: usize,
     /// The state every key starts in.
     start: u32,
+    /// Whether every digit is in one class: keys that differ only in digits then take the
+    /// same steps (and a memo of skeletons can answer for them).
+    digits_alike: bool,
 }
 
 /// The end entry of a state where no pattern matches.
@@ -93,11 +98,13 @@ impl Families {
                 return None;
             }
         }
+        let digits_alike = (b'0'..=b'9').all(|b| classes[b as usize] == classes[b'0' as usize]);
         Some(Families {
             classes,
             table,
             stride,
             start: first,
+            digits_alike,
         })
     }
 
@@ -158,6 +165,25 @@ impl Families {
         out
     }
 }
+
+/// What a reader keeps between its calls of [`KeyMatcher::families`]: the answers of the last
+/// call, and its memo of recent key skeletons.
+#[derive(Default)]
+pub struct FamilyScratch {
+    /// Per key of the last call, its family.
+    pub found: Vec<Option<usize>>,
+    memo: Option<Box<SkeletonMemo>>,
+    /// The keys to walk, and those of them to remember afterwards (by their place).
+    walk: Vec<usize>,
+    missed: Vec<(usize, Skeleton)>,
+    /// Calls so far, and whether the memo rests (the last call that asked it found under a
+    /// quarter of its keys' families there): then one call in [`MEMO_RETRY`] asks it.
+    calls: u32,
+    resting: bool,
+}
+
+/// While the memo rests, one call of [`KeyMatcher::families`] in this many asks it again.
+const MEMO_RETRY: u32 = 16;
 
 /// The scheme's key patterns, compiled.
 #[derive(Debug)]
@@ -223,25 +249,72 @@ impl KeyMatcher {
         }
     }
 
-    /// [`KeyMatcher::family`] of each of `n` keys (`key(i)` is the `i`th) into `out`: the same
-    /// answers, found faster when there are many.
+    /// [`KeyMatcher::family`] of each of `n` keys (`key(i)` is the `i`th) into
+    /// `scratch.found`: the same answers, found faster when there are many (keys whose
+    /// skeletons a reader met recently are recalled; the others are walked four at a time).
     pub fn families<'k>(
         &self,
         n: usize,
         key: impl Fn(usize) -> &'k [u8],
-        out: &mut Vec<Option<usize>>,
+        scratch: &mut FamilyScratch,
     ) {
-        out.clear();
+        let FamilyScratch {
+            found,
+            memo,
+            walk,
+            missed,
+            calls,
+            resting,
+        } = scratch;
+        found.clear();
         let Some(d) = &self.dfa else {
-            out.extend((0..n).map(|i| self.family_by_set(key(i))));
+            found.extend((0..n).map(|i| self.family_by_set(key(i))));
             return;
         };
-        let mut i = 0;
-        while i + 4 <= n {
-            out.extend(d.family4([key(i), key(i + 1), key(i + 2), key(i + 3)]));
-            i += 4;
+        *calls = calls.wrapping_add(1);
+        // Keys of dumps where few skeletons repeat (or few keys are of a family) are walked
+        // with no look-up at all, but for one call in `MEMO_RETRY`.
+        if !d.digits_alike || (*resting && *calls % MEMO_RETRY != 0) {
+            let mut i = 0;
+            while i + 4 <= n {
+                found.extend(d.family4([key(i), key(i + 1), key(i + 2), key(i + 3)]));
+                i += 4;
+            }
+            found.extend((i..n).map(|i| d.family(key(i))));
+            return;
         }
-        out.extend((i..n).map(|i| d.family(key(i))));
+        let memo = memo.get_or_insert_with(|| Box::new(SkeletonMemo::new()));
+        found.resize(n, None);
+        walk.clear();
+        missed.clear();
+        let mut recalled = 0;
+        for (i, f) in found.iter_mut().enumerate() {
+            match memo.recall(key(i)) {
+                Recall::Found(family) => {
+                    recalled += usize::from(family.is_some());
+                    *f = family;
+                }
+                Recall::Missed(s) => {
+                    walk.push(i);
+                    missed.push((i, s));
+                }
+                Recall::Skipped => walk.push(i),
+            }
+        }
+        let mut four = walk.chunks_exact(4);
+        for w in &mut four {
+            let families = d.family4([key(w[0]), key(w[1]), key(w[2]), key(w[3])]);
+            for (&i, f) in w.iter().zip(families) {
+                found[i] = f;
+            }
+        }
+        for &i in four.remainder() {
+            found[i] = d.family(key(i));
+        }
+        for &(i, s) in missed.iter() {
+            memo.remember(s, found[i]);
+        }
+        *resting = recalled * 4 < n;
     }
 
     /// [`KeyMatcher::family`] by the lazy DFA.
@@ -400,11 +473,105 @@ mod tests {
             all.push(key);
         }
         // Many at once, four walked in step, give the same answers (with a tail of three).
-        let mut out = Vec::new();
+        let mut out = FamilyScratch::default();
         m.families(all.len() - 1, |i| &all[i], &mut out);
         let one: Vec<Option<usize>> = all[..all.len() - 1].iter().map(|k| m.family(k)).collect();
-        assert_eq!(out, one);
+        assert_eq!(out.found, one);
         assert!(tried > 1000, "later patterns are reached: {tried}");
+    }
+
+    #[test]
+    fn keys_recalled_by_their_skeleton_are_of_the_family_a_walk_finds() {
+        // Families told apart by letters after digits, by the digits' count (a date), by a
+        // last byte past a 16-byte block, and keys of every length around 16, 32 and 48.
+        let s = Scheme::parse(
+            "version: 1\nvars:\n  i: { kind: int }\n  w: { kind: word }\n  d: { kind: date }\n  a: { kind: any }\nkeys:\n  k0: { pattern: \"u:<i>:a\" }\n  k1: { pattern: \"u:<i>:b\" }\n  k2: { pattern: \"day:<d>\" }\n  k3: { pattern: \"u:<w>\" }\n  k4: { pattern: \"<a>:<i>x\" }\n",
+        )
+        .unwrap();
+        let m = KeyMatcher::new(&s);
+        assert!(m.dfa.as_ref().is_some_and(|d| d.digits_alike));
+        let pieces: [&[u8]; 12] = [
+            b"u:",
+            b":",
+            b"7",
+            b"a",
+            b"b",
+            b"x",
+            b"12",
+            b"-",
+            b"day:",
+            b"2024-01-02",
+            b"\xff",
+            b"0123456789",
+        ];
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        // Keys of the families (digits of every count, words, dates, long `any` values) and
+        // keys made of random pieces, the latter all of one phase in the middle.
+        let mut phase = |n: usize, junk_only: bool| {
+            let mut keys: Vec<Vec<u8>> = Vec::new();
+            for _ in 0..n {
+                let mut r = next();
+                let digits = |r: u64| (r % 10u64.pow((r % 9) as u32 + 1)).to_string();
+                let key = match if junk_only { 5 } else { r % 6 } {
+                    0 => format!("u:{}:a", digits(r >> 8)).into_bytes(),
+                    1 => format!("u:{}:b", digits(r >> 8)).into_bytes(),
+                    2 => format!("day:20{:02}-0{}-1{}", r % 97, r % 7, r % 9).into_bytes(),
+                    3 => format!("u:{}{}", ["ab", "x_y", "Q"][(r % 3) as usize], r % 1000)
+                        .into_bytes(),
+                    4 => {
+                        let any = "z:".repeat((r % 30) as usize);
+                        format!("{any}{}x", digits(r >> 8)).into_bytes()
+                    }
+                    _ => {
+                        let mut key = Vec::new();
+                        for _ in 0..(r % 9) {
+                            r /= 9;
+                            key.extend_from_slice(pieces[(r % 12) as usize]);
+                            r /= 12;
+                        }
+                        key
+                    }
+                };
+                keys.push(key);
+            }
+            keys
+        };
+        let mut all = phase(40_000, false);
+        all.extend(phase(40_000, true));
+        all.extend(phase(40_000, false));
+        let one: Vec<Option<usize>> = all.iter().map(|k| m.family(k)).collect();
+        let mut scratch = FamilyScratch::default();
+        let mut found = Vec::new();
+        for piece in all.chunks(1000).zip(one.chunks(1000)) {
+            m.families(piece.0.len(), |i| &piece.0[i], &mut scratch);
+            assert_eq!(scratch.found, piece.1);
+            found.push(scratch.memo.as_ref().map_or(0, |memo| memo.found));
+        }
+        // The memo answers in the first phase, rests (mostly) in the second, answers again in
+        // the third.
+        let (first, second, third) = (found[39], found[79] - found[39], found[119] - found[79]);
+        assert!(first > 15_000, "found in the first phase: {first}");
+        assert!(second < first / 4, "found among random keys: {second}");
+        assert!(third > 15_000, "found in the third phase: {third}");
+        // A pattern with a literal digit: digits are told apart, and every key is walked.
+        let s = Scheme::parse(
+            "version: 1\nvars:\n  i: { kind: int }\nkeys:\n  v2: { pattern: \"v2:<i>\" }\n",
+        )
+        .unwrap();
+        let m = KeyMatcher::new(&s);
+        assert!(m.dfa.as_ref().is_some_and(|d| !d.digits_alike));
+        let keys: [&[u8]; 5] = [b"v2:1", b"v3:1", b"v2:x", b"v2:12", b"v1:1"];
+        let mut scratch = FamilyScratch::default();
+        for _ in 0..2 * MEMO_RETRY {
+            m.families(5, |i| keys[i], &mut scratch);
+            assert_eq!(scratch.found, [Some(0), None, None, Some(0), None]);
+        }
     }
 
     proptest::proptest! {

@@ -4,6 +4,7 @@
 
 pub mod cut;
 pub mod matcher;
+mod memo;
 pub mod predicates;
 pub mod template;
 

@@ -22,7 +22,7 @@ const LAYERS: &[(&str, &str, &[&str], bool)] = &[
     // Engines: pure computation over values.
     ("engine", "pattern", &["sketch", "slot"], false),
     ("engine", "topology", &["error", "keys", "slot"], false),
-    ("engine", "scheme", &["command", "error"], false),
+    ("engine", "scheme", &["command", "error", "pattern"], false),
     (
         "engine",
         "simulate",

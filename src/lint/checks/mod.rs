@@ -715,7 +715,7 @@ pub struct LintSink<'a> {
     /// The fused scan raw dumps are read with (reused between chunks).
     scanner: crate::slot::bulk::BulkScanner,
     /// The declared families of a piece's keys (with a scheme), reused.
-    families: Vec<Option<usize>>,
+    families: crate::scheme::matcher::FamilyScratch,
 }
 
 impl<'a> LintSink<'a> {
@@ -726,7 +726,7 @@ impl<'a> LintSink<'a> {
             seq: 0,
             chunks: Vec::new(),
             scanner: crate::slot::bulk::BulkScanner::new(),
-            families: Vec::new(),
+            families: Default::default(),
         }
     }
 }
@@ -775,7 +775,7 @@ impl ChunkSink for LintSink<'_> {
                     },
                     false => crate::slot::TagShape::of(key),
                 };
-                let family = self.linter.matcher.as_ref().map(|_| families[k]);
+                let family = self.linter.matcher.as_ref().map(|_| families.found[k]);
                 self.linter
                     .record_placed(seq | line, key, shape, Some(s.slot), family, None, None);
             }
