@@ -132,7 +132,9 @@ impl Check for CardinalityDriftCheck {
         for (keys, _) in &mut entry.levels[entry.min_level..=level] {
             *keys += 1;
         }
-        entry.settle();
+        if entry.levels[entry.min_level].0 > MAX_KEYS {
+            entry.settle();
+        }
     }
 
     fn merge(&self, other: &dyn Check) {
