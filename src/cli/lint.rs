@@ -6,7 +6,9 @@ use super::loaded::{Loaded, Target};
 use super::values::{FAIL_ON, Word, one_of};
 use crate::error::{ExitStatus, UserError};
 use crate::lint::rule::Severity;
-use crate::lint::{DumpLinter, LintSink, RuleSet, finish_sinks, lint_code, lint_scheme, sort};
+use crate::lint::{
+    DumpLinter, LintSink, RuleSet, Shared, finish_sinks, lint_code, lint_scheme, sort,
+};
 use crate::report::lint::LintReport;
 use crate::report::render::{Format, render};
 use anyhow::Context as _;
@@ -182,7 +184,8 @@ pub fn run(args: LintArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
         .input
         .read_dumps(&args.keys, ctx.progress, |input, opts, progress| {
             let scheme = scheme.as_ref().map(|l| &l.scheme);
-            let linter = || DumpLinter::new(rules, scheme, &topology, &input.name);
+            let shared = Shared::default();
+            let linter = || DumpLinter::new(rules, scheme, &topology, &input.name).sharing(&shared);
             let mut sinks: Vec<LintSink<'_>> = (0..threads(args.threads))
                 .map(|_| LintSink::new(linter()))
                 .collect();

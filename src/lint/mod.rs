@@ -8,7 +8,7 @@ pub mod builtin;
 pub(crate) mod checks;
 pub mod rule;
 
-pub use checks::{DumpLinter, LintSink, finish_sinks, lint_code, lint_scheme};
+pub use checks::{DumpLinter, LintSink, Shared, finish_sinks, lint_code, lint_scheme};
 pub use rule::{RuleChoice, RuleError};
 use rule::{RuleSpec, Severity};
 use serde::Serialize;

@@ -2,7 +2,7 @@
 //! cardinality the scheme declares (a tag declared over 100 seasons that holds one): every
 //! figure keyplan derives from the declaration (tag cardinality, skew, plans) is then wrong.
 
-use super::{Check, DumpSeen, Found};
+use super::{Check, DumpSeen, Found, Shared};
 use crate::scheme::matcher::KeyMatcher;
 use crate::sketch::Hll;
 use std::cell::RefCell;
@@ -13,6 +13,40 @@ pub(super) struct CardinalityDriftCheck {
     /// Per declared key (by its index in the scheme): its sampled keys and their variables'
     /// distinct values, once a key of it is seen.
     seen: RefCell<Vec<Option<Seen>>>,
+    /// With other readers of the same dump: the counts they all add to, and this reader's
+    /// counts since it last added them.
+    shared: Option<std::sync::Arc<std::sync::Mutex<SharedLevels>>>,
+    unshared: RefCell<Unshared>,
+}
+
+/// Per declared key, per level, the keys all the readers of a dump counted at that level and
+/// above (each adds its counts every [`SHARE_EVERY`] keys it counts).
+#[derive(Default)]
+pub(crate) struct SharedLevels {
+    counts: Vec<[u64; LEVELS]>,
+}
+
+/// A reader's counts not yet added to the shared ones, and the levels below which the shared
+/// counts say no reader need count (per declared key).
+#[derive(Default)]
+struct Unshared {
+    keys: u32,
+    counts: Vec<[u64; LEVELS]>,
+    floors: Vec<usize>,
+}
+
+/// A reader adds its counts to the shared ones after counting this many keys.
+const SHARE_EVERY: u32 = 4096;
+
+/// The lowest level the whole dump's sample can settle at, from counts of some of its keys
+/// (cumulative, per level, each at most the dump's): a level past [`MAX_KEYS`] here is past
+/// it in the dump, so the sample settles above it. (The lowest levels' counts may be the
+/// smallest: a reader counts only from its own lowest level up.)
+fn floor_level(counts: &[u64; LEVELS]) -> usize {
+    (0..LEVELS - 1)
+        .rev()
+        .find(|&l| counts[l] > MAX_KEYS)
+        .map_or(0, |l| l + 1)
 }
 
 /// Keys of one declared key whose values are counted, at most: past it, a key counts only
@@ -60,11 +94,23 @@ impl Seen {
     /// Drops the levels holding more keys than [`MAX_KEYS`].
     fn settle(&mut self) {
         while self.min_level + 1 < LEVELS && self.levels[self.min_level].0 > MAX_KEYS {
-            for h in &mut self.levels[self.min_level].1 {
-                *h = Hll::new(12);
-            }
-            self.min_level += 1;
+            self.drop_level();
         }
+    }
+
+    /// Drops the levels below `floor` (the dump's sample, all readers' keys together, drops
+    /// them in the end).
+    fn raise_to(&mut self, floor: usize) {
+        while self.min_level < floor.min(LEVELS - 1) {
+            self.drop_level();
+        }
+    }
+
+    fn drop_level(&mut self) {
+        for h in &mut self.levels[self.min_level].1 {
+            *h = Hll::new(12);
+        }
+        self.min_level += 1;
     }
 
     /// The keys counted and the distinct values of each variable.
@@ -89,6 +135,41 @@ impl CardinalityDriftCheck {
             min_keys,
             factor: factor.max(1.0),
             seen: RefCell::new(Vec::new()),
+            shared: None,
+            unshared: RefCell::new(Unshared::default()),
+        }
+    }
+
+    /// Adds this reader's counts to the shared ones, and raises each declared key's sample
+    /// to the level all the counts so far put it at. Every reader counts every key from its
+    /// own lowest level up, and none raises past the level the whole dump's keys settle at,
+    /// so a merged sample is the one a single reader takes.
+    fn share_counts(&self, shared: &std::sync::Mutex<SharedLevels>, seen: &mut [Option<Seen>]) {
+        let mut mine = self.unshared.borrow_mut();
+        let Unshared {
+            keys,
+            counts,
+            floors,
+        } = &mut *mine;
+        *keys = 0;
+        let mut all = shared.lock().unwrap_or_else(|e| e.into_inner());
+        if all.counts.len() < counts.len() {
+            all.counts.resize(counts.len(), [0; LEVELS]);
+        }
+        floors.resize(all.counts.len(), 0);
+        for (f, total) in all.counts.iter_mut().enumerate() {
+            if let Some(c) = counts.get_mut(f) {
+                for (t, c) in total.iter_mut().zip(c.iter_mut()) {
+                    *t += std::mem::take(c);
+                }
+            }
+            floors[f] = floor_level(total);
+        }
+        drop(all);
+        for (s, &floor) in seen.iter_mut().zip(floors.iter()) {
+            if let Some(s) = s {
+                s.raise_to(floor);
+            }
         }
     }
 }
@@ -115,6 +196,7 @@ impl Check for CardinalityDriftCheck {
         if level < entry.min_level {
             return;
         }
+        let from = entry.min_level;
         // Values come only for a key of the family, each into its variable's sketch at the
         // key's level.
         let sketches = &mut entry.levels[level].1;
@@ -135,6 +217,25 @@ impl Check for CardinalityDriftCheck {
         if entry.levels[entry.min_level].0 > MAX_KEYS {
             entry.settle();
         }
+        let Some(shared) = &self.shared else {
+            return;
+        };
+        let mut mine = self.unshared.borrow_mut();
+        if mine.counts.len() <= family {
+            mine.counts.resize(family + 1, [0; LEVELS]);
+        }
+        for c in &mut mine.counts[family][from..=level] {
+            *c += 1;
+        }
+        mine.keys += 1;
+        if mine.keys >= SHARE_EVERY {
+            drop(mine);
+            self.share_counts(shared, &mut seen);
+        }
+    }
+
+    fn share(&mut self, shared: &Shared) {
+        self.shared = Some(shared.drift.clone());
     }
 
     fn merge(&self, other: &dyn Check) {

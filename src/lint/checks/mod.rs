@@ -110,10 +110,23 @@ pub(crate) trait Check: std::any::Any + Send {
     /// Adds what `other` (the same check, fed other parts of the dump) saw.
     fn merge(&self, _other: &dyn Check) {}
 
+    /// Joins the linters reading other parts of the same dump at once (see [`Shared`]).
+    fn share(&mut self, _shared: &Shared) {}
+
     /// A finding for one multi-key call found in application source.
     fn site(&self, _site: &crate::code::Site) -> Found {
         None
     }
+}
+
+/// What the linters of one dump's reader threads share while they read: how many keys of each
+/// declared key `cardinality-drift` has counted at each of its sampling levels, so that no
+/// thread keeps taking apart keys of levels the whole dump's sample drops in the end (each
+/// would otherwise sample as if it read the dump alone). The findings are the same with or
+/// without it.
+#[derive(Clone, Default)]
+pub struct Shared {
+    pub(crate) drift: std::sync::Arc<std::sync::Mutex<cardinality_drift::SharedLevels>>,
 }
 
 /// What a dump key must have for a check's [`Check::key`] to find anything in it.
@@ -481,6 +494,14 @@ struct Unmatched {
 const UNMATCHED_LINES_KEPT: usize = 4096;
 
 impl<'a> DumpLinter<'a> {
+    /// This linter, reading its part of a dump alongside the others given `shared`.
+    pub fn sharing(mut self, shared: &Shared) -> Self {
+        for c in &mut self.checks {
+            c.share(shared);
+        }
+        self
+    }
+
     /// A linter for the dump at `path`, with the scheme (for `unmatched-key`) if any.
     pub fn new(
         rules: &'a RuleSet,
@@ -900,5 +921,74 @@ mod tests {
         let single = one.finish();
         assert!(single.iter().filter(|d| d.line > 4000).count() >= 8);
         assert_eq!(fused, single);
+    }
+}
+
+#[cfg(test)]
+mod shared_tests {
+    use super::{DumpLinter, Shared};
+    use crate::lint::RuleSet;
+    use crate::scheme::Scheme;
+    use crate::topology::{SlotMap, Topology};
+
+    /// Readers of parts of a dump that share their `cardinality-drift` counts find what one
+    /// reader of the whole dump finds (the same sample: the keys counted show in the finding),
+    /// and so do readers that do not share, however the keys fall to them.
+    #[test]
+    fn shared_drift_counts_leave_the_findings_as_one_reader_finds_them() {
+        let rules = RuleSet::builtin().expect("the built-in rules load");
+        let topo = Topology::Cluster(SlotMap::from_masters(3).expect("3 masters"));
+        let scheme = Scheme::parse(
+            "version: 1\nvars:\n  id: { kind: int, cardinality: 10 }\n  day: { kind: date, cardinality: 5000 }\nkeys:\n  profile: { pattern: \"user:<id>:profile\" }\n  visit: { pattern: \"visit:<day>:<id>\" }\n",
+        )
+        .expect("the scheme parses");
+        // Past 200,000 keys of a declared key, its sample drops levels: 1,500,000 keys (a
+        // level dropped halfway through) and 500,000.
+        let keys: Vec<Vec<u8>> = (0..2_000_000u64)
+            .map(|i| match i % 4 < 3 {
+                true => format!("user:{i}:profile").into_bytes(),
+                false => format!("visit:2026-0{}-1{}:{}", i % 9 + 1, i % 7, i % 1000).into_bytes(),
+            })
+            .collect();
+        let mut one = DumpLinter::new(&rules, Some(&scheme), &topo, "dump");
+        for (i, k) in keys.iter().enumerate() {
+            one.key(i as u64 + 1, k);
+        }
+        let single = one.finish();
+        let drift: Vec<_> = single
+            .iter()
+            .filter(|d| d.name == "cardinality-drift")
+            .map(|d| d.message.clone())
+            .collect();
+        assert!(
+            drift.iter().any(|m| m.contains("dump keys")),
+            "a drift finding names its sample: {drift:?}"
+        );
+        // Three readers, the keys dealt in runs of uneven length.
+        for shared in [true, false] {
+            let with = Shared::default();
+            let mut readers: Vec<DumpLinter<'_>> = (0..3)
+                .map(|_| {
+                    let l = DumpLinter::new(&rules, Some(&scheme), &topo, "dump");
+                    if shared { l.sharing(&with) } else { l }
+                })
+                .collect();
+            let mut at = 0;
+            let mut turn = 0;
+            while at < keys.len() {
+                let run = 500 + (turn * 7919) % 40_000;
+                for (i, k) in keys.iter().enumerate().skip(at).take(run) {
+                    readers[turn % 3].key(i as u64 + 1, k);
+                }
+                at += run;
+                turn += 1;
+            }
+            let mut all = readers.into_iter();
+            let mut first = all.next().expect("three readers");
+            for r in all {
+                first.merge(r);
+            }
+            assert_eq!(first.finish(), single, "shared: {shared}");
+        }
     }
 }
