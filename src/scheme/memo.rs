@@ -10,7 +10,8 @@
 //! repeat (uuids, random ids) gain nothing and would only fill the memo, and keys of no family
 //! gain little (their walk mostly dies within a few bytes), so the memo learns, per key start,
 //! whether its keys are found there with a family, and skips the look-up for starts that are
-//! not (trying one key in [`RETRY`] of them again, in case that changes).
+//! not (trying one key in [`RETRY`] of them again, in case that changes). A caller that finds
+//! few keys here at all lets the memo rest (see `KeyMatcher::families`).
 
 use crate::pattern::simd::skeleton_block;
 
@@ -28,7 +29,7 @@ const START_BITS: u32 = 10;
 const FOUND: u8 = 4;
 /// Scores from here up are looked up.
 const LOOK: u8 = 128;
-/// One key in this many of a start that is not looked up is looked up again.
+/// Of the keys not looked up (of any start), one in this many is looked up again.
 const RETRY: u32 = 64;
 
 /// One remembered skeleton: its 16-byte blocks (the first `len / 16`, then the last sixteen
