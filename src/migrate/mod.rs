@@ -580,8 +580,7 @@ impl MigrationReport {
     /// each that MIGRATE struggles with; only a snapshot sample knows its keys' sizes.
     pub fn add_moving_big_keys(&mut self, view: &ClusterView, moves: &[Move]) {
         if let Some(s) = &self.sample.snapshot {
-            let (big, warnings) =
-                moving_big_keys(view, moves, |slot| s.slot_biggest(slot).cloned(), 10);
+            let (big, warnings) = moving_big_keys(view, moves, |slot| s.slot_biggest(slot), 10);
             self.moving_big_keys = big;
             self.warnings.extend(warnings);
         }

@@ -3,8 +3,10 @@
 
 use super::KeyInfo;
 use crate::keys::display::ByteString;
+use smallvec::SmallVec;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
+use std::sync::Arc;
 
 /// Keys of one type.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
@@ -182,6 +184,38 @@ impl TopN {
     }
 }
 
+/// A slot's biggest key as the summary holds it while reading: every slot has one, and each
+/// reader thread keeps a table of them, so a key of up to 32 bytes is held inline and the type,
+/// encoding and file are not copied: the table costs no allocation per slot, neither filled
+/// nor dropped. [`SnapshotSummary::slot_biggest`] makes the [`BigKey`] of one when asked.
+#[derive(Debug, Clone)]
+struct SlotBig {
+    key: SmallVec<[u8; 32]>,
+    kind: super::ValueKind,
+    encoding: &'static str,
+    elements: Option<u64>,
+    memory: u64,
+    serialized: u64,
+    expires: bool,
+    file: Arc<str>,
+}
+
+impl SlotBig {
+    fn big_key(&self, slot: u16) -> BigKey {
+        BigKey {
+            key: ByteString(self.key.to_vec()),
+            slot,
+            kind: self.kind.name().into_owned(),
+            encoding: self.encoding.to_string(),
+            elements: self.elements,
+            memory: self.memory,
+            serialized: Some(self.serialized),
+            expires: self.expires,
+            file: self.file.to_string(),
+        }
+    }
+}
+
 /// What the snapshots read hold, beyond their keys.
 #[derive(Debug, Clone, Default)]
 pub struct SnapshotSummary {
@@ -195,11 +229,13 @@ pub struct SnapshotSummary {
     by_elements: TopN,
     /// The biggest key of each slot (by memory; ties: the first read), for migration
     /// previews, and its memory alone (checked first: a small array stays in cache).
-    slot_biggest: Vec<Option<BigKey>>,
+    slot_biggest: Vec<Option<SlotBig>>,
     slot_max: Vec<u64>,
     /// The byte offset of each slot's biggest key in its file, so that parts of one file
     /// read on several threads merge to what one thread reading it in order keeps.
     slot_at: Vec<u64>,
+    /// The name of the file read last, shared by the slot entries read from it.
+    file: Option<Arc<str>>,
 }
 
 impl PartialEq for SnapshotSummary {
@@ -223,25 +259,26 @@ impl SnapshotSummary {
             slot_biggest: vec![None; crate::slot::SLOT_COUNT],
             slot_max: vec![0; crate::slot::SLOT_COUNT],
             slot_at: vec![0; crate::slot::SLOT_COUNT],
+            file: None,
         }
     }
 
     /// The biggest key of `slot`, if the snapshots hold any key there.
-    pub fn slot_biggest(&self, slot: u16) -> Option<&BigKey> {
+    pub fn slot_biggest(&self, slot: u16) -> Option<BigKey> {
         self.slot_biggest
             .get(slot as usize)
             .and_then(|b| b.as_ref())
+            .map(|b| b.big_key(slot))
     }
 
     /// Offers `big` (read at byte `at` of its file) as its slot's biggest key; `earlier`
     /// says whether it wins a tie, which it does when it was read first.
-    fn offer_slot(&mut self, big: BigKey, at: u64, earlier: impl Fn(u64) -> bool) {
+    fn offer_slot(&mut self, s: usize, big: SlotBig, at: u64, earlier: impl Fn(u64) -> bool) {
         if self.slot_biggest.is_empty() {
             self.slot_biggest = vec![None; crate::slot::SLOT_COUNT];
             self.slot_max = vec![0; crate::slot::SLOT_COUNT];
             self.slot_at = vec![0; crate::slot::SLOT_COUNT];
         }
-        let s = big.slot as usize;
         if self.slot_biggest[s].is_none()
             || big.memory > self.slot_max[s]
             || (big.memory == self.slot_max[s] && earlier(self.slot_at[s]))
@@ -278,17 +315,20 @@ impl SnapshotSummary {
         if by_slot {
             self.slot_max[slot as usize] = k.memory;
             self.slot_at[slot as usize] = k.offset;
-            let entry = &mut self.slot_biggest[slot as usize];
-            match entry {
-                // The slot's entry is rewritten in place: a slot's biggest key changes a few
-                // times as its keys go by, and its buffers are kept.
-                Some(big) => fill(big, k, slot, file),
-                None => {
-                    let mut big = BigKey::default();
-                    fill(&mut big, k, slot, file);
-                    *entry = Some(big);
-                }
-            }
+            let file = match &self.file {
+                Some(f) if **f == *file => f.clone(),
+                _ => self.file.insert(Arc::from(file)).clone(),
+            };
+            self.slot_biggest[slot as usize] = Some(SlotBig {
+                key: SmallVec::from_slice(k.key),
+                kind: k.kind,
+                encoding: k.encoding,
+                elements: k.elements,
+                memory: k.memory,
+                serialized: k.serialized,
+                expires: k.expires_at_ms.is_some(),
+                file,
+            });
         }
         if by_mem || by_el {
             let mut big = BigKey::default();
@@ -334,7 +374,7 @@ impl SnapshotSummary {
         for (s, b) in o.slot_biggest.into_iter().enumerate() {
             if let Some(b) = b {
                 let at = o.slot_at[s];
-                self.offer_slot(b, at, |mine| same_file && at < mine);
+                self.offer_slot(s, b, at, |mine| same_file && at < mine);
             }
         }
     }
@@ -412,5 +452,54 @@ mod tests {
         assert_eq!(keys, vec![b"z".to_vec(), b"b".to_vec()]);
         assert_eq!(a.total().keys, 5);
         assert_eq!(a.by_type()["hash"].keys_no_expiry, 5);
+    }
+
+    #[test]
+    fn a_slots_biggest_key_is_told_in_full_whatever_its_length_type_and_file() {
+        // Keys of one slot (the tag decides it): short ones held inline, a long one past the
+        // inline space, a module type, and a bigger key of the same slot in a second file.
+        let slot = crate::slot::key_slot(b"{s}");
+        let long = [b"{s}".as_slice(), &[b'x'; 61]].concat();
+        let mut a = SnapshotSummary::new(1);
+        a.add(&info(b"{s}1", 10, 1), "first.rdb");
+        let mut m = info(&long, 20, 0);
+        m.kind = ValueKind::Module(*b"ReJSON-RL");
+        m.encoding = "module";
+        m.elements = None;
+        m.expires_at_ms = Some(1);
+        a.add(&m, "first.rdb");
+        a.add(&info(b"{s}2", 20, 5), "first.rdb");
+        let big = a.slot_biggest(slot).expect("the slot has keys");
+        assert_eq!(
+            big,
+            BigKey {
+                key: ByteString(long.clone()),
+                slot,
+                kind: "ReJSON-RL".into(),
+                encoding: "module".into(),
+                elements: None,
+                memory: 20,
+                serialized: Some(10),
+                expires: true,
+                file: "first.rdb".into(),
+            }
+        );
+        let mut b = SnapshotSummary::new(1);
+        b.add(&info(b"{s}3", 30, 7), "second.rdb");
+        a.merge(b);
+        let big = a.slot_biggest(slot).expect("the slot has keys");
+        assert_eq!(
+            (
+                big.key.0.as_slice(),
+                big.kind.as_str(),
+                big.elements,
+                big.file.as_str()
+            ),
+            (&b"{s}3"[..], "hash", Some(7), "second.rdb")
+        );
+        // A summary that goes on to read another file names it.
+        a.add(&info(b"{s}4", 40, 1), "third.rdb");
+        assert_eq!(a.slot_biggest(slot).expect("a key").file, "third.rdb");
+        assert_eq!(a.slot_biggest(slot.wrapping_add(1) % 16384), None);
     }
 }
