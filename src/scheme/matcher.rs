@@ -681,9 +681,15 @@ mod tests {
         .unwrap();
         let m = KeyMatcher::new(&s);
         let cut: Vec<bool> = m.cuts.iter().map(Option::is_some).collect();
-        // A word's class holds an int's digits, an `any` before a run, an enum, a word
-        // before a `-` it may hold: the regex reads those.
-        assert_eq!(cut, [true, true, false, false, false, false]);
+        // A word and an int side by side are cut as a pair; an `any` before a run, an enum,
+        // a word before a `-` it may hold: the regex reads those.
+        assert_eq!(cut, [true, true, true, false, false, false]);
+        // The word takes all it can: the int is the last digit (as the regex reads it).
+        assert_eq!(
+            m.values(2, b"s:olivia3154"),
+            Some(vec!["olivia315".into(), "4".into()])
+        );
+        assert_eq!(m.values(2, b"s:olivia"), None);
         assert_eq!(
             m.values(1, b"rate:10.0.0.1:2026-01-02"),
             Some(vec!["10.0.0.1".into(), "2026-01-02".into()])
