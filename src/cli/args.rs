@@ -62,6 +62,11 @@ pub struct InputArgs {
     #[arg(long, default_value_t = 0, value_name = "N",
           value_parser = clap::value_parser!(u32).range(0..=65_535))]
     pub list_compress_depth: u32,
+
+    /// Whether a snapshot's read keeps each slot's biggest key (set by the migration previews,
+    /// which name the biggest keys of the slots that move; not a flag).
+    #[arg(skip)]
+    pub slot_biggest: bool,
 }
 
 impl InputArgs {
@@ -88,6 +93,7 @@ impl InputArgs {
             strict: self.strict,
             max_line_bytes: self.max_line_bytes.max(1),
             list_compress_depth: self.list_compress_depth,
+            slot_biggest: self.slot_biggest,
         }
     }
 

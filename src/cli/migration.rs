@@ -194,9 +194,12 @@ pub fn load_sample(
     if !args.keys.is_empty() {
         let threads = super::args::threads(None);
         let mut sinks: Vec<WeightSink> = (0..threads).map(|_| WeightSink::default()).collect();
-        let dumps = args
-            .input
-            .par_read_dumps(&args.keys, ctx.progress, &mut sinks)?;
+        // The report names the biggest keys of the slots that move.
+        let input = super::args::InputArgs {
+            slot_biggest: true,
+            ..args.input.clone()
+        };
+        let dumps = input.par_read_dumps(&args.keys, ctx.progress, &mut sinks)?;
         for w in &sinks {
             weights.merge(&w.0);
         }

@@ -109,6 +109,9 @@ pub struct ReadOptions {
     pub max_line_bytes: usize,
     /// For snapshots: the `list-compress-depth` of the server whose memory is estimated.
     pub list_compress_depth: u32,
+    /// For snapshots: keep each slot's biggest key (migration previews name those of the
+    /// slots that move; no other report shows them, so by default they are not kept).
+    pub slot_biggest: bool,
 }
 
 /// Default for [`ReadOptions::max_line_bytes`]: 16 MiB.
@@ -121,6 +124,7 @@ impl Default for ReadOptions {
             strict: false,
             max_line_bytes: DEFAULT_MAX_LINE,
             list_compress_depth: 0,
+            slot_biggest: false,
         }
     }
 }

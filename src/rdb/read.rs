@@ -114,6 +114,8 @@ pub struct Settings {
     pub top: usize,
     /// The `list-compress-depth` of the server the memory estimate is for.
     pub list_compress_depth: u32,
+    /// Whether the summary keeps each slot's biggest key.
+    pub slot_biggest: bool,
 }
 
 impl Settings {
@@ -181,7 +183,7 @@ pub fn par_read_data<S: ChunkSink>(
                 let bytes: &[u8] = &data;
                 scope.spawn(move || {
                     let mut part = Part {
-                        snapshot: SnapshotSummary::new(settings.top),
+                        snapshot: SnapshotSummary::new(settings.top, settings.slot_biggest),
                         uninterpreted: 0,
                         error: None,
                     };
@@ -247,7 +249,7 @@ pub fn par_read_data<S: ChunkSink>(
         return Err(ReadError::Rdb(*e));
     }
     walked.map_err(|e| ReadError::Rdb(*e))?;
-    let mut snapshot = SnapshotSummary::new(settings.top);
+    let mut snapshot = SnapshotSummary::new(settings.top, settings.slot_biggest);
     let mut uninterpreted = 0;
     for p in parts {
         snapshot.merge_part(p.snapshot);
@@ -348,7 +350,7 @@ pub fn for_each(
     mut f: impl FnMut(u64, &Record<'_>),
 ) -> Result<ReadSummary, ReadError> {
     let mut parser = settings.parser(&data)?;
-    let mut snapshot = SnapshotSummary::new(settings.top);
+    let mut snapshot = SnapshotSummary::new(settings.top, settings.slot_biggest);
     let mut keys = 0u64;
     let mut reported = 0u64;
     let mut released = 0usize;
@@ -504,6 +506,7 @@ mod tests {
         Settings {
             top: 5,
             list_compress_depth: 0,
+            slot_biggest: true,
         }
     }
 

@@ -248,17 +248,20 @@ impl PartialEq for SnapshotSummary {
 }
 
 impl SnapshotSummary {
-    /// An empty summary keeping the `top` biggest keys of each ranking.
-    pub fn new(top: usize) -> SnapshotSummary {
+    /// An empty summary keeping the `top` biggest keys of each ranking, and each slot's
+    /// biggest key when `per_slot` (a table of every slot, filled as keys go by: a cost only
+    /// migration previews, which name them, need pay).
+    pub fn new(top: usize, per_slot: bool) -> SnapshotSummary {
+        let slots = if per_slot { crate::slot::SLOT_COUNT } else { 0 };
         SnapshotSummary {
             files: Vec::new(),
             builtin: Default::default(),
             modules: BTreeMap::new(),
             by_memory: TopN::new(top),
             by_elements: TopN::new(top),
-            slot_biggest: vec![None; crate::slot::SLOT_COUNT],
-            slot_max: vec![0; crate::slot::SLOT_COUNT],
-            slot_at: vec![0; crate::slot::SLOT_COUNT],
+            slot_biggest: vec![None; slots],
+            slot_max: vec![0; slots],
+            slot_at: vec![0; slots],
             file: None,
         }
     }
@@ -307,7 +310,8 @@ impl SnapshotSummary {
         let elements = k.elements.unwrap_or(0);
         let by_mem = self.by_memory.wants(k.memory, k.key);
         let by_el = k.kind != super::ValueKind::String && self.by_elements.wants(elements, k.key);
-        // Memory is never 0, so a 0 in `slot_max` means the slot has no key yet.
+        // Memory is never 0, so a 0 in `slot_max` means the slot has no key yet (and a
+        // summary that keeps no slot's key has an empty table).
         let by_slot = self
             .slot_max
             .get(slot as usize)
@@ -439,19 +443,21 @@ mod tests {
 
     #[test]
     fn top_keys_are_deterministic_and_bounded() {
-        let mut a = SnapshotSummary::new(2);
+        let mut a = SnapshotSummary::new(2, false);
         for (k, m) in [(&b"a"[..], 10), (b"b", 30), (b"c", 30), (b"d", 5)] {
             a.add(&info(k, m, m), "f");
         }
         let keys: Vec<Vec<u8>> = a.biggest_by_memory().into_iter().map(|b| b.key.0).collect();
         assert_eq!(keys, vec![b"b".to_vec(), b"c".to_vec()]);
-        let mut b = SnapshotSummary::new(2);
+        let mut b = SnapshotSummary::new(2, false);
         b.add(&info(b"z", 100, 1), "g");
         a.merge(b);
         let keys: Vec<Vec<u8>> = a.biggest_by_memory().into_iter().map(|b| b.key.0).collect();
         assert_eq!(keys, vec![b"z".to_vec(), b"b".to_vec()]);
         assert_eq!(a.total().keys, 5);
         assert_eq!(a.by_type()["hash"].keys_no_expiry, 5);
+        // Nor did it keep any slot's biggest key: it was not asked to.
+        assert_eq!(a.slot_biggest(crate::slot::key_slot(b"z")), None);
     }
 
     #[test]
@@ -460,7 +466,7 @@ mod tests {
         // inline space, a module type, and a bigger key of the same slot in a second file.
         let slot = crate::slot::key_slot(b"{s}");
         let long = [b"{s}".as_slice(), &[b'x'; 61]].concat();
-        let mut a = SnapshotSummary::new(1);
+        let mut a = SnapshotSummary::new(1, true);
         a.add(&info(b"{s}1", 10, 1), "first.rdb");
         let mut m = info(&long, 20, 0);
         m.kind = ValueKind::Module(*b"ReJSON-RL");
@@ -484,7 +490,7 @@ mod tests {
                 file: "first.rdb".into(),
             }
         );
-        let mut b = SnapshotSummary::new(1);
+        let mut b = SnapshotSummary::new(1, true);
         b.add(&info(b"{s}3", 30, 7), "second.rdb");
         a.merge(b);
         let big = a.slot_biggest(slot).expect("the slot has keys");
