@@ -105,9 +105,17 @@ impl Skeleton {
 /// indexed.
 #[inline(always)]
 fn start_of(key: &[u8]) -> usize {
-    let mut w = [0u8; 4];
-    let n = key.len().min(4);
-    w[..n].copy_from_slice(&key[..n]);
+    // One load for a key of four bytes or more (a copy of a variable length is a call).
+    let w = match key.first_chunk::<4>() {
+        Some(w) => *w,
+        None => {
+            let mut w = [0u8; 4];
+            for (d, &b) in w.iter_mut().zip(key) {
+                *d = b;
+            }
+            w
+        }
+    };
     let w = digits_to_zero(u32::from_le_bytes(w));
     (w.wrapping_mul(0x9E37_79B1) >> (32 - START_BITS)) as usize
 }
