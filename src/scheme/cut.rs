@@ -6,7 +6,8 @@
 //! values are those the regex's groups capture. Two values side by side (`<name><n>`) are the
 //! one choice: the cut tries their splits in the order the regex backtracks through them (the
 //! first value longest first), which a regex engine otherwise pays for in a backtracking search
-//! with captures on every key.
+//! with captures on every key (a key longer than 256 bytes is left to the regex, whose search
+//! time is linear in it).
 
 use super::template::Seg;
 use super::{KeyDecl, Scheme, VarKind};
@@ -42,6 +43,11 @@ enum Piece {
 /// The most variables a pattern read by a cut may have (their places are kept on the stack
 /// until the whole key is known to match).
 const MAX_VALUES: usize = 16;
+
+/// The longest key a cut with a pair reads: trying a pair's splits one after another costs,
+/// on a key built to defeat it, the square of its length; a longer key goes to the regex
+/// engine, whose search is linear in it.
+const PAIR_LONGEST: usize = 256;
 
 const UUID: &[u8] = b"hhhhhhhh-hhhh-hhhh-hhhh-hhhhhhhhhhhh";
 const DATE: &[u8] = b"dddd-dd-dd";
@@ -159,6 +165,13 @@ impl Cut {
             })
             .sum();
         (values <= MAX_VALUES).then_some(Cut { pieces, pair })
+    }
+
+    /// Whether the cut reads `key` (a cut with a pair leaves keys longer than
+    /// [`PAIR_LONGEST`] to the regex).
+    #[inline]
+    pub fn reads(&self, key: &[u8]) -> bool {
+        !self.pair || key.len() <= PAIR_LONGEST
     }
 
     /// Calls `f` with each value of `key` in pattern order when `key` matches the pattern;

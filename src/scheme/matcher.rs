@@ -359,8 +359,8 @@ impl KeyMatcher {
         f: impl FnMut(&'k [u8]),
     ) -> bool {
         match (self.cuts.get(family), checked) {
-            (Some(Some(cut)), true) => cut.values(key, f),
-            (Some(Some(cut)), false) => {
+            (Some(Some(cut)), true) if cut.reads(key) => cut.values(key, f),
+            (Some(Some(cut)), false) if cut.reads(key) => {
                 cut.values_of_match(key, f);
                 true
             }
@@ -690,6 +690,15 @@ mod tests {
             Some(vec!["olivia315".into(), "4".into()])
         );
         assert_eq!(m.values(2, b"s:olivia"), None);
+        // A long key is left to the regex (a pair's splits tried one by one could cost the
+        // square of its length), with the same values.
+        let long = [b"s:".as_slice(), &[b'7'; 400]].concat();
+        let pair = m.cuts[2].as_ref().expect("a pair is cut");
+        assert!(pair.reads(b"s:olivia3154") && !pair.reads(&long));
+        let (mut by_cut, mut by_regex) = (Vec::new(), Vec::new());
+        assert!(pair.values(&long, |v| by_cut.push(v.len())));
+        assert!(m.for_each_value(2, &long, |v| by_regex.push(v.len())));
+        assert_eq!((by_cut, by_regex), (vec![399, 1], vec![399, 1]));
         assert_eq!(
             m.values(1, b"rate:10.0.0.1:2026-01-02"),
             Some(vec!["10.0.0.1".into(), "2026-01-02".into()])
