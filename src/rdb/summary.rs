@@ -184,10 +184,11 @@ impl TopN {
     }
 }
 
-/// A slot's biggest key as the summary holds it while reading: every slot has one, and each
-/// reader thread keeps a table of them, so a key of up to 32 bytes is held inline and the type,
-/// encoding and file are not copied: the table costs no allocation per slot, neither filled
-/// nor dropped. [`SnapshotSummary::slot_biggest`] makes the [`BigKey`] of one when asked.
+/// A slot's biggest key as the summary holds it while reading (when asked to keep them: each
+/// reader thread then keeps a table of every slot), so a key of up to 32 bytes is held inline
+/// and the type, encoding and file are not copied: the table costs no allocation per slot,
+/// neither filled nor dropped. [`SnapshotSummary::slot_biggest`] makes the [`BigKey`] of one
+/// when asked.
 #[derive(Debug, Clone)]
 struct SlotBig {
     key: SmallVec<[u8; 32]>,
