@@ -237,6 +237,20 @@ impl DumpTotals {
         self.tags_by_bytes.merge(&o.tags_by_bytes);
     }
 
+    /// On a slot map, sets each node's keys and bytes to its slots' (added per slot while
+    /// reading); call once, after the last key and merge.
+    fn add_up_nodes(&mut self, topo: &Topology) {
+        let Some(map) = topo.slot_map() else {
+            return;
+        };
+        for (slot, (&keys, &bytes)) in self.slot_keys.iter().zip(&self.slot_bytes).enumerate() {
+            if let Some(i) = map.owner_of_slot(slot as u16) {
+                self.node_keys[i] += keys;
+                self.node_bytes[i] += bytes;
+            }
+        }
+    }
+
     fn add(
         &mut self,
         topo: &Topology,
@@ -273,15 +287,22 @@ impl DumpTotals {
                 self.slot_bytes[slot] += b;
             }
         }
-        // The slot found above places the key on a slot map (no second CRC).
-        let node = match map {
-            Some(m) => slot.and_then(|s| m.owner_of_slot(s)),
-            None => topo.node_of(key),
-        };
-        if let Some(i) = node {
-            self.node_keys[i] += 1;
-            self.node_bytes[i] += b;
-            self.node_ops[i] += ops.unwrap_or(0.0);
+        // On a slot map, a node's keys and bytes are its slots' ([`DumpTotals::add_up_nodes`]
+        // adds them up at the end); only ops, when the dump has them, are added per key. (A
+        // per-key add to a node's counter waits on the last key's add to the same counter.)
+        match map {
+            Some(m) => {
+                if let (Some(o), Some(i)) = (ops, slot.and_then(|s| m.owner_of_slot(s))) {
+                    self.node_ops[i] += o;
+                }
+            }
+            None => {
+                if let Some(i) = topo.node_of(key) {
+                    self.node_keys[i] += 1;
+                    self.node_bytes[i] += b;
+                    self.node_ops[i] += ops.unwrap_or(0.0);
+                }
+            }
         }
         let tag = match by_policy {
             true => policy_tag,
@@ -687,6 +708,7 @@ impl<'a> DumpLinter<'a> {
 
     /// The findings, with per-rule overflow summarised and dump-wide checks added.
     pub fn finish(mut self) -> Vec<Diagnostic> {
+        self.totals.add_up_nodes(self.topo);
         // Merged linters kept their own first findings of each rule: the dump's first are
         // kept.
         self.found.sort_by_key(|d| d.line);
@@ -921,6 +943,60 @@ mod tests {
         let single = one.finish();
         assert!(single.iter().filter(|d| d.line > 4000).count() >= 8);
         assert_eq!(fused, single);
+    }
+
+    /// On a slot map a node's keys and bytes are added up from its slots after the last key
+    /// (and merge); they equal the keys and bytes of the dump's keys the topology places on
+    /// the node, one key at a time, and so do the ops added per key.
+    #[test]
+    fn node_totals_are_the_keys_the_topology_puts_on_each_node() {
+        let rules = RuleSet::builtin().expect("the built-in rules load");
+        // Uneven slot ranges (and a slot nobody owns), so a wrong slot-to-node sum shows.
+        let nodes = "\
+a0000000000000000000000000000000000000a0 127.0.0.1:7000@17000 master - 0 0 1 connected 121-5000
+b0000000000000000000000000000000000000b0 127.0.0.1:7001@17001 master - 0 0 2 connected 5001-16383
+c0000000000000000000000000000000000000c0 127.0.0.1:7002@17002 master - 0 0 3 connected 0-99
+";
+        let map = SlotMap::from_cluster_nodes(nodes, true).expect("the nodes parse");
+        let topo = Topology::Cluster(map);
+        let keys: Vec<(Vec<u8>, u64, f64)> = (0..30_000u64)
+            .map(|i| {
+                let key = match i % 5 {
+                    0 => format!("{{hot}}:{i}"),
+                    _ => format!("user:{i}:profile"),
+                };
+                (key.into_bytes(), i % 700 + 1, (i % 13) as f64 * 0.5)
+            })
+            .collect();
+        let mut want = (vec![0u64; 3], vec![0u64; 3], vec![0f64; 3]);
+        for (key, bytes, ops) in &keys {
+            if let Some(n) = topo.node_of(key) {
+                want.0[n] += 1;
+                want.1[n] += bytes;
+                want.2[n] += ops;
+            }
+        }
+        assert!(
+            want.0.iter().sum::<u64>() < keys.len() as u64,
+            "a key on no node"
+        );
+        let mut readers: Vec<DumpLinter<'_>> = (0..2)
+            .map(|_| DumpLinter::new(&rules, None, &topo, "dump"))
+            .collect();
+        for (i, (key, bytes, ops)) in keys.iter().enumerate() {
+            readers[i % 2].record(i as u64 + 1, key, Some(*bytes), Some(*ops));
+        }
+        let mut one = readers.remove(0);
+        one.merge(readers.remove(0));
+        one.totals.add_up_nodes(&topo);
+        assert_eq!(one.totals.node_keys, want.0);
+        assert_eq!(one.totals.node_bytes, want.1);
+        for (got, want) in one.totals.node_ops.iter().zip(&want.2) {
+            assert!(
+                (got - want).abs() < 1e-6,
+                "{got} ops where {want} were added"
+            );
+        }
     }
 }
 
