@@ -44,14 +44,32 @@ pub enum TagShape {
 }
 
 /// The first `needle` in `hay`. Keys are mostly short, where `memchr`'s set-up costs more
-/// than the search: up to 32 bytes are compared in two overlapping 16-byte SSE2 loads, 4 to 15
-/// in two overlapping words, fewer byte by byte; longer ones go to `memchr`.
+/// than the search: up to 64 bytes are compared in 16-byte SSE2 loads (up to four, the last
+/// ending at the end), 4 to 15 in two overlapping words, fewer byte by byte; longer ones go
+/// to `memchr`.
 #[allow(unsafe_code)]
 #[inline]
 pub(crate) fn find(needle: u8, hay: &[u8]) -> Option<usize> {
     let len = hay.len();
-    if len > 32 {
+    if len > 64 {
         return memchr(needle, hay);
+    }
+    #[cfg(target_arch = "x86_64")]
+    if len > 32 {
+        use std::arch::x86_64::{
+            __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_set1_epi8,
+        };
+        // SAFETY: SSE2 is part of x86-64; the loads read 16 bytes inside `hay` (32 < len ≤
+        // 64): at 0, 16 and 32 when 48 ≤ len (else at len - 16 again), and at len - 16.
+        let mask = unsafe {
+            let n = _mm_set1_epi8(needle as i8);
+            let at = |i: usize| {
+                let v = _mm_loadu_si128(hay.as_ptr().add(i).cast::<__m128i>());
+                u64::from(_mm_movemask_epi8(_mm_cmpeq_epi8(v, n)) as u16) << i
+            };
+            at(0) | at(16) | at(32.min(len - 16)) | at(len - 16)
+        };
+        return (mask != 0).then(|| mask.trailing_zeros() as usize);
     }
     #[cfg(target_arch = "x86_64")]
     if len >= 16 {
@@ -289,11 +307,11 @@ mod tests {
 
     #[test]
     fn short_key_search_agrees_with_memchr() {
-        // Every length around the 4-, 8-, 16- and 32-byte paths, with the needle absent, at
-        // every position, and twice (the first must win, also when only the second load sees
+        // Every length around the 4-, 8-, 16-, 32- and 64-byte paths, with the needle absent,
+        // at every position, and twice (the first must win, also when only a later load sees
         // it), among bytes one bit or one borrow away from the needle.
         const AROUND: [u8; 8] = [0x7a, 0x7c, 0xfb, 0x00, 0x01, 0xff, 0x80, b'a'];
-        for len in 0..=40usize {
+        for len in 0..=72usize {
             for shift in 0..AROUND.len() {
                 let base: Vec<u8> = (0..len)
                     .map(|i| AROUND[(i + shift) % AROUND.len()])
