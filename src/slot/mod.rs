@@ -44,54 +44,54 @@ pub enum TagShape {
 }
 
 /// The first `needle` in `hay`. Keys are mostly short, where `memchr`'s set-up costs more
-/// than the search: up to 64 bytes are compared in 16-byte SSE2 loads (up to four, the last
-/// ending at the end), 4 to 15 in two overlapping words, fewer byte by byte; longer ones go
-/// to `memchr`.
-#[allow(unsafe_code)]
+/// than the search: on x86-64, 16 to 64 bytes are compared in 16-byte SSE2 loads (two up to 32
+/// bytes, four up to 64, the last ending at the end); elsewhere as [`find_portable`] does.
 #[inline]
 pub(crate) fn find(needle: u8, hay: &[u8]) -> Option<usize> {
+    #[cfg(target_arch = "x86_64")]
+    if (16..=64).contains(&hay.len()) {
+        return find_sse2(needle, hay);
+    }
+    find_portable(needle, hay)
+}
+
+/// [`find`] for 16 to 64 bytes by SSE2 compares.
+#[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)]
+#[inline(always)]
+fn find_sse2(needle: u8, hay: &[u8]) -> Option<usize> {
+    use std::arch::x86_64::{
+        __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_set1_epi8,
+    };
     let len = hay.len();
-    if len > 64 {
+    assert!((16..=64).contains(&len), "invariant: 16 to 64 bytes");
+    // SAFETY: SSE2 is part of x86-64; each load reads the 16 bytes of `hay` from `i`, and every
+    // `i` is at most `len - 16` (16 ≤ len ≤ 64): 0 and `len - 16`, and past 32 bytes also 16
+    // and `min(32, len - 16)`. A byte two loads see sets the same bit in both.
+    let mask = unsafe {
+        let n = _mm_set1_epi8(needle as i8);
+        let at = |i: usize| {
+            let v = _mm_loadu_si128(hay.as_ptr().add(i).cast::<__m128i>());
+            u64::from(_mm_movemask_epi8(_mm_cmpeq_epi8(v, n)) as u16) << i
+        };
+        match len {
+            ..=32 => at(0) | at(len - 16),
+            _ => at(0) | at(16) | at(32.min(len - 16)) | at(len - 16),
+        }
+    };
+    (mask != 0).then(|| mask.trailing_zeros() as usize)
+}
+
+/// [`find`] without vector instructions: two overlapping words for 4 to 15 bytes (in each, the
+/// lowest byte flagged by the zero-byte test is exactly the first match: a borrow only flags
+/// bytes above a true match), byte by byte below, `memchr` from 16.
+#[inline]
+fn find_portable(needle: u8, hay: &[u8]) -> Option<usize> {
+    let len = hay.len();
+    if len >= 16 {
         return memchr(needle, hay);
     }
-    #[cfg(target_arch = "x86_64")]
-    if len > 32 {
-        use std::arch::x86_64::{
-            __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_set1_epi8,
-        };
-        // SAFETY: SSE2 is part of x86-64; the loads read 16 bytes inside `hay` (32 < len ≤
-        // 64): at 0, 16 and 32 when 48 ≤ len (else at len - 16 again), and at len - 16.
-        let mask = unsafe {
-            let n = _mm_set1_epi8(needle as i8);
-            let at = |i: usize| {
-                let v = _mm_loadu_si128(hay.as_ptr().add(i).cast::<__m128i>());
-                u64::from(_mm_movemask_epi8(_mm_cmpeq_epi8(v, n)) as u16) << i
-            };
-            at(0) | at(16) | at(32.min(len - 16)) | at(len - 16)
-        };
-        return (mask != 0).then(|| mask.trailing_zeros() as usize);
-    }
-    #[cfg(target_arch = "x86_64")]
-    if len >= 16 {
-        use std::arch::x86_64::{
-            __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_set1_epi8,
-        };
-        // SAFETY: SSE2 is part of x86-64; both loads read 16 bytes inside `hay` (16 ≤ len ≤
-        // 32: one at its start, one ending at its end).
-        let mask = unsafe {
-            let n = _mm_set1_epi8(needle as i8);
-            let a = _mm_loadu_si128(hay.as_ptr().cast::<__m128i>());
-            let b = _mm_loadu_si128(hay.as_ptr().add(len - 16).cast::<__m128i>());
-            let ma = _mm_movemask_epi8(_mm_cmpeq_epi8(a, n)) as u32;
-            let mb = _mm_movemask_epi8(_mm_cmpeq_epi8(b, n)) as u32;
-            ma | (mb << (len - 16))
-        };
-        return (mask != 0).then(|| mask.trailing_zeros() as usize);
-    }
     if len >= 4 {
-        // Two overlapping words (the first and the last 4 or 8 bytes); in each, the lowest
-        // byte flagged by the zero-byte test is exactly the first match (a borrow only
-        // flags bytes above a true match).
         let (first, last) = if len >= 8 {
             (word::<8>(hay, 0), word::<8>(hay, len - 8))
         } else {
@@ -316,13 +316,16 @@ mod tests {
                 let base: Vec<u8> = (0..len)
                     .map(|i| AROUND[(i + shift) % AROUND.len()])
                     .collect();
-                assert_eq!(find(b'{', &base), memchr(b'{', &base), "len {len}");
-                for i in 0..len {
-                    for j in i..len {
-                        let mut k = base.clone();
-                        k[i] = b'{';
-                        k[j] = b'{';
-                        assert_eq!(find(b'{', &k), Some(i), "len {len}, at {i} and {j}");
+                // The build's search and the one other targets build.
+                for search in [find, find_portable] {
+                    assert_eq!(search(b'{', &base), memchr(b'{', &base), "len {len}");
+                    for i in 0..len {
+                        for j in i..len {
+                            let mut k = base.clone();
+                            k[i] = b'{';
+                            k[j] = b'{';
+                            assert_eq!(search(b'{', &k), Some(i), "len {len}, at {i} and {j}");
+                        }
                     }
                 }
             }
