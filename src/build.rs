@@ -1,11 +1,21 @@
 //! Names the commit keyplan is built from, for `keyplan --version`: `KEYPLAN_COMMIT` when
 //! set, else the checkout's `git rev-parse HEAD`, else the commit `cargo package` recorded
 //! in `.cargo_vcs_info.json` (a build from crates.io), else `unknown`.
+//!
+//! Also sets `cfg(x86_simd)`, which builds the x86-64 SIMD code paths (SSE2, and AVX2 and
+//! PCLMULQDQ where the CPU has them): on x86-64, unless the `portable` feature asks for the
+//! code every other target runs (so that the tests can run that code on an x86-64 machine).
 
 use std::path::Path;
 use std::process::Command;
 
 fn main() {
+    println!("cargo:rustc-check-cfg=cfg(x86_simd)");
+    if std::env::var("CARGO_CFG_TARGET_ARCH").as_deref() == Ok("x86_64")
+        && std::env::var_os("CARGO_FEATURE_PORTABLE").is_none()
+    {
+        println!("cargo:rustc-cfg=x86_simd");
+    }
     println!("cargo:rerun-if-env-changed=KEYPLAN_COMMIT");
     let root = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| ".".into());
     let root = Path::new(&root);

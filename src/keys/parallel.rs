@@ -27,13 +27,13 @@ use std::sync::{Arc, mpsc};
 #[allow(unsafe_code)]
 #[inline(always)]
 pub fn prefetch<T>(t: &T) {
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(x86_simd)]
     // SAFETY: SSE is part of x86-64, and a prefetch only reads (here a valid reference).
     unsafe {
         use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
         _mm_prefetch::<_MM_HINT_T0>(std::ptr::from_ref(t).cast());
     }
-    #[cfg(not(target_arch = "x86_64"))]
+    #[cfg(not(x86_simd))]
     let _ = t;
 }
 

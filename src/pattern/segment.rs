@@ -298,7 +298,7 @@ pub(crate) fn match_id_like(key: &[u8], i: usize, d: &Delimiters) -> Option<(usi
     if i >= key.len() {
         return None;
     }
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(x86_simd)]
     let run = if std::arch::is_x86_feature_detected!("avx2")
         && std::arch::is_x86_feature_detected!("popcnt")
     {
@@ -306,7 +306,7 @@ pub(crate) fn match_id_like(key: &[u8], i: usize, d: &Delimiters) -> Option<(usi
     } else {
         id_run_sse2(key, i, d)
     };
-    #[cfg(not(target_arch = "x86_64"))]
+    #[cfg(not(x86_simd))]
     let run = id_run_scalar(key, i, d);
     decide_id_like(key, i, run, d)
 }
@@ -471,7 +471,7 @@ fn word_before(key: &[u8], i: usize) -> Option<usize> {
 }
 
 /// The id-like run at `key[i..]` (`i` in bounds), one table lookup per byte.
-#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
+#[cfg_attr(x86_simd, allow(dead_code))]
 fn id_run_scalar(key: &[u8], i: usize, d: &Delimiters) -> IdRun {
     // Kinds: hex digits (0-9, a-f, A-F) as one kind, other upper-case and lower-case letters,
     // and `-`/`_` when they are delimiters. Which hex digit a character is never matters, so
@@ -515,7 +515,7 @@ fn id_run_scalar(key: &[u8], i: usize, d: &Delimiters) -> IdRun {
 
 /// Per character kind, a bit per byte of a block (bit `k`: byte `j + k` of the key, zero past
 /// its end).
-#[cfg(target_arch = "x86_64")]
+#[cfg(x86_simd)]
 #[derive(Clone, Copy)]
 struct KindMasks {
     hex: u32,
@@ -528,7 +528,7 @@ struct KindMasks {
 /// [`id_run_scalar`] a block of `W` bytes at a time, from `load`'s kind masks: the run ends at
 /// the first byte of no kind; the kind changes where a byte's kind bit differs from the byte
 /// before it (the kinds exclude each other), the counts are popcounts.
-#[cfg(target_arch = "x86_64")]
+#[cfg(x86_simd)]
 #[inline(always)]
 fn id_run_blocks<const W: u32>(key: &[u8], i: usize, load: impl Fn(usize) -> KindMasks) -> IdRun {
     let mut r = IdRun::default();
@@ -565,7 +565,7 @@ fn id_run_blocks<const W: u32>(key: &[u8], i: usize, load: impl Fn(usize) -> Kin
 
 /// The kind masks of the block at `key[j..]` from its bytes `x` (already loaded), `$w` bytes
 /// wide, with the intrinsics of that width: one body for SSE2 and AVX2.
-#[cfg(target_arch = "x86_64")]
+#[cfg(x86_simd)]
 macro_rules! kind_masks {
     ($x:expr, $d:expr, $set1:ident, $or:ident, $and:ident, $gt:ident, $lt:ident, $eq:ident, $movemask:ident) => {{
         let x = $x;
@@ -591,7 +591,7 @@ macro_rules! kind_masks {
 /// The `W` bytes of `key` from `j` for a block load: a pointer to them (or to a zero-padded
 /// copy in `buf` when the key ends sooner and is shorter than a block) and how many bits to
 /// shift the masks right (when the block was read from the key's last `W` bytes instead).
-#[cfg(target_arch = "x86_64")]
+#[cfg(x86_simd)]
 #[inline(always)]
 fn block_at<const W: usize>(key: &[u8], j: usize, buf: &mut [u8; W]) -> (*const u8, u32) {
     if j + W <= key.len() {
@@ -606,7 +606,7 @@ fn block_at<const W: usize>(key: &[u8], j: usize, buf: &mut [u8; W]) -> (*const 
 }
 
 /// [`KindMasks`] shifted right by `s` bits (the bits past the key's end come in as zeros).
-#[cfg(target_arch = "x86_64")]
+#[cfg(x86_simd)]
 #[inline(always)]
 fn shifted(m: KindMasks, s: u32) -> KindMasks {
     KindMasks {
@@ -619,7 +619,7 @@ fn shifted(m: KindMasks, s: u32) -> KindMasks {
 }
 
 /// [`id_run_scalar`] sixteen bytes at a time with SSE2 (part of every x86-64 CPU).
-#[cfg(target_arch = "x86_64")]
+#[cfg(x86_simd)]
 #[allow(unsafe_code)]
 #[inline(always)]
 fn id_run_sse2(key: &[u8], i: usize, d: &Delimiters) -> IdRun {
@@ -647,7 +647,7 @@ fn id_run_sse2(key: &[u8], i: usize, d: &Delimiters) -> IdRun {
 
 /// [`id_run_scalar`] thirty-two bytes at a time (AVX2, counts by POPCNT): most ids fit one
 /// block.
-#[cfg(target_arch = "x86_64")]
+#[cfg(x86_simd)]
 #[allow(unsafe_code)]
 fn id_run_avx2(key: &[u8], i: usize, d: &Delimiters) -> IdRun {
     #[target_feature(enable = "avx2,popcnt")]
@@ -1664,7 +1664,7 @@ mod tests {
         ) {
             let d = Delimiters::new(delims);
             prop_assert_eq!(match_id_like(&key, at, &d), plain_id_like(&key, at, &d));
-            #[cfg(target_arch = "x86_64")]
+            #[cfg(x86_simd)]
             if at < key.len() {
                 prop_assert_eq!(id_run_sse2(&key, at, &d), id_run_scalar(&key, at, &d));
                 if std::arch::is_x86_feature_detected!("avx2")

@@ -8,11 +8,11 @@
 #![allow(unsafe_code)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
-#[cfg(target_arch = "x86_64")]
+#[cfg(x86_simd)]
 use std::arch::x86_64::*;
 
 /// Loads a 16-byte block.
-#[cfg(target_arch = "x86_64")]
+#[cfg(x86_simd)]
 #[inline(always)]
 fn load(block: &[u8]) -> __m128i {
     assert!(block.len() >= 16, "invariant: a 16-byte block");
@@ -21,7 +21,7 @@ fn load(block: &[u8]) -> __m128i {
 }
 
 /// The two little-endian words of a vector.
-#[cfg(target_arch = "x86_64")]
+#[cfg(x86_simd)]
 #[inline(always)]
 fn words(v: __m128i) -> [u64; 2] {
     // SAFETY: SSE2 is in the x86-64 baseline.
@@ -35,7 +35,7 @@ fn words(v: __m128i) -> [u64; 2] {
 
 /// All-ones bytes where `lo <= byte <= hi` (ASCII ranges; bytes of 0x80 and up compare
 /// negative and never match).
-#[cfg(target_arch = "x86_64")]
+#[cfg(x86_simd)]
 #[inline(always)]
 fn range(x: __m128i, lo: u8, hi: u8) -> __m128i {
     // SAFETY: SSE2 is in the x86-64 baseline.
@@ -48,7 +48,7 @@ fn range(x: __m128i, lo: u8, hi: u8) -> __m128i {
 }
 
 /// `x` with the bytes in `mask` replaced by `b`.
-#[cfg(target_arch = "x86_64")]
+#[cfg(x86_simd)]
 #[inline(always)]
 fn put(x: __m128i, mask: __m128i, b: u8) -> __m128i {
     // SAFETY: SSE2 is in the x86-64 baseline.
@@ -63,7 +63,7 @@ fn put(x: __m128i, mask: __m128i, b: u8) -> __m128i {
 /// Every digit (and, with `HEX`, every hex letter) read as `0`.
 #[inline(always)]
 pub(crate) fn skeleton_block<const HEX: bool>(block: &[u8]) -> [u64; 2] {
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(x86_simd)]
     {
         let x = load(block);
         let mut m = range(x, b'0', b'9');
@@ -75,7 +75,7 @@ pub(crate) fn skeleton_block<const HEX: bool>(block: &[u8]) -> [u64; 2] {
         }
         words(put(x, m, b'0'))
     }
-    #[cfg(not(target_arch = "x86_64"))]
+    #[cfg(not(x86_simd))]
     {
         let [a, b] = split(block);
         [
@@ -89,7 +89,7 @@ pub(crate) fn skeleton_block<const HEX: bool>(block: &[u8]) -> [u64; 2] {
 /// `a`, digits as `0`) of a block: [`shape_blocks`] when only one of them is needed.
 #[inline(always)]
 pub(crate) fn shape_block<const CLASS: bool>(block: &[u8]) -> [u64; 2] {
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(x86_simd)]
     {
         let x = load(block);
         let d = range(x, b'0', b'9');
@@ -102,7 +102,7 @@ pub(crate) fn shape_block<const CLASS: bool>(block: &[u8]) -> [u64; 2] {
             words(put(x, unsafe { _mm_or_si128(l, d) }, b'a'))
         }
     }
-    #[cfg(not(target_arch = "x86_64"))]
+    #[cfg(not(x86_simd))]
     {
         let [a, b] = split(block);
         let w = if CLASS {
@@ -118,7 +118,7 @@ pub(crate) fn shape_block<const CLASS: bool>(block: &[u8]) -> [u64; 2] {
 /// `0`) of a block.
 #[inline(always)]
 pub(crate) fn shape_blocks(block: &[u8]) -> [[u64; 2]; 2] {
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(x86_simd)]
     {
         let x = load(block);
         let d = range(x, b'0', b'9');
@@ -132,7 +132,7 @@ pub(crate) fn shape_blocks(block: &[u8]) -> [[u64; 2]; 2] {
             words(put(put(x, l, b'a'), d, b'0')),
         ]
     }
-    #[cfg(not(target_arch = "x86_64"))]
+    #[cfg(not(x86_simd))]
     {
         let [a, b] = split(block);
         let (sa, sb) = (super::segment::shape_word(a), super::segment::shape_word(b));
@@ -181,7 +181,7 @@ pub(crate) fn same_classes(
 ) -> bool {
     let n = key.len();
     assert!(n <= CLASS_BYTES, "invariant: a short key");
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(x86_simd)]
     {
         let block = |at: usize, x: &[u8]| same_block(x, &expected[at..at + 16], &care[at..at + 16]);
         let mut at = 0;
@@ -204,7 +204,7 @@ pub(crate) fn same_classes(
             block(0, &buf)
         }
     }
-    #[cfg(not(target_arch = "x86_64"))]
+    #[cfg(not(x86_simd))]
     {
         key.iter().zip(expected).zip(care).all(|((&b, &e), &c)| {
             let v = if c == CARE_EXACT { b } else { class_code(b) };
@@ -214,7 +214,7 @@ pub(crate) fn same_classes(
 }
 
 /// [`same_classes`] for one 16-byte block.
-#[cfg(target_arch = "x86_64")]
+#[cfg(x86_simd)]
 #[inline(always)]
 fn same_block(x: &[u8], expected: &[u8], care: &[u8]) -> bool {
     let (x, e, c) = (load(x), load(expected), load(care));
@@ -252,7 +252,7 @@ fn same_block(x: &[u8], expected: &[u8], care: &[u8]) -> bool {
     }
 }
 
-#[cfg(not(target_arch = "x86_64"))]
+#[cfg(not(x86_simd))]
 fn split(block: &[u8]) -> [u64; 2] {
     let le = |s: &[u8]| u64::from_le_bytes(s[..8].try_into().expect("invariant: 8 bytes"));
     [le(&block[..8]), le(&block[8..16])]

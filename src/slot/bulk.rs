@@ -33,6 +33,7 @@ impl LineCounts {
 }
 
 /// Size of the pieces the SIMD pass works on.
+#[cfg(x86_simd)]
 const PIECE: usize = 64 << 10;
 
 /// A line longer than the limit, skipped by a bulk pass.
@@ -74,10 +75,14 @@ const SPAN_BATCH: usize = 4096;
 /// A reusable scanner; keeps its bitmaps between calls so a stream of chunks allocates once.
 #[derive(Debug, Default)]
 pub struct BulkScanner {
+    #[cfg(x86_simd)]
     newlines: Vec<u64>,
+    #[cfg(x86_simd)]
     opens: Vec<u64>,
+    #[cfg(x86_simd)]
     closes: Vec<u64>,
     spans: Vec<KeySpan>,
+    #[cfg(x86_simd)]
     force_portable: bool,
 }
 
@@ -90,6 +95,7 @@ impl BulkScanner {
     /// A scanner that never uses SIMD (for tests and benchmarks).
     pub fn portable() -> Self {
         BulkScanner {
+            #[cfg(x86_simd)]
             force_portable: true,
             ..Self::default()
         }
@@ -111,7 +117,7 @@ impl BulkScanner {
         long: &mut Vec<LongLine>,
     ) -> LineCounts {
         assert_eq!(hist.len(), SLOT_COUNT, "histogram must have 16384 entries");
-        #[cfg(target_arch = "x86_64")]
+        #[cfg(x86_simd)]
         {
             if self.simd() {
                 return self.simd_scan(buf, max_line, long, &mut Histogram(hist));
@@ -155,7 +161,7 @@ impl BulkScanner {
     ) -> LineCounts {
         let mut spans = std::mem::take(&mut self.spans);
         spans.clear();
-        #[cfg(target_arch = "x86_64")]
+        #[cfg(x86_simd)]
         {
             if self.simd() {
                 let mut sink = Spans {
@@ -200,7 +206,7 @@ impl BulkScanner {
     }
 
     /// The fused SIMD scan, in pieces of ~64 KiB, telling `sink` of every key and piece.
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(x86_simd)]
     fn simd_scan(
         &mut self,
         buf: &[u8],
@@ -229,7 +235,7 @@ impl BulkScanner {
     }
 
     /// Whether the SIMD scan may run on this CPU.
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(x86_simd)]
     fn simd(&self) -> bool {
         !self.force_portable
             && std::arch::is_x86_feature_detected!("avx2")
@@ -239,6 +245,7 @@ impl BulkScanner {
     /// Runs `scan` over pieces of ~64 KiB of `buf` that end on a line end (so the bitmaps stay
     /// in L1 and the bytes in L2 between the mask pass and the key pass), renumbering the long
     /// lines it reports.
+    #[cfg(x86_simd)]
     fn pieces(
         &mut self,
         buf: &[u8],
@@ -272,7 +279,7 @@ impl BulkScanner {
     }
 }
 
-#[cfg(target_arch = "x86_64")]
+#[cfg(x86_simd)]
 /// What the fused scan does with each key (positions in its piece, the CRC of the hashed
 /// bytes) and with each finished piece.
 trait PieceSink {
@@ -280,11 +287,11 @@ trait PieceSink {
     fn piece(&mut self, piece: &[u8]);
 }
 
-#[cfg(target_arch = "x86_64")]
+#[cfg(x86_simd)]
 /// Counts keys per slot.
 struct Histogram<'a>(&'a mut [u64]);
 
-#[cfg(target_arch = "x86_64")]
+#[cfg(x86_simd)]
 impl PieceSink for Histogram<'_> {
     #[inline(always)]
     fn key(&mut self, _: usize, _: usize, _: usize, _: usize, crc: u16) {
@@ -293,14 +300,14 @@ impl PieceSink for Histogram<'_> {
     fn piece(&mut self, _: &[u8]) {}
 }
 
-#[cfg(target_arch = "x86_64")]
+#[cfg(x86_simd)]
 /// Collects a piece's keys and hands them to `f` when the piece is done.
 struct Spans<'a, F> {
     spans: &'a mut Vec<KeySpan>,
     f: &'a mut F,
 }
 
-#[cfg(target_arch = "x86_64")]
+#[cfg(x86_simd)]
 impl<F: FnMut(&[u8], &[KeySpan])> PieceSink for Spans<'_, F> {
     #[inline(always)]
     fn key(&mut self, start: usize, end: usize, hash_start: usize, hash_end: usize, crc: u16) {
@@ -391,6 +398,7 @@ fn portable_scan<const HASHED: bool>(
 }
 
 /// First set bit at or after `from` and before `to` in a bitmap.
+#[cfg(x86_simd)]
 #[inline(always)]
 fn find_next(bitmap: &[u64], from: usize, to: usize) -> Option<usize> {
     if from >= to {
@@ -415,7 +423,7 @@ fn find_next(bitmap: &[u64], from: usize, to: usize) -> Option<usize> {
 ///
 /// # Safety
 /// The CPU must support AVX2, PCLMULQDQ, SSSE3 and SSE4.1.
-#[cfg(target_arch = "x86_64")]
+#[cfg(x86_simd)]
 #[target_feature(enable = "avx2,pclmulqdq,ssse3,sse4.1")]
 unsafe fn scan_x86(
     buf: &[u8],
@@ -433,6 +441,7 @@ unsafe fn scan_x86(
 
 /// The keys of `buf` by its line-end bitmap; with `HASHED`, each with its hash tag (by the
 /// brace bitmaps) and `crc_of` its hashed bytes, else with the whole key as hash range.
+#[cfg(x86_simd)]
 #[inline(always)]
 fn scan_with_masks<const HASHED: bool>(
     buf: &[u8],
@@ -481,7 +490,7 @@ fn scan_with_masks<const HASHED: bool>(
 ///
 /// # Safety
 /// The CPU must support AVX2.
-#[cfg(target_arch = "x86_64")]
+#[cfg(x86_simd)]
 #[target_feature(enable = "avx2")]
 unsafe fn build_masks_avx2(buf: &[u8], nl: &mut Vec<u64>, op: &mut Vec<u64>, cl: &mut Vec<u64>) {
     use std::arch::x86_64::*;
@@ -518,6 +527,7 @@ unsafe fn build_masks_avx2(buf: &[u8], nl: &mut Vec<u64>, op: &mut Vec<u64>, cl:
 }
 
 /// Calls `f` with each 64-byte block of `buf`, the last one padded with zeros.
+#[cfg(x86_simd)]
 #[inline(always)]
 fn each_block(buf: &[u8], mut f: impl FnMut(&[u8])) {
     let mut chunks = buf.chunks_exact(64);
@@ -536,7 +546,7 @@ fn each_block(buf: &[u8], mut f: impl FnMut(&[u8])) {
 ///
 /// # Safety
 /// The CPU must support AVX2.
-#[cfg(target_arch = "x86_64")]
+#[cfg(x86_simd)]
 #[target_feature(enable = "avx2")]
 unsafe fn newlines_avx2(buf: &[u8], nl: &mut Vec<u64>) {
     use std::arch::x86_64::*;

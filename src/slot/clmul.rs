@@ -33,12 +33,17 @@ const fn xpow_mod(n: u32) -> u64 {
 const K64: u64 = xpow_mod(64);
 const K128: u64 = xpow_mod(128);
 const K192: u64 = xpow_mod(192);
+#[cfg(x86_simd)]
 const K256: u64 = xpow_mod(256);
+#[cfg(x86_simd)]
 const K320: u64 = xpow_mod(320);
+#[cfg(x86_simd)]
 const K384: u64 = xpow_mod(384);
+#[cfg(x86_simd)]
 const K448: u64 = xpow_mod(448);
 
 /// The Barrett constant `floor(x^80 / P)` without its `x^64` term (the quotient has degree 64).
+#[cfg(x86_simd)]
 const MU80: u64 = {
     let mut rem: u128 = 1 << 80;
     let mut q: u128 = 0;
@@ -101,7 +106,7 @@ pub fn crc16_fold_portable(data: &[u8]) -> u16 {
 
 /// CRC16 of the input by PCLMULQDQ folding, or `None` when this CPU lacks the instructions.
 pub fn crc16_clmul(data: &[u8]) -> Option<u16> {
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(x86_simd)]
     {
         if has_pclmul() {
             // SAFETY: the required CPU features were detected just above.
@@ -112,7 +117,7 @@ pub fn crc16_clmul(data: &[u8]) -> Option<u16> {
     None
 }
 
-#[cfg(target_arch = "x86_64")]
+#[cfg(x86_simd)]
 #[inline(always)]
 fn has_pclmul() -> bool {
     std::arch::is_x86_feature_detected!("pclmulqdq")
@@ -123,7 +128,7 @@ fn has_pclmul() -> bool {
 /// CPU has it, slice-by-16 tables otherwise).
 #[inline]
 pub(crate) fn crc16_long(data: &[u8]) -> u16 {
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(x86_simd)]
     {
         if data.len() >= 16 && has_pclmul() {
             // SAFETY: the required CPU features were detected just above.
@@ -134,12 +139,12 @@ pub(crate) fn crc16_long(data: &[u8]) -> u16 {
 }
 
 /// Whether [`crc16_window`] may be called on this CPU.
-#[cfg(target_arch = "x86_64")]
+#[cfg(x86_simd)]
 pub(crate) fn window_supported() -> bool {
     has_pclmul()
 }
 
-#[cfg(target_arch = "x86_64")]
+#[cfg(x86_simd)]
 pub(crate) use x86::crc16_window;
 
 /// [`super::place_in`] by [`crc16_window`], compiled with its CPU features so that the tag
@@ -148,7 +153,7 @@ pub(crate) use x86::crc16_window;
 /// # Safety
 /// The CPU must support `pclmulqdq`, `ssse3` and `sse4.1` ([`window_supported`]);
 /// `start <= end <= buf.len()`.
-#[cfg(target_arch = "x86_64")]
+#[cfg(x86_simd)]
 #[target_feature(enable = "pclmulqdq,ssse3,sse4.1")]
 pub(crate) unsafe fn place_in_window(buf: &[u8], start: usize, end: usize) -> super::Placement {
     // SAFETY: this function's features and bounds are the window's: every (a, b) passed lies
@@ -162,7 +167,7 @@ pub(crate) unsafe fn place_in_window(buf: &[u8], start: usize, end: usize) -> su
 /// `buf`, so this is safe), which makes short inputs branch-free.
 #[inline]
 pub fn crc16_in(buf: &[u8], a: usize, b: usize) -> u16 {
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(x86_simd)]
     {
         if has_pclmul() && a <= b && b <= buf.len() {
             // SAFETY: the CPU features were detected just above and a <= b <= len.
@@ -172,7 +177,7 @@ pub fn crc16_in(buf: &[u8], a: usize, b: usize) -> u16 {
     super::crc16::crc16(&buf[a..b])
 }
 
-#[cfg(target_arch = "x86_64")]
+#[cfg(x86_simd)]
 mod x86 {
     use super::{K64, K128, K192, K256, K320, K384, K448, MU80, first_block};
     use crate::slot::crc16::crc16_table;
@@ -325,7 +330,7 @@ mod tests {
         }
     }
 
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(x86_simd)]
     #[test]
     fn barrett_reduction_equals_the_tables() {
         if !window_supported() {
@@ -349,7 +354,7 @@ mod tests {
         }
     }
 
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(x86_simd)]
     #[test]
     fn window_path_equals_bitwise() {
         if !window_supported() {

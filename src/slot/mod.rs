@@ -48,7 +48,7 @@ pub enum TagShape {
 /// bytes, four up to 64, the last ending at the end); elsewhere as [`find_portable`] does.
 #[inline]
 pub(crate) fn find(needle: u8, hay: &[u8]) -> Option<usize> {
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(x86_simd)]
     if (16..=64).contains(&hay.len()) {
         return find_sse2(needle, hay);
     }
@@ -56,7 +56,7 @@ pub(crate) fn find(needle: u8, hay: &[u8]) -> Option<usize> {
 }
 
 /// [`find`] for 16 to 64 bytes by SSE2 compares.
-#[cfg(target_arch = "x86_64")]
+#[cfg(x86_simd)]
 #[allow(unsafe_code)]
 #[inline(always)]
 fn find_sse2(needle: u8, hay: &[u8]) -> Option<usize> {
@@ -227,7 +227,7 @@ impl Placement {
 #[allow(unsafe_code)]
 #[inline(always)]
 pub fn place_in(buf: &[u8], start: usize, end: usize) -> Placement {
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(x86_simd)]
     if clmul::window_supported() && start <= end && end <= buf.len() {
         // SAFETY: the CPU features were detected just above and start <= end <= len.
         return unsafe { clmul::place_in_window(buf, start, end) };

@@ -16,9 +16,9 @@ pub(super) struct KeyBytesCheck(pub BytesFlag);
 #[allow(unsafe_code)]
 #[inline]
 pub(super) fn odd_bytes(key: &[u8]) -> bool {
-    let len = key.len();
-    #[cfg(target_arch = "x86_64")]
-    if (16..=32).contains(&len) {
+    #[cfg(x86_simd)]
+    if (16..=32).contains(&key.len()) {
+        let len = key.len();
         use std::arch::x86_64::{
             __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8,
             _mm_or_si128, _mm_set1_epi8,
