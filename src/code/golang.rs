@@ -578,6 +578,7 @@ impl<'s, 't> Reader<'s, 't> {
             ArgShape::Args | ArgShape::Mapping => return self.line_keys(cmd, args),
             ArgShape::List => self.listed_keys(args.iter(), &mut keys),
             ArgShape::SkipFirst => self.listed_keys(args.iter().skip(1), &mut keys),
+            ArgShape::First => self.listed_keys(args.iter().take(1), &mut keys),
             ArgShape::DestList | ArgShape::OpDestList => {
                 let skip = usize::from(how == ArgShape::OpDestList);
                 if let Some(d) = args.get(skip) {

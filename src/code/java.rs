@@ -498,6 +498,11 @@ impl<'s, 't> Reader<'s, 't> {
                     self.list_into(*a, &mut keys);
                 }
             }
+            ArgShape::First => {
+                if let Some(a) = args.first() {
+                    self.list_into(*a, &mut keys);
+                }
+            }
             ArgShape::DestList | ArgShape::OpDestList => {
                 let skip = usize::from(how == ArgShape::OpDestList);
                 for a in args.iter().skip(skip) {

@@ -462,10 +462,15 @@ impl<'s, 't> Scanner<'s, 't> {
             }
         }
         if let Some(n) = self.defined.get(method).copied() {
-            let args = positional(call);
+            // ioredis spreads array arguments into the command line, then takes the first
+            // `numberOfKeys` items as keys (`limiter([key, points, ttl])` has one key).
+            let (flat, rest) = self.flat_args(&command_args(call));
             let mut keys = CallKeys::default();
-            for a in args.iter().take(n) {
-                self.list_into(*a, &mut keys);
+            for a in flat.iter().take(n) {
+                keys.keys.push(self.template(*a, 0));
+            }
+            if flat.len() < n {
+                keys.unknown = rest.map(Unknown::RuntimeList);
             }
             self.send(
                 call,
@@ -504,7 +509,7 @@ impl<'s, 't> Scanner<'s, 't> {
                 return;
             }
             if p.raw.iter().any(|m| m == method) && self.redis_receiver(receiver, method) {
-                let mut args = positional(call);
+                let mut args = command_args(call);
                 // `sendCommand(['MGET', a, b])`: one array.
                 if args.len() == 1 && args[0].kind() == "array" {
                     let mut cur = args[0].walk();
@@ -537,7 +542,7 @@ impl<'s, 't> Scanner<'s, 't> {
         if pipe.is_none() && !self.redis_receiver(receiver, method) {
             return;
         }
-        let args = positional(call);
+        let args = command_args(call);
         let keys = match how {
             Some(how) => self.shaped_keys(&args, how, &cmd),
             None => self.line_keys(&cmd, &args),
@@ -683,6 +688,11 @@ impl<'s, 't> Scanner<'s, 't> {
         match how {
             ArgShape::None => {}
             ArgShape::Args => return self.line_keys(cmd, args),
+            ArgShape::First => {
+                if let Some(a) = args.first() {
+                    self.list_into(*a, &mut keys);
+                }
+            }
             ArgShape::SkipFirst => {
                 for a in args.iter().skip(1) {
                     self.list_into(*a, &mut keys);
@@ -755,7 +765,7 @@ impl<'s, 't> Scanner<'s, 't> {
 
     fn eval_keys(&self, call: Node<'t>) -> CallKeys {
         let mut keys = CallKeys::default();
-        let args = positional(call);
+        let args = command_args(call);
         let Some(n) = args.get(1) else {
             return keys;
         };
@@ -783,6 +793,69 @@ impl<'s, 't> Scanner<'s, 't> {
             }
         }
         keys
+    }
+
+    /// A command's arguments as the client sends them: arrays spread into their items (also
+    /// an array a variable holds, and the array `concat` is called on), up to the first item
+    /// known only at runtime (a spread, a list named in the plural, what `concat` adds),
+    /// which is returned as the second value and ends the items.
+    fn flat_args(&self, args: &[Node<'t>]) -> (Vec<Node<'t>>, Option<String>) {
+        let mut flat = Vec::new();
+        let mut rest = None;
+        for a in args {
+            self.flatten_into(*a, &mut flat, &mut rest, 0);
+            if rest.is_some() {
+                break;
+            }
+        }
+        (flat, rest)
+    }
+
+    fn flatten_into(
+        &self,
+        a: Node<'t>,
+        flat: &mut Vec<Node<'t>>,
+        rest: &mut Option<String>,
+        depth: usize,
+    ) {
+        if rest.is_some() {
+            return;
+        }
+        match a.kind() {
+            "array" if depth <= DEPTH => {
+                let mut cur = a.walk();
+                for item in a.named_children(&mut cur) {
+                    self.flatten_into(item, flat, rest, depth + 1);
+                }
+            }
+            "spread_element" => *rest = Some(self.short(a)),
+            "call_expression" if self.method(a).is_some_and(|(_, m)| m == "concat") => {
+                // `[key].concat(args)`: the array's items, then a runtime list.
+                if let Some(arr) = a
+                    .child_by_field_name("function")
+                    .and_then(|f| f.child_by_field_name("object"))
+                    .filter(|o| o.kind() == "array")
+                {
+                    self.flatten_into(arr, flat, rest, depth + 1);
+                }
+                if rest.is_none() {
+                    *rest = Some(self.short(a));
+                }
+            }
+            "call_expression"
+                if self
+                    .method(a)
+                    .is_some_and(|(_, m)| matches!(m, "map" | "filter" | "flatMap")) =>
+            {
+                *rest = Some(self.short(a));
+            }
+            "identifier" if depth <= DEPTH => match self.local_value(a, self.t(a), 0) {
+                Some(v) if v.kind() == "array" => self.flatten_into(v, flat, rest, depth + 1),
+                _ if looks_plural(self.t(a)) => *rest = Some(self.short(a)),
+                _ => flat.push(a),
+            },
+            _ => flat.push(a),
+        }
     }
 
     fn list_into(&self, a: Node<'t>, keys: &mut CallKeys) {
@@ -1015,6 +1088,19 @@ fn positional<'t>(call: Node<'t>) -> Vec<Node<'t>> {
         .collect()
 }
 
+/// A command call's arguments without a trailing callback (`client.del(key, (err, n) => …)`:
+/// node-redis 3 and ioredis take one last), which is never part of the command line.
+fn command_args<'t>(call: Node<'t>) -> Vec<Node<'t>> {
+    let mut args = positional(call);
+    if args
+        .last()
+        .is_some_and(|a| matches!(a.kind(), "arrow_function" | "function_expression"))
+    {
+        args.pop();
+    }
+    args
+}
+
 fn object_field<'t>(o: Node<'t>, name: &str, src: &[u8]) -> Option<Node<'t>> {
     let mut cur = o.walk();
     o.named_children(&mut cur).find_map(|p| {
@@ -1228,6 +1314,67 @@ async function load(id) {
         assert!(matches!(f.sites[4].verdict(), Verdict::OneSlot(_)));
         assert!(matches!(f.sites[5].verdict(), Verdict::CrossSlot(_)));
         assert!(f.keys.iter().all(|k| k.template.text() != "not-a-key"));
+    }
+
+    #[test]
+    fn callbacks_are_no_keys_and_defined_commands_take_their_first_items() {
+        let f = scan_js(
+            r#"
+const Redis = require("ioredis");
+const client = new Redis();
+client.defineCommand("limit", { numberOfKeys: 1, lua: "return 1" });
+client.defineCommand("pair", { numberOfKeys: 2, lua: "return 1" });
+function remove(key, done) {
+  client.del(key, (err, n) => done(err, n));
+  client.del(key, function (err) { done(err); });
+  client.mget(`a:${key}`, `b:${key}`, (err, v) => done(err, v));
+}
+async function take(key, points, ttl, rest) {
+  await client.limit([key, String(points), String(ttl)]);
+  await client.limit([key].concat([String(points), String(ttl)]));
+  await client.pair([key].concat(rest));
+  await client.pair([`x:{${key}}`, `y:{${key}}`, String(points)]);
+}
+async function listen(redisClient, channel, handler) {
+  await redisClient.sSubscribe(channel, handler, true);
+  await redisClient.sSubscribe([`a:${channel}`, `b:${channel}`], handler);
+}
+"#,
+        );
+        let ops: Vec<&str> = f.sites.iter().map(|s| s.op.as_str()).collect();
+        // The two one-key DELs are no sites: their callbacks are not keys.
+        assert_eq!(
+            ops,
+            [
+                "MGET",
+                "EVALSHA limit",
+                "EVALSHA limit",
+                "EVALSHA pair",
+                "EVALSHA pair",
+                "SSUBSCRIBE"
+            ],
+            "{:?}",
+            f.sites
+        );
+        assert_eq!(texts(&f.sites[0]), ["a:<key>", "b:<key>"]);
+        assert!(matches!(f.sites[0].verdict(), Verdict::CrossSlot(_)));
+        for site in &f.sites[1..3] {
+            assert_eq!(texts(site), ["<key>"]);
+            assert!(matches!(site.verdict(), Verdict::OneSlot(_)), "{site:?}");
+        }
+        // Its second key comes from the runtime list `concat` adds.
+        assert_eq!(texts(&f.sites[3]), ["<key>"]);
+        assert!(matches!(f.sites[3].verdict(), Verdict::Depends(_)));
+        assert_eq!(texts(&f.sites[4]), ["x:{<key>}", "y:{<key>}"]);
+        assert!(matches!(f.sites[4].verdict(), Verdict::OneSlot(_)));
+        // node-redis's listener and buffer flag follow the shard channels.
+        assert_eq!(texts(&f.sites[5]), ["a:<channel>", "b:<channel>"]);
+        assert!(f.keys.iter().all(|k| !k.template.text().contains("err")));
+        assert!(
+            f.keys
+                .iter()
+                .all(|k| !["<handler>", "<true>", "true"].contains(&k.template.text().as_str()))
+        );
     }
 
     #[test]

@@ -55,6 +55,9 @@ pub enum ArgShape {
     OpDestList,
     /// One argument that is no key (go-redis's `BLPop(ctx, timeout, keys...)`), then keys.
     SkipFirst,
+    /// One argument holding the keys (a key, or a list of them); the arguments after it are no
+    /// keys (node-redis's `sSubscribe(channels, listener, bufferMode)`).
+    First,
     /// No key (PUBLISH's channel is routed, but it is no key).
     None,
 }

@@ -780,18 +780,18 @@ impl<'s, 't> Scanner<'s, 't> {
                 }
             }
             if let Some(m) = p.commands.get(method) {
+                if pipe.is_none() && self.cache_touch(receiver, method) {
+                    return;
+                }
                 if pipe.is_none() && !self.redis_receiver(receiver, method) {
                     continue;
                 }
                 let keys = self.keys_of(call, m.how, &m.command);
-                // A number where a key goes (`cache.touch(key, 0)`): another library's method
-                // of that name, not Redis's command.
-                if pipe.is_none()
-                    && keys
-                        .keys
-                        .iter()
-                        .any(|k| k.is_literal() && k.text().parse::<f64>().is_ok())
-                {
+                // A number, `None` or a boolean where a key goes (`cache.touch(key, 0)`,
+                // Django's `cache.touch(key, -1)` or `cache.touch(key, None)`, whose second
+                // argument is a timeout): another library's method of that name, not Redis's
+                // command (redis-py refuses `None` and booleans as keys).
+                if pipe.is_none() && keys.keys.iter().any(not_a_key) {
                     return;
                 }
                 self.record(call, &m.command, &keys);
@@ -1008,8 +1008,14 @@ impl<'s, 't> Scanner<'s, 't> {
         {
             return true;
         }
+        self.made_as_redis_client(receiver)
+    }
+
+    /// Whether `receiver` is a variable last given a new Redis client (`Redis(…)`,
+    /// `from_url(…)`, `get_redis_connection()`, …).
+    fn made_as_redis_client(&self, receiver: Node<'t>) -> bool {
         if receiver.kind() == "identifier"
-            && let Some(v) = self.local_value(receiver, text, 0)
+            && let Some(v) = self.local_value(receiver, self.t(receiver), 0)
             && v.kind() == "call"
             && let Some(f) = v.child_by_field_name("function")
         {
@@ -1027,12 +1033,33 @@ impl<'s, 't> Scanner<'s, 't> {
         false
     }
 
+    /// Whether `receiver.touch(…)` is the cache API's `touch(key, timeout)` (Django's, and the
+    /// Redis cache clients behind it): a receiver named like a cache that is not seen to be
+    /// made as a Redis client.
+    fn cache_touch(&self, receiver: Node<'t>, method: &str) -> bool {
+        if method != "touch" {
+            return false;
+        }
+        let text = self.t(receiver);
+        let last = text
+            .rsplit(['.', ' '])
+            .next()
+            .unwrap_or(text)
+            .to_ascii_lowercase();
+        last.contains("cache") && !self.made_as_redis_client(receiver)
+    }
+
     /// The keys of a command call, by the method's argument shape.
     fn keys_of(&self, call: Node<'t>, how: ArgShape, command: &str) -> CallKeys {
         let mut keys = CallKeys::default();
         let args = positional(call);
         match how {
             ArgShape::None => {}
+            ArgShape::First => {
+                if let Some(a) = args.first() {
+                    self.list_into(*a, &mut keys);
+                }
+            }
             ArgShape::SkipFirst => {
                 for a in args.iter().skip(1) {
                     self.list_into(*a, &mut keys);
@@ -1718,6 +1745,20 @@ const BINDS: syntax::Binds = syntax::Binds {
     ended: true,
 };
 
+/// Whether a key argument is a number (`0`, `-1`, `2.5`), `None` or a boolean: what code
+/// passes as a timeout or a flag, never as a Redis key.
+fn not_a_key(k: &Template) -> bool {
+    let number = |t: &str| {
+        let digits = t.trim_start_matches(['-', '+']);
+        digits.starts_with(|c: char| c.is_ascii_digit() || c == '.') && t.parse::<f64>().is_ok()
+    };
+    match k.parts.as_slice() {
+        [Part::Lit(t)] => number(t),
+        [Part::Var(v)] => number(v) || matches!(v.as_str(), "None" | "True" | "False"),
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1736,12 +1777,28 @@ OPERATORS = {"or": lambda context, x, y: x.eval(context) or y.eval(context)}
 def touch(self, key):
     return self._cache.touch(key, 0)
 
+def django(cache, key):
+    cache.touch(key, -1)
+    cache.touch(key, None)
+    cache.touch(key, 2.5)
+
 def script(r, a, b):
     return r.eval("return 1", 2, a, b)
+
+def backend(self, key, timeout=None):
+    return self._cache.touch(key, self.get_backend_timeout(timeout))
+
+def real(r, a, b, inf):
+    r.touch(a, b)
+    r.touch("inf", "x:1")
+    cache = redis.Redis()
+    cache.touch(a, b)
 "#,
         );
         let ops: Vec<&str> = f.sites.iter().map(|s| s.op.as_str()).collect();
-        assert_eq!(ops, ["EVAL"], "{:?}", f.sites);
+        assert_eq!(ops, ["EVAL", "TOUCH", "TOUCH", "TOUCH"], "{:?}", f.sites);
+        assert_eq!(texts(&f.sites[2]), ["inf", "x:1"]);
+        assert_eq!(texts(&f.sites[3]), ["<a>", "<b>"]);
     }
 
     #[test]

@@ -536,6 +536,11 @@ impl<'s, 't> Reader<'s, 't> {
                 Some(a) => keys.unknown = Some(Unknown::RuntimeList(self.short(*a))),
                 None => {}
             },
+            ArgShape::First => {
+                if let Some(a) = args.first() {
+                    self.list_into(*a, &mut keys);
+                }
+            }
             ArgShape::List | ArgShape::SkipFirst => {
                 let skip = usize::from(how == ArgShape::SkipFirst);
                 // A trailing number is a blocking pop's timeout (`brpop(a, b, 5)`).
