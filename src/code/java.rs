@@ -856,6 +856,48 @@ mod tests {
     }
 
     #[test]
+    fn a_method_another_file_defines_unknowably_is_not_guessed() {
+        // Two files define `getId`: a test's returns text, the session's returns what its
+        // field's object says. A call of `getId()` on an object is neither to be guessed.
+        let mut g = exports(
+            r#"
+class CustomSession {
+    public String getId() { return "id"; }
+    public static String userKey(String id) { return "user:" + id; }
+}
+"#,
+        );
+        g.merge(exports(
+            r#"
+class Session {
+    private MapSession cached;
+    public String getId() { return this.cached.getId(); }
+}
+"#,
+        ));
+        let f = scan(
+            r#"
+class Repo {
+    private StringRedisTemplate ops;
+    void change(Session s, String old) {
+        ops.rename("sessions:" + s.getId(), "sessions:" + old);
+        ops.rename(Keys.userKey(old), Keys.userKey(s.id));
+    }
+}
+"#,
+            &Profile::builtin("java"),
+            &g,
+        )
+        .unwrap();
+        assert_eq!(
+            texts(&f.sites[0]),
+            ["sessions:<s.getId()>", "sessions:<old>"]
+        );
+        // A method one file defines still resolves.
+        assert_eq!(texts(&f.sites[1]), ["user:<old>", "user:<s.id>"]);
+    }
+
+    #[test]
     fn jedis_spring_lettuce_redisson_forms() {
         let f = scan_java(
             r#"

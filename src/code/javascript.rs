@@ -464,7 +464,7 @@ impl<'s, 't> Scanner<'s, 't> {
         if let Some(n) = self.defined.get(method).copied() {
             // ioredis spreads array arguments into the command line, then takes the first
             // `numberOfKeys` items as keys (`limiter([key, points, ttl])` has one key).
-            let (flat, rest) = self.flat_args(&command_args(call));
+            let (flat, rest) = self.flat_args(&command_args(call, self.src));
             let mut keys = CallKeys::default();
             for a in flat.iter().take(n) {
                 keys.keys.push(self.template(*a, 0));
@@ -509,7 +509,7 @@ impl<'s, 't> Scanner<'s, 't> {
                 return;
             }
             if p.raw.iter().any(|m| m == method) && self.redis_receiver(receiver, method) {
-                let mut args = command_args(call);
+                let mut args = command_args(call, self.src);
                 // `sendCommand(['MGET', a, b])`: one array.
                 if args.len() == 1 && args[0].kind() == "array" {
                     let mut cur = args[0].walk();
@@ -542,7 +542,7 @@ impl<'s, 't> Scanner<'s, 't> {
         if pipe.is_none() && !self.redis_receiver(receiver, method) {
             return;
         }
-        let args = command_args(call);
+        let args = command_args(call, self.src);
         let keys = match how {
             Some(how) => self.shaped_keys(&args, how, &cmd),
             None => self.line_keys(&cmd, &args),
@@ -765,7 +765,7 @@ impl<'s, 't> Scanner<'s, 't> {
 
     fn eval_keys(&self, call: Node<'t>) -> CallKeys {
         let mut keys = CallKeys::default();
-        let args = command_args(call);
+        let args = command_args(call, self.src);
         let Some(n) = args.get(1) else {
             return keys;
         };
@@ -1088,13 +1088,25 @@ fn positional<'t>(call: Node<'t>) -> Vec<Node<'t>> {
         .collect()
 }
 
-/// A command call's arguments without a trailing callback (`client.del(key, (err, n) => …)`:
-/// node-redis 3 and ioredis take one last), which is never part of the command line.
-fn command_args<'t>(call: Node<'t>) -> Vec<Node<'t>> {
+/// A command call's arguments without a trailing callback (`client.del(key, (err, n) => …)`,
+/// `client.del(key, done)`: node-redis 3 and ioredis take one last), which is never part of
+/// the command line.
+fn command_args<'t>(call: Node<'t>, src: &[u8]) -> Vec<Node<'t>> {
     let mut args = positional(call);
-    if args
-        .last()
-        .is_some_and(|a| matches!(a.kind(), "arrow_function" | "function_expression"))
+    let callback = |a: &Node<'_>| match a.kind() {
+        "arrow_function" | "function_expression" => true,
+        // A function passed by a callback's name (not the only argument: a command has a key).
+        "identifier" => {
+            let name = a.utf8_text(src).unwrap_or("");
+            matches!(name, "cb" | "callback" | "done")
+                || name.ends_with("Callback")
+                || name.ends_with("_callback")
+                || name.ends_with("Cb")
+        }
+        _ => false,
+    };
+    if args.len() > 1 && args.last().is_some_and(callback)
+        || args.len() == 1 && matches!(args[0].kind(), "arrow_function" | "function_expression")
     {
         args.pop();
     }
@@ -1327,6 +1339,8 @@ client.defineCommand("pair", { numberOfKeys: 2, lua: "return 1" });
 function remove(key, done) {
   client.del(key, (err, n) => done(err, n));
   client.del(key, function (err) { done(err); });
+  client.del(key, done);
+  client.unlink(key, onDelCallback);
   client.mget(`a:${key}`, `b:${key}`, (err, v) => done(err, v));
 }
 async function take(key, points, ttl, rest) {
