@@ -1356,7 +1356,7 @@ async function listen(redisClient, channel, handler) {
 "#,
         );
         let ops: Vec<&str> = f.sites.iter().map(|s| s.op.as_str()).collect();
-        // The two one-key DELs are no sites: their callbacks are not keys.
+        // The one-key DEL and UNLINK calls are no sites: their callbacks are not keys.
         assert_eq!(
             ops,
             [
