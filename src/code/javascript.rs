@@ -610,13 +610,7 @@ impl<'s, 't> Scanner<'s, 't> {
 
     /// Whether `receiver` is named like a Redis client, pipeline or transaction.
     fn named_like_redis(&self, receiver: Node<'t>) -> bool {
-        let text = self.t(receiver);
-        let last = text
-            .rsplit(['.', ' '])
-            .next()
-            .unwrap_or(text)
-            .trim_start_matches('_')
-            .to_ascii_lowercase();
+        let last = syntax::receiver_name(self.t(receiver));
         // (Not `store`: in Node a store is mostly a session or cache store whose `touch`,
         // `get` and `del` are its own, as connect-redis's and express-session's are.)
         ["r", "rc", "rd", "rds", "db", "red", "io", "cluster"].contains(&last.as_str())
@@ -1093,8 +1087,9 @@ fn positional<'t>(call: Node<'t>) -> Vec<Node<'t>> {
 /// the command line.
 fn command_args<'t>(call: Node<'t>, src: &[u8]) -> Vec<Node<'t>> {
     let mut args = positional(call);
+    let literal = |a: &Node<'_>| matches!(a.kind(), "arrow_function" | "function_expression");
     let callback = |a: &Node<'_>| match a.kind() {
-        "arrow_function" | "function_expression" => true,
+        _ if literal(a) => true,
         // A function passed by a callback's name (not the only argument: a command has a key).
         "identifier" => {
             let name = a.utf8_text(src).unwrap_or("");
@@ -1105,9 +1100,7 @@ fn command_args<'t>(call: Node<'t>, src: &[u8]) -> Vec<Node<'t>> {
         }
         _ => false,
     };
-    if args.len() > 1 && args.last().is_some_and(callback)
-        || args.len() == 1 && matches!(args[0].kind(), "arrow_function" | "function_expression")
-    {
+    if args.len() > 1 && args.last().is_some_and(callback) || args.len() == 1 && literal(&args[0]) {
         args.pop();
     }
     args

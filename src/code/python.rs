@@ -993,12 +993,7 @@ impl<'s, 't> Scanner<'s, 't> {
         if !COMMON.contains(&method) {
             return true;
         }
-        let last = text
-            .rsplit(['.', ' '])
-            .next()
-            .unwrap_or(text)
-            .trim_start_matches('_')
-            .to_ascii_lowercase();
+        let last = syntax::receiver_name(text);
         if ["r", "rc", "rd", "rds", "db", "red"].contains(&last.as_str())
             || [
                 "redis", "client", "conn", "cache", "pipe", "store", "backend", "valkey",
@@ -1040,13 +1035,8 @@ impl<'s, 't> Scanner<'s, 't> {
         if method != "touch" {
             return false;
         }
-        let text = self.t(receiver);
-        let last = text
-            .rsplit(['.', ' '])
-            .next()
-            .unwrap_or(text)
-            .to_ascii_lowercase();
-        last.contains("cache") && !self.made_as_redis_client(receiver)
+        syntax::receiver_name(self.t(receiver)).contains("cache")
+            && !self.made_as_redis_client(receiver)
     }
 
     /// The keys of a command call, by the method's argument shape.

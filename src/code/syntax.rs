@@ -246,6 +246,16 @@ pub(super) fn contains(outer: Node<'_>, inner: Node<'_>) -> bool {
     outer.start_byte() <= inner.start_byte() && inner.end_byte() <= outer.end_byte()
 }
 
+/// The last name of a receiver's text, lower-cased and without leading `_`s, as receivers
+/// are judged by it (`self._cache` → `cache`, `app.redis` → `redis`).
+pub(super) fn receiver_name(text: &str) -> String {
+    text.rsplit(['.', ' '])
+        .next()
+        .unwrap_or(text)
+        .trim_start_matches('_')
+        .to_ascii_lowercase()
+}
+
 /// A name that reads as a list of keys (`keys`, `cache_keys`, `ids`, `names`).
 pub(super) fn looks_plural(name: &str) -> bool {
     let n = name.to_ascii_lowercase();
