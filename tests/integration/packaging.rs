@@ -234,6 +234,81 @@ fn npm_tarballs_install_and_run() {
     );
 }
 
+/// The launcher's own rules for `KEYPLAN_BINARY`, run with node from the checkout: a file it
+/// names that is not executable (a private `0600` shell script) is refused with a message and
+/// left as it was (never chmod'ed, never run through `/bin/sh`); a directory or a missing file
+/// likewise; a binary killed by a signal (SIGPIPE, which node itself ignores, and SIGTERM) is
+/// reported as that signal, as a shell would see it: killed by it, or exit 128 + n.
+fn npm_launcher_runs_only_what_it_may_and_mirrors_signals() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::ExitStatusExt;
+    let Some(node) = require_binary("node") else {
+        return;
+    };
+    let launcher = root().join(".packaging/npm/keyplan/bin/keyplan.js");
+    let dir = tempfile::tempdir().unwrap();
+    let launch = |binary: &Path, args: &[&str]| {
+        run(Command::new(&node)
+            .arg(&launcher)
+            .args(args)
+            .env("KEYPLAN_BINARY", binary))
+    };
+    let ran = dir.path().join("ran");
+    let private = dir.path().join("private");
+    std::fs::write(
+        &private,
+        format!("touch '{}'\necho planted\n", ran.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let out = launch(&private, &["--version"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(
+        err.contains("KEYPLAN_BINARY")
+            && err.contains(&*private.to_string_lossy())
+            && err.contains("is not executable (mode 0600)")
+            && err.lines().count() == 1,
+        "{err}"
+    );
+    assert!(out.stdout.is_empty(), "{out:?}");
+    assert!(!ran.exists(), "the file was run");
+    let mode = std::fs::metadata(&private).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(
+        mode, 0o600,
+        "the launcher changed the mode of a file it was named"
+    );
+
+    let out = launch(dir.path(), &[]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is not a file"));
+    let out = launch(&dir.path().join("missing"), &[]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("does not exist"));
+
+    // The real binary runs, and its exit status passes through.
+    let out = launch(&built(), &["--version"]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        launch(&built(), &["analyze", "--no-such-flag"])
+            .status
+            .code(),
+        Some(2)
+    );
+
+    for (signal, name) in [(13, "PIPE"), (15, "TERM")] {
+        let script = dir.path().join(format!("sig{name}"));
+        std::fs::write(&script, format!("#!/bin/sh\nkill -{name} $$\nexit 3\n")).unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let out = launch(&script, &[]);
+        assert!(
+            out.status.signal() == Some(signal) || out.status.code() == Some(128 + signal),
+            "SIG{name}: {:?}",
+            out.status
+        );
+    }
+}
+
 /// A scratch git repository with a key scheme and a Python file; `bad` puts a cross-slot
 /// batch in each.
 fn scratch_repo(dir: &Path, bad: bool) {
@@ -448,8 +523,141 @@ fn github_action_validates_installs_and_reports() {
         ],
         &path,
     );
-    assert!(out.status.success());
+    assert!(
+        !out.status.success(),
+        "an error fails the lint step: {out:?}"
+    );
     assert_eq!(std::fs::read_to_string(&files[1]).unwrap(), "exit-code=2\n");
+}
+
+/// The action's lint script run as a runner runs it, with the keyplan built here on PATH and
+/// hostile `args`: flags the action sets itself (`-o`, `--output=`, `-qo`, `--format`,
+/// `--fail-on`) fail the step with a message naming the input to use, before anything runs
+/// (the file `-o` names is never written); `$(…)` and backticks are never run; quoted values
+/// keep their spaces, over several lines; a keyplan that exits 2, or a SARIF run killed by
+/// SIGPIPE after the annotations run went well, fails the step with exit-code=2 and no
+/// findings count or SARIF file (a gate that could pass silently before).
+fn github_action_refuses_conflicting_args_and_never_swallows_a_failed_run() {
+    let (Some(bash), Some(_git)) = (require_binary("bash"), require_binary("git")) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let runner = dir.path().join("runner");
+    std::fs::create_dir(&runner).unwrap();
+    let output = runner.join("output");
+    let summary = runner.join("summary");
+    let repo = dir.path().join("repo");
+    std::fs::create_dir(&repo).unwrap();
+    scratch_repo(&repo, true);
+    std::fs::copy(repo.join("app.py"), repo.join("my app.py")).unwrap();
+    let script = root().join(".github/actions/keyplan/lint.sh");
+    let system_path = std::env::var("PATH").unwrap_or_default();
+    let here_path = format!("{}:{system_path}", built().parent().unwrap().display());
+    let step = |args: &str, path: &str| {
+        std::fs::write(&output, "").unwrap();
+        std::fs::write(&summary, "").unwrap();
+        let _ = std::fs::remove_file(runner.join("keyplan.sarif"));
+        let out = run(Command::new(&bash)
+            .current_dir(&repo)
+            .arg(&script)
+            .env("PATH", path)
+            .env("RUNNER_TEMP", &runner)
+            .env("GITHUB_OUTPUT", &output)
+            .env("GITHUB_STEP_SUMMARY", &summary)
+            .env("KEYPLAN_SCHEME", "keyplan.yaml")
+            .env("KEYPLAN_CODE", "app.py\n")
+            .env("KEYPLAN_FAIL_ON", "warning")
+            .env("KEYPLAN_SUMMARY", "true")
+            .env("KEYPLAN_ARGS", args));
+        let log = String::from_utf8_lossy(&out.stdout).into_owned();
+        let outputs = std::fs::read_to_string(&output).unwrap();
+        (out.status, log, outputs)
+    };
+    let failed = |args: &str, path: &str, says: &[&str]| {
+        let (status, log, outputs) = step(args, path);
+        assert_eq!(status.code(), Some(2), "{args:?}: {log}");
+        assert_eq!(outputs, "exit-code=2\n", "{args:?}: {log}");
+        let error = log
+            .lines()
+            .find(|l| l.starts_with("::error::"))
+            .unwrap_or_else(|| panic!("{args:?}: no error annotation: {log}"));
+        for s in says {
+            assert!(error.contains(s), "{args:?}: {error}");
+        }
+        assert!(
+            !runner.join("keyplan.sarif").exists(),
+            "{args:?}: a SARIF file was left"
+        );
+        log
+    };
+    for args in [
+        "-o out.txt",
+        "--output=out.txt",
+        "-qo out.txt",
+        "--masters 3 -oout.txt",
+    ] {
+        failed(args, &here_path, &["-o/--output", "sarif-file"]);
+        assert!(!repo.join("out.txt").exists(), "{args}: wrote out.txt");
+    }
+    for args in ["--format json", "--format=sarif"] {
+        failed(args, &here_path, &["--format", "`sarif`", "`summary`"]);
+    }
+    for args in ["--fail-on error", "--fail-on=hint"] {
+        failed(args, &here_path, &["`fail-on` input"]);
+    }
+    failed("--ignore 'KP301", &here_path, &["quote is not closed"]);
+    // Never run, never expanded: keyplan is handed the text and refuses it.
+    let pwned = repo.join("pwned");
+    for args in [
+        "$(touch pwned)",
+        "`touch pwned`",
+        "--ignore \"$(touch pwned)\" ; touch pwned",
+    ] {
+        failed(args, &here_path, &["could not run (exit status 2)"]);
+        assert!(!pwned.exists(), "{args}: ran a command");
+    }
+    failed(
+        "--no-such-flag",
+        &here_path,
+        &["could not run (exit status 2)"],
+    );
+
+    // Quoted values keep their spaces, on several lines.
+    let (status, log, outputs) = step("--code 'my app.py'\n  --ignore \"KP301\"\n", &here_path);
+    assert!(status.success(), "{log}");
+    assert!(
+        log.contains("file=my app.py,line=7") && log.contains("file=app.py,line=7"),
+        "{log}"
+    );
+    let sarif = runner.join("keyplan.sarif");
+    assert_eq!(
+        outputs,
+        format!("exit-code=1\nsarif-file={}\nfindings=2\n", sarif.display())
+    );
+    assert!(sarif.is_file());
+
+    // The SARIF run killed by SIGPIPE after the annotations run went well.
+    let wrap = dir.path().join("wrap");
+    std::fs::create_dir(&wrap).unwrap();
+    let keyplan = wrap.join("keyplan");
+    std::fs::write(
+        &keyplan,
+        format!(
+            "#!/bin/sh\ncase \"$*\" in *'--format sarif'*) kill -PIPE $$ ;; esac\nexec '{}' \"$@\"\n",
+            built().display()
+        ),
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&keyplan, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let log = failed(
+        "",
+        &format!("{}:{system_path}", wrap.display()),
+        &["SARIF", "killed by signal 13"],
+    );
+    assert!(log.contains("::error file=app.py,line=7"), "{log}");
 }
 
 /// `cargo package` ships what the crate builds from (every rule file the code includes, the
@@ -512,12 +720,20 @@ pub(crate) const TESTS: &[crate::support::Test] = &[
     ),
     ("npm_tarballs_install_and_run", npm_tarballs_install_and_run),
     (
+        "npm_launcher_runs_only_what_it_may_and_mirrors_signals",
+        npm_launcher_runs_only_what_it_may_and_mirrors_signals,
+    ),
+    (
         "pre_commit_hooks_fail_on_findings_and_pass_clean",
         pre_commit_hooks_fail_on_findings_and_pass_clean,
     ),
     (
         "github_action_validates_installs_and_reports",
         github_action_validates_installs_and_reports,
+    ),
+    (
+        "github_action_refuses_conflicting_args_and_never_swallows_a_failed_run",
+        github_action_refuses_conflicting_args_and_never_swallows_a_failed_run,
     ),
     (
         "crates_io_package_holds_what_the_crate_builds_from",

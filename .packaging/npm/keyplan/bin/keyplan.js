@@ -6,6 +6,7 @@
 
 const { spawnSync } = require("child_process");
 const fs = require("fs");
+const os = require("os");
 const path = require("path");
 
 const platform = `${process.platform}-${process.arch}`;
@@ -13,7 +14,8 @@ const exe = process.platform === "win32" ? "keyplan.exe" : "keyplan";
 
 function binary() {
   if (process.env.KEYPLAN_BINARY) {
-    return process.env.KEYPLAN_BINARY;
+    // A path, never a name looked up on PATH (spawn would search PATH for a bare name).
+    return path.resolve(process.env.KEYPLAN_BINARY);
   }
   const pkg = `keyplan-${platform}`;
   try {
@@ -30,14 +32,40 @@ function binary() {
 }
 
 const bin = binary();
-// A tarball unpacked by a tool that drops the execute bit still runs.
-try {
-  fs.accessSync(bin, fs.constants.X_OK);
-} catch (e) {
+if (process.env.KEYPLAN_BINARY) {
+  // Someone else's file: run it only as it is, never change its mode (a chmod would make a
+  // private file world-readable and then run whatever it holds).
+  const st = fs.statSync(bin, { throwIfNoEntry: false });
+  let why = null;
+  if (!st) {
+    why = "does not exist";
+  } else if (!st.isFile()) {
+    why = "is not a file";
+  } else {
+    try {
+      fs.accessSync(bin, fs.constants.X_OK);
+    } catch (e) {
+      why = `is not executable (mode ${(st.mode & 0o7777).toString(8).padStart(4, "0")})`;
+    }
+  }
+  if (why) {
+    process.stderr.write(
+      `error: KEYPLAN_BINARY names ${JSON.stringify(bin)}, which ${why}: point it at keyplan's executable binary (\`chmod u+x\` it if it is yours) or unset KEYPLAN_BINARY to run the installed one\n`,
+    );
+    process.exit(2);
+  }
+} else {
   try {
-    fs.chmodSync(bin, 0o755);
-  } catch (e2) {
-    // Left to spawnSync to report.
+    fs.accessSync(bin, fs.constants.X_OK);
+  } catch (e) {
+    // The platform package's own binary, from a tarball unpacked by a tool that dropped the
+    // execute bit: execute where it can already be read, and no wider.
+    try {
+      const mode = fs.statSync(bin).mode & 0o777;
+      fs.chmodSync(bin, mode | ((mode & 0o444) >> 2));
+    } catch (e2) {
+      // Left to spawnSync to report.
+    }
   }
 }
 const result = spawnSync(bin, process.argv.slice(2), { stdio: "inherit" });
@@ -46,7 +74,15 @@ if (result.error) {
   process.exit(2);
 }
 if (result.signal) {
-  // Die of the same signal, so a shell or CI sees what the binary saw.
-  process.kill(process.pid, result.signal);
+  // Die of the same signal, so a shell or CI sees what the binary saw. Node ignores some
+  // (SIGPIPE) and handles others itself, so the kill may not end this process: then exit
+  // as a shell reports a child killed by signal n, 128 + n.
+  const number = os.constants.signals[result.signal];
+  try {
+    process.kill(process.pid, result.signal);
+  } catch (e) {
+    // Falls through to the exit status below.
+  }
+  process.exit(number ? 128 + number : 2);
 }
 process.exit(result.status === null ? 2 : result.status);
