@@ -6,7 +6,7 @@ use super::Ctx;
 use super::progress::{Progress, ProgressConfig, Unit};
 use super::values::{REPORT_FORMATS, one_of};
 use crate::error::UserError;
-use crate::files::{Input, MonitorFile, read_text};
+use crate::files::{BatchFile, Input, MonitorFile, read_text};
 use crate::keys::parallel::ChunkSink;
 use crate::keys::{DEFAULT_MAX_LINE, InputFormat, ReadOptions, ReadSummary};
 use crate::report::render::Format;
@@ -299,7 +299,7 @@ impl BatchArgs {
             .files
             .batches
             .as_deref()
-            .map(BatchFileReader::open)
+            .map(BatchFile::open)
             .transpose()?;
         let capture = self.monitor.as_deref().map(MonitorFile::open).transpose()?;
         Ok(ObservedBatches {
@@ -310,65 +310,9 @@ impl BatchArgs {
     }
 }
 
-/// A batch file read one line at a time: memory of one batch, whatever the file's length.
-pub struct BatchFileReader {
-    path: PathBuf,
-    lines: std::io::Lines<std::io::BufReader<std::fs::File>>,
-    line: usize,
-}
-
-impl BatchFileReader {
-    /// Opens the batch file at `path`.
-    pub fn open(path: &Path) -> anyhow::Result<BatchFileReader> {
-        let f = std::fs::File::open(path).map_err(|e| {
-            UserError::new(
-                format!("cannot open batch file '{}': {e}", path.display()),
-                "check the path and its permissions",
-            )
-        })?;
-        Ok(BatchFileReader {
-            path: path.to_path_buf(),
-            lines: std::io::BufRead::lines(std::io::BufReader::with_capacity(1 << 16, f)),
-            line: 0,
-        })
-    }
-}
-
-impl Iterator for BatchFileReader {
-    type Item = anyhow::Result<Batch>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        loop {
-            let text = self.lines.next()?;
-            self.line += 1;
-            let text = match text {
-                Ok(t) => t,
-                Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
-                    return Some(Err(anyhow::anyhow!(
-                        "{}: line {}: not UTF-8 text (a batch file is text, one batch a line)",
-                        self.path.display(),
-                        self.line
-                    )));
-                }
-                Err(e) => {
-                    return Some(Err(anyhow::anyhow!(
-                        "reading batch file {}: {e}",
-                        self.path.display()
-                    )));
-                }
-            };
-            match crate::simulate::batch::parse_batch_line(&text, self.line) {
-                Ok(Some(b)) => return Some(Ok(b)),
-                Ok(None) => continue,
-                Err(e) => return Some(Err(anyhow::anyhow!("{}: {e}", self.path.display()))),
-            }
-        }
-    }
-}
-
 /// The observed batches of [`BatchArgs::observed`], one at a time.
 pub struct ObservedBatches {
-    listed: Option<BatchFileReader>,
+    listed: Option<BatchFile>,
     capture: Option<MonitorFile>,
     captured: u64,
 }
@@ -442,10 +386,10 @@ pub fn read_topology(
         .with_context(|| format!("in topology file {}", path.display()))
 }
 
-/// The batches of a batch file (one a line); errors name the file and line.
+/// The batches of a batch file (one a line, read within its bounds); errors name the file and
+/// line.
 pub fn read_batch_file(path: &Path) -> anyhow::Result<Vec<crate::simulate::Batch>> {
-    let text = read_text(path, "batch file")?;
-    crate::simulate::parse_batches(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+    BatchFile::open(path)?.collect()
 }
 
 /// `--scheme FILE`, else `./keyplan.yaml` when it exists.

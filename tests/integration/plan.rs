@@ -246,6 +246,21 @@ fn plan_errors_name_the_flag() {
     }
 }
 
+/// `plan --batches` reads batch files within the same bounds as `simulate`: `/dev/zero` is
+/// refused at the end of its first 16 MiB line (exit 2), not read until memory runs out.
+fn batch_files_without_a_size_are_bounded() {
+    let out = keyplan()
+        .args(["plan", "--format", "json", "--batches", "/dev/zero"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("/dev/zero: line 1 is longer than 16 MiB"),
+        "{stderr}"
+    );
+}
+
 /// This module's tests, run by the harness in `main.rs`.
 pub(crate) const TESTS: &[crate::support::Test] = &[
     (
@@ -269,4 +284,8 @@ pub(crate) const TESTS: &[crate::support::Test] = &[
         observed_batches_are_mined_for_the_shared_segment,
     ),
     ("plan_errors_name_the_flag", plan_errors_name_the_flag),
+    (
+        "batch_files_without_a_size_are_bounded",
+        batch_files_without_a_size_are_bounded,
+    ),
 ];

@@ -1165,6 +1165,48 @@ fn a_capture_streams_to_the_same_report() {
     assert!(!report.exists(), "a failed run leaves no report");
 }
 
+/// Batch files are held to their bounds by the read itself: an input without a size
+/// (`/dev/zero`) and a line that never ends are refused naming the file, the line and the
+/// bound, as a regular file over the bound is, at once (exit 2, nothing simulated).
+fn batch_files_are_bounded_whatever_their_kind() {
+    let dir = tempfile::tempdir().unwrap();
+    // A 17 MiB line: one batch longer than a batch file's line may be.
+    let long = dir.path().join("long.txt");
+    let mut text = b"MGET a b\n".to_vec();
+    text.extend(std::iter::repeat_n(b'a', 17 << 20));
+    std::fs::write(&long, text).unwrap();
+    // A 65 MiB file (sparse: its size is all that is read).
+    let big = dir.path().join("big.txt");
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len(65 << 20)
+        .unwrap();
+    let cases: Vec<(std::path::PathBuf, String)> = vec![
+        (
+            "/dev/zero".into(),
+            "/dev/zero: line 1 is longer than 16 MiB".into(),
+        ),
+        (
+            long.clone(),
+            format!("{}: line 2 is longer than 16 MiB", long.display()),
+        ),
+        (
+            big.clone(),
+            format!("batch file '{}' is larger than 64 MiB", big.display()),
+        ),
+    ];
+    for (path, want) in &cases {
+        let out = keyplan()
+            .args(["simulate", "--format", "json", "--batches"])
+            .arg(path)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{}: {stderr}", path.display());
+        assert!(stderr.contains(want.as_str()), "{stderr}");
+    }
+}
+
 /// This module's tests, run by the harness in `main.rs`.
 pub(crate) const TESTS: &[crate::support::Test] = &[
     (
@@ -1197,5 +1239,9 @@ pub(crate) const TESTS: &[crate::support::Test] = &[
     (
         "a_capture_streams_to_the_same_report",
         a_capture_streams_to_the_same_report,
+    ),
+    (
+        "batch_files_are_bounded_whatever_their_kind",
+        batch_files_are_bounded_whatever_their_kind,
     ),
 ];
