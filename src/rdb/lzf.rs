@@ -91,6 +91,50 @@ pub fn decompress(input: &[u8], full: usize, out: &mut Vec<u8>) -> Result<(), Lz
     decompress_prefix(input, full, full, out)
 }
 
+/// Checks that all of `input` would expand to exactly `full` bytes, every back reference
+/// within the bytes already produced, without expanding it: one step per run, no output
+/// written. Gives the last byte of the output when the last run is a literal (as every
+/// compressor writes it), `None` when it is a back reference.
+pub fn check(input: &[u8], full: usize) -> Result<Option<u8>, LzfError> {
+    let mut produced = 0usize;
+    let mut last = None;
+    let mut i = 0usize;
+    while i < input.len() {
+        let ctrl = input[i] as usize;
+        i += 1;
+        if ctrl < 32 {
+            let run = ctrl + 1;
+            if input.len() - i < run {
+                return Err(LzfError::Truncated);
+            }
+            produced += run;
+            i += run;
+            last = Some(input[i - 1]);
+        } else {
+            let mut len = ctrl >> 5;
+            if len == 7 {
+                len += *input.get(i).ok_or(LzfError::Truncated)? as usize;
+                i += 1;
+            }
+            len += 2;
+            let low = *input.get(i).ok_or(LzfError::Truncated)? as usize;
+            i += 1;
+            if ((ctrl & 31) << 8 | low) + 1 > produced {
+                return Err(LzfError::BadReference);
+            }
+            produced += len;
+            last = None;
+        }
+        if produced > full {
+            return Err(LzfError::TooLong);
+        }
+    }
+    if produced < full {
+        return Err(LzfError::Truncated);
+    }
+    Ok(last)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -126,5 +170,29 @@ mod tests {
             decompress(&[0, b'a'], 2, &mut out),
             Err(LzfError::Truncated)
         );
+    }
+
+    #[test]
+    fn check_agrees_with_decompress() {
+        let good = [2, b'a', b'b', b'c', 4 << 5, 2, 0, b'z'];
+        assert_eq!(check(&good, 10), Ok(Some(b'z')));
+        assert_eq!(check(&good[..6], 9), Ok(None));
+        // A reference before the start, anywhere in the input (here after a literal).
+        assert_eq!(
+            check(&[0, b'a', 1 << 5, 4, 0, b'b'], 5),
+            Err(LzfError::BadReference)
+        );
+        assert_eq!(check(&[1 << 5, 0], 3), Err(LzfError::BadReference));
+        assert_eq!(check(&[5, b'a'], 6), Err(LzfError::Truncated));
+        assert_eq!(check(&good, 9), Err(LzfError::TooLong));
+        assert_eq!(check(&good, 11), Err(LzfError::Truncated));
+        let mut out = Vec::new();
+        for (input, full) in [(&good[..], 10), (&good[..6], 9), (&[7 << 5][..], 9)] {
+            assert_eq!(
+                check(input, full).is_ok(),
+                decompress(input, full, &mut out).is_ok(),
+                "{input:?}"
+            );
+        }
     }
 }

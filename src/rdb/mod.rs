@@ -49,8 +49,46 @@ pub enum Magic {
     Valkey,
 }
 
-/// Whether `data` starts like a snapshot, and which.
+/// Whether `data` starts like a snapshot, and which. A snapshot whose magic is damaged (see
+/// [`damaged_magic`]) is taken for one too, given as `(Magic::Redis, 0)`, a version no server
+/// writes: [`Parser::new`] then refuses it at byte 0, where it would otherwise be read as lines
+/// of keys.
 pub fn sniff(data: &[u8]) -> Option<(Magic, u32)> {
+    exact_magic(data).or_else(|| damaged_magic(data).map(|_| (Magic::Redis, 0)))
+}
+
+/// How many bytes of a file's start [`sniff`] wants to see to tell a damaged magic.
+pub const SNIFF_HEAD: usize = 16;
+
+/// The start of a snapshot whose magic is damaged, as it reads (`redis0010`, `RDB0010`):
+/// `REDIS`, `VALKEY` or `RDB` in any case, then one to four digits, then binary bytes (a
+/// snapshot's first record is an opcode, 0xFA or 0xFE; a key dump's first line is text), and
+/// not a magic a server writes. `None` for anything else.
+pub fn damaged_magic(data: &[u8]) -> Option<String> {
+    if exact_magic(data).is_some() {
+        return None;
+    }
+    let word = [&b"REDIS"[..], b"VALKEY", b"RDB"].into_iter().find(|w| {
+        data.get(..w.len())
+            .is_some_and(|h| h.eq_ignore_ascii_case(w))
+    })?;
+    let rest = &data[word.len()..];
+    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+    if !(1..=4).contains(&digits) {
+        return None;
+    }
+    let binary =
+        |b: u8| (b < 0x20 && !matches!(b, b'\t' | b'\n' | b'\r')) || b >= 0xf5 || b == 0x7f;
+    let after = &rest[digits..];
+    let first_line = after.split(|&b| b == b'\n').next().unwrap_or_default();
+    if !first_line.iter().take(4).any(|&b| binary(b)) {
+        return None;
+    }
+    Some(String::from_utf8_lossy(&data[..word.len() + digits]).into_owned())
+}
+
+/// The magic a server writes: `REDIS` and four digits, or `VALKEY` and three.
+fn exact_magic(data: &[u8]) -> Option<(Magic, u32)> {
     let digits = |d: &[u8]| -> Option<u32> {
         if d.iter().all(u8::is_ascii_digit) {
             std::str::from_utf8(d).ok()?.parse().ok()
@@ -156,6 +194,14 @@ enum Str {
 }
 
 impl Str {
+    /// Where its bytes start in the file (`None` for an integer).
+    fn start(&self) -> Option<usize> {
+        match *self {
+            Str::Int(_) => None,
+            Str::Raw { start, .. } | Str::Lzf { start, .. } => Some(start),
+        }
+    }
+
     fn len(&self) -> u64 {
         match *self {
             Str::Int(v) => {
@@ -250,7 +296,16 @@ const MAX_VALKEY_RDB: u32 = 89;
 impl<'a> Parser<'a> {
     /// Checks the header and positions the parser on the first record.
     pub fn new(data: &'a [u8]) -> R<Parser<'a>> {
-        let (magic, version) = sniff(data).ok_or_else(|| {
+        if let Some(seen) = damaged_magic(data) {
+            return Err(Box::new(RdbError {
+                offset: 0,
+                message: format!(
+                    "a snapshot with a damaged header: it starts `{}` followed by binary data, where a snapshot starts with REDIS and four digits (VALKEY and three); take a fresh snapshot (BGSAVE, or `redis-cli --rdb FILE`), or pass --input-format raw if this is a key dump",
+                    seen.escape_debug()
+                ),
+            }));
+        }
+        let (magic, version) = exact_magic(data).ok_or_else(|| {
             Box::new(RdbError {
                 offset: 0,
                 message: "not an RDB snapshot: it does not start with REDIS0… or VALKEY…".into(),
@@ -558,29 +613,90 @@ impl<'a> Parser<'a> {
         Ok(())
     }
 
-    /// Elements of a packed blob, reading no more of it than needed; `None` when malformed.
-    fn packed_count(&mut self, s: Str, kind: Packed) -> Option<u64> {
+    /// A string inside a value: [`Parser::string`], and a compressed one checked to expand
+    /// (every back reference within what it has produced, its stated length exact), so that a
+    /// damaged one is an error naming its offset rather than a value taken as whole. (The walk,
+    /// [`Parser::skip_key`], steps over strings without this.)
+    #[inline(always)]
+    fn value_string(&mut self) -> R<Str> {
+        let s = self.string()?;
+        if let Str::Lzf { start, clen, ulen } = s {
+            self.check_lzf(start, clen, ulen)?;
+        }
+        Ok(s)
+    }
+
+    /// [`lzf::check`] of the compressed string at `start`, as an error at `start`.
+    #[inline(never)]
+    fn check_lzf(&self, start: usize, clen: usize, ulen: usize) -> R<Option<u8>> {
+        match lzf::check(&self.data[start..start + clen], ulen) {
+            Ok(last) => Ok(last),
+            Err(e) => self.err(
+                start,
+                format!(
+                    "{e} ({clen} compressed bytes from here, stated to expand to {ulen}): a damaged snapshot"
+                ),
+            ),
+        }
+    }
+
+    /// Elements of a packed blob, reading no more of it than needed; `None` when malformed
+    /// in a way the value can still be stepped over. A blob that does not end with its end
+    /// marker (0xFF: listpacks, ziplists, zipmaps) is an error at its last byte.
+    fn packed_count(&mut self, s: Str, kind: Packed) -> R<Option<u64>> {
+        let terminated = kind != Packed::Intset;
         match s {
-            Str::Int(_) => None,
-            Str::Raw { start, len } => blob::count(kind, &self.data[start..start + len], len),
+            Str::Int(_) => Ok(None),
+            Str::Raw { start, len } => {
+                let b = &self.data[start..start + len];
+                if terminated && len > 0 && b[len - 1] != 0xff {
+                    return self.unterminated(kind, start + len - 1, len, b[len - 1], "");
+                }
+                Ok(blob::count(kind, b, len))
+            }
             Str::Lzf { start, clen, ulen } => {
+                let last = self.check_lzf(start, clen, ulen)?;
                 let input = &self.data[start..start + clen];
                 let mut buf = std::mem::take(&mut self.scratch);
-                let mut n = None;
-                if lzf::decompress_prefix(input, ulen, blob::HEADER, &mut buf).is_ok() {
-                    // The header's count is exact, or the whole blob is expanded and walked.
-                    let whole = blob::header_count_exact(kind, &buf)
-                        || lzf::decompress(input, ulen, &mut buf).is_ok();
-                    n = if whole {
-                        blob::count(kind, &buf, ulen)
-                    } else {
-                        None
-                    };
+                // The header's count is exact, or the whole blob is expanded and walked (and
+                // expanded too in the rare case that its last byte comes from a back
+                // reference). It expands: `check_lzf` said so.
+                let _ = lzf::decompress_prefix(input, ulen, blob::HEADER, &mut buf);
+                if !blob::header_count_exact(kind, &buf) || (terminated && last.is_none()) {
+                    let _ = lzf::decompress(input, ulen, &mut buf);
                 }
+                let last = last.or_else(|| buf.last().copied());
+                let n = blob::count(kind, &buf, ulen);
                 self.scratch = buf;
-                n
+                match last {
+                    Some(b) if terminated && ulen > 0 && b != 0xff => self.unterminated(
+                        kind,
+                        start,
+                        ulen,
+                        b,
+                        " (compressed: its data starts here)",
+                    ),
+                    _ => Ok(n),
+                }
             }
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn unterminated<T>(&self, kind: Packed, at: usize, len: usize, last: u8, how: &str) -> R<T> {
+        let name = match kind {
+            Packed::Listpack => "listpack",
+            Packed::Ziplist => "ziplist",
+            Packed::Zipmap => "zipmap",
+            Packed::Intset => "intset",
+        };
+        self.err(
+            at,
+            format!(
+                "a {name} of {len} bytes{how} ends with 0x{last:02x}, not its end marker 0xff: a damaged snapshot"
+            ),
+        )
     }
 
     fn skip_module_value(&mut self) -> R<()> {
@@ -737,7 +853,20 @@ impl<'a> Parser<'a> {
                 0xfd => {
                     expires_at_ms = Some(u32::from_le_bytes(self.fixed("an expiry")?) as i64 * 1000)
                 }
-                0xfc => expires_at_ms = Some(i64::from_le_bytes(self.fixed("an expiry")?)),
+                0xfc => {
+                    let ms = i64::from_le_bytes(self.fixed("an expiry")?);
+                    // A server saves only expiries it holds, and it deletes a key whose
+                    // expiry is set before 1970 at once.
+                    if ms < 0 {
+                        return self.err(
+                            at,
+                            format!(
+                                "an expiry of {ms} ms, before 1970: no server writes a negative expiry (a damaged snapshot)"
+                            ),
+                        );
+                    }
+                    expires_at_ms = Some(ms);
+                }
                 0xfb => {
                     self.len()?;
                     self.len()?;
@@ -850,7 +979,7 @@ impl<'a> Parser<'a> {
     /// A string value (type 0): most values, read on the inline path.
     #[inline(always)]
     fn string_value(&mut self, layout: &memory::Layout) -> R<Value> {
-        let s = self.string()?;
+        let s = self.value_string()?;
         let len = s.len();
         let encoding = match s {
             Str::Int(_) => StringEncoding::Int,
@@ -876,7 +1005,7 @@ impl<'a> Parser<'a> {
                 let n = self.len()?;
                 let mut strings = 0u64;
                 for _ in 0..n {
-                    strings += memory::sds(self.string()?.len());
+                    strings += memory::sds(self.value_string()?.len());
                 }
                 if t == 1 {
                     Value::new(
@@ -893,7 +1022,7 @@ impl<'a> Parser<'a> {
                 let n = self.len()?;
                 let mut strings = 0u64;
                 for _ in 0..n {
-                    strings += memory::sds(self.string()?.len());
+                    strings += memory::sds(self.value_string()?.len());
                     if t == 5 {
                         self.take(8, "a score")?;
                     } else {
@@ -910,8 +1039,8 @@ impl<'a> Parser<'a> {
                 let n = self.len()?;
                 let mut strings = 0u64;
                 for _ in 0..n {
-                    strings += memory::sds(self.string()?.len());
-                    strings += memory::sds(self.string()?.len());
+                    strings += memory::sds(self.value_string()?.len());
+                    strings += memory::sds(self.value_string()?.len());
                     self.take(8, "a field's expiry")?;
                 }
                 Value::new(
@@ -931,8 +1060,8 @@ impl<'a> Parser<'a> {
                     if t != 4 {
                         self.len()?; // field TTL
                     }
-                    strings += memory::sds(self.string()?.len());
-                    strings += memory::sds(self.string()?.len());
+                    strings += memory::sds(self.value_string()?.len());
+                    strings += memory::sds(self.value_string()?.len());
                 }
                 Value::new(K::Hash, "hashtable", Some(n), layout.hash(n, strings))
             }
@@ -969,8 +1098,25 @@ impl<'a> Parser<'a> {
                     20 => (K::Set, "listpack", Packed::Listpack, 1),
                     _ => (K::Hash, "listpackex", Packed::Listpack, 3),
                 };
+                // (packed_count checks a compressed blob's runs)
                 let s = self.string()?;
-                let elements = self.packed_count(s, packed).map(|n| n / per);
+                let elements = match self.packed_count(s, packed)? {
+                    Some(n) if n % per != 0 => {
+                        let what = match per {
+                            2 if kind == K::Zset => "member-score pairs",
+                            2 => "field-value pairs",
+                            _ => "field, value and expiry triples",
+                        };
+                        return self.err(
+                            s.start().unwrap_or(at),
+                            format!(
+                                "a {} {encoding} of {n} entries, not a whole number of {what}: a damaged snapshot",
+                                kind.name()
+                            ),
+                        );
+                    }
+                    n => n.map(|n| n / per),
+                };
                 Value::new(kind, encoding, elements, memory::packed(s.len()))
             }
             14 | 18 => {
@@ -988,7 +1134,12 @@ impl<'a> Parser<'a> {
                     } else {
                         false
                     };
-                    let s = self.string()?;
+                    // (a packed node's runs are checked by packed_count)
+                    let s = if plain {
+                        self.value_string()?
+                    } else {
+                        self.string()?
+                    };
                     let depth = u64::from(self.list_compress_depth);
                     let inner = depth > 0 && nodes >= 2 * depth && i >= depth && i < nodes - depth;
                     blobs += match s {
@@ -1006,7 +1157,7 @@ impl<'a> Parser<'a> {
                         } else {
                             Packed::Listpack
                         };
-                        self.packed_count(s, kind)
+                        self.packed_count(s, kind)?
                     };
                     elements = elements.zip(n).map(|(a, b)| a + b);
                     if i == 0 && !plain {
@@ -1039,11 +1190,11 @@ impl<'a> Parser<'a> {
         let mut scratch = std::mem::take(&mut self.scratch);
         for _ in 0..nodes {
             let at = self.pos;
-            let id = self.string()?; // the node's master id, the tree's key
+            let id = self.value_string()?; // the node's master id, the tree's key
             scratch.clear();
             self.materialize(id, &mut scratch, at)?;
             ids.push(&scratch);
-            let lp = self.string()?;
+            let lp = self.value_string()?;
             mem += memory::alloc(lp.len());
         }
         self.scratch = scratch;
@@ -1058,7 +1209,7 @@ impl<'a> Parser<'a> {
         }
         let groups = self.len()?;
         for _ in 0..groups {
-            self.string()?;
+            self.value_string()?;
             self.len()?;
             self.len()?;
             if t >= 19 {
@@ -1075,7 +1226,7 @@ impl<'a> Parser<'a> {
             mem += pel.usage() + pending * memory::STREAM_NACK;
             let consumers = self.len()?;
             for _ in 0..consumers {
-                let name = self.string()?;
+                let name = self.value_string()?;
                 mem += layout.consumer + name.len();
                 self.take(if t >= 21 { 16 } else { 8 }, "a consumer's times")?;
                 let own = self.len()?;
@@ -1186,6 +1337,46 @@ mod tests {
             e.message.contains("no server has that many databases"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn damaged_magics_are_told_from_key_dumps() {
+        for head in [
+            &b"redis0010\xfa\x09redis-ver"[..],
+            b"RDB0010\xfa",
+            b"Redis0011\xfe\x00",
+            b"valkey080\xfa",
+            b"REDIS001 \xfa",
+        ] {
+            assert!(damaged_magic(head).is_some(), "{head:?}");
+            assert!(sniff(head).is_some(), "{head:?}");
+            let e = Parser::new(head).err().unwrap();
+            assert_eq!(e.offset, 0, "{e}");
+            assert!(e.message.contains("damaged header"), "{e}");
+        }
+        for head in [
+            &b"REDIS0011\xfa"[..],
+            b"redis0001\nuser:1\n",
+            b"RDB0010:x\n",
+            b"rdb:1\n",
+            b"RDB\xfa",
+            b"redis01234567\xfa",
+            b"redis",
+        ] {
+            assert!(damaged_magic(head).is_none(), "{head:?}");
+        }
+        assert_eq!(sniff(b"REDIS0011\xfa"), Some((Magic::Redis, 11)));
+    }
+
+    #[test]
+    fn negative_expiries_are_damage() {
+        let mut body = vec![0xfc];
+        body.extend_from_slice(&(-1i64).to_le_bytes());
+        body.extend_from_slice(&[0, 1, b'k', 1, b'v']);
+        let data = file(&body);
+        let e = Parser::new(&data).unwrap().next_key().unwrap_err();
+        assert_eq!(e.offset, 9);
+        assert!(e.message.contains("an expiry of -1 ms"), "{e}");
     }
 
     #[test]

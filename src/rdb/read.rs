@@ -70,10 +70,11 @@ impl Mapped {
     }
 }
 
-/// Whether the bytes at the start of `file` are a snapshot's (the file offset is kept).
+/// Whether the bytes at the start of `file` are a snapshot's, or a damaged snapshot's (see
+/// [`super::sniff`]; the file offset is kept).
 pub fn is_snapshot(file: &File) -> bool {
     use std::os::unix::fs::FileExt;
-    let mut head = [0u8; 9];
+    let mut head = [0u8; super::SNIFF_HEAD];
     let meta = file.metadata();
     if !meta.is_ok_and(|m| m.is_file()) {
         return false;
@@ -83,7 +84,15 @@ pub fn is_snapshot(file: &File) -> bool {
         let mut f = file;
         f.stream_position().unwrap_or(0)
     };
-    file.read_exact_at(&mut head, start).is_ok() && super::sniff(&head).is_some()
+    // A file shorter than the head is read as far as it goes.
+    let mut got = 0;
+    while got < head.len() {
+        match file.read_at(&mut head[got..], start + got as u64) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => got += n,
+        }
+    }
+    super::sniff(&head[..got]).is_some()
 }
 
 /// A run of consecutive keys of the snapshot: where it starts (after the previous run's last

@@ -703,6 +703,168 @@ fn damaged_snapshots_fail_cleanly() {
     }
 }
 
+/// Where `needle` starts in `hay` (once: the test's keys are named so that they are unique).
+fn find(hay: &[u8], needle: &[u8]) -> usize {
+    let at: Vec<usize> = hay
+        .windows(needle.len())
+        .enumerate()
+        .filter(|(_, w)| *w == needle)
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(
+        at.len(),
+        1,
+        "{:?} is not once in the snapshot",
+        String::from_utf8_lossy(needle)
+    );
+    at[0]
+}
+
+/// Snapshots damaged in ways that used to be read without a word, each made from a real
+/// server's snapshot here: an error naming the file and the byte, exit 2, never keys. The
+/// magic in lower case (`redis0010`) or shortened to `RDB0010` (read as 13,538 "keys" of a text
+/// dump before); a hash listpack with an odd number of entries; a listpack without its end
+/// marker; an expiry of −1 ms; an LZF back reference before the start of its output. A key
+/// dump that merely starts like a magic (`redis0001` as its first key) is still a dump.
+fn damaged_snapshots_read_silently_before_are_errors() {
+    let Some(binary) = require_binary("redis-server") else {
+        return;
+    };
+    let server = RedisServer::start(&binary, false);
+    let mut c = server.connect();
+    let filler: Vec<Vec<Vec<u8>>> = (0..2000)
+        .map(|i| vec![b("SET"), b(format!("filler:{i}")), b(format!("v{i}"))])
+        .collect();
+    run_all(&mut c, &filler);
+    run_all(
+        &mut c,
+        &[
+            vec![b("CONFIG"), b("SET"), b("rdbcompression"), b("no")],
+            vec![
+                b("HSET"),
+                b("damage:hash"),
+                b("f1"),
+                b("v1"),
+                b("f2"),
+                b("v2"),
+            ],
+            vec![
+                b("SET"),
+                b("damage:expiry"),
+                b("v"),
+                b("PX"),
+                b("100000000"),
+            ],
+        ],
+    );
+    let plain = std::fs::read(save(&mut c)).unwrap();
+    run_all(
+        &mut c,
+        &[
+            vec![b("CONFIG"), b("SET"), b("rdbcompression"), b("yes")],
+            vec![b("SET"), b("damage:lzf"), b("a".repeat(300))],
+        ],
+    );
+    let compressed = std::fs::read(save(&mut c)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("damaged.rdb");
+    let name = path.to_str().unwrap();
+    std::fs::write(&path, &plain).unwrap();
+    let (code, out, err) = run_in_process(&["analyze", name]);
+    assert_eq!(code, 0, "the undamaged snapshot: {out}{err}");
+    let fails = |data: &[u8], offset: usize, says: &str| {
+        std::fs::write(&path, data).unwrap();
+        for args in [
+            &["analyze", name][..],
+            &["scan", "--rdb", name, "--format", "jsonl"],
+        ] {
+            let (code, out, err) = run_in_process(args);
+            assert_eq!(code, 2, "{says}: {args:?}: {out}{err}");
+            assert!(
+                err.contains(name)
+                    && err.contains(&format!("byte {offset}: "))
+                    && err.contains(says),
+                "{says} at byte {offset}: {err}"
+            );
+            assert!(!out.contains("keys"), "{says}: read as keys: {out}");
+        }
+    };
+
+    // The magic damaged: lower case, or RDB and the version.
+    let mut lower = plain.clone();
+    lower[..5].copy_from_slice(b"redis");
+    fails(&lower, 0, "damaged header");
+    let mut short = b"RDB".to_vec();
+    short.extend_from_slice(&plain[5..]);
+    fails(&short, 0, "damaged header");
+
+    // A hash listpack (type 16) whose last entry is cut out, its lengths made to agree: three
+    // entries, a field without its value.
+    let key = find(&plain, b"\x10\x0bdamage:hash");
+    let len_at = key + 2 + 11;
+    let blob_len = plain[len_at] as usize;
+    assert!(blob_len < 64, "a one-byte string length");
+    let blob = len_at + 1;
+    let lp = &plain[blob..blob + blob_len];
+    assert_eq!(
+        u32::from_le_bytes(lp[..4].try_into().unwrap()) as usize,
+        blob_len
+    );
+    assert_eq!(u16::from_le_bytes(lp[4..6].try_into().unwrap()), 4);
+    assert_eq!(lp[blob_len - 1], 0xff);
+    // The last entry, "v2": its encoding byte, 2 bytes, its back length.
+    assert_eq!(&lp[blob_len - 5..blob_len - 1], b"\x82v2\x03");
+    let mut odd = plain[..blob].to_vec();
+    let mut lp3 = lp[..blob_len - 5].to_vec();
+    lp3.push(0xff);
+    let n = lp3.len();
+    lp3[..4].copy_from_slice(&(n as u32).to_le_bytes());
+    lp3[4..6].copy_from_slice(&3u16.to_le_bytes());
+    odd[len_at] = n as u8;
+    odd.extend_from_slice(&lp3);
+    odd.extend_from_slice(&plain[blob + blob_len..]);
+    fails(
+        &odd,
+        blob,
+        "of 3 entries, not a whole number of field-value pairs",
+    );
+
+    // The same listpack without its end marker.
+    let mut open = plain[..blob].to_vec();
+    let mut lp_open = lp[..blob_len - 1].to_vec();
+    let n = lp_open.len();
+    lp_open[..4].copy_from_slice(&(n as u32).to_le_bytes());
+    open[len_at] = n as u8;
+    open.extend_from_slice(&lp_open);
+    open.extend_from_slice(&plain[blob + blob_len..]);
+    fails(&open, blob + n - 1, "not its end marker 0xff");
+
+    // An expiry of -1 ms (EXPIRETIME_MS, 8 bytes, then the string type and the key).
+    let at = find(&plain, b"\x00\x0ddamage:expiry") - 9;
+    assert_eq!(plain[at], 0xfc);
+    let mut negative = plain.clone();
+    negative[at + 1..at + 9].copy_from_slice(&(-1i64).to_le_bytes());
+    fails(&negative, at, "an expiry of -1 ms");
+
+    // A compressed string (0xC3, its lengths, then the runs) whose first run, a literal, is
+    // made a back reference: before the start of the output.
+    let key = find(&compressed, b"\x00\x0adamage:lzf");
+    let value = key + 2 + 10;
+    assert_eq!(compressed[value], 0xc3, "compressed");
+    // Two one-byte lengths (the compressed one, then 300 in two bytes).
+    let runs = value + 1 + 1 + 2;
+    assert!(compressed[runs] < 32, "a literal run first");
+    let mut reference = compressed.clone();
+    reference[runs] = 0x20;
+    fails(&reference, runs, "refers before its start");
+
+    // A key dump whose first keys merely look like a magic: read as the dump it is.
+    std::fs::write(&path, "redis0001\nRDB0010:x\nuser:1\n").unwrap();
+    let (code, out, err) = run_in_process(&["analyze", name]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains('3'), "{out}");
+}
+
 /// Sends one command to the node that owns its key, following the servers' MOVED replies.
 pub(crate) fn call_routed(cluster: &Cluster, args: &[&[u8]]) -> Reply {
     let mut port = cluster.nodes[0].port;
@@ -811,6 +973,10 @@ pub(crate) const TESTS: &[crate::support::Test] = &[
     (
         "damaged_snapshots_fail_cleanly",
         damaged_snapshots_fail_cleanly,
+    ),
+    (
+        "damaged_snapshots_read_silently_before_are_errors",
+        damaged_snapshots_read_silently_before_are_errors,
     ),
     (
         "live_samples_list_their_biggest_keys",
