@@ -126,6 +126,23 @@ fn sh(s: &str) -> String {
     }
 }
 
+/// `s` made safe for a `#` comment line: a control character (a newline would end the comment
+/// and start a command) is written as its escape, `\n`, `\u{1b}`.
+pub(super) fn comment(s: &str) -> String {
+    if !s.chars().any(char::is_control) {
+        return s.to_string();
+    }
+    s.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
 fn split_addr(addr: &str) -> (&str, &str) {
     addr.rsplit_once(':').unwrap_or((addr, ""))
 }
@@ -136,7 +153,14 @@ fn ids(view: &ClusterView) -> Result<Vec<String>, MigrateError> {
     view.nodes
         .iter()
         .map(|n| match (&n.id, n.added) {
-            (Some(id), _) => Ok(id.clone()),
+            // Only an id of 40 hex digits is ever written into a script (it is written
+            // unquoted, as a shell word).
+            (Some(id), _) if crate::topology::is_node_id(id) => Ok(id.clone()),
+            (Some(id), _) => Err(MigrateError::Input {
+                input: PlanInput::Emit,
+                value: None,
+                problem: Problem::BadId(comment(&n.name), format!("{id:?}")),
+            }),
             (None, true) => {
                 added += 1;
                 Ok(format!("\"$NEW_ID_{added}\""))
@@ -150,15 +174,25 @@ fn ids(view: &ClusterView) -> Result<Vec<String>, MigrateError> {
         .collect()
 }
 
+/// A node's `host:port`, which must hold no space or control byte: the setslot script lists
+/// the masters in one variable and splits it on spaces.
 fn address(view: &ClusterView, i: usize) -> Result<&str, MigrateError> {
-    view.nodes[i]
+    let addr = view.nodes[i]
         .address
         .as_deref()
         .ok_or_else(|| MigrateError::Input {
             input: PlanInput::Emit,
             value: None,
-            problem: Problem::NoAddress(view.nodes[i].name.clone()),
-        })
+            problem: Problem::NoAddress(comment(&view.nodes[i].name)),
+        })?;
+    if addr.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(MigrateError::Input {
+            input: PlanInput::Emit,
+            value: None,
+            problem: Problem::BadAddress(comment(&view.nodes[i].name), format!("{addr:?}")),
+        });
+    }
+    Ok(addr)
 }
 
 /// The node redis-cli commands connect to: the first node in view order with an address that
@@ -203,13 +237,13 @@ fn prelude(out: &mut String, view: &ClusterView, ctx: &EmitContext, entry: &str,
     out.push_str("#!/bin/sh\n");
     out.push_str("# Written by keyplan; review before running. keyplan never runs it.\n");
     for h in &ctx.header {
-        let _ = writeln!(out, "# {h}");
+        let _ = writeln!(out, "# {}", comment(h));
     }
     match cli {
         "valkey-cli" => out.push_str(
-            "# A password is read from VALKEYCLI_AUTH (or REDISCLI_AUTH), as valkey-cli reads it.\nset -eu\n",
+            "# A password is read from VALKEYCLI_AUTH (or REDISCLI_AUTH), as valkey-cli reads it.\nset -euf\n",
         ),
-        _ => out.push_str("# A password is read from REDISCLI_AUTH, as redis-cli reads it.\nset -eu\n"),
+        _ => out.push_str("# A password is read from REDISCLI_AUTH, as redis-cli reads it.\nset -euf\n"),
     }
     let mut added = 0;
     for n in view.nodes.iter().filter(|n| n.added) {
@@ -304,8 +338,8 @@ pub fn emit(
                         i + 1,
                         moves.len(),
                         m.slots.len(),
-                        view.nodes[m.from].name,
-                        view.nodes[m.to].name
+                        comment(&view.nodes[m.from].name),
+                        comment(&view.nodes[m.to].name)
                     ))
                 );
                 let _ = writeln!(
@@ -368,7 +402,7 @@ pub fn emit(
             let masters: Vec<String> = view
                 .masters()
                 .iter()
-                .map(|&i| address(view, i).map(sh))
+                .map(|&i| address(view, i).map(str::to_string))
                 .collect::<Result<_, _>>()?;
             let _ = writeln!(out, "MASTERS={}", sh(&masters.join(" ")));
             let total: usize = moves.iter().map(|m| m.slots.len()).sum();
@@ -428,22 +462,32 @@ all_ok() {
 # setslots STATE ID SLOT...: the CLUSTER SETSLOT commands
 setslots() { w=$1 id=$2; shift 2; for s in "$@"; do echo "CLUSTER SETSLOT $s $w $id"; done; }
 MARK="keyplan-slot-mark-$$-"
-# keys_of HOST PORT SLOT...: up to PIPELINE keys of each slot, each slot's after a mark line
+# keys_of HOST PORT SLOT...: up to PIPELINE keys of each slot, each slot's after a mark line.
+# Not --raw: each key is printed quoted and escaped, one per line whatever bytes it holds
+# (newline, NUL, none), in the form redis-cli reads back as one argument.
 keys_of() {
   h=$1 p=$2; shift 2
   for s in "$@"; do echo "ECHO $MARK$s"; echo "CLUSTER GETKEYSINSLOT $s $PIPELINE"; done |
-    redis-cli --raw -h "$h" -p "$p" || fail "$h:$p: redis-cli failed"
+    redis-cli --no-raw -h "$h" -p "$p" || fail "$h:$p: redis-cli failed"
 }
-# migrates HOST PORT: the MIGRATE to HOST:PORT of each slot's keys listed by keys_of
+# migrates HOST PORT: the MIGRATE to HOST:PORT of each slot's keys listed by keys_of. The
+# host and the password reach awk through its environment: `awk -v` would show the password
+# in ps and turn its backslash escapes into other bytes.
 migrates() {
-  awk -v mark="$MARK" -v host="$1" -v port="$2" -v auth="${REDISCLI_AUTH:-}" '
-    # A quoted argument as redis-cli reads one: \ and " as hex escapes (built by hand:
-    # awks differ in how gsub reads backslashes in a replacement).
+  KP_HOST=$1 KP_PORT=$2 KP_MARK=$MARK LC_ALL=C awk '
+    BEGIN {
+      mark = "\"" ENVIRON["KP_MARK"]; host = ENVIRON["KP_HOST"]; port = ENVIRON["KP_PORT"]
+      auth = ENVIRON["REDISCLI_AUTH"]
+      for (i = 1; i < 256; i++) ord[sprintf("%c", i)] = i
+    }
+    # A quoted argument as redis-cli reads one: backslash, quote and control bytes as hex
+    # escapes (built by hand: awks differ in how gsub reads backslashes in a replacement).
     function q(s,   i, c, o) {
       o = ""
       for (i = 1; i <= length(s); i++) {
         c = substr(s, i, 1)
-        if (c == "\\") o = o "\\x5c"; else if (c == "\"") o = o "\\x22"; else o = o c
+        if (c == "\\" || c == "\"" || ord[c] < 32 || ord[c] == 127) o = o sprintf("\\x%02x", ord[c])
+        else o = o c
       }
       return "\"" o "\""
     }
@@ -452,9 +496,10 @@ migrates() {
       keys = ""; n = 0
     }
     index($0, mark) == 1 { flush(); next }
-    $0 == "" { next }
-    { keys = keys " " q($0); n++ }
-    END { flush() }'
+    # A key as redis-cli prints an array element: `N) "escaped bytes"`, already quoted.
+    /^ *[0-9]+\) "/ { keys = keys " " substr($0, index($0, "\"")); n++; next }
+    /^\(error\)/ { print "keyplan script: CLUSTER GETKEYSINSLOT: " $0 | "cat 1>&2"; failed = 1; exit 1 }
+    END { if (!failed) flush(); if (failed) exit 1 }'
 }
 # move_slots SRC_HOST SRC_PORT SRC_ID DST_HOST DST_PORT DST_ID SLOT...
 move_slots() {
@@ -671,6 +716,65 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.to_string().contains("needs node ids"), "{e}");
+    }
+
+    #[test]
+    fn comments_carry_no_control_bytes() {
+        assert_eq!(comment("from t.yaml"), "from t.yaml");
+        assert_eq!(comment("t\ntouch x\r\u{1b}[2J"), "t\\ntouch x\\r\\u{1b}[2J");
+        let ctx = EmitContext::reshard("a\nrm -rf /", "x", "y\n$(id)", 1);
+        let v = ClusterView::from_cluster_nodes(NODES).unwrap();
+        let m = vec![Move {
+            from: 0,
+            to: 1,
+            slots: vec![0],
+        }];
+        for how in [
+            Emit::RedisCli,
+            Emit::Setslot,
+            Emit::ValkeyAtomic,
+            Emit::ElastiCache,
+        ] {
+            let s = emit(&v, &m, how, DEFAULT_PIPELINE, &ctx).unwrap();
+            assert!(
+                s.lines()
+                    .all(|l| !l.starts_with("rm ") && !l.starts_with("$(id)")),
+                "{s}"
+            );
+        }
+    }
+
+    #[test]
+    fn ids_and_addresses_a_script_cannot_carry_are_refused() {
+        let m = vec![Move {
+            from: 0,
+            to: 1,
+            slots: vec![0],
+        }];
+        let mut v = ClusterView::from_cluster_nodes(NODES).unwrap();
+        v.nodes[1].id = Some("$(touch x)".into());
+        let e = emit(
+            &v,
+            &m,
+            Emit::Setslot,
+            DEFAULT_PIPELINE,
+            &EmitContext::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("not a cluster node id"), "{e}");
+        let mut v = ClusterView::from_cluster_nodes(NODES).unwrap();
+        v.nodes[1].address = Some("a b:7001".into());
+        let e = emit(
+            &v,
+            &m,
+            Emit::Setslot,
+            DEFAULT_PIPELINE,
+            &EmitContext::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("space or a control character"), "{e}");
     }
 
     #[test]

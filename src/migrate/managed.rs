@@ -185,7 +185,7 @@ pub fn script(
         "#!/bin/sh\n# Written by keyplan; review before running. keyplan never runs it.\n",
     );
     for h in &ctx.header {
-        let _ = writeln!(out, "# {h}");
+        let _ = writeln!(out, "# {}", super::emit::comment(h));
     }
     let _ = writeln!(
         out,
@@ -208,10 +208,14 @@ pub fn script(
             "#\n# WARNING: online resharding leaves items over 256 MB (serialized) where they are, and\n# does not remove a shard that holds one. These keys in moving slots are that large:"
         );
         for (k, slot, b) in &ctx.large_items {
-            let _ = writeln!(out, "#   {k} (slot {slot}, {b} bytes serialized)");
+            let _ = writeln!(
+                out,
+                "#   {} (slot {slot}, {b} bytes serialized)",
+                super::emit::comment(k)
+            );
         }
     }
-    out.push_str("set -eu\ncase \"${1:-}\" in\nonline)\n");
+    out.push_str("set -euf\ncase \"${1:-}\" in\nonline)\n");
     match service {
         Service::ElastiCache => {
             let _ = writeln!(

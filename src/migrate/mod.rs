@@ -179,6 +179,14 @@ pub enum Problem {
     /// Commands need node ids.
     #[error("needs node ids and addresses, and {0} has none")]
     NoIds(String),
+    /// A node id that is not 40 hexadecimal digits: never written into a script.
+    #[error(
+        "{0}'s id {1} is not a cluster node id (40 hexadecimal digits); check the topology file"
+    )]
+    BadId(String, String),
+    /// An address a script cannot carry.
+    #[error("{0}'s address {1} holds a space or a control character")]
+    BadAddress(String, String),
     /// Commands need addresses.
     #[error("needs every node's address, and {0} has none")]
     NoAddress(String),

@@ -59,7 +59,7 @@ struct EnterpriseConfig {
 struct NodeConfig {
     name: Spanned<String>,
     address: Option<String>,
-    id: Option<String>,
+    id: Option<Spanned<String>>,
     slots: Option<Spanned<String>>,
 }
 
@@ -269,6 +269,17 @@ fn cluster(
                 ),
             ));
         }
+        if let Some(id) = &n.value.id
+            && !super::is_node_id(&id.value)
+        {
+            return Err(err_at(
+                id,
+                format!(
+                    "node '{}': id {:?} is not a cluster node id (40 hexadecimal digits, as CLUSTER MYID prints)",
+                    name.value, id.value
+                ),
+            ));
+        }
         let ranges = match &n.value.slots {
             Some(slots) => parse_slots(&slots.value)
                 .map_err(|m| err_at(slots, format!("node '{}': {m}", name.value)))?,
@@ -295,7 +306,7 @@ fn cluster(
         let n = &n.value;
         out.push(Node {
             name: n.name.value.clone(),
-            id: n.id.clone(),
+            id: n.id.as_ref().map(|i| i.value.clone()),
             address: n.address.clone(),
             flags: Vec::new(),
             replicas: 0,

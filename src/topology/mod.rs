@@ -13,6 +13,12 @@ pub mod reply;
 pub mod ring;
 pub mod twemproxy;
 
+/// Whether `s` is a cluster node id: 40 hexadecimal digits. Ids from every topology format
+/// are held to it (an emitted script writes them as shell words).
+pub fn is_node_id(s: &str) -> bool {
+    s.len() == 40 && s.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
 use crate::slot::{SLOT_COUNT, key_slot};
 use std::fmt::Write as _;
 
@@ -494,6 +500,15 @@ fn closest_format(text: &str) -> Option<(TopologyFormat, &'static str)> {
     if f.len() >= 3 && f[1].contains(':') && flags(f[2]) {
         return Some((TopologyFormat::ClusterNodes, "CLUSTER NODES text"));
     }
+    // A CLUSTER NODES line whose fields were damaged still has its link state, or an id of 40
+    // hex digits run into its address.
+    let nodes_line = |f: &Vec<&str>| {
+        f.iter().any(|w| matches!(*w, "connected" | "disconnected"))
+            && f.iter().any(|w| w.contains(':') || w.contains('@'))
+            || f.first().is_some_and(|w| {
+                w.len() > 40 && w.as_bytes()[..40].iter().all(u8::is_ascii_hexdigit)
+            })
+    };
     // Most lines in one line format, a few not (the bad line is then that format's to name).
     let lines: Vec<Vec<&str>> = text
         .lines()
@@ -505,17 +520,38 @@ fn closest_format(text: &str) -> Option<(TopologyFormat, &'static str)> {
     if most(
         lines
             .iter()
-            .filter(|f| f.len() >= 3 && f[1].contains(':') && flags(f[2]))
+            .filter(|f| f.len() >= 3 && f[1].contains(':') && flags(f[2]) || nodes_line(f))
             .count(),
     ) {
         return Some((TopologyFormat::ClusterNodes, "CLUSTER NODES text"));
     }
+    // A twemproxy pool: `servers:` or, when that is what was damaged, the pool keys only
+    // twemproxy has, indented under the pool's name.
+    let pool_key = |l: &str| {
+        let t = l.trim_start();
+        l.starts_with([' ', '\t'])
+            && [
+                "servers:",
+                "listen:",
+                "distribution:",
+                "auto_eject_hosts:",
+                "server_retry_timeout:",
+                "server_failure_limit:",
+                "preconnect:",
+                "hash_tag:",
+                "server_connections:",
+            ]
+            .iter()
+            .any(|k| t.starts_with(k))
+    };
+    let twemproxy = text.lines().any(|l| l.trim_start().starts_with("servers:"))
+        || text.lines().filter(|l| pool_key(l)).count() >= 2;
     if most(
         lines
             .iter()
             .filter(|f| f.len() == 2 && f[0].contains(':'))
             .count(),
-    ) && !text.contains("servers:")
+    ) && !twemproxy
     {
         return Some((TopologyFormat::Libketama, "a libketama server file"));
     }
@@ -523,7 +559,7 @@ fn closest_format(text: &str) -> Option<(TopologyFormat, &'static str)> {
     if t.starts_with('{') || t.starts_with(|c: char| c.is_ascii_digit()) && first.contains(')') {
         return Some((TopologyFormat::ClusterReply, "a CLUSTER SLOTS/SHARDS reply"));
     }
-    if text.lines().any(|l| l.trim_start().starts_with("servers:")) {
+    if twemproxy {
         return Some((TopologyFormat::Twemproxy, "a twemproxy config"));
     }
     if text
@@ -794,6 +830,25 @@ vars currentEpoch 6 lastVoteEpoch 0
             .unwrap_err()
             .to_string();
         assert!(e.starts_with("line 2:"), "{e}");
+    }
+
+    #[test]
+    fn damaged_files_of_a_known_format_get_that_format_s_error_at_its_line() {
+        let pool = "cache:\n  listen: 127.0.0.1:22121\n  hash: fnv1a_64\n  distribution: ketama\n";
+        // `servers:` lost: still a twemproxy pool, not a libketama file or nothing.
+        let e = Topology::parse(pool, false).unwrap_err().to_string();
+        assert!(e.contains("line 1:") && e.contains("has no servers"), "{e}");
+        let typo = format!("{pool}  server:\n   - 10.0.0.1:6379:1\n");
+        let e = Topology::parse(&typo, false).unwrap_err().to_string();
+        assert!(e.contains("line 5") && e.contains("`server`"), "{e}");
+        // An id run into its address, on every line.
+        let merged: String = NODES
+            .lines()
+            .filter(|l| !l.starts_with("vars"))
+            .map(|l| format!("{}{}\n", &l[..40], &l[41..]))
+            .collect();
+        let e = Topology::parse(&merged, false).unwrap_err().to_string();
+        assert!(e.contains("line 1:") && e.contains("CLUSTER NODES"), "{e}");
     }
 
     #[test]

@@ -41,9 +41,7 @@ pub struct NodeLine {
     pub link_state: String,
 }
 
-fn is_node_id(s: &str) -> bool {
-    s.len() == 40 && s.bytes().all(|b| b.is_ascii_hexdigit())
-}
+use super::is_node_id;
 
 fn err(line: usize, message: impl Into<String>) -> TopologyError {
     TopologyError::Parse {

@@ -348,6 +348,17 @@ pub fn from_reply(
     from_reply_at(reply, allow_partial, &[], Some(asked))
 }
 
+/// A node id, when given, must be one: 40 hexadecimal digits.
+fn check_id(id: Option<&str>, what: &str, at: usize) -> Result<(), TopologyError> {
+    match id {
+        Some(id) if !super::is_node_id(id) => Err(err(
+            at,
+            format!("{what}: node id {id:?} is not 40 hexadecimal digits"),
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// [`from_reply`], with the line each entry starts on for the errors (1 when unknown).
 fn from_reply_at(
     reply: &Reply,
@@ -408,6 +419,7 @@ fn from_reply_at(
                 .find(|n| n.get("role").and_then(Reply::as_str) == Some("master"))
                 .ok_or_else(|| err(at, format!("{what}: no node with role master")))?;
             let id = master.get("id").and_then(Reply::as_str).map(str::to_string);
+            check_id(id.as_deref(), &what, at)?;
             let host = master
                 .get("endpoint")
                 .and_then(Reply::as_str)
@@ -462,6 +474,7 @@ fn from_reply_at(
             };
             let port = m.get(1).and_then(Reply::as_int);
             let id = m.get(2).and_then(Reply::as_str).map(str::to_string);
+            check_id(id.as_deref(), &what, at)?;
             let address = port
                 .map(|p| format!("{host}:{p}"))
                 .filter(|_| !host.is_empty() && host != "?");
@@ -570,9 +583,17 @@ mod tests {
         let e = parse(stray, false).unwrap_err().to_string();
         assert!(e.starts_with("line 5:"), "{e}");
         assert!(parse("[1,2", false).is_err());
-        // No panic on odd ids or garbage.
+        // An id that is not 40 hex digits is refused at its line (scripts write ids as shell
+        // words), in CLUSTER SLOTS and CLUSTER SHARDS alike; no panic on odd ids or garbage.
         let j = r#"[[0,16383,["",0,"ééééééééé",{}]]]"#;
-        assert_eq!(parse(j, false).unwrap().nodes()[0].name, "éééééééé");
+        let e = parse(j, false).unwrap_err().to_string();
+        assert!(e.contains("not 40 hexadecimal digits"), "{e}");
+        let j = r#"[{"slots":[0,16383],"nodes":[{"id":"$(touch x)","ip":"h","port":1,"role":"master"}]}]"#;
+        let e = parse(j, false).unwrap_err().to_string();
+        assert!(
+            e.contains("\"$(touch x)\" is not 40 hexadecimal digits"),
+            "{e}"
+        );
         for junk in [
             "1) (integer) x",
             "1) 1) 2) 3)",

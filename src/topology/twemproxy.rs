@@ -69,6 +69,22 @@ fn err_at(text: &str, pool: &str, needle: &str, message: String) -> TopologyErro
     err(message)
 }
 
+/// An error about pool `pool` as a whole, placed on the line that names it.
+fn pool_err(text: &str, pool: &str, message: String) -> TopologyError {
+    text.lines()
+        .position(|l| {
+            !l.starts_with([' ', '\t', '#'])
+                && l.trim_end().trim_end_matches(':').trim_matches(['"', '\'']) == pool
+        })
+        .map_or_else(
+            || err(message.clone()),
+            |i| TopologyError::Parse {
+                line: i + 1,
+                message: message.clone(),
+            },
+        )
+}
+
 /// Parses one `servers:` entry into (host, port, weight, name, address).
 fn parse_server(entry: &str) -> Result<RingServer, String> {
     let entry = entry.trim();
@@ -172,16 +188,29 @@ pub fn parse(text: &str, pool: Option<&str>) -> Result<Ring, TopologyError> {
         None | Some("") => None,
         Some(t) if t.len() == 2 => Some([t.as_bytes()[0], t.as_bytes()[1]]),
         Some(t) => {
-            return Err(err(format!(
-                "pool '{name}': hash_tag '{t}' must be exactly two characters, like \"{{}}\""
-            )));
+            return Err(err_at(
+                text,
+                name,
+                "hash_tag",
+                format!(
+                    "pool '{name}': hash_tag '{t}' must be exactly two characters, like \"{{}}\""
+                ),
+            ));
         }
     };
     let servers = p
         .servers
         .as_ref()
         .filter(|s| !s.is_empty())
-        .ok_or_else(|| err(format!("pool '{name}' has no servers")))?
+        .ok_or_else(|| {
+            let m = format!(
+                "pool '{name}' has no servers (add `servers:` with host:port:weight entries)"
+            );
+            match err_at(text, name, "servers:", m.clone()) {
+                placed @ TopologyError::Parse { .. } => placed,
+                _ => pool_err(text, name, m),
+            }
+        })?
         .iter()
         .map(|s| {
             parse_server(s).map_err(|m| err_at(text, name, s.trim(), format!("pool '{name}': {m}")))
@@ -202,10 +231,15 @@ pub fn parse(text: &str, pool: Option<&str>) -> Result<Ring, TopologyError> {
         .windows(2)
         .find(|w| w[0].ring_name == w[1].ring_name)
     {
-        return Err(err(format!(
-            "pool '{name}' has servers with the same name '{}' (nutcracker refuses this)",
-            w[0].ring_name.as_deref().unwrap_or("")
-        )));
+        let dup = w[0].ring_name.as_deref().unwrap_or("");
+        return Err(err_at(
+            text,
+            name,
+            dup,
+            format!(
+                "pool '{name}' has servers with the same name '{dup}' (nutcracker refuses this)"
+            ),
+        ));
     }
     let desc = format!(
         "twemproxy pool '{name}' ({} servers, distribution {}, hash {hash_name}{})",

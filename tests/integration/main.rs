@@ -28,6 +28,7 @@ mod rebalance;
 mod redis;
 mod reports;
 mod rules;
+mod scripts;
 mod simulate;
 mod snapshots;
 mod support;
@@ -61,6 +62,7 @@ fn main() -> std::process::ExitCode {
         ("redis", redis::TESTS),
         ("reports", reports::TESTS),
         ("rules", rules::TESTS),
+        ("scripts", scripts::TESTS),
         ("simulate", simulate::TESTS),
         ("snapshots", snapshots::TESTS),
         ("terminal", terminal::TESTS),

@@ -206,13 +206,31 @@ fn previews_equal_real_redis_cli_migrations() {
     keys.extend((0..1500).map(|i| format!("{{cart:{}}}:item:{i}", i % 7).into_bytes()));
     // Keys the setslot script must quote for redis-cli: quotes, backslashes, non-ASCII.
     keys.extend((0..4000).map(|i| format!("odd\"q\\k\\\"é'{i}").into_bytes()));
+    // Keys no line-based listing carries: a newline, a NUL, a TAB and DEL, a CR; and the
+    // empty key. The setslot script must move them all.
+    keys.extend((0..2000).map(|i| format!("nl\n{i}").into_bytes()));
+    keys.extend((0..2000).map(|i| format!("nul\0{i}").into_bytes()));
+    keys.extend((0..2000).map(|i| format!("t\t\x7f\r{i}").into_bytes()));
+    keys.push(Vec::new());
     cluster.load(&keys);
     let dir = tempfile::tempdir().unwrap();
     let keys_path = dir.path().join("sample.keys");
+    // The sample in redis-cli's quoted form, which holds every byte.
     let mut text = Vec::new();
     for k in &keys {
-        text.extend_from_slice(k);
-        text.push(b'\n');
+        text.push(b'"');
+        for &b in k {
+            match b {
+                b'\\' => text.extend_from_slice(b"\\\\"),
+                b'"' => text.extend_from_slice(b"\\\""),
+                b'\n' => text.extend_from_slice(b"\\n"),
+                b'\r' => text.extend_from_slice(b"\\r"),
+                b'\t' => text.extend_from_slice(b"\\t"),
+                0x20..=0x7e => text.push(b),
+                _ => text.extend_from_slice(format!("\\x{b:02x}").as_bytes()),
+            }
+        }
+        text.extend_from_slice(b"\"\n");
     }
     std::fs::write(&keys_path, text).unwrap();
 
