@@ -144,6 +144,7 @@ pub fn run(mut args: PlanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
         notes,
     };
     write(&opened.target, &report, loaded, ctx)?;
+    super::simulate::warn_hashing_limits(&topology, ctx)?;
     Ok(match report.findings() {
         0 => ExitStatus::Clean,
         _ => ExitStatus::Findings,

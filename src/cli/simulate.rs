@@ -152,7 +152,20 @@ pub fn run(args: SimulateArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
         Ok(report.finish(&())?)
     })?;
     observed.say_capture(ctx)?;
+    warn_hashing_limits(&topology, ctx)?;
     Ok(ExitStatus::Clean)
+}
+
+/// On stderr: each rule of a Redis Enterprise hashing policy that PCRE2 gave up on for some
+/// keys (they were reported as unplaced), with how many.
+pub(crate) fn warn_hashing_limits(topology: &Topology, ctx: &mut Ctx<'_>) -> std::io::Result<()> {
+    let Some(e) = topology.slot_map().and_then(|m| m.enterprise()) else {
+        return Ok(());
+    };
+    for w in e.hashing.limit_warnings() {
+        writeln!(ctx.stderr, "warning: {w}")?;
+    }
+    Ok(())
 }
 
 /// The `--client` profiles, on `topology` (with `--migrating` slots marked) as the client

@@ -181,8 +181,17 @@ pub fn as_written(b: &Batch, topo: &Topology) -> Verdict {
     };
     let enterprise = map.enterprise();
     if let Some(k) = all.iter().find(|k| slot(k).is_none()) {
-        let m = "the key matches no rule of the database's custom hashing policy, so the database refuses it";
-        return verdict(ServerOutcome::Unhashable, Some(m), &[k]);
+        use crate::topology::enterprise::Placement;
+        let m = match enterprise.map(|e| (e, e.hashing.placement(k))) {
+            Some((e, Placement::GaveUp { rule })) => format!(
+                "rule {rule} `{}` of the database's {} hashing policy could not be matched on the key within {} backtracking steps: where the database puts it is unknown, so it is unplaced",
+                e.hashing.rules()[rule - 1].source,
+                e.hashing.name(),
+                crate::topology::enterprise::MATCH_LIMIT
+            ),
+            _ => "the key matches no rule of the database's custom hashing policy, so the database refuses it".to_string(),
+        };
+        return verdict(ServerOutcome::Unhashable, Some(&m), &[k]);
     }
     let slot = |k: &[u8]| slot(k).unwrap_or(0);
     if let Some(k) = all.iter().find(|k| map.owner_of_slot(slot(k)).is_none()) {

@@ -10,6 +10,11 @@
 //!   start of the key) gives the tag, and a key no rule matches is refused by the database.
 //!   The rules run on PCRE2 itself, as the database runs them on PCRE. The tag's slot is
 //!   CRC16 of the tag mod 16384, like every Redis slot.
+//! - **A budget per key.** Each rule may take [`MATCH_LIMIT`] steps of PCRE2's backtracking on
+//!   a key (a nested quantifier such as `(a+)+$` takes exponentially many). A rule that runs
+//!   out, or fails to match for any other reason, decides nothing: the key is unplaced (the
+//!   next rule is not tried, since the database's answer is not known), and the rule counts
+//!   the distinct keys it gave up on for a warning ([`HashingPolicy::limit_warnings`]).
 //! - **The proxy** accepts MGET, MSET, DEL, EXISTS, UNLINK and TOUCH across slots and sends
 //!   each shard its part; on an Active-Active database only MGET, EXISTS and TOUCH. Every other
 //!   multi-key command, a MULTI…EXEC block and a script's declared keys must share one slot.
@@ -31,6 +36,16 @@ pub const CROSS_SLOT_ACTIVE_ACTIVE: [&str; 3] = ["MGET", "EXISTS", "TOUCH"];
 /// The rules of the `standard` policy (the database's defaults).
 pub const STANDARD_RULES: [&str; 2] = [".*{(?<tag>.*)}.*", "(?<tag>.*)"];
 
+/// The backtracking steps PCRE2 may take to match one rule against one key (the pattern's own
+/// `(*LIMIT_MATCH=…)`, which the JIT honours too): a thousandth of PCRE2's default, so that a
+/// catastrophic rule costs well under a millisecond a key, while the rules keys are written for
+/// (`.*{(?<tag>.*)}.*` on a key of 60 KB) take a few thousand at most.
+pub const MATCH_LIMIT: u32 = 100_000;
+
+/// The JIT's stack for matching a rule (PCRE2's own default is 32 KiB, which a group repeated
+/// over a long key exhausts).
+const JIT_STACK: usize = 1 << 20;
+
 /// One custom hashing rule, compiled.
 #[derive(Debug)]
 pub struct Rule {
@@ -38,6 +53,53 @@ pub struct Rule {
     pub source: String,
     regex: pcre2::bytes::Regex,
     tag: usize,
+    /// The keys this rule could not finish matching (by a hash of each, so each counts once
+    /// however often it is placed), and PCRE2's words for the first failure.
+    gave_up: std::sync::Mutex<(std::collections::HashSet<u64>, Option<String>)>,
+}
+
+/// What one rule (or a whole policy) makes of a key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RuleMatch<'k> {
+    /// It matches: these bytes are hashed.
+    Tag(&'k [u8]),
+    /// It does not match.
+    NoMatch,
+    /// PCRE2 could not finish matching it (its match limit, or its stack): nothing is known.
+    GaveUp,
+}
+
+/// Where a policy's rules leave a key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement<'k> {
+    /// Rule `rule` (1-based; 0 for the `redis` policy) is the first that matches; `tag` is
+    /// hashed.
+    Rule {
+        /// 1-based.
+        rule: usize,
+        /// The bytes hashed.
+        tag: &'k [u8],
+    },
+    /// No rule matches: the database refuses the key.
+    NoRule,
+    /// Rule `rule` (1-based) could not be matched within [`MATCH_LIMIT`]: the key is unplaced.
+    GaveUp {
+        /// 1-based.
+        rule: usize,
+    },
+}
+
+/// A rule that gave up on keys (see [`HashingPolicy::limit_hits`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LimitHit {
+    /// 1-based.
+    pub rule: usize,
+    /// The rule as written.
+    pub source: String,
+    /// Distinct keys it gave up on.
+    pub keys: u64,
+    /// PCRE2's words for the first time (`match limit exceeded`).
+    pub reason: String,
 }
 
 /// How a database turns a key into the bytes it hashes.
@@ -96,10 +158,12 @@ impl Rule {
         if chars > MAX_RULE_CHARS {
             return Err(PolicyError::TooLong { index, chars });
         }
-        // `\A(?:…)` anchors the way PCRE_ANCHORED does for a single match.
+        // `\A(?:…)` anchors the way PCRE_ANCHORED does for a single match; the match limit
+        // bounds the work on one key.
         let regex = pcre2::bytes::RegexBuilder::new()
             .jit_if_available(true)
-            .build(&format!("\\A(?:{source})"))
+            .max_jit_stack_size(Some(JIT_STACK))
+            .build(&format!("(*LIMIT_MATCH={MATCH_LIMIT})\\A(?:{source})"))
             .map_err(|e| PolicyError::Invalid {
                 index,
                 rule: source.to_string(),
@@ -117,15 +181,48 @@ impl Rule {
             source: source.to_string(),
             regex,
             tag,
+            gave_up: Default::default(),
         })
     }
 
-    /// The tag this rule gives `key`, if it matches (a tag group that takes no part in the
-    /// match hashes the empty string).
+    /// What this rule makes of `key`: the tag when it matches (a tag group that takes no part
+    /// in the match hashes the empty string). A match PCRE2 cannot finish is counted against
+    /// the rule.
+    pub fn matched<'k>(&self, key: &'k [u8]) -> RuleMatch<'k> {
+        match self.regex.captures(key) {
+            Ok(Some(caps)) => {
+                RuleMatch::Tag(caps.get(self.tag).map_or(&key[..0], |m| m.as_bytes()))
+            }
+            Ok(None) => RuleMatch::NoMatch,
+            Err(e) => {
+                use std::hash::{Hash as _, Hasher as _};
+                let mut h = std::collections::hash_map::DefaultHasher::new();
+                key.hash(&mut h);
+                let mut g = self.gave_up.lock().unwrap_or_else(|p| p.into_inner());
+                g.0.insert(h.finish());
+                g.1.get_or_insert_with(|| {
+                    let words = e.to_string();
+                    words
+                        .rsplit_once(": ")
+                        .map_or(words.clone(), |(_, w)| w.to_string())
+                });
+                RuleMatch::GaveUp
+            }
+        }
+    }
+
+    /// The tag this rule gives `key`, if it matches (None also when PCRE2 gave up on it).
     pub fn tag<'k>(&self, key: &'k [u8]) -> Option<&'k [u8]> {
-        // A match error (PCRE's match limit on a pathological rule) is taken as no match.
-        let caps = self.regex.captures(key).ok()??;
-        Some(caps.get(self.tag).map_or(&key[..0], |m| m.as_bytes()))
+        match self.matched(key) {
+            RuleMatch::Tag(t) => Some(t),
+            RuleMatch::NoMatch | RuleMatch::GaveUp => None,
+        }
+    }
+
+    /// Distinct keys this rule gave up on so far, and PCRE2's words for the first.
+    fn gave_up(&self) -> (u64, Option<String>) {
+        let g = self.gave_up.lock().unwrap_or_else(|p| p.into_inner());
+        (g.0.len() as u64, g.1.clone())
     }
 }
 
@@ -174,25 +271,79 @@ impl HashingPolicy {
         }
     }
 
-    /// The bytes the database hashes for `key` (None: no rule matches, the database refuses
-    /// the key).
-    pub fn hashed<'k>(&self, key: &'k [u8]) -> Option<&'k [u8]> {
+    /// Where the rules leave `key`: the first rule that matches, none, or the rule PCRE2 gave
+    /// up on (the rules after it are not tried: whether it matches is not known).
+    pub fn placement<'k>(&self, key: &'k [u8]) -> Placement<'k> {
         match self {
-            HashingPolicy::Redis => Some(crate::slot::TagShape::of(key).hashed(key)),
+            HashingPolicy::Redis => Placement::Rule {
+                rule: 0,
+                tag: crate::slot::TagShape::of(key).hashed(key),
+            },
             HashingPolicy::Standard(rules) | HashingPolicy::Custom(rules) => {
-                rules.iter().find_map(|r| r.tag(key))
+                for (i, r) in rules.iter().enumerate() {
+                    match r.matched(key) {
+                        RuleMatch::Tag(tag) => return Placement::Rule { rule: i + 1, tag },
+                        RuleMatch::NoMatch => {}
+                        RuleMatch::GaveUp => return Placement::GaveUp { rule: i + 1 },
+                    }
+                }
+                Placement::NoRule
             }
         }
     }
 
-    /// The rule (1-based) that gives `key` its tag, with the rule's text (None for `redis`, or
-    /// when no rule matches).
+    /// The bytes the database hashes for `key` (None: no rule matches, and the database
+    /// refuses the key, or PCRE2 gave up on a rule: see [`HashingPolicy::placement`]).
+    pub fn hashed<'k>(&self, key: &'k [u8]) -> Option<&'k [u8]> {
+        match self.placement(key) {
+            Placement::Rule { tag, .. } => Some(tag),
+            Placement::NoRule | Placement::GaveUp { .. } => None,
+        }
+    }
+
+    /// The rule (1-based) that gives `key` its tag, with the rule's text (None for `redis`,
+    /// when no rule matches, or when PCRE2 gave up on a rule first).
     pub fn rule_for(&self, key: &[u8]) -> Option<(usize, &str)> {
+        match self.placement(key) {
+            Placement::Rule { rule, .. } if rule > 0 => {
+                Some((rule, self.rules()[rule - 1].source.as_str()))
+            }
+            _ => None,
+        }
+    }
+
+    /// The rules PCRE2 gave up on for some keys so far, in rule order, with how many keys.
+    pub fn limit_hits(&self) -> Vec<LimitHit> {
         self.rules()
             .iter()
             .enumerate()
-            .find(|(_, r)| r.tag(key).is_some())
-            .map(|(i, r)| (i + 1, r.source.as_str()))
+            .filter_map(|(i, r)| {
+                let (keys, reason) = r.gave_up();
+                (keys > 0).then(|| LimitHit {
+                    rule: i + 1,
+                    source: r.source.clone(),
+                    keys,
+                    reason: reason.unwrap_or_default(),
+                })
+            })
+            .collect()
+    }
+
+    /// A warning per rule PCRE2 gave up on (see [`HashingPolicy::limit_hits`]), in words.
+    pub fn limit_warnings(&self) -> Vec<String> {
+        self.limit_hits()
+            .iter()
+            .map(|h| {
+                format!(
+                    "rule {} `{}` of the {} hashing policy could not be matched on {} key(s) within {MATCH_LIMIT} backtracking steps a key ({}): where the database puts them is unknown, so they are reported as unplaced; simplify the rule (a nested quantifier such as `(a+)+` backtracks exponentially)",
+                    h.rule,
+                    h.source,
+                    self.name(),
+                    h.keys,
+                    h.reason
+                )
+            })
+            .collect()
     }
 
     /// The slot of `key` (None: no rule matches).
@@ -298,6 +449,54 @@ mod tests {
         assert_eq!(tag(&p, "user:ann:cart").as_deref(), Some("ann"));
         assert_eq!(tag(&p, "a|b").as_deref(), Some(""));
         assert_eq!(p.slot(b"nothing"), None);
+    }
+
+    #[test]
+    fn a_rule_pcre_gives_up_on_leaves_the_key_unplaced_and_is_counted() {
+        // `(a+)+$` on `aaa…b` backtracks exponentially: past the match limit, the key is
+        // unplaced, never placed by the catch-all rule after it.
+        let p = HashingPolicy::custom(&["(?<tag>(a+)+$)", "(?<tag>.*)"]).unwrap();
+        let hostile: Vec<Vec<u8>> = (0..50)
+            .map(|i| [vec![b'a'; 30 + i % 5], format!("b{i}").into_bytes()].concat())
+            .collect();
+        for k in &hostile {
+            assert_eq!(p.placement(k), Placement::GaveUp { rule: 1 });
+            assert_eq!(p.hashed(k), None);
+            assert_eq!(p.slot(k), None);
+            assert_eq!(p.rule_for(k), None);
+        }
+        // Placed again, a key counts once; a key the rule matches is placed by it.
+        assert_eq!(p.slot(&hostile[0]), None);
+        assert_eq!(tag(&p, "aaaa").as_deref(), Some("aaaa"));
+        assert_eq!(
+            p.placement(b"xyz"),
+            Placement::Rule {
+                rule: 2,
+                tag: b"xyz"
+            }
+        );
+        let hits = p.limit_hits();
+        assert_eq!(
+            hits,
+            vec![LimitHit {
+                rule: 1,
+                source: "(?<tag>(a+)+$)".into(),
+                keys: 50,
+                reason: "match limit exceeded".into(),
+            }]
+        );
+        let w = p.limit_warnings();
+        assert_eq!(w.len(), 1);
+        assert!(
+            w[0].starts_with("rule 1 `(?<tag>(a+)+$)` of the custom hashing policy could not be matched on 50 key(s) within 100000 backtracking steps"),
+            "{}",
+            w[0]
+        );
+        // The standard rules run within the budget on long keys of their shape.
+        let s = HashingPolicy::standard();
+        let long = [b"x".repeat(60_000), b"{a}b".to_vec()].concat();
+        assert_eq!(s.hashed(&long), Some(&b"a"[..]));
+        assert!(s.limit_hits().is_empty());
     }
 
     #[test]

@@ -400,6 +400,72 @@ fn bad_enterprise_topologies_name_the_line() {
     }
 }
 
+/// A custom rule that backtracks catastrophically (`(a+)+$` on `aaa…b`) is bounded on every
+/// key: 1,000 such keys run through `simulate` and `analyze` and finish; each key is unplaced
+/// (never placed by the catch-all rule after it), and `simulate` warns naming the rule and the
+/// number of keys.
+fn a_catastrophic_rule_is_bounded_and_its_keys_unplaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let topo = dir.path().join("t.yaml");
+    std::fs::write(&topo, topology_yaml(&["(?<tag>(a+)+$)", "(?<tag>.*)"])).unwrap();
+    let keys: Vec<String> = (0..1000)
+        .map(|i| format!("{}b{i}", "a".repeat(26 + i % 5)))
+        .collect();
+    let batches = dir.path().join("batches.txt");
+    let lines: String = keys
+        .chunks(2)
+        .map(|p| format!("MGET {} {}\n", p[0], p[1]))
+        .collect();
+    std::fs::write(&batches, lines).unwrap();
+    let out = keyplan()
+        .args([
+            "simulate",
+            "--format",
+            "json",
+            "--strategy",
+            "pipeline",
+            "--topology",
+        ])
+        .arg(&topo)
+        .arg("--batches")
+        .arg(&batches)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let verdicts = v["batches"].as_array().unwrap();
+    assert_eq!(verdicts.len(), 500);
+    for b in verdicts {
+        assert_eq!(b["outcome"], "unhashable", "{b}");
+        let m = b["message"].as_str().unwrap();
+        assert!(
+            m.starts_with("rule 1 `(?<tag>(a+)+$)` of the database's custom hashing policy could not be matched on the key"),
+            "{m}"
+        );
+    }
+    assert!(
+        stderr.contains("warning: rule 1 `(?<tag>(a+)+$)` of the custom hashing policy could not be matched on 1000 key(s) within 100000 backtracking steps a key (match limit exceeded)"),
+        "{stderr}"
+    );
+    // analyze counts them unplaced.
+    let dump = dir.path().join("keys.txt");
+    std::fs::write(&dump, keys.join("\n") + "\n").unwrap();
+    let v = json_of(
+        keyplan()
+            .args(["analyze", "--format", "json", "--topology"])
+            .arg(&topo)
+            .arg(&dump),
+    );
+    let note = v["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["kind"] == "unhashable")
+        .expect("an unhashable note");
+    assert_eq!(note["keys"], 1000);
+}
+
 pub const TESTS: &[crate::support::Test] = &[
     (
         "hashing_rules_agree_with_perl_and_slots_with_a_real_server",
@@ -412,5 +478,9 @@ pub const TESTS: &[crate::support::Test] = &[
     (
         "bad_enterprise_topologies_name_the_line",
         bad_enterprise_topologies_name_the_line,
+    ),
+    (
+        "a_catastrophic_rule_is_bounded_and_its_keys_unplaced",
+        a_catastrophic_rule_is_bounded_and_its_keys_unplaced,
     ),
 ];
