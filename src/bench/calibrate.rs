@@ -124,8 +124,8 @@ impl Calibration {
             schema_version: Option<u32>,
             kind: Option<String>,
         }
-        let head: Head =
-            serde_json::from_str(text).map_err(|e| CalibrationError::Shape(e.to_string()))?;
+        let shape = |e: serde_json::Error| CalibrationError::Shape(e.to_string());
+        let head: Head = serde_json::from_str(text).map_err(shape)?;
         if head.kind.as_deref() != Some("keyplan-calibration") {
             return Err(CalibrationError::Shape(
                 "no \"kind\": \"keyplan-calibration\"".into(),
@@ -136,8 +136,7 @@ impl Calibration {
             Some(v) => return Err(CalibrationError::Version(v)),
             None => return Err(CalibrationError::Shape("no schema_version".into())),
         }
-        let c: Calibration =
-            serde_json::from_str(text).map_err(|e| CalibrationError::Shape(e.to_string()))?;
+        let c: Calibration = serde_json::from_str(text).map_err(shape)?;
         let p = &c.params;
         let all = [p.latency, p.cpu, p.node]
             .iter()
@@ -166,32 +165,60 @@ impl Calibration {
         for (name, c) in [("latency", &p.latency), ("cpu", &p.cpu), ("node", &p.node)] {
             if let Some(x) = perf::coefs_array(c).into_iter().find(|x| *x > MAX_COEF_US) {
                 return bad(format!(
-                    "params.{name} has a coefficient of {x} µs, more than a second per unit of work: no machine measured that"
+                    "params.{name} has a coefficient of {} µs, more than a second per unit of work: no machine measured that",
+                    compact(x)
                 ));
             }
         }
         if p.cores > MAX_CORES {
             return bad(format!(
                 "params.cores is {}, more than {MAX_CORES}",
-                p.cores
+                compact(p.cores)
             ));
         }
         let j = &p.jitter;
+        let (lo, hi) = JITTER_RANGE;
+        if let Some((i, x)) = j.iter().enumerate().find(|(_, x)| !(lo..=hi).contains(*x)) {
+            return bad(format!(
+                "params.jitter[{i}] is {}: each of the 101 quantiles (latency over its mean) must be between {lo} and {hi}",
+                compact(*x)
+            ));
+        }
         if j.windows(2).any(|w| w[1] < w[0]) {
             return bad("params.jitter: the quantiles must not decrease".into());
         }
         if j[50] <= 0.0 || j[99] <= 0.0 {
             return bad("params.jitter: the median and the 99th percentile must be above 0".into());
         }
+        let mean = j.iter().sum::<f64>() / j.len() as f64;
+        let (lo, hi) = JITTER_MEAN;
+        if !(lo..=hi).contains(&mean) {
+            return bad(format!(
+                "params.jitter: the quantiles average {}, where quantiles over the mean average 1: their mean must be between {lo} and {hi}",
+                compact(mean)
+            ));
+        }
+        if j[50] < JITTER_MIN_MEDIAN {
+            return bad(format!(
+                "params.jitter[50] (the median) is {}: it must be at least {JITTER_MIN_MEDIAN} of the mean",
+                compact(j[50])
+            ));
+        }
         let rt = &self.round_trip_us;
-        let figures = [rt.mean, rt.p50, rt.p90, rt.p99];
-        if figures
+        let figures = [
+            ("mean", rt.mean),
+            ("p50", rt.p50),
+            ("p90", rt.p90),
+            ("p99", rt.p99),
+        ];
+        if let Some((name, x)) = figures
             .iter()
-            .any(|x| !x.is_finite() || *x <= 0.0 || *x > MAX_COEF_US)
+            .find(|(_, x)| !x.is_finite() || *x < MIN_ROUND_TRIP_US || *x > MAX_COEF_US)
         {
-            return bad(
-                "round_trip_us: every figure must be a positive number of µs under a second".into(),
-            );
+            return bad(format!(
+                "round_trip_us.{name} is {} µs: each figure must be between {MIN_ROUND_TRIP_US} µs and a second ({MAX_COEF_US:e} µs)",
+                compact(*x)
+            ));
         }
         if !(rt.p50 <= rt.p90 && rt.p90 <= rt.p99) {
             return bad("round_trip_us: p50, p90 and p99 must not decrease".into());
@@ -225,6 +252,34 @@ const MAX_COEF_US: f64 = 1e6;
 
 /// The most cores a calibration may name.
 const MAX_CORES: f64 = 4096.0;
+
+/// The range of each jitter quantile: latencies over their mean, so none is negative, and none
+/// is above 101 (where the other 100 would all be 0).
+const JITTER_RANGE: (f64, f64) = (0.0, 101.0);
+
+/// The range of the jitter quantiles' own mean: `bench --calibrate` makes it 1.
+const JITTER_MEAN: (f64, f64) = (0.5, 2.0);
+
+/// The least median latency, over the mean, a calibration may hold.
+const JITTER_MIN_MEDIAN: f64 = 0.01;
+
+/// The shortest round trip a calibration may hold, µs: no network answers faster.
+const MIN_ROUND_TRIP_US: f64 = 0.1;
+
+/// A number as a message shows it: as written for ordinary sizes, in exponent form for huge
+/// and tiny ones (`1e308`, not 309 digits).
+pub fn compact(x: f64) -> String {
+    let a = x.abs();
+    if x.is_finite() && a != 0.0 && !(1e-4..1e9).contains(&a) {
+        // Four significant digits, trailing zeros dropped: 1.0000000000000014e-308 → 1e-308.
+        let text = format!("{x:.3e}");
+        let (mantissa, exp) = text.split_once('e').unwrap_or((&text, "0"));
+        let mantissa = mantissa.trim_end_matches('0').trim_end_matches('.');
+        format!("{mantissa}e{exp}")
+    } else {
+        format!("{x}")
+    }
+}
 
 /// The micro-benchmarks: (batch text, strategy). Shapes the user's batches are made of (one
 /// round trip; lanes fanned out over nodes and slots; commands in a pipeline; keys in one
@@ -528,12 +583,57 @@ mod tests {
                 "points[0]",
                 Box::new(|v| v["points"][0]["qps"] = 0.0.into()),
             ),
+            // Jitter of extreme magnitude: each quantile, their mean and the median in range.
+            (
+                "params.jitter[0] is 1e308: each of the 101 quantiles (latency over its mean) must be between 0 and 101",
+                Box::new(|v| v["params"]["jitter"] = vec![1e308; 101].into()),
+            ),
+            (
+                "params.jitter: the quantiles average 1e-308",
+                Box::new(|v| v["params"]["jitter"] = vec![1e-308; 101].into()),
+            ),
+            (
+                "params.jitter[100] is 1e200",
+                Box::new(|v| v["params"]["jitter"][100] = 1e200.into()),
+            ),
+            (
+                "params.jitter[50] (the median) is 1e-308",
+                Box::new(|v| {
+                    for i in 0..=50 {
+                        v["params"]["jitter"][i] = 1e-308.into();
+                    }
+                    v["params"]["jitter"][100] = 60.0.into();
+                }),
+            ),
+            (
+                "round_trip_us.p50 is 1e-308 µs: each figure must be between 0.1 µs and a second (1e6 µs)",
+                Box::new(|v| v["round_trip_us"]["p50"] = 1e-308.into()),
+            ),
         ];
         for (want, f) in cases {
             let e = altered(f).expect_err(want);
             assert!(e.to_string().contains(want), "{want}: {e}");
             assert!(e.to_string().contains("measure again"), "{e}");
         }
+    }
+
+    #[test]
+    fn huge_numbers_are_written_short() {
+        let e = altered(|v| v["params"]["cores"] = 1e308.into()).unwrap_err();
+        assert!(e.to_string().contains("params.cores is 1e308,"), "{e}");
+        let e = altered(|v| v["params"]["latency"]["wave_us"] = 1e300.into()).unwrap_err();
+        assert!(e.to_string().contains("coefficient of 1e300 µs"), "{e}");
+        // serde's own messages too (a float where an integer belongs).
+        let e = altered(|v| v["measured_on"]["masters"] = (-1e308).into()).unwrap_err();
+        let text = e.to_string();
+        assert!(!text.contains("0000000000000000"), "{text}");
+        assert!(text.len() < 200, "{text}");
+        assert_eq!(compact(0.5), "0.5");
+        assert_eq!(compact(4096.0), "4096");
+        assert_eq!(compact(0.0), "0");
+        assert_eq!(compact(1e-308), "1e-308");
+        assert_eq!(compact(1.0000000000000014e-308), "1e-308");
+        assert_eq!(compact(-2.5e12), "-2.5e12");
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! when done (also after an error or an interrupt). No printing: the CLI renders the results.
 
 pub mod calibrate;
+pub mod record;
 
 use crate::live::{LiveCluster, LiveError, NodeConn, first_line};
 use crate::simulate::exec::{ExecError, ExecPlan, exec_plan, onto_one_tag};
@@ -66,6 +67,11 @@ pub enum BenchError {
     /// The prefix is unusable.
     #[error("--prefix '{0}': use letters, digits and : _ - . only (no braces or glob characters)")]
     BadPrefix(String),
+    /// The record of what the run writes cannot be kept on this machine.
+    #[error(
+        "cannot keep bench's record of the keys it writes ({0}): `keyplan bench --cleanup` trusts only what a run recorded on this machine, so bench writes nothing without it; set XDG_STATE_HOME (or HOME) to a directory you can write"
+    )]
+    Record(#[from] record::RecordError),
     /// A batch cannot be executed.
     #[error("batch {batch}")]
     Batch {
@@ -325,7 +331,13 @@ fn unlink_on<'a>(
 /// The member every journal bench writes holds besides the keys: a set without it was not
 /// written by keyplan bench, and `--cleanup` leaves it and everything it lists alone. It has
 /// no `:`, so it can never be a key bench writes (those are all `<prefix>:<key>`).
-pub const JOURNAL_MARKER: &str = "#keyplan-bench-journal v1";
+pub const JOURNAL_MARKER: &str = "#keyplan-bench-journal v2";
+
+/// The marker of journals written before runs were recorded on the machine that ran them.
+const OLD_MARKER: &str = "#keyplan-bench-journal v1";
+
+/// The member that names the run which wrote the journal: this, then the run id.
+const RUN_MEMBER: &str = "#run ";
 
 /// Why `--cleanup` refuses a journal: it deletes nothing then.
 #[derive(Debug, thiserror::Error)]
@@ -353,6 +365,24 @@ pub enum JournalError {
         /// How many members it has.
         members: usize,
     },
+    /// A journal of a keyplan that did not record its runs: nothing proves what it lists.
+    #[error(
+        "'{key}' has the marker of an older keyplan bench, whose journals cannot be checked against the run that wrote them: nothing was deleted; inspect it with SMEMBERS {key}, UNLINK the keys it lists that are bench's, then the journal"
+    )]
+    Old {
+        /// The journal's key.
+        key: String,
+    },
+    /// The journal does not name exactly one well-formed run.
+    #[error(
+        "'{key}' {why}, as every journal keyplan bench writes does: the journal was altered or forged, and nothing was deleted; inspect it with SMEMBERS {key}"
+    )]
+    NoRun {
+        /// The journal's key.
+        key: String,
+        /// What is wrong, as a predicate ("names no run").
+        why: String,
+    },
     /// The journal lists names outside the prefix: bench never writes those.
     #[error(
         "'{key}' lists {count} name(s) outside '{prefix}:' (e.g. {examples}) that keyplan bench never writes: the journal was altered, and nothing was deleted; inspect it with SMEMBERS {key}"
@@ -367,6 +397,51 @@ pub enum JournalError {
         /// A few of them, quoted.
         examples: String,
     },
+    /// No record of the run on this machine: a forged journal, or a run on another machine.
+    #[error(
+        "'{key}' names run {run}, which has no record on this machine ({dir}): --cleanup deletes only what a bench run recorded here, so a journal anyone could have written deletes nothing. Nothing was deleted; if the run was on another machine (or as another user), run --cleanup there, or inspect the journal with SMEMBERS {key}"
+    )]
+    Unrecorded {
+        /// The journal's key.
+        key: String,
+        /// The run id it names.
+        run: String,
+        /// Where records are kept.
+        dir: String,
+    },
+    /// The run's record is for another prefix: the journal was copied under this one.
+    #[error(
+        "'{key}' names run {run}, which wrote under '{recorded}:', not '{prefix}:': the journal was copied or forged, and nothing was deleted"
+    )]
+    OtherPrefix {
+        /// The journal's key.
+        key: String,
+        /// The run id.
+        run: String,
+        /// The prefix the run recorded.
+        recorded: String,
+        /// The prefix asked for.
+        prefix: String,
+    },
+    /// The journal lists names the run's record does not: added after the run wrote it.
+    #[error(
+        "'{key}' lists {count} name(s) that run {run} did not record writing (e.g. {examples}): the journal was altered, and nothing was deleted; inspect it with SMEMBERS {key}"
+    )]
+    Unlisted {
+        /// The journal's key.
+        key: String,
+        /// The run id.
+        run: String,
+        /// How many such names.
+        count: usize,
+        /// A few of them, quoted.
+        examples: String,
+    },
+    /// The run's record could not be read.
+    #[error(
+        "the record of the run that wrote the journal cannot be read ({0}); nothing was deleted"
+    )]
+    Record(#[from] record::RecordError),
 }
 
 /// What the journal of an earlier run under a prefix holds.
@@ -374,21 +449,25 @@ pub enum JournalError {
 pub struct Journal {
     /// Whether the journal's key exists.
     pub exists: bool,
+    /// The run that wrote it.
+    pub run: String,
     /// The keys it lists, every one under `<prefix>:`.
     pub keys: Vec<Vec<u8>>,
 }
 
 /// Reads and checks the journal of an earlier run under `prefix` (from the master that owns
-/// it): the keys it lists. A key that is not a set, a set without [`JOURNAL_MARKER`], or one
-/// that lists any name outside `<prefix>:` is refused as a whole.
+/// it), against the record of that run on this machine: the keys it lists. A key that is not
+/// a set, a set without [`JOURNAL_MARKER`] or its run, one that lists any name outside
+/// `<prefix>:`, one whose run has no record here (for this prefix) and one that lists a name
+/// the record does not are refused as a whole. Gives the journal and the record's file.
 pub fn read_journal(
     live: &LiveCluster,
     map: &SlotMap,
     prefix: &str,
-) -> Result<Journal, JournalError> {
+) -> Result<(Journal, Option<std::path::PathBuf>), JournalError> {
     let journal = journal_key(prefix);
     let Some(addr) = owner_addr(map, journal.as_bytes()) else {
-        return Ok(Journal::default());
+        return Ok((Journal::default(), None));
     };
     let mut con = connect(live, &addr)?;
     let kind: String = redis::cmd("TYPE")
@@ -396,7 +475,7 @@ pub fn read_journal(
         .query(&mut con)
         .map_err(|e| node_err(&addr, "TYPE", e))?;
     match kind.as_str() {
-        "none" => return Ok(Journal::default()),
+        "none" => return Ok((Journal::default(), None)),
         "set" => {}
         _ => return Err(JournalError::NotAJournal { key: journal, kind }),
     }
@@ -419,10 +498,33 @@ pub fn read_journal(
     // SSCAN may return a member twice; the set itself has each once.
     members.sort_unstable();
     members.dedup();
-    checked_journal(&journal, prefix, members)
+    let j = checked_journal(&journal, prefix, members)?;
+    let Some(rec) = record::read(&j.run)? else {
+        return Err(JournalError::Unrecorded {
+            key: journal,
+            run: j.run,
+            dir: record::dir().map_or_else(
+                || "neither XDG_STATE_HOME nor HOME is set".into(),
+                |d| d.display().to_string(),
+            ),
+        });
+    };
+    recorded(&journal, prefix, &j, &rec)?;
+    Ok((j, Some(rec.path)))
 }
 
-/// The journal's members checked: the marker present, every other member under the prefix.
+/// Quoted examples of names, for a message.
+fn examples(names: &[Vec<u8>]) -> String {
+    names
+        .iter()
+        .take(3)
+        .map(|k| format!("'{}'", crate::keys::display::display_key(k)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The journal's members checked: the marker present, one run named, every other member
+/// under the prefix.
 fn checked_journal(
     journal: &str,
     prefix: &str,
@@ -430,38 +532,102 @@ fn checked_journal(
 ) -> Result<Journal, JournalError> {
     let marker = JOURNAL_MARKER.as_bytes();
     if !members.iter().any(|m| m == marker) {
+        if members.iter().any(|m| m == OLD_MARKER.as_bytes()) {
+            return Err(JournalError::Old {
+                key: journal.to_string(),
+            });
+        }
         return Err(JournalError::Unmarked {
             key: journal.to_string(),
             members: members.len(),
         });
     }
+    let runs: Vec<&[u8]> = members
+        .iter()
+        .filter_map(|m| m.strip_prefix(RUN_MEMBER.as_bytes()))
+        .collect();
+    let run = match runs.as_slice() {
+        [one] => match std::str::from_utf8(one) {
+            Ok(id) if record::valid_run_id(id) => id.to_string(),
+            _ => {
+                return Err(JournalError::NoRun {
+                    key: journal.to_string(),
+                    why: "names a run that is not a run id (32 hex digits)".into(),
+                });
+            }
+        },
+        [] => {
+            return Err(JournalError::NoRun {
+                key: journal.to_string(),
+                why: "names no run".into(),
+            });
+        }
+        _ => {
+            return Err(JournalError::NoRun {
+                key: journal.to_string(),
+                why: format!("names {} runs, not one", runs.len()),
+            });
+        }
+    };
     let under = format!("{prefix}:");
     let (keys, foreign): (Vec<Vec<u8>>, Vec<Vec<u8>>) = members
         .into_iter()
-        .filter(|m| m != marker)
+        .filter(|m| m != marker && !m.starts_with(RUN_MEMBER.as_bytes()))
         .partition(|m| m.starts_with(under.as_bytes()) && m.as_slice() != journal.as_bytes());
     if !foreign.is_empty() {
-        let examples = foreign
-            .iter()
-            .take(3)
-            .map(|k| format!("'{}'", crate::keys::display::display_key(k)))
-            .collect::<Vec<_>>()
-            .join(", ");
         return Err(JournalError::Foreign {
             key: journal.to_string(),
             prefix: prefix.to_string(),
             count: foreign.len(),
-            examples,
+            examples: examples(&foreign),
         });
     }
-    Ok(Journal { exists: true, keys })
+    Ok(Journal {
+        exists: true,
+        run,
+        keys,
+    })
 }
 
-/// Writes the journal: the marker, then every key the run will write.
+/// The journal held to the record of its run: the same prefix, and no name the run did not
+/// record.
+fn recorded(
+    journal: &str,
+    prefix: &str,
+    j: &Journal,
+    rec: &record::Record,
+) -> Result<(), JournalError> {
+    if rec.prefix != prefix {
+        return Err(JournalError::OtherPrefix {
+            key: journal.to_string(),
+            run: j.run.clone(),
+            recorded: rec.prefix.clone(),
+            prefix: prefix.to_string(),
+        });
+    }
+    let unlisted: Vec<Vec<u8>> = j
+        .keys
+        .iter()
+        .filter(|k| !rec.keys.contains(*k))
+        .cloned()
+        .collect();
+    if !unlisted.is_empty() {
+        return Err(JournalError::Unlisted {
+            key: journal.to_string(),
+            run: j.run.clone(),
+            count: unlisted.len(),
+            examples: examples(&unlisted),
+        });
+    }
+    Ok(())
+}
+
+/// Writes the journal: the marker and the run, then every key the run will write.
 fn write_journal(
     live: &LiveCluster,
     map: &SlotMap,
     prefix: &str,
+    run: &str,
     keys: &BTreeSet<Vec<u8>>,
 ) -> Result<(), LiveError> {
     let journal = journal_key(prefix);
@@ -475,6 +641,7 @@ fn write_journal(
     redis::cmd("SADD")
         .arg(&journal)
         .arg(JOURNAL_MARKER)
+        .arg(format!("{RUN_MEMBER}{run}"))
         .query::<()>(&mut con)
         .map_err(|e| node_err(&addr, "SADD (journal)", e))?;
     let all: Vec<&Vec<u8>> = keys.iter().collect();
@@ -489,19 +656,25 @@ fn write_journal(
 }
 
 /// Deletes what an earlier run under `prefix` wrote, from its journal (`keyplan bench
-/// --cleanup`), then the journal when nothing remains. Only a journal bench wrote is acted on
-/// (see [`read_journal`]); anything else is refused before a key is deleted.
+/// --cleanup`), then the journal and the run's record when nothing remains. Only a journal
+/// bench wrote, of a run recorded on this machine, is acted on (see [`read_journal`]);
+/// anything else is refused before a key is deleted.
 pub fn clean_journal(
     live: &LiveCluster,
     map: &SlotMap,
     prefix: &str,
 ) -> Result<Cleanup, JournalError> {
-    let journal = read_journal(live, map, prefix)?;
+    let (journal, record) = read_journal(live, map, prefix)?;
     let mut c = delete_keys(live, map, &journal.keys);
     if c.remaining == 0 && journal.exists {
         let j = delete_keys(live, map, &[journal_key(prefix).into_bytes()]);
         c.remaining += j.remaining;
         c.failures.extend(j.failures);
+    }
+    if c.remaining == 0
+        && let Some(path) = record
+    {
+        record::remove(&path);
     }
     Ok(c)
 }
@@ -728,8 +901,16 @@ pub fn run_pairs(
             });
         }
     }
-    // Every key the plans address (destinations included), journaled before any is written.
-    write_journal(live, map, &opts.prefix, &written)?;
+    // Every key the plans address (destinations included), recorded on this machine and
+    // journaled on the cluster before any is written.
+    let run = record::new_run_id().map_err(|e| record::RecordError {
+        path: "/dev/urandom".into(),
+        reason: e.to_string(),
+    })?;
+    let recorded = record::write(&run, &opts.prefix, &written)?;
+    // Should this fail, part of the journal may be on the cluster (no key yet): the record
+    // lets --cleanup remove it.
+    write_journal(live, map, &opts.prefix, &run, &written)?;
     let result = run_all(live, &addrs, &work, opts, stop, observe);
     // A fresh slot map if the cluster can give one (slots may have moved meanwhile).
     let now = live.topology().unwrap_or_else(|_| map.clone());
@@ -737,6 +918,9 @@ pub fn run_pairs(
     let mut cleaned = delete_keys(live, &now, &written);
     if cleaned.remaining == 0 {
         cleaned = delete_keys(live, &now, &[journal_key(&opts.prefix).into_bytes()]);
+    }
+    if cleaned.remaining == 0 {
+        record::remove(&recorded);
     }
     if cleaned.remaining > 0 {
         return Err(BenchError::LeftKeys {
@@ -966,27 +1150,79 @@ mod tests {
     }
 
     #[test]
-    fn a_journal_is_trusted_only_with_its_marker_and_only_under_its_prefix() {
+    fn a_journal_is_trusted_only_with_its_marker_its_run_and_its_record() {
         let m = |v: &[&str]| v.iter().map(|s| s.as_bytes().to_vec()).collect::<Vec<_>>();
-        // What bench writes: the marker and keys under the prefix.
-        let ok = checked_journal("kp:journal", "kp", m(&[JOURNAL_MARKER, "kp:a", "kp:{t}b"]));
-        assert_eq!(ok.unwrap().keys, m(&["kp:a", "kp:{t}b"]));
+        let id = "0123456789abcdef0123456789abcdef";
+        let run = format!("{RUN_MEMBER}{id}");
+        // What bench writes: the marker, the run and keys under the prefix.
+        let ok = checked_journal(
+            "kp:journal",
+            "kp",
+            m(&[JOURNAL_MARKER, &run, "kp:a", "kp:{t}b"]),
+        )
+        .unwrap();
+        assert_eq!(ok.keys, m(&["kp:a", "kp:{t}b"]));
+        assert_eq!(ok.run, id);
         // An application's own set under the same name: no marker, nothing trusted.
         let e = checked_journal("kp:journal", "kp", m(&["app:important", "user:1"])).unwrap_err();
         assert!(
             matches!(e, JournalError::Unmarked { members: 2, .. }),
             "{e}"
         );
+        // The old public marker alone proves nothing.
+        let e = checked_journal("kp:journal", "kp", m(&[OLD_MARKER, "kp:a"])).unwrap_err();
+        assert!(matches!(e, JournalError::Old { .. }), "{e}");
+        // No run, two runs, or a run id that is a path.
+        for runs in [
+            vec![],
+            vec![run.clone(), format!("{RUN_MEMBER}{}", "f".repeat(32))],
+            vec![format!("{RUN_MEMBER}../../../etc/passwd")],
+        ] {
+            let mut v = m(&[JOURNAL_MARKER, "kp:a"]);
+            v.extend(runs.iter().map(|r| r.as_bytes().to_vec()));
+            let e = checked_journal("kp:journal", "kp", v).unwrap_err();
+            assert!(matches!(e, JournalError::NoRun { .. }), "{runs:?}: {e}");
+            assert!(e.to_string().contains("nothing was deleted"), "{e}");
+        }
         // A planted name outside the prefix (or a look-alike prefix) poisons the whole journal.
         for planted in ["app:important", "kpx:a", "kp", "kp:journal"] {
-            let e = checked_journal("kp:journal", "kp", m(&[JOURNAL_MARKER, "kp:a", planted]))
-                .unwrap_err();
+            let e = checked_journal(
+                "kp:journal",
+                "kp",
+                m(&[JOURNAL_MARKER, &run, "kp:a", planted]),
+            )
+            .unwrap_err();
             assert!(
                 matches!(e, JournalError::Foreign { count: 1, .. }),
                 "{planted}: {e}"
             );
             assert!(e.to_string().contains("nothing was deleted"), "{e}");
         }
+        // Held to the run's record: its prefix, and only names it lists.
+        let rec = record::Record {
+            path: "/nowhere".into(),
+            prefix: "kp".into(),
+            keys: m(&["kp:a", "kp:{t}b", "kp:c"]).into_iter().collect(),
+        };
+        assert!(recorded("kp:journal", "kp", &ok, &rec).is_ok());
+        let planted = checked_journal(
+            "kp:journal",
+            "kp",
+            m(&[JOURNAL_MARKER, &run, "kp:a", "kp:victim"]),
+        )
+        .unwrap();
+        let e = recorded("kp:journal", "kp", &planted, &rec).unwrap_err();
+        assert!(
+            matches!(e, JournalError::Unlisted { count: 1, .. })
+                && e.to_string().contains("'kp:victim'"),
+            "{e}"
+        );
+        let other = record::Record {
+            prefix: "kq".into(),
+            ..rec
+        };
+        let e = recorded("kp:journal", "kp", &ok, &other).unwrap_err();
+        assert!(matches!(e, JournalError::OtherPrefix { .. }), "{e}");
     }
 
     #[test]

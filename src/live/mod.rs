@@ -584,9 +584,9 @@ impl LiveCluster {
                     pipe.cmd("RANDOMKEY");
                 }
                 pace(opts.rate, commands, started);
-                let drawn: Vec<Option<Vec<u8>>> =
-                    pipe.query(&mut con)
-                        .map_err(sampling_error(&addr, "RANDOMKEY", sampled))?;
+                let drawn: Vec<Option<Vec<u8>>> = pipe
+                    .query(&mut con)
+                    .map_err(|e| randomkey_error(&addr, sampled, e))?;
                 commands += page;
                 let keys = d.take(drawn);
                 let done = d.done();
@@ -1113,6 +1113,37 @@ fn sampling_error<'a>(
         addr: addr.to_string(),
         what: what.to_string(),
         reason: first_line(&e.to_string()),
+        sampled,
+    }
+}
+
+/// A node that refuses the RANDOMKEY a sample is drawn with (an ACL without it, a renamed
+/// command): one line naming the node, the server's first refusal and what to do, where the
+/// pipeline's error lists every refusal.
+fn randomkey_error(addr: &str, sampled: u64, e: redis::RedisError) -> LiveError {
+    if e.is_io_error() || e.is_timeout() {
+        return sampling_error(addr, "RANDOMKEY", sampled)(e);
+    }
+    let refusals = e.clone().into_server_errors();
+    let (count, words) = match refusals.as_deref() {
+        Some([(_, first), ..]) => (refusals.as_deref().map_or(1, <[_]>::len), first.to_string()),
+        _ => (1, e.to_string()),
+    };
+    let mut words = first_line(&words);
+    if words.chars().count() > 160 {
+        words = words.chars().take(160).collect::<String>() + "…";
+    }
+    LiveError::Node {
+        addr: addr.to_string(),
+        what: "RANDOMKEY".into(),
+        reason: format!(
+            "the node refused it{} ({words}): a sample smaller than a node is drawn with RANDOMKEY, so allow it for this user (ACL SETUSER <user> +randomkey), or read the keys with SCAN instead (--sample all, or --match PATTERN)",
+            if count > 1 {
+                format!(" {count} times")
+            } else {
+                String::new()
+            }
+        ),
         sampled,
     }
 }

@@ -375,6 +375,110 @@ fn a_node_dying_mid_scan_is_named() {
     );
 }
 
+/// A node whose ACL refuses RANDOMKEY (how a sample smaller than a node is drawn): one line
+/// naming the node, the server's own refusal once and what to do, not the pipeline's raw list
+/// of every refusal.
+fn a_node_refusing_randomkey_is_named_in_one_line() {
+    let Some(cluster) = Cluster::create() else {
+        return;
+    };
+    cluster.load(&generated_keys(600));
+    for n in &cluster.nodes {
+        let reply = n
+            .connect()
+            .call(&[b"ACL", b"SETUSER", b"default", b"-randomkey"])
+            .unwrap();
+        assert!(matches!(reply, Reply::Status(_)), "{reply:?}");
+    }
+    let url = format!("redis://127.0.0.1:{}", cluster.nodes[0].port);
+    let out = keyplan()
+        .args(["analyze", "--cluster", &url, "--sample", "20"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("error: "))
+        .unwrap_or_else(|| panic!("no error line: {err}"));
+    assert!(
+        cluster
+            .nodes
+            .iter()
+            .any(|n| line.contains(&format!("127.0.0.1:{}", n.port))),
+        "names the node: {line}"
+    );
+    for says in ["RANDOMKEY", "+randomkey", "--sample all", "--match"] {
+        assert!(line.contains(says), "{says}: {line}");
+    }
+    // The server's refusal, once.
+    assert_eq!(line.matches("no permissions").count(), 1, "{line}");
+    assert!(
+        !err.contains("Pipeline") && !err.contains("Index "),
+        "{err}"
+    );
+    // With SCAN instead, as the message says, the sample is taken.
+    let out = keyplan()
+        .args(["analyze", "--cluster", &url, "--sample", "all"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", all_output(&out));
+}
+
+/// A calibration file with jitter of extreme magnitude (1e308: P50/P99 came out null; 1e-308:
+/// 0 ms) is refused, naming the file, the field and the range; huge numbers in any message
+/// about it are written short (`1e308`), never as 309 digits.
+fn calibration_of_extreme_magnitude_is_refused() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let real: Value = serde_json::from_str(
+        &std::fs::read_to_string(root.join("examples/calibration-loopback.json")).unwrap(),
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cal.json");
+    let batches = root.join("examples/batches.txt");
+    type Case = (Box<dyn Fn(&mut Value)>, &'static [&'static str]);
+    let cases: Vec<Case> = vec![
+        (
+            Box::new(|v| v["params"]["jitter"] = vec![1e308; 101].into()),
+            &["params.jitter[0] is 1e308", "between 0 and 101"],
+        ),
+        (
+            Box::new(|v| v["params"]["jitter"] = vec![1e-308; 101].into()),
+            &["params.jitter", "average 1e-308", "between 0.5 and 2"],
+        ),
+        (
+            Box::new(|v| v["params"]["cores"] = 1e308.into()),
+            &["params.cores is 1e308"],
+        ),
+        (
+            Box::new(|v| v["measured_on"]["masters"] = 1e308.into()),
+            &["e+308"],
+        ),
+    ];
+    for (change, says) in cases {
+        let mut v = real.clone();
+        change(&mut v);
+        std::fs::write(&path, v.to_string()).unwrap();
+        let (code, out, err) = crate::support::run_in_process(&[
+            "simulate",
+            "--batches",
+            batches.to_str().unwrap(),
+            "--calibration",
+            path.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 2, "{says:?}: {out}{err}");
+        assert!(err.contains(path.to_str().unwrap()), "{err}");
+        for s in says {
+            assert!(err.contains(s), "{s}: {err}");
+        }
+        assert!(
+            !err.contains("0000000000000000"),
+            "a number written in full: {err}"
+        );
+    }
+}
+
 /// Every key of every master, sorted.
 fn all_keys(cluster: &Cluster) -> Vec<String> {
     let mut out: Vec<String> = cluster
@@ -404,6 +508,7 @@ fn bench_file(
     let file = dir.join("batches.txt");
     std::fs::write(&file, text).unwrap();
     keyplan()
+        .env("XDG_STATE_HOME", dir.join("state"))
         .args([
             "bench",
             "--cluster",
@@ -493,6 +598,8 @@ fn a_killed_bench_is_cleaned_up_from_its_journal() {
     let before = all_keys(&cluster);
     let url = format!("redis://127.0.0.1:{}", cluster.nodes[0].port);
     let dir = tempfile::tempdir().unwrap();
+    // Where bench keeps its record of the run (this machine's, for --cleanup).
+    let state = dir.path().join("state");
     let file = dir.path().join("batches.txt");
     std::fs::write(
         &file,
@@ -501,6 +608,7 @@ fn a_killed_bench_is_cleaned_up_from_its_journal() {
     .unwrap();
     let bin = assert_cmd::cargo::cargo_bin("keyplan");
     let mut child = Command::new(bin)
+        .env("XDG_STATE_HOME", &state)
         .args([
             "bench",
             "--cluster",
@@ -539,29 +647,92 @@ fn a_killed_bench_is_cleaned_up_from_its_journal() {
         "{}",
         all_output(&out)
     );
-    let out = keyplan()
-        .args([
-            "bench",
-            "--cleanup",
-            "--prefix",
-            "kp:job",
-            "--cluster",
-            &url,
-        ])
-        .output()
-        .unwrap();
+    let cleanup = |prefix: &str, state: &std::path::Path| {
+        keyplan()
+            .env("XDG_STATE_HOME", state)
+            .args(["bench", "--cleanup", "--prefix", prefix, "--cluster", &url])
+            .output()
+            .unwrap()
+    };
+    let call = |args: &[&str]| {
+        let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+        crate::rdb::call_routed(&cluster, &args)
+    };
+    let left = all_keys(&cluster);
+    // Someone else's key under the prefix, added to the real journal: refused whole, nothing
+    // deleted (the run never recorded writing it).
+    call(&["SET", "kp:job:victim", "theirs"]);
+    call(&["SADD", "kp:job:journal", "kp:job:victim"]);
+    let out = cleanup("kp:job", &state);
+    let text = all_output(&out);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains("did not record writing") && text.contains("'kp:job:victim'"),
+        "{text}"
+    );
+    let mut with_victim = left.clone();
+    with_victim.push("kp:job:victim".into());
+    with_victim.sort();
+    assert_eq!(all_keys(&cluster), with_victim);
+    call(&["SREM", "kp:job:journal", "kp:job:victim"]);
+    // The real journal, cleaned up where no record of its run is (another machine): refused.
+    let out = cleanup("kp:job", &dir.path().join("elsewhere"));
+    let text = all_output(&out);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(text.contains("no record on this machine"), "{text}");
+    assert_eq!(all_keys(&cluster), with_victim);
+    // Its members (the marker and the run) copied into a journal under another prefix, with
+    // that prefix's keys: the run recorded another prefix, so nothing is deleted.
+    let members = match call(&["SMEMBERS", "kp:job:journal"]) {
+        Reply::Array(v) => v
+            .into_iter()
+            .filter_map(|m| match m {
+                Reply::Bulk(Some(b)) => Some(String::from_utf8(b).unwrap()),
+                _ => None,
+            })
+            .filter(|m| m.starts_with('#'))
+            .collect::<Vec<_>>(),
+        other => panic!("SMEMBERS replied {other:?}"),
+    };
+    assert_eq!(members.len(), 2, "the marker and the run: {members:?}");
+    call(&["SET", "kp:copy:victim", "theirs"]);
+    let mut sadd = vec!["SADD", "kp:copy:journal", "kp:copy:victim"];
+    sadd.extend(members.iter().map(String::as_str));
+    call(&sadd);
+    let out = cleanup("kp:copy", &state);
+    let text = all_output(&out);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains("wrote under 'kp:job:', not 'kp:copy:'"),
+        "{text}"
+    );
+    assert!(all_keys(&cluster).contains(&"kp:copy:victim".to_string()));
+    call(&["DEL", "kp:copy:journal"]);
+    call(&["DEL", "kp:copy:victim"]);
+    // Here, with the run's record: what it wrote is deleted, the victim stays.
+    let out = cleanup("kp:job", &state);
     assert_eq!(out.status.code(), Some(0), "{}", all_output(&out));
     assert!(
         all_output(&out).contains("0 remain"),
         "{}",
         all_output(&out)
     );
-    assert_eq!(all_keys(&cluster), before);
+    let mut after = before.clone();
+    after.push("kp:job:victim".into());
+    after.sort();
+    assert_eq!(all_keys(&cluster), after);
+    // The record goes with the journal.
+    let records: Vec<_> = std::fs::read_dir(state.join("keyplan/bench"))
+        .unwrap()
+        .collect();
+    assert!(records.is_empty(), "{records:?}");
 }
 
 /// `--cleanup` deletes only what a journal bench itself wrote lists, and only names under the
-/// prefix: a set bench did not write (no marker), a journal with a planted name outside the
-/// prefix, or a journal key of another type is refused as a whole and nothing is deleted.
+/// prefix: a set bench did not write (no marker), one with the old public marker, a journal
+/// with a planted name outside the prefix, a forged journal with the marker and a run id that
+/// no run on this machine recorded (the hole of the marker alone), or a journal key of another
+/// type is refused as a whole and nothing is deleted.
 fn cleanup_never_deletes_what_a_planted_journal_lists() {
     let Some(cluster) = Cluster::create() else {
         return;
@@ -572,8 +743,10 @@ fn cleanup_never_deletes_what_a_planted_journal_lists() {
         .collect();
     cluster.load(&theirs);
     let url = format!("redis://127.0.0.1:{}", cluster.nodes[0].port);
+    let state = tempfile::tempdir().unwrap();
     let cleanup = |prefix: &str| {
         keyplan()
+            .env("XDG_STATE_HOME", state.path())
             .args(["bench", "--cleanup", "--prefix", prefix, "--cluster", &url])
             .output()
             .unwrap()
@@ -599,9 +772,24 @@ fn cleanup_never_deletes_what_a_planted_journal_lists() {
         all_output(&out)
     );
     assert_eq!(all_keys(&cluster), before);
-    // The marker planted too, with names outside the prefix: refused whole, even the one
-    // name under the prefix stays.
+    // The old public marker planted: it proves nothing, refused whole.
     call(&["SADD", "kp:plant:journal", "#keyplan-bench-journal v1"]);
+    let out = cleanup("kp:plant");
+    assert_eq!(out.status.code(), Some(2), "{}", all_output(&out));
+    assert!(
+        all_output(&out).contains("marker of an older keyplan bench"),
+        "{}",
+        all_output(&out)
+    );
+    assert_eq!(all_keys(&cluster), before);
+    // Today's marker and a run planted too, with names outside the prefix: refused whole,
+    // even the one name under the prefix stays.
+    call(&[
+        "SADD",
+        "kp:plant:journal",
+        "#keyplan-bench-journal v2",
+        "#run 0123456789abcdef0123456789abcdef",
+    ]);
     let out = cleanup("kp:plant");
     assert_eq!(out.status.code(), Some(2), "{}", all_output(&out));
     assert!(
@@ -610,6 +798,51 @@ fn cleanup_never_deletes_what_a_planted_journal_lists() {
         all_output(&out)
     );
     assert_eq!(all_keys(&cluster), before);
+    // A forged journal, listing only names under the prefix (another program's keys): the
+    // public marker alone (what deleted them before), or the marker as bench writes it today
+    // with a run no run here recorded, a run id that is a path, or two runs: nothing is
+    // deleted.
+    for run in [
+        &["#keyplan-bench-journal v1"][..],
+        &[
+            "#keyplan-bench-journal v2",
+            "#run 0123456789abcdef0123456789abcdef",
+        ],
+        &["#keyplan-bench-journal v2", "#run ../../../../etc/passwd"],
+        &[
+            "#keyplan-bench-journal v2",
+            "#run 0123456789abcdef0123456789abcdef",
+            "#run fedcba9876543210fedcba9876543210",
+        ],
+    ] {
+        call(&["DEL", "kp:forged:journal"]);
+        let mut sadd = vec![
+            "SADD",
+            "kp:forged:journal",
+            "kp:forged:victim",
+            "kp:forged:{t}other",
+        ];
+        sadd.extend(run);
+        call(&sadd);
+        call(&["SET", "kp:forged:victim", "theirs"]);
+        call(&["SET", "kp:forged:{t}other", "theirs"]);
+        let before = all_keys(&cluster);
+        let out = cleanup("kp:forged");
+        let text = all_output(&out);
+        assert_eq!(out.status.code(), Some(2), "{run:?}: {text}");
+        assert!(
+            text.contains("nothing was deleted") || text.contains("Nothing was deleted"),
+            "{run:?}: {text}"
+        );
+        assert_eq!(all_keys(&cluster), before, "{run:?}");
+    }
+    for k in [
+        "kp:forged:journal",
+        "kp:forged:victim",
+        "kp:forged:{t}other",
+    ] {
+        call(&["DEL", k]);
+    }
     // A journal key that is not a set.
     call(&["SET", "kp:str:journal", "x"]);
     let before = all_keys(&cluster);
@@ -894,6 +1127,14 @@ pub(crate) const TESTS: &[crate::support::Test] = &[
     (
         "cleanup_never_deletes_what_a_planted_journal_lists",
         cleanup_never_deletes_what_a_planted_journal_lists,
+    ),
+    (
+        "a_node_refusing_randomkey_is_named_in_one_line",
+        a_node_refusing_randomkey_is_named_in_one_line,
+    ),
+    (
+        "calibration_of_extreme_magnitude_is_refused",
+        calibration_of_extreme_magnitude_is_refused,
     ),
     (
         "live_sampling_survives_failovers",
