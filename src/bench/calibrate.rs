@@ -369,6 +369,7 @@ pub fn calibrate(
     live: &LiveCluster,
     map: &SlotMap,
     opts: &BenchOptions,
+    records: &dyn super::record::Records,
     stop: &AtomicBool,
     observe: &mut dyn FnMut(BenchStep<'_>),
 ) -> Result<Calibration, BenchError> {
@@ -393,7 +394,10 @@ pub fn calibrate(
             concurrency: level,
             ..opts.clone()
         };
-        results.push((level, run_pairs(live, map, &pairs, &o, stop, observe)?));
+        results.push((
+            level,
+            run_pairs(live, map, &pairs, &o, records, stop, observe)?,
+        ));
     }
     let cores = std::thread::available_parallelism()
         .map(|n| n.get())

@@ -442,6 +442,14 @@ pub enum JournalError {
         "the record of the run that wrote the journal cannot be read ({0}); nothing was deleted"
     )]
     Record(#[from] record::RecordError),
+    /// The run's record is there but is not one.
+    #[error("{place}: {why}; nothing was deleted (remove that file if it is not bench's)")]
+    BadRecord {
+        /// Where it is.
+        place: String,
+        /// What is wrong with it.
+        why: String,
+    },
 }
 
 /// What the journal of an earlier run under a prefix holds.
@@ -458,16 +466,17 @@ pub struct Journal {
 /// Reads and checks the journal of an earlier run under `prefix` (from the master that owns
 /// it), against the record of that run on this machine: the keys it lists. A key that is not
 /// a set, a set without [`JOURNAL_MARKER`] or its run, one that lists any name outside
-/// `<prefix>:`, one whose run has no record here (for this prefix) and one that lists a name
-/// the record does not are refused as a whole. Gives the journal and the record's file.
+/// `<prefix>:`, one whose run has no record in `records` (for this prefix) and one that lists
+/// a name the record does not are refused as a whole.
 pub fn read_journal(
     live: &LiveCluster,
     map: &SlotMap,
     prefix: &str,
-) -> Result<(Journal, Option<std::path::PathBuf>), JournalError> {
+    records: &dyn record::Records,
+) -> Result<Journal, JournalError> {
     let journal = journal_key(prefix);
     let Some(addr) = owner_addr(map, journal.as_bytes()) else {
-        return Ok((Journal::default(), None));
+        return Ok(Journal::default());
     };
     let mut con = connect(live, &addr)?;
     let kind: String = redis::cmd("TYPE")
@@ -475,7 +484,7 @@ pub fn read_journal(
         .query(&mut con)
         .map_err(|e| node_err(&addr, "TYPE", e))?;
     match kind.as_str() {
-        "none" => return Ok((Journal::default(), None)),
+        "none" => return Ok(Journal::default()),
         "set" => {}
         _ => return Err(JournalError::NotAJournal { key: journal, kind }),
     }
@@ -499,18 +508,16 @@ pub fn read_journal(
     members.sort_unstable();
     members.dedup();
     let j = checked_journal(&journal, prefix, members)?;
-    let Some(rec) = record::read(&j.run)? else {
+    let Some((place, text)) = records.find(&j.run)? else {
         return Err(JournalError::Unrecorded {
             key: journal,
             run: j.run,
-            dir: record::dir().map_or_else(
-                || "neither XDG_STATE_HOME nor HOME is set".into(),
-                |d| d.display().to_string(),
-            ),
+            dir: records.place(),
         });
     };
+    let rec = record::parse(&text).map_err(|why| JournalError::BadRecord { place, why })?;
     recorded(&journal, prefix, &j, &rec)?;
-    Ok((j, Some(rec.path)))
+    Ok(j)
 }
 
 /// Quoted examples of names, for a message.
@@ -663,18 +670,17 @@ pub fn clean_journal(
     live: &LiveCluster,
     map: &SlotMap,
     prefix: &str,
+    records: &dyn record::Records,
 ) -> Result<Cleanup, JournalError> {
-    let (journal, record) = read_journal(live, map, prefix)?;
+    let journal = read_journal(live, map, prefix, records)?;
     let mut c = delete_keys(live, map, &journal.keys);
     if c.remaining == 0 && journal.exists {
         let j = delete_keys(live, map, &[journal_key(prefix).into_bytes()]);
         c.remaining += j.remaining;
         c.failures.extend(j.failures);
     }
-    if c.remaining == 0
-        && let Some(path) = record
-    {
-        record::remove(&path);
+    if c.remaining == 0 && journal.exists {
+        records.forget(&journal.run);
     }
     Ok(c)
 }
@@ -843,6 +849,7 @@ pub fn run_bench(
     map: &SlotMap,
     batches: &[Batch],
     opts: &BenchOptions,
+    records: &dyn record::Records,
     stop: &AtomicBool,
     observe: &mut dyn FnMut(BenchStep<'_>),
 ) -> Result<Vec<BenchResult>, BenchError> {
@@ -850,7 +857,7 @@ pub fn run_bench(
         .iter()
         .flat_map(|b| opts.strategies.iter().map(move |&s| (b, s)))
         .collect();
-    run_pairs(live, map, &pairs, opts, stop, observe)
+    run_pairs(live, map, &pairs, opts, records, stop, observe)
 }
 
 /// [`run_bench`] for chosen (batch, strategy) pairs, in order.
@@ -859,6 +866,7 @@ pub fn run_pairs(
     map: &SlotMap,
     pairs: &[(&Batch, Strategy)],
     opts: &BenchOptions,
+    records: &dyn record::Records,
     stop: &AtomicBool,
     observe: &mut dyn FnMut(BenchStep<'_>),
 ) -> Result<Vec<BenchResult>, BenchError> {
@@ -903,11 +911,8 @@ pub fn run_pairs(
     }
     // Every key the plans address (destinations included), recorded on this machine and
     // journaled on the cluster before any is written.
-    let run = record::new_run_id().map_err(|e| record::RecordError {
-        path: "/dev/urandom".into(),
-        reason: e.to_string(),
-    })?;
-    let recorded = record::write(&run, &opts.prefix, &written)?;
+    let run = records.new_run_id()?;
+    records.keep(&run, &record::render(&opts.prefix, &written))?;
     // Should this fail, part of the journal may be on the cluster (no key yet): the record
     // lets --cleanup remove it.
     write_journal(live, map, &opts.prefix, &run, &written)?;
@@ -920,7 +925,7 @@ pub fn run_pairs(
         cleaned = delete_keys(live, &now, &[journal_key(&opts.prefix).into_bytes()]);
     }
     if cleaned.remaining == 0 {
-        record::remove(&recorded);
+        records.forget(&run);
     }
     if cleaned.remaining > 0 {
         return Err(BenchError::LeftKeys {
@@ -1200,7 +1205,6 @@ mod tests {
         }
         // Held to the run's record: its prefix, and only names it lists.
         let rec = record::Record {
-            path: "/nowhere".into(),
             prefix: "kp".into(),
             keys: m(&["kp:a", "kp:{t}b", "kp:c"]).into_iter().collect(),
         };

@@ -7,6 +7,7 @@ use super::loaded::{Loaded, Target};
 use super::progress::Unit;
 use super::simulate::StrategyList;
 use super::values::{Word, one_of};
+use crate::bench::record::{RecordError, Records, valid_run_id};
 use crate::bench::{BenchOptions, BenchResult, run_bench};
 use crate::error::{ExitStatus, UserError};
 use crate::report::bench::{BenchPiece, BenchReport, bench_stream};
@@ -14,7 +15,7 @@ use crate::report::render::{Format, Stream};
 use crate::simulate::NetworkModel;
 use crate::simulate::batch::Batch;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -190,32 +191,41 @@ fn run_printing(
     let progress = super::progress::Progress::start(progress, "benchmarking", Unit::Steps, None);
     let mut pending: Vec<BenchResult> = Vec::new();
     let mut write_err: Option<std::io::Error> = None;
-    let run = run_bench(live, map, batches, opts, &INTERRUPTED, &mut |step| {
-        progress.set_total(step.steps as u64);
-        if step.index == 0 && step.result.is_none() {
-            // Started once every batch is known to run: a refusal prints nothing on stdout.
-            if let Err(e) = progress.suspend(|| stream.item(&BenchPiece::Start(report))) {
-                write_err.get_or_insert(e);
+    let records = StateFiles::here();
+    let run = run_bench(
+        live,
+        map,
+        batches,
+        opts,
+        &records,
+        &INTERRUPTED,
+        &mut |step| {
+            progress.set_total(step.steps as u64);
+            if step.index == 0 && step.result.is_none() {
+                // Started once every batch is known to run: a refusal prints nothing on stdout.
+                if let Err(e) = progress.suspend(|| stream.item(&BenchPiece::Start(report))) {
+                    write_err.get_or_insert(e);
+                }
             }
-        }
-        match step.result {
-            None => {
-                progress.set_position(step.index as u64);
-                progress.set_message(format!("{} · {}", step.batch, step.strategy.name()));
-            }
-            Some(r) => {
-                progress.set_position(step.index as u64 + 1);
-                pending.push(r.clone());
-                if pending.len() == per_batch {
-                    let done = std::mem::take(&mut pending);
-                    let write = || stream.item(&BenchPiece::Batch(&done));
-                    if let Err(e) = progress.suspend(write) {
-                        write_err.get_or_insert(e);
+            match step.result {
+                None => {
+                    progress.set_position(step.index as u64);
+                    progress.set_message(format!("{} · {}", step.batch, step.strategy.name()));
+                }
+                Some(r) => {
+                    progress.set_position(step.index as u64 + 1);
+                    pending.push(r.clone());
+                    if pending.len() == per_batch {
+                        let done = std::mem::take(&mut pending);
+                        let write = || stream.item(&BenchPiece::Batch(&done));
+                        if let Err(e) = progress.suspend(write) {
+                            write_err.get_or_insert(e);
+                        }
                     }
                 }
             }
-        }
-    });
+        },
+    );
     progress.finish();
     report.results = run?;
     if let Some(e) = write_err {
@@ -235,7 +245,7 @@ fn run_cleanup(args: &BenchArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus
     };
     let live = Loaded::live_only(url, None, Target::new(None, Format::Table))?.into_live();
     let map = live.topology()?;
-    let c = crate::bench::clean_journal(&live, &map, &args.prefix)?;
+    let c = crate::bench::clean_journal(&live, &map, &args.prefix, &StateFiles::here())?;
     writeln!(
         ctx.stderr,
         "deleted {} key(s) an earlier bench run wrote under '{}:'; {} remain",
@@ -249,6 +259,117 @@ fn run_cleanup(args: &BenchArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus
     } else {
         ExitStatus::Error
     })
+}
+
+/// Bench's records of its runs (see [`crate::bench::record`]), kept as files on this machine:
+/// `$XDG_STATE_HOME/keyplan/bench/<run id>.run`, else `~/.local/state/keyplan/bench/…`, in a
+/// directory only its owner may enter, each readable by its owner only.
+struct StateFiles {
+    /// The directory; `None` when neither XDG_STATE_HOME nor HOME is an absolute path.
+    dir: Option<PathBuf>,
+}
+
+impl StateFiles {
+    fn here() -> StateFiles {
+        let abs = |v: std::ffi::OsString| Some(PathBuf::from(v)).filter(|p| p.is_absolute());
+        let state = std::env::var_os("XDG_STATE_HOME")
+            .and_then(abs)
+            .or_else(|| Some(std::env::var_os("HOME").and_then(abs)?.join(".local/state")));
+        StateFiles {
+            dir: state.map(|s| s.join("keyplan").join("bench")),
+        }
+    }
+
+    fn dir(&self) -> Result<&Path, RecordError> {
+        self.dir.as_deref().ok_or_else(|| RecordError {
+            path: "$XDG_STATE_HOME".into(),
+            reason: "neither XDG_STATE_HOME nor HOME is set to an absolute path".into(),
+        })
+    }
+
+    /// Run `id`'s file (`id` is a run id: 32 hex digits, never a path).
+    fn file(&self, id: &str) -> Result<PathBuf, RecordError> {
+        if !valid_run_id(id) {
+            return Err(RecordError {
+                path: id.into(),
+                reason: "not a run id".into(),
+            });
+        }
+        Ok(self.dir()?.join(format!("{id}.run")))
+    }
+}
+
+fn record_err(path: &Path, e: impl std::fmt::Display) -> RecordError {
+    RecordError {
+        path: path.display().to_string(),
+        reason: e.to_string(),
+    }
+}
+
+impl Records for StateFiles {
+    fn new_run_id(&self) -> Result<String, RecordError> {
+        use std::io::Read;
+        let mut bytes = [0u8; 16];
+        let urandom = Path::new("/dev/urandom");
+        std::fs::File::open(urandom)
+            .and_then(|mut f| f.read_exact(&mut bytes))
+            .map_err(|e| record_err(urandom, e))?;
+        Ok(crate::bench::record::hex(&bytes))
+    }
+
+    fn keep(&self, id: &str, text: &str) -> Result<(), RecordError> {
+        use std::io::Write as _;
+        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+        let dir = self.dir()?;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|e| record_err(dir, e))?;
+        let path = self.file(id)?;
+        let tmp = dir.join(format!(".{id}.run.tmp"));
+        // A new file (never one planted under that name, nor a link), then renamed into place.
+        let written = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)
+            .and_then(|mut f| {
+                f.write_all(text.as_bytes())?;
+                f.sync_all()
+            })
+            .and_then(|()| std::fs::rename(&tmp, &path));
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(record_err(&path, e));
+        }
+        Ok(())
+    }
+
+    fn find(&self, id: &str) -> Result<Option<(String, String)>, RecordError> {
+        let (Some(_), true) = (&self.dir, valid_run_id(id)) else {
+            return Ok(None);
+        };
+        let path = self.file(id)?;
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Ok(Some((path.display().to_string(), text))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(record_err(&path, e)),
+        }
+    }
+
+    fn forget(&self, id: &str) {
+        if let Ok(path) = self.file(id) {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+
+    fn place(&self) -> String {
+        self.dir.as_ref().map_or_else(
+            || "neither XDG_STATE_HOME nor HOME is set".into(),
+            |d| d.display().to_string(),
+        )
+    }
 }
 
 /// `--duration`: a positive number of seconds, at most an hour.
@@ -306,7 +427,8 @@ fn run_calibrate(args: &BenchArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStat
     let _ = ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::Relaxed));
     let progress = ctx.progress("calibrating", Unit::Steps, None);
     let mut done = 0u64;
-    let cal = calibrate(&live, &map, &opts, &INTERRUPTED, &mut |step| {
+    let records = StateFiles::here();
+    let cal = calibrate(&live, &map, &opts, &records, &INTERRUPTED, &mut |step| {
         progress.set_total((step.steps * LEVELS.len()) as u64);
         if step.result.is_some() {
             done += 1;
