@@ -121,9 +121,13 @@ fn run_live(
         writeln!(ctx.stderr, "note: {r}")?;
     }
     if analysis.load_from_commandstats {
+        let advice = analysis
+            .slot_load_advice
+            .as_deref()
+            .unwrap_or("that needs Valkey 8+ or Redis 8.2+ with cluster-slot-stats-enabled yes");
         writeln!(
             ctx.stderr,
-            "note: the servers do not count load per slot (that needs Valkey 8+ with cluster-slot-stats-enabled yes, or Redis 8.2+): each node's CPU is from INFO commandstats, and slots are not weighed by load"
+            "note: the servers do not count load per slot ({advice}): each node's CPU is from INFO commandstats, and slots are not weighed by load"
         )?;
     }
     emit(target, &analysis.report, &source, &config, ctx)?;

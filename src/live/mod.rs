@@ -964,6 +964,18 @@ impl LiveCluster {
         Ok((addr, info))
     }
 
+    /// What to do so that `node`'s server counts load per slot, read from its `INFO server`:
+    /// the setting to turn on where the server has `CLUSTER SLOT-STATS` (Valkey 8+, Redis
+    /// 8.2+), else the version it needs.
+    pub fn slot_stats_advice(&self, node: &Node) -> String {
+        match self.info_section(node, "server") {
+            Ok((addr, info)) => slot_stats_advice(&addr, &info),
+            Err(_) => {
+                "that needs Valkey 8+ or Redis 8.2+ with cluster-slot-stats-enabled yes".to_string()
+            }
+        }
+    }
+
     /// The time `node` spent in commands, from `INFO commandstats` (node level: what a server
     /// without per-slot load can say).
     pub fn node_command_time(&self, node: &Node) -> Result<NodeCommandTime, LiveError> {
@@ -1271,6 +1283,49 @@ fn slot_stats_inner(
 /// scan of a sparse table returns at most its buckets / COUNT of them).
 const MAX_EMPTY_PAGES: u64 = 200_000;
 
+/// [`LiveCluster::slot_stats_advice`] from the `INFO server` text of the node at `addr`.
+pub fn slot_stats_advice(addr: &str, info: &str) -> String {
+    let field = |name: &str| {
+        info.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .map(|v| v.trim().to_string())
+    };
+    let valkey = field("server_name:").is_some_and(|n| n == "valkey");
+    let version = if valkey {
+        field("valkey_version:").or_else(|| field("redis_version:"))
+    } else {
+        field("redis_version:")
+    };
+    let Some(version) = version else {
+        return "that needs Valkey 8+ or Redis 8.2+ with cluster-slot-stats-enabled yes".into();
+    };
+    let parts: Vec<u32> = version.split('.').map(|p| p.parse().unwrap_or(0)).collect();
+    let (major, minor) = (
+        parts.first().copied().unwrap_or(0),
+        parts.get(1).copied().unwrap_or(0),
+    );
+    let name = if valkey { "Valkey" } else { "Redis" };
+    let has = if valkey {
+        major >= 8
+    } else {
+        (major, minor) >= (8, 2)
+    };
+    if has {
+        format!(
+            "{addr} runs {name} {version}, which counts it once `cluster-slot-stats-enabled yes` is set: run CONFIG SET cluster-slot-stats-enabled yes on every master (and add it to their config files)"
+        )
+    } else {
+        format!(
+            "{addr} runs {name} {version}; CLUSTER SLOT-STATS needs {}",
+            if valkey {
+                "Valkey 8.0 or later"
+            } else {
+                "Redis 8.2 or later (or Valkey 8+)"
+            }
+        )
+    }
+}
+
 /// What the servers measured per slot (`CLUSTER SLOT-STATS`: Valkey 8+ with
 /// `cluster-slot-stats-enabled yes`, Redis 8.2+), for every slot (16384 entries each).
 #[derive(Debug, Clone, PartialEq)]
@@ -1448,7 +1503,34 @@ mod tests {
 
 #[cfg(test)]
 mod draw_tests {
-    use super::RandomDraw;
+
+    #[test]
+    fn slot_stats_advice_names_the_setting_or_the_version() {
+        let valkey9 =
+            "# Server\r\nredis_version:7.2.4\r\nserver_name:valkey\r\nvalkey_version:9.1.2\r\n";
+        let a = slot_stats_advice("h:1", valkey9);
+        assert!(
+            a.contains("Valkey 9.1.2") && a.contains("CONFIG SET cluster-slot-stats-enabled yes"),
+            "{a}"
+        );
+        let redis82 = "# Server\r\nredis_version:8.2.3\r\n";
+        let a = slot_stats_advice("h:1", redis82);
+        assert!(
+            a.contains("Redis 8.2.3") && a.contains("cluster-slot-stats-enabled yes"),
+            "{a}"
+        );
+        let redis74 = "redis_version:7.4.1\r\n";
+        let a = slot_stats_advice("h:1", redis74);
+        assert!(
+            a.contains("Redis 7.4.1") && a.contains("needs Redis 8.2 or later"),
+            "{a}"
+        );
+        let valkey7 = "redis_version:7.2.5\r\nserver_name:valkey\r\nvalkey_version:7.2.5\r\n";
+        assert!(slot_stats_advice("h:1", valkey7).contains("needs Valkey 8.0 or later"));
+        assert!(slot_stats_advice("h:1", "").contains("Valkey 8+ or Redis 8.2+"));
+    }
+
+    use super::{RandomDraw, slot_stats_advice};
 
     #[test]
     fn a_random_draw_keeps_distinct_keys_and_ends() {

@@ -21,6 +21,9 @@ pub struct LiveAnalysis {
     /// Each node's load is its command time from `INFO commandstats`: the servers do not count
     /// load per slot.
     pub load_from_commandstats: bool,
+    /// When the load is per node: what to do so that the servers count it per slot (the
+    /// setting, or the version needed), for the first master.
+    pub slot_load_advice: Option<String>,
     /// What the servers refused to say (an ACL user without `INFO`), in words: left out of
     /// the report.
     pub refused: Vec<String>,
@@ -111,9 +114,19 @@ impl LiveCluster {
         if !biggest.keys().is_empty() {
             report.snapshot = Some(self.describe_biggest(topology, &biggest, config.top)?);
         }
+        let slot_load_advice = measured
+            .from_commandstats
+            .then(|| {
+                topology
+                    .key_holders()
+                    .first()
+                    .map(|n| self.slot_stats_advice(n))
+            })
+            .flatten();
         Ok(LiveAnalysis {
             report,
             load_from_commandstats: measured.from_commandstats,
+            slot_load_advice,
             refused: measured.refused,
         })
     }

@@ -969,6 +969,56 @@ fn live_node_keys_are_exact_whatever_the_sample() {
     );
 }
 
+/// On Redis 8.2 without `cluster-slot-stats-enabled`, the note names the server's version and
+/// the setting to turn on; once it is on, the load is per slot and the note is gone.
+fn redis8_slot_load_note_names_the_setting() {
+    let Some(cluster) = Cluster::create_redis8_args(&[]) else {
+        return;
+    };
+    cluster.load(&generated_keys(300));
+    let url = format!("redis://127.0.0.1:{}", cluster.nodes[0].port);
+    let run = || {
+        keyplan()
+            .args([
+                "analyze",
+                "--cluster",
+                &url,
+                "--sample",
+                "all",
+                "--format",
+                "json",
+            ])
+            .output()
+            .unwrap()
+    };
+    let out = run();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("runs Redis 8.2") && err.contains("CONFIG SET cluster-slot-stats-enabled yes"),
+        "{err}"
+    );
+    for n in &cluster.nodes {
+        let r = n
+            .connect()
+            .call(&[b"CONFIG", b"SET", b"cluster-slot-stats-enabled", b"yes"]);
+        assert!(matches!(r, Ok(Reply::Status(_))), "{r:?}");
+    }
+    let out = run();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(!err.contains("do not count load per slot"), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        v["totals"]["ops_source"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("CLUSTER SLOT-STATS"),
+        "{}",
+        v["totals"]
+    );
+}
+
 /// `--read-from replicas` samples a master itself, with a warning, when it has no healthy
 /// replica (here: none has), instead of failing the run.
 fn read_from_replicas_falls_back_to_masters_without_one() {
@@ -1547,6 +1597,10 @@ pub(crate) const TESTS: &[crate::support::Test] = &[
     (
         "valkey_counts_come_from_slot_stats",
         valkey_counts_come_from_slot_stats,
+    ),
+    (
+        "redis8_slot_load_note_names_the_setting",
+        redis8_slot_load_note_names_the_setting,
     ),
     (
         "live_slots_in_migration_are_shown",

