@@ -19,8 +19,10 @@ import json
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
+import re
 import tarfile
 import threading
 import time
@@ -51,6 +53,70 @@ def python_for(version):
 
 def fetch(pkg, work, log):
     """The sdist's unpacked root (work/src/<name>-<version>/<top>)."""
+    root = fetch_sdist(pkg, work, log)
+    # Tests the sdist lacks, from the package's repository at the release's tag (`git archive`
+    # of a local mirror): "tests_from = [MIRROR_GIT_DIR, TAG, PATH...]". They are used to run
+    # the suite only; the recorded files are the sdist's.
+    if pkg.get("tests_from"):
+        gitdir, tag, *paths = pkg["tests_from"]
+        if not os.path.exists(os.path.join(root, paths[0])):
+            archive = subprocess.run(["git", "--git-dir", gitdir, "archive", tag] + paths, capture_output=True, check=True).stdout
+            subprocess.run(["tar", "-x", "-C", root], input=archive, check=True)
+    # Local edits to the unpacked suite only ("patch = [[FILE, OLD, NEW], ...]"), e.g. a fixture
+    # that starts Redis in Docker made to return the private server's URL. Never to package code.
+    for f, old, new in pkg.get("patch", []):
+        path = os.path.join(root, f)
+        text = open(path).read()
+        if new not in text:
+            if old not in text:
+                raise RuntimeError("patch: %r not in %s" % (old[:60], f))
+            open(path, "w").write(text.replace(old, new, 1))
+    return root
+
+
+def fetch_npm(pkg, work, log):
+    """The npm tarball's root (work/src/<name>-<version>/package), from `npm pack`."""
+    name, version = pkg["dist"], pkg["version"]
+    dl = os.path.join(work, "dl")
+    os.makedirs(dl, exist_ok=True)
+    dest = os.path.join(work, "src", "%s-%s" % (pkg["name"], version))
+    tgz = "%s-%s.tgz" % (name.lstrip("@").replace("/", "-"), version)
+    pkg["_sdist"] = tgz
+    if os.path.isdir(dest) and os.listdir(dest):
+        return os.path.join(dest, os.listdir(dest)[0])
+    if not os.path.exists(os.path.join(dl, tgz)):
+        r = sh(["npm", "pack", "--silent", "%s@%s" % (name, version)], log, cwd=dl)
+        if r.returncode:
+            raise RuntimeError("npm pack failed")
+    os.makedirs(dest, exist_ok=True)
+    with tarfile.open(os.path.join(dl, tgz)) as t:
+        t.extractall(dest, filter="data")
+    return os.path.join(dest, os.listdir(dest)[0])
+
+
+def install_npm(pkg, src, work, log):
+    marker = os.path.join(src, ".keyplan-installed")
+    want = json.dumps([src, pkg.get("deps"), pkg.get("omit_dev")])
+    if os.path.exists(marker) and open(marker).read() == want:
+        return None
+    base = ["npm", "install", "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=error"]
+    if pkg.get("omit_dev"):  # only its dependencies and the test deps named
+        base.append("--omit=dev")
+    r = sh(base, log, cwd=src)
+    if r.returncode:
+        raise RuntimeError("npm install failed")
+    if pkg.get("deps"):
+        r = sh(base + ["--no-save"] + pkg["deps"], log, cwd=src)
+        if r.returncode:
+            raise RuntimeError("npm install of deps failed")
+    with open(marker, "w") as f:
+        f.write(want)
+    return None
+
+
+def fetch_sdist(pkg, work, log):
+    if pkg.get("language") == "javascript":
+        return fetch_npm(pkg, work, log)
     name, version = pkg["dist"], pkg["version"]
     dl = os.path.join(work, "dl")
     os.makedirs(dl, exist_ok=True)
@@ -58,7 +124,9 @@ def fetch(pkg, work, log):
     if os.path.isdir(dest) and os.listdir(dest):
         return os.path.join(dest, os.listdir(dest)[0])
     base = ensure_base(work, log)
-    cmd = [base, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:", "-d", dl, "%s==%s" % (name, version)]
+    # --no-binary names the package only: its build backend (for the metadata pip prepares) comes
+    # as a wheel, never built from source.
+    cmd = [base, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", name, "-d", dl, "%s==%s" % (name, version)]
     r = sh(cmd + ["--no-build-isolation"], log)
     if r.returncode:
         r = sh(cmd, log)
@@ -98,15 +166,18 @@ def _ensure_base(work, log):
         sh([python_for("3.12"), "-m", "venv", base], log, check=True)
         sh([py, "-m", "pip", "install", "-q", "-U", "pip", "setuptools", "wheel", "hatchling", "hatch-vcs",
             "hatch-fancy-pypi-readme", "setuptools-scm", "poetry-core", "flit-core", "pdm-backend",
-            "maturin", "scikit-build-core", "cython"], log)
+            "uv-build", "scikit-build-core", "cython"], log)
     return py
 
 
 def install(pkg, src, work, log):
+    if pkg.get("language") == "javascript":
+        return install_npm(pkg, src, work, log)
     venv = os.path.join(work, "venv", pkg["name"])
     py = os.path.join(venv, "bin", "python")
     marker = os.path.join(venv, ".keyplan-installed")
-    if os.path.exists(marker):
+    want = json.dumps([src] + [pkg.get(k) for k in ("python", "extras", "groups", "requirements", "deps", "constraints", "editable")])
+    if os.path.exists(marker) and open(marker).read() == want:
         return py
     if os.path.exists(venv):
         shutil.rmtree(venv)
@@ -130,7 +201,8 @@ def install(pkg, src, work, log):
     r = sh(args, log, cwd=src)
     if r.returncode:
         raise RuntimeError("install failed")
-    open(marker, "w").close()
+    with open(marker, "w") as f:
+        f.write(want)
     return py
 
 
@@ -173,29 +245,36 @@ def run_suite(pkg, src, py, work, log):
     env.pop("PYTHONPATH", None)
     env.update(
         {
-            "PYTHONPATH": os.path.join(HERE, "python"),
+            "PYTHONPATH": os.pathsep.join(
+                [os.path.join(HERE, "python")] + ([os.path.join(HERE, "python", "shims")] if pkg.get("shims") else [])
+            ),
             "KEYPLAN_REC_OUT": out,
             "KEYPLAN_REC_ROOT": src,
             "KEYPLAN_REC_REDIS": "127.0.0.1:6379",
             "REDIS_URL": "redis://127.0.0.1:6379/0",
             "REDIS_HOST": "127.0.0.1",
             "REDIS_PORT": "6379",
-            "PATH": os.path.join(os.path.dirname(py)) + os.pathsep + env["PATH"],
-            "VIRTUAL_ENV": os.path.dirname(os.path.dirname(py)),
         }
     )
+    if py:
+        env["PATH"] = os.path.dirname(py) + os.pathsep + env["PATH"]
+        env["VIRTUAL_ENV"] = os.path.dirname(os.path.dirname(py))
+    else:  # JavaScript: the recorder is required into every node process, V8 coverage on
+        env["NODE_OPTIONS"] = "--require %s" % os.path.join(HERE, "js", "record.js")
+        env["NODE_V8_COVERAGE"] = os.path.join(out, "v8")
+        env["PATH"] = os.path.join(src, "node_modules", ".bin") + os.pathsep + env["PATH"]
     env.update(pkg.get("env", {}))
     timeout = int(pkg.get("timeout", 300))
     cmd = pkg.get("command") or (
-        "python -m pytest -p no:cacheprovider -q -o addopts='' --timeout=%d %s %s"
-        % (int(pkg.get("test_timeout", 60)), pkg.get("pytest_args", ""), pkg.get("tests", "tests"))
+        "python -m pytest -q -o addopts='' -o filterwarnings= --timeout=%d %s %s"
+        % (int(pkg.get("test_timeout", 20)), pkg.get("pytest_args", ""), pkg.get("tests", "tests"))
     )
     servers = pkg.get("ports", [6379])
-    start = "; ".join(
-        "redis-server --port %d --save '' --appendonly no --daemonize yes --dir /tmp >/dev/null" % p for p in servers
+    start = " ".join(
+        "redis-server --port %d --save '' --appendonly no --dir /tmp >/dev/null 2>&1 &" % p for p in servers
     )
     waits = "; ".join("until redis-cli -p %d ping >/dev/null 2>&1; do sleep 0.1; done" % p for p in servers)
-    script = "ip link set lo up; %s; %s; %s timeout -k 10 %d sh -c %s; rc=$?; %s; exit $rc" % (
+    script = "ip link set lo up; %s %s; %s timeout -k 10 %d sh -c %s; rc=$?; %s; exit $rc" % (
         start,
         waits,
         pkg.get("pre", "") and pkg["pre"] + ";",
@@ -204,8 +283,22 @@ def run_suite(pkg, src, py, work, log):
         "; ".join("redis-cli -p %d shutdown nosave >/dev/null 2>&1" % p for p in servers),
     )
     t0 = time.time()
-    r = sh(["unshare", "-n", "sh", "-c", script], log, cwd=os.path.join(src, pkg.get("cwd", ".")), env=env)
-    return out, r.returncode, time.time() - t0
+    # Its own session, so that whatever the suite leaves behind (forked workers, servers) is
+    # killed with the process group when it ends or runs past its time.
+    log.write("$ unshare -n sh -c %s\n" % shlex.quote(script))
+    log.flush()
+    p = subprocess.Popen(["unshare", "-n", "sh", "-c", script], stdout=log, stderr=subprocess.STDOUT,
+                         cwd=os.path.join(src, pkg.get("cwd", ".")), env=env, start_new_session=True)
+    try:
+        rc = p.wait(timeout + 30)
+    except subprocess.TimeoutExpired:
+        rc = 124
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    p.wait()
+    return out, rc, time.time() - t0
 
 
 def one(pkg, work, summarise_only=False, fetch_only=False, install_only=False):
@@ -227,16 +320,42 @@ def one(pkg, work, summarise_only=False, fetch_only=False, install_only=False):
                 with open(os.path.join(out, "run.json"), "w") as f:
                     json.dump({"rc": rc, "seconds": round(secs, 1)}, f)
             outcome = tail_outcome(logpath)
-            r = sh(
-                [sys.executable, os.path.join(HERE, "summarise.py"), "--name", pkg["name"], "--dist", pkg["dist"],
-                 "--version", pkg["version"], "--src", src, "--events", out, "--outcome", outcome,
-                 "--sdist", pkg.get("_sdist") or sdist_name(work, pkg), "-o", os.path.join(RECORDED, pkg["name"] + ".json")],
-                log,
-            )
+            args = [sys.executable, os.path.join(HERE, "summarise.py"), "--name", pkg["name"], "--dist", pkg["dist"],
+                    "--version", pkg["version"], "--src", src, "--events", out, "--outcome", outcome,
+                    "--language", pkg.get("language", "python"),
+                    "--sdist", os.path.join(work, "dl", pkg.get("_sdist") or sdist_name(work, pkg)),
+                    "-o", os.path.join(RECORDED, pkg["name"] + ".json")]
+            if pkg.get("tests_from"):
+                args += ["--tests-from", "%s at %s" % (os.path.basename(os.path.dirname(pkg["tests_from"][0].rstrip("/").removesuffix("/.git").removesuffix("/repo"))) or pkg["tests_from"][0], pkg["tests_from"][1])]
+            server = None
+            if pkg.get("language") == "javascript":
+                # a private server for COMMAND GETKEYS (the JS recorder logs arguments)
+                port = free_port()
+                server = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", ""],
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                for _ in range(50):
+                    if subprocess.run(["redis-cli", "-p", str(port), "ping"], capture_output=True).returncode == 0:
+                        break
+                    time.sleep(0.1)
+                args += ["--redis", "127.0.0.1:%d" % port]
+            try:
+                r = sh(args, log)
+            finally:
+                if server:
+                    server.kill()
+                    server.wait()
             return pkg["name"], "rc=%s %ss %s; summarise rc=%s" % (rc, secs and round(secs), outcome, r.returncode)
         except Exception as e:
             log.write("FAILED: %r\n" % e)
             return pkg["name"], "FAILED: %s (see %s)" % (e, logpath)
+
+
+def free_port():
+    import socket
+
+    with socket.socket() as so:
+        so.bind(("127.0.0.1", 0))
+        return so.getsockname()[1]
 
 
 def sdist_name(work, pkg):
@@ -253,9 +372,13 @@ def tail_outcome(logpath):
     last = ""
     with open(logpath, errors="replace") as f:
         for line in f:
+            if line.startswith("$ unshare -n"):
+                last = ""  # the latest run only
             s = line.strip().strip("=").strip()
             if (" passed" in s or " failed" in s or " error" in s or "no tests ran" in s) and " in " in s:
                 last = s
+            elif re.match(r"^\d+ (passing|failing|pending)", s):  # mocha
+                last = (last + ", " if last.startswith(tuple("0123456789")) and ("passing" in last) else "") + s
     return last or "no pytest summary (timed out or crashed)"
 
 
@@ -272,8 +395,6 @@ def main():
         cfg = tomllib.load(f)
     pkgs = []
     for name, p in cfg.items():
-        if p.get("language", "python") != "python":
-            continue
         p["name"] = name
         p.setdefault("dist", name)
         if a.names and name not in a.names:

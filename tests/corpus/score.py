@@ -116,7 +116,7 @@ def fetch(rec, cache, pip):
     os.makedirs(dl, exist_ok=True)
     path = os.path.join(dl, rec["sdist"])
     if not os.path.exists(path):
-        cmd = pip + ["download", "-q", "--no-deps", "--no-binary", ":all:", "-d", dl,
+        cmd = pip + ["download", "-q", "--no-deps", "--no-binary", rec["dist"], "-d", dl,
                      "%s==%s" % (rec["dist"], rec["version"])]
         r = subprocess.run(cmd + ["--no-build-isolation"], capture_output=True)
         if r.returncode:
@@ -134,6 +134,22 @@ def fetch(rec, cache, pip):
         with tarfile.open(path) as t:
             t.extractall(dest, filter="data")
     return root
+
+
+BACKENDS = ["setuptools", "wheel", "hatchling", "hatch-vcs", "hatch-fancy-pypi-readme", "setuptools-scm",
+            "poetry-core", "flit-core", "pdm-backend", "uv-build"]
+
+
+def pip_venv(cache):
+    """pip in a venv holding the common build backends, so that `pip download` prepares an
+    sdist's metadata without build isolation (no backend downloaded per package)."""
+    venv = os.path.join(cache, "pip-venv")
+    py = os.path.join(venv, "bin", "python")
+    if not os.path.exists(os.path.join(venv, ".ready")):
+        subprocess.run([sys.executable, "-m", "venv", venv], check=True)
+        subprocess.run([py, "-m", "pip", "install", "-q", "-U", "pip"] + BACKENDS, check=True)
+        open(os.path.join(venv, ".ready"), "w").close()
+    return [py, "-m", "pip"]
 
 
 def parse_ranges(text):
@@ -272,7 +288,7 @@ def main():
     ap.add_argument("names", nargs="*")
     ap.add_argument("--keyplan", default=os.path.join(REPO, "target", "release", "keyplan"))
     ap.add_argument("--cache", default="/tmp/keyplan-corpus-score")
-    ap.add_argument("--pip", default=sys.executable + " -m pip")
+    ap.add_argument("--pip", help="pip command (default: a venv in the cache with the common build backends)")
     ap.add_argument("--half", default="all", choices=["all", "dev", "held-out"])
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--verbose", "-v", action="store_true")
@@ -292,6 +308,7 @@ def main():
             if not rec["sites"]:
                 continue
             recs.append((rec, half))
+    pip = a.pip.split() if a.pip else pip_venv(a.cache)
     rows = [HEAD]
     totals = {}
     per = {}
@@ -299,7 +316,7 @@ def main():
     fetch_s = keyplan_s = 0.0
     for rec, half in recs:
         t = time.time()
-        src = fetch(rec, a.cache, a.pip.split())
+        src = fetch(rec, a.cache, pip)
         fetch_s += time.time() - t
         t = time.time()
         out = subprocess.run([a.keyplan, "code", "--format", "json", "-q", src], capture_output=True)

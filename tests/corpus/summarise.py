@@ -19,15 +19,48 @@ import re
 
 SCRIPT_CMDS = {"EVAL", "EVALSHA", "EVAL_RO", "EVALSHA_RO", "FCALL", "FCALL_RO"}
 MAX_EXECUTIONS = 12
-TEST_DIRS = {"test", "tests", "testing", "t", "testsuite", "test_utils", "tests_async"}
+TEST_DIRS = {"test", "tests", "testing", "t", "testsuite", "test_utils", "tests_async", "__tests__", "spec", "node_modules"}
 
 
 def is_test_file(rel):
     parts = rel.replace(os.sep, "/").split("/")
     base = parts[-1]
-    if any(p in TEST_DIRS for p in parts[:-1]):
+    if any(p in TEST_DIRS or p.endswith("_tests") or p.startswith("tests_") for p in parts[:-1]):
+        return True
+    if re.search(r"[._-](test|spec)\.[cm]?[jt]sx?$", base):
         return True
     return base.startswith("test_") or base.endswith("_test.py") or base in ("conftest.py", "tests.py", "test.py")
+
+
+def js_span(path, line):
+    """A JavaScript statement's lines, roughly: from the line back while the previous line
+    continues an expression (ends with an operator, '(' or ',', or this one starts with '.'),
+    and forward until the brackets opened on these lines close."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            lines = f.read().split("\n")
+    except OSError:
+        return [line, line]
+    i = line - 1
+    if i >= len(lines):
+        return [line, line]
+    start = i
+    while start > 0:
+        prev = lines[start - 1].rstrip()
+        cur = lines[start].lstrip()
+        if cur.startswith(".") or cur.startswith("?.") or prev.endswith(("(", ",", "=", "+", "&&", "||", "?", ":", "await")):
+            start -= 1
+        else:
+            break
+    depth = 0
+    end = start
+    for j in range(start, min(len(lines), start + 60)):
+        code = re.sub(r"(['\"`]).*?\1", "", lines[j].split("//")[0])
+        depth += code.count("(") + code.count("[") - code.count(")") - code.count("]")
+        end = j
+        if j >= i and depth <= 0:
+            break
+    return [start + 1, max(end + 1, line)]
 
 
 class Spans:
@@ -36,6 +69,8 @@ class Spans:
         self.trees = {}
 
     def of(self, rel, line):
+        if not rel.endswith(".py"):
+            return js_span(os.path.join(self.src, rel), line)
         if rel not in self.trees:
             try:
                 with open(os.path.join(self.src, rel), "rb") as f:
@@ -65,6 +100,132 @@ class Spans:
         return best or [line, line]
 
 
+class KeyServer:
+    """COMMAND GETKEYS on a real server, for recorders that log arguments, not keys (the JS one)."""
+
+    def __init__(self, addr):
+        import socket
+
+        host, _, port = addr.rpartition(":")
+        self.sock = socket.create_connection((host, int(port)), timeout=10)
+        self.buf = b""
+        self.cache = {}
+
+    def _line(self):
+        while b"\r\n" not in self.buf:
+            self.buf += self.sock.recv(65536)
+        line, _, self.buf = self.buf.partition(b"\r\n")
+        return line
+
+    def _reply(self):
+        line = self._line()
+        t, rest = line[:1], line[1:]
+        if t == b"-":
+            return None
+        if t in (b":", b"+"):
+            return rest
+        if t == b"$":
+            n = int(rest)
+            if n < 0:
+                return None
+            while len(self.buf) < n + 2:
+                self.buf += self.sock.recv(65536)
+            data, self.buf = self.buf[:n], self.buf[n + 2 :]
+            return data
+        if t == b"*":
+            return [self._reply() for _ in range(int(rest))]
+        raise RuntimeError("unexpected reply")
+
+    def keys(self, cmd, args):
+        k = (cmd, tuple(args))
+        if k not in self.cache:
+            parts = [b"COMMAND", b"GETKEYS"] + [x.encode("utf-8", "surrogateescape") for x in [cmd] + list(args)]
+            self.sock.sendall(b"*%d\r\n" % len(parts) + b"".join(b"$%d\r\n%s\r\n" % (len(x), x) for x in parts))
+            r = self._reply()
+            self.cache[k] = [x.decode("utf-8", "surrogateescape") for x in r] if isinstance(r, list) else []
+        return self.cache[k]
+
+
+KEYSERVER = None
+
+
+def resolve_keys(ev):
+    def one(c):
+        if "args" in c and "keys" not in c:
+            c["keys"] = KEYSERVER.keys(c["cmd"], c["args"]) if KEYSERVER else None
+            del c["args"]
+
+    if ev.get("t") in ("command", "watched"):
+        one(ev)
+    elif ev.get("t") == "pipeline":
+        for c in ev["commands"]:
+            one(c)
+
+
+def v8_executed(cov_dir, src):
+    """Lines of files under src that V8's coverage (NODE_V8_COVERAGE) saw run: a line counts
+    when the innermost range holding its first non-blank character ran at least once."""
+    import bisect
+    import urllib.parse
+
+    root = os.path.realpath(src) + os.sep
+    executed = {}
+    for path in glob.glob(os.path.join(cov_dir, "coverage-*.json")):
+        try:
+            with open(path) as f:
+                doc = json.load(f)
+        except (OSError, ValueError):
+            continue
+        for script in doc.get("result", []):
+            url = script.get("url", "")
+            if not url.startswith("file://"):
+                continue
+            fn = os.path.realpath(urllib.parse.unquote(url[7:]))
+            if not fn.startswith(root) or os.sep + "node_modules" + os.sep in fn:
+                continue
+            rel = fn[len(root) :]
+            try:
+                text = open(fn, encoding="utf-8", errors="replace").read()
+            except OSError:
+                continue
+            ranges = []
+            for func in script.get("functions", []):
+                for r in func.get("ranges", []):
+                    ranges.append((r["startOffset"], r["endOffset"], r["count"]))
+            if not ranges:
+                continue
+            # V8 offsets are UTF-16 code units; close enough for ASCII sources
+            starts = [0]
+            for i, ch in enumerate(text):
+                if ch == "\n":
+                    starts.append(i + 1)
+            lines = executed.setdefault(rel, set())
+            for ln, st in enumerate(starts, start=1):
+                end = starts[ln] if ln < len(starts) else len(text)
+                seg = text[st:end]
+                stripped = len(seg) - len(seg.lstrip())
+                off = st + stripped
+                if off >= end or not seg.strip():
+                    continue
+                best = None
+                for a_, b_, c_ in ranges:
+                    if a_ <= off < b_ and (best is None or b_ - a_ < best[1] - best[0]):
+                        best = (a_, b_, c_)
+                if best and best[2] > 0:
+                    lines.add(ln)
+    return executed
+
+
+def sha256(path):
+    import hashlib
+
+    try:
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    except OSError:
+        return ""
+
+
 def ranges(lines):
     out, start, prev = [], None, None
     for n in sorted(lines):
@@ -88,15 +249,25 @@ def main():
     ap.add_argument("--src", required=True)
     ap.add_argument("--events", required=True)
     ap.add_argument("--outcome", default="")
-    ap.add_argument("--sdist", default="")
+    ap.add_argument("--sdist", default="", help="the sdist file (its name and sha256 are recorded)")
     ap.add_argument("--language", default="python")
+    ap.add_argument("--tests-from", default="", help="where the suite came from when the package lacks it")
+    ap.add_argument("--redis", help="host:port of a server to ask COMMAND GETKEYS (JS recordings)")
     ap.add_argument("-o", required=True)
     a = ap.parse_args()
+    global KEYSERVER
+    if a.redis:
+        KEYSERVER = KeyServer(a.redis)
     spans = Spans(a.src)
     top = os.path.basename(os.path.normpath(a.src))
 
     def pkg_frame(fr):
-        return fr is not None and fr.get("in_root") and not is_test_file(fr["file"])
+        return (
+            fr is not None
+            and fr.get("in_root")
+            and not is_test_file(fr["file"])
+            and os.path.isfile(os.path.join(a.src, fr["file"]))
+        )
 
     sites = {}
     command_lines = {}
@@ -129,6 +300,7 @@ def main():
                 except ValueError:
                     continue
                 t = ev.get("t")
+                resolve_keys(ev)
                 if t in ("command", "watched"):
                     fr = ev["at"]
                     if not pkg_frame(fr):
@@ -185,11 +357,15 @@ def main():
                     counts[ev["site"]] = max(counts.get(ev["site"], 0), ev["n"])
 
     executed = {}
+    if os.path.isdir(os.path.join(a.events, "v8")):
+        for rel, lines in v8_executed(os.path.join(a.events, "v8"), a.src).items():
+            if not is_test_file(rel):
+                executed.setdefault(rel, set()).update(lines)
     for path in glob.glob(os.path.join(a.events, "lines-*.txt")):
         with open(path, encoding="utf-8", errors="surrogateescape") as f:
             for raw in f:
                 rel, _, n = raw.rstrip("\n").rpartition("\t")
-                if rel and not is_test_file(rel) and n.isdigit():
+                if rel and not is_test_file(rel) and n.isdigit() and os.path.isfile(os.path.join(a.src, rel)):
                     executed.setdefault(rel, set()).add(int(n))
 
     out_sites = []
@@ -221,9 +397,11 @@ def main():
         "version": a.version,
         "language": a.language,
         "registry": "pypi" if a.language == "python" else "npm",
-        "sdist": a.sdist,
+        "tests_from": a.tests_from,
+        "sdist": os.path.basename(a.sdist),
+        "sha256": sha256(a.sdist),
         "root": top,
-        "client": "redis-py" if a.language == "python" else "",
+        "client": "redis-py" if a.language == "python" else "ioredis",
         "suite": a.outcome,
         "sites": out_sites,
         "command_lines": {

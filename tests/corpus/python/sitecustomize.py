@@ -200,7 +200,7 @@ def _install():
                 f = f.f_back
                 continue
             path = real
-            if root and path.startswith(root):
+            if root and path.startswith(root) and not fn.startswith("<"):
                 rel = path[len(root) :]
             else:
                 rel = None
@@ -373,7 +373,7 @@ def _install():
             rel = ok.get(fn)
             if rel is None:
                 p = os.path.realpath(fn)
-                rel = p[len(root):] if p.startswith(root) else ""
+                rel = p[len(root):] if p.startswith(root) and not fn.startswith("<") else ""
                 ok[fn] = rel
             if rel:
                 try:

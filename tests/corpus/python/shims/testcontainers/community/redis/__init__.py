@@ -1,0 +1,1 @@
+from testcontainers.redis import *  # noqa
