@@ -96,7 +96,7 @@ pub struct BenchArgs {
     pub calibration: Option<PathBuf>,
 
     /// Round trip of one wave for the predictions, in milliseconds [default: measured]
-    #[arg(long, value_name = "MS")]
+    #[arg(long, value_name = "MS", value_parser = rtt_ms)]
     pub rtt: Option<f64>,
 
     /// Output format
@@ -369,6 +369,17 @@ impl Records for StateFiles {
             || "neither XDG_STATE_HOME nor HOME is set".into(),
             |d| d.display().to_string(),
         )
+    }
+}
+
+/// `--rtt`: a round trip in milliseconds, from a microsecond to a minute (past those, the
+/// predictions are nonsense: 1e308 came out as 309 digits, 1e-308 as 0 ms).
+fn rtt_ms(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(ms) if (0.001..=60_000.0).contains(&ms) => Ok(ms),
+        _ => {
+            Err("not a round trip in milliseconds between 0.001 and 60000 (e.g. --rtt 0.5)".into())
+        }
     }
 }
 

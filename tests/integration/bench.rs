@@ -477,6 +477,24 @@ fn calibration_of_extreme_magnitude_is_refused() {
             "a number written in full: {err}"
         );
     }
+    // bench's own --rtt likewise, refused before any cluster is reached.
+    for rtt in ["1e308", "1e-308", "-1", "NaN"] {
+        let (code, out, err) = crate::support::run_in_process(&[
+            "bench",
+            "--cluster",
+            "redis://127.0.0.1:1",
+            "--allow-writes",
+            "--batches",
+            batches.to_str().unwrap(),
+            &format!("--rtt={rtt}"),
+        ]);
+        assert_eq!(code, 2, "{rtt}: {out}{err}");
+        assert!(
+            err.contains("--rtt") && err.contains("between 0.001 and 60000"),
+            "{rtt}: {err}"
+        );
+        assert!(!err.contains("0000000000000000"), "{err}");
+    }
 }
 
 /// Every key of every master, sorted.
