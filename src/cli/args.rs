@@ -614,15 +614,15 @@ pub struct ModelArgs {
     pub calibration: Option<PathBuf>,
 
     /// Round trip of one wave in milliseconds [default: 0.5; with --calibration, the measured one]
-    #[arg(long, value_name = "MS", value_parser = non_negative)]
+    #[arg(long, value_name = "MS", value_parser = rtt_ms)]
     pub rtt: Option<f64>,
 
     /// Time per key in microseconds [default: 0.19; with --calibration, the measured one]
-    #[arg(long, value_name = "US", value_parser = non_negative)]
+    #[arg(long, value_name = "US", value_parser = per_key_us)]
     pub per_key_us: Option<f64>,
 
     /// Client→server bandwidth in MB/s [default: 1250]
-    #[arg(long, value_name = "MB_S", value_parser = positive)]
+    #[arg(long, value_name = "MB_S", value_parser = bandwidth_mb_s)]
     pub bandwidth: Option<f64>,
 
     /// Concurrent clients, each running the batch again as soon as it is answered: predicted
@@ -651,6 +651,32 @@ pub fn positive(text: &str) -> Result<f64, String> {
         0.0 => Err("not a number above 0".into()),
         v => Ok(v),
     }
+}
+
+/// A number within `lo..=hi` (each bound a plausible extreme of what it measures), said in
+/// short form when it is not.
+fn within(text: &str, lo: f64, hi: f64, unit: &str) -> Result<f64, String> {
+    let v = non_negative(text)?;
+    if (lo..=hi).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("{v:e} is outside {lo}..{hi} {unit}"))
+    }
+}
+
+/// `--rtt`: 0 to a minute.
+fn rtt_ms(text: &str) -> Result<f64, String> {
+    within(text, 0.0, 60_000.0, "ms")
+}
+
+/// `--per-key-us`: 0 to a second a key.
+fn per_key_us(text: &str) -> Result<f64, String> {
+    within(text, 0.0, 1_000_000.0, "µs")
+}
+
+/// `--bandwidth`: 1 kB/s to 1 TB/s.
+fn bandwidth_mb_s(text: &str) -> Result<f64, String> {
+    within(text, 0.001, 1_000_000.0, "MB/s")
 }
 
 impl ModelArgs {

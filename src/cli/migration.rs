@@ -93,10 +93,13 @@ pub struct PreviewArgs {
     pub out: OutputArgs,
 }
 
-/// `--migrate-rtt`: a positive number of milliseconds.
+/// `--migrate-rtt`: a positive number of milliseconds, at most a minute.
 fn positive_ms(text: &str) -> Result<f64, String> {
     match text.parse::<f64>() {
-        Ok(x) if x > 0.0 && x.is_finite() => Ok(x),
+        Ok(x) if x > 0.0 && x <= 60_000.0 => Ok(x),
+        Ok(x) if x > 60_000.0 && x.is_finite() => Err(format!(
+            "{x:e} ms is over a minute; give the round trip between the nodes (e.g. --migrate-rtt 0.5)"
+        )),
         _ => Err("not a positive number of milliseconds (e.g. --migrate-rtt 0.5)".into()),
     }
 }

@@ -334,6 +334,38 @@ fn simulate_inputs_and_errors() {
         .arg(&ok)
         .assert()
         .code(2);
+    // Extreme magnitudes are refused with the range, said short (never 309 digits).
+    for (flag, value, range) in [
+        ("--rtt", "1e308", "0..60000 ms"),
+        ("--per-key-us", "1e308", "0..1000000 µs"),
+        ("--bandwidth", "1e308", "0.001..1000000 MB/s"),
+        ("--bandwidth", "1e-308", "0.001..1000000 MB/s"),
+    ] {
+        let out = keyplan()
+            .args(["simulate", flag, value, "--batches"])
+            .arg(&ok)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flag} {value}: {err}");
+        assert!(
+            err.contains(flag) && err.contains(range),
+            "{flag} {value}: {err}"
+        );
+        assert!(!err.contains("00000000000000000000"), "{err}");
+    }
+    keyplan()
+        .args([
+            "rebalance",
+            "--preview",
+            "--masters",
+            "3",
+            "--migrate-rtt",
+            "1e308",
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("1e308 ms is over a minute"));
     keyplan()
         .args([
             "simulate",
