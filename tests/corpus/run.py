@@ -105,7 +105,14 @@ def install_npm(pkg, src, work, log):
     r = sh(base, log, cwd=src)
     if r.returncode:
         raise RuntimeError("npm install failed")
-    if pkg.get("deps"):
+    if pkg.get("deps") and pkg.get("omit_dev"):
+        # the test deps apart (NODE_PATH), since --omit=dev leaves out whatever devDependencies names
+        deps = os.path.join(work, "jsdeps", pkg["name"])
+        os.makedirs(deps, exist_ok=True)
+        r = sh(["npm", "install", "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=error", "--prefix", deps] + pkg["deps"], log, cwd=deps)
+        if r.returncode:
+            raise RuntimeError("npm install of deps failed")
+    elif pkg.get("deps"):
         r = sh(base + ["--no-save"] + pkg["deps"], log, cwd=src)
         if r.returncode:
             raise RuntimeError("npm install of deps failed")
@@ -261,8 +268,11 @@ def run_suite(pkg, src, py, work, log):
         env["VIRTUAL_ENV"] = os.path.dirname(os.path.dirname(py))
     else:  # JavaScript: the recorder is required into every node process, V8 coverage on
         env["NODE_OPTIONS"] = "--require %s" % os.path.join(HERE, "js", "record.js")
+        env["KEYPLAN_REC_JS"] = os.path.join(HERE, "js", "record.js")
         env["NODE_V8_COVERAGE"] = os.path.join(out, "v8")
-        env["PATH"] = os.path.join(src, "node_modules", ".bin") + os.pathsep + env["PATH"]
+        deps = os.path.join(work, "jsdeps", pkg["name"], "node_modules")
+        env["NODE_PATH"] = deps
+        env["PATH"] = os.pathsep.join([os.path.join(src, "node_modules", ".bin"), os.path.join(deps, ".bin"), env["PATH"]])
     env.update(pkg.get("env", {}))
     timeout = int(pkg.get("timeout", 300))
     cmd = pkg.get("command") or (

@@ -107,7 +107,8 @@ def has_literal(t):
 
 
 def fetch(rec, cache, pip):
-    """The sdist's root directory, downloaded with pip and unpacked once into cache."""
+    """The sdist's (or npm tarball's) root directory, downloaded with pip (npm pack) and
+    unpacked once into cache."""
     dest = os.path.join(cache, "src", "%s-%s" % (rec["package"], rec["version"]))
     root = os.path.join(dest, rec["root"])
     if os.path.isdir(root):
@@ -115,6 +116,10 @@ def fetch(rec, cache, pip):
     dl = os.path.join(cache, "dl")
     os.makedirs(dl, exist_ok=True)
     path = os.path.join(dl, rec["sdist"])
+    if not os.path.exists(path) and rec.get("registry") == "npm":
+        r = subprocess.run(["npm", "pack", "--silent", "%s@%s" % (rec["dist"], rec["version"])], cwd=dl, capture_output=True)
+        if r.returncode or not os.path.exists(path):
+            raise RuntimeError("npm pack %s@%s failed: %s" % (rec["dist"], rec["version"], r.stderr.decode()[-500:]))
     if not os.path.exists(path):
         cmd = pip + ["download", "-q", "--no-deps", "--no-binary", rec["dist"], "-d", dl,
                      "%s==%s" % (rec["dist"], rec["version"])]

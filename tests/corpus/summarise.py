@@ -361,6 +361,22 @@ def main():
         for rel, lines in v8_executed(os.path.join(a.events, "v8"), a.src).items():
             if not is_test_file(rel):
                 executed.setdefault(rel, set()).update(lines)
+    for path in glob.glob(os.path.join(a.events, "jestcov", "coverage-final.json")):
+        # Jest's coverage (istanbul JSON, mapped back to the TypeScript sources)
+        root = os.path.realpath(a.src) + os.sep
+        with open(path) as f:
+            doc = json.load(f)
+        for fn, cov in doc.items():
+            fn = os.path.realpath(fn)
+            if not fn.startswith(root):
+                continue
+            rel = fn[len(root):]
+            if is_test_file(rel):
+                continue
+            lines = executed.setdefault(rel, set())
+            for sid, loc in cov.get("statementMap", {}).items():
+                if cov.get("s", {}).get(sid):
+                    lines.update(range(loc["start"]["line"], (loc["end"]["line"] or loc["start"]["line"]) + 1))
     for path in glob.glob(os.path.join(a.events, "lines-*.txt")):
         with open(path, encoding="utf-8", errors="surrogateescape") as f:
             for raw in f:

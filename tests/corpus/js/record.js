@@ -69,7 +69,8 @@ if (OUT) {
       if (file.startsWith("file://")) file = file.slice(7);
       if (file.startsWith("node:") || !file.startsWith("/")) continue;
       const rp = realpath(file);
-      if (rp === __filename || clientDirs.some((d) => rp.startsWith(d))) {
+      // ioredis itself, this file, and test spies that wrap the client's methods (sinon, jest)
+      if (rp === __filename || clientDirs.some((d) => rp.startsWith(d)) || /[\\/]node_modules[\\/](sinon|jest-mock|@sinonjs)[\\/]/.test(rp)) {
         via = path.basename(rp) + ":" + (m[1] || "");
         continue;
       }
@@ -167,6 +168,20 @@ if (OUT) {
         } catch (e) {}
         return origExec.apply(this, a);
       };
+    }
+  }
+
+  // Inside a Jest test environment (this file given as a setupFiles entry), modules come from
+  // Jest's own registry, not Module._load: wrap the registry's ioredis directly.
+  if (typeof jest !== "undefined" && typeof require === "function") {
+    try {
+      const file = require.resolve("ioredis");
+      const dir = realpath(file).replace(/([\\/]ioredis[\\/]).*$/, "$1");
+      if (!clientDirs.includes(dir)) clientDirs.push(dir);
+      const io = require("ioredis");
+      patch(io.default || io.Redis || io, require("ioredis/built/Pipeline").default);
+    } catch (e) {
+      process.stderr.write("keyplan recorder: cannot wrap ioredis in jest: " + e + "\n");
     }
   }
 

@@ -188,6 +188,10 @@ def _install():
         except Exception:
             return "?"
 
+    # Test helpers that wrap a client's methods (a spy's wrapper is not the caller)
+    WRAPPERS = (os.sep + "before_after" + os.sep, os.sep + "unittest" + os.sep + "mock.py", os.sep + "mock" + os.sep + "mock.py",
+                os.sep + "pytest_mock" + os.sep, os.sep + "wrapt" + os.sep)
+
     # ---- frames --------------------------------------------------------------------------
     def _frame():
         f = sys._getframe(1)
@@ -195,7 +199,7 @@ def _install():
         while f is not None:
             fn = f.f_code.co_filename
             real = realpath(fn)
-            if real.startswith(here) or any(real.startswith(d) for d in redis_dirs):
+            if real.startswith(here) or any(real.startswith(d) for d in redis_dirs) or any(w in real for w in WRAPPERS):
                 stack.append("%s:%s" % (os.path.basename(fn), f.f_code.co_name))
                 f = f.f_back
                 continue
