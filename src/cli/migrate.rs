@@ -125,6 +125,22 @@ const MIGRATE_FORMATS: &[Word<Format>] = &[
 ];
 
 /// One side's topology flags, as the other commands take them.
+/// A config of several pools on one side of `migrate`: the hint names that side's flag (the
+/// other commands' `--pool` is not one of `migrate`'s).
+fn pool_hint(e: anyhow::Error, flag: &str) -> anyhow::Error {
+    let several = e.chain().any(|c| {
+        matches!(
+            c.downcast_ref::<crate::topology::TopologyError>(),
+            Some(crate::topology::TopologyError::PoolNotChosen(_))
+        )
+    });
+    if several {
+        UserError::new(format!("{e:#}"), format!("choose one with {flag} NAME")).into()
+    } else {
+        e
+    }
+}
+
 fn side_args(
     spec: Option<&str>,
     masters: Option<u16>,
@@ -250,17 +266,23 @@ pub fn run(args: MigrateArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
         args.batches.files.scheme.as_deref(),
         None,
         target.clone(),
-    )?;
-    let Some((from_topology, from_source)) = from_loaded.topology()? else {
+    )
+    .map_err(|e| pool_hint(e, "--from-pool"))?;
+    let Some((from_topology, from_source)) = from_loaded
+        .topology()
+        .map_err(|e| pool_hint(e, "--from-pool"))?
+    else {
         return Err(UserError::new(
             "no --from: where do keys live now?",
             "pass --from FILE|URL (a topology file or a live cluster) or --from-masters N",
         )
         .into());
     };
-    let to_loaded = Loaded::open(&to_args, None, None, target.clone())?;
+    let to_loaded = Loaded::open(&to_args, None, None, target.clone())
+        .map_err(|e| pool_hint(e, "--to-pool"))?;
     let (to_topology, to_source) = to_loaded
-        .topology()?
+        .topology()
+        .map_err(|e| pool_hint(e, "--to-pool"))?
         .expect("invariant: clap requires --to or --to-masters");
     let from = Side {
         topology: &from_topology,

@@ -366,6 +366,57 @@ fn simulate_inputs_and_errors() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains("1e308 ms is over a minute"));
+    // A twemproxy config of several pools: each command's hint names its own flag.
+    let pools = write_file(
+        &dir,
+        "pools.yml",
+        b"a:\n  servers:\n   - 10.0.0.1:6379:1\nb:\n  servers:\n   - 10.0.0.2:6379:1\n",
+    );
+    let keys = "examples/app.keys";
+    let pools_arg = pools.to_str().unwrap();
+    for (args, flag) in [
+        (
+            vec![
+                "migrate",
+                "--from",
+                pools_arg,
+                "--to-masters",
+                "3",
+                "--keys",
+                keys,
+            ],
+            "--from-pool",
+        ),
+        (
+            vec![
+                "migrate",
+                "--from-masters",
+                "3",
+                "--to",
+                pools_arg,
+                "--keys",
+                keys,
+            ],
+            "--to-pool",
+        ),
+        (vec!["analyze", "--topology", pools_arg, keys], "--pool"),
+    ] {
+        let out = keyplan().args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains(&format!("choose one with {flag} NAME")),
+            "{args:?}: {err}"
+        );
+        // The flag named is one the command takes.
+        let with_pool: Vec<&str> = args.iter().copied().chain([flag, "a"]).collect();
+        let out = keyplan().args(&with_pool).output().unwrap();
+        assert!(
+            !String::from_utf8_lossy(&out.stderr).contains("unexpected argument"),
+            "{with_pool:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
     keyplan()
         .args([
             "simulate",
