@@ -100,6 +100,38 @@ pub fn not_a_dump(head: &[u8], whole: bool) -> Option<NotADump> {
     {
         return found("a twemproxy (nutcracker) configuration", TOPOLOGY_HELP);
     }
+    // keyplan's own YAML: a key scheme (`keys:` with `pattern:`s) or a topology (`nodes:`,
+    // `ring:` or `enterprise:` with their fields), told by their top-level keys.
+    let top: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.starts_with([' ', '\t', '#', '-']) && !l.trim().is_empty())
+        .filter_map(|l| {
+            let l = l.trim_end();
+            // `key:` or `key: value`, as YAML writes a mapping (a key `keys:1` is no YAML).
+            l.strip_suffix(':')
+                .or_else(|| l.split_once(": ").map(|(k, _)| k))
+                .map(str::trim)
+        })
+        .collect();
+    let inner = |keys: &[&str]| {
+        text.lines()
+            .filter(|l| l.starts_with([' ', '\t', '-']))
+            .map(|l| l.trim_start_matches([' ', '\t', '-']))
+            .any(|l| keys.iter().any(|k| l.starts_with(k)))
+    };
+    let has = |k: &str| top.contains(&k);
+    if has("keys") && (has("version") || has("vars") || has("batches")) && inner(&["pattern:"]) {
+        return found(
+            "a keyplan key scheme",
+            "pass it with --scheme FILE (`keyplan lint`, `simulate` or `plan`); a key dump has one key per line, as `redis-cli --scan` writes",
+        );
+    }
+    if (has("nodes") && inner(&["name:", "slots:", "address:"]))
+        || (has("ring") && inner(&["kind:", "servers:"]))
+        || (has("enterprise") && inner(&["shards:", "hashing:"]))
+    {
+        return found("keyplan topology YAML", TOPOLOGY_HELP);
+    }
     // JSON: the whole file one document, or JSON lines.
     let t = text.trim_start();
     if t.starts_with(['{', '[']) {
@@ -204,7 +236,9 @@ mod tests {
             Some("JSON")
         );
         assert!(looks(b"\x7fELF\x02\x01\x01").unwrap().contains("ELF"));
-        assert!(looks(b"REDIS00X9\xfa").unwrap().contains("damaged header"));
+        // A damaged magic with some digits is the snapshot reader's to name, at byte 0.
+        assert!(crate::rdb::damaged_magic(b"REDIS00X9\xfa").is_some());
+        assert_eq!(looks(b"REDIS00X9\xfa"), None);
         assert!(looks(b"VALKEYx\xfa").unwrap().contains("damaged header"));
         assert!(looks(b"RXDIS0011\xfa").unwrap().contains("damaged header"));
         assert!(looks(b"VALKEZ080\xfa").unwrap().contains("damaged header"));
@@ -213,6 +247,16 @@ mod tests {
         assert!(looks(&rdb_like).unwrap().contains("binary"));
         let pool = b"alpha:\n  listen: 127.0.0.1:22121\n  hash: fnv1a_64\n  servers:\n   - 127.0.0.1:6379:1\n";
         assert!(looks(pool).unwrap().contains("twemproxy"));
+        // keyplan's own scheme and topologies.
+        let scheme = include_bytes!("../../examples/keyplan.yaml");
+        assert_eq!(looks(scheme).as_deref(), Some("a keyplan key scheme"));
+        for topo in [
+            &b"nodes:\n  - name: a\n    slots: 0-16383\n"[..],
+            b"# db\nenterprise:\n  shards: 4\n  hashing: custom\n",
+            b"ring:\n  kind: ketama\n  servers:\n    - { name: a, address: h:1 }\n",
+        ] {
+            assert_eq!(looks(topo).as_deref(), Some("keyplan topology YAML"));
+        }
         let mut bin = vec![0u8; 4096];
         bin[100] = b'x';
         assert!(looks(&bin).unwrap().contains("binary"));
@@ -227,6 +271,8 @@ mod tests {
             b"\"bin\\x00key\"\n\"other\"\n",
             b"key\t100\nother\t200\n",
             b"REDIS0011\xfa",
+            // Keys that happen to read like YAML keys are still keys.
+            b"keys:1\nversion:2\n  pattern:x\nnodes:3\n",
             b"",
         ] {
             assert_eq!(looks(dump), None, "{}", String::from_utf8_lossy(dump));
