@@ -70,7 +70,7 @@ def fetch(pkg, work, log):
         if new not in text:
             if old not in text:
                 raise RuntimeError("patch: %r not in %s" % (old[:60], f))
-            open(path, "w").write(text.replace(old, new, 1))
+            open(path, "w").write(text.replace(old, new))
     return root
 
 
@@ -257,7 +257,9 @@ def run_suite(pkg, src, py, work, log):
             ),
             "KEYPLAN_REC_OUT": out,
             "KEYPLAN_REC_ROOT": src,
-            "KEYPLAN_REC_REDIS": "127.0.0.1:6379",
+            # the recorder asks its own server for keys, so suites that count commands
+            # (INFO commandstats, MONITOR) see only theirs
+            "KEYPLAN_REC_REDIS": "127.0.0.1:16379",
             "REDIS_URL": "redis://127.0.0.1:6379/0",
             "REDIS_HOST": "127.0.0.1",
             "REDIS_PORT": "6379",
@@ -269,7 +271,8 @@ def run_suite(pkg, src, py, work, log):
     else:  # JavaScript: the recorder is required into every node process, V8 coverage on
         env["NODE_OPTIONS"] = "--require %s" % os.path.join(HERE, "js", "record.js")
         env["KEYPLAN_REC_JS"] = os.path.join(HERE, "js", "record.js")
-        env["NODE_V8_COVERAGE"] = os.path.join(out, "v8")
+        if pkg.get("v8_coverage", True):  # off where Jest transforms the sources (its own coverage)
+            env["NODE_V8_COVERAGE"] = os.path.join(out, "v8")
         deps = os.path.join(work, "jsdeps", pkg["name"], "node_modules")
         env["NODE_PATH"] = deps
         env["PATH"] = os.pathsep.join([os.path.join(src, "node_modules", ".bin"), os.path.join(deps, ".bin"), env["PATH"]])
@@ -279,7 +282,7 @@ def run_suite(pkg, src, py, work, log):
         "python -m pytest -q -o addopts='' -o filterwarnings= --timeout=%d %s %s"
         % (int(pkg.get("test_timeout", 20)), pkg.get("pytest_args", ""), pkg.get("tests", "tests"))
     )
-    servers = pkg.get("ports", [6379])
+    servers = pkg.get("ports", [6379]) + [16379]
     start = " ".join(
         "redis-server --port %d --save '' --appendonly no --dir /tmp >/dev/null 2>&1 &" % p for p in servers
     )
@@ -330,6 +333,13 @@ def one(pkg, work, summarise_only=False, fetch_only=False, install_only=False):
                 with open(os.path.join(out, "run.json"), "w") as f:
                     json.dump({"rc": rc, "seconds": round(secs, 1)}, f)
             outcome = tail_outcome(logpath)
+            try:
+                with open(os.path.join(out, "run.json")) as f:
+                    ran = json.load(f)
+                if ran.get("rc") == 124:
+                    outcome = "stopped at the time limit after %ds (partly run)" % ran["seconds"]
+            except (OSError, ValueError):
+                pass
             args = [sys.executable, os.path.join(HERE, "summarise.py"), "--name", pkg["name"], "--dist", pkg["dist"],
                     "--version", pkg["version"], "--src", src, "--events", out, "--outcome", outcome,
                     "--language", pkg.get("language", "python"),
@@ -384,8 +394,12 @@ def tail_outcome(logpath):
         for line in f:
             if line.startswith("$ unshare -n"):
                 last = ""  # the latest run only
+            if line.startswith("$ "):
+                continue
             s = line.strip().strip("=").strip()
             if (" passed" in s or " failed" in s or " error" in s or "no tests ran" in s) and " in " in s:
+                last = s
+            elif s.startswith("Tests:"):  # jest
                 last = s
             elif re.match(r"^\d+ (passing|failing|pending)", s):  # mocha
                 last = (last + ", " if last.startswith(tuple("0123456789")) and ("passing" in last) else "") + s

@@ -237,10 +237,12 @@ def score(rec, report, src):
             continue
         sc.found += 1
         r = match[0]
-        if any(ex is None for ex in execs):
+        cross = s.get("cross_slot")
+        if cross is None and "cross_slot" not in s:  # older recordings: from the kept executions
+            cross = None if any(ex is None or None in ex for ex in execs) else any(len({slot(k) for k in ex}) > 1 for ex in execs)
+        if cross is None:
             sc.unknown += 1
         else:
-            cross = any(len({slot(k) for k in ex}) > 1 for ex in execs)
             said = r["cross_slot"]
             if said == "depends":
                 sc.depends += 1
@@ -313,6 +315,7 @@ def main():
             if not rec["sites"]:
                 continue
             recs.append((rec, half))
+    recs.sort(key=lambda r: (r[1], r[0].get("language", "python"), r[0]["package"]))
     pip = a.pip.split() if a.pip else pip_venv(a.cache)
     rows = [HEAD]
     totals = {}
@@ -332,7 +335,7 @@ def main():
         sc = score(rec, json.loads(out.stdout), src)
         lang = rec.get("language", "python")
         rows.append(sc.row("%s %s" % (rec["package"], rec["version"]), half, lang))
-        per[rec["package"]] = {f: getattr(sc, f) for f in Score.FIELDS}
+        per[rec["package"]] = dict({f: getattr(sc, f) for f in Score.FIELDS}, half=half, language=lang, version=rec["version"])
         for k in (("all", "all"), (half, "all"), (half, lang), ("all", lang)):
             totals.setdefault(k, Score()).add(sc)
         if a.verbose:

@@ -17,6 +17,22 @@ import json
 import os
 import re
 
+MAX_KEPT = 64
+
+
+def slot(key):
+    """CLUSTER KEYSLOT: CRC16 (XMODEM) of the hash tag, or of the whole key."""
+    import binascii
+
+    b = key.encode("utf-8", "surrogateescape")
+    st = b.find(b"{")
+    if st >= 0:
+        e = b.find(b"}", st + 1)
+        if e > st + 1:
+            b = b[st + 1 : e]
+    return binascii.crc_hqx(b, 0) % 16384
+
+
 SCRIPT_CMDS = {"EVAL", "EVALSHA", "EVAL_RO", "EVALSHA_RO", "FCALL", "FCALL_RO"}
 MAX_EXECUTIONS = 12
 TEST_DIRS = {"test", "tests", "testing", "t", "testsuite", "test_utils", "tests_async", "__tests__", "spec", "node_modules"}
@@ -285,12 +301,25 @@ def main():
         return s
 
     def add_exec(s, keys, detail=None):
+        """One execution: every one counts for the verdict (its keys' distinct slots), the first
+        MAX_EXECUTIONS distinct ones are kept, each cut to MAX_KEPT keys or commands."""
         s["executions"] += 1
-        sig = json.dumps(keys)
+        if keys is None or any(k is None for k in keys):
+            s["unknown"] = True
+        else:
+            slots = {slot(k) for k in keys}
+            s["cross"] = s.get("cross", False) or len(slots) > 1
+        sig = json.dumps(detail if detail is not None else keys)
         if sig in s["_seen"] or len(s["_execs"]) >= MAX_EXECUTIONS:
             return
         s["_seen"].add(sig)
-        s["_execs"].append(detail if detail is not None else keys)
+        kept = detail if detail is not None else keys
+        if kept is not None and len(kept) > MAX_KEPT:
+            kept = kept[:MAX_KEPT]
+            s["truncated"] = True
+        if detail is not None:
+            kept = [c if len(c) <= MAX_KEPT else c[:MAX_KEPT] for c in kept]
+        s["_execs"].append(kept)
 
     for path in sorted(glob.glob(os.path.join(a.events, "events-*.jsonl"))):
         with open(path, encoding="utf-8", errors="surrogateescape") as f:
@@ -341,7 +370,10 @@ def main():
                     detail = []
                     for c in ev["commands"]:
                         s["ops"].add(c["cmd"])
-                        ck = c.get("keys") or []
+                        ck = c.get("keys")
+                        if ck is None:
+                            keys.append(None)
+                            ck = []
                         keys.extend(ck)
                         detail.append([c["cmd"]] + ck)
                         cf = c.get("at")
@@ -351,8 +383,7 @@ def main():
                     for fr in (o, snd):
                         if fr and fr.get("via"):
                             s["via"].add(fr["via"])
-                    s.setdefault("_keysets", [])
-                    add_exec(s, detail)
+                    add_exec(s, keys, detail)
                 elif t == "count":
                     counts[ev["site"]] = max(counts.get(ev["site"], 0), ev["n"])
 
@@ -400,6 +431,10 @@ def main():
         rec["ops"] = sorted(s["ops"])
         rec["via"] = sorted(s["via"])
         rec["executions_seen"] = s["executions"]
+        # the verdict over every execution seen: some execution's keys in two slots or more
+        rec["cross_slot"] = None if s.get("unknown") else bool(s.get("cross"))
+        if s.get("truncated"):
+            rec["truncated"] = True
         if s["kind"] in ("pipeline", "transaction"):
             rec["executions"] = s["_execs"]  # each: [[CMD, key, ...], ...]
         else:

@@ -175,11 +175,12 @@ if (OUT) {
   // Jest's own registry, not Module._load: wrap the registry's ioredis directly.
   if (typeof jest !== "undefined" && typeof require === "function") {
     try {
-      const file = require.resolve("ioredis");
+      // resolved from the package under test, not from this file
+      const file = require.resolve("ioredis", { paths: [process.cwd()] });
       const dir = realpath(file).replace(/([\\/]ioredis[\\/]).*$/, "$1");
       if (!clientDirs.includes(dir)) clientDirs.push(dir);
-      const io = require("ioredis");
-      patch(io.default || io.Redis || io, require("ioredis/built/Pipeline").default);
+      const io = require(file);
+      patch(io.default || io.Redis || io, require(path.join(dir, "built", "Pipeline.js")).default);
     } catch (e) {
       process.stderr.write("keyplan recorder: cannot wrap ioredis in jest: " + e + "\n");
     }
