@@ -1,0 +1,95 @@
+//! `keyplan code` scored against the recorded ground truth (`tests/fixtures/code/recorded/`):
+//! what real packages' own test suites sent to a real redis-server, site by site (recorded by
+//! `tests/corpus/`, which CI does not run). The scorer, `tests/corpus/score.py`, fetches each
+//! package's pinned sdist or npm tarball (pip download / npm pack, checked against the recorded
+//! sha256; cached in KEYPLAN_CORPUS_CACHE or a temporary directory), runs this build's
+//! `keyplan code` on it and counts. Needs python3 with venv, pip and npm, and the registries;
+//! opt in with KEYPLAN_CORPUS=1 (it takes a few minutes, most of them fetching).
+use serde_json::Value;
+
+pub const TESTS: &[crate::support::Test] = &[("recorded_corpus", recorded_corpus)];
+
+/// Floors per half, as fractions: recall, precision, verdicts, key templates. They are the
+/// figures `keyplan code` had when the corpus was recorded (BASELINE.md, commit 1dbdfaf), less
+/// one point, so that a change may not lose ground; raise them as the figures rise. The held-out
+/// half is measured here too; its misses are never printed.
+const FLOORS: [(&str, [f64; 4]); 2] = [
+    // measured: 79/132 found, 82/92 real, 56/79 verdicts, 65.2/129 templates
+    ("dev", [0.59, 0.88, 0.70, 0.49]),
+    // measured: 68/133 found, 66/69 real, 31/68 verdicts, 37.0/130 templates
+    ("held-out", [0.50, 0.94, 0.44, 0.27]),
+];
+
+/// Batches recorded cross-slot that keyplan calls one slot, over the whole corpus: 3 at
+/// commit 1dbdfaf (saq's BLMOVE and two of its pipelines, two keys cut to one template). The
+/// issue's goal is none; this may only fall.
+const MAX_ONE_SLOT_FOR_CROSS: u64 = 3;
+
+fn ratio(a: f64, b: f64) -> f64 {
+    if b == 0.0 { 1.0 } else { a / b }
+}
+
+fn recorded_corpus() {
+    if std::env::var_os("KEYPLAN_CORPUS").is_none() {
+        crate::support::not_run(
+            "KEYPLAN_CORPUS is not set (the recorded corpus fetches its packages from PyPI and npm)",
+        );
+        return;
+    }
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = std::env::var_os("KEYPLAN_CORPUS_CACHE")
+        .map_or_else(|| tmp.path().join("cache"), std::path::PathBuf::from);
+    let figures = tmp.path().join("figures.json");
+    let out = std::process::Command::new("python3")
+        .arg(root.join("tests/corpus/score.py"))
+        .arg("--keyplan")
+        .arg(assert_cmd::cargo::cargo_bin("keyplan"))
+        .arg("--cache")
+        .arg(&cache)
+        .arg("--json")
+        .arg(&figures)
+        .output()
+        .unwrap();
+    eprintln!("{}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        out.status.success(),
+        "score.py failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&std::fs::read(&figures).unwrap()).unwrap();
+    let packages = v.as_object().unwrap();
+    assert!(packages.len() >= 20, "only {} packages scored", packages.len());
+    // The worst error: a batch recorded cross-slot that keyplan calls one slot.
+    let worst: Vec<(&String, u64)> = packages
+        .iter()
+        .map(|(name, p)| (name, p["worst"].as_u64().unwrap_or(0)))
+        .filter(|(_, n)| *n > 0)
+        .collect();
+    let total: u64 = worst.iter().map(|(_, n)| n).sum();
+    assert!(
+        total <= MAX_ONE_SLOT_FOR_CROSS,
+        "one slot said of {total} batches recorded cross-slot (at most {MAX_ONE_SLOT_FOR_CROSS}): {worst:?}"
+    );
+    for (half, floors) in FLOORS {
+        let sum = |f: &str| -> f64 {
+            packages
+                .values()
+                .filter(|p| p["half"] == half)
+                .map(|p| p[f].as_f64().unwrap_or(0.0))
+                .sum()
+        };
+        let got = [
+            ratio(sum("found"), sum("sites")),
+            ratio(sum("real"), sum("reported")),
+            ratio(sum("verdicts"), sum("found") - sum("unknown")),
+            ratio(sum("tmpl"), sum("tmpl_sites")),
+        ];
+        for (what, (g, f)) in ["recall", "precision", "verdicts", "key templates"]
+            .iter()
+            .zip(got.iter().zip(floors))
+        {
+            assert!(*g >= f, "{half} half: {what} {g:.3} < {f}");
+        }
+    }
+}
