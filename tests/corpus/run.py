@@ -102,9 +102,10 @@ def install_npm(pkg, src, work, log):
     base = ["npm", "install", "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=error"]
     if pkg.get("omit_dev"):  # only its dependencies and the test deps named
         base.append("--omit=dev")
-    r = sh(base, log, cwd=src)
-    if r.returncode:
-        raise RuntimeError("npm install failed")
+    if pkg.get("package_install", True):  # off for a package without dependencies of its own
+        r = sh(base, log, cwd=src)
+        if r.returncode:
+            raise RuntimeError("npm install failed")
     if pkg.get("deps") and pkg.get("omit_dev"):
         # the test deps apart (NODE_PATH), since --omit=dev leaves out whatever devDependencies names
         deps = os.path.join(work, "jsdeps", pkg["name"])

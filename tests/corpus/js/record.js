@@ -137,12 +137,18 @@ if (OUT) {
           if (p && typeof p === "object" && typeof p.exec === "function") {
             p.__keyplanOpen = frame();
             p.__keyplanTx = name === "multi";
+            // the Pipeline class of this ioredis, whatever its version calls its module
+            patchPipeline(p.constructor);
           }
         } catch (e) {}
         return p;
       };
     }
-    if (Pipeline && Pipeline.prototype && !Pipeline.prototype.__keyplanWrapped) {
+    patchPipeline(Pipeline);
+  }
+
+  function patchPipeline(Pipeline) {
+    if (Pipeline && Pipeline.prototype && !Object.prototype.hasOwnProperty.call(Pipeline.prototype, "__keyplanWrapped")) {
       Pipeline.prototype.__keyplanWrapped = true;
       const origQ = Pipeline.prototype.sendCommand;
       Pipeline.prototype.sendCommand = function (command) {
