@@ -4,9 +4,10 @@
 use super::Ctx;
 use super::args::threads;
 use super::values::{Word, one_of};
+use crate::code::guard::READER_STACK;
 use crate::code::{CodeReport, FileFindings, FileReport, Globals, Language, Readers, Skipped};
 use crate::error::{ExitStatus, UserError};
-use crate::files::source::{SourceFile, read_source, walk};
+use crate::files::source::{RootError, SourceFile, check_root, read_source, walk};
 use crate::report::render::{Format, render};
 use anyhow::Context as _;
 use std::collections::BTreeMap;
@@ -87,12 +88,18 @@ pub fn scan_paths(
     ctx: &Ctx<'_>,
 ) -> anyhow::Result<CodeReport> {
     for p in paths {
-        if !p.exists() {
-            return Err(UserError::new(
-                format!("{}: no such file or directory", p.display()),
-                "give the source files or directories to read",
-            )
-            .into());
+        if let Err(why) = check_root(p) {
+            let help = match why {
+                RootError::Missing => "give the source files or directories to read",
+                RootError::DanglingLink | RootError::LinkLoop => {
+                    "mend the link (`ls -l` shows where it points) or give the directory it stands for"
+                }
+                RootError::Special(_) => {
+                    "give source files or directories; to read code from a pipe or device, save it to a file first"
+                }
+                RootError::Io(_) => "check the path and its permissions",
+            };
+            return Err(UserError::new(format!("{}: {why}", p.display()), help).into());
         }
     }
     let readers = Readers::builtin();
@@ -129,22 +136,29 @@ pub fn scan_paths(
             .map(str::to_string)
     };
     let none = Globals::default();
-    let exported: Vec<Option<(Language, Globals)>> = par_map(&files, workers, |f| {
+    let exported: Vec<Result<(Language, Globals), String>> = par_map(&files, workers, |f| {
         progress.inc(1);
-        let (l, text) = load(f).ok()?;
-        Some((l, readers.exports(l, &text, &none, stem(f).as_deref())))
-    });
+        let (l, text) = load(f)?;
+        readers
+            .definitions(l, &text, &none, stem(f).as_deref())
+            .map(|g| (l, g))
+    })?;
     let mut globals: BTreeMap<&str, Globals> = BTreeMap::new();
     // What each Python file defines (by file), kept to be read again.
     let mut python_exports: Vec<Option<Globals>> = vec![None; files.len()];
     let mut python: Vec<usize> = Vec::new();
+    // Why a file is not read, found on its first reading: it is not parsed again.
+    let mut refused: Vec<Option<String>> = vec![None; files.len()];
     for (i, e) in exported.into_iter().enumerate() {
-        if let Some((l, g)) = e {
-            if l == Language::Python {
-                python_exports[i] = Some(g.clone());
-                python.push(i);
+        match e {
+            Ok((l, g)) => {
+                if l == Language::Python {
+                    python_exports[i] = Some(g.clone());
+                    python.push(i);
+                }
+                globals.entry(l.profile_language()).or_default().merge(g);
             }
-            globals.entry(l.profile_language()).or_default().merge(g);
+            Err(why) => refused[i] = Some(why),
         }
     }
     // Python functions handed a pipeline hand it on to functions of other files: read again,
@@ -172,7 +186,7 @@ pub fn scan_paths(
             let involved = python_exports[i].as_ref().is_some_and(Globals::has_queuers)
                 || names.iter().any(|n| n.find(text.as_bytes()).is_some());
             involved.then(|| readers.exports(Language::Python, &text, &known, stem(f).as_deref()))
-        });
+        })?;
         for (&i, g) in python.iter().zip(fresh) {
             if let Some(g) = g {
                 python_exports[i] = Some(g);
@@ -187,12 +201,16 @@ pub fn scan_paths(
         globals.insert("python", merged);
     }
     drop(python_exports);
-    let results: Vec<Result<FileFindings, String>> = par_map(&files, workers, |f| {
+    let order: Vec<usize> = (0..files.len()).collect();
+    let results: Vec<Result<FileFindings, String>> = par_map(&order, workers, |&i| {
         progress.inc(1);
-        let (l, text) = load(f)?;
+        if let Some(why) = &refused[i] {
+            return Err(why.clone());
+        }
+        let (l, text) = load(&files[i])?;
         let g = globals.get(l.profile_language()).unwrap_or(&none);
         readers.scan(l, &text, g)
-    });
+    })?;
     progress.finish();
     for (f, r) in files.into_iter().zip(results) {
         match r {
@@ -214,14 +232,25 @@ pub fn scan_paths(
     Ok(report)
 }
 
-/// `f` of every item on `workers` threads, in the items' order.
-fn par_map<T: Sync, R: Send>(items: &[T], workers: usize, f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+/// `f` of every item on `workers` threads, in the items' order; an error when not one thread
+/// could be started.
+fn par_map<T: Sync, R: Send>(
+    items: &[T],
+    workers: usize,
+    f: impl Fn(&T) -> R + Sync,
+) -> anyhow::Result<Vec<R>> {
     let next = AtomicUsize::new(0);
     let mut out: Vec<Option<R>> = (0..items.len()).map(|_| None).collect();
     std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..workers.min(items.len()).max(1))
-            .map(|_| {
-                scope.spawn(|| {
+        // Each worker on a stack of its own the size the readers need (they recurse as deep
+        // as the deepest tree they read); a worker that cannot be started leaves its share
+        // to the others.
+        let mut handles = Vec::new();
+        for _ in 0..workers.min(items.len()).max(1) {
+            let worker = std::thread::Builder::new()
+                .name("keyplan-code".into())
+                .stack_size(READER_STACK)
+                .spawn_scoped(scope, || {
                     let mut done = Vec::new();
                     loop {
                         let i = next.fetch_add(1, Ordering::Relaxed);
@@ -229,9 +258,21 @@ fn par_map<T: Sync, R: Send>(items: &[T], workers: usize, f: impl Fn(&T) -> R + 
                         done.push((i, f(item)));
                     }
                     done
-                })
-            })
-            .collect();
+                });
+            match worker {
+                Ok(h) => handles.push(h),
+                Err(e) if handles.is_empty() => {
+                    return Err(anyhow::Error::from(UserError::new(
+                        format!(
+                            "cannot start a thread with a {} MiB stack to read source: {e}",
+                            READER_STACK >> 20
+                        ),
+                        "allow more virtual memory (ulimit -v) or pass --threads 1",
+                    )));
+                }
+                Err(_) => break,
+            }
+        }
         for h in handles {
             for (i, r) in h
                 .join()
@@ -240,8 +281,10 @@ fn par_map<T: Sync, R: Send>(items: &[T], workers: usize, f: impl Fn(&T) -> R + 
                 out[i] = Some(r);
             }
         }
-    });
-    out.into_iter()
+        Ok(())
+    })?;
+    Ok(out
+        .into_iter()
         .map(|r| r.expect("invariant: every item was mapped"))
-        .collect()
+        .collect())
 }

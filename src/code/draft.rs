@@ -85,15 +85,24 @@ fn scheme_name(text: &str, fallback: &str) -> String {
     out
 }
 
-/// A name not among `taken`: `name`, else `name_2`, `name_3`…
-fn fresh(name: String, taken: &mut std::collections::BTreeSet<String>) -> String {
+/// Names given so far, and for each name asked for, the next number to try after it: a
+/// hundred thousand keys named alike each get their number at once, not after trying those
+/// before it.
+#[derive(Default)]
+struct Names {
+    taken: std::collections::HashSet<String>,
+    next: std::collections::HashMap<String, usize>,
+}
+
+/// A name not among `names`: `name`, else `name_2`, `name_3`…
+fn fresh(name: String, names: &mut Names) -> String {
     let mut n = name.clone();
-    let mut i = 2;
-    while taken.contains(&n) {
+    let i = names.next.entry(name.clone()).or_insert(2);
+    while names.taken.contains(&n) {
         n = format!("{name}_{i}");
-        i += 1;
+        *i += 1;
     }
-    taken.insert(n.clone());
+    names.taken.insert(n.clone());
     n
 }
 
@@ -101,10 +110,10 @@ struct Builder {
     /// Placeholder (code) → variable name.
     vars: BTreeMap<String, String>,
     var_order: Vec<String>,
-    var_names: std::collections::BTreeSet<String>,
+    var_names: Names,
     /// Pattern → key index.
     keys: BTreeMap<String, usize>,
-    key_names: std::collections::BTreeSet<String>,
+    key_names: Names,
     draft: Draft,
 }
 
@@ -198,7 +207,7 @@ impl Builder {
         Ok(name)
     }
 
-    fn batch(&mut self, file: &str, s: &Site, taken: &mut std::collections::BTreeSet<String>) {
+    fn batch(&mut self, file: &str, s: &Site, taken: &mut Names) {
         let at = format!("{file}:{}", s.at.line);
         let verdict = match s.verdict() {
             Verdict::CrossSlot(_) => "cross-slot".to_string(),
@@ -236,11 +245,12 @@ impl Builder {
             }
         };
         let mut keys: Vec<String> = Vec::new();
+        let mut named = std::collections::HashSet::new();
         let mut distinct: Vec<&Template> = Vec::new();
         for t in &s.keys {
             match self.key(t, &at, false) {
                 Ok(k) => {
-                    if !keys.contains(&k) {
+                    if named.insert(k.clone()) {
                         keys.push(k);
                         distinct.push(t);
                     }
@@ -303,7 +313,7 @@ pub fn draft(r: &CodeReport) -> Draft {
             }
         }
     }
-    let mut taken = Default::default();
+    let mut taken = Names::default();
     for f in &r.files {
         for s in &f.findings.sites {
             b.batch(&f.file, s, &mut taken);

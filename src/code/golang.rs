@@ -20,6 +20,9 @@ pub enum ParseError {
     /// The parser gave up.
     #[error("the Go parser gave up on it")]
     NoTree,
+    /// Text the reader does not read (nested too deep, or more than the parser can hold).
+    #[error(transparent)]
+    Unreadable(#[from] super::guard::Unreadable),
 }
 
 /// The findings of one Go file under `profiles`, with what other files define.
@@ -41,6 +44,7 @@ pub fn scan(
         bodies: HashMap::new(),
         following: Vec::new(),
         assigned: syntax::Assigned::default(),
+        up: syntax::Parents::new(tree.root_node()),
         out: FileFindings::default(),
     };
     s.collect(tree.root_node());
@@ -53,16 +57,16 @@ fn parse(text: &str) -> Result<tree_sitter::Tree, ParseError> {
     parser
         .set_language(&tree_sitter_go::LANGUAGE.into())
         .expect("invariant: the grammar matches the tree-sitter version");
-    parser.parse(text, None).ok_or(ParseError::NoTree)
+    let tree = parser.parse(text, None).ok_or(ParseError::NoTree)?;
+    super::guard::check_depth(&tree)?;
+    Ok(tree)
 }
 
 /// What one Go file defines for the others of its tree: package-level constants and
 /// variables, and functions that return a key.
-pub fn exports(text: &str) -> Globals {
+pub fn exports(text: &str) -> Result<Globals, ParseError> {
     let mut out = Globals::default();
-    let Ok(tree) = parse(text) else {
-        return out;
-    };
+    let tree = parse(text)?;
     let none = Globals::default();
     let mut s = Reader {
         src: text.as_bytes(),
@@ -76,6 +80,7 @@ pub fn exports(text: &str) -> Globals {
         bodies: HashMap::new(),
         following: Vec::new(),
         assigned: syntax::Assigned::default(),
+        up: syntax::Parents::new(tree.root_node()),
         out: FileFindings::default(),
     };
     s.collect(tree.root_node());
@@ -97,7 +102,7 @@ pub fn exports(text: &str) -> Globals {
             }
         }
     }
-    out
+    Ok(out)
 }
 
 const FUNCTIONS: &[&str] = &["function_declaration", "method_declaration", "func_literal"];
@@ -126,6 +131,8 @@ struct Reader<'s, 't> {
     following: Vec<String>,
     /// The values given to names, by scope.
     assigned: syntax::Assigned<'t>,
+    /// The parents of the tree's nodes.
+    up: syntax::Parents<'t>,
     out: FileFindings,
 }
 
@@ -264,7 +271,7 @@ impl<'s, 't> Reader<'s, 't> {
             for (name, value) in bindings(node) {
                 if let Some(atomic) = self.call_of(value).and_then(|c| self.makes_pipe(&c)) {
                     self.pipes.insert(
-                        (scope_of(node), self.t(name).to_string()),
+                        (scope_of(&self.up, node), self.t(name).to_string()),
                         Pipe::new(atomic, (node.start_byte(), node.end_byte())),
                     );
                 }
@@ -305,7 +312,7 @@ impl<'s, 't> Reader<'s, 't> {
     fn pipe_of(&mut self, receiver: Node<'t>) -> Option<(usize, String)> {
         match receiver.kind() {
             "identifier" => {
-                let key = (scope_of(receiver), self.t(receiver).to_string());
+                let key = (scope_of(&self.up, receiver), self.t(receiver).to_string());
                 self.pipes.contains_key(&key).then_some(key)
             }
             "call_expression" => {
@@ -345,7 +352,7 @@ impl<'s, 't> Reader<'s, 't> {
         };
         let own = receiver
             .filter(|r| r.kind() == "identifier")
-            .map(|r| (scope_of(r), self.t(r).to_string()));
+            .map(|r| (scope_of(&self.up, r), self.t(r).to_string()));
         let mut cur = args.walk();
         let list: Vec<Node<'t>> = args
             .named_children(&mut cur)
@@ -355,7 +362,7 @@ impl<'s, 't> Reader<'s, 't> {
             if a.kind() != "identifier" {
                 continue;
             }
-            let key = (scope_of(*a), self.t(*a).to_string());
+            let key = (scope_of(&self.up, *a), self.t(*a).to_string());
             if !self.pipes.contains_key(&key) || own.as_ref() == Some(&key) {
                 continue;
             }
@@ -374,7 +381,7 @@ impl<'s, 't> Reader<'s, 't> {
             let Some(p) = self.pipes.get_mut(&key) else {
                 continue;
             };
-            let in_loop = syntax::in_loop_since(node, p.made, LOOPS);
+            let in_loop = syntax::in_loop_since(&self.up, node, p.made, LOOPS);
             p.hand_followed(&callee, queued, in_loop);
         }
     }
@@ -433,7 +440,7 @@ impl<'s, 't> Reader<'s, 't> {
                 return;
             }
             let cmd = name.text().to_ascii_uppercase();
-            let conn = (scope_of(c.node), self.t(c.receiver).to_string());
+            let conn = (scope_of(&self.up, c.node), self.t(c.receiver).to_string());
             if raw_queue {
                 self.conns.insert(conn.clone());
             }
@@ -495,7 +502,7 @@ impl<'s, 't> Reader<'s, 't> {
 
     fn send(
         &mut self,
-        c: &Call<'_>,
+        c: &Call<'t>,
         pipe: Option<&(usize, String)>,
         kind: SiteKind,
         op: &str,
@@ -503,7 +510,7 @@ impl<'s, 't> Reader<'s, 't> {
     ) {
         let at = self.at(c.node);
         let pipe = pipe.and_then(|k| self.pipes.get_mut(k)).map(|p| {
-            let in_loop = syntax::in_loop_since(c.node, p.made, LOOPS);
+            let in_loop = syntax::in_loop_since(&self.up, c.node, p.made, LOOPS);
             (p, in_loop)
         });
         emit(&mut self.out, at, kind, op, keys, pipe);
@@ -628,10 +635,8 @@ impl<'s, 't> Reader<'s, 't> {
         if depth > DEPTH {
             return None;
         }
-        let mut scope = at;
-        while let Some(p) = scope.parent() {
-            scope = p;
-            if FUNCTIONS.contains(&p.kind()) || p.parent().is_none() {
+        for p in self.up.around(at) {
+            if FUNCTIONS.contains(&p.kind()) || self.up.of(p).is_none() {
                 let found = self
                     .assigned
                     .last(p, name, at.start_byte(), self.src, &BINDS);
@@ -699,7 +704,7 @@ impl<'s, 't> Reader<'s, 't> {
                     None => self
                         .globals
                         .constant(name)
-                        .filter(|_| !syntax::is_parameter(n, name, self.src, FUNCTIONS))
+                        .filter(|_| !syntax::is_parameter(&self.up, n, name, self.src, FUNCTIONS))
                         .unwrap_or_else(|| Template::var(name)),
                 }
             }
@@ -892,8 +897,8 @@ fn first_return(body: Node<'_>) -> Option<Node<'_>> {
 }
 
 /// Where the function around `n` starts (0: the file).
-fn scope_of(n: Node<'_>) -> usize {
-    syntax::scope_start(n, FUNCTIONS)
+fn scope_of<'t>(up: &syntax::Parents<'t>, n: Node<'t>) -> usize {
+    syntax::scope_start(up, n, FUNCTIONS)
 }
 
 impl<'t> syntax::Follows<'t> for Reader<'_, 't> {

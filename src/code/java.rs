@@ -21,6 +21,9 @@ pub enum ParseError {
     /// The parser gave up.
     #[error("the Java parser gave up on it")]
     NoTree,
+    /// Text the reader does not read (nested too deep, or more than the parser can hold).
+    #[error(transparent)]
+    Unreadable(#[from] super::guard::Unreadable),
 }
 
 /// The findings of one Java file under `profiles`, with what other files define.
@@ -39,6 +42,7 @@ pub fn scan(
         fields: HashMap::new(),
         pipes: HashMap::new(),
         assigned: syntax::Assigned::default(),
+        up: syntax::Parents::new(tree.root_node()),
         out: FileFindings::default(),
     };
     r.collect(tree.root_node());
@@ -51,16 +55,16 @@ fn parse(text: &str) -> Result<tree_sitter::Tree, ParseError> {
     parser
         .set_language(&tree_sitter_java::LANGUAGE.into())
         .expect("invariant: the grammar matches the tree-sitter version");
-    parser.parse(text, None).ok_or(ParseError::NoTree)
+    let tree = parser.parse(text, None).ok_or(ParseError::NoTree)?;
+    super::guard::check_depth(&tree)?;
+    Ok(tree)
 }
 
 /// What one Java file defines for the others: its fields and constants with a value, and
 /// methods that return a key.
-pub fn exports(text: &str) -> Globals {
+pub fn exports(text: &str) -> Result<Globals, ParseError> {
     let mut out = Globals::default();
-    let Ok(tree) = parse(text) else {
-        return out;
-    };
+    let tree = parse(text)?;
     let none = Globals::default();
     let mut r = Reader {
         src: text.as_bytes(),
@@ -71,6 +75,7 @@ pub fn exports(text: &str) -> Globals {
         fields: HashMap::new(),
         pipes: HashMap::new(),
         assigned: syntax::Assigned::default(),
+        up: syntax::Parents::new(tree.root_node()),
         out: FileFindings::default(),
     };
     r.collect(tree.root_node());
@@ -84,7 +89,7 @@ pub fn exports(text: &str) -> Globals {
             out.add_func(name, params.clone(), r.template(*ret, 0));
         }
     }
-    out
+    Ok(out)
 }
 
 const SCOPES: &[&str] = &[
@@ -113,6 +118,8 @@ struct Reader<'s, 't> {
     pipes: HashMap<(usize, String), Pipe>,
     /// The values given to names, by scope.
     assigned: syntax::Assigned<'t>,
+    /// The parents of the tree's nodes.
+    up: syntax::Parents<'t>,
     out: FileFindings,
 }
 
@@ -253,7 +260,7 @@ impl<'s, 't> Reader<'s, 't> {
                 && let Some(atomic) = self.call_of(value).and_then(|c| self.makes_pipe(&c))
             {
                 self.pipes.insert(
-                    (scope_of(node), self.t(name).to_string()),
+                    (scope_of(&self.up, node), self.t(name).to_string()),
                     Pipe::new(atomic, (node.start_byte(), node.end_byte())),
                 );
             }
@@ -297,16 +304,14 @@ impl<'s, 't> Reader<'s, 't> {
         match receiver.kind() {
             "identifier" => {
                 let name = self.t(receiver).to_string();
-                let mut p = receiver.parent();
                 // The variable may be a callback's parameter: look in each scope outwards.
-                while let Some(q) = p {
+                for q in self.up.around(receiver) {
                     if SCOPES.contains(&q.kind()) {
                         let key = (q.start_byte(), name.clone());
                         if self.pipes.contains_key(&key) {
                             return Some(key);
                         }
                     }
-                    p = q.parent();
                 }
                 let key = (0, name);
                 self.pipes.contains_key(&key).then_some(key)
@@ -343,12 +348,13 @@ impl<'s, 't> Reader<'s, 't> {
         }
         // `commands.multi(); … commands.exec();` on a connection or template (Lettuce,
         // Spring's SessionCallback): the commands between are one transaction.
-        let conn = (scope_of(c.node), self.t(receiver).to_string());
+        let conn = (scope_of(&self.up, c.node), self.t(receiver).to_string());
         if pipe.is_none()
             && c.args.is_empty()
             && c.method == "multi"
-            && c.node
-                .parent()
+            && self
+                .up
+                .of(c.node)
                 .is_some_and(|p| p.kind() == "expression_statement")
         {
             self.pipes.insert(
@@ -416,7 +422,7 @@ impl<'s, 't> Reader<'s, 't> {
 
     fn send(
         &mut self,
-        c: &Call<'_>,
+        c: &Call<'t>,
         pipe: Option<&(usize, String)>,
         kind: SiteKind,
         op: &str,
@@ -424,7 +430,7 @@ impl<'s, 't> Reader<'s, 't> {
     ) {
         let at = self.at(c.node);
         let pipe = pipe.and_then(|k| self.pipes.get_mut(k)).map(|p| {
-            let in_loop = syntax::in_loop_since(c.node, p.made, LOOPS);
+            let in_loop = syntax::in_loop_since(&self.up, c.node, p.made, LOOPS);
             (p, in_loop)
         });
         emit(&mut self.out, at, kind, op, keys, pipe);
@@ -549,9 +555,7 @@ impl<'s, 't> Reader<'s, 't> {
     /// The value last given to local `name` before `at` in its method or lambda, else a
     /// field of the file.
     fn local_value(&self, at: Node<'t>, name: &str) -> Option<Node<'t>> {
-        let mut scope = at;
-        while let Some(p) = scope.parent() {
-            scope = p;
+        for p in self.up.around(at) {
             if SCOPES.contains(&p.kind()) {
                 let found = self
                     .assigned
@@ -625,7 +629,7 @@ impl<'s, 't> Reader<'s, 't> {
                     None => self
                         .globals
                         .constant(name)
-                        .filter(|_| !syntax::is_parameter(n, name, self.src, SCOPES))
+                        .filter(|_| !syntax::is_parameter(&self.up, n, name, self.src, SCOPES))
                         .unwrap_or_else(|| Template::var(name)),
                 }
             }
@@ -842,8 +846,8 @@ fn first_return(body: Node<'_>) -> Option<Node<'_>> {
 }
 
 /// Where the method or lambda around `n` starts (0: none).
-fn scope_of(n: Node<'_>) -> usize {
-    syntax::scope_start(n, SCOPES)
+fn scope_of<'t>(up: &syntax::Parents<'t>, n: Node<'t>) -> usize {
+    syntax::scope_start(up, n, SCOPES)
 }
 
 #[cfg(test)]
@@ -866,15 +870,19 @@ class CustomSession {
     public static String userKey(String id) { return "user:" + id; }
 }
 "#,
-        );
-        g.merge(exports(
-            r#"
+        )
+        .unwrap();
+        g.merge(
+            exports(
+                r#"
 class Session {
     private MapSession cached;
     public String getId() { return this.cached.getId(); }
 }
 "#,
-        ));
+            )
+            .unwrap(),
+        );
         let f = scan(
             r#"
 class Repo {

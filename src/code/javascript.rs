@@ -21,6 +21,9 @@ pub enum ParseError {
     /// The parser gave up.
     #[error("the {0:?} parser gave up on it")]
     NoTree(Dialect),
+    /// Text the reader does not read (nested too deep).
+    #[error(transparent)]
+    Unreadable(#[from] super::guard::Unreadable),
 }
 
 /// Which grammar a file is read with.
@@ -53,6 +56,7 @@ pub fn scan(
         bodies: HashMap::new(),
         following: Vec::new(),
         assigned: syntax::Assigned::default(),
+        up: syntax::Parents::new(tree.root_node()),
         out: FileFindings::default(),
     };
     s.collect(tree.root_node());
@@ -70,17 +74,19 @@ fn parse(text: &str, dialect: Dialect) -> Result<tree_sitter::Tree, ParseError> 
     parser
         .set_language(&language)
         .expect("invariant: the grammar matches the tree-sitter version");
-    parser.parse(text, None).ok_or(ParseError::NoTree(dialect))
+    let tree = parser
+        .parse(text, None)
+        .ok_or(ParseError::NoTree(dialect))?;
+    super::guard::check_depth(&tree)?;
+    Ok(tree)
 }
 
 /// What one JavaScript or TypeScript file defines for the others: its top-level constants
 /// (exported or not: a name imported from it is looked up by name) and functions that return
 /// a key.
-pub fn exports(text: &str, dialect: Dialect) -> Globals {
+pub fn exports(text: &str, dialect: Dialect) -> Result<Globals, ParseError> {
     let mut out = Globals::default();
-    let Ok(tree) = parse(text, dialect) else {
-        return out;
-    };
+    let tree = parse(text, dialect)?;
     let none = Globals::default();
     let mut s = Scanner {
         src: text.as_bytes(),
@@ -93,6 +99,7 @@ pub fn exports(text: &str, dialect: Dialect) -> Globals {
         bodies: HashMap::new(),
         following: Vec::new(),
         assigned: syntax::Assigned::default(),
+        up: syntax::Parents::new(tree.root_node()),
         out: FileFindings::default(),
     };
     s.collect(tree.root_node());
@@ -122,7 +129,7 @@ pub fn exports(text: &str, dialect: Dialect) -> Globals {
             }
         }
     }
-    out
+    Ok(out)
 }
 
 struct Scanner<'s, 't> {
@@ -142,18 +149,22 @@ struct Scanner<'s, 't> {
     following: Vec<String>,
     /// The values given to names, by scope.
     assigned: syntax::Assigned<'t>,
+    /// The parents of the tree's nodes.
+    up: syntax::Parents<'t>,
     out: FileFindings,
 }
 
+/// The kinds of node that are a function.
+const FUNCTIONS: &[&str] = &[
+    "function_declaration",
+    "function_expression",
+    "arrow_function",
+    "method_definition",
+    "generator_function_declaration",
+];
+
 fn is_function(kind: &str) -> bool {
-    matches!(
-        kind,
-        "function_declaration"
-            | "function_expression"
-            | "arrow_function"
-            | "method_definition"
-            | "generator_function_declaration"
-    )
+    FUNCTIONS.contains(&kind)
 }
 
 impl<'s, 't> Scanner<'s, 't> {
@@ -290,7 +301,7 @@ impl<'s, 't> Scanner<'s, 't> {
     fn maybe_pipe(&mut self, value: Node<'t>, name: String, at: Node<'t>) {
         if let Some(atomic) = self.pipe_call(value) {
             self.pipes.insert(
-                (scope_of(at), name),
+                (scope_of(&self.up, at), name),
                 Pipe::new(atomic, (at.start_byte(), at.end_byte())),
             );
         }
@@ -336,7 +347,7 @@ impl<'s, 't> Scanner<'s, 't> {
         loop {
             match r.kind() {
                 "identifier" => {
-                    let key = (scope_of(r), self.t(r).to_string());
+                    let key = (scope_of(&self.up, r), self.t(r).to_string());
                     return self.pipes.contains_key(&key).then_some((key, None));
                 }
                 "call_expression" => {
@@ -390,7 +401,7 @@ impl<'s, 't> Scanner<'s, 't> {
             if a.kind() != "identifier" {
                 continue;
             }
-            let key = (scope_of(*a), self.t(*a).to_string());
+            let key = (scope_of(&self.up, *a), self.t(*a).to_string());
             if !self.pipes.contains_key(&key) || own.as_ref() == Some(&key) {
                 continue;
             }
@@ -412,7 +423,7 @@ impl<'s, 't> Scanner<'s, 't> {
             let Some(p) = self.pipes.get_mut(&key) else {
                 continue;
             };
-            let in_loop = loop_between(node, p.made, src);
+            let in_loop = loop_between(&self.up, node, p.made, src);
             p.hand_followed(&callee, queued, in_loop);
         }
     }
@@ -553,7 +564,7 @@ impl<'s, 't> Scanner<'s, 't> {
     /// Records the keys of one command and queues it on its pipeline or makes it a site.
     fn send(
         &mut self,
-        call: Node<'_>,
+        call: Node<'t>,
         pipe: Option<&(usize, String)>,
         kind: SiteKind,
         op: &str,
@@ -572,7 +583,7 @@ impl<'s, 't> Scanner<'s, 't> {
                 let in_loop = self
                     .pipes
                     .get(key)
-                    .is_some_and(|p| loop_between(call, p.made, self.src));
+                    .is_some_and(|p| loop_between(&self.up, call, p.made, self.src));
                 if let Some(p) = self.pipes.get_mut(key) {
                     p.queue(op, keys, in_loop);
                 }
@@ -887,10 +898,8 @@ impl<'s, 't> Scanner<'s, 't> {
         if depth > DEPTH {
             return None;
         }
-        let mut scope = at;
-        while let Some(p) = scope.parent() {
-            scope = p;
-            if is_function(p.kind()) || p.parent().is_none() {
+        for p in self.up.around(at) {
+            if is_function(p.kind()) || self.up.of(p).is_none() {
                 let found = self
                     .assigned
                     .last(p, name, at.start_byte(), self.src, &BINDS);
@@ -972,20 +981,7 @@ impl<'s, 't> Scanner<'s, 't> {
                     None => self
                         .globals
                         .constant(name)
-                        .filter(|_| {
-                            !syntax::is_parameter(
-                                n,
-                                name,
-                                self.src,
-                                &[
-                                    "function_declaration",
-                                    "function_expression",
-                                    "arrow_function",
-                                    "method_definition",
-                                    "generator_function_declaration",
-                                ],
-                            )
-                        })
+                        .filter(|_| !syntax::is_parameter(&self.up, n, name, self.src, FUNCTIONS))
                         .unwrap_or_else(|| Template::var(name)),
                 }
             }
@@ -1136,28 +1132,25 @@ fn first_return(body: Node<'_>) -> Option<Node<'_>> {
     None
 }
 
-fn scope_of(n: Node<'_>) -> usize {
-    let mut p = n.parent();
-    while let Some(x) = p {
-        if is_function(x.kind()) {
-            return x.start_byte();
-        }
-        p = x.parent();
-    }
-    0
+fn scope_of<'t>(up: &syntax::Parents<'t>, n: Node<'t>) -> usize {
+    syntax::scope_start(up, n, FUNCTIONS)
 }
 
 /// Whether a loop (or a callback of `forEach`/`map`) encloses `call` but not the pipeline
 /// made at `made`.
-fn loop_between(call: Node<'_>, made: (usize, usize), src: &[u8]) -> bool {
-    let mut p = call.parent();
-    while let Some(x) = p {
+fn loop_between<'t>(
+    up: &syntax::Parents<'t>,
+    call: Node<'t>,
+    made: (usize, usize),
+    src: &[u8],
+) -> bool {
+    for x in up.around(call) {
         let outside = !(x.start_byte() <= made.0 && made.1 <= x.end_byte());
         let looping = match x.kind() {
             "for_statement" | "for_in_statement" | "while_statement" | "do_statement" => true,
-            "arrow_function" | "function_expression" => x
-                .parent()
-                .and_then(|args| args.parent())
+            "arrow_function" | "function_expression" => up
+                .of(x)
+                .and_then(|args| up.of(args))
                 .filter(|c| c.kind() == "call_expression")
                 .and_then(|c| c.child_by_field_name("function"))
                 .and_then(|f| f.child_by_field_name("property"))
@@ -1175,7 +1168,6 @@ fn loop_between(call: Node<'_>, made: (usize, usize), src: &[u8]) -> bool {
         if is_function(x.kind()) && !looping {
             return false;
         }
-        p = x.parent();
     }
     false
 }

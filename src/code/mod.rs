@@ -8,6 +8,7 @@
 
 pub mod draft;
 pub mod golang;
+pub mod guard;
 pub mod java;
 pub mod javascript;
 pub mod profile;
@@ -362,17 +363,31 @@ impl Readers {
         tree: &Globals,
         module: Option<&str>,
     ) -> Globals {
+        self.definitions(language, text, tree, module)
+            .unwrap_or_default()
+    }
+
+    /// [`Readers::exports`], or why the file is not read (then [`Readers::scan`] would say
+    /// the same: a caller can skip it without parsing it again).
+    pub fn definitions(
+        &self,
+        language: Language,
+        text: &str,
+        tree: &Globals,
+        module: Option<&str>,
+    ) -> Result<Globals, String> {
         match language {
             Language::Python => python::exports(
                 text,
                 self.profiles.get("python").map_or(&[][..], Vec::as_slice),
                 tree,
                 module,
-            ),
-            Language::JavaScript(d) => javascript::exports(text, d),
-            Language::Go => golang::exports(text),
-            Language::Ruby => ruby::exports(text),
-            Language::Java => java::exports(text),
+            )
+            .map_err(|e| e.to_string()),
+            Language::JavaScript(d) => javascript::exports(text, d).map_err(|e| e.to_string()),
+            Language::Go => golang::exports(text).map_err(|e| e.to_string()),
+            Language::Ruby => ruby::exports(text).map_err(|e| e.to_string()),
+            Language::Java => java::exports(text).map_err(|e| e.to_string()),
         }
     }
 }
@@ -604,24 +619,22 @@ impl Site {
         matches!(self.kind, SiteKind::Transaction | SiteKind::Script)
     }
 
+    /// Its keys, each once, in the order first sent (a set, not a search of those kept: a
+    /// call of 100,000 keys is common in generated code).
+    fn distinct(&self) -> Vec<&Template> {
+        let mut seen = std::collections::HashSet::with_capacity(self.keys.len());
+        self.keys.iter().filter(|k| seen.insert(*k)).collect()
+    }
+
     /// The verdict: can its keys land on different slots?
     pub fn verdict(&self) -> Verdict {
-        let mut distinct: Vec<&Template> = Vec::new();
-        for k in &self.keys {
-            if !distinct.contains(&k) {
-                distinct.push(k);
-            }
-        }
-        for (i, a) in distinct.iter().enumerate() {
-            for b in &distinct[i + 1..] {
-                if !a.same_slot(b) {
-                    return Verdict::CrossSlot(format!(
-                        "{} and {} can hash to different slots",
-                        a.text(),
-                        b.text()
-                    ));
-                }
-            }
+        let distinct = self.distinct();
+        if let Some((a, b)) = first_apart(&distinct) {
+            return Verdict::CrossSlot(format!(
+                "{} and {} can hash to different slots",
+                distinct[a].text(),
+                distinct[b].text()
+            ));
         }
         if let Some(u) = &self.unknown {
             return Verdict::Depends(u.to_string());
@@ -647,12 +660,7 @@ impl Site {
     /// key shares, tagged in each (`user:{<uid>}:profile`); `None` when the keys share no
     /// value or one of them is nothing but that value.
     pub fn fix(&self) -> Option<String> {
-        let mut distinct: Vec<&Template> = Vec::new();
-        for k in &self.keys {
-            if !distinct.contains(&k) {
-                distinct.push(k);
-            }
-        }
+        let distinct = self.distinct();
         let vars = |t: &Template| -> Vec<String> {
             t.parts
                 .iter()
@@ -696,6 +704,141 @@ impl Site {
             _ => None,
         }
     }
+}
+
+/// Where a key's slot comes from, for comparing many keys at once: two keys share a slot
+/// always exactly when [`Template::same_slot`] says so of them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum SlotClass {
+    /// A slot known from the code: the key is literal, or its hash tag is. `literal`: the
+    /// whole key is; `tagged`: it has a tag.
+    Known {
+        slot: u16,
+        literal: bool,
+        tagged: bool,
+    },
+    /// A hash tag holding a runtime value.
+    Tag(Vec<Part>),
+    /// No tag and a runtime value: it shares a slot with itself only.
+    Own,
+}
+
+impl SlotClass {
+    fn of(t: &Template) -> SlotClass {
+        let literal = t.is_literal();
+        match t.tag() {
+            Some(tag) if tag.iter().all(|p| matches!(p, Part::Lit(_))) => SlotClass::Known {
+                slot: crate::slot::key_slot(Template { parts: tag }.text().as_bytes()),
+                literal,
+                tagged: true,
+            },
+            Some(tag) => SlotClass::Tag(tag),
+            None if literal => SlotClass::Known {
+                slot: crate::slot::key_slot(t.text().as_bytes()),
+                literal,
+                tagged: false,
+            },
+            None => SlotClass::Own,
+        }
+    }
+
+    /// Whether two different keys of these classes always share a slot (as
+    /// [`Template::same_slot`]: a literal key without a tag is compared with a literal key
+    /// only).
+    fn together(&self, other: &SlotClass) -> bool {
+        match (self, other) {
+            (
+                SlotClass::Known {
+                    slot: a,
+                    literal: la,
+                    tagged: ta,
+                },
+                SlotClass::Known {
+                    slot: b,
+                    literal: lb,
+                    tagged: tb,
+                },
+            ) => a == b && !((*la && !ta && !lb) || (*lb && !tb && !la)),
+            (SlotClass::Tag(a), SlotClass::Tag(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+/// Up to two different values seen, enough to say whether one differs from a given value.
+#[derive(Debug, Clone)]
+struct TwoOf<T>(Option<T>, bool);
+
+impl<T: PartialEq + Clone> TwoOf<T> {
+    fn new() -> TwoOf<T> {
+        TwoOf(None, false)
+    }
+
+    fn add(&mut self, v: &T) {
+        match &self.0 {
+            None => self.0 = Some(v.clone()),
+            Some(first) if first != v => self.1 = true,
+            Some(_) => {}
+        }
+    }
+
+    /// Whether a value other than `v` was seen.
+    fn other_than(&self, v: &T) -> bool {
+        self.1 || self.0.as_ref().is_some_and(|f| f != v)
+    }
+}
+
+/// The first pair `(i, j)`, `i < j` in the order `for i { for j > i }`, of distinct keys that
+/// can hash to different slots; in time linear in the keys (a site of 100,000 literal keys
+/// took minutes when each pair was compared).
+fn first_apart(keys: &[&Template]) -> Option<(usize, usize)> {
+    let classes: Vec<SlotClass> = keys.iter().map(|t| SlotClass::of(t)).collect();
+    // What the keys after each one are, built from the last: whether one of them parts
+    // from it.
+    let (mut own, mut tags, mut known) = (0usize, 0usize, 0usize);
+    let (mut tag_values, mut slots) = (TwoOf::new(), TwoOf::new());
+    let (mut tagged_not_literal, mut literal_untagged) = (0usize, 0usize);
+    let mut apart_later = vec![false; classes.len()];
+    for (i, c) in classes.iter().enumerate().rev() {
+        apart_later[i] = match c {
+            SlotClass::Own => own + tags + known > 0,
+            SlotClass::Tag(p) => own > 0 || known > 0 || tag_values.other_than(p),
+            SlotClass::Known {
+                slot,
+                literal,
+                tagged,
+            } => {
+                own > 0
+                    || tags > 0
+                    || slots.other_than(slot)
+                    || (!literal && literal_untagged > 0)
+                    || (*literal && !tagged && tagged_not_literal > 0)
+            }
+        };
+        match c {
+            SlotClass::Own => own += 1,
+            SlotClass::Tag(p) => {
+                tags += 1;
+                tag_values.add(p);
+            }
+            SlotClass::Known {
+                slot,
+                literal,
+                tagged,
+            } => {
+                known += 1;
+                slots.add(slot);
+                if !literal {
+                    tagged_not_literal += 1;
+                } else if !tagged {
+                    literal_untagged += 1;
+                }
+            }
+        }
+    }
+    let i = apart_later.iter().position(|&a| a)?;
+    let j = (i + 1..classes.len()).find(|&j| !classes[i].together(&classes[j]))?;
+    Some((i, j))
 }
 
 /// Why a file was not read.
@@ -783,6 +926,75 @@ mod tests {
         assert!(!Template::lit("a").same_slot(&Template::lit("b")));
         // `{}` is no tag: the whole key hashes.
         assert_eq!(Template::lit("a{}b").tag(), None);
+    }
+
+    /// The pair a site's verdict names is the first its keys give compared two by two, in a
+    /// pass linear in the keys: every arrangement of up to four keys of a pool of every kind
+    /// (literal, tagged, tagged by a runtime value, neither) against the pairwise comparison.
+    #[test]
+    fn the_first_pair_apart_is_the_pairwise_one() {
+        let pool = [
+            t(&[("a", false)]),
+            t(&[("{a}x", false)]),
+            t(&[("{a}:", false), ("v", true)]),
+            t(&[("b", false)]),
+            t(&[("{b}", false)]),
+            t(&[("u:{", false), ("id", true), ("}:p", false)]),
+            t(&[("u:{", false), ("id", true), ("}:q", false)]),
+            t(&[("u:", false), ("id", true)]),
+            t(&[("x:{", false), ("w", true), ("}", false)]),
+            // Its tag hashes as `a` does.
+            t(&[("{a}", false), ("z", true)]),
+        ];
+        let pairwise = |keys: &[&Template]| {
+            for (i, a) in keys.iter().enumerate() {
+                for (j, b) in keys.iter().enumerate().skip(i + 1) {
+                    if !a.same_slot(b) {
+                        return Some((i, j));
+                    }
+                }
+            }
+            None
+        };
+        let mut arrangements = 0;
+        let mut stack: Vec<Vec<usize>> = vec![vec![]];
+        while let Some(picked) = stack.pop() {
+            let keys: Vec<&Template> = picked.iter().map(|&i| &pool[i]).collect();
+            assert_eq!(first_apart(&keys), pairwise(&keys), "{picked:?}");
+            arrangements += 1;
+            if picked.len() < 4 {
+                for i in 0..pool.len() {
+                    if !picked.contains(&i) {
+                        let mut more = picked.clone();
+                        more.push(i);
+                        stack.push(more);
+                    }
+                }
+            }
+        }
+        assert!(arrangements > 5000);
+    }
+
+    /// A site's verdict and fix look at each key a bounded number of times: 100,000 distinct
+    /// literal keys on one slot (all tagged alike, the worst case for a pairwise comparison)
+    /// are judged one slot.
+    #[test]
+    fn a_site_of_many_keys_is_judged_in_one_pass() {
+        let keys: Vec<Template> = (0..100_000)
+            .map(|i| Template::lit(format!("{{t}}:{i}")))
+            .collect();
+        let site = Site {
+            at: Position { line: 1, column: 1 },
+            kind: SiteKind::Command,
+            op: "MGET".into(),
+            keys,
+            unknown: None,
+        };
+        assert_eq!(
+            site.verdict(),
+            Verdict::OneSlot("every key has the hash tag {t}".into())
+        );
+        assert_eq!(site.fix(), None);
     }
 
     #[test]

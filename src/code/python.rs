@@ -21,6 +21,10 @@ pub enum ParseError {
     /// The parser gave up (it recovers from most errors; this is a timeout or cancellation).
     #[error("the Python parser gave up on it")]
     NoTree,
+    /// Text the reader does not read (nested too deep, or indented to more depths than the
+    /// parser can hold).
+    #[error(transparent)]
+    Unreadable(#[from] super::guard::Unreadable),
 }
 
 /// The findings of one Python file under `profiles`, with what other files define.
@@ -29,12 +33,8 @@ pub fn scan(
     profiles: &[Profile],
     globals: &Globals,
 ) -> Result<FileFindings, ParseError> {
-    let mut parser = Parser::new();
-    parser
-        .set_language(&tree_sitter_python::LANGUAGE.into())
-        .expect("invariant: the grammar matches the tree-sitter version");
-    let tree = parser.parse(text, None).ok_or(ParseError::NoTree)?;
-    let mut s = Scanner::new(text, profiles, globals, false);
+    let tree = parse(text)?;
+    let mut s = Scanner::new(text, tree.root_node(), profiles, globals, false);
     s.defs.collect(tree.root_node(), s.src, None);
     s.walk(tree.root_node());
     Ok(s.out)
@@ -193,6 +193,19 @@ fn first_return(body: Node<'_>) -> Option<Node<'_>> {
     None
 }
 
+/// The syntax tree of `text`, or why it is not read: indented to more depths than the parser's
+/// scanner can hold (it would abort the process), or nested too deep to walk.
+fn parse(text: &str) -> Result<tree_sitter::Tree, ParseError> {
+    super::guard::python_indents(text)?;
+    let mut parser = Parser::new();
+    parser
+        .set_language(&tree_sitter_python::LANGUAGE.into())
+        .expect("invariant: the grammar matches the tree-sitter version");
+    let tree = parser.parse(text, None).ok_or(ParseError::NoTree)?;
+    super::guard::check_depth(&tree)?;
+    Ok(tree)
+}
+
 fn text_of<'s>(n: Node<'_>, src: &'s [u8]) -> &'s str {
     n.utf8_text(src).unwrap_or("")
 }
@@ -204,15 +217,9 @@ pub fn exports(
     profiles: &[Profile],
     tree_globals: &Globals,
     module: Option<&str>,
-) -> Globals {
-    let mut parser = Parser::new();
-    parser
-        .set_language(&tree_sitter_python::LANGUAGE.into())
-        .expect("invariant: the grammar matches the tree-sitter version");
+) -> Result<Globals, ParseError> {
     let mut out = Globals::default();
-    let Some(tree) = parser.parse(text, None) else {
-        return out;
-    };
+    let tree = parse(text)?;
     // Functions that queue commands on a pipeline they are handed; each pass follows the
     // file's own such functions one call deeper.
     let mut own = Globals::default();
@@ -228,7 +235,7 @@ pub fn exports(
         } else {
             tree_globals
         };
-        let mut s = Scanner::new(text, profiles, known, true);
+        let mut s = Scanner::new(text, tree.root_node(), profiles, known, true);
         s.module = module;
         s.defs.collect(tree.root_node(), s.src, None);
         s.walk(tree.root_node());
@@ -245,7 +252,7 @@ pub fn exports(
     }
     out.merge(own);
     let none = Globals::default();
-    let mut s = Scanner::new(text, profiles, &none, false);
+    let mut s = Scanner::new(text, tree.root_node(), profiles, &none, false);
     s.defs.collect(tree.root_node(), s.src, None);
     for (name, v) in sorted(&s.defs.consts)
         .into_iter()
@@ -271,7 +278,7 @@ pub fn exports(
             out.add_const(name, s.template(*v, 0));
         }
     }
-    out
+    Ok(out)
 }
 
 /// How many calls deep a file's own functions handed a pipeline are followed.
@@ -302,6 +309,8 @@ struct Scanner<'s, 't> {
     queuers: Option<Vec<(String, Queuer)>>,
     /// The values given to names, by scope.
     assigned: syntax::Assigned<'t>,
+    /// The parents of the tree's nodes.
+    up: syntax::Parents<'t>,
     out: FileFindings,
 }
 
@@ -309,6 +318,7 @@ impl<'s, 't> Scanner<'s, 't> {
     /// A scanner of `text`; `queuers`: reading what functions queue on a pipeline handed to them.
     fn new(
         text: &'s str,
+        root: Node<'t>,
         profiles: &'s [Profile],
         globals: &'s Globals,
         queuers: bool,
@@ -326,6 +336,7 @@ impl<'s, 't> Scanner<'s, 't> {
             module: None,
             queuers: queuers.then(Vec::new),
             assigned: syntax::Assigned::default(),
+            up: syntax::Parents::new(root),
             out: FileFindings::default(),
         }
     }
@@ -401,7 +412,7 @@ impl<'s, 't> Scanner<'s, 't> {
         let Some(name) = f.child_by_field_name("name").map(|n| self.t(n).to_string()) else {
             return;
         };
-        let class = enclosing_class(f, self.src);
+        let class = enclosing_class(&self.up, f, self.src);
         let pipes: Vec<(String, Pipe)> = params
             .iter()
             .filter_map(|p| Some((p.clone(), self.pipes.remove(&(f.start_byte(), p.clone()))?)))
@@ -534,7 +545,7 @@ impl<'s, 't> Scanner<'s, 't> {
             let in_loop = self
                 .pipes
                 .get(&key)
-                .is_some_and(|p| loop_between(call, p.made));
+                .is_some_and(|p| loop_between(&self.up, call, p.made));
             if let Some(p) = self.pipes.get_mut(&key) {
                 let callee = match receiver_text {
                     Some(r) => format!("{}.{name}", syntax::short_str(r)),
@@ -555,7 +566,7 @@ impl<'s, 't> Scanner<'s, 't> {
     /// the one function of that name.
     fn find_queuer(&self, name: &str, receiver: Option<&str>, call: Node<'t>) -> Option<&Queuer> {
         let class = match receiver {
-            Some("self") | Some("cls") => enclosing_class(call, self.src),
+            Some("self") | Some("cls") => enclosing_class(&self.up, call, self.src),
             Some(r) => Some(
                 r.rsplit('.')
                     .next()
@@ -599,7 +610,7 @@ impl<'s, 't> Scanner<'s, 't> {
             .collect(),
             _ => Vec::new(),
         };
-        let scope = scope_of(at);
+        let scope = scope_of(&self.up, at);
         // `pipe = pipeline if pipeline is not None else self.connection.pipeline()`: where this
         // function runs `pipe` itself, it is the new pipeline (the caller's is run by the
         // caller); only when reading what the function queues for its caller is it the
@@ -630,7 +641,7 @@ impl<'s, 't> Scanner<'s, 't> {
             return self.maybe_pipe(*b, name, at);
         }
         if let Some(atomic) = self.pipe_call(value) {
-            let scope = scope_of(at);
+            let scope = scope_of(&self.up, at);
             // A new pipeline under the name: neither another's alias nor watching.
             let key = (scope, name);
             self.aliases.remove(&key);
@@ -716,7 +727,7 @@ impl<'s, 't> Scanner<'s, 't> {
                     {
                         return None;
                     }
-                    let key = (scope_of(r), name.to_string());
+                    let key = (scope_of(&self.up, r), name.to_string());
                     let key = self.aliases.get(&key).cloned().unwrap_or(key);
                     return self.pipes.contains_key(&key).then_some(key);
                 }
@@ -799,7 +810,7 @@ impl<'s, 't> Scanner<'s, 't> {
                     && receiver.kind() == "identifier"
                     && self
                         .direct_too
-                        .contains(&(scope_of(receiver), self.t(receiver).to_string()))
+                        .contains(&(scope_of(&self.up, receiver), self.t(receiver).to_string()))
                     && (keys.keys.len() > 1 || keys.unknown.is_some())
                     && self.queuers.is_none()
                 {
@@ -942,10 +953,10 @@ impl<'s, 't> Scanner<'s, 't> {
         }
     }
 
-    fn queue(&mut self, key: &(usize, String), call: Node<'_>, op: &str, keys: CallKeys) {
+    fn queue(&mut self, key: &(usize, String), call: Node<'t>, op: &str, keys: CallKeys) {
         let in_loop = {
             let Some(p) = self.pipes.get(key) else { return };
-            loop_between(call, p.made)
+            loop_between(&self.up, call, p.made)
         };
         if let Some(p) = self.pipes.get_mut(key) {
             p.queue(op, keys, in_loop);
@@ -1228,7 +1239,7 @@ impl<'s, 't> Scanner<'s, 't> {
             return self.defs.consts.get(name).copied().flatten();
         }
         let mut scope = at;
-        while let Some(p) = scope.parent() {
+        for p in self.up.around(at) {
             scope = p;
             if p.kind() == "function_definition" {
                 break;
@@ -1299,6 +1310,7 @@ impl<'s, 't> Scanner<'s, 't> {
                         .constant(name)
                         .filter(|_| {
                             !syntax::is_parameter(
+                                &self.up,
                                 n,
                                 name,
                                 self.src,
@@ -1318,7 +1330,7 @@ impl<'s, 't> Scanner<'s, 't> {
                     .map(|o| self.t(o))
                     .unwrap_or("");
                 let own_class = matches!(obj, "self" | "cls")
-                    .then(|| enclosing_class(n, self.src))
+                    .then(|| enclosing_class(&self.up, n, self.src))
                     .flatten();
                 let known = self
                     .defs
@@ -1644,17 +1656,11 @@ fn params_of(f: Node<'_>, src: &[u8]) -> Vec<String> {
 }
 
 /// The name of the class `n` is defined in (through its methods), if any.
-fn enclosing_class(n: Node<'_>, src: &[u8]) -> Option<String> {
-    let mut p = n.parent();
-    while let Some(x) = p {
-        if x.kind() == "class_definition" {
-            return x
-                .child_by_field_name("name")
-                .map(|c| text_of(c, src).to_string());
-        }
-        p = x.parent();
-    }
-    None
+fn enclosing_class<'t>(up: &syntax::Parents<'t>, n: Node<'t>, src: &[u8]) -> Option<String> {
+    let class = up.around(n).find(|x| x.kind() == "class_definition")?;
+    class
+        .child_by_field_name("name")
+        .map(|c| text_of(c, src).to_string())
 }
 
 /// Whether a parameter named `name` may be handed a pipeline (or a client a pipeline stands
@@ -1673,15 +1679,8 @@ fn may_take_pipeline(name: &str) -> bool {
 }
 
 /// The start byte of the function `n` is in (0 for the module).
-fn scope_of(n: Node<'_>) -> usize {
-    let mut p = n.parent();
-    while let Some(x) = p {
-        if x.kind() == "function_definition" {
-            return x.start_byte();
-        }
-        p = x.parent();
-    }
-    0
+fn scope_of<'t>(up: &syntax::Parents<'t>, n: Node<'t>) -> usize {
+    syntax::scope_start(up, n, &["function_definition"])
 }
 
 /// The root call of a chain `a.pipeline().set(…).get(…)`: the call that makes the pipeline.
@@ -1699,9 +1698,8 @@ fn chain_root<'t>(receiver: Node<'t>, s: &Scanner<'_, 't>) -> Option<Node<'t>> {
 }
 
 /// Whether a loop encloses `call` but not the pipeline made at `made`.
-fn loop_between(call: Node<'_>, made: (usize, usize)) -> bool {
-    let mut p = call.parent();
-    while let Some(x) = p {
+fn loop_between<'t>(up: &syntax::Parents<'t>, call: Node<'t>, made: (usize, usize)) -> bool {
+    for x in up.around(call) {
         if matches!(
             x.kind(),
             "for_statement" | "while_statement" | "list_comprehension" | "generator_expression"
@@ -1712,7 +1710,6 @@ fn loop_between(call: Node<'_>, made: (usize, usize)) -> bool {
         if x.kind() == "function_definition" {
             return false;
         }
-        p = x.parent();
     }
     false
 }
@@ -1827,7 +1824,8 @@ def load(r, uid):
             &Profile::builtin("python"),
             &Globals::default(),
             None,
-        );
+        )
+        .unwrap();
         let f = scan(&text, &Profile::builtin("python"), &g).unwrap();
         let op = &f.sites.last().unwrap().op;
         let more: usize = op
@@ -1934,7 +1932,7 @@ def unknown(redis, job, other):
         other.store(p)
         p.execute()
 "#;
-        let globals = exports(src, &profiles, &Globals::default(), None);
+        let globals = exports(src, &profiles, &Globals::default(), None).unwrap();
         let f = scan(src, &profiles, &globals).unwrap();
         let at = |line| f.sites.iter().find(|s| s.at.line == line).unwrap();
         // `job.save` is Job's (the receiver names the class), `self.push` this class's.

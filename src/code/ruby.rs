@@ -20,6 +20,9 @@ pub enum ParseError {
     /// The parser gave up.
     #[error("the Ruby parser gave up on it")]
     NoTree,
+    /// Text the reader does not read (nested too deep, or more than the parser can hold).
+    #[error(transparent)]
+    Unreadable(#[from] super::guard::Unreadable),
 }
 
 /// The findings of one Ruby file under `profiles`, with what other files define.
@@ -41,6 +44,7 @@ pub fn scan(
         bodies: HashMap::new(),
         following: Vec::new(),
         assigned: syntax::Assigned::default(),
+        up: syntax::Parents::new(tree.root_node()),
         out: FileFindings::default(),
     };
     r.collect(tree.root_node());
@@ -49,19 +53,20 @@ pub fn scan(
 }
 
 fn parse(text: &str) -> Result<tree_sitter::Tree, ParseError> {
+    super::guard::ruby_heredocs(text)?;
     let mut parser = Parser::new();
     parser
         .set_language(&tree_sitter_ruby::LANGUAGE.into())
         .expect("invariant: the grammar matches the tree-sitter version");
-    parser.parse(text, None).ok_or(ParseError::NoTree)
+    let tree = parser.parse(text, None).ok_or(ParseError::NoTree)?;
+    super::guard::check_depth(&tree)?;
+    Ok(tree)
 }
 
 /// What one Ruby file defines for the others: its constants and methods that return a key.
-pub fn exports(text: &str) -> Globals {
+pub fn exports(text: &str) -> Result<Globals, ParseError> {
     let mut out = Globals::default();
-    let Ok(tree) = parse(text) else {
-        return out;
-    };
+    let tree = parse(text)?;
     let none = Globals::default();
     let mut r = Reader {
         src: text.as_bytes(),
@@ -75,6 +80,7 @@ pub fn exports(text: &str) -> Globals {
         bodies: HashMap::new(),
         following: Vec::new(),
         assigned: syntax::Assigned::default(),
+        up: syntax::Parents::new(tree.root_node()),
         out: FileFindings::default(),
     };
     r.collect(tree.root_node());
@@ -88,7 +94,7 @@ pub fn exports(text: &str) -> Globals {
             out.add_func(name, params.clone(), r.template(*ret, 0));
         }
     }
-    out
+    Ok(out)
 }
 
 const SCOPES: &[&str] = &["method", "singleton_method", "block", "do_block", "lambda"];
@@ -135,6 +141,8 @@ struct Reader<'s, 't> {
     following: Vec<String>,
     /// The values given to names, by scope.
     assigned: syntax::Assigned<'t>,
+    /// The parents of the tree's nodes.
+    up: syntax::Parents<'t>,
     out: FileFindings,
 }
 
@@ -330,7 +338,7 @@ impl<'s, 't> Reader<'s, 't> {
             if on_pipe == Some(i) {
                 continue;
             }
-            let in_loop = in_loop_since(c.node, self.pipes[i].block, self.src);
+            let in_loop = in_loop_since(&self.up, c.node, self.pipes[i].block, self.src);
             let def = self.bodies.get(&c.method).copied().flatten().filter(|_| {
                 c.receiver.is_none_or(|r| self.t(r) == "self")
                     && !self.following.contains(&c.method)
@@ -439,7 +447,7 @@ impl<'s, 't> Reader<'s, 't> {
 
     fn send(
         &mut self,
-        c: &Call<'_>,
+        c: &Call<'t>,
         queued: Option<usize>,
         kind: SiteKind,
         op: &str,
@@ -447,7 +455,7 @@ impl<'s, 't> Reader<'s, 't> {
     ) {
         let at = self.at(c.node);
         let pipe = queued.and_then(|i| self.pipes.get_mut(i)).map(|p| {
-            let in_loop = in_loop_since(c.node, p.block, self.src);
+            let in_loop = in_loop_since(&self.up, c.node, p.block, self.src);
             (&mut p.pipe, in_loop)
         });
         emit(&mut self.out, at, kind, op, keys, pipe);
@@ -603,10 +611,8 @@ impl<'s, 't> Reader<'s, 't> {
 
     /// The value last given to local `name` before `at` in its method or block.
     fn local_value(&self, at: Node<'t>, name: &str) -> Option<Node<'t>> {
-        let mut scope = at;
-        while let Some(p) = scope.parent() {
-            scope = p;
-            if SCOPES.contains(&p.kind()) || p.parent().is_none() {
+        for p in self.up.around(at) {
+            if SCOPES.contains(&p.kind()) || self.up.of(p).is_none() {
                 let found = self
                     .assigned
                     .last(p, name, at.start_byte(), self.src, &BINDS);
@@ -721,7 +727,9 @@ impl<'s, 't> Reader<'s, 't> {
                     }
                     Some(_) => Template::var(name),
                     // A parameter is a runtime value.
-                    None if syntax::is_parameter(n, name, self.src, SCOPES) => Template::var(name),
+                    None if syntax::is_parameter(&self.up, n, name, self.src, SCOPES) => {
+                        Template::var(name)
+                    }
                     // A bare name that is no local: a method of the file called without
                     // arguments.
                     None => self.helper(name, &[], n, depth),
@@ -844,14 +852,18 @@ fn returned(body: Node<'_>) -> Option<Node<'_>> {
 
 /// Whether a loop lies around `call` inside the pipeline's block (between bytes `block`): a
 /// `for`/`while`/`until`, or the block of an iterator (`each`, `map`, `times`…).
-fn in_loop_since(call: Node<'_>, block: (usize, usize), src: &[u8]) -> bool {
-    let mut n = call;
-    while let Some(p) = n.parent() {
+fn in_loop_since<'t>(
+    up: &syntax::Parents<'t>,
+    call: Node<'t>,
+    block: (usize, usize),
+    src: &[u8],
+) -> bool {
+    for p in up.around(call) {
         if p.start_byte() <= block.0 && block.1 <= p.end_byte() {
             return false;
         }
         let iterator = matches!(p.kind(), "block" | "do_block")
-            && p.parent().is_some_and(|c| {
+            && up.of(p).is_some_and(|c| {
                 c.kind() == "call"
                     && c.child_by_field_name("method")
                         .and_then(|m| m.utf8_text(src).ok())
@@ -860,7 +872,6 @@ fn in_loop_since(call: Node<'_>, block: (usize, usize), src: &[u8]) -> bool {
         if iterator || matches!(p.kind(), "for" | "while" | "until") {
             return true;
         }
-        n = p;
     }
     false
 }

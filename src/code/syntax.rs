@@ -312,13 +312,16 @@ pub(super) fn emit(
 
 /// Whether a loop (a node of a kind in `loops`) lies around `call` but not around the code
 /// between bytes `made` that made the pipeline.
-pub(super) fn in_loop_since(call: Node<'_>, made: (usize, usize), loops: &[&str]) -> bool {
-    let mut n = call;
-    while let Some(p) = n.parent() {
+pub(super) fn in_loop_since<'t>(
+    up: &Parents<'t>,
+    call: Node<'t>,
+    made: (usize, usize),
+    loops: &[&str],
+) -> bool {
+    for p in up.around(call) {
         if loops.contains(&p.kind()) {
             return !(p.start_byte() <= made.0 && made.1 <= p.end_byte());
         }
-        n = p;
     }
     false
 }
@@ -433,22 +436,22 @@ pub(super) fn takes_keys(cmd: &str) -> bool {
 }
 
 /// Where the nearest node of a kind in `scopes` around `n` starts (0: none, the file).
-pub(super) fn scope_start(n: Node<'_>, scopes: &[&str]) -> usize {
-    let mut p = n.parent();
-    while let Some(q) = p {
-        if scopes.contains(&q.kind()) {
-            return q.start_byte();
-        }
-        p = q.parent();
-    }
-    0
+pub(super) fn scope_start<'t>(up: &Parents<'t>, n: Node<'t>, scopes: &[&str]) -> usize {
+    up.around(n)
+        .find(|q| scopes.contains(&q.kind()))
+        .map_or(0, |q| q.start_byte())
 }
 
 /// Whether `name` is a parameter of a function (a node of a kind in `functions`) around `n`:
 /// then it is a runtime value, whatever another file defines under the same name.
-pub(super) fn is_parameter(n: Node<'_>, name: &str, src: &[u8], functions: &[&str]) -> bool {
-    let mut p = n.parent();
-    while let Some(q) = p {
+pub(super) fn is_parameter<'t>(
+    up: &Parents<'t>,
+    n: Node<'t>,
+    name: &str,
+    src: &[u8],
+    functions: &[&str],
+) -> bool {
+    for q in up.around(n) {
         if functions.contains(&q.kind()) {
             for field in ["parameters", "parameter"] {
                 let text = q
@@ -463,9 +466,56 @@ pub(super) fn is_parameter(n: Node<'_>, name: &str, src: &[u8], functions: &[&st
                 }
             }
         }
-        p = q.parent();
     }
     false
+}
+
+/// The parents of one tree's nodes, each found once. `Node::parent` searches down from the
+/// root at every call, so a walk outwards by it costs the square of the depth; the readers walk
+/// outwards from every call they read, and a chain of a thousand calls took minutes.
+pub(super) struct Parents<'t> {
+    root: Node<'t>,
+    /// Parents found so far, by node id.
+    known: std::cell::RefCell<std::collections::HashMap<usize, Node<'t>>>,
+}
+
+impl<'t> Parents<'t> {
+    /// The parents of the nodes under `root`.
+    pub fn new(root: Node<'t>) -> Parents<'t> {
+        Parents {
+            root,
+            known: Default::default(),
+        }
+    }
+
+    /// The node around `n` (`None` for the root): found in one search down from the root,
+    /// which records the parent of every node on the way.
+    pub fn of(&self, n: Node<'t>) -> Option<Node<'t>> {
+        if n.id() == self.root.id() {
+            return None;
+        }
+        if let Some(p) = self.known.borrow().get(&n.id()) {
+            return Some(*p);
+        }
+        let mut known = self.known.borrow_mut();
+        let mut at = self.root;
+        loop {
+            let Some(child) = at.child_with_descendant(n) else {
+                // Not under this root (never so for the readers' nodes): ask the tree.
+                return n.parent();
+            };
+            known.insert(child.id(), at);
+            if child.id() == n.id() {
+                return Some(at);
+            }
+            at = child;
+        }
+    }
+
+    /// The nodes around `n`, innermost first.
+    pub fn around(&self, n: Node<'t>) -> impl Iterator<Item = Node<'t>> + '_ {
+        std::iter::successors(self.of(n), |p| self.of(*p))
+    }
 }
 
 /// How a language gives a name a value, for [`Assigned`].

@@ -64,6 +64,85 @@ fn relative(root: &Path, p: &Path) -> String {
         .replace('\\', "/")
 }
 
+/// Why a path given to read source from cannot be read at all.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum RootError {
+    /// Nothing there.
+    #[error("no such file or directory")]
+    Missing,
+    /// A symbolic link to nothing.
+    #[error("a symbolic link to a path that does not exist")]
+    DanglingLink,
+    /// A symbolic link that leads back to itself (ELOOP).
+    #[error("a symbolic-link loop (ELOOP): its links lead back to themselves, never to a file")]
+    LinkLoop,
+    /// A device, FIFO or socket.
+    #[error("not a regular file or directory (a {0})")]
+    Special(&'static str),
+    /// Its metadata cannot be read.
+    #[error("cannot be read: {0}")]
+    Io(String),
+}
+
+/// Whether `root` is a regular file or a directory (links followed), which is all a source
+/// tree is read from: a device (`/dev/zero`), FIFO or socket would be read forever or as
+/// nothing, and a link loop is said as one, not as a missing file.
+pub fn check_root(root: &Path) -> Result<(), RootError> {
+    let meta = match std::fs::metadata(root) {
+        Ok(m) => m,
+        Err(e) if is_link_loop(&e) => return Err(RootError::LinkLoop),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let link = std::fs::symlink_metadata(root).is_ok_and(|m| m.file_type().is_symlink());
+            return Err(if link {
+                RootError::DanglingLink
+            } else {
+                RootError::Missing
+            });
+        }
+        Err(e) => return Err(RootError::Io(e.to_string())),
+    };
+    if meta.is_file() || meta.is_dir() {
+        return Ok(());
+    }
+    Err(RootError::Special(special_kind(&meta)))
+}
+
+/// Whether an I/O error is ELOOP (too many levels of symbolic links).
+fn is_link_loop(e: &std::io::Error) -> bool {
+    #[cfg(unix)]
+    {
+        e.raw_os_error() == Some(libc::ELOOP)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = e;
+        false
+    }
+}
+
+/// What a path that is neither a file nor a directory is, in words.
+fn special_kind(meta: &std::fs::Metadata) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        let t = meta.file_type();
+        if t.is_char_device() {
+            return "character device";
+        }
+        if t.is_block_device() {
+            return "block device";
+        }
+        if t.is_fifo() {
+            return "FIFO";
+        }
+        if t.is_socket() {
+            return "socket";
+        }
+    }
+    let _ = meta;
+    "special file"
+}
+
 /// Why a source file is not read.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum SourceSkip {

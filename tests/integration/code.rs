@@ -774,7 +774,425 @@ fn yaml_draft_is_a_scheme() {
     );
 }
 
+/// Files nested far past what a reader reads, in every language and in the shapes generated
+/// code takes (blocks, calls, brackets, long `+` chains, closures, method chains, template
+/// strings), and the two that aborted a grammar's scanner (Python indented 600 levels with a
+/// string inside, a Ruby heredoc delimiter of 300 characters): (file, text, why it is
+/// skipped).
+fn deep_sources() -> Vec<(String, String, &'static str)> {
+    const N: usize = 100_000;
+    const DEEP: &str = "nested more than";
+    let r = |s: &str, n: usize| s.repeat(n);
+    let plus = |t: &str, n: usize| vec![t; n].join(" + ");
+    let mut out: Vec<(String, String, &'static str)> = Vec::new();
+    let mut add = |name: &str, text: String, why: &'static str| {
+        out.push((name.to_string(), text, why));
+    };
+    // Python.
+    add(
+        "py_calls.py",
+        format!("k = {}'k'{}\n", r("f(", N), r(")", N)),
+        DEEP,
+    );
+    add(
+        "py_lists.py",
+        format!("k = {}'k'{}\n", r("[", N), r("]", N)),
+        DEEP,
+    );
+    add(
+        "py_parens.py",
+        format!("k = {}'k'{}\n", r("(", N), r(")", N)),
+        DEEP,
+    );
+    add(
+        "py_concat.py",
+        format!("k = {}\n", plus("\"k\"", 3_000)),
+        DEEP,
+    );
+    add(
+        "py_concat_long.py",
+        format!("k = {}\n", plus("\"k\"", N)),
+        DEEP,
+    );
+    add(
+        "py_lambdas.py",
+        format!("k = {}'k'\n", r("lambda: ", N)),
+        DEEP,
+    );
+    add(
+        "py_fstrings.py",
+        format!("k = {}1{}\n", r("f'{", N), r("}'", N)),
+        DEEP,
+    );
+    let mut blocks = String::new();
+    for i in 0..600 {
+        blocks += &format!("{}if x:\n", " ".repeat(i));
+    }
+    blocks += &format!("{}r.mget('a', 'b')\n", " ".repeat(600));
+    add("py_blocks.py", blocks, "indented to more than");
+    // JavaScript and TypeScript.
+    for ext in ["js", "ts"] {
+        add(
+            &format!("{ext}_blocks.{ext}"),
+            format!("{}r.mget('a','b');{}\n", r("{", N), r("}", N)),
+            DEEP,
+        );
+        add(
+            &format!("{ext}_ifs.{ext}"),
+            format!("{}r.mget('a','b');{}\n", r("if (x) {", N), r("}", N)),
+            DEEP,
+        );
+        add(
+            &format!("{ext}_calls.{ext}"),
+            format!("const k = {}'k'{};\n", r("f(", N), r(")", N)),
+            DEEP,
+        );
+        add(
+            &format!("{ext}_arrays.{ext}"),
+            format!("const k = {}'k'{};\n", r("[", N), r("]", N)),
+            DEEP,
+        );
+        add(
+            &format!("{ext}_concat.{ext}"),
+            format!("const k = {};\n", plus("'k'", 5_000)),
+            DEEP,
+        );
+        add(
+            &format!("{ext}_arrows.{ext}"),
+            format!("const k = {}'k';\n", r("() => ", N)),
+            DEEP,
+        );
+        add(
+            &format!("{ext}_functions.{ext}"),
+            format!(
+                "const k = {}1{};\n",
+                r("function () { return ", N),
+                r("; }", N)
+            ),
+            DEEP,
+        );
+        add(
+            &format!("{ext}_templates.{ext}"),
+            format!("const k = {}1{};\n", r("`${", N), r("}`", N)),
+            DEEP,
+        );
+        add(
+            &format!("{ext}_chain.{ext}"),
+            format!("const k = r{};\n", r(".get('k')", N)),
+            DEEP,
+        );
+    }
+    add(
+        "jsx_elements.jsx",
+        format!("const e = {}x{};\n", r("<a>", N), r("</a>", N)),
+        DEEP,
+    );
+    add(
+        "ts_generics.ts",
+        format!("type T = {}string{};\n", r("Array<", N), r(">", N)),
+        DEEP,
+    );
+    // Go.
+    let go = |body: String| format!("package main\n\nfunc main() {{\n{body}\n}}\n");
+    add(
+        "go_blocks.go",
+        go(format!("{}x()\n{}", r("{", N), r("}", N))),
+        DEEP,
+    );
+    add(
+        "go_ifs.go",
+        go(format!("{}x()\n{}", r("if x {\n", N), r("}\n", N))),
+        DEEP,
+    );
+    add(
+        "go_calls.go",
+        go(format!("k := {}\"k\"{}\n_ = k", r("f(", N), r(")", N))),
+        DEEP,
+    );
+    add(
+        "go_parens.go",
+        go(format!("k := {}\"k\"{}\n_ = k", r("(", N), r(")", N))),
+        DEEP,
+    );
+    add(
+        "go_literals.go",
+        go(format!("k := {}\"k\"{}\n_ = k", r("[]any{", N), r("}", N))),
+        DEEP,
+    );
+    add(
+        "go_concat.go",
+        go(format!("k := {}\n_ = k", plus("\"k\"", N))),
+        DEEP,
+    );
+    add(
+        "go_closures.go",
+        go(format!(
+            "k := {}\"k\"{}\n_ = k",
+            r("func() any { return ", N),
+            r(" }", N)
+        )),
+        DEEP,
+    );
+    // Ruby.
+    add(
+        "rb_ifs.rb",
+        format!("{}x\n{}", r("if x\n", N), r("end\n", N)),
+        DEEP,
+    );
+    add(
+        "rb_begins.rb",
+        format!("{}x\n{}", r("begin\n", N), r("end\n", N)),
+        DEEP,
+    );
+    add(
+        "rb_calls.rb",
+        format!("k = {}'k'{}\n", r("f(", N), r(")", N)),
+        DEEP,
+    );
+    add(
+        "rb_arrays.rb",
+        format!("k = {}'k'{}\n", r("[", N), r("]", N)),
+        DEEP,
+    );
+    add("rb_concat.rb", format!("k = {}\n", plus("'k'", N)), DEEP);
+    add(
+        "rb_lambdas.rb",
+        format!("k = {}'k'{}\n", r("-> { ", N), r(" }", N)),
+        DEEP,
+    );
+    add(
+        "rb_interpolation.rb",
+        format!("k = {}1{}\n", r("\"#{", N), r("}\"", N)),
+        DEEP,
+    );
+    let word = "A".repeat(300);
+    add(
+        "rb_heredoc.rb",
+        format!("k = <<~{word}\n  x\n{word}\n"),
+        "heredoc delimiter",
+    );
+    // Java.
+    let java = |body: String| format!("class A {{\n void m() {{\n{body}\n }}\n}}\n");
+    add(
+        "JavaBlocks.java",
+        java(format!("{}x();{}", r("{", N), r("}", N))),
+        DEEP,
+    );
+    add(
+        "JavaIfs.java",
+        java(format!("{}x();{}", r("if (x) {", N), r("}", N))),
+        DEEP,
+    );
+    add(
+        "JavaCalls.java",
+        java(format!("Object k = {}\"k\"{};", r("f(", N), r(")", N))),
+        DEEP,
+    );
+    add(
+        "JavaArrays.java",
+        java(format!("Object[] k = {}\"k\"{};", r("{", N), r("}", N))),
+        DEEP,
+    );
+    add(
+        "JavaConcat.java",
+        java(format!("String k = {};", plus("\"k\"", N))),
+        DEEP,
+    );
+    add(
+        "JavaLambdas.java",
+        java(format!("Object k = {}\"k\";", r("() -> ", N))),
+        DEEP,
+    );
+    add(
+        "JavaChain.java",
+        java(format!("Object k = r{};", r(".get(\"k\")", N))),
+        DEEP,
+    );
+    out
+}
+
+/// One file per language whose MGET of two keys on different slots must be found whatever
+/// else the directory holds: (file, text).
+const PLAIN_SOURCES: &[(&str, &str)] = &[
+    ("app.py", "r.mget('session:a', 'session:b')\n"),
+    ("app.js", "r.mget('session:a', 'session:b');\n"),
+    ("app.ts", "r.mget('session:a', 'session:b');\n"),
+    (
+        "app.go",
+        "package main\n\nfunc main() {\n\trdb.MGet(ctx, \"session:a\", \"session:b\")\n}\n",
+    ),
+    ("app.rb", "r.mget('session:a', 'session:b')\n"),
+    (
+        "App.java",
+        "class App {\n  void m() {\n    jedis.mget(\"session:a\", \"session:b\");\n  }\n}\n",
+    ),
+];
+
+/// Deeply nested source never takes the run down: 100,000-deep nesting in every language and
+/// shape (which aborted `keyplan code` and `lint --code` with a stack overflow, exit 134, no
+/// SARIF), a Python file indented 600 levels and a Ruby heredoc of a 300-character delimiter
+/// (which aborted inside the grammars' scanners). Each such file is skipped with its reason
+/// (in the table, the JSON and, for lint, on stderr), and every language's ordinary file in
+/// the same directory is still read, its cross-slot MGET found.
+fn deep_nesting_is_skipped_and_the_rest_still_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let deep = deep_sources();
+    for (name, text, _) in &deep {
+        std::fs::write(dir.path().join(name), text).unwrap();
+    }
+    for (name, text) in PLAIN_SOURCES {
+        std::fs::write(dir.path().join(name), text).unwrap();
+    }
+    let status = |out: &std::process::Output| {
+        let code = out.status.code();
+        assert!(
+            matches!(code, Some(0 | 1)),
+            "exit {:?} (a signal when None): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        code.unwrap()
+    };
+    // The JSON report.
+    let out = keyplan()
+        .args(["code", "--format", "json"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(status(&out), 1, "a cross-slot site exits 1");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["files_scanned"], PLAIN_SOURCES.len());
+    for (name, _) in PLAIN_SOURCES {
+        let sites: Vec<&Value> = v["sites"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| s["file"] == *name)
+            .collect();
+        assert_eq!(sites.len(), 1, "{name}: {}", v["sites"]);
+        assert_eq!(sites[0]["op"], "MGET", "{name}: {}", sites[0]);
+        assert_eq!(sites[0]["cross_slot"], true, "{name}: {}", sites[0]);
+    }
+    let skipped: Vec<(String, String)> = v["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["file"].as_str().unwrap().to_string(),
+                s["reason"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(skipped.len(), deep.len(), "{skipped:?}");
+    for (name, _, why) in &deep {
+        let reason = skipped
+            .iter()
+            .find(|(f, _)| f == name)
+            .map(|(_, r)| r.as_str())
+            .unwrap_or_else(|| panic!("{name} is not said to be skipped: {skipped:?}"));
+        assert!(reason.contains(why), "{name}: {reason}");
+    }
+    // The table says so too.
+    let out = keyplan().arg("code").arg(dir.path()).output().unwrap();
+    assert_eq!(status(&out), 1);
+    let text = String::from_utf8(out.stdout).unwrap();
+    for (name, _, why) in &deep {
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with(&format!("skipped {name}: ")) && l.contains(why)),
+            "{name}: {text}"
+        );
+    }
+    // lint --code: whole SARIF with the findings of the ordinary files, the skips on stderr.
+    let out = keyplan()
+        .args(["lint", "--code"])
+        .arg(dir.path())
+        .args(["--format", "sarif"])
+        .output()
+        .unwrap();
+    assert_eq!(status(&out), 1);
+    let sarif: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!("{e}: {}", String::from_utf8_lossy(&out.stderr));
+    });
+    assert_eq!(sarif["version"], "2.1.0");
+    let uris: Vec<&str> = sarif["runs"][0]["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"].as_str())
+        .collect();
+    for (name, _) in PLAIN_SOURCES {
+        assert!(uris.iter().any(|u| u.ends_with(name)), "{name}: {uris:?}");
+    }
+    let err = String::from_utf8(out.stderr).unwrap();
+    for (name, _, why) in &deep {
+        assert!(
+            err.lines()
+                .any(|l| l.starts_with(&format!("note: {name}: not read: ")) && l.contains(why)),
+            "{name}: {err}"
+        );
+    }
+}
+
+/// `keyplan code` and `lint --code` on a path that is neither a file nor a directory (a
+/// device, a FIFO) or is a link loop: exit 2 naming the path and what it is, not "0 files
+/// read" (the device) or "no such file or directory" (the loop).
+fn paths_that_are_not_source_are_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("pipe");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    let looped = dir.path().join("loop");
+    std::os::unix::fs::symlink(&looped, &looped).unwrap();
+    let dangling = dir.path().join("dangling");
+    std::os::unix::fs::symlink(dir.path().join("nowhere"), &dangling).unwrap();
+    let mut cases: Vec<(std::path::PathBuf, &str)> = vec![
+        (
+            "/dev/zero".into(),
+            "not a regular file or directory (a character device)",
+        ),
+        (looped, "a symbolic-link loop (ELOOP)"),
+        (dangling, "a symbolic link to a path that does not exist"),
+        (dir.path().join("missing"), "no such file or directory"),
+    ];
+    if made.is_ok_and(|s| s.success()) {
+        cases.push((fifo, "not a regular file or directory (a FIFO)"));
+    } else {
+        crate::support::not_run("mkfifo is not on this machine");
+    }
+    for (path, said) in &cases {
+        for args in [&["code"][..], &["lint", "--code"][..]] {
+            let out = keyplan().args(args).arg(path).output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(
+                out.status.code(),
+                Some(2),
+                "{args:?} {}: {err}",
+                path.display()
+            );
+            assert!(
+                err.contains(&format!("{}: {said}", path.display())),
+                "{args:?} {}: {err}",
+                path.display()
+            );
+            assert!(
+                out.stdout.is_empty(),
+                "{}",
+                String::from_utf8_lossy(&out.stdout)
+            );
+        }
+    }
+}
+
 pub(crate) const TESTS: &[crate::support::Test] = &[
+    (
+        "deep_nesting_is_skipped_and_the_rest_still_read",
+        deep_nesting_is_skipped_and_the_rest_still_read,
+    ),
+    (
+        "paths_that_are_not_source_are_errors",
+        paths_that_are_not_source_are_errors,
+    ),
     ("yaml_draft_is_a_scheme", yaml_draft_is_a_scheme),
     ("ground_truth_python_rq", ground_truth_python_rq),
     ("ground_truth_python_arq", ground_truth_python_arq),
