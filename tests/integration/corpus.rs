@@ -59,7 +59,11 @@ fn recorded_corpus() {
     );
     let v: Value = serde_json::from_slice(&std::fs::read(&figures).unwrap()).unwrap();
     let packages = v.as_object().unwrap();
-    assert!(packages.len() >= 20, "only {} packages scored", packages.len());
+    assert!(
+        packages.len() >= 20,
+        "only {} packages scored",
+        packages.len()
+    );
     // The worst error: a batch recorded cross-slot that keyplan calls one slot.
     let worst: Vec<(&String, u64)> = packages
         .iter()

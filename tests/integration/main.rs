@@ -10,6 +10,7 @@ mod cli;
 mod cluster;
 mod code;
 mod commands;
+mod corpus;
 mod enterprise;
 mod fuzz;
 mod hostile;
@@ -45,6 +46,7 @@ fn main() -> std::process::ExitCode {
         ("bench", bench::TESTS),
         ("cli", cli::TESTS),
         ("code", code::TESTS),
+        ("corpus", corpus::TESTS),
         ("commands", commands::TESTS),
         ("enterprise", enterprise::TESTS),
         ("fuzz", fuzz::TESTS),
