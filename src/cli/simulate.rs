@@ -145,7 +145,7 @@ pub fn run(args: SimulateArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
             false => args.sizes.iter().map(|&n| Some(n)).collect(),
         };
         for (size, s) in sizes.into_iter().flat_map(|n| scheme.map(|s| (n, s))) {
-            for b in batch::from_scheme(s, size) {
+            for b in batch::scheme_batches(s, size) {
                 report.item(&sim.batch(size, &b))?;
             }
         }

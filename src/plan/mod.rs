@@ -20,7 +20,7 @@ use crate::scheme::predicates::{
     tag_rewrites, with_tag_text,
 };
 use crate::scheme::{DeclaredBatch, Scheme, Seg, TagPart, Template, Var, VarKind};
-use crate::simulate::batch::{Batch, from_scheme};
+use crate::simulate::batch::{Batch, scheme_batch_instance};
 use crate::simulate::client::{Client, simulate_client};
 use crate::simulate::{NetworkModel, Strategy, simulate};
 use crate::topology::Topology;
@@ -328,10 +328,12 @@ impl Ctx<'_> {
         name: &str,
         strategy: Strategy,
     ) -> (ScoreOutcome, u64, f64, usize) {
-        let batches = from_scheme(scheme, None);
-        let Some(b) = batches.into_iter().find(|b| b.name == name) else {
+        // That batch alone (generating every batch of the scheme to run one made a scheme of
+        // N batches cost N² generated batches).
+        let Some(d) = scheme.batch(name) else {
             return (ScoreOutcome::NotRun, 0, 0.0, 0);
         };
+        let b = scheme_batch_instance(scheme, d, None, 0);
         run_batch(&b, self.topo, self.opts, strategy)
     }
 
@@ -342,7 +344,7 @@ impl Ctx<'_> {
         if !self.topo.slot_map().is_some_and(|m| m.custom_hashing()) {
             return false;
         }
-        let Some(d) = scheme.batches.iter().find(|x| x.name == batch) else {
+        let Some(d) = scheme.batch(batch) else {
             return false;
         };
         if !atomic_on(self.topo, d) {
@@ -383,14 +385,42 @@ impl Ctx<'_> {
     }
 }
 
-/// A scheme with some key patterns replaced and variables added.
-fn rewritten(scheme: &Scheme, rewrites: &[(usize, Template)], new_vars: &[NewVar]) -> Scheme {
-    let mut s = scheme.clone();
-    for (fi, t) in rewrites {
-        s.keys[*fi].template = t.clone();
+/// Batch `b` of `scheme` with some key patterns replaced (`rewrites`, by index into the
+/// scheme's keys; the last for a key wins) and variables added: a scheme of that batch alone,
+/// with its keys and the variables their patterns use, which generates the batch as the whole
+/// scheme rewritten would (a copy of the whole scheme per candidate made a scheme of N batches
+/// cost N² copied declarations).
+fn rewritten(
+    scheme: &Scheme,
+    b: &DeclaredBatch,
+    rewrites: &[(usize, Template)],
+    new_vars: &[NewVar],
+) -> Scheme {
+    let mut keys = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for name in &b.keys {
+        let Some(i) = scheme.key_index(name) else {
+            continue;
+        };
+        if !seen.insert(i) {
+            continue;
+        }
+        let mut k = scheme.keys[i].clone();
+        if let Some((_, t)) = rewrites.iter().rev().find(|(f, _)| *f == i) {
+            k.template = t.clone();
+        }
+        keys.push(k);
+    }
+    let mut vars = indexmap::IndexMap::new();
+    for k in &keys {
+        for v in k.template.vars() {
+            if let Some(var) = scheme.vars.get(v) {
+                vars.entry(v.to_string()).or_insert_with(|| var.clone());
+            }
+        }
     }
     for v in new_vars {
-        s.vars.insert(
+        vars.insert(
             v.name.clone(),
             Var {
                 name: v.name.clone(),
@@ -401,7 +431,7 @@ fn rewritten(scheme: &Scheme, rewrites: &[(usize, Template)], new_vars: &[NewVar
             },
         );
     }
-    s
+    Scheme::new(None, vars, keys, vec![b.clone()])
 }
 
 fn bucket_name(scheme: &Scheme) -> String {
@@ -803,7 +833,7 @@ fn tag_candidates(ctx: &Ctx<'_>, st: &Assessed<'_>) -> Vec<Candidate> {
                         to,
                     })
                     .collect();
-                let s2 = rewritten(scheme, &rw, &[]);
+                let s2 = rewritten(scheme, b, &rw, &[]);
                 let rekeys: Vec<Rekey> = rw
                     .iter()
                     .map(|(f, t)| Rekey {
@@ -934,7 +964,7 @@ fn bucket_candidates(ctx: &Ctx<'_>, st: &Assessed<'_>, tags: &[Candidate]) -> Ve
                             .unwrap_or("id")
                     ),
                 };
-                let s2 = rewritten(scheme, &rws, std::slice::from_ref(&nv));
+                let s2 = rewritten(scheme, b, &rws, std::slice::from_ref(&nv));
                 let rekeys: Vec<Rekey> = rws
                     .iter()
                     .map(|(f, t)| Rekey {
@@ -1212,14 +1242,12 @@ pub fn single_slot_after(scheme: &Scheme, batch: &str, c: &Candidate) -> Option<
         .rewrites
         .iter()
         .filter_map(|r| {
-            let f = scheme.keys.iter().position(|k| k.name == r.key)?;
+            let f = scheme.key_index(&r.key)?;
             Some((f, Template::parse(&r.to).ok()?))
         })
         .collect();
-    let s2 = rewritten(scheme, &rw, &c.new_vars);
-    let b = from_scheme(&s2, None)
-        .into_iter()
-        .find(|b| b.name == batch)?;
+    let s2 = rewritten(scheme, scheme.batch(batch)?, &rw, &c.new_vars);
+    let b = scheme_batch_instance(&s2, s2.batch(batch)?, None, 0);
     let slots: Vec<u16> = b.keys().map(crate::slot::key_slot).collect();
     Some(slots.windows(2).all(|w| w[0] == w[1]))
 }
@@ -1228,6 +1256,46 @@ pub fn single_slot_after(scheme: &Scheme, batch: &str, c: &Candidate) -> Option<
 mod tests {
     use super::*;
     use crate::topology::SlotMap;
+
+    /// A candidate is scored on a scheme of its batch alone, whatever the scheme's size (a
+    /// copy of the whole scheme per candidate made plans of N batches cost N²), and that
+    /// scheme generates the batch as the whole scheme rewritten does.
+    #[test]
+    fn a_candidate_is_scored_on_its_batch_alone() {
+        let mut text = String::from(
+            "version: 1\nvars:\n  id: { kind: int, cardinality: 1000 }\n  w: { kind: word, cardinality: 9 }\nkeys:\n",
+        );
+        for i in 0..300 {
+            text.push_str(&format!("  k{i}: {{ pattern: \"key{i}:<id>:<w>\" }}\n"));
+        }
+        text.push_str("batches:\n");
+        for i in 0..300 {
+            text.push_str(&format!(
+                "  b{i}: {{ command: mget, keys: [k{i}, k{}, k{i}], same: [w] }}\n",
+                (i + 7) % 300
+            ));
+        }
+        let s = Scheme::parse(&text).unwrap();
+        for i in [0, 150, 299] {
+            let d = &s.batches[i];
+            let f = s.key_index(&d.keys[1]).unwrap();
+            let t = Template::parse(&format!("{{key{f}:<id>}}:<w>")).unwrap();
+            let nv = NewVar {
+                name: "bucket".into(),
+                cardinality: 4,
+                derive: String::new(),
+            };
+            let alone = rewritten(&s, d, &[(f, t.clone())], std::slice::from_ref(&nv));
+            assert_eq!((alone.batches.len(), alone.keys.len()), (1, 2));
+            assert!(alone.vars.len() <= 3);
+            // The whole scheme rewritten, as the plan once scored it.
+            let mut whole = s.clone();
+            whole.keys[f].template = t;
+            let got = scheme_batch_instance(&alone, &alone.batches[0], None, 0);
+            let want = crate::simulate::batch::from_scheme(&whole, None).swap_remove(i);
+            assert_eq!(got, want);
+        }
+    }
 
     #[test]
     fn work_on_every_core_comes_back_in_order_each_once() {

@@ -442,13 +442,15 @@ impl<'a> ObservedPlanner<'a> {
         let base = &self.base;
         {
             let mut keys: Vec<String> = Vec::new();
-            // A script's keys are also those it touched without declaring them.
+            let mut seen = std::collections::HashSet::new();
+            // A script's keys are also those it touched without declaring them (each once, in
+            // order: a set, not a walk of the keys so far, for a batch of many).
             for k in b
                 .keys()
                 .chain(b.script_ran.iter().flatten().map(Vec::as_slice))
             {
                 let k = String::from_utf8_lossy(k).into_owned();
-                if !keys.contains(&k) {
+                if seen.insert(k.clone()) {
                     keys.push(k);
                 }
             }
@@ -469,9 +471,13 @@ impl<'a> ObservedPlanner<'a> {
                         .collect()
                 })
                 .collect();
+            let lookup: Vec<std::collections::HashSet<&str>> = sets
+                .iter()
+                .map(|s| s.iter().map(String::as_str).collect())
+                .collect();
             let mut shared: Vec<&String> = sets[0]
                 .iter()
-                .filter(|v| sets.iter().all(|s| s.contains(v)))
+                .filter(|v| lookup.iter().all(|s| s.contains(v.as_str())))
                 .collect();
             shared.dedup();
             // Ids before words; a segment that is not first before one that is; longer first.

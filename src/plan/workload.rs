@@ -216,8 +216,22 @@ pub struct Workload {
     pub unmatched: u64,
     /// Each family's weight per node as the scheme writes its keys, computed once: a plan
     /// scores many rewrites of a few families, and the others' keys need not be hashed again.
-    base: std::sync::OnceLock<Vec<Vec<f64>>>,
+    base: std::sync::OnceLock<Base>,
 }
+
+/// What [`Workload::loads`] computes once: each family's weight per node, and the running
+/// per-node sums of `other` and the families in order, every `stride` families (a rewrite of
+/// family `f` starts from the sum before it, added up in the same order, so its figures are
+/// the very same floating-point numbers as a sum from the first family).
+#[derive(Debug, Clone, Default)]
+struct Base {
+    per_family: Vec<Vec<f64>>,
+    stride: usize,
+    sums: Vec<Vec<f64>>,
+}
+
+/// Running sums [`Base`] keeps, at most, in node weights (32 MiB).
+const BASE_SUM_CELLS: usize = 1 << 22;
 
 /// Synthetic keys generated in all, at most: a scheme of many families gets fewer per family
 /// (never fewer than [`SYNTHETIC_MIN_PER_FAMILY`]), so memory and time stay bounded.
@@ -485,17 +499,18 @@ impl Workload {
         rekeys: &[Rekey],
         focus: &[usize],
     ) -> Loads {
-        let mut per_node = self.other.clone();
-        let mut focus_per_node = vec![0.0; per_node.len()];
+        let nodes = self.other.len();
+        let mut focus_per_node = vec![0.0; nodes];
         let mut moved = 0.0;
         let mut renamed = 0.0;
         let mut key = Vec::new();
         let base = self.base.get_or_init(|| {
-            self.families
+            let per_family: Vec<Vec<f64>> = self
+                .families
                 .iter()
                 .enumerate()
                 .map(|(fi, f)| {
-                    let mut per = vec![0.0; per_node.len()];
+                    let mut per = vec![0.0; nodes];
                     let scale = f.scale();
                     let orig = pieces(&scheme.keys[fi].template, &f.vars, &[]);
                     for k in &f.keys {
@@ -506,17 +521,81 @@ impl Workload {
                     }
                     per
                 })
-                .collect()
+                .collect();
+            let stride = (per_family.len() * nodes.max(1))
+                .div_ceil(BASE_SUM_CELLS)
+                .max(1);
+            let mut sums = Vec::with_capacity(per_family.len() / stride + 1);
+            let mut sum = self.other.clone();
+            for (fi, per) in per_family.iter().enumerate() {
+                if fi.is_multiple_of(stride) {
+                    sums.push(sum.clone());
+                }
+                for (p, w) in sum.iter_mut().zip(per) {
+                    *p += w;
+                }
+            }
+            if per_family.len().is_multiple_of(stride) {
+                // The sum of them all, where a score with no rewrite starts.
+                sums.push(sum);
+            }
+            Base {
+                per_family,
+                stride,
+                sums,
+            }
         });
         let (mut before, mut after, mut joined) = (Vec::new(), Vec::new(), Vec::new());
-        for (fi, f) in self.families.iter().enumerate() {
-            let rk = rekeys.iter().find(|r| r.family == fi);
-            // Not rewritten: as computed once.
+        // The rewrite of each family (the first given for it) and the focus families, in
+        // family order, walked alongside the families (a lookup per family in lists as long
+        // as a batch's keys made a plan of N batches over N keys cost N³).
+        let mut rewrites: Vec<(usize, usize)> = rekeys
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (r.family, i))
+            .collect();
+        rewrites.sort_unstable();
+        rewrites.dedup_by_key(|&mut (f, _)| f);
+        let mut focused: Vec<usize> = focus.to_vec();
+        focused.sort_unstable();
+        focused.dedup();
+        // The families before the first rewritten one add up as they always do: start from
+        // the running sum kept nearest before it.
+        let first = rewrites
+            .first()
+            .map_or(self.families.len(), |&(f, _)| f)
+            .min(self.families.len());
+        let from = match base.sums.get(first / base.stride) {
+            Some(_) => first / base.stride * base.stride,
+            None => 0,
+        };
+        let mut per_node = base
+            .sums
+            .get(from / base.stride)
+            .cloned()
+            .unwrap_or_else(|| self.other.clone());
+        for &fi in focused.iter().take_while(|&&fi| fi < from) {
+            for (p, w) in focus_per_node.iter_mut().zip(&base.per_family[fi]) {
+                *p += w;
+            }
+        }
+        let (mut next_rewrite, mut next_focus) = (
+            rewrites.iter().peekable(),
+            focused.iter().skip_while(|&&fi| fi < from).peekable(),
+        );
+        for (fi, f) in self.families.iter().enumerate().skip(from) {
+            let in_focus = next_focus.next_if(|&&x| x == fi).is_some();
+            let rk = next_rewrite
+                .next_if(|&&(x, _)| x == fi)
+                .map(|&(_, i)| &rekeys[i]);
+            // Not rewritten: as computed once (the node sums added in family order, as ever).
             let Some(r) = rk else {
-                for (n, w) in base[fi].iter().enumerate() {
-                    per_node[n] += w;
-                    if focus.contains(&fi) {
-                        focus_per_node[n] += w;
+                for (p, w) in per_node.iter_mut().zip(&base.per_family[fi]) {
+                    *p += w;
+                }
+                if in_focus {
+                    for (p, w) in focus_per_node.iter_mut().zip(&base.per_family[fi]) {
+                        *p += w;
                     }
                 }
                 continue;
@@ -557,7 +636,7 @@ impl Workload {
                 }
                 if let Some(n) = node {
                     per_node[n] += weight;
-                    if focus.contains(&fi) {
+                    if in_focus {
                         focus_per_node[n] += weight;
                     }
                 }

@@ -339,6 +339,35 @@ pub struct Scheme {
     pub keys: Vec<KeyDecl>,
     /// Batches, in file order.
     pub batches: Vec<DeclaredBatch>,
+    /// Where each key and batch name is first found in `keys` and `batches` (a lookup by name
+    /// is a hash, not a walk of the list: a batch of 10,000 declared keys looks each up once
+    /// per generated key).
+    index: NameIndex,
+}
+
+/// The first position of each name in a scheme's keys and batches, and how long the lists
+/// were when indexed.
+#[derive(Debug, Clone, Default)]
+struct NameIndex {
+    keys: std::collections::HashMap<String, usize>,
+    batches: std::collections::HashMap<String, usize>,
+    lens: (usize, usize),
+}
+
+impl NameIndex {
+    fn of(keys: &[KeyDecl], batches: &[DeclaredBatch]) -> NameIndex {
+        let mut ix = NameIndex {
+            lens: (keys.len(), batches.len()),
+            ..NameIndex::default()
+        };
+        for (i, k) in keys.iter().enumerate() {
+            ix.keys.entry(k.name.clone()).or_insert(i);
+        }
+        for (i, b) in batches.iter().enumerate() {
+            ix.batches.entry(b.name.clone()).or_insert(i);
+        }
+        ix
+    }
 }
 
 impl Scheme {
@@ -411,10 +440,12 @@ impl Scheme {
             });
         }
         let mut batches = Vec::new();
+        let declared: std::collections::HashSet<&str> =
+            keys.iter().map(|d: &KeyDecl| d.name.as_str()).collect();
         for (name, b) in &raw.batches {
             let p = pos(b);
             for k in &b.value.keys.value {
-                if !keys.iter().any(|d: &KeyDecl| &d.name == k) {
+                if !declared.contains(k.as_str()) {
                     return Err(at(
                         pos(&b.value.keys),
                         format!(
@@ -482,17 +513,51 @@ impl Scheme {
             file: t.file,
             pool: t.pool,
         });
-        Ok(Scheme {
+        Ok(Scheme::new(topology, vars, keys, batches))
+    }
+
+    /// A scheme of these parts (checked by whoever made them).
+    pub fn new(
+        topology: Option<SchemeTopology>,
+        vars: IndexMap<String, Var>,
+        keys: Vec<KeyDecl>,
+        batches: Vec<DeclaredBatch>,
+    ) -> Scheme {
+        let index = NameIndex::of(&keys, &batches);
+        Scheme {
             topology,
             vars,
             keys,
             batches,
-        })
+            index,
+        }
+    }
+
+    /// The position in [`Scheme::keys`] of the declared key with this name (the first, were a
+    /// name declared twice).
+    pub fn key_index(&self, name: &str) -> Option<usize> {
+        match self.index.keys.get(name) {
+            Some(&i) if self.keys.get(i).is_some_and(|k| k.name == name) => Some(i),
+            None if self.keys.len() == self.index.lens.0 => None,
+            // The list changed since it was indexed: a walk finds the name.
+            _ => self.keys.iter().position(|k| k.name == name),
+        }
     }
 
     /// The declared key with this name.
     pub fn key(&self, name: &str) -> Option<&KeyDecl> {
-        self.keys.iter().find(|k| k.name == name)
+        self.key_index(name).map(|i| &self.keys[i])
+    }
+
+    /// The declared batch with this name.
+    pub fn batch(&self, name: &str) -> Option<&DeclaredBatch> {
+        match self.index.batches.get(name) {
+            Some(&i) if self.batches.get(i).is_some_and(|b| b.name == name) => {
+                Some(&self.batches[i])
+            }
+            None if self.batches.len() == self.index.lens.1 => None,
+            _ => self.batches.iter().find(|b| b.name == name),
+        }
     }
 
     /// A byte regex (`(?-u)^…$`) matching the keys of `k`; with `capture`, variable `i` (in
@@ -549,6 +614,26 @@ pub fn var_regex(v: Option<&Var>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Names are found by the index, and still found when the lists were changed after it
+    /// was made.
+    #[test]
+    fn names_are_indexed() {
+        let text = "version: 1\nkeys:\n  a: { pattern: \"a\" }\n  b: { pattern: \"b\" }\nbatches:\n  x: { command: mget, keys: [a, b] }\n";
+        let mut s = Scheme::parse(text).unwrap();
+        assert_eq!(s.key_index("b"), Some(1));
+        assert_eq!(s.key("a").map(|k| k.template.text.as_str()), Some("a"));
+        assert!(s.key("c").is_none());
+        assert_eq!(s.batch("x").map(|b| b.keys.len()), Some(2));
+        assert!(s.batch("y").is_none());
+        let mut c = s.keys[0].clone();
+        c.name = "c".into();
+        s.keys.insert(0, c);
+        assert_eq!(
+            (s.key_index("c"), s.key_index("a"), s.key_index("b")),
+            (Some(0), Some(1), Some(2))
+        );
+    }
 
     /// The documented example scheme, shared with the integration tests.
     pub const SPEC_EXAMPLE: &str = include_str!("../../tests/fixtures/spec-keyplan.yaml");

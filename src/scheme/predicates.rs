@@ -234,9 +234,10 @@ pub fn shared_vars<'a>(scheme: &Scheme, b: &'a DeclaredBatch) -> Vec<&'a str> {
 /// The scheme indices of a batch's keys, each once, in the batch's order.
 pub fn family_indices(scheme: &Scheme, b: &DeclaredBatch) -> Vec<usize> {
     let mut out: Vec<usize> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     for k in &b.keys {
-        if let Some(i) = scheme.keys.iter().position(|d| &d.name == k)
-            && !out.contains(&i)
+        if let Some(i) = scheme.key_index(k)
+            && seen.insert(i)
         {
             out.push(i);
         }

@@ -354,12 +354,22 @@ pub fn parse_batch_line(raw: &str, line: usize) -> Result<Option<Batch>, BatchEr
 
 /// A value of a variable for generated keys: the `n`-th distinct value of its kind.
 pub(crate) fn value_of(kind: VarKind, values: &[String], n: u64) -> String {
-    match kind {
-        VarKind::Int => (1_000_003u64.wrapping_mul(n + 1) % 100_000_000).to_string(),
-        VarKind::Hex => format!("{:016x}", n.wrapping_mul(0x9E37_79B9_7F4A_7C15)),
+    let mut out = String::new();
+    write_value(&mut out, kind, values, n);
+    out
+}
+
+/// [`value_of`] written at the end of `out` (no allocation of its own).
+pub(crate) fn write_value(out: &mut String, kind: VarKind, values: &[String], n: u64) {
+    use std::fmt::Write as _;
+    // Writing to a String cannot fail.
+    let _ = match kind {
+        VarKind::Int => write!(out, "{}", 1_000_003u64.wrapping_mul(n + 1) % 100_000_000),
+        VarKind::Hex => write!(out, "{:016x}", n.wrapping_mul(0x9E37_79B9_7F4A_7C15)),
         VarKind::Uuid => {
             let x = n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-            format!(
+            write!(
+                out,
                 "{:08x}-{:04x}-4{:03x}-8{:03x}-{:012x}",
                 x >> 32,
                 (x >> 16) & 0xffff,
@@ -369,27 +379,37 @@ pub(crate) fn value_of(kind: VarKind, values: &[String], n: u64) -> String {
             )
         }
         VarKind::Word => {
-            let mut s = String::new();
+            out.push('w');
             let mut v = n + 1;
             while v > 0 {
-                s.push((b'a' + (v % 26) as u8) as char);
+                out.push((b'a' + (v % 26) as u8) as char);
                 v /= 26;
             }
-            format!("w{s}")
+            Ok(())
         }
-        VarKind::Date => format!("2026-{:02}-{:02}", 1 + (n / 28) % 12, 1 + n % 28),
-        VarKind::Enum => values
-            .get((n as usize) % values.len().max(1))
-            .cloned()
-            .unwrap_or_default(),
-        VarKind::Any => format!("v{n}"),
-    }
+        VarKind::Date => write!(out, "2026-{:02}-{:02}", 1 + (n / 28) % 12, 1 + n % 28),
+        VarKind::Enum => {
+            if let Some(v) = values.get((n as usize) % values.len().max(1)) {
+                out.push_str(v);
+            }
+            Ok(())
+        }
+        VarKind::Any => write!(out, "v{n}"),
+    };
 }
 
 /// One batch per scheme batch, with keys generated from the declared variables: variables the
 /// batch keeps `same` share one value, the others differ from key to key; `size` keys.
 pub fn from_scheme(s: &Scheme, size_override: Option<u64>) -> Vec<Batch> {
     from_scheme_instance(s, size_override, 0)
+}
+
+/// [`from_scheme`]'s batches one at a time, each generated when it is taken (memory of one
+/// batch, however many batches of a million keys the scheme declares).
+pub fn scheme_batches(s: &Scheme, size_override: Option<u64>) -> impl Iterator<Item = Batch> {
+    s.batches
+        .iter()
+        .map(move |b| scheme_batch_instance(s, b, size_override, 0))
 }
 
 /// Like [`from_scheme`], the `instance`-th time the application runs each batch: other
@@ -414,30 +434,74 @@ pub fn scheme_batch_instance(
             .or(b.size)
             .unwrap_or(b.keys.len() as u64)
             .max(1);
-        let mut keys = Vec::new();
+        // Each declared key's pattern worked out once, not once per generated key: its pieces,
+        // each variable with its kind, values, cardinality and whether the batch keeps it the
+        // same.
+        enum Piece<'s> {
+            Lit(&'s str),
+            Var {
+                kind: VarKind,
+                values: &'s [String],
+                cardinality: Option<u64>,
+                same: bool,
+            },
+        }
+        let decls: Vec<Option<Vec<Piece<'_>>>> = b
+            .keys
+            .iter()
+            .map(|k| {
+                let decl = s.key(k)?;
+                Some(
+                    decl.template
+                        .segs
+                        .iter()
+                        .map(|seg| match seg {
+                            crate::scheme::Seg::Lit(l) => Piece::Lit(l),
+                            crate::scheme::Seg::Var(var) => {
+                                let v = s.vars.get(var);
+                                Piece::Var {
+                                    kind: v.map_or(VarKind::Any, |v| v.kind),
+                                    values: v.map_or(&[], |v| v.values.as_slice()),
+                                    cardinality: v.and_then(|v| v.cardinality),
+                                    same: b.same.iter().any(|x| x == var),
+                                }
+                            }
+                        })
+                        .collect(),
+                )
+            })
+            .collect();
+        let mut keys = Vec::with_capacity(size as usize);
+        let mut key = String::new();
         for i in 0..size {
-            let decl = match s.key(&b.keys[(i as usize) % b.keys.len()]) {
-                Some(d) => d,
-                None => continue,
+            let Some(pieces) = &decls[(i as usize) % decls.len()] else {
+                continue;
             };
-            let key = decl.template.render(&mut |var| {
-                let v = s.vars.get(var);
-                let (kind, values) = v
-                    .map(|v| (v.kind, v.values.as_slice()))
-                    .unwrap_or((VarKind::Any, &[]));
-                let n = if b.same.iter().any(|x| x == var) {
-                    7 + instance.wrapping_mul(104_729)
-                } else {
-                    (i * 7919 + 13).wrapping_add(instance.wrapping_mul(1_000_003))
-                };
-                // A variable takes at most its declared number of values.
-                let n = match v.and_then(|v| v.cardinality) {
-                    Some(c) if c > 0 => n % c,
-                    _ => n,
-                };
-                value_of(kind, values, n)
-            });
-            keys.push(key.into_bytes());
+            key.clear();
+            for p in pieces {
+                match *p {
+                    Piece::Lit(l) => key.push_str(l),
+                    Piece::Var {
+                        kind,
+                        values,
+                        cardinality,
+                        same,
+                    } => {
+                        let n = if same {
+                            7 + instance.wrapping_mul(104_729)
+                        } else {
+                            (i * 7919 + 13).wrapping_add(instance.wrapping_mul(1_000_003))
+                        };
+                        // A variable takes at most its declared number of values.
+                        let n = match cardinality {
+                            Some(c) if c > 0 => n % c,
+                            _ => n,
+                        };
+                        write_value(&mut key, kind, values, n);
+                    }
+                }
+            }
+            keys.push(key.as_bytes().to_vec());
         }
         let command = b.command.name().to_string();
         let (kind, ops) = match b.command {

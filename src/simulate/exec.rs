@@ -29,13 +29,13 @@ pub struct Lane {
 }
 
 impl Lane {
-    fn new(node: usize, commands: Vec<(Args, u64)>) -> Lane {
-        let keys = commands.iter().map(|(_, k)| k).sum();
-        let bytes = commands.iter().map(|(c, _)| request_bytes(c)).sum();
+    fn new(node: usize, commands: Vec<Cmd>) -> Lane {
+        let keys = commands.iter().map(|c| c.keys).sum();
+        let bytes = commands.iter().map(|c| c.bytes).sum();
         Lane {
             node,
             counted: commands.len() as u64,
-            commands: commands.into_iter().map(|(c, _)| c).collect(),
+            commands: commands.into_iter().filter_map(|c| c.args).collect(),
             keys,
             bytes,
         }
@@ -64,11 +64,6 @@ pub struct LaneLoad {
     pub keys: u64,
     /// Their request bytes (RESP).
     pub bytes: u64,
-}
-
-fn request_bytes(args: &Args) -> u64 {
-    let refs: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
-    super::resp_bytes(&refs)
 }
 
 /// Lanes sent together; the client waits for all of them.
@@ -149,6 +144,85 @@ fn splits(command: &str) -> bool {
 /// A command's arguments (name first).
 type Args = Vec<Vec<u8>>;
 
+/// One command of a plan: its arguments where bench is to send them (the model's plan keeps
+/// only what the cost model reads), its request bytes and the keys it addresses.
+struct Cmd {
+    args: Option<Args>,
+    bytes: u64,
+    keys: u64,
+}
+
+impl Cmd {
+    /// A command of these arguments (`lens`: their lengths), made only in `Strict` mode.
+    fn new(
+        mode: Mode,
+        count: usize,
+        lens: impl Iterator<Item = usize>,
+        keys: u64,
+        args: impl FnOnce() -> Args,
+    ) -> Cmd {
+        Cmd {
+            args: (mode == Mode::Strict).then(args),
+            bytes: super::resp_bytes_of(count, lens),
+            keys,
+        }
+    }
+
+    /// `op` sent as it is (its keys moved onto `retag`, when given: see [`Retag`]).
+    fn whole(op: &Op, mode: Mode, keys: u64, retag: Retag<'_>) -> Cmd {
+        let lens: Box<dyn Iterator<Item = usize>> = match retag.0 {
+            None => Box::new(op.args.iter().map(Vec::len)),
+            Some(_) => {
+                let mut is_key = vec![false; op.args.len()];
+                for &i in &op.key_at {
+                    if let Some(x) = is_key.get_mut(i) {
+                        *x = true;
+                    }
+                }
+                Box::new(op.args.iter().zip(is_key).map(move |(a, key)| match key {
+                    true => retag.len(a),
+                    false => a.len(),
+                }))
+            }
+        };
+        Cmd::new(mode, op.args.len(), lens, keys, || op.args.clone())
+    }
+}
+
+/// The tag a batch's keys are moved onto, as [`onto_one_tag`] moves them (`{T}` and the key
+/// without braces), for the model to cost the moved batch from the lengths alone; `None`:
+/// keys as they are.
+#[derive(Clone, Copy)]
+struct Retag<'t>(Option<&'t [u8]>);
+
+impl Retag<'_> {
+    /// The length of `key` once moved.
+    fn len(self, key: &[u8]) -> usize {
+        match self.0 {
+            None => key.len(),
+            Some(t) => {
+                let braces = key.iter().filter(|&&c| c == b'{' || c == b'}').count();
+                t.len() + 2 + key.len() - braces
+            }
+        }
+    }
+
+    /// `key` once moved.
+    fn key(self, key: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+        match self.0 {
+            None => std::borrow::Cow::Borrowed(key),
+            Some(t) => {
+                let mut out = Vec::with_capacity(t.len() + key.len() + 2);
+                out.push(b'{');
+                out.extend_from_slice(t);
+                out.push(b'}');
+                out.extend(key.iter().filter(|&&c| c != b'{' && c != b'}'));
+                std::borrow::Cow::Owned(out)
+            }
+        }
+    }
+}
+
 /// How strictly a plan is built.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
@@ -167,32 +241,40 @@ fn slot_on(topo: &Topology, key: &[u8]) -> u16 {
     }
 }
 
-/// The commands of `op` with the slot of their key and their number of keys.
+/// The commands of `op` with the slot of their key (worked out only when `slots`).
 fn per_key(
     op: &Op,
     mode: Mode,
     topo: &Topology,
-) -> Result<Vec<(Option<u16>, Args, u64)>, ExecError> {
+    slots: bool,
+    retag: Retag<'_>,
+) -> Result<Vec<(Option<u16>, Cmd)>, ExecError> {
+    let slot = |k: &[u8]| slots.then(|| slot_on(topo, &retag.key(k)));
     if op.keys.is_empty() {
-        return Ok(vec![(None, op.args.clone(), 0)]);
+        return Ok(vec![(None, Cmd::whole(op, mode, 0, retag))]);
     }
     if op.keys.len() == 1 && !splits(&op.command) {
-        return Ok(vec![(Some(slot_on(topo, &op.keys[0])), op.args.clone(), 1)]);
+        return Ok(vec![(slot(&op.keys[0]), Cmd::whole(op, mode, 1, retag))]);
     }
     if !splits(&op.command) && mode == Mode::Strict {
         return Err(ExecError::Unsplittable(op.command.clone()));
     }
-    let single = op.single_key_command().as_bytes().to_vec();
+    let single = op.single_key_command().as_bytes();
     Ok(op
         .keys
         .iter()
         .enumerate()
         .map(|(i, k)| {
-            let mut args = vec![single.clone(), k.clone()];
-            if let Some(v) = op.values.get(i) {
-                args.push(v.clone());
-            }
-            (Some(slot_on(topo, k)), args, 1)
+            let v = op.values.get(i);
+            let lens = [single.len(), retag.len(k)]
+                .into_iter()
+                .chain(v.map(Vec::len));
+            let cmd = Cmd::new(mode, 2 + usize::from(v.is_some()), lens, 1, || {
+                let mut args = vec![single.to_vec(), k.clone()];
+                args.extend(v.cloned());
+                args
+            });
+            (slot(k), cmd)
         })
         .collect())
 }
@@ -217,14 +299,32 @@ pub fn onto_one_tag(b: &Batch) -> Batch {
 /// The execution plan of `b` under `strategy` on `topo`, as `keyplan bench` runs it. For
 /// `Hashtag`, pass the batch rewritten with [`onto_one_tag`].
 pub fn exec_plan(b: &Batch, topo: &Topology, strategy: Strategy) -> Result<ExecPlan, ExecError> {
-    build(b, topo, strategy, Mode::Strict).map(|(p, _)| p)
+    build(b, topo, strategy, Mode::Strict, Retag(None)).map(|(p, _)| p)
 }
 
-/// The plan the simulator costs: [`exec_plan`]'s, never refused (see the module docs). For
-/// `Hashtag`, pass the batch rewritten with [`onto_one_tag`]. Also returns how many commands
-/// were left out because their key's slot has no node.
+/// The plan the simulator costs: [`exec_plan`]'s, never refused (see the module docs), with
+/// each lane's commands counted, not copied (`commands` is empty: the cost model reads the
+/// counts, keys and bytes, which are the strict plan's). For `Hashtag`, pass the batch
+/// rewritten with [`onto_one_tag`]. Also returns how many commands were left out because their
+/// key's slot has no node.
 pub fn model_plan(b: &Batch, topo: &Topology, strategy: Strategy) -> (ExecPlan, usize) {
-    build(b, topo, strategy, Mode::Model).expect("invariant: the model mode never refuses")
+    build(b, topo, strategy, Mode::Model, Retag(None))
+        .expect("invariant: the model mode never refuses")
+}
+
+/// [`model_plan`] of `Hashtag` for `b` moved onto one tag, without the moved copy
+/// [`onto_one_tag`] makes: the model reads only the moved keys' lengths (and the first key's
+/// slot).
+pub fn model_plan_on_one_tag(b: &Batch, topo: &Topology) -> (ExecPlan, usize) {
+    let tag = b.keys().next().map(|first| hash_tag(first).to_vec());
+    build(
+        b,
+        topo,
+        Strategy::Hashtag,
+        Mode::Model,
+        Retag(tag.as_deref()),
+    )
+    .expect("invariant: the model mode never refuses")
 }
 
 /// What a plan costs under a network model.
@@ -346,6 +446,7 @@ fn build(
     topo: &Topology,
     strategy: Strategy,
     mode: Mode,
+    retag: Retag<'_>,
 ) -> Result<(ExecPlan, usize), ExecError> {
     let mut unplaced = 0;
     let node_of = |slot: Option<u16>| -> Result<Option<usize>, ExecError> {
@@ -371,10 +472,10 @@ fn build(
         let Some(first) = b.keys().next() else {
             return Ok((plan, 0));
         };
-        let Some(node) = node_of(Some(slot_on(topo, first)))? else {
+        let Some(node) = node_of(Some(slot_on(topo, &retag.key(first))))? else {
             return Ok((plan, b.keys().count()));
         };
-        let mut commands: Vec<(Args, u64)> = Vec::new();
+        let mut commands: Vec<Cmd> = Vec::new();
         let kind = if b.kind == BatchKind::Script && mode == Mode::Model {
             // The simulator's best effort: the script's keys, one command each, one trip.
             BatchKind::Pipeline
@@ -389,19 +490,26 @@ fn build(
             }
             BatchKind::MultiKey => {
                 // One command with every key (they share one slot now).
-                commands.extend(b.ops.iter().map(|o| (o.args.clone(), o.keys.len() as u64)));
+                commands.extend(
+                    b.ops
+                        .iter()
+                        .map(|o| Cmd::whole(o, mode, o.keys.len() as u64, retag)),
+                );
             }
             BatchKind::Pipeline | BatchKind::Multi => {
+                // One node takes them all: their slots are not needed.
                 for op in &b.ops {
-                    for (_, c, k) in per_key(op, mode, topo)? {
-                        commands.push((c, k));
-                    }
+                    commands.extend(
+                        per_key(op, mode, topo, false, retag)?
+                            .into_iter()
+                            .map(|(_, c)| c),
+                    );
                 }
             }
         }
         plan.commands_per_node.insert(node, commands.len() as u64);
         let mut lane = Lane::new(node, commands);
-        if kind == BatchKind::Multi {
+        if kind == BatchKind::Multi && mode == Mode::Strict {
             // The wrappers are sent (and are not counted).
             lane.commands.insert(0, vec![b"MULTI".to_vec()]);
             lane.commands.push(vec![b"EXEC".to_vec()]);
@@ -409,30 +517,30 @@ fn build(
         plan.waves.push(Wave { lanes: vec![lane] });
         return Ok((plan, 0));
     }
-    let mut cmds: Vec<(usize, Option<u16>, Args, u64)> = Vec::new();
+    let mut cmds: Vec<(usize, Option<u16>, Cmd)> = Vec::new();
     for op in &b.ops {
-        for (slot, c, k) in per_key(op, mode, topo)? {
+        for (slot, c) in per_key(op, mode, topo, true, retag)? {
             match node_of(slot)? {
-                Some(n) => cmds.push((n, slot, c, k)),
+                Some(n) => cmds.push((n, slot, c)),
                 None => unplaced += 1,
             }
         }
     }
-    for (n, _, _, _) in &cmds {
+    for (n, _, _) in &cmds {
         *plan.commands_per_node.entry(*n).or_default() += 1;
     }
     match strategy {
         Strategy::Serial => {
-            for (node, _, c, k) in cmds {
+            for (node, _, c) in cmds {
                 plan.waves.push(Wave {
-                    lanes: vec![Lane::new(node, vec![(c, k)])],
+                    lanes: vec![Lane::new(node, vec![c])],
                 });
             }
         }
         Strategy::Pipeline | Strategy::Parallel => {
-            let mut per_node: BTreeMap<usize, Vec<(Args, u64)>> = BTreeMap::new();
-            for (node, _, c, k) in cmds {
-                per_node.entry(node).or_default().push((c, k));
+            let mut per_node: BTreeMap<usize, Vec<Cmd>> = BTreeMap::new();
+            for (node, _, c) in cmds {
+                per_node.entry(node).or_default().push(c);
             }
             let lanes: Vec<Lane> = per_node
                 .into_iter()
@@ -445,12 +553,12 @@ fn build(
             }
         }
         Strategy::SlotParallel => {
-            let mut per_slot: BTreeMap<(usize, u16), Vec<(Args, u64)>> = BTreeMap::new();
-            for (node, slot, c, k) in cmds {
+            let mut per_slot: BTreeMap<(usize, u16), Vec<Cmd>> = BTreeMap::new();
+            for (node, slot, c) in cmds {
                 per_slot
                     .entry((node, slot.unwrap_or(0)))
                     .or_default()
-                    .push((c, k));
+                    .push(c);
             }
             let lanes: Vec<Lane> = per_slot
                 .into_iter()
@@ -488,7 +596,21 @@ mod tests {
                 };
                 let strict = exec_plan(&input, &t, s).unwrap();
                 let (model, unplaced) = model_plan(&input, &t, s);
-                assert_eq!(strict, model, "{} {s:?}", b.name);
+                // The same plan, as the cost model reads it: waves of lanes, each with its
+                // node, commands, keys and bytes, and the commands per node.
+                assert_eq!(strict.lane_loads(), model.lane_loads(), "{} {s:?}", b.name);
+                assert_eq!(
+                    strict.commands_per_node, model.commands_per_node,
+                    "{} {s:?}",
+                    b.name
+                );
+                assert!(
+                    model
+                        .waves
+                        .iter()
+                        .flat_map(|w| &w.lanes)
+                        .all(|l| l.commands.is_empty())
+                );
                 assert_eq!(unplaced, 0);
                 let r = simulate(&b, &t, s, &net);
                 let c = cost(&strict, &net);
@@ -508,6 +630,21 @@ mod tests {
                 let keys: u64 = r.load.nodes.iter().map(|n| n.keys).sum();
                 assert_eq!(keys, b.keys().count() as u64, "{} {s:?}", b.name);
             }
+        }
+    }
+
+    /// The model's plan of a batch moved onto one tag, worked out from the lengths, is the
+    /// plan of the moved copy: the same lanes, keys and bytes, and the same first slot.
+    #[test]
+    fn the_one_tag_plan_needs_no_copy() {
+        let t = Topology::Cluster(SlotMap::from_masters(3).unwrap());
+        let text = "MGET hello somekey x bar a b foo{hash_tag}\nMGET {u}a {}b c{d}e{ }}{\nPIPELINE GET session:9; ZADD board 1 {x}; HGET cart:7 items; PING\nMULTI SET {u}a 1; INCR b\nMSET a 1 {b}c 2 d{e} 3\nEVAL s 2 k{1} k2 arg\nSUNION a b{c}\nPIPELINE PING; GET a\nGET \"\"\n";
+        for b in parse_batches(text).unwrap() {
+            let moved = model_plan(&onto_one_tag(&b), &t, Strategy::Hashtag);
+            let direct = model_plan_on_one_tag(&b, &t);
+            assert_eq!(moved.0.lane_loads(), direct.0.lane_loads(), "{}", b.name);
+            assert_eq!(moved.0.commands_per_node, direct.0.commands_per_node);
+            assert_eq!(moved.1, direct.1);
         }
     }
 

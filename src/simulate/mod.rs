@@ -276,9 +276,16 @@ pub struct SimResult {
 
 /// RESP request size of a command with these arguments.
 pub(crate) fn resp_bytes(args: &[&[u8]]) -> u64 {
-    let mut n = format!("*{}\r\n", args.len()).len();
-    for a in args {
-        n += format!("${}\r\n", a.len()).len() + a.len() + 2;
+    resp_bytes_of(args.len(), args.iter().map(|a| a.len()))
+}
+
+/// RESP request size of a command of `count` arguments of these lengths: `*N\r\n`, then
+/// `$LEN\r\n` and the argument and `\r\n` for each.
+pub(crate) fn resp_bytes_of(count: usize, lens: impl Iterator<Item = usize>) -> u64 {
+    let digits = |n: usize| n.checked_ilog10().map_or(1, |d| d as usize + 1);
+    let mut n = 1 + digits(count) + 2;
+    for len in lens {
+        n += 1 + digits(len) + 2 + len + 2;
     }
     n as u64
 }
@@ -289,12 +296,12 @@ pub fn simulate(b: &Batch, topo: &Topology, strategy: Strategy, net: &NetworkMod
     // Under a Redis Enterprise hashing policy a `{…}` tag may match no rule: the keys are left
     // as they are, and the strategy sends them all to the first key's shard.
     let by_policy = topo.slot_map().is_some_and(|m| m.custom_hashing());
-    let input = if strategy == Strategy::Hashtag && !by_policy {
-        exec::onto_one_tag(b)
+    let (plan, unplaced) = if strategy == Strategy::Hashtag && !by_policy {
+        // The plan of the batch moved onto one tag (`exec::onto_one_tag`), from its lengths.
+        exec::model_plan_on_one_tag(b, topo)
     } else {
-        b.clone()
+        exec::model_plan(b, topo, strategy)
     };
-    let (plan, unplaced) = exec::model_plan(&input, topo, strategy);
     costed(b, topo, strategy, &plan, unplaced, net)
 }
 
@@ -377,5 +384,15 @@ mod tests {
             resp_bytes(&[b"GET", b"a"]),
             "*2\r\n$3\r\nGET\r\n$1\r\na\r\n".len() as u64
         );
+        // Lengths of every number of digits, as the protocol writes them.
+        for len in [0usize, 1, 9, 10, 99, 100, 999, 1000, 12_345, 1 << 20] {
+            let arg = vec![b'x'; len];
+            let args: Vec<&[u8]> = std::iter::repeat_n(arg.as_slice(), len % 13 + 1).collect();
+            let mut written = format!("*{}\r\n", args.len()).len();
+            for a in &args {
+                written += format!("${}\r\n", a.len()).len() + a.len() + 2;
+            }
+            assert_eq!(resp_bytes(&args), written as u64, "{len}");
+        }
     }
 }

@@ -471,7 +471,7 @@ pub fn predict_waves(d: &Demands, p: &PerfParams, n: u32, waves: f64) -> Predict
     use std::collections::HashMap;
     type Key = (Vec<u64>, u32, u64);
     thread_local! {
-        static MEMO: RefCell<HashMap<Key, Prediction>> = RefCell::new(HashMap::new());
+        static MEMO: RefCell<HashMap<Key, Prediction, MixState>> = RefCell::new(HashMap::default());
     }
     let mut bits: Vec<u64> = vec![d.latency_us.to_bits(), d.cpu_us.to_bits()];
     bits.extend(d.node_us.iter().map(|x| x.to_bits()));
@@ -495,27 +495,121 @@ pub fn predict_waves(d: &Demands, p: &PerfParams, n: u32, waves: f64) -> Predict
     out
 }
 
+/// The seeded Monte-Carlo draws of [`predict_uncached`] for one jitter and number of waves,
+/// which depend on nothing else: each draw's lone-latency factor (`j`, at least 0) and its
+/// gamma variate (`g`), in draw order, and the factors sorted.
+struct Draws {
+    j: Vec<f64>,
+    g: Vec<f64>,
+    j_sorted: Vec<f64>,
+}
+
+impl Draws {
+    fn new(jitter: &Jitter, waves: f64) -> Draws {
+        // The same draws at every concurrency (common random numbers): each draw grows with
+        // the queueing delay, so percentiles never fall as clients are added.
+        let mut rng = Rng(0x6B65_7970_6C61_6E00);
+        let spread = waves.sqrt();
+        let shape = 3.0 * spread;
+        let (mut j, mut g) = (Vec::with_capacity(DRAWS), Vec::with_capacity(DRAWS));
+        for _ in 0..DRAWS {
+            let x = 1.0 + (jitter_draw(jitter, rng.uniform()) - 1.0) / spread;
+            j.push(x.max(0.0));
+            // The gamma draw is taken even without a wait, so that every concurrency sees the
+            // same sequence.
+            g.push(rng.gamma(shape));
+        }
+        let mut j_sorted = j.clone();
+        j_sorted.sort_by(f64::total_cmp);
+        Draws { j, g, j_sorted }
+    }
+
+    /// The draws for `jitter` and `waves` (≥ 1), made once per thread and kept for the next
+    /// batches with as many waves (a batch's prediction was 4,000 fresh gamma variates and a
+    /// sort: most of simulate's time on a capture).
+    fn with<T>(jitter: &Jitter, waves: f64, f: impl FnOnce(&Draws) -> T) -> T {
+        use std::cell::RefCell;
+        use std::collections::HashMap;
+        /// The jitter the draws were made for (a run has one), and the draws by waves.
+        type Kept = (Option<[u64; 101]>, HashMap<u64, std::rc::Rc<Draws>>);
+        thread_local! {
+            static KEPT: RefCell<Kept> = RefCell::new((None, HashMap::new()));
+        }
+        let bits = jitter.map(f64::to_bits);
+        let draws = KEPT.with(|k| {
+            let (kept_for, by_waves) = &mut *k.borrow_mut();
+            if *kept_for != Some(bits) || by_waves.len() >= 32 {
+                *kept_for = Some(bits);
+                by_waves.clear();
+            }
+            by_waves
+                .entry(waves.to_bits())
+                .or_insert_with(|| std::rc::Rc::new(Draws::new(jitter, waves)))
+                .clone()
+        });
+        f(&draws)
+    }
+}
+
+/// A hasher for the memo's keys (words of floats' bits), far cheaper than SipHash: nothing
+/// hostile chooses them, and the memo only saves work (its answers are the same either way).
+#[derive(Default)]
+struct MixHasher(u64);
+
+impl std::hash::Hasher for MixHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            self.write_u64(u64::from_le_bytes(
+                c.try_into().expect("invariant: 8 bytes"),
+            ));
+        }
+        for &b in chunks.remainder() {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u64(&mut self, x: u64) {
+        let h = (self.0 ^ x).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        self.0 = h ^ (h >> 29);
+    }
+}
+
+type MixState = std::hash::BuildHasherDefault<MixHasher>;
+
 fn predict_uncached(d: &Demands, p: &PerfParams, n: u32, waves: f64) -> Prediction {
     let n = n.max(1);
     let (x, r, u_cpu, u_node) = mva(d, p.cores, n);
-    // The same draws at every concurrency (common random numbers): each draw grows with the
-    // queueing delay, so percentiles never fall as clients are added.
-    let mut rng = Rng(0x6B65_7970_6C61_6E00);
     let waves = waves.max(1.0);
     let spread = waves.sqrt();
     let wait = (r - d.latency_us).max(0.0);
     let shape = 3.0 * spread;
-    let mut draws: Vec<f64> = (0..DRAWS)
-        .map(|_| {
-            let j = 1.0 + (jitter_draw(&p.jitter, rng.uniform()) - 1.0) / spread;
-            // The gamma draw is taken even without a wait, so that every concurrency sees the
-            // same sequence.
-            let g = rng.gamma(shape);
-            d.latency_us * j.max(0.0) + g * wait / shape
-        })
-        .collect();
-    draws.sort_by(f64::total_cmp);
-    let q = |f: f64| draws[((DRAWS - 1) as f64 * f).round() as usize];
+    let at = |f: f64| ((DRAWS - 1) as f64 * f).round() as usize;
+    let (p50, p99) = Draws::with(&p.jitter, waves, |dr| {
+        let latency = d.latency_us;
+        if wait == 0.0 && latency > 0.0 && latency.is_finite() {
+            // Each draw is `latency × j + 0`: in the order of the factors, so its quantiles
+            // are those of the sorted factors, scaled (no draw to make or sort).
+            (
+                latency * dr.j_sorted[at(0.5)],
+                latency * dr.j_sorted[at(0.99)],
+            )
+        } else {
+            let mut draws: Vec<f64> =
+                dr.j.iter()
+                    .zip(&dr.g)
+                    .map(|(&j, &g)| latency * j + g * wait / shape)
+                    .collect();
+            // The two quantiles a sort would put at their places.
+            let p50 = *draws.select_nth_unstable_by(at(0.5), f64::total_cmp).1;
+            let p99 = *draws.select_nth_unstable_by(at(0.99), f64::total_cmp).1;
+            (p50, p99)
+        }
+    });
     let (mut bottleneck, mut util) = ("cpu", u_cpu);
     for (i, u) in u_node.iter().enumerate() {
         if *u > util {
@@ -527,8 +621,8 @@ fn predict_uncached(d: &Demands, p: &PerfParams, n: u32, waves: f64) -> Predicti
         concurrency: n,
         qps: x * 1e6,
         mean_ms: r / 1000.0,
-        p50_ms: q(0.5) / 1000.0,
-        p99_ms: q(0.99) / 1000.0,
+        p50_ms: p50 / 1000.0,
+        p99_ms: p99 / 1000.0,
         bottleneck,
         utilization: util,
     }
@@ -635,6 +729,53 @@ mod tests {
             commands,
             keys,
             bytes: keys * 12,
+        }
+    }
+
+    /// The percentiles are those of the seeded draws made afresh and sorted, bit for bit,
+    /// whether the draws are kept from batch to batch and whatever the queueing wait.
+    #[test]
+    fn kept_draws_give_the_same_percentiles() {
+        fn fresh(d: &Demands, p: &PerfParams, n: u32, waves: f64) -> (f64, f64) {
+            let (_, r, _, _) = mva(d, p.cores, n.max(1));
+            let mut rng = Rng(0x6B65_7970_6C61_6E00);
+            let waves = waves.max(1.0);
+            let spread = waves.sqrt();
+            let wait = (r - d.latency_us).max(0.0);
+            let shape = 3.0 * spread;
+            let mut draws: Vec<f64> = (0..DRAWS)
+                .map(|_| {
+                    let j = 1.0 + (jitter_draw(&p.jitter, rng.uniform()) - 1.0) / spread;
+                    let g = rng.gamma(shape);
+                    d.latency_us * j.max(0.0) + g * wait / shape
+                })
+                .collect();
+            draws.sort_by(f64::total_cmp);
+            let q = |f: f64| draws[((DRAWS - 1) as f64 * f).round() as usize];
+            (q(0.5) / 1000.0, q(0.99) / 1000.0)
+        }
+        let mut p = PerfParams::defaults(500.0);
+        for (i, x) in p.jitter.iter_mut().enumerate() {
+            *x = 0.6 + (i as f64 / 100.0).powi(3) * 3.0;
+        }
+        for waves in [1.0, 2.0, 3.0, 7.0, 1000.0] {
+            for n in [1, 2, 16, 64] {
+                for (lanes, keys) in [(1, 1), (3, 40), (16, 5000)] {
+                    let w: Vec<Vec<LaneLoad>> = (0..waves as usize)
+                        .map(|_| (0..lanes).map(|l| lane(l % 3, 2, keys)).collect())
+                        .collect();
+                    let d = demands(&w, 3, &p, None);
+                    for _ in 0..2 {
+                        let got = predict_uncached(&d, &p, n, waves);
+                        let want = fresh(&d, &p, n, waves);
+                        assert_eq!(
+                            (got.p50_ms.to_bits(), got.p99_ms.to_bits()),
+                            (want.0.to_bits(), want.1.to_bits()),
+                            "waves {waves}, {n} clients, {lanes} lanes"
+                        );
+                    }
+                }
+            }
         }
     }
 

@@ -130,7 +130,7 @@ impl<'a> Simulation<'a> {
         let declared = self
             .scheme
             .as_ref()
-            .and_then(|s| Some((s, s.batches.iter().find(|x| x.name == b.name)?)));
+            .and_then(|s| Some((s, s.batch(&b.name)?)));
         let verdict = declared.and_then(|(s, d)| {
             let size = d.size.unwrap_or(d.keys.len() as u64);
             let generated =

@@ -95,14 +95,34 @@ pub fn over_instances(
     let mut first: Option<Verdict> = None;
     let mut first_failing: Option<Verdict> = None;
     let (mut generated, mut failing, mut nodes_sum) = (0usize, 0usize, 0.0f64);
-    let mut nodes: Vec<usize> = Vec::new();
+    // Per node, the last instance that touched it (the nodes an instance lands on, counted
+    // without a sort), and the slot of each key of the instance as the verdict found it.
+    let mut touched_by: Vec<usize> = vec![usize::MAX; topo.nodes().len()];
+    let mut slot_of: Vec<Option<u16>> = Vec::new();
     for b in instances {
-        let v = as_written(&b, topo);
-        nodes.clear();
-        nodes.extend(b.keys().filter_map(|k| topo.node_of(k)));
-        nodes.sort_unstable();
-        nodes.dedup();
-        nodes_sum += nodes.len() as f64;
+        let v = judge(&b, topo, &mut slot_of);
+        let mut touched = 0usize;
+        let mut touch = |n: usize| {
+            if let Some(t) = touched_by.get_mut(n)
+                && *t != generated
+            {
+                *t = generated;
+                touched += 1;
+            }
+        };
+        match topo.slot_map() {
+            // The declared keys come first, each with its slot.
+            Some(map) => slot_of
+                .iter()
+                .take(b.ops.iter().map(|o| o.keys.len()).sum())
+                .filter_map(|s| map.owner_of_slot((*s)?))
+                .for_each(&mut touch),
+            None => b
+                .keys()
+                .filter_map(|k| topo.node_of(k))
+                .for_each(&mut touch),
+        }
+        nodes_sum += touched as f64;
         generated += 1;
         if v.outcome != ServerOutcome::Ok {
             failing += 1;
@@ -154,14 +174,39 @@ fn distinct(slots: impl Iterator<Item = u16>) -> Vec<u16> {
     v
 }
 
+/// How many distinct slots are among `slots`: sorted for a few, a bit per slot for many (a
+/// sort of a million-key batch's slots was its cost).
+fn count_distinct(slots: impl Iterator<Item = u16> + Clone) -> usize {
+    if slots.clone().nth(64).is_none() {
+        return distinct(slots).len();
+    }
+    let mut seen = vec![0u64; 1 << 10];
+    let mut n = 0;
+    for s in slots {
+        let (w, bit) = (usize::from(s >> 6), 1u64 << (s & 63));
+        if seen[w] & bit == 0 {
+            seen[w] |= bit;
+            n += 1;
+        }
+    }
+    n
+}
+
 /// What the cluster `topo` answers to `b` sent as written.
 pub fn as_written(b: &Batch, topo: &Topology) -> Verdict {
+    judge(b, topo, &mut Vec::new())
+}
+
+/// [`as_written`], leaving in `slot_of` the slot of each of the batch's keys on a slot map (its
+/// declared keys in order, then those its script ran; empty on a ring), each worked out once.
+fn judge(b: &Batch, topo: &Topology, slot_of: &mut Vec<Option<u16>>) -> Verdict {
+    slot_of.clear();
     let all: Vec<&[u8]> = b
         .keys()
         .chain(b.script_ran.iter().flatten().map(Vec::as_slice))
         .collect();
     let Some(map) = topo.slot_map() else {
-        let slots = distinct(all.iter().map(|k| key_slot(k))).len();
+        let slots = count_distinct(all.iter().map(|k| key_slot(k)));
         return Verdict {
             outcome: ServerOutcome::Ok,
             message: None,
@@ -170,8 +215,9 @@ pub fn as_written(b: &Batch, topo: &Topology) -> Verdict {
             instances: None,
         };
     };
-    let slot = |k: &[u8]| map.slot_of(k);
-    let slots = distinct(all.iter().filter_map(|k| slot(k))).len();
+    slot_of.extend(all.iter().map(|k| map.slot_of(k)));
+    let sl: &[Option<u16>] = slot_of;
+    let slots = count_distinct(sl.iter().flatten().copied());
     let verdict = |outcome: ServerOutcome, message: Option<&str>, keys: &[&[u8]]| Verdict {
         outcome,
         message: message.map(str::to_string),
@@ -180,8 +226,9 @@ pub fn as_written(b: &Batch, topo: &Topology) -> Verdict {
         instances: None,
     };
     let enterprise = map.enterprise();
-    if let Some(k) = all.iter().find(|k| slot(k).is_none()) {
+    if let Some(i) = sl.iter().position(Option::is_none) {
         use crate::topology::enterprise::Placement;
+        let k = all[i];
         let m = match enterprise.map(|e| (e, e.hashing.placement(k))) {
             Some((e, Placement::GaveUp { rule })) => format!(
                 "rule {rule} `{}` of the database's {} hashing policy could not be matched on the key within {} backtracking steps: where the database puts it is unknown, so it is unplaced",
@@ -193,28 +240,36 @@ pub fn as_written(b: &Batch, topo: &Topology) -> Verdict {
         };
         return verdict(ServerOutcome::Unhashable, Some(&m), &[k]);
     }
-    let slot = |k: &[u8]| slot(k).unwrap_or(0);
-    if let Some(k) = all.iter().find(|k| map.owner_of_slot(slot(k)).is_none()) {
-        let m = format!("CLUSTERDOWN Hash slot not served (slot {})", slot(k));
+    // Every key has a slot from here on.
+    let slot = |i: usize| sl[i].unwrap_or(0);
+    if let Some(i) = (0..all.len()).find(|&i| map.owner_of_slot(slot(i)).is_none()) {
+        let m = format!("CLUSTERDOWN Hash slot not served (slot {})", slot(i));
         return Verdict {
             message: Some(m),
-            ..verdict(ServerOutcome::Unserved, None, &[k])
+            ..verdict(ServerOutcome::Unserved, None, &[all[i]])
         };
     }
-    // The commands the server checks one by one (a transaction is checked as one). A Redis
-    // Enterprise proxy runs some commands across slots itself.
-    let groups: Vec<Vec<&[u8]>> = match b.kind {
-        BatchKind::Multi => vec![b.keys().collect()],
-        _ => b
-            .ops
-            .iter()
-            .filter(|o| !enterprise.is_some_and(|e| e.accepts_cross_slot(&o.command)))
-            .map(|o| o.keys.iter().map(Vec::as_slice).collect())
-            .collect(),
+    // The commands the server checks one by one (a transaction is checked as one), as ranges
+    // of `all`. A Redis Enterprise proxy runs some commands across slots itself.
+    let declared = b.ops.iter().map(|o| o.keys.len()).sum::<usize>();
+    let groups: Vec<std::ops::Range<usize>> = match b.kind {
+        BatchKind::Multi => std::iter::once(0..declared).collect(),
+        _ => {
+            let mut at = 0;
+            let mut out = Vec::new();
+            for o in &b.ops {
+                let r = at..at + o.keys.len();
+                at = r.end;
+                if !enterprise.is_some_and(|e| e.accepts_cross_slot(&o.command)) {
+                    out.push(r);
+                }
+            }
+            out
+        }
     };
-    for g in &groups {
-        if distinct(g.iter().map(|k| slot(k))).len() > 1 {
-            return verdict(ServerOutcome::Crossslot, Some(CROSSSLOT), g);
+    for g in groups {
+        if g.clone().any(|i| slot(i) != slot(g.start)) {
+            return verdict(ServerOutcome::Crossslot, Some(CROSSSLOT), &all[g]);
         }
     }
     if let Some(e) = enterprise
@@ -228,13 +283,16 @@ pub fn as_written(b: &Batch, topo: &Topology) -> Verdict {
     }
     // The script runs on its declared keys' node (with none declared, on whichever node the
     // client picked: the first command decides whether that can work at all).
-    let declared: Option<u16> = b.keys().next().map(slot);
-    let mut bound: Option<u16> = declared;
+    let declared_slot: Option<u16> = (declared > 0).then(|| slot(0));
+    let mut bound: Option<u16> = declared_slot;
     let mut stricter = None;
-    let node = declared.and_then(|s| map.owner_of_slot(s));
+    let node = declared_slot.and_then(|s| map.owner_of_slot(s));
+    let mut at = declared;
     for keys in &b.script_ran {
-        let ks: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
-        let own = distinct(ks.iter().map(|k| slot(k)));
+        let r = at..at + keys.len();
+        at = r.end;
+        let ks = &all[r.clone()];
+        let own = distinct(r.map(slot));
         if own.is_empty() {
             continue;
         }
@@ -249,7 +307,7 @@ pub fn as_written(b: &Batch, topo: &Topology) -> Verdict {
         if own.len() > 1 || !here {
             // Not all on the script's node (a command over several slots is refused the same
             // way): the server's words are Redis 7.0's.
-            return verdict(ServerOutcome::NonLocalScriptKey, Some(NON_LOCAL), &ks);
+            return verdict(ServerOutcome::NonLocalScriptKey, Some(NON_LOCAL), ks);
         }
         if b.allow_cross_slot {
             continue;
@@ -258,21 +316,21 @@ pub fn as_written(b: &Batch, topo: &Topology) -> Verdict {
         // slot it touches) and refuse any other; Redis 7.0–7.2 and Valkey 8 do not check.
         match bound {
             None => bound = Some(own[0]),
-            Some(s) if s != own[0] && stricter.is_none() => stricter = Some(ks.clone()),
+            Some(s) if s != own[0] && stricter.is_none() => stricter = Some(ks.to_vec()),
             Some(_) => {}
         }
     }
-    if declared.is_none() {
+    if declared_slot.is_none() {
         // Keys touched, none declared: it works only where the client happens to send it.
         let n = topo.nodes().len();
         if n > 1 {
-            let ks: Vec<&[u8]> = b.script_ran.iter().flatten().map(Vec::as_slice).collect();
+            let ks = &all[declared..];
             return Verdict {
                 message: Some(format!(
                     "{NON_LOCAL} (the script declares no keys, so a cluster client sends it to any of {n} nodes; it runs only on the owner of slot {})",
                     bound.unwrap_or(0)
                 )),
-                ..verdict(ServerOutcome::NonLocalScriptKey, None, &ks)
+                ..verdict(ServerOutcome::NonLocalScriptKey, None, ks)
             };
         }
     }

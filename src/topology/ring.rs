@@ -164,6 +164,14 @@ pub const MAX_RING_ENTRIES: u64 = 10_000_000;
 /// Servers a ring may have (server indexes are 16-bit).
 pub const MAX_RING_SERVERS: usize = 65_535;
 
+/// Why a ring of `servers` servers cannot be built, if it cannot: what a reader checks first,
+/// before it looks at each server (a pool of 70,000 servers was compared name by name, for 48
+/// s, before it was refused).
+pub fn too_many_servers(servers: usize) -> Option<String> {
+    (servers > MAX_RING_SERVERS)
+        .then(|| format!("{servers} servers: a ring has at most {MAX_RING_SERVERS}"))
+}
+
 impl Ring {
     /// [`Ring::new`], after checking that the ring can be built: at most
     /// [`MAX_RING_SERVERS`] servers, weights whose sum fits the 32 bits twemproxy and
@@ -175,11 +183,8 @@ impl Ring {
         source: String,
     ) -> Result<Ring, super::TopologyError> {
         let bad = |m: String| Err(super::TopologyError::Config(m));
-        if servers.len() > MAX_RING_SERVERS {
-            return bad(format!(
-                "{} servers: a ring has at most {MAX_RING_SERVERS}",
-                servers.len()
-            ));
+        if let Some(m) = too_many_servers(servers.len()) {
+            return bad(m);
         }
         let total: u64 = servers.iter().map(|s| u64::from(s.weight)).sum();
         let entries: u64 = match &kind {
