@@ -404,8 +404,19 @@ fn build_ring(ring: Spanned<RingConfig>) -> Result<Ring, TopologyError> {
     };
     let jedis = matches!(kind, RingKind::Jedis { .. });
     let listed = &r.servers.value;
-    for (i, s) in listed.iter().enumerate() {
-        if let Some(first) = listed[..i].iter().find(|o| o.value.name == s.value.name) {
+    // A ring too big to build is refused before any server is looked at.
+    if let Some(message) = super::ring::too_many_servers(listed.len()) {
+        return Err(TopologyError::Parse {
+            line: r.servers.referenced.line().max(1) as usize,
+            message,
+        });
+    }
+    // Each name's first server, by name (a walk of the servers before each one made a pool of
+    // N servers cost N² comparisons).
+    let mut first_of: std::collections::HashMap<&str, &Spanned<ServerConfig>> =
+        std::collections::HashMap::with_capacity(listed.len());
+    for s in listed {
+        if let Some(first) = first_of.get(s.value.name.as_str()) {
             return Err(err_at(
                 s,
                 format!(
@@ -415,6 +426,7 @@ fn build_ring(ring: Spanned<RingConfig>) -> Result<Ring, TopologyError> {
                 ),
             ));
         }
+        first_of.insert(&s.value.name, s);
         if s.value.weight == 0 {
             return Err(err_at(
                 s,
