@@ -74,5 +74,18 @@ fn main() -> std::process::ExitCode {
         #[cfg(feature = "tls")]
         ("tls", tls::TESTS),
     ];
+    // maturin relinks the test build's `keyplan` binary while it builds the wheel: done
+    // before any test runs, so that no test finds the binary missing mid-link.
+    let filters: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    if filters.is_empty()
+        || filters
+            .iter()
+            .any(|f| "packaging::".contains(f.as_str()) || f.starts_with("packaging"))
+    {
+        packaging::prebuild_wheel();
+    }
     support::run_tests(groups, &[])
 }

@@ -89,6 +89,13 @@ fn wheel() -> Option<&'static Path> {
         .as_deref()
 }
 
+/// Builds the wheel now when maturin is installed (see `main`); nothing when it is not.
+pub(crate) fn prebuild_wheel() {
+    if std::env::var_os("KEYPLAN_MATURIN").is_some_and(|p| Path::new(&p).is_file()) {
+        let _ = wheel();
+    }
+}
+
 /// `pip install keyplan-….whl` into a fresh venv puts a `keyplan` on the venv's PATH that
 /// names its version and commit and gives the same analyze report; the wheel's metadata is
 /// Cargo.toml's.
