@@ -9,6 +9,8 @@
 pub mod draft;
 pub mod golang;
 pub mod guard;
+pub mod ir;
+pub mod lower;
 pub mod java;
 pub mod javascript;
 pub mod profile;
@@ -523,7 +525,7 @@ impl Template {
 }
 
 /// Where something is in a file (1-based line and column, in characters).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Default)]
 pub struct Position {
     /// Line.
     pub line: usize,

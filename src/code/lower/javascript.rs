@@ -1,0 +1,1 @@
+//! javascript lowered into [`crate::code::ir`] (work in progress: written next).

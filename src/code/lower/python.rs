@@ -1,0 +1,1 @@
+//! python lowered into [`crate::code::ir`] (work in progress: written next).
