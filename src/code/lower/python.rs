@@ -1136,7 +1136,7 @@ impl<'s> Lowerer<'s> {
                         buf.push_str(self.src.get(at..e.start_byte()).unwrap_or(""));
                         let t = self.text(e);
                         match e.kind() {
-                            "escape_interpolation" => buf.push_str(&t[..t.len().min(1)]),
+                            "escape_interpolation" => buf.extend(t.chars().next()),
                             "escape_sequence" if !raw => unescape(t, &mut buf),
                             _ => buf.push_str(t),
                         }
@@ -1272,35 +1272,11 @@ impl<'s> Lowerer<'s> {
             Some(a) => self.args(a),
             None => Vec::new(),
         };
-        let positional = |args: &[Arg]| args.iter().all(|a| a.keyword.is_none());
-        // Conversions to text, formats and joins on literal text.
-        match (&receiver, name.as_str(), args.as_slice()) {
-            (None, "str", [a]) if callee.is_none() && a.keyword.is_none() => {
-                if !matches!(a.value, Expr::Spread(_)) {
-                    return Expr::Wrap(Box::new(args.into_iter().next().map(|a| a.value).unwrap()));
-                }
-            }
-            (Some(r), "encode" | "decode", _)
-                if args.len() <= 2
-                    && args.iter().all(|a| {
-                        matches!(a.keyword.as_deref(), None | Some("encoding" | "errors"))
-                    })
-                    && !matches!(r, Expr::Name(m) if self.imported.contains(m)) =>
-            {
-                return Expr::Wrap(Box::new(receiver.unwrap()));
-            }
-            (Some(Expr::Str(fmt)), "format", _) => return format(fmt, &args),
-            (Some(r), "join", [a])
-                if positional(&args)
-                    && !matches!(a.value, Expr::Spread(_))
-                    && !is_path_module(r, receiver_node.map(|x| x.kind())) =>
-            {
-                let sep = receiver.unwrap();
-                let list = args.into_iter().next().map(|a| a.value).unwrap();
-                return Expr::Join(Box::new(sep), Box::new(list));
-            }
-            _ => {}
-        }
+        let (receiver, args) =
+            match self.text_form(receiver, &name, args, callee.is_some(), receiver_node) {
+                Ok(e) => return e,
+                Err(parts) => parts,
+            };
         self.made += 1;
         Expr::Call(Box::new(Call {
             receiver,
@@ -1310,6 +1286,47 @@ impl<'s> Lowerer<'s> {
             new: false,
             at,
         }))
+    }
+
+    /// A call that builds text rather than calling something: `str(x)`, `x.encode(…)`,
+    /// `x.decode(…)`, `"…".format(…)`, `sep.join(xs)`; otherwise its receiver and arguments
+    /// back.
+    fn text_form(
+        &self,
+        receiver: Option<Expr>,
+        name: &str,
+        mut args: Vec<Arg>,
+        computed: bool,
+        receiver_node: Option<Node<'_>>,
+    ) -> Result<Expr, (Option<Expr>, Vec<Arg>)> {
+        let plain = |a: &Arg| a.keyword.is_none() && !matches!(a.value, Expr::Spread(_));
+        match (receiver, name) {
+            (None, "str") if !computed && args.len() == 1 && plain(&args[0]) => match args.pop() {
+                Some(a) => Ok(Expr::Wrap(Box::new(a.value))),
+                None => Err((None, args)),
+            },
+            (Some(r), "encode" | "decode")
+                if args.len() <= 2
+                    && args.iter().all(|a| {
+                        matches!(a.keyword.as_deref(), None | Some("encoding" | "errors"))
+                    })
+                    && !matches!(&r, Expr::Name(m) if self.imported.contains(m)) =>
+            {
+                Ok(Expr::Wrap(Box::new(r)))
+            }
+            (Some(Expr::Str(fmt)), "format") => Ok(format(&fmt, &args)),
+            (Some(r), "join")
+                if args.len() == 1
+                    && plain(&args[0])
+                    && !is_path_module(&r, receiver_node.map(|x| x.kind())) =>
+            {
+                match args.pop() {
+                    Some(a) => Ok(Expr::Join(Box::new(r), Box::new(a.value))),
+                    None => Err((Some(r), args)),
+                }
+            }
+            (r, _) => Err((r, args)),
+        }
     }
 
     fn args(&mut self, n: Node<'_>) -> Vec<Arg> {
@@ -1914,6 +1931,21 @@ maybe() {}"
         assert_eq!(u.funcs[2].receiver.as_deref(), Some("self"));
     }
 
+    /// Class attributes assigned under an `if` are class attributes too, and read as such.
+    #[test]
+    fn class_bodies_under_branches() {
+        assert_eq!(
+            funcs(
+                "class K(Generic[T]):\n    if X:\n        k = 'a'\n    else:\n        k = 'b'\n    j = k + ':'\n    z: int = 0\n"
+            ),
+            "<module>() {}\nK.<class>(self;) {branch {self.k = \"a\"} {self.k = \"b\"}; self.j = cat(self.k, \":\"); self.z = 0}"
+        );
+        assert_eq!(
+            unit("class K(Generic[T]): pass\n").classes[0].bases,
+            vec!["Generic"]
+        );
+    }
+
     #[test]
     fn nested_defs_and_lambdas_are_closures() {
         assert_eq!(
@@ -2072,9 +2104,9 @@ maybe() {}"
     fn calls() {
         assert_eq!(
             module(
-                "f(x)\na.b.c(x, k=v, *xs, **kw)\na.b(x).c(y)\nh[k](z)\nf()()\nsuper().m(x)\nsum(x for x in xs)\n"
+                "f(x)\na.b.c(x, k=v, *xs, **kw)\na.b(x).c(y)\nh[k](z)\nf()()\nsuper().m(x)\nsum(x for x in xs)\na[0].f(x)\n"
             ),
-            "{f(x); a.b.c(x, k=v, *xs, **=kw); a.b(x).c(y); (h[k])(z); (f())(); super.m(x); sum(comp(x for x in xs))}"
+            "{f(x); a.b.c(x, k=v, *xs, **=kw); a.b(x).c(y); (h[k])(z); (f())(); super.m(x); sum(comp(x for x in xs)); a[0].f(x)}"
         );
     }
 
