@@ -46,7 +46,8 @@ const CODE_FORMATS: &[Word<Format>] = &[
 )]
 pub struct CodeArgs {
     /// Source files or directories (directories are walked as ripgrep does: .gitignore
-    /// honoured, hidden files skipped)
+    /// honoured, hidden files skipped; files are named as these paths name them, `src/` gives
+    /// `src/app.py`)
     #[arg(value_name = "PATH", required = true)]
     pub paths: Vec<PathBuf>,
 

@@ -279,7 +279,12 @@ impl Builder {
             .map(|(v, _)| self.vars[*v].clone())
             .collect();
         let name = fresh(
-            scheme_name(&format!("{file}_{}", s.at.line), "batch"),
+            // Named by the file, not its directory: a path given as `/srv/app/src/` would
+            // otherwise fill the name before its line.
+            scheme_name(
+                &format!("{}_{}", file.rsplit('/').next().unwrap_or(file), s.at.line),
+                "batch",
+            ),
             taken,
         );
         self.draft.batches.push(DraftBatch {

@@ -846,7 +846,7 @@ fn first_apart(keys: &[&Template]) -> Option<(usize, usize)> {
 /// Why a file was not read.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Skipped {
-    /// The file, relative to the path given.
+    /// The file, as the path given names it (`src/` gives `src/app.py`).
     pub file: String,
     /// Why.
     pub reason: String,
@@ -864,7 +864,7 @@ pub struct FileFindings {
 /// The findings of one file, named.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileReport {
-    /// The file, relative to the path given (`/` separators).
+    /// The file, as the path given names it (`src/` gives `src/app.py`; `/` separators).
     pub file: String,
     /// Its findings.
     pub findings: FileFindings,

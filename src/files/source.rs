@@ -12,8 +12,10 @@ pub const MAX_SOURCE_FILE: u64 = 4 << 20;
 pub struct SourceFile {
     /// Where it is.
     pub path: PathBuf,
-    /// Its path relative to the root it was found under (`/` separators), or as given when
-    /// the root is the file itself.
+    /// Its path as the user names it: the root as given joined with the path under it, as
+    /// `rg` and `eslint` print them (`src/` gives `src/service.py`, `./src` gives
+    /// `src/service.py`, an absolute root stays absolute; `/` separators). CI annotations,
+    /// SARIF and GitLab reports find a file by this path from the directory the command ran in.
     pub shown: String,
 }
 
@@ -26,7 +28,7 @@ pub fn walk(roots: &[PathBuf], extensions: &[&str]) -> (Vec<SourceFile>, Vec<(St
         if root.is_file() {
             files.push(SourceFile {
                 path: root.clone(),
-                shown: root.to_string_lossy().replace('\\', "/"),
+                shown: shown(root),
             });
             continue;
         }
@@ -46,22 +48,36 @@ pub fn walk(roots: &[PathBuf], extensions: &[&str]) -> (Vec<SourceFile>, Vec<(St
                     if extensions.contains(&ext) {
                         files.push(SourceFile {
                             path: p.to_path_buf(),
-                            shown: relative(root, p),
+                            shown: shown(p),
                         });
                     }
                 }
-                Err(e) => errors.push((root.to_string_lossy().into_owned(), e.to_string())),
+                Err(e) => errors.push((shown(root), e.to_string())),
             }
         }
     }
     (files, errors)
 }
 
-fn relative(root: &Path, p: &Path) -> String {
-    p.strip_prefix(root)
-        .unwrap_or(p)
-        .to_string_lossy()
-        .replace('\\', "/")
+/// A path as reports name it: `/` separators, `.` components and repeated separators dropped
+/// (`./src//x.py` → `src/x.py`), `..` and an absolute start kept; `.` for the directory itself.
+/// The walk's paths are the root as given joined with the path under it, so this is the path
+/// relative to the directory the command runs in whenever the root given was.
+pub fn shown(p: &Path) -> String {
+    use std::path::Component;
+    let mut start = String::new();
+    let mut parts: Vec<std::borrow::Cow<'_, str>> = Vec::new();
+    for c in p.components() {
+        match c {
+            Component::Prefix(x) => start.push_str(&x.as_os_str().to_string_lossy()),
+            Component::RootDir => start.push('/'),
+            Component::CurDir => {}
+            Component::ParentDir => parts.push("..".into()),
+            Component::Normal(s) => parts.push(s.to_string_lossy()),
+        }
+    }
+    let shown = format!("{start}{}", parts.join("/")).replace('\\', "/");
+    if shown.is_empty() { ".".into() } else { shown }
 }
 
 /// Why a path given to read source from cannot be read at all.
@@ -168,4 +184,73 @@ pub fn read_source(path: &Path) -> Result<String, SourceSkip> {
         return Err(SourceSkip::NotText);
     }
     String::from_utf8(bytes).map_err(|_| SourceSkip::NotText)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_shown_as_given_and_tidied() {
+        for (given, want) in [
+            ("src/service.py", "src/service.py"),
+            ("./src/x.py", "src/x.py"),
+            ("src//a/./b.py", "src/a/b.py"),
+            ("../app/x.py", "../app/x.py"),
+            ("/srv/app/x.py", "/srv/app/x.py"),
+            (".", "."),
+            ("./", "."),
+            ("x.py", "x.py"),
+        ] {
+            assert_eq!(shown(Path::new(given)), want, "{given}");
+        }
+    }
+
+    /// Files under a root are named by the root as given joined with the path under it, so
+    /// a report run from a repository root names `src/service.py`, not `service.py`.
+    #[test]
+    fn walked_files_keep_the_root_given() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("src/pkg")).unwrap();
+        std::fs::write(dir.path().join("src/service.py"), "x = 1\n").unwrap();
+        std::fs::write(dir.path().join("src/pkg/a.py"), "x = 1\n").unwrap();
+        std::fs::write(dir.path().join("src/notes.txt"), "x\n").unwrap();
+        let names = |root: PathBuf| -> Vec<String> {
+            let (files, errors) = walk(&[root], &["py"]);
+            assert!(errors.is_empty(), "{errors:?}");
+            files.into_iter().map(|f| f.shown).collect()
+        };
+        let abs = dir.path().join("src");
+        let abs_shown = shown(&abs);
+        assert_eq!(
+            names(abs.clone()),
+            vec![
+                format!("{abs_shown}/pkg/a.py"),
+                format!("{abs_shown}/service.py")
+            ]
+        );
+        assert!(abs_shown.starts_with('/') || cfg!(windows), "{abs_shown}");
+        // Relative roots, as a command run in `dir` is given them: `src/`, `./src`, `.`.
+        // (Joined onto `dir` here, as the process's directory is not changed in a unit test;
+        // the joined path is the walk's own, so what `shown` sees past `dir` is the root.)
+        let under = |root: &str| -> Vec<String> {
+            names(dir.path().join(root))
+                .into_iter()
+                .map(|s| {
+                    s.strip_prefix(&format!("{}/", shown(dir.path())))
+                        .unwrap()
+                        .to_string()
+                })
+                .collect()
+        };
+        assert_eq!(under("src/"), vec!["src/pkg/a.py", "src/service.py"]);
+        assert_eq!(under("./src"), vec!["src/pkg/a.py", "src/service.py"]);
+        assert_eq!(under("."), vec!["src/pkg/a.py", "src/service.py"]);
+        let file = dir.path().join("./src/service.py");
+        let (files, _) = walk(&[file], &["py"]);
+        assert_eq!(
+            files[0].shown,
+            format!("{}/src/service.py", shown(dir.path()))
+        );
+    }
 }

@@ -4,10 +4,21 @@
 use crate::support::keyplan;
 use serde_json::Value;
 
+/// `keyplan code --format json` on `path`, run from the directory it names (from the file's
+/// directory, for a file): files are named from there (`.` gives `job.py`, not `./job.py`).
 pub(crate) fn sites_of(path: &std::path::Path) -> (i32, Value) {
+    let (dir, arg) = if path.is_dir() {
+        (path, std::path::Path::new("."))
+    } else {
+        (
+            path.parent().unwrap(),
+            std::path::Path::new(path.file_name().unwrap()),
+        )
+    };
     let out = keyplan()
         .args(["code", "--format", "json"])
-        .arg(path)
+        .current_dir(dir)
+        .arg(arg)
         .output()
         .unwrap();
     let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
@@ -317,19 +328,11 @@ fn sites_say_the_fix() {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/code/shop.py");
     let (_, v) = sites_of(&path);
     assert_eq!(
-        site_at(&v, &path.display().to_string(), 33)["fix"],
+        site_at(&v, "shop.py", 33)["fix"],
         "tag the value every key shares, <uid>, in each key: shop:cart:{<uid>}, shop:user:{<uid>}:profile"
     );
-    assert!(
-        site_at(&v, &path.display().to_string(), 41)
-            .get("fix")
-            .is_none()
-    );
-    assert!(
-        site_at(&v, &path.display().to_string(), 28)
-            .get("fix")
-            .is_none()
-    );
+    assert!(site_at(&v, "shop.py", 41).get("fix").is_none());
+    assert!(site_at(&v, "shop.py", 28).get("fix").is_none());
 }
 
 /// `lint --code`: the same sites as lint findings, at their calls, in every lint format.
@@ -698,10 +701,13 @@ fn yaml_draft_is_a_scheme() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/code");
     let dir = tempfile::tempdir().unwrap();
     let draft = dir.path().join("keyplan.yaml");
+    // Run from the repository, given the fixtures' directory: each place is named by that
+    // path, each batch by its file.
     let out = keyplan()
         .args(["code", "--format", "yaml", "-o"])
         .arg(&draft)
-        .arg(&root)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .arg("tests/fixtures/code/")
         .output()
         .unwrap();
     assert_eq!(
@@ -715,7 +721,10 @@ fn yaml_draft_is_a_scheme() {
         text.contains("shop_cart:") && text.contains("\"shop:cart:<uid>\""),
         "{text}"
     );
-    assert!(text.contains("# shop.py:33 MGET: cross-slot"), "{text}");
+    assert!(
+        text.contains("# tests/fixtures/code/shop.py:33 MGET: cross-slot"),
+        "{text}"
+    );
     assert!(
         text.contains(
             "shop_py_33: { command: mget, keys: [shop_cart, shop_user_profile], same: [uid] }"
@@ -1053,10 +1062,11 @@ fn deep_nesting_is_skipped_and_the_rest_still_read() {
         );
         code.unwrap()
     };
-    // The JSON report.
+    // The JSON report, run in the directory (`.`: files named `app.py`, as given).
     let out = keyplan()
         .args(["code", "--format", "json"])
-        .arg(dir.path())
+        .current_dir(dir.path())
+        .arg(".")
         .output()
         .unwrap();
     assert_eq!(status(&out), 1, "a cross-slot site exits 1");
@@ -1094,7 +1104,12 @@ fn deep_nesting_is_skipped_and_the_rest_still_read() {
         assert!(reason.contains(why), "{name}: {reason}");
     }
     // The table says so too.
-    let out = keyplan().arg("code").arg(dir.path()).output().unwrap();
+    let out = keyplan()
+        .arg("code")
+        .current_dir(dir.path())
+        .arg("./")
+        .output()
+        .unwrap();
     assert_eq!(status(&out), 1);
     let text = String::from_utf8(out.stdout).unwrap();
     for (name, _, why) in &deep {
@@ -1107,7 +1122,8 @@ fn deep_nesting_is_skipped_and_the_rest_still_read() {
     // lint --code: whole SARIF with the findings of the ordinary files, the skips on stderr.
     let out = keyplan()
         .args(["lint", "--code"])
-        .arg(dir.path())
+        .current_dir(dir.path())
+        .arg(".")
         .args(["--format", "sarif"])
         .output()
         .unwrap();
@@ -1123,7 +1139,7 @@ fn deep_nesting_is_skipped_and_the_rest_still_read() {
         .filter_map(|r| r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"].as_str())
         .collect();
     for (name, _) in PLAIN_SOURCES {
-        assert!(uris.iter().any(|u| u.ends_with(name)), "{name}: {uris:?}");
+        assert!(uris.contains(name), "{name}: {uris:?}");
     }
     let err = String::from_utf8(out.stderr).unwrap();
     for (name, _, why) in &deep {

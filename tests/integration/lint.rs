@@ -829,7 +829,146 @@ fn sarif_is_valid_against_the_schema() {
     assert_eq!(errors.len(), 2, "{errors:#?}");
 }
 
+/// Where the findings of a subdirectory land, as CI shows them: the action's lint script run as
+/// a runner runs it from a repository root with `code: src/` (the example workflow's input),
+/// and the README's GitLab recipe run there too. Every annotation, SARIF result and GitLab
+/// issue names the file by its path from the repository root (`src/app.py`, not `app.py`,
+/// which GitHub and GitLab cannot place) at the line of the call.
+fn ci_reports_name_files_from_the_repository_root() {
+    let Some(bash) = require_binary("bash") else {
+        return;
+    };
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let built = std::path::PathBuf::from(env!("CARGO_BIN_EXE_keyplan"));
+    let run = |cmd: &mut Command| {
+        cmd.output()
+            .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"))
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let runner = dir.path().join("runner");
+    std::fs::create_dir(&runner).unwrap();
+    let output = runner.join("output");
+    let summary = runner.join("summary");
+    std::fs::write(&output, "").unwrap();
+    std::fs::write(&summary, "").unwrap();
+    let repo = dir.path().join("repo");
+    std::fs::create_dir(&repo).unwrap();
+    std::fs::create_dir_all(repo.join("src/shop")).unwrap();
+    std::fs::write(
+        repo.join("src/app.py"),
+        "import redis\n\nr = redis.Redis()\n\n\ndef page(uid):\n    return r.mget(f\"user:{uid}:profile\", f\"user:{uid}:settings\")\n",
+    )
+    .unwrap();
+    std::fs::write(
+        repo.join("src/shop/cart.py"),
+        "import redis\n\nr = redis.Redis()\nitems = r.mget(\"cart:a\", \"cart:b\")\n",
+    )
+    .unwrap();
+    // A scheme with no findings at the root (the README's GitLab recipe names it, and lint
+    // reads ./keyplan.yaml by itself).
+    std::fs::write(
+        repo.join("keyplan.yaml"),
+        "version: 1\ntopology: { masters: 3 }\nvars:\n  uid: { kind: int, cardinality: 1_000_000 }\nkeys:\n  profile: { pattern: \"user:{<uid>}:profile\" }\n  settings: { pattern: \"user:{<uid>}:settings\" }\nbatches:\n  page: { command: mget, keys: [profile, settings], same: [uid] }\n",
+    )
+    .unwrap();
+    let want: std::collections::BTreeSet<(String, u64)> = [
+        ("src/app.py".to_string(), 7),
+        ("src/shop/cart.py".to_string(), 4),
+    ]
+    .into();
+    let placed = |what: &str, got: Vec<(String, u64)>| {
+        let got: std::collections::BTreeSet<(String, u64)> = got.into_iter().collect();
+        assert_eq!(got, want, "{what}");
+        for (file, _) in &got {
+            assert!(
+                repo.join(file).is_file(),
+                "{what}: {file} is not in the repository"
+            );
+        }
+    };
+    let script = root.join(".github/actions/keyplan/lint.sh");
+    let system_path = std::env::var("PATH").unwrap_or_default();
+    let here_path = format!("{}:{system_path}", built.parent().unwrap().display());
+    for code in ["src/", "./src"] {
+        let out = run(Command::new(&bash)
+            .current_dir(&repo)
+            .arg(&script)
+            .env("PATH", &here_path)
+            .env("RUNNER_TEMP", &runner)
+            .env("GITHUB_OUTPUT", &output)
+            .env("GITHUB_STEP_SUMMARY", &summary)
+            .env("KEYPLAN_CODE", format!("{code}\n"))
+            .env("KEYPLAN_FAIL_ON", "warning"));
+        let log = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success(), "{code}: {log}");
+        let annotations: Vec<(String, u64)> = log
+            .lines()
+            .filter_map(|l| l.strip_prefix("::error file="))
+            .map(|l| {
+                let (file, rest) = l.split_once(",line=").unwrap();
+                let line = rest.split(',').next().unwrap().parse().unwrap();
+                (file.to_string(), line)
+            })
+            .collect();
+        placed(&format!("annotations of --code {code}"), annotations);
+        let sarif: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(runner.join("keyplan.sarif")).unwrap()).unwrap();
+        let results: Vec<(String, u64)> = sarif["runs"][0]["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                let at = &r["locations"][0]["physicalLocation"];
+                (
+                    at["artifactLocation"]["uri"].as_str().unwrap().to_string(),
+                    at["region"]["startLine"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        placed(&format!("SARIF of --code {code}"), results);
+    }
+    // The README's GitLab recipe, as written.
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let recipe = readme
+        .lines()
+        .map(str::trim)
+        .find_map(|l| {
+            l.strip_prefix("- keyplan lint ")
+                .filter(|l| l.contains("--format gitlab"))
+        })
+        .expect("README has a GitLab recipe running keyplan lint");
+    assert!(recipe.contains("--code src/"), "{recipe}");
+    let out = run(Command::new(&built)
+        .current_dir(&repo)
+        .arg("lint")
+        .args(recipe.split_whitespace()));
+    assert_eq!(out.status.code(), Some(1), "{recipe}: {out:?}");
+    let report = recipe
+        .split_whitespace()
+        .skip_while(|w| *w != "-o")
+        .nth(1)
+        .expect("the recipe writes a file");
+    let issues: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(repo.join(report)).unwrap()).unwrap();
+    let issues: Vec<(String, u64)> = issues
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            (
+                i["location"]["path"].as_str().unwrap().to_string(),
+                i["location"]["lines"]["begin"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    placed("GitLab Code Quality", issues);
+}
+
 pub(crate) const TESTS: &[crate::support::Test] = &[
+    (
+        "ci_reports_name_files_from_the_repository_root",
+        ci_reports_name_files_from_the_repository_root,
+    ),
     (
         "sarif_is_valid_against_the_schema",
         sarif_is_valid_against_the_schema,
