@@ -86,7 +86,7 @@ impl<'k> Tok<'k> {
     }
 
     fn is_alpha_lit(&self) -> bool {
-        matches!(self, Tok::Lit(l) if l.first().is_some_and(u8::is_ascii_alphabetic))
+        matches!(self, Tok::Lit(l) if l.first().is_some_and(|&b| segment::word_start(b)))
     }
 }
 
@@ -100,7 +100,7 @@ impl Key {
     }
 
     fn is_alpha_lit(&self) -> bool {
-        matches!(self, Key::Lit(l) if l.first().is_some_and(u8::is_ascii_alphabetic))
+        matches!(self, Key::Lit(l) if l.first().is_some_and(|&b| segment::word_start(b)))
     }
 
     fn of(t: &Tok<'_>) -> Key {
@@ -120,6 +120,10 @@ struct Node {
     /// (short random ids: `sess:<word><int><word>`, `sess:<int><word>…`), see
     /// [`PatternTree::fold_mixed_runs`].
     runs_token: bool,
+    /// Its `<name>` child holds the names that started here: the words of a position that
+    /// folded to `<word>`, with what joined them, up to the segment's end (see
+    /// [`PatternTree::fold_names`]).
+    names: bool,
     leaf: Option<u32>,
 }
 
@@ -318,6 +322,9 @@ pub struct PatternTree {
     memo_generation: u32,
     /// Positions folded to `<word>` so far.
     folds: u64,
+    /// Leaves whose keys another pattern's regex matches, and the path of the pattern that
+    /// took them in (see [`PatternTree::absorb_small`]).
+    absorbed: std::collections::BTreeMap<u32, Vec<Key>>,
 }
 
 /// How a key found its leaf, for what is read of it afterwards.
@@ -597,7 +604,7 @@ impl SameBytes {
         if rec.checks.len() > SAME_CHECKS || key.len() > TOKEN_MEMO_BYTES {
             return None;
         }
-        let mut exact = 0u128;
+        let mut exact = rec.exact_read;
         for (i, t) in rec.tokens.iter().enumerate() {
             if let Token::Lit { start, end } = *t
                 && (i >= 64 || words >> i & 1 == 0)
@@ -728,7 +735,7 @@ impl TokenMemo {
                             && start == s as usize
                             && end == e as usize
                             && if kind == ANY_WORD {
-                                key[start].is_ascii_alphabetic()
+                                segment::word_start(key[start])
                             } else {
                                 key[start..end] == self.bytes[start..end]
                             }
@@ -788,10 +795,10 @@ impl PackedCheck {
             }
             ok
         } else {
-            let two = |i: usize| {
-                (v[i].wrapping_sub(b'0') as u32) * 10 + v[i + 1].wrapping_sub(b'0') as u32
-            };
-            len == 10 && (1..=12).contains(&two(5)) && (1..=31).contains(&two(8))
+            // Dates with and without zero padding: the test again (the skeleton fixes where
+            // the digits are, their values decide).
+            let _ = v;
+            ValueCheck::run(key, at, false, d).len == Some(len)
         }
     }
 }
@@ -901,6 +908,7 @@ impl PatternTree {
             hex_streak: [0; FAMILY_SLOTS],
             folds: 0,
             memo_generation: 1,
+            absorbed: Default::default(),
         }
     }
 
@@ -987,6 +995,9 @@ impl PatternTree {
         }
         if self.nodes[src as usize].runs_token {
             self.nodes[dst as usize].runs_token = true;
+        }
+        if self.nodes[src as usize].names {
+            self.nodes[dst as usize].names = true;
         }
         if let Some(ls) = self.nodes[src as usize].leaf.take() {
             match self.nodes[dst as usize].leaf {
@@ -1400,6 +1411,23 @@ impl PatternTree {
     }
 
     /// Every (token path, leaf) of the tree.
+    /// The `<token>` edges of `path` (a path of the tree, a bit per edge) whose node joined
+    /// short runs into its token (see [`PatternTree::fold_mixed_runs`]).
+    fn loose_tokens(&self, path: &[Key]) -> u64 {
+        let mut n = 0u32;
+        let mut loose = 0u64;
+        for (i, k) in path.iter().enumerate() {
+            if *k == Key::Class(Class::Token) && (i >= 64 || self.nodes[n as usize].runs_token) {
+                loose |= 1u64.checked_shl(i as u32).unwrap_or(0);
+            }
+            match self.find_key(n, k) {
+                Some(c) => n = c,
+                None => return u64::MAX,
+            }
+        }
+        loose
+    }
+
     fn paths(&self) -> Vec<(Vec<Key>, u32)> {
         let mut out = Vec::new();
         let mut stack: Vec<(u32, Vec<Key>)> = vec![(0, Vec::new())];
@@ -1622,7 +1650,10 @@ impl PatternTree {
             // Once a position's runs are a token, runs joining it later (from a merge) follow.
             let folded = self.nodes[n as usize].runs_token;
             let random = ends.iter().any(|e| e.len >= 3 && e.mixed);
-            if (folded && !ends.is_empty()) || (random && ends.len() >= 2) {
+            // Runs that lead to names (see `fold_names`) stay apart: a key's runs are read up
+            // to the name's first word, which the token would take.
+            let names = ends.iter().any(|e| self.nodes[e.node as usize].names);
+            if !names && ((folded && !ends.is_empty()) || (random && ends.len() >= 2)) {
                 let token = match self.find_key(n, &Key::Class(Class::Token)) {
                     Some(t) => t,
                     None => self.add_child(n, Key::Class(Class::Token)),
@@ -1688,6 +1719,101 @@ impl PatternTree {
         }
     }
 
+    /// Where the name paths from node `n` end: each node reached through name edges
+    /// ([`name_step`]) where a key ends or something other than a name edge follows. Every
+    /// path is walked; a path that is no name (a word's letters after its digits: `x7Kq`, a
+    /// random id's runs) adds no end and makes the answer `false`. `digits` says whether the
+    /// edge into `n` was digits. [`PatternTree::classify`] reads a key's tokens with the same
+    /// steps, so a key is counted where it is classified.
+    fn name_ends(&self, n: u32, digits: bool, out: &mut Vec<u32>) -> bool {
+        let node = &self.nodes[n as usize];
+        if node.leaf.is_some() || node.children.iter().any(|(k, _)| !name_key(k)) {
+            out.push(n);
+        }
+        let mut all = true;
+        for (k, c) in &node.children {
+            match name_step(k, digits) {
+                NameStep::Ends => {}
+                NameStep::Broken => all = false,
+                NameStep::Goes(next) => all &= self.name_ends(*c, next, out),
+            }
+        }
+        all
+    }
+
+    /// Whether a key ends at `n` or anywhere below it.
+    fn holds_keys(&self, n: u32) -> bool {
+        let mut stack = vec![n];
+        while let Some(n) = stack.pop() {
+            let node = &self.nodes[n as usize];
+            if node.leaf.is_some() {
+                return true;
+            }
+            stack.extend(node.children.iter().map(|(_, c)| *c));
+        }
+        false
+    }
+
+    /// Names: where a position's letter runs are values (they folded to `<word>`), the words,
+    /// numbers and joiners (`_ . - '`, space, `&`) after them up to the segment's end are one
+    /// value whatever its shape: `hugo_silva12`, `bo.o'brien`, `ana7`, `Farid García`,
+    /// `Massive Dynamic Corp`. When the paths under such a `<word>` end in two places or more
+    /// (names of several shapes), they become one `<name>` child holding what followed each
+    /// of them (a delimiter and the rest, or the key's end). A position whose runs stay
+    /// literal (queue names, a family's parts) keeps them.
+    fn fold_names(&mut self, n: u32) {
+        let node = &self.nodes[n as usize];
+        let word = (n != 0 && !node.runs_token)
+            .then(|| self.find_key(n, &Key::Class(Class::Word)))
+            .flatten();
+        if let Some(w) = word {
+            let mut ends = Vec::new();
+            let names = self.name_ends(w, false, &mut ends);
+            // Once a position's names are one value, words joining it later (a merge) follow,
+            // so that a key is classified where it was counted.
+            if self.nodes[n as usize].names || (names && ends.len() >= 2) {
+                let name = match self.find_key(n, &Key::Class(Class::Name)) {
+                    Some(x) => x,
+                    None => self.add_child(n, Key::Class(Class::Name)),
+                };
+                let moves = !ends.is_empty();
+                for e in ends {
+                    let node = &mut self.nodes[e as usize];
+                    let leaf = node.leaf.take();
+                    let (rest, names): (Vec<_>, Vec<_>) = std::mem::take(&mut node.children)
+                        .into_iter()
+                        .partition(|(k, _)| !name_key(k));
+                    // The name edges stay (deeper ends are moved on their own).
+                    self.nodes[e as usize].children = names;
+                    let moved = self.nodes.len() as u32;
+                    self.nodes.push(Node {
+                        children: rest,
+                        leaf,
+                        ..Node::default()
+                    });
+                    self.merge_into(name, moved);
+                }
+                // Words whose paths are no names (`x7Kq`) stay where they are, and are read
+                // there (see `classify`).
+                if !self.holds_keys(w) {
+                    self.nodes[n as usize].children.retain(|(_, c)| *c != w);
+                }
+                self.nodes[n as usize].names = true;
+                if moves {
+                    self.folds += 1;
+                }
+            }
+        }
+        let children: Vec<u32> = self.nodes[n as usize]
+            .children
+            .iter()
+            .map(|(_, c)| *c)
+            .collect();
+        for c in children {
+            self.fold_names(c);
+        }
+    }
+
     fn fold_id_like(&mut self, n: u32) {
         let alpha = self.alpha_children(n);
         let node = &self.nodes[n as usize];
@@ -1721,10 +1847,77 @@ impl PatternTree {
             let before = self.folds;
             self.fold_canonical(0, false);
             self.fold_id_like(0);
+            self.fold_names(0);
             self.fold_mixed_runs(0, true);
             if self.folds == before {
                 break;
             }
+        }
+        self.absorb_small();
+    }
+
+    /// A pattern of at most [`EXAMPLES`] keys (its examples are all its keys) with a
+    /// placeholder, whose every key a larger pattern's regex matches, is counted in that
+    /// pattern: a value the recognizers missed (a session id read as words and numbers, a
+    /// digest cut at a `/`) is still a value of the larger pattern, and no listed regex then
+    /// matches a key counted elsewhere. The larger pattern is the one with most keys (ties by
+    /// text) among those of the same first edge that are not written with configuration
+    /// numbers. A pattern of literals only is a name of its own and stays.
+    fn absorb_small(&mut self) {
+        let paths = self.paths();
+        let mut big: Vec<(u64, String, usize)> = Vec::new();
+        for (i, (path, leaf)) in paths.iter().enumerate() {
+            let keys = self.leaves[*leaf as usize].keys;
+            let literal_parts = self.splits[*leaf as usize]
+                .as_ref()
+                .and_then(|s| s.literal_parts(path, &self.delimiters))
+                .is_some();
+            if keys as usize > EXAMPLES && !literal_parts && !self.absorbed.contains_key(leaf) {
+                big.push((keys, render(path, PatternStats::new(0)).text, i));
+            }
+        }
+        if big.is_empty() {
+            return;
+        }
+        big.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+        let mut compiled: std::collections::HashMap<usize, Option<regex::bytes::Regex>> =
+            Default::default();
+        let mut moves = Vec::new();
+        for (path, leaf) in &paths {
+            let stats = &self.leaves[*leaf as usize];
+            if stats.keys == 0
+                || stats.keys as usize > EXAMPLES
+                || !path.iter().any(|k| matches!(k, Key::Class(_)))
+                || self.absorbed.contains_key(leaf)
+            {
+                continue;
+            }
+            let target = big.iter().take(256).find(|(_, _, i)| {
+                let (tpath, tleaf) = &paths[*i];
+                tleaf != leaf
+                    && tpath.first() == path.first()
+                    && compiled
+                        .entry(*i)
+                        .or_insert_with(|| {
+                            let loose = self.loose_tokens(tpath);
+                            regex::bytes::Regex::new(&format!(
+                                "(?-u){}",
+                                render_with(tpath, loose, PatternStats::new(0)).regex
+                            ))
+                            .ok()
+                        })
+                        .as_ref()
+                        .is_some_and(|re| stats.examples().all(|k| re.is_match(k)))
+            });
+            if let Some((_, _, i)) = target {
+                moves.push((*leaf, *i));
+            }
+        }
+        for (leaf, i) in moves {
+            let (tpath, tleaf) = &paths[i];
+            let s = std::mem::replace(&mut self.leaves[leaf as usize], PatternStats::new(0));
+            self.leaves[*tleaf as usize].merge(&s);
+            self.absorbed.insert(leaf, tpath.clone());
         }
     }
 
@@ -1740,6 +1933,20 @@ impl PatternTree {
         let mut i = 0;
         while i < tokens.len() {
             let mut tok = Tok::of(&tokens[i], key);
+            if tok.is_alpha_lit()
+                && self.nodes[n as usize].names
+                && let Some(last) = name_span(&tokens, i, key)
+            {
+                // A name (see `fold_names`): its words, numbers and joiners up to the
+                // segment's end, read with the fold's steps.
+                i = last;
+                tok = Tok::Class(Class::Name);
+                n = self.find(n, &tok)?;
+                path.push(Key::of(&tok));
+                token_at.push(i);
+                i += 1;
+                continue;
+            }
             if tok.is_alpha_lit() && self.nodes[n as usize].word_mode {
                 tok = Tok::Class(Class::Word);
             }
@@ -1775,6 +1982,9 @@ impl PatternTree {
             i += 1;
         }
         let leaf = self.nodes[n as usize].leaf?;
+        if let Some(into) = self.absorbed.get(&leaf) {
+            return Some(render(into, PatternStats::new(0)).text);
+        }
         if self.leaves[leaf as usize].keys == 0 {
             return None;
         }
@@ -1802,14 +2012,15 @@ impl PatternTree {
             let parts = self.splits[leaf as usize]
                 .as_ref()
                 .and_then(|s| s.literal_parts(&path, &self.delimiters));
+            let loose = self.loose_tokens(&path);
             match parts {
-                None => out.push(render(&path, stats)),
+                None => out.push(render_with(&path, loose, stats)),
                 Some((at, parts)) => {
                     for (values, stats) in parts {
                         for (&i, v) in at.iter().zip(values) {
                             path[i] = Key::Lit(v.into());
                         }
-                        out.push(render(&path, stats));
+                        out.push(render_with(&path, loose, stats));
                     }
                 }
             }
@@ -1871,11 +2082,66 @@ struct RunEnd {
 /// `<int>`, a `<hex>` or `<token>`.
 fn run_key(k: &Key) -> Option<RunKind> {
     match k {
-        Key::Lit(l) if l.first().is_some_and(u8::is_ascii_alphabetic) => Some(RunKind::Letters),
+        Key::Lit(l) if l.first().is_some_and(|&b| segment::word_start(b)) => Some(RunKind::Letters),
         Key::Class(Class::Word) => Some(RunKind::Letters),
         Key::Class(Class::Int) => Some(RunKind::Digits),
         Key::Class(Class::Hex | Class::Token) => Some(RunKind::Both),
         _ => None,
+    }
+}
+
+/// One edge of a name's path, read from where the previous edge left it (`digits`: that
+/// edge was digits).
+enum NameStep {
+    /// No name edge: the name ended before it.
+    Ends,
+    /// Letters right after digits (`x7Kq`): the path is no name.
+    Broken,
+    /// The name goes on; whether this edge was digits.
+    Goes(bool),
+}
+
+/// How a name's path reads edge `k` ([`PatternTree::fold_names`] on the tree's edges,
+/// [`name_span`] on a key's tokens: one rule, so that a key is counted where it is classified).
+fn name_step(k: &Key, digits: bool) -> NameStep {
+    match k {
+        _ if !name_key(k) => NameStep::Ends,
+        Key::Class(Class::Int) => NameStep::Goes(true),
+        Key::Lit(l) if l.len() == 1 && !segment::word_start(l[0]) => NameStep::Goes(false),
+        _ if digits => NameStep::Broken,
+        _ => NameStep::Goes(false),
+    }
+}
+
+/// The last token of the name starting with the letter run `tokens[i]`, read as
+/// [`PatternTree::fold_names`] reads the tree's paths: `None` when it is no name.
+fn name_span(tokens: &[Token], i: usize, key: &[u8]) -> Option<usize> {
+    let mut digits = false;
+    let mut last = i;
+    for (j, t) in tokens.iter().enumerate().skip(i) {
+        match name_step(&Key::of(&Tok::of(t, key)), digits) {
+            NameStep::Ends => break,
+            NameStep::Broken => return None,
+            NameStep::Goes(d) => {
+                digits = d;
+                last = j;
+            }
+        }
+    }
+    Some(last)
+}
+
+/// Whether an edge can be part of a name ([`PatternTree::fold_names`]): a letter run
+/// (literal or `<word>`), an `<int>`, `<bytes>`, a `<name>`, or one of the bytes that join a
+/// name's words (`_ . - '`, space, `&`).
+fn name_key(k: &Key) -> bool {
+    match k {
+        Key::Lit(l) => {
+            l.first().is_some_and(|&b| segment::word_start(b))
+                || (l.len() == 1 && matches!(l[0], b'_' | b'.' | b'-' | b'\'' | b' ' | b'&'))
+        }
+        // A `<name>` folded deeper first (its words are read as one name's words here).
+        Key::Class(c) => matches!(c, Class::Word | Class::Int | Class::Bytes | Class::Name),
     }
 }
 
@@ -1945,14 +2211,34 @@ fn sequence_hash(tokens: &[Token], key: &[u8]) -> u64 {
     h ^ (h >> 29)
 }
 
+/// The regex of a `<token>` edge at `path[i]`: the recognizers' ids are 20 bytes or more, or
+/// 8 or more before a suffix of words (`<token>_settings`), so that a name beside them
+/// (`queue:wait`) is not matched; a position whose short runs the tree joined into a token
+/// (`loose`, bit `i`) takes any run of letters, digits, `-` and `_` too.
+fn token_regex(path: &[Key], i: usize, loose: u64) -> &'static str {
+    if i >= 64 || loose >> i & 1 == 1 {
+        Class::Token.regex()
+    } else if matches!(path.get(i + 1), Some(Key::Lit(l)) if matches!(l.first(), Some(b'_' | b'-')))
+    {
+        "[A-Za-z0-9+/=_-]{8,}"
+    } else {
+        "[A-Za-z0-9+/=_-]{20,}"
+    }
+}
+
 fn render(path: &[Key], stats: PatternStats) -> Pattern {
+    render_with(path, u64::MAX, stats)
+}
+
+/// [`render`] with the `<token>` edges whose runs the tree joined marked in `loose`.
+fn render_with(path: &[Key], loose: u64, stats: PatternStats) -> Pattern {
     let mut text = String::new();
     let mut regex = String::from("^");
     let mut glob = String::new();
     let mut open: Option<usize> = None;
     let mut tag: Option<String> = None;
     let mut tag_start = 0;
-    for k in path {
+    for (i, k) in path.iter().enumerate() {
         match k {
             Key::Lit(l) => {
                 let s = String::from_utf8_lossy(l);
@@ -1980,7 +2266,12 @@ fn render(path: &[Key], stats: PatternStats) -> Pattern {
             }
             Key::Class(c) => {
                 text.push_str(c.placeholder());
-                let _ = write!(regex, "(?:{})", c.regex());
+                let re = if *c == Class::Token {
+                    token_regex(path, i, loose)
+                } else {
+                    c.regex()
+                };
+                let _ = write!(regex, "(?:{re})");
                 if !glob.ends_with('*') || glob.ends_with("\\*") {
                     glob.push('*');
                 }
@@ -2324,11 +2615,10 @@ mod tests {
             })
             .count();
         let got = infer(&keys);
-        assert_eq!(
-            got[0],
-            ("cache:sessions:<token>".into(), 200 - edged as u64),
-            "{got:?}"
-        );
+        // Those of them whose shape holds three keys or fewer are taken in by the token's
+        // pattern, whose regex matches them.
+        assert_eq!(got[0].0, "cache:sessions:<token>", "{got:?}");
+        assert!((200 - edged as u64..=200).contains(&got[0].1), "{got:?}");
         let mut t = tree_of(&keys);
         t.fold();
         for (k, (p, _)) in keys.iter().zip(std::iter::repeat(&got[0])).take(200) {
@@ -2409,6 +2699,236 @@ mod tests {
             "{}",
             p.regex
         );
+    }
+
+    /// Keys of one template whose values have many shapes: handles and names joined by
+    /// `_`, `.`, `-`, `'` and spaces, letters outside ASCII, company names of several words,
+    /// dates without zero padding, weeks, decimals, base64 with and without padding.
+    fn shaped_keys() -> Vec<String> {
+        let mut x = 0x51_7cc1_b727_220au64;
+        let mut next = |n: usize| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % n as u64) as usize
+        };
+        let first = [
+            "anna",
+            "bj\u{f6}rn",
+            "carlos",
+            "dana",
+            "\u{e9}lodie",
+            "fynn",
+            "gwen",
+            "hamid",
+            "ir\u{e8}ne",
+            "jon",
+            "kai",
+            "laura",
+            "mateo",
+            "nina",
+            "oscar",
+            "paula",
+            "quinn",
+            "rosa",
+            "sven",
+            "tariq",
+        ];
+        let last = [
+            "berg",
+            "n\u{fa}\u{f1}ez",
+            "o'neil",
+            "costa",
+            "l\u{f3}pez",
+            "smith",
+            "w\u{f3}jcik",
+            "tanaka",
+            "dupont",
+            "haas",
+            "ruiz",
+            "kim",
+            "jensen",
+            "rossi",
+            "ng",
+            "abbott",
+            "mcrae",
+            "\u{f6}zt\u{fc}rk",
+        ];
+        let firms = [
+            "Contoso",
+            "Fabrikam",
+            "Northwind",
+            "Tailspin",
+            "Litware",
+            "Adventure Works",
+            "Wide World",
+            "Fourth Coffee",
+            "Proseware",
+            "Woodgrove",
+            "Lucerne",
+            "Alpine Ski",
+            "Coho",
+            "Margie",
+            "Trey",
+            "Graphic Design",
+            "Humongous",
+            "Wingtip",
+        ];
+        let kinds = ["Ltd", "Inc", "Corp", "LLC", "Group", "plc", "& Co", "S.A."];
+        let b64 = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+        let mut keys = Vec::new();
+        for i in 0..300 {
+            let (f, l) = (first[next(first.len())], last[next(last.len())]);
+            let n = next(999);
+            keys.push(match i % 5 {
+                0 => format!("app:member:{f}_{l}{n}"),
+                1 => format!("app:member:{f}.{l}"),
+                2 => format!("app:member:{f}{n}"),
+                3 => format!("app:member:{f}-{l}{n}"),
+                _ => format!("app:member:{l}.{f}.{n}"),
+            });
+            keys.push(format!("app:mail:{f}.{l}{n}@example.co.uk"));
+            let title = |w: &str| {
+                let mut c = w.chars();
+                c.next()
+                    .map_or(String::new(), |h| h.to_uppercase().chain(c).collect())
+            };
+            keys.push(format!("app:who:{} {}", title(f), title(l)));
+            keys.push(format!(
+                "app:org:{} {}",
+                firms[next(firms.len())],
+                kinds[next(kinds.len())]
+            ));
+            let (y, m, d) = (2024 + next(2), 1 + next(12), 1 + next(28));
+            keys.push(match i % 4 {
+                0 => format!("app:day:{y}-{m}-{d}"),
+                1 => format!("app:day:{y}-{m:02}-{d:02}"),
+                2 => format!("app:day:{y}-{m}-{d}"),
+                _ => format!("app:day:{y}-{m}-{d}"),
+            });
+            keys.push(format!("app:hour:{y}-{m}-{d}-{}", next(24)));
+            keys.push(format!("app:week:W{}-{y}", 1 + next(52)));
+            keys.push(format!("app:month:{y}-{m}"));
+            keys.push(match i % 3 {
+                0 => format!("app:total:{}", next(500)),
+                1 => format!("app:total:{}.{}", next(500), next(10)),
+                _ => format!("app:total:{}.{:02}", next(500), next(100)),
+            });
+            let id: String = (0..22).map(|_| b64[next(62)] as char).collect();
+            keys.push(match i % 3 {
+                0 => format!("app:blob:{id}=="),
+                1 => format!("app:blob:{id}x="),
+                _ => format!("app:blob:{id}xy"),
+            });
+        }
+        keys.push("app:blob:wait".into());
+        keys.push("app:member:__all__".into());
+        keys
+    }
+
+    #[test]
+    fn values_are_read_by_their_shape() {
+        let owned = shaped_keys();
+        let keys: Vec<&str> = owned.iter().map(String::as_str).collect();
+        let got: Vec<(String, u64)> = infer(&keys);
+        let want = [
+            ("app:blob:<token>", 300),
+            ("app:day:<date>", 300),
+            ("app:hour:<date>-<int>", 300),
+            ("app:mail:<email>", 300),
+            ("app:member:<name>", 300),
+            ("app:month:<date>", 300),
+            ("app:org:<name>", 300),
+            ("app:total:<int>", 300),
+            ("app:week:<date>", 300),
+            ("app:who:<word> <word>", 300),
+            ("app:blob:wait", 1),
+            ("app:member:__all__", 1),
+        ];
+        assert_eq!(
+            got,
+            want.iter()
+                .map(|(p, n)| (p.to_string(), *n))
+                .collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn each_key_matches_its_own_pattern_regex_only() {
+        let mut owned = shaped_keys();
+        // Session ids the recognizer misses (read as words and numbers) beside recognized
+        // ones: the few are taken in by the token's pattern.
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+        for _ in 0..200 {
+            let id: String = (0..24)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    alphabet[(x % 62) as usize] as char
+                })
+                .collect();
+            owned.push(format!("sess:{id}"));
+        }
+        owned.push("sess:sjmbqtc-Tpc09yaMhSAu27WNOwY2mSTB".into());
+        owned.push("sess:view//products/80".into());
+        let keys: Vec<&str> = owned.iter().map(String::as_str).collect();
+        let mut t = tree_of(&keys);
+        t.fold();
+        let patterns = t.clone().finish();
+        assert!(
+            patterns
+                .iter()
+                .any(|p| p.text == "sess:<token>" && p.stats.keys == 201),
+            "{:?}",
+            patterns
+                .iter()
+                .map(|p| (&p.text, p.stats.keys))
+                .collect::<Vec<_>>()
+        );
+        let res: Vec<regex::bytes::Regex> = patterns
+            .iter()
+            .map(|p| regex::bytes::Regex::new(&format!("(?-u){}", p.regex)).unwrap())
+            .collect();
+        for k in &keys {
+            let own = t.classify(k.as_bytes()).unwrap();
+            for (p, re) in patterns.iter().zip(&res) {
+                assert_eq!(
+                    re.is_match(k.as_bytes()),
+                    p.text == own,
+                    "{k}: counted in {own}, {} ({})",
+                    p.text,
+                    p.regex
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn runs_that_lead_to_names_stay_apart() {
+        // A case the property test found: the runs after `0` led to a name (`x_`), and
+        // folding them into a token left `0x_` in no pattern.
+        let keys = [
+            "0fa", "0ba", "0ab", "0fb", "0_0a", "0a", "0x_", "0bb", "0ya",
+        ];
+        let mut t = tree_of(&keys);
+        t.fold();
+        let patterns = t.clone().finish();
+        let mut counted: std::collections::BTreeMap<String, u64> = Default::default();
+        for k in keys {
+            let p = t.classify(k.as_bytes());
+            assert!(p.is_some(), "{k}");
+            *counted.entry(p.unwrap()).or_default() += 1;
+        }
+        for p in &patterns {
+            assert_eq!(
+                counted.get(&p.text).copied(),
+                Some(p.stats.keys),
+                "{}",
+                p.text
+            );
+        }
     }
 
     #[test]

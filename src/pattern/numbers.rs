@@ -93,10 +93,18 @@ pub(super) struct IntSplit {
 /// The values of a pattern's tracked positions, each [packed](pack).
 type Combo = [u64; INT_TRACKED];
 
-/// A number of at most [`INT_LITERAL_DIGITS`] digits as one word: its bytes and its length
-/// (0 for no value).
+/// Whether `v` is short enough to be a configuration number: at most [`INT_LITERAL_DIGITS`]
+/// digits, or a decimal (`800.26`, `0.5`) whose integer part and fraction each are, in at
+/// most seven bytes (what [`pack`] holds).
+fn short(v: &[u8]) -> bool {
+    v.len() <= 7
+        && v.split(|&b| b == b'.')
+            .all(|p| p.len() <= INT_LITERAL_DIGITS)
+}
+
+/// A number that is [`short`] as one word: its bytes and its length (0 for no value).
 fn pack(v: &[u8]) -> u64 {
-    debug_assert!(v.len() <= INT_LITERAL_DIGITS);
+    debug_assert!(short(v));
     v.iter()
         .enumerate()
         .fold((v.len() as u64) << 56, |w, (i, &b)| {
@@ -175,7 +183,7 @@ impl IntSplit {
         node_count: usize,
     ) -> bool {
         for (i, v) in values.iter().enumerate().take(self.tracked()) {
-            if self.live[i] && v.len() > INT_LITERAL_DIGITS {
+            if self.live[i] && !short(v) {
                 self.end(i);
             }
         }

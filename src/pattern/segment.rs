@@ -18,7 +18,8 @@ pub enum Class {
     Hex,
     /// A UUID.
     Uuid,
-    /// A calendar date, YYYY-MM-DD.
+    /// A calendar date, with or without zero padding: `2026-05-16`, `2026-5-16`, a month
+    /// `2026-5` (a year 1900 to 2099), an ISO week `2026-W23` or `W23-2026`.
     Date,
     /// A dotted IPv4 address.
     Ip,
@@ -36,12 +37,17 @@ pub enum Class {
     Json,
     /// An opaque token: 20 or more letters, digits, `-` and `_` in a random-looking mix
     /// (base62 and base64url session ids, nanoids, KSUIDs, mixed letter-digit ids), or
-    /// standard base64 with `+`, `/` and `=` padding (digests).
+    /// standard base64 with `+`, `/` and `=` padding (digests); its padding is part of it.
     Token,
     /// Non-ASCII or control bytes.
     Bytes,
     /// Everything after the token limit.
     Rest,
+    /// A name: words of any script, numbers and the `_`, `.`, `-`, `'`, space and `&` that
+    /// join them (`hugo_silva12`, `bo.o'brien`, `Farid García`, `Massive Dynamic Corp`), where
+    /// a position's words are values (see the pattern tree's name fold). Never written by the
+    /// tokenizer.
+    Name,
 }
 
 impl Class {
@@ -61,28 +67,42 @@ impl Class {
             Class::Token => "<token>",
             Class::Bytes => "<bytes>",
             Class::Rest => "<rest>",
+            Class::Name => "<name>",
         }
     }
 
     /// A byte regex that matches every value of the class.
     pub fn regex(self) -> &'static str {
         match self {
-            Class::Int => "[0-9]+",
+            Class::Int => "[0-9]+(?:\\.[0-9]+)?",
             Class::Hex => "[0-9A-Fa-f]+",
             Class::Uuid => {
                 "[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}"
             }
-            Class::Date => "[0-9]{4}-[0-9]{2}-[0-9]{2}",
+            Class::Date => {
+                "[0-9]{4}-(?:[0-9]{1,2}(?:-[0-9]{1,2})?|W[0-9]{1,2})|W[0-9]{1,2}-[0-9]{4}"
+            }
             Class::Ip | Class::Ipv6 => {
                 "[0-9]{1,3}\\.[0-9]{1,3}\\.[0-9]{1,3}\\.[0-9]{1,3}|[0-9A-Fa-f:]*:[0-9A-Fa-f:]*"
             }
-            Class::Word => "[A-Za-z]+",
+            Class::Word => {
+                "(?:[A-Za-z]|[\\xc2-\\xf4][\\x80-\\xbf]+)(?:[A-Za-z']|[\\xc2-\\xf4][\\x80-\\xbf]+)*"
+            }
             Class::Ulid => "[0-9A-HJKMNP-TV-Z]{26}",
-            Class::Email => "[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\\.[A-Za-z0-9-]+)+",
+            Class::Email => {
+                "(?:[A-Za-z0-9]|[\\x80-\\xff])(?:[A-Za-z0-9._%+'-]|[\\x80-\\xff])*@[A-Za-z0-9-]+(?:\\.[A-Za-z0-9-]+)+"
+            }
             Class::Json => "(?s:[\\[{].*[\\]}])",
-            Class::Token => "[A-Za-z0-9+/=_-]+",
+            // Runs of letters and digits joined by `-` or `_` (short ids the tree joined), or
+            // 20 characters or more (the recognizers' ids, digests, base64 with padding).
+            Class::Token => {
+                "(?:[A-Za-z0-9.'_-]|[\\xc2-\\xf4][\\x80-\\xbf]+)+|[A-Za-z0-9+/=_-]{20,}"
+            }
             Class::Bytes => "[\\x00-\\x1f\\x7f-\\xff]+",
             Class::Rest => "(?s:.*)",
+            Class::Name => {
+                "(?:[A-Za-z]|[\\xc2-\\xf4][\\x80-\\xbf]+)(?:[A-Za-z0-9_.' &-]|[\\x00-\\x1f\\x7f-\\xff])*"
+            }
         }
     }
 }
@@ -114,7 +134,7 @@ impl Token {
     /// Whether this is a run of letters (which the tree may fold into `<word>`).
     #[inline]
     pub fn is_alpha_lit(&self, key: &[u8]) -> bool {
-        matches!(*self, Token::Lit { start, .. } if key[start].is_ascii_alphabetic())
+        matches!(*self, Token::Lit { start, .. } if word_start(key[start]))
     }
 }
 
@@ -185,6 +205,56 @@ impl Default for Delimiters {
 
 fn digits(s: &[u8], n: usize) -> bool {
     s.len() >= n && s[..n].iter().all(u8::is_ascii_digit)
+}
+
+/// Whether `b` starts a letter run: an ASCII letter or the lead byte of a multi-byte UTF-8
+/// character (letters of any script; the run's literal keeps them).
+#[inline(always)]
+pub fn word_start(b: u8) -> bool {
+    b.is_ascii_alphabetic() || (0xC2..=0xF4).contains(&b)
+}
+
+/// The length of the multi-byte UTF-8 character at `key[i..]` (a lead byte and its
+/// continuation bytes), 0 when there is none.
+#[inline]
+fn utf8_char(key: &[u8], i: usize) -> usize {
+    let need = match key.get(i) {
+        Some(0xC2..=0xDF) => 2,
+        Some(0xE0..=0xEF) => 3,
+        Some(0xF0..=0xF4) => 4,
+        _ => return 0,
+    };
+    let ok = key
+        .get(i + 1..i + need)
+        .is_some_and(|c| c.iter().all(|&b| (0x80..=0xBF).contains(&b)));
+    if ok { need } else { 0 }
+}
+
+/// The end of the word at `key[i..to]` (`key[i]` starts it): ASCII letters and multi-byte
+/// UTF-8 characters, and an apostrophe between two of them (`o'brien`, `d'angelo`).
+#[inline]
+fn word_end(key: &[u8], i: usize, to: usize) -> usize {
+    let mut j = i;
+    loop {
+        if j < to && key[j].is_ascii_alphabetic() {
+            j += 1;
+            continue;
+        }
+        let u = if j < to { utf8_char(&key[..to], j) } else { 0 };
+        if u > 0 {
+            j += u;
+            continue;
+        }
+        if j > i
+            && j + 1 < to
+            && key[j] == b'\''
+            && (key[j + 1].is_ascii_alphabetic() || utf8_char(&key[..to], j + 1) > 0)
+        {
+            j += 1;
+            continue;
+        }
+        return j;
+    }
 }
 
 /// Whether the byte at `i` (if any) ends a compound value.
@@ -364,7 +434,24 @@ fn decide_id_like(key: &[u8], i: usize, r: IdRun, d: &Delimiters) -> Option<(usi
     } else {
         r.upper > 1 && r.lower > 1 && r.changes * 3 >= len
     };
-    (len >= 20 && random).then_some((len, Class::Token))
+    (len >= 20 && random).then_some((len + padding(key, j, d), Class::Token))
+}
+
+/// The base64 padding at `key[j..]`: one or two `=` (a delimiter) that end the key or come
+/// before another delimiter, 0 when there is none. A token's value holds its padding, so that
+/// `<token>`, `<token>=` and `<token>==` are one value.
+#[inline]
+fn padding(key: &[u8], j: usize, d: &Delimiters) -> usize {
+    let n = key[j.min(key.len())..]
+        .iter()
+        .take(3)
+        .take_while(|&&b| b == b'=')
+        .count();
+    if (1..=2).contains(&n) && d.is(b'=') && boundary(key, j + n, d) {
+        n
+    } else {
+        0
+    }
 }
 
 /// Whether the run `key[i..j]` starts with a family name: a word joined to the rest by `-` or
@@ -402,12 +489,24 @@ fn starts_with_word(key: &[u8], i: usize, j: usize) -> bool {
             .any(|b| b.is_ascii_alphabetic() && !b.is_ascii_hexdigit())
 }
 
-/// Whether `run` is words joined by `-` or `_`, each a family word ([`family_word`]):
-/// `asgiworker-thumbnails`, `search_users-uploads`, not an id (random ids mix in digits or
-/// upper case).
+/// Whether `run` is words joined by `-` or `_`, each a family word ([`family_word`]) or a
+/// handle's word ([`handle_word`]): `asgiworker-thumbnails`, `search_users-uploads`,
+/// `kenji-okafor9306`, not an id (random ids mix in digits or upper case).
 #[inline]
 fn joined_words(run: &[u8]) -> bool {
-    run.split(|b| matches!(b, b'-' | b'_')).all(family_word)
+    run.split(|b| matches!(b, b'-' | b'_'))
+        .all(|w| family_word(w) || handle_word(w))
+}
+
+/// Whether `word` reads as a word of a name or handle: two or more lower-case letters, then
+/// digits or none (`kenji`, `okafor9306`, `feed`), or digits only (`4411`). A random id's
+/// parts mix cases and put letters after digits.
+#[inline]
+fn handle_word(word: &[u8]) -> bool {
+    let letters = word.iter().take_while(|b| b.is_ascii_lowercase()).count();
+    (letters >= 2 || letters == 0)
+        && !word.is_empty()
+        && word[letters..].iter().all(u8::is_ascii_digit)
 }
 
 /// Where a suffix of words starts in the run `key[i..j]`: the run ends in two or more family
@@ -684,14 +783,70 @@ const ID_KIND: u8 = 7;
 /// In [`Delimiters::id_kind`]: an upper-case letter Crockford base32 leaves out.
 const ID_NOT_CROCKFORD: u8 = 8;
 
+/// A number of one or two digits at `key[i..]`: its value and length (a third digit makes it
+/// no such number).
+#[inline]
+fn small_number(key: &[u8], i: usize) -> Option<(u32, usize)> {
+    let n = key[i.min(key.len())..]
+        .iter()
+        .take(3)
+        .take_while(|b| b.is_ascii_digit())
+        .count();
+    (1..=2).contains(&n).then(|| {
+        (
+            key[i..i + n]
+                .iter()
+                .fold(0u32, |v, b| v * 10 + (b - b'0') as u32),
+            n,
+        )
+    })
+}
+
+/// A calendar date at `key[i..]`, zero-padded or not: `YYYY-M-D` (month 1 to 12, day 1 to
+/// 31), a month `YYYY-M` (year 1900 to 2099) or an ISO week `YYYY-Www` (week 1 to 53), ending
+/// at a delimiter or at the end. A third number after a month that is no day (`2026-5-45`,
+/// `2026-13-01`) makes it no date.
 fn match_date(key: &[u8], i: usize, d: &Delimiters) -> Option<usize> {
-    let s = key.get(i..i + 10)?;
-    if !(digits(s, 4) && s[4] == b'-' && digits(&s[5..], 2) && s[7] == b'-' && digits(&s[8..], 2)) {
+    let s = key.get(i..i + 6)?;
+    if !(digits(s, 4) && s[4] == b'-') {
         return None;
     }
-    let month = (s[5] - b'0') * 10 + (s[6] - b'0');
-    let day = (s[8] - b'0') * 10 + (s[9] - b'0');
-    ((1..=12).contains(&month) && (1..=31).contains(&day) && boundary(key, i + 10, d)).then_some(10)
+    let century = matches!(&s[..2], b"19" | b"20");
+    if s[5] == b'W' {
+        let (week, n) = small_number(key, i + 6)?;
+        let end = i + 6 + n;
+        return ((1..=53).contains(&week) && boundary(key, end, d)).then_some(end - i);
+    }
+    let (month, n) = small_number(key, i + 5)?;
+    if !(1..=12).contains(&month) {
+        return None;
+    }
+    let end = i + 5 + n;
+    if key.get(end) == Some(&b'-') && key.get(end + 1).is_some_and(u8::is_ascii_digit) {
+        let (day, m) = small_number(key, end + 1)?;
+        let end = end + 1 + m;
+        return ((1..=31).contains(&day) && boundary(key, end, d)).then_some(end - i);
+    }
+    (century && boundary(key, end, d)).then_some(end - i)
+}
+
+/// An ISO week written `Www-YYYY` at `key[i..]` (`W23-2026`), ending at a delimiter or at the
+/// end. Reads where the digits are, never their values (no memo records it).
+#[inline]
+fn match_week(key: &[u8], i: usize, d: &Delimiters) -> Option<usize> {
+    let n = key[(i + 1).min(key.len())..]
+        .iter()
+        .take(3)
+        .take_while(|b| b.is_ascii_digit())
+        .count();
+    let dash = i + 1 + n;
+    ((1..=2).contains(&n)
+        && key.get(dash) == Some(&b'-')
+        && key
+            .get(dash + 1..dash + 5)
+            .is_some_and(|y| y.iter().all(u8::is_ascii_digit))
+        && boundary(key, dash + 5, d))
+    .then_some(dash + 5 - i)
 }
 
 fn match_ip(key: &[u8], i: usize, d: &Delimiters) -> Option<usize> {
@@ -719,7 +874,8 @@ fn match_ip(key: &[u8], i: usize, d: &Delimiters) -> Option<usize> {
 /// Whether `b` may be in the local part of an e-mail address (before the `@`).
 #[inline]
 fn local_byte(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'%' | b'+' | b'-')
+    // RFC 6531 allows UTF-8 in the local part; names carry apostrophes.
+    b.is_ascii_alphanumeric() || b >= 0x80 || matches!(b, b'.' | b'_' | b'%' | b'+' | b'-' | b'\'')
 }
 
 /// The next `@` of a key at or after some position, and where the run of local-part bytes
@@ -792,7 +948,7 @@ fn match_json(key: &[u8], i: usize, d: &Delimiters) -> Option<usize> {
 /// letter or digit (the skeleton and shape memos rely on it).
 fn match_email(key: &[u8], i: usize, at: usize, d: &Delimiters) -> Option<usize> {
     let n = key.len();
-    if at <= i || at - i > 64 || !key[i].is_ascii_alphanumeric() {
+    if at <= i || at - i > 64 || !(key[i].is_ascii_alphanumeric() || key[i] >= 0x80) {
         return None;
     }
     let (mut j, mut labels, mut last, mut end) = (at + 1, 0, 0, at + 1);
@@ -893,6 +1049,8 @@ pub enum Reads {
     /// The standard-base64 recognizer is about to read from here on: which bytes are digits,
     /// upper or lower case letters, `+` or `/`.
     Base64(usize),
+    /// Which letters the bytes `start..end` are decided a token (the `W` of an ISO week).
+    Exact(usize, usize),
 }
 
 /// A bit for each of the bytes `start..end` (those below 128).
@@ -977,6 +1135,8 @@ pub struct Recorded {
     /// Whether the standard-base64 recognizer ran: it reads letter case and which bytes are
     /// digits, so keys of one hex skeleton or one shape can tokenize differently.
     pub base64: bool,
+    /// The bytes whose very value decided a token though no literal holds them.
+    pub exact_read: u128,
 }
 
 impl TokenSink for Recorded {
@@ -1018,6 +1178,7 @@ impl TokenSink for Recorded {
                 self.case_read |= span_bits(at, 128);
                 self.base64 = true;
             }
+            Reads::Exact(start, end) => self.exact_read |= span_bits(start, end),
         }
     }
 }
@@ -1058,6 +1219,7 @@ pub fn tokenize_recorded(key: &[u8], d: &Delimiters, out: &mut Recorded) {
     out.hex_only = 0;
     out.case_read = 0;
     out.base64 = false;
+    out.exact_read = 0;
     tokenize_into(key, d, out);
 }
 
@@ -1270,6 +1432,16 @@ pub fn tokenize_into<S: TokenSink>(key: &[u8], d: &Delimiters, out: &mut S) {
             i += len;
             continue;
         }
+        if b == b'W'
+            && key.get(i + 1).is_some_and(u8::is_ascii_digit)
+            && let Some(len) = match_week(key, i, d)
+        {
+            // The `W` decided it: the token memo compares it exactly.
+            out.reads(key, Reads::Exact(i, i + 1));
+            out.class(Class::Date);
+            i += len;
+            continue;
+        }
         let c = CLASS[b as usize];
         if c & (C_DIGIT | C_HEXALPHA) != 0 {
             if key[i..n.min(i + 5)].contains(&b':')
@@ -1344,6 +1516,9 @@ pub fn tokenize_into<S: TokenSink>(key: &[u8], d: &Delimiters, out: &mut S) {
         }
         if mask == C_DIGIT {
             out.class(Class::Int);
+            // A decimal is one number with its integer part (`12.5` beside `12`): digits, `.`,
+            // digits, ending the segment, not a part of a dotted run (`1.2.3`, an address).
+            j += decimal_part(key, i, j, d);
         } else if mask & !(C_DIGIT | C_HEXALPHA) == 0
             && len >= 8
             && (len >= 16 || mask & C_DIGIT != 0)
@@ -1357,6 +1532,27 @@ pub fn tokenize_into<S: TokenSink>(key: &[u8], d: &Delimiters, out: &mut S) {
             return;
         }
         i = j;
+    }
+}
+
+/// The length of the fraction (`.` and digits) after the digits `key[i..j]`, when they are a
+/// decimal number: the `.` (a delimiter) is followed by digits that end at a delimiter other
+/// than `.` or at the end, and no `.` comes before `key[i]`. Reads which bytes are digits and
+/// dots, never digit values.
+#[inline]
+fn decimal_part(key: &[u8], i: usize, j: usize, d: &Delimiters) -> usize {
+    if key.get(j) != Some(&b'.') || !d.is(b'.') || (i > 0 && key[i - 1] == b'.') {
+        return 0;
+    }
+    let f = key[j + 1..]
+        .iter()
+        .take_while(|b| b.is_ascii_digit())
+        .count();
+    let end = j + 1 + f;
+    if f > 0 && boundary(key, end, d) && key.get(end) != Some(&b'.') {
+        end - j
+    } else {
+        0
     }
 }
 
@@ -1461,10 +1657,9 @@ fn runs<S: TokenSink>(key: &[u8], from: usize, to: usize, out: &mut S) -> bool {
         }
         let b = key[i];
         let mut j = i + 1;
-        if b.is_ascii_alphabetic() {
-            while j < to && key[j].is_ascii_alphabetic() {
-                j += 1;
-            }
+        if b.is_ascii_alphabetic() || utf8_char(&key[..to], i) > 0 {
+            // Letters of any script, and an apostrophe between them.
+            j = word_end(key, i, to);
             out.lit(key, i, j);
         } else if b.is_ascii_digit() {
             while j < to && key[j].is_ascii_digit() {
@@ -1474,7 +1669,10 @@ fn runs<S: TokenSink>(key: &[u8], from: usize, to: usize, out: &mut S) -> bool {
         } else if b.is_ascii_graphic() || b == b' ' {
             out.lit(key, i, j);
         } else {
-            while j < to && !(key[j].is_ascii_graphic() || key[j] == b' ') {
+            while j < to
+                && !(key[j].is_ascii_graphic() || key[j] == b' ')
+                && utf8_char(&key[..to], j) == 0
+            {
                 j += 1;
             }
             out.class(Class::Bytes);
@@ -1764,7 +1962,9 @@ mod tests {
         assert_eq!(text("2026-13-01"), "<int>-<int>-<int>");
         assert_eq!(text("300.1.1.1"), "<int>.<int>.<int>.<int>");
         assert_eq!(text("deadbeef"), "deadbeef");
-        assert_eq!(text("k\u{e9}y\x01"), "k<bytes>y<bytes>");
+        // Letters of any script are letters; other bytes are `<bytes>`.
+        assert_eq!(text("k\u{e9}y\x01"), "k\u{e9}y<bytes>");
+        assert_eq!(text("k\x7fy\x01"), "k<bytes>y<bytes>");
         assert_eq!(text(""), "");
     }
 
@@ -1879,6 +2079,107 @@ mod tests {
         ] {
             assert_eq!(text(key), want, "{key}");
         }
+    }
+
+    #[test]
+    fn dates_without_zero_padding_weeks_and_months() {
+        for (key, want) in [
+            ("stat:2026-5-16", "stat:<date>"),
+            ("stat:2026-05-16", "stat:<date>"),
+            ("seen:2026-5-16-7", "seen:<date>-<int>"),
+            ("seen:2026-12-1-23", "seen:<date>-<int>"),
+            ("report:2026-5", "report:<date>"),
+            ("week:W23-2026", "week:<date>"),
+            ("week:2026-W7", "week:<date>"),
+            ("pages:archive/2025-1-1", "pages:archive/<date>"),
+            // Not dates: a month or a week out of range, a third number that is no day, a
+            // year outside 1900-2099 without a day, another letter than `W`.
+            ("x:2026-13-01", "x:<int>-<int>-<int>"),
+            ("x:2026-5-45", "x:<int>-<int>-<int>"),
+            ("x:2026-W54", "x:<int>-W<int>"),
+            ("x:1234-5", "x:<int>-<int>"),
+            ("x:X23-2026", "x:X<int>-<int>"),
+            ("x:2026-5-16x", "x:<int>-<int>-<int>x"),
+        ] {
+            assert_eq!(text(key), want, "{key}");
+        }
+        let re = regex::Regex::new(&format!("^(?:{})$", Class::Date.regex())).unwrap();
+        for v in ["2026-5-16", "2026-05-16", "2026-5", "W23-2026", "2026-W7"] {
+            assert!(re.is_match(v), "{v}");
+        }
+    }
+
+    #[test]
+    fn decimals_are_numbers_and_padding_is_part_of_a_token() {
+        assert_eq!(text("total:12.5"), "total:<int>");
+        assert_eq!(text("total:12"), "total:<int>");
+        assert_eq!(text("prices:USD:499.99:x"), "prices:USD:<int>:x");
+        // Dotted runs of numbers stay apart: versions, addresses.
+        assert_eq!(text("v:1.2.3"), "v:<int>.<int>.<int>");
+        assert_eq!(text("ip:10.0.0.1"), "ip:<ip>");
+        assert_eq!(text("x:a.12.5"), "x:a.<int>.<int>");
+        let re = regex::Regex::new(&format!("^(?:{})$", Class::Int.regex())).unwrap();
+        assert!(re.is_match("12.5") && re.is_match("12") && !re.is_match("1.2.3"));
+        // Base64 of 16, 17 and 18 bytes (`==`, `=`, no padding) without `+` or `/`: one token.
+        for id in [
+            "KZx7FzlAC8ynwBuXQ1ydGw==",
+            "KZx7FzlAC8ynwBuXQ1ydGmZ=",
+            "KZx7FzlAC8ynwBuXQ1ydGmZc",
+            "Kc-7FzlAC8ynwBuX_1ydGw==",
+        ] {
+            assert_eq!(text(&format!("token:{id}")), "token:<token>", "{id}");
+            assert_eq!(text(&format!("token:{id}:x")), "token:<token>:x", "{id}");
+        }
+        // `=` that is no padding stays a delimiter.
+        assert_eq!(text("a=KZx7FzlAC8ynwBuXQ1ydGmZc=b"), "a=<token>=b");
+    }
+
+    #[test]
+    fn names_of_any_script_and_utf8_addresses() {
+        for (key, want) in [
+            ("carts:omar.m\u{fc}ller4645@example.co.uk", "carts:<email>"),
+            ("carts:bo.o'brien12@example.com", "carts:<email>"),
+            (
+                "carts:jos\u{e9}.garc\u{ed}a@mail.example.org:x",
+                "carts:<email>:x",
+            ),
+        ] {
+            assert_eq!(text(key), want, "{key}");
+        }
+        let re = regex::bytes::Regex::new(&format!("(?-u)^(?:{})$", Class::Email.regex())).unwrap();
+        assert!(re.is_match("omar.m\u{fc}ller4645@example.co.uk".as_bytes()));
+        assert!(re.is_match(b"bo.o'brien12@example.com"));
+        // A word is letters of any script, and an apostrophe between letters: one literal.
+        let d = Delimiters::default();
+        for (key, words) in [
+            (
+                "author:Farid Garc\u{ed}a",
+                vec!["author", "Farid", "Garc\u{ed}a"],
+            ),
+            ("u:bo.o'brien12", vec!["u", "bo", "o'brien"]),
+            (
+                "u:\u{141}ukasz_\u{de}\u{f3}rsson",
+                vec!["u", "\u{141}ukasz", "\u{de}\u{f3}rsson"],
+            ),
+            ("u:'quoted'", vec!["u", "quoted"]),
+        ] {
+            let mut v = Vec::new();
+            tokenize(key.as_bytes(), &d, &mut v);
+            let got: Vec<&str> = v
+                .iter()
+                .filter(|t| t.is_alpha_lit(key.as_bytes()))
+                .map(|t| std::str::from_utf8(t.lit(key.as_bytes()).unwrap()).unwrap())
+                .collect();
+            assert_eq!(got, words, "{key}");
+        }
+        let re = regex::bytes::Regex::new(&format!("(?-u)^(?:{})$", Class::Word.regex())).unwrap();
+        assert!(re.is_match("Garc\u{ed}a".as_bytes()) && re.is_match(b"o'brien"));
+        // A handle's words joined by `-` or `_` are no random id, even 20 bytes long and of
+        // hex letters (`feed`); a base64url id is.
+        let d = Delimiters::default();
+        assert_eq!(match_id_like(b"feed-kenji-okafor9306", 0, &d), None);
+        assert_eq!(match_id_like(b"ana_garcia_lopez_4411", 0, &d), None);
+        assert!(match_id_like(b"kyh_Eh7qY2qZvXb8NcT_dud", 0, &d).is_some());
     }
 
     #[test]
