@@ -1032,14 +1032,16 @@ impl<'s> Lowerer<'s> {
                 }
             }
             "boolean_operator" => {
-                let mut items = Vec::new();
-                for f in ["left", "right"] {
-                    if let Some(c) = n.child_by_field_name(f) {
-                        match self.expr(c) {
-                            Expr::Either(xs) => items.extend(xs),
-                            e => items.push(e),
-                        }
-                    }
+                // `a or b or c` nests to the left: the left's alternatives grow in place.
+                let mut items = match n.child_by_field_name("left").map(|c| self.expr(c)) {
+                    Some(Expr::Either(xs)) => xs,
+                    Some(e) => vec![e],
+                    None => Vec::new(),
+                };
+                match n.child_by_field_name("right").map(|c| self.expr(c)) {
+                    Some(Expr::Either(xs)) => items.extend(xs),
+                    Some(e) => items.push(e),
+                    None => {}
                 }
                 Expr::Either(items)
             }
@@ -1395,8 +1397,16 @@ fn plus(l: Expr, r: Expr, worth: bool) -> Expr {
             Expr::List(a)
         }
         (l, r) => {
-            let mut pieces = Vec::new();
-            push_piece(&mut pieces, l);
+            // A concat on the left is already flat: it grows in place (a chain of n terms
+            // costs n, not n²).
+            let mut pieces = match l {
+                Expr::Concat(xs) => xs,
+                l => {
+                    let mut pieces = Vec::new();
+                    push_piece(&mut pieces, l);
+                    pieces
+                }
+            };
             push_piece(&mut pieces, r);
             Expr::Concat(pieces)
         }
