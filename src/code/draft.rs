@@ -390,10 +390,10 @@ mod tests {
         let names: Vec<&str> = d.keys.iter().map(|k| k.name.as_str()).collect();
         assert_eq!(names, ["rq_job", "user_profile", "cart"]);
         assert_eq!(d.batches.len(), 2);
-        assert_eq!(d.batches[0].name, "app_views_py_3");
+        assert_eq!(d.batches[0].name, "views_py_3");
         assert_eq!(d.batches[0].command, "mget");
         assert_eq!(d.batches[0].same, ["uid"]);
-        assert_eq!(d.batches[1].name, "app_views_py_3_2");
+        assert_eq!(d.batches[1].name, "views_py_3_2");
         assert_eq!(d.batches[1].command, "multi");
         assert!(d.batches[1].same.is_empty());
         assert_eq!(d.left_out.len(), 1, "{:?}", d.left_out);
