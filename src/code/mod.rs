@@ -632,11 +632,21 @@ impl Site {
     pub fn verdict(&self) -> Verdict {
         let distinct = self.distinct();
         if let Some((a, b)) = first_apart(&distinct) {
-            return Verdict::CrossSlot(format!(
-                "{} and {} can hash to different slots",
-                distinct[a].text(),
-                distinct[b].text()
-            ));
+            let (x, y) = (distinct[a], distinct[b]);
+            // Keys whose slot the code fixes (literal, or a literal hash tag) are said with
+            // their slots: they do not merely can, they do hash apart.
+            return Verdict::CrossSlot(match (SlotClass::of(x), SlotClass::of(y)) {
+                (SlotClass::Known { slot: sx, .. }, SlotClass::Known { slot: sy, .. })
+                    if sx != sy =>
+                {
+                    format!(
+                        "`{}` (slot {sx}) and `{}` (slot {sy}) hash to different slots",
+                        x.text(),
+                        y.text()
+                    )
+                }
+                _ => format!("{} and {} can hash to different slots", x.text(), y.text()),
+            });
         }
         if let Some(u) = &self.unknown {
             return Verdict::Depends(u.to_string());
@@ -1024,8 +1034,35 @@ mod tests {
         ));
         // Two known keys on different slots are cross-slot whatever else the loop adds.
         assert!(matches!(
-            site(vec![a, b], Some(Unknown::Loop)).verdict(),
+            site(vec![a.clone(), b.clone()], Some(Unknown::Loop)).verdict(),
             Verdict::CrossSlot(_)
         ));
+        // Keys built at runtime can hash apart; literal keys and literal tags do, on the
+        // slots they name (CLUSTER KEYSLOT on redis-server: user:1 is 10778, user:2 is 6777).
+        assert_eq!(
+            site(vec![a.clone(), b], None).verdict(),
+            Verdict::CrossSlot(
+                "user:<uid>:profile and user:<uid>:settings can hash to different slots".into()
+            )
+        );
+        assert_eq!(
+            site(vec![Template::lit("user:1"), Template::lit("user:2")], None).verdict(),
+            Verdict::CrossSlot(
+                "`user:1` (slot 10778) and `user:2` (slot 6777) hash to different slots".into()
+            )
+        );
+        let tagged = |tag: &str| t(&[("{", false), (tag, false), ("}:", false), ("id", true)]);
+        assert_eq!(
+            site(vec![tagged("user:1"), tagged("user:2")], None).verdict(),
+            Verdict::CrossSlot(
+                "`{user:1}:<id>` (slot 10778) and `{user:2}:<id>` (slot 6777) hash to different slots"
+                    .into()
+            )
+        );
+        // A literal key beside a runtime one: its slot is known, the other's is not.
+        assert_eq!(
+            site(vec![Template::lit("user:1"), a], None).verdict(),
+            Verdict::CrossSlot("user:1 and user:<uid>:profile can hash to different slots".into())
+        );
     }
 }

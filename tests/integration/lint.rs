@@ -911,6 +911,20 @@ fn ci_reports_name_files_from_the_repository_root() {
             })
             .collect();
         placed(&format!("annotations of --code {code}"), annotations);
+        // Literal keys are said with their slots (CLUSTER KEYSLOT on redis-server: cart:a is
+        // 8057, cart:b 12058); keys built at runtime can hash apart.
+        assert!(
+            log.contains(
+                "MGET: `cart:a` (slot 8057) and `cart:b` (slot 12058) hash to different slots;"
+            ),
+            "{log}"
+        );
+        assert!(
+            log.contains(
+                "MGET: user:<uid>:profile and user:<uid>:settings can hash to different slots;"
+            ),
+            "{log}"
+        );
         let sarif: serde_json::Value =
             serde_json::from_slice(&std::fs::read(runner.join("keyplan.sarif")).unwrap()).unwrap();
         let results: Vec<(String, u64)> = sarif["runs"][0]["results"]
