@@ -1103,7 +1103,12 @@ fn recommend(
     let micros = |c: &Candidate| (c.score.latency_ms * 1000.0).round();
     let mut best: Option<usize> = None;
     for (i, c) in cands.iter().enumerate() {
-        let usable = ok(c) || (!crossslot && c.kind == CandidateKind::PerNodePipelines);
+        // Per-node pipelines are advice for a pipeline only: split, an atomic batch (MULTI, a
+        // script, an Enterprise proxy's multi-key command) is no longer one transaction.
+        let usable = ok(c)
+            || (!crossslot
+                && c.kind == CandidateKind::PerNodePipelines
+                && c.score.outcome != ScoreOutcome::NotAtomic);
         if !usable || skew(c) > max + 1e-9 {
             continue;
         }
@@ -1199,15 +1204,23 @@ fn recommend(
                 ),
             );
         }
-        let i = cands
+        // An atomic batch split per node is no longer atomic: that is never the advice.
+        let split = cands
             .iter()
-            .position(|c| c.kind == CandidateKind::PerNodePipelines)
-            .unwrap_or(0);
+            .find(|c| c.kind == CandidateKind::PerNodePipelines)
+            .map(|c| {
+                format!(
+                    "; per-node pipelines would run it, but not atomically ({} → {} round trip(s))",
+                    before.round_trips, c.score.round_trips
+                )
+            })
+            .unwrap_or_default();
         return (
-            i,
+            0,
             format!(
-                "no variable is shared by all keys of {}: no tag can make it one slot; run it as per-node pipelines (not atomic: {} → {} round trip(s)) or redesign the keys",
-                b.name, before.round_trips, cands[i].score.round_trips
+                "no variable is shared by all keys of {}: no tag can make it one slot, and {} must run on one slot: the application must change (give its keys one hash tag, the id that ties them, or stop batching them){split}",
+                b.name,
+                b.command.name().to_ascii_uppercase()
             ),
         );
     }

@@ -78,8 +78,84 @@ fn segments(key: &str) -> Vec<(usize, usize)> {
     out
 }
 
+/// Whether `s` is one name: words and numbers joined by `_`, `.`, `-` or `'`, starting with a
+/// letter (of any script), a word never right after digits (`ana_garcia4`, `login-throttle`,
+/// `mq-800.26`; not `x_k3J9aZ` or `order-42-items`, whose parts are values of their own).
+fn is_name(s: &str) -> bool {
+    #[derive(PartialEq)]
+    enum Run {
+        Start,
+        Letters,
+        Digits,
+        Joiner,
+    }
+    let mut last = Run::Start;
+    for c in s.chars() {
+        let now = if c.is_alphabetic() {
+            Run::Letters
+        } else if c.is_ascii_digit() {
+            Run::Digits
+        } else if matches!(c, '_' | '.' | '-' | '\'') {
+            Run::Joiner
+        } else {
+            return false;
+        };
+        match (&last, &now) {
+            (Run::Start, Run::Letters) => {}
+            (Run::Start, _) | (Run::Digits, Run::Letters) => return false,
+            _ => {}
+        }
+        last = now;
+    }
+    last != Run::Start
+}
+
+/// The spans of `key`'s values: its [`segments`], except that segments joined by `_`, `.` or
+/// `-` that together make one name ([`is_name`]) are one value: a fragment of a name
+/// (`garcia4` of `ana_garcia4`, `800` of the prefix `mq-800.26`) is never a tag.
+fn values(key: &str) -> Vec<(usize, usize)> {
+    let segs = segments(key);
+    let bytes = key.as_bytes();
+    let mut out = Vec::with_capacity(segs.len());
+    let mut i = 0;
+    while i < segs.len() {
+        let mut j = i;
+        while j + 1 < segs.len()
+            && segs[j].1 + 1 == segs[j + 1].0
+            && matches!(bytes[segs[j].1], b'_' | b'.' | b'-')
+        {
+            j += 1;
+        }
+        let (a, b) = (segs[i].0, segs[j].1);
+        if j > i && is_name(&key[a..b]) {
+            out.push((a, b));
+        } else {
+            out.extend_from_slice(&segs[i..=j]);
+        }
+        i = j + 1;
+    }
+    out
+}
+
 fn split(key: &str) -> Vec<&str> {
-    segments(key).into_iter().map(|(a, b)| &key[a..b]).collect()
+    values(key).into_iter().map(|(a, b)| &key[a..b]).collect()
+}
+
+/// The values `i..=j` of `spans` (over `key`) whose text is `shared`: the first such run.
+fn find_run(key: &str, spans: &[(usize, usize)], shared: &str) -> Option<(usize, usize)> {
+    (0..spans.len()).find_map(|i| {
+        (i..spans.len())
+            .take_while(|&j| spans[j].1 - spans[i].0 <= shared.len())
+            .find(|&j| &key[spans[i].0..spans[j].1] == shared)
+            .map(|j| (i, j))
+    })
+}
+
+/// The hash tag a key has now (the text between its first `{` and the `}` after it), if any.
+fn existing_tag(key: &str) -> Option<&str> {
+    let open = key.find('{')?;
+    let close = key[open + 1..].find('}')?;
+    (close > 0).then(|| &key[open + 1..open + 1 + close])
 }
 
 fn is_uuid(s: &str) -> bool {
@@ -150,49 +226,46 @@ fn rank(s: &str) -> u8 {
     }
 }
 
-/// The key's shape: segments generalised to placeholders, the shared one braced when given.
+/// The key's shape: values generalised to placeholders, the shared run of values (a value,
+/// or a tag the keys already have, such as `c:42`) braced when given.
 fn shape(key: &str, shared: Option<&str>) -> String {
     let unbraced = key.replace(['{', '}'], "");
+    let spans = values(&unbraced);
+    let run = shared.and_then(|v| find_run(&unbraced, &spans, v));
     let mut out = String::new();
-    let mut tagged = false;
     let mut at = 0;
-    for (a, b) in segments(&unbraced) {
+    for (i, &(a, b)) in spans.iter().enumerate() {
         out.push_str(&unbraced[at..a]);
-        let seg = &unbraced[a..b];
-        let text = class(seg).map_or(seg, |c| c);
-        if !tagged && Some(seg) == shared {
+        if run.is_some_and(|r| r.0 == i) {
             out.push('{');
-            out.push_str(text);
+        }
+        let seg = &unbraced[a..b];
+        out.push_str(class(seg).map_or(seg, |c| c));
+        if run.is_some_and(|r| r.1 == i) {
             out.push('}');
-            tagged = true;
-        } else {
-            out.push_str(text);
         }
         at = b;
     }
+    out.push_str(&unbraced[at..]);
     out
 }
 
-/// The key with braces removed and `shared` braced at its first whole-segment occurrence.
+/// The key with braces removed and `shared` braced at its first occurrence as whole values.
 fn tag_key(key: &str, shared: &str) -> String {
     let unbraced = key.replace(['{', '}'], "");
-    let mut out = String::new();
-    let mut tagged = false;
-    let mut at = 0;
-    for (a, b) in segments(&unbraced) {
-        out.push_str(&unbraced[at..a]);
-        let seg = &unbraced[a..b];
-        if !tagged && seg == shared {
-            out.push('{');
-            out.push_str(seg);
-            out.push('}');
-            tagged = true;
-        } else {
-            out.push_str(seg);
+    let spans = values(&unbraced);
+    match find_run(&unbraced, &spans, shared) {
+        Some((i, j)) => {
+            let (a, b) = (spans[i].0, spans[j].1);
+            format!(
+                "{}{{{}}}{}",
+                &unbraced[..a],
+                &unbraced[a..b],
+                &unbraced[b..]
+            )
         }
-        at = b;
+        None => unbraced,
     }
-    out
 }
 
 fn run(b: &Batch, topo: &Topology, opts: &PlanOptions, strategy: Strategy) -> Score {
@@ -226,7 +299,14 @@ struct SampleLoads {
     matched_before: Vec<f64>,
     matched_after: Vec<f64>,
     moved: f64,
+    /// Sample keys a shape matched.
+    matched: usize,
+    /// The distinct values their tag took (two at most are kept: one value or several).
+    values: std::collections::BTreeSet<Vec<u8>>,
 }
+
+/// A family's sample keys needed before one tag value over all of them means a constant.
+const CONSTANT_MIN_KEYS: usize = 8;
 
 fn sample_loads(
     sample: &[Vec<u8>],
@@ -237,19 +317,35 @@ fn sample_loads(
     let mut matched_before = vec![0.0; topo.nodes().len()];
     let mut matched_after = vec![0.0; topo.nodes().len()];
     let mut moved = 0.0;
+    let mut matched = 0;
+    let mut values = std::collections::BTreeSet::new();
+    let mut unbraced = Vec::new();
     for k in sample {
         let before = topo.node_of(k);
         let mut node = before;
+        // Shapes are written without the keys' braces (a tag they have is where the shape
+        // braces it).
+        let u: &[u8] = if k.iter().any(|&b| b == b'{' || b == b'}') {
+            unbraced.clear();
+            unbraced.extend(k.iter().filter(|&&b| b != b'{' && b != b'}'));
+            &unbraced
+        } else {
+            k
+        };
         for (re, group) in shapes {
-            if let Some(c) = re.captures(k)
+            if let Some(c) = re.captures(u)
                 && let Some(m) = c.get(*group)
             {
-                let mut nk = Vec::with_capacity(k.len() + 2);
-                nk.extend(k[..m.start()].iter().filter(|&&b| b != b'{' && b != b'}'));
+                matched += 1;
+                if values.len() < 2 {
+                    values.insert(m.as_bytes().to_vec());
+                }
+                let mut nk = Vec::with_capacity(u.len() + 2);
+                nk.extend_from_slice(&u[..m.start()]);
                 nk.push(b'{');
                 nk.extend_from_slice(m.as_bytes());
                 nk.push(b'}');
-                nk.extend(k[m.end()..].iter().filter(|&&b| b != b'{' && b != b'}'));
+                nk.extend_from_slice(&u[m.end()..]);
                 node = topo.node_of(&nk);
                 if node != before {
                     moved += 1.0;
@@ -272,6 +368,8 @@ fn sample_loads(
         matched_before,
         matched_after,
         moved,
+        matched,
+        values,
     }
 }
 
@@ -502,15 +600,60 @@ impl<'a> ObservedPlanner<'a> {
                     at.map(String::as_str) == Some(v)
                 })
             };
-            let pick = shared
-                .iter()
-                .find(|v| {
-                    rank(v) > 1
-                        || (shapes_now.len() > 1
-                            && ((!all_at(v, false) && !all_at(v, true))
-                                || keys.iter().any(|k| k.as_str() == v.as_str())))
+            // A tag some keys have already, that every key holds as whole values, comes first:
+            // reused, the keys that have it stay where they are and the others join them.
+            let reuse = keys.iter().filter_map(|k| existing_tag(k)).find(|t| {
+                keys.iter().all(|k| {
+                    let u = k.replace(['{', '}'], "");
+                    find_run(&u, &values(&u), t).is_some()
                 })
-                .map(|v| v.to_string());
+            });
+            let mut candidates: Vec<String> = reuse.into_iter().map(str::to_string).collect();
+            candidates.extend(
+                shared
+                    .iter()
+                    .filter(|v| {
+                        rank(v) > 1
+                            || (shapes_now.len() > 1
+                                && ((!all_at(v, false) && !all_at(v, true))
+                                    || keys.iter().any(|k| k.as_str() == v.as_str())))
+                    })
+                    .filter(|v| !candidates.contains(v))
+                    .map(|v| v.to_string())
+                    .collect::<Vec<_>>(),
+            );
+            // A value the whole family has in the sample is a constant of the family (a
+            // library's name and version), not an id: tagging it puts the family on one slot.
+            let mut constants: Vec<String> = Vec::new();
+            let mut loads: Option<SampleLoads> = None;
+            let mut pick: Option<String> = None;
+            for v in candidates {
+                let mut rw: Vec<String> = keys.iter().map(|k| shape(k, Some(&v))).collect();
+                rw.sort();
+                rw.dedup();
+                if base.is_some() {
+                    let shapes: Vec<(regex::bytes::Regex, usize)> =
+                        rw.iter().filter_map(|s| shape_regex(s)).collect();
+                    let l = sample_loads(sample, topo, &shapes);
+                    if l.matched >= CONSTANT_MIN_KEYS && l.values.len() == 1 {
+                        constants.push(v);
+                        continue;
+                    }
+                    loads = Some(l);
+                }
+                pick = Some(v);
+                break;
+            }
+            let constant_note = match constants.as_slice() {
+                [] => String::new(),
+                c => format!(
+                    " (every sample key of these shapes has the same {}: a constant of the family, not a tag)",
+                    c.iter()
+                        .map(|v| format!("`{v}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            };
             let atomic = matches!(
                 b.kind,
                 BatchKind::Multi | BatchKind::Script | BatchKind::MultiKey
@@ -528,10 +671,7 @@ impl<'a> ObservedPlanner<'a> {
                     let mut rw: Vec<String> = keys.iter().map(|k| shape(k, Some(v))).collect();
                     rw.sort();
                     rw.dedup();
-                    if base.is_some() {
-                        let shapes: Vec<(regex::bytes::Regex, usize)> =
-                            rw.iter().filter_map(|s| shape_regex(s)).collect();
-                        let l = sample_loads(sample, topo, &shapes);
+                    if let Some(l) = &loads {
                         after.skew_overall = skew_of(&l.per_node);
                         after.skew = skew_of(&l.matched_after);
                         after.keys_moved = l.moved;
@@ -559,7 +699,7 @@ impl<'a> ObservedPlanner<'a> {
                         _ => format!("one {} command", b.id.command),
                     };
                     let rec = format!(
-                        "no segment is shared by all {} keys, and {what} must run on one slot: the application must change: give these keys one hash tag (the id that ties them, such as a group, chord or order id) or stop batching them; per-node pipelines would run it, but not atomically{}",
+                        "no segment is shared by all {} keys{constant_note}, and {what} must run on one slot: the application must change: give these keys one hash tag (the id that ties them, such as a group, chord or order id) or stop batching them; per-node pipelines would run it, but not atomically{}",
                         keys.len(),
                         if b.kind == BatchKind::MultiKey {
                             " (and a blocking pop over several lists cannot be split at all)"
@@ -572,7 +712,7 @@ impl<'a> ObservedPlanner<'a> {
                 None => {
                     let after = run(b, topo, opts, Strategy::Parallel);
                     let rec = format!(
-                        "no segment is shared by all {} keys: no tag helps; send per-node pipelines in parallel: {} → {} round trip(s)",
+                        "no segment is shared by all {} keys{constant_note}: no tag helps; send per-node pipelines in parallel: {} → {} round trip(s)",
                         keys.len(),
                         before.round_trips,
                         after.round_trips
@@ -639,7 +779,7 @@ impl ObservedGroups {
             );
         } else if p.batches_seen >= 3 && p.tag_values_seen == 1 {
             p.recommendation.push_str(&format!(
-                "; but all {} batches of this shape share the same value, so the tag would be a constant and put them all on one node",
+                "; but all {} batches of this shape share the same value, so the tag would be a constant: a name, not an id: every key of that name lands on one slot, and they all go to one node",
                 p.batches_seen
             ));
         }
@@ -746,6 +886,67 @@ mod tests {
             "{note}"
         );
         assert_eq!(one_slot_note(&b, &topo), None);
+    }
+
+    #[test]
+    fn names_are_tagged_whole_and_existing_tags_are_reused() {
+        // A name joined by `_`, `.` or `-` is one value: never a fragment of it.
+        assert_eq!(
+            split("acct:ana_garcia4:x"),
+            ["acct", "ana_garcia4", "x"],
+            "{:?}",
+            split("acct:ana_garcia4:x")
+        );
+        assert_eq!(split("login-throttle:7"), ["login-throttle", "7"]);
+        assert_eq!(split("mq-800.26:job:9"), ["mq-800.26", "job", "9"]);
+        // Ids between joiners stay values of their own.
+        assert_eq!(split("order-42-items"), ["order", "42", "items"]);
+        assert_eq!(
+            tag_key("acct:ana_garcia4:x", "ana_garcia4"),
+            "acct:{ana_garcia4}:x"
+        );
+        let topo = Topology::Cluster(SlotMap::from_masters(3).unwrap());
+        let text = "MGET u:ana_garcia4:a w:ana_garcia4:b\nMGET {c:42}:profile c:42:orders c:42:cart\nMGET mq-800.26:job:1 mq-800.26:job:2:log\n";
+        let b = parse_batches(text).unwrap();
+        let p = plan_observed(&b, &topo, &[], &PlanOptions::default());
+        let by_line = |l: usize| p.iter().find(|x| x.batch_id.line == Some(l));
+        assert_eq!(by_line(1).unwrap().shared.as_deref(), Some("ana_garcia4"));
+        let reused = by_line(2).unwrap();
+        assert_eq!(reused.shared.as_deref(), Some("c:42"), "{reused:#?}");
+        assert!(
+            reused.rewritten.iter().all(|r| r.starts_with("{c:<int>}:")),
+            "{:?}",
+            reused.rewritten
+        );
+        // The prefix's version number is no tag; the job id is.
+        if let Some(mq) = by_line(3) {
+            assert_ne!(mq.shared.as_deref(), Some("800"), "{mq:#?}");
+            assert_ne!(mq.shared.as_deref(), Some("mq-800.26"), "{mq:#?}");
+        }
+    }
+
+    #[test]
+    fn a_value_every_sample_key_of_the_family_has_is_no_tag() {
+        let topo = Topology::Cluster(SlotMap::from_masters(3).unwrap());
+        // Every key of the family carries `v9`; the batch's keys share it and nothing else.
+        let sample: Vec<Vec<u8>> = (0..40)
+            .flat_map(|i| {
+                [
+                    format!("app:v9:user:{i}").into_bytes(),
+                    format!("app:v9:cart:{}", i * 7).into_bytes(),
+                ]
+            })
+            .collect();
+        let b = parse_batches("MGET app:v9:user:3 app:v9:cart:11\n").unwrap();
+        let p = plan_observed(&b, &topo, &sample, &PlanOptions::default());
+        assert_eq!(p.len(), 1, "{p:#?}");
+        assert_eq!(p[0].shared, None, "{p:#?}");
+        assert!(
+            p[0].recommendation
+                .contains("a constant of the family, not a tag"),
+            "{}",
+            p[0].recommendation
+        );
     }
 
     #[test]
