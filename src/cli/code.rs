@@ -23,7 +23,7 @@ const CODE_FORMATS: &[Word<Format>] = &[
     (
         "json",
         Format::Json,
-        "One JSON document: keys, sites and skipped files (schema_version 1)",
+        "One JSON document: keys, sites (each at the line that opens it, and send_line where it is sent) and skipped files (schema_version 2)",
     ),
     (
         "yaml",

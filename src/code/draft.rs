@@ -352,6 +352,7 @@ mod tests {
         let at = Position { line: 3, column: 1 };
         let site = |kind, op: &str, keys: Vec<Template>| Site {
             at,
+            send: None,
             kind,
             op: op.into(),
             keys,

@@ -518,7 +518,12 @@ impl<'s, 't> Reader<'s, 't> {
 
     fn run_pipe(&mut self, key: &(usize, String), call: Node<'_>, plain: bool) {
         let at = self.at(call);
-        if let Some(site) = self.pipes.get_mut(key).and_then(|p| p.send(at, plain)) {
+        let text = self.text;
+        if let Some(site) = self
+            .pipes
+            .get_mut(key)
+            .and_then(|p| p.send(text, at, plain))
+        {
             self.out.sites.push(site);
         }
     }

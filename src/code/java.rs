@@ -238,7 +238,12 @@ impl<'s, 't> Reader<'s, 't> {
         }
         if let Some((key, _)) = block {
             let at = self.at(node);
-            if let Some(site) = self.pipes.remove(&key).and_then(|mut p| p.send(at, false)) {
+            let text = self.text;
+            if let Some(site) = self
+                .pipes
+                .remove(&key)
+                .and_then(|mut p| p.send(text, at, false))
+            {
                 self.out.sites.push(site);
             }
             return;
@@ -341,7 +346,12 @@ impl<'s, 't> Reader<'s, 't> {
         {
             let plain = self.any(|p| &p.pipeline.run_plain, &c.method);
             let at = self.at(c.node);
-            if let Some(site) = self.pipes.get_mut(key).and_then(|p| p.send(at, plain)) {
+            let text = self.text;
+            if let Some(site) = self
+                .pipes
+                .get_mut(key)
+                .and_then(|p| p.send(text, at, plain))
+            {
                 self.out.sites.push(site);
             }
             return;

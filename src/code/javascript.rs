@@ -591,6 +591,7 @@ impl<'s, 't> Scanner<'s, 't> {
             None if kind == SiteKind::Script || keys.keys.len() > 1 || keys.unknown.is_some() => {
                 self.out.sites.push(Site {
                     at,
+                    send: None,
                     kind,
                     op: op.to_string(),
                     keys: keys.keys,
@@ -603,7 +604,12 @@ impl<'s, 't> Scanner<'s, 't> {
 
     fn run_pipe(&mut self, key: &(usize, String), call: Node<'_>, plain: bool) {
         let at = self.position(call);
-        if let Some(site) = self.pipes.get_mut(key).and_then(|p| p.send(at, plain)) {
+        let text = self.text;
+        if let Some(site) = self
+            .pipes
+            .get_mut(key)
+            .and_then(|p| p.send(text, at, plain))
+        {
             self.out.sites.push(site);
         }
     }

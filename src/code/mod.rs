@@ -591,8 +591,12 @@ impl std::fmt::Display for Unknown {
 /// A call that sends several keys at once.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Site {
-    /// Where the call that sends them is (the command, `execute()`, the script call).
+    /// Where the batch is opened (the pipeline or `multi` call, the script object call), or
+    /// the call itself when one call opens and sends it (a multi-key command).
     pub at: Position,
+    /// Where the batch is sent, when that is another line than [`Site::at`] (a pipeline's
+    /// `execute()`, `exec()`, `Flush`); `None` for a call that opens and sends at once.
+    pub send: Option<Position>,
     /// What it is.
     pub kind: SiteKind,
     /// The command (`MGET`), or for a pipeline or transaction its commands in order.
@@ -997,6 +1001,7 @@ mod tests {
             .collect();
         let site = Site {
             at: Position { line: 1, column: 1 },
+            send: None,
             kind: SiteKind::Command,
             op: "MGET".into(),
             keys,
@@ -1013,6 +1018,7 @@ mod tests {
     fn verdicts() {
         let site = |keys: Vec<Template>, unknown| Site {
             at: Position { line: 1, column: 1 },
+            send: None,
             kind: SiteKind::Command,
             op: "MGET".into(),
             keys,

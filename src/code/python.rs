@@ -816,6 +816,7 @@ impl<'s, 't> Scanner<'s, 't> {
                 {
                     self.out.sites.push(Site {
                         at: self.position(call),
+                        send: None,
                         kind: SiteKind::Command,
                         op: m.command.clone(),
                         keys: keys.keys.clone(),
@@ -827,6 +828,7 @@ impl<'s, 't> Scanner<'s, 't> {
                     None if keys.keys.len() > 1 || keys.unknown.is_some() => {
                         self.out.sites.push(Site {
                             at: self.position(call),
+                            send: None,
                             kind: SiteKind::Command,
                             op: m.command.clone(),
                             keys: keys.keys,
@@ -851,6 +853,7 @@ impl<'s, 't> Scanner<'s, 't> {
                     Some(k) => self.queue(k, call, "EVAL", keys),
                     None => self.out.sites.push(Site {
                         at: self.position(call),
+                        send: None,
                         kind: SiteKind::Script,
                         op: "EVAL".into(),
                         keys: keys.keys,
@@ -868,6 +871,7 @@ impl<'s, 't> Scanner<'s, 't> {
                         None if keys.keys.len() > 1 || keys.unknown.is_some() => {
                             self.out.sites.push(Site {
                                 at: self.position(call),
+                                send: None,
                                 kind: SiteKind::Command,
                                 op: cmd,
                                 keys: keys.keys,
@@ -935,6 +939,7 @@ impl<'s, 't> Scanner<'s, 't> {
         self.record(call, "EVALSHA", &keys);
         self.out.sites.push(Site {
             at: self.position(call),
+            send: None,
             kind: SiteKind::Script,
             op: "EVALSHA".into(),
             keys: keys.keys,
@@ -969,7 +974,12 @@ impl<'s, 't> Scanner<'s, 't> {
             return;
         }
         let at = self.position(call);
-        if let Some(site) = self.pipes.get_mut(key).and_then(|p| p.send(at, false)) {
+        let text = self.text;
+        if let Some(site) = self
+            .pipes
+            .get_mut(key)
+            .and_then(|p| p.send(text, at, false))
+        {
             self.out.sites.push(site);
         }
     }
@@ -1934,7 +1944,15 @@ def unknown(redis, job, other):
 "#;
         let globals = exports(src, &profiles, &Globals::default(), None).unwrap();
         let f = scan(src, &profiles, &globals).unwrap();
-        let at = |line| f.sites.iter().find(|s| s.at.line == line).unwrap();
+        // Each pipeline by the line that sends it; the site is at the line that opens it.
+        let at = |line| {
+            f.sites
+                .iter()
+                .find(|s| s.send.map(|p| p.line) == Some(line))
+                .unwrap()
+        };
+        let opened: Vec<usize> = [21, 27, 32].map(|l| at(l).at.line).to_vec();
+        assert_eq!(opened, [17, 24, 30]);
         // `job.save` is Job's (the receiver names the class), `self.push` this class's.
         let s = at(21);
         assert_eq!(s.op, "HSET RPUSH");
@@ -1953,8 +1971,9 @@ def unknown(redis, job, other):
         assert!(why.contains("other.store()"), "{why}");
         // Without the tree's functions, the same site is only known to depend on them.
         let alone = scan(src, &profiles, &Globals::default()).unwrap();
-        let s = alone.sites.iter().find(|s| s.at.line == 21).unwrap();
+        let s = alone.sites.iter().find(|s| s.at.line == 17).unwrap();
         assert_eq!(s.op, "job.save() self.push()");
+        assert_eq!(s.send.map(|p| p.line), Some(21));
     }
 
     #[test]

@@ -288,7 +288,7 @@ impl<'s, 't> Reader<'s, 't> {
         if opened_here(&self.pipes, node) {
             let mut p = self.pipes.pop().expect("invariant: pushed above");
             let at = self.at(node);
-            if let Some(site) = p.pipe.send(at, false) {
+            if let Some(site) = p.pipe.send(self.text, at, false) {
                 self.out.sites.push(site);
             }
             return;

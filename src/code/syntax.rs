@@ -95,15 +95,23 @@ impl Pipe {
         (&self.ops, &self.keys, self.unknown.as_ref())
     }
 
-    /// The site of sending what was queued (`plain`: sent without MULTI whatever it was
-    /// made as); `None` when nothing was queued.
-    pub fn send(&mut self, at: Position, plain: bool) -> Option<Site> {
+    /// The site of sending what was queued at `at` (`plain`: sent without MULTI whatever it
+    /// was made as; `text`: the file's text, where it was made is found in); `None` when
+    /// nothing was queued. The site is at the line that made the pipeline, with `at` as where
+    /// it is sent, when that is a later line; a pipeline handed in as a parameter (made by no
+    /// code here: `made` is empty) is at its sending.
+    pub fn send(&mut self, text: &str, at: Position, plain: bool) -> Option<Site> {
         let ops = std::mem::take(&mut self.ops);
         if ops.is_empty() {
             return None;
         }
+        let opened = (self.made.0 < self.made.1)
+            .then(|| byte_position(text, self.made.0))
+            .flatten()
+            .filter(|o| o.line < at.line);
         Some(Site {
-            at,
+            at: opened.unwrap_or(at),
+            send: opened.map(|_| at),
             kind: if self.atomic && !plain {
                 SiteKind::Transaction
             } else {
@@ -184,6 +192,17 @@ fn op_text(ops: &[String], more: usize) -> String {
 pub(super) struct CallKeys {
     pub keys: Vec<Template>,
     pub unknown: Option<Unknown>,
+}
+
+/// Where byte `offset` of `text` is (1-based line, and column in characters, as
+/// [`position`] says of a node); `None` past the end or inside a character.
+fn byte_position(text: &str, offset: usize) -> Option<Position> {
+    let before = text.get(..offset)?;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    Some(Position {
+        line: memchr::memchr_iter(b'\n', before.as_bytes()).count() + 1,
+        column: before[line_start..].chars().count() + 1,
+    })
 }
 
 /// Where a node starts (1-based line, and column in characters).
@@ -300,6 +319,7 @@ pub(super) fn emit(
         None if kind == SiteKind::Script || keys.keys.len() > 1 || keys.unknown.is_some() => {
             out.sites.push(Site {
                 at,
+                send: None,
                 kind,
                 op: op.to_string(),
                 keys: keys.keys,

@@ -37,6 +37,11 @@ pub struct Diagnostic {
     pub path: String,
     /// Effective severity.
     pub severity: Severity,
+    /// Where what the finding is about continues, when on another line (line, column): the
+    /// line that sends a batch opened at `line`. SARIF gives it as a related location; the
+    /// JSON document leaves it out.
+    #[serde(skip)]
+    pub sent_at: Option<(u64, u64)>,
 }
 
 fn is_zero(n: &u64) -> bool {

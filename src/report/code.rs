@@ -1,5 +1,5 @@
 //! Renders `keyplan code`: the multi-key sites of a source tree with their verdicts (a table or
-//! JSON, schema_version 1).
+//! JSON, schema_version 2).
 
 use super::TextLayout;
 use super::render::{Format, Render, unsupported};
@@ -7,8 +7,10 @@ use crate::code::{CodeReport, Site, Verdict};
 use serde::Serialize;
 use std::io::{self, Write};
 
-/// The JSON document's version; a field's meaning never changes within one.
-pub const SCHEMA_VERSION: u32 = 1;
+/// The JSON document's version; a field's meaning never changes within one. 2: a site's `line`
+/// is where its batch is opened (the pipeline, `multi`), `send_line` where it is sent when
+/// that is another line (in 1, `line` was the sending line).
+pub const SCHEMA_VERSION: u32 = 2;
 
 impl Render for CodeReport {
     fn write(&self, format: Format, out: &mut dyn Write, layout: &TextLayout) -> io::Result<()> {
@@ -52,7 +54,11 @@ pub fn render_table(out: &mut dyn Write, r: &CodeReport, layout: &TextLayout) ->
             None => why.to_string(),
         };
         t.add_row(vec![
-            format!("{file}:{}", s.at.line),
+            match s.send {
+                // Opened on one line, sent on a later one: `app.py:12-15`.
+                Some(send) => format!("{file}:{}-{}", s.at.line, send.line),
+                None => format!("{file}:{}", s.at.line),
+            },
             s.op.clone(),
             if s.atomic() { "yes" } else { "no" }.to_string(),
             word.to_string(),
@@ -99,8 +105,13 @@ enum CrossSlot {
 #[derive(Serialize)]
 struct JsonSite<'a> {
     file: &'a str,
+    /// Where the batch is opened (the pipeline, `multi`, the script object call), or the call.
     line: usize,
     column: usize,
+    /// Where the batch is sent (`execute()`, `exec()`, `Flush`), when another line than
+    /// `line` (absent when one call opens and sends it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    send_line: Option<usize>,
     kind: crate::code::SiteKind,
     op: &'a str,
     atomic: bool,
@@ -156,6 +167,7 @@ pub fn render_json(out: &mut dyn Write, r: &CodeReport) -> io::Result<()> {
                 file,
                 line: s.at.line,
                 column: s.at.column,
+                send_line: s.send.map(|p| p.line),
                 kind: s.kind,
                 op: &s.op,
                 atomic: s.atomic(),

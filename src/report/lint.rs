@@ -211,10 +211,21 @@ mod sarif_log {
         pub level: &'static str,
         pub locations: [Location<'a>; 1],
         pub message: Text<'a>,
+        /// Where else the finding's code is: the line that sends a batch opened at the result.
+        #[serde(rename = "relatedLocations", skip_serializing_if = "Vec::is_empty")]
+        pub related_locations: Vec<Related<'a>>,
         #[serde(rename = "ruleId")]
         pub rule_id: &'a str,
         #[serde(rename = "ruleIndex")]
         pub rule_index: usize,
+    }
+
+    #[derive(Serialize)]
+    pub struct Related<'a> {
+        pub id: u32,
+        pub message: Text<'a>,
+        #[serde(rename = "physicalLocation")]
+        pub physical_location: Physical<'a>,
     }
 
     #[derive(Serialize)]
@@ -282,6 +293,23 @@ fn sarif(out: &mut dyn Write, diags: &[Diagnostic], rules: &RuleSet) -> io::Resu
                     },
                 }],
                 message: Text { text: text.into() },
+                related_locations: d
+                    .sent_at
+                    .map(|(line, column)| Related {
+                        id: 1,
+                        message: Text {
+                            text: "sent here".into(),
+                        },
+                        physical_location: Physical {
+                            artifact_location: Artifact { uri: &d.path },
+                            region: Some(Region {
+                                start_column: column.max(1),
+                                start_line: line,
+                            }),
+                        },
+                    })
+                    .into_iter()
+                    .collect(),
                 rule_id: &d.code,
                 rule_index: rule_index(&d.code),
             }

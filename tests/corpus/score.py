@@ -327,7 +327,8 @@ def main():
         src = fetch(rec, a.cache, pip)
         fetch_s += time.time() - t
         t = time.time()
-        out = subprocess.run([a.keyplan, "code", "--format", "json", "-q", src], capture_output=True)
+        # Run in the package's root: files are named from there, as the recording names them.
+        out = subprocess.run([os.path.abspath(a.keyplan), "code", "--format", "json", "-q", "."], cwd=src, capture_output=True)
         keyplan_s += time.time() - t
         if out.returncode not in (0, 1):
             print("%s: keyplan exit %d: %s" % (rec["package"], out.returncode, out.stderr.decode()[-400:]), file=sys.stderr)

@@ -27,13 +27,22 @@ pub(crate) fn sites_of(path: &std::path::Path) -> (i32, Value) {
     (out.status.code().unwrap(), v)
 }
 
-/// The site of a `keyplan code` JSON report at `file:line`.
+/// The lines a site spans in a `keyplan code` JSON report: the line that opens it, and the
+/// line that sends it when another (truth recorded at the sending line finds it by either).
+fn ends(s: &Value) -> Vec<u64> {
+    [&s["line"], &s["send_line"]]
+        .into_iter()
+        .filter_map(Value::as_u64)
+        .collect()
+}
+
+/// The site of a `keyplan code` JSON report at `file:line` (opened or sent there).
 fn site_at(v: &Value, file: &str, line: u64) -> Value {
     v["sites"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|s| s["file"] == file && s["line"] == line)
+        .find(|s| s["file"] == file && ends(s).contains(&line))
         .cloned()
         .unwrap_or_else(|| panic!("no site at {file}:{line}: {}", v["sites"]))
 }
@@ -59,7 +68,7 @@ fn fixture_sites_and_verdicts() {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/code/shop.py");
     let (code, v) = sites_of(&path);
     assert_eq!(code, 1, "a cross-slot site exits 1");
-    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["schema_version"], 2);
     let t = Value::Bool(true);
     let f = Value::Bool(false);
     let d = Value::String("depends".into());
@@ -68,11 +77,31 @@ fn fixture_sites_and_verdicts() {
         vec![
             (28, "MGET".to_string(), f.clone()),
             (33, "MGET".to_string(), t.clone()),
-            (41, "HSET ZADD DEL".to_string(), t.clone()),
-            (48, "EXPIRE".to_string(), d),
+            (37, "HSET ZADD DEL".to_string(), t.clone()),
+            (45, "EXPIRE".to_string(), d),
             (52, "SUNIONSTORE".to_string(), t.clone()),
             (53, "BLPOP".to_string(), f.clone()),
             (57, "EVAL".to_string(), f),
+        ]
+    );
+    // The pipelines: at the line that opens them, `send_line` where `execute()` sends them;
+    // one call that opens and sends has none.
+    let sends: Vec<&Value> = v["sites"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| &s["send_line"])
+        .collect();
+    assert_eq!(
+        sends,
+        [
+            &Value::Null,
+            &Value::Null,
+            &Value::from(41),
+            &Value::from(48),
+            &Value::Null,
+            &Value::Null,
+            &Value::Null
         ]
     );
     let keys = |i: usize| v["sites"][i]["key_templates"].clone();
@@ -123,7 +152,7 @@ fn real_library_sites() {
     let Some(dir) = rq_dir() else { return };
     let (code, v) = sites_of(&dir);
     assert_eq!(code, 1);
-    let cross: Vec<(String, u64, String)> = v["sites"]
+    let cross: Vec<(String, Vec<u64>, String)> = v["sites"]
         .as_array()
         .unwrap()
         .iter()
@@ -131,7 +160,7 @@ fn real_library_sites() {
         .map(|s| {
             (
                 s["file"].as_str().unwrap().to_string(),
-                s["line"].as_u64().unwrap(),
+                ends(s),
                 s["op"].as_str().unwrap().to_string(),
             )
         })
@@ -150,7 +179,7 @@ fn real_library_sites() {
         assert!(
             cross
                 .iter()
-                .any(|(f, l, o)| f == want.0 && *l == want.1 && o == want.2),
+                .any(|(f, l, o)| f == want.0 && l.contains(&want.1) && o == want.2),
             "{want:?} not among {cross:?}"
         );
     }
@@ -367,7 +396,8 @@ fn lint_reads_code() {
             )
         })
         .collect();
-    let want: Vec<(String, u64)> = [("KP601", 33), ("KP601", 41), ("KP603", 48), ("KP601", 52)]
+    // Each at the line that opens its batch (the transaction is sent at 41, the pipeline at 48).
+    let want: Vec<(String, u64)> = [("KP601", 33), ("KP601", 37), ("KP603", 45), ("KP601", 52)]
         .iter()
         .map(|(c, l)| (c.to_string(), *l))
         .collect();
@@ -414,6 +444,49 @@ fn lint_reads_code() {
     assert!(
         text.starts_with("::error file=tests/fixtures/code/shop.py,line=33,col=12,title=KP601"),
         "{text}"
+    );
+    // The transaction's annotation is on the line that opens it.
+    assert!(
+        text.contains("::error file=tests/fixtures/code/shop.py,line=37,col=10,title=KP601"),
+        "{text}"
+    );
+    // SARIF: the region on the opening line, the sending line as a related location; a site
+    // that one call opens and sends has none.
+    let out = keyplan()
+        .current_dir(dir)
+        .args([
+            "lint",
+            "--code",
+            "tests/fixtures/code/shop.py",
+            "--format",
+            "sarif",
+        ])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let spans: Vec<(u64, Option<u64>)> = v["runs"][0]["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let related = &r["relatedLocations"][0]["physicalLocation"];
+            if !related.is_null() {
+                assert_eq!(
+                    related["artifactLocation"]["uri"],
+                    "tests/fixtures/code/shop.py"
+                );
+            }
+            (
+                r["locations"][0]["physicalLocation"]["region"]["startLine"]
+                    .as_u64()
+                    .unwrap(),
+                related["region"]["startLine"].as_u64(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        spans,
+        [(33, None), (37, Some(41)), (45, Some(48)), (52, None)]
     );
 }
 
@@ -550,7 +623,13 @@ fn agreement(dir: &std::path::Path, truth: &str) -> Agreement {
     )
     .unwrap();
     let reported: Vec<&Value> = v["sites"].as_array().unwrap().iter().collect();
-    let at = |s: &Value| format!("{}:{}", s["file"].as_str().unwrap(), s["line"]);
+    // A site is found by the truth's line at either of its ends.
+    let at = |s: &Value| -> Vec<String> {
+        ends(s)
+            .iter()
+            .map(|l| format!("{}:{l}", s["file"].as_str().unwrap()))
+            .collect()
+    };
     let mut a = Agreement {
         truth: 0,
         reported: reported.len(),
@@ -573,7 +652,7 @@ fn agreement(dir: &std::path::Path, truth: &str) -> Agreement {
         named.insert(site.to_string());
         a.truth += 1;
         a.keys += keys.len();
-        let Some(s) = reported.iter().find(|s| at(s) == site) else {
+        let Some(s) = reported.iter().find(|s| at(s).iter().any(|e| e == site)) else {
             a.misses.push(format!("missed {site}"));
             continue;
         };
@@ -602,9 +681,9 @@ fn agreement(dir: &std::path::Path, truth: &str) -> Agreement {
             .count();
     }
     for s in &reported {
-        if !named.contains(&at(s)) {
+        if !at(s).iter().any(|e| named.contains(e)) {
             a.misses
-                .push(format!("not in the truth: {} {}", at(s), s["op"]));
+                .push(format!("not in the truth: {} {}", at(s)[0], s["op"]));
         }
     }
     a

@@ -605,22 +605,21 @@ fn judge_recorded_sites(
         return;
     };
     let (_, report) = crate::code::sites_of(dir);
+    // Each site by both its lines: the one that opens it and the one that sends it.
     let verdicts: std::collections::BTreeMap<(String, u64), String> = report["sites"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|s| {
+        .flat_map(|s| {
             let v = match &s["cross_slot"] {
                 serde_json::Value::Bool(b) => b.to_string(),
                 other => other.as_str().unwrap().to_string(),
             };
-            (
-                (
-                    s["file"].as_str().unwrap().to_string(),
-                    s["line"].as_u64().unwrap(),
-                ),
-                v,
-            )
+            let file = s["file"].as_str().unwrap().to_string();
+            [&s["line"], &s["send_line"]]
+                .into_iter()
+                .filter_map(serde_json::Value::as_u64)
+                .map(move |l| ((file.clone(), l), v.clone()))
         })
         .collect();
     // Outcomes per site: (refused or split, ran).

@@ -47,6 +47,7 @@ fn diag(
         line,
         column,
         help,
+        sent_at: None,
     }
 }
 
@@ -378,8 +379,11 @@ pub fn lint_code(rules: &RuleSet, report: &crate::code::CodeReport) -> Vec<Diagn
         for f in &report.files {
             for s in &f.findings.sites {
                 if let Some((message, help)) = check.site(s) {
+                    // At the line that opens the batch; the line that sends it beside.
                     let (line, column) = (s.at.line as u64, s.at.column as u64);
-                    out.push(diag(r, &f.file, line, column, message, help));
+                    let mut d = diag(r, &f.file, line, column, message, help);
+                    d.sent_at = s.send.map(|p| (p.line as u64, p.column as u64));
+                    out.push(d);
                 }
             }
         }
