@@ -7,6 +7,7 @@
 //! contract documented in README.
 
 pub mod snapshot;
+mod tags;
 
 use crate::keys::display::ByteString;
 use crate::keys::parallel::{ChunkSink, RawChunk};
@@ -85,6 +86,8 @@ pub struct Analyzer<'t> {
     tag_hll: Hll,
     tags_by_keys: SpaceSaving,
     tags_by_bytes: SpaceSaving,
+    /// Every tag's exact figures while the tags are few.
+    exact_tags: tags::ExactTags,
     patterns: PatternTree,
     scanner: BulkScanner,
     saw_bytes: bool,
@@ -212,6 +215,7 @@ impl<'t> Analyzer<'t> {
             tag_hll: Hll::new(14),
             tags_by_keys: SpaceSaving::new(config.heavy_capacity),
             tags_by_bytes: SpaceSaving::new(config.heavy_capacity),
+            exact_tags: tags::ExactTags::new(),
             patterns: PatternTree::new(config.delimiters.clone(), topology.nodes().len()),
             scanner: BulkScanner::new(),
             saw_bytes: false,
@@ -331,11 +335,21 @@ impl<'t> Analyzer<'t> {
             self.slot_ops[slot] += o;
         }
         let weighted = bytes.is_some() || ops.is_some();
+        // A ring hashes what its own rule picks (twemproxy's `hash_tag`, Jedis' key tag), the
+        // whole key without one: a `{…}` is a tag only where the ring reads it as one.
+        let tag = match self.topology.ring() {
+            Some(r) => {
+                let hashed = r.hashed(key);
+                (hashed.len() < key.len() && !hashed.is_empty()).then_some(hashed)
+            }
+            None => tag,
+        };
         let tag_hash = tag.map(hash64);
         if let (Some(hashed), Some(h)) = (tag, tag_hash) {
             self.tagged += 1;
             self.tag_hll.insert_hash(h);
             self.tags_by_keys.add_hashed(hashed, h, 1, w);
+            self.exact_tags.add(hashed, h, w);
             if w > 0 {
                 self.tags_by_bytes.add_hashed(hashed, h, w, 1);
             }
@@ -402,6 +416,7 @@ impl<'t> Analyzer<'t> {
         self.tag_hll.merge(&o.tag_hll);
         self.tags_by_keys.merge(&o.tags_by_keys);
         self.tags_by_bytes.merge(&o.tags_by_bytes);
+        self.exact_tags.merge(&o.exact_tags);
         self.patterns.merge(&o.patterns);
         self.saw_bytes |= o.saw_bytes;
         self.saw_ops |= o.saw_ops;
@@ -675,6 +690,10 @@ pub struct SkewReport {
     pub bytes: Option<Skew>,
     /// By ops (with weights).
     pub ops: Option<Skew>,
+    /// By the servers' own data bytes (`used_memory_dataset`, a live cluster), present when
+    /// it is out of line (1.1× the mean node or more) and so part of the verdict.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dataset: Option<Skew>,
     /// Plain words, most important first.
     pub verdict: String,
 }
@@ -717,8 +736,14 @@ pub struct TagReport {
     pub estimated_keys: Option<f64>,
     /// How much `keys` may over-count.
     pub keys_error: u64,
-    /// Bytes of its keys (approximate).
+    /// Bytes of its keys (approximate unless `exact`).
     pub bytes: u64,
+    /// How much `bytes` may over-count (the table by bytes ranks by an upper bound; 0 when
+    /// `exact`).
+    pub bytes_error: u64,
+    /// Every key of the tag was counted: `keys` and `bytes` are exact figures (of the sample,
+    /// on a live cluster), not a sketch's bounds.
+    pub exact: bool,
     /// Share of all keys (0..1).
     pub share_keys: f64,
     /// Share of all bytes (0..1).
@@ -848,12 +873,17 @@ impl Analyzer<'_> {
         let (sk_keys, sk_bytes, sk_ops) = f.skews();
         let (hot_slots, hot_slots_by_ops) = f.hot_slots();
         let (hot_tags, hot_tags_by_bytes) = f.hot_tags();
-        let verdict = f.verdict(&sk_keys, &sk_bytes, &sk_ops, &hot_tags, &hot_tags_by_bytes);
+        let sk_dataset = f.dataset_skew();
+        let mut verdict = f.verdict(&sk_keys, &sk_bytes, &sk_ops, &hot_tags, &hot_tags_by_bytes);
+        if let Some(s) = &sk_dataset {
+            verdict = with_dataset(verdict, s, &sk_keys);
+        }
         let listed = f.patterns(all_patterns);
         // The heavy tags, for the notes on tag patterns' hottest values.
         let heavy_tags: Vec<(Vec<u8>, u64)> = self
-            .tags_by_keys
-            .top(config.heavy_capacity)
+            .exact_tags
+            .top(config.heavy_capacity, false)
+            .unwrap_or_else(|| self.tags_by_keys.top(config.heavy_capacity))
             .into_iter()
             .map(|h| (h.item, h.weight - h.error))
             .collect();
@@ -899,6 +929,7 @@ impl Analyzer<'_> {
                 keys: sk_keys,
                 bytes: sk_bytes,
                 ops: sk_ops,
+                dataset: sk_dataset,
                 verdict,
             },
             hot_slots,
@@ -1154,6 +1185,21 @@ impl<'a, 't> Figures<'a, 't> {
         verdict
     }
 
+    /// The servers' own data figure (`used_memory_dataset`) per node when it is out of line
+    /// (1.1× the mean node or more). Ignored below 1 MiB on the fullest node, where a
+    /// server's fixed overheads weigh more than its keys.
+    fn dataset_skew(&self) -> Option<Skew> {
+        if self.a.ring {
+            return None;
+        }
+        let ds = self.a.node_dataset.as_ref()?;
+        if ds.len() != self.names.len() || ds.iter().copied().max()? < DATASET_VERDICT_MIN {
+            return None;
+        }
+        let values: Vec<f64> = ds.iter().map(|&b| b as f64).collect();
+        skew(&values, &self.names, &self.slot_shares).filter(|s| s.max_over_mean >= 1.1)
+    }
+
     /// The node that owns `slot` (none on a ring: a ring places keys, not slots).
     fn node_name(&self, slot: u16) -> Option<String> {
         if self.a.ring {
@@ -1200,13 +1246,13 @@ impl<'a, 't> Figures<'a, 't> {
         (hot_slots, hot_slots_by_ops)
     }
 
-    fn tag_report(&self, h: &crate::sketch::HeavyHitter, by_bytes: bool) -> TagReport {
+    fn tag_report(&self, h: &crate::sketch::HeavyHitter, by_bytes: bool, exact: bool) -> TagReport {
         let (config, keys, bytes) = (self.config, self.keys, self.bytes);
         let slot = crc16(&h.item) & 0x3FFF;
-        let (k, kerr, b) = if by_bytes {
-            (h.other, 0, h.weight)
+        let (k, kerr, b, berr) = if by_bytes {
+            (h.other, 0, h.weight, h.error)
         } else {
-            (h.weight, h.error, h.other)
+            (h.weight, h.error, h.other, 0)
         };
         let estimated_keys = self.factor.as_ref().map(|f| {
             self.topo
@@ -1222,11 +1268,18 @@ impl<'a, 't> Figures<'a, 't> {
         TagReport {
             tag: ByteString(h.item.clone()),
             slot,
-            node: self.node_name(slot),
+            // A ring places a tag's keys by the tag (a `{…}` it hashes), not by a slot.
+            node: if self.a.ring {
+                self.topo.node_of(&h.item).map(|i| self.names[i].clone())
+            } else {
+                self.node_name(slot)
+            },
             keys: k,
             estimated_keys,
             keys_error: kerr,
             bytes: b,
+            bytes_error: berr,
+            exact,
             share_keys: sk,
             share_bytes: sb,
             hot: sk > config.hot_tag_share || sb > config.hot_tag_share,
@@ -1236,17 +1289,22 @@ impl<'a, 't> Figures<'a, 't> {
     /// The top tags by keys and by bytes.
     fn hot_tags(&self) -> (Vec<TagReport>, Vec<TagReport>) {
         let (a, top) = (self.a, self.config.top);
-        let by_keys = a
-            .tags_by_keys
-            .top(top)
+        // Exact figures while the tags were few enough to count each; the sketches' otherwise.
+        let exact = a.exact_tags.is_exact();
+        let keys_top = a
+            .exact_tags
+            .top(top, false)
+            .unwrap_or_else(|| a.tags_by_keys.top(top));
+        let by_keys = keys_top
             .iter()
-            .map(|h| self.tag_report(h, false))
+            .map(|h| self.tag_report(h, false, exact))
             .collect();
         let by_bytes = if a.saw_bytes {
-            a.tags_by_bytes
-                .top(top)
+            a.exact_tags
+                .top(top, true)
+                .unwrap_or_else(|| a.tags_by_bytes.top(top))
                 .iter()
-                .map(|h| self.tag_report(h, true))
+                .map(|h| self.tag_report(h, true, exact))
                 .collect()
         } else {
             Vec::new()
@@ -1597,6 +1655,32 @@ fn verdict(
         None => read,
     }
 }
+
+/// The verdict with the servers' out-of-line data figure in it: an exact figure where the
+/// sample's are estimates, so it leads when it is more skewed than the keys are.
+fn with_dataset(verdict: String, s: &Skew, sk_keys: &Option<Skew>) -> String {
+    let level = if s.max_over_mean >= 1.5 {
+        "badly skewed"
+    } else {
+        "skewed"
+    };
+    let part = format!(
+        "data is {level} by the servers' own count (used_memory_dataset): {}",
+        describe(s, "the data", "of the slots")
+    );
+    if sk_keys
+        .as_ref()
+        .is_none_or(|k| s.max_over_mean > k.max_over_mean)
+    {
+        format!("{part}; {verdict}")
+    } else {
+        format!("{verdict}; {part}")
+    }
+}
+
+/// The fullest node's `used_memory_dataset` below which the servers' data figure stays out
+/// of the verdict (fixed overheads dominate it).
+const DATASET_VERDICT_MIN: u64 = 1 << 20;
 
 /// Keys a node should get, on average, before a skew verdict means anything.
 const KEYS_PER_NODE_TO_JUDGE: f64 = 100.0;

@@ -1,7 +1,7 @@
 //! Renders an [`AnalyzeReport`]: readable tables with the verdict first, or JSON.
 
 use super::{TextLayout, display_key};
-use crate::analyze::{AnalyzeReport, OpsSource, TopologyKind};
+use crate::analyze::{AnalyzeReport, OpsSource, TagReport, TopologyKind};
 use comfy_table::{Cell, CellAlignment};
 use std::io::{self, Write};
 
@@ -310,6 +310,11 @@ fn render_nodes(
     let columns = NodeColumns::of(r, charts);
     let mut nodes = layout.table();
     nodes.set_header(columns.header(r));
+    // The servers' exact data figure is out of line: the verdict rests on it, so it is the
+    // last column a narrow terminal loses.
+    if r.skew.dataset.is_some() {
+        nodes.keep_to_last("data (INFO)");
+    }
     for n in &r.nodes {
         nodes.add_row(columns.row(n));
     }
@@ -332,31 +337,33 @@ fn render_nodes(
 
 /// Max over mean, CV and the hottest node, per weight.
 fn render_skew(out: &mut dyn Write, r: &AnalyzeReport, layout: &TextLayout) -> io::Result<()> {
+    // A ring places keys, not slots: its nodes own no slot share to compare with.
+    let slots = r.topology.kind != TopologyKind::Ring;
     let mut skew = layout.table();
-    skew.set_header(vec![
-        "weight",
-        "max/mean",
-        "CV",
-        "hottest node",
-        "its share",
-        "its slots",
-        "coldest share",
-    ]);
+    let mut header = vec!["weight", "max/mean", "CV", "hottest node", "its share"];
+    if slots {
+        header.push("its slots");
+    }
+    header.push("coldest share");
+    skew.set_header(header);
     for (what, s) in [
         ("keys", &r.skew.keys),
         ("bytes", &r.skew.bytes),
         ("ops", &r.skew.ops),
     ] {
         if let Some(s) = s {
-            skew.add_row(vec![
+            let mut row = vec![
                 Cell::new(what),
                 right(format!("{:.2}", s.max_over_mean)),
                 right(format!("{:.3}", s.cv)),
                 Cell::new(&s.hottest_node),
                 right(pct(s.hottest_share)),
-                right(pct(s.hottest_slot_share)),
-                right(pct(s.coldest_share)),
-            ]);
+            ];
+            if slots {
+                row.push(right(pct(s.hottest_slot_share)));
+            }
+            row.push(right(pct(s.coldest_share)));
+            skew.add_row(row);
         }
     }
     writeln!(out, "Skew\n{skew}\n")?;
@@ -364,10 +371,61 @@ fn render_skew(out: &mut dyn Write, r: &AnalyzeReport, layout: &TextLayout) -> i
     Ok(())
 }
 
+/// A tag's key count as the tables print it: the exact count where every key of the tag was
+/// counted (and, on a live cluster, every key read), `≈` for a sample's estimate or a sketch's
+/// figure (`keys_error` in JSON bounds it), `≥` for keys carried along a by-bytes ranking.
+pub fn tag_keys_text(h: &TagReport, by_bytes: bool) -> String {
+    match h.estimated_keys {
+        Some(e) if h.exact && (e - h.keys as f64).abs() < 0.5 => h.keys.to_string(),
+        Some(e) => format!("≈{}", e.round()),
+        None if h.exact => h.keys.to_string(),
+        // Counted only while the sketch held the tag: a lower bound.
+        None if by_bytes => format!("≥{}", h.keys),
+        None if h.keys_error > 0 => format!("≈{}", h.keys),
+        None => h.keys.to_string(),
+    }
+}
+
+/// A tag's bytes as the tables print them: `≈` where a sketch's figure stands for them.
+pub fn tag_bytes_text(h: &TagReport) -> String {
+    if h.exact {
+        human_bytes(h.bytes)
+    } else {
+        format!("≈{}", human_bytes(h.bytes))
+    }
+}
+
+/// Whether most of a tag's ranked figure may be the sketch's error (a 2-key tag that reads
+/// 31): such rows are left out of the tables (JSON keeps them with their error).
+pub fn tag_mostly_error(h: &TagReport, by_bytes: bool) -> bool {
+    if by_bytes {
+        h.bytes_error.saturating_mul(2) > h.bytes
+    } else {
+        h.keys_error.saturating_mul(2) > h.keys
+    }
+}
+
+/// The line under a tag table that left rows out, if it did.
+pub fn tag_rows_left_out(tags: &[TagReport], by_bytes: bool) -> Option<String> {
+    let n = tags
+        .iter()
+        .filter(|h| tag_mostly_error(h, by_bytes))
+        .count();
+    (n > 0).then(|| {
+        format!(
+            "{n} more {} left out: most of {} figure may be the sketch's error (too many distinct tags to count each; JSON has them with keys_error and bytes_error)",
+            if n == 1 { "tag" } else { "tags" },
+            if n == 1 { "its" } else { "their" }
+        )
+    })
+}
+
 /// The hash tags: how many keys carry one, the top tags by keys and by bytes.
 fn render_tags(out: &mut dyn Write, r: &AnalyzeReport, layout: &TextLayout) -> io::Result<()> {
     let t = &r.totals;
     let wb = t.has_bytes;
+    // A ring places a tag's keys by the tag itself: there is no slot to show.
+    let slots = r.topology.kind != TopologyKind::Ring;
     match t.sampled {
         // A live sample: the count is the sample's, the share stands for the cluster.
         Some(sampled) => writeln!(
@@ -386,56 +444,72 @@ fn render_tags(out: &mut dyn Write, r: &AnalyzeReport, layout: &TextLayout) -> i
             t.distinct_tags_estimate
         )?,
     }
-    if !r.hot_tags.is_empty() {
-        let mut tags = layout.table();
-        let mut header = vec!["tag", "slot", "node", "keys", "keys %"];
-        if wb {
-            header.extend(["bytes", "bytes %"]);
+    let place = |h: &TagReport| -> Vec<Cell> {
+        let mut cells = vec![Cell::new(display_key(&h.tag.0))];
+        if slots {
+            cells.push(right(h.slot));
         }
-        header.push("hot");
-        tags.set_header(header);
-        for h in &r.hot_tags {
-            let keys = match h.estimated_keys {
-                // Estimated for the whole cluster from a sampled count that may include the
-                // sketch's error: an upper bound.
-                Some(e) if h.keys_error > 0 => format!("≤{}", e.round()),
-                // Estimated for the whole cluster from a live sample.
-                Some(e) => format!("≈{}", e.round()),
-                None if h.keys_error > 0 => format!("≤{}", h.keys),
-                None => h.keys.to_string(),
-            };
-            let mut row = vec![
-                Cell::new(display_key(&h.tag.0)),
-                right(h.slot),
-                Cell::new(h.node.as_deref().unwrap_or("-")),
-                right(keys),
-                right(pct(h.share_keys)),
-            ];
+        cells.push(Cell::new(h.node.as_deref().unwrap_or("-")));
+        cells
+    };
+    let place_header = |rest: &[&'static str]| -> Vec<&'static str> {
+        let mut hd = vec!["tag"];
+        if slots {
+            hd.push("slot");
+        }
+        hd.push("node");
+        hd.extend(rest.iter().copied());
+        hd
+    };
+    let shown: Vec<&TagReport> = r
+        .hot_tags
+        .iter()
+        .filter(|h| !tag_mostly_error(h, false))
+        .collect();
+    if !shown.is_empty() {
+        let mut tags = layout.table();
+        let mut rest = vec!["keys", "keys %"];
+        if wb {
+            rest.extend(["bytes", "bytes %"]);
+        }
+        rest.push("hot");
+        tags.set_header(place_header(&rest));
+        for h in shown {
+            let mut row = place(h);
+            row.extend([right(tag_keys_text(h, false)), right(pct(h.share_keys))]);
             if wb {
-                row.extend([right(human_bytes(h.bytes)), right(pct(h.share_bytes))]);
+                row.extend([right(tag_bytes_text(h)), right(pct(h.share_bytes))]);
             }
             row.push(Cell::new(if h.hot { "HOT" } else { "" }));
             tags.add_row(row);
         }
         writeln!(out, "Top tags by keys\n{tags}")?;
     }
-    if !r.hot_tags_by_bytes.is_empty() {
+    if let Some(line) = tag_rows_left_out(&r.hot_tags, false) {
+        writeln!(out, "{line}")?;
+    }
+    let shown: Vec<&TagReport> = r
+        .hot_tags_by_bytes
+        .iter()
+        .filter(|h| !tag_mostly_error(h, true))
+        .collect();
+    if !shown.is_empty() {
         let mut tags = layout.table();
-        tags.set_header(vec![
-            "tag", "slot", "node", "bytes", "bytes %", "keys", "hot",
-        ]);
-        for h in &r.hot_tags_by_bytes {
-            tags.add_row(vec![
-                Cell::new(display_key(&h.tag.0)),
-                right(h.slot),
-                Cell::new(h.node.as_deref().unwrap_or("-")),
-                right(human_bytes(h.bytes)),
+        tags.set_header(place_header(&["bytes", "bytes %", "keys", "hot"]));
+        for h in shown {
+            let mut row = place(h);
+            row.extend([
+                right(tag_bytes_text(h)),
                 right(pct(h.share_bytes)),
-                right(h.keys),
+                right(tag_keys_text(h, true)),
                 Cell::new(if h.hot { "HOT" } else { "" }),
             ]);
+            tags.add_row(row);
         }
         writeln!(out, "Top tags by bytes\n{tags}")?;
+    }
+    if let Some(line) = tag_rows_left_out(&r.hot_tags_by_bytes, true) {
+        writeln!(out, "{line}")?;
     }
     writeln!(out)?;
     Ok(())
@@ -511,6 +585,8 @@ fn render_patterns(
         let mut row = vec![
             Cell::new(&p.pattern),
             right(match p.estimated_keys {
+                // Every key read (`--sample all`): the estimate is the count.
+                Some(e) if (e - p.keys as f64).abs() < 0.5 => p.keys.to_string(),
                 Some(e) => format!("≈{}", e.round()),
                 None => p.keys.to_string(),
             }),

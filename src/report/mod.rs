@@ -75,6 +75,9 @@ pub struct FitTable {
     width: Option<u16>,
     /// Printed as a GitHub-flavoured Markdown table.
     markdown: bool,
+    /// Columns (by header prefix) hidden only when nothing else makes the table fit: a
+    /// figure the verdict rests on.
+    keep: Vec<String>,
 }
 
 impl std::ops::Deref for FitTable {
@@ -96,6 +99,12 @@ fn rendered_width(t: &comfy_table::Table) -> usize {
 }
 
 impl FitTable {
+    /// Keeps the columns whose header starts with `name` to the last: they are hidden only
+    /// when the table fits no other way (before it turns into records).
+    pub fn keep_to_last(&mut self, name: &str) {
+        self.keep.push(name.to_string());
+    }
+
     /// The headers, in column order.
     fn headers(&self) -> Vec<String> {
         self.table
@@ -127,7 +136,11 @@ impl FitTable {
             }
             hid
         };
+        let kept = |name: &str| self.keep.iter().any(|k| name.starts_with(k.as_str()));
         for name in DISPENSABLE {
+            if kept(name) {
+                continue;
+            }
             if hide(&mut t, name) && rendered_width(&t) <= width {
                 return Some((t, Vec::new()));
             }
@@ -136,13 +149,22 @@ impl FitTable {
             .filter(|&i| PROSE.contains(&headers[i].as_str()))
             .collect();
         if prose.is_empty() {
-            return None;
+            // The kept columns go last, before the table gives way to records.
+            let mut hid = false;
+            for name in &self.keep {
+                hid |= hide(&mut t, name);
+            }
+            return (hid && rendered_width(&t) <= width).then(|| (t, Vec::new()));
         }
         for &i in &prose {
             hide(&mut t, &headers[i]);
         }
         let mut fits = rendered_width(&t) <= width;
-        for name in SECONDARY {
+        for name in SECONDARY
+            .iter()
+            .copied()
+            .chain(self.keep.iter().map(String::as_str))
+        {
             if fits {
                 break;
             }
@@ -254,6 +276,7 @@ impl TextLayout {
             table: t,
             width: self.width,
             markdown: self.markdown,
+            keep: Vec::new(),
         }
     }
 
@@ -439,6 +462,49 @@ pub fn elide_middle(s: &str, max: usize) -> Cow<'_, str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A column kept to the last outlives every dispensable one, and goes before the table
+    /// turns into records.
+    #[test]
+    fn a_kept_column_is_the_last_to_go() {
+        let build = |keep: bool, width: u16| {
+            let mut t = TextLayout::fitted(width).table();
+            t.set_header(vec![
+                "node",
+                "slots",
+                "slot ranges",
+                "keys",
+                "keys %",
+                "CPU µs (INFO)",
+                "data (INFO)",
+            ]);
+            for i in 0..3 {
+                t.add_row(vec![
+                    format!("10.0.0.{i}:6379"),
+                    "5461".into(),
+                    "0-5460 10923-12000 13000-14000".into(),
+                    "123456".into(),
+                    "33.3%".into(),
+                    "123456789".into(),
+                    "61.9 MiB".into(),
+                ]);
+            }
+            if keep {
+                t.keep_to_last("data (INFO)");
+            }
+            t.to_string()
+        };
+        // Dispensable order drops `data (INFO)` before `slot ranges`…
+        let plain = build(false, 60);
+        assert!(!plain.contains("data (INFO)"), "{plain}");
+        // …unless it is kept: the ranges go, the data stays.
+        let kept = build(true, 60);
+        assert!(kept.contains("data (INFO)") && !kept.contains("slot ranges"), "{kept}");
+        assert!(kept.lines().all(|l| l.chars().count() <= 60), "{kept}");
+        // Too narrow for it: it goes too, before records.
+        let narrow = build(true, 44);
+        assert!(narrow.starts_with('┌') && !narrow.contains("data (INFO)"), "{narrow}");
+    }
 
     #[test]
     fn elides_in_the_middle() {

@@ -197,6 +197,7 @@ impl Stream<BatchOutcome> for SimulationTable<'_> {
                 &mut self.out,
                 &self.seen.header,
                 &self.seen.sweep,
+                &self.seen.scheme_verdicts,
                 &self.layout,
             )?;
         } else if self.seen.header.clients {
@@ -334,6 +335,17 @@ impl Stream<BatchOutcome> for SimulationHtml<'_> {
                         .filter(|(_, r)| r.batch == name)
                         .filter_map(|(n, r)| Some(((*n)?, r))),
                 );
+                // A batch the cluster refuses says so under its sweep, as the text does.
+                let mut words = Vec::new();
+                write_verdict(
+                    &mut words,
+                    seen.scheme_verdicts
+                        .get(name)
+                        .filter(|v| v.message.is_some()),
+                )?;
+                for line in String::from_utf8_lossy(&words).lines() {
+                    h.push_str(&format!("<p class=\"note\">{}</p>", super::html::esc(line)));
+                }
             }
         }
         self.out.write_all(h.as_bytes())?;
@@ -394,6 +406,7 @@ fn sweep_tables(
     out: &mut dyn Write,
     header: &SimulationHeader,
     results: &[(Option<u64>, SimResult)],
+    verdicts: &HashMap<String, Verdict>,
     layout: &TextLayout,
 ) -> io::Result<()> {
     write_network(out, &header.network, Some(header.nodes))?;
@@ -418,6 +431,8 @@ fn sweep_tables(
             t.add_row(row);
         }
         writeln!(out, "{t}")?;
+        // A batch the cluster refuses: its sweep costs a batch that does not run as written.
+        write_verdict(out, verdicts.get(name).filter(|v| v.message.is_some()))?;
     }
     Ok(())
 }
@@ -492,12 +507,16 @@ fn write_verdict(out: &mut dyn Write, verdict: Option<&Verdict>) -> io::Result<(
         return Ok(());
     };
     if let Some(i) = &v.instances {
+        let refused = if i.generated > 0 && i.failing == i.generated {
+            "refused as written in every instance: the figures are those of a batch that never runs"
+                .to_string()
+        } else {
+            format!("{:.0}% refused as written", i.share_failing * 100.0)
+        };
         writeln!(
             out,
-            "over {} generated instances (other values of its variables): keys on {:.2} node(s) on average; {:.0}% refused as written",
-            i.generated,
-            i.mean_nodes,
-            i.share_failing * 100.0
+            "over {} generated instances (other values of its variables): keys on {:.2} node(s) on average; {refused}",
+            i.generated, i.mean_nodes,
         )?;
     }
     if let Some(m) = &v.message {

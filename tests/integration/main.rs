@@ -12,6 +12,7 @@ mod code;
 mod commands;
 mod corpus;
 mod enterprise;
+mod figures;
 mod fuzz;
 mod hostile;
 mod house;
@@ -49,6 +50,7 @@ fn main() -> std::process::ExitCode {
         ("corpus", corpus::TESTS),
         ("commands", commands::TESTS),
         ("enterprise", enterprise::TESTS),
+        ("figures", figures::TESTS),
         ("fuzz", fuzz::TESTS),
         ("hostile", hostile::TESTS),
         ("house", house::TESTS),

@@ -377,36 +377,47 @@ fn snapshot(h: &mut String, r: &AnalyzeReport) {
 }
 
 fn tags(h: &mut String, r: &AnalyzeReport) {
-    if r.hot_tags.is_empty() {
+    use crate::report::analyze::{
+        tag_bytes_text, tag_keys_text, tag_mostly_error, tag_rows_left_out,
+    };
+    let shown: Vec<_> = r
+        .hot_tags
+        .iter()
+        .filter(|t| !tag_mostly_error(t, false))
+        .collect();
+    if shown.is_empty() {
         return;
     }
+    // A ring places a tag's keys by the tag itself: there is no slot to show.
+    let slots = r.topology.kind != crate::analyze::TopologyKind::Ring;
     let _ = write!(
         h,
-        "<h2>Heaviest hash tags</h2><table><tr><th class=\"l\">tag</th><th>slot</th><th class=\"l\">node</th><th>keys</th><th>share of keys</th>"
+        "<h2>Heaviest hash tags</h2><table><tr><th class=\"l\">tag</th>{}<th class=\"l\">node</th><th>keys</th><th>share of keys</th>",
+        if slots { "<th>slot</th>" } else { "" }
     );
     if r.totals.has_bytes {
         let _ = write!(h, "<th>bytes</th><th>share of bytes</th>");
     }
     let _ = write!(h, "<th class=\"l\">hot</th></tr>");
-    for t in &r.hot_tags {
-        let keys = if t.keys_error > 0 {
-            format!("≤{}", t.keys)
+    for t in shown {
+        let slot = if slots {
+            format!("<td>{}</td>", t.slot)
         } else {
-            t.keys.to_string()
+            String::new()
         };
         let _ = write!(
             h,
-            "<tr><td class=\"l\"><code>{}</code></td><td>{}</td><td class=\"l\">{}</td><td>{keys}</td><td>{}</td>",
+            "<tr><td class=\"l\"><code>{}</code></td>{slot}<td class=\"l\">{}</td><td>{}</td><td>{}</td>",
             esc(&display_key(&t.tag.0)),
-            t.slot,
             esc(t.node.as_deref().unwrap_or("-")),
+            esc(&tag_keys_text(t, false)),
             pct(t.share_keys)
         );
         if r.totals.has_bytes {
             let _ = write!(
                 h,
                 "<td>{}</td><td>{}</td>",
-                crate::report::analyze::human_bytes(t.bytes),
+                esc(&tag_bytes_text(t)),
                 pct(t.share_bytes)
             );
         }
@@ -417,4 +428,7 @@ fn tags(h: &mut String, r: &AnalyzeReport) {
         );
     }
     let _ = write!(h, "</table>");
+    if let Some(line) = tag_rows_left_out(&r.hot_tags, false) {
+        let _ = write!(h, "<p>{}</p>", esc(&line));
+    }
 }

@@ -75,7 +75,7 @@ h1{font-size:24px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bott
 .note{background:#fff8e6;border-left:4px solid #E69F00;padding:8px 14px;margin:6px 0}
 table{border-collapse:collapse;background:#fff;width:100%;font-variant-numeric:tabular-nums}
 th,td{border:1px solid #e3e3e3;padding:4px 8px;text-align:right;vertical-align:top}th{background:#f0f0f0}
-td.l,th.l{text-align:left}code{font:12px ui-monospace,Menlo,Consolas,monospace;word-break:break-all}
+td.l,th.l{text-align:left}td:not(.l){white-space:nowrap}code{font:12px ui-monospace,Menlo,Consolas,monospace;overflow-wrap:break-word}
 .cards{display:flex;gap:12px;flex-wrap:wrap;margin:12px 0}.card{background:#fff;border:1px solid #e3e3e3;padding:8px 12px;min-width:120px}
 .card b{display:block;font-size:20px}.legend span{display:inline-block;margin-right:14px}
 .sw{display:inline-block;width:12px;height:12px;vertical-align:middle;margin-right:4px;border:1px solid #999}
