@@ -122,7 +122,7 @@ const EXIT_STATUS: &[(&str, &str)] = &[
     ("0", "Done; nothing at or above the failure threshold."),
     (
         "1",
-        "Done, with findings: lint findings, batches plan would change, warnings of a rebalance or reshard preview, a bench prediction outside its tolerance.",
+        "Done, with findings: lint findings at or above --fail-on; batches plan would change; warnings of a rebalance or reshard preview; a batch migrate finds starting to fail; a cross-slot site code finds; a rule example rules test finds wrong; a bench whose measured round trips or commands per node differ from the prediction (a QPS or latency outside its tolerance does not set it: a busy machine would).",
     ),
     (
         "2",

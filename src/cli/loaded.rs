@@ -314,7 +314,7 @@ impl Loaded {
                 options,
             } => {
                 let t = Topology::parse_as(text, *format, options)
-                    .with_context(|| format!("in topology file {}", path.display()))?;
+                    .map_err(|e| not_a_topology(path, text, e))?;
                 let source = match &t {
                     Topology::Cluster(m) if let Some(e) = m.enterprise() => {
                         TopologySource::DatabaseFile {
@@ -381,4 +381,84 @@ impl Loaded {
             .into()),
         }
     }
+}
+
+/// The formats `--topology` reads, as a hint names them.
+const TOPOLOGY_FORMATS: &str = "a topology is CLUSTER NODES text (`redis-cli cluster nodes > nodes.txt`), a CLUSTER SLOTS or SHARDS reply, keyplan YAML, a twemproxy config or a libketama server file";
+
+/// A topology file's error, where nothing in it reads as a topology: a binary file or a key
+/// dump is named for what it is, with what to give instead.
+fn not_a_topology(path: &Path, text: &str, e: crate::topology::TopologyError) -> anyhow::Error {
+    use crate::topology::TopologyError;
+    let unrecognised = matches!(
+        e,
+        TopologyError::Unrecognised | TopologyError::Guessed { .. }
+    );
+    if unrecognised {
+        let head = &text.as_bytes()[..text.len().min(crate::keys::sniff::SNIFF_BYTES)];
+        let replaced = text.chars().filter(|&c| c == '\u{FFFD}').count();
+        let binary =
+            crate::keys::sniff::not_a_dump(head, text.len() <= head.len()).is_some_and(|n| {
+                n.looks_like.contains("binary") || n.looks_like.contains("executable")
+            }) || replaced * 20 > text.chars().count().max(1);
+        if binary {
+            return UserError::new(
+                format!(
+                    "{}: this is not a topology: it is binary data",
+                    path.display()
+                ),
+                TOPOLOGY_FORMATS,
+            )
+            .into();
+        }
+        if looks_like_keys(text) {
+            return UserError::new(
+                format!(
+                    "{}: this is not a topology: it looks like a key dump (one key a line)",
+                    path.display()
+                ),
+                format!(
+                    "pass it as the keys input instead (keyplan analyze {0}); {TOPOLOGY_FORMATS}",
+                    path.display()
+                ),
+            )
+            .into();
+        }
+    }
+    anyhow::Error::new(e).context(format!("in topology file {}", path.display()))
+}
+
+/// Whether `text` reads as a key dump: most of its first lines are one word with a key's
+/// separators (`user:1`, `cache/page.7`), none of a topology's.
+fn looks_like_keys(text: &str) -> bool {
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .take(200)
+        .collect();
+    if lines.len() < 3 {
+        return false;
+    }
+    let keyish = lines
+        .iter()
+        .filter(|l| {
+            let word = l.split('\t').next().unwrap_or(l);
+            !word.contains(' ')
+                && !word.ends_with(':')
+                && word.contains([':', '/', '.', '_', '-', '{'])
+                && !word.contains("://")
+                && !is_address(word)
+        })
+        .count();
+    keyish * 10 >= lines.len() * 9
+}
+
+/// `host:port` with a numeric port and a dotted or bracketed host: a server, not a key.
+fn is_address(word: &str) -> bool {
+    word.rsplit_once(':').is_some_and(|(host, port)| {
+        !port.is_empty()
+            && port.bytes().all(|b| b.is_ascii_digit())
+            && (host.contains('.') || host.starts_with('[') || host == "localhost")
+    })
 }

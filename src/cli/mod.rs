@@ -293,6 +293,30 @@ fn shell_words(err: anyhow::Error) -> anyhow::Error {
 /// What to do about an engine's typed error, in the command line's flags (the engine's own
 /// words name none).
 fn shell_help(err: &anyhow::Error) -> Option<String> {
+    if let Some(crate::live::LiveError::Connect { addr, reason }) = err
+        .chain()
+        .find_map(|e| e.downcast_ref::<crate::live::LiveError>())
+    {
+        let (host, port) = addr.rsplit_once(':').unwrap_or((addr.as_str(), "6379"));
+        return Some(if reason.to_ascii_lowercase().contains("refused") {
+            format!(
+                "nothing listens there: check that the server runs (`redis-cli -h {host} -p {port} ping`), that {port} is its client port (not the cluster bus port, client port + 10000) and the address is the one the servers announce"
+            )
+        } else {
+            format!(
+                "check that {addr} is reachable from here (`redis-cli -h {host} -p {port} ping`), no firewall is in the way, and give a slow network more time with KEYPLAN_TIMEOUT (seconds)"
+            )
+        });
+    }
+    if let Some(crate::keys::ReadError::Rdb(_)) = err
+        .chain()
+        .find_map(|e| e.downcast_ref::<crate::keys::ReadError>())
+    {
+        return Some(
+            "the snapshot is damaged or cut short at that byte (copied while it was written?): take a fresh one with BGSAVE or `redis-cli --rdb FILE` and pass it as it is; `redis-check-rdb FILE` shows where it breaks"
+                .to_string(),
+        );
+    }
     let e = err
         .chain()
         .find_map(|e| e.downcast_ref::<TopologyError>())?;

@@ -71,7 +71,8 @@ pub struct SimulateArgs {
     /// (jedis3, jedis, jedis8, lettuce, redis-py, redis-py-nonatomic, go-redis, ioredis,
     /// node-redis, redis-rs, redis-rs-async, stackexchange, redisson, twemproxy, envoy, or all;
     /// NAME@VERSION picks the profile of that version, e.g. jedis@3.10)
-    #[arg(long, value_delimiter = ',', value_name = "CLIENT,…")]
+    #[arg(long, value_delimiter = ',', value_name = "CLIENT,…",
+          value_parser = super::values::ClientName, hide_possible_values = true)]
     pub client: Vec<String>,
 
     /// With --client: the slot map the client holds, when it is stale (CLUSTER NODES text or

@@ -155,3 +155,28 @@ words!(Emit {
     ElastiCache => "elasticache": "The aws elasticache commands: the plan's shard count online, or a contiguous slot layout balancing the same weight for an offline restore",
     MemoryDb => "memorydb": "The aws memorydb commands: the plan's shard count, online or by an offline restore",
 });
+
+/// `--client NAME[@VERSION]`: any word passes here (the names and versions are checked where
+/// they are resolved, with their help), but shells complete the profiles' names and `all`.
+#[derive(Debug, Clone, Copy)]
+pub struct ClientName;
+
+impl TypedValueParser for ClientName {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        clap::builder::StringValueParser::new().parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
+        let names = crate::simulate::client::Client::ALL.map(|c| c.name());
+        Some(Box::new(
+            names.into_iter().chain(["all"]).map(PossibleValue::new),
+        ))
+    }
+}

@@ -610,7 +610,223 @@ fn hostile_inputs_are_refused_with_their_limits() {
 }
 
 /// This module's tests, run by the harness in `main.rs`.
+
+/// The `--flags` a subcommand accepts, read from its `--help`.
+fn accepted_flags(command: &str) -> std::collections::BTreeSet<String> {
+    let out = keyplan().args([command, "--help"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    flags_in(&text)
+}
+
+/// Every `--flag` written in `text`.
+fn flags_in(text: &str) -> std::collections::BTreeSet<String> {
+    let mut flags = std::collections::BTreeSet::new();
+    let b = text.as_bytes();
+    let mut i = 0;
+    while let Some(at) = text[i..].find("--") {
+        let start = i + at;
+        let mut end = start + 2;
+        while end < b.len() && (b[end].is_ascii_alphanumeric() || b[end] == b'-') {
+            end += 1;
+        }
+        let before_ok = start == 0 || !b[start - 1].is_ascii_alphanumeric();
+        if end > start + 2 && before_ok && b[start + 2].is_ascii_alphabetic() {
+            flags.insert(text[start..end].trim_end_matches('-').to_string());
+        }
+        i = end.max(start + 2);
+    }
+    flags
+}
+
+/// Every `help:` line names only flags its command accepts: a run of each command into its
+/// common mistakes (a config of several pools, an unknown client or rule, a missing preview,
+/// a file of the wrong kind, …) and the flags of each hint checked against the command's
+/// `--help`.
+fn every_help_hint_names_a_flag_its_command_accepts() {
+    let dir = tempfile::tempdir().unwrap();
+    let pools = dir.path().join("nutcracker.yml");
+    std::fs::write(
+        &pools,
+        "alpha:\n  listen: 127.0.0.1:22121\n  hash: fnv1a_64\n  distribution: ketama\n  servers:\n   - 10.0.0.1:6379:1\n   - 10.0.0.2:6379:1\nbeta:\n  listen: 127.0.0.1:22122\n  hash: fnv1a_64\n  distribution: ketama\n  servers:\n   - 10.0.0.3:6379:1\n   - 10.0.0.4:6379:1\n",
+    )
+    .unwrap();
+    let p = pools.to_str().unwrap();
+    let garbage = dir.path().join("garbage.txt");
+    std::fs::write(&garbage, "this is not a topology\nnor is this\n").unwrap();
+    let g = garbage.to_str().unwrap();
+    let keys = "examples/app.keys";
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["analyze", keys, "--topology", p],
+        vec!["analyze", keys, "--topology", g],
+        vec!["analyze", keys, "--masters", "0"],
+        vec!["analyze", "no-such-file.keys"],
+        vec!["lint", "--keys", keys, "--select", "KP999"],
+        vec!["lint", "--keys", keys, "--topology", p],
+        vec![
+            "simulate",
+            "--batches",
+            "examples/batches.txt",
+            "--client",
+            "nope",
+        ],
+        vec![
+            "simulate",
+            "--batches",
+            "examples/batches.txt",
+            "--topology",
+            p,
+        ],
+        vec!["plan", "--scheme", "examples/keyplan.yaml", "--topology", p],
+        vec!["slot", "--topology", p, "a"],
+        vec!["rebalance", "--topology", g, "--keys", keys],
+        vec![
+            "rebalance",
+            "--preview",
+            "--masters",
+            "3",
+            "--threshold",
+            "-1",
+        ],
+        vec![
+            "rebalance",
+            "--preview",
+            "--masters",
+            "3",
+            "--client",
+            "nope",
+            "--keys",
+            keys,
+        ],
+        vec![
+            "reshard",
+            "--preview",
+            "--masters",
+            "3",
+            "--from",
+            "all",
+            "--to",
+            "nope",
+            "--slots",
+            "10",
+        ],
+        vec![
+            "migrate",
+            "--from",
+            p,
+            "--to",
+            "redis://127.0.0.1:1",
+            "--keys",
+            keys,
+        ],
+        vec![
+            "migrate",
+            "--from",
+            "examples/twemproxy.yml",
+            "--to",
+            p,
+            "--keys",
+            keys,
+        ],
+        vec!["man", "--command", "nope"],
+    ];
+    let mut checked = 0;
+    for args in &cases {
+        let out = keyplan().args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        let accepted = accepted_flags(args[0]);
+        for line in err.lines().filter(|l| l.trim_start().starts_with("help:")) {
+            for flag in flags_in(line) {
+                assert!(
+                    accepted.contains(&flag),
+                    "keyplan {}: the hint names {flag}, which `{}` does not accept:\n{err}",
+                    args.join(" "),
+                    args[0]
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 8, "the hints named {checked} flags");
+    // The several-pools hint of migrate names the side's flag.
+    let out = keyplan().args(&cases[14]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--from-pool"), "{err}");
+}
+
+/// Errors that used to end without a next step: a binary or a key dump given as the topology,
+/// a refused connection, a snapshot cut short.
+fn errors_say_what_to_do_next() {
+    let (code, err) =
+        stderr_of(keyplan().args(["analyze", "examples/app.keys", "--topology", "/bin/ls"]));
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("/bin/ls: this is not a topology: it is binary data"),
+        "{err}"
+    );
+    assert!(
+        err.contains("help: a topology is CLUSTER NODES text"),
+        "{err}"
+    );
+    let (code, err) = stderr_of(keyplan().args([
+        "analyze",
+        "examples/app.keys",
+        "--topology",
+        "examples/app.keys",
+    ]));
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("it looks like a key dump (one key a line)"),
+        "{err}"
+    );
+    assert!(err.contains("pass it as the keys input instead"), "{err}");
+    // A port nobody listens on.
+    let port = crate::support::free_port();
+    let url = format!("redis://127.0.0.1:{port}");
+    let (code, err) = stderr_of(keyplan().args(["analyze", "--cluster", &url]));
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("Connection refused") || err.contains("refused"),
+        "{err}"
+    );
+    assert!(err.contains(&format!("help: nothing listens there: check that the server runs (`redis-cli -h 127.0.0.1 -p {port} ping`)")), "{err}");
+    // A snapshot cut short, from a real server.
+    let Some(server) = require_binary("redis-server") else {
+        return;
+    };
+    let mut r = RedisServer::start(&server, false);
+    let mut c = r.connect();
+    for i in 0..2000 {
+        c.call(&[b"SET", format!("key:{i}").as_bytes(), &[b'v'; 50]])
+            .unwrap();
+    }
+    c.call(&[b"SAVE"]).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let dir_of = match c.call(&[b"CONFIG", b"GET", b"dir"]).unwrap() {
+        crate::support::Reply::Array(v) => match &v[1] {
+            crate::support::Reply::Bulk(Some(d)) => String::from_utf8(d.clone()).unwrap(),
+            other => panic!("{other:?}"),
+        },
+        other => panic!("{other:?}"),
+    };
+    let rdb = std::fs::read(std::path::Path::new(&dir_of).join("dump.rdb")).unwrap();
+    let cut = dir.path().join("cut.rdb");
+    std::fs::write(&cut, &rdb[..rdb.len() * 2 / 3]).unwrap();
+    r.kill();
+    let (code, err) = stderr_of(keyplan().args(["analyze", cut.to_str().unwrap()]));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("help: the snapshot is damaged or cut short at that byte"),
+        "{err}"
+    );
+}
+
 pub(crate) const TESTS: &[crate::support::Test] = &[
+    ("errors_say_what_to_do_next", errors_say_what_to_do_next),
+    (
+        "every_help_hint_names_a_flag_its_command_accepts",
+        every_help_hint_names_a_flag_its_command_accepts,
+    ),
     (
         "a_cluster_address_without_a_scheme_suggests_the_url",
         a_cluster_address_without_a_scheme_suggests_the_url,
