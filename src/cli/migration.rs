@@ -59,7 +59,8 @@ pub struct PreviewArgs {
 
     /// Client profiles for batches in motion (NAME, NAME@VERSION or all) [default: jedis,
     /// lettuce, redis-py, go-redis, ioredis, node-redis, redis-rs]
-    #[arg(long = "client", value_name = "NAME", value_delimiter = ',')]
+    #[arg(long = "client", value_name = "NAME", value_delimiter = ',',
+          value_parser = super::values::ClientName, hide_possible_values = true)]
     pub clients: Vec<String>,
 
     /// Estimate migration time at this rate: keys per second (5000keys/s) or bytes (20MB/s)
@@ -167,11 +168,18 @@ impl Opened {
 /// One worker's per-slot totals (aligned so neighbouring workers share no cache line).
 #[repr(align(128))]
 #[derive(Default)]
-struct WeightSink(SlotWeights);
+struct WeightSink(SlotWeights, Vec<(Vec<u8>, u64)>);
 
 impl ChunkSink for WeightSink {
     fn record(&mut self, rec: &Record<'_>) {
         self.0.add(rec.key, rec.bytes, rec.ops);
+        // A key MIGRATE struggles with is named in the preview.
+        if let Some(b) = rec
+            .bytes
+            .filter(|&b| b >= crate::migrate::MIGRATE_SLOW_BYTES)
+        {
+            self.1.push((rec.key.to_vec(), b));
+        }
     }
 }
 
@@ -205,7 +213,10 @@ pub fn load_sample(
         let dumps = input.par_read_dumps(&args.keys, ctx.progress, &mut sinks)?;
         for w in &sinks {
             weights.merge(&w.0);
+            info.big_keys.extend(w.1.iter().cloned());
         }
+        info.big_keys
+            .sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         for (name, summary) in &dumps.0 {
             info.keys += summary.keys;
             if let Some(snap) = &summary.snapshot {
@@ -244,6 +255,7 @@ fn sample_live(
             live.sample_weights(view, &opts, window, tick)
         })?;
     info.keys += sample.keys;
+    info.big_keys = sample.big_keys;
     let per_master = match opts.per_node {
         None => PerMaster::All,
         Some(n) => PerMaster::UpTo(n),

@@ -6,7 +6,9 @@ use super::migration::{
     Opened, PreviewArgs, load_batches, load_sample, motion, output, require_preview,
 };
 use crate::error::{ExitStatus, UserError};
-use crate::migrate::balance::{BalanceBy, rebalance_plans, side_effects, still_serving};
+use crate::migrate::balance::{
+    BalanceBy, hottest_slot, rebalance_plans, side_effects, still_serving,
+};
 use crate::migrate::emit::EmitContext;
 use crate::migrate::impact::SlotWeights;
 use crate::migrate::redis_cli::{self, RebalanceOptions};
@@ -137,13 +139,36 @@ pub fn run(args: RebalanceArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus>
     args.balance_by.available(&weights_by_slot)?;
     let (batches, clients) = load_batches(&args.common, open.loaded.scheme.as_ref())?;
 
-    let (plan, compare, moves) = rebalance_plans(
+    let (mut plan, compare, moves) = rebalance_plans(
         view,
         args.balance_by,
         &weights_by_slot,
         &opts,
         args.max_skew,
     )?;
+    // Nothing could improve: the slot that holds it is named, and its biggest key when the
+    // sample knows it.
+    if compare.is_some() && moves.is_empty() && !plan.needed {
+        let hottest = hottest_slot(&args.balance_by.slot_weights(&weights_by_slot));
+        let known = sample
+            .big_keys
+            .iter()
+            .find(|(k, _)| crate::slot::key_slot(k) == hottest)
+            .map(|(k, b)| (k.clone(), *b))
+            .or_else(|| {
+                let big = sample.snapshot.as_ref()?.slot_biggest(hottest)?;
+                Some((big.key.0, big.memory))
+            });
+        if let (Some(m), Some((key, bytes))) = (plan.message.as_mut(), known)
+            && m.starts_with("Nothing to move")
+        {
+            m.push_str(&format!(
+                " Its biggest key is {} ({}); split it, or spread its data over several keys in other slots.",
+                crate::keys::display::display_key(&key),
+                crate::report::analyze::human_bytes(bytes)
+            ));
+        }
+    }
     let side = if compare.is_some() {
         side_effects(&plan, args.max_skew, super::migration::flag)
     } else {

@@ -41,6 +41,9 @@ pub struct LiveWeights {
     pub exact: bool,
     /// Over what time the per-slot load was measured, when it was.
     pub load_since: Option<String>,
+    /// Sampled keys whose `MEMORY USAGE` reaches `crate::migrate::MIGRATE_SLOW_BYTES`, with
+    /// their bytes, biggest first (MIGRATE of each blocks both nodes).
+    pub big_keys: Vec<(Vec<u8>, u64)>,
 }
 
 impl LiveCluster {
@@ -143,13 +146,13 @@ impl LiveCluster {
         tick: &(dyn Fn() + Sync),
     ) -> Result<LiveWeights, LiveError> {
         let targets = SampleTargets::of_view(view);
-        let sinks: Vec<SlotWeights> = targets
-            .masters
-            .iter()
-            .map(|_| SlotWeights::default())
-            .collect();
-        let sample = self.sample_masters(&targets, opts, window, sinks, |w, k, b, h| {
+        type Sink = (SlotWeights, Vec<(Vec<u8>, u64)>);
+        let sinks: Vec<Sink> = targets.masters.iter().map(|_| Sink::default()).collect();
+        let sample = self.sample_masters(&targets, opts, window, sinks, |(w, big), k, b, h| {
             w.add(k, b, h);
+            if let Some(b) = b.filter(|&b| b >= crate::migrate::MIGRATE_SLOW_BYTES) {
+                big.push((k.to_vec(), b));
+            }
             tick();
         })?;
         // A failover or a reshard while sampling would count some keys twice and miss others.
@@ -160,9 +163,12 @@ impl LiveCluster {
             .collect();
         self.ensure_unchanged_from(&before)?;
         let mut weights = SlotWeights::default();
-        for w in &sample.sinks {
+        let mut big_keys = Vec::new();
+        for (w, big) in &sample.sinks {
             weights.merge(w);
+            big_keys.extend(big.iter().cloned());
         }
+        big_keys.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         if let Some(exact) = &sample.exact_slot_keys {
             weights.scale_to(exact, &view.owner);
         }
@@ -173,6 +179,7 @@ impl LiveCluster {
             keys: sample.keys,
             exact: sample.exact_slot_keys.is_some(),
             load_since,
+            big_keys,
         })
     }
 }

@@ -157,6 +157,42 @@ pub fn load_aware_report(
             max_skew,
         },
     )?;
+    // The objective cannot improve: moving slots would shuffle the other weights for nothing.
+    let moved = impact(view, &la.moves, weights);
+    let pick = |set: &super::impact::SkewSet| match by {
+        BalanceBy::Keys => set.keys.clone(),
+        BalanceBy::Bytes => set.bytes.clone(),
+        BalanceBy::Ops => set.ops.clone(),
+        BalanceBy::Cpu => set.cpu.clone(),
+        _ => None,
+    };
+    if !la.within_tolerance
+        && let (Some(b), Some(a)) = (pick(&moved.skew.before), pick(&moved.skew.after))
+        && b.max_over_mean - a.max_over_mean < NO_GAIN.max(0.1 * (b.max_over_mean - 1.0))
+    {
+        let w = by.slot_weights(weights);
+        let total: f64 = w.iter().sum();
+        let hottest = hottest_slot(&w);
+        let report = MigrationPlan {
+            plan: "load-aware".into(),
+            balance_by: by.name().into(),
+            needed: false,
+            message: Some(format!(
+                "Nothing to move: balancing by {0} cannot improve it ({1:.2}× the mean node before, {2:.2}× after the best plan found), because slot {hottest} alone holds {3:.1}% of the {0} and a slot moves whole.",
+                by.name(),
+                b.max_over_mean,
+                a.max_over_mean,
+                if total > 0.0 {
+                    100.0 * w[usize::from(hottest)] / total
+                } else {
+                    0.0
+                },
+            )),
+            impact: impact(view, &[], weights),
+            migration_seconds: None,
+        };
+        return Ok((report, Vec::new()));
+    }
     let message = if !la.within_tolerance {
         Some(format!(
             "The busiest node stays at {:.2}× its share of {}: its hottest slots cannot be split (hash tags), and further moves would only strip it of lighter slots or push the other weights past --max-skew; see `keyplan analyze` for the tags.",
@@ -176,7 +212,7 @@ pub fn load_aware_report(
         balance_by: by.name().into(),
         needed: !la.moves.is_empty(),
         message,
-        impact: impact(view, &la.moves, weights),
+        impact: moved,
         migration_seconds: None,
     };
     Ok((report, la.moves))
@@ -205,7 +241,19 @@ pub fn redis_cli_report(
 }
 
 /// A node ending with less than this share of its fair share of keys is "near empty".
+/// The slot of most weight in `w` (the lowest of equals).
+pub fn hottest_slot(w: &[f64]) -> u16 {
+    (0..w.len())
+        .max_by(|&x, &y| w[x].total_cmp(&w[y]).then(y.cmp(&x)))
+        .unwrap_or(0) as u16
+}
+
 const NEAR_EMPTY: f64 = 0.1;
+
+/// How much a load-aware plan that misses its tolerance must lower its objective's max/mean
+/// to be worth moving slots: this much, and a tenth of the way to an even spread (2.95× →
+/// 2.93× around one huge key is no gain).
+const NO_GAIN: f64 = 0.01;
 
 /// Warnings for what a plan does to the weights it does not balance: a skew (keys, bytes or
 /// ops) made worse past `max_skew`, and a node that keeps slots but ends near empty by keys.

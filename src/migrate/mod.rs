@@ -552,6 +552,11 @@ pub struct SampleInfo {
     /// What snapshot inputs held beyond their keys (their biggest keys per slot).
     #[serde(skip)]
     pub snapshot: Option<Box<crate::rdb::summary::SnapshotSummary>>,
+    /// Keys of a live sample (by `MEMORY USAGE`) or a key dump with bytes that reach
+    /// [`MIGRATE_SLOW_BYTES`], with their bytes, biggest first (snapshots name theirs in
+    /// `snapshot`).
+    #[serde(skip)]
+    pub big_keys: Vec<(Vec<u8>, u64)>,
 }
 
 /// The preview of a migration (`keyplan rebalance --preview`, `keyplan reshard --preview`).
@@ -591,6 +596,35 @@ impl MigrationReport {
             let (big, warnings) = moving_big_keys(view, moves, |slot| s.slot_biggest(slot), 10);
             self.moving_big_keys = big;
             self.warnings.extend(warnings);
+        }
+        // A live sample (MEMORY USAGE) or a dump with bytes weighed each key: every one past
+        // the size MIGRATE struggles with is named, wherever its slot goes.
+        for (key, bytes) in &self.sample.big_keys {
+            let slot = crate::slot::key_slot(key);
+            let Some(m) = moves.iter().find(|m| m.slots.contains(&slot)) else {
+                continue;
+            };
+            let (from, to) = (&view.nodes[m.from].name, &view.nodes[m.to].name);
+            let name = crate::keys::display::display_key(key);
+            let text = if *bytes >= MIGRATE_FAILS_BYTES {
+                format!(
+                    "key {name} (slot {slot}, {} in the sample) may pass the 512 MB a node accepts in one RESTORE by default: MIGRATE of slot {slot} fails unless {to} raises proto-max-bulk-len",
+                    mib(*bytes)
+                )
+            } else {
+                format!(
+                    "key {name} (slot {slot}, {} in the sample) blocks {from} and {to} while MIGRATE serializes, sends and restores it; move slot {slot} off-peak or split the key",
+                    mib(*bytes)
+                )
+            };
+            self.warnings.push(Warning {
+                what: WarningKind::SampledBigKey {
+                    key: crate::keys::display::ByteString(key.clone()),
+                    slot,
+                    memory: *bytes,
+                },
+                text,
+            });
         }
     }
 }
@@ -716,6 +750,16 @@ pub enum WarningKind {
         planned: usize,
         /// Slots asked for.
         asked: usize,
+    },
+    /// A key of a live sample (its `MEMORY USAGE`) or of a dump with bytes big enough to make
+    /// MIGRATE slow or fail.
+    SampledBigKey {
+        /// The key.
+        key: crate::keys::display::ByteString,
+        /// Its slot.
+        slot: u16,
+        /// Its `MEMORY USAGE` in bytes.
+        memory: u64,
     },
     /// A key big enough to make MIGRATE slow or fail.
     BigKey {

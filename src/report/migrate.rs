@@ -4,7 +4,7 @@
 use super::TextLayout;
 use super::analyze::human_bytes;
 use crate::migrate::impact::{Impact, SkewSet};
-use crate::migrate::{MigrationPlan, MigrationReport};
+use crate::migrate::{MigrationPlan, MigrationReport, SampleSource};
 use comfy_table::{Cell, CellAlignment};
 use std::io::{self, Write};
 
@@ -21,13 +21,21 @@ fn pct(x: f64) -> String {
     format!("{:.1}%", 100.0 * x)
 }
 
+/// Up to `max` of `ranges`, the widest ones (a node's own range outlasts the slivers a plan
+/// gives it), in slot order, and how many more there are.
 fn short_ranges(ranges: &[(u16, u16)], max: usize) -> String {
-    let shown = crate::topology::format_ranges(&ranges[..ranges.len().min(max)]);
     if ranges.len() <= max {
-        shown
-    } else {
-        format!("{shown} … (+{} ranges)", ranges.len() - max)
+        return crate::topology::format_ranges(ranges);
     }
+    let mut widest: Vec<(u16, u16)> = ranges.to_vec();
+    widest.sort_by_key(|&(a, b)| (std::cmp::Reverse(b - a), a));
+    widest.truncate(max);
+    widest.sort_unstable();
+    format!(
+        "{} … (+{} more ranges)",
+        crate::topology::format_ranges(&widest),
+        ranges.len() - max
+    )
 }
 
 fn duration(secs: f64) -> String {
@@ -38,6 +46,35 @@ fn duration(secs: f64) -> String {
     } else {
         format!("{:.1} h", secs / 3600.0)
     }
+}
+
+/// The weights a plan leaves more skewed than it found them (busiest node ÷ mean up by 0.05
+/// or more), in one sentence: a preview says so, whatever it balances (its exit status stays
+/// as it is: the plan was asked for).
+pub fn skew_raised(before: &SkewSet, after: &SkewSet) -> Option<String> {
+    let mut parts = Vec::new();
+    let mut busiest = None;
+    for (name, b, a) in [
+        ("keys", &before.keys, &after.keys),
+        ("bytes", &before.bytes, &after.bytes),
+        ("ops", &before.ops, &after.ops),
+        ("cpu", &before.cpu, &after.cpu),
+    ] {
+        if let (Some(b), Some(a)) = (b, a)
+            && a.max_over_mean >= b.max_over_mean + 0.05
+        {
+            parts.push(format!(
+                "{name} {:.2}× → {:.2}×",
+                b.max_over_mean, a.max_over_mean
+            ));
+            busiest.get_or_insert_with(|| a.hottest_node.clone());
+        }
+    }
+    let busiest = busiest?;
+    Some(format!(
+        "this plan raises skew (busiest node ÷ mean): {}; {busiest} is the busiest after",
+        parts.join(", ")
+    ))
 }
 
 fn skew_line(before: &SkewSet, after: &SkewSet) -> String {
@@ -163,13 +200,16 @@ fn nodes_table(
     writeln!(out, "{t}")
 }
 
-fn plan_summary(p: &MigrationPlan, has_bytes: bool) -> String {
+/// The plan in one line. `exact`: key counts are the servers' own (no sample stands for
+/// them), so its keys are keys, not sample keys.
+fn plan_summary(p: &MigrationPlan, has_bytes: bool, exact: bool) -> String {
     let im = &p.impact;
     let mut s = format!(
-        "{} move(s), {} slots, {} sample keys",
+        "{} move(s), {} slots, {} {}",
         im.moves.len(),
         im.slots_moved,
-        im.keys_moved
+        im.keys_moved,
+        if exact { "keys" } else { "sample keys" }
     );
     if has_bytes {
         s.push_str(&format!(", {}", human_bytes(im.bytes_moved)));
@@ -184,6 +224,7 @@ pub fn render_table(
     layout: &TextLayout,
 ) -> io::Result<()> {
     let (hb, ho) = (r.sample.has_bytes, r.sample.has_ops);
+    let exact = r.sample.source.contains(&SampleSource::ExactCounts);
     let p = &r.plan;
     writeln!(
         out,
@@ -202,6 +243,28 @@ pub fn render_table(
         writeln!(
             out,
             "sample: none (slots only; give --keys for keys, bytes and ops)"
+        )?;
+    } else if exact {
+        // The servers counted every slot's keys: the sample gave only what they do not count.
+        let rest: Vec<String> = r
+            .sample
+            .source
+            .iter()
+            .filter(|s| **s != SampleSource::ExactCounts)
+            .map(ToString::to_string)
+            .collect();
+        writeln!(
+            out,
+            "keys: the servers' exact key counts per slot{}",
+            if rest.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; from a sample of {} keys: {}",
+                    r.sample.keys,
+                    rest.join("; ")
+                )
+            }
         )?;
     } else {
         writeln!(
@@ -226,7 +289,7 @@ pub fn render_table(
         writeln!(out, "{m}")?;
     }
     if p.needed {
-        writeln!(out, "Moves: {}", plan_summary(p, hb))?;
+        writeln!(out, "Moves: {}", plan_summary(p, hb, exact))?;
         moves_table(out, &p.impact, hb, layout)?;
     }
     writeln!(out, "\nNodes:")?;
@@ -236,6 +299,11 @@ pub fn render_table(
         "Skew (busiest node ÷ mean, before → after): {}",
         skew_line(&p.impact.skew.before, &p.impact.skew.after)
     )?;
+    if p.needed {
+        if let Some(line) = skew_raised(&p.impact.skew.before, &p.impact.skew.after) {
+            writeln!(out, "Note: {line}")?;
+        }
+    }
     if let Some(s) = p.migration_seconds {
         writeln!(out, "Estimated migration time: {}", duration(s))?;
     }
@@ -263,7 +331,7 @@ pub fn render_table(
         if let Some(m) = &c.message {
             writeln!(out, "  {m}")?;
         }
-        writeln!(out, "  {}", plan_summary(c, hb))?;
+        writeln!(out, "  {}", plan_summary(c, hb, exact))?;
         writeln!(
             out,
             "  skew (before → after): {}",

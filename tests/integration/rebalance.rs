@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-fn cluster_nodes(port: u16) -> String {
+pub(crate) fn cluster_nodes(port: u16) -> String {
     match super::support::connect_port(port)
         .call(&[b"CLUSTER", b"NODES"])
         .unwrap()
@@ -57,7 +57,7 @@ fn redis_cli(cli: &Path, args: &[String]) -> String {
 /// Waits until every server agrees on the configuration (redis-cli --cluster check passes,
 /// every node lists all the others and reports cluster_state:ok: a new master waits about two
 /// seconds before it serves, and MIGRATE to it fails with CLUSTERDOWN before that).
-fn wait_agree(cli: &Path, ports: &[u16]) {
+pub(crate) fn wait_agree(cli: &Path, ports: &[u16]) {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let known = ports.iter().all(|&p| {
@@ -807,14 +807,127 @@ fn balancing_bytes_around_one_huge_slot_strips_no_node() {
         .as_f64()
         .unwrap();
     assert!(after <= 1.25, "keys skew after: {after}");
-    assert!(
-        v["message"]
-            .as_str()
-            .unwrap_or("")
-            .contains("cannot be split"),
+    // Nothing moves for nothing: the bytes cannot improve, and the key holding them is named.
+    let message = v["message"].as_str().unwrap_or("");
+    assert!(message.contains("Nothing to move"), "{message}");
+    assert!(message.contains("Its biggest key is {blob} ("), "{message}");
+    assert_eq!(
+        v["moves"].as_array().map_or(0, Vec::len),
+        0,
         "{}",
-        v["message"]
+        v["moves"]
     );
+    assert_eq!(code, 0, "{warnings:?}");
+}
+
+/// Draining the node that holds a 12 MiB key warns about that key by name, from the live
+/// sample's MEMORY USAGE (MIGRATE of it blocks both nodes).
+fn draining_a_node_names_its_huge_key_from_a_live_sample() {
+    let Some(cluster) = Cluster::create() else {
+        return;
+    };
+    cluster.load(&crate::analyze::generated_keys(2000));
+    let big = vec![b'x'; 12 << 20];
+    let r = crate::rdb::call_routed(&cluster, &[b"SET", b"{blob}", &big]);
+    assert!(matches!(r, crate::support::Reply::Status(_)), "{r:?}");
+    let slot = keyplan_slot("{blob}");
+    let holder = cluster
+        .nodes
+        .iter()
+        .find(|n| {
+            matches!(
+                n.connect()
+                    .call(&[b"CLUSTER", b"COUNTKEYSINSLOT", slot.to_string().as_bytes()]),
+                Ok(crate::support::Reply::Int(1))
+            )
+        })
+        .expect("a node holds {blob}");
+    let id = match holder.connect().call(&[b"CLUSTER", b"MYID"]).unwrap() {
+        crate::support::Reply::Bulk(Some(b)) => String::from_utf8(b).unwrap(),
+        other => panic!("{other:?}"),
+    };
+    let url = format!("redis://127.0.0.1:{}", cluster.nodes[0].port);
+    for sample in ["all", "500"] {
+        let (code, out, err) = crate::support::run_in_process(&[
+            "rebalance",
+            "--preview",
+            "--cluster",
+            &url,
+            "--remove-node",
+            &id,
+            "--sample",
+            sample,
+            "--bytes",
+            "--format",
+            "json",
+        ]);
+        assert_eq!(code, 1, "{err}{out}");
+        let v: Value = serde_json::from_str(&out).unwrap();
+        let w = v["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|w| w["kind"] == "sampled_big_key")
+            .unwrap_or_else(|| panic!("--sample {sample}: {}", v["warnings"]));
+        assert_eq!(w["key"], "{blob}");
+        assert_eq!(w["slot"], slot);
+        assert!(w["memory"].as_u64().unwrap() >= 12 << 20);
+        assert!(
+            w["text"].as_str().unwrap().contains("key {blob} (slot"),
+            "{}",
+            w["text"]
+        );
+    }
+}
+
+/// A reshard preview that leaves the keys more skewed says so, and exits as it would
+/// otherwise (it was asked for).
+fn a_reshard_preview_that_raises_key_skew_says_so() {
+    let Some(cluster) = Cluster::create() else {
+        return;
+    };
+    cluster.load(&crate::analyze::generated_keys(6000));
+    let url = format!("redis://127.0.0.1:{}", cluster.nodes[0].port);
+    let target = match cluster.nodes[1]
+        .connect()
+        .call(&[b"CLUSTER", b"MYID"])
+        .unwrap()
+    {
+        crate::support::Reply::Bulk(Some(b)) => String::from_utf8(b).unwrap(),
+        other => panic!("{other:?}"),
+    };
+    let (code, out, err) = crate::support::run_in_process(&[
+        "reshard",
+        "--preview",
+        "--cluster",
+        &url,
+        "--from",
+        "all",
+        "--to",
+        &target,
+        "--slots",
+        "3000",
+    ]);
+    assert_eq!(code, 0, "{err}{out}");
+    assert!(
+        out.contains("Note: this plan raises skew (busiest node ÷ mean): keys "),
+        "{out}"
+    );
+    // The servers counted the keys: no "sample keys" for an exact count.
+    assert!(
+        out.contains("keys: the servers' exact key counts per slot"),
+        "{out}"
+    );
+    assert!(!out.contains("sample keys"), "{out}");
+}
+
+fn keyplan_slot(key: &str) -> u64 {
+    let out = crate::support::keyplan()
+        .args(["slot", "--format", "json", key])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["keys"][0]["slot"].as_u64().unwrap()
 }
 
 /// This module's tests, run by the harness in `main.rs`.
@@ -839,5 +952,13 @@ pub(crate) const TESTS: &[crate::support::Test] = &[
     (
         "balancing_bytes_around_one_huge_slot_strips_no_node",
         balancing_bytes_around_one_huge_slot_strips_no_node,
+    ),
+    (
+        "draining_a_node_names_its_huge_key_from_a_live_sample",
+        draining_a_node_names_its_huge_key_from_a_live_sample,
+    ),
+    (
+        "a_reshard_preview_that_raises_key_skew_says_so",
+        a_reshard_preview_that_raises_key_skew_says_so,
     ),
 ];

@@ -34,8 +34,24 @@ pub fn render_migration(out: &mut dyn Write, r: &MigrationReport) -> io::Result<
     let p = &r.plan;
     let im = &p.impact;
     let mut h = String::with_capacity(1 << 20);
+    // Keys per slot the servers counted are keys, not sample keys.
+    let exact = r
+        .sample
+        .source
+        .contains(&crate::migrate::SampleSource::ExactCounts);
+    let keys_word = if exact { "keys" } else { "sample keys" };
     let sample = if r.sample.source.is_empty() {
         "no key sample (slots only)".to_string()
+    } else if exact {
+        format!(
+            "keys: {}",
+            r.sample
+                .source
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
     } else {
         format!(
             "{} sample keys from {}",
@@ -62,7 +78,7 @@ pub fn render_migration(out: &mut dyn Write, r: &MigrationReport) -> io::Result<
     let verdict = match (&p.message, p.needed) {
         (Some(m), _) => m.clone(),
         (None, true) => format!(
-            "{} move(s) of {} slots carry {} sample keys{}.",
+            "{} move(s) of {} slots carry {} {keys_word}{}.",
             im.moves.len(),
             im.slots_moved,
             im.keys_moved,
@@ -90,7 +106,14 @@ pub fn render_migration(out: &mut dyn Write, r: &MigrationReport) -> io::Result<
     let mut items: Vec<(&str, String)> = vec![
         ("moves", im.moves.len().to_string()),
         ("slots moved", im.slots_moved.to_string()),
-        ("sample keys moved", im.keys_moved.to_string()),
+        (
+            if exact {
+                "keys moved"
+            } else {
+                "sample keys moved"
+            },
+            im.keys_moved.to_string(),
+        ),
         (
             "key skew before → after",
             format!(
@@ -218,7 +241,7 @@ pub fn render_migration(out: &mut dyn Write, r: &MigrationReport) -> io::Result<
     if let Some(c) = &r.compare {
         let _ = write!(
             h,
-            "<h2>Compared with {}</h2><p>{}{} move(s), {} slots, {} sample keys; key skew after {} (this plan: {}); slot skew after {} (this plan: {}).</p>",
+            "<h2>Compared with {}</h2><p>{}{} move(s), {} slots, {} {keys_word}; key skew after {} (this plan: {}); slot skew after {} (this plan: {}).</p>",
             esc(&c.plan),
             c.message
                 .as_deref()
