@@ -777,7 +777,6 @@ fn ground_truth_typescript_connect_redis() {
 /// `code --format yaml` writes a scheme `lint` and `plan` read: the fixture's cross-slot MGET
 /// is a batch lint refuses, and plan tags the value its keys share.
 fn yaml_draft_is_a_scheme() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/code");
     let dir = tempfile::tempdir().unwrap();
     let draft = dir.path().join("keyplan.yaml");
     // Run from the repository, given the fixtures' directory: each place is named by that
