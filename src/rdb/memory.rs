@@ -1,14 +1,126 @@
 //! What a key costs in a server's memory, estimated from what its snapshot says.
 //!
-//! The model follows how Redis 7 on 64-bit Linux lays values out and what `MEMORY USAGE`
-//! counts: every allocation rounded up to its jemalloc size class; a 16-byte object header per
-//! value; packed encodings (listpack, ziplist, intset) are one allocation of the bytes the
-//! snapshot holds; strings are `int` (16 bytes), `embstr` (header and bytes in one
-//! allocation, up to 44 bytes) or `raw`; hash tables cost a 56-byte dict, 8 bytes a bucket
-//! (a power of two at least the size) and a 24-byte entry per element plus the element's
-//! sds strings; sorted sets add a skiplist (a 640-byte head and ~54 bytes a node). The key
-//! itself adds its sds string and its 24-byte entry in the keyspace. Tests compare the sums
-//! with `MEMORY USAGE … SAMPLES 0` of real servers.
+//! The model follows how the server that loads the snapshot lays values out on 64-bit Linux
+//! and what its `MEMORY USAGE` counts ([`Server`]: Redis 7, Redis 8, Valkey 8.1 and 9): every
+//! allocation rounded up to its jemalloc size class; a 16-byte object header per value; packed
+//! encodings (listpack, ziplist, intset) are one allocation of the bytes the snapshot holds;
+//! strings are `int`, `embstr` (header and bytes in one allocation) or `raw`; hash tables cost
+//! a 56-byte dict, 8 bytes a bucket (a power of two at least the size) and a 24-byte entry per
+//! element plus the element's sds strings; sorted sets add a skiplist (a 640-byte head and ~54
+//! bytes a node). In Redis 7 the key adds its sds string and its 24-byte entry in the
+//! keyspace; Redis 8 and Valkey ≥ 8.1 keep the key inside the value's object. Tests compare
+//! the sums with `MEMORY USAGE … SAMPLES 0` of real servers.
+
+/// The server whose memory layout an estimate follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Server {
+    /// Redis up to 7.4 and Valkey before 8.1: keys in the keyspace's dict entries, jemalloc
+    /// with a 16-byte quantum (as Debian's Redis 7.0 links it, the build the model was
+    /// measured on).
+    Redis7,
+    /// Redis 8: the key (and its expiry, and a short string value) inside the value's object,
+    /// which the keyspace holds directly; its bundled jemalloc has 8-byte size classes up to
+    /// 64 bytes.
+    Redis8,
+    /// Valkey 8.1 and later: the key inside the value's object, the keyspace and sets and
+    /// hashes in Valkey's own hash table.
+    Valkey8,
+}
+
+/// The values `--server` accepts, as help and errors name them.
+pub const SERVER_NAMES: &str = "redis-7, redis-8, valkey-8, valkey-9 (a minor version may follow: redis-7.2, redis-8.2, valkey-8.1)";
+
+impl Server {
+    /// The layout of the server a snapshot's `redis-ver` or `valkey-ver` field names
+    /// (`None` for other fields).
+    pub fn from_aux(field: &[u8], version: &[u8]) -> Option<Server> {
+        let v = String::from_utf8_lossy(version);
+        let (major, minor) = major_minor(&v)?;
+        match field {
+            b"valkey-ver" => Some(Server::valkey(major, minor)),
+            b"redis-ver" => Some(Server::redis(major)),
+            _ => None,
+        }
+    }
+
+    fn redis(major: u32) -> Server {
+        if major >= 8 {
+            Server::Redis8
+        } else {
+            Server::Redis7
+        }
+    }
+
+    fn valkey(major: u32, minor: u32) -> Server {
+        if (major, minor) >= (8, 1) {
+            Server::Valkey8
+        } else {
+            Server::Redis7
+        }
+    }
+
+    /// Reads `--server`: `redis-8`, `redis-8.2`, `valkey-9.1.2`, …
+    pub fn parse(s: &str) -> Result<Server, String> {
+        let bad = || format!("unknown server `{s}`: expected one of {SERVER_NAMES}");
+        let lower = s.trim().to_ascii_lowercase();
+        let (name, version) = lower.split_once('-').ok_or_else(bad)?;
+        let (major, minor) = major_minor(version).ok_or_else(bad)?;
+        match name {
+            "redis" if (2..=8).contains(&major) => Ok(Server::redis(major)),
+            "valkey" if (7..=9).contains(&major) => Ok(Server::valkey(major, minor)),
+            _ => Err(bad()),
+        }
+    }
+
+    /// Whether the key lives inside its value's object.
+    pub fn embeds_keys(self) -> bool {
+        self != Server::Redis7
+    }
+
+    /// The words reports use for it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Server::Redis7 => "Redis 7",
+            Server::Redis8 => "Redis 8",
+            Server::Valkey8 => "Valkey 8.1+",
+        }
+    }
+
+    /// The allocation `n` bytes take on this server.
+    pub fn alloc(self, n: u64) -> u64 {
+        match self {
+            Server::Redis8 => alloc8(n),
+            _ => alloc(n),
+        }
+    }
+
+    /// An sds string of `len` bytes (header, bytes, terminator) on this server.
+    pub fn sds(self, len: u64) -> u64 {
+        self.alloc(sds_header(len) + len + 1)
+    }
+
+    /// A value held as one packed blob of `bytes` bytes (listpack, ziplist, intset, zipmap).
+    pub fn packed(self, bytes: u64) -> u64 {
+        OBJECT + self.alloc(bytes)
+    }
+}
+
+/// `8.2.3` as (8, 2); a version without a minor is (major, 0).
+fn major_minor(v: &str) -> Option<(u32, u32)> {
+    let mut it = v.split('.');
+    let major = it.next()?.parse().ok()?;
+    let minor = match it.next() {
+        Some(m) => m.parse().ok()?,
+        None => 0,
+    };
+    Some((major, minor))
+}
+
+/// The size class of jemalloc built with an 8-byte quantum (`--with-lg-quantum=3`, as Redis
+/// builds its bundled copy): every multiple of 8 up to 64, then as [`alloc`].
+pub fn alloc8(n: u64) -> u64 {
+    if n <= 64 { n.div_ceil(8) * 8 } else { alloc(n) }
+}
 
 /// The jemalloc size class `n` bytes are served from (64-bit, 16-byte quantum).
 pub fn alloc(n: u64) -> u64 {
@@ -81,9 +193,8 @@ pub struct Layout {
     pub key_len: u64,
     /// Whether the key has an expiry.
     pub expires: bool,
-    /// Valkey ≥ 8.1: the key (and its expiry, and a string value of up to one cache line)
-    /// live inside the value's object, which the keyspace's table points to directly.
-    pub embedded_keys: bool,
+    /// The server that holds the key.
+    pub server: Server,
 }
 
 /// A cache line: Valkey ≥ 8.1 embeds a string value when the object fits in one.
@@ -94,18 +205,22 @@ impl Layout {
         self.key_len + 3 + if self.expires { 8 } else { 0 }
     }
 
-    /// Whether a string value of `len` bytes shares its object's allocation (`embstr`). Valkey
-    /// ≥ 8.1 (measured on 8.1): when key and value together are at most 41 bytes, or with an
-    /// expiry when object, key, expiry and value fit one cache line.
+    /// Redis 8's object with its key: the header, the expiry, a byte giving the key's header
+    /// size and the key's sds string.
+    fn redis8_object(&self) -> u64 {
+        OBJECT + if self.expires { 8 } else { 0 } + 1 + sds_header(self.key_len) + self.key_len + 1
+    }
+
+    /// Whether a string value of `len` bytes shares its object's allocation (`embstr`). Redis
+    /// 8 and Valkey ≥ 8.1 (measured on 8.2 and 8.1): when key and value together are at most
+    /// 41 bytes; Redis 8 with an expiry at most 33; Valkey with an expiry when object, key,
+    /// expiry and value fit one cache line.
     pub fn embeds(&self, len: u64) -> bool {
-        if self.embedded_keys {
-            if self.expires {
-                self.valkey_embstr(len) <= CACHE_LINE
-            } else {
-                self.key_len + len <= 41
-            }
-        } else {
-            len <= EMBSTR_MAX
+        match self.server {
+            Server::Redis7 => len <= EMBSTR_MAX,
+            Server::Redis8 => self.key_len + len + if self.expires { 8 } else { 0 } <= 41,
+            Server::Valkey8 if self.expires => self.valkey_embstr(len) <= CACHE_LINE,
+            Server::Valkey8 => self.key_len + len <= 41,
         }
     }
 
@@ -115,57 +230,123 @@ impl Layout {
         15 + (key_header - 1) + self.key_len + len + if self.expires { 8 } else { 0 }
     }
 
-    /// The key's own cost: its sds string and its entry in the keyspace (Redis), or its
-    /// bytes inside the object and the table's pointer (Valkey ≥ 8.1).
+    /// The key's own cost: its sds string and its entry in the keyspace (Redis 7), or its
+    /// bytes inside the object beyond the object's header (Redis 8), and the table's pointer
+    /// (Valkey ≥ 8.1).
     pub fn key(&self) -> u64 {
-        if self.embedded_keys {
-            self.embedded_key_bytes() + 8
-        } else {
-            sds(self.key_len) + DICT_ENTRY
+        match self.server {
+            Server::Redis7 => sds(self.key_len) + DICT_ENTRY,
+            Server::Redis8 => alloc8(self.redis8_object()) - OBJECT,
+            Server::Valkey8 => self.embedded_key_bytes() + 8,
         }
+    }
+
+    /// The allocation `n` bytes take on the layout's server.
+    pub fn alloc(&self, n: u64) -> u64 {
+        self.server.alloc(n)
+    }
+
+    /// An sds string of `len` bytes on the layout's server.
+    pub fn sds(&self, len: u64) -> u64 {
+        self.server.sds(len)
+    }
+
+    /// A value held as one packed blob of `bytes` bytes.
+    pub fn packed(&self, bytes: u64) -> u64 {
+        self.server.packed(bytes)
     }
 
     /// A string value of `len` bytes in the given encoding (without [`Layout::key`]).
     pub fn string(&self, len: u64, encoding: StringEncoding) -> u64 {
-        match encoding {
-            StringEncoding::Int => OBJECT,
-            StringEncoding::Embstr if self.embedded_keys => {
+        match (encoding, self.server) {
+            (StringEncoding::Int, _) => OBJECT,
+            (StringEncoding::Embstr, Server::Valkey8) => {
                 alloc(self.valkey_embstr(len)).saturating_sub(self.embedded_key_bytes())
             }
-            StringEncoding::Embstr => alloc(OBJECT + 3 + len + 1),
-            StringEncoding::Raw => OBJECT + sds(len),
+            (StringEncoding::Embstr, Server::Redis8) => {
+                // The value's sds (an 8-bit header) follows the key in the object.
+                alloc8(self.redis8_object() + 3 + len + 1) - self.key()
+            }
+            (StringEncoding::Embstr, Server::Redis7) => alloc(OBJECT + 3 + len + 1),
+            (StringEncoding::Raw, _) => OBJECT + self.sds(len),
         }
     }
 
     /// A hash-table set of `n` members whose strings cost `strings`.
     pub fn set(&self, n: u64, strings: u64) -> u64 {
-        if self.embedded_keys {
+        match self.server {
             // Valkey ≥ 8.1's table holds the member strings themselves (measured ~25 bytes of
             // table per member beside its string).
-            OBJECT + DICT + n * VALKEY_SET_ENTRY + strings
-        } else {
-            table(n, strings)
+            Server::Valkey8 => OBJECT + DICT + n * VALKEY_SET_ENTRY + strings,
+            _ => table(n, strings),
         }
     }
 
     /// A hash-table hash of `n` fields whose field and value strings cost `strings`.
     pub fn hash(&self, n: u64, strings: u64) -> u64 {
-        if self.embedded_keys {
+        match self.server {
             // Valkey ≥ 8.1 keeps field and value in one entry (measured ~10 bytes of table a
             // field beside its strings).
-            OBJECT + DICT + n * VALKEY_HASH_ENTRY + strings
-        } else {
-            table(n, strings)
+            Server::Valkey8 => OBJECT + DICT + n * VALKEY_HASH_ENTRY + strings,
+            _ => table(n, strings),
         }
     }
 
     /// A skiplist sorted set of `n` members whose strings cost `strings`.
     pub fn skiplist(&self, n: u64, strings: u64) -> u64 {
         let redis = skiplist(n, strings);
-        if self.embedded_keys {
-            redis.saturating_sub(n * VALKEY_ZSET_SAVING)
+        match self.server {
+            Server::Valkey8 => redis.saturating_sub(n * VALKEY_ZSET_SAVING),
+            // Redis 8 (measured on 8.2 over 4,000 and 8,000 members of 9 to 105 bytes): the
+            // members' dict has 16-byte entries, and the nodes (score, member, backward link
+            // and 1.33 levels of 16 bytes on average) fall in 8-byte size classes.
+            Server::Redis8 => {
+                OBJECT
+                    + DICT
+                    + 8 * buckets(n)
+                    + n * (16 + REDIS8_SKIPLIST_NODE)
+                    + strings
+                    + ZSET_STRUCTS
+                    + SKIPLIST_HEAD
+            }
+            Server::Redis7 => redis,
+        }
+    }
+
+    /// What `expiring` hash fields with an expiry add to a hash-table hash (Redis ≥ 7.4: a
+    /// field's string carries its expiry; measured on 8.2: 24 bytes a field for the first ten,
+    /// 16 for each after).
+    pub fn field_expiries(&self, expiring: u64) -> u64 {
+        match self.server {
+            Server::Valkey8 => 8 * expiring,
+            _ => 24 * expiring.min(10) + 16 * expiring.saturating_sub(10),
+        }
+    }
+
+    /// Redis 8 loads a hash with field expiries of `n` fields through a listpack, then a
+    /// table that doubles as fields are added, one bucket moved a field: while fewer fields
+    /// than ~63% of the old table's size came after the last doubling, the old table is still
+    /// held beside the new one (as `MEMORY USAGE` sees it after loading; measured on 8.2 from
+    /// 513 to 2,500 fields).
+    pub fn expiring_hash_rehash(&self, n: u64) -> u64 {
+        if self.server != Server::Redis8 || n < 2 {
+            return 0;
+        }
+        let old = (n - 1).next_power_of_two() / 2; // the largest power of two below n
+        if old >= 4 && (n - old) * 1000 < old * 632 {
+            8 * old
         } else {
-            redis
+            0
+        }
+    }
+
+    /// The struct a listpack hash with field expiries (`listpackex`) keeps beside its
+    /// listpack: its place among the expiring keys and the listpack's pointer (Redis 8: 24
+    /// bytes, measured on 8.2; Redis 7.4 also kept a pointer to the key: 32).
+    pub fn listpack_ex(&self) -> u64 {
+        match self.server {
+            Server::Redis8 => 24,
+            _ => 32,
         }
     }
 }
@@ -173,6 +354,8 @@ impl Layout {
 const VALKEY_SET_ENTRY: u64 = 25;
 const VALKEY_HASH_ENTRY: u64 = 10;
 const VALKEY_ZSET_SAVING: u64 = 15;
+/// A Redis 8 skiplist node's average size class.
+const REDIS8_SKIPLIST_NODE: u64 = 46;
 
 /// A value held as one packed blob of `bytes` bytes (listpack, ziplist, intset, zipmap).
 pub fn packed(bytes: u64) -> u64 {
@@ -212,10 +395,12 @@ const MIN_COMPRESS_IMPROVE: u64 = 8;
 
 /// What a list node of `len` bytes costs: its blob, or, when it is one the server compresses and
 /// `compressed` is its LZF length, the compressed form behind an 8-byte length.
-pub fn list_node_blob(len: u64, compressed: Option<u64>) -> u64 {
+pub fn list_node_blob(server: Server, len: u64, compressed: Option<u64>) -> u64 {
     match compressed {
-        Some(c) if len >= MIN_COMPRESS_BYTES && c + MIN_COMPRESS_IMPROVE < len => alloc(8 + c),
-        _ => alloc(len),
+        Some(c) if len >= MIN_COMPRESS_BYTES && c + MIN_COMPRESS_IMPROVE < len => {
+            server.alloc(8 + c)
+        }
+        _ => server.alloc(len),
     }
 }
 
@@ -377,6 +562,75 @@ mod tests {
     }
 
     #[test]
+    fn servers_by_name_and_snapshot_field() {
+        assert_eq!(Server::parse("redis-8.2"), Ok(Server::Redis8));
+        assert_eq!(Server::parse("Redis-7"), Ok(Server::Redis7));
+        assert_eq!(Server::parse("valkey-9.1.2"), Ok(Server::Valkey8));
+        assert_eq!(Server::parse("valkey-8.0"), Ok(Server::Redis7));
+        for bad in ["redis", "redis-x", "keydb-6", "redis-9", "valkey-", ""] {
+            let e = Server::parse(bad).unwrap_err();
+            assert!(e.contains("redis-8") && e.contains("valkey-9"), "{e}");
+        }
+        assert_eq!(
+            Server::from_aux(b"redis-ver", b"8.2.3"),
+            Some(Server::Redis8)
+        );
+        assert_eq!(
+            Server::from_aux(b"redis-ver", b"7.4.1"),
+            Some(Server::Redis7)
+        );
+        assert_eq!(
+            Server::from_aux(b"valkey-ver", b"8.1.8"),
+            Some(Server::Valkey8)
+        );
+        assert_eq!(Server::from_aux(b"ctime", b"8"), None);
+    }
+
+    #[test]
+    fn redis8_strings() {
+        // As MEMORY USAGE gives them on Redis 8.2 (key included).
+        let whole = |key_len, expires, len| {
+            let l = Layout {
+                key_len,
+                expires,
+                server: Server::Redis8,
+            };
+            let enc = if l.embeds(len) {
+                StringEncoding::Embstr
+            } else {
+                StringEncoding::Raw
+            };
+            (enc, l.string(len, enc) + l.key())
+        };
+        assert_eq!(whole(4, false, 0), (StringEncoding::Embstr, 32));
+        assert_eq!(whole(4, false, 6), (StringEncoding::Embstr, 40));
+        assert_eq!(whole(4, false, 37), (StringEncoding::Embstr, 64));
+        assert_eq!(whole(4, false, 38), (StringEncoding::Raw, 72));
+        assert_eq!(whole(32, false, 9), (StringEncoding::Embstr, 80));
+        assert_eq!(whole(32, false, 10), (StringEncoding::Raw, 72));
+        assert_eq!(whole(8, true, 25), (StringEncoding::Embstr, 64));
+        assert_eq!(whole(8, true, 26), (StringEncoding::Raw, 72));
+        assert_eq!(whole(60, false, 7), (StringEncoding::Raw, 112));
+        let int = Layout {
+            key_len: 1,
+            expires: false,
+            server: Server::Redis8,
+        };
+        assert_eq!(int.string(5, StringEncoding::Int) + int.key(), 24);
+        // A hash with field expiries mid-rehash after loading (measured: 700 and 1,500
+        // fields hold the old table, 900 and 2,000 do not).
+        let l = Layout {
+            key_len: 3,
+            expires: false,
+            server: Server::Redis8,
+        };
+        assert_eq!(l.expiring_hash_rehash(700), 4096);
+        assert_eq!(l.expiring_hash_rehash(900), 0);
+        assert_eq!(l.expiring_hash_rehash(1500), 8192);
+        assert_eq!(l.expiring_hash_rehash(2000), 0);
+    }
+
+    #[test]
     fn size_classes() {
         let got: Vec<u64> = [
             1, 8, 9, 17, 33, 48, 49, 65, 100, 129, 200, 257, 600, 1025, 5000,
@@ -397,7 +651,7 @@ mod tests {
         let redis = Layout {
             key_len: 10,
             expires: false,
-            embedded_keys: false,
+            server: Server::Redis7,
         };
         assert_eq!(redis.string(5, StringEncoding::Int), 16);
         assert_eq!(redis.string(10, StringEncoding::Embstr), 32); // 16 + 3 + 10 + 1 = 30 → 32
@@ -406,7 +660,7 @@ mod tests {
         // Valkey 8.1 (measured): a 10-byte key embeds values up to 31 bytes, with an expiry too;
         // a 34-byte key up to 7, 5 with an expiry.
         let valkey = Layout {
-            embedded_keys: true,
+            server: Server::Valkey8,
             ..redis
         };
         assert!(valkey.embeds(31) && !valkey.embeds(32));

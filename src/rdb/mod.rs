@@ -239,8 +239,11 @@ pub struct Parser<'a> {
     functions: u64,
     uninterpreted: u64,
     done: bool,
-    /// Valkey ≥ 8.1 keeps the key (and a short string value) inside the value's object.
-    embedded_keys: bool,
+    /// The server whose layout the memory estimate follows: the one the snapshot's
+    /// `redis-ver`/`valkey-ver` names, unless [`Parser::set_server`] chose one.
+    server: memory::Server,
+    /// Whether [`Parser::set_server`] chose the server (the snapshot's fields then do not).
+    server_chosen: bool,
     /// The `list-compress-depth` of the server the memory estimate is for.
     list_compress_depth: u32,
 }
@@ -264,7 +267,7 @@ pub struct Checkpoint {
     /// The next record's byte offset.
     pub pos: usize,
     db: u64,
-    embedded_keys: bool,
+    server: memory::Server,
 }
 
 #[inline(always)]
@@ -327,7 +330,7 @@ impl<'a> Parser<'a> {
         let start = Checkpoint {
             pos: 9,
             db: 0,
-            embedded_keys: false,
+            server: memory::Server::Redis7,
         };
         Ok(Parser::standing(data, version, magic, 0, start))
     }
@@ -352,7 +355,8 @@ impl<'a> Parser<'a> {
             functions: 0,
             uninterpreted: 0,
             done: false,
-            embedded_keys: at.embedded_keys,
+            server: at.server,
+            server_chosen: false,
             list_compress_depth,
         }
     }
@@ -361,6 +365,17 @@ impl<'a> Parser<'a> {
     /// a list more than `depth` from either end are held LZF-compressed.
     pub fn set_list_compress_depth(&mut self, depth: u32) {
         self.list_compress_depth = depth;
+    }
+
+    /// Estimates memory for `server`, whatever server the snapshot names.
+    pub fn set_server(&mut self, server: memory::Server) {
+        self.server = server;
+        self.server_chosen = true;
+    }
+
+    /// The server whose layout the memory estimate follows (as far as the parser has read).
+    pub fn server(&self) -> memory::Server {
+        self.server
     }
 
     /// The RDB format version.
@@ -767,7 +782,7 @@ impl<'a> Parser<'a> {
                 let layout = memory::Layout {
                     key_len,
                     expires: h.expires_at_ms.is_some(),
-                    embedded_keys: self.embedded_keys,
+                    server: self.server,
                 };
                 self.value_body(t, h.at, &layout)?;
             }
@@ -780,20 +795,22 @@ impl<'a> Parser<'a> {
         Checkpoint {
             pos: self.pos,
             db: self.db,
-            embedded_keys: self.embedded_keys,
+            server: self.server,
         }
     }
 
     /// A parser of the same snapshot as `self`, standing at `at` (a checkpoint of a parser of
     /// the same bytes), with no auxiliary fields or counts of its own.
     pub fn resume(&self, at: Checkpoint) -> Parser<'a> {
-        Parser::standing(
+        let mut p = Parser::standing(
             self.data,
             self.version,
             self.magic,
             self.list_compress_depth,
             at,
-        )
+        );
+        p.server_chosen = self.server_chosen;
+        p
     }
 
     /// Reads records up to the next key's value type byte (`None` at the end marker).
@@ -878,8 +895,14 @@ impl<'a> Parser<'a> {
                         let (mut kb, mut vb) = (Vec::new(), Vec::new());
                         self.materialize(k, &mut kb, at)?;
                         self.materialize(v, &mut vb, at)?;
-                        if kb == b"valkey-ver" {
-                            self.embedded_keys = version_at_least(&vb, 8, 1);
+                        // Valkey writes `redis-ver` (the Redis it is compatible with), then
+                        // `valkey-ver`: the last one read names the server.
+                        let valkey_named = self.aux.iter().any(|(k, _)| k == b"valkey-ver");
+                        if !self.server_chosen
+                            && !(valkey_named && kb == b"redis-ver")
+                            && let Some(server) = memory::Server::from_aux(&kb, &vb)
+                        {
+                            self.server = server;
                         }
                         self.aux.push((kb, vb));
                     }
@@ -946,7 +969,7 @@ impl<'a> Parser<'a> {
         let layout = memory::Layout {
             key_len: key.len(),
             expires: expires_at_ms.is_some(),
-            embedded_keys: self.embedded_keys,
+            server: self.server,
         };
         let v = if t == 0 {
             self.string_value(&layout)?
@@ -1005,7 +1028,7 @@ impl<'a> Parser<'a> {
                 let n = self.len()?;
                 let mut strings = 0u64;
                 for _ in 0..n {
-                    strings += memory::sds(self.value_string()?.len());
+                    strings += layout.sds(self.value_string()?.len());
                 }
                 if t == 1 {
                     Value::new(
@@ -1022,7 +1045,7 @@ impl<'a> Parser<'a> {
                 let n = self.len()?;
                 let mut strings = 0u64;
                 for _ in 0..n {
-                    strings += memory::sds(self.value_string()?.len());
+                    strings += layout.sds(self.value_string()?.len());
                     if t == 5 {
                         self.take(8, "a score")?;
                     } else {
@@ -1039,8 +1062,8 @@ impl<'a> Parser<'a> {
                 let n = self.len()?;
                 let mut strings = 0u64;
                 for _ in 0..n {
-                    strings += memory::sds(self.value_string()?.len());
-                    strings += memory::sds(self.value_string()?.len());
+                    strings += layout.sds(self.value_string()?.len());
+                    strings += layout.sds(self.value_string()?.len());
                     self.take(8, "a field's expiry")?;
                 }
                 Value::new(
@@ -1056,14 +1079,20 @@ impl<'a> Parser<'a> {
                 }
                 let n = self.len()?;
                 let mut strings = 0u64;
+                let mut expiring = 0u64;
                 for _ in 0..n {
-                    if t != 4 {
-                        self.len()?; // field TTL
+                    // A field's TTL (0: none).
+                    if t != 4 && self.len()? != 0 {
+                        expiring += 1;
                     }
-                    strings += memory::sds(self.value_string()?.len());
-                    strings += memory::sds(self.value_string()?.len());
+                    strings += layout.sds(self.value_string()?.len());
+                    strings += layout.sds(self.value_string()?.len());
                 }
-                Value::new(K::Hash, "hashtable", Some(n), layout.hash(n, strings))
+                let mut mem = layout.hash(n, strings) + layout.field_expiries(expiring);
+                if t == 24 {
+                    mem += layout.expiring_hash_rehash(n);
+                }
+                Value::new(K::Hash, "hashtable", Some(n), mem)
             }
             6 => {
                 return self.err(
@@ -1117,7 +1146,11 @@ impl<'a> Parser<'a> {
                     }
                     n => n.map(|n| n / per),
                 };
-                Value::new(kind, encoding, elements, memory::packed(s.len()))
+                let mut mem = layout.packed(s.len());
+                if matches!(t, 23 | 25) {
+                    mem += layout.listpack_ex();
+                }
+                Value::new(kind, encoding, elements, mem)
             }
             14 | 18 => {
                 let nodes = self.len()?;
@@ -1145,9 +1178,9 @@ impl<'a> Parser<'a> {
                     blobs += match s {
                         // What the server compresses is what the snapshot holds compressed.
                         Str::Lzf { clen, .. } if inner => {
-                            memory::list_node_blob(s.len(), Some(clen as u64))
+                            memory::list_node_blob(layout.server, s.len(), Some(clen as u64))
                         }
-                        _ => memory::list_node_blob(s.len(), None),
+                        _ => memory::list_node_blob(layout.server, s.len(), None),
                     };
                     let n = if plain {
                         Some(1)
@@ -1167,7 +1200,7 @@ impl<'a> Parser<'a> {
                 // Servers from 7.2 (RDB 11) hold a list that fits one small node as a listpack.
                 match only_packed_size {
                     Some(size) if t == 18 && nodes == 1 && self.version >= 11 && size <= 8192 => {
-                        Value::new(K::List, "listpack", elements, memory::packed(size))
+                        Value::new(K::List, "listpack", elements, layout.packed(size))
                     }
                     _ => Value::new(
                         K::List,
@@ -1177,12 +1210,12 @@ impl<'a> Parser<'a> {
                     ),
                 }
             }
-            15 | 19 | 21 => self.stream(t)?,
+            15 | 19 | 21 => self.stream(t, layout.server)?,
             _ => unreachable!("invariant: value types are checked above"),
         })
     }
 
-    fn stream(&mut self, t: u8) -> R<Value> {
+    fn stream(&mut self, t: u8, server: memory::Server) -> R<Value> {
         let layout = memory::StreamLayout::for_type(t);
         let nodes = self.len()?;
         let mut mem = memory::OBJECT + layout.stream;
@@ -1195,7 +1228,7 @@ impl<'a> Parser<'a> {
             self.materialize(id, &mut scratch, at)?;
             ids.push(&scratch);
             let lp = self.value_string()?;
-            mem += memory::alloc(lp.len());
+            mem += server.alloc(lp.len());
         }
         self.scratch = scratch;
         mem += ids.usage();
@@ -1258,14 +1291,6 @@ impl Value {
             memory,
         }
     }
-}
-
-/// Whether a version string (`8.1.3`) is at least `major.minor`.
-fn version_at_least(v: &[u8], major: u32, minor: u32) -> bool {
-    let s = String::from_utf8_lossy(v);
-    let mut it = s.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
-    let (a, b) = (it.next().unwrap_or(0), it.next().unwrap_or(0));
-    (a, b) >= (major, minor)
 }
 
 /// Whether a server would hold these bytes as an integer: the canonical decimal form of an
