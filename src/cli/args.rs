@@ -63,6 +63,13 @@ pub struct InputArgs {
           value_parser = clap::value_parser!(u32).range(0..=65_535))]
     pub list_compress_depth: u32,
 
+    /// For RDB snapshots: the server whose memory layout the estimate follows: redis-7,
+    /// redis-8, valkey-8 or valkey-9, a minor version may follow (redis-8.2); by default the
+    /// server named in the snapshot (its redis-ver or valkey-ver field). Name the server that
+    /// will load the snapshot, for a planned upgrade
+    #[arg(long, value_name = "SERVER", value_parser = crate::rdb::memory::Server::parse)]
+    pub server: Option<crate::rdb::memory::Server>,
+
     /// Whether a snapshot's read keeps each slot's biggest key (set by the migration previews,
     /// which name the biggest keys of the slots that move; not a flag).
     #[arg(skip)]
@@ -93,6 +100,7 @@ impl InputArgs {
             strict: self.strict,
             max_line_bytes: self.max_line_bytes.max(1),
             list_compress_depth: self.list_compress_depth,
+            server: self.server,
             slot_biggest: self.slot_biggest,
         }
     }

@@ -45,6 +45,13 @@ pub struct ScanArgs {
           value_parser = clap::value_parser!(u32).range(0..=65_535))]
     pub list_compress_depth: u32,
 
+    /// With --rdb: the server whose memory layout `bytes` follows: redis-7, redis-8, valkey-8
+    /// or valkey-9, a minor version may follow (redis-8.2); by default the server named in the
+    /// snapshot (its redis-ver or valkey-ver field)
+    #[arg(long, value_name = "SERVER", requires = "rdb",
+          value_parser = crate::rdb::memory::Server::parse)]
+    pub server: Option<crate::rdb::memory::Server>,
+
     /// Write the sample here instead of standard output
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -75,6 +82,7 @@ pub fn run(args: ScanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
             rdb,
             args.format,
             args.list_compress_depth,
+            args.server,
             args.output.as_ref(),
             ctx,
         );
@@ -131,6 +139,7 @@ fn run_rdb(
     path: &std::path::Path,
     format: Format,
     list_compress_depth: u32,
+    server: Option<crate::rdb::memory::Server>,
     output: Option<&PathBuf>,
     ctx: &mut Ctx<'_>,
 ) -> anyhow::Result<ExitStatus> {
@@ -145,6 +154,9 @@ fn run_rdb(
         )
     })?;
     parser.set_list_compress_depth(list_compress_depth);
+    if let Some(server) = server {
+        parser.set_server(server);
+    }
     let damaged = |e| {
         let help = "the snapshot is damaged or truncated at that byte; nothing was written to -o";
         UserError::new(format!("{name}: {e}"), help)

@@ -19,6 +19,7 @@ fn rdb_settings(opts: &ReadOptions) -> crate::rdb::read::Settings {
     crate::rdb::read::Settings {
         top: TOP_KEYS,
         list_compress_depth: opts.list_compress_depth,
+        server: opts.server,
         slot_biggest: opts.slot_biggest,
     }
 }

@@ -109,6 +109,9 @@ pub struct ReadOptions {
     pub max_line_bytes: usize,
     /// For snapshots: the `list-compress-depth` of the server whose memory is estimated.
     pub list_compress_depth: u32,
+    /// For snapshots: the server whose memory layout the estimate follows (`None`: the one
+    /// the snapshot names).
+    pub server: Option<crate::rdb::memory::Server>,
     /// For snapshots: keep each slot's biggest key (migration previews name those of the
     /// slots that move; no other report shows them, so by default they are not kept).
     pub slot_biggest: bool,
@@ -124,6 +127,7 @@ impl Default for ReadOptions {
             strict: false,
             max_line_bytes: DEFAULT_MAX_LINE,
             list_compress_depth: 0,
+            server: None,
             slot_biggest: false,
         }
     }

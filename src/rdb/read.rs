@@ -123,6 +123,9 @@ pub struct Settings {
     pub top: usize,
     /// The `list-compress-depth` of the server the memory estimate is for.
     pub list_compress_depth: u32,
+    /// The server whose memory layout the estimate follows (`None`: the one the snapshot
+    /// names).
+    pub server: Option<super::memory::Server>,
     /// Whether the summary keeps each slot's biggest key.
     pub slot_biggest: bool,
 }
@@ -131,6 +134,9 @@ impl Settings {
     fn parser<'a>(&self, data: &'a [u8]) -> Result<Parser<'a>, ReadError> {
         let mut parser = Parser::new(data).map_err(|e| ReadError::Rdb(*e))?;
         parser.set_list_compress_depth(self.list_compress_depth);
+        if let Some(server) = self.server {
+            parser.set_server(server);
+        }
         Ok(parser)
     }
 }
@@ -515,6 +521,7 @@ mod tests {
         Settings {
             top: 5,
             list_compress_depth: 0,
+            server: None,
             slot_biggest: true,
         }
     }

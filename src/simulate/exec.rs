@@ -108,7 +108,7 @@ pub enum ExecError {
 pub fn bench_refusal(op: &Op) -> Option<&'static str> {
     if !op.known {
         return Some(
-            "not a Redis 7.0 or Valkey 8 command, so bench cannot know which of its arguments are keys to put under its prefix",
+            "not a command of Redis 7.0 to 8.2 or Valkey 8.1 to 9.1 (a module's, or a newer server's), so bench cannot know which of its arguments are keys to put under its prefix",
         );
     }
     let Ok(cmd) = crate::command::table().lookup(&op.args) else {
