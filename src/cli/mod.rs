@@ -180,7 +180,15 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
-    let cli = match Cli::try_parse_from(args) {
+    // Help is wrapped at the terminal's width (at most 100): example commands longer than
+    // that are broken before a flag with a ` \` continuation, as a shell reads them.
+    let help_width = terminal
+        .stdout_width
+        .map_or(100, |w| usize::from(w).min(100));
+    let parsed = with_broken_examples(<Cli as clap::CommandFactory>::command(), help_width)
+        .try_get_matches_from(args)
+        .and_then(|m| <Cli as clap::FromArgMatches>::from_arg_matches(&m));
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(e) => {
             // --help and --version are not errors: they go to stdout with status 0.
@@ -290,6 +298,63 @@ fn shell_words(err: anyhow::Error) -> anyhow::Error {
     err
 }
 
+/// `cmd` and its subcommands with every `Examples:` command line longer than `width` broken
+/// before a flag (else a space), continued with ` \` and a deeper indent, so that a wrap never
+/// leaves half a command on a line of its own.
+fn with_broken_examples(mut cmd: clap::Command, width: usize) -> clap::Command {
+    let names: Vec<String> = cmd
+        .get_subcommands()
+        .map(|s| s.get_name().to_string())
+        .collect();
+    for name in names {
+        cmd = cmd.mut_subcommand(name, |s| with_broken_examples(s, width));
+    }
+    let Some(text) = cmd.get_after_help().map(|h| h.to_string()) else {
+        return cmd;
+    };
+    if !text.starts_with("Examples:") || text.lines().all(|l| l.chars().count() <= width) {
+        return cmd;
+    }
+    let lines: Vec<String> = text.lines().flat_map(|l| break_command(l, width)).collect();
+    cmd.after_help(lines.join("\n"))
+}
+
+/// One example line as lines of at most `width` characters (where its words allow).
+fn break_command(line: &str, width: usize) -> Vec<String> {
+    if line.chars().count() <= width || !line.starts_with("  ") {
+        return vec![line.to_string()];
+    }
+    const CONT: &str = "      ";
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let words: Vec<&str> = line.trim_start().split(' ').collect();
+    let mut i = 0;
+    while i < words.len() {
+        // A flag and its value stay together.
+        let mut group = words[i].to_string();
+        if words[i].starts_with("--")
+            && let Some(v) = words.get(i + 1).filter(|v| !v.starts_with('-'))
+        {
+            group.push(' ');
+            group.push_str(v);
+            i += 1;
+        }
+        i += 1;
+        let lead = if out.is_empty() { "  " } else { CONT };
+        if cur.is_empty() {
+            cur = format!("{lead}{group}");
+        } else if cur.chars().count() + 1 + group.chars().count() + 2 <= width {
+            cur.push(' ');
+            cur.push_str(&group);
+        } else {
+            out.push(format!("{cur} \\"));
+            cur = format!("{CONT}{group}");
+        }
+    }
+    out.push(cur);
+    out
+}
+
 /// What to do about an engine's typed error, in the command line's flags (the engine's own
 /// words name none).
 fn shell_help(err: &anyhow::Error) -> Option<String> {
@@ -333,4 +398,29 @@ fn shell_help(err: &anyhow::Error) -> Option<String> {
         }
         .to_string(),
     )
+}
+
+#[cfg(test)]
+mod help_tests {
+    use super::break_command;
+
+    #[test]
+    fn long_examples_break_before_a_flag_with_a_continuation() {
+        let line = "  keyplan reshard --preview --topology nodes.txt --from all --to 3c3a0c74aae0b56170ccb03a76b60cfe7dc1912e --slots 1000 --keys sample.keys";
+        let lines = break_command(line, 80);
+        assert!(lines.len() > 1, "{lines:?}");
+        for (i, l) in lines.iter().enumerate() {
+            assert!(l.chars().count() <= 80, "{l}");
+            assert_eq!(l.ends_with(" \\"), i + 1 < lines.len(), "{lines:?}");
+        }
+        // Nothing lost, a flag never parted from its value.
+        let joined: String = lines
+            .iter()
+            .map(|l| l.trim_end_matches(" \\").trim())
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert_eq!(joined, line.trim());
+        assert!(lines.iter().all(|l| !l.trim_end_matches(" \\").ends_with("--to")));
+        assert_eq!(break_command("  keyplan slot a", 80), vec!["  keyplan slot a"]);
+    }
 }

@@ -171,7 +171,7 @@ fn style(label: &str, unit: Unit, with_total: bool, start: u64) -> ProgressStyle
         Unit::Steps => ("{pos}/{len}", ""),
     };
     let template = if with_total {
-        format!("{{spinner}} {label} {pos} [{{bar:24}}] {per_sec} eta {{eta}} {{wide_msg}}")
+        format!("{{spinner}} {label} {pos} [{{bar:24}}] {per_sec} {{left}} {{wide_msg}}")
     } else {
         let pos = match unit {
             Unit::Bytes => "{bytes}",
@@ -188,7 +188,31 @@ fn style(label: &str, unit: Unit, with_total: bool, start: u64) -> ProgressStyle
                 let _ = w.write_str(&rate(unit, s.pos().saturating_sub(start), s.elapsed()));
             },
         )
+        .with_key(
+            "left",
+            move |s: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                let done = s.pos().saturating_sub(start);
+                let left = s.len().unwrap_or(0).saturating_sub(s.pos());
+                let _ = w.write_str(&eta(done, left, s.elapsed()));
+            },
+        )
         .progress_chars("=> ")
+}
+
+/// The time left at the average rate since the bar appeared (`eta 1m05s`); blank until
+/// there is a rate to go by (half a second and some work done), so never a false `eta 0s`.
+fn eta(done: u64, left: u64, elapsed: Duration) -> String {
+    let secs = elapsed.as_secs_f64();
+    if secs < 0.5 || done == 0 {
+        return String::new();
+    }
+    let rest = (left as f64 * secs / done as f64).round() as u64;
+    match rest {
+        0 if left > 0 => "eta <1s".to_string(),
+        0..60 => format!("eta {rest}s"),
+        60..3600 => format!("eta {}m{:02}s", rest / 60, rest % 60),
+        _ => format!("eta {}h{:02}m", rest / 3600, rest / 60 % 60),
+    }
 }
 
 /// The average rate since the bar appeared, in words (`12.5 MiB/s`, `49.3k keys/s`); blank for
@@ -264,6 +288,19 @@ fn draw(shared: &Shared, label: &str, unit: Unit, delay: Duration) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn eta_comes_from_the_rate_since_the_start() {
+        // Nothing to go by yet: no figure rather than a false one.
+        assert_eq!(eta(0, 100, Duration::from_secs(3)), "");
+        assert_eq!(eta(50, 50, Duration::from_millis(200)), "");
+        // Half done in 10 s: 10 s left.
+        assert_eq!(eta(500, 500, Duration::from_secs(10)), "eta 10s");
+        assert_eq!(eta(100, 900, Duration::from_secs(10)), "eta 1m30s");
+        assert_eq!(eta(1, 1000, Duration::from_secs(10)), "eta 2h46m");
+        assert_eq!(eta(1000, 1, Duration::from_secs(1)), "eta <1s");
+        assert_eq!(eta(1000, 0, Duration::from_secs(1)), "eta 0s");
+    }
 
     #[test]
     fn hidden_progress_counts_and_finishes() {

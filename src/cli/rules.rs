@@ -59,7 +59,7 @@ pub fn run(args: RulesArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
                     "`keyplan rules` lists the codes and names",
                 )
             })?;
-            render_explain(&mut out, r)?;
+            render_explain(&mut out, r, &layout)?;
             Ok(ExitStatus::Clean)
         }
         RulesAction::Test => {

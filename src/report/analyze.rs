@@ -642,12 +642,10 @@ fn render_pattern_nodes(
 ) -> io::Result<()> {
     let nominal = r.topology.kind.nominal();
     let mut matrix = layout.table();
-    let mut header = vec!["pattern × node (share of the pattern's keys)".to_string()];
-    header.extend(
-        r.nodes
-            .iter()
-            .map(|n| format!("{} ({} {nominal})", n.id, pct(n.share_slots))),
-    );
+    // Short headers keep the comparison a table on a narrow terminal: the node's name only,
+    // its share of the slots in the title.
+    let mut header = vec!["pattern".to_string()];
+    header.extend(r.nodes.iter().map(|n| n.id.clone()));
     matrix.set_header(header);
     for p in r.patterns.iter().take(shown) {
         let mut row = vec![Cell::new(&p.pattern)];
@@ -661,9 +659,15 @@ fn render_pattern_nodes(
         }
         matrix.add_row(row);
     }
+    let shares: Vec<String> = r
+        .nodes
+        .iter()
+        .map(|n| format!("{} {}", n.id, pct(n.share_slots)))
+        .collect();
     writeln!(
         out,
-        "Pattern × node (▲: more than 1.25× the node's {nominal} share)\n{matrix}"
+        "Pattern × node: the share of each pattern's keys on each node (▲: more than 1.25× the node's {nominal} share; {nominal}: {})\n{matrix}",
+        shares.join(", ")
     )?;
     Ok(())
 }

@@ -48,12 +48,18 @@ const DISPENSABLE: &[&str] = &[
     "address",
     "ops %",
     "bytes %",
+    // A key's details the key, its memory and place do without.
+    "encoding",
+    "ttl",
+    "in file",
+    "elements",
 ];
 
 /// Columns of prose that a narrow terminal shows under the table instead, one line per row
 /// (`▸ first column: text`), where they wrap at spaces like any prose.
 const PROSE: &[&str] = &[
     "what happens",
+    "explain",
     "summary",
     "commands per node",
     "per node (meas)",
@@ -423,9 +429,9 @@ pub fn wrap(text: &str, width: usize) -> Vec<String> {
     let mut cur = indent.clone();
     let mut cur_len = cur.chars().count();
     let mut first_word = true;
-    for word in text.split(' ').filter(|w| !w.is_empty()) {
+    for word in unbroken_words(text) {
         // Room on a continuation line, where a long word may well land.
-        let word = elide_middle(word, width - cont.chars().count());
+        let word = elide_middle(&word, width - cont.chars().count());
         let wlen = word.chars().count();
         if !first_word && cur_len + 1 + wlen > width {
             lines.push(std::mem::replace(&mut cur, cont.clone()));
@@ -442,6 +448,37 @@ pub fn wrap(text: &str, width: usize) -> Vec<String> {
     }
     lines.push(cur);
     lines
+}
+
+/// Units a number is never parted from at a line break (`19.9 s`, `3.2 MiB`, `40 %`).
+const UNITS: &[&str] = &[
+    "s", "ms", "µs", "us", "ns", "min", "h", "B", "KiB", "MiB", "GiB", "TiB", "KB", "MB", "GB",
+    "%", "×", "keys", "slots", "bytes",
+];
+
+/// The words of `text`, a number joined to the unit after it (so a wrap never parts them).
+fn unbroken_words(text: &str) -> Vec<String> {
+    let mut words: Vec<String> = Vec::new();
+    let mut last_was_number = false;
+    for w in text.split(' ').filter(|w| !w.is_empty()) {
+        let unit = w.trim_end_matches([',', ';', '.', ')', ':']);
+        if last_was_number && UNITS.contains(&unit) {
+            if let Some(prev) = words.last_mut() {
+                prev.push(' ');
+                prev.push_str(w);
+            }
+            last_was_number = false;
+            continue;
+        }
+        last_was_number = w
+            .trim_start_matches(['(', '~', '≈', '+', '-'])
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_digit())
+            && w.chars().last().is_some_and(|c| c.is_ascii_digit());
+        words.push(w.to_string());
+    }
+    words
 }
 
 /// `s` cut to at most `max` characters by replacing its middle with `…`.
@@ -499,11 +536,17 @@ mod tests {
         assert!(!plain.contains("data (INFO)"), "{plain}");
         // …unless it is kept: the ranges go, the data stays.
         let kept = build(true, 60);
-        assert!(kept.contains("data (INFO)") && !kept.contains("slot ranges"), "{kept}");
+        assert!(
+            kept.contains("data (INFO)") && !kept.contains("slot ranges"),
+            "{kept}"
+        );
         assert!(kept.lines().all(|l| l.chars().count() <= 60), "{kept}");
         // Too narrow for it: it goes too, before records.
         let narrow = build(true, 44);
-        assert!(narrow.starts_with('┌') && !narrow.contains("data (INFO)"), "{narrow}");
+        assert!(
+            narrow.starts_with('┌') && !narrow.contains("data (INFO)"),
+            "{narrow}"
+        );
     }
 
     #[test]
@@ -515,6 +558,22 @@ mod tests {
         let layout = TextLayout::fitted(40);
         assert_eq!(layout.key(&[b'k'; 100]).chars().count(), 20);
         assert_eq!(TextLayout::default().key(&[b'k'; 100]).len(), 100);
+    }
+
+    #[test]
+    fn a_number_keeps_its_unit_across_a_wrap() {
+        let text = "the move takes about 19.9 s at 20 MB/s and moves 3.2 MiB of the sample";
+        for width in 20..text.len() {
+            for line in wrap(text, width) {
+                let line = line.trim();
+                assert!(
+                    !line.starts_with("s ") && !line.starts_with("MiB") && !line.ends_with("19.9"),
+                    "width {width}: {line:?}"
+                );
+                assert!(!line.ends_with(" 3.2"), "width {width}: {line:?}");
+            }
+        }
+        assert_eq!(wrap("a 19.9 s", 80), vec!["a 19.9 s"]);
     }
 
     #[test]

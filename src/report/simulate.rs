@@ -157,6 +157,16 @@ impl<'o> SimulationTable<'o> {
     ) -> io::Result<SimulationTable<'o>> {
         let mut out = layout.writer(out);
         let seen = Seen::new(header);
+        // Markdown's first line is its heading: the report's title, not its network line.
+        if layout.markdown {
+            let h = &seen.header;
+            writeln!(
+                out,
+                "keyplan simulate: {}{}",
+                h.topology,
+                if h.clients { " (client profiles)" } else { "" }
+            )?;
+        }
         if !seen.sweeping() {
             let h = &seen.header;
             write_network(&mut out, &h.network, (!h.clients).then_some(h.nodes))?;

@@ -183,8 +183,18 @@ impl<'r> Stream<SlotRow<'r>, [MalformedLine]> for SlotTable<'_> {
     }
 
     fn finish(self: Box<Self>, _: &[MalformedLine]) -> io::Result<()> {
-        writeln!(self.out, "{}", self.table)?;
-        self.out.flush()
+        if self.table.markdown || self.table.width.is_none() {
+            writeln!(self.out, "{}", self.table)?;
+            return self.out.flush();
+        }
+        // Explanations that do not fit go under the table, wrapped at the terminal's width.
+        let mut out = super::TextLayout {
+            width: self.table.width,
+            markdown: false,
+        }
+        .writer(&mut *self.out);
+        writeln!(out, "{}", self.table)?;
+        out.flush()
     }
 }
 

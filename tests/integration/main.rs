@@ -25,6 +25,7 @@ mod modelfit;
 mod packaging;
 mod plan;
 mod properties;
+mod pty_tables;
 mod rdb;
 mod rebalance;
 mod redis;
@@ -61,6 +62,7 @@ fn main() -> std::process::ExitCode {
         ("modelfit", modelfit::TESTS),
         ("plan", plan::TESTS),
         ("properties", properties::TESTS),
+        ("pty_tables", pty_tables::TESTS),
         ("rdb", rdb::TESTS),
         ("rebalance", rebalance::TESTS),
         ("redis", redis::TESTS),

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 /// Runs `shell` (a `sh -c` line) with stdin, stdout and stderr on a fresh pseudo-terminal
 /// `cols` columns wide; returns the exit status and everything the terminal showed.
 /// Progress bars appear at once (no 400 ms delay), so even a quick run draws one.
-fn in_pty(shell: &str, cols: u16) -> (i32, String) {
+pub(crate) fn in_pty(shell: &str, cols: u16) -> (i32, String) {
     let script = require_binary("script").expect("checked by the caller");
     let line = format!("stty cols {cols} rows 50 2>/dev/null; {shell}");
     let mut child = Command::new(script)
@@ -77,7 +77,7 @@ fn piped(args: &[String], stdin: Option<&Path>) -> Output {
 
 /// What the terminal showed, without escape sequences and with carriage-return redraws
 /// resolved to the last text of each line.
-fn screen_lines(typescript: &str) -> Vec<String> {
+pub(crate) fn screen_lines(typescript: &str) -> Vec<String> {
     let mut clean = String::new();
     let mut chars = typescript.chars().peekable();
     while let Some(c) = chars.next() {
@@ -147,7 +147,7 @@ fn same_in_a_terminal_as(
     );
 }
 
-fn have_script() -> bool {
+pub(crate) fn have_script() -> bool {
     require_binary("script").is_some()
 }
 

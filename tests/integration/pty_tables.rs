@@ -1,0 +1,143 @@
+//! Tables that stay tables on 80- and 100-column terminals (issue 61): comparisons keep their
+//! columns side by side (short headers, secondary columns dropped, prose under the table)
+//! before a table gives way to records, and prose wraps at the width.
+
+use super::support::{RedisServer, require_binary};
+use super::terminal::{have_script, in_pty, screen_lines};
+
+pub const TESTS: &[super::support::Test] = &[
+    (
+        "pattern_by_node_stays_a_table_at_80_and_100",
+        pattern_by_node_stays_a_table_at_80_and_100,
+    ),
+    (
+        "biggest_keys_stay_a_table_at_80",
+        biggest_keys_stay_a_table_at_80,
+    ),
+    (
+        "slot_explain_wraps_at_the_terminal",
+        slot_explain_wraps_at_the_terminal,
+    ),
+];
+
+fn bin() -> String {
+    assert_cmd::cargo::cargo_bin("keyplan")
+        .display()
+        .to_string()
+}
+
+/// The screen's lines of `args` run on a `cols`-column terminal (stderr dropped).
+fn shown(args: &str, cols: u16) -> Vec<String> {
+    let (code, typescript) = in_pty(&format!("'{}' {args} 2>/dev/null", bin()), cols);
+    assert!(code == 0 || code == 1, "{args}: exit {code}\n{typescript}");
+    screen_lines(&typescript)
+}
+
+/// The line after the one starting with `title`: a table's top border, or a record.
+fn after_title<'a>(lines: &'a [String], title: &str) -> &'a str {
+    let i = lines
+        .iter()
+        .position(|l| l.starts_with(title))
+        .unwrap_or_else(|| panic!("no {title:?} in\n{}", lines.join("\n")));
+    lines.get(i + 1).map_or("", String::as_str)
+}
+
+fn assert_fits(lines: &[String], cols: usize) {
+    for l in lines {
+        assert!(
+            l.chars().count() <= cols,
+            "{} > {cols}: {l}",
+            l.chars().count()
+        );
+    }
+}
+
+fn pattern_by_node_stays_a_table_at_80_and_100() {
+    if !have_script() {
+        return crate::support::not_run("util-linux `script` is not installed");
+    }
+    for (cols, masters) in [(80, "4"), (100, "4"), (80, "3"), (100, "6")] {
+        let lines = shown(
+            &format!("analyze examples/app.keys --masters {masters}"),
+            cols,
+        );
+        assert_fits(&lines, cols.into());
+        let top = after_title(&lines, "Pattern × node");
+        // The title wraps: the table follows the title's last line.
+        let i = lines
+            .iter()
+            .position(|l| l.starts_with("Pattern × node"))
+            .unwrap();
+        let table = lines[i..]
+            .iter()
+            .find(|l| l.starts_with('┌') || l.starts_with('▸'));
+        assert!(
+            table.is_some_and(|l| l.starts_with('┌')),
+            "{cols} columns, {masters} masters: Pattern × node is no table:\n{top}\n{}",
+            lines[i..].join("\n")
+        );
+    }
+}
+
+fn biggest_keys_stay_a_table_at_80() {
+    if !have_script() {
+        return crate::support::not_run("util-linux `script` is not installed");
+    }
+    let Some(server) = require_binary("redis-server") else {
+        return;
+    };
+    let mut r = RedisServer::start(&server, false);
+    let mut c = r.connect();
+    for i in 0..300 {
+        let key = format!("user:{i}:profile");
+        c.call(&[b"HSET", key.as_bytes(), b"name", &vec![b'n'; i % 97]])
+            .unwrap();
+        let key = format!("feed:{{group_{}}}:user:{i}", i % 7);
+        c.call(&[b"SET", key.as_bytes(), &vec![b'v'; 10 * i]])
+            .unwrap();
+    }
+    c.call(&[b"SAVE"]).unwrap();
+    let dir = match c.call(&[b"CONFIG", b"GET", b"dir"]).unwrap() {
+        crate::support::Reply::Array(v) => match &v[1] {
+            crate::support::Reply::Bulk(Some(d)) => String::from_utf8(d.clone()).unwrap(),
+            other => panic!("{other:?}"),
+        },
+        other => panic!("{other:?}"),
+    };
+    let copy = tempfile::tempdir().unwrap();
+    let rdb = copy.path().join("dump.rdb");
+    std::fs::copy(std::path::Path::new(&dir).join("dump.rdb"), &rdb).unwrap();
+    r.kill();
+    let lines = shown(&format!("analyze '{}'", rdb.display()), 80);
+    assert_fits(&lines, 80);
+    let top = after_title(&lines, "Biggest keys by memory");
+    assert!(
+        top.starts_with('┌'),
+        "not a table at 80 columns:\n{}",
+        lines.join("\n")
+    );
+}
+
+fn slot_explain_wraps_at_the_terminal() {
+    if !have_script() {
+        return crate::support::not_run("util-linux `script` is not installed");
+    }
+    for cols in [80u16, 100] {
+        let lines = shown(
+            "slot user:1000 '{user:1000}:cart' 'a{}b{c}' --explain --masters 3",
+            cols,
+        );
+        assert_fits(&lines, cols.into());
+        assert!(
+            lines.iter().any(|l| l.starts_with('┌')),
+            "{}",
+            lines.join("\n")
+        );
+        // Each explanation is there, under the table.
+        assert!(
+            lines.iter().filter(|l| l.starts_with("▸ ")).count() == 3,
+            "{}",
+            lines.join("\n")
+        );
+    }
+}
