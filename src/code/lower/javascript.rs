@@ -41,7 +41,8 @@
 //!   [`Expr::Join`] (`path.join` is a call); `String(x)` and `x.toString()` are
 //!   [`Expr::Wrap`]; `String.raw` templates keep their escapes as written.
 //! - **Control flow**: a `try` body is inline, its `catch` a [`Stmt::Branch`] of the handler and
-//!   an empty arm, its `finally` inline after; `for (init; cond; step)` puts `init` before the
+//!   an empty arm, its `finally` inline after; a `switch` is one arm per case (and an empty one
+//!   when it has no `default`), its value's and cases' calls before it; `for (init; cond; step)` puts `init` before the
 //!   loop; `for (k in o)` runs over the keys of an object literal (otherwise over
 //!   [`Expr::Other`] of `o`: indices or keys, not elements); `xs.forEach((x) => { … })` is a
 //!   [`Stmt::Loop`] whose `return`s are plain expressions; `xs.map((x) => f(x))` (one plain
@@ -2930,7 +2931,8 @@ mod tests {
         let mut parser = Parser::new();
         let language: tree_sitter::Language = match dialect {
             Dialect::JavaScript => tree_sitter_javascript::LANGUAGE.into(),
-            _ => tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
+            Dialect::TypeScript => tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
+            Dialect::Tsx => tree_sitter_typescript::LANGUAGE_TSX.into(),
         };
         parser.set_language(&language).unwrap();
         guard::deeper_than(&parser.parse(text, None).unwrap(), MAX_DEPTH)
@@ -3063,16 +3065,37 @@ mod tests {
         let results = std::thread::Builder::new()
             .stack_size(READER_STACK)
             .spawn(move || {
-                texts
+                let mut parse_only = std::time::Duration::ZERO;
+                let mut slowest = Vec::new();
+                let results = texts
                     .iter()
                     .map(|(f, t)| {
-                        let u = lower(t, dialect_of(f).unwrap());
+                        let dialect = dialect_of(f).unwrap();
+                        let start = std::time::Instant::now();
+                        let u = lower(t, dialect);
+                        let lowering = start.elapsed();
+                        let start = std::time::Instant::now();
+                        too_deep(t, dialect);
+                        let parsing = start.elapsed();
+                        parse_only += parsing;
+                        slowest.push((
+                            lowering.saturating_sub(parsing),
+                            lowering,
+                            t.len(),
+                            f.clone(),
+                        ));
                         (
                             f.clone(),
                             u.map(|u| u.all_funcs().len()).map_err(|e| e.to_string()),
                         )
                     })
-                    .collect::<Vec<_>>()
+                    .collect::<Vec<_>>();
+                slowest.sort();
+                println!(
+                    "parsing alone (and the depth check): {parse_only:?}; slowest past parsing (beyond, all, bytes, file): {:?}",
+                    &slowest[slowest.len().saturating_sub(3)..]
+                );
+                results
             })
             .unwrap()
             .join()
