@@ -472,5 +472,29 @@ fn run_calibrate(args: &BenchArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStat
         cal.points.len(),
         out.display()
     )?;
+    // Said now, where the calibration is made, not first by the simulate that reads it.
+    if let Some(w) = noisy(cal.round_trip_us.p50, cal.round_trip_us.p99) {
+        writeln!(ctx.stderr, "{w}")?;
+    }
     Ok(ExitStatus::Clean)
+}
+
+/// The warning for a calibration whose lone-GET P99 round trip (µs) is far above its median.
+fn noisy(p50: f64, p99: f64) -> Option<String> {
+    (p50 > 0.0 && p99 / p50 > crate::simulate::NOISY_P99_OVER_P50).then(|| {
+        format!(
+            "warning: the machine was noisy while calibrating: a lone GET's P99 round trip was {:.0}× its median ({p99:.0} µs against {p50:.0} µs); predictions from this file are only as steady as that: calibrate again on a quiet machine",
+            p99 / p50
+        )
+    })
+}
+
+#[cfg(test)]
+mod noisy_tests {
+    #[test]
+    fn a_tail_far_above_the_median_is_warned_about() {
+        assert_eq!(super::noisy(50.0, 120.0), None);
+        let w = super::noisy(40.0, 3640.0).unwrap();
+        assert!(w.contains("91× its median (3640 µs against 40 µs)"), "{w}");
+    }
 }

@@ -60,6 +60,7 @@ const DISPENSABLE: &[&str] = &[
 const PROSE: &[&str] = &[
     "what happens",
     "explain",
+    "candidate",
     "summary",
     "commands per node",
     "per node (meas)",

@@ -268,10 +268,12 @@ pub fn render_table(out: &mut dyn Write, r: &PlanReport, layout: &TextLayout) ->
             Some(p) => writeln!(out, "{} ({}): {p}", b.batch, b.command)?,
         }
         let mut t = layout.table();
+        // The candidates side by side are the point of `plan`: a narrow terminal moves their
+        // descriptions under the table (numbered) before it gives up the table.
         t.set_header([
-            "",
-            "candidate",
+            "#",
             "outcome",
+            "candidate",
             "round trips",
             "mean ms",
             "skew (its keys)",
@@ -281,9 +283,13 @@ pub fn render_table(out: &mut dyn Write, r: &PlanReport, layout: &TextLayout) ->
         ]);
         for (i, c) in b.candidates.iter().enumerate() {
             t.add_row(vec![
-                Cell::new(if i == b.recommended { "★" } else { "" }),
-                Cell::new(&c.summary),
+                Cell::new(if i == b.recommended {
+                    format!("★{}", i + 1)
+                } else {
+                    format!("{}", i + 1)
+                }),
                 Cell::new(c.score.outcome.short()),
+                Cell::new(&c.summary),
                 right(c.score.round_trips),
                 right(format!("{:.3}", c.score.latency_ms)),
                 right(skew(c.score.skew)),

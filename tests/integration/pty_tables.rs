@@ -18,6 +18,10 @@ pub const TESTS: &[super::support::Test] = &[
         "slot_explain_wraps_at_the_terminal",
         slot_explain_wraps_at_the_terminal,
     ),
+    (
+        "plan_candidates_stay_a_table_at_100",
+        plan_candidates_stay_a_table_at_100,
+    ),
 ];
 
 fn bin() -> String {
@@ -140,4 +144,34 @@ fn slot_explain_wraps_at_the_terminal() {
             lines.join("\n")
         );
     }
+}
+
+fn plan_candidates_stay_a_table_at_100() {
+    if !have_script() {
+        return crate::support::not_run("util-linux `script` is not installed");
+    }
+    let lines = shown("plan --scheme examples/keyplan.yaml", 100);
+    assert_fits(&lines, 100);
+    let i = lines
+        .iter()
+        .position(|l| l.starts_with("cart_view (MGET)"))
+        .unwrap_or_else(|| panic!("{}", lines.join("\n")));
+    let top = lines[i..]
+        .iter()
+        .find(|l| l.starts_with('┌') || l.starts_with('▸'))
+        .unwrap();
+    assert!(top.starts_with('┌'), "{}", lines[i..].join("\n"));
+    // The recommendation's number is starred in the table and names its candidate below it.
+    assert!(
+        lines.iter().any(|l| l.starts_with("│ ★")),
+        "{}",
+        lines.join("\n")
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("▸ ★") && l.contains("tag `{user:<user_id>}`")),
+        "{}",
+        lines.join("\n")
+    );
 }

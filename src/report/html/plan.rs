@@ -111,7 +111,7 @@ fn scatter(h: &mut String, b: &BatchPlan, max_skew: f64) {
             h,
             "<circle cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"{r}\" fill=\"{}\" stroke=\"{stroke}\" stroke-width=\"2\"><title>{}: {} round trip(s), skew {}, {} keys moved</title></circle>",
             kind_color(c.kind),
-            esc(&c.summary),
+            prose(&c.summary),
             c.score.round_trips,
             c.score
                 .skew
@@ -177,11 +177,11 @@ pub fn render_plan(out: &mut dyn Write, r: &PlanReport) -> io::Result<()> {
         );
         match &b.problem {
             None => {
-                let _ = write!(h, "<div class=\"verdict\">{}</div>", esc(&b.reason));
+                let _ = write!(h, "<div class=\"verdict\">{}</div>", prose(&b.reason));
                 continue;
             }
             Some(p) => {
-                let _ = write!(h, "<div class=\"note\">{}</div>", esc(p));
+                let _ = write!(h, "<div class=\"note\">{}</div>", prose(p));
             }
         }
         scatter(&mut h, b, r.max_skew);
@@ -194,7 +194,7 @@ pub fn render_plan(out: &mut dyn Write, r: &PlanReport) -> io::Result<()> {
                 h,
                 "<tr><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{:.3}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                 if i == b.recommended { "★" } else { "" },
-                esc(&c.summary),
+                prose(&c.summary),
                 esc(&c.score.outcome.to_string()),
                 c.score.round_trips,
                 c.score.latency_ms,
@@ -213,7 +213,7 @@ pub fn render_plan(out: &mut dyn Write, r: &PlanReport) -> io::Result<()> {
         let _ = write!(
             h,
             "</table><div class=\"verdict\"><b>Recommended:</b> {}",
-            esc(&b.reason)
+            prose(&b.reason)
         );
         let rec = &b.candidates[b.recommended];
         if !rec.rewrites.is_empty() || !rec.new_vars.is_empty() {
@@ -260,7 +260,7 @@ pub fn render_plan(out: &mut dyn Write, r: &PlanReport) -> io::Result<()> {
                 },
                 o.before.round_trips,
                 o.after.round_trips,
-                esc(&o.recommendation)
+                prose(&o.recommendation)
             );
             // Written as it grows: a capture's rows need not all be in memory at once.
             if h.len() > 1 << 20 {
@@ -277,4 +277,34 @@ pub fn render_plan(out: &mut dyn Write, r: &PlanReport) -> io::Result<()> {
     );
     out.write_all(h.as_bytes())?;
     out.flush()
+}
+
+/// Text of the plan's words as HTML: escaped, what it quotes between backticks set as code
+/// (text with an odd number of backticks is all escaped).
+fn prose(s: &str) -> String {
+    if s.matches('`').count() % 2 == 1 {
+        return esc(s);
+    }
+    s.split('`')
+        .enumerate()
+        .map(|(i, part)| {
+            if i % 2 == 1 {
+                format!("<code>{}</code>", esc(part))
+            } else {
+                esc(part)
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod prose_tests {
+    #[test]
+    fn backticks_become_code() {
+        assert_eq!(
+            super::prose("tag `{user:<id>}` & more"),
+            "tag <code>{user:&lt;id&gt;}</code> &amp; more"
+        );
+        assert_eq!(super::prose("odd ` tick"), "odd ` tick");
+    }
 }
