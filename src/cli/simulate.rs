@@ -131,6 +131,9 @@ pub fn run(args: SimulateArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
         strategies,
         sizes: args.sizes.clone(),
         clients: !args.client.is_empty(),
+        proxy: topology
+            .slot_map()
+            .is_some_and(|m| m.enterprise().is_some()),
     };
     let scheme = loaded.as_ref().map(|l| &l.scheme);
     let mut sim = Simulation::new(&topology, &net, mode, scheme);

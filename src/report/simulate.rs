@@ -32,6 +32,20 @@ pub struct SimulationHeader {
     pub sizes: Vec<u64>,
     /// Client profiles are run instead of strategies.
     pub clients: bool,
+    /// Keys go through a Redis Enterprise (or Cloud) database's proxy: it, not a cluster,
+    /// refuses a batch.
+    pub proxy: bool,
+}
+
+impl SimulationHeader {
+    /// What refuses a batch, in words.
+    fn refuser(&self) -> &'static str {
+        if self.proxy {
+            "the database's proxy"
+        } else {
+            "the cluster"
+        }
+    }
 }
 
 /// One batch's verdict as JSON: its name and identity, then the verdict's fields.
@@ -188,7 +202,8 @@ impl Stream<BatchOutcome> for SimulationTable<'_> {
         }
         let verdict = self.seen.verdict(b);
         if self.seen.header.clients {
-            client_table(&mut self.out, b, verdict, &self.layout)?;
+            let who = self.seen.header.refuser();
+            client_table(&mut self.out, b, verdict, who, &self.layout)?;
             for x in &b.clients {
                 let s = format!("{} = {}", x.client, x.models);
                 if !self.profiles.contains(&s) {
@@ -197,7 +212,8 @@ impl Stream<BatchOutcome> for SimulationTable<'_> {
             }
             Ok(())
         } else {
-            strategy_table(&mut self.out, b, verdict, &self.layout)
+            let who = self.seen.header.refuser();
+            strategy_table(&mut self.out, b, verdict, who, &self.layout)
         }
     }
 
@@ -352,6 +368,7 @@ impl Stream<BatchOutcome> for SimulationHtml<'_> {
                     seen.scheme_verdicts
                         .get(name)
                         .filter(|v| v.message.is_some()),
+                    seen.header.refuser(),
                 )?;
                 for line in String::from_utf8_lossy(&words).lines() {
                     h.push_str(&format!("<p class=\"note\">{}</p>", super::html::esc(line)));
@@ -442,7 +459,11 @@ fn sweep_tables(
         }
         writeln!(out, "{t}")?;
         // A batch the cluster refuses: its sweep costs a batch that does not run as written.
-        write_verdict(out, verdicts.get(name).filter(|v| v.message.is_some()))?;
+        write_verdict(
+            out,
+            verdicts.get(name).filter(|v| v.message.is_some()),
+            header.refuser(),
+        )?;
     }
     Ok(())
 }
@@ -452,6 +473,7 @@ fn strategy_table(
     out: &mut dyn Write,
     b: &BatchOutcome,
     verdict: Option<&Verdict>,
+    who: &str,
     layout: &TextLayout,
 ) -> io::Result<()> {
     let Some(first) = b.results.first() else {
@@ -494,7 +516,7 @@ fn strategy_table(
         ]);
     }
     writeln!(out, "{t}")?;
-    write_verdict(out, verdict)?;
+    write_verdict(out, verdict, who)?;
     for e in &first.errors {
         writeln!(out, "error: {e}")?;
     }
@@ -512,7 +534,7 @@ fn per_node(load: &crate::simulate::BatchLoad) -> String {
 
 /// The lines that say how a batch fares over generated instances and that it fails as
 /// written (nothing when it runs).
-fn write_verdict(out: &mut dyn Write, verdict: Option<&Verdict>) -> io::Result<()> {
+fn write_verdict(out: &mut dyn Write, verdict: Option<&Verdict>, who: &str) -> io::Result<()> {
     let Some(v) = verdict else {
         return Ok(());
     };
@@ -533,7 +555,7 @@ fn write_verdict(out: &mut dyn Write, verdict: Option<&Verdict>) -> io::Result<(
         // A Redis Enterprise script that strays off its shard gets no error.
         let lead = match m.starts_with("no error is returned") {
             true => "as written",
-            false => "as written, the cluster refuses it",
+            false => &format!("as written, {who} refuses it"),
         };
         writeln!(
             out,
@@ -550,13 +572,14 @@ fn client_table(
     out: &mut dyn Write,
     b: &BatchOutcome,
     verdict: Option<&Verdict>,
+    who: &str,
     layout: &TextLayout,
 ) -> io::Result<()> {
     let Some(first) = b.clients.first() else {
         return Ok(());
     };
     writeln!(out, "\n{}", first.batch)?;
-    write_verdict(out, verdict)?;
+    write_verdict(out, verdict, who)?;
     let mut t = layout.table();
     t.set_header(vec![
         "client",

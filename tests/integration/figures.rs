@@ -32,6 +32,10 @@ pub const TESTS: &[Test] = &[
         "the_servers_data_figure_out_of_line_leads_the_verdict",
         the_servers_data_figure_out_of_line_leads_the_verdict,
     ),
+    (
+        "an_enterprise_database_refuses_through_its_proxy",
+        an_enterprise_database_refuses_through_its_proxy,
+    ),
 ];
 
 /// `{big}` with 4000 keys, `{mid}` with 200, and `tail` tags of 2 keys each, with a byte
@@ -336,4 +340,25 @@ fn the_servers_data_figure_out_of_line_leads_the_verdict() {
     }
     let v = json_of(keyplan().args(["analyze", "--cluster", &url, "--format", "json"]));
     assert!(v["skew"]["dataset"].is_null(), "{}", v["skew"]);
+}
+
+/// Under a Redis Enterprise topology the proxy, not a cluster, refuses a cross-slot batch.
+fn an_enterprise_database_refuses_through_its_proxy() {
+    let dir = tempfile::tempdir().unwrap();
+    let topo = dir.path().join("enterprise.yaml");
+    std::fs::write(&topo, "enterprise:\n  shards: 3\n  hashing: standard\n").unwrap();
+    let batches = dir.path().join("batches.txt");
+    std::fs::write(&batches, "SUNIONSTORE dest:1 set:a set:b\n").unwrap();
+    let (t, b) = (topo.to_str().unwrap(), batches.to_str().unwrap());
+    let out = text(&["simulate", "--batches", b, "--topology", t]);
+    assert!(
+        out.contains("as written, the database's proxy refuses it: CROSSSLOT"),
+        "{out}"
+    );
+    assert!(!out.contains("the cluster refuses"), "{out}");
+    let out = text(&["simulate", "--batches", b, "--masters", "3"]);
+    assert!(
+        out.contains("as written, the cluster refuses it: CROSSSLOT"),
+        "{out}"
+    );
 }
