@@ -197,11 +197,14 @@ fn address(view: &ClusterView, i: usize) -> Result<&str, MigrateError> {
 
 /// The node redis-cli commands connect to: the first node in view order with an address that
 /// is already in the cluster (the `myself` node of a CLUSTER NODES capture).
-fn entry(view: &ClusterView) -> Result<&str, MigrateError> {
-    view.nodes
-        .iter()
-        .find(|n| !n.added && n.address.is_some())
-        .and_then(|n| n.address.as_deref())
+fn entry<'a>(view: &'a ClusterView, ctx: &EmitContext) -> Result<&'a str, MigrateError> {
+    // A node the script removes is not the entry when another will do: the script's last
+    // commands (and a re-run after them) still need a node of the cluster to talk to.
+    let usable = |i: usize| !view.nodes[i].added && view.nodes[i].address.is_some();
+    (0..view.nodes.len())
+        .find(|&i| usable(i) && !ctx.remove.contains(&i))
+        .or_else(|| (0..view.nodes.len()).find(|&i| usable(i)))
+        .and_then(|i| view.nodes[i].address.as_deref())
         .ok_or(MigrateError::Input {
             input: PlanInput::Emit,
             value: None,
@@ -250,7 +253,17 @@ fn prelude(out: &mut String, view: &ClusterView, ctx: &EmitContext, entry: &str,
         added += 1;
         let addr = n.address.as_deref().unwrap_or_default();
         let (h, p) = split_addr(addr);
-        let _ = writeln!(out, "{cli} --cluster add-node {} {}", sh(addr), sh(entry));
+        if added == 1 {
+            out.push_str(&ADD_NODE.replace("CLI", cli));
+        }
+        let _ = writeln!(
+            out,
+            "add_node {} {} {} {}",
+            sh(addr),
+            sh(h),
+            sh(p),
+            sh(entry)
+        );
         let _ = writeln!(
             out,
             "NEW_ID_{added}=$({cli} -h {} -p {} CLUSTER MYID)",
@@ -259,18 +272,40 @@ fn prelude(out: &mut String, view: &ClusterView, ctx: &EmitContext, entry: &str,
         );
     }
     if added > 0 {
-        out.push_str("# Wait until every node knows the new masters.\n");
+        out.push_str(
+            "# Wait until every node knows the new masters, and they know every node and serve.\n",
+        );
         let _ = writeln!(
             out,
-            "until {cli} --cluster check {} > /dev/null 2>&1; do sleep 1; done",
+            "until {cli} --cluster check {} 2>&1 | grep -q 'All nodes agree about slots configuration'; do sleep 1; done",
             sh(entry)
         );
+        for n in view.nodes.iter().filter(|n| n.added) {
+            let (h, p) = split_addr(n.address.as_deref().unwrap_or_default());
+            let _ = writeln!(
+                out,
+                "until [ \"$({cli} -h {h} -p {p} CLUSTER NODES | grep -v -c handshake)\" -ge {} ] 2> /dev/null && {cli} -h {h} -p {p} CLUSTER INFO | grep -q '^cluster_state:ok'; do sleep 1; done",
+                view.nodes.len(),
+                h = sh(h),
+                p = sh(p),
+            );
+        }
     }
 }
 
 fn epilogue(out: &mut String, ctx: &EmitContext, ids: &[String], entry: &str, cli: &str) {
+    let (h, p) = split_addr(entry);
     for &r in &ctx.remove {
-        let _ = writeln!(out, "{cli} --cluster del-node {} {}", sh(entry), ids[r]);
+        // A node the cluster no longer lists was removed by an earlier run of this script.
+        let _ = writeln!(
+            out,
+            "case \"$({cli} -h {} -p {} CLUSTER NODES)\" in *{}*) {cli} --cluster del-node {} {} ;; esac",
+            sh(h),
+            sh(p),
+            ids[r],
+            sh(entry),
+            ids[r]
+        );
     }
 }
 
@@ -314,7 +349,7 @@ pub fn emit(
         return Ok(managed::script(view, moves, service, &managed));
     }
     let ids = ids(view)?;
-    let entry = entry(view)?.to_string();
+    let entry = entry(view, ctx)?.to_string();
     for m in moves {
         address(view, m.from)?;
         address(view, m.to)?;
@@ -408,13 +443,14 @@ pub fn emit(
             let total: usize = moves.iter().map(|m| m.slots.len()).sum();
             let _ = writeln!(out, "TOTAL={total} DONE=0 PIPELINE={}", pipeline.max(1));
             out.push_str(MOVE_SLOTS);
+            let mut rounds = String::new();
             for m in moves {
                 let (sh_, sp) = split_addr(address(view, m.from)?);
                 let (dh, dp) = split_addr(address(view, m.to)?);
                 for group in m.slots.chunks(SLOTS_PER_ROUND) {
                     let slots: Vec<String> = group.iter().map(u16::to_string).collect();
                     let _ = writeln!(
-                        out,
+                        rounds,
                         "move_slots {} {} {} {} {} {} {}",
                         sh(sh_),
                         sh(sp),
@@ -426,10 +462,70 @@ pub fn emit(
                     );
                 }
             }
+            if !ctx.remove.is_empty() {
+                let (eh, ep) = split_addr(&entry);
+                let mut pairs = Vec::new();
+                for &r in &ctx.remove {
+                    pairs.push(format!("{} {}", sh(address(view, r)?), ids[r]));
+                }
+                let _ = writeln!(
+                    out,
+                    "drop_removed {} {} {}",
+                    sh(eh),
+                    sh(ep),
+                    pairs.join(" ")
+                );
+            }
+            let keep: Vec<String> = super::impact::emptied_early(view, moves)
+                .iter()
+                .map(|&(n, _)| address(view, n).map(str::to_string))
+                .collect::<Result<_, _>>()?;
+            if !keep.is_empty() {
+                let _ = writeln!(out, "KEEP_MASTERS={}", sh(&keep.join(" ")));
+                // The file holds each master's own value between an interrupted run and the
+                // next: named after the plan, so that a re-run of this script finds it.
+                let _ = writeln!(
+                    out,
+                    "STATE=${{KEYPLAN_STATE:-${{TMPDIR:-/tmp}}/keyplan-setslot-{:016x}}}",
+                    fnv1a(format!("{}\n{rounds}", masters.join(" ")).as_bytes())
+                );
+                out.push_str("keep_masters\n");
+            }
+            out.push_str(&rounds);
+            if !keep.is_empty() {
+                out.push_str("restore_masters\n");
+            }
         }
     }
     epilogue(&mut out, ctx, &ids, &entry, cli);
     Ok(out)
+}
+
+/// The prelude's `add_node`, `CLI` standing for the command-line tool.
+const ADD_NODE: &str = r#"# add_node ADDR HOST PORT ENTRY: CLI --cluster add-node, unless the node knows others already
+# (added by an earlier run of this script); tried again while the nodes do not agree yet (a
+# node added a moment before, or slots left open by an interrupted run, settling).
+add_node() {
+  tries=0
+  while :; do
+    case "$(CLI -h "$2" -p "$3" CLUSTER INFO)" in *cluster_known_nodes:1[!0-9]*) ;; *) return 0 ;; esac
+    out=$(CLI --cluster add-node "$1" "$4" 2>&1) && return 0
+    tries=$((tries + 1))
+    if [ "$tries" -ge 30 ]; then
+      printf '%s\n' "$out" >&2
+      echo "keyplan script: CLI --cluster add-node $1 $4 failed 30 times" >&2
+      exit 1
+    fi
+    sleep 1
+  done
+}
+"#;
+
+/// FNV-1a, 64 bits: names the setslot script's state file after its plan.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
 }
 
 /// Slots the setslot script moves in one round: each of its steps (IMPORTING on the target,
@@ -447,9 +543,16 @@ pub const DEFAULT_PIPELINE: usize = 100;
 /// input), and the keys of every slot of the round listed in one connection and migrated in
 /// another (`PIPELINE` keys per slot and `MIGRATE`, as redis-cli's `--cluster-pipeline`), until
 /// none is left. redis-cli exits 0 even on an error reply, so every reply is checked. Keys are
-/// passed to `MIGRATE` quoted as redis-cli reads a quoted argument; a key holding a newline,
-/// or the empty key, cannot be listed this way (redis-cli prints one key per line, and an
-/// empty list as an empty line): such a slot stops the script with the count of keys left.
+/// listed quoted and escaped (`--no-raw`, one a line whatever bytes they hold) and passed to
+/// `MIGRATE` in that form, which redis-cli reads back byte for byte.
+///
+/// The script can be run again after an interruption: each round first reads the slots' state
+/// on the source and the target (their own `CLUSTER NODES`) and skips the IMPORTING and
+/// MIGRATING steps of a slot the target owns already; a half-done slot gets its remaining keys
+/// and its NODE steps. A slot owned by a third node stops the script (the cluster is not in the
+/// state it was written for). Masters that give their last slot before the last move get
+/// `cluster-allow-replica-migration no` for the run (their own values kept in a state file
+/// between runs, restored at the end).
 const MOVE_SLOTS: &str = r#"fail() { echo "keyplan script: $*" >&2; exit 1; }
 # send HOST PORT: the commands on standard input, over one connection; prints the replies
 send() { redis-cli -h "$1" -p "$2" || fail "$1:$2: redis-cli failed"; }
@@ -501,14 +604,71 @@ migrates() {
     /^\(error\)/ { print "keyplan script: CLUSTER GETKEYSINSLOT: " $0 | "cat 1>&2"; failed = 1; exit 1 }
     END { if (!failed) flush(); if (failed) exit 1 }'
 }
-# move_slots SRC_HOST SRC_PORT SRC_ID DST_HOST DST_PORT DST_ID SLOT...
+# slot_states SRC_HOST SRC_PORT SRC_ID DST_HOST DST_PORT DST_ID SLOT...: each SLOT's state as
+# the source and the target see it (their own CLUSTER NODES), one a line: "move SLOT" (the
+# source owns it, the target does not: import it, or finish importing it), "done SLOT" (the
+# target owns it: its keys have moved, the NODE steps may be left), "other SLOT OWNER".
+slot_states() {
+  a=$(redis-cli --raw -h "$1" -p "$2" CLUSTER NODES) || fail "$1:$2: redis-cli failed"
+  case "$a" in *myself*) ;; *) fail "$1:$2 CLUSTER NODES: $a" ;; esac
+  b=$(redis-cli --raw -h "$4" -p "$5" CLUSTER NODES) || fail "$4:$5: redis-cli failed"
+  case "$b" in *myself*) ;; *) fail "$4:$5 CLUSTER NODES: $b" ;; esac
+  sid=$3 did=$6
+  shift 6
+  { printf '%s\n' "$a"; echo --; printf '%s\n' "$b"; } |
+    KP_SID=$sid KP_DID=$did KP_SLOTS="$*" LC_ALL=C awk '
+      BEGIN { n = split(ENVIRON["KP_SLOTS"], w, " "); side = 1 }
+      $0 == "--" { side = 2; next }
+      {
+        for (i = 9; i <= NF; i++) {
+          f = $i
+          if (substr(f, 1, 1) == "[") continue
+          k = index(f, "-")
+          if (k) { lo = substr(f, 1, k - 1) + 0; hi = substr(f, k + 1) + 0 } else { lo = f + 0; hi = lo }
+          for (j = 1; j <= n; j++) if (w[j] + 0 >= lo && w[j] + 0 <= hi) own[side "," j] = $1
+        }
+      }
+      END {
+        for (j = 1; j <= n; j++) {
+          s = own["1," j]; d = own["2," j]
+          if (d == ENVIRON["KP_DID"] || s == ENVIRON["KP_DID"]) print "done " w[j]
+          else if (s == ENVIRON["KP_SID"]) print "move " w[j]
+          else print "other " w[j] " " (s == "" ? "no node" : s)
+        }
+      }'
+}
+# set_node HOST:PORT ID SLOT...: CLUSTER SETSLOT NODE ID on HOST:PORT. A master emptied earlier
+# may have become a replica, and a source that gives its last slot may become one as soon as
+# the target's new epoch reaches it: a replica follows its master, which owns the slots.
+set_node() {
+  m=$1
+  shift
+  r=$(setslots NODE "$@" | send "${m%:*}" "${m##*:}")
+  bad=$(printf '%s\n' "$r" | grep -v -x OK | grep -v 'only with masters' || true)
+  [ -z "$bad" ] || fail "$m CLUSTER SETSLOT NODE: $bad"
+}
+# move_slots SRC_HOST SRC_PORT SRC_ID DST_HOST DST_PORT DST_ID SLOT...: moves a round of slots,
+# from whatever state an earlier, interrupted run left each slot in.
 move_slots() {
   sh=$1 sp=$2 sid=$3 dh=$4 dp=$5 did=$6
+  case " $MASTERS " in
+    *" $sh:$sp "*) ;;
+    # Removed from the cluster by an earlier run (drop_removed): after all its moves.
+    *) shift 6; DONE=$((DONE + $#)); echo "keyplan script: $# slot(s) $1..: $sh:$sp is removed already" >&2; return ;;
+  esac
+  st=$(slot_states "$@") || exit 1
   shift 6
   DONE=$((DONE + $#))
-  echo "keyplan script: $# slot(s) $1..$(eval echo "\${$#}") ($DONE of $TOTAL): $sh:$sp -> $dh:$dp" >&2
-  setslots IMPORTING "$sid" "$@" | all_ok "$dh" "$dp" $# "CLUSTER SETSLOT IMPORTING"
-  setslots MIGRATING "$did" "$@" | all_ok "$sh" "$sp" $# "CLUSTER SETSLOT MIGRATING"
+  other=$(printf '%s\n' "$st" | sed -n 's/^other //p' | head -n 1)
+  [ -z "$other" ] || fail "slot ${other%% *} is owned by ${other#* } as $sh:$sp sees it, neither by $sh:$sp nor by $dh:$dp: the cluster is not in the state this script was written for; preview the plan again"
+  todo=$(printf '%s\n' "$st" | sed -n 's/^move //p' | tr '\n' ' ')
+  n=$(printf '%s\n' "$st" | grep -c '^move ' || true)
+  echo "keyplan script: $# slot(s) $1..$(eval echo "\${$#}") ($DONE of $TOTAL, $(($# - n)) already moved): $sh:$sp -> $dh:$dp" >&2
+  if [ "$n" -gt 0 ]; then
+    # Both idempotent while the source owns the slot: a re-run sets them again.
+    setslots IMPORTING "$sid" $todo | all_ok "$dh" "$dp" "$n" "CLUSTER SETSLOT IMPORTING"
+    setslots MIGRATING "$did" $todo | all_ok "$sh" "$sp" "$n" "CLUSTER SETSLOT MIGRATING"
+  fi
   idle=0
   while :; do
     m=$(keys_of "$sh" "$sp" "$@" | migrates "$dh" "$dp")
@@ -524,15 +684,51 @@ move_slots() {
   left=$(for s in "$@"; do echo "CLUSTER COUNTKEYSINSLOT $s"; done | send "$sh" "$sp" | grep -v -x 0 || true)
   [ -z "$left" ] || fail "$sh:$sp: keys left in slots $1..: COUNTKEYSINSLOT answered $left"
   setslots NODE "$did" "$@" | all_ok "$dh" "$dp" $# "CLUSTER SETSLOT NODE"
-  setslots NODE "$did" "$@" | all_ok "$sh" "$sp" $# "CLUSTER SETSLOT NODE"
+  set_node "$sh:$sp" "$did" "$@"
   for m in $MASTERS; do
-    if [ "$m" != "$dh:$dp" ] && [ "$m" != "$sh:$sp" ]; then
-      r=$(setslots NODE "$did" "$@" | send "${m%:*}" "${m##*:}")
-      # A master emptied earlier may have become a replica: it follows its master.
-      bad=$(printf '%s\n' "$r" | grep -v -x OK | grep -v 'only with masters' || true)
-      [ -z "$bad" ] || fail "$m CLUSTER SETSLOT NODE: $bad"
-    fi
+    [ "$m" = "$dh:$dp" ] || [ "$m" = "$sh:$sp" ] || set_node "$m" "$did" "$@"
   done
+}
+# drop_removed HOST PORT ADDR ID [ADDR ID]...: MASTERS less each ADDR whose ID HOST:PORT's
+# CLUSTER NODES no longer lists (removed by an earlier run of this script)
+drop_removed() {
+  k=$(redis-cli --raw -h "$1" -p "$2" CLUSTER NODES) || fail "$1:$2: redis-cli failed"
+  case "$k" in *myself*) ;; *) fail "$1:$2 CLUSTER NODES: $k" ;; esac
+  shift 2
+  while [ $# -gt 1 ]; do
+    case "$k" in
+      *"$2 "*) ;;
+      *) m2=""; for m in $MASTERS; do [ "$m" = "$1" ] || m2="$m2${m2:+ }$m"; done; MASTERS=$m2 ;;
+    esac
+    shift 2
+  done
+}
+# keep_masters: cluster-allow-replica-migration no on each of KEEP_MASTERS still in the
+# cluster (masters that give their last slot before the last move: with yes, Redis makes such
+# a master a replica and the moves after it stop), each one's own value saved in STATE first
+# (or kept there by an earlier, interrupted run) for restore_masters.
+keep_masters() {
+  if [ ! -s "$STATE" ]; then
+    : > "$STATE.new" || fail "cannot write $STATE.new (set KEYPLAN_STATE to a writable file)"
+    for m in $KEEP_MASTERS; do
+      case " $MASTERS " in *" $m "*) ;; *) continue ;; esac
+      v=$(echo "CONFIG GET cluster-allow-replica-migration" | send "${m%:*}" "${m##*:}" | sed -n 2p)
+      [ -z "$v" ] || echo "$m $v" >> "$STATE.new"
+    done
+    mv "$STATE.new" "$STATE"
+  fi
+  while read -r m v; do
+    r=$(echo "CONFIG SET cluster-allow-replica-migration no" | send "${m%:*}" "${m##*:}")
+    [ "$r" = OK ] || fail "$m CONFIG SET cluster-allow-replica-migration no: $r"
+  done < "$STATE"
+}
+# restore_masters: each of KEEP_MASTERS back to the value STATE saved
+restore_masters() {
+  while read -r m v; do
+    r=$(echo "CONFIG SET cluster-allow-replica-migration $v" | send "${m%:*}" "${m##*:}")
+    [ "$r" = OK ] || fail "$m CONFIG SET cluster-allow-replica-migration $v: $r"
+  done < "$STATE"
+  rm -f "$STATE"
 }
 "#;
 
@@ -637,7 +833,8 @@ mod tests {
             &EmitContext::default(),
         )
         .unwrap();
-        assert!(s.contains("redis-cli --cluster add-node 127.0.0.1:7003 127.0.0.1:7000\n"));
+        assert!(s.contains("\nadd_node 127.0.0.1:7003 127.0.0.1 7003 127.0.0.1:7000\n"));
+        assert!(s.contains("out=$(redis-cli --cluster add-node \"$1\" \"$4\" 2>&1) && return 0"));
         assert!(s.contains("NEW_ID_1=$(redis-cli -h 127.0.0.1 -p 7003 CLUSTER MYID)"));
         assert!(s.contains(
             "redis-cli --cluster reshard 127.0.0.1:7000 --cluster-from bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb --cluster-to \"$NEW_ID_1\" --cluster-slots 1366 --cluster-yes"
