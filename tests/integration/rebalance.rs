@@ -931,7 +931,81 @@ fn keyplan_slot(key: &str) -> u64 {
 }
 
 /// This module's tests, run by the harness in `main.rs`.
+/// A slot left half-open on a real cluster (IMPORTING on its target only, or MIGRATING on its
+/// source only): the CLUSTER NODES captured on that node shows it, and every offline preview
+/// (rebalance, reshard) refuses, naming the slot, as the live preview does. A capture on a node
+/// with no open slot cannot show it (CLUSTER NODES lists only its own node's markers).
+fn offline_previews_refuse_a_half_open_slot_as_the_live_one_does() {
+    let Some(cluster) = Cluster::create() else {
+        return;
+    };
+    let ports: Vec<u16> = cluster.nodes.iter().map(|n| n.port).collect();
+    let text = cluster_nodes(ports[0]);
+    let (a, b) = (id_of(&text, ports[0]), id_of(&text, ports[1]));
+    let dir = tempfile::tempdir().unwrap();
+    // Slot 100 belongs to the first master.
+    for (side, port, cmd, open) in [
+        (
+            "importing",
+            ports[1],
+            ["CLUSTER", "SETSLOT", "100", "IMPORTING", a.as_str()],
+            "[100-<-",
+        ),
+        (
+            "migrating",
+            ports[0],
+            ["CLUSTER", "SETSLOT", "100", "MIGRATING", b.as_str()],
+            "[100->-",
+        ),
+    ] {
+        let args: Vec<&[u8]> = cmd.iter().map(|w| w.as_bytes()).collect();
+        let mut c = super::support::connect_port(port);
+        assert_eq!(c.call(&args).unwrap(), Reply::Status("OK".into()), "{side}");
+        let captured = cluster_nodes(port);
+        assert!(captured.contains(open), "{side}: {captured}");
+        let file = dir.path().join(format!("{side}.nodes"));
+        std::fs::write(&file, &captured).unwrap();
+        let topo = file.to_str().unwrap();
+        let live = format!("redis://127.0.0.1:{}", ports[2]);
+        for (how, source) in [
+            ("offline", ["--topology", topo]),
+            ("live", ["--cluster", live.as_str()]),
+        ] {
+            for plan in [
+                vec!["rebalance", "--preview", "--remove-node", b.as_str()],
+                vec![
+                    "reshard",
+                    "--preview",
+                    "--from",
+                    "all",
+                    "--to",
+                    b.as_str(),
+                    "--slots",
+                    "10",
+                ],
+            ] {
+                let out = keyplan().args(&plan).args(source).output().unwrap();
+                let err = String::from_utf8_lossy(&out.stderr);
+                assert_eq!(out.status.code(), Some(2), "{side} {how} {plan:?}: {err}");
+                assert!(
+                    err.contains("slots 100 are open"),
+                    "{side} {how} {plan:?}: the slot is not named: {err}"
+                );
+            }
+        }
+        assert_eq!(
+            c.call(&[b"CLUSTER", b"SETSLOT", b"100", b"STABLE"])
+                .unwrap(),
+            Reply::Status("OK".into())
+        );
+    }
+}
+
 pub(crate) const TESTS: &[crate::support::Test] = &[
+    (
+        "offline_previews_refuse_a_half_open_slot_as_the_live_one_does",
+        offline_previews_refuse_a_half_open_slot_as_the_live_one_does,
+    ),
     (
         "previews_equal_real_redis_cli_migrations",
         previews_equal_real_redis_cli_migrations,
