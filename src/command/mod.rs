@@ -6,6 +6,8 @@
 //! or key count), and the server's own special cases where a specification is incomplete
 //! (`SORT … STORE`, `MIGRATE … KEYS`). Pure: no I/O.
 
+pub mod script;
+
 use std::collections::HashMap;
 use std::sync::OnceLock;
 

@@ -14,6 +14,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("KP301-cross-slot-batch.yml", include_str!("../../rules/KP301-cross-slot-batch.yml")),
     ("KP302-pipeline-fanout.yml", include_str!("../../rules/KP302-pipeline-fanout.yml")),
     ("KP303-tag-without-shared-batch.yml", include_str!("../../rules/KP303-tag-without-shared-batch.yml")),
+    ("KP304-script-without-declared-keys.yml", include_str!("../../rules/KP304-script-without-declared-keys.yml")),
     ("KP401-undeclared-key.yml", include_str!("../../rules/KP401-undeclared-key.yml")),
     ("KP402-overlong-key.yml", include_str!("../../rules/KP402-overlong-key.yml")),
     ("KP403-whitespace-in-key.yml", include_str!("../../rules/KP403-whitespace-in-key.yml")),

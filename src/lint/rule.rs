@@ -216,6 +216,8 @@ pub enum CheckKind {
         /// Which bytes.
         flag: BytesFlag,
     },
+    /// A script in application source sent with no declared keys (`EVALSHA sha 0 …`).
+    ScriptKeys,
     /// A call in application source that sends several keys at once (`keyplan code`,
     /// `lint --code`), by its verdict and whether it is atomic.
     CodeSite {

@@ -90,6 +90,7 @@ fn is_name(s: &str) -> bool {
         Joiner,
     }
     let mut last = Run::Start;
+    let mut digits = false;
     for c in s.chars() {
         let now = if c.is_alphabetic() {
             Run::Letters
@@ -102,9 +103,12 @@ fn is_name(s: &str) -> bool {
         };
         match (&last, &now) {
             (Run::Start, Run::Letters) => {}
-            (Run::Start, _) | (Run::Digits, Run::Letters) => return false,
+            (Run::Start, _) => return false,
+            // A word after a number, joined or not (`x_k3J9aZ`, `order-42-items`).
+            (_, Run::Letters) if digits => return false,
             _ => {}
         }
+        digits |= now == Run::Digits;
         last = now;
     }
     last != Run::Start
@@ -473,7 +477,31 @@ impl OneSlot {
     }
 }
 
-/// Plans every observed batch whose keys span several slots. `sample` (may be empty) scores
+/// A batch's keys, each once, in order: those it declares, then for a script those it touched
+/// without declaring them (a capture's `[0 lua]` lines, or the keys a body that declares none
+/// names). A set, not a walk of the keys so far, for a batch of many.
+fn script_keys(b: &Batch) -> Vec<String> {
+    let mut keys: Vec<String> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    let named = b
+        .no_keys
+        .iter()
+        .flat_map(|u| u.keys.iter().map(Vec::as_slice));
+    for k in b
+        .keys()
+        .chain(b.script_ran.iter().flatten().map(Vec::as_slice))
+        .chain(named)
+    {
+        let k = String::from_utf8_lossy(k).into_owned();
+        if seen.insert(k.clone()) {
+            keys.push(k);
+        }
+    }
+    keys
+}
+
+/// Plans every observed batch whose keys span several slots, and every script that declares
+/// no keys but touches (or may touch) keys. `sample` (may be empty) scores
 /// the skew of each rewrite.
 pub fn plan_observed(
     batches: &[Batch],
@@ -536,22 +564,47 @@ impl<'a> ObservedPlanner<'a> {
     }
 
     fn plan(&self, b: &Batch) -> Option<ObservedPlan> {
+        // A script that declares no keys and touches (or may touch) keys is sent to any node:
+        // that comes first, whatever its keys' slots.
+        let undeclared = b.no_keys.as_ref().filter(|_| self.topo.nodes().len() > 1);
+        let Some(u) = undeclared else {
+            return self.plan_keys(b);
+        };
+        let first = format!("{}; {}", u.problem(), u.help());
+        if let Some(mut p) = self.plan_keys(b) {
+            p.recommendation = format!("{first}; then: {}", p.recommendation);
+            return Some(p);
+        }
+        let keys = script_keys(b);
+        let mut slots: Vec<u16> = keys.iter().map(|k| key_slot(k.as_bytes())).collect();
+        slots.sort_unstable();
+        slots.dedup();
+        let mut patterns: Vec<String> = keys.iter().map(|k| shape(k, None)).collect();
+        patterns.sort();
+        patterns.dedup();
+        let before = run(b, self.topo, self.opts, self.opts.strategy);
+        Some(ObservedPlan {
+            batch: b.name.clone(),
+            batch_id: b.id.clone(),
+            keys: keys.len(),
+            slots: slots.len(),
+            shared: None,
+            patterns,
+            rewritten: Vec::new(),
+            examples: Vec::new(),
+            after: before.clone(),
+            before,
+            tag_values_seen: 0,
+            batches_seen: 0,
+            recommendation: first,
+        })
+    }
+
+    fn plan_keys(&self, b: &Batch) -> Option<ObservedPlan> {
         let (topo, sample, opts) = (self.topo, self.sample, self.opts);
         let base = &self.base;
         {
-            let mut keys: Vec<String> = Vec::new();
-            let mut seen = std::collections::HashSet::new();
-            // A script's keys are also those it touched without declaring them (each once, in
-            // order: a set, not a walk of the keys so far, for a batch of many).
-            for k in b
-                .keys()
-                .chain(b.script_ran.iter().flatten().map(Vec::as_slice))
-            {
-                let k = String::from_utf8_lossy(k).into_owned();
-                if seen.insert(k.clone()) {
-                    keys.push(k);
-                }
-            }
+            let keys = script_keys(b);
             let mut slots: Vec<u16> = keys.iter().map(|k| key_slot(k.as_bytes())).collect();
             slots.sort_unstable();
             slots.dedup();

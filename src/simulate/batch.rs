@@ -127,6 +127,9 @@ pub struct Batch {
     /// The script declares `allow-cross-slot-keys` (`#!lua flags=…`): it may touch keys of
     /// several slots of its node.
     pub allow_cross_slot: bool,
+    /// A script that declares no keys and touches (or may touch) keys: what shows it, and the
+    /// keys its body names. `None` for anything else.
+    pub no_keys: Option<crate::command::script::NoDeclaredKeys>,
 }
 
 impl Batch {
@@ -139,6 +142,7 @@ impl Batch {
             ops,
             script_ran: Vec::new(),
             allow_cross_slot: false,
+            no_keys: None,
         }
     }
 
@@ -155,7 +159,31 @@ impl Batch {
                 .map(|keys| keys.iter().map(|k| f(k)).collect())
                 .collect(),
             allow_cross_slot: self.allow_cross_slot,
+            no_keys: self.no_keys.as_ref().map(|u| {
+                let mut u = u.clone();
+                u.keys = u.keys.iter().map(|k| f(k)).collect();
+                u
+            }),
         }
+    }
+
+    /// For a script: whether it declares no keys and touches (or may touch) keys, from its
+    /// body (EVAL's first argument, or `body` for an EVALSHA whose SCRIPT LOAD was seen) and the
+    /// keys a capture shows it ran.
+    pub fn script_without_keys(
+        &self,
+        body: Option<&[u8]>,
+    ) -> Option<crate::command::script::NoDeclaredKeys> {
+        let op = self
+            .ops
+            .first()
+            .filter(|_| self.kind == BatchKind::Script)?;
+        let body = match op.command.as_str() {
+            "EVAL" | "EVAL_RO" => op.args.get(1).map(Vec::as_slice),
+            _ => body,
+        };
+        let ran = self.script_ran.iter().flatten().next().map(Vec::as_slice);
+        crate::command::script::no_declared_keys(&op.command, &op.args, body, ran)
     }
 
     /// All keys, in order.
@@ -349,7 +377,11 @@ pub fn parse_batch_line(raw: &str, line: usize) -> Result<Option<Batch>, BatchEr
     } else {
         format!("line {line}: {l}")
     };
-    Ok(Some(Batch::at_line(name, line, kind, ops)))
+    let mut b = Batch::at_line(name, line, kind, ops);
+    if kind == BatchKind::Script {
+        b.no_keys = b.script_without_keys(None);
+    }
+    Ok(Some(b))
 }
 
 /// A value of a variable for generated keys: the `n`-th distinct value of its kind.
@@ -567,6 +599,7 @@ pub fn scheme_batch_instance(
             ops,
             script_ran: Vec::new(),
             allow_cross_slot: false,
+            no_keys: None,
         }
     }
 }

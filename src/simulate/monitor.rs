@@ -68,6 +68,8 @@ pub struct MonitorParser {
     script: Option<Batch>,
     /// Batches complete and not yet taken.
     ready: std::collections::VecDeque<Batch>,
+    /// The scripts SCRIPT LOAD loaded, by their sha (what an EVALSHA runs).
+    loaded: HashMap<String, Vec<u8>>,
 }
 
 impl MonitorParser {
@@ -128,6 +130,13 @@ impl MonitorParser {
         }
         self.end_script();
         self.stats.commands += 1;
+        if args.len() == 3
+            && args[0].eq_ignore_ascii_case(b"SCRIPT")
+            && args[1].eq_ignore_ascii_case(b"LOAD")
+        {
+            self.loaded
+                .insert(crate::command::script::sha1_hex(&args[2]), args[2].clone());
+        }
         let op = op_of(args, line, Strictness::Capture)?;
         match op.command.as_str() {
             "MULTI" => {
@@ -176,10 +185,17 @@ impl MonitorParser {
         Ok(())
     }
 
-    /// The script's commands are over: it is a batch if it declared or ran keys.
+    /// The script's commands are over: it is a batch if it declared or ran keys, or declares
+    /// none and its body touches keys (or is not seen: an EVALSHA of a script never loaded in
+    /// the capture may touch keys).
     fn end_script(&mut self) {
-        if let Some(b) = self.script.take() {
-            if b.keys().next().is_none() && b.script_ran.is_empty() {
+        if let Some(mut b) = self.script.take() {
+            let body = b.ops[0].args.get(1).and_then(|sha| {
+                self.loaded
+                    .get(&String::from_utf8_lossy(sha).to_ascii_lowercase())
+            });
+            b.no_keys = b.script_without_keys(body.map(Vec::as_slice));
+            if b.keys().next().is_none() && b.script_ran.is_empty() && b.no_keys.is_none() {
                 self.stats.single += 1;
             } else {
                 self.ready.push_back(b);

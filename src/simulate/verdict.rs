@@ -278,6 +278,39 @@ fn judge(b: &Batch, topo: &Topology, slot_of: &mut Vec<Option<u16>>) -> Verdict 
     {
         return enterprise_script(b, map, e, &verdict);
     }
+    // A script that declares no keys and whose body touches (or may touch) keys: the client
+    // sends it to any node, and every node but the owner of its keys refuses them.
+    if b.kind == BatchKind::Script
+        && declared == 0
+        && b.script_ran.is_empty()
+        && let Some(u) = &b.no_keys
+        && topo.nodes().len() > 1
+    {
+        let n = topo.nodes().len();
+        let ks: Vec<&[u8]> = u.keys.iter().map(Vec::as_slice).collect();
+        let owners = distinct(
+            ks.iter()
+                .filter_map(|k| map.slot_of(k).and_then(|s| map.owner_of_slot(s)))
+                .map(|o| o as u16),
+        );
+        let runs = match owners.as_slice() {
+            [] => format!("on {n} nodes, only the owner of the keys it touches runs it"),
+            [o] => format!(
+                "on {n} nodes, only {} (the owner of {}) runs it",
+                topo.nodes()[usize::from(*o)].name,
+                shown(&ks).join(" ")
+            ),
+            _ => format!(
+                "its keys live on {} of {n} nodes: no node runs it whole",
+                owners.len()
+            ),
+        };
+        return Verdict {
+            message: Some(format!("{}; {runs}", u.problem())),
+            slots: count_distinct(ks.iter().filter_map(|k| map.slot_of(k))),
+            ..verdict(ServerOutcome::NonLocalScriptKey, None, &ks)
+        };
+    }
     if b.kind != BatchKind::Script || b.script_ran.is_empty() {
         return verdict(ServerOutcome::Ok, None, &[]);
     }

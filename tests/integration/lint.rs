@@ -753,6 +753,54 @@ fn bullmq_rules_fire_on_real_bullmq_dumps() {
     }
 }
 
+/// `lint --code`: a script sent with a key count of 0 is KP304 (an error, exit 1), once, not
+/// also KP603; a script that declares its key is not; the KP301 hint for a MULTI or a script
+/// whose keys share no variable never advises per-node pipelines.
+fn scripts_declaring_no_keys_and_atomic_hints() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("limits.py"),
+        "import redis\nr = redis.Redis()\n\ndef hit(sha, user):\n    return r.evalsha(sha, 0, f\"rate:{user}\")\n\ndef ok(sha, user):\n    return r.evalsha(sha, 1, f\"rate:{user}\")\n",
+    )
+    .unwrap();
+    let out = keyplan()
+        .current_dir(dir.path())
+        .args(["lint", "--code", "."])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let findings: Vec<&str> = text.lines().filter(|l| l.contains(": KP")).collect();
+    assert_eq!(findings.len(), 1, "{text}");
+    assert!(findings[0].starts_with("limits.py:5:"), "{text}");
+    assert!(
+        findings[0].contains(
+            "KP304 [error] a script that declares no keys (a key count of 0) and may touch keys"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("help: declare every key the script touches"),
+        "{text}"
+    );
+    let s = scheme(
+        &dir,
+        "version: 1\nvars:\n  a: { kind: int, cardinality: 1000 }\n  b: { kind: int, cardinality: 1000 }\nkeys:\n  left: { pattern: \"left:<a>\" }\n  right: { pattern: \"right:<b>\" }\nbatches:\n  tx: { command: multi, keys: [left, right] }\n  script: { command: lua, keys: [left, right] }\n  many: { command: mget, keys: [left, right] }\n",
+    );
+    let out = keyplan()
+        .args(["lint", "--scheme", s.to_str().unwrap(), "--select", "KP301"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let helps: Vec<&str> = text.lines().filter(|l| l.contains("help:")).collect();
+    assert_eq!(helps.len(), 3, "{text}");
+    for h in &helps[..2] {
+        assert!(!h.contains("per-node pipelines"), "{text}");
+        assert!(h.contains("must run on one slot"), "{text}");
+    }
+    assert!(helps[2].contains("one MGET per node"), "{text}");
+}
+
 /// This module's tests, run by the harness in `main.rs`.
 /// Errors of a JSON document against the SARIF 2.1.0 schema, by Python's jsonschema.
 fn sarif_errors(python: &std::ffi::OsStr, schema: &std::ffi::OsStr, doc: &[u8]) -> Vec<String> {
@@ -1032,5 +1080,9 @@ pub(crate) const TESTS: &[crate::support::Test] = &[
     (
         "bullmq_rules_fire_on_real_bullmq_dumps",
         bullmq_rules_fire_on_real_bullmq_dumps,
+    ),
+    (
+        "scripts_declaring_no_keys_and_atomic_hints",
+        scripts_declaring_no_keys_and_atomic_hints,
     ),
 ];

@@ -268,6 +268,124 @@ fn batch_files_without_a_size_are_bounded() {
     );
 }
 
+/// Atomic batches whose keys share no variable (a MULTI, a script): plan says the application
+/// must change and never stars per-node pipelines (split, they are no longer atomic), in the
+/// JSON and in the table; a pipeline over the same keys may get them.
+fn atomic_batches_are_never_recommended_per_node_pipelines() {
+    let dir = tempfile::tempdir().unwrap();
+    let scheme = dir.path().join("keyplan.yaml");
+    std::fs::write(
+        &scheme,
+        "version: 1\n\
+         vars:\n  a: { kind: int, cardinality: 100000 }\n  b: { kind: int, cardinality: 100000 }\n\
+         keys:\n  left: { pattern: \"left:<a>\" }\n  right: { pattern: \"right:<b>\" }\n\
+         batches:\n\
+         \x20 tx: { command: multi, keys: [left, right] }\n\
+         \x20 script: { command: lua, keys: [left, right] }\n\
+         \x20 many: { command: pipeline, keys: [left, right], size: 40 }\n",
+    )
+    .unwrap();
+    let (code, v) = plan_json(&["--scheme", scheme.to_str().unwrap(), "--masters", "3"]);
+    assert_eq!(code, 1, "{v}");
+    for name in ["tx", "script"] {
+        let b = batch(&v, name);
+        assert!(b["problem"].as_str().unwrap().contains("CROSSSLOT"), "{b}");
+        let r = recommended(b);
+        assert_ne!(r["kind"], "per-node-pipelines", "{name}: {b}");
+        for c in b["candidates"].as_array().unwrap() {
+            if c["kind"] == "per-node-pipelines" {
+                assert_eq!(c["pareto"], false, "{name}: {c}");
+            }
+        }
+        let why = b["why"].as_str().unwrap_or_default().to_string() + &b.to_string();
+        assert!(why.contains("the application must change"), "{name}: {why}");
+    }
+    let out = keyplan()
+        .args([
+            "plan",
+            "--scheme",
+            scheme.to_str().unwrap(),
+            "--masters",
+            "3",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    // In the table a star marks the recommendation: never on the atomic batches' pipelines.
+    let mut current = "";
+    let mut starred = 0;
+    for line in text.lines() {
+        if let Some(name) = ["tx", "script", "many"]
+            .iter()
+            .find(|n| line.trim_start().starts_with(&format!("{n}")))
+        {
+            current = name;
+        }
+        if line.contains('★') && line.contains("pipeline per node") {
+            assert_eq!(
+                current, "many",
+                "starred per-node pipelines for {current}:\n{text}"
+            );
+            starred += 1;
+        }
+    }
+    // The pipeline over the same keys is starred per-node pipelines: the loop reads the table.
+    assert_eq!(starred, 1, "{text}");
+}
+
+/// Scripts that declare no keys but touch keys (the body read from EVAL, a SCRIPT LOAD seen in
+/// a capture), or may (only the sha): plan lists each, with the fix, even over one key.
+fn scripts_declaring_no_keys_are_planned() {
+    let dir = tempfile::tempdir().unwrap();
+    let batches = dir.path().join("batches.txt");
+    std::fs::write(
+        &batches,
+        "EVAL \"return redis.call('INCR', ARGV[1])\" 0 rate:ana\n\
+         EVALSHA 0123456789abcdef0123456789abcdef01234567 0 rate:bo\n\
+         EVAL \"return redis.call('TIME')\" 0\n\
+         EVAL \"return redis.call('INCR', KEYS[1])\" 1 rate:cy\n",
+    )
+    .unwrap();
+    let (code, v) = plan_json(&["--batches", batches.to_str().unwrap(), "--masters", "3"]);
+    assert_eq!(code, 1, "{v}");
+    let o = v["observed"].as_array().unwrap();
+    assert_eq!(o.len(), 2, "{v}");
+    let r0 = o[0]["recommendation"].as_str().unwrap();
+    assert!(
+        r0.starts_with("a script that declares no keys (EVAL … 0) but its body touches keys (`redis.call('INCR', ARGV[1])`)"),
+        "{r0}"
+    );
+    assert!(r0.contains("declare every key the script touches"), "{r0}");
+    assert_eq!(o[0]["keys"], 1);
+    let r1 = o[1]["recommendation"].as_str().unwrap();
+    assert!(r1.contains("(EVALSHA <sha> 0) and may touch keys"), "{r1}");
+    // A capture: the SCRIPT LOAD gives the EVALSHA its body.
+    let body = "return redis.call('DEL', ARGV[1])";
+    let sha = keyplan::command::script::sha1_hex(body.as_bytes());
+    let capture = dir.path().join("monitor.txt");
+    std::fs::write(
+        &capture,
+        format!(
+            "1.0 [0 10.0.0.1:1] \"SCRIPT\" \"LOAD\" \"{body}\"\n1.1 [0 10.0.0.1:1] \"EVALSHA\" \"{sha}\" \"0\" \"job:7\"\n1.2 [0 10.0.0.1:1] \"GET\" \"x\"\n"
+        ),
+    )
+    .unwrap();
+    let (_, v) = plan_json(&["--monitor", capture.to_str().unwrap(), "--masters", "3"]);
+    let o = v["observed"].as_array().unwrap();
+    assert_eq!(o.len(), 1, "{v}");
+    assert!(
+        o[0]["recommendation"]
+            .as_str()
+            .unwrap()
+            .contains("but its body touches keys (`redis.call('DEL', ARGV[1])`)"),
+        "{}",
+        o[0]
+    );
+    // One node: any node serves every key, nothing to say.
+    let (_, v) = plan_json(&["--batches", batches.to_str().unwrap(), "--masters", "1"]);
+    assert!(v["observed"].as_array().unwrap().is_empty(), "{v}");
+}
+
 /// This module's tests, run by the harness in `main.rs`.
 pub(crate) const TESTS: &[crate::support::Test] = &[
     (
@@ -294,5 +412,13 @@ pub(crate) const TESTS: &[crate::support::Test] = &[
     (
         "batch_files_without_a_size_are_bounded",
         batch_files_without_a_size_are_bounded,
+    ),
+    (
+        "atomic_batches_are_never_recommended_per_node_pipelines",
+        atomic_batches_are_never_recommended_per_node_pipelines,
+    ),
+    (
+        "scripts_declaring_no_keys_are_planned",
+        scripts_declaring_no_keys_are_planned,
     ),
 ];

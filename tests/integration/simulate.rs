@@ -1207,6 +1207,80 @@ fn batch_files_are_bounded_whatever_their_kind() {
     }
 }
 
+/// A script that declares no keys and writes one (`EVALSHA sha 0 key`, the key passed as
+/// ARGV): the real cluster runs it only on the key's owner and refuses it on every other node;
+/// simulate says so for the batch file's EVAL and EVALSHA and for a capture's EVALSHA after its
+/// SCRIPT LOAD, naming the node that ran it.
+fn a_script_declaring_no_keys_is_refused_where_simulate_says() {
+    use keyplan::command::script::sha1_hex;
+    use keyplan::simulate::monitor::parse_monitor;
+    use keyplan::simulate::verdict::{ServerOutcome, as_written};
+    let Some(cluster) = Cluster::create() else {
+        return;
+    };
+    let topo = own_topology(&cluster);
+    let body = "return redis.call('SET', ARGV[1], 'v')";
+    let key = "rate:ana";
+    let mut ran_on = Vec::new();
+    for node in &cluster.nodes {
+        let mut c = node.connect();
+        let Reply::Bulk(Some(sha)) = c.call(&[b"SCRIPT", b"LOAD", body.as_bytes()]).unwrap() else {
+            panic!("SCRIPT LOAD")
+        };
+        // keyplan names a loaded script as the server does.
+        assert_eq!(String::from_utf8_lossy(&sha), sha1_hex(body.as_bytes()));
+        match c.call(&[b"EVALSHA", &sha, b"0", key.as_bytes()]).unwrap() {
+            Reply::Status(s) if s == "OK" => ran_on.push(format!("127.0.0.1:{}", node.port)),
+            Reply::Error(e) => assert!(
+                e.contains("Script attempted to access a non local key in a cluster node"),
+                "{e}"
+            ),
+            other => panic!("{other:?}"),
+        }
+    }
+    // Exactly one node of three ran it: the owner of the key's slot.
+    assert_eq!(ran_on.len(), 1, "{ran_on:?}");
+    let owner = topo.nodes()[topo.node_of(key.as_bytes()).unwrap()]
+        .name
+        .clone();
+    assert_eq!(ran_on[0], owner);
+    let sha = sha1_hex(body.as_bytes());
+    let file = format!(
+        "EVAL \"{body}\" 0 {key}\nEVALSHA {sha} 0 {key}\nEVAL \"return redis.call('TIME')\" 0\n"
+    );
+    let batches = parse_batches(&file).unwrap();
+    let v = as_written(&batches[0], &topo);
+    assert_eq!(v.outcome, ServerOutcome::NonLocalScriptKey);
+    let m = v.message.unwrap();
+    assert!(m.contains("declares no keys (EVAL … 0) but its body touches keys (`redis.call('SET', ARGV[1], 'v')`)"), "{m}");
+    assert!(
+        m.contains(&format!("only {owner} (the owner of {key}) runs it")),
+        "{m}"
+    );
+    // Only the sha: it may touch keys.
+    let v = as_written(&batches[1], &topo);
+    assert_eq!(v.outcome, ServerOutcome::NonLocalScriptKey);
+    assert!(v.message.unwrap().contains("may touch keys"));
+    // A body that touches no key runs anywhere.
+    assert_eq!(as_written(&batches[2], &topo).outcome, ServerOutcome::Ok);
+    // A capture: the SCRIPT LOAD gives the EVALSHA its body, and the client is told.
+    let capture = format!(
+        "1.0 [0 10.0.0.1:1] \"SCRIPT\" \"LOAD\" \"{body}\"\n1.1 [0 10.0.0.1:1] \"EVALSHA\" \"{sha}\" \"0\" \"{key}\"\n1.2 [0 10.0.0.1:1] \"GET\" \"x\"\n"
+    );
+    let (captured, _) = parse_monitor(&capture).unwrap();
+    assert_eq!(captured.len(), 1);
+    let v = as_written(&captured[0], &topo);
+    assert_eq!(v.outcome, ServerOutcome::NonLocalScriptKey);
+    assert!(v.message.unwrap().contains("its body touches keys"));
+    let r = simulate_client(
+        &captured[0],
+        &topo,
+        Client::RedisPy,
+        &NetworkModel::default(),
+    );
+    assert_eq!(r.outcome, Outcome::ServerError, "{r:?}");
+}
+
 /// This module's tests, run by the harness in `main.rs`.
 pub(crate) const TESTS: &[crate::support::Test] = &[
     (
@@ -1243,5 +1317,9 @@ pub(crate) const TESTS: &[crate::support::Test] = &[
     (
         "batch_files_are_bounded_whatever_their_kind",
         batch_files_are_bounded_whatever_their_kind,
+    ),
+    (
+        "a_script_declaring_no_keys_is_refused_where_simulate_says",
+        a_script_declaring_no_keys_is_refused_where_simulate_says,
     ),
 ];

@@ -41,6 +41,12 @@ impl Check for CodeSiteCheck {
                 });
                 Some((format!("{}: {why}; {refusal}", what(site)), Some(help)))
             }
+            // A script that declares no keys is KP304's (script-keys).
+            (Verdict::Depends(_), SiteVerdict::Depends)
+                if super::script_keys::declares_no_keys(site) =>
+            {
+                None
+            }
             (Verdict::Depends(why), SiteVerdict::Depends) => Some((
                 format!("{}: its keys are not known from the code ({why})", what(site)),
                 Some(match site.fix() {

@@ -10,7 +10,7 @@
 use super::{Check, Finding, allowed};
 use crate::lint::ActiveRule;
 use crate::scheme::predicates::{batch_single_slot, seg_text, single_slot_rewrites};
-use crate::scheme::{DeclaredBatch, Scheme};
+use crate::scheme::{BatchCommand, DeclaredBatch, Scheme};
 use crate::simulate::verdict::{ServerOutcome, over_instances};
 use crate::topology::Topology;
 
@@ -47,7 +47,7 @@ impl Check for CrossSlotCheck {
                         .collect::<Vec<_>>()
                         .join(", ")
                 ),
-                None => "no variable is shared by all its keys: give them a common hash tag, or run them as per-node pipelines (not atomic)".to_string(),
+                None => no_shared_variable(b.command),
             };
             out.push(Finding::at(
                 b.pos,
@@ -60,6 +60,25 @@ impl Check for CrossSlotCheck {
             ));
         }
         out
+    }
+}
+
+/// The hint for an atomic batch whose keys share no variable: a transaction or a script must
+/// run on one slot (split per node it is no longer atomic, which is never the advice); a
+/// multi-key command can be sent per node, each part its own command.
+fn no_shared_variable(command: BatchCommand) -> String {
+    match command {
+        BatchCommand::Multi | BatchCommand::Lua => format!(
+            "no variable is shared by all its keys, and a {} must run on one slot: give its keys one hash tag (the id that ties them), or stop running them together; split per node it would no longer be atomic",
+            match command {
+                BatchCommand::Multi => "MULTI … EXEC transaction",
+                _ => "script",
+            }
+        ),
+        c => format!(
+            "no variable is shared by all its keys: give them a common hash tag, or send one {} per node (each part is then its own command, no longer one operation)",
+            c.name()
+        ),
     }
 }
 
@@ -97,4 +116,21 @@ fn by_instances(scheme: &Scheme, b: &DeclaredBatch, topo: &Topology) -> Option<F
         ),
         Some(help),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_atomic_batch_is_never_told_to_split_per_node() {
+        for c in [BatchCommand::Multi, BatchCommand::Lua] {
+            let h = no_shared_variable(c);
+            assert!(!h.contains("per-node pipelines"), "{h}");
+            assert!(h.contains("must run on one slot"), "{h}");
+            assert!(h.contains("no longer be atomic"), "{h}");
+        }
+        let h = no_shared_variable(BatchCommand::Mget);
+        assert!(h.contains("one MGET per node"), "{h}");
+    }
 }

@@ -12,6 +12,7 @@ mod key_bytes;
 mod key_family;
 mod key_length;
 mod node_skew;
+mod script_keys;
 mod tag_cardinality;
 mod tag_shape;
 mod unmatched_key;
@@ -363,6 +364,7 @@ fn check_of(kind: &CheckKind) -> Box<dyn Check> {
         CheckKind::UnmatchedKey => Box::new(unmatched_key::UnmatchedKeyCheck),
         CheckKind::KeyLength { max } => Box::new(key_length::KeyLengthCheck { max: *max }),
         CheckKind::KeyBytes { flag } => Box::new(key_bytes::KeyBytesCheck(*flag)),
+        CheckKind::ScriptKeys => Box::new(script_keys::ScriptKeysCheck),
         CheckKind::CodeSite { verdict, atomic } => Box::new(code_site::CodeSiteCheck {
             verdict: *verdict,
             atomic: *atomic,

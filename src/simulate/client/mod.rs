@@ -382,7 +382,8 @@ pub fn simulate_client_stale(
     // A script's undeclared keys (seen in a capture) decide on the server: no client can route
     // by keys it is not told, so each sends the script where its declared keys (or, with none,
     // any node) say, and the server refuses a key it does not hold.
-    if b.kind == BatchKind::Script && !b.script_ran.is_empty() {
+    // So is a script that declares no keys and whose body touches keys (or may).
+    if b.kind == BatchKind::Script && (!b.script_ran.is_empty() || b.no_keys.is_some()) {
         let v = crate::simulate::verdict::as_written(b, actual);
         if v.outcome == crate::simulate::verdict::ServerOutcome::NonLocalScriptKey {
             let m = v
