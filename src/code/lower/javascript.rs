@@ -1570,6 +1570,11 @@ impl<'s> Lowerer<'s> {
                     at,
                 });
             }
+            "+=" if matches!(value, Expr::Num(_)) && !texty(&old) => {
+                // `i += 2`: arithmetic, as `i + 2` is.
+                let kept = if effects { vec![value] } else { Vec::new() };
+                self.assign(target, Expr::Other(kept), at, out);
+            }
             "+=" => {
                 let mut pieces = Vec::new();
                 push_piece(&mut pieces, old);
@@ -2535,6 +2540,7 @@ mod tests {
                 obj.k = e;
                 a[i] = e;
                 s += ":" + id;
+                j += 2;
                 n -= 1;
                 m -= f();
                 o ||= def();
@@ -2548,6 +2554,7 @@ mod tests {
             obj.k = e
             a[i] = e
             s = concat(s, ":", id)
+            j = other()
             n = other()
             m = other(f())
             o = either(o, def())
@@ -3051,6 +3058,7 @@ mod tests {
     /// lower::javascript -- --ignored --nocapture`.
     #[test]
     #[ignore]
+    #[allow(clippy::print_stdout)]
     fn the_recorded_corpus_lowers() {
         let root = std::env::var("KEYPLAN_JS_CORPUS")
             .unwrap_or_else(|_| "/tmp/keyplan-corpus-score/src".into());
