@@ -1,15 +1,19 @@
 #!/usr/bin/env node
 // Builds keyplan's npm packages the way esbuild and biome ship theirs: one package per
-// platform holding the native binary (`keyplan-linux-x64`, with `os` and `cpu` so npm installs
-// only the matching one), and the `keyplan` package whose `bin` launcher runs it, listing
-// every platform package as an optional dependency.
+// platform holding the native binary, under keyplan's own npm scope so nobody else can publish
+// a look-alike (`@keyplan/linux-x64-gnu`, with `os`, `cpu` and, on Linux, `libc`, so npm
+// installs only the matching one), and the `keyplan` package whose `bin` launcher runs it,
+// listing every platform package as an optional dependency.
 //
 //   node .packaging/npm/pack.js OUTDIR PLATFORM=BINARY...
-//   node .packaging/npm/pack.js dist linux-x64=target/release/keyplan
+//   node .packaging/npm/pack.js dist linux-x64-gnu=target/release/keyplan
 //
-// PLATFORM is Node's `${process.platform}-${process.arch}` (linux-x64, linux-arm64,
-// darwin-arm64, win32-x64, ...). Writes OUTDIR/keyplan-VERSION.tgz and one
-// OUTDIR/keyplan-PLATFORM-VERSION.tgz per binary; the version and description are
+// PLATFORM is Node's `${process.platform}-${process.arch}`, with `-gnu` or `-musl` after a
+// Linux one (linux-x64-gnu, linux-arm64-musl, darwin-arm64, win32-x64, ...). A Linux binary
+// must be stripped (no .symtab, no .debug_* sections: `cargo build --release` strips it), so
+// the tarball is the same whichever build made it. Writes one
+// OUTDIR/keyplan-PLATFORM-VERSION.tgz per binary, then OUTDIR/keyplan-VERSION.tgz, and prints
+// their paths in that order (the order to publish them in); the version and description are
 // Cargo.toml's.
 "use strict";
 
@@ -47,6 +51,39 @@ const keywords = (section.match(/^keywords\s*=\s*\[([^\]]*)\]/m) || [, ""])[1]
   .map((k) => k.trim().replace(/^"|"$/g, ""))
   .filter(Boolean);
 
+// The names of an ELF file's symbol table and debug sections (none in a stripped binary);
+// [] for a file that is not ELF (Mach-O and PE binaries are stripped by the release profile).
+function elfDebugSections(file) {
+  const b = fs.readFileSync(file);
+  if (b.length < 64 || b.readUInt32BE(0) !== 0x7f454c46) return [];
+  const is64 = b[4] === 2;
+  const le = b[5] === 1;
+  const u16 = (o) => (le ? b.readUInt16LE(o) : b.readUInt16BE(o));
+  const u32 = (o) => (le ? b.readUInt32LE(o) : b.readUInt32BE(o));
+  const addr = (o) => (is64 ? Number(le ? b.readBigUInt64LE(o) : b.readBigUInt64BE(o)) : u32(o));
+  const shoff = addr(is64 ? 0x28 : 0x20);
+  const shentsize = u16(is64 ? 0x3a : 0x2e);
+  const shnum = u16(is64 ? 0x3c : 0x30);
+  const shstrndx = u16(is64 ? 0x3e : 0x32);
+  if (shoff === 0 || shnum === 0 || shoff + shnum * shentsize > b.length) return [];
+  const header = (i) => shoff + i * shentsize;
+  const strtab = addr(header(shstrndx) + (is64 ? 0x18 : 0x10));
+  const names = [];
+  for (let i = 0; i < shnum; i++) {
+    const start = strtab + u32(header(i));
+    const end = b.indexOf(0, start);
+    const name = b.toString("latin1", start, end < 0 ? start : end);
+    // (.debug_gdb_scripts is loaded with the program, and stays in a stripped one)
+    if (name === ".symtab" || (name.startsWith(".debug_") && name !== ".debug_gdb_scripts")) names.push(name);
+  }
+  return names;
+}
+
+// The license texts, which npm packs beside package.json.
+function copyLicenses(dir) {
+  for (const f of ["LICENSE-MIT", "LICENSE-APACHE"]) fs.copyFileSync(path.join(root, f), path.join(dir, f));
+}
+
 const stage = fs.mkdtempSync(path.join(os.tmpdir(), "keyplan-npm-"));
 const pack = (dir) => {
   const name = execFileSync("npm", ["pack", "--silent", "--pack-destination", out], {
@@ -63,13 +100,21 @@ for (const pair of pairs) {
   if (eq < 0) fail(`${pair}: expected PLATFORM=BINARY`);
   const platform = pair.slice(0, eq);
   const binary = path.resolve(pair.slice(eq + 1));
-  const m = platform.match(/^(linux|darwin|win32|freebsd)-(x64|arm64|ia32|arm)$/);
-  if (!m) fail(`${platform}: not a Node platform-arch (linux-x64, darwin-arm64, win32-x64, ...)`);
+  const m = platform.match(/^(?:(linux)-(x64|arm64|arm)-(gnu|musl)|(darwin|win32|freebsd)-(x64|arm64|ia32|arm))$/);
+  if (!m) {
+    fail(`${platform}: not a Node platform-arch, with -gnu or -musl after linux (linux-x64-gnu, linux-arm64-musl, darwin-arm64, win32-x64, ...)`);
+  }
+  const [osName, cpu, libc] = m[1] ? [m[1], m[2], m[3]] : [m[4], m[5], null];
   if (!fs.statSync(binary, { throwIfNoEntry: false })?.isFile()) fail(`${binary}: no such file`);
-  const name = `keyplan-${platform}`;
-  const dir = path.join(stage, name);
+  const unstripped = elfDebugSections(binary);
+  if (unstripped.length > 0) {
+    fail(`${binary}: not stripped (${unstripped.join(", ")}): build it with \`cargo build --release\` (which strips) or \`strip\` it`);
+  }
+  const name = `@keyplan/${platform}`;
+  const dir = path.join(stage, platform);
   fs.mkdirSync(path.join(dir, "bin"), { recursive: true });
-  const exe = m[1] === "win32" ? "keyplan.exe" : "keyplan";
+  const exe = osName === "win32" ? "keyplan.exe" : "keyplan";
+  copyLicenses(dir);
   fs.copyFileSync(binary, path.join(dir, "bin", exe));
   fs.chmodSync(path.join(dir, "bin", exe), 0o755);
   writeJson(path.join(dir, "package.json"), {
@@ -77,9 +122,10 @@ for (const pair of pairs) {
     version,
     description: `keyplan's ${platform} binary (installed by the keyplan package)`,
     license,
-    os: [m[1]],
-    cpu: [m[2]],
-    files: ["bin/"],
+    os: [osName],
+    cpu: [cpu],
+    ...(libc ? { libc: [libc === "gnu" ? "glibc" : "musl"] } : {}),
+    files: ["bin/", "LICENSE-MIT", "LICENSE-APACHE"],
     preferUnplugged: true,
   });
   pack(dir);
@@ -91,6 +137,7 @@ fs.mkdirSync(path.join(dir, "bin"), { recursive: true });
 fs.copyFileSync(path.join(__dirname, "keyplan", "bin", "keyplan.js"), path.join(dir, "bin", "keyplan.js"));
 fs.chmodSync(path.join(dir, "bin", "keyplan.js"), 0o755);
 fs.copyFileSync(path.join(root, "README.md"), path.join(dir, "README.md"));
+copyLicenses(dir);
 writeJson(path.join(dir, "package.json"), {
   name: "keyplan",
   version,
@@ -98,7 +145,7 @@ writeJson(path.join(dir, "package.json"), {
   license,
   keywords,
   bin: { keyplan: "bin/keyplan.js" },
-  files: ["bin/"],
+  files: ["bin/", "LICENSE-MIT", "LICENSE-APACHE"],
   engines: { node: ">=16" },
   optionalDependencies: optional,
 });

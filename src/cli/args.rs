@@ -400,11 +400,14 @@ pub fn read_batch_file(path: &Path) -> anyhow::Result<Vec<crate::simulate::Batch
     BatchFile::open(path)?.collect()
 }
 
-/// `--scheme FILE`, else `./keyplan.yaml` when it exists.
+/// `--scheme FILE`, else `./keyplan.yaml`, else `./keyplan.yml`, the first that exists.
 pub fn scheme_path(flag: Option<&PathBuf>) -> Option<PathBuf> {
     match flag {
         Some(p) => Some(p.clone()),
-        None => Some(PathBuf::from("keyplan.yaml")).filter(|p| p.is_file()),
+        None => ["keyplan.yaml", "keyplan.yml"]
+            .into_iter()
+            .map(PathBuf::from)
+            .find(|p| p.is_file()),
     }
 }
 

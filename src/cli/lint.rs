@@ -57,7 +57,7 @@ const LINT_FORMATS: &[Word<Format>] = &[
     after_help = "Examples:\n  keyplan lint\n  keyplan lint --scheme keyplan.yaml --keys sample.txt\n  keyplan lint --format sarif > keyplan.sarif\n  keyplan lint --select KP3 --fail-on error\n  keyplan lint --code src/ --format github"
 )]
 pub struct LintArgs {
-    /// The key scheme [default: ./keyplan.yaml when it exists]
+    /// The key scheme [default: ./keyplan.yaml, else ./keyplan.yml, when it exists]
     #[arg(long, value_name = "FILE")]
     pub scheme: Option<PathBuf>,
 
@@ -69,6 +69,12 @@ pub struct LintArgs {
     /// them: Python, JavaScript/TypeScript, Go, Ruby, Java); repeat for several
     #[arg(long = "code", value_name = "PATH")]
     pub code: Vec<PathBuf>,
+
+    /// Report only the findings in these source files (the files a pre-commit hook is
+    /// given): the --code paths [default: .] are read to resolve what they call, and the
+    /// default scheme is not read (--scheme names one to check too)
+    #[arg(value_name = "FILE")]
+    pub files: Vec<PathBuf>,
 
     /// How dumps are read.
     #[command(flatten)]
@@ -159,12 +165,45 @@ impl RuleArgs {
     }
 }
 
+/// The FILEs `keyplan lint` reports on, canonical (as the findings' paths are compared);
+/// `None` when none are given. A FILE that is not a file is an error naming it.
+fn only_files(files: &[PathBuf]) -> anyhow::Result<Option<std::collections::BTreeSet<PathBuf>>> {
+    if files.is_empty() {
+        return Ok(None);
+    }
+    let mut set = std::collections::BTreeSet::new();
+    for f in files {
+        match std::fs::canonicalize(f) {
+            Ok(p) if p.is_file() => {
+                set.insert(p);
+            }
+            _ => {
+                return Err(UserError::new(
+                    format!("{}: not a file", f.display()),
+                    "give the source files to report on (directories go to --code)",
+                )
+                .into());
+            }
+        }
+    }
+    Ok(Some(set))
+}
+
 /// Runs `keyplan lint`.
-pub fn run(args: LintArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
-    let scheme_path = scheme_path(args.scheme.as_ref());
+pub fn run(mut args: LintArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
+    // FILEs: findings in these files only, the --code tree read to resolve what they call.
+    let only = only_files(&args.files)?;
+    let scheme_path = if only.is_some() {
+        args.scheme.clone()
+    } else {
+        scheme_path(args.scheme.as_ref())
+    };
+    if only.is_some() && args.code.is_empty() {
+        args.code.push(PathBuf::from("."));
+    }
     if scheme_path.is_none() && args.keys.is_empty() && args.code.is_empty() {
         return Err(UserError::new(
-            "nothing to lint: no --scheme, no keyplan.yaml here, no --keys and no --code",
+            "nothing to lint: no --scheme, no keyplan.yaml or keyplan.yml here, no --keys and no --code",
             "pass --scheme keyplan.yaml, --keys dump.txt and/or --code src/",
         )
         .into());
@@ -203,7 +242,11 @@ pub fn run(args: LintArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
         })?;
     if !args.code.is_empty() {
         let report = super::code::scan_paths(&args.code, args.threads, ctx)?;
-        diags.extend(lint_code(rules, &report));
+        diags.extend(lint_code(rules, &report).into_iter().filter(|d| {
+            only.as_ref().is_none_or(|files| {
+                std::fs::canonicalize(&d.path).is_ok_and(|p| files.contains(&p))
+            })
+        }));
         for s in &report.skipped {
             writeln!(ctx.stderr, "note: {}: not read: {}", s.file, s.reason)?;
         }

@@ -172,6 +172,8 @@ mod sarif_log {
 
     #[derive(Serialize)]
     pub struct Driver<'a> {
+        #[serde(rename = "informationUri")]
+        pub information_uri: &'static str,
         pub name: &'static str,
         pub rules: Vec<Rule<'a>>,
         pub version: &'static str,
@@ -211,6 +213,8 @@ mod sarif_log {
         pub level: &'static str,
         pub locations: [Location<'a>; 1],
         pub message: Text<'a>,
+        #[serde(rename = "partialFingerprints")]
+        pub partial_fingerprints: PartialFingerprints,
         /// Where else the finding's code is: the line that sends a batch opened at the result.
         #[serde(rename = "relatedLocations", skip_serializing_if = "Vec::is_empty")]
         pub related_locations: Vec<Related<'a>>,
@@ -218,6 +222,14 @@ mod sarif_log {
         pub rule_id: &'a str,
         #[serde(rename = "ruleIndex")]
         pub rule_index: usize,
+    }
+
+    /// The finding's line-free fingerprint (GitHub code scanning keeps a finding's alert
+    /// across edits that move it).
+    #[derive(Serialize)]
+    pub struct PartialFingerprints {
+        #[serde(rename = "keyplan/v1")]
+        pub keyplan: String,
     }
 
     #[derive(Serialize)]
@@ -273,7 +285,8 @@ fn sarif(out: &mut dyn Write, diags: &[Diagnostic], rules: &RuleSet) -> io::Resu
     };
     let results = diags
         .iter()
-        .map(|d| {
+        .zip(fingerprints(diags))
+        .map(|(d, fingerprint)| {
             let mut text = d.message.clone();
             if let Some(h) = &d.help {
                 text.push_str(&format!(" (help: {h})"));
@@ -293,6 +306,9 @@ fn sarif(out: &mut dyn Write, diags: &[Diagnostic], rules: &RuleSet) -> io::Resu
                     },
                 }],
                 message: Text { text: text.into() },
+                partial_fingerprints: PartialFingerprints {
+                    keyplan: fingerprint,
+                },
                 related_locations: d
                     .sent_at
                     .map(|(line, column)| Related {
@@ -342,6 +358,7 @@ fn sarif(out: &mut dyn Write, diags: &[Diagnostic], rules: &RuleSet) -> io::Resu
             results,
             tool: Tool {
                 driver: Driver {
+                    information_uri: INFORMATION_URI,
                     name: "keyplan",
                     rules,
                     version: env!("CARGO_PKG_VERSION"),
@@ -354,6 +371,39 @@ fn sarif(out: &mut dyn Write, diags: &[Diagnostic], rules: &RuleSet) -> io::Resu
     writeln!(out)
 }
 
+/// Each finding's fingerprint (MD5, hex) of its rule, file and message and the number of
+/// earlier findings with the same three, not its line: a finding moved by an edit above it
+/// keeps its fingerprint (GitLab's `fingerprint`, SARIF's `partialFingerprints`).
+fn fingerprints(diags: &[Diagnostic]) -> Vec<String> {
+    use md5::Digest as _;
+    let mut seen: std::collections::HashMap<(&str, &str, &str), u64> =
+        std::collections::HashMap::new();
+    diags
+        .iter()
+        .map(|d| {
+            let n = seen
+                .entry((d.code.as_str(), d.path.as_str(), d.message.as_str()))
+                .or_insert(0);
+            let mut h = md5::Md5::new();
+            for part in [d.code.as_bytes(), d.path.as_bytes(), d.message.as_bytes()] {
+                h.update(part);
+                h.update([0u8]);
+            }
+            h.update(n.to_le_bytes());
+            *n += 1;
+            h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+        })
+        .collect()
+}
+
+/// Where SARIF readers send a user for the tool: the crate's homepage once Cargo.toml names
+/// one, else its crates.io page.
+const INFORMATION_URI: &str = if env!("CARGO_PKG_HOMEPAGE").is_empty() {
+    "https://crates.io/crates/keyplan"
+} else {
+    env!("CARGO_PKG_HOMEPAGE")
+};
+
 /// GitLab's Code Quality report (the CodeClimate issue format GitLab reads): a JSON array of
 /// `{description, check_name, fingerprint, severity, location: {path, lines: {begin}}}`.
 ///
@@ -362,7 +412,6 @@ fn sarif(out: &mut dyn Write, diags: &[Diagnostic], rules: &RuleSet) -> io::Resu
 /// moved by an edit above it stays the same finding when GitLab compares a merge request's
 /// report with its target branch's.
 fn gitlab(out: &mut dyn Write, diags: &[Diagnostic]) -> io::Result<()> {
-    use md5::Digest as _;
     #[derive(Serialize)]
     struct Lines {
         begin: u64,
@@ -380,26 +429,11 @@ fn gitlab(out: &mut dyn Write, diags: &[Diagnostic]) -> io::Result<()> {
         severity: &'static str,
         location: Location<'a>,
     }
-    let mut seen: std::collections::HashMap<(&str, &str, &str), u64> =
-        std::collections::HashMap::new();
+    let fingerprints = fingerprints(diags);
     let issues: Vec<Issue> = diags
         .iter()
-        .map(|d| {
-            let n = seen
-                .entry((d.code.as_str(), d.path.as_str(), d.message.as_str()))
-                .or_insert(0);
-            let mut h = md5::Md5::new();
-            for part in [d.code.as_bytes(), d.path.as_bytes(), d.message.as_bytes()] {
-                h.update(part);
-                h.update([0u8]);
-            }
-            h.update(n.to_le_bytes());
-            *n += 1;
-            let fingerprint = h
-                .finalize()
-                .iter()
-                .map(|b| format!("{b:02x}"))
-                .collect::<String>();
+        .zip(fingerprints)
+        .map(|(d, fingerprint)| {
             let mut description = d.message.clone();
             if let Some(help) = &d.help {
                 description.push_str(&format!(" (help: {help})"));

@@ -76,7 +76,7 @@ fn wheel() -> Option<&'static Path> {
                 "release"
             };
             ok(Command::new(&maturin)
-                .current_dir(root())
+                .current_dir(root().join(".packaging/python"))
                 .args(["build", "--locked", "--profile", profile, "--out"])
                 .arg(&dir));
             let wheel = std::fs::read_dir(&dir)
@@ -136,14 +136,38 @@ fn wheel_installs_into_a_fresh_venv() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&analyze_here())
     );
-    let out = ok(Command::new(venv.join("bin/pip")).args(["show", "keyplan"]));
+    let out =
+        ok(Command::new(venv.join("bin/pip")).args(["show", "--verbose", "--files", "keyplan"]));
     let show = String::from_utf8_lossy(&out.stdout);
     let summary = env!("CARGO_PKG_DESCRIPTION");
     assert!(show.contains(&format!("Summary: {summary}")), "{show}");
     assert!(show.contains("License"), "{show}");
+    // PyPI's classifiers, and the license texts in the wheel.
+    assert!(
+        show.contains("License :: OSI Approved :: MIT License")
+            && show.contains("Programming Language :: Rust"),
+        "{show}"
+    );
+    // uv installs the same wheel into its own fresh venv.
+    if let Some(uv) = tool("KEYPLAN_UV", "uv from PyPI") {
+        let uv_venv = dir.path().join("uv-venv");
+        ok(Command::new(&uv).args(["venv", "--quiet"]).arg(&uv_venv));
+        ok(Command::new(&uv)
+            .args(["pip", "install", "--quiet", "--offline", "--python"])
+            .arg(uv_venv.join("bin/python"))
+            .arg(wheel));
+        let out = ok(Command::new(uv_venv.join("bin/keyplan"))
+            .current_dir(root())
+            .args(["analyze", "examples/app.keys"]));
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&analyze_here())
+        );
+    }
 }
 
-/// Node's name for this machine's platform (`linux-x64`), as the npm packages are named.
+/// Node's name for this machine's platform with its C library on Linux (`linux-x64-gnu`), as
+/// the npm platform packages are named (`@keyplan/linux-x64-gnu`).
 fn node_platform() -> Option<String> {
     let os = match std::env::consts::OS {
         "linux" => "linux",
@@ -156,12 +180,17 @@ fn node_platform() -> Option<String> {
         "aarch64" => "arm64",
         _ => return None,
     };
-    Some(format!("{os}-{arch}"))
+    Some(match os {
+        "linux" if cfg!(target_env = "musl") => format!("{os}-{arch}-musl"),
+        "linux" => format!("{os}-{arch}-gnu"),
+        _ => format!("{os}-{arch}"),
+    })
 }
 
-/// The npm packages packed from the keyplan built here: the platform package and the
-/// launcher package installed from their tarballs into an empty directory run as `npx
-/// keyplan`; the launcher alone says which package is missing and how to get it.
+/// The npm packages packed from the keyplan built here, stripped (an unstripped binary is
+/// refused): packing twice gives the same bytes; the scoped platform package (`os`, `cpu`,
+/// `libc`) and the launcher package installed from their tarballs into an empty directory run
+/// as `npx keyplan`; the launcher alone says which package is missing and how to get it.
 fn npm_tarballs_install_and_run() {
     let (Some(node), Some(npm)) = (require_binary("node"), require_binary("npm")) else {
         return;
@@ -170,12 +199,29 @@ fn npm_tarballs_install_and_run() {
         not_run("no npm package is built for this platform");
         return;
     };
+    let Some(strip) = require_binary("strip") else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
+    let pack = |dist: &Path, binary: &Path| {
+        run(Command::new(&node)
+            .arg(root().join(".packaging/npm/pack.js"))
+            .arg(dist)
+            .arg(format!("{platform}={}", binary.display())))
+    };
+    // The test build carries debug info: refused, naming what to do.
+    let out = pack(&dir.path().join("refused"), &built());
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("not stripped (") && err.contains("cargo build --release"),
+        "{err}"
+    );
+    let stripped = dir.path().join("keyplan");
+    ok(Command::new(&strip).arg("-o").arg(&stripped).arg(built()));
     let dist = dir.path().join("dist");
-    let out = ok(Command::new(&node)
-        .arg(root().join(".packaging/npm/pack.js"))
-        .arg(&dist)
-        .arg(format!("{platform}={}", built().display())));
+    let out = pack(&dist, &stripped);
+    assert!(out.status.success(), "{out:?}");
     let tarballs: Vec<PathBuf> = String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(PathBuf::from)
@@ -184,6 +230,44 @@ fn npm_tarballs_install_and_run() {
     let launcher = dist.join(format!("keyplan-{version}.tgz"));
     let binary = dist.join(format!("keyplan-{platform}-{version}.tgz"));
     assert_eq!(tarballs, vec![binary.clone(), launcher.clone()]);
+    // Packed again: the same bytes.
+    let again = dir.path().join("again");
+    assert!(pack(&again, &stripped).status.success());
+    for t in &tarballs {
+        assert!(
+            std::fs::read(t).unwrap() == std::fs::read(again.join(t.file_name().unwrap())).unwrap(),
+            "{}: packed twice, two tarballs",
+            t.display()
+        );
+    }
+    let manifest = |tarball: &Path| -> serde_json::Value {
+        let out = ok(Command::new("tar")
+            .arg("-xzOf")
+            .arg(tarball)
+            .arg("package/package.json"));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let m = manifest(&binary);
+    assert_eq!(m["name"], format!("@keyplan/{platform}"));
+    let (os, cpu) = (
+        platform.split('-').next().unwrap(),
+        platform.split('-').nth(1).unwrap(),
+    );
+    assert_eq!(m["os"], serde_json::json!([os]));
+    assert_eq!(m["cpu"], serde_json::json!([cpu]));
+    if os == "linux" {
+        let libc = if platform.ends_with("-musl") {
+            "musl"
+        } else {
+            "glibc"
+        };
+        assert_eq!(m["libc"], serde_json::json!([libc]));
+    }
+    let m = manifest(&launcher);
+    assert_eq!(
+        m["optionalDependencies"],
+        serde_json::json!({ format!("@keyplan/{platform}"): version })
+    );
 
     let app = dir.path().join("app");
     std::fs::create_dir(&app).unwrap();
@@ -236,8 +320,38 @@ fn npm_tarballs_install_and_run() {
     assert_eq!(out.status.code(), Some(2), "{out:?}");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains(&format!("npm install keyplan-{platform}@{version}")),
+        err.contains(&format!("npm install @keyplan/{platform}@{version}")),
         "{err}"
+    );
+}
+
+/// The launcher's choice of platform package: glibc or musl from Node's report (`musl` when
+/// the report names no glibc), else from the musl loader on disk; on this machine, the
+/// package of the C library keyplan was built for.
+fn npm_launcher_tells_musl_from_glibc() {
+    let Some(node) = require_binary("node") else {
+        return;
+    };
+    let Some(platform) = node_platform() else {
+        not_run("no npm package is built for this platform");
+        return;
+    };
+    let launcher = root().join(".packaging/npm/keyplan/bin/keyplan.js");
+    let script = r#"
+const l = require(process.argv[1]);
+const out = [
+  l.platformKey(),
+  l.linuxLibc(() => ({ header: { glibcVersionRuntime: "2.17" } }), () => true),
+  l.linuxLibc(() => ({ header: {} }), () => false),
+  l.linuxLibc(() => { throw new Error("no report"); }, (p) => /ld-musl-/.test(p)),
+  l.linuxLibc(() => { throw new Error("no report"); }, () => false),
+];
+console.log(out.join(" "));
+"#;
+    let out = ok(Command::new(&node).arg("-e").arg(script).arg(&launcher));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        format!("{platform} gnu musl musl gnu")
     );
 }
 
@@ -357,7 +471,9 @@ fn scratch_repo(dir: &Path, bad: bool) {
 
 /// `pre-commit try-repo` on this repository's hooks (the ones that run the keyplan on PATH)
 /// in a scratch repository: a scheme with a cross-slot batch and a source file with a
-/// cross-slot MGET make them fail with the findings; once tagged, they pass.
+/// cross-slot MGET make them fail with the findings; once tagged, they pass. The code hook
+/// reports only the files it is given (an untracked scratch file's MGET is not reported) and
+/// reads no scheme (a broken one does not fail it); the scheme hook reads keyplan.yml too.
 fn pre_commit_hooks_fail_on_findings_and_pass_clean() {
     let Some(pre_commit) = tool("KEYPLAN_PRE_COMMIT", "pre-commit from PyPI") else {
         return;
@@ -407,6 +523,123 @@ fn pre_commit_hooks_fail_on_findings_and_pass_clean() {
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(out.status.success(), "{hook}: {text}");
         assert!(text.contains("Passed"), "{text}");
+    }
+    // An untracked scratch file with a cross-slot MGET, and a scheme that does not parse:
+    // neither is the code hook's business.
+    std::fs::write(
+        repo.join("scratch.py"),
+        "import redis\nr = redis.Redis()\nr.mget(f\"a:{x}\", f\"b:{x}\")\n",
+    )
+    .unwrap();
+    std::fs::write(repo.join("keyplan.yaml"), "version: [\n").unwrap();
+    let out = try_repo("keyplan-code-system");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && text.contains("Passed"), "{text}");
+    // The scheme as keyplan.yml (with the cross-slot batch again): the lint hook reads it.
+    std::fs::remove_file(repo.join("scratch.py")).unwrap();
+    scratch_repo(&repo, true);
+    std::fs::rename(repo.join("keyplan.yaml"), repo.join("keyplan.yml")).unwrap();
+    ok(Command::new("git").current_dir(&repo).args(["add", "-A"]));
+    let out = try_repo("keyplan-lint-system");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("keyplan.yml:9:") && text.contains("KP301"),
+        "{text}"
+    );
+}
+
+/// The prebuilt hooks (the keyplan-pre-commit repository's, from .packaging/pre-commit): pinned
+/// to this version, installed by pre-commit with pip from the wheel built here (no index, no
+/// build of keyplan), they fail on a scratch repository's findings with file:line:col and
+/// pass once it is clean.
+fn pre_commit_prebuilt_hooks_install_the_wheel() {
+    let (Some(pre_commit), Some(python)) = (
+        tool("KEYPLAN_PRE_COMMIT", "pre-commit from PyPI"),
+        tool("KEYPLAN_PYTHON", "the venv pre-commit is installed in"),
+    ) else {
+        return;
+    };
+    if require_binary("git").is_none() {
+        return;
+    }
+    let hooks = root().join(".packaging/pre-commit");
+    let pyproject = std::fs::read_to_string(hooks.join("pyproject.toml")).unwrap();
+    let version = env!("CARGO_PKG_VERSION");
+    assert!(
+        pyproject.contains(&format!("\ndependencies = [\"keyplan=={version}\"]\n")),
+        ".packaging/pre-commit/pyproject.toml pins keyplan=={version}"
+    );
+    let Some(wheel) = wheel() else {
+        return;
+    };
+    // setuptools (the hooks package's build backend) from the wheels virtualenv ships.
+    let out = ok(Command::new(&python).args([
+        "-c",
+        "import os, virtualenv.seed.wheels.embed as e; print(os.path.dirname(e.__file__))",
+    ]));
+    let embed = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let mirror = dir.path().join("keyplan-pre-commit");
+    std::fs::create_dir(&mirror).unwrap();
+    for f in ["pyproject.toml", ".pre-commit-hooks.yaml"] {
+        std::fs::copy(hooks.join(f), mirror.join(f)).unwrap();
+    }
+    let git = |cwd: &Path, args: &[&str]| {
+        ok(Command::new("git").current_dir(cwd).args(args));
+    };
+    git(&mirror, &["init", "-q"]);
+    git(&mirror, &["add", "-A"]);
+    git(
+        &mirror,
+        &[
+            "-c",
+            "user.name=k",
+            "-c",
+            "user.email=k@localhost",
+            "commit",
+            "-q",
+            "-m",
+            "hooks",
+        ],
+    );
+    let repo = dir.path().join("repo");
+    std::fs::create_dir(&repo).unwrap();
+    scratch_repo(&repo, true);
+    let try_repo = |hook: &str| {
+        run(Command::new(&pre_commit)
+            .current_dir(&repo)
+            .env("PRE_COMMIT_HOME", dir.path().join("cache"))
+            .env("PIP_NO_INDEX", "1")
+            .env(
+                "PIP_FIND_LINKS",
+                format!("{} {embed}", wheel.parent().unwrap().display()),
+            )
+            .args(["try-repo"])
+            .arg(&mirror)
+            .args([hook, "--all-files"]))
+    };
+    let started = std::time::Instant::now();
+    let out = try_repo("keyplan-code");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("app.py:7:12: KP601"), "{text}");
+    eprintln!("prebuilt hook installed and ran in {:?}", started.elapsed());
+    let out = try_repo("keyplan-lint");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("keyplan.yaml:9:") && text.contains("KP301"),
+        "{text}"
+    );
+    scratch_repo(&repo, false);
+    for hook in ["keyplan-lint", "keyplan-code"] {
+        let out = try_repo(hook);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && text.contains("Passed"),
+            "{hook}: {text}"
+        );
     }
 }
 
@@ -667,6 +900,349 @@ fn github_action_refuses_conflicting_args_and_never_swallows_a_failed_run() {
     assert!(log.contains("::error file=app.py,line=7"), "{log}");
 }
 
+/// The release workflow and the project's CI workflow pass action-validator (a broken copy
+/// does not); the release builds every platform its users run, wheels and npm packages from
+/// the same binaries, and fails while Cargo.toml names no repository or homepage; the CI
+/// examples pin only tags this repository has (or `main`, until a release is tagged).
+fn release_workflow_validates_and_covers_every_platform() {
+    let Some(validator) = tool("KEYPLAN_ACTION_VALIDATOR", "action-validator from npm") else {
+        return;
+    };
+    let release = root().join(".github/workflows/release.yml");
+    for file in [&release, &root().join(".github/workflows/ci.yml")] {
+        ok(Command::new(&validator).arg(file));
+    }
+    let text = std::fs::read_to_string(&release).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let broken = dir.path().join("release.yml");
+    std::fs::write(
+        &broken,
+        text.replacen("    runs-on: ubuntu-latest\n", "", 1),
+    )
+    .unwrap();
+    assert!(!run(Command::new(&validator).arg(&broken)).status.success());
+    for (target, npm) in [
+        ("x86_64-unknown-linux-gnu", "linux-x64-gnu"),
+        ("aarch64-unknown-linux-gnu", "linux-arm64-gnu"),
+        ("x86_64-unknown-linux-musl", "linux-x64-musl"),
+        ("aarch64-unknown-linux-musl", "linux-arm64-musl"),
+        ("x86_64-apple-darwin", "darwin-x64"),
+        ("aarch64-apple-darwin", "darwin-arm64"),
+        ("x86_64-pc-windows-msvc", "win32-x64"),
+    ] {
+        assert!(
+            text.contains(&format!("target: {target},"))
+                && text.contains(&format!("npm: {npm} }}")),
+            "release.yml builds {target} as {npm}"
+        );
+    }
+    for needed in [
+        "uses: PyO3/maturin-action@v1",
+        "command: sdist",
+        "twine check --strict",
+        "node .packaging/npm/pack.js",
+        "pypa/gh-action-pypi-publish@release/v1",
+        "cargo publish --locked",
+        "npm publish --provenance --access public",
+        "manylinux: \"2_17\"",
+        "manylinux: musllinux_1_2",
+    ] {
+        assert!(text.contains(needed), "release.yml: {needed}");
+    }
+    // The placeholder check: Cargo.toml has no repository yet, and the check says so.
+    let cargo = std::fs::read_to_string(root().join("Cargo.toml")).unwrap();
+    let package = cargo.split("\n[").next().unwrap();
+    if !package.contains("\nrepository = ") {
+        assert!(
+            text.contains("[package]${missing# } not set"),
+            "the placeholder check"
+        );
+    }
+    // Pinned tags exist.
+    let tags = ok(Command::new("git")
+        .current_dir(root())
+        .args(["tag", "--list"]));
+    let tags = String::from_utf8_lossy(&tags.stdout).into_owned();
+    for f in [
+        "examples/ci/keyplan-lint.yml",
+        "examples/ci/pre-commit-config.yaml",
+    ] {
+        let text = std::fs::read_to_string(root().join(f)).unwrap();
+        for line in text.lines().filter(|l| !l.trim_start().starts_with('#')) {
+            let pin = if let Some((_, rest)) =
+                line.split_once("OWNER/keyplan/.github/actions/keyplan@")
+            {
+                rest.trim()
+            } else if let Some((_, rest)) = line.split_once("rev: ") {
+                rest.trim()
+            } else {
+                continue;
+            };
+            assert!(
+                pin == "main" || tags.lines().any(|t| t == pin),
+                "{f}: pins {pin}, a tag this repository does not have"
+            );
+        }
+    }
+}
+
+/// `maturin sdist` (from .packaging/python) writes an sdist that passes `twine check
+/// --strict` and holds what a build from it needs: Cargo.toml and Cargo.lock, the sources,
+/// the rules, the license texts and a pyproject.toml pointing at the crate.
+fn sdist_passes_twine_check() {
+    let (Some(maturin), Some(twine)) = (
+        tool("KEYPLAN_MATURIN", "maturin from PyPI"),
+        tool("KEYPLAN_TWINE", "twine from PyPI"),
+    ) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    ok(Command::new(&maturin)
+        .current_dir(root().join(".packaging/python"))
+        .args(["sdist", "--out"])
+        .arg(dir.path()));
+    let version = env!("CARGO_PKG_VERSION");
+    let sdist = dir.path().join(format!("keyplan-{version}.tar.gz"));
+    let out = ok(Command::new(&twine).args(["check", "--strict"]).arg(&sdist));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("PASSED"),
+        "{out:?}"
+    );
+    let list = ok(Command::new("tar").arg("-tzf").arg(&sdist));
+    let list = String::from_utf8_lossy(&list.stdout);
+    let prefix = format!("keyplan-{version}/");
+    for f in [
+        "Cargo.toml",
+        "Cargo.lock",
+        "pyproject.toml",
+        "PKG-INFO",
+        "LICENSE-MIT",
+        "LICENSE-APACHE",
+        "src/main.rs",
+        "src/build.rs",
+        "rules/KP301-cross-slot-batch.yml",
+    ] {
+        assert!(
+            list.lines().any(|l| l == format!("{prefix}{f}")),
+            "{f} is not in the sdist:\n{list}"
+        );
+    }
+    let pyproject = ok(Command::new("tar")
+        .arg("-xzOf")
+        .arg(&sdist)
+        .arg(format!("{prefix}pyproject.toml")));
+    let pyproject = String::from_utf8_lossy(&pyproject.stdout);
+    assert!(
+        pyproject.contains("manifest-path = \"Cargo.toml\""),
+        "{pyproject}"
+    );
+}
+
+/// The manylinux2014 wheel (glibc 2.17, as ruff and uv ship) built with `maturin build --zig`:
+/// its binary asks for no glibc symbol newer than 2.17, and installed into fresh venvs by pip
+/// and by uv it gives the report the cargo build gives. Built in its own target directory
+/// (KEYPLAN_ZIG_TARGET, cached by CI between runs).
+fn manylinux2014_wheel_needs_glibc_2_17_and_installs() {
+    let Some(maturin) = tool("KEYPLAN_MATURIN", "maturin from PyPI") else {
+        return;
+    };
+    let Some(zig_python) = tool("KEYPLAN_ZIG", "a Python with ziglang from PyPI") else {
+        return;
+    };
+    let (Some(objdump), Some(python)) = (require_binary("objdump"), require_binary("python3"))
+    else {
+        return;
+    };
+    if std::env::consts::ARCH != "x86_64" || std::env::consts::OS != "linux" {
+        not_run("the manylinux2014 wheel is built on x86-64 Linux");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let target_dir = std::env::var_os("KEYPLAN_ZIG_TARGET")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_TARGET_TMPDIR")).join("zig"));
+    // maturin finds zig as `python -m ziglang` with the Python first on PATH.
+    let path = format!(
+        "{}:{}",
+        zig_python.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    ok(Command::new(&maturin)
+        .current_dir(root().join(".packaging/python"))
+        .env("PATH", &path)
+        .args([
+            "build",
+            "--locked",
+            "--zig",
+            "--compatibility",
+            "manylinux2014",
+            "--target",
+            "x86_64-unknown-linux-gnu",
+            "--profile",
+            "dev",
+            "--out",
+        ])
+        .arg(dir.path())
+        .arg("--target-dir")
+        .arg(&target_dir));
+    let wheel = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "whl"))
+        .expect("maturin wrote a wheel");
+    let name = wheel.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(
+        name.contains("manylinux_2_17_x86_64") && name.contains("manylinux2014_x86_64"),
+        "{name}"
+    );
+    let venv = dir.path().join("venv");
+    ok(Command::new(&python).args(["-m", "venv"]).arg(&venv));
+    ok(Command::new(venv.join("bin/pip"))
+        .args([
+            "install",
+            "--quiet",
+            "--no-index",
+            "--disable-pip-version-check",
+        ])
+        .arg(&wheel));
+    let exe = venv.join("bin/keyplan");
+    let out = ok(Command::new(&objdump).arg("-T").arg(&exe));
+    let symbols = String::from_utf8_lossy(&out.stdout);
+    let newest = symbols
+        .split("GLIBC_")
+        .skip(1)
+        .filter_map(|rest| {
+            let v: String = rest
+                .chars()
+                .take_while(|c| c.is_ascii_digit() || *c == '.')
+                .collect();
+            let mut parts = v.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+            Some((
+                parts.next()?,
+                parts.next().unwrap_or(0),
+                parts.next().unwrap_or(0),
+            ))
+        })
+        .max()
+        .expect("the binary links glibc");
+    assert!(
+        newest <= (2, 17, 0),
+        "needs GLIBC {newest:?}, newer than 2.17"
+    );
+    let here = analyze_here();
+    let out = ok(Command::new(&exe)
+        .current_dir(root())
+        .args(["analyze", "examples/app.keys"]));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&here)
+    );
+    if let Some(uv) = tool("KEYPLAN_UV", "uv from PyPI") {
+        let uv_venv = dir.path().join("uv-venv");
+        ok(Command::new(&uv).args(["venv", "--quiet"]).arg(&uv_venv));
+        ok(Command::new(&uv)
+            .args(["pip", "install", "--quiet", "--offline", "--python"])
+            .arg(uv_venv.join("bin/python"))
+            .arg(&wheel));
+        let out = ok(Command::new(uv_venv.join("bin/keyplan"))
+            .current_dir(root())
+            .args(["analyze", "examples/app.keys"]));
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&here)
+        );
+    }
+}
+
+/// The action's `sarif` input, decided as a runner runs it: `true` and `false` as said; `auto`
+/// uploads on a public repository and, on a private one, only where the code scanning API
+/// answers (200, or 404 before the first analysis), with a notice and no failure where it
+/// refuses (403: no GitHub code security) or cannot be reached. The API is a local server.
+fn github_action_uploads_sarif_only_where_code_scanning_is() {
+    use std::io::BufRead as _;
+    let (Some(bash), Some(python), Some(_curl)) = (
+        require_binary("bash"),
+        require_binary("python3"),
+        require_binary("curl"),
+    ) else {
+        return;
+    };
+    // Answers every request with the status its repository's name asks for (/repos/o/403/…),
+    // checking the token is sent.
+    let server = r#"
+import http.server, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        ok = self.headers.get("Authorization") == "Bearer t0ken"
+        self.send_response(int(self.path.split("/")[3]) if ok else 401)
+        self.end_headers()
+    def log_message(self, *a):
+        pass
+s = http.server.HTTPServer(("127.0.0.1", 0), H)
+print(s.server_address[1], flush=True)
+s.serve_forever()
+"#;
+    let mut child = Command::new(&python)
+        .args(["-c", server])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut port = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut port)
+        .unwrap();
+    let api = format!("http://127.0.0.1:{}", port.trim());
+    let dir = tempfile::tempdir().unwrap();
+    let output = dir.path().join("output");
+    let decide = |sarif: &str, private: &str, repo: &str| {
+        std::fs::write(&output, "").unwrap();
+        let out = run(Command::new(&bash)
+            .arg(root().join(".github/actions/keyplan/scanning.sh"))
+            .env("GITHUB_OUTPUT", &output)
+            .env("KEYPLAN_SARIF", sarif)
+            .env("KEYPLAN_PRIVATE", private)
+            .env("GITHUB_API_URL", &api)
+            .env("GITHUB_REPOSITORY", format!("o/{repo}"))
+            .env("GITHUB_TOKEN", "t0ken"));
+        (
+            out.status.code(),
+            std::fs::read_to_string(&output).unwrap(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+    let cases = [
+        ("true", "true", "403", "upload=true\n"),
+        ("false", "false", "200", "upload=false\n"),
+        ("auto", "false", "403", "upload=true\n"),
+        ("auto", "true", "200", "upload=true\n"),
+        ("auto", "true", "404", "upload=true\n"),
+        ("auto", "true", "403", "upload=false\n"),
+    ];
+    for (sarif, private, status, expected) in cases {
+        let (code, outputs, log) = decide(sarif, private, status);
+        assert_eq!(code, Some(0), "{sarif} {private} {status}: {log}");
+        assert_eq!(outputs, expected, "{sarif} {private} {status}: {log}");
+        if expected == "upload=false\n" && sarif == "auto" {
+            assert!(
+                log.starts_with("::notice::") && log.contains("answered 403"),
+                "{log}"
+            );
+        }
+    }
+    let (code, outputs, log) = decide("yes", "true", "200");
+    assert_eq!((code, outputs.as_str()), (Some(2), ""), "{log}");
+    assert!(log.contains("is not auto, true or false"), "{log}");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // Unreachable: a notice, no upload, no failure.
+    let (code, outputs, log) = decide("auto", "true", "200");
+    assert_eq!(
+        (code, outputs.as_str()),
+        (Some(0), "upload=false\n"),
+        "{log}"
+    );
+}
+
 /// `cargo package` ships what the crate builds from (every rule file the code includes, the
 /// command table, README) and none of the test fixtures.
 fn crates_io_package_holds_what_the_crate_builds_from() {
@@ -686,6 +1262,8 @@ fn crates_io_package_holds_what_the_crate_builds_from() {
         "src/main.rs",
         "src/lib.rs",
         "src/build.rs",
+        "LICENSE-MIT",
+        "LICENSE-APACHE",
         "src/command/commands.tsv",
         "examples/app.keys",
     ] {
@@ -727,6 +1305,10 @@ pub(crate) const TESTS: &[crate::support::Test] = &[
     ),
     ("npm_tarballs_install_and_run", npm_tarballs_install_and_run),
     (
+        "npm_launcher_tells_musl_from_glibc",
+        npm_launcher_tells_musl_from_glibc,
+    ),
+    (
         "npm_launcher_runs_only_what_it_may_and_mirrors_signals",
         npm_launcher_runs_only_what_it_may_and_mirrors_signals,
     ),
@@ -735,12 +1317,29 @@ pub(crate) const TESTS: &[crate::support::Test] = &[
         pre_commit_hooks_fail_on_findings_and_pass_clean,
     ),
     (
+        "pre_commit_prebuilt_hooks_install_the_wheel",
+        pre_commit_prebuilt_hooks_install_the_wheel,
+    ),
+    (
         "github_action_validates_installs_and_reports",
         github_action_validates_installs_and_reports,
     ),
     (
         "github_action_refuses_conflicting_args_and_never_swallows_a_failed_run",
         github_action_refuses_conflicting_args_and_never_swallows_a_failed_run,
+    ),
+    (
+        "github_action_uploads_sarif_only_where_code_scanning_is",
+        github_action_uploads_sarif_only_where_code_scanning_is,
+    ),
+    (
+        "release_workflow_validates_and_covers_every_platform",
+        release_workflow_validates_and_covers_every_platform,
+    ),
+    ("sdist_passes_twine_check", sdist_passes_twine_check),
+    (
+        "manylinux2014_wheel_needs_glibc_2_17_and_installs",
+        manylinux2014_wheel_needs_glibc_2_17_and_installs,
     ),
     (
         "crates_io_package_holds_what_the_crate_builds_from",

@@ -19,7 +19,8 @@ case "$how" in
     ;;
   npm)
     prefix="$tmp/keyplan-npm"
-    npm install --silent --no-audit --no-fund --prefix "$prefix" "keyplan${version:+@$version}"
+    # (not --silent: a failed install says why)
+    npm install --no-audit --no-fund --loglevel=error --prefix "$prefix" "keyplan${version:+@$version}"
     echo "$prefix/node_modules/.bin" >> "$GITHUB_PATH"
     export PATH="$prefix/node_modules/.bin:$PATH"
     ;;

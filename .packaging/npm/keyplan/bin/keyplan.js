@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // keyplan's npm launcher: runs the native binary of the platform package npm installed
-// beside this one (an optional dependency per platform; npm installs only the one whose
-// `os` and `cpu` match). KEYPLAN_BINARY names another binary to run instead.
+// beside this one (an optional dependency per platform, @keyplan/linux-x64-gnu and so on; npm
+// installs only the one whose `os`, `cpu` and `libc` match). KEYPLAN_BINARY names another
+// binary to run instead.
 "use strict";
 
 const { spawnSync } = require("child_process");
@@ -9,29 +10,55 @@ const fs = require("fs");
 const os = require("os");
 const path = require("path");
 
-const platform = `${process.platform}-${process.arch}`;
+// The C library of this Linux: "musl" or "gnu". Node's own report says which glibc it runs
+// on (absent on musl); where the report is unavailable, the musl loader's presence decides.
+function linuxLibc(report = () => process.report.getReport(), exists = fs.existsSync) {
+  try {
+    if (process.report) process.report.excludeNetwork = true;
+    const header = report().header;
+    if (header) return header.glibcVersionRuntime ? "gnu" : "musl";
+  } catch (e) {
+    // Falls through to the loader.
+  }
+  const arch = { x64: "x86_64", arm64: "aarch64", arm: "armhf" }[process.arch] || process.arch;
+  return exists(`/lib/ld-musl-${arch}.so.1`) ? "musl" : "gnu";
+}
+
+// This platform's package name part: linux-x64-gnu, linux-arm64-musl, darwin-arm64, win32-x64.
+function platformKey(libc = linuxLibc) {
+  const base = `${process.platform}-${process.arch}`;
+  return process.platform === "linux" ? `${base}-${libc()}` : base;
+}
+
 const exe = process.platform === "win32" ? "keyplan.exe" : "keyplan";
 
-function binary() {
+function binary(platform) {
   if (process.env.KEYPLAN_BINARY) {
     // A path, never a name looked up on PATH (spawn would search PATH for a bare name).
     return path.resolve(process.env.KEYPLAN_BINARY);
   }
-  const pkg = `keyplan-${platform}`;
+  const pkg = `@keyplan/${platform}`;
   try {
     return require.resolve(`${pkg}/bin/${exe}`);
   } catch (e) {
     const deps = require("../package.json").optionalDependencies || {};
     const known = Object.keys(deps);
+    const version = require("../package.json").version;
     const why = known.includes(pkg)
-      ? `its package ${pkg} is not installed (npm leaves an optional dependency out when it cannot fetch it or runs with --omit=optional): install it beside keyplan with \`npm install ${pkg}@${deps[pkg]}\``
-      : `keyplan has no npm build for ${platform} (builds: ${known.map((k) => k.replace(/^keyplan-/, "")).join(", ") || "none"}): install it with \`pip install keyplan\` or \`cargo install keyplan\``;
+      ? `its package ${pkg} is not installed (npm leaves an optional dependency out when it cannot fetch it, runs with --omit=optional, or the lock file was made on another platform): install it beside keyplan with \`npm install ${pkg}@${deps[pkg]}\``
+      : `keyplan has no npm build for ${platform} (builds: ${known.map((k) => k.replace(/^@keyplan\//, "")).join(", ") || "none"}): install it with \`pip install keyplan==${version}\` or \`cargo install --locked keyplan --version ${version}\``;
     process.stderr.write(`error: no keyplan binary for ${platform}: ${why}\n`);
     process.exit(2);
   }
 }
 
-const bin = binary();
+if (require.main !== module) {
+  // Required (by the tests): the detection only, nothing run.
+  module.exports = { linuxLibc, platformKey };
+  return;
+}
+
+const bin = binary(platformKey());
 if (process.env.KEYPLAN_BINARY) {
   // Someone else's file: run it only as it is, never change its mode (a chmod would make a
   // private file world-readable and then run whatever it holds).
