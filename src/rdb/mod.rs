@@ -178,6 +178,15 @@ pub struct KeyInfo<'a> {
     pub offset: u64,
 }
 
+impl KeyInfo<'_> {
+    /// Whether [`KeyInfo::memory`] is an estimate: a module's value (a vector set, a graph, a
+    /// JSON document) is laid out by its module, and its `memory` is only the object and the
+    /// bytes it takes in the snapshot, a floor that reports mark "not estimated".
+    pub fn memory_estimated(&self) -> bool {
+        !matches!(self.kind, ValueKind::Module(_))
+    }
+}
+
 /// A string as the snapshot stores it.
 #[derive(Debug, Clone, Copy)]
 enum Str {

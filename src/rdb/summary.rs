@@ -23,19 +23,43 @@ pub struct TypeStats {
     pub keys_no_expiry: u64,
     /// Memory of the keys without an expiry.
     pub memory_no_expiry: u64,
+    /// Keys whose memory is not estimated (module values), left out of `memory`.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub not_estimated: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl TypeStats {
     fn add(&mut self, k: &KeyInfo<'_>) {
         self.keys += 1;
-        self.memory += k.memory;
+        let memory = if k.memory_estimated() {
+            k.memory
+        } else {
+            self.not_estimated += 1;
+            0
+        };
+        self.memory += memory;
         self.serialized += k.serialized;
         if k.kind != super::ValueKind::String {
             self.elements += k.elements.unwrap_or(0);
         }
         if k.expires_at_ms.is_none() {
             self.keys_no_expiry += 1;
-            self.memory_no_expiry += k.memory;
+            self.memory_no_expiry += memory;
+        }
+    }
+
+    /// Its memory as a report cell, `human` writing the figure: "not estimated" for a type
+    /// whose values' memory is not estimated (a module's), and the estimate with the keys left
+    /// out where only some are.
+    pub fn memory_cell(&self, human: impl Fn(u64) -> String) -> String {
+        match self.not_estimated {
+            0 => human(self.memory),
+            n if n == self.keys => "not estimated".into(),
+            n => format!("{} (+{n} keys not estimated)", human(self.memory)),
         }
     }
 
@@ -46,6 +70,7 @@ impl TypeStats {
         self.elements += o.elements;
         self.keys_no_expiry += o.keys_no_expiry;
         self.memory_no_expiry += o.memory_no_expiry;
+        self.not_estimated += o.not_estimated;
     }
 }
 
@@ -309,8 +334,11 @@ impl SnapshotSummary {
             }
         }
         let elements = k.elements.unwrap_or(0);
-        let by_mem = self.by_memory.wants(k.memory, k.key);
-        let by_el = k.kind != super::ValueKind::String && self.by_elements.wants(elements, k.key);
+        // A value whose memory is not estimated is not ranked by a figure that is only a floor.
+        let ranked = k.memory_estimated();
+        let by_mem = ranked && self.by_memory.wants(k.memory, k.key);
+        let by_el =
+            ranked && k.kind != super::ValueKind::String && self.by_elements.wants(elements, k.key);
         // Memory is never 0, so a 0 in `slot_max` means the slot has no key yet (and a
         // summary that keeps no slot's key has an empty table).
         let by_slot = self

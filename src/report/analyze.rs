@@ -746,7 +746,7 @@ fn render_types(
     writeln!(
         out,
         "Memory (estimated): {}; keys with no expiry: {} of keys, {} of memory",
-        human_bytes(s.total.memory),
+        s.total.memory_cell(human_bytes),
         pct(s.share_keys_no_expiry),
         pct(s.share_memory_no_expiry)
     )?;
@@ -766,7 +766,7 @@ fn render_types(
             Cell::new(&t.kind),
             right(t.stats.keys),
             right(pct(t.share_keys)),
-            right(human_bytes(t.stats.memory)),
+            right(t.stats.memory_cell(human_bytes)),
             right(pct(t.share_memory)),
             right(t.stats.elements),
             right(pct(if t.stats.keys == 0 {

@@ -54,7 +54,8 @@ impl<'k> Stream<KeyInfo<'k>> for Jsonl<'_> {
 }
 
 /// One key as a JSON object on one line: `key` (a string, or `{"base64": …}` when the key is
-/// not UTF-8), `db`, `slot`, `type`, `encoding`, `elements`, `bytes` (estimated memory),
+/// not UTF-8), `db`, `slot`, `type`, `encoding`, `elements`, `bytes` (estimated memory; null
+/// for a module's value, whose memory is not estimated),
 /// `serialized`, `expires_at_ms`, `lfu`, `idle`.
 fn write_jsonl(out: &mut dyn Write, k: &KeyInfo<'_>, buf: &mut Vec<u8>) -> io::Result<()> {
     #[derive(serde::Serialize)]
@@ -66,7 +67,7 @@ fn write_jsonl(out: &mut dyn Write, k: &KeyInfo<'_>, buf: &mut Vec<u8>) -> io::R
         kind: &'a str,
         encoding: &'a str,
         elements: Option<u64>,
-        bytes: u64,
+        bytes: Option<u64>,
         serialized: u64,
         expires_at_ms: Option<i64>,
         lfu: Option<u8>,
@@ -83,7 +84,7 @@ fn write_jsonl(out: &mut dyn Write, k: &KeyInfo<'_>, buf: &mut Vec<u8>) -> io::R
             kind: &kind,
             encoding: k.encoding,
             elements: k.elements,
-            bytes: k.memory,
+            bytes: k.memory_estimated().then_some(k.memory),
             serialized: k.serialized,
             expires_at_ms: k.expires_at_ms,
             lfu: k.lfu,

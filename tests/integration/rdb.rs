@@ -647,6 +647,16 @@ fn redis8_snapshots_match_the_server() {
     let s = RedisServer::start_args(&server, false, None, &[]);
     let mut c = s.connect();
     run_all(&mut c, &workload());
+    // Vector sets (a module type built into Redis 8): their memory is not estimated.
+    let vadd: Vec<Vec<Vec<u8>>> = (0..40u64)
+        .map(|j| {
+            let mut v = vec![b("VADD"), b(format!("vs:{}", j % 2)), b("VALUES"), b(4)];
+            v.extend((0..4u64).map(|d| b(((j * 7 + d * 3) % 11) as f64 / 10.0)));
+            v.push(b(format!("el{j}")));
+            v
+        })
+        .collect();
+    run_all(&mut c, &vadd);
     let rdb = save(&mut c);
     let total = |server: Option<&str>| -> u64 {
         let mut cmd = keyplan();
@@ -666,9 +676,10 @@ fn redis8_snapshots_match_the_server() {
             .unwrap()
             .lines()
             .map(|l| {
-                serde_json::from_str::<serde_json::Value>(l).unwrap()["bytes"]
-                    .as_u64()
-                    .unwrap()
+                let o: serde_json::Value = serde_json::from_str(l).unwrap();
+                let module = o["type"] == "vectorset";
+                assert_eq!(o["bytes"].is_null(), module, "{o}");
+                o["bytes"].as_u64().unwrap_or(0)
             })
             .sum()
     };
@@ -685,6 +696,49 @@ fn redis8_snapshots_match_the_server() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("redis-8") && err.contains("valkey-9"), "{err}");
+    // analyze marks the vector sets' memory as not estimated, in JSON and in the table, and
+    // leaves them out of the total and of the biggest keys.
+    let out = keyplan()
+        .arg("analyze")
+        .arg(&rdb)
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let vs = v["snapshot"]["types"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["type"] == "vectorset")
+        .expect("a vectorset row");
+    assert_eq!(
+        (vs["keys"].as_u64(), vs["not_estimated"].as_u64()),
+        (Some(2), Some(2))
+    );
+    assert_eq!(vs["memory"].as_u64(), Some(0));
+    assert_eq!(v["snapshot"]["total"]["not_estimated"].as_u64(), Some(2));
+    assert_eq!(v["snapshot"]["total"]["memory"].as_u64(), Some(named));
+    assert!(
+        v["snapshot"]["biggest_by_memory"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|k| k["type"] != "vectorset")
+    );
+    let out = keyplan().arg("analyze").arg(&rdb).output().unwrap();
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        table
+            .lines()
+            .any(|l| l.contains("vectorset") && l.contains("not estimated")),
+        "{table}"
+    );
+    assert!(table.contains("(+2 keys not estimated)"), "{table}");
 }
 
 /// Redis 6.2 writes RDB 9: ziplists, quicklists of ziplists, the first stream format. Its

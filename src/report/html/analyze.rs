@@ -320,7 +320,7 @@ fn snapshot(h: &mut String, r: &AnalyzeReport) {
             h,
             "<h2>Snapshot contents</h2><p class=\"sub\">{} keys, {} of memory (estimated); keys with no expiry: {} of keys, {} of memory.</p><table><tr><th class=\"l\">type</th><th>keys</th><th>share of keys</th><th>memory</th><th>share of memory</th><th>elements</th><th>no expiry</th></tr>",
             s.total.keys,
-            human_bytes(s.total.memory),
+            s.total.memory_cell(human_bytes),
             pct(s.share_keys_no_expiry),
             pct(s.share_memory_no_expiry)
         );
@@ -336,7 +336,7 @@ fn snapshot(h: &mut String, r: &AnalyzeReport) {
                 esc(&t.kind),
                 t.stats.keys,
                 pct(t.share_keys),
-                human_bytes(t.stats.memory),
+                t.stats.memory_cell(human_bytes),
                 pct(t.share_memory),
                 t.stats.elements,
                 pct(no_expiry)
