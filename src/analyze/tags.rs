@@ -95,6 +95,8 @@ impl ExactTags {
             self.map = None;
             return;
         };
+        // Sums, and a give-up on any shared hash: the same whatever the order.
+        #[allow(clippy::iter_over_hash_type)]
         for (h, t) in other {
             match map.get_mut(h) {
                 Some(mine) if mine.tag == t.tag => {

@@ -299,10 +299,10 @@ pub fn render_table(
         "Skew (busiest node ÷ mean, before → after): {}",
         skew_line(&p.impact.skew.before, &p.impact.skew.after)
     )?;
-    if p.needed {
-        if let Some(line) = skew_raised(&p.impact.skew.before, &p.impact.skew.after) {
-            writeln!(out, "Note: {line}")?;
-        }
+    if p.needed
+        && let Some(line) = skew_raised(&p.impact.skew.before, &p.impact.skew.after)
+    {
+        writeln!(out, "Note: {line}")?;
     }
     if let Some(s) = p.migration_seconds {
         writeln!(out, "Estimated migration time: {}", duration(s))?;

@@ -609,8 +609,6 @@ fn hostile_inputs_are_refused_with_their_limits() {
     assert!(text.contains("99999999999 is not in 1..=1000000"), "{text}");
 }
 
-/// This module's tests, run by the harness in `main.rs`.
-
 /// The `--flags` a subcommand accepts, read from its `--help`.
 fn accepted_flags(command: &str) -> std::collections::BTreeSet<String> {
     let out = keyplan().args([command, "--help"]).output().unwrap();
@@ -821,6 +819,7 @@ fn errors_say_what_to_do_next() {
     );
 }
 
+/// This module's tests, run by the harness in `main.rs`.
 pub(crate) const TESTS: &[crate::support::Test] = &[
     ("errors_say_what_to_do_next", errors_say_what_to_do_next),
     (
