@@ -402,6 +402,21 @@ impl<'s> Lowerer<'s> {
                     };
                     if let Some(c) = self.prototype_of(left) {
                         self.ctors.insert(c.to_string());
+                        // `C.prototype = Object.create(B.prototype)`.
+                        if let Some(right) = e.child_by_field_name("right")
+                            && right.kind() == "call_expression"
+                            && right
+                                .child_by_field_name("function")
+                                .is_some_and(|f| self.t(f) == "Object.create")
+                            && let Some(args) = right.child_by_field_name("arguments")
+                            && let [proto] = named(args).as_slice()
+                            && let Some(b) = self.prototype_of(*proto)
+                        {
+                            self.inherits
+                                .entry(c.to_string())
+                                .or_default()
+                                .push(b.to_string());
+                        }
                     } else if let Some((c, _)) = self.prototype_method(left) {
                         self.ctors.insert(c.to_string());
                     }
@@ -2420,13 +2435,17 @@ mod tests {
                 Queue.prototype = { close() {}, pause: function () {}, n: 1 };
                 Other.prototype.go = function () {};
                 function plain() {}
+                var Job = function (data) {};
+                Job.prototype = Object.create(Base.prototype);
             "#),
             r#"
             class Queue(EventEmitter)
             class Other()
+            class Job(Base)
             func <module>()
               util.inherits(Queue, events.EventEmitter)
               Queue.prototype.n = 1
+              Job.prototype = Object.create(Base.prototype)
             func constructor(name) of Queue as this
               this.name = name
             func add(job) of Queue as this
@@ -2435,6 +2454,7 @@ mod tests {
             func pause() of Queue as this
             func go() of Other as this
             func plain()
+            func constructor(data) of Job as this
             "#,
         );
     }
