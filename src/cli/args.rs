@@ -314,6 +314,7 @@ impl BatchArgs {
             listed,
             capture,
             captured: 0,
+            unknown: Default::default(),
         })
     }
 }
@@ -323,24 +324,43 @@ pub struct ObservedBatches {
     listed: Option<BatchFile>,
     capture: Option<MonitorFile>,
     captured: u64,
+    unknown: crate::command::UnknownCommands,
 }
 
 impl Iterator for ObservedBatches {
     type Item = anyhow::Result<Batch>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if let Some(b) = self.listed.as_mut().and_then(Iterator::next) {
-            return Some(b);
+        let b = match self.listed.as_mut().and_then(Iterator::next) {
+            Some(b) => b,
+            None => {
+                let b = self.capture.as_mut()?.next()?;
+                self.captured += 1;
+                b
+            }
+        };
+        if let Ok(b) = &b {
+            for op in b.ops.iter().filter(|op| !op.known) {
+                self.unknown.add(&op.command);
+            }
         }
-        let b = self.capture.as_mut()?.next()?;
-        self.captured += 1;
         Some(b)
     }
 }
 
 impl ObservedBatches {
-    /// Says on stderr what the capture held besides its batches, once it is read to the end.
+    /// The note naming the commands of the batches read so far that the command table does
+    /// not know (`None` when it knew them all).
+    pub fn unknown_note(&self) -> Option<String> {
+        self.unknown.note()
+    }
+
+    /// Says on stderr what the capture held besides its batches, once it is read to the end,
+    /// and names the commands of the batches that the command table does not know.
     pub fn say_capture(&self, ctx: &mut Ctx<'_>) -> std::io::Result<()> {
+        if let Some(note) = self.unknown_note() {
+            writeln!(ctx.stderr, "note: {note}")?;
+        }
         let Some((c, stats)) = self.capture.as_ref().and_then(|c| Some((c, c.stats()?))) else {
             return Ok(());
         };

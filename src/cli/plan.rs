@@ -126,11 +126,17 @@ pub fn run(mut args: PlanArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
     // wait in a spool (memory up to 4 MiB, then a temporary file) until the report is written.
     let mut planner = ObservedPlanner::new(&topology, &sample.keys, &opts);
     let mut spool = crate::report::plan::ObservedSpool::default();
-    for b in args.batches.observed()? {
+    let mut observed = args.batches.observed()?;
+    for b in observed.by_ref() {
         spool.add(planner.add(&b?)).map_err(spool_error)?;
     }
     let groups = planner.finish();
-    let notes = groups.note.iter().cloned().collect();
+    let notes = groups
+        .note
+        .iter()
+        .cloned()
+        .chain(observed.unknown_note())
+        .collect();
     let report = PlanReport {
         topology: topo_source,
         workload: WorkloadInfo::of(&sample),

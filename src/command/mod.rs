@@ -168,6 +168,51 @@ pub enum KeysError {
     },
 }
 
+/// The commands of some batches that the table does not know (a module's, or a server's newer
+/// than the table), with how many times each was seen, for the note that names them.
+#[derive(Debug, Clone, Default)]
+pub struct UnknownCommands {
+    seen: std::collections::BTreeMap<String, u64>,
+}
+
+/// How many unknown commands a note names (the rest are counted).
+const UNKNOWN_NAMED: usize = 8;
+
+impl UnknownCommands {
+    /// Counts one use of `command` (its name as written).
+    pub fn add(&mut self, command: &str) {
+        match self.seen.get_mut(command) {
+            Some(n) => *n += 1,
+            None => {
+                self.seen.insert(command.to_string(), 1);
+            }
+        }
+    }
+
+    /// The note naming them, or `None` when every command was known.
+    pub fn note(&self) -> Option<String> {
+        if self.seen.is_empty() {
+            return None;
+        }
+        let mut names: Vec<String> = self
+            .seen
+            .iter()
+            .take(UNKNOWN_NAMED)
+            .map(|(c, n)| match n {
+                1 => format!("`{c}`"),
+                n => format!("`{c}` ({n} times)"),
+            })
+            .collect();
+        if self.seen.len() > UNKNOWN_NAMED {
+            names.push(format!("{} more", self.seen.len() - UNKNOWN_NAMED));
+        }
+        Some(format!(
+            "not commands of Redis 7.0 to 8.2 or Valkey 8.1 to 9.1: {}; each is read as addressing its first argument only (as module commands do), so a batch that passes it several keys may be judged one slot when it is not",
+            names.join(", ")
+        ))
+    }
+}
+
 /// The table of every command.
 pub struct Table {
     by_name: HashMap<String, CommandInfo>,
@@ -583,6 +628,21 @@ fn migrate_keys(args: &[Vec<u8>]) -> Vec<KeyRef> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn unknown_commands_are_named_once_each() {
+        let mut u = UnknownCommands::default();
+        assert_eq!(u.note(), None);
+        u.add("VFOO");
+        u.add("ABAR");
+        u.add("VFOO");
+        let note = u.note().unwrap();
+        assert!(note.contains("`ABAR`, `VFOO` (2 times)"), "{note}");
+        for i in 0..10 {
+            u.add(&format!("X{i}"));
+        }
+        assert!(u.note().unwrap().contains("4 more"));
+    }
+
     use super::*;
 
     fn keys(line: &str) -> Result<Vec<String>, KeysError> {
