@@ -420,7 +420,14 @@ mod help_tests {
             .collect::<Vec<_>>()
             .join(" ");
         assert_eq!(joined, line.trim());
-        assert!(lines.iter().all(|l| !l.trim_end_matches(" \\").ends_with("--to")));
-        assert_eq!(break_command("  keyplan slot a", 80), vec!["  keyplan slot a"]);
+        assert!(
+            lines
+                .iter()
+                .all(|l| !l.trim_end_matches(" \\").ends_with("--to"))
+        );
+        assert_eq!(
+            break_command("  keyplan slot a", 80),
+            vec!["  keyplan slot a"]
+        );
     }
 }

@@ -288,7 +288,12 @@ impl Expr {
     }
 
     /// The call `receiver.name(args)` at `at`.
-    pub fn call(receiver: Option<Expr>, name: impl Into<String>, args: Vec<Arg>, at: Position) -> Expr {
+    pub fn call(
+        receiver: Option<Expr>,
+        name: impl Into<String>,
+        args: Vec<Arg>,
+        at: Position,
+    ) -> Expr {
         Expr::Call(Box::new(Call {
             receiver,
             name: name.into(),

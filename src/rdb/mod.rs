@@ -907,8 +907,7 @@ impl<'a> Parser<'a> {
                         // Valkey writes `redis-ver` (the Redis it is compatible with), then
                         // `valkey-ver`: the last one read names the server.
                         let valkey_named = self.aux.iter().any(|(k, _)| k == b"valkey-ver");
-                        if !self.server_chosen
-                            && !(valkey_named && kb == b"redis-ver")
+                        if !(self.server_chosen || (valkey_named && kb == b"redis-ver"))
                             && let Some(server) = memory::Server::from_aux(&kb, &vb)
                         {
                             self.server = server;

@@ -317,7 +317,7 @@ fn atomic_batches_are_never_recommended_per_node_pipelines() {
     for line in text.lines() {
         if let Some(name) = ["tx", "script", "many"]
             .iter()
-            .find(|n| line.trim_start().starts_with(&format!("{n}")))
+            .find(|n| line.trim_start().starts_with(&n.to_string()))
         {
             current = name;
         }
