@@ -25,6 +25,7 @@ pub mod simulate;
 pub mod slot;
 pub mod terminal;
 pub mod values;
+pub mod verify;
 
 pub use terminal::Terminal;
 
@@ -90,6 +91,9 @@ pub enum Command {
     Simulate(simulate::SimulateArgs),
     /// Print each key's hash slot, the bytes Redis hashes, and the owning node
     Slot(slot::SlotArgs),
+    /// After a migration: check the cluster against the saved preview (slot owners, keys per
+    /// node, keys left behind or missing)
+    Verify(verify::VerifyArgs),
     /// Print a shell completion script (bash, zsh, fish, powershell, elvish)
     Completions(completions::CompletionsArgs),
     /// Write the man pages (roff): one per subcommand into a directory, or one to stdout
@@ -236,6 +240,7 @@ where
         Command::Scan(a) => scan::run(a, &mut ctx),
         Command::Simulate(a) => simulate::run(a, &mut ctx),
         Command::Slot(a) => slot::run(a, &mut ctx),
+        Command::Verify(a) => verify::run(a, &mut ctx),
         Command::Completions(a) => completions::run(a, &mut ctx),
         Command::Man(a) => completions::run_man(a, &mut ctx),
     };

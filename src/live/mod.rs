@@ -7,6 +7,7 @@ mod dump;
 mod measure;
 mod sample;
 mod sampled;
+mod verify;
 
 use crate::topology::reply::{Reply, from_reply};
 use crate::topology::{Node, SlotMap};

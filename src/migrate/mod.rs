@@ -14,6 +14,7 @@ pub mod managed;
 pub mod redis_cli;
 pub mod scheme_change;
 pub mod timing;
+pub mod verify;
 
 use crate::slot::SLOT_COUNT;
 use crate::topology::nodes::{self, NodeLine};

@@ -22,6 +22,8 @@ pub const SCHEME_CHANGE: u32 = 1;
 pub const LINT: u32 = 1;
 /// `keyplan slot --format json` (with or without `--counts`).
 pub const SLOT: u32 = 1;
+/// `keyplan verify --format json`.
+pub const VERIFY: u32 = 1;
 
 #[derive(Serialize)]
 struct Envelope<'a, T: Serialize> {

@@ -19,6 +19,7 @@ pub mod scheme_change;
 pub mod simulate;
 pub mod slot;
 pub mod snapshot;
+pub mod verify;
 
 use std::borrow::Cow;
 

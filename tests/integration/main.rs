@@ -40,6 +40,7 @@ mod tls;
 mod twemproxy;
 mod vectors;
 mod verdicts;
+mod verify;
 
 fn main() -> std::process::ExitCode {
     let groups: &[(&str, &[support::Test])] = &[
@@ -75,6 +76,7 @@ fn main() -> std::process::ExitCode {
         ("twemproxy", twemproxy::TESTS),
         ("vectors", vectors::TESTS),
         ("verdicts", verdicts::TESTS),
+        ("verify", verify::TESTS),
         #[cfg(feature = "tls")]
         ("tls", tls::TESTS),
     ];

@@ -34,6 +34,7 @@ fn help_of_every_subcommand() {
         "scan",
         "simulate",
         "slot",
+        "verify",
     ] {
         snap(&format!("help-{cmd}"), &[cmd, "--help"]);
     }

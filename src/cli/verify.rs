@@ -1,0 +1,140 @@
+//! `keyplan verify`: after a migration, the cluster against the preview saved before it.
+
+use super::Ctx;
+use super::args::InputArgs;
+use super::values::{Word, one_of};
+use crate::error::{ExitStatus, UserError};
+use crate::keys::Record;
+use crate::keys::parallel::ChunkSink;
+use crate::migrate::verify::{KeyTally, parse_preview, verify};
+use crate::report::render::Format;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// The formats of verify's report.
+const FORMATS: &[Word<Format>] = &[
+    ("table", Format::Table, "Tables"),
+    (
+        "json",
+        Format::Json,
+        "One JSON document (its schema_version and fields are documented in README)",
+    ),
+    (
+        "markdown",
+        Format::Markdown,
+        "The tables as Markdown (a pull-request comment or a CI job summary)",
+    ),
+];
+
+/// Check a migrated cluster against the preview saved before the migration: every slot's
+/// owner, slots left open, keys left on a master that no longer owns their slot, each node's
+/// keys (against the preview's figures when it counted every key) and, with --keys, every key
+/// of a dump taken before on the owner of its slot. Read-only.
+///
+/// Exit status: 0 the cluster matches the preview, 1 it differs (the report says where), 2 the
+/// check could not be made.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  keyplan rebalance --preview --cluster redis://10.0.0.1:7000 --sample all --format json -o preview.json\n  keyplan verify preview.json --cluster redis://10.0.0.1:7000\n  keyplan verify preview.json --cluster redis://10.0.0.1:7000 --keys before.keys --format json"
+)]
+pub struct VerifyArgs {
+    /// The preview saved before the migration (keyplan rebalance|reshard --preview --format
+    /// json)
+    #[arg(value_name = "PREVIEW")]
+    pub preview: PathBuf,
+
+    /// The migrated cluster: redis://[user:password@]host:port (password also from
+    /// REDISCLI_AUTH); read-only
+    #[arg(long, value_name = "URL", required = true)]
+    pub cluster: String,
+
+    /// Key dumps taken before the migration ('-' for stdin): each key must be on the master
+    /// that owns its slot now
+    #[arg(long = "keys", value_name = "FILE", num_args = 1..)]
+    pub keys: Vec<PathBuf>,
+
+    /// How key dumps are read.
+    #[command(flatten)]
+    pub input: InputArgs,
+
+    /// Output format
+    #[arg(long, value_parser = one_of(FORMATS), default_value = "table")]
+    pub format: Format,
+
+    /// Write the report to this file instead of standard output (whole, or not at all)
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+/// One worker's keys.
+#[repr(align(128))]
+#[derive(Default)]
+struct KeySink(Vec<Vec<u8>>);
+
+impl ChunkSink for KeySink {
+    fn record(&mut self, rec: &Record<'_>) {
+        self.0.push(rec.key.to_vec());
+    }
+}
+
+/// Runs `keyplan verify`.
+pub fn run(args: VerifyArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
+    let name = args.preview.display().to_string();
+    let text = crate::files::read_text(&args.preview, "the preview")?;
+    let preview = parse_preview(&text, crate::report::json::MIGRATION).map_err(|e| {
+        UserError::new(
+            format!("{name}: {e}"),
+            "give the JSON a preview wrote: keyplan rebalance|reshard --preview … --format json -o preview.json",
+        )
+    })?;
+    let live = super::args::live_cluster(&args.cluster)?;
+    let observed = live.observe()?;
+    let tally = if args.keys.is_empty() {
+        None
+    } else {
+        let threads = super::args::threads(None);
+        let mut sinks: Vec<KeySink> = (0..threads).map(|_| KeySink::default()).collect();
+        let dumps = args
+            .input
+            .par_read_dumps(&args.keys, ctx.progress, &mut sinks)?;
+        dumps.warn(ctx)?;
+        let mut tally = KeyTally::new(dumps.0.iter().map(|(n, _)| n.clone()).collect());
+        // The keys by the master that owns their slot now.
+        let mut by_owner: BTreeMap<Option<usize>, Vec<(&[u8], u16)>> = BTreeMap::new();
+        for k in sinks.iter().flat_map(|s| &s.0) {
+            let slot = crate::slot::key_slot(k);
+            by_owner
+                .entry(observed.owner[usize::from(slot)])
+                .or_default()
+                .push((k.as_slice(), slot));
+        }
+        for (owner, keys) in &by_owner {
+            let addr = owner.and_then(|o| observed.nodes[o].address.as_deref());
+            let found = match addr {
+                Some(addr) => {
+                    let ks: Vec<&[u8]> = keys.iter().map(|(k, _)| *k).collect();
+                    live.keys_present(addr, &ks)?
+                }
+                // An unserved slot (or a master without an address): its keys are nowhere.
+                None => vec![false; keys.len()],
+            };
+            for ((k, slot), f) in keys.iter().zip(found) {
+                tally.add(k, *slot, f);
+            }
+        }
+        Some(tally)
+    };
+    let report = verify(
+        (&name, &live.url_text()),
+        &preview,
+        &observed,
+        tally.as_ref(),
+    );
+    let target = super::loaded::Target::new(args.output.as_ref(), args.format);
+    target.render(&report, ctx)?;
+    Ok(if report.matches {
+        ExitStatus::Clean
+    } else {
+        ExitStatus::Findings
+    })
+}

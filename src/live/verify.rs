@@ -1,0 +1,104 @@
+//! What `keyplan verify` reads from a cluster: every master's keys in every slot (owned or
+//! not), and whether given keys are on the owner of their slot.
+
+use super::{LiveCluster, LiveError, MAX_PLAUSIBLE_KEYS, host_port, node_error};
+use crate::migrate::verify::{LiveNode, Observed};
+use crate::slot::SLOT_COUNT;
+use redis::Value;
+
+/// Commands sent per round trip.
+const PIPELINE: usize = 1024;
+
+impl LiveCluster {
+    /// The masters, each slot's owner and open markers (every master's), and every master's
+    /// key count in each of the 16384 slots, whether it owns the slot or not
+    /// (`CLUSTER COUNTKEYSINSLOT` counts the keys a node holds, owner or not).
+    pub fn observe(&self) -> Result<Observed, LiveError> {
+        let view = self.cluster_view()?;
+        let masters = view.masters();
+        let mut nodes = Vec::with_capacity(masters.len());
+        let mut counts = Vec::with_capacity(masters.len());
+        for &i in &masters {
+            let n = &view.nodes[i];
+            nodes.push(LiveNode {
+                name: n.name.clone(),
+                id: n.id.clone(),
+                address: n.address.clone(),
+            });
+            counts.push(match &n.address {
+                Some(addr) => self.every_slot_key_count(addr)?,
+                None => vec![0; SLOT_COUNT],
+            });
+        }
+        let owner = view
+            .owner
+            .iter()
+            .map(|o| o.and_then(|i| masters.iter().position(|&m| m == i)))
+            .collect();
+        Ok(Observed {
+            nodes,
+            owner,
+            open: view.open,
+            counts,
+        })
+    }
+
+    /// The keys the node at `addr` holds in each of the 16384 slots.
+    fn every_slot_key_count(&self, addr: &str) -> Result<Vec<u64>, LiveError> {
+        let (host, port) = host_port(addr)?;
+        let mut con = self.connect(&host, port)?;
+        let mut out = Vec::with_capacity(SLOT_COUNT);
+        let slots: Vec<u16> = (0..SLOT_COUNT as u16).collect();
+        for chunk in slots.chunks(PIPELINE) {
+            let mut pipe = redis::pipe();
+            for s in chunk {
+                pipe.cmd("CLUSTER").arg("COUNTKEYSINSLOT").arg(*s);
+            }
+            let counts: Vec<i64> = pipe
+                .query(&mut con)
+                .map_err(node_error(addr, "CLUSTER COUNTKEYSINSLOT"))?;
+            for (s, n) in chunk.iter().zip(counts) {
+                match u64::try_from(n) {
+                    Ok(x) if x <= MAX_PLAUSIBLE_KEYS => out.push(x),
+                    _ => {
+                        return Err(LiveError::Node {
+                            addr: addr.to_string(),
+                            what: "CLUSTER COUNTKEYSINSLOT".into(),
+                            reason: format!(
+                                "it says slot {s} holds {n} keys, which no server counts: a broken server or a proxy in the way"
+                            ),
+                            sampled: 0,
+                        });
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Whether each of `keys` is on the master at `addr` (`EXISTS`, pipelined). A key the
+    /// node answers with an error for (`MOVED`: it does not own the key's slot) is not there.
+    pub fn keys_present(&self, addr: &str, keys: &[&[u8]]) -> Result<Vec<bool>, LiveError> {
+        let (host, port) = host_port(addr)?;
+        let mut con = self.connect(&host, port)?;
+        let mut out = Vec::with_capacity(keys.len());
+        for chunk in keys.chunks(PIPELINE) {
+            let mut pipe = redis::pipe();
+            pipe.ignore_errors();
+            for k in chunk {
+                pipe.cmd("EXISTS").arg(*k);
+            }
+            let replies: Vec<Value> = pipe.query(&mut con).map_err(node_error(addr, "EXISTS"))?;
+            if replies.len() != chunk.len() {
+                return Err(LiveError::Node {
+                    addr: addr.to_string(),
+                    what: "EXISTS".into(),
+                    reason: format!("{} replies to {} commands", replies.len(), chunk.len()),
+                    sampled: 0,
+                });
+            }
+            out.extend(replies.iter().map(|v| matches!(v, Value::Int(1))));
+        }
+        Ok(out)
+    }
+}

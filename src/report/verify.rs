@@ -1,0 +1,241 @@
+//! Renders `keyplan verify`'s report: a table per node, the slots that differ, the key
+//! dumps' check and a verdict line; or JSON.
+
+use super::TextLayout;
+use super::render::{Format, Render, unsupported};
+use crate::migrate::verify::{NodeCheck, SlotCheck, VerifyReport};
+use comfy_table::{Cell, CellAlignment};
+use std::io::{self, Write};
+
+/// Rows of slots shown in a table (JSON lists every one).
+const SLOT_ROWS: usize = 30;
+
+/// Writes the report as JSON (one line).
+pub fn render_json(out: &mut dyn Write, r: &VerifyReport) -> io::Result<()> {
+    super::json::write_document(out, super::json::VERIFY, r)
+}
+
+fn right(s: impl ToString) -> Cell {
+    Cell::new(s.to_string()).set_alignment(CellAlignment::Right)
+}
+
+/// `n thing` or `n things`.
+fn count(n: u64, thing: &str) -> String {
+    if n == 1 {
+        format!("1 {thing}")
+    } else {
+        format!("{n} {thing}s")
+    }
+}
+
+fn or_dash<T: ToString>(v: Option<T>) -> String {
+    v.map_or_else(|| "-".to_string(), |v| v.to_string())
+}
+
+fn slots_cell(n: &NodeCheck) -> String {
+    let now = or_dash(n.slots_now);
+    let mut s = format!("{} → {now}", n.slots_expected);
+    if n.slots_lacking > 0 || n.slots_extra > 0 {
+        s.push_str(&format!(
+            " ({} lacking, {} extra)",
+            n.slots_lacking, n.slots_extra
+        ));
+    }
+    s
+}
+
+fn nodes_table(out: &mut dyn Write, r: &VerifyReport, layout: &TextLayout) -> io::Result<()> {
+    let missing = r.keys.is_some();
+    let mut t = layout.table();
+    let mut header = vec![
+        "node",
+        "verdict",
+        "slots (preview → now)",
+        "keys (preview)",
+        "keys (now)",
+        "keys in slots it does not own",
+    ];
+    if missing {
+        header.push("missing keys");
+    }
+    t.set_header(header);
+    t.keep_to_last("verdict");
+    for n in &r.nodes {
+        let mut row = vec![
+            Cell::new(&n.name),
+            Cell::new(n.verdict.words()),
+            Cell::new(slots_cell(n)),
+            right(or_dash(n.keys_expected)),
+            right(or_dash(n.keys_now)),
+            right(n.stray_keys),
+        ];
+        if missing {
+            row.push(right(or_dash(n.missing_keys)));
+        }
+        t.add_row(row);
+    }
+    writeln!(out, "{t}")
+}
+
+/// Slots whose only difference is their owner, run together as ranges when consecutive with
+/// the same preview owner and owner now; others one row each.
+fn slot_rows(slots: &[SlotCheck]) -> Vec<(String, &SlotCheck)> {
+    let mut rows: Vec<(u16, u16, &SlotCheck)> = Vec::new();
+    for c in slots {
+        if let Some(last) = rows.last_mut()
+            && c.owner_only()
+            && last.2.owner_only()
+            && last.1 + 1 == c.slot
+            && last.2.expected == c.expected
+            && last.2.owner == c.owner
+        {
+            last.1 = c.slot;
+            continue;
+        }
+        rows.push((c.slot, c.slot, c));
+    }
+    rows.into_iter()
+        .map(|(a, b, c)| {
+            let text = if a == b {
+                a.to_string()
+            } else {
+                format!("{a}-{b}")
+            };
+            (text, c)
+        })
+        .collect()
+}
+
+fn slots_table(out: &mut dyn Write, r: &VerifyReport, layout: &TextLayout) -> io::Result<()> {
+    if r.slots.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "slots not as previewed: {}", r.slots.len())?;
+    let rows = slot_rows(&r.slots);
+    let mut t = layout.table();
+    let mut header = vec!["slots", "owner (preview)", "owner (now)", "what differs"];
+    let missing = r.keys.is_some();
+    if missing {
+        header.push("missing keys");
+    }
+    t.set_header(header);
+    for (text, c) in rows.iter().take(SLOT_ROWS) {
+        let mut what = Vec::new();
+        if c.expected != c.owner {
+            what.push("owner".to_string());
+        }
+        what.extend(c.open.iter().cloned());
+        what.extend(
+            c.stray
+                .iter()
+                .map(|s| format!("{} on {}", count(s.keys, "key"), s.node)),
+        );
+        if c.missing_keys > 0 {
+            what.push("keys missing".into());
+        }
+        let mut row = vec![
+            Cell::new(text),
+            Cell::new(c.expected.as_deref().unwrap_or("(none)")),
+            Cell::new(c.owner.as_deref().unwrap_or("(unserved)")),
+            Cell::new(what.join("; ")),
+        ];
+        if missing {
+            row.push(right(c.missing_keys));
+        }
+        t.add_row(row);
+    }
+    writeln!(out, "{t}")?;
+    if rows.len() > SLOT_ROWS {
+        writeln!(
+            out,
+            "… and {} more rows (--format json lists every slot)",
+            rows.len() - SLOT_ROWS
+        )?;
+    }
+    Ok(())
+}
+
+/// Writes the report as text.
+pub fn render_table(out: &mut dyn Write, r: &VerifyReport, layout: &TextLayout) -> io::Result<()> {
+    writeln!(
+        out,
+        "keyplan verify: the cluster against the {} preview in {}",
+        r.command,
+        layout.line(&r.preview)
+    )?;
+    writeln!(out, "cluster: {}", r.cluster)?;
+    nodes_table(out, r, layout)?;
+    if !r.keys_judged && r.nodes.iter().any(|n| n.keys_expected.is_some()) {
+        writeln!(
+            out,
+            "keys (preview) are a sample's: not held against the cluster's (a preview with --cluster and every key sampled is; --keys checks each key)"
+        )?;
+    }
+    slots_table(out, r, layout)?;
+    if let Some(k) = &r.keys {
+        writeln!(
+            out,
+            "keys of {}: {} looked up on the owner of their slot, {} missing",
+            k.sources.join(", "),
+            k.checked,
+            k.missing
+        )?;
+        for m in &k.examples {
+            writeln!(
+                out,
+                "  missing: {} (slot {}, owner {})",
+                layout.key(&m.key.0),
+                m.slot,
+                m.node.as_deref().unwrap_or("none")
+            )?;
+        }
+        if k.missing > k.examples.len() as u64 {
+            writeln!(out, "  … and {} more", k.missing - k.examples.len() as u64)?;
+        }
+    }
+    if r.matches {
+        writeln!(out, "result: the cluster matches the preview")
+    } else {
+        let mut parts = Vec::new();
+        if r.slots_misplaced > 0 {
+            parts.push(format!(
+                "{} with another owner",
+                count(r.slots_misplaced as u64, "slot")
+            ));
+        }
+        if r.slots_open > 0 {
+            parts.push(format!("{} left open", count(r.slots_open as u64, "slot")));
+        }
+        if r.stray_keys > 0 {
+            parts.push(format!(
+                "{} on masters that do not own their slot",
+                count(r.stray_keys, "key")
+            ));
+        }
+        if let Some(k) = r.keys.as_ref().filter(|k| k.missing > 0) {
+            parts.push(format!("{} missing", count(k.missing, "key")));
+        }
+        let nodes = r.nodes.iter().filter(|n| !n.verdict.ok()).count();
+        if nodes > 0 {
+            parts.push(format!("{} not as previewed", count(nodes as u64, "node")));
+        }
+        writeln!(
+            out,
+            "result: DIFFERS from the preview: {}",
+            parts.join(", ")
+        )
+    }
+}
+
+impl Render for VerifyReport {
+    fn write(&self, format: Format, out: &mut dyn Write, layout: &TextLayout) -> io::Result<()> {
+        match format {
+            Format::Json => render_json(out, self),
+            Format::Table => render_table(out, self, layout),
+            Format::Markdown => super::markdown::from_table_output(out, |out, layout| {
+                render_table(out, self, layout)
+            }),
+            other => Err(unsupported("verify", other)),
+        }
+    }
+}

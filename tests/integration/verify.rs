@@ -1,0 +1,389 @@
+//! `keyplan verify` on real clusters: a preview saved, the migration run by `redis-cli
+//! --cluster reshard` (which knows nothing of keyplan), then the cluster checked against the
+//! preview; and the same cluster broken on purpose (a slot not moved, a key deleted, a key left
+//! on a master that does not own its slot, a slot left open), each reported with exit 1.
+
+use super::cluster::Cluster;
+use super::rebalance::wait_agree;
+use super::support::{Reply, all_output, connect_port, keyplan, require_binary};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Keys of every kind of byte: plain ones, hash-tagged ones, quotes and backslashes, a
+/// newline, a NUL, invalid UTF-8 and the empty key.
+fn keys() -> Vec<Vec<u8>> {
+    let mut keys: Vec<Vec<u8>> = (0..3000)
+        .map(|i| format!("user:{i}:profile").into_bytes())
+        .collect();
+    keys.extend((0..500).map(|i| format!("{{cart:{}}}:item:{i}", i % 5).into_bytes()));
+    keys.extend((0..300).map(|i| format!("odd\"q\\k'{i}").into_bytes()));
+    keys.extend((0..300).map(|i| format!("nl\n{i}").into_bytes()));
+    keys.extend((0..300).map(|i| format!("nul\0{i}").into_bytes()));
+    keys.extend((0..300u32).map(|i| {
+        let mut k = b"bad\xff\xfe".to_vec();
+        k.extend_from_slice(i.to_string().as_bytes());
+        k
+    }));
+    keys.push(Vec::new());
+    keys
+}
+
+/// The keys in redis-cli's quoted form (`redis-cli --no-raw --scan`), which holds every byte.
+fn write_dump(path: &Path, keys: &[Vec<u8>]) {
+    let mut text = Vec::new();
+    for k in keys {
+        text.push(b'"');
+        for &b in k {
+            match b {
+                b'\\' => text.extend_from_slice(b"\\\\"),
+                b'"' => text.extend_from_slice(b"\\\""),
+                b'\n' => text.extend_from_slice(b"\\n"),
+                0x20..=0x7e => text.push(b),
+                _ => text.extend_from_slice(format!("\\x{b:02x}").as_bytes()),
+            }
+        }
+        text.extend_from_slice(b"\"\n");
+    }
+    std::fs::write(path, text).unwrap();
+}
+
+/// `keyplan verify … --format json`: its exit status and report.
+fn verify_json(preview: &Path, port: u16, extra: &[&str]) -> (i32, Value) {
+    let out = keyplan()
+        .arg("verify")
+        .arg(preview)
+        .args(["--cluster", &format!("redis://127.0.0.1:{port}")])
+        .args(extra)
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|_| panic!("no JSON: {}", all_output(&out)));
+    (out.status.code().unwrap(), v)
+}
+
+/// Saves a live reshard preview (every key counted) as JSON.
+fn save_preview(path: &Path, port: u16, to: &str, slots: &str) {
+    let out = keyplan()
+        .args(["reshard", "--preview", "--cluster"])
+        .arg(format!("redis://127.0.0.1:{port}"))
+        .args(["--from", "all", "--to", to, "--slots", slots])
+        .args(["--sample", "all", "--format", "json", "-o"])
+        .arg(path)
+        .output()
+        .unwrap();
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "preview failed: {}",
+        all_output(&out)
+    );
+}
+
+fn reshard(cli: &Path, port: u16, to: &str, slots: usize) {
+    let out = Command::new(cli)
+        .args(["--cluster", "reshard", &format!("127.0.0.1:{port}")])
+        .args(["--cluster-from", "all", "--cluster-to", to])
+        .args(["--cluster-slots", &slots.to_string(), "--cluster-yes"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "reshard: {}", all_output(&out));
+}
+
+fn node_id(port: u16) -> String {
+    match connect_port(port).call(&[b"CLUSTER", b"MYID"]).unwrap() {
+        Reply::Bulk(Some(b)) => String::from_utf8(b).unwrap(),
+        other => panic!("CLUSTER MYID replied {other:?}"),
+    }
+}
+
+/// The port of the master that owns `key`'s slot (the servers' MOVED, not keyplan's code).
+fn owner_port(ports: &[u16], key: &[u8]) -> u16 {
+    match connect_port(ports[0]).call(&[b"EXISTS", key]).unwrap() {
+        Reply::Int(_) => ports[0],
+        Reply::Error(e) if e.starts_with("MOVED ") => {
+            e.rsplit(':').next().unwrap().parse().unwrap()
+        }
+        other => panic!("EXISTS replied {other:?}"),
+    }
+}
+
+fn slot_of(port: u16, key: &[u8]) -> u64 {
+    match connect_port(port)
+        .call(&[b"CLUSTER", b"KEYSLOT", key])
+        .unwrap()
+    {
+        Reply::Int(s) => s as u64,
+        other => panic!("CLUSTER KEYSLOT replied {other:?}"),
+    }
+}
+
+fn call_ok(port: u16, args: &[&[u8]]) {
+    let r = connect_port(port).call(args).unwrap();
+    assert!(
+        matches!(&r, Reply::Status(s) if s == "OK") || matches!(r, Reply::Int(_)),
+        "{args:?} replied {r:?}"
+    );
+}
+
+/// The whole check on one cluster (Redis or Valkey): `cli` runs the reshards.
+fn verify_after_real_reshards(cluster: Cluster, cli: &Path, what: &str) {
+    let keys = keys();
+    cluster.load(&keys);
+    let ports: Vec<u16> = cluster.nodes.iter().map(|n| n.port).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let dump = dir.path().join("before.keys");
+    write_dump(&dump, &keys);
+    let dump_arg = dump.to_str().unwrap();
+    let to = node_id(ports[1]);
+
+    // 1. The preview is saved; before the migration the cluster is not in its state.
+    let p1 = dir.path().join("reshard-1000.json");
+    save_preview(&p1, ports[0], &to, "1000");
+    let (code, v) = verify_json(&p1, ports[0], &[]);
+    assert_eq!(code, 1, "{what}: before the reshard: {v}");
+    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["slots_misplaced"], 1000, "{what}: {v}");
+
+    // 2. redis-cli moves the slots: the cluster is as previewed, every key on its owner.
+    reshard(cli, ports[0], &to, 1000);
+    wait_agree(cli, &ports);
+    let (code, v) = verify_json(&p1, ports[0], &["--keys", dump_arg]);
+    assert_eq!(code, 0, "{what}: after the reshard: {v}");
+    assert_eq!(v["matches"], true);
+    assert_eq!(v["keys_judged"], true);
+    assert_eq!(v["keys"]["checked"], keys.len() as u64);
+    assert_eq!(v["keys"]["missing"], 0);
+    assert_eq!(v["slots"], Value::Array(vec![]));
+    let dbsize: u64 = cluster.dbsize().iter().sum();
+    let mut now = 0;
+    for n in v["nodes"].as_array().unwrap() {
+        assert_eq!(n["verdict"], "matches", "{what}: {n}");
+        assert_eq!(n["keys_now"], n["keys_expected"], "{what}: {n}");
+        now += n["keys_now"].as_u64().unwrap();
+    }
+    assert_eq!(now, dbsize);
+    let table = keyplan()
+        .arg("verify")
+        .arg(&p1)
+        .args(["--cluster", &format!("redis://127.0.0.1:{}", ports[2])])
+        .output()
+        .unwrap();
+    assert_eq!(table.status.code(), Some(0), "{}", all_output(&table));
+    let text = String::from_utf8(table.stdout).unwrap();
+    assert!(
+        text.contains("result: the cluster matches the preview"),
+        "{text}"
+    );
+
+    // 3. A second reshard previewed for 500 slots, run for 499: one slot not moved.
+    let to2 = node_id(ports[2]);
+    let p2 = dir.path().join("reshard-500.json");
+    save_preview(&p2, ports[0], &to2, "500");
+    reshard(cli, ports[0], &to2, 499);
+    wait_agree(cli, &ports);
+    let (code, v) = verify_json(&p2, ports[0], &["--keys", dump_arg]);
+    assert_eq!(code, 1, "{what}: 499 of 500 slots: {v}");
+    assert_eq!(v["slots_misplaced"], 1, "{what}: {v}");
+    let slot = &v["slots"][0];
+    assert_eq!(slot["expected"], format!("127.0.0.1:{}", ports[2]));
+    assert_ne!(slot["owner"], slot["expected"]);
+    assert_eq!(v["keys"]["missing"], 0, "a slot not moved loses no key");
+    // The keys of that slot count on its old owner, not on the previewed one.
+    let differs: Vec<&Value> = v["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["verdict"] == "differs")
+        .collect();
+    assert_eq!(differs.len(), 2, "{what}: {v}");
+    // The last slot moved: the cluster is as previewed again.
+    let s = slot["slot"].as_u64().unwrap();
+    let from_port: u16 = slot["owner"]
+        .as_str()
+        .unwrap()
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let out = Command::new(cli)
+        .args(["--cluster", "reshard", &format!("127.0.0.1:{}", ports[0])])
+        .args(["--cluster-from", &node_id(from_port), "--cluster-to", &to2])
+        .args(["--cluster-slots", "1", "--cluster-yes"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", all_output(&out));
+    wait_agree(cli, &ports);
+    let (code, v) = verify_json(&p2, ports[0], &["--keys", dump_arg]);
+    assert_eq!(code, 0, "{what}: slot {s} moved at last: {v}");
+
+    // 4. A key deleted: named, with its slot and the node it was looked up on.
+    let lost = b"nl\n7".as_slice();
+    let lost_port = owner_port(&ports, lost);
+    call_ok(lost_port, &[b"DEL", lost]);
+    let (code, v) = verify_json(&p2, ports[0], &["--keys", dump_arg]);
+    assert_eq!(code, 1, "{what}: a key deleted: {v}");
+    assert_eq!(v["keys"]["missing"], 1);
+    let m = &v["keys"]["examples"][0];
+    assert_eq!(m["key"], "nl\n7");
+    assert_eq!(m["slot"], slot_of(ports[0], lost));
+    assert_eq!(m["node"], format!("127.0.0.1:{lost_port}"));
+    assert_eq!(v["slots"][0]["missing_keys"], 1);
+    // Without --keys the node's count (the preview counted every key) gives it away.
+    let (code, v) = verify_json(&p2, ports[0], &[]);
+    assert_eq!(code, 1, "{what}: {v}");
+    let node = v["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["address"] == format!("127.0.0.1:{lost_port}"))
+        .unwrap();
+    assert_eq!(node["verdict"], "differs");
+    assert_eq!(
+        node["keys_now"].as_u64().unwrap() + 1,
+        node["keys_expected"].as_u64().unwrap()
+    );
+    call_ok(lost_port, &[b"SET", lost, b"v"]);
+
+    // 5. A key written on a master that does not own its slot (an import half done, then
+    // closed): a stray key, named by slot and node.
+    let stray = b"{stray}k".as_slice();
+    let owner = owner_port(&ports, stray);
+    let other = *ports.iter().find(|&&p| p != owner).unwrap();
+    let slot = slot_of(owner, stray);
+    let slot_text = slot.to_string();
+    let owner_id = node_id(owner);
+    let mut c = connect_port(other);
+    let r = c
+        .call(&[
+            b"CLUSTER",
+            b"SETSLOT",
+            slot_text.as_bytes(),
+            b"IMPORTING",
+            owner_id.as_bytes(),
+        ])
+        .unwrap();
+    assert!(matches!(r, Reply::Status(_)), "{r:?}");
+    // The slot left open: reported as such.
+    let (code, v) = verify_json(&p2, ports[0], &[]);
+    assert_eq!(code, 1, "{what}: {v}");
+    assert_eq!(v["slots_open"], 1, "{what}: {v}");
+    assert_eq!(v["slots"][0]["slot"], slot);
+    c.call(&[b"ASKING"]).unwrap();
+    let r = c.call(&[b"SET", stray, b"v"]).unwrap();
+    assert!(matches!(r, Reply::Status(_)), "{r:?}");
+    let r = c
+        .call(&[b"CLUSTER", b"SETSLOT", slot_text.as_bytes(), b"STABLE"])
+        .unwrap();
+    assert!(matches!(r, Reply::Status(_)), "{r:?}");
+    let (code, v) = verify_json(&p2, ports[0], &[]);
+    assert_eq!(code, 1, "{what}: {v}");
+    assert_eq!(v["slots_open"], 0, "{what}: {v}");
+    assert_eq!(v["stray_keys"], 1, "{what}: {v}");
+    assert_eq!(v["slots"][0]["slot"], slot);
+    assert_eq!(
+        v["slots"][0]["stray"][0]["node"],
+        format!("127.0.0.1:{other}")
+    );
+    let table = keyplan()
+        .arg("verify")
+        .arg(&p2)
+        .args(["--cluster", &format!("redis://127.0.0.1:{}", ports[0])])
+        .output()
+        .unwrap();
+    assert_eq!(table.status.code(), Some(1));
+    let text = String::from_utf8(table.stdout).unwrap();
+    assert!(
+        text.contains(&format!("1 key on 127.0.0.1:{other}"))
+            && text.contains(
+                "result: DIFFERS from the preview: 1 key on masters that do not own their slot"
+            ),
+        "{text}"
+    );
+}
+
+fn a_real_reshard_verifies_and_each_loss_is_reported() {
+    let (Some(cluster), Some(cli)) = (Cluster::create(), require_binary("redis-cli")) else {
+        return;
+    };
+    verify_after_real_reshards(cluster, &cli, "Redis");
+}
+
+fn a_real_reshard_verifies_on_valkey() {
+    let Some(cluster) = Cluster::create_valkey() else {
+        return;
+    };
+    let cli = PathBuf::from(std::env::var_os("KEYPLAN_VALKEY_BIN").unwrap()).join("valkey-cli");
+    verify_after_real_reshards(cluster, &cli, "Valkey");
+}
+
+fn verify_errors_name_the_file_and_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("preview.txt");
+    std::fs::write(
+        &table,
+        "keyplan reshard --preview: redis-cli reshard plan\n",
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        let out = keyplan().arg("verify").args(args).output().unwrap();
+        (out.status.code().unwrap(), all_output(&out))
+    };
+    let t = table.to_str().unwrap();
+    let (code, text) = run(&[t, "--cluster", "redis://127.0.0.1:1"]);
+    assert_eq!(code, 2);
+    assert!(
+        text.contains(&format!("{t}: not JSON (line 1, column 1")),
+        "{text}"
+    );
+    assert!(text.contains("--format json"), "{text}");
+    let nodes = dir.path().join("other.json");
+    std::fs::write(
+        &nodes,
+        r#"{"schema_version":2,"topology":{"kind":"cluster"}}"#,
+    )
+    .unwrap();
+    let (code, text) = run(&[nodes.to_str().unwrap(), "--cluster", "redis://127.0.0.1:1"]);
+    assert_eq!(code, 2);
+    assert!(
+        text.contains("not a rebalance or reshard preview"),
+        "{text}"
+    );
+    let (code, text) = run(&["missing.json", "--cluster", "redis://127.0.0.1:1"]);
+    assert_eq!(code, 2);
+    assert!(text.contains("missing.json"), "{text}");
+    let (code, text) = run(&[t]);
+    assert_eq!(code, 2);
+    assert!(text.contains("--cluster"), "{text}");
+    // A good preview, a cluster that is not there.
+    let good = dir.path().join("p.json");
+    std::fs::write(
+        &good,
+        r#"{"schema_version":2,"command":"reshard","sample":{"source":[]},"nodes":[{"name":"a","id":null,"address":"127.0.0.1:7000","after":{"slot_ranges":[[0,16383]],"keys":0}}]}"#,
+    )
+    .unwrap();
+    let port = super::support::free_port();
+    let (code, text) = run(&[
+        good.to_str().unwrap(),
+        "--cluster",
+        &format!("redis://127.0.0.1:{port}"),
+    ]);
+    assert_eq!(code, 2);
+    assert!(text.contains(&format!("127.0.0.1:{port}")), "{text}");
+}
+
+pub(crate) const TESTS: &[crate::support::Test] = &[
+    (
+        "a_real_reshard_verifies_and_each_loss_is_reported",
+        a_real_reshard_verifies_and_each_loss_is_reported,
+    ),
+    (
+        "a_real_reshard_verifies_on_valkey",
+        a_real_reshard_verifies_on_valkey,
+    ),
+    (
+        "verify_errors_name_the_file_and_flag",
+        verify_errors_name_the_file_and_flag,
+    ),
+];
