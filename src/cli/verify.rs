@@ -6,7 +6,7 @@ use super::values::{Word, one_of};
 use crate::error::{ExitStatus, UserError};
 use crate::keys::Record;
 use crate::keys::parallel::ChunkSink;
-use crate::migrate::verify::{KeyTally, parse_preview, verify};
+use crate::migrate::verify::{KeyTally, KeyTolerance, parse_preview, verify};
 use crate::report::render::Format;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -53,6 +53,11 @@ pub struct VerifyArgs {
     #[arg(long = "keys", value_name = "FILE", num_args = 1..)]
     pub keys: Vec<PathBuf>,
 
+    /// How far a node's keys may be from the preview's figure (writes and expiries during the
+    /// migration): a number of keys (500) or a percentage (0.5%) [default: exactly]
+    #[arg(long, value_name = "N|PCT%", value_parser = key_tolerance)]
+    pub key_tolerance: Option<KeyTolerance>,
+
     /// How key dumps are read.
     #[command(flatten)]
     pub input: InputArgs,
@@ -64,6 +69,22 @@ pub struct VerifyArgs {
     /// Write the report to this file instead of standard output (whole, or not at all)
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+}
+
+/// `--key-tolerance`: keys (`500`) or a percentage (`0.5%`).
+fn key_tolerance(text: &str) -> Result<KeyTolerance, String> {
+    let bad = || "not a number of keys (500) or a percentage (0.5%)".to_string();
+    match text.trim().strip_suffix('%') {
+        Some(p) => match p.trim().parse::<f64>() {
+            Ok(x) if (0.0..=100.0).contains(&x) => Ok(KeyTolerance::Percent(x)),
+            _ => Err(bad()),
+        },
+        None => text
+            .trim()
+            .parse()
+            .map(KeyTolerance::Keys)
+            .map_err(|_| bad()),
+    }
 }
 
 /// One worker's keys.
@@ -129,6 +150,7 @@ pub fn run(args: VerifyArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
         &preview,
         &observed,
         tally.as_ref(),
+        args.key_tolerance.unwrap_or_default(),
     );
     let target = super::loaded::Target::new(args.output.as_ref(), args.format);
     target.render(&report, ctx)?;

@@ -267,6 +267,32 @@ impl KeyTally {
     }
 }
 
+/// How far a node's key count may be from the preview's (writes and expiries while the
+/// migration ran) before it counts as a difference.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KeyTolerance {
+    /// Exactly the preview's figure (the default).
+    #[default]
+    Exact,
+    /// Up to this many keys more or fewer.
+    Keys(u64),
+    /// Up to this percentage of the preview's figure more or fewer.
+    Percent(f64),
+}
+
+impl KeyTolerance {
+    /// Whether `now` is close enough to `expected`.
+    pub fn allows(self, expected: u64, now: u64) -> bool {
+        let off = expected.abs_diff(now);
+        match self {
+            KeyTolerance::Exact => off == 0,
+            KeyTolerance::Keys(n) => off <= n,
+            KeyTolerance::Percent(p) => off as f64 <= expected as f64 * p / 100.0,
+        }
+    }
+}
+
 /// How a node compares with the preview.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -415,6 +441,8 @@ pub struct VerifyReport {
     pub stray_keys: u64,
     /// Whether per-node key counts are held against the preview's.
     pub keys_judged: bool,
+    /// How far they may be from the preview's.
+    pub key_tolerance: KeyTolerance,
     /// Every master, the preview's first (its order), then those it does not know.
     pub nodes: Vec<NodeCheck>,
     /// Every slot not as previewed, in slot order.
@@ -446,6 +474,7 @@ pub fn verify(
     preview: &Preview,
     live: &Observed,
     keys: Option<&KeyTally>,
+    tolerance: KeyTolerance,
 ) -> VerifyReport {
     // Preview node → live master.
     let found: Vec<Option<usize>> = preview
@@ -525,7 +554,8 @@ pub fn verify(
         let keys_now = l.map(owned_keys);
         let stray = l.map_or(0, |l| stray_per_live[l]);
         let missing = keys.map(|k| p.slots.iter().map(|&s| k.missing[usize::from(s)]).sum());
-        let counts_differ = preview.counts_every_key && keys_now.is_some_and(|k| k != p.keys);
+        let counts_differ =
+            preview.counts_every_key && keys_now.is_some_and(|k| !tolerance.allows(p.keys, k));
         let verdict = match l {
             None if p.slots.is_empty() => NodeVerdict::Removed,
             None => NodeVerdict::Missing,
@@ -610,6 +640,7 @@ pub fn verify(
         slots_open,
         stray_keys,
         keys_judged: preview.counts_every_key,
+        key_tolerance: tolerance,
         nodes,
         slots,
         keys,
@@ -676,7 +707,7 @@ mod tests {
         let mut l = live(&[(B, "h:2"), (A, "h:1")], |s| Some(usize::from(s < 8192)));
         l.counts[1][5] = 3;
         l.counts[0][9000] = 1;
-        let r = verify(("p.json", "redis://h:1"), &p, &l, None);
+        let r = verify(("p.json", "redis://h:1"), &p, &l, None, KeyTolerance::Exact);
         assert!(r.matches, "{r:?}");
         assert!(r.slots.is_empty());
         assert_eq!(r.nodes[0].keys_now, Some(3));
@@ -698,7 +729,7 @@ mod tests {
         let mut tally = KeyTally::new(vec!["k".into()]);
         tally.add(b"gone", 5, false);
         tally.add(b"here", 5, true);
-        let r = verify(("p.json", "u"), &p, &l, Some(&tally));
+        let r = verify(("p.json", "u"), &p, &l, Some(&tally), KeyTolerance::Exact);
         assert!(!r.matches);
         assert_eq!(r.slots_misplaced, 1);
         assert_eq!(r.stray_keys, 4);
@@ -727,7 +758,7 @@ mod tests {
         let p = parse_preview(&text, 2).unwrap();
         assert!(!p.counts_every_key);
         let l = live(&[(A, "h:1")], |_| Some(0));
-        let r = verify(("p", "u"), &p, &l, None);
+        let r = verify(("p", "u"), &p, &l, None, KeyTolerance::Exact);
         assert!(r.matches);
         assert_eq!(r.nodes[0].keys_expected, Some(7));
         assert!(!r.nodes[0].keys_judged);
@@ -742,7 +773,7 @@ mod tests {
         let p = parse_preview(&text, 2).unwrap();
         // B was removed as previewed; C is an empty master the preview did not know.
         let l = live(&[(A, "h:1"), (C, "h:3")], |_| Some(0));
-        let r = verify(("p", "u"), &p, &l, None);
+        let r = verify(("p", "u"), &p, &l, None, KeyTolerance::Exact);
         assert!(r.matches, "{r:?}");
         let v: Vec<NodeVerdict> = r.nodes.iter().map(|n| n.verdict).collect();
         assert_eq!(
@@ -755,11 +786,26 @@ mod tests {
         );
         // A node the preview gives slots to is gone: its slots are unserved or elsewhere.
         let l = live(&[(C, "h:3")], |_| Some(0));
-        let r = verify(("p", "u"), &p, &l, None);
+        let r = verify(("p", "u"), &p, &l, None, KeyTolerance::Exact);
         assert!(!r.matches);
         assert_eq!(r.nodes[0].verdict, NodeVerdict::Missing);
         assert_eq!(r.slots_misplaced, SLOT_COUNT);
         assert_eq!(r.nodes[2].verdict, NodeVerdict::Differs);
+    }
+
+    #[test]
+    fn key_counts_may_be_off_by_the_tolerance() {
+        let text = preview_json(&exact(), &[(A, "h:1", &[(0, 16383)], 1000)]);
+        let p = parse_preview(&text, 2).unwrap();
+        let mut l = live(&[(A, "h:1")], |_| Some(0));
+        l.counts[0][0] = 1010;
+        let judge = |t| verify(("p", "u"), &p, &l, None, t).matches;
+        assert!(!judge(KeyTolerance::Exact));
+        assert!(!judge(KeyTolerance::Keys(9)));
+        assert!(judge(KeyTolerance::Keys(10)));
+        assert!(judge(KeyTolerance::Percent(1.0)));
+        assert!(!judge(KeyTolerance::Percent(0.9)));
+        assert!(KeyTolerance::Percent(1.0).allows(1000, 990));
     }
 
     #[test]
@@ -773,7 +819,7 @@ mod tests {
             peer: "h:2".into(),
             direction: MigrationDirection::Migrating,
         });
-        let r = verify(("p", "u"), &p, &l, None);
+        let r = verify(("p", "u"), &p, &l, None, KeyTolerance::Exact);
         assert!(!r.matches);
         assert_eq!(r.slots_open, 1);
         assert_eq!(r.slots[0].open, ["h:1 migrating to h:2"]);

@@ -3,7 +3,7 @@
 
 use super::TextLayout;
 use super::render::{Format, Render, unsupported};
-use crate::migrate::verify::{NodeCheck, SlotCheck, VerifyReport};
+use crate::migrate::verify::{KeyTolerance, NodeCheck, SlotCheck, VerifyReport};
 use comfy_table::{Cell, CellAlignment};
 use std::io::{self, Write};
 
@@ -165,6 +165,14 @@ pub fn render_table(out: &mut dyn Write, r: &VerifyReport, layout: &TextLayout) 
     )?;
     writeln!(out, "cluster: {}", r.cluster)?;
     nodes_table(out, r, layout)?;
+    match r.key_tolerance {
+        _ if !r.keys_judged => {}
+        KeyTolerance::Exact => {}
+        KeyTolerance::Keys(n) => writeln!(out, "keys (now) may differ from the preview's by {n}")?,
+        KeyTolerance::Percent(p) => {
+            writeln!(out, "keys (now) may differ from the preview's by {p}%")?
+        }
+    }
     if !r.keys_judged && r.nodes.iter().any(|n| n.keys_expected.is_some()) {
         writeln!(
             out,

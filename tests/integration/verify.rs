@@ -244,6 +244,12 @@ fn verify_after_real_reshards(cluster: Cluster, cli: &Path, what: &str) {
         node["keys_now"].as_u64().unwrap() + 1,
         node["keys_expected"].as_u64().unwrap()
     );
+    // One key off: within --key-tolerance 1 (writes and expiries during a migration), not 0.
+    let (code, v) = verify_json(&p2, ports[0], &["--key-tolerance", "1"]);
+    assert_eq!(code, 0, "{what}: {v}");
+    assert_eq!(v["key_tolerance"]["keys"], 1);
+    let (code, _) = verify_json(&p2, ports[0], &["--key-tolerance", "0.001%"]);
+    assert_eq!(code, 1, "{what}");
     call_ok(lost_port, &[b"SET", lost, b"v"]);
 
     // 5. A key written on a master that does not own its slot (an import half done, then
@@ -356,6 +362,18 @@ fn verify_errors_name_the_file_and_flag() {
     let (code, text) = run(&[t]);
     assert_eq!(code, 2);
     assert!(text.contains("--cluster"), "{text}");
+    let (code, text) = run(&[
+        t,
+        "--cluster",
+        "redis://127.0.0.1:1",
+        "--key-tolerance",
+        "x",
+    ]);
+    assert_eq!(code, 2);
+    assert!(
+        text.contains("--key-tolerance") && text.contains("a percentage (0.5%)"),
+        "{text}"
+    );
     // A good preview, a cluster that is not there.
     let good = dir.path().join("p.json");
     std::fs::write(
