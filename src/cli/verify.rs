@@ -6,7 +6,7 @@ use super::values::{Word, one_of};
 use crate::error::{ExitStatus, UserError};
 use crate::keys::Record;
 use crate::keys::parallel::ChunkSink;
-use crate::migrate::verify::{KeyTally, KeyTolerance, parse_preview, verify};
+use crate::migrate::verify::{KeyTally, KeyTolerance, Preview, parse_preview, verify};
 use crate::report::render::Format;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -35,13 +35,14 @@ const FORMATS: &[Word<Format>] = &[
 /// check could not be made.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  keyplan rebalance --preview --cluster redis://10.0.0.1:7000 --sample all --format json -o preview.json\n  keyplan verify preview.json --cluster redis://10.0.0.1:7000\n  keyplan verify preview.json --cluster redis://10.0.0.1:7000 --keys before.keys --format json"
+    after_help = "Examples:\n  keyplan rebalance --preview --cluster redis://10.0.0.1:7000 --sample all --format json -o preview.json\n  keyplan verify preview.json --cluster redis://10.0.0.1:7000\n  keyplan verify preview.json --cluster redis://10.0.0.1:7000 --keys before.keys --format json\n  keyplan verify --cluster redis://10.0.1.1:7000 --keys before.keys"
 )]
 pub struct VerifyArgs {
     /// The preview saved before the migration (keyplan rebalance|reshard --preview --format
-    /// json)
+    /// json); without it the cluster is held to its own slot map (open slots, keys left on a
+    /// master that does not own their slot, and the keys of --keys)
     #[arg(value_name = "PREVIEW")]
-    pub preview: PathBuf,
+    pub preview: Option<PathBuf>,
 
     /// The migrated cluster: redis://[user:password@]host:port (password also from
     /// REDISCLI_AUTH); read-only
@@ -100,16 +101,23 @@ impl ChunkSink for KeySink {
 
 /// Runs `keyplan verify`.
 pub fn run(args: VerifyArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
-    let name = args.preview.display().to_string();
-    let text = crate::files::read_text(&args.preview, "the preview")?;
-    let preview = parse_preview(&text, crate::report::json::MIGRATION).map_err(|e| {
-        UserError::new(
-            format!("{name}: {e}"),
-            "give the JSON a preview wrote: keyplan rebalance|reshard --preview … --format json -o preview.json",
-        )
-    })?;
+    let name = args.preview.as_ref().map(|p| p.display().to_string());
+    let preview = match &args.preview {
+        Some(path) => {
+            let text = crate::files::read_text(path, "the preview")?;
+            let parsed = parse_preview(&text, crate::report::json::MIGRATION).map_err(|e| {
+                UserError::new(
+                    format!("{}: {e}", path.display()),
+                    "give the JSON a preview wrote: keyplan rebalance|reshard --preview … --format json -o preview.json",
+                )
+            })?;
+            Some(parsed)
+        }
+        None => None,
+    };
     let live = super::args::live_cluster(&args.cluster)?;
     let observed = live.observe()?;
+    let preview = preview.unwrap_or_else(|| Preview::of_cluster(&observed));
     let tally = if args.keys.is_empty() {
         None
     } else {
@@ -146,7 +154,7 @@ pub fn run(args: VerifyArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
         Some(tally)
     };
     let report = verify(
-        (&name, &live.url_text()),
+        (name.as_deref(), &live.url_text()),
         &preview,
         &observed,
         tally.as_ref(),

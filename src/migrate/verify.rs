@@ -35,8 +35,8 @@ pub struct PreviewNode {
 /// What a saved preview promises.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Preview {
-    /// `rebalance` or `reshard`.
-    pub command: String,
+    /// `rebalance` or `reshard` (`None`: no preview, the cluster's own slot map).
+    pub command: Option<String>,
     /// Every master, after the plan.
     pub nodes: Vec<PreviewNode>,
     /// Whether its key figures are every key of the cluster (the servers' exact counts, or a
@@ -196,10 +196,36 @@ pub fn parse_preview(text: &str, version: u32) -> Result<Preview, PreviewError> 
     .map(|s| s.to_string());
     let counts_every_key = sources.iter().any(|s| every_key.contains(s));
     Ok(Preview {
-        command,
+        command: Some(command),
         nodes,
         counts_every_key,
     })
+}
+
+impl Preview {
+    /// What a cluster checked without a preview is held to: its own slot map (so that only
+    /// open slots, keys left behind and the key dumps' keys can differ).
+    pub fn of_cluster(live: &Observed) -> Preview {
+        let nodes = live
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| PreviewNode {
+                name: n.name.clone(),
+                id: n.id.clone(),
+                address: n.address.clone(),
+                slots: (0..SLOT_COUNT as u16)
+                    .filter(|&s| live.owner[usize::from(s)] == Some(i))
+                    .collect(),
+                keys: 0,
+            })
+            .collect();
+        Preview {
+            command: None,
+            nodes,
+            counts_every_key: false,
+        }
+    }
 }
 
 /// A master of the cluster now.
@@ -425,10 +451,10 @@ pub struct KeysCheck {
 /// `keyplan verify`'s report.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct VerifyReport {
-    /// The preview file.
-    pub preview: String,
+    /// The preview file (`None`: checked against the cluster's own slot map).
+    pub preview: Option<String>,
     /// The preview's command (`rebalance` or `reshard`).
-    pub command: String,
+    pub command: Option<String>,
     /// The cluster (password masked).
     pub cluster: String,
     /// Whether the cluster is as previewed.
@@ -470,7 +496,7 @@ fn open_text(m: &Migration) -> String {
 
 /// Compares the cluster with the preview.
 pub fn verify(
-    names: (&str, &str),
+    names: (Option<&str>, &str),
     preview: &Preview,
     live: &Observed,
     keys: Option<&KeyTally>,
@@ -632,7 +658,7 @@ pub fn verify(
         && slots.is_empty()
         && keys.as_ref().is_none_or(|k| k.missing == 0);
     VerifyReport {
-        preview: names.0.to_string(),
+        preview: names.0.map(String::from),
         command: preview.command.clone(),
         cluster: names.1.to_string(),
         matches,
@@ -707,7 +733,13 @@ mod tests {
         let mut l = live(&[(B, "h:2"), (A, "h:1")], |s| Some(usize::from(s < 8192)));
         l.counts[1][5] = 3;
         l.counts[0][9000] = 1;
-        let r = verify(("p.json", "redis://h:1"), &p, &l, None, KeyTolerance::Exact);
+        let r = verify(
+            (Some("p.json"), "redis://h:1"),
+            &p,
+            &l,
+            None,
+            KeyTolerance::Exact,
+        );
         assert!(r.matches, "{r:?}");
         assert!(r.slots.is_empty());
         assert_eq!(r.nodes[0].keys_now, Some(3));
@@ -729,7 +761,13 @@ mod tests {
         let mut tally = KeyTally::new(vec!["k".into()]);
         tally.add(b"gone", 5, false);
         tally.add(b"here", 5, true);
-        let r = verify(("p.json", "u"), &p, &l, Some(&tally), KeyTolerance::Exact);
+        let r = verify(
+            (Some("p.json"), "u"),
+            &p,
+            &l,
+            Some(&tally),
+            KeyTolerance::Exact,
+        );
         assert!(!r.matches);
         assert_eq!(r.slots_misplaced, 1);
         assert_eq!(r.stray_keys, 4);
@@ -758,7 +796,7 @@ mod tests {
         let p = parse_preview(&text, 2).unwrap();
         assert!(!p.counts_every_key);
         let l = live(&[(A, "h:1")], |_| Some(0));
-        let r = verify(("p", "u"), &p, &l, None, KeyTolerance::Exact);
+        let r = verify((Some("p"), "u"), &p, &l, None, KeyTolerance::Exact);
         assert!(r.matches);
         assert_eq!(r.nodes[0].keys_expected, Some(7));
         assert!(!r.nodes[0].keys_judged);
@@ -773,7 +811,7 @@ mod tests {
         let p = parse_preview(&text, 2).unwrap();
         // B was removed as previewed; C is an empty master the preview did not know.
         let l = live(&[(A, "h:1"), (C, "h:3")], |_| Some(0));
-        let r = verify(("p", "u"), &p, &l, None, KeyTolerance::Exact);
+        let r = verify((Some("p"), "u"), &p, &l, None, KeyTolerance::Exact);
         assert!(r.matches, "{r:?}");
         let v: Vec<NodeVerdict> = r.nodes.iter().map(|n| n.verdict).collect();
         assert_eq!(
@@ -786,11 +824,31 @@ mod tests {
         );
         // A node the preview gives slots to is gone: its slots are unserved or elsewhere.
         let l = live(&[(C, "h:3")], |_| Some(0));
-        let r = verify(("p", "u"), &p, &l, None, KeyTolerance::Exact);
+        let r = verify((Some("p"), "u"), &p, &l, None, KeyTolerance::Exact);
         assert!(!r.matches);
         assert_eq!(r.nodes[0].verdict, NodeVerdict::Missing);
         assert_eq!(r.slots_misplaced, SLOT_COUNT);
         assert_eq!(r.nodes[2].verdict, NodeVerdict::Differs);
+    }
+
+    #[test]
+    fn without_a_preview_the_cluster_is_held_to_its_own_slot_map() {
+        let mut l = live(&[(A, "h:1"), (B, "h:2")], |s| Some(usize::from(s >= 100)));
+        l.counts[0][5] = 7;
+        let p = Preview::of_cluster(&l);
+        let r = verify((None, "u"), &p, &l, None, KeyTolerance::Exact);
+        assert!(r.matches, "{r:?}");
+        assert_eq!(r.command, None);
+        assert_eq!(r.nodes[0].slots_expected, 100);
+        assert_eq!(r.nodes[0].keys_expected, None);
+        // A key on B in a slot A owns, and a key of a dump not found: both reported.
+        l.counts[1][5] = 1;
+        let mut tally = KeyTally::new(vec!["k".into()]);
+        tally.add(b"x", 200, false);
+        let r = verify((None, "u"), &p, &l, Some(&tally), KeyTolerance::Exact);
+        assert!(!r.matches);
+        assert_eq!((r.stray_keys, r.slots_misplaced), (1, 0));
+        assert_eq!(r.nodes[1].missing_keys, Some(1));
     }
 
     #[test]
@@ -799,7 +857,7 @@ mod tests {
         let p = parse_preview(&text, 2).unwrap();
         let mut l = live(&[(A, "h:1")], |_| Some(0));
         l.counts[0][0] = 1010;
-        let judge = |t| verify(("p", "u"), &p, &l, None, t).matches;
+        let judge = |t| verify((Some("p"), "u"), &p, &l, None, t).matches;
         assert!(!judge(KeyTolerance::Exact));
         assert!(!judge(KeyTolerance::Keys(9)));
         assert!(judge(KeyTolerance::Keys(10)));
@@ -819,7 +877,7 @@ mod tests {
             peer: "h:2".into(),
             direction: MigrationDirection::Migrating,
         });
-        let r = verify(("p", "u"), &p, &l, None, KeyTolerance::Exact);
+        let r = verify((Some("p"), "u"), &p, &l, None, KeyTolerance::Exact);
         assert!(!r.matches);
         assert_eq!(r.slots_open, 1);
         assert_eq!(r.slots[0].open, ["h:1 migrating to h:2"]);

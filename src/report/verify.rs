@@ -157,12 +157,17 @@ fn slots_table(out: &mut dyn Write, r: &VerifyReport, layout: &TextLayout) -> io
 
 /// Writes the report as text.
 pub fn render_table(out: &mut dyn Write, r: &VerifyReport, layout: &TextLayout) -> io::Result<()> {
-    writeln!(
-        out,
-        "keyplan verify: the cluster against the {} preview in {}",
-        r.command,
-        layout.line(&r.preview)
-    )?;
+    match (&r.command, &r.preview) {
+        (Some(command), Some(preview)) => writeln!(
+            out,
+            "keyplan verify: the cluster against the {command} preview in {}",
+            layout.line(preview)
+        )?,
+        _ => writeln!(
+            out,
+            "keyplan verify: the cluster against its own slot map (no preview: open slots, keys left on masters that do not own their slot, and the keys of --keys)"
+        )?,
+    }
     writeln!(out, "cluster: {}", r.cluster)?;
     nodes_table(out, r, layout)?;
     match r.key_tolerance {

@@ -48,11 +48,15 @@ fn write_dump(path: &Path, keys: &[Vec<u8>]) {
     std::fs::write(path, text).unwrap();
 }
 
-/// `keyplan verify … --format json`: its exit status and report.
+/// `keyplan verify … --format json`: its exit status and report (without a preview for an
+/// empty path).
 fn verify_json(preview: &Path, port: u16, extra: &[&str]) -> (i32, Value) {
-    let out = keyplan()
-        .arg("verify")
-        .arg(preview)
+    let mut cmd = keyplan();
+    cmd.arg("verify");
+    if !preview.as_os_str().is_empty() {
+        cmd.arg(preview);
+    }
+    let out = cmd
         .args(["--cluster", &format!("redis://127.0.0.1:{port}")])
         .args(extra)
         .args(["--format", "json"])
@@ -163,6 +167,11 @@ fn verify_after_real_reshards(cluster: Cluster, cli: &Path, what: &str) {
         now += n["keys_now"].as_u64().unwrap();
     }
     assert_eq!(now, dbsize);
+    // Without a preview: the cluster against its own slot map, every key of the dump found.
+    let (code, v) = verify_json(Path::new(""), ports[1], &["--keys", dump_arg]);
+    assert_eq!(code, 0, "{what}: no preview: {v}");
+    assert_eq!(v["command"], Value::Null);
+    assert_eq!(v["keys"]["checked"], keys.len() as u64);
     let table = keyplan()
         .arg("verify")
         .arg(&p1)
@@ -291,6 +300,12 @@ fn verify_after_real_reshards(cluster: Cluster, cli: &Path, what: &str) {
     assert_eq!(
         v["slots"][0]["stray"][0]["node"],
         format!("127.0.0.1:{other}")
+    );
+    let (code, v) = verify_json(Path::new(""), ports[0], &[]);
+    assert_eq!(code, 1, "{what}: no preview: {v}");
+    assert_eq!(
+        (&v["stray_keys"], &v["slots_misplaced"]),
+        (&Value::from(1), &Value::from(0))
     );
     let table = keyplan()
         .arg("verify")
