@@ -6,7 +6,7 @@ use super::values::{Word, one_of};
 use crate::error::{ExitStatus, UserError};
 use crate::keys::Record;
 use crate::keys::parallel::ChunkSink;
-use crate::migrate::verify::{KeyTally, KeyTolerance, Preview, parse_preview, verify};
+use crate::migrate::verify::{KeyState, KeyTally, KeyTolerance, Preview, parse_preview, verify};
 use crate::report::render::Format;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -50,7 +50,8 @@ pub struct VerifyArgs {
     pub cluster: String,
 
     /// Key dumps taken before the migration ('-' for stdin): each key must be on the master
-    /// that owns its slot now
+    /// that owns its slot now; an RDB snapshot's keys must also keep (or lack) an expiry as
+    /// they had (a key with an expiry that is gone counts as expired)
     #[arg(long = "keys", value_name = "FILE", num_args = 1..)]
     pub keys: Vec<PathBuf>,
 
@@ -88,14 +89,17 @@ fn key_tolerance(text: &str) -> Result<KeyTolerance, String> {
     }
 }
 
+/// A key of a dump: its bytes, its slot and whether the dump gave it an expiry.
+type DumpKey<'a> = (&'a [u8], u16, Option<bool>);
+
 /// One worker's keys.
 #[repr(align(128))]
 #[derive(Default)]
-struct KeySink(Vec<Vec<u8>>);
+struct KeySink(Vec<(Vec<u8>, Option<bool>)>);
 
 impl ChunkSink for KeySink {
     fn record(&mut self, rec: &Record<'_>) {
-        self.0.push(rec.key.to_vec());
+        self.0.push((rec.key.to_vec(), rec.expires));
     }
 }
 
@@ -129,26 +133,26 @@ pub fn run(args: VerifyArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
         dumps.warn(ctx)?;
         let mut tally = KeyTally::new(dumps.0.iter().map(|(n, _)| n.clone()).collect());
         // The keys by the master that owns their slot now.
-        let mut by_owner: BTreeMap<Option<usize>, Vec<(&[u8], u16)>> = BTreeMap::new();
-        for k in sinks.iter().flat_map(|s| &s.0) {
+        let mut by_owner: BTreeMap<Option<usize>, Vec<DumpKey<'_>>> = BTreeMap::new();
+        for (k, expires) in sinks.iter().flat_map(|s| &s.0) {
             let slot = crate::slot::key_slot(k);
             by_owner
                 .entry(observed.owner[usize::from(slot)])
                 .or_default()
-                .push((k.as_slice(), slot));
+                .push((k.as_slice(), slot, *expires));
         }
         for (owner, keys) in &by_owner {
             let addr = owner.and_then(|o| observed.nodes[o].address.as_deref());
-            let found = match addr {
+            let states = match addr {
                 Some(addr) => {
-                    let ks: Vec<&[u8]> = keys.iter().map(|(k, _)| *k).collect();
-                    live.keys_present(addr, &ks)?
+                    let ks: Vec<&[u8]> = keys.iter().map(|(k, _, _)| *k).collect();
+                    live.key_states(addr, &ks)?
                 }
                 // An unserved slot (or a master without an address): its keys are nowhere.
-                None => vec![false; keys.len()],
+                None => vec![KeyState::Missing; keys.len()],
             };
-            for ((k, slot), f) in keys.iter().zip(found) {
-                tally.add(k, *slot, f);
+            for ((k, slot, expires), state) in keys.iter().zip(states) {
+                tally.add(k, *slot, *expires, state);
             }
         }
         Some(tally)

@@ -1,8 +1,8 @@
 //! What `keyplan verify` reads from a cluster: every master's keys in every slot (owned or
-//! not), and whether given keys are on the owner of their slot.
+//! not), and how the owner of their slot has given keys (there, with an expiry or not).
 
 use super::{LiveCluster, LiveError, MAX_PLAUSIBLE_KEYS, host_port, node_error};
-use crate::migrate::verify::{LiveNode, Observed};
+use crate::migrate::verify::{KeyState, LiveNode, Observed};
 use crate::slot::SLOT_COUNT;
 use redis::Value;
 
@@ -76,9 +76,10 @@ impl LiveCluster {
         Ok(out)
     }
 
-    /// Whether each of `keys` is on the master at `addr` (`EXISTS`, pipelined). A key the
-    /// node answers with an error for (`MOVED`: it does not own the key's slot) is not there.
-    pub fn keys_present(&self, addr: &str, keys: &[&[u8]]) -> Result<Vec<bool>, LiveError> {
+    /// How the master at `addr` has each of `keys` (`PTTL`, pipelined): missing, without an
+    /// expiry or with one. A key the node answers with an error for (`MOVED`: it does not own
+    /// the key's slot) is missing there.
+    pub fn key_states(&self, addr: &str, keys: &[&[u8]]) -> Result<Vec<KeyState>, LiveError> {
         let (host, port) = host_port(addr)?;
         let mut con = self.connect(&host, port)?;
         let mut out = Vec::with_capacity(keys.len());
@@ -86,18 +87,22 @@ impl LiveCluster {
             let mut pipe = redis::pipe();
             pipe.ignore_errors();
             for k in chunk {
-                pipe.cmd("EXISTS").arg(*k);
+                pipe.cmd("PTTL").arg(*k);
             }
-            let replies: Vec<Value> = pipe.query(&mut con).map_err(node_error(addr, "EXISTS"))?;
+            let replies: Vec<Value> = pipe.query(&mut con).map_err(node_error(addr, "PTTL"))?;
             if replies.len() != chunk.len() {
                 return Err(LiveError::Node {
                     addr: addr.to_string(),
-                    what: "EXISTS".into(),
+                    what: "PTTL".into(),
                     reason: format!("{} replies to {} commands", replies.len(), chunk.len()),
                     sampled: 0,
                 });
             }
-            out.extend(replies.iter().map(|v| matches!(v, Value::Int(1))));
+            out.extend(replies.iter().map(|v| match v {
+                Value::Int(-1) => KeyState::Persistent,
+                Value::Int(t) if *t >= 0 => KeyState::Expiring,
+                _ => KeyState::Missing,
+            }));
         }
         Ok(out)
     }

@@ -252,6 +252,17 @@ pub struct Observed {
     pub counts: Vec<Vec<u64>>,
 }
 
+/// A key as its slot's owner has it now (`PTTL`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyState {
+    /// Not there.
+    Missing,
+    /// There, without an expiry.
+    Persistent,
+    /// There, with an expiry.
+    Expiring,
+}
+
 /// The keys of key dumps looked up on the owner of their slot, as they are looked up.
 #[derive(Debug, Clone, PartialEq)]
 pub struct KeyTally {
@@ -259,10 +270,18 @@ pub struct KeyTally {
     pub sources: Vec<String>,
     /// Keys looked up.
     pub checked: u64,
-    /// Keys not found, per slot.
+    /// Keys not found, per slot (keys the dump gave an expiry are counted in `gone_expiring`).
     pub missing: Vec<u64>,
     /// The first keys not found (in the order they were looked up), with their slot.
     pub examples: Vec<(Vec<u8>, u16)>,
+    /// Keys whose dump says whether they expire (snapshots do).
+    pub expiry_known: u64,
+    /// Keys the dump gave an expiry that are gone: expired since, most likely.
+    pub gone_expiring: u64,
+    /// Keys found that expire now and did not in the dump, or the other way round.
+    pub expiry_changed: u64,
+    /// The first of them, with their slot and whether the dump gave them an expiry.
+    pub expiry_examples: Vec<(Vec<u8>, u16, bool)>,
 }
 
 impl KeyTally {
@@ -273,17 +292,34 @@ impl KeyTally {
             checked: 0,
             missing: vec![0; SLOT_COUNT],
             examples: Vec::new(),
+            expiry_known: 0,
+            gone_expiring: 0,
+            expiry_changed: 0,
+            expiry_examples: Vec::new(),
         }
     }
 
-    /// Records one key looked up.
-    pub fn add(&mut self, key: &[u8], slot: u16, found: bool) {
+    /// Records one key looked up: `expired` is whether the dump gave it an expiry (`None`:
+    /// the dump does not say), `now` how its slot's owner has it.
+    pub fn add(&mut self, key: &[u8], slot: u16, expires: Option<bool>, now: KeyState) {
         self.checked += 1;
-        if !found {
-            self.missing[usize::from(slot)] += 1;
-            if self.examples.len() < MISSING_EXAMPLES {
-                self.examples.push((key.to_vec(), slot));
+        self.expiry_known += u64::from(expires.is_some());
+        match (expires, now) {
+            (Some(true), KeyState::Missing) => self.gone_expiring += 1,
+            (_, KeyState::Missing) => {
+                self.missing[usize::from(slot)] += 1;
+                if self.examples.len() < MISSING_EXAMPLES {
+                    self.examples.push((key.to_vec(), slot));
+                }
             }
+            (Some(true), KeyState::Persistent) | (Some(false), KeyState::Expiring) => {
+                self.expiry_changed += 1;
+                if self.expiry_examples.len() < MISSING_EXAMPLES {
+                    self.expiry_examples
+                        .push((key.to_vec(), slot, expires == Some(true)));
+                }
+            }
+            _ => {}
         }
     }
 
@@ -435,6 +471,19 @@ pub struct MissingKey {
     pub node: Option<String>,
 }
 
+/// A key whose expiry is not as the dump had it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ExpiryChange {
+    /// The key.
+    pub key: ByteString,
+    /// Its slot.
+    pub slot: u16,
+    /// The master owning the slot now.
+    pub node: Option<String>,
+    /// Whether the dump gave it an expiry (it has none now), or not (it has one now).
+    pub had_expiry: bool,
+}
+
 /// The key dumps' check.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct KeysCheck {
@@ -442,10 +491,18 @@ pub struct KeysCheck {
     pub sources: Vec<String>,
     /// Keys looked up.
     pub checked: u64,
-    /// Keys not found.
+    /// Keys not found (those the dump gave an expiry are in `gone_expiring`).
     pub missing: u64,
     /// The first of them (up to 20).
     pub examples: Vec<MissingKey>,
+    /// Keys whose expiry the dumps know (snapshots): compared with the key's now.
+    pub expiry_checked: u64,
+    /// Keys the dump gave an expiry that are gone (expired, most likely): no difference.
+    pub gone_expiring: u64,
+    /// Keys whose expiry is not the dump's (lost, or one set since).
+    pub expiry_changed: u64,
+    /// The first of them (up to 20).
+    pub expiry_examples: Vec<ExpiryChange>,
 }
 
 /// `keyplan verify`'s report.
@@ -651,12 +708,27 @@ pub fn verify(
                 node: live.owner[usize::from(*slot)].map(live_name),
             })
             .collect(),
+        expiry_checked: k.expiry_known,
+        gone_expiring: k.gone_expiring,
+        expiry_changed: k.expiry_changed,
+        expiry_examples: k
+            .expiry_examples
+            .iter()
+            .map(|(key, slot, had)| ExpiryChange {
+                key: ByteString(key.clone()),
+                slot: *slot,
+                node: live.owner[usize::from(*slot)].map(live_name),
+                had_expiry: *had,
+            })
+            .collect(),
     });
     let slots_open = slots.iter().filter(|c| !c.open.is_empty()).count();
     let stray_keys: u64 = stray_per_live.iter().sum();
     let matches = nodes.iter().all(|n| n.verdict.ok())
         && slots.is_empty()
-        && keys.as_ref().is_none_or(|k| k.missing == 0);
+        && keys
+            .as_ref()
+            .is_none_or(|k| k.missing == 0 && k.expiry_changed == 0);
     VerifyReport {
         preview: names.0.map(String::from),
         command: preview.command.clone(),
@@ -759,8 +831,8 @@ mod tests {
         l.counts[0][9000] = 4; // keys left on A in a slot B owns
         l.counts[1][9000] = 1;
         let mut tally = KeyTally::new(vec!["k".into()]);
-        tally.add(b"gone", 5, false);
-        tally.add(b"here", 5, true);
+        tally.add(b"gone", 5, None, KeyState::Missing);
+        tally.add(b"here", 5, None, KeyState::Expiring);
         let r = verify(
             (Some("p.json"), "u"),
             &p,
@@ -844,11 +916,50 @@ mod tests {
         // A key on B in a slot A owns, and a key of a dump not found: both reported.
         l.counts[1][5] = 1;
         let mut tally = KeyTally::new(vec!["k".into()]);
-        tally.add(b"x", 200, false);
+        tally.add(b"x", 200, None, KeyState::Missing);
         let r = verify((None, "u"), &p, &l, Some(&tally), KeyTolerance::Exact);
         assert!(!r.matches);
         assert_eq!((r.stray_keys, r.slots_misplaced), (1, 0));
         assert_eq!(r.nodes[1].missing_keys, Some(1));
+    }
+
+    #[test]
+    fn a_snapshot_s_expiries_are_held_against_the_keys_now() {
+        let mut t = KeyTally::new(vec!["before.rdb".into()]);
+        t.add(b"kept", 1, Some(true), KeyState::Expiring);
+        t.add(b"plain", 1, Some(false), KeyState::Persistent);
+        t.add(b"expired", 2, Some(true), KeyState::Missing);
+        t.add(b"lost-ttl", 3, Some(true), KeyState::Persistent);
+        t.add(b"new-ttl", 3, Some(false), KeyState::Expiring);
+        t.add(b"dump-key", 3, None, KeyState::Expiring);
+        assert_eq!((t.checked, t.expiry_known), (6, 5));
+        assert_eq!(
+            (t.gone_expiring, t.expiry_changed, t.missing_total()),
+            (1, 2, 0)
+        );
+        let l = live(&[(A, "h:1")], |_| Some(0));
+        let r = verify(
+            (None, "u"),
+            &Preview::of_cluster(&l),
+            &l,
+            Some(&t),
+            KeyTolerance::Exact,
+        );
+        assert!(!r.matches, "a key's expiry lost is a difference");
+        let k = r.keys.unwrap();
+        assert_eq!(k.expiry_examples[0].key.0, b"lost-ttl");
+        assert!(k.expiry_examples[0].had_expiry);
+        assert!(!k.expiry_examples[1].had_expiry);
+        let mut t = KeyTally::new(vec!["before.rdb".into()]);
+        t.add(b"expired", 2, Some(true), KeyState::Missing);
+        let r = verify(
+            (None, "u"),
+            &Preview::of_cluster(&l),
+            &l,
+            Some(&t),
+            KeyTolerance::Exact,
+        );
+        assert!(r.matches, "a key that expired is no difference");
     }
 
     #[test]

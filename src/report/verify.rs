@@ -46,29 +46,29 @@ fn slots_cell(n: &NodeCheck) -> String {
 
 fn nodes_table(out: &mut dyn Write, r: &VerifyReport, layout: &TextLayout) -> io::Result<()> {
     let missing = r.keys.is_some();
+    // Without a preview there is nothing to set the slots and keys against.
+    let preview = r.preview.is_some();
     let mut t = layout.table();
-    let mut header = vec![
-        "node",
-        "verdict",
-        "slots (preview → now)",
-        "keys (preview)",
-        "keys (now)",
-        "keys in slots it does not own",
-    ];
+    let mut header = vec!["node", "verdict"];
+    if preview {
+        header.extend(["slots (preview → now)", "keys (preview)"]);
+    } else {
+        header.push("slots");
+    }
+    header.extend(["keys (now)", "keys in slots it does not own"]);
     if missing {
         header.push("missing keys");
     }
     t.set_header(header);
     t.keep_to_last("verdict");
     for n in &r.nodes {
-        let mut row = vec![
-            Cell::new(&n.name),
-            Cell::new(n.verdict.words()),
-            Cell::new(slots_cell(n)),
-            right(or_dash(n.keys_expected)),
-            right(or_dash(n.keys_now)),
-            right(n.stray_keys),
-        ];
+        let mut row = vec![Cell::new(&n.name), Cell::new(n.verdict.words())];
+        if preview {
+            row.extend([Cell::new(slots_cell(n)), right(or_dash(n.keys_expected))]);
+        } else {
+            row.push(right(or_dash(n.slots_now)));
+        }
+        row.extend([right(or_dash(n.keys_now)), right(n.stray_keys)]);
         if missing {
             row.push(right(or_dash(n.missing_keys)));
         }
@@ -205,9 +205,48 @@ pub fn render_table(out: &mut dyn Write, r: &VerifyReport, layout: &TextLayout) 
         if k.missing > k.examples.len() as u64 {
             writeln!(out, "  … and {} more", k.missing - k.examples.len() as u64)?;
         }
+        if k.expiry_checked > 0 {
+            writeln!(
+                out,
+                "expiries: {} keys compared with the dump's, {} not as they were; {} that had an expiry are gone (expired)",
+                k.expiry_checked, k.expiry_changed, k.gone_expiring
+            )?;
+        }
+        for e in &k.expiry_examples {
+            writeln!(
+                out,
+                "  {}: {} (slot {}, owner {})",
+                if e.had_expiry {
+                    "expiry lost"
+                } else {
+                    "expiry set since"
+                },
+                layout.key(&e.key.0),
+                e.slot,
+                e.node.as_deref().unwrap_or("none")
+            )?;
+        }
+        if k.expiry_changed > k.expiry_examples.len() as u64 {
+            writeln!(
+                out,
+                "  … and {} more",
+                k.expiry_changed - k.expiry_examples.len() as u64
+            )?;
+        }
     }
     if r.matches {
-        writeln!(out, "result: the cluster matches the preview")
+        match r.preview {
+            Some(_) => writeln!(out, "result: the cluster matches the preview"),
+            None => writeln!(
+                out,
+                "result: no slot open, no key outside its slot's owner{}",
+                if r.keys.is_some() {
+                    ", every key of the dumps found"
+                } else {
+                    ""
+                }
+            ),
+        }
     } else {
         let mut parts = Vec::new();
         if r.slots_misplaced > 0 {
@@ -228,13 +267,24 @@ pub fn render_table(out: &mut dyn Write, r: &VerifyReport, layout: &TextLayout) 
         if let Some(k) = r.keys.as_ref().filter(|k| k.missing > 0) {
             parts.push(format!("{} missing", count(k.missing, "key")));
         }
+        if let Some(k) = r.keys.as_ref().filter(|k| k.expiry_changed > 0) {
+            parts.push(format!(
+                "{} with another expiry",
+                count(k.expiry_changed, "key")
+            ));
+        }
         let nodes = r.nodes.iter().filter(|n| !n.verdict.ok()).count();
         if nodes > 0 {
             parts.push(format!("{} not as previewed", count(nodes as u64, "node")));
         }
         writeln!(
             out,
-            "result: DIFFERS from the preview: {}",
+            "result: DIFFERS{}: {}",
+            if r.preview.is_some() {
+                " from the preview"
+            } else {
+                ""
+            },
             parts.join(", ")
         )
     }

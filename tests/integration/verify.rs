@@ -130,6 +130,90 @@ fn call_ok(port: u16, args: &[&[u8]]) {
     );
 }
 
+/// Every master's snapshot (SAVE), copied into `dir`.
+fn snapshots(ports: &[u16], dir: &Path) -> Vec<PathBuf> {
+    ports
+        .iter()
+        .map(|&p| {
+            let mut c = connect_port(p);
+            let Reply::Array(a) = c.call(&[b"CONFIG", b"GET", b"dir"]).unwrap() else {
+                panic!("CONFIG GET dir")
+            };
+            let Reply::Bulk(Some(d)) = &a[1] else {
+                panic!("CONFIG GET dir: {a:?}")
+            };
+            call_ok(p, &[b"SAVE"]);
+            let from = Path::new(std::str::from_utf8(d).unwrap()).join("dump.rdb");
+            let to = dir.join(format!("{p}.rdb"));
+            std::fs::copy(&from, &to).unwrap();
+            to
+        })
+        .collect()
+}
+
+/// RDB snapshots as `--keys`: a key's expiry lost is a difference, a key that expired is not.
+fn check_expiries(ports: &[u16], dir: &Path, keys: u64, what: &str) {
+    for i in 0..50 {
+        let k = format!("user:{i}:profile");
+        call_ok(
+            owner_port(ports, k.as_bytes()),
+            &[b"EXPIRE", k.as_bytes(), b"100000"],
+        );
+    }
+    let brief = b"user:999:profile".as_slice();
+    call_ok(owner_port(ports, brief), &[b"PEXPIRE", brief, b"1000"]);
+    let rdbs = snapshots(ports, dir);
+    let mut args: Vec<&str> = vec!["--keys"];
+    args.extend(rdbs.iter().map(|p| p.to_str().unwrap()));
+    std::thread::sleep(std::time::Duration::from_millis(1300));
+    let (code, v) = verify_json(Path::new(""), ports[0], &args);
+    assert_eq!(code, 0, "{what}: snapshots: {v}");
+    let k = &v["keys"];
+    assert_eq!(k["checked"], keys, "{what}: {k}");
+    assert_eq!(k["expiry_checked"], keys, "{what}: {k}");
+    assert_eq!(
+        (&k["gone_expiring"], &k["missing"]),
+        (&Value::from(1), &Value::from(0))
+    );
+    assert_eq!(k["expiry_changed"], 0, "{what}: {k}");
+    // One key's expiry lost: named.
+    let lost = b"user:7:profile".as_slice();
+    let port = owner_port(ports, lost);
+    call_ok(port, &[b"PERSIST", lost]);
+    let (code, v) = verify_json(Path::new(""), ports[0], &args);
+    assert_eq!(code, 1, "{what}: {v}");
+    let k = &v["keys"];
+    assert_eq!(k["expiry_changed"], 1, "{what}: {k}");
+    let e = &k["expiry_examples"][0];
+    assert_eq!(e["key"], "user:7:profile");
+    assert_eq!(e["had_expiry"], true);
+    assert_eq!(e["node"], format!("127.0.0.1:{port}"));
+    let table = keyplan()
+        .args([
+            "verify",
+            "--cluster",
+            &format!("redis://127.0.0.1:{}", ports[0]),
+        ])
+        .args(&args)
+        .output()
+        .unwrap();
+    assert_eq!(table.status.code(), Some(1));
+    let text = String::from_utf8(table.stdout).unwrap();
+    assert!(
+        text.contains(&format!(
+            "expiry lost: user:7:profile (slot {}, owner 127.0.0.1:{port})",
+            slot_of(port, lost)
+        )) && text.contains("result: DIFFERS: 1 key with another expiry"),
+        "{text}"
+    );
+    // The cluster as it was for the steps after: no expiry, the expired key back.
+    for i in 0..50 {
+        let k = format!("user:{i}:profile");
+        call_ok(owner_port(ports, k.as_bytes()), &[b"PERSIST", k.as_bytes()]);
+    }
+    call_ok(owner_port(ports, brief), &[b"SET", brief, b"v"]);
+}
+
 /// The whole check on one cluster (Redis or Valkey): `cli` runs the reshards.
 fn verify_after_real_reshards(cluster: Cluster, cli: &Path, what: &str) {
     let keys = keys();
@@ -172,6 +256,7 @@ fn verify_after_real_reshards(cluster: Cluster, cli: &Path, what: &str) {
     assert_eq!(code, 0, "{what}: no preview: {v}");
     assert_eq!(v["command"], Value::Null);
     assert_eq!(v["keys"]["checked"], keys.len() as u64);
+    check_expiries(&ports, dir.path(), keys.len() as u64, what);
     let table = keyplan()
         .arg("verify")
         .arg(&p1)
