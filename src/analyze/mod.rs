@@ -53,21 +53,19 @@ const HOT_SLOT_SHARE: f64 = 0.02;
 /// A tag holding more than this share of the keys or bytes is named by the verdict.
 const HOT_TAG_VERDICT_SHARE: f64 = 0.05;
 
-/// One slot's keys and bytes (16-byte aligned: never split over two cache lines).
-#[derive(Debug, Clone, Copy, Default)]
-#[repr(align(16))]
-struct SlotTally {
-    keys: u64,
-    bytes: u64,
-}
+/// How many spans ahead of the one counted the bulk path prefetches its slot's counter.
+const PREFETCH_AHEAD: usize = 8;
 
 /// One worker's running state. Aligned to 128 bytes so that workers kept side by side in one
 /// `Vec` never share a cache line (their per-key counters would ping-pong between cores).
 #[repr(align(128))]
 pub struct Analyzer<'t> {
     topology: &'t Topology,
-    /// Keys and bytes per slot, side by side: one cache line per key counted.
-    slots: Vec<SlotTally>,
+    /// Keys per slot (128 KiB, half of what keys and bytes side by side took: a key dump's
+    /// counters stay in the cache that the pattern and tag tables share).
+    slot_keys: Vec<u64>,
+    /// Bytes per slot, touched only by keys that weigh something.
+    slot_bytes: Vec<u64>,
     /// Operations per slot, touched only by inputs that have them.
     slot_ops: Vec<f64>,
     node_keys: Vec<u64>,
@@ -200,7 +198,8 @@ impl<'t> Analyzer<'t> {
     pub fn new(topology: &'t Topology, config: &AnalyzeConfig) -> Analyzer<'t> {
         Analyzer {
             topology,
-            slots: vec![SlotTally::default(); SLOT_COUNT],
+            slot_keys: vec![0; SLOT_COUNT],
+            slot_bytes: vec![0; SLOT_COUNT],
             slot_ops: vec![0.0; SLOT_COUNT],
             node_keys: vec![0; topology.nodes().len()],
             node_bytes: vec![0; topology.nodes().len()],
@@ -328,9 +327,10 @@ impl<'t> Analyzer<'t> {
         let o = ops.unwrap_or(0.0);
         self.saw_bytes |= bytes.is_some();
         self.saw_ops |= ops.is_some();
-        let tally = &mut self.slots[slot];
-        tally.keys += 1;
-        tally.bytes += w;
+        self.slot_keys[slot] += 1;
+        if w > 0 {
+            self.slot_bytes[slot] += w;
+        }
         if ops.is_some() {
             self.slot_ops[slot] += o;
         }
@@ -386,9 +386,11 @@ impl<'t> Analyzer<'t> {
 
     /// Adds another worker's counts to these.
     pub fn merge(&mut self, o: &Analyzer<'_>) {
-        for (a, b) in self.slots.iter_mut().zip(&o.slots) {
-            a.keys += b.keys;
-            a.bytes += b.bytes;
+        for (a, b) in self.slot_keys.iter_mut().zip(&o.slot_keys) {
+            *a += b;
+        }
+        for (a, b) in self.slot_bytes.iter_mut().zip(&o.slot_bytes) {
+            *a += b;
         }
         for (a, b) in self.slot_ops.iter_mut().zip(&o.slot_ops) {
             *a += b;
@@ -427,7 +429,10 @@ impl<'t> Analyzer<'t> {
 impl ChunkSink for Analyzer<'_> {
     #[inline(always)]
     fn expect(&self, placed: &crate::slot::Placement) {
-        if let Some(t) = self.slots.get(placed.slot as usize) {
+        if let Some(t) = self.slot_keys.get(placed.slot as usize) {
+            crate::keys::parallel::prefetch(t);
+        }
+        if let Some(t) = self.slot_bytes.get(placed.slot as usize) {
             crate::keys::parallel::prefetch(t);
         }
     }
@@ -454,7 +459,14 @@ impl ChunkSink for Analyzer<'_> {
         }
         let mut scanner = std::mem::take(&mut self.scanner);
         let counts = scanner.scan_keys(c.data, c.max_line, &mut c.long, |piece, spans| {
-            for s in spans {
+            // The slot counters are read at random: the load of a later span's is started
+            // while this one is counted.
+            for (i, s) in spans.iter().enumerate() {
+                if let Some(ahead) = spans.get(i + PREFETCH_AHEAD)
+                    && let Some(t) = self.slot_keys.get(ahead.slot as usize)
+                {
+                    crate::keys::parallel::prefetch(t);
+                }
                 self.add_span(piece, s);
             }
         });
@@ -1010,7 +1022,7 @@ impl<'a, 't> Figures<'a, 't> {
                 }
                 (exact.clone(), Some(per_node))
             }
-            None => (a.slots.iter().map(|t| t.keys).collect(), None),
+            None => (a.slot_keys.clone(), None),
         };
         let factor: Option<Vec<f64>> = exact_node_keys.as_ref().map(|exact| {
             exact
@@ -1026,13 +1038,13 @@ impl<'a, 't> Figures<'a, 't> {
             config,
             topo,
             names,
-            sampled_keys: a.slots.iter().map(|t| t.keys).sum(),
+            sampled_keys: a.slot_keys.iter().sum(),
             keys: slot_keys.iter().sum(),
             slot_keys,
             node_keys: exact_node_keys.unwrap_or_else(|| a.node_keys.clone()),
             exact: a.exact_slot_keys.is_some(),
             factor,
-            bytes: a.slots.iter().map(|t| t.bytes).sum(),
+            bytes: a.slot_bytes.iter().sum(),
             ops: a.slot_ops.iter().sum(),
             slot_shares: topo.nominal_shares(),
             slot_order,
@@ -1215,10 +1227,10 @@ impl<'a, 't> Figures<'a, 't> {
             slot: s as u16,
             node: self.node_name(s as u16),
             keys: self.slot_keys[s],
-            bytes: a.slots[s].bytes,
+            bytes: a.slot_bytes[s],
             ops: a.slot_ops[s],
             share_keys: share(self.slot_keys[s] as f64, self.keys as f64),
-            share_bytes: share(a.slots[s].bytes as f64, self.bytes as f64),
+            share_bytes: share(a.slot_bytes[s] as f64, self.bytes as f64),
             share_ops: share(a.slot_ops[s], self.ops),
         }
     }
