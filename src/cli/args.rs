@@ -521,7 +521,7 @@ pub struct SampleArgs {
 pub const DEFAULT_RATE: f64 = 20000.0;
 
 /// `--rate`: a finite number of commands per second between 1 and 10 million.
-fn parse_rate(text: &str) -> Result<f64, String> {
+pub(crate) fn parse_rate(text: &str) -> Result<f64, String> {
     match text.parse::<f64>() {
         Ok(rate) if rate.is_finite() && (1.0..=10_000_000.0).contains(&rate) => Ok(rate),
         _ => Err(format!(

@@ -60,6 +60,12 @@ pub struct VerifyArgs {
     #[arg(long, value_name = "N|PCT%", value_parser = key_tolerance)]
     pub key_tolerance: Option<KeyTolerance>,
 
+    /// At most this many commands per second per master (the masters are read in parallel;
+    /// raise it on a cluster with headroom)
+    #[arg(long, value_name = "OPS", default_value_t = super::args::DEFAULT_RATE,
+          value_parser = super::args::parse_rate)]
+    pub rate: f64,
+
     /// How key dumps are read.
     #[command(flatten)]
     pub input: InputArgs,
@@ -120,7 +126,7 @@ pub fn run(args: VerifyArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
         None => None,
     };
     let live = super::args::live_cluster(&args.cluster)?;
-    let observed = live.observe()?;
+    let observed = live.observe(Some(args.rate))?;
     let preview = preview.unwrap_or_else(|| Preview::of_cluster(&observed));
     let tally = if args.keys.is_empty() {
         None
@@ -141,16 +147,30 @@ pub fn run(args: VerifyArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
                 .or_default()
                 .push((k.as_slice(), slot, *expires));
         }
-        for (owner, keys) in &by_owner {
-            let addr = owner.and_then(|o| observed.nodes[o].address.as_deref());
-            let states = match addr {
-                Some(addr) => {
-                    let ks: Vec<&[u8]> = keys.iter().map(|(k, _, _)| *k).collect();
-                    live.key_states(addr, &ks)?
-                }
-                // An unserved slot (or a master without an address): its keys are nowhere.
-                None => vec![KeyState::Missing; keys.len()],
-            };
+        // Every master's keys looked up at once, each master at the rate.
+        let looked_up = std::thread::scope(|scope| {
+            let handles: Vec<_> = by_owner
+                .iter()
+                .map(|(owner, keys)| {
+                    let addr = owner.and_then(|o| observed.nodes[o].address.as_deref());
+                    let live = &live;
+                    scope.spawn(move || match addr {
+                        Some(addr) => {
+                            let ks: Vec<&[u8]> = keys.iter().map(|(k, _, _)| *k).collect();
+                            live.key_states(addr, &ks, Some(args.rate))
+                        }
+                        // An unserved slot (or a master without an address): its keys are
+                        // nowhere.
+                        None => Ok(vec![KeyState::Missing; keys.len()]),
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("invariant: lookup threads do not panic"))
+                .collect::<Result<Vec<_>, _>>()
+        })?;
+        for (keys, states) in by_owner.values().zip(looked_up) {
             for ((k, slot, expires), state) in keys.iter().zip(states) {
                 tally.add(k, *slot, *expires, state);
             }

@@ -1,35 +1,51 @@
 //! What `keyplan verify` reads from a cluster: every master's keys in every slot (owned or
 //! not), and how the owner of their slot has given keys (there, with an expiry or not).
 
-use super::{LiveCluster, LiveError, MAX_PLAUSIBLE_KEYS, host_port, node_error};
+use super::{LiveCluster, LiveError, MAX_PLAUSIBLE_KEYS, host_port, node_error, pace};
 use crate::migrate::verify::{KeyState, LiveNode, Observed};
 use crate::slot::SLOT_COUNT;
 use redis::Value;
+use std::time::Instant;
 
-/// Commands sent per round trip.
+/// Commands sent per round trip (fewer at a rate below it, so that every second keeps to it).
 const PIPELINE: usize = 1024;
+
+/// Commands per round trip at `rate` commands per second.
+fn pipeline(rate: Option<f64>) -> usize {
+    rate.map_or(PIPELINE, |r| (r as usize).clamp(1, PIPELINE))
+}
 
 impl LiveCluster {
     /// The masters, each slot's owner and open markers (every master's), and every master's
     /// key count in each of the 16384 slots, whether it owns the slot or not
-    /// (`CLUSTER COUNTKEYSINSLOT` counts the keys a node holds, owner or not).
-    pub fn observe(&self) -> Result<Observed, LiveError> {
+    /// (`CLUSTER COUNTKEYSINSLOT` counts the keys a node holds, owner or not): the masters
+    /// asked in parallel, each at most `rate` commands per second.
+    pub fn observe(&self, rate: Option<f64>) -> Result<Observed, LiveError> {
         let view = self.cluster_view()?;
         let masters = view.masters();
-        let mut nodes = Vec::with_capacity(masters.len());
-        let mut counts = Vec::with_capacity(masters.len());
-        for &i in &masters {
-            let n = &view.nodes[i];
-            nodes.push(LiveNode {
-                name: n.name.clone(),
-                id: n.id.clone(),
-                address: n.address.clone(),
-            });
-            counts.push(match &n.address {
-                Some(addr) => self.every_slot_key_count(addr)?,
-                None => vec![0; SLOT_COUNT],
-            });
-        }
+        let nodes: Vec<LiveNode> = masters
+            .iter()
+            .map(|&i| LiveNode {
+                name: view.nodes[i].name.clone(),
+                id: view.nodes[i].id.clone(),
+                address: view.nodes[i].address.clone(),
+            })
+            .collect();
+        let counts = std::thread::scope(|scope| {
+            let handles: Vec<_> = nodes
+                .iter()
+                .map(|n| {
+                    scope.spawn(move || match &n.address {
+                        Some(addr) => self.every_slot_key_count(addr, rate),
+                        None => Ok(vec![0; SLOT_COUNT]),
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("invariant: counting threads do not panic"))
+                .collect::<Result<Vec<_>, _>>()
+        })?;
         let owner = view
             .owner
             .iter()
@@ -44,12 +60,14 @@ impl LiveCluster {
     }
 
     /// The keys the node at `addr` holds in each of the 16384 slots.
-    fn every_slot_key_count(&self, addr: &str) -> Result<Vec<u64>, LiveError> {
+    fn every_slot_key_count(&self, addr: &str, rate: Option<f64>) -> Result<Vec<u64>, LiveError> {
         let (host, port) = host_port(addr)?;
         let mut con = self.connect(&host, port)?;
         let mut out = Vec::with_capacity(SLOT_COUNT);
         let slots: Vec<u16> = (0..SLOT_COUNT as u16).collect();
-        for chunk in slots.chunks(PIPELINE) {
+        let started = Instant::now();
+        for chunk in slots.chunks(pipeline(rate)) {
+            pace(rate, out.len() as u64, started);
             let mut pipe = redis::pipe();
             for s in chunk {
                 pipe.cmd("CLUSTER").arg("COUNTKEYSINSLOT").arg(*s);
@@ -76,14 +94,21 @@ impl LiveCluster {
         Ok(out)
     }
 
-    /// How the master at `addr` has each of `keys` (`PTTL`, pipelined): missing, without an
-    /// expiry or with one. A key the node answers with an error for (`MOVED`: it does not own
+    /// How the master at `addr` has each of `keys` (`PTTL`, pipelined, at most `rate` a
+    /// second): missing, without an expiry or with one. A key the node answers with an error for (`MOVED`: it does not own
     /// the key's slot) is missing there.
-    pub fn key_states(&self, addr: &str, keys: &[&[u8]]) -> Result<Vec<KeyState>, LiveError> {
+    pub fn key_states(
+        &self,
+        addr: &str,
+        keys: &[&[u8]],
+        rate: Option<f64>,
+    ) -> Result<Vec<KeyState>, LiveError> {
         let (host, port) = host_port(addr)?;
         let mut con = self.connect(&host, port)?;
         let mut out = Vec::with_capacity(keys.len());
-        for chunk in keys.chunks(PIPELINE) {
+        let started = Instant::now();
+        for chunk in keys.chunks(pipeline(rate)) {
+            pace(rate, out.len() as u64, started);
             let mut pipe = redis::pipe();
             pipe.ignore_errors();
             for k in chunk {

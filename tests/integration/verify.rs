@@ -257,6 +257,13 @@ fn verify_after_real_reshards(cluster: Cluster, cli: &Path, what: &str) {
     assert_eq!(v["command"], Value::Null);
     assert_eq!(v["keys"]["checked"], keys.len() as u64);
     check_expiries(&ports, dir.path(), keys.len() as u64, what);
+    // --rate holds per master: 16,384 slot counts at 4,096 a second take at least 3 seconds
+    // (the fourth second's commands are sent when it starts).
+    let started = std::time::Instant::now();
+    let (code, _) = verify_json(&p1, ports[0], &["--rate", "4096"]);
+    assert_eq!(code, 0);
+    let took = started.elapsed().as_secs_f64();
+    assert!(took >= 3.0, "{what}: --rate 4096 took {took:.2} s");
     let table = keyplan()
         .arg("verify")
         .arg(&p1)
@@ -462,6 +469,9 @@ fn verify_errors_name_the_file_and_flag() {
     let (code, text) = run(&[t]);
     assert_eq!(code, 2);
     assert!(text.contains("--cluster"), "{text}");
+    let (code, text) = run(&[t, "--cluster", "redis://127.0.0.1:1", "--rate", "0"]);
+    assert_eq!(code, 2);
+    assert!(text.contains("--rate"), "{text}");
     let (code, text) = run(&[
         t,
         "--cluster",
