@@ -431,6 +431,132 @@ fn a_real_reshard_verifies_on_valkey() {
     verify_after_real_reshards(cluster, &cli, "Valkey");
 }
 
+/// Previews `args` live (every key counted) into `json`, runs the `--emit setslot` script of
+/// the same preview with `sh`, and waits for the nodes to agree.
+fn preview_and_run_setslot(args: &[&str], json: &Path, cli: &Path, ports: &[u16]) {
+    let out = keyplan()
+        .args(args)
+        .args(["--format", "json", "-o"])
+        .arg(json)
+        .output()
+        .unwrap();
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "{}",
+        all_output(&out)
+    );
+    let script = keyplan()
+        .args(args)
+        .args(["--emit", "setslot"])
+        .output()
+        .unwrap();
+    assert!(
+        matches!(script.status.code(), Some(0 | 1)),
+        "{}",
+        all_output(&script)
+    );
+    let dir = json.parent().unwrap();
+    let path = json.with_extension("sh");
+    std::fs::write(&path, &script.stdout).unwrap();
+    let cli_dir = cli.parent().unwrap().to_str().unwrap().to_string();
+    let run = Command::new("sh")
+        .arg(&path)
+        .env("KEYPLAN_STATE", dir.join("state"))
+        .env(
+            "PATH",
+            format!("{cli_dir}:{}", std::env::var("PATH").unwrap_or_default()),
+        )
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "setslot script: {}", all_output(&run));
+    wait_agree(cli, ports);
+}
+
+/// The script keyplan emits grows the cluster by a master and drains it again; verify matches
+/// each preview: the added node (which the preview knew by address only) owns its share, the
+/// drained one is gone as previewed, every key is on its slot's owner.
+fn the_emitted_setslot_script_verifies_growing_and_draining() {
+    let (Some(mut cluster), Some(server), Some(cli)) = (
+        Cluster::create(),
+        require_binary("redis-server"),
+        require_binary("redis-cli"),
+    ) else {
+        return;
+    };
+    let keys = keys();
+    cluster.load(&keys);
+    let dir = tempfile::tempdir().unwrap();
+    let dump = dir.path().join("before.keys");
+    write_dump(&dump, &keys);
+    let dump_arg = dump.to_str().unwrap();
+    let ports: Vec<u16> = cluster.nodes.iter().map(|n| n.port).collect();
+    let url = format!("redis://127.0.0.1:{}", ports[0]);
+    cluster
+        .nodes
+        .push(crate::support::RedisServer::start(&server, true));
+    let all: Vec<u16> = cluster.nodes.iter().map(|n| n.port).collect();
+    let new = format!("127.0.0.1:{}", all[3]);
+
+    let grow = dir.path().join("grow.json");
+    let args = [
+        "rebalance",
+        "--preview",
+        "--cluster",
+        &url,
+        "--add-node",
+        &new,
+        "--sample",
+        "all",
+    ];
+    preview_and_run_setslot(&args, &grow, &cli, &all);
+    let (code, v) = verify_json(&grow, ports[0], &["--keys", dump_arg]);
+    assert_eq!(code, 0, "3 → 4: {v}");
+    let added = v["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["address"] == new.as_str())
+        .unwrap();
+    assert_eq!(added["verdict"], "matches");
+    assert!(added["slots_now"].as_u64().unwrap() > 4000, "{added}");
+    assert!(added["keys_now"].as_u64().unwrap() > 0, "{added}");
+    assert_eq!(v["keys"]["missing"], 0);
+
+    let drain = dir.path().join("drain.json");
+    let id = node_id(all[3]);
+    let args = [
+        "rebalance",
+        "--preview",
+        "--cluster",
+        &url,
+        "--remove-node",
+        &id,
+        "--sample",
+        "all",
+    ];
+    preview_and_run_setslot(&args, &drain, &cli, &ports);
+    let (code, v) = verify_json(&drain, ports[0], &["--keys", dump_arg]);
+    assert_eq!(code, 0, "4 → 3: {v}");
+    let gone = v["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["id"] == id.as_str())
+        .unwrap();
+    assert_eq!(gone["verdict"], "removed", "{gone}");
+    assert_eq!(v["keys"]["checked"], keys.len() as u64);
+    // The grow preview no longer holds: its added node's slots are elsewhere.
+    let (code, v) = verify_json(&grow, ports[0], &[]);
+    assert_eq!(code, 1);
+    let added = v["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["address"] == new.as_str())
+        .unwrap();
+    assert_eq!(added["verdict"], "missing", "{added}");
+}
+
 fn verify_errors_name_the_file_and_flag() {
     let dir = tempfile::tempdir().unwrap();
     let table = dir.path().join("preview.txt");
@@ -509,6 +635,10 @@ pub(crate) const TESTS: &[crate::support::Test] = &[
     (
         "a_real_reshard_verifies_on_valkey",
         a_real_reshard_verifies_on_valkey,
+    ),
+    (
+        "the_emitted_setslot_script_verifies_growing_and_draining",
+        the_emitted_setslot_script_verifies_growing_and_draining,
     ),
     (
         "verify_errors_name_the_file_and_flag",
