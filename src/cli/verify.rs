@@ -6,7 +6,9 @@ use super::values::{Word, one_of};
 use crate::error::{ExitStatus, UserError};
 use crate::keys::Record;
 use crate::keys::parallel::ChunkSink;
-use crate::migrate::verify::{KeyState, KeyTally, KeyTolerance, Preview, parse_preview, verify};
+use crate::migrate::verify::{
+    KeyState, KeyTally, KeyTolerance, Preview, parse_preview, shares_a_node, verify,
+};
 use crate::report::render::Format;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -127,6 +129,18 @@ pub fn run(args: VerifyArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     };
     let live = super::args::live_cluster(&args.cluster)?;
     let observed = live.observe(Some(args.rate))?;
+    if let (Some(p), Some(name)) = (&preview, &name)
+        && !shares_a_node(p, &observed)
+    {
+        return Err(UserError::new(
+            format!(
+                "{name}: none of its nodes is in the cluster at {} (by node id, or address for a node it adds): it was made for another cluster",
+                live.url_text()
+            ),
+            "give --cluster the cluster the preview was made for",
+        )
+        .into());
+    }
     let preview = preview.unwrap_or_else(|| Preview::of_cluster(&observed));
     let tally = if args.keys.is_empty() {
         None

@@ -551,6 +551,15 @@ fn open_text(m: &Migration) -> String {
     }
 }
 
+/// Whether any master of the preview is in the cluster: a preview none of whose nodes is
+/// there was made for another cluster (its report would be all differences).
+pub fn shares_a_node(preview: &Preview, live: &Observed) -> bool {
+    preview
+        .nodes
+        .iter()
+        .any(|p| live.nodes.iter().any(|l| same(p, l)))
+}
+
 /// Compares the cluster with the preview.
 pub fn verify(
     names: (Option<&str>, &str),
@@ -975,6 +984,14 @@ mod tests {
         assert!(judge(KeyTolerance::Percent(1.0)));
         assert!(!judge(KeyTolerance::Percent(0.9)));
         assert!(KeyTolerance::Percent(1.0).allows(1000, 990));
+    }
+
+    #[test]
+    fn a_preview_of_another_cluster_shares_no_node() {
+        let text = preview_json(&exact(), &[(A, "h:1", &[(0, 16383)], 0)]);
+        let p = parse_preview(&text, 2).unwrap();
+        assert!(shares_a_node(&p, &live(&[(A, "h:9")], |_| Some(0))));
+        assert!(!shares_a_node(&p, &live(&[(B, "h:1")], |_| Some(0))));
     }
 
     #[test]
