@@ -37,7 +37,7 @@ const FORMATS: &[Word<Format>] = &[
 /// check could not be made.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  keyplan rebalance --preview --cluster redis://10.0.0.1:7000 --sample all --format json -o preview.json\n  keyplan verify preview.json --cluster redis://10.0.0.1:7000\n  keyplan verify preview.json --cluster redis://10.0.0.1:7000 --keys before.keys --format json\n  keyplan verify --cluster redis://10.0.1.1:7000 --keys before.keys"
+    after_help = "Examples:\n  keyplan rebalance --preview --cluster redis://10.0.0.1:7000 --sample all --format json -o preview.json\n  keyplan verify preview.json --cluster redis://10.0.0.1:7000\n  keyplan verify preview.json --cluster redis://10.0.0.1:7000 --keys before.keys --format json\n  keyplan verify --cluster redis://10.0.1.1:7000 --keys before.keys\n\nExit status: 0 the cluster matches the preview, 1 it differs (the report says where), 2 the check could not be made."
 )]
 pub struct VerifyArgs {
     /// The preview saved before the migration (keyplan rebalance|reshard --preview --format
