@@ -7,10 +7,9 @@ use crate::error::{ExitStatus, UserError};
 use crate::keys::Record;
 use crate::keys::parallel::ChunkSink;
 use crate::migrate::verify::{
-    KeyState, KeyTally, KeyTolerance, Preview, parse_preview, shares_a_node, verify,
+    KeyTally, KeyTolerance, Preview, parse_preview, shares_a_node, verify,
 };
 use crate::report::render::Format;
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// The formats of verify's report.
@@ -97,9 +96,6 @@ fn key_tolerance(text: &str) -> Result<KeyTolerance, String> {
     }
 }
 
-/// A key of a dump: its bytes, its slot and whether the dump gave it an expiry.
-type DumpKey<'a> = (&'a [u8], u16, Option<bool>);
-
 /// One worker's keys.
 #[repr(align(128))]
 #[derive(Default)]
@@ -152,42 +148,15 @@ pub fn run(args: VerifyArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
             .par_read_dumps(&args.keys, ctx.progress, &mut sinks)?;
         dumps.warn(ctx)?;
         let mut tally = KeyTally::new(dumps.0.iter().map(|(n, _)| n.clone()).collect());
-        // The keys by the master that owns their slot now.
-        let mut by_owner: BTreeMap<Option<usize>, Vec<DumpKey<'_>>> = BTreeMap::new();
-        for (k, expires) in sinks.iter().flat_map(|s| &s.0) {
-            let slot = crate::slot::key_slot(k);
-            by_owner
-                .entry(observed.owner[usize::from(slot)])
-                .or_default()
-                .push((k.as_slice(), slot, *expires));
-        }
-        // Every master's keys looked up at once, each master at the rate.
-        let looked_up = std::thread::scope(|scope| {
-            let handles: Vec<_> = by_owner
-                .iter()
-                .map(|(owner, keys)| {
-                    let addr = owner.and_then(|o| observed.nodes[o].address.as_deref());
-                    let live = &live;
-                    scope.spawn(move || match addr {
-                        Some(addr) => {
-                            let ks: Vec<&[u8]> = keys.iter().map(|(k, _, _)| *k).collect();
-                            live.key_states(addr, &ks, Some(args.rate))
-                        }
-                        // An unserved slot (or a master without an address): its keys are
-                        // nowhere.
-                        None => Ok(vec![KeyState::Missing; keys.len()]),
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().expect("invariant: lookup threads do not panic"))
-                .collect::<Result<Vec<_>, _>>()
-        })?;
-        for (keys, states) in by_owner.values().zip(looked_up) {
-            for ((k, slot, expires), state) in keys.iter().zip(states) {
-                tally.add(k, *slot, *expires, state);
-            }
+        let keys: Vec<(&[u8], u16)> = sinks
+            .iter()
+            .flat_map(|s| &s.0)
+            .map(|(k, _)| (k.as_slice(), crate::slot::key_slot(k)))
+            .collect();
+        let states = live.key_states_on_owners(&observed, &keys, Some(args.rate))?;
+        let expires = sinks.iter().flat_map(|s| &s.0).map(|(_, e)| *e);
+        for (((k, slot), expires), state) in keys.iter().zip(expires).zip(states) {
+            tally.add(k, *slot, expires, state);
         }
         Some(tally)
     };

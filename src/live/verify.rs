@@ -94,6 +94,53 @@ impl LiveCluster {
         Ok(out)
     }
 
+    /// How the master that owns each key's slot in `observed` has it (`keys`: each key with
+    /// its slot), in the order of `keys`: every master's keys looked up at once, each master at
+    /// most `rate` commands a second. A key of an unserved slot is missing.
+    pub fn key_states_on_owners(
+        &self,
+        observed: &Observed,
+        keys: &[(&[u8], u16)],
+        rate: Option<f64>,
+    ) -> Result<Vec<KeyState>, LiveError> {
+        // The keys' places in `keys`, by the master owning their slot.
+        let mut by_owner: std::collections::BTreeMap<Option<usize>, Vec<usize>> =
+            Default::default();
+        for (i, (_, slot)) in keys.iter().enumerate() {
+            by_owner
+                .entry(observed.owner[usize::from(*slot)])
+                .or_default()
+                .push(i);
+        }
+        let looked_up = std::thread::scope(|scope| {
+            let handles: Vec<_> = by_owner
+                .iter()
+                .map(|(owner, places)| {
+                    let addr = owner.and_then(|o| observed.nodes[o].address.as_deref());
+                    scope.spawn(move || match addr {
+                        Some(addr) => {
+                            let ks: Vec<&[u8]> = places.iter().map(|&i| keys[i].0).collect();
+                            self.key_states(addr, &ks, rate)
+                        }
+                        // An unserved slot (or a master without an address): nowhere.
+                        None => Ok(vec![KeyState::Missing; places.len()]),
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("invariant: lookup threads do not panic"))
+                .collect::<Result<Vec<_>, _>>()
+        })?;
+        let mut out = vec![KeyState::Missing; keys.len()];
+        for (places, states) in by_owner.values().zip(looked_up) {
+            for (&i, state) in places.iter().zip(states) {
+                out[i] = state;
+            }
+        }
+        Ok(out)
+    }
+
     /// How the master at `addr` has each of `keys` (`PTTL`, pipelined, at most `rate` a
     /// second): missing, without an expiry or with one. A key the node answers with an error for (`MOVED`: it does not own
     /// the key's slot) is missing there.

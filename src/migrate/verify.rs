@@ -252,6 +252,18 @@ pub struct Observed {
     pub counts: Vec<Vec<u64>>,
 }
 
+/// Adds `item` to `list`, which keeps the first [`MISSING_EXAMPLES`] items in `order` (slot,
+/// then key): the same examples whatever order the keys were looked up in.
+fn keep_first<T>(list: &mut Vec<T>, item: T, order: impl Fn(&T, &T) -> std::cmp::Ordering) {
+    use std::cmp::Ordering::Greater;
+    if list.len() == MISSING_EXAMPLES && list.last().is_some_and(|l| order(l, &item) != Greater) {
+        return;
+    }
+    let at = list.partition_point(|x| order(x, &item) != Greater);
+    list.insert(at, item);
+    list.truncate(MISSING_EXAMPLES);
+}
+
 /// A key as its slot's owner has it now (`PTTL`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KeyState {
@@ -272,7 +284,7 @@ pub struct KeyTally {
     pub checked: u64,
     /// Keys not found, per slot (keys the dump gave an expiry are counted in `gone_expiring`).
     pub missing: Vec<u64>,
-    /// The first keys not found (in the order they were looked up), with their slot.
+    /// The first keys not found (by slot, then key), with their slot.
     pub examples: Vec<(Vec<u8>, u16)>,
     /// Keys whose dump says whether they expire (snapshots do).
     pub expiry_known: u64,
@@ -280,7 +292,8 @@ pub struct KeyTally {
     pub gone_expiring: u64,
     /// Keys found that expire now and did not in the dump, or the other way round.
     pub expiry_changed: u64,
-    /// The first of them, with their slot and whether the dump gave them an expiry.
+    /// The first of them (by slot, then key), with their slot and whether the dump gave them
+    /// an expiry.
     pub expiry_examples: Vec<(Vec<u8>, u16, bool)>,
 }
 
@@ -308,16 +321,16 @@ impl KeyTally {
             (Some(true), KeyState::Missing) => self.gone_expiring += 1,
             (_, KeyState::Missing) => {
                 self.missing[usize::from(slot)] += 1;
-                if self.examples.len() < MISSING_EXAMPLES {
-                    self.examples.push((key.to_vec(), slot));
-                }
+                keep_first(&mut self.examples, (key.to_vec(), slot), |a, b| {
+                    (a.1, &a.0).cmp(&(b.1, &b.0))
+                });
             }
             (Some(true), KeyState::Persistent) | (Some(false), KeyState::Expiring) => {
                 self.expiry_changed += 1;
-                if self.expiry_examples.len() < MISSING_EXAMPLES {
-                    self.expiry_examples
-                        .push((key.to_vec(), slot, expires == Some(true)));
-                }
+                let e = (key.to_vec(), slot, expires == Some(true));
+                keep_first(&mut self.expiry_examples, e, |a, b| {
+                    (a.1, &a.0).cmp(&(b.1, &b.0))
+                });
             }
             _ => {}
         }
@@ -969,6 +982,32 @@ mod tests {
             KeyTolerance::Exact,
         );
         assert!(r.matches, "a key that expired is no difference");
+    }
+
+    #[test]
+    fn the_examples_are_the_first_by_slot_and_key_whatever_the_order() {
+        let keys: Vec<(Vec<u8>, u16)> = (0..60u16)
+            .map(|i| (format!("k{}", i % 7).into_bytes(), i * 37 % 50))
+            .collect();
+        let mut forward = KeyTally::new(Vec::new());
+        let mut backward = KeyTally::new(Vec::new());
+        for (k, s) in &keys {
+            forward.add(k, *s, None, KeyState::Missing);
+        }
+        for (k, s) in keys.iter().rev() {
+            backward.add(k, *s, None, KeyState::Missing);
+        }
+        assert_eq!(forward.examples, backward.examples);
+        assert_eq!(forward.examples.len(), MISSING_EXAMPLES);
+        let mut all: Vec<(u16, Vec<u8>)> = keys.iter().map(|(k, s)| (*s, k.clone())).collect();
+        all.sort();
+        let first: Vec<(u16, Vec<u8>)> = forward
+            .examples
+            .iter()
+            .map(|(k, s)| (*s, k.clone()))
+            .collect();
+        assert_eq!(first, all[..MISSING_EXAMPLES]);
+        assert_eq!(forward.missing_total(), 60);
     }
 
     #[test]
