@@ -161,11 +161,13 @@ fn check_expiries(ports: &[u16], dir: &Path, keys: u64, what: &str) {
         );
     }
     let brief = b"user:999:profile".as_slice();
-    call_ok(owner_port(ports, brief), &[b"PEXPIRE", brief, b"1000"]);
+    // Two seconds: time enough for the snapshots to hold it, gone when verify runs.
+    call_ok(owner_port(ports, brief), &[b"PEXPIRE", brief, b"2000"]);
+    let expiring = std::time::Instant::now();
     let rdbs = snapshots(ports, dir);
     let mut args: Vec<&str> = vec!["--keys"];
     args.extend(rdbs.iter().map(|p| p.to_str().unwrap()));
-    std::thread::sleep(std::time::Duration::from_millis(1300));
+    std::thread::sleep(std::time::Duration::from_millis(2300).saturating_sub(expiring.elapsed()));
     let (code, v) = verify_json(Path::new(""), ports[0], &args);
     assert_eq!(code, 0, "{what}: snapshots: {v}");
     let k = &v["keys"];
