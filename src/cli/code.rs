@@ -62,11 +62,27 @@ pub struct CodeArgs {
     /// Worker threads (default: all cores)
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
     pub threads: Option<u16>,
+
+    /// How Python, JavaScript and TypeScript are read: `readers` reads each file on its own,
+    /// following constants, key helpers and pipelines handed to functions; `model` (a
+    /// preview) lowers every file into one model and follows values through functions,
+    /// classes, objects and modules, judging a helper's batch by what its callers send
+    #[arg(long, value_enum, value_name = "ENGINE", default_value_t = CodeEngine::Readers)]
+    pub engine: CodeEngine,
+}
+
+/// How `keyplan code` reads the languages both ways can read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CodeEngine {
+    /// Each file read on its own (the default)
+    Readers,
+    /// One model of the whole tree, followed across functions, classes and files (a preview)
+    Model,
 }
 
 /// Runs `keyplan code`.
 pub fn run(args: CodeArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
-    let report = scan_paths(&args.paths, args.threads, ctx)?;
+    let report = scan_paths(&args.paths, args.threads, args.engine, ctx)?;
     let format = args.format;
     ctx.write_to(args.output.as_ref(), |out, layout| {
         render(&report, format, out, layout).context("writing the report")
@@ -86,6 +102,7 @@ const CROSS_FILE_DEPTH: usize = 3;
 pub fn scan_paths(
     paths: &[PathBuf],
     threads_flag: Option<u16>,
+    engine: CodeEngine,
     ctx: &Ctx<'_>,
 ) -> anyhow::Result<CodeReport> {
     for p in paths {
@@ -137,8 +154,53 @@ pub fn scan_paths(
             .map(str::to_string)
     };
     let none = Globals::default();
+    let language_of = |f: &SourceFile| {
+        f.path
+            .extension()
+            .and_then(|e| e.to_str())
+            .and_then(Language::of_extension)
+    };
+    // Languages read through the model (`--engine model`): each file lowered on its own, then
+    // the files of one language analysed together (a function of one file followed from the
+    // others).
+    let through_model = |l: Language| engine == CodeEngine::Model && crate::code::scan::lowered(l);
+    let modelled: Vec<usize> = (0..files.len())
+        .filter(|&i| language_of(&files[i]).is_some_and(through_model))
+        .collect();
+    let lowered: Vec<Result<(String, Language, crate::code::ir::Unit), String>> =
+        par_map(&modelled, workers, |&i| {
+            progress.inc(1);
+            let (l, text) = load(&files[i])?;
+            crate::code::scan::lower(l, &text).map(|u| (files[i].shown.clone(), l, u))
+        })?;
+    let mut model_results: BTreeMap<usize, Result<FileFindings, String>> = BTreeMap::new();
+    let mut units = Vec::new();
+    let mut unit_index = Vec::new();
+    for (&i, r) in modelled.iter().zip(lowered) {
+        match r {
+            Ok(u) => {
+                units.push(u);
+                unit_index.push(i);
+            }
+            Err(why) => {
+                model_results.insert(i, Err(why));
+            }
+        }
+    }
+    let run = |job: &(dyn Fn(usize) -> crate::code::engine::Found + Sync), n: usize| {
+        let idx: Vec<usize> = (0..n).collect();
+        par_map(&idx, workers, |&i| job(i)).unwrap_or_default()
+    };
+    let found = crate::code::scan::analyse(&units, crate::code::profile::Profile::builtin, &run);
+    drop(units);
+    for (i, f) in unit_index.into_iter().zip(found) {
+        model_results.insert(i, Ok(f));
+    }
     let exported: Vec<Result<(Language, Globals), String>> = par_map(&files, workers, |f| {
         progress.inc(1);
+        if let Some(l) = language_of(f).filter(|&l| through_model(l)) {
+            return Ok((l, Globals::default()));
+        }
         let (l, text) = load(f)?;
         readers
             .definitions(l, &text, &none, stem(f).as_deref())
@@ -205,6 +267,9 @@ pub fn scan_paths(
     let order: Vec<usize> = (0..files.len()).collect();
     let results: Vec<Result<FileFindings, String>> = par_map(&order, workers, |&i| {
         progress.inc(1);
+        if let Some(r) = model_results.get(&i) {
+            return r.clone();
+        }
         if let Some(why) = &refused[i] {
             return Err(why.clone());
         }

@@ -241,7 +241,12 @@ pub fn run(mut args: LintArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
             Ok(summary)
         })?;
     if !args.code.is_empty() {
-        let report = super::code::scan_paths(&args.code, args.threads, ctx)?;
+        let report = super::code::scan_paths(
+            &args.code,
+            args.threads,
+            super::code::CodeEngine::Readers,
+            ctx,
+        )?;
         diags.extend(lint_code(rules, &report).into_iter().filter(|d| {
             only.as_ref().is_none_or(|files| {
                 std::fs::canonicalize(&d.path).is_ok_and(|p| files.contains(&p))

@@ -7,15 +7,17 @@
 //! ([`python`], [`javascript`]) turn one file's text into [`FileFindings`]; nothing here reads files.
 
 pub mod draft;
+pub mod engine;
 pub mod golang;
 pub mod guard;
 pub mod ir;
-pub mod lower;
 pub mod java;
 pub mod javascript;
+pub mod lower;
 pub mod profile;
 pub mod python;
 pub mod ruby;
+pub mod scan;
 mod syntax;
 
 use profile::Profile;

@@ -164,6 +164,30 @@ pub struct Profile {
     pub raw: Vec<String>,
     /// Methods that send one command, by name.
     pub commands: BTreeMap<String, Method>,
+    /// How code makes and declares the client's objects.
+    #[serde(default)]
+    pub clients: ClientHints,
+}
+
+/// How code makes and declares a client's objects: what tells the analysis that a value is a
+/// client or a pipeline before any command is sent on it.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClientHints {
+    /// Functions, classes and constructors whose call makes a client (`Redis(…)`,
+    /// `new Redis(…)`, `createClient(…)`, `redis.NewClient(…)`, `Redis.from_url(…)`).
+    #[serde(default)]
+    pub make: Vec<String>,
+    /// Type names (last segment) a parameter or field declared a client has.
+    #[serde(default)]
+    pub types: Vec<String>,
+    /// Type names (last segment) a parameter declared a pipeline or transaction has.
+    #[serde(default)]
+    pub pipeline_types: Vec<String>,
+    /// The client's own methods that send no command of a script (connecting, events,
+    /// duplicating): never read as a command the tree defined at runtime.
+    #[serde(default)]
+    pub api: Vec<String>,
 }
 
 /// Why a profile cannot be used.

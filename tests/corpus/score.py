@@ -208,8 +208,12 @@ def score(rec, report, src):
     executed = {f: parse_ranges(t) for f, t in rec.get("executed", {}).items()}
     cmd_lines = {f: {int(n) for n in lines} for f, lines in rec.get("command_lines", {}).items()}
 
+    def ends(r):
+        # A site is a span: the line that opens it and, when another, the one that sends it.
+        return [r["line"]] + ([r["send_line"]] if r.get("send_line") else [])
+
     def in_span(r, f, sp):
-        return f is not None and r["file"] == f and sp[0] <= r["line"] <= sp[1]
+        return f is not None and r["file"] == f and any(sp[0] <= n <= sp[1] for n in ends(r))
 
     sites = []
     for s in rec["sites"]:
@@ -264,8 +268,11 @@ def score(rec, report, src):
 
     for r in reported:
         f = r["file"]
-        sp = spans.of(f, r["line"])
-        lines = set(range(sp[0], sp[1] + 1))
+        lines = set()
+        for n in ends(r):
+            sp = spans.of(f, n)
+            lines |= set(range(sp[0], sp[1] + 1))
+        sp = (min(lines), max(lines))
         if not (lines & executed.get(f, set())):
             continue
         sc.reported += 1
@@ -300,6 +307,7 @@ def main():
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--verbose", "-v", action="store_true")
     ap.add_argument("--json", help="write the figures per package to this file")
+    ap.add_argument("--engine", choices=["readers", "model"], help="keyplan code --engine (default: keyplan's own)")
     a = ap.parse_args()
     halves = load_split()
     recs = []
@@ -328,7 +336,8 @@ def main():
         fetch_s += time.time() - t
         t = time.time()
         # Run in the package's root: files are named from there, as the recording names them.
-        out = subprocess.run([os.path.abspath(a.keyplan), "code", "--format", "json", "-q", "."], cwd=src, capture_output=True)
+        engine = ["--engine", a.engine] if a.engine else []
+        out = subprocess.run([os.path.abspath(a.keyplan), "code", "--format", "json", "-q", *engine, "."], cwd=src, capture_output=True)
         keyplan_s += time.time() - t
         if out.returncode not in (0, 1):
             print("%s: keyplan exit %d: %s" % (rec["package"], out.returncode, out.stderr.decode()[-400:]), file=sys.stderr)

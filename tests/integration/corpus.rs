@@ -12,12 +12,14 @@ pub const TESTS: &[crate::support::Test] = &[("recorded_corpus", recorded_corpus
 /// Floors per half, as fractions: recall, precision, verdicts, key templates. They are the
 /// figures `keyplan code` had when the corpus was recorded (BASELINE.md, commit 1dbdfaf), less
 /// one point, so that a change may not lose ground; raise them as the figures rise. The held-out
-/// half is measured here too; its misses are never printed.
+/// half is measured here too; its misses are never printed. Since sites became spans, a site
+/// is matched by either its opening or its sending line: that found 3 more held-out sites
+/// (same 31 verdicts right over 72), so the held-out verdict floor is 0.43 less one point.
 const FLOORS: [(&str, [f64; 4]); 2] = [
     // measured: 79/132 found, 82/92 real, 56/79 verdicts, 65.2/129 templates
     ("dev", [0.59, 0.88, 0.70, 0.49]),
-    // measured: 69/138 found, 67/70 real, 31/69 verdicts, 37.0/135 templates
-    ("held-out", [0.49, 0.94, 0.44, 0.26]),
+    // measured (either end): 72/138 found, 67/70 real, 31/72 verdicts, 37.0/135 templates
+    ("held-out", [0.49, 0.94, 0.42, 0.26]),
 ];
 
 /// Batches recorded cross-slot that keyplan calls one slot, over the whole corpus: 3 at
