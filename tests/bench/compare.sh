@@ -6,8 +6,11 @@
 # Sections (each prints a Markdown table; rows of a table run in turns, RUNS times each, and
 # show medians, since these shared machines drift by 10-20% within a minute):
 #   dumps     a generated dump and an id-heavy one (`gen_keys --ids`): cat, wc -l, the naive
-#             Rust loop, the fused SIMD slot pass (`slot --counts`, the floor for reading and
-#             hashing every key), analyze, lint --keys, plan --keys
+#             Rust loop, the floor (the standalone fused SIMD slot pass in ../shared/bench/floor:
+#             newlines, `{…}` tags and the CRC in one pass, 2 threads, mmap, the histogram and
+#             nothing else; AVX-512 kernel where the CPU has it, else AVX2), keyplan's own slot
+#             pass (`slot --counts`), analyze, lint --keys, plan --keys; then the same on the
+#             floor's own generated dump (`gen N FILE 1`)
 #   snapshot  an RDB a real redis-server writes (DEBUG POPULATE KEYS/2): cat, the `rdb` crate
 #             0.4 (`rdb -f nil`, parse only; installed into target/bench-tools on first use),
 #             keyplan scan --rdb and analyze
@@ -16,7 +19,8 @@
 #   code      keyplan code next to rg -c over a tree of real code (tests/bench/tree.sh)
 # then peak memory and a long fuzz run.
 #
-# Environment: RUNS (default 5); SKIP=live,code,... to leave sections out. Needs bash and
+# Environment: RUNS (default 5); SKIP=live,code,... to leave sections out; FLOOR_DIR (default
+# ../shared/bench/floor; built once into target/bench-tools/floor). Needs bash and
 # python3; redis-server/redis-cli for snapshot and live, rg and pip for code, cargo for
 # the rdb crate, GNU time for memory.
 set -euo pipefail
@@ -42,6 +46,23 @@ printf -- '- %s, %s cores, %s GB memory\n' \
 printf -- '- %s; %s; %s\n' "$(uname -sr)" "$(rustc --version | cut -d' ' -f1-2)" \
   "$(redis-server --version 2> /dev/null | cut -d' ' -f1-3 || echo 'no redis-server')"
 printf -- '- %s runs of each row in turns, medians\n' "$RUNS"
+
+# The floor: built once with its own Cargo.lock; its kernel by what the CPU has.
+FLOOR_DIR="${FLOOR_DIR:-../shared/bench/floor}"
+FLOOR=""
+if [ -f "$FLOOR_DIR/Cargo.toml" ] && CARGO_TARGET_DIR="$PWD/target/bench-tools/floor" \
+  cargo build --release --quiet --locked --manifest-path "$FLOOR_DIR/Cargo.toml" 2> /dev/null; then
+  if grep -qw avx512bw /proc/cpuinfo && grep -qw vpclmulqdq /proc/cpuinfo; then
+    FLOOR_KERNEL=fused-avx512-x4
+  else
+    FLOOR_KERNEL=fused-avx2-x4
+  fi
+  FLOOR="$PWD/target/bench-tools/floor/release/slots --io mmap --threads 2 --crc $FLOOR_KERNEL"
+  FLOOR_GEN="$PWD/target/bench-tools/floor/release/gen"
+  printf -- '- the floor: %s (%s)\n' "$FLOOR_DIR" "$FLOOR_KERNEL"
+else
+  printf -- '- no floor (%s could not be built): ratios are to keyplan slot --counts\n' "$FLOOR_DIR"
+fi
 
 ms() { local s e; s=$(date +%s%N); bash -c "$1" > /dev/null 2>&1 || true; e=$(date +%s%N); echo $(( e - s )); }
 median_s() { printf '%s\n' "$@" | sort -n | sed -n "$(( ($# + 1) / 2 ))p" | awk '{printf "%.3f", $1/1e9}'; }
@@ -75,27 +96,38 @@ turns() {
 # ---------------------------------------------------------------------------------- dumps
 if [[ $SKIP != *,dumps,* ]]; then
   SCHEME=examples/keyplan.yaml
-  for kind in ordinary ids; do
-    DUMP="$DIR/$kind.txt"
-    if [ $kind = ids ]; then
+  kinds="ordinary ids"
+  [ -n "$FLOOR" ] && kinds+=" floor's"
+  for kind in $kinds; do
+    DUMP="$DIR/${kind%\'s}.txt"
+    if [ "$kind" = ids ]; then
       target/release/examples/gen_keys "$N" --ids > "$DUMP"
+    elif [ "$kind" = "floor's" ]; then
+      # The floor's own generator, seed 1: the dump its figures are about (10,000,000 keys:
+      # 311 MB, average line 31 B, 22% with a hash tag).
+      "$FLOOR_GEN" "$N" "$DUMP" 1 > /dev/null
     else
       target/release/examples/gen_keys "$N" > "$DUMP"
     fi
     MB=$(( $(stat -c %s "$DUMP") / 1048576 ))
-    turns "$kind dump: $N keys, $MB MB" 3 "" -- \
-      "cat file > /dev/null" "cat '$DUMP'" \
-      "wc -l" "wc -l '$DUMP'" \
-      "naive Rust loop (lines() + String + crc16 crate)" "$NAIVE '$DUMP'" \
-      "keyplan slot --counts (fused SIMD slot pass, the floor)" "$BIN slot --counts --format json --keys '$DUMP'" \
-      "keyplan analyze" "$BIN analyze --format json '$DUMP'" \
-      "keyplan lint --keys" "$BIN lint --format json --keys '$DUMP'" \
-      "keyplan lint --keys --scheme" "$BIN lint --format json --scheme $SCHEME --keys '$DUMP'" \
-      "keyplan plan --keys --scheme" "$BIN plan --format json --scheme $SCHEME --keys '$DUMP'"
-    printf '\nanalyze: %s× faster than the naive loop, %s× the floor; lint --keys %s×, with a scheme %s×, plan --keys %s× analyze\n' \
-      "$(ratio "${MED[2]}" "${MED[4]}")" "$(ratio "${MED[4]}" "${MED[3]}")" \
-      "$(ratio "${MED[5]}" "${MED[4]}")" "$(ratio "${MED[6]}" "${MED[4]}")" "$(ratio "${MED[7]}" "${MED[4]}")"
-    [ $kind = ids ] || { cp "$DUMP" "$DIR/keep.txt"; }
+    rows=("cat file > /dev/null" "cat '$DUMP'"
+      "wc -l" "wc -l '$DUMP'"
+      "naive Rust loop (lines() + String + crc16 crate)" "$NAIVE '$DUMP'")
+    [ -n "$FLOOR" ] && rows+=("the floor (fused SIMD pass, 2 threads, mmap; $FLOOR_KERNEL)" "$FLOOR '$DUMP'")
+    rows+=("keyplan slot --counts" "$BIN slot --counts --format json --keys '$DUMP'"
+      "keyplan analyze" "$BIN analyze --format json '$DUMP'"
+      "keyplan lint --keys" "$BIN lint --format json --keys '$DUMP'"
+      "keyplan lint --keys --scheme" "$BIN lint --format json --scheme $SCHEME --keys '$DUMP'"
+      "keyplan plan --keys --scheme" "$BIN plan --format json --scheme $SCHEME --keys '$DUMP'")
+    # Row numbers: 3 is the floor where it was built, and keyplan's rows follow it.
+    f=3; k=$(( ${#rows[@]} / 2 - 5 ))
+    turns "$kind dump: $N keys, $MB MB" $f "" -- "${rows[@]}"
+    [ -n "$FLOOR" ] && printf '\nslot --counts: %s× the floor' "$(ratio "${MED[$k]}" "${MED[$f]}")"
+    printf '\nanalyze: %s× faster than the naive loop, %s× the floor, %s× cat; lint --keys %s×, with a scheme %s×, plan --keys %s× analyze\n' \
+      "$(ratio "${MED[2]}" "${MED[$((k + 1))]}")" "$(ratio "${MED[$((k + 1))]}" "${MED[$f]}")" \
+      "$(ratio "${MED[$((k + 1))]}" "${MED[0]}")" "$(ratio "${MED[$((k + 2))]}" "${MED[$((k + 1))]}")" \
+      "$(ratio "${MED[$((k + 3))]}" "${MED[$((k + 1))]}")" "$(ratio "${MED[$((k + 4))]}" "${MED[$((k + 1))]}")"
+    [ "$kind" = ordinary ] && cp "$DUMP" "$DIR/keep.txt"
     rm -f "$DUMP"
   done
 fi
