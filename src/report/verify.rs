@@ -208,7 +208,7 @@ pub fn render_table(out: &mut dyn Write, r: &VerifyReport, layout: &TextLayout) 
         if k.expiry_checked > 0 {
             writeln!(
                 out,
-                "expiries: {} keys compared with the dump's, {} not as they were; {} that had an expiry are gone (expired)",
+                "expiries: {} keys compared with the dump's, {} not as they were; {} that had an expiry are gone (taken as expired: the dump says whether a key expires, not when)",
                 k.expiry_checked, k.expiry_changed, k.gone_expiring
             )?;
         }
