@@ -3445,3 +3445,236 @@ fn op_text(ops: &[String], more: usize) -> String {
         ops.len() - shown + more
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Language, Verdict, ir::Unit};
+    use super::*;
+
+    /// The sites of a tree of (file name, text), every file of one language, as
+    /// (file index, opening line, sending line, ops, verdict kind).
+    fn sites(
+        lang: Language,
+        files: &[(&str, &str)],
+    ) -> Vec<(usize, usize, Option<usize>, String, &'static str)> {
+        let units: Vec<Unit> = files
+            .iter()
+            .map(|(_, t)| super::super::scan::lower(lang, t).expect("lowers"))
+            .collect();
+        let sources: Vec<Source<'_>> = files
+            .iter()
+            .zip(&units)
+            .map(|((f, _), u)| Source { file: f, unit: u })
+            .collect();
+        let found = analyse(&sources, &Profile::builtin(lang.profile_language()));
+        let mut out = Vec::new();
+        for (i, f) in found.iter().enumerate() {
+            for s in &f.sites {
+                let v = match s.verdict() {
+                    Verdict::CrossSlot(_) => "cross",
+                    Verdict::OneSlot(_) => "one",
+                    Verdict::Depends(_) => "depends",
+                };
+                out.push((i, s.at.line, s.send.map(|p| p.line), s.op.clone(), v));
+            }
+        }
+        out.sort();
+        out
+    }
+
+    fn py(files: &[(&str, &str)]) -> Vec<(usize, usize, Option<usize>, String, &'static str)> {
+        sites(Language::Python, files)
+    }
+
+    #[test]
+    fn a_helper_in_another_file_is_judged_by_its_callers() {
+        let helpers = "\
+def touch_all(pipe, keys):
+    for k in keys:
+        pipe.expire(k, 60)
+";
+        let app = "\
+import redis
+from helpers import touch_all
+
+r = redis.Redis()
+
+def same_user(uid):
+    pipe = r.pipeline()
+    touch_all(pipe, ['{user:%s}:a' % uid, '{user:%s}:b' % uid])
+    pipe.execute()
+
+def two_users(a, b):
+    pipe = r.pipeline()
+    touch_all(pipe, ['user:' + a, 'user:' + b])
+    pipe.execute()
+";
+        let got = py(&[("helpers.py", helpers), ("app.py", app)]);
+        assert!(
+            got.contains(&(1, 7, Some(9), "EXPIRE EXPIRE".into(), "one"))
+                || got.iter().any(|s| s.0 == 1 && s.1 == 7 && s.4 == "one"),
+            "{got:?}"
+        );
+        assert!(
+            got.iter()
+                .any(|s| s.0 == 1 && s.1 == 12 && s.2 == Some(14) && s.4 == "cross"),
+            "{got:?}"
+        );
+    }
+
+    #[test]
+    fn a_client_held_in_a_field_and_a_key_built_by_a_method() {
+        let src = "\
+import redis
+
+class Cart:
+    def __init__(self, url):
+        self.redis = redis.Redis.from_url(url)
+        self.prefix = 'shop'
+
+    def key(self, kind, uid):
+        return '%s:%s:%s' % (self.prefix, kind, uid)
+
+    def clear(self, uid):
+        return self.redis.delete(self.key('cart', uid), self.key('seen', uid))
+";
+        let got = py(&[("cart.py", src)]);
+        assert_eq!(got, vec![(0, 12, None, "DEL".into(), "cross")], "{got:?}");
+    }
+
+    #[test]
+    fn a_pipeline_sent_twice_is_two_batches() {
+        let src = "\
+import redis
+r = redis.Redis()
+
+def prune(name, ids):
+    pipe = r.pipeline()
+    pipe.exists('job:' + ids[0])
+    pipe.exists('job:' + ids[1])
+    pipe.execute()
+    pipe.srem('group:' + name, *ids)
+    pipe.execute()
+";
+        let got = py(&[("group.py", src)]);
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert!(got.iter().any(|s| s.2 == Some(8)), "{got:?}");
+        assert!(got.iter().any(|s| s.2 == Some(10)), "{got:?}");
+    }
+
+    #[test]
+    fn lists_only_the_running_code_knows() {
+        let src = "\
+import redis
+r = redis.Redis()
+
+def touch_many(keys):
+    pipe = r.pipeline(transaction=False)
+    for k in keys:
+        pipe.expire(k, 60)
+    pipe.execute()
+
+def drop_matching(pattern):
+    pipe = r.pipeline()
+    for key in r.scan_iter(pattern):
+        pipe.delete(key)
+    pipe.execute()
+
+def values(found_keys):
+    return r.mget(found_keys)
+";
+        let got = py(&[("bulk.py", src)]);
+        let verdict = |line: usize| got.iter().find(|s| s.1 == line).map(|s| s.4);
+        // A caller's list: its keys may share a slot.
+        assert_eq!(verdict(5), Some("depends"), "{got:?}");
+        // Every key a pattern matches: keys of many slots.
+        assert_eq!(verdict(11), Some("cross"), "{got:?}");
+        assert_eq!(verdict(17), Some("depends"), "{got:?}");
+    }
+
+    #[test]
+    fn a_pipeline_handed_to_a_function_that_may_make_its_own() {
+        let src = "\
+import redis
+REDIS = redis.Redis()
+
+def unblock_ip(ip, pipe=None):
+    commit = False
+    if not pipe:
+        pipe = REDIS.pipeline()
+        commit = True
+    pipe.delete('ip:' + ip)
+    pipe.delete('attempts:' + ip)
+    if commit:
+        pipe.execute()
+
+def reset(ip):
+    pipe = REDIS.pipeline()
+    unblock_ip(ip, pipe=pipe)
+    pipe.execute()
+";
+        let got = py(&[("utils.py", src)]);
+        // Its own pipeline, and the caller's: no third site for the parameter alone.
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert!(got.iter().all(|s| s.4 == "cross"), "{got:?}");
+        assert!(
+            got.iter().any(|s| s.1 == 7) && got.iter().any(|s| s.1 == 15),
+            "{got:?}"
+        );
+    }
+
+    #[test]
+    fn a_wrapper_class_delegating_to_its_field() {
+        let src = "\
+class Backend:
+    def __init__(self, client):
+        self.client = client
+
+    def mget(self, keys):
+        return self.client.mget(keys)
+";
+        let got = py(&[("backend.py", src)]);
+        assert_eq!(got, vec![(0, 6, None, "MGET".into(), "depends")], "{got:?}");
+    }
+
+    #[test]
+    fn commands_defined_at_runtime_and_the_clients_own_methods() {
+        let src = "\
+const Redis = require('ioredis');
+const scripts = require('./scripts');
+
+class Queue {
+  constructor(opts) {
+    this.client = new Redis(opts);
+    for (const s of scripts) {
+      this.client.defineCommand(s.name, { numberOfKeys: s.keys, lua: s.lua });
+    }
+  }
+
+  close() {
+    this.client.removeListener('error', this.onError);
+    return this.client.quit();
+  }
+
+  retry(id) {
+    const multi = this.client.multi();
+    multi.retryJob(['q:job:' + id]);
+    return multi.exec();
+  }
+}
+module.exports = Queue;
+";
+        let got = sites(
+            Language::JavaScript(super::super::javascript::Dialect::JavaScript),
+            &[("queue.js", src)],
+        );
+        // removeListener and quit are the client's own: no script site.
+        assert!(got.iter().all(|s| s.1 >= 18), "{got:?}");
+        // A command defined from a script under a computed name: how many keys is not known.
+        assert!(
+            got.iter()
+                .any(|s| s.1 == 18 && s.2 == Some(20) && s.4 == "depends"),
+            "{got:?}"
+        );
+    }
+}

@@ -39,8 +39,8 @@ const LAYERS: &[(&str, &str, &[&str], bool)] = &[
         "engine",
         "lint",
         &[
-            "code", "error", "keys", "pattern", "scheme", "simulate", "sketch", "skew", "slot",
-            "topology",
+            "code", "command", "error", "keys", "pattern", "scheme", "simulate", "sketch", "skew",
+            "slot", "topology",
         ],
         false,
     ),
