@@ -1278,6 +1278,72 @@ fn paths_that_are_not_source_are_errors() {
     }
 }
 
+/// `--engine model` follows a helper in another file and judges its batch by each caller's
+/// keys; the readers (the default) read each file on its own and cannot tell the callers apart.
+fn engine_model_judges_a_helper_by_its_callers() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("src")).unwrap();
+    std::fs::write(
+        dir.path().join("src/helpers.py"),
+        "def touch_all(pipe, keys):\n    for k in keys:\n        pipe.expire(k, 60)\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("src/app.py"),
+        "import redis\nfrom helpers import touch_all\n\nr = redis.Redis()\n\n\
+         def same_user(uid):\n    pipe = r.pipeline()\n    \
+         touch_all(pipe, ['{user:%s}:a' % uid, '{user:%s}:b' % uid])\n    pipe.execute()\n\n\
+         def two_users(a, b):\n    pipe = r.pipeline()\n    \
+         touch_all(pipe, ['user:' + a, 'user:' + b])\n    pipe.execute()\n",
+    )
+    .unwrap();
+    let run = |engine: &str| {
+        let out = keyplan()
+            .current_dir(dir.path())
+            .args(["code", "--format", "json", "--engine", engine, "src/"])
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+        (out.status.code(), v)
+    };
+    let (code, v) = run("model");
+    assert_eq!(code, Some(1), "{v}");
+    let one = site_at(&v, "src/app.py", 7);
+    assert_eq!(one["send_line"], 9, "{one}");
+    assert_eq!(one["cross_slot"], false, "{one}");
+    assert_eq!(
+        one["key_templates"],
+        serde_json::json!(["{user:<uid>}:a", "{user:<uid>}:b"]),
+        "{one}"
+    );
+    let two = site_at(&v, "src/app.py", 12);
+    assert_eq!(two["cross_slot"], true, "{two}");
+    assert_eq!(
+        two["key_templates"],
+        serde_json::json!(["user:<a>", "user:<b>"]),
+        "{two}"
+    );
+    // The readers see a loop over a parameter in each: its keys vary per pass.
+    let (_, v) = run("readers");
+    for line in [7, 12] {
+        assert_eq!(
+            site_at(&v, "src/app.py", line)["cross_slot"],
+            "depends",
+            "{v}"
+        );
+    }
+    // An engine keyplan does not have is refused with the accepted names.
+    let out = keyplan()
+        .current_dir(dir.path())
+        .args(["code", "--engine", "ast", "src/"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("readers") && err.contains("model"), "{err}");
+}
+
 pub(crate) const TESTS: &[crate::support::Test] = &[
     (
         "deep_nesting_is_skipped_and_the_rest_still_read",
@@ -1297,6 +1363,10 @@ pub(crate) const TESTS: &[crate::support::Test] = &[
         ground_truth_typescript_connect_redis,
     ),
     ("fixture_sites_and_verdicts", fixture_sites_and_verdicts),
+    (
+        "engine_model_judges_a_helper_by_its_callers",
+        engine_model_judges_a_helper_by_its_callers,
+    ),
     ("lint_reads_code", lint_reads_code),
     ("sites_say_the_fix", sites_say_the_fix),
     ("keys_from_other_files", keys_from_other_files),
