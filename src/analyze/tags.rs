@@ -32,9 +32,11 @@ impl Hasher for Prehashed {
 }
 
 /// One tag's exact figures.
-#[derive(Debug, Clone)]
+/// A tag's figures; the tag itself is `text[at..at + len]` of its table.
+#[derive(Debug, Clone, Copy)]
 struct Tally {
-    tag: Vec<u8>,
+    at: usize,
+    len: usize,
     keys: u64,
     bytes: u64,
 }
@@ -44,6 +46,9 @@ struct Tally {
 pub struct ExactTags {
     /// By the tag's 64-bit hash; `None` once the limit was passed or two tags shared a hash.
     map: Option<HashMap<u64, Tally, BuildHasherDefault<Prehashed>>>,
+    /// The tags' bytes one after another: one allocation for all of them, where a `Vec` per tag
+    /// made an input with more tags than the limit allocate (and then free) one per tag.
+    text: Vec<u8>,
 }
 
 impl ExactTags {
@@ -51,12 +56,19 @@ impl ExactTags {
     pub fn new() -> ExactTags {
         ExactTags {
             map: Some(HashMap::default()),
+            text: Vec::new(),
         }
     }
 
     /// Whether the figures are still exact.
     pub fn is_exact(&self) -> bool {
         self.map.is_some()
+    }
+
+    /// Stops counting and frees the table.
+    fn give_up(&mut self) {
+        self.map = None;
+        self.text = Vec::new();
     }
 
     /// Counts one key of `tag` (whose `hash64` is `h`) weighing `bytes`.
@@ -66,9 +78,9 @@ impl ExactTags {
             return;
         };
         if let Some(t) = map.get_mut(&h) {
-            if t.tag != tag {
+            if self.text[t.at..t.at + t.len] != *tag {
                 // Two tags, one hash: the table can no longer tell them apart.
-                self.map = None;
+                self.give_up();
                 return;
             }
             t.keys += 1;
@@ -76,13 +88,16 @@ impl ExactTags {
             return;
         }
         if map.len() >= EXACT_TAG_LIMIT {
-            self.map = None;
+            self.give_up();
             return;
         }
+        let at = self.text.len();
+        self.text.extend_from_slice(tag);
         map.insert(
             h,
             Tally {
-                tag: tag.to_vec(),
+                at,
+                len: tag.len(),
                 keys: 1,
                 bytes,
             },
@@ -92,28 +107,31 @@ impl ExactTags {
     /// Adds another worker's table to this one.
     pub fn merge(&mut self, o: &ExactTags) {
         let (Some(map), Some(other)) = (&mut self.map, &o.map) else {
-            self.map = None;
+            self.give_up();
             return;
         };
         // Sums, and a give-up on any shared hash: the same whatever the order.
         #[allow(clippy::iter_over_hash_type)]
         for (h, t) in other {
+            let tag = &o.text[t.at..t.at + t.len];
             match map.get_mut(h) {
-                Some(mine) if mine.tag == t.tag => {
+                Some(mine) if self.text[mine.at..mine.at + mine.len] == *tag => {
                     mine.keys += t.keys;
                     mine.bytes += t.bytes;
                 }
                 Some(_) => {
-                    self.map = None;
+                    self.give_up();
                     return;
                 }
                 None => {
-                    map.insert(*h, t.clone());
+                    let at = self.text.len();
+                    self.text.extend_from_slice(tag);
+                    map.insert(*h, Tally { at, ..*t });
                 }
             }
         }
         if map.len() > EXACT_TAG_LIMIT {
-            self.map = None;
+            self.give_up();
         }
     }
 
@@ -121,14 +139,15 @@ impl ExactTags {
     /// with no error; ties go to the smaller tag. `None` when the figures are not exact.
     pub fn top(&self, n: usize, by_bytes: bool) -> Option<Vec<HeavyHitter>> {
         let map = self.map.as_ref()?;
+        let tag = |t: &Tally| &self.text[t.at..t.at + t.len];
         let mut all: Vec<&Tally> = map.values().filter(|t| !by_bytes || t.bytes > 0).collect();
         let weight = |t: &Tally| if by_bytes { t.bytes } else { t.keys };
-        all.sort_by(|a, b| weight(b).cmp(&weight(a)).then_with(|| a.tag.cmp(&b.tag)));
+        all.sort_by(|a, b| weight(b).cmp(&weight(a)).then_with(|| tag(a).cmp(tag(b))));
         Some(
             all.into_iter()
                 .take(n)
                 .map(|t| HeavyHitter {
-                    item: t.tag.clone(),
+                    item: tag(t).to_vec(),
                     weight: weight(t),
                     error: 0,
                     other: if by_bytes { t.keys } else { t.bytes },
