@@ -134,6 +134,8 @@ struct Program<'a> {
     module_units: HashMap<String, Option<usize>>,
     /// Each class and its bases, nearest first.
     lineages: HashMap<&'a str, Vec<&'a str>>,
+    /// Each class's subclasses in the tree (nearest or not), in name order.
+    subclasses: HashMap<&'a str, Vec<&'a str>>,
 }
 
 /// The calls that matter, from every profile of the language: data, never a library's name.
@@ -291,6 +293,7 @@ impl<'a> Program<'a> {
             class_norm: HashMap::new(),
             module_units: HashMap::new(),
             lineages: HashMap::new(),
+            subclasses: HashMap::new(),
         };
         for (u, s) in sources.iter().enumerate() {
             p.modules
@@ -374,7 +377,14 @@ impl<'a> Program<'a> {
                 })
                 .or_insert(Some(c));
             let l = p.lineage(c);
+            for base in l.iter().skip(1) {
+                p.subclasses.entry(base).or_default().push(c);
+            }
             p.lineages.insert(c, l);
+        }
+        for subs in p.subclasses.values_mut() {
+            subs.sort_unstable();
+            subs.dedup();
         }
         // Every module an import names: `from a import b` names `a`, and `a.b` when `b` is a
         // module.
@@ -434,6 +444,24 @@ impl<'a> Program<'a> {
             }
         }
         None
+    }
+
+    /// The definitions of `name` in the subclasses of `class` that override it (each once,
+    /// at most 4): what `self.name(…)` in a base class runs on its subclasses' objects.
+    fn overrides(&self, class: &str, name: &str) -> Vec<FuncId> {
+        let mut out: Vec<FuncId> = Vec::new();
+        for sub in self.subclasses.get(class).map(Vec::as_slice).unwrap_or(&[]) {
+            if let Some(id) = self.method(sub, name)
+                && !out.contains(&id)
+                && self.func(id).class.as_deref() != Some(class)
+            {
+                out.push(id);
+                if out.len() == 4 {
+                    break;
+                }
+            }
+        }
+        out
     }
 
     fn lineage_of(&self, class: &str) -> Vec<&'a str> {
@@ -1930,6 +1958,24 @@ impl<'p, 'a> Cx<'p, 'a> {
             }
             V::Obj(o) => {
                 if let Some(id) = self.p.method(o.class, m) {
+                    // Subclasses that override it: an object of any of them may be the one
+                    // (its own class's definition read too).
+                    let overrides = self.p.overrides(o.class, m);
+                    if !overrides.is_empty() {
+                        let mut vs = Vec::with_capacity(overrides.len() + 1);
+                        for id in std::iter::once(id).chain(overrides) {
+                            let func = self.p.func(id);
+                            vs.push(self.invoke(
+                                fr,
+                                id.0,
+                                func,
+                                &c.args,
+                                Some(recv.clone()),
+                                Some(c.at),
+                            ));
+                        }
+                        return V::either(vs);
+                    }
                     let func = self.p.func(id);
                     return self.invoke(fr, id.0, func, &c.args, Some(recv.clone()), Some(c.at));
                 }
@@ -3674,6 +3720,33 @@ module.exports = Queue;
         assert!(
             got.iter()
                 .any(|s| s.1 == 18 && s.2 == Some(20) && s.4 == "depends"),
+            "{got:?}"
+        );
+    }
+    #[test]
+    fn a_base_class_method_runs_its_subclasses_overrides() {
+        let src = "\
+import redis
+
+class Storage:
+    def _get(self, pipe, key):
+        raise NotImplementedError
+
+    def get_many(self, client, keys):
+        with client.pipeline(transaction=False) as pipe:
+            for key in keys:
+                self._get(pipe, 'doc:' + key)
+            return pipe.execute()
+
+class HashStorage(Storage):
+    def _get(self, pipe, key):
+        return pipe.hgetall(key)
+";
+        let got = py(&[("storage.py", src)]);
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!(
+            (got[0].1, got[0].2, got[0].3.as_str()),
+            (8, Some(11), "HGETALL"),
             "{got:?}"
         );
     }
