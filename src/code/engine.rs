@@ -382,10 +382,11 @@ impl<'a> Program<'a> {
             }
             p.lineages.insert(c, l);
         }
-        for subs in p.subclasses.values_mut() {
+        // Each list on its own (the map's order does not matter).
+        p.subclasses.values_mut().for_each(|subs| {
             subs.sort_unstable();
             subs.dedup();
-        }
+        });
         // Every module an import names: `from a import b` names `a`, and `a.b` when `b` is a
         // module.
         let wanted: Vec<String> = sources
