@@ -3133,7 +3133,7 @@ impl<'p, 'a> Cx<'p, 'a> {
             at: open,
             send: (open != at).then_some(at),
             kind,
-            op: op_text(&ops, more),
+            op: super::syntax::op_text(&ops, more),
             keys: disambiguate(keys),
             unknown,
         };
@@ -3477,20 +3477,6 @@ fn disambiguate(keys: Vec<Template>) -> Vec<Template> {
         }
     }
     out
-}
-
-/// A pipeline's commands as one line: in order, cut after 16.
-fn op_text(ops: &[String], more: usize) -> String {
-    const SHOWN: usize = 16;
-    if ops.len() <= SHOWN && more == 0 {
-        return ops.join(" ");
-    }
-    let shown = ops.len().min(SHOWN);
-    format!(
-        "{} … and {} more",
-        ops[..shown].join(" "),
-        ops.len() - shown + more
-    )
 }
 
 #[cfg(test)]

@@ -174,7 +174,7 @@ pub(super) fn follow<'t>(
 
 /// A pipeline's commands as one line: in order, cut after 16 (`… and N more`; `more`: those
 /// not kept).
-fn op_text(ops: &[String], more: usize) -> String {
+pub(super) fn op_text(ops: &[String], more: usize) -> String {
     const SHOWN: usize = 16;
     if ops.len() <= SHOWN && more == 0 {
         return ops.join(" ");
