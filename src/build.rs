@@ -27,9 +27,17 @@ fn main() {
     }
     if let Ok(head) = std::fs::read_to_string(root.join(".git/HEAD"))
         && let Some(r) = head.trim().strip_prefix("ref: ")
-        && root.join(".git").join(r).exists()
     {
-        println!("cargo:rerun-if-changed=.git/{r}");
+        if root.join(".git").join(r).exists() {
+            println!("cargo:rerun-if-changed=.git/{r}");
+        }
+        // A fresh clone may keep the branch only in packed-refs; `git pull` then writes it
+        // as a file of this directory, which the line above did not name.
+        if let Some((dir, _)) = r.rsplit_once('/')
+            && root.join(".git").join(dir).is_dir()
+        {
+            println!("cargo:rerun-if-changed=.git/{dir}");
+        }
     }
     let commit = std::env::var("KEYPLAN_COMMIT")
         .ok()
