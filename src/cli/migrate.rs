@@ -5,7 +5,7 @@
 use super::Ctx;
 use super::args::{BatchArgs, InputArgs, TopologyArgs, load_scheme};
 use super::loaded::{Loaded, Target, TopologySource};
-use super::values::{Word, one_of};
+use super::values::{TABLE_FORMATS, one_of};
 use crate::error::{ExitStatus, UserError};
 use crate::keys::Record;
 use crate::keys::parallel::ChunkSink;
@@ -101,28 +101,13 @@ pub struct MigrateArgs {
     pub to_client: Option<String>,
 
     /// Output format
-    #[arg(long, value_parser = one_of(MIGRATE_FORMATS), default_value = "table")]
+    #[arg(long, value_parser = one_of(TABLE_FORMATS), default_value = "table")]
     pub format: Format,
 
     /// Write the report to this file instead of standard output (whole, or not at all)
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
 }
-
-/// `--format` of `keyplan migrate`.
-const MIGRATE_FORMATS: &[Word<Format>] = &[
-    ("table", Format::Table, "Tables"),
-    (
-        "json",
-        Format::Json,
-        "One JSON document (its schema_version and fields are documented in README)",
-    ),
-    (
-        "markdown",
-        Format::Markdown,
-        "The tables as Markdown (a pull-request comment or a CI job summary)",
-    ),
-];
 
 /// One side's topology flags, as the other commands take them.
 /// A config of several pools on one side of `migrate`: the hint names that side's flag (the

@@ -29,6 +29,21 @@ pub fn one_of<T: Clone + Send + Sync + 'static>(
     )
 }
 
+/// `--format` of the reports that are tables or JSON, with no HTML page (migrate, verify).
+pub const TABLE_FORMATS: &[Word<Format>] = &[
+    ("table", Format::Table, "Tables"),
+    (
+        "json",
+        Format::Json,
+        "One JSON document (its schema_version and fields are documented in README)",
+    ),
+    (
+        "markdown",
+        Format::Markdown,
+        "The tables as Markdown (a pull-request comment or a CI job summary)",
+    ),
+];
+
 /// `--format` of the reports that are tables, JSON or HTML (analyze, the previews).
 pub const REPORT_FORMATS: &[Word<Format>] = &[
     ("table", Format::Table, "Tables"),

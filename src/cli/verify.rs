@@ -2,7 +2,7 @@
 
 use super::Ctx;
 use super::args::InputArgs;
-use super::values::{Word, one_of};
+use super::values::{TABLE_FORMATS, one_of};
 use crate::error::{ExitStatus, UserError};
 use crate::keys::Record;
 use crate::keys::parallel::ChunkSink;
@@ -11,21 +11,6 @@ use crate::migrate::verify::{
 };
 use crate::report::render::Format;
 use std::path::PathBuf;
-
-/// The formats of verify's report.
-const FORMATS: &[Word<Format>] = &[
-    ("table", Format::Table, "Tables"),
-    (
-        "json",
-        Format::Json,
-        "One JSON document (its schema_version and fields are documented in README)",
-    ),
-    (
-        "markdown",
-        Format::Markdown,
-        "The tables as Markdown (a pull-request comment or a CI job summary)",
-    ),
-];
 
 /// Check a migrated cluster against the preview saved before the migration: every slot's
 /// owner, slots left open, keys left on a master that no longer owns their slot, each node's
@@ -72,7 +57,7 @@ pub struct VerifyArgs {
     pub input: InputArgs,
 
     /// Output format
-    #[arg(long, value_parser = one_of(FORMATS), default_value = "table")]
+    #[arg(long, value_parser = one_of(TABLE_FORMATS), default_value = "table")]
     pub format: Format,
 
     /// Write the report to this file instead of standard output (whole, or not at all)
