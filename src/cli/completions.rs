@@ -151,19 +151,18 @@ const ENVIRONMENT: &[(&str, &str)] = &[
     ),
 ];
 
-/// The command lines of a subcommand's `Examples:` help.
+/// The command lines of a subcommand's `Examples:` help: the indented lines under its
+/// `Examples:` line, wherever that paragraph stands (prose may come before it, an exit-status
+/// line after it).
 fn examples(cmd: &clap::Command) -> Vec<String> {
     let Some(text) = cmd.get_after_help().map(|h| h.to_string()) else {
         return Vec::new();
     };
-    let mut lines = text.lines();
-    if lines.next().is_none_or(|l| l.trim() != "Examples:") {
-        return Vec::new();
-    }
-    lines
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .map(str::to_string)
+    text.lines()
+        .skip_while(|l| l.trim_end() != "Examples:")
+        .skip(1)
+        .take_while(|l| l.starts_with(' ') && !l.trim().is_empty())
+        .map(|l| l.trim().to_string())
         .collect()
 }
 

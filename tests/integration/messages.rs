@@ -820,7 +820,55 @@ fn errors_say_what_to_do_next() {
 }
 
 /// This module's tests, run by the harness in `main.rs`.
+/// Every subcommand's man page has an EXAMPLES section holding its `--help` examples and
+/// nothing else: `code` puts prose before its list and `verify` an exit-status line after it.
+fn man_page_examples_are_the_helps_examples() {
+    for cmd in [
+        "analyze",
+        "bench",
+        "code",
+        "lint",
+        "migrate",
+        "plan",
+        "rebalance",
+        "reshard",
+        "rules",
+        "scan",
+        "simulate",
+        "slot",
+        "verify",
+    ] {
+        let (code, page, err) = crate::support::run_in_process(&["man", "--command", cmd]);
+        assert_eq!(code, 0, "{err}");
+        let examples = page
+            .split(".SH EXAMPLES\n")
+            .nth(1)
+            .unwrap_or_else(|| panic!("keyplan-{cmd}.1 has no EXAMPLES: {page}"));
+        let examples = examples.split("\n.SH ").next().unwrap();
+        let got: Vec<String> = examples
+            .lines()
+            .filter_map(|l| l.strip_prefix("\\fB")?.strip_suffix("\\fR"))
+            .map(|l| l.replace("\\-", "-"))
+            .collect();
+        assert!(!got.is_empty(), "keyplan-{cmd}.1: {examples}");
+        for e in &got {
+            assert!(
+                e.contains("keyplan ") && !e.to_lowercase().starts_with("exit status"),
+                "keyplan-{cmd}.1: {e:?} is not a command line"
+            );
+        }
+        if cmd == "code" {
+            assert_eq!(got.len(), 4, "{got:?}");
+            assert_eq!(got[0], "keyplan code src/");
+        }
+    }
+}
+
 pub(crate) const TESTS: &[crate::support::Test] = &[
+    (
+        "man_page_examples_are_the_helps_examples",
+        man_page_examples_are_the_helps_examples,
+    ),
     ("errors_say_what_to_do_next", errors_say_what_to_do_next),
     (
         "every_help_hint_names_a_flag_its_command_accepts",
