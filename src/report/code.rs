@@ -19,11 +19,24 @@ impl Render for CodeReport {
             Format::Json => render_json(out, self),
             Format::Yaml => render_yaml(out, &crate::code::draft::draft(self)),
             Format::Markdown => super::markdown::from_table_output(out, |out, layout| {
+                // The first line becomes the report's heading, as other commands' reports
+                // start.
+                writeln!(out, "{}\n", heading(self))?;
                 render_table(out, self, layout)
             }),
             other => Err(unsupported("code", other)),
         }
     }
+}
+
+/// The report's title: what was read and what was found.
+fn heading(r: &CodeReport) -> String {
+    let sites = sites(r).count();
+    format!(
+        "keyplan code: {sites} multi-key site(s), {} cross-slot, in {} file(s) read",
+        r.cross_slot(),
+        r.scanned
+    )
 }
 
 fn verdict_words(v: &Verdict) -> (&'static str, &str) {

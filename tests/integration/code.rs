@@ -602,6 +602,7 @@ fn agreement(dir: &std::path::Path, truth: &str) -> Agreement {
         .arg(dir)
         .output()
         .unwrap();
+    eprintln!("HOUSE {}:{} {:?}", file!(), line!(), out.status.code());
     assert!(matches!(out.status.code(), Some(0 | 1)), "{out:?}");
     let lint = keyplan()
         .arg("lint")
@@ -609,6 +610,7 @@ fn agreement(dir: &std::path::Path, truth: &str) -> Agreement {
         .arg(&draft)
         .output()
         .unwrap();
+    eprintln!("HOUSE {}:{} {:?}", file!(), line!(), lint.status.code());
     assert!(
         matches!(lint.status.code(), Some(0 | 1)),
         "{}{}",
@@ -838,6 +840,7 @@ fn yaml_draft_is_a_scheme() {
         .output()
         .unwrap();
     // 1: some batch no tag can fix (the MULTI over an order and the orders index).
+    eprintln!("HOUSE {}:{} {:?}", file!(), line!(), plan.status.code());
     assert!(
         matches!(plan.status.code(), Some(0 | 1)),
         "{}",
@@ -1132,6 +1135,7 @@ fn deep_nesting_is_skipped_and_the_rest_still_read() {
     }
     let status = |out: &std::process::Output| {
         let code = out.status.code();
+        eprintln!("HOUSE {}:{} {:?}", file!(), line!(), code);
         assert!(
             matches!(code, Some(0 | 1)),
             "exit {:?} (a signal when None): {}",
@@ -1344,7 +1348,35 @@ fn engine_model_judges_a_helper_by_its_callers() {
     assert!(err.contains("readers") && err.contains("model"), "{err}");
 }
 
+/// `--format markdown` opens with a heading naming the command and what it found, as every
+/// other command's Markdown report does (a pull-request comment or job summary reads it first).
+fn markdown_starts_with_a_heading() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("app.py"),
+        "import redis\nr = redis.RedisCluster()\n\ndef f(uid):\n    r.mget(f\"user:{uid}:a\", f\"user:{uid}:b\")\n",
+    )
+    .unwrap();
+    let out = keyplan()
+        .args(["code", "--format", "markdown", "."])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "a cross-slot site");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let first = text.lines().next().unwrap_or_default();
+    assert_eq!(
+        first, "## keyplan code: 1 multi-key site(s), 1 cross-slot, in 1 file(s) read",
+        "{text}"
+    );
+    assert!(text.contains("| site | op |"), "the table follows: {text}");
+}
+
 pub(crate) const TESTS: &[crate::support::Test] = &[
+    (
+        "markdown_starts_with_a_heading",
+        markdown_starts_with_a_heading,
+    ),
     (
         "deep_nesting_is_skipped_and_the_rest_still_read",
         deep_nesting_is_skipped_and_the_rest_still_read,
