@@ -448,8 +448,8 @@ const HEX_SPANS: usize = 2;
 /// the same bytes (the literal tokens before the first class) and each `<hex>` span (start,
 /// end) still holds a letter, and a digit when shorter than 16 (else the tokenizer would call
 /// it `<int>` or letters). The remembered key had only `<uuid>` and `<hex>` tokens after its
-/// prefix, no date or IP test, and no hex letter in a later literal, so nothing else about
-/// its hex digits can change its tokens.
+/// prefix, no date or IP test, no hex letter in a later literal and no id-like run reaching
+/// past the prefix, so nothing else about its hex digits can change its tokens.
 type HexMemo = SpanMemo<(u16, u16), HEX_SPANS>;
 
 impl HexMemo {
@@ -467,6 +467,14 @@ impl HexMemo {
             Token::Lit { start, end } => !key[*start..*end].iter().any(hex_letter),
         })?;
         if !rec.checks.is_empty() || rec.hex_spans.len() > HEX_SPANS || rec.base64 {
+            return None;
+        }
+        // An id-like run that reached past the prefix read the case of the hex digits there,
+        // and whether they are digits, which the hex skeleton does not keep.
+        let past_prefix = key
+            .get(prefix.len as usize..rec.id_reach)
+            .unwrap_or_default();
+        if past_prefix.iter().any(u8::is_ascii_hexdigit) {
             return None;
         }
         let spans = rec
@@ -1650,9 +1658,17 @@ impl PatternTree {
             // Once a position's runs are a token, runs joining it later (from a merge) follow.
             let folded = self.nodes[n as usize].runs_token;
             let random = ends.iter().any(|e| e.len >= 3 && e.mixed);
-            // Runs that lead to names (see `fold_names`) stay apart: a key's runs are read up
-            // to the name's first word, which the token would take.
-            let names = ends.iter().any(|e| self.nodes[e.node as usize].names);
+            // Runs that lead to names (see `fold_names`), straight or after a joiner
+            // (`<word>-<name>`), stay apart: a key's runs are read up to the name's first word,
+            // which the token would take.
+            let names = ends.iter().any(|e| {
+                let node = &self.nodes[e.node as usize];
+                node.names
+                    || node
+                        .children
+                        .iter()
+                        .any(|(k, c)| is_joiner(k) && self.nodes[*c as usize].names)
+            });
             if !names && ((folded && !ends.is_empty()) || (random && ends.len() >= 2)) {
                 let token = match self.find_key(n, &Key::Class(Class::Token)) {
                     Some(t) => t,

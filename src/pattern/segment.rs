@@ -93,10 +93,11 @@ impl Class {
                 "(?:[A-Za-z0-9]|[\\x80-\\xff])(?:[A-Za-z0-9._%+'-]|[\\x80-\\xff])*@[A-Za-z0-9-]+(?:\\.[A-Za-z0-9-]+)+"
             }
             Class::Json => "(?s:[\\[{].*[\\]}])",
-            // Runs of letters and digits joined by `-` or `_` (short ids the tree joined), or
-            // 20 characters or more (the recognizers' ids, digests, base64 with padding).
+            // Runs of letters and digits joined by `-` or `_` (short ids the tree joined), and
+            // the recognizers' ids of 20 characters or more (digests, base64 with padding)
+            // among them: a token the tree joined may end in one (`0.0-<base64>`).
             Class::Token => {
-                "(?:[A-Za-z0-9.'_-]|[\\xc2-\\xf4][\\x80-\\xbf]+)+|[A-Za-z0-9+/=_-]{20,}"
+                "(?:[A-Za-z0-9.'_-]|[\\xc2-\\xf4][\\x80-\\xbf]+|[A-Za-z0-9+/=_-]{20,})+"
             }
             Class::Bytes => "[\\x00-\\x1f\\x7f-\\xff]+",
             Class::Rest => "(?s:.*)",
@@ -1137,6 +1138,10 @@ pub struct Recorded {
     pub base64: bool,
     /// The bytes whose very value decided a token though no literal holds them.
     pub exact_read: u128,
+    /// One past the last byte an id-like run the recognizer tried could reach (the runs of
+    /// letters, digits, `-` and `_` it started at): it read their case and which of them are
+    /// hex digits, even where it then said no (`zz-<uuid>` against `zz-<token>`).
+    pub id_reach: usize,
 }
 
 impl TokenSink for Recorded {
@@ -1171,6 +1176,11 @@ impl TokenSink for Recorded {
             Reads::IdRun(at) => {
                 self.hex_read |= span_bits(at, 128);
                 self.ids_read |= span_bits(at, 128);
+                let run = key[at.min(key.len())..]
+                    .iter()
+                    .take_while(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_'))
+                    .count();
+                self.id_reach = self.id_reach.max(at + run);
             }
             Reads::HexSegment(start, end) => self.hex_read |= span_bits(start, end),
             Reads::HexOnly(start, end) => self.hex_only |= span_bits(start, end),
@@ -1220,6 +1230,7 @@ pub fn tokenize_recorded(key: &[u8], d: &Delimiters, out: &mut Recorded) {
     out.case_read = 0;
     out.base64 = false;
     out.exact_read = 0;
+    out.id_reach = 0;
     tokenize_into(key, d, out);
 }
 
