@@ -209,8 +209,21 @@ fn npm_tarballs_install_and_run() {
             .arg(dist)
             .arg(format!("{platform}={}", binary.display())))
     };
-    // The test build carries debug info: refused, naming what to do.
-    let out = pack(&dir.path().join("refused"), &built());
+    // A binary with debug info (a debug section added to a copy, so that a release test build,
+    // stripped already, is refused too): refused, naming what to do.
+    let Some(objcopy) = require_binary("objcopy") else {
+        return;
+    };
+    let unstripped = dir.path().join("unstripped");
+    let note = dir.path().join("note");
+    std::fs::write(&note, b"keyplan test").unwrap();
+    let out = run(Command::new(&objcopy)
+        .arg("--add-section")
+        .arg(format!(".debug_keyplan={}", note.display()))
+        .arg(built())
+        .arg(&unstripped));
+    assert!(out.status.success(), "{out:?}");
+    let out = pack(&dir.path().join("refused"), &unstripped);
     assert_eq!(out.status.code(), Some(2), "{out:?}");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
