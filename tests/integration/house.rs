@@ -49,7 +49,8 @@ fn a_schemes_topology_file_is_used_by_every_command() {
     assert!(addrs.iter().all(|a| a.starts_with("10.9.0.")), "{addrs:?}");
 
     let (code, v, err) = json(&["plan", "--scheme", s, "--format", "json"], dir.path());
-    assert!(code == Some(0) || code == Some(1), "{err}");
+    // 1: the example's cross-slot batches are ones plan changes.
+    assert_eq!(code, Some(1), "{err}");
     assert!(
         v["topology"].as_str().unwrap().contains("nodes.txt"),
         "{}",
@@ -60,7 +61,8 @@ fn a_schemes_topology_file_is_used_by_every_command() {
         &["rebalance", "--preview", "--scheme", s, "--format", "json"],
         dir.path(),
     );
-    assert!(code == Some(0) || code == Some(1), "{err}");
+    // 0: no warning (no keys, no batch fails while the slots move).
+    assert_eq!(code, Some(0), "{err}");
     let nodes = v["nodes"].as_array().unwrap();
     assert_eq!(nodes.len(), 4);
     assert_eq!(nodes[0]["address"], "10.9.0.1:7000");
@@ -84,7 +86,8 @@ fn a_schemes_topology_file_is_used_by_every_command() {
         ],
         dir.path(),
     );
-    assert!(code == Some(0) || code == Some(1), "{err}");
+    // 1: redis-cli's rounding moves 99 slots, not the 100 asked for (a warning).
+    assert_eq!(code, Some(1), "{err}");
 
     // A flag still wins over the scheme.
     let (code, v, err) = json(

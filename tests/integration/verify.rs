@@ -77,9 +77,10 @@ fn save_preview(path: &Path, port: u16, to: &str, slots: &str) {
         .arg(path)
         .output()
         .unwrap();
-    assert!(
-        matches!(out.status.code(), Some(0 | 1)),
-        "preview failed: {}",
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "preview failed or warned: {}",
         all_output(&out)
     );
 }
@@ -463,21 +464,14 @@ fn preview_and_run_setslot(args: &[&str], json: &Path, cli: &Path, ports: &[u16]
         .arg(json)
         .output()
         .unwrap();
-    assert!(
-        matches!(out.status.code(), Some(0 | 1)),
-        "{}",
-        all_output(&out)
-    );
+    // 0: the previews this test runs (grow by one master, drain one) warn of nothing.
+    assert_eq!(out.status.code(), Some(0), "{}", all_output(&out));
     let script = keyplan()
         .args(args)
         .args(["--emit", "setslot"])
         .output()
         .unwrap();
-    assert!(
-        matches!(script.status.code(), Some(0 | 1)),
-        "{}",
-        all_output(&script)
-    );
+    assert_eq!(script.status.code(), Some(0), "{}", all_output(&script));
     let dir = json.parent().unwrap();
     let path = json.with_extension("sh");
     std::fs::write(&path, &script.stdout).unwrap();
