@@ -1,5 +1,4 @@
 //! What the standard streams are connected to: a terminal (and how wide), or a pipe or file.
-#![allow(unsafe_code)] // one ioctl to read the terminal's width
 
 /// What the process's standard streams are connected to.
 #[derive(Debug, Clone, Copy, Default)]
@@ -19,11 +18,11 @@ impl Terminal {
         use std::io::IsTerminal;
         let stdout_width = std::io::stdout()
             .is_terminal()
-            .then(|| terminal_width(1))
+            .then(|| terminal_width(window_width(std::io::stdout())))
             .map(|w| w.unwrap_or(100));
         let stderr_is_terminal = std::io::stderr().is_terminal();
         let stderr_width = stderr_is_terminal
-            .then(|| terminal_width(2))
+            .then(|| terminal_width(window_width(std::io::stderr())))
             .map(|w| w.unwrap_or(100));
         Terminal {
             stdout_width,
@@ -33,25 +32,27 @@ impl Terminal {
     }
 }
 
-/// The width of the terminal on file descriptor `fd` (its window size, else `COLUMNS`).
-fn terminal_width(fd: libc::c_int) -> Option<u16> {
-    #[cfg(unix)]
-    {
-        let mut ws = libc::winsize {
-            ws_row: 0,
-            ws_col: 0,
-            ws_xpixel: 0,
-            ws_ypixel: 0,
-        };
-        // SAFETY: TIOCGWINSZ writes one winsize into the struct we own; `fd` is the process's
-        // stdout or stderr, open for the whole call (on any other descriptor it fails).
-        let rc = unsafe { libc::ioctl(fd, libc::TIOCGWINSZ, &mut ws) };
-        if rc == 0 && ws.ws_col > 0 {
-            return Some(ws.ws_col);
-        }
-    }
-    std::env::var("COLUMNS")
+/// The width of a terminal: its window's (`window`), else `COLUMNS`.
+fn terminal_width(window: Option<u16>) -> Option<u16> {
+    window.or_else(|| {
+        std::env::var("COLUMNS")
+            .ok()
+            .and_then(|c| c.trim().parse::<u16>().ok())
+            .filter(|w| *w > 0)
+    })
+}
+
+/// The width of the window of the terminal `stream` is (TIOCGWINSZ), when it has one.
+#[cfg(unix)]
+fn window_width(stream: impl std::os::fd::AsFd) -> Option<u16> {
+    rustix::termios::tcgetwinsize(stream)
         .ok()
-        .and_then(|c| c.trim().parse::<u16>().ok())
-        .filter(|w| *w > 0)
+        .map(|ws| ws.ws_col)
+        .filter(|&w| w > 0)
+}
+
+/// No window size is read off Unix: `COLUMNS` gives the width.
+#[cfg(not(unix))]
+fn window_width<S>(_stream: S) -> Option<u16> {
+    None
 }

@@ -2,7 +2,6 @@
 //! the writer (`redis-cli --scan`, `cat`, …) and keyplan would take turns 16 times per chunk.
 //! Growing the pipe to 1 MiB (the largest size an unprivileged process may set by default)
 //! made `cat dump | keyplan slot --counts -` about 2.4× faster on the development machine.
-#![allow(unsafe_code)]
 
 use std::fs::File;
 
@@ -14,14 +13,9 @@ pub const PIPE_BYTES: usize = 1 << 20;
 pub fn widen(f: &File) {
     #[cfg(target_os = "linux")]
     {
-        use std::os::fd::AsRawFd;
         use std::os::unix::fs::FileTypeExt;
         if f.metadata().is_ok_and(|m| m.file_type().is_fifo()) {
-            // SAFETY: F_SETPIPE_SZ takes an int argument and only changes the pipe's capacity;
-            // the descriptor is valid for the lifetime of `f`, which outlives the call.
-            let _ = unsafe {
-                libc::fcntl(f.as_raw_fd(), libc::F_SETPIPE_SZ, PIPE_BYTES as libc::c_int)
-            };
+            let _ = rustix::pipe::fcntl_setpipe_size(f, PIPE_BYTES);
         }
     }
     #[cfg(not(target_os = "linux"))]
@@ -33,20 +27,10 @@ mod tests {
     #[test]
     #[cfg(target_os = "linux")]
     fn a_pipe_is_widened_and_a_file_left_alone() {
-        use std::os::fd::{AsRawFd, FromRawFd};
-        let mut fds = [0 as libc::c_int; 2];
-        // SAFETY: `fds` has room for the two descriptors pipe() writes.
-        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
-        // SAFETY: pipe() just opened both descriptors; each File owns one.
-        let (r, _w) = unsafe {
-            (
-                std::fs::File::from_raw_fd(fds[0]),
-                std::fs::File::from_raw_fd(fds[1]),
-            )
-        };
+        let (r, _w) = rustix::pipe::pipe().unwrap();
+        let r = std::fs::File::from(r);
         super::widen(&r);
-        // SAFETY: F_GETPIPE_SZ only reads the capacity of a valid descriptor.
-        let size = unsafe { libc::fcntl(r.as_raw_fd(), libc::F_GETPIPE_SZ) } as usize;
+        let size = rustix::pipe::fcntl_getpipe_size(&r).unwrap();
         let max = std::fs::read_to_string("/proc/sys/fs/pipe-max-size")
             .ok()
             .and_then(|s| s.trim().parse::<usize>().ok())
