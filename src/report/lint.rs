@@ -46,6 +46,39 @@ fn counts(d: &[Diagnostic]) -> [usize; 4] {
     ]
 }
 
+/// The findings by severity, each counted with the ones like it not listed, and the count of
+/// those not listed.
+fn totals(d: &[Diagnostic]) -> ([u64; 4], u64) {
+    let c = |s: Severity| {
+        d.iter()
+            .filter(|x| x.severity == s)
+            .map(|x| 1 + x.more)
+            .sum::<u64>()
+    };
+    let not_listed = d.iter().map(|x| x.more).sum();
+    (
+        [
+            c(Severity::Error),
+            c(Severity::Warning),
+            c(Severity::Info),
+            c(Severity::Hint),
+        ],
+        not_listed,
+    )
+}
+
+/// The summary line: every finding counted, those listed one by one and those only counted
+/// (`20 finding(s)` for 60 keys flagged read as if the other 40 were fine).
+fn summary(d: &[Diagnostic]) -> String {
+    let ([e, w, i, h], not_listed) = totals(d);
+    let total = e + w + i + h;
+    let listed = match not_listed {
+        0 => String::new(),
+        n => format!(" ({} listed, {n} more not listed)", d.len()),
+    };
+    format!("{total} finding(s){listed}: {e} error(s), {w} warning(s), {i} info, {h} hint(s)")
+}
+
 fn location(d: &Diagnostic) -> String {
     if d.line == 0 {
         d.path.clone()
@@ -56,7 +89,6 @@ fn location(d: &Diagnostic) -> String {
 
 /// `path:line:col: KP301 [error] message`, a help line, and a summary.
 fn human(out: &mut dyn Write, diags: &[Diagnostic]) -> io::Result<()> {
-    let [e, w, i, h] = counts(diags);
     for d in diags {
         writeln!(
             out,
@@ -76,11 +108,7 @@ fn human(out: &mut dyn Write, diags: &[Diagnostic]) -> io::Result<()> {
     if diags.is_empty() {
         writeln!(out, "no findings")
     } else {
-        writeln!(
-            out,
-            "{} finding(s): {e} error(s), {w} warning(s), {i} info, {h} hint(s)",
-            diags.len()
-        )
+        writeln!(out, "{}", summary(diags))
     }
 }
 
@@ -473,16 +501,11 @@ const MARKDOWN_FINDINGS: usize = 100;
 /// of the findings (the first [`MARKDOWN_FINDINGS`]).
 fn markdown(out: &mut dyn Write, diags: &[Diagnostic]) -> io::Result<()> {
     use super::markdown::{escape, prose, table};
-    let [e, w, i, h] = counts(diags);
     if diags.is_empty() {
         writeln!(out, "## keyplan lint: no findings")?;
         return Ok(());
     }
-    writeln!(
-        out,
-        "## keyplan lint: {} finding(s): {e} error(s), {w} warning(s), {i} info, {h} hint(s)\n",
-        diags.len()
-    )?;
+    writeln!(out, "## keyplan lint: {}\n", summary(diags))?;
     // By rule, the most severe first, then by code.
     let mut by_rule: Vec<(&str, &str, Severity, u64)> = Vec::new();
     for d in diags {

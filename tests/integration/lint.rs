@@ -1026,7 +1026,87 @@ fn ci_reports_name_files_from_the_repository_root() {
     placed("GitLab Code Quality", issues);
 }
 
+/// An undeclared pattern whose first key comes after the thousands of other undeclared keys
+/// is reported at that key's line, with that key as its example; keys are quoted in messages
+/// (a key with spaces reads as one key); the summary counts the findings not listed too. The
+/// same on one thread and on three (a dump of several chunks).
+fn undeclared_keys_are_placed_at_the_key_shown_and_counts_are_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut dump = String::new();
+    let n = 300_000;
+    for i in 0..n {
+        dump.push_str(&format!("tmp:debug:{i}\n"));
+    }
+    dump.push_str("cache:page:17\n");
+    for i in 0..5 {
+        dump.push_str(&format!("cache:page:{}\n", 100 + i));
+    }
+    for i in 0..60 {
+        dump.push_str(&format!("key with space {i}\n"));
+    }
+    assert!(dump.len() > 4 << 20, "a dump of several chunks");
+    let keys = dir.path().join("keys.txt");
+    std::fs::write(&keys, dump).unwrap();
+    let s = scheme(
+        &dir,
+        "version: 1\nvars:\n  uid: {kind: int, cardinality: 100000}\nkeys:\n  user:\n    pattern: \"user:<uid>:profile\"\n",
+    );
+    let run = |threads: &str, format: &str| {
+        let out = keyplan()
+            .args(["lint", "--threads", threads, "--format", format, "--scheme"])
+            .arg(&s)
+            .arg("--keys")
+            .arg(&keys)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "warnings fail by default");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let json = run("1", "json");
+    assert_eq!(run("3", "json"), json);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let diags = v["diagnostics"].as_array().unwrap();
+    let page = diags
+        .iter()
+        .find(|d| d["code"] == "KP401" && d["message"].as_str().unwrap().contains(":page:"))
+        .unwrap_or_else(|| panic!("{diags:?}"));
+    assert_eq!(page["line"], n + 1, "{page}");
+    assert!(
+        page["message"]
+            .as_str()
+            .unwrap()
+            .contains("such as \"cache:page:17\" on this line"),
+        "{page}"
+    );
+    let spaced: Vec<&str> = diags
+        .iter()
+        .filter(|d| d["code"] == "KP403")
+        .map(|d| d["message"].as_str().unwrap())
+        .collect();
+    assert_eq!(spaced.len(), 20);
+    assert!(
+        spaced[0].starts_with("key \"key with space 0\": "),
+        "{spaced:?}"
+    );
+    let text = run("1", "human");
+    let listed = diags.len();
+    let summary = text.lines().last().unwrap();
+    assert_eq!(
+        summary,
+        format!(
+            "{} finding(s) ({listed} listed, 40 more not listed): 0 error(s), {} warning(s), 0 info, 0 hint(s)",
+            listed + 40,
+            listed + 40
+        ),
+        "{text}"
+    );
+}
+
 pub(crate) const TESTS: &[crate::support::Test] = &[
+    (
+        "undeclared_keys_are_placed_at_the_key_shown_and_counts_are_whole",
+        undeclared_keys_are_placed_at_the_key_shown_and_counts_are_whole,
+    ),
     (
         "ci_reports_name_files_from_the_repository_root",
         ci_reports_name_files_from_the_repository_root,

@@ -1,7 +1,7 @@
 //! `key-bytes`: whitespace or control bytes in keys and patterns.
 
 use super::{Check, Finding, Found, KeyNeeds, KeySeen, allowed};
-use crate::keys::display::display_key;
+use crate::keys::quote;
 use crate::lint::ActiveRule;
 use crate::lint::rule::BytesFlag;
 use crate::scheme::Scheme;
@@ -88,12 +88,7 @@ impl Check for KeyBytesCheck {
         let KeySeen {
             rule: r, key, odd, ..
         } = *seen;
-        (odd && hit(self.0, key)).then(|| {
-            (
-                format!("key {}: {}", display_key(key), r.spec.summary),
-                None,
-            )
-        })
+        (odd && hit(self.0, key)).then(|| (format!("key {}: {}", quote(key), r.spec.summary), None))
     }
 }
 

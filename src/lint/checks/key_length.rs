@@ -1,7 +1,7 @@
 //! `key-length`: keys (and patterns whose fixed text alone is) longer than a limit.
 
 use super::{Check, Finding, Found, KeyNeeds, KeySeen, allowed};
-use crate::keys::display::display_key;
+use crate::keys::quote;
 use crate::lint::ActiveRule;
 use crate::scheme::{Scheme, Seg};
 use crate::topology::Topology;
@@ -48,11 +48,7 @@ impl Check for KeyLengthCheck {
         (key.len() > max).then(|| {
             let shown: Vec<u8> = key.iter().take(60).copied().collect();
             (
-                format!(
-                    "key {}… is {} bytes (over {max})",
-                    display_key(&shown),
-                    key.len()
-                ),
+                format!("key {}… is {} bytes (over {max})", quote(&shown), key.len()),
                 None,
             )
         })

@@ -398,20 +398,23 @@ impl Unmatched {
     /// Adds what another part of the dump left unmatched.
     fn merge(&mut self, o: Unmatched) {
         self.tree.merge(&o.tree);
-        if o.first_line != 0 && (self.first_line == 0 || o.first_line < self.first_line) {
-            self.first_line = o.first_line;
-        }
         self.first.extend(o.first);
         self.first.sort_by_key(|(line, _)| *line);
         self.first.truncate(UNMATCHED_LINES_KEPT);
+        for (mine, theirs) in self.shapes.iter_mut().zip(o.shapes) {
+            for (shape, (line, key)) in theirs.by_shape {
+                mine.offer(&shape, line, &key);
+            }
+        }
     }
 
     fn add(&mut self, line: u64, key: &[u8]) {
-        if self.first_line == 0 {
-            self.first_line = line;
-        }
         if self.first.len() < UNMATCHED_LINES_KEPT {
             self.first.push((line, key.to_vec()));
+        }
+        for (i, with_last) in [false, true].into_iter().enumerate() {
+            shape_of(key, with_last, &mut self.scratch);
+            self.shapes[i].offer(&self.scratch, line, key);
         }
         self.tree.add(&crate::pattern::Observation {
             key,
@@ -424,34 +427,44 @@ impl Unmatched {
         });
     }
 
-    /// One finding per inferred pattern, most keys first, at the line of its first key seen.
+    /// One finding per inferred pattern, most keys first, at the line of the first of its keys
+    /// kept (the dump's first unmatched keys, and the first key of each shape), whose key is
+    /// the example shown. A pattern none of whose keys was kept is reported for the whole
+    /// dump, with an example of its keys.
     fn findings(mut self, r: &ActiveRule, path: &str) -> Vec<Diagnostic> {
         // Classified as finished (folded), so the texts match the finished patterns'.
         self.tree.fold();
-        let mut first_of: std::collections::HashMap<String, u64> = std::collections::HashMap::new();
-        for (line, key) in &self.first {
-            if let Some(p) = self.tree.classify(key) {
-                first_of.entry(p).or_insert(*line);
+        let mut kept: Vec<(u64, Vec<u8>)> = std::mem::take(&mut self.first);
+        for shapes in std::mem::take(&mut self.shapes) {
+            kept.extend(shapes.by_shape.into_values());
+        }
+        kept.sort();
+        kept.dedup();
+        let mut first_of: std::collections::HashMap<String, (u64, Vec<u8>)> =
+            std::collections::HashMap::new();
+        for (line, key) in kept {
+            if let Some(p) = self.tree.classify(&key) {
+                first_of.entry(p).or_insert((line, key));
             }
         }
         let patterns = self.tree.finish();
         let mut out: Vec<Diagnostic> = Vec::new();
         for p in patterns.iter().take(MAX_PER_RULE) {
-            let example = p
-                .stats
-                .examples()
-                .next()
-                .map(|k| crate::keys::display::display_key(k).into_owned())
-                .unwrap_or_default();
-            let line = first_of.get(&p.text).copied().unwrap_or(self.first_line);
+            let (line, example) = match first_of.remove(&p.text) {
+                Some((line, key)) => (line, key),
+                None => (0, p.stats.examples().next().unwrap_or_default().to_vec()),
+            };
             out.push(diag(
                 r,
                 path,
                 line,
-                1,
+                if line == 0 { 0 } else { 1 },
                 format!(
-                    "{} key(s) like {} (e.g. {example}) match no pattern declared in the scheme",
-                    p.stats.keys, p.text
+                    "{} key(s) like {}, such as {}{}, match no pattern declared in the scheme",
+                    p.stats.keys,
+                    p.text,
+                    crate::keys::quote(&example),
+                    if line == 0 { "" } else { " on this line" },
                 ),
                 Some(format!("declare it under `keys:` (pattern: {})", p.text)),
             ));
@@ -462,6 +475,84 @@ impl Unmatched {
             last.more = (patterns.len() - MAX_PER_RULE) as u64;
         }
         out
+    }
+}
+
+/// The first key (with its line) of each shape ([`shape_of`]) of unmatched keys: of the
+/// shapes seen, the [`UNMATCHED_SHAPES_KEPT`] whose first key comes first. Kept so, the shapes
+/// linters of parts of a dump keep and merge are the ones one linter of the whole dump keeps,
+/// whichever parts each read.
+#[derive(Default)]
+struct FirstOfShapes {
+    by_shape: std::collections::HashMap<Vec<u8>, (u64, Vec<u8>)>,
+    /// The shapes by the line of their first key.
+    by_line: std::collections::BTreeMap<u64, Vec<u8>>,
+}
+
+impl FirstOfShapes {
+    /// Offers the key of `shape` on `line`.
+    fn offer(&mut self, shape: &[u8], line: u64, key: &[u8]) {
+        if let Some(kept) = self.by_shape.get_mut(shape) {
+            if line < kept.0 {
+                self.by_line.remove(&kept.0);
+                *kept = (line, key.to_vec());
+                self.by_line.insert(line, shape.to_vec());
+            }
+            return;
+        }
+        if self.by_shape.len() >= UNMATCHED_SHAPES_KEPT {
+            match self.by_line.last_key_value() {
+                Some((&last, _)) if line < last => {
+                    if let Some(gone) = self.by_line.remove(&last) {
+                        self.by_shape.remove(&gone);
+                    }
+                }
+                _ => return,
+            }
+        }
+        self.by_shape.insert(shape.to_vec(), (line, key.to_vec()));
+        self.by_line.insert(line, shape.to_vec());
+    }
+}
+
+/// The shape of an unmatched key, for keeping the first key of each: its first segment as
+/// written when that is a short word, each other segment as a class (`#` digits, `h` hex of 8
+/// or more, `a` letters, `x` mixed), the delimiters between them, and (`with_last`) its last
+/// segment as written when that is a short word. Keys of one inferred pattern have one or a few shapes, so the first
+/// key of a pattern that starts deep in a dump is usually kept.
+fn shape_of(key: &[u8], with_last: bool, out: &mut Vec<u8>) {
+    const DELIMS: &[u8] = b":/|.-_!$@=#{} ";
+    out.clear();
+    let last_start = key
+        .iter()
+        .rposition(|b| DELIMS.contains(b))
+        .map_or(0, |i| i + 1);
+    let mut start = 0usize;
+    while start <= key.len() && out.len() <= 96 {
+        let end = key[start..]
+            .iter()
+            .position(|b| DELIMS.contains(b))
+            .map_or(key.len(), |i| start + i);
+        let seg = &key[start..end];
+        let word = seg.len() <= 24 && seg.iter().all(u8::is_ascii_alphabetic);
+        if word && (start == 0 || (start == last_start && with_last)) {
+            out.extend_from_slice(seg);
+        } else if seg.is_empty() {
+            // Two delimiters in a row.
+        } else if seg.iter().all(u8::is_ascii_digit) {
+            out.push(b'#');
+        } else if seg.len() >= 8 && seg.iter().all(u8::is_ascii_hexdigit) {
+            out.push(b'h');
+        } else if seg.iter().all(u8::is_ascii_alphabetic) {
+            out.push(b'a');
+        } else {
+            out.push(b'x');
+        }
+        match key.get(end) {
+            Some(&d) => out.push(d),
+            None => break,
+        }
+        start = end + 1;
     }
 }
 
@@ -513,12 +604,18 @@ struct Unmatched {
     tree: crate::pattern::PatternTree,
     /// The first keys seen with their lines (the line a pattern's finding points at).
     first: Vec<(u64, Vec<u8>)>,
-    /// The line of the first unmatched key.
-    first_line: u64,
+    /// The first key (with its line) of each shape ([`shape_of`]), without and with the last
+    /// segment, at most [`UNMATCHED_SHAPES_KEPT`] of each.
+    shapes: [FirstOfShapes; 2],
+    /// A shape being built, reused.
+    scratch: Vec<u8>,
 }
 
 /// Unmatched keys whose lines are kept to place each pattern's finding.
 const UNMATCHED_LINES_KEPT: usize = 4096;
+
+/// Shapes of unmatched keys whose first key and line are kept, of each kind.
+const UNMATCHED_SHAPES_KEPT: usize = 4096;
 
 impl<'a> DumpLinter<'a> {
     /// This linter, reading its part of a dump alongside the others given `shared`.
@@ -558,7 +655,8 @@ impl<'a> DumpLinter<'a> {
                     topo.nodes().len(),
                 ),
                 first: Vec::new(),
-                first_line: 0,
+                shapes: Default::default(),
+                scratch: Vec::new(),
             });
         let per_key: Vec<(usize, Gate)> = (0..checks.len())
             .filter_map(|i| {

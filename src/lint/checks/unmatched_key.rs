@@ -1,7 +1,7 @@
 //! `unmatched-key`: dump keys that match no pattern declared in the scheme.
 
 use super::{Check, Found, KeyNeeds, KeySeen};
-use crate::keys::display::display_key;
+use crate::keys::quote;
 
 pub(super) struct UnmatchedKeyCheck;
 
@@ -16,7 +16,7 @@ impl Check for UnmatchedKeyCheck {
             (
                 format!(
                     "key {} matches no pattern declared in the scheme",
-                    display_key(key)
+                    quote(key)
                 ),
                 Some("declare its pattern under `keys:`".into()),
             )
