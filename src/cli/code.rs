@@ -12,7 +12,6 @@ use crate::report::render::{Format, render};
 use anyhow::Context as _;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 const CODE_FORMATS: &[Word<Format>] = &[
     (
@@ -129,7 +128,7 @@ pub fn scan_paths(
             reason: why,
         });
     }
-    let workers = threads(threads_flag);
+    let pool = reader_pool(threads(threads_flag))?;
     // One step per reading of what a file defines, per reading again (Python), per scan.
     let progress = ctx.progress(
         "reading source",
@@ -168,11 +167,11 @@ pub fn scan_paths(
         .filter(|&i| language_of(&files[i]).is_some_and(through_model))
         .collect();
     let lowered: Vec<Result<(String, Language, crate::code::ir::Unit), String>> =
-        par_map(&modelled, workers, |&i| {
+        par_map(&pool, &modelled, |&i| {
             progress.inc(1);
             let (l, text) = load(&files[i])?;
             crate::code::scan::lower(l, &text).map(|u| (files[i].shown.clone(), l, u))
-        })?;
+        });
     let mut model_results: BTreeMap<usize, Result<FileFindings, String>> = BTreeMap::new();
     let mut units = Vec::new();
     let mut unit_index = Vec::new();
@@ -189,14 +188,14 @@ pub fn scan_paths(
     }
     let run = |job: &(dyn Fn(usize) -> crate::code::engine::Found + Sync), n: usize| {
         let idx: Vec<usize> = (0..n).collect();
-        par_map(&idx, workers, |&i| job(i)).unwrap_or_default()
+        par_map(&pool, &idx, |&i| job(i))
     };
     let found = crate::code::scan::analyse(&units, crate::code::profile::Profile::builtin, &run);
     drop(units);
     for (i, f) in unit_index.into_iter().zip(found) {
         model_results.insert(i, Ok(f));
     }
-    let exported: Vec<Result<(Language, Globals), String>> = par_map(&files, workers, |f| {
+    let exported: Vec<Result<(Language, Globals), String>> = par_map(&pool, &files, |f| {
         progress.inc(1);
         if let Some(l) = language_of(f).filter(|&l| through_model(l)) {
             return Ok((l, Globals::default()));
@@ -205,7 +204,7 @@ pub fn scan_paths(
         readers
             .definitions(l, &text, &none, stem(f).as_deref())
             .map(|g| (l, g))
-    })?;
+    });
     let mut globals: BTreeMap<&str, Globals> = BTreeMap::new();
     // What each Python file defines (by file), kept to be read again.
     let mut python_exports: Vec<Option<Globals>> = vec![None; files.len()];
@@ -242,14 +241,14 @@ pub fn scan_paths(
             .into_iter()
             .map(memchr::memmem::Finder::new)
             .collect();
-        let fresh: Vec<Option<Globals>> = par_map(&python, workers, |&i| {
+        let fresh: Vec<Option<Globals>> = par_map(&pool, &python, |&i| {
             progress.inc(1);
             let f = &files[i];
             let (_, text) = load(f).ok()?;
             let involved = python_exports[i].as_ref().is_some_and(Globals::has_queuers)
                 || names.iter().any(|n| n.find(text.as_bytes()).is_some());
             involved.then(|| readers.exports(Language::Python, &text, &known, stem(f).as_deref()))
-        })?;
+        });
         for (&i, g) in python.iter().zip(fresh) {
             if let Some(g) = g {
                 python_exports[i] = Some(g);
@@ -265,7 +264,7 @@ pub fn scan_paths(
     }
     drop(python_exports);
     let order: Vec<usize> = (0..files.len()).collect();
-    let results: Vec<Result<FileFindings, String>> = par_map(&order, workers, |&i| {
+    let results: Vec<Result<FileFindings, String>> = par_map(&pool, &order, |&i| {
         progress.inc(1);
         if let Some(r) = model_results.get(&i) {
             return r.clone();
@@ -276,7 +275,7 @@ pub fn scan_paths(
         let (l, text) = load(&files[i])?;
         let g = globals.get(l.profile_language()).unwrap_or(&none);
         readers.scan(l, &text, g)
-    })?;
+    });
     progress.finish();
     for (f, r) in files.into_iter().zip(results) {
         match r {
@@ -298,59 +297,35 @@ pub fn scan_paths(
     Ok(report)
 }
 
-/// `f` of every item on `workers` threads, in the items' order; an error when not one thread
-/// could be started.
+/// The threads that read source: `workers` of them, each on a stack the size the readers need
+/// (they recurse as deep as the deepest tree they read). When the system refuses that many,
+/// one thread does the work; an error when not even one can be started.
+fn reader_pool(workers: usize) -> anyhow::Result<rayon::ThreadPool> {
+    let pool = |n: usize| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .stack_size(READER_STACK)
+            .thread_name(|_| "keyplan-code".into())
+            .build()
+    };
+    pool(workers.max(1)).or_else(|_| pool(1)).map_err(|e| {
+        anyhow::Error::from(UserError::new(
+            format!(
+                "cannot start a thread with a {} MiB stack to read source: {e}",
+                READER_STACK >> 20
+            ),
+            "allow more virtual memory (ulimit -v) or pass --threads 1",
+        ))
+    })
+}
+
+/// `f` of every item on the threads of `pool`, in the items' order.
 fn par_map<T: Sync, R: Send>(
+    pool: &rayon::ThreadPool,
     items: &[T],
-    workers: usize,
     f: impl Fn(&T) -> R + Sync,
-) -> anyhow::Result<Vec<R>> {
-    let next = AtomicUsize::new(0);
-    let mut out: Vec<Option<R>> = (0..items.len()).map(|_| None).collect();
-    std::thread::scope(|scope| {
-        // Each worker on a stack of its own the size the readers need (they recurse as deep
-        // as the deepest tree they read); a worker that cannot be started leaves its share
-        // to the others.
-        let mut handles = Vec::new();
-        for _ in 0..workers.min(items.len()).max(1) {
-            let worker = std::thread::Builder::new()
-                .name("keyplan-code".into())
-                .stack_size(READER_STACK)
-                .spawn_scoped(scope, || {
-                    let mut done = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(item) = items.get(i) else { break };
-                        done.push((i, f(item)));
-                    }
-                    done
-                });
-            match worker {
-                Ok(h) => handles.push(h),
-                Err(e) if handles.is_empty() => {
-                    return Err(anyhow::Error::from(UserError::new(
-                        format!(
-                            "cannot start a thread with a {} MiB stack to read source: {e}",
-                            READER_STACK >> 20
-                        ),
-                        "allow more virtual memory (ulimit -v) or pass --threads 1",
-                    )));
-                }
-                Err(_) => break,
-            }
-        }
-        for h in handles {
-            for (i, r) in h
-                .join()
-                .expect("invariant: a source file's scan does not panic")
-            {
-                out[i] = Some(r);
-            }
-        }
-        Ok(())
-    })?;
-    Ok(out
-        .into_iter()
-        .map(|r| r.expect("invariant: every item was mapped"))
-        .collect())
+) -> Vec<R> {
+    use rayon::prelude::*;
+    // `f` by reference: a `Sync` closure's reference is `Send`.
+    pool.install(|| items.par_iter().map(&f).collect())
 }

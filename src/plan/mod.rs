@@ -24,6 +24,7 @@ use crate::simulate::batch::{Batch, scheme_batch_instance};
 use crate::simulate::client::{Client, simulate_client};
 use crate::simulate::{NetworkModel, Strategy, simulate};
 use crate::topology::Topology;
+use rayon::prelude::*;
 use serde::Serialize;
 use workload::{Rekey, Workload};
 
@@ -468,42 +469,13 @@ pub fn plan_scheme(
         opts,
         nodes: topo.nodes().len().max(1),
     };
-    // Batches are planned apart, on every core.
-    on_every_core(scheme.batches.len(), |i| {
-        plan_batch(&ctx, &scheme.batches[i])
-    })
-}
-
-/// `f` of each of `0..n`, in that order, worked out on every core (each thread takes the next
-/// index left, so a few long jobs do not wait behind one another).
-pub(crate) fn on_every_core<T: Send>(n: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
-    let workers = std::thread::available_parallelism()
-        .map_or(1, |c| c.get())
-        .min(n);
-    if workers <= 1 {
-        return (0..n).map(f).collect();
-    }
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let work = || {
-        let mut done = Vec::new();
-        loop {
-            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            if i >= n {
-                return done;
-            }
-            done.push((i, f(i)));
-        }
-    };
-    let mut all: Vec<(usize, T)> = std::thread::scope(|scope| {
-        let others: Vec<_> = (1..workers).map(|_| scope.spawn(work)).collect();
-        let mut all = work();
-        for h in others {
-            all.extend(h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)));
-        }
-        all
-    });
-    all.sort_by_key(|(i, _)| *i);
-    all.into_iter().map(|(_, t)| t).collect()
+    // Batches are planned apart, on every core; rayon's indexed collect keeps the batches'
+    // order.
+    scheme
+        .batches
+        .par_iter()
+        .map(|b| plan_batch(&ctx, b))
+        .collect()
 }
 
 /// A tag value holding this share of its family's sample keys or more makes the tag crowded,
@@ -1307,22 +1279,6 @@ mod tests {
             let got = scheme_batch_instance(&alone, &alone.batches[0], None, 0);
             let want = crate::simulate::batch::from_scheme(&whole, None).swap_remove(i);
             assert_eq!(got, want);
-        }
-    }
-
-    #[test]
-    fn work_on_every_core_comes_back_in_order_each_once() {
-        let calls = std::sync::atomic::AtomicUsize::new(0);
-        for n in [0, 1, 2, 7, 100] {
-            calls.store(0, std::sync::atomic::Ordering::Relaxed);
-            let out = on_every_core(n, |i| {
-                calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                // Uneven jobs, so the threads finish out of order.
-                std::thread::sleep(std::time::Duration::from_micros((i % 3) as u64 * 200));
-                i * i
-            });
-            assert_eq!(out, (0..n).map(|i| i * i).collect::<Vec<_>>());
-            assert_eq!(calls.load(std::sync::atomic::Ordering::Relaxed), n);
         }
     }
 

@@ -444,15 +444,11 @@ impl Workload {
     /// were read in. Call it once the sample is read.
     pub fn settle(&mut self, scheme: &Scheme, matcher: &crate::scheme::matcher::KeyMatcher) {
         // Families settle apart, on every core.
-        let families: Vec<std::sync::Mutex<&mut Family>> = self
-            .families
-            .iter_mut()
-            .map(std::sync::Mutex::new)
-            .collect();
-        super::on_every_core(families.len(), |fi| {
-            let mut f = families[fi].lock().unwrap_or_else(|e| e.into_inner());
-            f.settle(fi, scheme, matcher);
-        });
+        use rayon::prelude::*;
+        self.families
+            .par_iter_mut()
+            .enumerate()
+            .for_each(|(fi, f)| f.settle(fi, scheme, matcher));
     }
 
     /// Whether the workload has any weight.
