@@ -168,7 +168,7 @@ impl Cut {
     }
 
     /// Whether the cut reads `key` (a cut with a pair leaves keys longer than
-    /// [`PAIR_LONGEST`] to the regex).
+    /// `PAIR_LONGEST`, 256 bytes, to the regex).
     #[inline]
     pub fn reads(&self, key: &[u8]) -> bool {
         !self.pair || key.len() <= PAIR_LONGEST

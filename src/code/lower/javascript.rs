@@ -52,6 +52,8 @@
 //!   statements before the statement that holds them.
 //! - `list.push(x, …)` / `list.unshift(…)` are one [`Stmt::Push`] per argument; the call is
 //!   also kept as [`Stmt::Expr`] unless the list is a local the function assigned a list to.
+//!
+//! [`ir::Param::ty`]: crate::code::ir::Param::ty
 
 use super::LowerError;
 use crate::code::Position;

@@ -41,6 +41,10 @@
 //!   `with a as b, c as d` is one [`Stmt::With`] in another. `raise`, `assert`, `del` keep
 //!   their calls in [`Expr::Other`]; `global`, `nonlocal`, `pass`, `break`, `continue` and
 //!   decorators (other than `staticmethod`/`classmethod`) are left out.
+//!
+//! [`ir::MODULE_BODY`]: crate::code::ir::MODULE_BODY
+//! [`ir::Class`]: crate::code::ir::Class
+//! [`ir::CLASS_BODY`]: crate::code::ir::CLASS_BODY
 
 use super::LowerError;
 use crate::code::Position;
