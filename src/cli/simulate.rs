@@ -119,7 +119,16 @@ pub fn run(args: SimulateArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
     let topo_source = topo_source.to_string();
     let net = *opened.model();
     let loaded = opened.scheme;
-    let strategies = args.strategy.strategies();
+    let asked = args.strategy.strategies();
+    // Behind a Redis Enterprise proxy the client has one endpoint, not one per node.
+    let strategies = crate::simulate::offered(&topology, &asked);
+    if strategies.is_empty() {
+        return Err(UserError::new(
+            "--strategy: parallel and slot-parallel open a connection to each node, and a Redis Enterprise database is reached through one proxy endpoint",
+            "use --strategy pipeline (the proxy sends each shard its part at once), serial or hashtag",
+        )
+        .into());
+    }
     let mode = match args.client.is_empty() {
         true => Mode::Strategies(strategies.clone()),
         false => client_mode(&args, &mut topology)?,

@@ -736,12 +736,16 @@ fn problem(ctx: &Ctx<'_>, st: &Assessed<'_>, keep: &Score) -> Option<String> {
         ))
     } else if single.is_err() && !fanout_accepted && !(by_policy && atomic) {
         Some(format!(
-            "{} over several slots: {} node(s), {} round trip(s) with {}",
+            "{} over several slots: {} {}, {} round trip(s) with {}",
             match b.command.is_atomic() {
                 true => format!("{} (split over the shards by the proxy)", b.command.name()),
                 false => "pipeline".to_string(),
             },
             keep.nodes_touched,
+            match crate::simulate::behind_proxy(ctx.topo) {
+                true => "shard(s)",
+                false => "node(s)",
+            },
             keep.round_trips,
             ctx.opts
                 .client
@@ -980,6 +984,11 @@ fn bucket_candidates(ctx: &Ctx<'_>, st: &Assessed<'_>, tags: &[Candidate]) -> Ve
 fn per_node_candidate(ctx: &Ctx<'_>, st: &Assessed<'_>) -> Option<Candidate> {
     let (scheme, b, fams, atomic) = (ctx.scheme, st.b, &st.fams, st.atomic);
     st.single.as_ref().err()?;
+    if crate::simulate::behind_proxy(ctx.topo) {
+        // One proxy endpoint: the client cannot address the shards (the proxy's own fan-out
+        // is what keeping the patterns costs).
+        return None;
+    }
     let mut score = ctx.score(scheme, &b.name, Strategy::Parallel, &[], false, fams);
     if atomic {
         score.outcome = ScoreOutcome::NotAtomic;

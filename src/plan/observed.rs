@@ -707,10 +707,13 @@ impl<'a> ObservedPlanner<'a> {
                         .join(", ")
                 ),
             };
+            // A Redis Enterprise proxy runs some multi-key commands over several slots itself.
+            let proxy = topo.slot_map().and_then(|m| m.enterprise());
             let atomic = matches!(
                 b.kind,
                 BatchKind::Multi | BatchKind::Script | BatchKind::MultiKey
-            );
+            ) && !(b.kind == BatchKind::MultiKey
+                && proxy.is_some_and(|e| e.accepts_cross_slot(&b.id.command)));
             let mut patterns: Vec<String> = keys.iter().map(|k| shape(k, None)).collect();
             patterns.sort();
             patterns.dedup();
@@ -761,6 +764,15 @@ impl<'a> ObservedPlanner<'a> {
                         }
                     );
                     (Vec::new(), Vec::new(), before.clone(), rec)
+                }
+                None if proxy.is_some() => {
+                    let after = run(b, topo, opts, Strategy::Pipeline);
+                    let rec = format!(
+                        "no segment is shared by all {} keys{constant_note}: no tag helps; the database's proxy sends each shard its part at once: {} round trip(s) with one pipeline",
+                        keys.len(),
+                        after.round_trips
+                    );
+                    (Vec::new(), Vec::new(), after, rec)
                 }
                 None => {
                     let after = run(b, topo, opts, Strategy::Parallel);

@@ -183,7 +183,12 @@ impl<'o> SimulationTable<'o> {
         }
         if !seen.sweeping() {
             let h = &seen.header;
-            write_network(&mut out, &h.network, (!h.clients).then_some(h.nodes))?;
+            write_network(
+                &mut out,
+                &h.network,
+                (!h.clients).then_some(h.nodes),
+                h.proxy,
+            )?;
         }
         Ok(SimulationTable {
             seen,
@@ -213,7 +218,8 @@ impl Stream<BatchOutcome> for SimulationTable<'_> {
             Ok(())
         } else {
             let who = self.seen.header.refuser();
-            strategy_table(&mut self.out, b, verdict, who, &self.layout)
+            let proxy = self.seen.header.proxy;
+            strategy_table(&mut self.out, b, verdict, who, proxy, &self.layout)
         }
     }
 
@@ -436,7 +442,7 @@ fn sweep_tables(
     verdicts: &HashMap<String, Verdict>,
     layout: &TextLayout,
 ) -> io::Result<()> {
-    write_network(out, &header.network, Some(header.nodes))?;
+    write_network(out, &header.network, Some(header.nodes), header.proxy)?;
     for name in names(results.iter().map(|(_, x)| x.batch.as_str())) {
         writeln!(out, "\n{name}: round trips / mean ms by batch size")?;
         let mut t = layout.table();
@@ -474,6 +480,7 @@ fn strategy_table(
     b: &BatchOutcome,
     verdict: Option<&Verdict>,
     who: &str,
+    proxy: bool,
     layout: &TextLayout,
 ) -> io::Result<()> {
     let Some(first) = b.results.first() else {
@@ -490,7 +497,7 @@ fn strategy_table(
     t.set_header(vec![
         "strategy",
         "round trips",
-        "nodes",
+        if proxy { "shards" } else { "nodes" },
         "commands",
         "connections",
         "bytes",
@@ -498,7 +505,11 @@ fn strategy_table(
         "QPS",
         "P50 ms",
         "P99 ms",
-        "commands per node",
+        if proxy {
+            "commands per shard"
+        } else {
+            "commands per node"
+        },
     ]);
     for x in &b.results {
         t.add_row(vec![
@@ -626,7 +637,12 @@ fn client_table(
 }
 
 /// The network model line above the tables.
-fn write_network(out: &mut dyn Write, net: &NetworkModel, nodes: Option<usize>) -> io::Result<()> {
+fn write_network(
+    out: &mut dyn Write,
+    net: &NetworkModel,
+    nodes: Option<usize>,
+    proxy: bool,
+) -> io::Result<()> {
     let short = |x: f64| {
         let s = format!("{x:.3}");
         s.trim_end_matches('0').trim_end_matches('.').to_string()
@@ -656,6 +672,10 @@ fn write_network(out: &mut dyn Write, net: &NetworkModel, nodes: Option<usize>) 
         )?,
     }
     match nodes {
+        Some(n) if proxy => writeln!(
+            out,
+            "; {n} shards behind one proxy endpoint (one client connection; the proxy sends each shard its part at once)"
+        ),
         Some(n) => writeln!(out, "; {n} nodes"),
         None => writeln!(out),
     }?;

@@ -290,9 +290,36 @@ pub(crate) fn resp_bytes_of(count: usize, lens: impl Iterator<Item = usize>) -> 
     n as u64
 }
 
+/// Whether keys are reached through one proxy endpoint (a Redis Enterprise or Cloud
+/// database): the client sends every command to the proxy, which sends each shard its part.
+pub fn behind_proxy(topo: &Topology) -> bool {
+    topo.slot_map().is_some_and(|m| m.enterprise().is_some())
+}
+
+/// The strategies of `list` a client can follow on `topo`: behind a proxy, not those that need
+/// a connection to each node (`parallel`, `slot-parallel`); the proxy's own fan-out is what
+/// `pipeline` costs there.
+pub fn offered(topo: &Topology, list: &[Strategy]) -> Vec<Strategy> {
+    list.iter()
+        .copied()
+        .filter(|s| {
+            !behind_proxy(topo) || !matches!(s, Strategy::Parallel | Strategy::SlotParallel)
+        })
+        .collect()
+}
+
 /// Simulates a batch under a strategy: the cost of the execution plan `keyplan bench` runs
-/// (see [`exec`]), with each node's commands, keys and request bytes.
+/// (see [`exec`]), with each node's commands, keys and request bytes. Behind a proxy
+/// ([`behind_proxy`]) a pipeline is sent on the client's one connection and the proxy sends
+/// every shard its part at once: one round trip for the client, the shards' parts as the
+/// per-node plan lays them out.
 pub fn simulate(b: &Batch, topo: &Topology, strategy: Strategy, net: &NetworkModel) -> SimResult {
+    if behind_proxy(topo) && strategy == Strategy::Pipeline {
+        let (plan, unplaced) = exec::model_plan(b, topo, Strategy::Parallel);
+        let mut r = costed(b, topo, strategy, &plan, unplaced, net);
+        r.load.connections = r.load.connections.min(1);
+        return r;
+    }
     // Under a Redis Enterprise hashing policy a `{…}` tag may match no rule: the keys are left
     // as they are, and the strategy sends them all to the first key's shard.
     let by_policy = topo.slot_map().is_some_and(|m| m.custom_hashing());
@@ -376,6 +403,40 @@ mod tests {
             (1, 1, 1)
         );
         assert_eq!(r.load.nodes[0].keys, 7);
+    }
+
+    #[test]
+    fn behind_a_proxy_a_pipeline_is_one_round_trip_on_one_connection() {
+        use crate::topology::enterprise::{Enterprise, HashingPolicy};
+        let b = &parse_batches("MGET hello somekey x bar a b foo{hash_tag}").unwrap()[0];
+        let net = NetworkModel::round_trips_only(1.0);
+        let t = Topology::Cluster(
+            SlotMap::from_masters(3)
+                .unwrap()
+                .with_enterprise(Enterprise {
+                    hashing: HashingPolicy::Redis,
+                    active_active: false,
+                }),
+        );
+        assert!(behind_proxy(&t) && !behind_proxy(&topo()));
+        assert_eq!(
+            offered(&t, &Strategy::ALL),
+            [Strategy::Serial, Strategy::Pipeline, Strategy::Hashtag]
+        );
+        assert_eq!(offered(&topo(), &Strategy::ALL), Strategy::ALL);
+        // The proxy sends each shard its part of the MGET at once: one round trip, one
+        // connection, the two shards' commands as a cluster's per-node pipelines have them.
+        let r = simulate(b, &t, Strategy::Pipeline, &net);
+        assert_eq!(
+            (r.load.round_trips, r.load.connections, r.load.nodes_touched),
+            (1, 1, 2)
+        );
+        assert!((r.load.latency_ms - 1.0).abs() < 1e-9);
+        let cluster = simulate(b, &topo(), Strategy::Parallel, &net);
+        assert_eq!(r.load.nodes, cluster.load.nodes);
+        // Serial is a command a key, one after another, through the proxy as anywhere.
+        let r = simulate(b, &t, Strategy::Serial, &net);
+        assert_eq!((r.load.round_trips, r.load.connections), (7, 1));
     }
 
     #[test]

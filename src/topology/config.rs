@@ -168,15 +168,22 @@ fn enterprise(e: Spanned<EnterpriseConfig>, allow_partial: bool) -> Result<SlotM
     let at = e;
     let e = &at.value;
     let map = match (&e.shards, &e.nodes) {
-        (Some(n), None) => SlotMap::from_masters(n.value).map_err(|_| {
-            err_at(
-                n,
-                format!(
-                    "enterprise.shards {}: a database has between 1 and 16384 shards",
-                    n.value
-                ),
-            )
-        })?,
+        (Some(n), None) => {
+            let mut map = SlotMap::from_masters(n.value).map_err(|_| {
+                err_at(
+                    n,
+                    format!(
+                        "enterprise.shards {}: a database has between 1 and 16384 shards",
+                        n.value
+                    ),
+                )
+            })?;
+            // Shards, as the topology names them.
+            for (i, node) in map.nodes.iter_mut().enumerate() {
+                node.name = format!("shard-{i}");
+            }
+            map
+        }
         (None, Some(nodes)) => cluster(nodes, allow_partial)?,
         (Some(n), Some(_)) => {
             return Err(err_at(

@@ -466,7 +466,106 @@ fn a_catastrophic_rule_is_bounded_and_its_keys_unplaced() {
     assert_eq!(note["keys"], 1000);
 }
 
+/// A database behind its proxy is simulated and planned as one endpoint: no strategy or
+/// candidate that opens a connection to each node, a pipeline costs one round trip on one
+/// connection (the proxy sends each shard its part), and shards are named as the topology
+/// names them.
+fn the_proxy_is_one_endpoint_with_named_shards() {
+    let dir = tempfile::tempdir().unwrap();
+    let topo = dir.path().join("enterprise.yaml");
+    std::fs::write(&topo, "enterprise:\n  shards: 3\n  hashing: standard\n").unwrap();
+    let batches = dir.path().join("batches.txt");
+    std::fs::write(&batches, "MGET a b c d e f\nSUNION a b\n").unwrap();
+    let topo = topo.to_str().unwrap();
+    let (code, out, err) = crate::support::run_in_process(&[
+        "simulate",
+        "--topology",
+        topo,
+        "--batches",
+        batches.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let results = v["results"].as_array().unwrap();
+    let mget: Vec<&serde_json::Value> = results
+        .iter()
+        .filter(|r| r["batch"].as_str().unwrap().starts_with("line 1"))
+        .collect();
+    let names: Vec<&str> = mget
+        .iter()
+        .map(|r| r["strategy"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["serial", "pipeline", "hashtag"], "{out}");
+    let pipeline = mget[1];
+    assert_eq!(pipeline["round_trips"], 1, "{pipeline}");
+    assert_eq!(pipeline["connections"], 1, "{pipeline}");
+    assert_eq!(pipeline["nodes_touched"], 3, "{pipeline}");
+    let shards: Vec<&str> = pipeline["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["node"].as_str().unwrap())
+        .collect();
+    assert_eq!(shards, ["shard-0", "shard-1", "shard-2"]);
+    let (_, table, _) = crate::support::run_in_process(&[
+        "simulate",
+        "--topology",
+        topo,
+        "--batches",
+        batches.to_str().unwrap(),
+    ]);
+    assert!(
+        table.contains("3 shards behind one proxy endpoint"),
+        "{table}"
+    );
+    assert!(table.contains("commands per shard"), "{table}");
+    assert!(
+        !table.contains("master-") && !table.contains("parallel"),
+        "{table}"
+    );
+    assert!(
+        table.contains("as written, the database's proxy refuses it: CROSSSLOT"),
+        "SUNION: {table}"
+    );
+    // Asked for per-node strategies only: refused, naming what does apply.
+    let (code, _, err) = crate::support::run_in_process(&[
+        "simulate",
+        "--topology",
+        topo,
+        "--batches",
+        batches.to_str().unwrap(),
+        "--strategy",
+        "parallel",
+    ]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("one proxy endpoint") && err.contains("--strategy pipeline"),
+        "{err}"
+    );
+    // plan: no per-node candidate, shards counted as shards.
+    let scheme = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/keyplan.yaml");
+    let (code, plan, err) = crate::support::run_in_process(&[
+        "plan",
+        "--scheme",
+        scheme.to_str().unwrap(),
+        "--topology",
+        topo,
+    ]);
+    assert!(code <= 1, "{err}");
+    assert!(!plan.contains("one pipeline per node"), "{plan}");
+    assert!(
+        plan.contains("MGET (split over the shards by the proxy) over several slots: 2 shard(s), 1 round trip(s)"),
+        "{plan}"
+    );
+}
+
 pub const TESTS: &[crate::support::Test] = &[
+    (
+        "the_proxy_is_one_endpoint_with_named_shards",
+        the_proxy_is_one_endpoint_with_named_shards,
+    ),
     (
         "hashing_rules_agree_with_perl_and_slots_with_a_real_server",
         hashing_rules_agree_with_perl_and_slots_with_a_real_server,
