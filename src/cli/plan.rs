@@ -83,7 +83,8 @@ pub struct PlanArgs {
     pub strategy: Strategy,
 
     /// Score with what this client library does instead of a strategy (see simulate --client)
-    #[arg(long, value_name = "CLIENT")]
+    #[arg(long, value_name = "CLIENT", value_parser = super::values::ClientName,
+          hide_possible_values = true)]
     pub client: Option<String>,
 
     /// The load model that scores the candidates.

@@ -864,7 +864,32 @@ fn man_page_examples_are_the_helps_examples() {
     }
 }
 
+/// Bash completion offers the client profiles wherever `--client` is accepted (plan's took
+/// file names).
+fn completions_offer_client_names_for_every_client_flag() {
+    let (code, script, err) = crate::support::run_in_process(&["completions", "bash"]);
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<&str> = script.lines().collect();
+    let mut seen = 0;
+    for (i, l) in lines.iter().enumerate() {
+        if l.trim() == "--client)" {
+            seen += 1;
+            let reply = lines[i + 1];
+            assert!(
+                reply.contains("compgen -W") && reply.contains("jedis") && reply.contains("all"),
+                "line {}: {reply}",
+                i + 2
+            );
+        }
+    }
+    assert!(seen >= 4, "simulate, plan, rebalance, reshard: {seen}");
+}
+
 pub(crate) const TESTS: &[crate::support::Test] = &[
+    (
+        "completions_offer_client_names_for_every_client_flag",
+        completions_offer_client_names_for_every_client_flag,
+    ),
     (
         "man_page_examples_are_the_helps_examples",
         man_page_examples_are_the_helps_examples,
