@@ -316,13 +316,14 @@ impl Loaded {
                 let t = Topology::parse_as(text, *format, options)
                     .map_err(|e| not_a_topology(path, text, e))?;
                 let source = match &t {
-                    Topology::Cluster(m) if let Some(e) = m.enterprise() => {
-                        TopologySource::DatabaseFile {
+                    // A match, not an `if let` guard: those are newer than rust-version (1.91).
+                    Topology::Cluster(m) => match m.enterprise() {
+                        Some(e) => TopologySource::DatabaseFile {
                             what: e.describe(),
                             path: path.clone(),
-                        }
-                    }
-                    Topology::Cluster(_) => TopologySource::SlotMapFile(path.clone()),
+                        },
+                        None => TopologySource::SlotMapFile(path.clone()),
+                    },
                     Topology::Ring(r) => TopologySource::RingFile {
                         kind: r.source.clone(),
                         path: path.clone(),
