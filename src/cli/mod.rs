@@ -317,7 +317,10 @@ fn with_broken_examples(mut cmd: clap::Command, width: usize) -> clap::Command {
     let Some(text) = cmd.get_after_help().map(|h| h.to_string()) else {
         return cmd;
     };
-    if !text.starts_with("Examples:") || text.lines().all(|l| l.chars().count() <= width) {
+    // `Examples:` may follow prose (`code`); its example lines are the indented ones.
+    if !text.lines().any(|l| l.trim_end() == "Examples:")
+        || text.lines().all(|l| l.chars().count() <= width)
+    {
         return cmd;
     }
     let lines: Vec<String> = text.lines().flat_map(|l| break_command(l, width)).collect();
@@ -335,10 +338,11 @@ fn break_command(line: &str, width: usize) -> Vec<String> {
     let words: Vec<&str> = line.trim_start().split(' ').collect();
     let mut i = 0;
     while i < words.len() {
-        // A flag and its value stay together.
+        // A flag and its value stay together, where they fit on one continued line.
         let mut group = words[i].to_string();
         if words[i].starts_with("--")
             && let Some(v) = words.get(i + 1).filter(|v| !v.starts_with('-'))
+            && CONT.len() + group.chars().count() + 1 + v.chars().count() + 2 <= width
         {
             group.push(' ');
             group.push_str(v);

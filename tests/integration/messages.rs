@@ -885,7 +885,59 @@ fn completions_offer_client_names_for_every_client_flag() {
     assert!(seen >= 4, "simulate, plan, rebalance, reshard: {seen}");
 }
 
+/// At 60 columns every `--help` example is still whole: a long one is broken before a flag
+/// and continued with ` \\`, never wrapped by the terminal into half a command (`code`'s
+/// examples follow a paragraph of prose).
+fn help_examples_break_with_a_continuation_mark() {
+    if !crate::terminal::have_script() {
+        return;
+    }
+    let bin = assert_cmd::cargo::cargo_bin("keyplan")
+        .display()
+        .to_string();
+    let examples = |cmd: &str, columns: u16| -> Vec<String> {
+        let (code, typescript) = crate::terminal::in_pty(&format!("'{bin}' {cmd} --help"), columns);
+        assert_eq!(code, 0, "{typescript}");
+        let lines = crate::terminal::screen_lines(&typescript);
+        let mut list: Vec<String> = Vec::new();
+        let mut continued = false;
+        for l in lines
+            .iter()
+            .skip_while(|l| l.trim_end() != "Examples:")
+            .skip(1)
+            .take_while(|l| l.starts_with(' ') && !l.trim().is_empty())
+        {
+            let part = l.trim().trim_end_matches(" \\");
+            match (continued, list.last_mut()) {
+                (true, Some(last)) => {
+                    last.push(' ');
+                    last.push_str(part);
+                }
+                _ => list.push(part.to_string()),
+            }
+            continued = l.ends_with(" \\");
+        }
+        list
+    };
+    for cmd in [
+        "analyze",
+        "code",
+        "migrate",
+        "rebalance",
+        "simulate",
+        "verify",
+    ] {
+        let wide = examples(cmd, 200);
+        assert!(!wide.is_empty(), "{cmd}");
+        assert_eq!(examples(cmd, 60), wide, "{cmd} --help at 60 columns");
+    }
+}
+
 pub(crate) const TESTS: &[crate::support::Test] = &[
+    (
+        "help_examples_break_with_a_continuation_mark",
+        help_examples_break_with_a_continuation_mark,
+    ),
     (
         "completions_offer_client_names_for_every_client_flag",
         completions_offer_client_names_for_every_client_flag,
