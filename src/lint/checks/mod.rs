@@ -402,8 +402,14 @@ impl Unmatched {
         self.first.sort_by_key(|(line, _)| *line);
         self.first.truncate(UNMATCHED_LINES_KEPT);
         for (mine, theirs) in self.shapes.iter_mut().zip(o.shapes) {
-            for (shape, (line, key)) in theirs.by_shape {
-                mine.offer(&shape, line, &key);
+            let FirstOfShapes {
+                mut by_shape,
+                by_line,
+            } = theirs;
+            for (line, shape) in by_line {
+                if let Some((_, key)) = by_shape.remove(&shape) {
+                    mine.offer(&shape, line, &key);
+                }
             }
         }
     }
