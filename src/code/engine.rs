@@ -348,7 +348,12 @@ impl<'a> Program<'a> {
                         }
                         if name != ir::CLASS_BODY {
                             p.methods.entry((c.as_str(), name)).or_default().push(id);
-                            p.method_names.entry(name).or_default().push(id);
+                            // A method without a body (a protocol's or an interface's stub:
+                            // `def get(self, key): ...`) describes a client's method; it does
+                            // not define one of the tree's own.
+                            if !f.body.is_empty() {
+                                p.method_names.entry(name).or_default().push(id);
+                            }
                         }
                         let receiver = f.receiver.as_deref().unwrap_or("self");
                         collect_field_sets(&f.body, receiver, c, id, &mut p.field_sets);
@@ -437,11 +442,22 @@ impl<'a> Program<'a> {
     }
 
     /// The method `name` of `class` (or the nearest base that has one), when one definition.
-    fn method(&self, class: &str, name: &str) -> Option<FuncId> {
+    ///
+    /// Classes are known by name: where several files define a class of that name with the
+    /// method (a sync and an async `RedisStorage`), the definition in file `near` (the caller's)
+    /// is the one, when there is one there.
+    fn method(&self, class: &str, name: &str, near: usize) -> Option<FuncId> {
         for c in self.lineages.get(class).map(Vec::as_slice).unwrap_or(&[]) {
             let c: &str = c;
             if let Some(ids) = self.methods.get(&(c, name)) {
-                return (ids.len() == 1).then(|| ids[0]);
+                if ids.len() == 1 {
+                    return Some(ids[0]);
+                }
+                let mut here = ids.iter().filter(|id| id.0 == near);
+                return match (here.next(), here.next()) {
+                    (Some(&id), None) => Some(id),
+                    _ => None,
+                };
             }
         }
         None
@@ -452,7 +468,7 @@ impl<'a> Program<'a> {
     fn overrides(&self, class: &str, name: &str) -> Vec<FuncId> {
         let mut out: Vec<FuncId> = Vec::new();
         for sub in self.subclasses.get(class).map(Vec::as_slice).unwrap_or(&[]) {
-            if let Some(id) = self.method(sub, name)
+            if let Some(id) = self.method(sub, name, usize::MAX)
                 && !out.contains(&id)
                 && self.func(id).class.as_deref() != Some(class)
             {
@@ -637,6 +653,33 @@ struct ListV<'a> {
     rest: Option<Rest<'a>>,
 }
 
+/// The value a list of `[key, value]` pairs (a dict comprehension's) holds under the text
+/// `k`: the pair's whose key is `k`, else the values of the pairs whose key is not known
+/// (one pass or two of the loop that made them). `None` when an element is no pair.
+fn pair_value<'a>(l: &ListV<'a>, k: &Template) -> Option<V<'a>> {
+    let mut pairs: Vec<&V<'a>> = l.items.iter().collect();
+    if let Some(Rest::Like(a, b)) = &l.rest {
+        pairs.push(a);
+        pairs.push(b);
+    }
+    let mut unknown_keys = Vec::new();
+    for p in pairs {
+        let V::List(pair) = p else { return None };
+        let [key, value] = pair.items.as_slice() else {
+            return None;
+        };
+        if pair.rest.is_some() {
+            return None;
+        }
+        match key {
+            V::Text(t) if t == k => return Some(value.clone()),
+            V::Text(_) | V::Num(_) => {}
+            _ => unknown_keys.push(value.clone()),
+        }
+    }
+    (!unknown_keys.is_empty()).then(|| V::either(unknown_keys))
+}
+
 #[derive(Debug, Clone)]
 enum Rest<'a> {
     /// Elements like these two (one per pass of a loop).
@@ -716,7 +759,8 @@ fn same<'a>(a: &V<'a>, b: &V<'a>) -> bool {
         (V::List(x), V::List(y)) => Rc::ptr_eq(x, y),
         (V::Map(x), V::Map(y)) => Rc::ptr_eq(x, y),
         (V::Obj(x), V::Obj(y)) => Rc::ptr_eq(x, y),
-        (V::Script(x), V::Script(y)) => Rc::ptr_eq(x, y),
+        // Scripts that take their keys alike are one for what a call of them sends.
+        (V::Script(x), V::Script(y)) => Rc::ptr_eq(x, y) || x.counted == y.counted,
         (V::Func(x), V::Func(y)) => std::ptr::eq(x.func, y.func),
         _ => false,
     }
@@ -1554,9 +1598,16 @@ impl<'p, 'a> Cx<'p, 'a> {
                 let iv = self.eval(fr, i);
                 match (&ov, &iv) {
                     (V::List(l), V::Num(n)) => {
-                        match n.parse::<usize>().ok().and_then(|k| l.items.get(k)) {
-                            Some(x) => x.clone(),
-                            None => unknown(self.prime(&describe(e))),
+                        match (
+                            n.parse::<usize>().ok().and_then(|k| l.items.get(k)),
+                            &l.rest,
+                        ) {
+                            (Some(x), _) => x.clone(),
+                            // An element of a list a loop made: like the ones it made.
+                            (None, Some(Rest::Like(a, b))) => {
+                                V::either(vec![(**a).clone(), (**b).clone()])
+                            }
+                            (None, _) => unknown(self.prime(&describe(e))),
                         }
                     }
                     (V::Map(m), V::Text(k)) => m
@@ -1564,6 +1615,11 @@ impl<'p, 'a> Cx<'p, 'a> {
                         .find(|(mk, _)| matches!(mk, V::Text(t) if t == k))
                         .map(|(_, v)| v.clone())
                         .unwrap_or_else(|| unknown(self.prime(&describe(e)))),
+                    // A dict comprehension (its `[key, value]` pairs) read by a string key.
+                    (V::List(l), V::Text(k)) => match pair_value(l, k) {
+                        Some(v) => v,
+                        None => unknown(self.prime(&describe(e))),
+                    },
                     _ => unknown(self.prime(&describe(e))),
                 }
             }
@@ -1804,7 +1860,7 @@ impl<'p, 'a> Cx<'p, 'a> {
                 }
                 // A method read as a property (no parameters: its value), or bound for a
                 // later call.
-                if let Some(id) = self.p.method(class, f) {
+                if let Some(id) = self.p.method(class, f, fr.unit) {
                     let func = self.p.func(id);
                     if func.params.is_empty() && !func.is_static {
                         let v = self.run_function(
@@ -1859,7 +1915,7 @@ impl<'p, 'a> Cx<'p, 'a> {
                 if let V::Unknown(n) = &obj
                     && let Some(class) = self.p.class_named_like(n)
                     && (self.p.field_sets.contains_key(&(class, f))
-                        || self.p.method(class, f).is_some())
+                        || self.p.method(class, f, fr.unit).is_some())
                 {
                     let o = V::Obj(Rc::new(ObjV {
                         class,
@@ -1869,7 +1925,7 @@ impl<'p, 'a> Cx<'p, 'a> {
                     if let Some(v) = v {
                         return rename_self(v, n);
                     }
-                    if let Some(id) = self.p.method(class, f) {
+                    if let Some(id) = self.p.method(class, f, fr.unit) {
                         // A property: its value.
                         let func = self.p.func(id);
                         if func.params.is_empty() {
@@ -1958,7 +2014,7 @@ impl<'p, 'a> Cx<'p, 'a> {
                 return self.run_script_object(fr, c, &s);
             }
             V::Obj(o) => {
-                if let Some(id) = self.p.method(o.class, m) {
+                if let Some(id) = self.p.method(o.class, m, fr.unit) {
                     // Subclasses that override it: an object of any of them may be the one
                     // (its own class's definition read too).
                     let overrides = self.p.overrides(o.class, m);
@@ -2068,7 +2124,7 @@ impl<'p, 'a> Cx<'p, 'a> {
         // The tree's class the receiver is named after (`job.save(pipeline=pipe)`).
         if let V::Unknown(n) = recv
             && let Some(class) = self.p.class_named_like(n)
-            && let Some(id) = self.p.method(class, m)
+            && let Some(id) = self.p.method(class, m, fr.unit)
         {
             let func = self.p.func(id);
             let obj = V::Obj(Rc::new(ObjV {
@@ -2286,7 +2342,7 @@ impl<'p, 'a> Cx<'p, 'a> {
         }
         // A method of this object called without its receiver (Ruby, Java, Go closures).
         if let (Some(class), Some(this)) = (fr.class, fr.this.clone())
-            && let Some(id) = self.p.method(class, n)
+            && let Some(id) = self.p.method(class, n, fr.unit)
         {
             let func = self.p.func(id);
             return self.invoke(fr, id.0, func, &c.args, Some(this), Some(c.at));
@@ -3553,6 +3609,74 @@ def two_users(a, b):
                 .any(|s| s.0 == 1 && s.1 == 12 && s.2 == Some(14) && s.4 == "cross"),
             "{got:?}"
         );
+    }
+
+    #[test]
+    fn scripts_kept_in_a_dict_comprehension_behind_a_cast_and_a_protocol() {
+        // A protocol stub of the client's method defines nothing of the tree's own; `cast`
+        // is its value; a script read from a dict comprehension by its name runs.
+        let types = "\
+from typing import Protocol
+
+class ClientP(Protocol):
+    def register_script(self, script): ...
+";
+        let store = "\
+from typing import cast
+import redis
+
+class Store:
+    def __init__(self, url):
+        self.storage = redis.Redis.from_url(url)
+        self.scripts = {n: self.conn().register_script(s) for n, s in SCRIPTS.items()}
+
+    def conn(self):
+        return cast(ClientP, self.storage)
+
+    def both(self, q):
+        return self.scripts['swap'](keys=['a:' + q, 'b:' + q], args=[1])
+
+    def tagged(self, q):
+        return self.scripts['swap'](keys=['{%s}:a' % q, '{%s}:b' % q])
+
+    def pooled(self, q):
+        s = self.pool.get().register_script('x')
+        return s(keys=['c:' + q, 'd:' + q])
+";
+        let got = py(&[("types.py", types), ("store.py", store)]);
+        assert_eq!(
+            got,
+            vec![
+                (1, 13, None, "EVALSHA".into(), "cross"),
+                (1, 16, None, "EVALSHA".into(), "one"),
+                (1, 20, None, "EVALSHA".into(), "cross")
+            ],
+            "{got:?}"
+        );
+    }
+
+    #[test]
+    fn a_class_named_like_another_files_runs_its_own_files_methods() {
+        let sync = "\
+import redis
+
+class Storage:
+    def __init__(self):
+        self.r = redis.Redis()
+
+    def key(self, k):
+        return '{%s}' % k
+
+    def pair(self, k):
+        return self.r.mget(self.key(k), self.key(k) + ':prev')
+";
+        let other = "\
+class Storage:
+    def key(self, k):
+        return 'x:' + k
+";
+        let got = py(&[("sync.py", sync), ("other.py", other)]);
+        assert_eq!(got, vec![(0, 11, None, "MGET".into(), "one")], "{got:?}");
     }
 
     #[test]

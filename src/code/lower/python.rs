@@ -710,6 +710,25 @@ impl<'s> Lowerer<'s> {
         };
     }
 
+    /// Whether a call of `name` on `receiver` (none: a bare name) is `typing`'s function of
+    /// that name, through `import typing [as t]` or `from typing import name [as n]`.
+    fn is_typing(&self, receiver: Option<&Expr>, name: &str) -> bool {
+        let typing = |m: &str| matches!(m, "typing" | "typing_extensions");
+        match receiver {
+            Some(Expr::Name(local)) => self
+                .unit
+                .imports
+                .iter()
+                .any(|(l, m, n)| l == local && typing(m) && n.is_none()),
+            Some(_) => false,
+            None => self
+                .unit
+                .imports
+                .iter()
+                .any(|(l, m, n)| l == name && typing(m) && n.as_deref() == Some(name)),
+        }
+    }
+
     /// An import binding `local` to `name` of `module` (the whole module for `None`).
     fn bind(&mut self, local: String, module: String, name: Option<String>) {
         self.imported.insert(local.clone());
@@ -1319,6 +1338,18 @@ impl<'s> Lowerer<'s> {
                     && !matches!(&r, Expr::Name(m) if self.imported.contains(m)) =>
             {
                 Ok(Expr::Wrap(Box::new(r)))
+            }
+            // `cast(T, x)` from `typing` is `x` to the running program.
+            (r, "cast")
+                if !computed
+                    && args.len() == 2
+                    && args.iter().all(plain)
+                    && self.is_typing(r.as_ref(), "cast") =>
+            {
+                match args.pop() {
+                    Some(a) => Ok(a.value),
+                    None => Err((r, args)),
+                }
             }
             (Some(Expr::Str(fmt)), "format") => Ok(format(&fmt, &args)),
             (Some(r), "join")
