@@ -290,6 +290,24 @@ fn prelude(out: &mut String, view: &ClusterView, ctx: &EmitContext, entry: &str,
                 p = sh(p),
             );
         }
+        // Every node already in the cluster must know each new master (past its handshake)
+        // before a slot is set MIGRATING to it: `--cluster check` asks the nodes the entry
+        // knows, and a source that has not yet met the new node answers "I don't know about
+        // node".
+        for n in view.nodes.iter().filter(|n| !n.added) {
+            let Some(addr) = n.address.as_deref() else {
+                continue;
+            };
+            let (h, p) = split_addr(addr);
+            for k in 1..=added {
+                let _ = writeln!(
+                    out,
+                    "until {cli} -h {h} -p {p} CLUSTER NODES 2> /dev/null | grep \"^$NEW_ID_{k} \" | grep -v -q handshake; do sleep 1; done",
+                    h = sh(h),
+                    p = sh(p),
+                );
+            }
+        }
     }
 }
 
@@ -836,6 +854,16 @@ mod tests {
         assert!(s.contains("\nadd_node 127.0.0.1:7003 127.0.0.1 7003 127.0.0.1:7000\n"));
         assert!(s.contains("out=$(redis-cli --cluster add-node \"$1\" \"$4\" 2>&1) && return 0"));
         assert!(s.contains("NEW_ID_1=$(redis-cli -h 127.0.0.1 -p 7003 CLUSTER MYID)"));
+        // Each master already there is asked until it knows the new one, before any move.
+        for port in [7000, 7001, 7002] {
+            let wait = format!(
+                "until redis-cli -h 127.0.0.1 -p {port} CLUSTER NODES 2> /dev/null | grep \"^$NEW_ID_1 \" | grep -v -q handshake; do sleep 1; done"
+            );
+            let at = s
+                .find(&wait)
+                .unwrap_or_else(|| panic!("no wait on {port}:\n{s}"));
+            assert!(at < s.find("--cluster reshard").unwrap());
+        }
         assert!(s.contains(
             "redis-cli --cluster reshard 127.0.0.1:7000 --cluster-from bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb --cluster-to \"$NEW_ID_1\" --cluster-slots 1366 --cluster-yes"
         ));
