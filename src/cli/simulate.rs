@@ -120,13 +120,20 @@ pub fn run(args: SimulateArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
     let net = *opened.model();
     let loaded = opened.scheme;
     let asked = args.strategy.strategies();
-    // Behind a Redis Enterprise proxy the client has one endpoint, not one per node.
+    // Behind a Redis Enterprise proxy or twemproxy the client has one endpoint, not one per
+    // node; a ring without `hash_tag: "{}"` hashes whole keys.
     let strategies = crate::simulate::offered(&topology, &asked);
     if strategies.is_empty() {
-        return Err(UserError::new(
-            "--strategy: parallel and slot-parallel open a connection to each node, and a Redis Enterprise database is reached through one proxy endpoint",
-            "use --strategy pipeline (the proxy sends each shard its part at once), serial or hashtag",
-        )
+        return Err(match &topology {
+            crate::topology::Topology::Ring(_) => UserError::new(
+                "--strategy: a twemproxy ring is reached through one proxy endpoint (parallel and slot-parallel open a connection to each node), and hashtag needs the pool's hash_tag to be \"{}\"",
+                "use --strategy pipeline (twemproxy sends each server its part of MGET, MSET and DEL at once) or serial",
+            ),
+            crate::topology::Topology::Cluster(_) => UserError::new(
+                "--strategy: parallel and slot-parallel open a connection to each node, and a Redis Enterprise database is reached through one proxy endpoint",
+                "use --strategy pipeline (the proxy sends each shard its part at once), serial or hashtag",
+            ),
+        }
         .into());
     }
     let mode = match args.client.is_empty() {

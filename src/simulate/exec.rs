@@ -9,7 +9,7 @@
 
 use super::Strategy;
 use super::batch::{Batch, BatchKind, Op};
-use crate::slot::{hash_tag, key_slot};
+use crate::slot::hash_tag;
 use crate::topology::{Node, Topology};
 use std::collections::BTreeMap;
 
@@ -234,10 +234,15 @@ enum Mode {
 
 /// The slot of `key` on `topo` (a key a Redis Enterprise database's hashing policy refuses
 /// has none: `u16::MAX`, which no node serves).
+/// The slot of `key` on a cluster; on a ring, which has no slots, the index of the server
+/// the ring gives the key (read back by `build`'s placement).
 fn slot_on(topo: &Topology, key: &[u8]) -> u16 {
-    match topo.slot_map() {
-        Some(m) => m.slot_of(key).unwrap_or(u16::MAX),
-        None => key_slot(key),
+    match topo {
+        Topology::Cluster(m) => m.slot_of(key).unwrap_or(u16::MAX),
+        Topology::Ring(_) => topo
+            .node_of(key)
+            .and_then(|n| u16::try_from(n).ok())
+            .unwrap_or(u16::MAX),
     }
 }
 
@@ -452,6 +457,10 @@ fn build(
     let node_of = |slot: Option<u16>| -> Result<Option<usize>, ExecError> {
         match slot {
             None => Ok(Some(0).filter(|_| !topo.nodes().is_empty())),
+            // A ring's "slot" is the server's index (see `slot_on`).
+            Some(s) if matches!(topo, Topology::Ring(_)) => {
+                Ok(Some(usize::from(s)).filter(|&n| n < topo.nodes().len()))
+            }
             Some(s) => match topo.node_of_slot(s) {
                 Some(n) => Ok(Some(n)),
                 None if mode == Mode::Model => Ok(None),
@@ -577,6 +586,7 @@ fn build(
 mod tests {
     use super::*;
     use crate::simulate::{NetworkModel, parse_batches, simulate};
+    use crate::slot::key_slot;
     use crate::topology::SlotMap;
 
     /// The simulator's numbers are the cost of the very plan bench executes: for every batch

@@ -303,9 +303,21 @@ pub fn offered(topo: &Topology, list: &[Strategy]) -> Vec<Strategy> {
     list.iter()
         .copied()
         .filter(|s| {
-            !behind_proxy(topo) || !matches!(s, Strategy::Parallel | Strategy::SlotParallel)
+            !one_endpoint(topo) || !matches!(s, Strategy::Parallel | Strategy::SlotParallel)
+        })
+        // A ring hashes `{…}` as one key's only where twemproxy's `hash_tag` is `{}`.
+        .filter(|s| match topo {
+            Topology::Ring(r) => *s != Strategy::Hashtag || r.hash_tag() == Some(*b"{}"),
+            Topology::Cluster(_) => true,
         })
         .collect()
+}
+
+/// Whether clients reach `topo` through one endpoint that sends each server its part: a
+/// Redis Enterprise database's proxy ([`behind_proxy`]), or twemproxy in front of a ring
+/// (which splits MGET, MSET and DEL per server).
+pub fn one_endpoint(topo: &Topology) -> bool {
+    behind_proxy(topo) || matches!(topo, Topology::Ring(_))
 }
 
 /// Simulates a batch under a strategy: the cost of the execution plan `keyplan bench` runs
@@ -314,7 +326,7 @@ pub fn offered(topo: &Topology, list: &[Strategy]) -> Vec<Strategy> {
 /// every shard its part at once: one round trip for the client, the shards' parts as the
 /// per-node plan lays them out.
 pub fn simulate(b: &Batch, topo: &Topology, strategy: Strategy, net: &NetworkModel) -> SimResult {
-    if behind_proxy(topo) && strategy == Strategy::Pipeline {
+    if one_endpoint(topo) && strategy == Strategy::Pipeline {
         let (plan, unplaced) = exec::model_plan(b, topo, Strategy::Parallel);
         let mut r = costed(b, topo, strategy, &plan, unplaced, net);
         r.load.connections = r.load.connections.min(1);

@@ -286,6 +286,11 @@ impl Ring {
         ring
     }
 
+    /// twemproxy's `hash_tag`: the two bytes around the part of a key that is hashed, when set.
+    pub fn hash_tag(&self) -> Option<[u8; 2]> {
+        self.hash_tag
+    }
+
     /// The servers.
     pub fn servers(&self) -> &[RingServer] {
         &self.servers

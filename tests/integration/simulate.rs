@@ -299,7 +299,45 @@ fn twemproxy_profile_equals_a_real_nutcracker() {
         let predicted: BTreeMap<String, u64> = r.load.commands_per_node().into_iter().collect();
         assert_eq!(measured, predicted, "{line}");
         assert!(predicted.len() > 1 || line.contains("only-one"), "{line}");
+        // The strategies place keys on the ring as the proxy does: each server gets the keys
+        // nutcracker sent it (the profile's, checked above), none is left unplaced, and a
+        // pipeline is one round trip on the client's one connection.
+        let keys_of = |l: &keyplan::simulate::BatchLoad| -> BTreeMap<String, u64> {
+            l.nodes.iter().map(|n| (n.node.clone(), n.keys)).collect()
+        };
+        for strategy in [Strategy::Serial, Strategy::Pipeline] {
+            let s = simulate(b, &topo, strategy, &net);
+            assert!(s.errors.is_empty(), "{line} {strategy:?}: {:?}", s.errors);
+            assert_eq!(keys_of(&s.load), keys_of(&r.load), "{line} {strategy:?}");
+            assert_eq!(s.load.connections, 1, "{line} {strategy:?}");
+            if strategy == Strategy::Pipeline {
+                assert_eq!(s.load.round_trips, 1, "{line}");
+            }
+        }
     }
+    // One endpoint: no strategy that opens a connection per node, and no hashtag on a ring
+    // without `hash_tag: "{}"` (it hashes whole keys).
+    let all = [
+        Strategy::Serial,
+        Strategy::Pipeline,
+        Strategy::Parallel,
+        Strategy::SlotParallel,
+        Strategy::Hashtag,
+    ];
+    assert_eq!(
+        keyplan::simulate::offered(&topo, &all),
+        vec![Strategy::Serial, Strategy::Pipeline]
+    );
+    let tagged = Topology::parse_as(
+        &conf.replacen("  redis: true\n", "  redis: true\n  hash_tag: \"{}\"\n", 1),
+        keyplan::topology::TopologyFormat::Twemproxy,
+        &TopologyOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(
+        keyplan::simulate::offered(&tagged, &all),
+        vec![Strategy::Serial, Strategy::Pipeline, Strategy::Hashtag]
+    );
 }
 
 /// MOVED and ASK as a real cluster answers them: one slot is reassigned after the client read
