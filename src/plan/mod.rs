@@ -984,9 +984,9 @@ fn bucket_candidates(ctx: &Ctx<'_>, st: &Assessed<'_>, tags: &[Candidate]) -> Ve
 fn per_node_candidate(ctx: &Ctx<'_>, st: &Assessed<'_>) -> Option<Candidate> {
     let (scheme, b, fams, atomic) = (ctx.scheme, st.b, &st.fams, st.atomic);
     st.single.as_ref().err()?;
-    if crate::simulate::behind_proxy(ctx.topo) {
-        // One proxy endpoint: the client cannot address the shards (the proxy's own fan-out
-        // is what keeping the patterns costs).
+    if crate::simulate::one_endpoint(ctx.topo) {
+        // One proxy endpoint (Redis Enterprise, twemproxy): the client cannot address the
+        // shards (the proxy's own fan-out is what keeping the patterns costs).
         return None;
     }
     let mut score = ctx.score(scheme, &b.name, Strategy::Parallel, &[], false, fams);
