@@ -232,34 +232,43 @@ enum Mode {
     Model,
 }
 
-/// The slot of `key` on `topo` (a key a Redis Enterprise database's hashing policy refuses
-/// has none: `u16::MAX`, which no node serves).
-/// The slot of `key` on a cluster; on a ring, which has no slots, the index of the server
-/// the ring gives the key (read back by `build`'s placement).
-fn slot_on(topo: &Topology, key: &[u8]) -> u16 {
+/// Where a command goes.
+#[derive(Debug, Clone, Copy)]
+enum Place {
+    /// Any node (a command without a key, or one whose place is not needed).
+    Any,
+    /// A cluster's slot (a key a Redis Enterprise database's hashing policy refuses has none:
+    /// `u16::MAX`, which no node serves).
+    Slot(u16),
+    /// A ring's server (a ring has no slots), if it has one.
+    Server(Option<usize>),
+}
+
+/// The place of `key` on `topo`.
+fn place_on(topo: &Topology, key: &[u8]) -> Place {
     match topo {
-        Topology::Cluster(m) => m.slot_of(key).unwrap_or(u16::MAX),
-        Topology::Ring(_) => topo
-            .node_of(key)
-            .and_then(|n| u16::try_from(n).ok())
-            .unwrap_or(u16::MAX),
+        Topology::Cluster(m) => Place::Slot(m.slot_of(key).unwrap_or(u16::MAX)),
+        Topology::Ring(_) => Place::Server(topo.node_of(key)),
     }
 }
 
-/// The commands of `op` with the slot of their key (worked out only when `slots`).
+/// The commands of `op` with the place of their key (worked out only when `places`).
 fn per_key(
     op: &Op,
     mode: Mode,
     topo: &Topology,
-    slots: bool,
+    places: bool,
     retag: Retag<'_>,
-) -> Result<Vec<(Option<u16>, Cmd)>, ExecError> {
-    let slot = |k: &[u8]| slots.then(|| slot_on(topo, &retag.key(k)));
+) -> Result<Vec<(Place, Cmd)>, ExecError> {
+    let place = |k: &[u8]| match places {
+        true => place_on(topo, &retag.key(k)),
+        false => Place::Any,
+    };
     if op.keys.is_empty() {
-        return Ok(vec![(None, Cmd::whole(op, mode, 0, retag))]);
+        return Ok(vec![(Place::Any, Cmd::whole(op, mode, 0, retag))]);
     }
     if op.keys.len() == 1 && !splits(&op.command) {
-        return Ok(vec![(slot(&op.keys[0]), Cmd::whole(op, mode, 1, retag))]);
+        return Ok(vec![(place(&op.keys[0]), Cmd::whole(op, mode, 1, retag))]);
     }
     if !splits(&op.command) && mode == Mode::Strict {
         return Err(ExecError::Unsplittable(op.command.clone()));
@@ -279,7 +288,7 @@ fn per_key(
                 args.extend(v.cloned());
                 args
             });
-            (slot(k), cmd)
+            (place(k), cmd)
         })
         .collect())
 }
@@ -454,14 +463,11 @@ fn build(
     retag: Retag<'_>,
 ) -> Result<(ExecPlan, usize), ExecError> {
     let mut unplaced = 0;
-    let node_of = |slot: Option<u16>| -> Result<Option<usize>, ExecError> {
-        match slot {
-            None => Ok(Some(0).filter(|_| !topo.nodes().is_empty())),
-            // A ring's "slot" is the server's index (see `slot_on`).
-            Some(s) if matches!(topo, Topology::Ring(_)) => {
-                Ok(Some(usize::from(s)).filter(|&n| n < topo.nodes().len()))
-            }
-            Some(s) => match topo.node_of_slot(s) {
+    let node_of = |place: Place| -> Result<Option<usize>, ExecError> {
+        match place {
+            Place::Any => Ok(Some(0).filter(|_| !topo.nodes().is_empty())),
+            Place::Server(n) => Ok(n),
+            Place::Slot(s) => match topo.node_of_slot(s) {
                 Some(n) => Ok(Some(n)),
                 None if mode == Mode::Model => Ok(None),
                 None => Err(ExecError::Unserved(s)),
@@ -481,7 +487,7 @@ fn build(
         let Some(first) = b.keys().next() else {
             return Ok((plan, 0));
         };
-        let Some(node) = node_of(Some(slot_on(topo, &retag.key(first))))? else {
+        let Some(node) = node_of(place_on(topo, &retag.key(first)))? else {
             return Ok((plan, b.keys().count()));
         };
         let mut commands: Vec<Cmd> = Vec::new();
@@ -526,11 +532,11 @@ fn build(
         plan.waves.push(Wave { lanes: vec![lane] });
         return Ok((plan, 0));
     }
-    let mut cmds: Vec<(usize, Option<u16>, Cmd)> = Vec::new();
+    let mut cmds: Vec<(usize, Place, Cmd)> = Vec::new();
     for op in &b.ops {
-        for (slot, c) in per_key(op, mode, topo, true, retag)? {
-            match node_of(slot)? {
-                Some(n) => cmds.push((n, slot, c)),
+        for (place, c) in per_key(op, mode, topo, true, retag)? {
+            match node_of(place)? {
+                Some(n) => cmds.push((n, place, c)),
                 None => unplaced += 1,
             }
         }
@@ -563,11 +569,12 @@ fn build(
         }
         Strategy::SlotParallel => {
             let mut per_slot: BTreeMap<(usize, u16), Vec<Cmd>> = BTreeMap::new();
-            for (node, slot, c) in cmds {
-                per_slot
-                    .entry((node, slot.unwrap_or(0)))
-                    .or_default()
-                    .push(c);
+            for (node, place, c) in cmds {
+                let slot = match place {
+                    Place::Slot(s) => s,
+                    Place::Any | Place::Server(_) => 0,
+                };
+                per_slot.entry((node, slot)).or_default().push(c);
             }
             let lanes: Vec<Lane> = per_slot
                 .into_iter()
