@@ -7,21 +7,24 @@ use crate::error::{ExitStatus, UserError};
 use crate::keys::Record;
 use crate::keys::parallel::ChunkSink;
 use crate::migrate::verify::{
-    KeyTally, KeyTolerance, Preview, parse_preview, shares_a_node, verify,
+    KeyTally, KeyTolerance, Preview, ValueMethod, ValueTally, ValuesCheck, parse_preview,
+    shares_a_node, verify,
 };
 use crate::report::render::Format;
 use std::path::PathBuf;
 
 /// Check a migrated cluster against the preview saved before the migration: every slot's
 /// owner, slots left open, keys left on a master that no longer owns their slot, each node's
-/// keys (against the preview's figures when it counted every key) and, with --keys, every key
-/// of a dump taken before on the owner of its slot. Read-only.
+/// keys (against the preview's figures when it counted every key), with --keys every key of a
+/// dump taken before on the owner of its slot, and with --source every key of the source
+/// (the cluster or server the keys were copied from) on the owner of its slot with the same
+/// type, expiry and value. Read-only.
 ///
 /// Exit status: 0 the cluster matches the preview, 1 it differs (the report says where), 2 the
 /// check could not be made.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  keyplan rebalance --preview --cluster redis://10.0.0.1:7000 --sample all --format json -o preview.json\n  keyplan verify preview.json --cluster redis://10.0.0.1:7000\n  keyplan verify preview.json --cluster redis://10.0.0.1:7000 --keys before.keys --format json\n  keyplan verify --cluster redis://10.0.1.1:7000 --keys before.keys\n\nExit status: 0 the cluster matches the preview, 1 it differs (the report says where), 2 the check could not be made."
+    after_help = "Examples:\n  keyplan rebalance --preview --cluster redis://10.0.0.1:7000 --sample all --format json -o preview.json\n  keyplan verify preview.json --cluster redis://10.0.0.1:7000\n  keyplan verify preview.json --cluster redis://10.0.0.1:7000 --keys before.keys --format json\n  keyplan verify --cluster redis://10.0.1.1:7000 --keys before.keys\n  keyplan verify --cluster redis://10.0.1.1:7000 --source redis://10.0.0.5:6379 --ttl-tolerance 5s\n\nExit status: 0 the cluster matches the preview, 1 it differs (the report says where), 2 the check could not be made."
 )]
 pub struct VerifyArgs {
     /// The preview saved before the migration (keyplan rebalance|reshard --preview --format
@@ -40,6 +43,27 @@ pub struct VerifyArgs {
     /// they had (a key with an expiry that is gone counts as expired)
     #[arg(long = "keys", value_name = "FILE", num_args = 1..)]
     pub keys: Vec<PathBuf>,
+
+    /// A source the keys were copied from, read-only: a cluster (every master is read) or a
+    /// standalone server (repeat the flag for each server of a ring). Every key of it must be
+    /// on the master that owns its slot with the same type, expiry (within --ttl-tolerance)
+    /// and value
+    #[arg(long = "source", value_name = "URL")]
+    pub source: Vec<String>,
+
+    /// How values are compared with --source: `digest` (DEBUG DIGEST-VALUE, whatever the
+    /// encoding; the servers must allow DEBUG), `dump` (a digest of the DUMP payload, and a set
+    /// or hash whose payloads differ by its sorted members: other types need the same
+    /// encoding settings on both sides) or `auto` (digest where every node allows it, else
+    /// dump)
+    #[arg(long, value_name = "HOW", default_value = "auto",
+          value_parser = clap::builder::PossibleValuesParser::new(["auto", "digest", "dump"]))]
+    pub compare: String,
+
+    /// How far apart a key's expiry may be on the source and the cluster with --source: 2s,
+    /// 500ms, or seconds alone
+    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = ttl_tolerance)]
+    pub ttl_tolerance: u64,
 
     /// How far a node's keys may be from the preview's figure (writes and expiries during the
     /// migration): a number of keys (500) or a percentage (0.5%) [default: exactly]
@@ -79,6 +103,102 @@ fn key_tolerance(text: &str) -> Result<KeyTolerance, String> {
             .map(KeyTolerance::Keys)
             .map_err(|_| bad()),
     }
+}
+
+/// `--ttl-tolerance`: `2s`, `500ms` or seconds alone, as milliseconds.
+fn ttl_tolerance(text: &str) -> Result<u64, String> {
+    let bad = || "not a duration (2s, 500ms, or seconds alone)".to_string();
+    let t = text.trim();
+    let (num, scale) = if let Some(n) = t.strip_suffix("ms") {
+        (n, 1.0)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1000.0)
+    } else {
+        (t, 1000.0)
+    };
+    match num.trim().parse::<f64>() {
+        Ok(x) if x.is_finite() && x >= 0.0 && x * scale <= 1e15 => Ok((x * scale).round() as u64),
+        _ => Err(bad()),
+    }
+}
+
+/// With --source: every key of each source compared with the cluster's.
+fn compare_values(
+    args: &VerifyArgs,
+    live: &crate::live::LiveCluster,
+    observed: &crate::migrate::verify::Observed,
+) -> anyhow::Result<Option<ValuesCheck>> {
+    if args.source.is_empty() {
+        return Ok(None);
+    }
+    let mut sources = Vec::new();
+    for url in &args.source {
+        if !url.contains("://") {
+            return Err(UserError::new(
+                format!("--source {url}: expected redis://[user:password@]host:port"),
+                format!("did you mean --source redis://{url} ?"),
+            )
+            .into());
+        }
+        let source = super::args::live_cluster(url)?;
+        let nodes = source.source_nodes()?;
+        sources.push((source, nodes));
+    }
+    let method = match args.compare.as_str() {
+        "dump" => ValueMethod::DumpPayload,
+        how => {
+            let mut all = true;
+            for (source, nodes) in &sources {
+                for n in nodes {
+                    all &= source.allows_digest_value(n)?;
+                }
+            }
+            for n in observed.nodes.iter().filter_map(|n| n.address.as_deref()) {
+                all &= live.allows_digest_value(n)?;
+            }
+            match (how, all) {
+                (_, true) => ValueMethod::DebugDigestValue,
+                ("digest", false) => {
+                    return Err(UserError::new(
+                        "--compare digest: a node refuses DEBUG DIGEST-VALUE (enable-debug-command is off for this connection)",
+                        "allow it (enable-debug-command local or yes) or give --compare dump",
+                    )
+                    .into());
+                }
+                _ => ValueMethod::DumpPayload,
+            }
+        }
+    };
+    let opts = crate::live::ValueOptions {
+        method,
+        ttl_tolerance_ms: args.ttl_tolerance,
+        rate: Some(args.rate),
+    };
+    let tallies = std::thread::scope(|scope| {
+        let handles: Vec<_> = sources
+            .iter()
+            .flat_map(|(source, nodes)| nodes.iter().map(move |n| (source, n)))
+            .map(|(source, n)| {
+                scope.spawn(move || live.compare_source_node(source, n, observed, opts))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("invariant: comparing threads do not panic"))
+            .collect::<Result<Vec<_>, _>>()
+    })?;
+    let mut tally = ValueTally::default();
+    for t in tallies {
+        tally.merge(t);
+    }
+    let names = sources.iter().map(|(s, _)| s.url_text()).collect();
+    Ok(Some(ValuesCheck::new(
+        names,
+        method,
+        args.ttl_tolerance,
+        &tally,
+        observed,
+    )))
 }
 
 /// One worker's keys.
@@ -145,11 +265,13 @@ pub fn run(args: VerifyArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
         }
         Some(tally)
     };
+    let values = compare_values(&args, &live, &observed)?;
     let report = verify(
         (name.as_deref(), &live.url_text()),
         &preview,
         &observed,
         tally.as_ref(),
+        values,
         args.key_tolerance.unwrap_or_default(),
     );
     let target = super::loaded::Target::new(args.output.as_ref(), args.format);

@@ -8,6 +8,7 @@ mod measure;
 mod sample;
 mod sampled;
 mod verify;
+pub use verify::ValueOptions;
 
 use crate::topology::reply::{Reply, from_reply};
 use crate::topology::{Node, SlotMap};

@@ -342,6 +342,316 @@ impl KeyTally {
     }
 }
 
+/// How the values of a source and of the cluster are compared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ValueMethod {
+    /// `DEBUG DIGEST-VALUE` on both sides: a digest of the value whatever its encoding
+    /// (servers with `enable-debug-command` allowing the connection).
+    DebugDigestValue,
+    /// An MD5 digest of the `DUMP` payload less its trailer (RDB version and checksum): equal
+    /// for equal values kept in the same encoding (the same server version and settings); a
+    /// set or hash whose payloads differ (a hash table's order) is compared by its sorted
+    /// members.
+    DumpPayload,
+}
+
+impl ValueMethod {
+    /// Its words in a report.
+    pub fn words(self) -> &'static str {
+        match self {
+            ValueMethod::DebugDigestValue => "DEBUG DIGEST-VALUE",
+            ValueMethod::DumpPayload => "DUMP payload digest, sets and hashes by sorted members",
+        }
+    }
+}
+
+/// A key as one node has it (`TYPE`, `PTTL` and the value's digest).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeyRead {
+    /// Not there (or the node does not serve its slot).
+    Missing,
+    /// There.
+    Present {
+        /// `TYPE`'s answer.
+        kind: String,
+        /// `PTTL` in milliseconds (`None`: no expiry).
+        ttl_ms: Option<u64>,
+        /// The value's digest (as [`ValueMethod`] makes it).
+        digest: Vec<u8>,
+    },
+}
+
+/// What differs in one key between the source and the cluster.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ValueDiffKind {
+    /// Not on the master that owns its slot.
+    Missing,
+    /// Another type.
+    Type,
+    /// The source's expiry is gone.
+    TtlLost,
+    /// An expiry the source's key has not.
+    TtlAdded,
+    /// Both expire, further apart than the tolerance.
+    TtlOff,
+    /// The same type, another value.
+    Value,
+}
+
+impl ValueDiffKind {
+    /// Its words in a table.
+    pub fn words(self) -> &'static str {
+        match self {
+            ValueDiffKind::Missing => "missing",
+            ValueDiffKind::Type => "another type",
+            ValueDiffKind::TtlLost => "expiry lost",
+            ValueDiffKind::TtlAdded => "expiry added",
+            ValueDiffKind::TtlOff => "expiry off",
+            ValueDiffKind::Value => "another value",
+        }
+    }
+}
+
+/// One key that differs, as kept for the report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ValueDiffSeen {
+    /// The key.
+    pub key: Vec<u8>,
+    /// Its slot.
+    pub slot: u16,
+    /// What differs.
+    pub kind: ValueDiffKind,
+    /// The source's type and expiry (ms).
+    pub source: (String, Option<u64>),
+    /// The cluster's (`None`: missing).
+    pub target: Option<(String, Option<u64>)>,
+}
+
+/// The source's keys compared with the cluster's, as they are compared (one per source node
+/// thread; [`ValueTally::merge`] joins them).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ValueTally {
+    /// Keys read on the source.
+    pub checked: u64,
+    /// Keys the source listed that were gone when read (deleted or expired meanwhile).
+    pub gone_at_source: u64,
+    /// Keys missing on the cluster whose source expiry was within the tolerance: expired.
+    pub expired: u64,
+    /// Keys differing, per kind (in [`ValueDiffKind`] order).
+    pub differs: [u64; 6],
+    /// Keys with any difference.
+    pub keys_differing: u64,
+    /// The first differences of each kind (by slot, then key).
+    pub examples: Vec<ValueDiffSeen>,
+}
+
+fn kind_index(k: ValueDiffKind) -> usize {
+    k as usize
+}
+
+impl ValueTally {
+    /// Records one key of the source: `source` as the source has it, `target` as the master
+    /// owning its slot has it; TTLs within `ttl_tolerance_ms` of each other are the same.
+    pub fn add(
+        &mut self,
+        key: &[u8],
+        slot: u16,
+        source: &KeyRead,
+        target: &KeyRead,
+        ttl_tolerance_ms: u64,
+    ) {
+        let KeyRead::Present {
+            kind: s_kind,
+            ttl_ms: s_ttl,
+            digest: s_digest,
+        } = source
+        else {
+            self.gone_at_source += 1;
+            return;
+        };
+        self.checked += 1;
+        let mut kinds = Vec::new();
+        let target_seen = match target {
+            KeyRead::Missing => {
+                if s_ttl.is_some_and(|t| t <= ttl_tolerance_ms) {
+                    self.expired += 1;
+                    return;
+                }
+                kinds.push(ValueDiffKind::Missing);
+                None
+            }
+            KeyRead::Present {
+                kind: t_kind,
+                ttl_ms: t_ttl,
+                digest: t_digest,
+            } => {
+                if s_kind != t_kind {
+                    kinds.push(ValueDiffKind::Type);
+                } else if s_digest != t_digest {
+                    kinds.push(ValueDiffKind::Value);
+                }
+                match (s_ttl, t_ttl) {
+                    (Some(_), None) => kinds.push(ValueDiffKind::TtlLost),
+                    (None, Some(_)) => kinds.push(ValueDiffKind::TtlAdded),
+                    (Some(a), Some(b)) if a.abs_diff(*b) > ttl_tolerance_ms => {
+                        kinds.push(ValueDiffKind::TtlOff)
+                    }
+                    _ => {}
+                }
+                Some((t_kind.clone(), *t_ttl))
+            }
+        };
+        if kinds.is_empty() {
+            return;
+        }
+        self.keys_differing += 1;
+        for kind in kinds {
+            self.differs[kind_index(kind)] += 1;
+            self.keep(ValueDiffSeen {
+                key: key.to_vec(),
+                slot,
+                kind,
+                source: (s_kind.clone(), *s_ttl),
+                target: target_seen.clone(),
+            });
+        }
+    }
+
+    /// Keeps `d` if it is among the first [`MISSING_EXAMPLES`] of its kind.
+    fn keep(&mut self, d: ValueDiffSeen) {
+        let kind = d.kind;
+        let mut same: Vec<ValueDiffSeen> = Vec::new();
+        self.examples.retain(|e| {
+            if e.kind == kind {
+                same.push(e.clone());
+                false
+            } else {
+                true
+            }
+        });
+        keep_first(&mut same, d, |a, b| (a.slot, &a.key).cmp(&(b.slot, &b.key)));
+        self.examples.extend(same);
+        self.examples
+            .sort_by(|a, b| (a.kind, a.slot, &a.key).cmp(&(b.kind, b.slot, &b.key)));
+    }
+
+    /// Adds another thread's tally.
+    pub fn merge(&mut self, other: ValueTally) {
+        self.checked += other.checked;
+        self.gone_at_source += other.gone_at_source;
+        self.expired += other.expired;
+        self.keys_differing += other.keys_differing;
+        for (a, b) in self.differs.iter_mut().zip(other.differs) {
+            *a += b;
+        }
+        for e in other.examples {
+            self.keep(e);
+        }
+    }
+
+    /// Differences of `kind`.
+    pub fn count(&self, kind: ValueDiffKind) -> u64 {
+        self.differs[kind_index(kind)]
+    }
+}
+
+/// A key whose type, expiry or value is not the source's.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ValueDiff {
+    /// The key.
+    pub key: ByteString,
+    /// Its slot.
+    pub slot: u16,
+    /// The master owning the slot now, where it was read.
+    pub node: Option<String>,
+    /// What differs.
+    pub differs: ValueDiffKind,
+    /// The source's type.
+    pub source_type: String,
+    /// The source's expiry in milliseconds (`None`: none).
+    pub source_ttl_ms: Option<u64>,
+    /// The cluster's type (`None`: missing).
+    pub target_type: Option<String>,
+    /// The cluster's expiry in milliseconds (`None`: none, or missing).
+    pub target_ttl_ms: Option<u64>,
+}
+
+/// The source's keys compared with the cluster's.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ValuesCheck {
+    /// The source (passwords masked).
+    pub sources: Vec<String>,
+    /// How values were compared.
+    pub method: ValueMethod,
+    /// How far apart two expiries may be, in milliseconds.
+    pub ttl_tolerance_ms: u64,
+    /// Keys of the source read and looked up on the master owning their slot.
+    pub checked: u64,
+    /// Keys the source listed that were gone when read (deleted or expired meanwhile).
+    pub gone_at_source: u64,
+    /// Keys missing on the cluster that were about to expire on the source: no difference.
+    pub expired: u64,
+    /// Keys with any difference.
+    pub keys_differing: u64,
+    /// Keys not on the master owning their slot.
+    pub missing: u64,
+    /// Keys of another type.
+    pub type_differs: u64,
+    /// Keys of the same type with another value.
+    pub value_differs: u64,
+    /// Keys whose expiry is gone.
+    pub ttl_lost: u64,
+    /// Keys with an expiry the source's has not.
+    pub ttl_added: u64,
+    /// Keys whose expiries are further apart than the tolerance.
+    pub ttl_off: u64,
+    /// The first differences of each kind (up to 20 each), by kind, slot and key.
+    pub examples: Vec<ValueDiff>,
+}
+
+impl ValuesCheck {
+    /// The report's part for `tally`, the keys named by the masters of `live` owning them.
+    pub fn new(
+        sources: Vec<String>,
+        method: ValueMethod,
+        ttl_tolerance_ms: u64,
+        tally: &ValueTally,
+        live: &Observed,
+    ) -> ValuesCheck {
+        ValuesCheck {
+            sources,
+            method,
+            ttl_tolerance_ms,
+            checked: tally.checked,
+            gone_at_source: tally.gone_at_source,
+            expired: tally.expired,
+            keys_differing: tally.keys_differing,
+            missing: tally.count(ValueDiffKind::Missing),
+            type_differs: tally.count(ValueDiffKind::Type),
+            value_differs: tally.count(ValueDiffKind::Value),
+            ttl_lost: tally.count(ValueDiffKind::TtlLost),
+            ttl_added: tally.count(ValueDiffKind::TtlAdded),
+            ttl_off: tally.count(ValueDiffKind::TtlOff),
+            examples: tally
+                .examples
+                .iter()
+                .map(|e| ValueDiff {
+                    key: ByteString(e.key.clone()),
+                    slot: e.slot,
+                    node: live.owner[usize::from(e.slot)].map(|l| live.nodes[l].name.clone()),
+                    differs: e.kind,
+                    source_type: e.source.0.clone(),
+                    source_ttl_ms: e.source.1,
+                    target_type: e.target.as_ref().map(|t| t.0.clone()),
+                    target_ttl_ms: e.target.as_ref().and_then(|t| t.1),
+                })
+                .collect(),
+        }
+    }
+}
+
 /// How far a node's key count may be from the preview's (writes and expiries while the
 /// migration ran) before it counts as a difference.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
@@ -546,6 +856,10 @@ pub struct VerifyReport {
     /// With key dumps: every key looked up on the owner of its slot.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub keys: Option<KeysCheck>,
+    /// With a source (--source): every key of it compared with the cluster's (type, expiry,
+    /// value).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub values: Option<ValuesCheck>,
 }
 
 /// Whether a preview node and a live master are the same node: by id where both know it,
@@ -579,6 +893,7 @@ pub fn verify(
     preview: &Preview,
     live: &Observed,
     keys: Option<&KeyTally>,
+    values: Option<ValuesCheck>,
     tolerance: KeyTolerance,
 ) -> VerifyReport {
     // Preview node → live master.
@@ -750,7 +1065,8 @@ pub fn verify(
         && slots.is_empty()
         && keys
             .as_ref()
-            .is_none_or(|k| k.missing == 0 && k.expiry_changed == 0);
+            .is_none_or(|k| k.missing == 0 && k.expiry_changed == 0)
+        && values.as_ref().is_none_or(|v| v.keys_differing == 0);
     VerifyReport {
         preview: names.0.map(String::from),
         command: preview.command.clone(),
@@ -764,6 +1080,7 @@ pub fn verify(
         nodes,
         slots,
         keys,
+        values,
     }
 }
 
@@ -832,6 +1149,7 @@ mod tests {
             &p,
             &l,
             None,
+            None,
             KeyTolerance::Exact,
         );
         assert!(r.matches, "{r:?}");
@@ -860,6 +1178,7 @@ mod tests {
             &p,
             &l,
             Some(&tally),
+            None,
             KeyTolerance::Exact,
         );
         assert!(!r.matches);
@@ -890,7 +1209,7 @@ mod tests {
         let p = parse_preview(&text, 2).unwrap();
         assert!(!p.counts_every_key);
         let l = live(&[(A, "h:1")], |_| Some(0));
-        let r = verify((Some("p"), "u"), &p, &l, None, KeyTolerance::Exact);
+        let r = verify((Some("p"), "u"), &p, &l, None, None, KeyTolerance::Exact);
         assert!(r.matches);
         assert_eq!(r.nodes[0].keys_expected, Some(7));
         assert!(!r.nodes[0].keys_judged);
@@ -905,7 +1224,7 @@ mod tests {
         let p = parse_preview(&text, 2).unwrap();
         // B was removed as previewed; C is an empty master the preview did not know.
         let l = live(&[(A, "h:1"), (C, "h:3")], |_| Some(0));
-        let r = verify((Some("p"), "u"), &p, &l, None, KeyTolerance::Exact);
+        let r = verify((Some("p"), "u"), &p, &l, None, None, KeyTolerance::Exact);
         assert!(r.matches, "{r:?}");
         let v: Vec<NodeVerdict> = r.nodes.iter().map(|n| n.verdict).collect();
         assert_eq!(
@@ -918,7 +1237,7 @@ mod tests {
         );
         // A node the preview gives slots to is gone: its slots are unserved or elsewhere.
         let l = live(&[(C, "h:3")], |_| Some(0));
-        let r = verify((Some("p"), "u"), &p, &l, None, KeyTolerance::Exact);
+        let r = verify((Some("p"), "u"), &p, &l, None, None, KeyTolerance::Exact);
         assert!(!r.matches);
         assert_eq!(r.nodes[0].verdict, NodeVerdict::Missing);
         assert_eq!(r.slots_misplaced, SLOT_COUNT);
@@ -930,7 +1249,7 @@ mod tests {
         let mut l = live(&[(A, "h:1"), (B, "h:2")], |s| Some(usize::from(s >= 100)));
         l.counts[0][5] = 7;
         let p = Preview::of_cluster(&l);
-        let r = verify((None, "u"), &p, &l, None, KeyTolerance::Exact);
+        let r = verify((None, "u"), &p, &l, None, None, KeyTolerance::Exact);
         assert!(r.matches, "{r:?}");
         assert_eq!(r.command, None);
         assert_eq!(r.nodes[0].slots_expected, 100);
@@ -939,7 +1258,7 @@ mod tests {
         l.counts[1][5] = 1;
         let mut tally = KeyTally::new(vec!["k".into()]);
         tally.add(b"x", 200, None, KeyState::Missing);
-        let r = verify((None, "u"), &p, &l, Some(&tally), KeyTolerance::Exact);
+        let r = verify((None, "u"), &p, &l, Some(&tally), None, KeyTolerance::Exact);
         assert!(!r.matches);
         assert_eq!((r.stray_keys, r.slots_misplaced), (1, 0));
         assert_eq!(r.nodes[1].missing_keys, Some(1));
@@ -965,6 +1284,7 @@ mod tests {
             &Preview::of_cluster(&l),
             &l,
             Some(&t),
+            None,
             KeyTolerance::Exact,
         );
         assert!(!r.matches, "a key's expiry lost is a difference");
@@ -979,6 +1299,7 @@ mod tests {
             &Preview::of_cluster(&l),
             &l,
             Some(&t),
+            None,
             KeyTolerance::Exact,
         );
         assert!(r.matches, "a key that expired is no difference");
@@ -1016,7 +1337,7 @@ mod tests {
         let p = parse_preview(&text, 2).unwrap();
         let mut l = live(&[(A, "h:1")], |_| Some(0));
         l.counts[0][0] = 1010;
-        let judge = |t| verify((Some("p"), "u"), &p, &l, None, t).matches;
+        let judge = |t| verify((Some("p"), "u"), &p, &l, None, None, t).matches;
         assert!(!judge(KeyTolerance::Exact));
         assert!(!judge(KeyTolerance::Keys(9)));
         assert!(judge(KeyTolerance::Keys(10)));
@@ -1044,7 +1365,7 @@ mod tests {
             peer: "h:2".into(),
             direction: MigrationDirection::Migrating,
         });
-        let r = verify((Some("p"), "u"), &p, &l, None, KeyTolerance::Exact);
+        let r = verify((Some("p"), "u"), &p, &l, None, None, KeyTolerance::Exact);
         assert!(!r.matches);
         assert_eq!(r.slots_open, 1);
         assert_eq!(r.slots[0].open, ["h:1 migrating to h:2"]);
@@ -1078,5 +1399,120 @@ mod tests {
         assert!(err(nameless).starts_with("nodes[0]: neither an id nor an address"));
         let missing = r#"{"schema_version":2,"command":"reshard","nodes":[{"name":"x"}]}"#;
         assert!(err(missing).starts_with("nodes[0]: missing field"));
+    }
+
+    fn present(kind: &str, ttl: Option<u64>, digest: &[u8]) -> KeyRead {
+        KeyRead::Present {
+            kind: kind.into(),
+            ttl_ms: ttl,
+            digest: digest.to_vec(),
+        }
+    }
+
+    #[test]
+    fn each_value_difference_is_counted_and_named() {
+        let mut t = ValueTally::default();
+        let s = present("string", None, b"a");
+        t.add(b"same", 1, &s, &present("string", None, b"a"), 1000);
+        t.add(b"value", 2, &s, &present("string", None, b"b"), 1000);
+        t.add(b"type", 3, &s, &present("list", None, b"b"), 1000);
+        t.add(b"missing", 4, &s, &KeyRead::Missing, 1000);
+        let e = present("hash", Some(50_000), b"h");
+        t.add(b"lost", 5, &e, &present("hash", None, b"h"), 1000);
+        t.add(b"near", 6, &e, &present("hash", Some(49_500), b"h"), 1000);
+        t.add(b"off", 7, &e, &present("hash", Some(40_000), b"h"), 1000);
+        t.add(b"added", 8, &s, &present("string", Some(10), b"a"), 1000);
+        t.add(b"gone", 9, &KeyRead::Missing, &KeyRead::Missing, 1000);
+        t.add(
+            b"expiring",
+            10,
+            &present("string", Some(800), b"a"),
+            &KeyRead::Missing,
+            1000,
+        );
+        t.add(b"both", 11, &e, &present("hash", None, b"x"), 1000);
+        assert_eq!(t.checked, 10);
+        assert_eq!((t.gone_at_source, t.expired), (1, 1));
+        assert_eq!(t.keys_differing, 7);
+        let counts: Vec<u64> = [
+            ValueDiffKind::Missing,
+            ValueDiffKind::Type,
+            ValueDiffKind::TtlLost,
+            ValueDiffKind::TtlAdded,
+            ValueDiffKind::TtlOff,
+            ValueDiffKind::Value,
+        ]
+        .iter()
+        .map(|&k| t.count(k))
+        .collect();
+        assert_eq!(counts, [1, 1, 2, 1, 1, 2]);
+        let named: Vec<(&[u8], ValueDiffKind)> = t
+            .examples
+            .iter()
+            .map(|e| (e.key.as_slice(), e.kind))
+            .collect();
+        assert!(named.contains(&(b"type".as_slice(), ValueDiffKind::Type)));
+        assert!(named.contains(&(b"both".as_slice(), ValueDiffKind::Value)));
+        assert!(named.contains(&(b"both".as_slice(), ValueDiffKind::TtlLost)));
+        let l = live(&[(A, "h:1")], |_| Some(0));
+        let v = ValuesCheck::new(vec!["src".into()], ValueMethod::DumpPayload, 1000, &t, &l);
+        assert_eq!((v.value_differs, v.ttl_lost, v.missing), (2, 2, 1));
+        let r = verify(
+            (None, "u"),
+            &Preview::of_cluster(&l),
+            &l,
+            None,
+            Some(v),
+            KeyTolerance::Exact,
+        );
+        assert!(!r.matches);
+        let json = serde_json::to_value(&r).unwrap();
+        assert_eq!(json["values"]["method"], "dump_payload");
+        assert_eq!(json["values"]["examples"][0]["differs"], "missing");
+        assert_eq!(json["values"]["examples"][0]["node"], "h:1");
+        let clean = ValuesCheck::new(
+            vec![],
+            ValueMethod::DebugDigestValue,
+            1000,
+            &ValueTally::default(),
+            &l,
+        );
+        let r = verify(
+            (None, "u"),
+            &Preview::of_cluster(&l),
+            &l,
+            None,
+            Some(clean),
+            KeyTolerance::Exact,
+        );
+        assert!(r.matches);
+    }
+
+    #[test]
+    fn value_examples_are_the_first_of_each_kind_whatever_the_threads() {
+        let s = present("string", None, b"a");
+        let other = present("string", None, b"b");
+        let mut whole = ValueTally::default();
+        let mut parts = [
+            ValueTally::default(),
+            ValueTally::default(),
+            ValueTally::default(),
+        ];
+        for i in (0..100u16).rev() {
+            let key = format!("k{i:03}").into_bytes();
+            whole.add(&key, i, &s, &other, 0);
+            whole.add(&key, i, &s, &KeyRead::Missing, 0);
+            parts[usize::from(i) % 3].add(&key, i, &s, &other, 0);
+            parts[usize::from(i) % 3].add(&key, i, &s, &KeyRead::Missing, 0);
+        }
+        let mut merged = ValueTally::default();
+        for p in parts {
+            merged.merge(p);
+        }
+        assert_eq!(merged, whole);
+        assert_eq!(whole.examples.len(), 2 * MISSING_EXAMPLES);
+        assert_eq!(whole.examples[0].slot, 0);
+        assert_eq!(whole.examples[0].kind, ValueDiffKind::Missing);
+        assert_eq!(whole.examples[MISSING_EXAMPLES].kind, ValueDiffKind::Value);
     }
 }

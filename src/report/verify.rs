@@ -3,7 +3,7 @@
 
 use super::TextLayout;
 use super::render::{Format, Render, unsupported};
-use crate::migrate::verify::{KeyTolerance, NodeCheck, SlotCheck, VerifyReport};
+use crate::migrate::verify::{KeyTolerance, NodeCheck, SlotCheck, ValuesCheck, VerifyReport};
 use comfy_table::{Cell, CellAlignment};
 use std::io::{self, Write};
 
@@ -234,16 +234,19 @@ pub fn render_table(out: &mut dyn Write, r: &VerifyReport, layout: &TextLayout) 
             )?;
         }
     }
+    if let Some(v) = &r.values {
+        values_section(out, v, layout)?;
+    }
     if r.matches {
         match r.preview {
             Some(_) => writeln!(out, "result: the cluster matches the preview"),
             None => writeln!(
                 out,
                 "result: no slot open, no key outside its slot's owner{}",
-                if r.keys.is_some() {
-                    ", every key of the dumps found"
-                } else {
-                    ""
+                match (r.keys.is_some(), r.values.is_some()) {
+                    (_, true) => ", every key of the source as it is there",
+                    (true, false) => ", every key of the dumps found",
+                    _ => "",
                 }
             ),
         }
@@ -273,6 +276,12 @@ pub fn render_table(out: &mut dyn Write, r: &VerifyReport, layout: &TextLayout) 
                 count(k.expiry_changed, "key")
             ));
         }
+        if let Some(v) = r.values.as_ref().filter(|v| v.keys_differing > 0) {
+            parts.push(format!(
+                "{} not as on the source",
+                count(v.keys_differing, "key")
+            ));
+        }
         let nodes = r.nodes.iter().filter(|n| !n.verdict.ok()).count();
         if nodes > 0 {
             parts.push(format!("{} not as previewed", count(nodes as u64, "node")));
@@ -288,6 +297,79 @@ pub fn render_table(out: &mut dyn Write, r: &VerifyReport, layout: &TextLayout) 
             parts.join(", ")
         )
     }
+}
+
+/// The source's keys against the cluster's: the counts, then the first differences.
+fn values_section(out: &mut dyn Write, v: &ValuesCheck, layout: &TextLayout) -> io::Result<()> {
+    writeln!(
+        out,
+        "keys of {}: {} compared with the owner of their slot (type, expiry within {} ms, value by {}), {} differ",
+        v.sources.join(", "),
+        v.checked,
+        v.ttl_tolerance_ms,
+        v.method.words(),
+        v.keys_differing
+    )?;
+    let kinds = [
+        (v.missing, "missing"),
+        (v.type_differs, "of another type"),
+        (v.value_differs, "with another value"),
+        (v.ttl_lost, "whose expiry is gone"),
+        (v.ttl_added, "with an expiry the source's has not"),
+        (v.ttl_off, "whose expiry is further off than the tolerance"),
+    ];
+    let said: Vec<String> = kinds
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, what)| format!("{} {what}", count(*n, "key")))
+        .collect();
+    if !said.is_empty() {
+        writeln!(out, "  {}", said.join(", "))?;
+    }
+    if v.gone_at_source > 0 || v.expired > 0 {
+        writeln!(
+            out,
+            "  not counted: {} gone from the source before they were read, {} missing that were to expire within the tolerance",
+            v.gone_at_source, v.expired
+        )?;
+    }
+    if v.examples.is_empty() {
+        return Ok(());
+    }
+    let ttl = |t: Option<u64>| t.map_or_else(|| "none".to_string(), |t| format!("{t} ms"));
+    let mut t = layout.table();
+    t.set_header(vec![
+        "key",
+        "slot",
+        "owner",
+        "differs",
+        "source (type, expiry)",
+        "cluster (type, expiry)",
+    ]);
+    for e in &v.examples {
+        t.add_row(vec![
+            Cell::new(layout.key(&e.key.0)),
+            right(e.slot),
+            Cell::new(e.node.as_deref().unwrap_or("none")),
+            Cell::new(e.differs.words()),
+            Cell::new(format!("{}, {}", e.source_type, ttl(e.source_ttl_ms))),
+            Cell::new(match &e.target_type {
+                Some(k) => format!("{k}, {}", ttl(e.target_ttl_ms)),
+                None => "(missing)".to_string(),
+            }),
+        ]);
+    }
+    writeln!(out, "{t}")?;
+    let listed = v.examples.len() as u64;
+    let all = v.missing + v.type_differs + v.value_differs + v.ttl_lost + v.ttl_added + v.ttl_off;
+    if all > listed {
+        writeln!(
+            out,
+            "  … and {} more (the first 20 of each kind are listed)",
+            all - listed
+        )?;
+    }
+    Ok(())
 }
 
 impl Render for VerifyReport {

@@ -22,6 +22,13 @@ impl Cluster {
         Some(Self::create_from(&server, &cli, password, &[], 3))
     }
 
+    /// Three masters started with extra server arguments.
+    pub(crate) fn create_args(extra: &[&str]) -> Option<Cluster> {
+        let server = require_binary("redis-server")?;
+        let cli = require_binary("redis-cli")?;
+        Some(Self::create_from(&server, &cli, None, extra, 3))
+    }
+
     /// `n` masters (at least 3, as redis-cli requires) joined by `redis-cli --cluster
     /// create`, no replicas.
     pub(crate) fn create_masters(n: usize) -> Option<Cluster> {
