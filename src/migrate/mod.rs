@@ -386,9 +386,38 @@ impl ClusterView {
             let mut slots: Vec<u16> = self.open.iter().map(|m| m.slot).collect();
             slots.dedup();
             let list: Vec<String> = slots.iter().map(u16::to_string).collect();
+            // A marker without its other side: a CLUSTER NODES file shows only the markers of
+            // the node it was captured on, so the other side (and any slot open between two
+            // other nodes) is not in it.
+            let one_sided: Vec<String> = self
+                .open
+                .iter()
+                .filter(|m| {
+                    !self
+                        .open
+                        .iter()
+                        .any(|o| o.slot == m.slot && o.node == m.peer)
+                })
+                .map(|m| match m.direction {
+                    crate::topology::MigrationDirection::Migrating => {
+                        format!("slot {} migrating from {} to {}", m.slot, m.node, m.peer)
+                    }
+                    crate::topology::MigrationDirection::Importing => {
+                        format!("slot {} importing into {} from {}", m.slot, m.node, m.peer)
+                    }
+                })
+                .collect();
+            let sides = if one_sided.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " ({}: only this side is shown; a CLUSTER NODES file lists only the open slots of the node it was captured on, so preview with --cluster to see every master's)",
+                    one_sided.join(", ")
+                )
+            };
             return Err(MigrateError::ClusterProblem {
                 problem: format!(
-                    "slots {} are open (migrating/importing); finish or fix them first (redis-cli --cluster fix)",
+                    "slots {} are open (migrating/importing){sides}; finish or fix them first (redis-cli --cluster fix)",
                     list.join(",")
                 ),
                 action,

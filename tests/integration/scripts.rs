@@ -718,7 +718,117 @@ fn setslot_script_reruns_to_the_previewed_state_after_kills() {
     );
 }
 
+/// A slot left open on a real cluster (SETSLOT IMPORTING on one master, MIGRATING on
+/// another), its `CLUSTER NODES` captured on each side: CLUSTER NODES lists only the capturing
+/// node's markers, so each file shows one side. An offline preview from either file refuses,
+/// naming the slot, the side the file shows and why the other is not there, and for every
+/// command that plans moves (rebalance, reshard, --emit setslot); the live preview, which reads
+/// every master, names both sides and no missing one.
+fn an_open_slot_seen_from_one_side_is_refused_naming_it() {
+    let Some(cluster) = super::cluster::Cluster::create() else {
+        return;
+    };
+    let ports: Vec<u16> = cluster.nodes.iter().map(|n| n.port).collect();
+    let call = |port: u16, args: &[&[u8]]| connect_port(port).call(args).unwrap();
+    let id = |port: u16| match call(port, &[b"CLUSTER", b"MYID"]) {
+        Reply::Bulk(Some(b)) => String::from_utf8(b).unwrap(),
+        other => panic!("CLUSTER MYID replied {other:?}"),
+    };
+    // The owner of slot 100, and another master to move it to.
+    let owner = ports
+        .iter()
+        .copied()
+        .find(|&p| {
+            let Reply::Bulk(Some(nodes)) = call(p, &[b"CLUSTER", b"NODES"]) else {
+                panic!("CLUSTER NODES failed")
+            };
+            let text = String::from_utf8(nodes).unwrap();
+            let mine = text.lines().find(|l| l.contains("myself")).unwrap();
+            mine.split_whitespace().skip(8).any(|r| {
+                let (a, b) = r.split_once('-').unwrap_or((r, r));
+                a.parse::<u16>().is_ok_and(|a| a <= 100) && b.parse::<u16>().is_ok_and(|b| b >= 100)
+            })
+        })
+        .expect("an owner of slot 100");
+    let to = *ports.iter().find(|&&p| p != owner).unwrap();
+    let (owner_id, to_id) = (id(owner), id(to));
+    for (port, args) in [
+        (to, [b"IMPORTING".as_slice(), owner_id.as_bytes()]),
+        (owner, [b"MIGRATING".as_slice(), to_id.as_bytes()]),
+    ] {
+        let r = call(port, &[b"CLUSTER", b"SETSLOT", b"100", args[0], args[1]]);
+        assert!(matches!(&r, Reply::Status(s) if s == "OK"), "{r:?}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let capture = |port: u16| {
+        let Reply::Bulk(Some(text)) = call(port, &[b"CLUSTER", b"NODES"]) else {
+            panic!("CLUSTER NODES failed")
+        };
+        let path = dir.path().join(format!("nodes-{port}.txt"));
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let (a, b) = (format!("127.0.0.1:{owner}"), format!("127.0.0.1:{to}"));
+    let sides = [
+        (
+            capture(owner),
+            format!("slot 100 migrating from {a} to {b}"),
+        ),
+        (capture(to), format!("slot 100 importing into {b} from {a}")),
+    ];
+    for (file, side) in &sides {
+        let text = std::fs::read_to_string(file).unwrap();
+        assert_eq!(text.matches("[100-").count(), 1, "one marker: {text}");
+        for args in [
+            vec!["rebalance", "--preview"],
+            vec![
+                "reshard",
+                "--preview",
+                "--from",
+                "all",
+                "--to",
+                &b,
+                "--slots",
+                "10",
+            ],
+            vec!["rebalance", "--preview", "--emit", "setslot"],
+        ] {
+            let out = keyplan()
+                .args(&args)
+                .arg("--topology")
+                .arg(file)
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&out.stderr).to_string();
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+            assert!(err.contains("slots 100 are open"), "{args:?}: {err}");
+            assert!(
+                err.contains(&format!("{side}: only this side is shown")),
+                "{args:?} on {}: {err}",
+                file.display()
+            );
+            assert!(err.contains("preview with --cluster"), "{err}");
+        }
+    }
+    let out = keyplan()
+        .args(["rebalance", "--preview", "--cluster"])
+        .arg(format!("redis://{a}"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("slots 100 are open"), "{err}");
+    assert!(
+        !err.contains("only this side"),
+        "both sides are read live: {err}"
+    );
+}
+
 pub(crate) const TESTS: &[crate::support::Test] = &[
+    (
+        "an_open_slot_seen_from_one_side_is_refused_naming_it",
+        an_open_slot_seen_from_one_side_is_refused_naming_it,
+    ),
     (
         "setslot_script_reruns_to_the_previewed_state_after_kills",
         setslot_script_reruns_to_the_previewed_state_after_kills,
