@@ -731,6 +731,52 @@ pub struct SlotReport {
     pub share_ops: f64,
 }
 
+/// The two tag tables with one figure per tag. A tag ranked in both is bounded by both
+/// sketches: each ranks its own weight by an upper bound (and its error), and carries the
+/// other weight counted while it held the tag (a lower bound); their intersection is shown
+/// in both tables. Without it the tables disagreed for one tag (`≈4106` keys and `≥4000`),
+/// and each showed the looser bound.
+fn reconcile_tags(
+    mut by_keys: Vec<TagReport>,
+    mut by_bytes: Vec<TagReport>,
+    hot_share: f64,
+) -> (Vec<TagReport>, Vec<TagReport>) {
+    for k in &mut by_keys {
+        let Some(b) = by_bytes.iter_mut().find(|b| b.tag == k.tag) else {
+            continue;
+        };
+        let keys_low = k.keys.saturating_sub(k.keys_error).max(b.keys).min(k.keys);
+        let bytes_low = b.bytes.saturating_sub(b.bytes_error).max(k.bytes).min(b.bytes);
+        k.keys_error = k.keys - keys_low;
+        k.bytes = b.bytes;
+        k.bytes_error = b.bytes - bytes_low;
+        k.share_bytes = b.share_bytes;
+        b.keys = k.keys;
+        b.keys_error = k.keys_error;
+        b.estimated_keys = k.estimated_keys;
+        b.share_keys = k.share_keys;
+        b.bytes_error = k.bytes_error;
+        b.keys_lower_bound = false;
+        for t in [&mut *k, &mut *b] {
+            t.hot = t.share_keys > hot_share || t.share_bytes > hot_share;
+        }
+    }
+    (by_keys, by_bytes)
+}
+
+impl TagReport {
+    /// Whether most of the ranked figure (keys, or bytes `by_bytes`) may be the sketch's
+    /// error (a 2-key tag that reads 31): such rows are left out of the tables, JSON keeps
+    /// them with their error.
+    pub fn mostly_error(&self, by_bytes: bool) -> bool {
+        if by_bytes {
+            self.bytes_error.saturating_mul(2) > self.bytes
+        } else {
+            self.keys_error.saturating_mul(2) > self.keys
+        }
+    }
+}
+
 /// A heavy hash tag.
 #[derive(Debug, Clone, Serialize)]
 pub struct TagReport {
@@ -753,6 +799,10 @@ pub struct TagReport {
     /// How much `bytes` may over-count (the table by bytes ranks by an upper bound; 0 when
     /// `exact`).
     pub bytes_error: u64,
+    /// `keys` was counted only while the ranking by bytes held the tag: a lower bound (a tag
+    /// not in the ranking by keys).
+    #[serde(skip)]
+    pub keys_lower_bound: bool,
     /// Every key of the tag was counted: `keys` and `bytes` are exact figures (of the sample,
     /// on a live cluster), not a sketch's bounds.
     pub exact: bool,
@@ -1261,11 +1311,23 @@ impl<'a, 't> Figures<'a, 't> {
     fn tag_report(&self, h: &crate::sketch::HeavyHitter, by_bytes: bool, exact: bool) -> TagReport {
         let (config, keys, bytes) = (self.config, self.keys, self.bytes);
         let slot = crc16(&h.item) & 0x3FFF;
-        let (k, kerr, b, berr) = if by_bytes {
+        let (mut k, mut kerr, mut b, mut berr) = if by_bytes {
             (h.other, 0, h.weight, h.error)
         } else {
             (h.weight, h.error, h.other, 0)
         };
+        // Every key of a tag is in the tag's slot, and every key read was counted in its slot:
+        // the slot's figures cap a sketch's over-count (a tag of 4000 keys in a slot of 4006
+        // read 4106). A ring places keys by its own rule, not by slot: no cap there.
+        if !self.a.ring {
+            let cap = |v: u64, err: u64, slot_total: u64| {
+                let low = v.saturating_sub(err);
+                let v = v.min(slot_total);
+                (v, v.saturating_sub(low.min(v)))
+            };
+            (k, kerr) = cap(k, kerr, self.a.slot_keys[usize::from(slot)]);
+            (b, berr) = cap(b, berr, self.a.slot_bytes[usize::from(slot)]);
+        }
         let estimated_keys = self.factor.as_ref().map(|f| {
             self.topo
                 .node_of_slot(slot)
@@ -1291,6 +1353,7 @@ impl<'a, 't> Figures<'a, 't> {
             keys_error: kerr,
             bytes: b,
             bytes_error: berr,
+            keys_lower_bound: by_bytes && !exact,
             exact,
             share_keys: sk,
             share_bytes: sb,
@@ -1321,7 +1384,7 @@ impl<'a, 't> Figures<'a, 't> {
         } else {
             Vec::new()
         };
-        (by_keys, by_bytes)
+        reconcile_tags(by_keys, by_bytes, self.config.hot_tag_share)
     }
 
     /// The key patterns: at least `max_patterns`, and as many more as it takes to cover 99% of

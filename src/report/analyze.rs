@@ -374,14 +374,15 @@ fn render_skew(out: &mut dyn Write, r: &AnalyzeReport, layout: &TextLayout) -> i
 /// A tag's key count as the tables print it: the exact count where every key of the tag was
 /// counted (and, on a live cluster, every key read), `≈` for a sample's estimate or a sketch's
 /// figure (`keys_error` in JSON bounds it), `≥` for keys carried along a by-bytes ranking.
-pub fn tag_keys_text(h: &TagReport, by_bytes: bool) -> String {
+pub fn tag_keys_text(h: &TagReport) -> String {
     match h.estimated_keys {
         Some(e) if h.exact && (e - h.keys as f64).abs() < 0.5 => h.keys.to_string(),
         Some(e) => format!("≈{}", e.round()),
         None if h.exact => h.keys.to_string(),
-        // Counted only while the sketch held the tag: a lower bound.
-        None if by_bytes => format!("≥{}", h.keys),
+        // Counted only while the sketch by bytes held the tag: a lower bound.
+        None if h.keys_lower_bound => format!("≥{}", h.keys),
         None if h.keys_error > 0 => format!("≈{}", h.keys),
+        // Both sketches' bounds meet (and the slot's count): the figure is known.
         None => h.keys.to_string(),
     }
 }
@@ -398,11 +399,7 @@ pub fn tag_bytes_text(h: &TagReport) -> String {
 /// Whether most of a tag's ranked figure may be the sketch's error (a 2-key tag that reads
 /// 31): such rows are left out of the tables (JSON keeps them with their error).
 pub fn tag_mostly_error(h: &TagReport, by_bytes: bool) -> bool {
-    if by_bytes {
-        h.bytes_error.saturating_mul(2) > h.bytes
-    } else {
-        h.keys_error.saturating_mul(2) > h.keys
-    }
+    h.mostly_error(by_bytes)
 }
 
 /// The line under a tag table that left rows out, if it did.
@@ -476,7 +473,7 @@ fn render_tags(out: &mut dyn Write, r: &AnalyzeReport, layout: &TextLayout) -> i
         tags.set_header(place_header(&rest));
         for h in shown {
             let mut row = place(h);
-            row.extend([right(tag_keys_text(h, false)), right(pct(h.share_keys))]);
+            row.extend([right(tag_keys_text(h)), right(pct(h.share_keys))]);
             if wb {
                 row.extend([right(tag_bytes_text(h)), right(pct(h.share_bytes))]);
             }
@@ -501,7 +498,7 @@ fn render_tags(out: &mut dyn Write, r: &AnalyzeReport, layout: &TextLayout) -> i
             row.extend([
                 right(tag_bytes_text(h)),
                 right(pct(h.share_bytes)),
-                right(tag_keys_text(h, true)),
+                right(tag_keys_text(h)),
                 Cell::new(if h.hot { "HOT" } else { "" }),
             ]);
             tags.add_row(row);

@@ -1547,8 +1547,107 @@ fn an_acl_user_without_info_still_analyzes() {
     assert_eq!(v["totals"]["keys"], 500, "{v}");
 }
 
+/// Past the exact count (70,000 distinct tags) the two tag tables print one figure per tag,
+/// within the truth's bounds and never above the tag's slot: `{big}` (4000 keys of 100 B)
+/// read `≈4106` keys in one table and `≥4000` in the next, and `{mid}` (200 keys) `≈306` in a
+/// slot the dump holds 210 keys in.
+fn sketched_tag_tables_agree_and_stay_within_the_slot() {
+    use std::fmt::Write as _;
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = String::new();
+    for i in 0..4000 {
+        let _ = writeln!(s, "feed:{{big}}:{i}\t100");
+    }
+    for i in 0..200 {
+        let _ = writeln!(s, "feed:{{mid}}:{i}\t10");
+    }
+    for t in 0..70_000 {
+        for i in 0..2 {
+            let _ = writeln!(s, "order:{{t{t}}}:{i}\t1");
+        }
+    }
+    let dump = dir.path().join("tags.tsv");
+    std::fs::write(&dump, s).unwrap();
+    let d = dump.to_str().unwrap();
+    let v = json_of(keyplan().args(["analyze", d, "--format", "json", "--top", "50"]));
+    let slot_keys = |slot: u64| -> u64 {
+        v["hot_slots"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["slot"] == slot)
+            .and_then(|s| s["keys"].as_u64())
+            .unwrap_or_else(|| panic!("slot {slot} not among the hottest: {}", v["hot_slots"]))
+    };
+    for (tag, truth, truth_bytes) in [("big", 4000u64, 400_000u64), ("mid", 200, 2000)] {
+        let by_keys = v["hot_tags"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["tag"] == tag)
+            .unwrap();
+        let by_bytes = v["hot_tags_by_bytes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["tag"] == tag)
+            .unwrap();
+        let (k, e) = (
+            by_keys["keys"].as_u64().unwrap(),
+            by_keys["keys_error"].as_u64().unwrap(),
+        );
+        assert!(
+            k - e <= truth && truth <= k,
+            "{tag}: {k} - {e} against {truth}"
+        );
+        assert!(
+            k <= slot_keys(by_keys["slot"].as_u64().unwrap()),
+            "{tag}: {k} keys"
+        );
+        let (b, be) = (
+            by_bytes["bytes"].as_u64().unwrap(),
+            by_bytes["bytes_error"].as_u64().unwrap(),
+        );
+        assert!(
+            b - be <= truth_bytes && truth_bytes <= b,
+            "{tag}: {b} - {be} B"
+        );
+        for f in ["keys", "keys_error", "bytes", "bytes_error"] {
+            assert_eq!(
+                by_keys[f], by_bytes[f],
+                "{tag}: {f} differs between the tables"
+            );
+        }
+    }
+    // The text tables print the same figures for a tag.
+    let out = keyplan().args(["analyze", d]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let t = String::from_utf8(out.stdout).unwrap();
+    let row = |title: &str, tag: &str| -> Vec<String> {
+        let table = &t[t.find(title).unwrap_or_else(|| panic!("no {title}\n{t}"))..];
+        let line = table
+            .lines()
+            .find(|l| l.starts_with(&format!("│ {tag} ")))
+            .unwrap_or_else(|| panic!("no {tag} under {title}\n{t}"));
+        line.split(['│', '┆'])
+            .map(|c| c.trim().to_string())
+            .collect()
+    };
+    for tag in ["big", "mid"] {
+        // tag slot node keys keys% bytes bytes% hot / tag slot node bytes bytes% keys hot
+        let (k, b) = (row("Top tags by keys", tag), row("Top tags by bytes", tag));
+        assert_eq!(k[4], b[6], "{tag} keys: {k:?} / {b:?}");
+        assert_eq!(k[6], b[4], "{tag} bytes: {k:?} / {b:?}");
+        assert!(k[4].starts_with('≈') && !t.contains('≤'), "{k:?}");
+    }
+}
+
 /// This module's tests, run by the harness in `main.rs`.
 pub(crate) const TESTS: &[crate::support::Test] = &[
+    (
+        "sketched_tag_tables_agree_and_stay_within_the_slot",
+        sketched_tag_tables_agree_and_stay_within_the_slot,
+    ),
     (
         "an_acl_user_without_info_still_analyzes",
         an_acl_user_without_info_still_analyzes,

@@ -410,7 +410,7 @@ fn tags(h: &mut String, r: &AnalyzeReport) {
             "<tr><td class=\"l\"><code>{}</code></td>{slot}<td class=\"l\">{}</td><td>{}</td><td>{}</td>",
             esc(&display_key(&t.tag.0)),
             esc(t.node.as_deref().unwrap_or("-")),
-            esc(&tag_keys_text(t, false)),
+            esc(&tag_keys_text(t)),
             pct(t.share_keys)
         );
         if r.totals.has_bytes {
