@@ -113,11 +113,18 @@ pub fn not_a_dump(head: &[u8], whole: bool) -> Option<NotADump> {
                 .map(str::trim)
         })
         .collect();
+    // A field under a top-level key, in block style or in a flow mapping
+    // (`  profile: { pattern: "user:<id>" }`, `enterprise: { shards: 3 }`).
     let inner = |keys: &[&str]| {
         text.lines()
-            .filter(|l| l.starts_with([' ', '\t', '-']))
+            .filter(|l| !l.starts_with('#'))
             .map(|l| l.trim_start_matches([' ', '\t', '-']))
-            .any(|l| keys.iter().any(|k| l.starts_with(k)))
+            .any(|l| {
+                keys.iter().any(|k| {
+                    l.match_indices(k)
+                        .any(|(i, _)| i == 0 || l[..i].trim_end().ends_with(['{', ',']))
+                })
+            })
     };
     let has = |k: &str| top.contains(&k);
     if has("keys") && (has("version") || has("vars") || has("batches")) && inner(&["pattern:"]) {
@@ -250,7 +257,11 @@ mod tests {
         // keyplan's own scheme and topologies.
         let scheme = include_bytes!("../../examples/keyplan.yaml");
         assert_eq!(looks(scheme).as_deref(), Some("a keyplan key scheme"));
+        // Its fields in flow mappings, as examples/plan/shop.yaml writes them.
+        let shop = include_bytes!("../../examples/plan/shop.yaml");
+        assert_eq!(looks(shop).as_deref(), Some("a keyplan key scheme"));
         for topo in [
+            &b"enterprise: { shards: 3, hashing: standard }\n"[..],
             &b"nodes:\n  - name: a\n    slots: 0-16383\n"[..],
             b"# db\nenterprise:\n  shards: 4\n  hashing: custom\n",
             b"ring:\n  kind: ketama\n  servers:\n    - { name: a, address: h:1 }\n",

@@ -933,7 +933,39 @@ fn help_examples_break_with_a_continuation_mark() {
     }
 }
 
+/// keyplan's own YAML given as keys is named for what it is, whichever YAML style it is
+/// written in: examples/plan/shop.yaml writes its patterns in flow mappings
+/// (`profile: { pattern: … }`) and was read as 22 keys with a verdict, exit 0.
+fn keyplans_own_yaml_is_not_a_key_dump() {
+    let dir = tempfile::tempdir().unwrap();
+    let enterprise = dir.path().join("enterprise.yaml");
+    std::fs::write(
+        &enterprise,
+        "enterprise: { shards: 3, hashing: standard }\n",
+    )
+    .unwrap();
+    let cases = [
+        (
+            std::path::PathBuf::from("examples/plan/shop.yaml"),
+            "a keyplan key scheme",
+            "--scheme FILE",
+        ),
+        (enterprise, "keyplan topology YAML", "--topology FILE"),
+    ];
+    for (path, looks, help) in cases {
+        for cmd in [&["analyze"][..], &["lint", "--keys"]] {
+            let (code, err) = stderr_of(keyplan().args(cmd).arg(&path));
+            assert_eq!(code, Some(2), "{cmd:?} {}: {err}", path.display());
+            assert!(err.contains(looks) && err.contains(help), "{err}");
+        }
+    }
+}
+
 pub(crate) const TESTS: &[crate::support::Test] = &[
+    (
+        "keyplans_own_yaml_is_not_a_key_dump",
+        keyplans_own_yaml_is_not_a_key_dump,
+    ),
     (
         "help_examples_break_with_a_continuation_mark",
         help_examples_break_with_a_continuation_mark,
