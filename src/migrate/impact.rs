@@ -27,6 +27,10 @@ pub struct SlotWeights {
     pub has_ops: bool,
     /// Measured load per slot (`CLUSTER SLOT-STATS` of a live cluster), when read.
     pub measured: Option<MeasuredLoad>,
+    /// The slot and bytes of each sampled key of [`super::MIGRATE_SLOW_BYTES`] or more, in
+    /// order: such a key stands for itself when a sample is scaled to the servers' counts,
+    /// not for the keys no one sampled.
+    pub huge: Vec<(u16, u64)>,
 }
 
 /// What the servers measured per slot (16384 entries each).
@@ -51,6 +55,7 @@ impl Default for SlotWeights {
             has_bytes: false,
             has_ops: false,
             measured: None,
+            huge: Vec::new(),
         }
     }
 }
@@ -63,6 +68,9 @@ impl SlotWeights {
         if let Some(b) = bytes {
             self.bytes[s] += b;
             self.has_bytes = true;
+            if b >= super::MIGRATE_SLOW_BYTES {
+                self.huge.push((s as u16, b));
+            }
         }
         if let Some(o) = ops {
             self.ops[s] += o;
@@ -79,40 +87,58 @@ impl SlotWeights {
         }
         self.has_bytes |= o.has_bytes;
         self.has_ops |= o.has_ops;
+        self.huge.extend_from_slice(&o.huge);
+        self.huge.sort_unstable();
     }
 
     /// Takes `exact` (the servers' keys per slot) as the keys, and scales the sample's bytes
     /// and ops to them: a slot's sampled bytes per key times its exact keys, or, for a slot
     /// without sampled keys, its owner's sampled bytes per key (`owner` of each slot).
     pub fn scale_to(&mut self, exact: &[u64], owner: &[Option<usize>]) {
+        // A sampled huge key counts once, as itself: the bytes per key that stand for the keys
+        // no one sampled are those of the other keys (a 32 MiB key among 500 sampled keys of a
+        // node of 1932 made its unsampled slots 67 KiB a key, and a drain of it 77 MiB).
+        let mut huge_keys = vec![0u64; SLOT_COUNT];
+        let mut huge_bytes = vec![0u64; SLOT_COUNT];
+        for &(s, b) in &self.huge {
+            huge_keys[usize::from(s)] += 1;
+            huge_bytes[usize::from(s)] += b;
+        }
         let nodes = owner.iter().flatten().max().map_or(0, |m| m + 1);
         let mut node_keys = vec![0u64; nodes];
         let mut node_bytes = vec![0u64; nodes];
+        let mut node_all_keys = vec![0u64; nodes];
         let mut node_ops = vec![0f64; nodes];
         for (s, o) in owner.iter().enumerate().take(SLOT_COUNT) {
             if let Some(i) = *o {
-                node_keys[i] += self.keys[s];
-                node_bytes[i] += self.bytes[s];
+                node_keys[i] += self.keys[s].saturating_sub(huge_keys[s]);
+                node_bytes[i] += self.bytes[s].saturating_sub(huge_bytes[s]);
+                node_all_keys[i] += self.keys[s];
                 node_ops[i] += self.ops[s];
             }
         }
         for (s, o) in owner.iter().enumerate().take(SLOT_COUNT) {
             let e = exact.get(s).copied().unwrap_or(0);
-            let (per_key_bytes, per_key_ops) = if self.keys[s] > 0 {
-                (
-                    self.bytes[s] as f64 / self.keys[s] as f64,
-                    self.ops[s] / self.keys[s] as f64,
-                )
+            let (hk, hb) = (huge_keys[s].min(e), huge_bytes[s]);
+            let others = self.keys[s].saturating_sub(huge_keys[s]);
+            let per_key_bytes = if others > 0 {
+                self.bytes[s].saturating_sub(hb) as f64 / others as f64
             } else {
                 match *o {
-                    Some(i) if node_keys[i] > 0 => (
-                        node_bytes[i] as f64 / node_keys[i] as f64,
-                        node_ops[i] / node_keys[i] as f64,
-                    ),
-                    _ => (0.0, 0.0),
+                    Some(i) if node_keys[i] > 0 => node_bytes[i] as f64 / node_keys[i] as f64,
+                    _ => 0.0,
                 }
             };
-            self.bytes[s] = (per_key_bytes * e as f64).round() as u64;
+            let per_key_ops = if self.keys[s] > 0 {
+                self.ops[s] / self.keys[s] as f64
+            } else {
+                match *o {
+                    Some(i) if node_all_keys[i] > 0 => node_ops[i] / node_all_keys[i] as f64,
+                    _ => 0.0,
+                }
+            };
+            let huge_kept = if hk > 0 { hb } else { 0 };
+            self.bytes[s] = huge_kept + (per_key_bytes * (e - hk) as f64).round() as u64;
             self.ops[s] = per_key_ops * e as f64;
             self.keys[s] = e;
         }
@@ -672,6 +698,42 @@ mod tests {
         // Bytes per key of the owner's sample.
         assert_eq!((w.keys[s2], w.bytes[s2]), (10, 1000));
         assert_eq!(w.total_keys(), 60);
+    }
+
+    #[test]
+    fn a_sampled_huge_key_stands_for_itself_when_scaled() {
+        // One node: 100 sampled keys of 100 bytes in 100 slots and one of 32 MiB in its own
+        // slot; the servers count 4 keys in each sampled slot and 1000 more in 1000 others.
+        let huge = 32u64 << 20;
+        let mut w = SlotWeights::default();
+        let mut exact = vec![0u64; SLOT_COUNT];
+        let mut used = std::collections::BTreeSet::new();
+        let mut i = 0;
+        while used.len() < 100 {
+            let key = format!("k{i}");
+            i += 1;
+            let s = crate::slot::key_slot(key.as_bytes());
+            if s == crate::slot::key_slot(b"{huge}") || !used.insert(s) {
+                continue;
+            }
+            w.add(key.as_bytes(), Some(100), None);
+            exact[usize::from(s)] = 4;
+        }
+        w.add(b"{huge}", Some(huge), None);
+        exact[usize::from(crate::slot::key_slot(b"{huge}"))] = 1;
+        let mut extra = 0;
+        for (s, e) in exact.iter_mut().enumerate() {
+            if *e == 0 && extra < 1000 && s % 7 == 0 {
+                *e = 1;
+                extra += 1;
+            }
+        }
+        let owner: Vec<Option<usize>> = vec![Some(0); SLOT_COUNT];
+        w.scale_to(&exact, &owner);
+        // 32 MiB once, and 100 bytes for each of the 400 + 1000 other keys.
+        let total: u64 = w.bytes.iter().sum();
+        assert_eq!(total, huge + 1400 * 100, "{total}");
+        assert_eq!(w.bytes[usize::from(crate::slot::key_slot(b"{huge}"))], huge);
     }
 
     #[test]
