@@ -39,6 +39,19 @@ pub struct ObservedPlan {
     pub batches_seen: usize,
     /// The recommendation in words.
     pub recommendation: String,
+    /// What the plan says instead when its tag turns out to be a constant (every batch of its
+    /// shape has the same value): known once every batch is seen, then cleared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub untagged: Option<Box<Untagged>>,
+}
+
+/// The plan of an observed batch without a tag: its score and the recommendation.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Untagged {
+    /// The batch with per-node pipelines (a pipeline), or as it is (an atomic batch).
+    pub after: Score,
+    /// The recommendation in words.
+    pub recommendation: String,
 }
 
 /// The spans of `key`'s segments, as the pattern engine cuts them: at its delimiters
@@ -205,6 +218,17 @@ fn class(s: &str) -> Option<&'static str> {
     }
 }
 
+/// `shape` with a tag that is a literal (a name: `bull:{emails}:wait`) made any name
+/// (`bull:{<name>}:wait`).
+fn any_name(shape: &str) -> String {
+    match (shape.find('{'), shape.find('}')) {
+        (Some(a), Some(b)) if a < b && !shape[a..b].contains('<') => {
+            format!("{}{{<name>}}{}", &shape[..a], &shape[b + 1..])
+        }
+        _ => shape.to_string(),
+    }
+}
+
 /// The regex of a placeholder [`class`] writes.
 fn placeholder_regex(p: &str) -> Option<&'static str> {
     Some(match p {
@@ -218,6 +242,8 @@ fn placeholder_regex(p: &str) -> Option<&'static str> {
         "<date>" => Class::Date.regex(),
         "<ulid>" => Class::Ulid.regex(),
         "<token>" => Class::Token.regex(),
+        // A name ([`is_name`]): letters of any script (UTF-8 bytes), digits and joiners.
+        "<name>" => "[A-Za-z0-9_.'\\x80-\\xff-]+",
         _ => return None,
     })
 }
@@ -233,18 +259,40 @@ fn rank(s: &str) -> u8 {
 /// The key's shape: values generalised to placeholders, the shared run of values (a value,
 /// or a tag the keys already have, such as `c:42`) braced when given.
 fn shape(key: &str, shared: Option<&str>) -> String {
+    shape_via(key, shared, None)
+}
+
+/// [`shape`], where a key that does not hold `shared` but holds `via` (a value of the tag
+/// `shared` other keys have already) gets that tag in its place: `user:ana4:avatar` with
+/// `c:ana4` via `ana4` is `user:{c:<id>}:avatar`.
+fn shape_via(key: &str, shared: Option<&str>, via: Option<&str>) -> String {
     let unbraced = key.replace(['{', '}'], "");
     let spans = values(&unbraced);
-    let run = shared.and_then(|v| find_run(&unbraced, &spans, v));
+    let mut run = shared.and_then(|v| find_run(&unbraced, &spans, v));
+    let mut replace = None;
+    if run.is_none()
+        && let (Some(t), Some(v)) = (shared, via)
+    {
+        run = find_run(&unbraced, &spans, v);
+        replace = run.map(|_| shape(t, None));
+    }
     let mut out = String::new();
     let mut at = 0;
     for (i, &(a, b)) in spans.iter().enumerate() {
         out.push_str(&unbraced[at..a]);
         if run.is_some_and(|r| r.0 == i) {
             out.push('{');
+            if let Some(t) = &replace {
+                out.push_str(t);
+            }
         }
         let seg = &unbraced[a..b];
-        out.push_str(class(seg).map_or(seg, |c| c));
+        if replace.is_none() || !run.is_some_and(|r| (r.0..=r.1).contains(&i)) {
+            // A key's first value, when it is a name (`bull-v2`, `app_1`), is its family's
+            // namespace: literal, as `bull` is.
+            let literal = i == 0 && is_name(seg);
+            out.push_str(class(seg).filter(|_| !literal).unwrap_or(seg));
+        }
         if run.is_some_and(|r| r.1 == i) {
             out.push('}');
         }
@@ -255,16 +303,30 @@ fn shape(key: &str, shared: Option<&str>) -> String {
 }
 
 /// The key with braces removed and `shared` braced at its first occurrence as whole values.
+#[cfg(test)]
 fn tag_key(key: &str, shared: &str) -> String {
+    tag_key_via(key, shared, None)
+}
+
+/// [`tag_key`], where a key that does not hold `shared` but holds `via` gets the tag `shared`
+/// in place of `via` (`user:ana4:avatar` → `user:{c:ana4}:avatar`).
+fn tag_key_via(key: &str, shared: &str, via: Option<&str>) -> String {
     let unbraced = key.replace(['{', '}'], "");
     let spans = values(&unbraced);
-    match find_run(&unbraced, &spans, shared) {
+    let (run, text) = match find_run(&unbraced, &spans, shared) {
+        Some(r) => (Some(r), None),
+        None => (
+            via.and_then(|v| find_run(&unbraced, &spans, v)),
+            Some(shared),
+        ),
+    };
+    match run {
         Some((i, j)) => {
             let (a, b) = (spans[i].0, spans[j].1);
             format!(
                 "{}{{{}}}{}",
                 &unbraced[..a],
-                &unbraced[a..b],
+                text.unwrap_or(&unbraced[a..b]),
                 &unbraced[b..]
             )
         }
@@ -526,7 +588,7 @@ pub struct ObservedPlanner<'a> {
     opts: &'a PlanOptions,
     base: Option<Vec<f64>>,
     /// Per rewritten shape: the batches planned with it and the distinct tag values.
-    groups: std::collections::HashMap<Vec<String>, (usize, std::collections::BTreeSet<String>)>,
+    groups: std::collections::HashMap<Vec<String>, Group>,
     one_slot: OneSlot,
 }
 
@@ -555,9 +617,16 @@ impl<'a> ObservedPlanner<'a> {
         let p = self.plan(b)?;
         if !p.rewritten.is_empty() {
             let g = self.groups.entry(p.rewritten.clone()).or_default();
-            g.0 += 1;
+            g.batches += 1;
             if let Some(v) = &p.shared {
-                g.1.insert(v.clone());
+                g.values.insert(v.clone());
+            }
+            if g.prints.len() < 2 {
+                let mut keys: Vec<&[u8]> = b.keys().collect();
+                keys.sort_unstable();
+                keys.dedup();
+                g.prints
+                    .insert(super::workload::stable_hash(&keys.join(&b"\n"[..])));
             }
         }
         Some(p)
@@ -597,7 +666,54 @@ impl<'a> ObservedPlanner<'a> {
             tag_values_seen: 0,
             batches_seen: 0,
             recommendation: first,
+            untagged: None,
         })
+    }
+
+    /// The plan of `b` (over `keys` keys) with no tag: an atomic batch must change, a
+    /// pipeline is sent per node (or as one pipeline to a proxy). `note` says why no shared
+    /// value is a tag.
+    fn untagged(
+        &self,
+        b: &Batch,
+        keys: usize,
+        note: &str,
+        atomic: bool,
+        before: &Score,
+    ) -> (Score, String) {
+        let (topo, opts) = (self.topo, self.opts);
+        let proxy = topo.slot_map().and_then(|m| m.enterprise());
+        if atomic {
+            // Splitting would drop what the batch is for: the application must change.
+            let what = match b.kind {
+                BatchKind::Multi => "a MULTI … EXEC transaction".to_string(),
+                BatchKind::Script => "a script".to_string(),
+                _ => format!("one {} command", b.id.command),
+            };
+            let rec = format!(
+                "no segment is shared by all {keys} keys{note}, and {what} must run on one slot: the application must change: give these keys one hash tag (the id that ties them, such as a group, chord or order id) or stop batching them; per-node pipelines would run it, but not atomically{}",
+                if b.kind == BatchKind::MultiKey {
+                    " (and a blocking pop over several lists cannot be split at all)"
+                } else {
+                    ""
+                }
+            );
+            (before.clone(), rec)
+        } else if proxy.is_some() {
+            let after = run(b, topo, opts, Strategy::Pipeline);
+            let rec = format!(
+                "no segment is shared by all {keys} keys{note}: no tag helps; the database's proxy sends each shard its part at once: {} round trip(s) with one pipeline",
+                after.round_trips
+            );
+            (after, rec)
+        } else {
+            let after = run(b, topo, opts, Strategy::Parallel);
+            let rec = format!(
+                "no segment is shared by all {keys} keys{note}: no tag helps; send per-node pipelines in parallel: {} → {} round trip(s)",
+                before.round_trips, after.round_trips
+            );
+            (after, rec)
+        }
     }
 
     fn plan_keys(&self, b: &Batch) -> Option<ObservedPlan> {
@@ -661,32 +777,63 @@ impl<'a> ObservedPlanner<'a> {
                     find_run(&u, &values(&u), t).is_some()
                 })
             });
-            let mut candidates: Vec<String> = reuse.into_iter().map(str::to_string).collect();
-            candidates.extend(
-                shared
-                    .iter()
-                    .filter(|v| {
-                        rank(v) > 1
-                            || (shapes_now.len() > 1
-                                && ((!all_at(v, false) && !all_at(v, true))
-                                    || keys.iter().any(|k| k.as_str() == v.as_str())))
-                    })
-                    .filter(|v| !candidates.contains(v))
-                    .map(|v| v.to_string())
-                    .collect::<Vec<_>>(),
-            );
+            // A value every key has as its first (the family's namespace: `bull-v2`, `app_1`) is
+            // no tag unless it is an id itself: the verdict must not turn on whether a prefix
+            // carries a version number.
+            let namespace = |v: &str| all_at(v, false) && rank(v) < 3;
+            let ids_and_ties: Vec<&String> = shared
+                .iter()
+                .filter(|v| {
+                    (rank(v) > 1 && !namespace(v))
+                        || (shapes_now.len() > 1
+                            && ((!all_at(v, false) && !all_at(v, true))
+                                || keys.iter().any(|k| k.as_str() == v.as_str())))
+                })
+                .copied()
+                .collect();
+            // Else a tag some keys have already (`{c:ana4}`) whose values include one every key
+            // holds (`ana4`): the keys without it get that tag in its place, the tagged keys
+            // stay where they are.
+            let partial = reuse.is_none().then(|| {
+                keys.iter().filter_map(|k| existing_tag(k)).find_map(|t| {
+                    let spans = values(t);
+                    ids_and_ties
+                        .iter()
+                        .find(|v| {
+                            spans.iter().any(|&(a, b)| &t[a..b] == v.as_str()) && v.as_str() != t
+                        })
+                        .map(|v| (t.to_string(), Some(v.to_string())))
+                })
+            });
+            let mut candidates: Vec<(String, Option<String>)> = reuse
+                .map(|t| (t.to_string(), None))
+                .into_iter()
+                .chain(partial.flatten())
+                .collect();
+            for v in ids_and_ties {
+                if !candidates.iter().any(|(c, _)| c == v) {
+                    candidates.push((v.clone(), None));
+                }
+            }
             // A value the whole family has in the sample is a constant of the family (a
             // library's name and version), not an id: tagging it puts the family on one slot.
             let mut constants: Vec<String> = Vec::new();
             let mut loads: Option<SampleLoads> = None;
-            let mut pick: Option<String> = None;
-            for v in candidates {
-                let mut rw: Vec<String> = keys.iter().map(|k| shape(k, Some(&v))).collect();
+            let mut pick: Option<(String, Option<String>)> = None;
+            for (v, via) in candidates {
+                let mut rw: Vec<String> = keys
+                    .iter()
+                    .map(|k| shape_via(k, Some(&v), via.as_deref()))
+                    .collect();
                 rw.sort();
                 rw.dedup();
                 if base.is_some() {
-                    let shapes: Vec<(regex::bytes::Regex, usize)> =
-                        rw.iter().filter_map(|s| shape_regex(s)).collect();
+                    // A name braced literally matches only itself: the sample is asked how
+                    // many names stand there (`bull:{<name>}:wait`), one being a constant.
+                    let shapes: Vec<(regex::bytes::Regex, usize)> = rw
+                        .iter()
+                        .filter_map(|s| shape_regex(&any_name(s)))
+                        .collect();
                     let l = sample_loads(sample, topo, &shapes);
                     if l.matched >= CONSTANT_MIN_KEYS && l.values.len() == 1 {
                         constants.push(v);
@@ -694,7 +841,7 @@ impl<'a> ObservedPlanner<'a> {
                     }
                     loads = Some(l);
                 }
-                pick = Some(v);
+                pick = Some((v, via));
                 break;
             }
             let constant_note = match constants.as_slice() {
@@ -719,12 +866,18 @@ impl<'a> ObservedPlanner<'a> {
             patterns.dedup();
             let before = run(b, topo, opts, opts.strategy);
             let mut matched_before = None;
-            let (rewritten, examples, after, recommendation) = match &pick {
-                Some(v) => {
-                    let new_keys: Vec<String> = keys.iter().map(|k| tag_key(k, v)).collect();
-                    let nb = b.map_keys(|k| tag_key(&String::from_utf8_lossy(k), v).into_bytes());
+            let untagged = |note: &str| self.untagged(b, keys.len(), note, atomic, &before);
+            let (rewritten, examples, after, recommendation, fallback) = match &pick {
+                Some((v, via)) => {
+                    let via = via.as_deref();
+                    let new_keys: Vec<String> =
+                        keys.iter().map(|k| tag_key_via(k, v, via)).collect();
+                    let nb = b.map_keys(|k| {
+                        tag_key_via(&String::from_utf8_lossy(k), v, via).into_bytes()
+                    });
                     let mut after = run(&nb, topo, opts, opts.strategy);
-                    let mut rw: Vec<String> = keys.iter().map(|k| shape(k, Some(v))).collect();
+                    let mut rw: Vec<String> =
+                        keys.iter().map(|k| shape_via(k, Some(v), via)).collect();
                     rw.sort();
                     rw.dedup();
                     if let Some(l) = &loads {
@@ -739,50 +892,32 @@ impl<'a> ObservedPlanner<'a> {
                         .take(3)
                         .map(|(a, b)| (a.clone(), b.clone()))
                         .collect();
+                    let what = match via {
+                        Some(id) => format!(
+                            "every key holds `{id}` and some have the tag `{{{v}}}` already: give the others that tag"
+                        ),
+                        None => format!("every key shares the segment `{v}`: tag it"),
+                    };
                     let rec = format!(
-                        "every key shares the segment `{v}`: tag it ({}) and the batch runs on one slot, {} → {} round trip(s)",
+                        "{what} ({}) and the batch runs on one slot, {} → {} round trip(s)",
                         rw.join(", "),
                         before.round_trips,
                         after.round_trips
                     );
-                    (rw, ex, after, rec)
-                }
-                None if atomic => {
-                    // Splitting would drop what the batch is for: the application must change.
-                    let what = match b.kind {
-                        BatchKind::Multi => "a MULTI … EXEC transaction".to_string(),
-                        BatchKind::Script => "a script".to_string(),
-                        _ => format!("one {} command", b.id.command),
+                    // What to say instead should every batch of this shape have the same value
+                    // (a constant, known once all batches are seen).
+                    let (f_after, f_rec) = untagged(&format!(
+                        " but `{v}`, which every batch of this shape has while their other keys differ: a constant of the family, not a tag"
+                    ));
+                    let fallback = Untagged {
+                        after: f_after,
+                        recommendation: f_rec,
                     };
-                    let rec = format!(
-                        "no segment is shared by all {} keys{constant_note}, and {what} must run on one slot: the application must change: give these keys one hash tag (the id that ties them, such as a group, chord or order id) or stop batching them; per-node pipelines would run it, but not atomically{}",
-                        keys.len(),
-                        if b.kind == BatchKind::MultiKey {
-                            " (and a blocking pop over several lists cannot be split at all)"
-                        } else {
-                            ""
-                        }
-                    );
-                    (Vec::new(), Vec::new(), before.clone(), rec)
-                }
-                None if proxy.is_some() => {
-                    let after = run(b, topo, opts, Strategy::Pipeline);
-                    let rec = format!(
-                        "no segment is shared by all {} keys{constant_note}: no tag helps; the database's proxy sends each shard its part at once: {} round trip(s) with one pipeline",
-                        keys.len(),
-                        after.round_trips
-                    );
-                    (Vec::new(), Vec::new(), after, rec)
+                    (rw, ex, after, rec, Some(Box::new(fallback)))
                 }
                 None => {
-                    let after = run(b, topo, opts, Strategy::Parallel);
-                    let rec = format!(
-                        "no segment is shared by all {} keys{constant_note}: no tag helps; send per-node pipelines in parallel: {} → {} round trip(s)",
-                        keys.len(),
-                        before.round_trips,
-                        after.round_trips
-                    );
-                    (Vec::new(), Vec::new(), after, rec)
+                    let (after, rec) = untagged(&constant_note);
+                    (Vec::new(), Vec::new(), after, rec, None)
                 }
             };
             let mut before = before;
@@ -793,7 +928,7 @@ impl<'a> ObservedPlanner<'a> {
                 batch_id: b.id.clone(),
                 keys: keys.len(),
                 slots: slots.len(),
-                shared: pick,
+                shared: pick.map(|(v, _)| v),
                 patterns,
                 rewritten,
                 examples,
@@ -802,6 +937,7 @@ impl<'a> ObservedPlanner<'a> {
                 tag_values_seen: 0,
                 batches_seen: 0,
                 recommendation,
+                untagged: fallback,
             })
         }
     }
@@ -816,6 +952,15 @@ impl<'a> ObservedPlanner<'a> {
     }
 }
 
+/// The observed batches planned with one rewrite: how many, the values their tag took, and
+/// whether they were all the same batch (two fingerprints of their keys at most are kept).
+#[derive(Debug, Default)]
+struct Group {
+    batches: usize,
+    values: std::collections::BTreeSet<String>,
+    prints: std::collections::BTreeSet<u64>,
+}
+
 /// What the observed batches show as a whole: how many batches of each rewritten shape there
 /// were and how many values their tag took (one value over many batches is a constant, which
 /// would put them all on one slot), and whether every batch sat on one slot.
@@ -823,30 +968,44 @@ impl<'a> ObservedPlanner<'a> {
 pub struct ObservedGroups {
     /// The note when every observed batch hashes to one slot.
     pub note: Option<String>,
-    groups: std::collections::HashMap<Vec<String>, (usize, std::collections::BTreeSet<String>)>,
+    groups: std::collections::HashMap<Vec<String>, Group>,
 }
 
 impl ObservedGroups {
     /// Completes a plan [`ObservedPlanner::add`] made: the counts over its shape, and what
     /// they mean for the recommendation.
     pub fn complete(&self, p: &mut ObservedPlan) {
-        let (batches, values) = self
+        let group = self
             .groups
             .get(&p.rewritten)
-            .filter(|_| !p.rewritten.is_empty())
-            .map_or((0, 0), |(n, values)| (*n, values.len()));
+            .filter(|_| !p.rewritten.is_empty());
+        let (batches, values, distinct) =
+            group.map_or((0, 0, 0), |g| (g.batches, g.values.len(), g.prints.len()));
         p.batches_seen = batches;
         p.tag_values_seen = values;
+        let untagged = p.untagged.take();
         let name = p.shared.as_deref().is_some_and(|v| rank(v) == 1);
         if name {
             p.recommendation.push_str(
                 "; the tag is a name, not an id: every key of that name lands on one slot (a queue library's documented cluster setup); with few names, load gathers on few nodes",
             );
         } else if p.batches_seen >= 3 && p.tag_values_seen == 1 {
-            p.recommendation.push_str(&format!(
-                "; but all {} batches of this shape share the same value, so the tag would be a constant: a name, not an id: every key of that name lands on one slot, and they all go to one node",
-                p.batches_seen
-            ));
+            match untagged {
+                // Different batches, one value: a constant of the family (a library's name
+                // or version, a fixed window), never a tag.
+                Some(u) if distinct > 1 => {
+                    p.shared = None;
+                    p.rewritten.clear();
+                    p.examples.clear();
+                    p.after = u.after;
+                    p.recommendation = u.recommendation;
+                }
+                // The same batch again and again: the value may be an id all the same.
+                _ => p.recommendation.push_str(&format!(
+                    "; but all {} batches of this shape share the same value, so the tag would be a constant: a name, not an id: every key of that name lands on one slot, and they all go to one node",
+                    p.batches_seen
+                )),
+            }
         }
     }
 }

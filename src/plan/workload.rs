@@ -685,7 +685,7 @@ impl Loads {
 
 /// The hash behind synthetic keys' values: fixed, so a plan's figures do not move when the
 /// sketches' hash changes (FNV-1a over 8-byte words, then a murmur3 finaliser).
-fn stable_hash(data: &[u8]) -> u64 {
+pub(super) fn stable_hash(data: &[u8]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ (data.len() as u64);
     let mut chunks = data.chunks_exact(8);
     for c in &mut chunks {

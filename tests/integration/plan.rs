@@ -386,6 +386,158 @@ fn scripts_declaring_no_keys_are_planned() {
     assert!(v["observed"].as_array().unwrap().is_empty(), "{v}");
 }
 
+/// A uuid-shaped job id from a counter (deterministic, as a job queue's v4 ids look).
+fn job_uuid(i: u64) -> String {
+    let h = i.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0xD1B5_4A32_D192_ED03;
+    let l = h.rotate_left(17).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    format!(
+        "{:08x}-{:04x}-4{:03x}-a{:03x}-{:012x}",
+        h >> 32,
+        (h >> 16) & 0xffff,
+        h & 0xfff,
+        l >> 52,
+        l & 0xffff_ffff_ffff
+    )
+}
+
+fn observed(v: &Value) -> &Vec<Value> {
+    v["observed"].as_array().unwrap()
+}
+
+/// A job queue whose every key carries its constant namespace and schema number
+/// (`mq:800:job:<uuid>`, `mq:800:queue:emails`): many different jobs, one `800`. Plan never
+/// proposes the constant as a tag (it would put every key of the queue on one slot): the
+/// MULTI must change, and the advice names the constant.
+fn a_constant_shared_by_different_batches_is_never_a_tag() {
+    let dir = tempfile::tempdir().unwrap();
+    let batches = dir.path().join("batches.txt");
+    let queues = ["emails", "reports", "webhooks"];
+    let text: String = (0..12u64)
+        .map(|i| {
+            let (j, q) = (job_uuid(i), queues[i as usize % 3]);
+            format!("MULTI HSET mq:800:job:{j} state queued; LPUSH mq:800:queue:{q} {j}\n")
+        })
+        .collect();
+    std::fs::write(&batches, text).unwrap();
+    let (code, v) = plan_json(&["--batches", batches.to_str().unwrap(), "--masters", "3"]);
+    assert_eq!(code, 1, "{v}");
+    let o = observed(&v);
+    assert!(!o.is_empty(), "{v}");
+    for p in o {
+        assert!(p["shared"].is_null(), "{p}");
+        assert_eq!(p["rewritten"], serde_json::json!([]), "{p}");
+        let r = p["recommendation"].as_str().unwrap();
+        assert!(
+            r.contains("`800`") && r.contains("a constant of the family, not a tag"),
+            "{r}"
+        );
+        assert!(r.contains("the application must change"), "{r}");
+        // The untagged advice is what the plan says: no leftover of it in the JSON.
+        assert!(p.get("untagged").is_none(), "{p}");
+    }
+    // The same batch sent again and again is no evidence of a constant: the id stays the tag,
+    // with the warning.
+    std::fs::write(&batches, "MGET order:7:items order:7:total\n".repeat(3)).unwrap();
+    let (_, v) = plan_json(&["--batches", batches.to_str().unwrap(), "--masters", "3"]);
+    let o = observed(&v);
+    assert_eq!(o[0]["shared"], "7", "{v}");
+    assert!(
+        o[0]["recommendation"]
+            .as_str()
+            .unwrap()
+            .contains("the tag would be a constant: a name, not an id"),
+        "{v}"
+    );
+}
+
+/// A cache that tags each user's keys `{c:<user>}` already, batched with a key written
+/// elsewhere without the tag (`user:<user>:avatar`): plan reuses the tag the keys have (the
+/// tagged keys stay where they are, the other one gets `{c:<user>}`), never a new tag on the
+/// user's handle that drops the braces.
+fn existing_tags_are_kept_when_only_some_keys_have_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let batches = dir.path().join("batches.txt");
+    let users = ["ana_garcia4", "hugo.silva12", "omar_müller", "bo-obrien7"];
+    let text: String = users
+        .iter()
+        .map(|u| format!("MGET {{c:{u}}}:profile {{c:{u}}}:prefs user:{u}:avatar\n"))
+        .collect();
+    std::fs::write(&batches, text).unwrap();
+    let (code, v) = plan_json(&["--batches", batches.to_str().unwrap(), "--masters", "3"]);
+    assert_eq!(code, 1, "{v}");
+    let o = observed(&v);
+    assert!(!o.is_empty(), "{v}");
+    for p in o {
+        let user = users[p["batch_id"]["line"].as_u64().unwrap() as usize - 1];
+        assert_eq!(p["shared"], format!("c:{user}"), "{p}");
+        for r in p["rewritten"].as_array().unwrap() {
+            assert!(r.as_str().unwrap().contains("{c:"), "{p}");
+        }
+        for pair in p["examples"].as_array().unwrap() {
+            let (from, to) = (pair[0].as_str().unwrap(), pair[1].as_str().unwrap());
+            if from.starts_with('{') {
+                assert_eq!(from, to, "a tagged key moved: {p}");
+            } else {
+                assert_eq!(to, format!("user:{{c:{user}}}:avatar"), "{p}");
+            }
+        }
+        assert_eq!(p["after"]["round_trips"], 1, "{p}");
+    }
+}
+
+/// The same BullMQ-style script (`wait`, `active` and a job under one queue) under prefixes
+/// that differ only in carrying a version or an index (`bull`, `bull-v2`, `app_1`, `jobs2`)
+/// gets one verdict: tag the queue's name, with the name warning; never the prefix. With a key
+/// sample holding several queues the verdict is the same (the queue's name is no constant).
+fn one_script_shape_gets_one_verdict_under_any_prefix() {
+    let dir = tempfile::tempdir().unwrap();
+    let batches = dir.path().join("batches.txt");
+    let keys = dir.path().join("sample.keys");
+    let prefixes = ["bull", "bull-v2", "app_1", "jobs2"];
+    let queues = ["emails", "reports", "thumbnails"];
+    let mut text = String::new();
+    let mut sample = String::new();
+    for (pi, p) in prefixes.iter().enumerate() {
+        for (qi, q) in queues.iter().enumerate() {
+            let job = 1000 + 37 * (pi * 3 + qi);
+            text.push_str(&format!(
+                "EVALSHA 0123456789abcdef0123456789abcdef01234567 3 {p}:{q}:wait {p}:{q}:active {p}:{q}:{job}\n"
+            ));
+            for s in ["wait", "active", "id", "events", "meta"] {
+                sample.push_str(&format!("{p}:{q}:{s}\n"));
+            }
+            for j in 0..60 {
+                sample.push_str(&format!("{p}:{q}:{}\n", 5000 + j * 13 + qi));
+            }
+        }
+    }
+    std::fs::write(&batches, text).unwrap();
+    std::fs::write(&keys, sample).unwrap();
+    let with = |extra: &[&str]| {
+        let mut args = vec!["--batches", batches.to_str().unwrap(), "--masters", "3"];
+        args.extend_from_slice(extra);
+        plan_json(&args).1
+    };
+    for v in [with(&[]), with(&["--keys", keys.to_str().unwrap()])] {
+        let o = observed(&v);
+        assert_eq!(o.len(), prefixes.len() * queues.len(), "{v}");
+        for p in o {
+            let line = p["batch_id"]["line"].as_u64().unwrap() as usize - 1;
+            let (prefix, queue) = (prefixes[line / 3], queues[line % 3]);
+            assert_eq!(p["shared"], queue, "{p}");
+            let r = p["recommendation"].as_str().unwrap();
+            assert!(r.contains("the tag is a name, not an id"), "{r}");
+            assert!(
+                p["rewritten"].as_array().unwrap().iter().all(|s| s
+                    .as_str()
+                    .unwrap()
+                    .starts_with(&format!("{prefix}:{{{queue}}}:"))),
+                "{p}"
+            );
+        }
+    }
+}
+
 /// This module's tests, run by the harness in `main.rs`.
 pub(crate) const TESTS: &[crate::support::Test] = &[
     (
@@ -420,5 +572,17 @@ pub(crate) const TESTS: &[crate::support::Test] = &[
     (
         "scripts_declaring_no_keys_are_planned",
         scripts_declaring_no_keys_are_planned,
+    ),
+    (
+        "a_constant_shared_by_different_batches_is_never_a_tag",
+        a_constant_shared_by_different_batches_is_never_a_tag,
+    ),
+    (
+        "existing_tags_are_kept_when_only_some_keys_have_them",
+        existing_tags_are_kept_when_only_some_keys_have_them,
+    ),
+    (
+        "one_script_shape_gets_one_verdict_under_any_prefix",
+        one_script_shape_gets_one_verdict_under_any_prefix,
     ),
 ];
