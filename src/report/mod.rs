@@ -157,7 +157,16 @@ impl FitTable {
             .filter(|&i| PROSE.contains(&headers[i].as_str()))
             .collect();
         if prose.is_empty() {
-            // The kept columns go last, before the table gives way to records.
+            // The kept columns go last, before the table gives way to records: after the
+            // secondary ones (a nodes table at 60 columns kept `bytes` and lost the servers'
+            // data figure its verdict named).
+            if !self.keep.is_empty() {
+                for name in SECONDARY.iter().copied().filter(|n| !kept(n)) {
+                    if hide(&mut t, name) && rendered_width(&t) <= width {
+                        return Some((t, Vec::new()));
+                    }
+                }
+            }
             let mut hid = false;
             for name in &self.keep {
                 hid |= hide(&mut t, name);
@@ -549,6 +558,50 @@ mod tests {
             narrow.starts_with('┌') && !narrow.contains("data (INFO)"),
             "{narrow}"
         );
+    }
+
+    /// A kept column outlives the secondary ones too: a nodes table of a live cluster at 60
+    /// columns lost `data (INFO)` (the verdict's figure) and kept `bytes`.
+    #[test]
+    fn a_kept_column_outlives_secondary_ones() {
+        let build = |keep: bool| {
+            let mut t = TextLayout::fitted(60).table();
+            t.set_header(vec![
+                "node",
+                "slots",
+                "slot ranges",
+                "keys",
+                "keys %",
+                "bytes",
+                "bytes %",
+                "data (INFO)",
+            ]);
+            for i in 0..3 {
+                t.add_row(vec![
+                    format!("127.0.0.1:740{i}"),
+                    "5461".into(),
+                    "10923-16383".into(),
+                    "2045".into(),
+                    "34.0%".into(),
+                    "232.4 KiB".into(),
+                    "0.5%".into(),
+                    "493.5 KiB".into(),
+                ]);
+            }
+            if keep {
+                t.keep_to_last("data (INFO)");
+            }
+            t.to_string()
+        };
+        let kept = build(true);
+        assert!(
+            kept.starts_with('┌') && kept.contains("data (INFO)") && !kept.contains("┆ bytes"),
+            "{kept}"
+        );
+        assert!(kept.lines().all(|l| l.chars().count() <= 60), "{kept}");
+        // Not kept, the dispensable order is as it was.
+        let plain = build(false);
+        assert!(!plain.contains("data (INFO)"), "{plain}");
     }
 
     #[test]

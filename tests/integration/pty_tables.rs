@@ -22,7 +22,52 @@ pub const TESTS: &[super::support::Test] = &[
         "plan_candidates_stay_a_table_at_100",
         plan_candidates_stay_a_table_at_100,
     ),
+    (
+        "the_servers_data_figure_is_the_last_column_to_go",
+        the_servers_data_figure_is_the_last_column_to_go,
+    ),
 ];
+
+/// A live cluster where one node holds most of the data (`used_memory_dataset`): the
+/// verdict names it, and its Nodes column stays at 80 and 60 columns, where `bytes` (the
+/// sample's own figure) goes first; at 60 it was dropped while `bytes` stayed.
+fn the_servers_data_figure_is_the_last_column_to_go() {
+    if !have_script() {
+        return crate::support::not_run("util-linux `script` is not installed");
+    }
+    let Some(cluster) = crate::cluster::Cluster::create() else {
+        return;
+    };
+    cluster.load(&crate::analyze::generated_keys(3000));
+    let value = vec![b'v'; 1 << 20];
+    for i in 0..8 {
+        let key = format!("{{blob}}:{i}");
+        let r = crate::rdb::call_routed(&cluster, &[b"SET", key.as_bytes(), &value]);
+        assert!(matches!(r, crate::support::Reply::Status(_)), "{r:?}");
+    }
+    let url = format!("redis://127.0.0.1:{}", cluster.nodes[0].port);
+    for cols in [80u16, 60] {
+        let lines = shown(
+            &format!("analyze --cluster {url} --sample all --bytes"),
+            cols,
+        );
+        assert_fits(&lines, cols.into());
+        let text = lines.join("\n");
+        assert!(
+            text.contains("Verdict: data is badly skewed by the servers' own count"),
+            "{text}"
+        );
+        let header = lines
+            .iter()
+            .skip_while(|l| !l.starts_with("Nodes"))
+            .nth(2)
+            .map_or("", String::as_str);
+        assert!(
+            header.contains("data (INFO)"),
+            "{cols} columns: the servers' data figure is gone:\n{text}"
+        );
+    }
+}
 
 fn bin() -> String {
     assert_cmd::cargo::cargo_bin("keyplan")
