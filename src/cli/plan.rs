@@ -230,7 +230,7 @@ fn read_sample<'a>(
             let mut snapshot = PlanSample::new(scheme, topology, keep);
             let (summary, was_snapshot) =
                 input.par_read_lines(opts, &mut sinks, progress, |line, rec| {
-                    snapshot.add(line, rec.key)
+                    snapshot.add_sized(line, rec.key, rec.bytes)
                 })?;
             let mut part = if was_snapshot {
                 snapshot

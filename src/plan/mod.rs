@@ -611,21 +611,38 @@ fn assess<'b>(ctx: &Ctx<'_>, b: &'b DeclaredBatch) -> Assessed<'b> {
                 card = Some(seen);
             }
         }
-        // However many values the tag takes, one that holds a large share of the sample's keys
-        // puts them all on one slot.
-        if let Some(o) = observed.filter(|o| {
-            !vars.is_empty()
-                && o.keys >= 50
-                && o.distinct > 1
-                && o.top_keys as f64 >= HOT_VALUE_SHARE * o.keys as f64
-        }) {
-            let value = with_values(&hashed, &vars, &o.top);
-            hot_value = Some(format!(
-                "`{{{value}}}` holds {:.0}% of its {} sample keys",
-                100.0 * o.top_keys as f64 / o.keys as f64,
-                o.keys
-            ));
-        }
+        // However many values the tag takes, one that holds a large share of a family's sample
+        // keys, or of their bytes where the sample gives sizes (one value with a few huge
+        // keys), puts them all on one slot: what the sample shows, not the declared count.
+        let hot = |o: &crate::plan::workload::ObservedValues| {
+            if vars.is_empty() || o.keys < 50 || o.distinct < 2 {
+                return None;
+            }
+            if o.top_keys as f64 >= HOT_VALUE_SHARE * o.keys as f64 {
+                return Some(format!(
+                    "`{{{}}}` holds {:.0}% of its {} sample keys",
+                    with_values(&hashed, &vars, &o.top),
+                    100.0 * o.top_keys as f64 / o.keys as f64,
+                    o.keys
+                ));
+            }
+            let (top, bytes, total) = o.top_bytes.as_ref()?;
+            let share = *bytes as f64 / *total as f64;
+            (share >= HOT_VALUE_SHARE).then(|| {
+                format!(
+                    "`{{{}}}` holds {:.1}% of the bytes of its {} sample keys",
+                    with_values(&hashed, &vars, top),
+                    100.0 * share,
+                    o.keys
+                )
+            })
+        };
+        hot_value = observed.as_ref().and_then(hot).or_else(|| {
+            fams[1..]
+                .iter()
+                .filter_map(|&f| ctx.work.observed_values(f, &vars))
+                .find_map(|o| hot(&o))
+        });
         Some((hashed, card))
     } else {
         None

@@ -23,6 +23,8 @@ struct FamilyKey {
     values: Values,
     weight: f64,
     hash: u64,
+    /// Its memory in bytes, where the sample says (0 where it does not).
+    bytes: u64,
 }
 
 /// A key's values: most families have one or two variables and most values are short, so
@@ -36,6 +38,8 @@ type Values = smallvec::SmallVec<[compact_str::CompactString; 2]>;
 struct Kept {
     hash: u64,
     raw: std::ops::Range<usize>,
+    /// Its memory in bytes, where the sample says (0 where it does not).
+    bytes: u64,
 }
 
 /// A family (declared key) and its keys.
@@ -53,6 +57,8 @@ struct Family {
     seen: u64,
     /// Sample keys are kept when their hash is at most this.
     threshold: u64,
+    /// Whether the sample gave its keys' sizes (a tsv's bytes column, a snapshot).
+    sized: bool,
 }
 
 impl Family {
@@ -64,6 +70,7 @@ impl Family {
             arena: Vec::new(),
             seen: 0,
             threshold: u64::MAX,
+            sized: false,
         }
     }
 
@@ -85,6 +92,7 @@ impl Family {
     /// the whole sample keeps (the threshold of each is at least the final one).
     fn merge(&mut self, o: Family) {
         self.seen += o.seen;
+        self.sized |= o.sized;
         self.threshold = self.threshold.min(o.threshold);
         let threshold = self.threshold;
         self.keys.retain(|k| k.hash <= threshold);
@@ -107,19 +115,26 @@ impl Family {
             self.kept.push(Kept {
                 hash: k.hash,
                 raw: k.raw.start + base..k.raw.end + base,
+                bytes: k.bytes,
             });
         }
         self.thin();
     }
 
-    /// Keeps a sample key (its bytes and hash) if its hash is at most the threshold.
-    fn keep(&mut self, key: &[u8], hash: u64) {
+    /// Keeps a sample key (its bytes, hash and size if known) if its hash is at most the
+    /// threshold.
+    fn keep(&mut self, key: &[u8], hash: u64, size: Option<u64>) {
         self.seen += 1;
+        self.sized |= size.is_some();
         if hash > self.threshold {
             return;
         }
         let raw = self.store(key);
-        self.kept.push(Kept { hash, raw });
+        self.kept.push(Kept {
+            hash,
+            raw,
+            bytes: size.unwrap_or(0),
+        });
         self.thin();
     }
 
@@ -160,6 +175,7 @@ impl Family {
                 values,
                 weight: 1.0,
                 hash: k.hash,
+                bytes: k.bytes,
             });
         }
         *arena = Vec::new();
@@ -317,6 +333,9 @@ pub struct ObservedValues {
     pub top: Vec<String>,
     /// Sample keys holding it.
     pub top_keys: u64,
+    /// Where the sample gives sizes: the combination holding the most bytes, its bytes and
+    /// the family's.
+    pub top_bytes: Option<(Vec<String>, u64, u64)>,
 }
 
 impl Workload {
@@ -335,28 +354,40 @@ impl Workload {
             .iter()
             .filter_map(|v| f.vars.iter().position(|x| x == v))
             .collect();
-        let mut combos: std::collections::HashMap<Vec<&str>, u64> =
+        // Per combination: its keys and their bytes.
+        let mut combos: std::collections::HashMap<Vec<&str>, (u64, u64)> =
             std::collections::HashMap::new();
         for k in &f.keys {
-            *combos
+            let c = combos
                 .entry(
                     at.iter()
                         .map(|&i| k.values.get(i).map_or("", |v| v.as_str()))
                         .collect(),
                 )
-                .or_default() += 1;
+                .or_default();
+            c.0 += 1;
+            c.1 = c.1.saturating_add(k.bytes);
         }
         // The heaviest combination; ties go to the smallest, so the answer is deterministic.
-        let (top, top_keys) = combos
-            .iter()
-            .max_by(|a, b| a.1.cmp(b.1).then_with(|| b.0.cmp(a.0)))
-            .map(|(v, n)| (v.iter().map(|s| s.to_string()).collect(), *n))
-            .unwrap_or_default();
+        let heaviest = |by: fn(&(u64, u64)) -> u64| {
+            combos
+                .iter()
+                .max_by(|a, b| by(a.1).cmp(&by(b.1)).then_with(|| b.0.cmp(a.0)))
+                .map(|(v, n)| (v.iter().map(|s| s.to_string()).collect::<Vec<_>>(), by(n)))
+                .unwrap_or_default()
+        };
+        let (top, top_keys) = heaviest(|c| c.0);
+        let total: u64 = combos.values().map(|c| c.1).fold(0, u64::saturating_add);
+        let top_bytes = (f.sized && total > 0).then(|| {
+            let (v, b) = heaviest(|c| c.1);
+            (v, b, total)
+        });
         Some(ObservedValues {
             distinct: combos.len() as u64,
             keys: f.keys.len() as u64,
             top,
             top_keys,
+            top_bytes,
         })
     }
 
@@ -398,6 +429,7 @@ impl Workload {
                             .collect(),
                         weight,
                         hash: 0,
+                        bytes: 0,
                     })
                     .collect();
                 Family::new(vars, keys)
@@ -467,16 +499,23 @@ impl Workload {
         key: &[u8],
         matcher: &crate::scheme::matcher::KeyMatcher,
     ) {
-        self.add_sample_key_of(topo, key, matcher.family(key));
+        self.add_sample_key_of(topo, key, matcher.family(key), None);
     }
 
     /// [`Workload::add_sample_key`] of a key whose family the caller found.
-    pub fn add_sample_key_of(&mut self, topo: &Topology, key: &[u8], family: Option<usize>) {
+    /// `size` is its memory in bytes where the sample says.
+    pub fn add_sample_key_of(
+        &mut self,
+        topo: &Topology,
+        key: &[u8],
+        family: Option<usize>,
+        size: Option<u64>,
+    ) {
         self.base = std::sync::OnceLock::new();
         // A key the family's sample drops at once is neither kept nor later taken apart (a
         // capture per variable): `keep` counts it and stops at its hash.
         match family {
-            Some(fi) => self.families[fi].keep(key, stable_hash(key)),
+            Some(fi) => self.families[fi].keep(key, stable_hash(key), size),
             None => {
                 self.unmatched += 1;
                 if let Some(n) = topo.node_of(key) {
@@ -753,15 +792,20 @@ impl<'a> PlanSample<'a> {
 
     /// Adds the key at `line` (lines order the keys as the sample does).
     pub fn add(&mut self, line: u64, key: &[u8]) {
+        self.add_sized(line, key, None);
+    }
+
+    /// [`PlanSample::add`] of a key whose memory in bytes the sample gives.
+    pub fn add_sized(&mut self, line: u64, key: &[u8], size: Option<u64>) {
         let family = self.scheme.as_ref().map(|(_, m)| m.family(key));
-        self.add_of(line, key, family);
+        self.add_of(line, key, family, size);
     }
 
     /// [`PlanSample::add`] of a key whose family the caller found (`None` without a scheme).
-    fn add_of(&mut self, line: u64, key: &[u8], family: Option<Option<usize>>) {
+    fn add_of(&mut self, line: u64, key: &[u8], family: Option<Option<usize>>, size: Option<u64>) {
         self.read += 1;
         if let (Some(family), Some(w)) = (family, self.workload.as_mut()) {
-            w.add_sample_key_of(self.topology, key, family);
+            w.add_sample_key_of(self.topology, key, family, size);
         }
         if self.keep {
             match self.lined.len() < MAX_SAMPLE_KEYS {
@@ -818,7 +862,7 @@ const CHUNK_SHIFT: u32 = 32;
 
 impl crate::keys::parallel::ChunkSink for PlanSample<'_> {
     fn record(&mut self, rec: &crate::keys::Record<'_>) {
-        self.add(self.seq << CHUNK_SHIFT, rec.key);
+        self.add_sized(self.seq << CHUNK_SHIFT, rec.key, rec.bytes);
     }
 
     fn begin_chunk(&mut self, seq: u64) {
@@ -847,7 +891,7 @@ impl crate::keys::parallel::ChunkSink for PlanSample<'_> {
                 }
                 for (k, s) in spans.iter().enumerate() {
                     let family = self.scheme.as_ref().map(|_| families.found[k]);
-                    self.add_of(seq | line(s), &piece[s.start..s.end], family);
+                    self.add_of(seq | line(s), &piece[s.start..s.end], family, None);
                 }
             };
         // Lines order the keys kept for observed batches; without those, neither lines nor
@@ -864,7 +908,7 @@ impl crate::keys::parallel::ChunkSink for PlanSample<'_> {
     }
 
     fn record_line(&mut self, line: u64, rec: &crate::keys::Record<'_>) {
-        self.add((self.seq << CHUNK_SHIFT) | line, rec.key);
+        self.add_sized((self.seq << CHUNK_SHIFT) | line, rec.key, rec.bytes);
     }
 }
 

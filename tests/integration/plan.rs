@@ -538,6 +538,74 @@ fn one_script_shape_gets_one_verdict_under_any_prefix() {
     }
 }
 
+/// A tag declared over 200 seasons, whose sample (a tsv with each key's bytes) shows one
+/// season holding half the family's bytes in a few huge keys (under 2% of the keys): plan
+/// judges by what the sample shows and never calls the tag well-spread.
+fn a_tag_value_holding_most_bytes_is_not_well_spread() {
+    let dir = tempfile::tempdir().unwrap();
+    let scheme = dir.path().join("keyplan.yaml");
+    std::fs::write(
+        &scheme,
+        "version: 1\n\
+         vars:\n  season: { kind: int, cardinality: 200 }\n  team: { kind: int, cardinality: 5000 }\n\
+         keys:\n  season_close: { pattern: \"close:{<season>}:team:<team>\" }\n  season_meta: { pattern: \"meta:{<season>}\" }\n\
+         batches:\n  close: { command: multi, keys: [season_close, season_meta], same: [season] }\n",
+    )
+    .unwrap();
+    let mut tsv = String::new();
+    for season in 0..200u64 {
+        for t in 0..3u64 {
+            let team = (season * 7919 + t * 104_729) % 5000;
+            tsv.push_str(&format!(
+                "close:{{{season}}}:team:{team}\t{}\n",
+                200 + (season * 31 + t * 17) % 200
+            ));
+        }
+        tsv.push_str(&format!("meta:{{{season}}}\t100\n"));
+    }
+    // Season 7's standings: three keys of 64 KB, as large as the rest together.
+    for t in 0..3 {
+        tsv.push_str(&format!("close:{{7}}:team:{}\t64000\n", 4990 + t));
+    }
+    let sample = dir.path().join("sample.tsv");
+    std::fs::write(&sample, tsv).unwrap();
+    let (_, v) = plan_json(&[
+        "--scheme",
+        scheme.to_str().unwrap(),
+        "--keys",
+        sample.to_str().unwrap(),
+        "--masters",
+        "3",
+    ]);
+    let b = batch(&v, "close");
+    let problem = b["problem"].as_str().unwrap_or_default();
+    assert!(
+        problem.contains("`{7}` holds") && problem.contains("of the bytes"),
+        "{b}"
+    );
+    assert!(
+        !b["reason"].as_str().unwrap().contains("well-spread"),
+        "{b}"
+    );
+    // Without sizes the same keys show no concentration: the tag is well spread.
+    let plain: String = std::fs::read_to_string(&sample)
+        .unwrap()
+        .lines()
+        .map(|l| format!("{}\n", l.split('\t').next().unwrap()))
+        .collect();
+    std::fs::write(&sample, plain).unwrap();
+    let (_, v) = plan_json(&[
+        "--scheme",
+        scheme.to_str().unwrap(),
+        "--keys",
+        sample.to_str().unwrap(),
+        "--masters",
+        "3",
+    ]);
+    let b = batch(&v, "close");
+    assert!(b["problem"].is_null(), "{b}");
+}
+
 /// This module's tests, run by the harness in `main.rs`.
 pub(crate) const TESTS: &[crate::support::Test] = &[
     (
@@ -584,5 +652,9 @@ pub(crate) const TESTS: &[crate::support::Test] = &[
     (
         "one_script_shape_gets_one_verdict_under_any_prefix",
         one_script_shape_gets_one_verdict_under_any_prefix,
+    ),
+    (
+        "a_tag_value_holding_most_bytes_is_not_well_spread",
+        a_tag_value_holding_most_bytes_is_not_well_spread,
     ),
 ];
