@@ -746,7 +746,11 @@ fn reconcile_tags(
             continue;
         };
         let keys_low = k.keys.saturating_sub(k.keys_error).max(b.keys).min(k.keys);
-        let bytes_low = b.bytes.saturating_sub(b.bytes_error).max(k.bytes).min(b.bytes);
+        let bytes_low = b
+            .bytes
+            .saturating_sub(b.bytes_error)
+            .max(k.bytes)
+            .min(b.bytes);
         k.keys_error = k.keys - keys_low;
         k.bytes = b.bytes;
         k.bytes_error = b.bytes - bytes_low;
@@ -1414,6 +1418,15 @@ impl<'a, 't> Figures<'a, 't> {
             .take(listed)
             .map(|p| {
                 let st = &p.stats;
+                // A ring hashes what its own rule picks: without twemproxy's hash_tag the
+                // whole key, and a pattern's `{…}` is no tag there (its example tells).
+                let tag = p.tag.clone().filter(|_| {
+                    self.topo.ring().is_none_or(|r| {
+                        st.examples()
+                            .next()
+                            .is_some_and(|ex| r.hashed(ex).len() < ex.len())
+                    })
+                });
                 // From a live sample, each node's sampled keys stand for its exact keys over
                 // its sampled ones: the shares are of the estimate, not of the sample.
                 let weighted = |i: usize| {
@@ -1461,8 +1474,8 @@ impl<'a, 't> Figures<'a, 't> {
                         None => share(st.keys as f64, sampled_keys as f64),
                     },
                     share_bytes: share(st.bytes as f64, bytes as f64),
-                    tag_cardinality: p.tag.as_ref().map(|_| st.tags.estimate()),
-                    tag: p.tag.clone(),
+                    tag_cardinality: tag.as_ref().map(|_| st.tags.estimate()),
+                    tag,
                     nodes: pnodes,
                     hottest_node,
                     examples: st.examples().map(|e| ByteString(e.to_vec())).collect(),

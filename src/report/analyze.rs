@@ -433,6 +433,11 @@ fn render_tags(out: &mut dyn Write, r: &AnalyzeReport, layout: &TextLayout) -> i
             pct(t.tagged_share),
             t.distinct_tags_estimate
         )?,
+        // A ring that reads no tag in any key (twemproxy without hash_tag reads none).
+        None if !slots && t.tagged_keys == 0 => writeln!(
+            out,
+            "Hash tags: none: the ring hashes each key whole (a {{…}} in a key is hashed with the rest)"
+        )?,
         None => writeln!(
             out,
             "Hash tags: {} keys ({}) carry one; about {} distinct tags",
@@ -514,6 +519,10 @@ fn render_tags(out: &mut dyn Write, r: &AnalyzeReport, layout: &TextLayout) -> i
 
 /// The hottest slots by keys, and by CPU when the servers measured it.
 fn render_slots(out: &mut dyn Write, r: &AnalyzeReport, layout: &TextLayout) -> io::Result<()> {
+    // A ring has no slots: it places each key by its own hash.
+    if r.topology.kind == TopologyKind::Ring {
+        return Ok(());
+    }
     let wb = r.totals.has_bytes;
     let mut slots = layout.table();
     let mut header = vec!["slot", "node", "keys", "keys %"];

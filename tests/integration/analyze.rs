@@ -1642,8 +1642,79 @@ fn sketched_tag_tables_agree_and_stay_within_the_slot() {
     }
 }
 
+/// On a twemproxy ring without `hash_tag` the ring hashes whole keys: no pattern has a tag
+/// (`cart:{user:<int>}:items` showed tag `user:<int>`, `~0` distinct tags), and no slot table
+/// (an empty 'Hottest slots' stood there); with `hash_tag: "{}"` the tags come back.
+fn a_ring_without_hash_tag_reads_no_tag_in_patterns() {
+    let args = |topo: &str, format: &str| -> Vec<String> {
+        [
+            "analyze",
+            "examples/app.keys",
+            "--topology",
+            topo,
+            "--format",
+            format,
+        ]
+        .map(String::from)
+        .to_vec()
+    };
+    let v = json_of(keyplan().args(args("examples/twemproxy.yml", "json")));
+    let patterns = v["patterns"].as_array().unwrap();
+    assert!(
+        patterns
+            .iter()
+            .any(|p| p["pattern"] == "cart:{user:<int>}:items"),
+        "{patterns:?}"
+    );
+    for p in patterns {
+        assert!(p["tag"].is_null(), "{}: tag {}", p["pattern"], p["tag"]);
+        assert!(p["tag_cardinality"].is_null(), "{}", p["pattern"]);
+    }
+    for format in ["table", "markdown"] {
+        let out = keyplan()
+            .args(args("examples/twemproxy.yml", format))
+            .output()
+            .unwrap();
+        let t = String::from_utf8(out.stdout).unwrap();
+        assert!(!t.contains("Hottest slots"), "{t}");
+        // No tag column names the `{…}` (table cells, and Markdown's escaped ones).
+        assert!(
+            !t.contains("┆ user:<int>") && !t.contains("| user:\\<int\\> |"),
+            "{t}"
+        );
+        assert!(
+            t.contains("Hash tags: none: the ring hashes each key whole"),
+            "{t}"
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("pool.yml");
+    std::fs::write(
+        &conf,
+        std::fs::read_to_string("examples/twemproxy.yml")
+            .unwrap()
+            .replace(
+                "  hash: fnv1a_64\n",
+                "  hash: fnv1a_64\n  hash_tag: \"{}\"\n",
+            ),
+    )
+    .unwrap();
+    let v = json_of(keyplan().args(args(conf.to_str().unwrap(), "json")));
+    let cart = v["patterns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["pattern"] == "cart:{user:<int>}:items")
+        .unwrap();
+    assert_eq!(cart["tag"], "user:<int>", "{cart}");
+}
+
 /// This module's tests, run by the harness in `main.rs`.
 pub(crate) const TESTS: &[crate::support::Test] = &[
+    (
+        "a_ring_without_hash_tag_reads_no_tag_in_patterns",
+        a_ring_without_hash_tag_reads_no_tag_in_patterns,
+    ),
     (
         "sketched_tag_tables_agree_and_stay_within_the_slot",
         sketched_tag_tables_agree_and_stay_within_the_slot,
