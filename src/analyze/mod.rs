@@ -753,6 +753,7 @@ fn reconcile_tags(
             .min(b.bytes);
         k.keys_error = k.keys - keys_low;
         k.bytes = b.bytes;
+        k.estimated_bytes = b.estimated_bytes;
         k.bytes_error = b.bytes - bytes_low;
         k.share_bytes = b.share_bytes;
         b.keys = k.keys;
@@ -798,8 +799,12 @@ pub struct TagReport {
     pub estimated_keys: Option<f64>,
     /// How much `keys` may over-count.
     pub keys_error: u64,
-    /// Bytes of its keys (approximate unless `exact`).
+    /// Bytes of its keys (approximate unless `exact`; of the sample, on a live cluster).
     pub bytes: u64,
+    /// The tag's bytes in the whole cluster, estimated from a live sample as
+    /// `estimated_keys` is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub estimated_bytes: Option<f64>,
     /// How much `bytes` may over-count (the table by bytes ranks by an upper bound; 0 when
     /// `exact`).
     pub bytes_error: u64,
@@ -1332,12 +1337,17 @@ impl<'a, 't> Figures<'a, 't> {
             (k, kerr) = cap(k, kerr, self.a.slot_keys[usize::from(slot)]);
             (b, berr) = cap(b, berr, self.a.slot_bytes[usize::from(slot)]);
         }
-        let estimated_keys = self.factor.as_ref().map(|f| {
+        let node_factor = self.factor.as_ref().map(|f| {
             self.topo
                 .node_of_slot(slot)
                 .and_then(|i| f.get(i))
-                .map_or(0.0, |x| k as f64 * x)
+                .copied()
+                .unwrap_or(0.0)
         });
+        let estimated_keys = node_factor.map(|x| k as f64 * x);
+        // The sample's bytes stand for the node's keys like its keys do (a tag of 8 values
+        // of 1 MiB read 3.8 MiB, unmarked, from the half of them sampled).
+        let estimated_bytes = node_factor.map(|x| b as f64 * x);
         let sk = match estimated_keys {
             Some(e) => share(e, keys as f64),
             None => share(k as f64, self.sampled_keys as f64),
@@ -1354,6 +1364,7 @@ impl<'a, 't> Figures<'a, 't> {
             },
             keys: k,
             estimated_keys,
+            estimated_bytes,
             keys_error: kerr,
             bytes: b,
             bytes_error: berr,

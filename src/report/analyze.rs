@@ -389,10 +389,13 @@ pub fn tag_keys_text(h: &TagReport) -> String {
 
 /// A tag's bytes as the tables print them: `≈` where a sketch's figure stands for them.
 pub fn tag_bytes_text(h: &TagReport) -> String {
-    if h.exact {
-        human_bytes(h.bytes)
-    } else {
-        format!("≈{}", human_bytes(h.bytes))
+    match h.estimated_bytes {
+        // Every key read: the sample is the cluster.
+        Some(e) if h.exact && (e - h.bytes as f64).abs() < 0.5 => human_bytes(h.bytes),
+        // A live sample's estimate for the whole cluster.
+        Some(e) => format!("≈{}", human_bytes(e.round() as u64)),
+        None if h.exact => human_bytes(h.bytes),
+        None => format!("≈{}", human_bytes(h.bytes)),
     }
 }
 

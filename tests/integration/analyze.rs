@@ -1709,8 +1709,87 @@ fn a_ring_without_hash_tag_reads_no_tag_in_patterns() {
     assert_eq!(cart["tag"], "user:<int>", "{cart}");
 }
 
+/// A live sample's tag bytes are an estimate for the whole cluster like its keys (`≈`, JSON
+/// `estimated_bytes`): 16 values of 64 KiB under `{blob}` read as the bytes of the half that
+/// was sampled, unmarked. Every key read, they are the servers' figures, unmarked.
+fn live_tag_bytes_are_estimates_like_their_keys() {
+    let Some(cluster) = crate::cluster::Cluster::create() else {
+        return;
+    };
+    cluster.load(&generated_keys(3000));
+    let value = vec![b'v'; 64 << 10];
+    for i in 0..16 {
+        let key = format!("{{blob}}:{i}");
+        let r = crate::rdb::call_routed(&cluster, &[b"SET", key.as_bytes(), &value]);
+        assert!(matches!(r, Reply::Status(_)), "{r:?}");
+    }
+    let url = format!("redis://127.0.0.1:{}", cluster.nodes[0].port);
+    let blob = |v: &serde_json::Value| -> serde_json::Value {
+        v["hot_tags_by_bytes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["tag"] == "blob")
+            .cloned()
+            .unwrap_or_else(|| panic!("no blob in {}", v["hot_tags_by_bytes"]))
+    };
+    let all = json_of(keyplan().args([
+        "analyze",
+        "--cluster",
+        &url,
+        "--sample",
+        "all",
+        "--bytes",
+        "--format",
+        "json",
+    ]));
+    let whole = blob(&all);
+    assert!(
+        whole["bytes"].as_u64().unwrap() >= 16 * (64 << 10),
+        "{whole}"
+    );
+    let out = keyplan()
+        .args(["analyze", "--cluster", &url, "--sample", "all", "--bytes"])
+        .output()
+        .unwrap();
+    let t = String::from_utf8(out.stdout).unwrap();
+    let row = t.lines().find(|l| l.starts_with("│ blob ")).unwrap();
+    assert!(!row.contains('≈'), "{row}");
+    // About half of each master's keys: {blob}'s figures stand for all 16 values.
+    let v = json_of(keyplan().args([
+        "analyze",
+        "--cluster",
+        &url,
+        "--sample",
+        "500",
+        "--bytes",
+        "--format",
+        "json",
+    ]));
+    let b = blob(&v);
+    let est = b["estimated_bytes"].as_f64().unwrap();
+    assert!(est >= b["bytes"].as_f64().unwrap(), "{b}");
+    let out = keyplan()
+        .args(["analyze", "--cluster", &url, "--sample", "500", "--bytes"])
+        .output()
+        .unwrap();
+    let t = String::from_utf8(out.stdout).unwrap();
+    let at = t.find("Top tags by bytes").unwrap();
+    let row = t[at..].lines().find(|l| l.starts_with("│ blob ")).unwrap();
+    let cells: Vec<&str> = row.split(['│', '┆']).map(str::trim).collect();
+    // tag slot node bytes bytes% keys hot
+    assert!(
+        cells[4].starts_with('≈') && cells[6].starts_with('≈'),
+        "{row}"
+    );
+}
+
 /// This module's tests, run by the harness in `main.rs`.
 pub(crate) const TESTS: &[crate::support::Test] = &[
+    (
+        "live_tag_bytes_are_estimates_like_their_keys",
+        live_tag_bytes_are_estimates_like_their_keys,
+    ),
     (
         "a_ring_without_hash_tag_reads_no_tag_in_patterns",
         a_ring_without_hash_tag_reads_no_tag_in_patterns,
