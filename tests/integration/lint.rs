@@ -801,6 +801,90 @@ fn scripts_declaring_no_keys_and_atomic_hints() {
     assert!(helps[2].contains("one MGET per node"), "{text}");
 }
 
+/// `lint --code` reads a script's body where the source shows it (the call's literal, a name
+/// bound to one, a `script_load` or `register_script` of one) with the predicate plan and
+/// simulate use: a body touching keys given as ARGV is KP304 naming its call, a body touching
+/// no key is no finding, a body not seen may touch keys. A real cluster agrees: each flagged
+/// body is refused by a node that does not own its key, each unflagged one runs on every node.
+fn scripts_declaring_no_keys_are_judged_by_their_body() {
+    let dir = tempfile::tempdir().unwrap();
+    let incr = "return redis.call('INCR', ARGV[1])";
+    let clock = "return redis.call('TIME')";
+    let release = "if redis.call('GET', ARGV[1]) == ARGV[2] then return redis.call('DEL', ARGV[1]) end return 0";
+    let source = format!(
+        "import redis\n\
+         r = redis.Redis()\n\
+         INCR = \"{incr}\"\n\
+         CLOCK = \"{clock}\"\n\
+         RELEASE = \"\"\"{release}\"\"\"\n\
+         incr_sha = r.script_load(INCR)\n\
+         release = r.register_script(RELEASE)\n\
+         \n\
+         def hit(user, name, token, other_sha):\n\
+         \x20   r.eval(INCR, 0, f\"rate:{{user}}\")\n\
+         \x20   r.evalsha(incr_sha, 0, f\"rate:{{user}}\")\n\
+         \x20   r.eval(CLOCK, 0)\n\
+         \x20   r.eval(\"return redis.call('PING')\", 0)\n\
+         \x20   release(keys=[], args=[f\"lock:{{name}}\", token])\n\
+         \x20   r.evalsha(other_sha, 0, f\"rate:{{user}}\")\n"
+    );
+    std::fs::write(dir.path().join("limits.py"), source).unwrap();
+    let out = keyplan()
+        .current_dir(dir.path())
+        .args(["lint", "--code", ".", "--select", "KP304"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let at = |line: usize| {
+        text.lines()
+            .find(|l| l.starts_with(&format!("limits.py:{line}:")))
+            .map(str::to_string)
+    };
+    let touches = |line: usize, call: &str| {
+        let f = at(line).unwrap_or_else(|| panic!("no finding at line {line}: {text}"));
+        assert!(
+            f.contains(&format!("but its body touches keys (`{call}`)")),
+            "{f}"
+        );
+    };
+    touches(10, "redis.call('INCR', ARGV[1])");
+    touches(11, "redis.call('INCR', ARGV[1])");
+    touches(14, "redis.call('GET', ARGV[1])");
+    assert_eq!(at(12), None, "{text}");
+    assert_eq!(at(13), None, "{text}");
+    assert!(at(15).unwrap().contains("may touch keys"), "{text}");
+    assert_eq!(
+        text.lines().filter(|l| l.contains(": KP304")).count(),
+        4,
+        "{text}"
+    );
+    // What a cluster does with each body sent with no keys.
+    let Some(cluster) = crate::analyze::Cluster::create() else {
+        return;
+    };
+    let refused_somewhere = |body: &str, args: &[&[u8]]| {
+        cluster.nodes.iter().any(|node| {
+            let mut cmd: Vec<&[u8]> = vec![b"EVAL".as_slice(), body.as_bytes(), b"0".as_slice()];
+            cmd.extend_from_slice(args);
+            match node.connect().call(&cmd).unwrap() {
+                Reply::Error(e) => {
+                    assert!(
+                        e.contains("Script attempted to access a non local key in a cluster node"),
+                        "{e}"
+                    );
+                    true
+                }
+                _ => false,
+            }
+        })
+    };
+    assert!(refused_somewhere(incr, &[b"rate:ana"]));
+    assert!(refused_somewhere(release, &[b"lock:report", b"t1"]));
+    assert!(!refused_somewhere(clock, &[]));
+    assert!(!refused_somewhere("return redis.call('PING')", &[]));
+}
+
 /// This module's tests, run by the harness in `main.rs`.
 /// Errors of a JSON document against the SARIF 2.1.0 schema, by Python's jsonschema.
 fn sarif_errors(python: &std::ffi::OsStr, schema: &std::ffi::OsStr, doc: &[u8]) -> Vec<String> {
@@ -1164,5 +1248,9 @@ pub(crate) const TESTS: &[crate::support::Test] = &[
     (
         "scripts_declaring_no_keys_and_atomic_hints",
         scripts_declaring_no_keys_and_atomic_hints,
+    ),
+    (
+        "scripts_declaring_no_keys_are_judged_by_their_body",
+        scripts_declaring_no_keys_are_judged_by_their_body,
     ),
 ];

@@ -119,6 +119,12 @@ pub(crate) trait Check: std::any::Any + Send {
     fn site(&self, _site: &crate::code::Site) -> Found {
         None
     }
+
+    /// [`Check::site`], with the text of the source file the call is in (when it could be
+    /// read), for the checks that read more than the reader kept.
+    fn site_in(&self, site: &crate::code::Site, _source: Option<&str>) -> Found {
+        self.site(site)
+    }
 }
 
 /// What the linters of one dump's reader threads share while they read: how many keys of each
@@ -375,12 +381,29 @@ fn check_of(kind: &CheckKind) -> Box<dyn Check> {
 /// Checks the multi-key calls `keyplan code` found in application source against the active
 /// rules; each finding is at the call, in its file.
 pub fn lint_code(rules: &RuleSet, report: &crate::code::CodeReport) -> Vec<Diagnostic> {
+    lint_code_with(rules, report, &|file| std::fs::read_to_string(file).ok())
+}
+
+/// [`lint_code`], the text of each file given by `source` (by the file's name in the report)
+/// where a check reads more than the reader kept.
+pub(crate) fn lint_code_with(
+    rules: &RuleSet,
+    report: &crate::code::CodeReport,
+    source: &dyn Fn(&str) -> Option<String>,
+) -> Vec<Diagnostic> {
+    let read = source;
     let mut out = Vec::new();
     for r in rules.active() {
         let check = check_of(&r.spec.check);
         for f in &report.files {
+            // The file's text, read once and only for a script that declares no keys.
+            let mut source: Option<Option<String>> = None;
             for s in &f.findings.sites {
-                if let Some((message, help)) = check.site(s) {
+                let text = match script_keys::declares_no_keys(s) {
+                    true => source.get_or_insert_with(|| read(&f.file)).as_deref(),
+                    false => None,
+                };
+                if let Some((message, help)) = check.site_in(s, text) {
                     // At the line that opens the batch; the line that sends it beside.
                     let (line, column) = (s.at.line as u64, s.at.column as u64);
                     let mut d = diag(r, &f.file, line, column, message, help);
