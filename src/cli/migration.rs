@@ -28,7 +28,7 @@ use std::path::PathBuf;
 /// Options shared by `rebalance` and `reshard`.
 #[derive(Debug, clap::Args)]
 pub struct PreviewArgs {
-    /// Only preview (required: keyplan never migrates; --emit prints the commands that would)
+    /// Only preview (required unless --apply; --emit prints the commands that would migrate)
     #[arg(long)]
     pub preview: bool,
 
@@ -495,8 +495,8 @@ pub fn require_preview(args: &PreviewArgs, command: &str) -> Result<(), UserErro
         Ok(())
     } else {
         Err(UserError::new(
-            format!("keyplan {command} only previews: add --preview"),
-            "keyplan never migrates slots; with --emit redis-cli or --emit setslot it prints the commands that would",
+            format!("keyplan {command} only previews: add --preview (or --apply)"),
+            "add --preview; --emit redis-cli or --emit setslot prints the commands that would migrate, and --apply --cluster … carries the plan out",
         ))
     }
 }

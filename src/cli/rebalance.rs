@@ -60,6 +60,10 @@ pub struct RebalanceArgs {
     /// 0), then del-node
     #[arg(long, value_name = "ID")]
     pub remove_node: Vec<String>,
+
+    /// Carrying the plan out (--apply).
+    #[command(flatten)]
+    pub apply: super::reshard::ApplyArgs,
 }
 
 /// `--max-skew`: a ratio of at least 1.
@@ -98,7 +102,13 @@ fn measured_available(
 
 /// Runs `keyplan rebalance`.
 pub fn run(args: RebalanceArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
-    require_preview(&args.common, "rebalance")?;
+    if args.apply.resume {
+        let url = args.common.topology.cluster.as_deref();
+        return super::reshard::run_apply("rebalance", &args.apply, url, None, ctx);
+    }
+    if !args.apply.apply {
+        require_preview(&args.common, "rebalance")?;
+    }
     if !(args.threshold >= 0.0 && args.threshold.is_finite()) {
         return Err(UserError::new(
             format!("--threshold {}: not a percentage", args.threshold),
@@ -200,7 +210,7 @@ pub fn run(args: RebalanceArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus>
         )),
         ..EmitContext::rebalance(&report.plan, &report.topology, &opts)
     };
-    output(
+    let status = output(
         &args.common,
         &open.loaded.target,
         &report,
@@ -208,5 +218,10 @@ pub fn run(args: RebalanceArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus>
         &moves,
         &emit_ctx,
         ctx,
-    )
+    )?;
+    if args.apply.apply {
+        let url = args.common.topology.cluster.as_deref();
+        return super::reshard::run_apply("rebalance", &args.apply, url, Some((view, &moves)), ctx);
+    }
+    Ok(status)
 }

@@ -1,6 +1,7 @@
 //! Live clusters, read-only: the topology from `CLUSTER SHARDS` (falling back to
 //! `CLUSTER SLOTS`), and keys sampled from every master with `SCAN` (plus `MEMORY USAGE` for
-//! bytes). Passwords never appear in any message.
+//! bytes). Passwords never appear in any message. The one writer is `--apply` ([`apply`]),
+//! which moves slots as a previewed plan says.
 
 mod conn;
 mod dump;
@@ -8,6 +9,7 @@ mod measure;
 mod sample;
 mod sampled;
 mod verify;
+pub mod apply;
 pub use verify::ValueOptions;
 
 use crate::topology::reply::{Reply, from_reply};

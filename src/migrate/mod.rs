@@ -14,6 +14,7 @@ pub mod managed;
 pub mod redis_cli;
 pub mod scheme_change;
 pub mod timing;
+pub mod apply;
 pub mod verify;
 
 use crate::slot::SLOT_COUNT;

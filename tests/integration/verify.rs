@@ -948,6 +948,253 @@ fn values_are_compared_by_digest_with_a_source_cluster() {
     assert_eq!(values_of(&v)["value_differs"], 1, "{v}");
 }
 
+/// `reshard --apply` on a real cluster holding keys of every kind of byte (a standalone
+/// server holds the same keys, as the truth): the run is killed twice at random points
+/// (mid-slot included), a rerun without --resume is refused and moves nothing, and --resume
+/// ends in the previewed state (verify against the saved preview: every slot owner and every
+/// node's keys) with every key, type, expiry and value as on the standalone server.
+fn reshard_apply_killed_and_resumed_ends_in_the_preview() {
+    let (Some(cluster), Some(server)) = (Cluster::create(), require_binary("redis-server")) else {
+        return;
+    };
+    let truth = crate::support::RedisServer::start(&server, false);
+    let ports: Vec<u16> = cluster.nodes.iter().map(|n| n.port).collect();
+    let keys = keys();
+    let mut t = truth.connect();
+    for (i, k) in keys.iter().enumerate() {
+        let v = format!("value {i}\n\0");
+        let port = owner_port(&ports, k);
+        call_ok(port, &[b"SET", k, v.as_bytes()]);
+        call_ok(truth.port, &[b"SET", k, v.as_bytes()]);
+        if i % 10 == 0 {
+            call_ok(port, &[b"EXPIRE", k, b"100000"]);
+            t.call(&[b"EXPIRE", k, b"100000"]).unwrap();
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let preview = dir.path().join("preview.json");
+    let to = node_id(ports[2]);
+    save_preview(&preview, ports[0], &to, "2000");
+    let journal = dir.path().join("apply.journal");
+    let url = format!("redis://127.0.0.1:{}", ports[0]);
+    let apply = |extra: &[&str]| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_keyplan"));
+        cmd.args(["reshard", "--apply", "--cluster", &url])
+            .args([
+                "--from",
+                "all",
+                "--to",
+                &to,
+                "--slots",
+                "2000",
+                "--no-sample",
+            ])
+            .arg("--journal")
+            .arg(&journal)
+            .args(extra)
+            .stdin(std::process::Stdio::null());
+        cmd
+    };
+    let done = || {
+        std::fs::read_to_string(&journal)
+            .unwrap_or_default()
+            .matches("\"done\"")
+            .count()
+    };
+    // Without --yes, and stdin not a terminal: refused, nothing moved.
+    let out = apply(&[]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", all_output(&out));
+    assert!(
+        all_output(&out).contains("add --yes"),
+        "{}",
+        all_output(&out)
+    );
+    assert!(!journal.exists());
+    // Killed twice, at a random number of slots done.
+    let mut rng = crate::support::Rng(std::process::id() as u64 | 1);
+    let mut killed_at = Vec::new();
+    for (round, extra) in [(0, &["--yes"][..]), (1, &["--yes", "--resume"][..])] {
+        let want = done() + 50 + rng.below(400) as usize;
+        let mut child = apply(extra)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        while done() < want && std::time::Instant::now() < deadline {
+            assert!(
+                child.try_wait().unwrap().is_none(),
+                "round {round}: the run ended before it was killed ({} done)",
+                done()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        // A few milliseconds more: the kill lands inside a slot as often as between two.
+        std::thread::sleep(std::time::Duration::from_millis(rng.below(5)));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let text = std::fs::read_to_string(&journal).unwrap();
+        let mid_slot = text.lines().last().is_some_and(|l| l.contains("\"begin\""));
+        eprintln!("kill {round}: {} slots done, mid-slot: {mid_slot}", done());
+        killed_at.push(done());
+    }
+    assert!(
+        killed_at[1] > killed_at[0] && killed_at[1] < 2000,
+        "killed at {killed_at:?} of 2000"
+    );
+    // A new run over the journal is refused: the cluster is no longer as planned.
+    let out = apply(&["--yes"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", all_output(&out));
+    assert_eq!(done(), killed_at[1], "a refused run moves nothing");
+    // A slot the plan does not move given to another master meanwhile: the resume is
+    // refused, naming it; given back, the resume goes on.
+    let spare = (10923..16384u32)
+        .rev()
+        .find(|s| {
+            let s = s.to_string();
+            matches!(
+                connect_port(ports[2])
+                    .call(&[b"CLUSTER", b"COUNTKEYSINSLOT", s.as_bytes()])
+                    .unwrap(),
+                Reply::Int(0)
+            )
+        })
+        .unwrap()
+        .to_string();
+    let cli = require_binary("redis-cli").unwrap();
+    let give = |to: u16| {
+        let id = node_id(to);
+        for p in [to, ports[0], ports[1], ports[2]] {
+            call_ok(
+                p,
+                &[
+                    b"CLUSTER",
+                    b"SETSLOT",
+                    spare.as_bytes(),
+                    b"NODE",
+                    id.as_bytes(),
+                ],
+            );
+        }
+        wait_agree(&cli, &ports);
+    };
+    give(ports[0]);
+    let out = apply(&["--yes", "--resume"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", all_output(&out));
+    assert!(
+        all_output(&out).contains(&format!(
+            "not where the journal left them (slot {spare} first)"
+        )),
+        "{}",
+        all_output(&out)
+    );
+    assert_eq!(done(), killed_at[1], "a refused resume moves nothing");
+    give(ports[2]);
+    let out = apply(&["--yes", "--resume"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "resume: {}", all_output(&out));
+    assert!(
+        all_output(&out).contains("2000 slot(s) in the previewed place"),
+        "{}",
+        all_output(&out)
+    );
+    assert_eq!(done(), 2000);
+    let truth_url = format!("redis://127.0.0.1:{}", truth.port);
+    let (code, v) = verify_json(&preview, ports[0], &["--source", &truth_url]);
+    assert_eq!(code, 0, "killed at {killed_at:?}: {v}");
+    assert_eq!(v["matches"], true);
+    assert_eq!(v["values"]["checked"], keys.len() as u64);
+    assert_eq!(v["values"]["keys_differing"], 0);
+    assert_eq!(v["slots_misplaced"], 0);
+    assert_eq!(cluster.dbsize().iter().sum::<u64>(), keys.len() as u64);
+    // The unbalanced cluster rebalanced by keyplan itself, as its preview said.
+    let preview2 = dir.path().join("rebalance.json");
+    let out = keyplan()
+        .args(["rebalance", "--preview", "--cluster", &url])
+        .args(["--sample", "all", "--format", "json", "-o"])
+        .arg(&preview2)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", all_output(&out));
+    let moving: u64 = serde_json::from_str::<Value>(&std::fs::read_to_string(&preview2).unwrap())
+        .unwrap()["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| {
+            n["after"]["slots"]
+                .as_u64()
+                .unwrap()
+                .saturating_sub(n["before"]["slots"].as_u64().unwrap())
+        })
+        .sum();
+    assert!(moving > 500, "the rebalance moves {moving} slots");
+    let out = keyplan()
+        .args([
+            "rebalance",
+            "--apply",
+            "--yes",
+            "--no-sample",
+            "--cluster",
+            &url,
+        ])
+        .arg("--journal")
+        .arg(dir.path().join("rebalance.journal"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", all_output(&out));
+    let (code, v) = verify_json(&preview2, ports[0], &["--source", &truth_url]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["values"]["keys_differing"], 0);
+    eprintln!(
+        "reshard --apply killed at {killed_at:?} of 2000 slots; rebalance --apply moved {moving}"
+    );
+}
+
+/// `--apply` on a cluster with a password (given in the URL): the source logs in to the
+/// destination for MIGRATE as keyplan did, and every key arrives.
+fn reshard_apply_on_a_cluster_with_a_password() {
+    let Some(cluster) = Cluster::create_with(Some("s3cret")) else {
+        return;
+    };
+    let keys = keys();
+    cluster.load(&keys);
+    let port = cluster.nodes[0].port;
+    let mut c = cluster.nodes[2].connect();
+    let Reply::Bulk(Some(to)) = c.call(&[b"CLUSTER", b"MYID"]).unwrap() else {
+        panic!("CLUSTER MYID failed")
+    };
+    let to = String::from_utf8(to).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let out = keyplan()
+        .args(["reshard", "--apply", "--yes", "--no-sample"])
+        .args(["--cluster", &format!("redis://:s3cret@127.0.0.1:{port}")])
+        .args(["--from", "all", "--to", &to, "--slots", "300", "--journal"])
+        .arg(dir.path().join("j"))
+        .output()
+        .unwrap();
+    let text = all_output(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        !text.contains("s3cret"),
+        "the password is never shown: {text}"
+    );
+    assert_eq!(cluster.dbsize().iter().sum::<u64>(), keys.len() as u64);
+    let Reply::Bulk(Some(nodes)) = c.call(&[b"CLUSTER", b"NODES"]).unwrap() else {
+        panic!("CLUSTER NODES failed")
+    };
+    let nodes = String::from_utf8(nodes).unwrap();
+    let mine = nodes.lines().find(|l| l.contains("myself")).unwrap();
+    let owned: u32 = mine
+        .split_whitespace()
+        .skip(8)
+        .map(|r| match r.split_once('-') {
+            Some((a, b)) => b.parse::<u32>().unwrap() - a.parse::<u32>().unwrap() + 1,
+            None => 1,
+        })
+        .sum();
+    assert_eq!(owned, 5461 + 300, "{mine}");
+}
+
 fn verify_errors_name_the_file_and_flag() {
     let dir = tempfile::tempdir().unwrap();
     let table = dir.path().join("preview.txt");
@@ -1042,6 +1289,14 @@ pub(crate) const TESTS: &[crate::support::Test] = &[
     (
         "values_are_compared_by_digest_with_a_source_cluster",
         values_are_compared_by_digest_with_a_source_cluster,
+    ),
+    (
+        "reshard_apply_killed_and_resumed_ends_in_the_preview",
+        reshard_apply_killed_and_resumed_ends_in_the_preview,
+    ),
+    (
+        "reshard_apply_on_a_cluster_with_a_password",
+        reshard_apply_on_a_cluster_with_a_password,
     ),
     (
         "verify_errors_name_the_file_and_flag",
