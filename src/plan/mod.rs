@@ -811,6 +811,12 @@ fn tag_candidates(ctx: &Ctx<'_>, st: &Assessed<'_>) -> Vec<Candidate> {
             // The same rewrites lint suggests: `<v>` alone, and any existing tag of a batch
             // key that uses only shared variables (it keeps that key's keys in place).
             for TagRewrite { tag, rewrites: tr } in tag_rewrites(scheme, b, v) {
+                // A tag of one value is a constant (a name, not an id): it puts every key of
+                // the families on one slot, and is never proposed.
+                let card = combined_cardinality(scheme, &seg_vars(&tag));
+                if card == Some(1) {
+                    continue;
+                }
                 let rw: Vec<(usize, Template)> = tr
                     .iter()
                     .map(|(f, text)| {
@@ -835,7 +841,6 @@ fn tag_candidates(ctx: &Ctx<'_>, st: &Assessed<'_>) -> Vec<Candidate> {
                         new_vars: Vec::new(),
                     })
                     .collect();
-                let card = combined_cardinality(scheme, &seg_vars(&tag));
                 let score = ctx.score(&s2, &b.name, ctx.opts.strategy, &rekeys, false, fams);
                 // A tag with fewer values than the tag rules ask lints clean only when its
                 // keys say they accept it.
@@ -1213,10 +1218,24 @@ fn recommend(
                 )
             })
             .unwrap_or_default();
+        // Shared variables of one value are constants, not tags: said, not proposed.
+        let constants: Vec<String> = b
+            .same
+            .iter()
+            .filter(|v| ctx.scheme.cardinality(v) == Some(1))
+            .map(|v| format!("`<{v}>`"))
+            .collect();
+        let constant_note = match constants.is_empty() {
+            true => String::new(),
+            false => format!(
+                " but {}, which take(s) one value: a constant, a name, not an id (as a tag it would put every key on one slot)",
+                constants.join(", ")
+            ),
+        };
         return (
             0,
             format!(
-                "no variable is shared by all keys of {}: no tag can make it one slot, and {} must run on one slot: the application must change (give its keys one hash tag, the id that ties them, or stop batching them){split}",
+                "no variable is shared by all keys of {}{constant_note}: no tag can make it one slot, and {} must run on one slot: the application must change (give its keys one hash tag, the id that ties them, or stop batching them){split}",
                 b.name,
                 b.command.name().to_ascii_uppercase()
             ),

@@ -606,6 +606,38 @@ fn a_tag_value_holding_most_bytes_is_not_well_spread() {
     assert!(b["problem"].is_null(), "{b}");
 }
 
+/// A scheme whose job queue keys share only a namespace of one value (`<ns>`, the library's
+/// name and version, declared `same`): a tag on it would put every job and queue on one slot,
+/// so plan never proposes it; the MULTI is told the application must change, the constant named.
+fn a_declared_variable_of_one_value_is_never_a_tag() {
+    let dir = tempfile::tempdir().unwrap();
+    let scheme = dir.path().join("keyplan.yaml");
+    std::fs::write(
+        &scheme,
+        "version: 1\n\
+         vars:\n  ns: { kind: word, cardinality: 1, values: [\"mq-800.26\"] }\n  job: { kind: uuid, cardinality: 1000000 }\n  queue: { kind: word, cardinality: 5 }\n\
+         keys:\n  job: { pattern: \"<ns>:job:<job>\" }\n  queue: { pattern: \"<ns>:queue:<queue>\" }\n\
+         batches:\n  enqueue: { command: multi, keys: [job, queue], same: [ns] }\n",
+    )
+    .unwrap();
+    let (code, v) = plan_json(&["--scheme", scheme.to_str().unwrap(), "--masters", "3"]);
+    assert_eq!(code, 1, "{v}");
+    let b = batch(&v, "enqueue");
+    for c in b["candidates"].as_array().unwrap() {
+        assert!(
+            !c["summary"].as_str().unwrap().contains("{<ns>}"),
+            "a constant proposed as a tag: {c}"
+        );
+    }
+    assert_ne!(recommended(b)["kind"], "tag", "{b}");
+    let reason = b["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("`<ns>`, which take(s) one value: a constant, a name, not an id")
+            && reason.contains("the application must change"),
+        "{reason}"
+    );
+}
+
 /// This module's tests, run by the harness in `main.rs`.
 pub(crate) const TESTS: &[crate::support::Test] = &[
     (
@@ -656,5 +688,9 @@ pub(crate) const TESTS: &[crate::support::Test] = &[
     (
         "a_tag_value_holding_most_bytes_is_not_well_spread",
         a_tag_value_holding_most_bytes_is_not_well_spread,
+    ),
+    (
+        "a_declared_variable_of_one_value_is_never_a_tag",
+        a_declared_variable_of_one_value_is_never_a_tag,
     ),
 ];
