@@ -84,7 +84,8 @@ pub struct PreviewArgs {
     #[arg(long, value_enum, value_name = "HOW")]
     pub emit: Option<Emit>,
 
-    /// Keys per MIGRATE of a slot in the --emit setslot script (redis-cli's --cluster-pipeline)
+    /// Keys per MIGRATE of a slot in the --emit setslot script and --apply (redis-cli's
+    /// --cluster-pipeline)
     #[arg(long, value_name = "N", default_value_t = crate::migrate::emit::DEFAULT_PIPELINE as u32,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub pipeline: u32,

@@ -104,7 +104,14 @@ fn measured_available(
 pub fn run(args: RebalanceArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     if args.apply.resume {
         let url = args.common.topology.cluster.as_deref();
-        return super::reshard::run_apply("rebalance", &args.apply, url, None, ctx);
+        return super::reshard::run_apply(
+            "rebalance",
+            &args.apply,
+            args.common.pipeline,
+            url,
+            None,
+            ctx,
+        );
     }
     if !args.apply.apply {
         require_preview(&args.common, "rebalance")?;
@@ -221,7 +228,14 @@ pub fn run(args: RebalanceArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus>
     )?;
     if args.apply.apply {
         let url = args.common.topology.cluster.as_deref();
-        return super::reshard::run_apply("rebalance", &args.apply, url, Some((view, &moves)), ctx);
+        return super::reshard::run_apply(
+            "rebalance",
+            &args.apply,
+            args.common.pipeline,
+            url,
+            Some((view, &moves)),
+            ctx,
+        );
     }
     Ok(status)
 }

@@ -72,6 +72,7 @@ pub struct ApplyArgs {
 pub fn run_apply(
     command: &str,
     args: &ApplyArgs,
+    pipeline: u32,
     url: Option<&str>,
     planned: Option<(&crate::migrate::ClusterView, &[crate::migrate::Move])>,
     ctx: &mut Ctx<'_>,
@@ -105,6 +106,7 @@ pub fn run_apply(
         }
         (false, None) => unreachable!("invariant: a new run is given its plan"),
     };
+    applier = applier.keys_per_migrate(pipeline as usize);
     if args.resume {
         let (total, done) = applier.progress();
         confirm(args, total - done, &live.url_text(), ctx)?;
@@ -168,7 +170,7 @@ fn confirm(args: &ApplyArgs, steps: usize, cluster: &str, ctx: &mut Ctx<'_>) -> 
 pub fn run(args: ReshardArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     if args.apply.resume {
         let url = args.common.topology.cluster.as_deref();
-        return run_apply("reshard", &args.apply, url, None, ctx);
+        return run_apply("reshard", &args.apply, args.common.pipeline, url, None, ctx);
     }
     if !args.apply.apply {
         require_preview(&args.common, "reshard")?;
@@ -217,7 +219,14 @@ pub fn run(args: ReshardArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     )?;
     if args.apply.apply {
         let url = args.common.topology.cluster.as_deref();
-        return run_apply("reshard", &args.apply, url, Some((view, &plan.moves)), ctx);
+        return run_apply(
+            "reshard",
+            &args.apply,
+            args.common.pipeline,
+            url,
+            Some((view, &plan.moves)),
+            ctx,
+        );
     }
     Ok(status)
 }

@@ -1,8 +1,8 @@
 //! `--apply` carried out: each step of the plan's journal (one slot) through keyplan's own
 //! connections: CLUSTER SETSLOT IMPORTING on the destination and MIGRATING on the source, the
-//! slot's keys moved by MIGRATE a hundred at a time, then SETSLOT NODE on the destination, the
-//! source and every other master, as redis-cli does. Each step checks the slot's state before
-//! it acts, so that a step cut short is finished by running it again.
+//! slot's keys moved by MIGRATE (--pipeline keys at a time), then SETSLOT NODE on the
+//! destination, the source and every other master, as redis-cli does. Each step checks the
+//! slot's state before it acts, so that a step cut short is finished by running it again.
 
 use super::LiveCluster;
 use super::conn::NodeConn;
@@ -13,8 +13,8 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-/// Keys moved by one MIGRATE.
-const KEYS_PER_MIGRATE: usize = 100;
+/// Keys moved by one MIGRATE unless told otherwise (redis-cli's --cluster-pipeline).
+const KEYS_PER_MIGRATE: usize = crate::migrate::emit::DEFAULT_PIPELINE;
 
 /// Why a plan could not be applied.
 #[derive(Debug, thiserror::Error)]
@@ -61,6 +61,7 @@ pub struct Applier<'a> {
     done: Vec<bool>,
     journal: std::fs::File,
     path: PathBuf,
+    keys_per_migrate: usize,
 }
 
 impl<'a> Applier<'a> {
@@ -108,6 +109,7 @@ impl<'a> Applier<'a> {
             done,
             journal,
             path: path.to_path_buf(),
+            keys_per_migrate: KEYS_PER_MIGRATE,
         })
     }
 
@@ -140,7 +142,14 @@ impl<'a> Applier<'a> {
             done,
             journal,
             path: path.to_path_buf(),
+            keys_per_migrate: KEYS_PER_MIGRATE,
         })
+    }
+
+    /// Keys moved by one MIGRATE (at least 1).
+    pub fn keys_per_migrate(mut self, n: usize) -> Self {
+        self.keys_per_migrate = n.max(1);
+        self
     }
 
     /// Steps in the plan, and steps done.
@@ -250,13 +259,13 @@ impl<'a> Applier<'a> {
                 .query(self.conn(conns, &src)?);
             r.map_err(node_err(&src, "CLUSTER SETSLOT MIGRATING"))?;
         }
-        // The keys, a hundred at a time, until the source holds none of the slot.
+        // The keys, --pipeline at a time, until the source holds none of the slot.
         loop {
             let c = self.conn(conns, &src)?;
             let keys: Vec<Vec<u8>> = redis::cmd("CLUSTER")
                 .arg("GETKEYSINSLOT")
                 .arg(slot)
-                .arg(KEYS_PER_MIGRATE)
+                .arg(self.keys_per_migrate)
                 .query(c)
                 .map_err(node_err(&src, "CLUSTER GETKEYSINSLOT"))?;
             if keys.is_empty() {
