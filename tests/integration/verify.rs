@@ -1197,6 +1197,48 @@ fn reshard_apply_on_a_cluster_with_a_password() {
     assert_eq!(owned, 5461 + 300, "{mine}");
 }
 
+/// On Valkey 8: keys copied from a standalone Valkey into a cluster verify clean by --source,
+/// then `reshard --apply` moves 1,000 slots and every key is still as on the source; one value
+/// changed afterwards is the one difference.
+fn values_and_apply_on_valkey() {
+    let Some(cluster) = Cluster::create_valkey() else {
+        return;
+    };
+    let dir = std::env::var_os("KEYPLAN_VALKEY_BIN").expect("set, as the cluster started");
+    let server = std::path::PathBuf::from(dir).join("valkey-server");
+    let source = crate::support::RedisServer::start(&server, false);
+    let n = fill_typed(source.port);
+    let ports: Vec<u16> = cluster.nodes.iter().map(|n| n.port).collect();
+    assert_eq!(copy_keys(&[source.port], &ports).len(), n);
+    let src = format!("redis://127.0.0.1:{}", source.port);
+    let (code, v) = verify_json(Path::new(""), ports[0], &["--source", &src]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(values_of(&v)["checked"], n as u64);
+    let dir = tempfile::tempdir().unwrap();
+    let preview = dir.path().join("preview.json");
+    let to = node_id(ports[1]);
+    save_preview(&preview, ports[0], &to, "1000");
+    let out = keyplan()
+        .args(["reshard", "--apply", "--yes", "--no-sample"])
+        .args(["--cluster", &format!("redis://127.0.0.1:{}", ports[0])])
+        .args(["--from", "all", "--to", &to, "--slots", "1000", "--journal"])
+        .arg(dir.path().join("j"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", all_output(&out));
+    let (code, v) = verify_json(&preview, ports[0], &["--source", &src]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(values_of(&v)["keys_differing"], 0);
+    call_ok(
+        owner_port(&ports, b"l:4"),
+        &[b"LSET", b"l:4", b"0", b"changed"],
+    );
+    let (code, v) = verify_json(&preview, ports[0], &["--source", &src]);
+    assert_eq!(code, 1, "{v}");
+    assert_eq!(values_of(&v)["value_differs"], 1, "{v}");
+    assert_eq!(values_of(&v)["examples"][0]["key"], "l:4");
+}
+
 fn verify_errors_name_the_file_and_flag() {
     let dir = tempfile::tempdir().unwrap();
     let table = dir.path().join("preview.txt");
@@ -1300,6 +1342,7 @@ pub(crate) const TESTS: &[crate::support::Test] = &[
         "reshard_apply_on_a_cluster_with_a_password",
         reshard_apply_on_a_cluster_with_a_password,
     ),
+    ("values_and_apply_on_valkey", values_and_apply_on_valkey),
     (
         "verify_errors_name_the_file_and_flag",
         verify_errors_name_the_file_and_flag,
