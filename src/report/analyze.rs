@@ -642,6 +642,39 @@ fn render_patterns(
     Ok(())
 }
 
+/// Headers for a narrow terminal when node names are longer than the figures under them
+/// (a live cluster's `host:port`): the ports when every node is on one host (the legend names
+/// the host), else `#1`, `#2`, … with a legend of what each stands for; `None` when the names
+/// are short already (`master-0`).
+fn short_node_headers(nodes: &[crate::analyze::NodeReport]) -> Option<(Vec<String>, String)> {
+    // A figure is `100.0% ▲` at most: a name that long costs the table nothing.
+    if nodes.iter().all(|n| n.id.chars().count() <= 8) {
+        return None;
+    }
+    let split: Vec<Option<(&str, &str)>> = nodes.iter().map(|n| n.id.rsplit_once(':')).collect();
+    let host = split.first().copied().flatten().map(|(h, _)| h);
+    let one_host = host.is_some()
+        && split
+            .iter()
+            .all(|s| s.is_some_and(|(h, p)| Some(h) == host && p.chars().count() <= 7));
+    if let (true, Some(host)) = (one_host, host) {
+        let ports = split
+            .iter()
+            .flatten()
+            .map(|(_, p)| format!(":{p}"))
+            .collect();
+        return Some((ports, format!("(nodes: ports of {host})")));
+    }
+    let short: Vec<String> = (1..=nodes.len()).map(|i| format!("#{i}")).collect();
+    let legend = nodes
+        .iter()
+        .zip(&short)
+        .map(|(n, s)| format!("{s} {}", n.id))
+        .collect::<Vec<_>>()
+        .join(", ");
+    Some((short, format!("(nodes: {legend})")))
+}
+
 /// How the first `shown` patterns' keys spread over the nodes.
 fn render_pattern_nodes(
     out: &mut dyn Write,
@@ -656,6 +689,11 @@ fn render_pattern_nodes(
     let mut header = vec!["pattern".to_string()];
     header.extend(r.nodes.iter().map(|n| n.id.clone()));
     matrix.set_header(header);
+    if let Some((short, legend)) = short_node_headers(&r.nodes) {
+        let mut header = vec!["pattern".to_string()];
+        header.extend(short);
+        matrix.short_headers(header, legend);
+    }
     for p in r.patterns.iter().take(shown) {
         let mut row = vec![Cell::new(&p.pattern)];
         for (pn, n) in p.nodes.iter().zip(&r.nodes) {

@@ -86,6 +86,9 @@ pub struct FitTable {
     /// Columns (by header prefix) hidden only when nothing else makes the table fit: a
     /// figure the verdict rests on.
     keep: Vec<String>,
+    /// Shorter headers, tried first when the table is too wide, and the line under the table
+    /// that says what they stand for (empty: none needed).
+    short: Option<(Vec<String>, String)>,
 }
 
 impl std::ops::Deref for FitTable {
@@ -113,6 +116,14 @@ impl FitTable {
         self.keep.push(name.to_string());
     }
 
+    /// Headers to print instead when the table is too wide for the terminal (node
+    /// addresses as ports, say), before any column is dropped; `legend`, when not empty, is
+    /// printed under the table then to say what they stand for. Piped output keeps the
+    /// headers set with `set_header`.
+    pub fn short_headers(&mut self, headers: Vec<String>, legend: String) {
+        self.short = Some((headers, legend));
+    }
+
     /// The headers, in column order.
     fn headers(&self) -> Vec<String> {
         self.table
@@ -125,6 +136,28 @@ impl FitTable {
     /// lines of the prose columns taken out of it; `None` when only records fit.
     fn fitted(&self, width: usize) -> Option<(comfy_table::Table, Vec<String>)> {
         let mut t = self.table.clone();
+        if rendered_width(&t) <= width {
+            return Some((t, Vec::new()));
+        }
+        // Shorter headers lose nothing (a legend says what they stand for): before any column.
+        let legend = match &self.short {
+            Some((short, legend)) => {
+                t.set_header(short.clone());
+                (!legend.is_empty()).then(|| legend.clone())
+            }
+            None => None,
+        };
+        let (t, mut notes) = self.fitted_from(t, width)?;
+        notes.extend(legend);
+        Some((t, notes))
+    }
+
+    /// [`FitTable::fitted`] from table `t` (the table, its headers perhaps shortened).
+    fn fitted_from(
+        &self,
+        mut t: comfy_table::Table,
+        width: usize,
+    ) -> Option<(comfy_table::Table, Vec<String>)> {
         if rendered_width(&t) <= width {
             return Some((t, Vec::new()));
         }
@@ -294,6 +327,7 @@ impl TextLayout {
             width: self.width,
             markdown: self.markdown,
             keep: Vec::new(),
+            short: None,
         }
     }
 

@@ -11,6 +11,10 @@ pub const TESTS: &[super::support::Test] = &[
         pattern_by_node_stays_a_table_at_80_and_100,
     ),
     (
+        "live_pattern_by_node_stays_a_table_at_80_and_100",
+        live_pattern_by_node_stays_a_table_at_80_and_100,
+    ),
+    (
         "biggest_keys_stay_a_table_at_80",
         biggest_keys_stay_a_table_at_80,
     ),
@@ -218,5 +222,57 @@ fn plan_candidates_stay_a_table_at_100() {
             .any(|l| l.starts_with("▸ ★") && l.contains("tag `{user:<user_id>}`")),
         "{}",
         lines.join("\n")
+    );
+}
+
+/// On a live cluster the nodes are `host:port` (15 characters, twice a figure's width): the
+/// Pattern × node comparison of 4 masters stays a table at 80 and 100 columns with the ports
+/// as headers and the host said under it, where it was one record per pattern.
+fn live_pattern_by_node_stays_a_table_at_80_and_100() {
+    if !have_script() {
+        return crate::support::not_run("util-linux `script` is not installed");
+    }
+    let Some(cluster) = crate::cluster::Cluster::create_masters(4) else {
+        return;
+    };
+    cluster.load(&crate::analyze::generated_keys(2000));
+    let url = format!("redis://127.0.0.1:{}", cluster.nodes[0].port);
+    for cols in [80u16, 100] {
+        let lines = shown(&format!("analyze --cluster {url} --sample all"), cols);
+        assert_fits(&lines, cols.into());
+        let i = lines
+            .iter()
+            .position(|l| l.starts_with("Pattern × node"))
+            .unwrap_or_else(|| panic!("{}", lines.join("\n")));
+        let rest = &lines[i..];
+        let table = rest
+            .iter()
+            .find(|l| l.starts_with('┌') || l.starts_with('▸'));
+        assert!(
+            table.is_some_and(|l| l.starts_with('┌')),
+            "{cols} columns: Pattern × node is no table:\n{}",
+            rest.join("\n")
+        );
+        let header = rest.iter().find(|l| l.starts_with("│ pattern")).unwrap();
+        for n in &cluster.nodes {
+            assert!(header.contains(&format!(":{}", n.port)), "{header}");
+        }
+        assert!(
+            rest.iter()
+                .any(|l| l.starts_with("(nodes: ports of 127.0.0.1)")),
+            "{}",
+            rest.join("\n")
+        );
+    }
+    // Piped, the headers are the nodes' whole names.
+    let out = crate::support::keyplan()
+        .args(["analyze", "--cluster", &url, "--sample", "all"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.lines().any(|l| l.starts_with("│ pattern")
+            && l.contains(&format!("127.0.0.1:{}", cluster.nodes[0].port))),
+        "{text}"
     );
 }
