@@ -37,15 +37,19 @@ pub struct SimulationHeader {
     pub proxy: bool,
 }
 
-impl SimulationHeader {
-    /// What refuses a batch, in words.
-    fn refuser(&self) -> &'static str {
-        if self.proxy {
-            "the database's proxy"
-        } else {
-            "the cluster"
-        }
+/// What refuses a batch, in words: a Redis Enterprise database's proxy, or the cluster.
+fn refuser(proxy: bool) -> &'static str {
+    if proxy {
+        "the database's proxy"
+    } else {
+        "the cluster"
     }
+}
+
+/// What holds keys, in words: a Redis Enterprise database's shards (behind its proxy), or
+/// the cluster's nodes.
+fn holders(proxy: bool) -> &'static str {
+    if proxy { "shard(s)" } else { "node(s)" }
 }
 
 /// One batch's verdict as JSON: its name and identity, then the verdict's fields.
@@ -207,8 +211,8 @@ impl Stream<BatchOutcome> for SimulationTable<'_> {
         }
         let verdict = self.seen.verdict(b);
         if self.seen.header.clients {
-            let who = self.seen.header.refuser();
-            client_table(&mut self.out, b, verdict, who, &self.layout)?;
+            let proxy = self.seen.header.proxy;
+            client_table(&mut self.out, b, verdict, proxy, &self.layout)?;
             for x in &b.clients {
                 let s = format!("{} = {}", x.client, x.models);
                 if !self.profiles.contains(&s) {
@@ -217,9 +221,8 @@ impl Stream<BatchOutcome> for SimulationTable<'_> {
             }
             Ok(())
         } else {
-            let who = self.seen.header.refuser();
             let proxy = self.seen.header.proxy;
-            strategy_table(&mut self.out, b, verdict, who, proxy, &self.layout)
+            strategy_table(&mut self.out, b, verdict, proxy, &self.layout)
         }
     }
 
@@ -374,7 +377,7 @@ impl Stream<BatchOutcome> for SimulationHtml<'_> {
                     seen.scheme_verdicts
                         .get(name)
                         .filter(|v| v.message.is_some()),
-                    seen.header.refuser(),
+                    seen.header.proxy,
                 )?;
                 for line in String::from_utf8_lossy(&words).lines() {
                     h.push_str(&format!("<p class=\"note\">{}</p>", super::html::esc(line)));
@@ -468,7 +471,7 @@ fn sweep_tables(
         write_verdict(
             out,
             verdicts.get(name).filter(|v| v.message.is_some()),
-            header.refuser(),
+            header.proxy,
         )?;
     }
     Ok(())
@@ -479,7 +482,6 @@ fn strategy_table(
     out: &mut dyn Write,
     b: &BatchOutcome,
     verdict: Option<&Verdict>,
-    who: &str,
     proxy: bool,
     layout: &TextLayout,
 ) -> io::Result<()> {
@@ -527,7 +529,7 @@ fn strategy_table(
         ]);
     }
     writeln!(out, "{t}")?;
-    write_verdict(out, verdict, who)?;
+    write_verdict(out, verdict, proxy)?;
     for e in &first.errors {
         writeln!(out, "error: {e}")?;
     }
@@ -545,10 +547,11 @@ fn per_node(load: &crate::simulate::BatchLoad) -> String {
 
 /// The lines that say how a batch fares over generated instances and that it fails as
 /// written (nothing when it runs).
-fn write_verdict(out: &mut dyn Write, verdict: Option<&Verdict>, who: &str) -> io::Result<()> {
+fn write_verdict(out: &mut dyn Write, verdict: Option<&Verdict>, proxy: bool) -> io::Result<()> {
     let Some(v) = verdict else {
         return Ok(());
     };
+    let who = refuser(proxy);
     if let Some(i) = &v.instances {
         let refused = if i.generated > 0 && i.failing == i.generated {
             "refused as written in every instance: the figures are those of a batch that never runs"
@@ -558,8 +561,10 @@ fn write_verdict(out: &mut dyn Write, verdict: Option<&Verdict>, who: &str) -> i
         };
         writeln!(
             out,
-            "over {} generated instances (other values of its variables): keys on {:.2} node(s) on average; {refused}",
-            i.generated, i.mean_nodes,
+            "over {} generated instances (other values of its variables): keys on {:.2} {} on average; {refused}",
+            i.generated,
+            i.mean_nodes,
+            holders(proxy),
         )?;
     }
     if let Some(m) = &v.message {
@@ -583,14 +588,14 @@ fn client_table(
     out: &mut dyn Write,
     b: &BatchOutcome,
     verdict: Option<&Verdict>,
-    who: &str,
+    proxy: bool,
     layout: &TextLayout,
 ) -> io::Result<()> {
     let Some(first) = b.clients.first() else {
         return Ok(());
     };
     writeln!(out, "\n{}", first.batch)?;
-    write_verdict(out, verdict, who)?;
+    write_verdict(out, verdict, proxy)?;
     let mut t = layout.table();
     t.set_header(vec![
         "client",

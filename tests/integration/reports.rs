@@ -182,4 +182,45 @@ pub(crate) const TESTS: &[crate::support::Test] = &[
         "simulate_report_matches_the_json",
         simulate_report_matches_the_json,
     ),
+    (
+        "enterprise_simulate_speaks_of_shards",
+        enterprise_simulate_speaks_of_shards,
+    ),
 ];
+
+/// Under a Redis Enterprise topology the keys of a batch are on shards behind the proxy, as
+/// the rest of simulate's output says: its instances line counts shards, not nodes.
+fn enterprise_simulate_speaks_of_shards() {
+    let dir = tempfile::tempdir().unwrap();
+    let topo = dir.path().join("enterprise.yaml");
+    std::fs::write(&topo, "enterprise:\n  shards: 3\n  hashing: standard\n").unwrap();
+    let out = keyplan()
+        .args([
+            "simulate",
+            "--scheme",
+            "examples/keyplan.yaml",
+            "--topology",
+        ])
+        .arg(&topo)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let instances: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("over ") && l.contains("generated instances"))
+        .collect();
+    assert!(!instances.is_empty(), "{text}");
+    for l in instances {
+        assert!(
+            l.contains(" shard(s) on average") && !l.contains("node"),
+            "{l}"
+        );
+    }
+    // A cluster keeps its nodes.
+    let out = keyplan()
+        .args(["simulate", "--scheme", "examples/keyplan.yaml"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains(" node(s) on average"), "{text}");
+}
