@@ -1,7 +1,7 @@
 //! The HTML report of `analyze`: verdict, per-node bars against the fair share, the slot
 //! heatmap, patterns × nodes and the top hash tags.
 
-use super::{CSS, esc, node_color, pct, ramp};
+use super::{CSS, esc, esc_token, node_color, pct, ramp};
 use crate::analyze::{AnalyzeReport, TopologyKind};
 use crate::report::display_key;
 use std::fmt::Write as _;
@@ -251,7 +251,7 @@ fn patterns(h: &mut String, r: &AnalyzeReport) {
         let _ = write!(
             h,
             "<tr><td class=\"l\"><code>{}</code></td><td>{}</td><td>{}</td>",
-            esc(&p.pattern),
+            esc_token(&p.pattern),
             p.keys,
             pct(p.share_keys)
         );
@@ -263,7 +263,7 @@ fn patterns(h: &mut String, r: &AnalyzeReport) {
             );
         }
         let tag = match (&p.tag, p.tag_cardinality) {
-            (Some(t), Some(c)) => format!("<code>{{{}}}</code> (~{c})", esc(t)),
+            (Some(t), Some(c)) => format!("<code>{{{}}}</code> (~{c})", esc_token(t)),
             _ => "-".into(),
         };
         let _ = write!(h, "<td class=\"l\">{tag}</td>");
@@ -293,7 +293,11 @@ fn patterns(h: &mut String, r: &AnalyzeReport) {
             .first()
             .map(|e| display_key(&e.0).into_owned())
             .unwrap_or_default();
-        let _ = write!(h, "<td class=\"l\"><code>{}</code></td></tr>", esc(&ex));
+        let _ = write!(
+            h,
+            "<td class=\"l\"><code>{}</code></td></tr>",
+            esc_token(&ex)
+        );
     }
     let _ = write!(h, "</table>");
     if r.patterns.len() > 50 {
@@ -359,7 +363,7 @@ fn snapshot(h: &mut String, r: &AnalyzeReport) {
             let _ = write!(
                 h,
                 "<tr><td class=\"l\"><code>{}</code></td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>",
-                esc(&display_key(&k.key.key.0)),
+                esc_token(&display_key(&k.key.key.0)),
                 esc(&k.key.kind),
                 esc(&k.key.encoding),
                 k.key
@@ -408,7 +412,7 @@ fn tags(h: &mut String, r: &AnalyzeReport) {
         let _ = write!(
             h,
             "<tr><td class=\"l\"><code>{}</code></td>{slot}<td class=\"l\">{}</td><td>{}</td><td>{}</td>",
-            esc(&display_key(&t.tag.0)),
+            esc_token(&display_key(&t.tag.0)),
             esc(t.node.as_deref().unwrap_or("-")),
             esc(&tag_keys_text(t)),
             pct(t.share_keys)

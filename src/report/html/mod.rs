@@ -59,6 +59,21 @@ pub fn esc(s: &str) -> String {
     o
 }
 
+/// A key, pattern or tag for a table cell: escaped, with a break opportunity (`<wbr>`) after
+/// each `:` that separates its parts, so a narrow column breaks between parts and never inside
+/// one (`user:<int>:pr` / `ofile`); cells' code does not break within a part (see [`CSS`]).
+pub(crate) fn esc_token(s: &str) -> String {
+    let mut o = String::with_capacity(s.len() + 8);
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        o.push_str(&esc(c.encode_utf8(&mut [0; 4])));
+        if c == ':' && chars.peek().is_some_and(|n| *n != ':') {
+            o.push_str("<wbr>");
+        }
+    }
+    o
+}
+
 pub(crate) fn pct(x: f64) -> String {
     format!("{:.1}%", 100.0 * x)
 }
@@ -75,7 +90,7 @@ h1{font-size:24px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bott
 .note{background:#fff8e6;border-left:4px solid #E69F00;padding:8px 14px;margin:6px 0}
 table{border-collapse:collapse;background:#fff;width:100%;font-variant-numeric:tabular-nums}
 th,td{border:1px solid #e3e3e3;padding:4px 8px;text-align:right;vertical-align:top}th{background:#f0f0f0}
-td.l,th.l{text-align:left}td:not(.l){white-space:nowrap}code{font:12px ui-monospace,Menlo,Consolas,monospace;overflow-wrap:break-word}
+td.l,th.l{text-align:left}td:not(.l){white-space:nowrap}code{font:12px ui-monospace,Menlo,Consolas,monospace;overflow-wrap:break-word}td code{overflow-wrap:normal}
 .cards{display:flex;gap:12px;flex-wrap:wrap;margin:12px 0}.card{background:#fff;border:1px solid #e3e3e3;padding:8px 12px;min-width:120px}
 .card b{display:block;font-size:20px}.legend span{display:inline-block;margin-right:14px}
 .sw{display:inline-block;width:12px;height:12px;vertical-align:middle;margin-right:4px;border:1px solid #999}
@@ -415,5 +430,24 @@ pub(crate) fn trim_num(x: f64) -> String {
         format!("{x:.2}")
     } else {
         format!("{x:.3}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A pattern or key in a table cell breaks between its parts, never inside one
+    /// (`user:<int>:pr` / `ofile` was a break of `overflow-wrap: break-word`).
+    #[test]
+    fn cell_tokens_break_between_parts_only() {
+        assert_eq!(
+            esc_token("user:<int>:profile"),
+            "user:<wbr>&lt;int&gt;:<wbr>profile"
+        );
+        assert_eq!(esc_token("a::b:"), "a::<wbr>b:");
+        assert_eq!(esc_token("{group_<int>}"), "{group_&lt;int&gt;}");
+        // Code in a cell keeps its parts whole; prose code may still break anywhere.
+        assert!(CSS.contains("td code{overflow-wrap:normal}"), "{CSS}");
     }
 }

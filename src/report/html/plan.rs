@@ -252,11 +252,11 @@ pub fn render_plan(out: &mut dyn Write, r: &PlanReport) -> io::Result<()> {
                 esc(&o.batch),
                 o.keys,
                 o.slots,
-                esc(&o.patterns.join(", ")),
+                super::esc_token(&o.patterns.join(", ")),
                 if o.rewritten.is_empty() {
                     String::new()
                 } else {
-                    format!(" → <code>{}</code>", esc(&o.rewritten.join(", ")))
+                    format!(" → <code>{}</code>", super::esc_token(&o.rewritten.join(", ")))
                 },
                 o.before.round_trips,
                 o.after.round_trips,
