@@ -104,6 +104,13 @@ impl std::ops::DerefMut for FitTable {
     }
 }
 
+/// How many columns a table shows (not hidden).
+fn shown_columns(t: &comfy_table::Table) -> usize {
+    t.column_iter()
+        .filter(|c| c.constraint() != Some(&comfy_table::ColumnConstraint::Hidden))
+        .count()
+}
+
 /// The widest line of a rendered table, in characters.
 fn rendered_width(t: &comfy_table::Table) -> usize {
     t.lines().map(|l| l.chars().count()).max().unwrap_or(0)
@@ -139,16 +146,25 @@ impl FitTable {
         if rendered_width(&t) <= width {
             return Some((t, Vec::new()));
         }
-        // Shorter headers lose nothing (a legend says what they stand for): before any column.
-        let legend = match &self.short {
-            Some((short, legend)) => {
-                t.set_header(short.clone());
-                (!legend.is_empty()).then(|| legend.clone())
-            }
-            None => None,
+        let long = self.fitted_from(t.clone(), width);
+        let Some((short, legend)) = &self.short else {
+            return long;
         };
-        let (t, mut notes) = self.fitted_from(t, width)?;
-        notes.extend(legend);
+        // Shorter headers lose nothing (a legend says what they stand for): they are used
+        // when they keep more columns than the whole headers do.
+        t.set_header(short.clone());
+        let Some((t, mut notes)) = self.fitted_from(t, width) else {
+            return long;
+        };
+        if long
+            .as_ref()
+            .is_some_and(|(l, _)| shown_columns(l) >= shown_columns(&t))
+        {
+            return long;
+        }
+        if !legend.is_empty() {
+            notes.push(legend.clone());
+        }
         Some((t, notes))
     }
 
@@ -256,11 +272,29 @@ impl FitTable {
                 let first = parts.next().unwrap_or("");
                 if i == 0 {
                     lines.push(format!("▸ {first}"));
-                } else {
-                    lines.push(format!("  {head:<label$}  {first}"));
+                    for more in parts {
+                        lines.push(format!("  {more}"));
+                    }
+                    continue;
                 }
-                for more in parts {
-                    lines.push(format!("  {:<label$}  {more}", ""));
+                // A value wraps under itself, its label's column kept clear (a prose writer
+                // re-wrapping the line would fold the padding away and the label with it).
+                let room = self
+                    .width
+                    .map_or(usize::MAX, |w| usize::from(w).saturating_sub(label + 4));
+                let mut head = head;
+                for part in std::iter::once(first).chain(parts) {
+                    let wrapped = match part.chars().count() > room && room >= 16 {
+                        true => wrap(part, room)
+                            .into_iter()
+                            .map(|l| l.trim_start().to_string())
+                            .collect(),
+                        false => vec![part.to_string()],
+                    };
+                    for l in wrapped {
+                        lines.push(format!("  {head:<label$}  {l}"));
+                        head = "";
+                    }
                 }
             }
         }
@@ -592,6 +626,62 @@ mod tests {
             narrow.starts_with('┌') && !narrow.contains("data (INFO)"),
             "{narrow}"
         );
+    }
+
+    /// Short headers keep a comparison a table where the whole ones turn it into records,
+    /// with their legend under it; where the whole headers fit as well, they stay.
+    #[test]
+    fn short_headers_come_before_records() {
+        let build = |width: u16| {
+            let mut t = TextLayout::fitted(width).table();
+            t.set_header(vec!["pattern", "127.0.0.1:30001", "127.0.0.1:30002"]);
+            t.add_row(vec!["user:<int>:profile", "50.1%", "49.9%"]);
+            t.short_headers(
+                vec!["pattern".into(), ":30001".into(), ":30002".into()],
+                "(nodes: ports of 127.0.0.1)".into(),
+            );
+            t.to_string()
+        };
+        let narrow = build(50);
+        assert!(narrow.starts_with('┌'), "{narrow}");
+        assert!(narrow.contains("┆ :30001 ┆"), "{narrow}");
+        assert!(
+            narrow.ends_with("\n(nodes: ports of 127.0.0.1)"),
+            "{narrow}"
+        );
+        assert!(narrow.lines().all(|l| l.chars().count() <= 50), "{narrow}");
+        let wide = build(70);
+        assert!(
+            wide.contains("127.0.0.1:30001") && !wide.contains("(nodes"),
+            "{wide}"
+        );
+    }
+
+    /// A record's long value wraps under itself, its label column kept clear (it was
+    /// re-wrapped as prose: `candidate keep the patterns; …` with the padding gone).
+    #[test]
+    fn records_wrap_their_values_under_themselves() {
+        let mut t = TextLayout::fitted(40).table();
+        t.set_header(vec!["#", "outcome", "details"]);
+        t.add_row(vec![
+            "4",
+            "ok, not atomic",
+            "keep the patterns; send one pipeline per node, all nodes in parallel",
+        ]);
+        let text = t.to_string();
+        assert!(!text.starts_with('┌'), "{text}");
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "▸ 4", "{text}");
+        assert_eq!(lines[1], "  outcome  ok, not atomic", "{text}");
+        assert!(lines[2].starts_with("  details  keep the"), "{text}");
+        for l in &lines[3..] {
+            assert!(
+                l.starts_with("           ") && !l[11..].starts_with(' '),
+                "{text}"
+            );
+        }
+        assert!(lines.len() > 3, "{text}");
+        assert!(lines.iter().all(|l| l.chars().count() <= 40), "{text}");
     }
 
     /// A kept column outlives the secondary ones too: a nodes table of a live cluster at 60

@@ -281,6 +281,17 @@ pub fn render_table(out: &mut dyn Write, r: &PlanReport, layout: &TextLayout) ->
             "keys moved",
             "pareto",
         ]);
+        // At 80 columns the figures still fit side by side under short headers.
+        t.short_headers(
+            [
+                "#", "outcome", "candidate", "trips", "ms", "its skew", "all skew", "moved",
+                "pareto",
+            ]
+            .map(String::from)
+            .to_vec(),
+            "(trips: round trips; ms: mean ms; its skew, all skew: skew of its keys, of all keys; moved: keys moved)"
+                .to_string(),
+        );
         for (i, c) in b.candidates.iter().enumerate() {
             t.add_row(vec![
                 Cell::new(if i == b.recommended {

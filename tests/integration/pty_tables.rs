@@ -23,8 +23,8 @@ pub const TESTS: &[super::support::Test] = &[
         slot_explain_wraps_at_the_terminal,
     ),
     (
-        "plan_candidates_stay_a_table_at_100",
-        plan_candidates_stay_a_table_at_100,
+        "plan_candidates_stay_a_table_at_80_and_100",
+        plan_candidates_stay_a_table_at_80_and_100,
     ),
     (
         "the_servers_data_figure_is_the_last_column_to_go",
@@ -195,34 +195,52 @@ fn slot_explain_wraps_at_the_terminal() {
     }
 }
 
-fn plan_candidates_stay_a_table_at_100() {
+fn plan_candidates_stay_a_table_at_80_and_100() {
     if !have_script() {
         return crate::support::not_run("util-linux `script` is not installed");
     }
-    let lines = shown("plan --scheme examples/keyplan.yaml", 100);
-    assert_fits(&lines, 100);
-    let i = lines
-        .iter()
-        .position(|l| l.starts_with("cart_view (MGET)"))
-        .unwrap_or_else(|| panic!("{}", lines.join("\n")));
-    let top = lines[i..]
-        .iter()
-        .find(|l| l.starts_with('┌') || l.starts_with('▸'))
-        .unwrap();
-    assert!(top.starts_with('┌'), "{}", lines[i..].join("\n"));
-    // The recommendation's number is starred in the table and names its candidate below it.
-    assert!(
-        lines.iter().any(|l| l.starts_with("│ ★")),
-        "{}",
-        lines.join("\n")
-    );
-    assert!(
-        lines
+    for cols in [100u16, 80] {
+        let lines = shown("plan --scheme examples/keyplan.yaml", cols);
+        assert_fits(&lines, cols.into());
+        let i = lines
             .iter()
-            .any(|l| l.starts_with("▸ ★") && l.contains("tag `{user:<user_id>}`")),
-        "{}",
-        lines.join("\n")
-    );
+            .position(|l| l.starts_with("cart_view (MGET)"))
+            .unwrap_or_else(|| panic!("{}", lines.join("\n")));
+        let top = lines[i..]
+            .iter()
+            .find(|l| l.starts_with('┌') || l.starts_with('▸'))
+            .unwrap();
+        assert!(
+            top.starts_with('┌'),
+            "{cols} columns:\n{}",
+            lines[i..].join("\n")
+        );
+        // The recommendation's number is starred in the table and names its candidate below it.
+        assert!(
+            lines.iter().any(|l| l.starts_with("│ ★")),
+            "{}",
+            lines.join("\n")
+        );
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.starts_with("▸ ★") && l.contains("tag `{user:<user_id>}`")),
+            "{}",
+            lines.join("\n")
+        );
+        // Every figure stays: at 80 under short headers, with what they stand for below.
+        let header = lines[i..].iter().find(|l| l.starts_with("│ #")).unwrap();
+        for h in ["outcome", "trips", "skew", "moved", "pareto"] {
+            assert!(header.contains(h), "{cols} columns: no {h}: {header}");
+        }
+        if cols == 80 {
+            assert!(
+                lines.iter().any(|l| l.starts_with("(trips: round trips;")),
+                "{}",
+                lines.join("\n")
+            );
+        }
+    }
 }
 
 /// On a live cluster the nodes are `host:port` (15 characters, twice a figure's width): the
