@@ -431,8 +431,57 @@ fn output_fits_80_and_100_column_terminals() {
     }
 }
 
+/// A progress bar on an 80-column terminal draws frames of at most 80 columns (one line, no
+/// padding to twice the width) and never claims `eta 0s` while work is left: the eta is blank
+/// until there is a rate, then counts down.
+fn progress_frames_fit_80_columns() {
+    if !have_script() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let keys = dump(dir.path(), 300_000);
+    let line = format!(
+        "{} >/dev/null",
+        command_line(&s(&[
+            "analyze",
+            &keys.display().to_string(),
+            "--masters",
+            "3"
+        ]))
+    );
+    let (code, raw) = in_pty(&line, 80);
+    assert_eq!(code, 0, "{raw}");
+    let escape = regex::Regex::new("\x1b\\[[0-9;?]*[A-Za-z]").unwrap();
+    let frames: Vec<String> = raw
+        .split(['\r', '\n'])
+        .map(|f| escape.replace_all(f, "").into_owned())
+        .filter(|f| f.contains("reading keys"))
+        .collect();
+    assert!(!frames.is_empty(), "no bar drawn:\n{raw:?}");
+    for f in &frames {
+        assert!(
+            f.chars().count() <= 80,
+            "a frame of {} columns: {f:?}",
+            f.chars().count()
+        );
+        // `eta 0s` only on a full bar (nothing left).
+        let bar = f
+            .split_once('[')
+            .and_then(|(_, b)| b.split_once(']'))
+            .map(|(b, _)| b);
+        assert!(
+            !f.contains("eta 0s") || bar.is_some_and(|b| b.chars().all(|c| c == '=')),
+            "{f:?}"
+        );
+    }
+}
+
 /// This module's tests, run by the harness in `main.rs`.
 pub(crate) const TESTS: &[crate::support::Test] = &[
+    (
+        "progress_frames_fit_80_columns",
+        progress_frames_fit_80_columns,
+    ),
     (
         "offline_commands_finish_in_a_terminal_with_the_piped_output",
         offline_commands_finish_in_a_terminal_with_the_piped_output,
