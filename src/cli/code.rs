@@ -120,7 +120,14 @@ pub fn scan_paths(
         }
     }
     let readers = Readers::builtin();
-    let (files, errors) = walk(paths, Language::EXTENSIONS);
+    // One walk for the source files and the Lua script files beside them (commands the code
+    // defines from its script files at run time take their names and key counts from them).
+    let mut extensions = Language::EXTENSIONS.to_vec();
+    extensions.push("lua");
+    let (all_files, errors) = walk(paths, &extensions);
+    let (lua, files): (Vec<SourceFile>, Vec<SourceFile>) = all_files
+        .into_iter()
+        .partition(|f| f.path.extension().is_some_and(|e| e == "lua"));
     let mut report = CodeReport::default();
     for (root, why) in errors {
         report.skipped.push(Skipped {
@@ -190,7 +197,25 @@ pub fn scan_paths(
         let idx: Vec<usize> = (0..n).collect();
         par_map(&pool, &idx, |&i| job(i))
     };
-    let found = crate::code::scan::analyse(&units, crate::code::profile::Profile::builtin, &run);
+    // A script file that cannot be read is left out: it only names a command.
+    let scripts: Vec<crate::code::lua::ScriptFile> = if engine == CodeEngine::Model {
+        par_map(&pool, &lua, |f| {
+            let stem = f.path.file_stem()?.to_str()?;
+            let body = read_source(&f.path).ok()?;
+            Some(crate::code::lua::script_file(stem, &body))
+        })
+        .into_iter()
+        .flatten()
+        .collect()
+    } else {
+        Vec::new()
+    };
+    let found = crate::code::scan::analyse(
+        &units,
+        crate::code::profile::Profile::builtin,
+        &scripts,
+        &run,
+    );
     drop(units);
     for (i, f) in unit_index.into_iter().zip(found) {
         model_results.insert(i, Ok(f));

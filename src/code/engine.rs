@@ -20,6 +20,7 @@
 //! them. Nothing here knows a library by name.
 
 use super::ir::{self, Arg, Call, Expr, Func, Stmt, Target, Unit};
+use super::lua::ScriptFile;
 use super::profile::{ArgShape, Profile};
 use super::{FileFindings, KeyUse, Part, Position, Site, SiteKind, Template, Unknown};
 use std::cell::RefCell;
@@ -53,8 +54,12 @@ pub struct Source<'a> {
 }
 
 /// The findings of every file, in the order given, from reading them together.
-pub fn analyse(sources: &[Source<'_>], profiles: &[Profile]) -> Vec<FileFindings> {
-    let program = Program::new(sources, profiles);
+pub fn analyse(
+    sources: &[Source<'_>],
+    profiles: &[Profile],
+    scripts: &[ScriptFile],
+) -> Vec<FileFindings> {
+    let program = Program::new(sources, profiles, scripts);
     let mut found = Found::default();
     for (u, s) in sources.iter().enumerate() {
         for (fi, f) in s.unit.funcs.iter().enumerate() {
@@ -71,9 +76,10 @@ pub fn analyse(sources: &[Source<'_>], profiles: &[Profile]) -> Vec<FileFindings
 pub fn analyse_parallel(
     sources: &[Source<'_>],
     profiles: &[Profile],
+    scripts: &[ScriptFile],
     run: impl Fn(&(dyn Fn(usize) -> Found + Sync), usize) -> Vec<Found>,
 ) -> Vec<FileFindings> {
-    let program = Program::new(sources, profiles);
+    let program = Program::new(sources, profiles, scripts);
     let entries: Vec<(usize, usize)> = sources
         .iter()
         .enumerate()
@@ -274,7 +280,7 @@ fn import_names(wanted: &str, path: &str) -> bool {
 }
 
 impl<'a> Program<'a> {
-    fn new(sources: &'a [Source<'a>], profiles: &[Profile]) -> Program<'a> {
+    fn new(sources: &'a [Source<'a>], profiles: &[Profile], scripts: &[ScriptFile]) -> Program<'a> {
         let mut p = Program {
             sources,
             calls: Calls::of(profiles),
@@ -364,6 +370,13 @@ impl<'a> Program<'a> {
                 p.dynamic_defines |= collect_defines(&f.body, &p.calls.define, &mut p.defined);
             }
             p.module_vars.push(vars);
+        }
+        // Commands defined under names the code does not spell: the tree's script files are
+        // the candidates, with the key counts their names or bodies give.
+        if p.dynamic_defines {
+            for sf in scripts {
+                p.defined.entry(sf.name.clone()).or_insert(sf.keys);
+            }
         }
         // Every class with methods is a class, bases or not.
         let with_methods: Vec<&'a str> = p.methods.keys().map(|(c, _)| *c).collect();
@@ -1111,6 +1124,9 @@ struct PipeState {
     sent: bool,
     /// Whether it was handed in as a parameter (its commands are the caller's business).
     handed: bool,
+    /// Watching keys (`pipe.watch(…)`, until `pipe.multi()`): its commands are sent at once,
+    /// each on its own, not queued.
+    immediate: bool,
 }
 
 /// The variables of one function's reading.
@@ -1224,6 +1240,7 @@ impl<'p, 'a> Cx<'p, 'a> {
                 unknown: None,
                 sent: false,
                 handed: true,
+                immediate: false,
             });
             let _ = (u, at);
             return V::Pipe(id);
@@ -2203,6 +2220,19 @@ impl<'p, 'a> Cx<'p, 'a> {
     /// is a field of `self`/`this`, and the only class of the tree that defines `m` is the
     /// one being read.
     fn delegates(&self, fr: &Frame<'a>, recv_expr: &Expr, m: &str) -> bool {
+        // A function named `m` calling `m` on something that is not its own object
+        // (`moveToActive(queue) { return queue.client.moveToActive(…) }`): a wrapper of the
+        // receiver's method, not a call of itself.
+        // (The receiver's own fields are judged below, by the classes that define `m`.)
+        let mut root = recv_expr;
+        while let Expr::Field(x, _) = root {
+            root = x;
+        }
+        let on_self = matches!(root, Expr::Name(n)
+            if Some(n.as_str()) == fr.receiver || matches!(n.as_str(), "this" | "self"));
+        if !on_self && self.stack.last().is_some_and(|f| f.name == m) {
+            return true;
+        }
         let Some(class) = fr.class else {
             return false;
         };
@@ -2726,8 +2756,19 @@ impl<'p, 'a> Cx<'p, 'a> {
             let (keys, unk) = match n {
                 Some(n) => {
                     let (mut flat, unk) = flatten_args(&args, true);
+                    // Fewer values written out than the script takes keys: a value nothing is
+                    // known of holds several of them (a list built at run time), so which keys
+                    // they are is not known.
+                    let short = flat.len() < n;
                     flat.truncate(n);
-                    (flat, unk.filter(|_| args.len() < n))
+                    let unk = unk.or_else(|| {
+                        (n > 1).then(|| {
+                            Unknown::RuntimeList(format!(
+                                "{m} takes {n} keys; fewer are written out"
+                            ))
+                        })
+                    });
+                    (flat, unk.filter(|_| short))
                 }
                 None => (Vec::new(), Some(Unknown::RuntimeList(format!("{m} keys")))),
             };
@@ -2918,12 +2959,27 @@ impl<'p, 'a> Cx<'p, 'a> {
         }
         if matches!(m, "multi" | "MULTI" | "Multi") {
             self.pipes[id].atomic = true;
+            self.pipes[id].immediate = false;
             return V::Pipe(id);
+        }
+        // A pipeline that watches keys sends what follows at once, until `multi()` starts the
+        // transaction (redis-py's and its kin's semantics; other clients watch on the client).
+        if m == "watch" {
+            self.eval_args_for_effects(fr, &c.args);
+            self.pipes[id].immediate = true;
+            return V::Pipe(id);
+        }
+        if self.pipes[id].immediate
+            && let Some((cmd, how)) = self.command_of(m)
+        {
+            let args = self.eval_args(fr, &c.args);
+            let (keys, unk) = self.command_keys(&cmd, how, &args);
+            self.direct(fr.unit, c.at, SiteKind::Command, &cmd, keys, unk);
+            return unknown("reply");
         }
         if matches!(
             m,
-            "watch"
-                | "unwatch"
+            "unwatch"
                 | "reset"
                 | "discard"
                 | "Discard"
@@ -2955,10 +3011,22 @@ impl<'p, 'a> Cx<'p, 'a> {
         if let Some(n) = self.p.defined.get(m).copied() {
             let args = self.eval_args(fr, &c.args);
             let (mut flat, unk) = flatten_args(&args, true);
+            // As on a client: fewer values written out than the script takes keys leaves
+            // which keys they are unknown.
+            let short = n.is_some_and(|n| flat.len() < n);
             if let Some(n) = n {
                 flat.truncate(n);
             }
-            self.queue(id, m, flat, unk.filter(|_| n.is_none()), c.at, fr.unit);
+            let unk = match n {
+                None => unk,
+                Some(n) if short => unk.or_else(|| {
+                    (n > 1).then(|| {
+                        Unknown::RuntimeList(format!("{m} takes {n} keys; fewer are written out"))
+                    })
+                }),
+                Some(_) => None,
+            };
+            self.queue(id, m, flat, unk, c.at, fr.unit);
             return V::Pipe(id);
         }
         if let Some((cmd, how)) = self.command_of(m) {
@@ -3102,6 +3170,7 @@ impl<'p, 'a> Cx<'p, 'a> {
             unknown: None,
             sent: false,
             handed: false,
+            immediate: false,
         });
         self.pipes.len() - 1
     }
@@ -3546,6 +3615,15 @@ mod tests {
         lang: Language,
         files: &[(&str, &str)],
     ) -> Vec<(usize, usize, Option<usize>, String, &'static str)> {
+        sites_with(lang, files, &[])
+    }
+
+    /// [`sites`], with the tree's Lua script files.
+    fn sites_with(
+        lang: Language,
+        files: &[(&str, &str)],
+        scripts: &[ScriptFile],
+    ) -> Vec<(usize, usize, Option<usize>, String, &'static str)> {
         let units: Vec<Unit> = files
             .iter()
             .map(|(_, t)| super::super::scan::lower(lang, t).expect("lowers"))
@@ -3555,7 +3633,11 @@ mod tests {
             .zip(&units)
             .map(|((f, _), u)| Source { file: f, unit: u })
             .collect();
-        let found = analyse(&sources, &Profile::builtin(lang.profile_language()));
+        let found = analyse(
+            &sources,
+            &Profile::builtin(lang.profile_language()),
+            scripts,
+        );
         let mut out = Vec::new();
         for (i, f) in found.iter().enumerate() {
             for s in &f.sites {
@@ -3834,6 +3916,92 @@ module.exports = Queue;
             "{got:?}"
         );
     }
+    #[test]
+    fn an_object_s_method_wrapping_a_command_defined_from_a_script_file() {
+        // Commands defined from the tree's script files; `scripts.move` wraps the client's
+        // `move` (not a call of itself, although the queue has a `move` of its own too).
+        let queue = "\
+const Redis = require('ioredis');
+const scripts = require('./scripts');
+function Queue(name) {
+  this.client = new Redis();
+  for (const s of loaded) {
+    this.client.defineCommand(s.name, { numberOfKeys: s.keys, lua: s.content });
+  }
+}
+Queue.prototype.move = function (id) {
+  return scripts.move(this, id);
+};
+module.exports = Queue;
+";
+        let scripts_js = "\
+const scripts = {
+  move(queue, id) {
+    const keys = [queue.name + ':wait', queue.name + ':active'];
+    return queue.client.move(keys.concat([id]));
+  },
+  release: function (queue, id) {
+    return queue.client.release([queue.name + ':' + id + ':lock', queue.token]);
+  },
+  pause(queue, keys) {
+    return queue.client.pause(keys);
+  },
+};
+module.exports = scripts;
+";
+        let files = [("queue.js", queue), ("scripts.js", scripts_js)];
+        let js = Language::JavaScript(super::super::javascript::Dialect::JavaScript);
+        let lua = [
+            super::super::lua::script_file("move-2", ""),
+            super::super::lua::script_file("release", "return redis.call('DEL', KEYS[1])"),
+            super::super::lua::script_file("pause-3", ""),
+        ];
+        let got = sites_with(js, &files, &lua);
+        // Two keys written out, of two prefixes; the lock released is one key (its count read
+        // from the body); a list nobody here writes out for a script of 3 keys: not known.
+        assert!(
+            got.contains(&(1, 4, None, "move".into(), "cross")),
+            "{got:?}"
+        );
+        assert!(
+            got.contains(&(1, 7, None, "release".into(), "one")),
+            "{got:?}"
+        );
+        assert!(
+            got.contains(&(1, 10, None, "pause".into(), "depends")),
+            "{got:?}"
+        );
+        // Without the script files their key counts are not known.
+        let bare = sites(js, &files);
+        assert!(bare.iter().any(|s| s.1 == 7 && s.4 != "one"), "{bare:?}");
+    }
+
+    #[test]
+    fn a_watching_pipeline_sends_its_commands_at_once() {
+        let got = py(&[(
+            "enq.py",
+            "\
+async def enqueue(redis, job_id):
+    async with redis.pipeline(transaction=True) as pipe:
+        await pipe.watch('job:' + job_id)
+        if await pipe.exists('job:' + job_id, 'result:' + job_id):
+            return None
+        pipe.multi()
+        pipe.set('job:' + job_id, 1)
+        pipe.zadd('queue', {job_id: 1})
+        await pipe.execute()
+",
+        )]);
+        // EXISTS is sent on its own while watching: a command of two keys, not one of the
+        // transaction's.
+        assert!(
+            got.contains(&(0, 4, None, "EXISTS".into(), "cross")),
+            "{got:?}"
+        );
+        let tx = got.iter().find(|s| s.1 == 2).expect("the transaction");
+        assert_eq!(tx.3, "SET ZADD", "{got:?}");
+    }
+
     #[test]
     fn a_base_class_method_runs_its_subclasses_overrides() {
         let src = "\

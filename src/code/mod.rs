@@ -14,6 +14,7 @@ pub mod ir;
 pub mod java;
 pub mod javascript;
 pub mod lower;
+pub mod lua;
 pub mod profile;
 pub mod python;
 pub mod ruby;

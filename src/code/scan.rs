@@ -8,6 +8,7 @@
 
 use super::engine::{self, Found, Source};
 use super::ir::Unit;
+use super::lua::ScriptFile;
 use super::profile::Profile;
 use super::{FileFindings, Language};
 
@@ -35,10 +36,12 @@ pub fn lower(language: Language, text: &str) -> Result<Unit, String> {
 pub type Runner<'r> = &'r (dyn Fn(&(dyn Fn(usize) -> Found + Sync), usize) -> Vec<Found> + Sync);
 
 /// The findings of lowered files: `files` are (name as shown, language, model); those of one
-/// language (profile language) are analysed together with that language's `profiles`.
+/// language (profile language) are analysed together with that language's `profiles` and the
+/// tree's Lua script files (`scripts`).
 pub fn analyse(
     files: &[(String, Language, Unit)],
     profiles: impl Fn(&str) -> Vec<Profile>,
+    scripts: &[ScriptFile],
     run: Runner<'_>,
 ) -> Vec<FileFindings> {
     let mut out: Vec<FileFindings> = (0..files.len()).map(|_| FileFindings::default()).collect();
@@ -56,7 +59,8 @@ pub fn analyse(
                 unit: &files[i].2,
             })
             .collect();
-        let found = engine::analyse_parallel(&sources, &profiles(lang), |job, n| run(job, n));
+        let found =
+            engine::analyse_parallel(&sources, &profiles(lang), scripts, |job, n| run(job, n));
         for (k, f) in index.into_iter().zip(found) {
             out[k] = f;
         }

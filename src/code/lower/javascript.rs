@@ -1176,10 +1176,15 @@ impl<'s> Lowerer<'s> {
 
     /// A closure.
     fn lambda(&mut self, n: Node<'_>) -> Expr {
+        self.named_lambda(n, "<lambda>")
+    }
+
+    /// A closure that an object literal gives a name (`{ run(keys) {…} }`,
+    /// `{ run: function (keys) {…} }`): the name lets a wrapper of a client's method of the same
+    /// name be told from a call of itself.
+    fn named_lambda(&mut self, n: Node<'_>, name: &str) -> Expr {
         self.effects += 1;
-        Expr::Lambda(Box::new(
-            self.function(n, "<lambda>", None, None, false, INNER),
-        ))
+        Expr::Lambda(Box::new(self.function(n, name, None, None, false, INNER)))
     }
 
     fn export(&mut self, n: Node<'_>, ctx: Ctx, out: &mut Vec<Stmt>) {
@@ -1773,7 +1778,14 @@ impl<'s> Lowerer<'s> {
                             .map_or(Expr::Other(Vec::new()), |k| self.expr(k)),
                         _ => Expr::Str(self.key_text(k)),
                     };
-                    entries.push((key, self.expr(v)));
+                    let value = match &key {
+                        Expr::Str(name) if is_function(v.kind()) => {
+                            let name = name.clone();
+                            self.named_lambda(v, &name)
+                        }
+                        _ => self.expr(v),
+                    };
+                    entries.push((key, value));
                 }
                 "shorthand_property_identifier" => {
                     let name = self.t(p);
@@ -1783,7 +1795,8 @@ impl<'s> Lowerer<'s> {
                     let key = p
                         .child_by_field_name("name")
                         .map_or(String::new(), |k| self.key_text(k));
-                    entries.push((Expr::Str(key), self.lambda(p)));
+                    let f = self.named_lambda(p, &key);
+                    entries.push((Expr::Str(key), f));
                 }
                 "spread_element" => {
                     entries.push((self.element(p), Expr::Other(Vec::new())));
