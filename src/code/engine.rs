@@ -1698,6 +1698,27 @@ impl<'p, 'a> Cx<'p, 'a> {
                     let vv = self.eval(fr, v);
                     out.push((kv, vv));
                 }
+                // An object literal's functions see the object as `this` (siblings called as
+                // `this.other(…)`): the object as written, its functions without a `this` of
+                // their own (no value holds itself).
+                if out
+                    .iter()
+                    .any(|(_, v)| matches!(v, V::Func(f) if f.this.is_none()))
+                {
+                    let base = V::Map(Rc::new(out.clone()));
+                    for (_, v) in out.iter_mut() {
+                        if let V::Func(f) = v
+                            && f.this.is_none()
+                        {
+                            f.this = Some(Box::new(base.clone()));
+                            for (c, _) in self.closures.iter_mut() {
+                                if std::ptr::eq(c.func, f.func) && c.this.is_none() {
+                                    c.this = f.this.clone();
+                                }
+                            }
+                        }
+                    }
+                }
                 V::Map(Rc::new(out))
             }
             Expr::Spread(x) => match self.eval(fr, x) {
@@ -2092,7 +2113,14 @@ impl<'p, 'a> Cx<'p, 'a> {
                     .find(|(k, _)| matches!(k, V::Text(t) if t.text() == m))
                     .map(|(_, v)| v.clone());
                 match held {
-                    Some(V::Func(f)) => return self.invoke_value(fr, &f, &c.args, Some(c.at)),
+                    Some(V::Func(mut f)) => {
+                        // An object literal's function: `this` is the object (its siblings
+                        // called as `this.other(…)`).
+                        if f.this.is_none() {
+                            f.this = Some(Box::new(recv.clone()));
+                        }
+                        return self.invoke_value(fr, &f, &c.args, Some(c.at));
+                    }
                     Some(V::Script(s)) => return self.run_script_object(fr, c, &s),
                     _ => return self.value_method(fr, c, &recv),
                 }
@@ -2122,6 +2150,21 @@ impl<'p, 'a> Cx<'p, 'a> {
             V::Unknown(n) => n.to_string(),
             _ => describe(recv_expr),
         };
+        // The list helpers of lodash and underscore (`_.map(keys, f)`, `_.concat(a, b)`): the
+        // list method on the first argument.
+        if matches!(rname.as_str(), "_" | "lodash" | "underscore")
+            && matches!(
+                m,
+                "map" | "flatMap" | "concat" | "flatten" | "compact" | "uniq" | "clone"
+            )
+            && let Some((first, rest)) = c.args.split_first()
+        {
+            let xs = self.eval(fr, &first.value);
+            if let V::List(_) = xs {
+                let args: Vec<V<'a>> = rest.iter().map(|a| self.eval(fr, &a.value)).collect();
+                return self.list_method(fr, m, &xs, args, c.at);
+            }
+        }
         // `redis.Redis(…)`, `Redis.from_url(…)`, `new IORedis.Cluster(…)`: a client made.
         if calls.make_client.contains(m) && matches!(recv, V::Unknown(_)) {
             self.eval_args_for_effects(fr, &c.args);
@@ -2250,6 +2293,46 @@ impl<'p, 'a> Cx<'p, 'a> {
     fn value_method(&mut self, fr: &Frame<'a>, c: &'a Call, recv: &V<'a>) -> V<'a> {
         let m = c.name.as_str();
         let args: Vec<V<'a>> = c.args.iter().map(|a| self.eval(fr, &a.value)).collect();
+        self.list_method(fr, m, recv, args, c.at)
+    }
+
+    /// A list's, map's or text's method `m` on `recv` with these arguments (see
+    /// [`Cx::value_method`]); `xs.map(f)` applies `f` to each element written out.
+    fn list_method(
+        &mut self,
+        fr: &Frame<'a>,
+        m: &str,
+        recv: &V<'a>,
+        args: Vec<V<'a>>,
+        at: Position,
+    ) -> V<'a> {
+        if let (V::List(l), "map" | "flatMap" | "flat_map" | "collect", Some(V::Func(f))) =
+            (recv, m, args.first())
+        {
+            let f = f.clone();
+            let mut items = Vec::with_capacity(l.items.len());
+            for x in l.items.iter().take(UNROLL) {
+                let v = self.apply(fr, &f, vec![x.clone()], at);
+                match v {
+                    V::List(inner) if m != "map" && m != "collect" => {
+                        items.extend(inner.items.iter().cloned())
+                    }
+                    v => items.push(v),
+                }
+            }
+            let rest = match &l.rest {
+                None if l.items.len() <= UNROLL => None,
+                Some(Rest::Like(a, b)) => {
+                    let (a, b) = ((**a).clone(), (**b).clone());
+                    let fa = self.apply(fr, &f, vec![a], at);
+                    let fb = self.apply(fr, &f, vec![b], at);
+                    Some(Rest::Like(Box::new(fa), Box::new(fb)))
+                }
+                Some(Rest::Named(n)) => Some(Rest::Named(Rc::from(format!("{n}.{m}(…)").as_str()))),
+                None => Some(Rest::Named(Rc::from(format!("{m}(…)").as_str()))),
+            };
+            return V::list(items, rest);
+        }
         match (recv, m) {
             (
                 V::List(l),
@@ -2305,6 +2388,21 @@ impl<'p, 'a> Cx<'p, 'a> {
             }
             _ => unknown(self.prime(&format!("{}()", m))),
         }
+    }
+
+    /// The value function `f` returns for these argument values.
+    fn apply(&mut self, fr: &Frame<'a>, f: &FuncV<'a>, args: Vec<V<'a>>, at: Position) -> V<'a> {
+        self.closures.retain(|(c, _)| !std::ptr::eq(c.func, f.func));
+        let mut vars = f
+            .env
+            .as_ref()
+            .map(|e| e.borrow().clone())
+            .unwrap_or_default();
+        for (p, v) in f.func.params.iter().zip(args) {
+            vars.insert(p.name.clone(), v);
+        }
+        let this = f.this.as_deref().cloned();
+        self.run_function(fr, f.unit, f.func, vars, this, Some(at))
     }
 
     /// A call of a bare name: a function of the tree (followed), a class (an object made by
@@ -2369,6 +2467,25 @@ impl<'p, 'a> Cx<'p, 'a> {
         let target = self.resolve_function(fr.unit, n);
         if let Some((u, func)) = target {
             return self.invoke(fr, u, func, &c.args, None, Some(c.at));
+        }
+        // Python's builtins that copy or map a list (`list(keys)`, `tuple(…)`, `sorted(…)`,
+        // `map(f, keys)`): the list they make.
+        if c.receiver.is_none() && c.args.iter().all(|a| a.keyword.is_none()) {
+            match (n, c.args.as_slice()) {
+                ("list" | "tuple" | "set" | "frozenset" | "sorted" | "reversed", [a]) => {
+                    if let v @ V::List(_) = self.eval(fr, &a.value) {
+                        return v;
+                    }
+                }
+                ("map", [f, xs]) => {
+                    let f = self.eval(fr, &f.value);
+                    let xs = self.eval(fr, &xs.value);
+                    if let V::List(_) = xs {
+                        return self.list_method(fr, "map", &xs, vec![f], c.at);
+                    }
+                }
+                _ => {}
+            }
         }
         // A method of this object called without its receiver (Ruby, Java, Go closures).
         if let (Some(class), Some(this)) = (fr.class, fr.this.clone())
@@ -3974,6 +4091,53 @@ module.exports = scripts;
         // Without the script files their key counts are not known.
         let bare = sites(js, &files);
         assert!(bare.iter().any(|s| s.1 == 7 && s.4 != "one"), "{bare:?}");
+    }
+
+    #[test]
+    fn lists_mapped_by_a_function_and_siblings_called_through_this() {
+        let src = "\
+const _ = require('lodash');
+const Redis = require('ioredis');
+const redis = new Redis();
+const scripts = {
+  keysOf(queue, names) {
+    return _.map(names, name => queue.prefix + ':' + name);
+  },
+  pause(queue) {
+    const keys = this.keysOf(queue, ['wait', 'paused']);
+    return redis.eval('return 1', 2, ...keys);
+  },
+  drain(queue) {
+    const keys = ['a', 'b'].map(n => '{' + queue.prefix + '}:' + n);
+    return redis.eval('return 1', 2, ...keys);
+  },
+};
+module.exports = scripts;
+";
+        let js = Language::JavaScript(super::super::javascript::Dialect::JavaScript);
+        let got = sites(js, &[("scripts.js", src)]);
+        assert!(
+            got.contains(&(0, 10, None, "EVAL".into(), "cross")),
+            "{got:?}"
+        );
+        assert!(
+            got.contains(&(0, 14, None, "EVAL".into(), "one")),
+            "{got:?}"
+        );
+        let got = py(&[(
+            "m.py",
+            "\
+import redis
+r = redis.Redis()
+def drop(uid):
+    keys = list(map(lambda n: 'user:' + uid + ':' + n, ['a', 'b']))
+    return r.delete(*keys)
+",
+        )]);
+        assert!(
+            got.contains(&(0, 5, None, "DEL".into(), "cross")),
+            "{got:?}"
+        );
     }
 
     #[test]
