@@ -498,6 +498,29 @@ impl<'a> Program<'a> {
         self.lineages.get(class).cloned().unwrap_or_default()
     }
 
+    /// `class`, its bases, and every class of the tree descending from any of them.
+    fn family<'c>(&'c self, class: &'c str) -> HashSet<&'c str> {
+        let mut out: HashSet<&str> = HashSet::new();
+        out.insert(class);
+        for c in self.lineage_of(class) {
+            out.insert(c);
+            // Bases every kind of class has (typing's, the language's root object) make no
+            // family.
+            let bare = c.split('[').next().unwrap_or(c);
+            let bare = bare.rsplit('.').next().unwrap_or(bare);
+            if matches!(
+                bare,
+                "object" | "Object" | "Generic" | "Protocol" | "ABC" | "Exception" | "Enum"
+            ) {
+                continue;
+            }
+            if let Some(subs) = self.subclasses.get(c) {
+                out.extend(subs.iter().copied());
+            }
+        }
+        out
+    }
+
     /// The class a receiver named `name` stands for (`job` → `Job`, `started_job_registry` →
     /// `StartedJobRegistry`, `self._queue` → `Queue`): case and `_` aside, exactly one class.
     fn class_named_like(&self, name: &str) -> Option<&'a str> {
@@ -2281,11 +2304,20 @@ impl<'p, 'a> Cx<'p, 'a> {
         };
         let on_field = matches!(recv_expr, Expr::Field(x, _)
             if matches!(&**x, Expr::Name(n) if Some(n.as_str()) == fr.receiver));
-        // No other class defines it: a field holding another of the tree's classes would.
+        // No class outside this class's family (its bases, and every class descending from
+        // them: the siblings that implement the same interface) defines it: a field holding
+        // another of the tree's classes would. A cache backend's `delete` calling
+        // `self._client.delete(…)` calls the client's, although every backend has a `delete`.
+        let family = self.p.family(class);
         on_field
             && self.p.method_names.get(m).is_some_and(|ids| {
-                ids.iter()
-                    .all(|&id| self.p.func(id).class.as_deref() == Some(class))
+                ids.iter().all(|&id| {
+                    self.p
+                        .func(id)
+                        .class
+                        .as_deref()
+                        .is_none_or(|c| family.contains(c))
+                })
             })
     }
 
@@ -2417,6 +2449,12 @@ impl<'p, 'a> Cx<'p, 'a> {
             return match f {
                 V::Func(f) => self.invoke_value(fr, &f, &c.args, Some(c.at)),
                 V::Script(s) => self.run_script_object(fr, c, &s),
+                // A client's class handed out by a function (`self._get_client()(pool=…)`
+                // where `_get_client` returns `redis.StrictRedis`): a client made.
+                V::Unknown(n) if calls.make_client.contains(&last_segment(&n)) => {
+                    self.eval_args_for_effects(fr, &c.args);
+                    V::Client
+                }
                 _ => {
                     self.eval_args_for_effects(fr, &c.args);
                     unknown(self.prime(&describe(e)))
@@ -4136,6 +4174,72 @@ def drop(uid):
         )]);
         assert!(
             got.contains(&(0, 5, None, "DEL".into(), "cross")),
+            "{got:?}"
+        );
+    }
+
+    #[test]
+    fn a_backend_s_field_is_the_client_though_every_backend_has_the_method() {
+        let got = py(&[
+            (
+                "base.py",
+                "\
+class BaseCache:
+    def delete(self, key):
+        return True
+
+    def delete_many(self, *keys):
+        return [self.delete(k) for k in keys]
+",
+            ),
+            (
+                "redis_cache.py",
+                "\
+import redis
+from base import BaseCache
+
+class RedisCache(BaseCache):
+    def __init__(self, client):
+        self._write_client = client
+
+    def delete(self, key):
+        return self._write_client.delete('c:' + key)
+
+    def delete_many(self, *keys):
+        return self._write_client.delete(*['c:' + k for k in keys])
+
+class FileCache(BaseCache):
+    def delete(self, key):
+        return False
+",
+            ),
+            (
+                "backend.py",
+                "\
+import redis
+
+class Backend:
+    redis = redis
+
+    def _get_client(self):
+        return self.redis.StrictRedis
+
+    @property
+    def client(self):
+        return self._get_client()(host='h')
+
+    def mget(self, keys):
+        return self.client.mget(keys)
+",
+            ),
+        ]);
+        // One key per id the caller gives: cross-slot; the list of keys is the caller's.
+        assert!(
+            got.contains(&(1, 12, None, "DEL".into(), "cross")),
+            "{got:?}"
+        );
+        assert!(
+            got.contains(&(2, 14, None, "MGET".into(), "depends")),
             "{got:?}"
         );
     }
