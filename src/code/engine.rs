@@ -173,6 +173,7 @@ struct Calls {
     make_client: HashSet<String>,
     client_types: HashSet<String>,
     pipeline_types: HashSet<String>,
+    script_types: HashSet<String>,
     client_api: HashSet<String>,
 }
 
@@ -210,6 +211,7 @@ impl Calls {
             set(&mut c.make_client, &p.clients.make);
             set(&mut c.client_types, &p.clients.types);
             set(&mut c.pipeline_types, &p.clients.pipeline_types);
+            set(&mut c.script_types, &p.clients.script_types);
             set(&mut c.client_api, &p.clients.api);
         }
         c
@@ -1247,8 +1249,18 @@ impl<'p, 'a> Cx<'p, 'a> {
 
     /// A parameter's value when its function is read on its own.
     fn param_value(&mut self, prm: &ir::Param, u: usize, at: Position) -> V<'a> {
-        let ty = prm.ty.as_deref().unwrap_or("");
+        let written = prm.ty.as_deref().unwrap_or("");
+        // The type's own name: its last segment (`client.Pipeline`), under the name a file
+        // imported it as (`from redis.commands.core import Script as RedisScript`).
+        let last = written.rsplit('.').next().unwrap_or(written);
+        let ty = match self.p.imports.get(u).and_then(|i| i.get(last)) {
+            Some((_, Some(original))) => *original,
+            _ => last,
+        };
         let calls = &self.p.calls;
+        if !ty.is_empty() && calls.script_types.contains(ty) && !prm.rest {
+            return V::Script(Rc::new(ScriptV { counted: None }));
+        }
         if !ty.is_empty() && calls.pipeline_types.contains(ty)
             || ty.is_empty() && pipe_name(&prm.name) && !prm.rest
         {
@@ -4240,6 +4252,23 @@ class Backend:
         );
         assert!(
             got.contains(&(2, 14, None, "MGET".into(), "depends")),
+            "{got:?}"
+        );
+    }
+
+    #[test]
+    fn a_parameter_declared_a_script_runs_it() {
+        let got = py(&[(
+            "groups.py",
+            "\
+from redis.commands.core import Script as RedisScript
+
+def _create(script: RedisScript, group: str) -> None:
+    script(keys=['group:' + group, 'groups'], args=[group])
+",
+        )]);
+        assert!(
+            got.contains(&(0, 4, None, "EVALSHA".into(), "cross")),
             "{got:?}"
         );
     }

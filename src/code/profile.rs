@@ -184,6 +184,10 @@ pub struct ClientHints {
     /// Type names (last segment) a parameter declared a pipeline or transaction has.
     #[serde(default)]
     pub pipeline_types: Vec<String>,
+    /// Type names (last segment) a parameter or field declared a script object has (redis-py's
+    /// `Script`): calling it runs the script.
+    #[serde(default)]
+    pub script_types: Vec<String>,
     /// The client's own methods that send no command of a script (connecting, events,
     /// duplicating): never read as a command the tree defined at runtime.
     #[serde(default)]
