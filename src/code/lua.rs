@@ -54,9 +54,7 @@ pub fn keys_indexed(body: &str) -> Option<usize> {
         // Comments are read like code: a `KEYS[i]` written in one only makes the count unknown.
         let rest = &body[at + 4..];
         let rest = rest.trim_start();
-        let Some(index) = rest.strip_prefix('[') else {
-            return None;
-        };
+        let index = rest.strip_prefix('[')?;
         let close = index.find(']')?;
         let n: usize = index[..close].trim().parse().ok()?;
         most = most.max(n);

@@ -3,13 +3,13 @@
 //! bytes). Passwords never appear in any message. The one writer is `--apply` ([`apply`]),
 //! which moves slots as a previewed plan says.
 
+pub mod apply;
 mod conn;
 mod dump;
 mod measure;
 mod sample;
 mod sampled;
 mod verify;
-pub mod apply;
 pub use verify::ValueOptions;
 
 use crate::topology::reply::{Reply, from_reply};

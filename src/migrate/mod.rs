@@ -6,6 +6,7 @@
 //! it connects to first, then the other nodes in the order of that node's `CLUSTER NODES`
 //! reply. That order decides ties in redis-cli's algorithms, so it is kept exactly.
 
+pub mod apply;
 pub mod balance;
 pub mod emit;
 pub mod impact;
@@ -14,7 +15,6 @@ pub mod managed;
 pub mod redis_cli;
 pub mod scheme_change;
 pub mod timing;
-pub mod apply;
 pub mod verify;
 
 use crate::slot::SLOT_COUNT;
