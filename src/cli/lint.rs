@@ -247,11 +247,15 @@ pub fn run(mut args: LintArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
             super::code::CodeEngine::Readers,
             ctx,
         )?;
-        diags.extend(lint_code(rules, &report).into_iter().filter(|d| {
-            only.as_ref().is_none_or(|files| {
-                std::fs::canonicalize(&d.path).is_ok_and(|p| files.contains(&p))
-            })
-        }));
+        diags.extend(
+            lint_code(rules, &report, &|file| std::fs::read_to_string(file).ok())
+                .into_iter()
+                .filter(|d| {
+                    only.as_ref().is_none_or(|files| {
+                        std::fs::canonicalize(&d.path).is_ok_and(|p| files.contains(&p))
+                    })
+                }),
+        );
         for s in &report.skipped {
             writeln!(ctx.stderr, "note: {}: not read: {}", s.file, s.reason)?;
         }

@@ -328,7 +328,7 @@ pub fn check_examples(spec: &RuleSpec) -> ExampleOutcome {
                 skipped: Vec::new(),
                 scanned: 1,
             };
-            return Ok(checks::lint_code_with(&set, &report, &|_| Some(code.clone())).len());
+            return Ok(checks::lint_code(&set, &report, &|_| Some(code.clone())).len());
         }
         let topo =
             Topology::Cluster(SlotMap::from_masters(masters as usize).map_err(|e| e.to_string())?);

@@ -379,14 +379,9 @@ fn check_of(kind: &CheckKind) -> Box<dyn Check> {
 }
 
 /// Checks the multi-key calls `keyplan code` found in application source against the active
-/// rules; each finding is at the call, in its file.
-pub fn lint_code(rules: &RuleSet, report: &crate::code::CodeReport) -> Vec<Diagnostic> {
-    lint_code_with(rules, report, &|file| std::fs::read_to_string(file).ok())
-}
-
-/// [`lint_code`], the text of each file given by `source` (by the file's name in the report)
-/// where a check reads more than the reader kept.
-pub(crate) fn lint_code_with(
+/// rules; each finding is at the call, in its file. `source` gives a file's text (by its name in
+/// the report) where a check reads more than the reader kept (a script's body).
+pub fn lint_code(
     rules: &RuleSet,
     report: &crate::code::CodeReport,
     source: &dyn Fn(&str) -> Option<String>,
