@@ -1101,6 +1101,17 @@ fn recommend(
     if let Some(why) = fine {
         return (0, why);
     }
+    // What holds the keys: a Redis Enterprise database's shards, else the cluster's nodes.
+    let node = if ctx
+        .topo
+        .slot_map()
+        .and_then(|m| m.enterprise())
+        .is_some()
+    {
+        "shard"
+    } else {
+        "node"
+    };
     // Within the skew budget and working: fewest round trips, then latency (to the microsecond:
     // closer is noise of the generated keys), then fewest keys moved, then fewest rewrites.
     let micros = |c: &Candidate| (c.score.latency_ms * 1000.0).round();
@@ -1143,14 +1154,14 @@ fn recommend(
         let c = &cands[i];
         let why = match c.kind {
             CandidateKind::Tag => format!(
-                "{}: every batch lands on one slot, {} → {} round trip(s), and the busiest node carries {:.2}× the mean (within {limit} {max})",
+                "{}: every batch lands on one slot, {} → {} round trip(s), and the busiest {node} carries {:.2}× the mean (within {limit} {max})",
                 c.summary,
                 before.round_trips,
                 c.score.round_trips,
                 skew(c)
             ),
             CandidateKind::Bucket => format!(
-                "{}: the keys stay spread ({:.2}× the mean on the busiest node, within {limit} {max}); the batch becomes one single-slot pipeline per bucket, touching {} node(s) in {} round trip(s) ({} in parallel)",
+                "{}: the keys stay spread ({:.2}× the mean on the busiest {node}, within {limit} {max}); the batch becomes one single-slot pipeline per bucket, touching {} {node}(s) in {} round trip(s) ({} in parallel)",
                 c.summary,
                 skew(c),
                 c.score.nodes_touched,
@@ -1172,7 +1183,7 @@ fn recommend(
                         format!("no tag helps: the batch's keys share no variable, so {pipelines}")
                     }
                     Some(t) if skew(t) > max + 1e-9 => format!(
-                        "{pipelines}; the tags that would make it one slot crowd a node: {} puts {:.2}× the mean load on the busiest node, over {limit} {max}",
+                        "{pipelines}; the tags that would make it one slot crowd a {node}: {} puts {:.2}× the mean load on the busiest {node}, over {limit} {max}",
                         t.summary,
                         skew(t)
                     ),
@@ -1250,7 +1261,7 @@ fn recommend(
         .unwrap_or((0, &cands[0]));
     let why = if i == 0 {
         format!(
-            "its keys crowd a few values of their tag ({:.2}× the mean on the busiest node, over {limit} {max}) and {} has no other variable it keeps the same to spread them by; accept it (allow KP201 with a reason) or split the batch",
+            "its keys crowd a few values of their tag ({:.2}× the mean on the busiest {node}, over {limit} {max}) and {} has no other variable it keeps the same to spread them by; accept it (allow KP201 with a reason) or split the batch",
             skew(c),
             b.name
         )

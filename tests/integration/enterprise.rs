@@ -555,6 +555,9 @@ fn the_proxy_is_one_endpoint_with_named_shards() {
     ]);
     assert!(code <= 1, "{err}");
     assert!(!plan.contains("one pipeline per node"), "{plan}");
+    // The keys are held by shards: the load is a shard's, never a node's.
+    assert!(plan.contains("the busiest shard carries"), "{plan}");
+    assert!(!plan.contains("node"), "{plan}");
     assert!(
         plan.contains("MGET (split over the shards by the proxy) over several slots: 2 shard(s), 1 round trip(s)"),
         "{plan}"
