@@ -2872,7 +2872,37 @@ impl<'p, 'a> Cx<'p, 'a> {
         if calls.block.contains(m) || calls.block_atomic.contains(m) {
             let atomic = calls.block_atomic.contains(m);
             let id = self.new_pipe(atomic, fr.unit, at);
-            for a in &c.args {
+            // Arguments given by value: functions given by name (`client.transaction(self._move,
+            // key)`), and keys beside them, watched (redis-py's `transaction(func, *watches)`:
+            // the function's commands are sent at once until it calls `multi()`).
+            let given: Vec<Option<V<'a>>> = c
+                .args
+                .iter()
+                .map(|a| {
+                    (a.keyword.is_none() && !matches!(a.value, Expr::Lambda(_)))
+                        .then(|| self.eval(fr, &a.value))
+                })
+                .collect();
+            self.pipes[id].immediate = given.iter().flatten().any(|v| !matches!(v, V::Func(_)));
+            for (a, v) in c.args.iter().zip(given) {
+                if let Some(V::Func(fv)) = v {
+                    let mut vars = fv
+                        .env
+                        .as_ref()
+                        .map(|e| e.borrow().clone())
+                        .unwrap_or_default();
+                    if let Some(p) = fv.func.params.first() {
+                        vars.insert(p.name.clone(), V::Pipe(id));
+                    }
+                    self.closures
+                        .retain(|(c, _)| !std::ptr::eq(c.func, fv.func));
+                    let this = fv.this.as_deref().cloned();
+                    self.run_function(fr, fv.unit, fv.func, vars, this, Some(at));
+                    continue;
+                }
+                if v.is_some() {
+                    continue;
+                }
                 if let Expr::Lambda(f) = &a.value {
                     let mut vars = HashMap::new();
                     // The block's first parameter is the pipeline (Ruby's may have none: the
@@ -4269,6 +4299,36 @@ def _create(script: RedisScript, group: str) -> None:
         )]);
         assert!(
             got.contains(&(0, 4, None, "EVALSHA".into(), "cross")),
+            "{got:?}"
+        );
+    }
+
+    #[test]
+    fn a_transaction_handed_a_method_by_name() {
+        let got = py(&[(
+            "queue.py",
+            "\
+import redis
+connection = redis.Redis()
+
+class Queue:
+    def __init__(self, name):
+        self.key = 'queue:' + name
+
+    def _empty(self, pipe):
+        ids = pipe.lrange(self.key, 0, -1)
+        pipe.multi()
+        pipe.delete(self.key)
+        pipe.delete('unblock:' + self.key)
+
+    def empty(self):
+        connection.transaction(self._empty, self.key)
+",
+        )]);
+        // Watching until multi(): LRANGE is sent on its own; the transaction is the two DELs.
+        assert!(
+            got.iter()
+                .any(|s| s.1 == 15 && s.3 == "DEL DEL" && s.4 == "cross"),
             "{got:?}"
         );
     }
