@@ -1102,12 +1102,7 @@ fn recommend(
         return (0, why);
     }
     // What holds the keys: a Redis Enterprise database's shards, else the cluster's nodes.
-    let node = if ctx
-        .topo
-        .slot_map()
-        .and_then(|m| m.enterprise())
-        .is_some()
-    {
+    let node = if ctx.topo.slot_map().and_then(|m| m.enterprise()).is_some() {
         "shard"
     } else {
         "node"
