@@ -2886,18 +2886,7 @@ impl<'p, 'a> Cx<'p, 'a> {
             self.pipes[id].immediate = given.iter().flatten().any(|v| !matches!(v, V::Func(_)));
             for (a, v) in c.args.iter().zip(given) {
                 if let Some(V::Func(fv)) = v {
-                    let mut vars = fv
-                        .env
-                        .as_ref()
-                        .map(|e| e.borrow().clone())
-                        .unwrap_or_default();
-                    if let Some(p) = fv.func.params.first() {
-                        vars.insert(p.name.clone(), V::Pipe(id));
-                    }
-                    self.closures
-                        .retain(|(c, _)| !std::ptr::eq(c.func, fv.func));
-                    let this = fv.this.as_deref().cloned();
-                    self.run_function(fr, fv.unit, fv.func, vars, this, Some(at));
+                    self.apply(fr, &fv, vec![V::Pipe(id)], at);
                     continue;
                 }
                 if v.is_some() {
