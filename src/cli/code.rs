@@ -66,7 +66,7 @@ pub struct CodeArgs {
     /// following constants, key helpers and pipelines handed to functions; `model` (a
     /// preview) lowers every file into one model and follows values through functions,
     /// classes, objects and modules, judging a helper's batch by what its callers send
-    #[arg(long, value_enum, value_name = "ENGINE", default_value_t = CodeEngine::Readers)]
+    #[arg(long, value_enum, value_name = "ENGINE", default_value_t = CodeEngine::Model)]
     pub engine: CodeEngine,
 }
 

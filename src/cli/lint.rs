@@ -244,7 +244,7 @@ pub fn run(mut args: LintArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
         let report = super::code::scan_paths(
             &args.code,
             args.threads,
-            super::code::CodeEngine::Readers,
+            super::code::CodeEngine::Model,
             ctx,
         )?;
         diags.extend(
