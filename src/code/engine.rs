@@ -2399,6 +2399,21 @@ impl<'p, 'a> Cx<'p, 'a> {
                 }
                 V::list(items, rest)
             }
+            // A list mapped by a function not followed (`xs.map(String)`): as many elements,
+            // each only the running code knows.
+            (V::List(l), "map" | "flatMap" | "flat_map" | "collect") => V::list(
+                Vec::new(),
+                Some(Rest::Named(Rc::from(
+                    format!(
+                        "{}.{m}(…)",
+                        l.rest.as_ref().map_or("list", |r| match r {
+                            Rest::Named(n) => n,
+                            Rest::Like(..) => "list",
+                        })
+                    )
+                    .as_str(),
+                ))),
+            ),
             (V::Map(mv), "keys") => V::list(mv.iter().map(|(k, _)| k.clone()).collect(), None),
             (V::Map(mv), "values") => V::list(mv.iter().map(|(_, v)| v.clone()).collect(), None),
             (
@@ -2406,6 +2421,15 @@ impl<'p, 'a> Cx<'p, 'a> {
                 "lower" | "upper" | "strip" | "trim" | "encode" | "decode" | "toString" | "to_s"
                 | "toLowerCase" | "toUpperCase",
             ) => V::Text(t.clone()),
+            // A printf-style format known once followed (`CART % uid`): its verbs filled in
+            // order; arguments that do not line up leave the text as a value of the code.
+            (V::Text(t), super::ir::PRINTF) if t.is_literal() => {
+                let mut next = args.iter();
+                match super::syntax::printf(&t.text(), || next.next().map(template)) {
+                    Some(filled) => V::Text(filled),
+                    None => unknown(self.prime(&format!("{}%", t.text()))),
+                }
+            }
             (V::Text(t), "format") if t.is_literal() => {
                 // `"{}:{}".format(a, b)` the lowering did not turn into a concatenation.
                 let text = t.text();
@@ -2430,6 +2454,16 @@ impl<'p, 'a> Cx<'p, 'a> {
                 out.push_lit(rest);
                 V::Text(out)
             }
+            // A list made from one nothing is known of (`args.slice(0, n).map(f)`,
+            // `d.keys()`, `s.split(",")`): a list only the running code knows.
+            (
+                V::Unknown(n),
+                "map" | "flatMap" | "flat_map" | "filter" | "slice" | "concat" | "flat" | "keys"
+                | "values" | "split" | "toArray" | "to_a" | "select" | "reject" | "collect",
+            ) => V::list(
+                Vec::new(),
+                Some(Rest::Named(Rc::from(format!("{n}.{m}(…)").as_str()))),
+            ),
             _ => unknown(self.prime(&format!("{}()", m))),
         }
     }
@@ -3736,7 +3770,22 @@ fn flatten_args(args: &[V<'_>], keys_only: bool) -> (Vec<Template>, Option<Unkno
                     }
                 }
             }
-            V::Either(vs) => go(&vs[0], out, unk, keys_only, depth + 1),
+            // One of several values: the first, unless some are lists (`found ? [...found]
+            // : []`): then the first list, and a value nothing is known of among them is a
+            // list only the running code knows.
+            V::Either(vs) => match vs.iter().find(|v| matches!(v, V::List(_))) {
+                Some(list) => {
+                    go(list, out, unk, keys_only, depth + 1);
+                    for v in vs.iter() {
+                        if let V::Unknown(n) = v
+                            && unk.is_none()
+                        {
+                            *unk = Some(Unknown::RuntimeList(n.to_string()));
+                        }
+                    }
+                }
+                None => go(&vs[0], out, unk, keys_only, depth + 1),
+            },
             V::Client | V::Pipe(_) | V::PipeObject(..) => {}
             // A value nothing is known of, named as a list of keys (`keys`, `found_keys`,
             // `conn.keys(…)`): a list only the running code knows.

@@ -12,7 +12,9 @@
 //! - **Strings are built, not formatted.** f-strings, template literals, `+` of strings,
 //!   `"...".format(...)`, `"%s:%s" % (a, b)`, `fmt.Sprintf("%s:%d", a, b)`,
 //!   `String.format(...)`, Ruby `"#{a}"` all become [`Expr::Concat`] of literal pieces
-//!   ([`Expr::Str`]) and values; a format whose text is not a literal is a call like any other.
+//!   ([`Expr::Str`]) and values. A printf-style format whose text is only known once its
+//!   value is followed (`KEY % uid`, `fmt.Sprintf(keyFmt, id)`) is a call of [`PRINTF`] on
+//!   the format, with the values to fill in as its arguments, in order.
 //!   `sep.join(list)` / `list.join(sep)` / `strings.Join(list, sep)` / `String.join(sep, ...)`
 //!   become [`Expr::Join`].
 //! - **A call names its receiver and method** (`a.b.c(x)` is a call of `c` on `a.b`); a call of
@@ -35,6 +37,11 @@ use super::Position;
 /// The name of the function holding a class's field initialisers (`class A: key = "a"`,
 /// `class A { key = "a"; }`): assignments to `self.<field>`.
 pub const CLASS_BODY: &str = "<class>";
+
+/// The method name of a printf-style formatting whose format is not a literal: a call of it
+/// on the format (its receiver), the values to fill in its arguments (`KEY % (a, b)` →
+/// `KEY.%(a, b)`). The analysis fills the format's `%` verbs once it knows its text.
+pub const PRINTF: &str = "%";
 
 /// The name of the function holding a file's top-level statements.
 pub const MODULE_BODY: &str = "<module>";

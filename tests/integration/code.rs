@@ -265,11 +265,11 @@ fn real_typescript_package_sites() {
     assert_eq!(
         keys,
         [
-            (50, "<this.prefix><sid>"),
-            (64, "<this.prefix><sid>"),
-            (66, "<this.prefix><sid>"),
-            (81, "<this.prefix><sid>"),
-            (91, "<this.prefix><sid>"),
+            (50, "<prefix><sid>"),
+            (64, "<prefix><sid>"),
+            (66, "<prefix><sid>"),
+            (81, "<prefix><sid>"),
+            (91, "<prefix><sid>"),
         ]
     );
 }
@@ -442,12 +442,12 @@ fn lint_reads_code() {
         .unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(
-        text.starts_with("::error file=tests/fixtures/code/shop.py,line=33,col=12,title=KP601"),
+        text.starts_with("::error file=tests/fixtures/code/shop.py,line=33,col=14,title=KP601"),
         "{text}"
     );
     // The transaction's annotation is on the line that opens it.
     assert!(
-        text.contains("::error file=tests/fixtures/code/shop.py,line=37,col=10,title=KP601"),
+        text.contains("::error file=tests/fixtures/code/shop.py,line=37,col=12,title=KP601"),
         "{text}"
     );
     // SARIF: the region on the opening line, the sending line as a related location; a site

@@ -2024,6 +2024,10 @@ impl<'s> Lowerer<'s> {
             (Some(_), "toString", 0) => {
                 return Expr::Wrap(Box::new(receiver.unwrap_or(Expr::Other(Vec::new()))));
             }
+            // `Array.from(xs)` (a set's or an iterator's elements): a list of them.
+            (Some(r), "from", 1) if *r == Expr::name("Array") && !spread => {
+                return Expr::List(vec![Expr::Spread(Box::new(args.remove(0).value))]);
+            }
             (None, "String", 1) if callee.is_none() && !spread => {
                 return Expr::Wrap(Box::new(args.remove(0).value));
             }

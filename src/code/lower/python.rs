@@ -1209,6 +1209,24 @@ impl<'s> Lowerer<'s> {
             "+" => plus(l, r, l_worth || r_worth),
             "%" => match l {
                 Expr::Str(fmt) => percent(&fmt, r),
+                // A format held in a name or a field (`CART % uid`): filled by the analysis
+                // once it knows the text; a number's `%` is not a format and reads as one.
+                l @ (Expr::Name(_) | Expr::Field(..) | Expr::Concat(_)) => {
+                    let args = match r {
+                        Expr::List(items) => items.into_iter().map(Arg::pos).collect(),
+                        r => vec![Arg::pos(r)],
+                    };
+                    Expr::Call(Box::new(Call {
+                        receiver: Some(l),
+                        name: crate::code::ir::PRINTF.to_string(),
+                        callee: None,
+                        args,
+                        new: false,
+                        at: n
+                            .child_by_field_name("operator")
+                            .map_or_else(|| self.pos(n), |o| self.pos(o)),
+                    }))
+                }
                 l => keep([(l, l_worth), (r, r_worth)]),
             },
             _ => keep([(l, l_worth), (r, r_worth)]),
