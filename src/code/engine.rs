@@ -1152,7 +1152,19 @@ struct PipeState {
     /// Watching keys (`pipe.watch(…)`, until `pipe.multi()`): its commands are sent at once,
     /// each on its own, not queued.
     immediate: bool,
+    /// How many times it was sent (a send in one arm of a branch is told from the others).
+    sends: usize,
 }
+
+/// What a pipeline held before a branch: (id, ops, more, keys, unknown, sends).
+type PipeSnapshot = (
+    usize,
+    Vec<String>,
+    usize,
+    Vec<Template>,
+    Option<Unknown>,
+    usize,
+);
 
 /// The variables of one function's reading.
 struct Frame<'a> {
@@ -1191,6 +1203,9 @@ struct Cx<'p, 'a> {
     /// What a function returned for arguments of one signature (no pipeline among them):
     /// a function called again alike is not read again.
     memo: HashMap<(usize, String), V<'a>>,
+    /// The function at which the reading ran out of steps, if it did: pipelines open then or
+    /// made after hold commands of calls not followed.
+    exhausted: Option<String>,
 }
 
 impl<'p, 'a> Cx<'p, 'a> {
@@ -1210,6 +1225,7 @@ impl<'p, 'a> Cx<'p, 'a> {
             reading_globals: HashSet::new(),
             class_fields: HashMap::new(),
             memo: HashMap::new(),
+            exhausted: None,
         }
     }
 
@@ -1276,6 +1292,7 @@ impl<'p, 'a> Cx<'p, 'a> {
                 sent: false,
                 handed: true,
                 immediate: false,
+                sends: 0,
             });
             let _ = (u, at);
             return V::Pipe(id);
@@ -1408,12 +1425,48 @@ impl<'p, 'a> Cx<'p, 'a> {
             Stmt::Branch(arms) => {
                 let before: HashMap<String, V<'a>> = fr.vars.borrow().clone();
                 let mut after: Vec<HashMap<String, V<'a>>> = Vec::new();
+                // Pipelines filled before the branch: one sent in an arm still holds what it
+                // held on the paths that do not take that arm.
+                let pending: Vec<PipeSnapshot> = self
+                    .pipes
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, p)| !p.ops.is_empty())
+                    .map(|(i, p)| {
+                        (
+                            i,
+                            p.ops.clone(),
+                            p.more,
+                            p.keys.clone(),
+                            p.unknown.clone(),
+                            p.sends,
+                        )
+                    })
+                    .collect();
                 for arm in arms {
                     *fr.vars.borrow_mut() = before.clone();
                     for s in arm {
                         self.stmt(fr, s, returns);
                     }
                     after.push(fr.vars.borrow().clone());
+                }
+                for (id, ops, more, keys, unknown, sends) in pending {
+                    let p = &mut self.pipes[id];
+                    if p.sends == sends {
+                        continue;
+                    }
+                    let mut all = ops;
+                    all.append(&mut p.ops);
+                    p.ops = all;
+                    p.more += more;
+                    let mut ks = keys;
+                    for k in std::mem::take(&mut p.keys) {
+                        if !ks.contains(&k) {
+                            ks.push(k);
+                        }
+                    }
+                    p.keys = ks;
+                    p.unknown = unknown.or(p.unknown.take());
                 }
                 if after.len() > 1 {
                     let mut merged = before;
@@ -2238,9 +2291,16 @@ impl<'p, 'a> Cx<'p, 'a> {
         // A receiver that says Redis (`redis`, `self._valkey`, a client's maker) is a client;
         // one named only like a client (`client`, `conn`, `r`) is one unless the tree defines
         // the method itself (a wrapper class called through a field named `client`).
+        // A value nothing is known of reached through a name (`self.connection` whose
+        // property makes the client from a class keyplan cannot follow): the name says.
+        let written = match recv {
+            V::Unknown(_) => describe(recv_expr),
+            _ => String::new(),
+        };
         let strong = strong_client_name(&rname)
+            || strong_client_name(&written)
             || matches!(recv, V::Unknown(_)) && calls.make_client.contains(&last_segment(&rname));
-        let weak = client_name(&rname);
+        let weak = client_name(&rname) || client_name(&written);
         // A class that wraps a client and calls the method of the same name on its field
         // (`def mget(self, keys): return self.client.mget(keys)`): the field is the client.
         let tree_has = self.tree_defines_method(m) && !self.delegates(fr, recv_expr, m);
@@ -2724,6 +2784,17 @@ impl<'p, 'a> Cx<'p, 'a> {
             handed.dedup();
             for id in handed {
                 self.mark_handed(id, func.name.clone());
+            }
+            // Out of steps: every pipeline still open may miss commands of calls not followed.
+            if self.steps > BUDGET && self.exhausted.is_none() {
+                self.exhausted = Some(func.name.clone());
+                for p in self
+                    .pipes
+                    .iter_mut()
+                    .filter(|p| !p.sent && p.unknown.is_none())
+                {
+                    p.unknown = Some(Unknown::Unfollowed(func.name.clone()));
+                }
             }
             return unknown(self.prime(&format!("{}()", func.name)));
         }
@@ -3391,7 +3462,12 @@ impl<'p, 'a> Cx<'p, 'a> {
             sent: false,
             handed: false,
             immediate: false,
+            sends: 0,
         });
+        if let Some(f) = &self.exhausted {
+            let id = self.pipes.len() - 1;
+            self.pipes[id].unknown = Some(Unknown::Unfollowed(f.clone()));
+        }
         self.pipes.len() - 1
     }
 
@@ -3457,6 +3533,7 @@ impl<'p, 'a> Cx<'p, 'a> {
             return;
         }
         p.sent = true;
+        p.sends += 1;
         let ops = std::mem::take(&mut p.ops);
         let more = std::mem::take(&mut p.more);
         let keys = std::mem::take(&mut p.keys);

@@ -573,6 +573,9 @@ pub enum Unknown {
     /// Commands queued by a function the pipeline is handed to, whose body was not found
     /// (or is defined differently in two places).
     Callee(String),
+    /// Calls past the most a reading follows (a call graph that fans out): the batch may
+    /// hold commands of calls not read, from this function on.
+    Unfollowed(String),
 }
 
 impl std::fmt::Display for Unknown {
@@ -586,6 +589,10 @@ impl std::fmt::Display for Unknown {
             Unknown::Callee(c) => write!(
                 f,
                 "the pipeline is handed to {c}(), whose commands keyplan could not follow"
+            ),
+            Unknown::Unfollowed(c) => write!(
+                f,
+                "too many calls to follow from here: {c}() and the calls after it were not read"
             ),
         }
     }
