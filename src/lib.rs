@@ -16,7 +16,7 @@
 //!
 //! | layer | modules | what it is |
 //! |---|---|---|
-//! | core | [`slot`], [`keys`], [`rdb`], [`sketch`], [`skew`] | the slot rule and its kernels, dump and snapshot readers, sketches, skew statistics |
+//! | core | [`slot`], [`simd`], [`keys`], [`rdb`], [`sketch`], [`skew`] | the slot rule and its kernels, overlapping 16-byte loads, dump and snapshot readers, sketches, skew statistics |
 //! | model | [`topology`], [`scheme`], [`pattern`], [`command`] | where keys live, what an application's keys and batches are, key patterns, the servers' command table |
 //! | engines | [`analyze`], [`lint`], [`simulate`], [`plan`], [`migrate`], [`code`] | pure computations that return typed reports ([`code`] reads one source file's text into its keys and multi-key sites) |
 //! | adapters | [`files`], [`live`], [`bench`](mod@bench) | I/O on the paths and URLs they are given: key dumps, snapshots, text files, captures and atomically written reports; a running cluster (read-only sampling; bench's own keys) |
@@ -45,6 +45,7 @@ pub mod plan;
 pub mod rdb;
 pub mod report;
 pub mod scheme;
+pub mod simd;
 pub mod simulate;
 pub mod sketch;
 pub mod skew;

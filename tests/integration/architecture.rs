@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[(&str, &str, &[&str], bool)] = &[
     // Foundations: no dependencies of their own.
     ("foundation", "slot", &[], false),
+    ("foundation", "simd", &[], false),
     ("foundation", "sketch", &[], false),
     ("foundation", "skew", &[], false),
     ("foundation", "command", &[], false),
@@ -20,9 +21,14 @@ const LAYERS: &[(&str, &str, &[&str], bool)] = &[
     ("reader", "keys", &["rdb", "slot"], true),
     ("reader", "rdb", &["keys", "slot"], true),
     // Engines: pure computation over values.
-    ("engine", "pattern", &["sketch", "slot"], false),
+    ("engine", "pattern", &["simd", "sketch", "slot"], false),
     ("engine", "topology", &["error", "keys", "slot"], false),
-    ("engine", "scheme", &["command", "error", "pattern"], false),
+    (
+        "engine",
+        "scheme",
+        &["command", "error", "pattern", "simd"],
+        false,
+    ),
     (
         "engine",
         "simulate",
@@ -39,8 +45,8 @@ const LAYERS: &[(&str, &str, &[&str], bool)] = &[
         "engine",
         "lint",
         &[
-            "code", "command", "error", "keys", "pattern", "scheme", "simulate", "sketch", "skew",
-            "slot", "topology",
+            "code", "command", "error", "keys", "pattern", "scheme", "simd", "simulate", "sketch",
+            "skew", "slot", "topology",
         ],
         false,
     ),
