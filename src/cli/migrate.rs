@@ -3,17 +3,14 @@
 //! bytes that change owner, each node before and after, the batches that start failing.
 
 use super::Ctx;
-use super::args::{BatchArgs, InputArgs, TopologyArgs, load_scheme};
+use super::args::{BatchArgs, InputArgs, TopologyArgs};
 use super::loaded::{Loaded, Target, TopologySource};
 use super::values::{TABLE_FORMATS, one_of};
 use crate::error::{ExitStatus, UserError};
-use crate::keys::Record;
-use crate::keys::parallel::ChunkSink;
 use crate::migrate::scheme_change::{
-    BatchChanges, Judge, Placement, Side, batch_change, summarize,
+    BatchChanges, Judge, PlaceSink, Placed, Side, batch_change, preview,
 };
 use crate::report::render::Format;
-use crate::report::scheme_change::{SchemeChangeReport, SideInfo};
 use crate::simulate::Client;
 use crate::topology::{Topology, TopologyFormat};
 use std::path::PathBuf;
@@ -193,24 +190,6 @@ fn judge(flag: &str, name: Option<&str>, topology: &Topology) -> Result<Judge, U
     Ok(Judge::Client(client))
 }
 
-/// One worker's placement of the sample's keys.
-struct PlaceSink<'t> {
-    from: &'t Topology,
-    to: &'t Topology,
-    placed: Placement,
-    has_bytes: bool,
-    has_ops: bool,
-}
-
-impl ChunkSink for PlaceSink<'_> {
-    fn record(&mut self, rec: &Record<'_>) {
-        self.has_bytes |= rec.bytes.is_some();
-        self.has_ops |= rec.ops.is_some();
-        self.placed
-            .add(self.from, self.to, rec.key, rec.bytes, rec.ops);
-    }
-}
-
 /// Runs `keyplan migrate`.
 pub fn run(args: MigrateArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     let has_batches = args.batches.files.scheme.is_some()
@@ -223,13 +202,6 @@ pub fn run(args: MigrateArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
         )
         .into());
     }
-    let scheme = args
-        .batches
-        .files
-        .scheme
-        .as_deref()
-        .map(load_scheme)
-        .transpose()?;
     let target = Target::new(args.output.as_ref(), args.format);
     let from_args = side_args(
         args.from.as_deref(),
@@ -281,32 +253,20 @@ pub fn run(args: MigrateArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     };
 
     // The keys, placed under both on every core.
-    let mut sample_names = Vec::new();
-    let (mut placed, mut has_bytes, mut has_ops) =
-        (Placement::new(&from_topology, &to_topology), false, false);
-    if !args.keys.is_empty() {
+    let placed = if args.keys.is_empty() {
+        None
+    } else {
         let threads = super::args::threads(None);
         let mut sinks: Vec<PlaceSink> = (0..threads)
-            .map(|_| PlaceSink {
-                from: &from_topology,
-                to: &to_topology,
-                placed: Placement::new(&from_topology, &to_topology),
-                has_bytes: false,
-                has_ops: false,
-            })
+            .map(|_| PlaceSink::new(&from_topology, &to_topology))
             .collect();
         let dumps = args
             .input
             .par_read_dumps(&args.keys, ctx.progress, &mut sinks)?;
-        for s in &sinks {
-            placed.merge(&s.placed);
-            has_bytes |= s.has_bytes;
-            has_ops |= s.has_ops;
-        }
-        sample_names = dumps.0.iter().map(|(n, _)| n.clone()).collect();
+        let samples = dumps.0.iter().map(|(n, _)| n.clone()).collect();
         dumps.warn(ctx)?;
-    }
-    let change = summarize(&from, &to, &placed, has_bytes, has_ops);
+        Some(Placed::merge(&from_topology, &to_topology, &sinks, samples))
+    };
 
     // The batches, judged one at a time as they are read.
     let mut observed = args.batches.observed()?;
@@ -318,7 +278,8 @@ pub fn run(args: MigrateArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
             None
         }
     });
-    let declared = scheme
+    let declared = from_loaded
+        .scheme
         .iter()
         .flat_map(|s| crate::simulate::batch::from_scheme(&s.scheme, None));
     let batches = BatchChanges::collect(
@@ -330,15 +291,12 @@ pub fn run(args: MigrateArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     }
     observed.say_capture(ctx)?;
 
-    let report = SchemeChangeReport {
-        from: SideInfo::of(&from, from_source.to_string()),
-        to: SideInfo::of(&to, to_source.to_string()),
-        samples: sample_names,
-        has_bytes,
-        has_ops,
-        change: (!args.keys.is_empty()).then_some(change),
-        batches: has_batches.then_some(batches),
-    };
+    let report = preview(
+        (&from, from_source.to_string()),
+        (&to, to_source.to_string()),
+        placed,
+        has_batches.then_some(batches),
+    );
     target.render(&report, ctx)?;
     Ok(match report.starting_to_fail() {
         0 => ExitStatus::Clean,

@@ -7,13 +7,11 @@ use super::loaded::Loaded;
 use crate::error::{ExitStatus, UserError};
 use crate::keys::Record;
 use crate::keys::parallel::ChunkSink;
-use crate::migrate::balance::BalanceBy;
 use crate::migrate::balance::Unavailable;
-use crate::migrate::emit::{Emit, EmitContext, Layout, emit};
+use crate::migrate::emit::{Emit, EmitContext, emit};
 use crate::migrate::impact::{
     ByteSize, MotionReport, Rate, SlotWeights, batches_in_motion, parse_byte_size, parse_rate,
 };
-use crate::migrate::managed::LARGE_ITEM_BYTES;
 use crate::migrate::timing::{Assumptions, estimate};
 use crate::migrate::{
     ClusterView, MigrateError, MigrationReport, Move, PerMaster, PlanInput, Problem, SampleInfo,
@@ -309,32 +307,6 @@ pub fn motion(
     clients: &[Client],
 ) -> Vec<MotionReport> {
     batches_in_motion(view, moves, batches, clients, &NetworkModel::default())
-}
-
-/// What a managed service's layout balances: `by`'s weight per slot (in thousandths, so that
-/// ops and measured loads keep their fractions), and the moving keys too large for online
-/// resharding.
-pub fn layout(by: BalanceBy, weights: &SlotWeights, report: &MigrationReport) -> Layout {
-    Layout {
-        balance_by: by.name().to_string(),
-        weight: by
-            .slot_weights(weights)
-            .iter()
-            .map(|w| (w.max(0.0) * 1000.0).round() as u64)
-            .collect(),
-        large_items: report
-            .moving_big_keys
-            .iter()
-            .filter_map(|k| {
-                let b = k.key.serialized.filter(|&b| b > LARGE_ITEM_BYTES)?;
-                Some((
-                    crate::report::display_key(&k.key.key.0).into_owned(),
-                    k.key.slot,
-                    b,
-                ))
-            })
-            .collect(),
-    }
 }
 
 /// Writes the report (or the commands), and returns the exit status: 1 with warnings.

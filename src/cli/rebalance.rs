@@ -210,7 +210,7 @@ pub fn run(args: RebalanceArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus>
     report.warnings.extend(side);
     let emit_ctx = EmitContext {
         remove: removed,
-        layout: Some(super::migration::layout(
+        layout: Some(crate::migrate::managed::layout(
             args.balance_by,
             &weights_by_slot,
             &report,

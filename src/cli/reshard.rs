@@ -201,7 +201,7 @@ pub fn run(args: ReshardArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
     };
     open.complete(&mut report, &plan.moves, &weights)?;
     let emit_ctx = EmitContext {
-        layout: Some(super::migration::layout(
+        layout: Some(crate::migrate::managed::layout(
             crate::migrate::balance::BalanceBy::Slots,
             &weights,
             &report,

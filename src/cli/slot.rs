@@ -123,7 +123,6 @@ pub fn run(args: SlotArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
         .as_ref()
         .map(|t| t.nodes().iter().map(|n| n.name.as_str()).collect())
         .unwrap_or_default();
-    let ring = topology.as_ref().is_some_and(|t| t.ring().is_some());
     let columns = SlotColumns {
         node: topology.is_some(),
         explain: args.explain,
@@ -142,27 +141,9 @@ pub fn run(args: SlotArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> {
                 }
                 None => (Some(key_slot(key)), TagShape::of(key).hashed(key), None),
             };
-            let policy = topology
-                .as_ref()
-                .and_then(|t| t.slot_map())
-                .filter(|m| m.custom_hashing())
-                .and_then(|m| m.enterprise());
-            let why = args.explain.then(|| match (ring, policy) {
-                (true, _) => {
-                    "a client-side ring hashes these bytes (see the topology's hash and tag rules)"
-                        .to_string()
-                }
-                (false, Some(e)) => match e.hashing.rule_for(key) {
-                    Some((i, rule)) => format!(
-                        "rule {i} of the database's {} hashing policy, `{rule}`, is the first that matches; its `tag` group captures these bytes",
-                        e.hashing.name()
-                    ),
-                    None => format!(
-                        "no rule of the database's {} hashing policy matches: the database refuses this key",
-                        e.hashing.name()
-                    ),
-                },
-                (false, None) => explain(key),
+            let why = args.explain.then(|| match &topology {
+                Some(t) => t.explain(key),
+                None => explain(key),
             });
             rows.item(&SlotRow {
                 key,

@@ -3,41 +3,9 @@
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
-/// The built-in profiles: (file name, text).
-pub const BUILTIN: &[(&str, &str)] = &[
-    (
-        "redis-py.yml",
-        include_str!("../../rules/code/redis-py.yml"),
-    ),
-    ("ioredis.yml", include_str!("../../rules/code/ioredis.yml")),
-    (
-        "node-redis.yml",
-        include_str!("../../rules/code/node-redis.yml"),
-    ),
-    (
-        "go-redis.yml",
-        include_str!("../../rules/code/go-redis.yml"),
-    ),
-    ("redigo.yml", include_str!("../../rules/code/redigo.yml")),
-    (
-        "redis-rb.yml",
-        include_str!("../../rules/code/redis-rb.yml"),
-    ),
-    (
-        "redis-client.yml",
-        include_str!("../../rules/code/redis-client.yml"),
-    ),
-    ("jedis.yml", include_str!("../../rules/code/jedis.yml")),
-    ("lettuce.yml", include_str!("../../rules/code/lettuce.yml")),
-    (
-        "spring-data-redis.yml",
-        include_str!("../../rules/code/spring-data-redis.yml"),
-    ),
-    (
-        "redisson.yml",
-        include_str!("../../rules/code/redisson.yml"),
-    ),
-];
+mod builtin;
+/// The built-in profiles: (file name, text), generated from `rules/code/`.
+pub use builtin::BUILTIN;
 
 /// How a method's arguments carry its keys.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]

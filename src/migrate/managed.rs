@@ -289,6 +289,36 @@ pub fn script(
     out
 }
 
+/// What a managed service's layout balances: `by`'s weight per slot (in thousandths, so that
+/// ops and measured loads keep their fractions), and the moving keys too large for online
+/// resharding.
+pub fn layout(
+    by: super::balance::BalanceBy,
+    weights: &super::impact::SlotWeights,
+    report: &super::MigrationReport,
+) -> super::emit::Layout {
+    super::emit::Layout {
+        balance_by: by.name().to_string(),
+        weight: by
+            .slot_weights(weights)
+            .iter()
+            .map(|w| (w.max(0.0) * 1000.0).round() as u64)
+            .collect(),
+        large_items: report
+            .moving_big_keys
+            .iter()
+            .filter_map(|k| {
+                let b = k.key.serialized.filter(|&b| b > LARGE_ITEM_BYTES)?;
+                Some((
+                    crate::keys::display::display_key(&k.key.key.0).into_owned(),
+                    k.key.slot,
+                    b,
+                ))
+            })
+            .collect(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,6 +5,8 @@
 //! start failing (a twemproxy pool splits a multi-key MGET over its servers; a cluster refuses
 //! it with CROSSSLOT) or fan out over more nodes. Pure: no I/O, no printing.
 
+use crate::keys::Record;
+use crate::keys::parallel::ChunkSink;
 use crate::simulate::NetworkModel;
 use crate::simulate::batch::{Batch, BatchId};
 use crate::simulate::client::{Client, Outcome, simulate_client};
@@ -12,7 +14,7 @@ use crate::simulate::verdict::{ServerOutcome, as_written};
 use crate::skew::{Skew, skew};
 use crate::slot::key_slot;
 use crate::topology::Topology;
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 
 /// What one side of the move is.
 #[derive(Debug, Clone, Copy)]
@@ -559,6 +561,194 @@ impl BatchChanges {
             .iter()
             .find(|(x, _)| *x == c)
             .map_or(0, |(_, n)| *n)
+    }
+}
+
+/// One side of the move, as the report names it.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct SideInfo {
+    /// Where it came from, in words.
+    pub topology: String,
+    /// `cluster` or `ring`.
+    pub kind: &'static str,
+    /// Its nodes.
+    pub nodes: usize,
+    /// Who runs batches on it, in words.
+    pub batches_meet: String,
+}
+
+impl SideInfo {
+    /// Describes `side`, which came from `source`.
+    pub fn of(side: &Side<'_>, source: String) -> SideInfo {
+        SideInfo {
+            topology: source,
+            kind: match side.topology.slot_map() {
+                Some(_) => "cluster",
+                None => "ring",
+            },
+            nodes: side.topology.nodes().len(),
+            batches_meet: side.judge.describe(),
+        }
+    }
+}
+
+/// The whole report of `keyplan migrate`.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct SchemeChangeReport {
+    /// Where keys live now.
+    pub from: SideInfo,
+    /// Where they will live.
+    pub to: SideInfo,
+    /// The key samples read.
+    pub samples: Vec<String>,
+    /// Whether the samples gave bytes.
+    pub has_bytes: bool,
+    /// Whether the samples gave ops.
+    pub has_ops: bool,
+    /// Keys, bytes and ops per node and pair (with a sample).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub change: Option<SchemeChange>,
+    /// The batches (with batches to judge).
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "batches_json"
+    )]
+    pub batches: Option<BatchChanges>,
+}
+
+impl SchemeChangeReport {
+    /// Batches that start failing.
+    pub fn starting_to_fail(&self) -> u64 {
+        self.batches
+            .as_ref()
+            .map_or(0, BatchChanges::starting_to_fail)
+    }
+}
+
+/// The batches with their counts as an object (`{"starts-failing": 2, …}`, in report order).
+fn batches_json<S: Serializer>(b: &Option<BatchChanges>, s: S) -> Result<S::Ok, S::Error> {
+    #[derive(Serialize)]
+    struct Out<'a> {
+        judged: u64,
+        counts: Counts<'a>,
+        rows: &'a [BatchChange],
+        rows_left_out: u64,
+    }
+    struct Counts<'a>(&'a [(Change, u64)]);
+    impl Serialize for Counts<'_> {
+        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            use serde::ser::SerializeMap;
+            let mut m = s.serialize_map(Some(self.0.len()))?;
+            for (c, n) in self.0 {
+                m.serialize_entry(c.name(), n)?;
+            }
+            m.end()
+        }
+    }
+    match b {
+        Some(b) => Out {
+            judged: b.judged,
+            counts: Counts(&b.counts),
+            rows: &b.rows,
+            rows_left_out: b.rows_left_out,
+        }
+        .serialize(s),
+        None => s.serialize_none(),
+    }
+}
+
+/// One worker's placement of a sample's keys under both sides: a sink of the parallel dump
+/// reader, merged by [`Placed::merge`].
+#[derive(Debug)]
+pub struct PlaceSink<'t> {
+    from: &'t Topology,
+    to: &'t Topology,
+    placed: Placement,
+    has_bytes: bool,
+    has_ops: bool,
+}
+
+impl<'t> PlaceSink<'t> {
+    /// An empty sink placing keys under `from` and `to`.
+    pub fn new(from: &'t Topology, to: &'t Topology) -> PlaceSink<'t> {
+        PlaceSink {
+            from,
+            to,
+            placed: Placement::new(from, to),
+            has_bytes: false,
+            has_ops: false,
+        }
+    }
+}
+
+impl ChunkSink for PlaceSink<'_> {
+    fn record(&mut self, rec: &Record<'_>) {
+        self.has_bytes |= rec.bytes.is_some();
+        self.has_ops |= rec.ops.is_some();
+        self.placed
+            .add(self.from, self.to, rec.key, rec.bytes, rec.ops);
+    }
+}
+
+/// The keys of the samples, placed under both sides.
+#[derive(Debug, Clone)]
+pub struct Placed {
+    /// The samples read, as the report names them.
+    pub samples: Vec<String>,
+    /// Every key's old and new node.
+    pub placement: Placement,
+    /// Whether the samples gave bytes.
+    pub has_bytes: bool,
+    /// Whether the samples gave ops.
+    pub has_ops: bool,
+}
+
+impl Placed {
+    /// The workers' sinks merged, for the samples named `samples`.
+    pub fn merge(
+        from: &Topology,
+        to: &Topology,
+        sinks: &[PlaceSink<'_>],
+        samples: Vec<String>,
+    ) -> Placed {
+        let mut placed = Placed {
+            samples,
+            placement: Placement::new(from, to),
+            has_bytes: false,
+            has_ops: false,
+        };
+        for s in sinks {
+            placed.placement.merge(&s.placed);
+            placed.has_bytes |= s.has_bytes;
+            placed.has_ops |= s.has_ops;
+        }
+        placed
+    }
+}
+
+/// The preview of a move: both sides (each with where it came from, in words), the keys of
+/// the samples if any were read, the batches if any were judged.
+pub fn preview(
+    from: (&Side<'_>, String),
+    to: (&Side<'_>, String),
+    placed: Option<Placed>,
+    batches: Option<BatchChanges>,
+) -> SchemeChangeReport {
+    let change = placed
+        .as_ref()
+        .map(|p| summarize(from.0, to.0, &p.placement, p.has_bytes, p.has_ops));
+    let (samples, has_bytes, has_ops) = match placed {
+        Some(p) => (p.samples, p.has_bytes, p.has_ops),
+        None => (Vec::new(), false, false),
+    };
+    SchemeChangeReport {
+        from: SideInfo::of(from.0, from.1),
+        to: SideInfo::of(to.0, to.1),
+        samples,
+        has_bytes,
+        has_ops,
+        change,
+        batches,
     }
 }
 

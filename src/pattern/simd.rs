@@ -184,18 +184,11 @@ pub(crate) fn same_classes(
     #[cfg(x86_simd)]
     {
         let block = |at: usize, x: &[u8]| same_block(x, &expected[at..at + 16], &care[at..at + 16]);
-        let mut at = 0;
-        while at + 16 <= n {
-            if !block(at, &key[at..at + 16]) {
-                return false;
-            }
-            at += 16;
-        }
-        if at == n {
+        if n >= 16 {
+            // Whole blocks, the last ending at the key's end (overlapping the one before).
+            crate::simd::block_starts(n).all(|at| block(at, &key[at..at + 16]))
+        } else if n == 0 {
             true
-        } else if n >= 16 {
-            // The last sixteen bytes, overlapping the block before.
-            block(n - 16, &key[n - 16..])
         } else {
             // A short key: its bytes, then bytes that agree wherever `care` can look (past the
             // key's end it is 0).

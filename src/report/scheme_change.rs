@@ -4,109 +4,16 @@
 use super::TextLayout;
 use super::analyze::human_bytes;
 use super::render::{Format, Render, unsupported};
-use crate::migrate::scheme_change::{BatchChanges, Change, Fate, NodeLoad, SchemeChange, Side};
+use crate::migrate::scheme_change::{BatchChanges, Change, Fate, NodeLoad, SchemeChange};
+pub use crate::migrate::scheme_change::{SchemeChangeReport, SideInfo};
 use crate::skew::Skew;
 use comfy_table::{Cell, CellAlignment};
-use serde::{Serialize, Serializer};
 use std::io::{self, Write};
 
 /// Pairs of nodes listed in the table (JSON has all).
 const PAIRS_SHOWN: usize = 40;
 /// Changed batches listed in the table (JSON has all that were kept).
 const BATCHES_SHOWN: usize = 50;
-
-/// One side of the move, as the report names it.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct SideInfo {
-    /// Where it came from, in words.
-    pub topology: String,
-    /// `cluster` or `ring`.
-    pub kind: &'static str,
-    /// Its nodes.
-    pub nodes: usize,
-    /// Who runs batches on it, in words.
-    pub batches_meet: String,
-}
-
-impl SideInfo {
-    /// Describes `side`, which came from `source`.
-    pub fn of(side: &Side<'_>, source: String) -> SideInfo {
-        SideInfo {
-            topology: source,
-            kind: match side.topology.slot_map() {
-                Some(_) => "cluster",
-                None => "ring",
-            },
-            nodes: side.topology.nodes().len(),
-            batches_meet: side.judge.describe(),
-        }
-    }
-}
-
-/// The whole report of `keyplan migrate`.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct SchemeChangeReport {
-    /// Where keys live now.
-    pub from: SideInfo,
-    /// Where they will live.
-    pub to: SideInfo,
-    /// The key samples read.
-    pub samples: Vec<String>,
-    /// Whether the samples gave bytes.
-    pub has_bytes: bool,
-    /// Whether the samples gave ops.
-    pub has_ops: bool,
-    /// Keys, bytes and ops per node and pair (with a sample).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub change: Option<SchemeChange>,
-    /// The batches (with batches to judge).
-    #[serde(
-        skip_serializing_if = "Option::is_none",
-        serialize_with = "batches_json"
-    )]
-    pub batches: Option<BatchChanges>,
-}
-
-impl SchemeChangeReport {
-    /// Batches that start failing.
-    pub fn starting_to_fail(&self) -> u64 {
-        self.batches
-            .as_ref()
-            .map_or(0, BatchChanges::starting_to_fail)
-    }
-}
-
-/// The batches with their counts as an object (`{"starts-failing": 2, …}`, in report order).
-fn batches_json<S: Serializer>(b: &Option<BatchChanges>, s: S) -> Result<S::Ok, S::Error> {
-    #[derive(Serialize)]
-    struct Out<'a> {
-        judged: u64,
-        counts: Counts<'a>,
-        rows: &'a [crate::migrate::scheme_change::BatchChange],
-        rows_left_out: u64,
-    }
-    struct Counts<'a>(&'a [(Change, u64)]);
-    impl Serialize for Counts<'_> {
-        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-            use serde::ser::SerializeMap;
-            let mut m = s.serialize_map(Some(self.0.len()))?;
-            for (c, n) in self.0 {
-                m.serialize_entry(c.name(), n)?;
-            }
-            m.end()
-        }
-    }
-    match b {
-        Some(b) => Out {
-            judged: b.judged,
-            counts: Counts(&b.counts),
-            rows: &b.rows,
-            rows_left_out: b.rows_left_out,
-        }
-        .serialize(s),
-        None => s.serialize_none(),
-    }
-}
 
 impl Render for SchemeChangeReport {
     fn write(&self, format: Format, out: &mut dyn Write, layout: &TextLayout) -> io::Result<()> {

@@ -65,13 +65,9 @@ impl Skeleton {
             padded[..n].copy_from_slice(key);
             blocks[0] = skeleton_block::<false>(&padded);
         } else {
-            let whole = n / 16;
-            for (i, b) in blocks.iter_mut().enumerate().take(whole) {
-                *b = skeleton_block::<false>(&key[16 * i..16 * i + 16]);
-            }
-            // The last sixteen bytes, overlapping the block before (every byte is in a block).
-            if !n.is_multiple_of(16) {
-                blocks[whole] = skeleton_block::<false>(&key[n - 16..]);
+            // Every byte is in a block; the last ends at the key's end (overlapping).
+            for (b, at) in blocks.iter_mut().zip(crate::simd::block_starts(n)) {
+                *b = skeleton_block::<false>(&key[at..at + 16]);
             }
         }
         Some(Skeleton {

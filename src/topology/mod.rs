@@ -624,6 +624,34 @@ impl Topology {
         }
     }
 
+    /// Why `key` goes where [`Topology::place`] puts it, in words: a ring hashes the bytes
+    /// its hash and tag rules give, a Redis Enterprise database the bytes its hashing policy's
+    /// first matching rule captures (or refuses the key), a cluster the bytes of Redis's `{…}`
+    /// rule ([`crate::slot::explain`]).
+    pub fn explain(&self, key: &[u8]) -> String {
+        let policy = self
+            .slot_map()
+            .filter(|m| m.custom_hashing())
+            .and_then(|m| m.enterprise());
+        match (self, policy) {
+            (Topology::Ring(_), _) => {
+                "a client-side ring hashes these bytes (see the topology's hash and tag rules)"
+                    .to_string()
+            }
+            (Topology::Cluster(_), Some(e)) => match e.hashing.rule_for(key) {
+                Some((i, rule)) => format!(
+                    "rule {i} of the database's {} hashing policy, `{rule}`, is the first that matches; its `tag` group captures these bytes",
+                    e.hashing.name()
+                ),
+                None => format!(
+                    "no rule of the database's {} hashing policy matches: the database refuses this key",
+                    e.hashing.name()
+                ),
+            },
+            (Topology::Cluster(_), None) => crate::slot::explain(key),
+        }
+    }
+
     /// Index of the node that holds `key`, if any node does (none for a random ring).
     #[inline]
     pub fn node_of(&self, key: &[u8]) -> Option<usize> {

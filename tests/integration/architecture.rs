@@ -1,107 +1,93 @@
-//! The layers hold, as one table: each top-level module of `src/` has a row naming the modules
-//! it may use and whether it may touch files, sockets, processes or the environment. Engines
-//! are pure and know nothing of the command line (no clap, no flags' types); readers and the
-//! live client do the I/O; renderers render what the engines computed; only the shell (`cli/`
-//! and `main.rs`) prints. A module without a row, a `crate::` path outside its row, I/O outside
-//! the I/O rows, clap outside the shell, or printing outside it fails the test.
+//! The map holds: the crate docs (`src/lib.rs`, "The map") give each top-level module of
+//! `src/` a row naming its layer, the modules it uses and whether it may touch files, sockets,
+//! processes or the environment. This test reads that table (it is stated nowhere else) and
+//! fails on a module without a row, a `crate::` path outside its row, a use the row lists that
+//! the module does not make, a use that goes down the layers, I/O outside the I/O rows, clap or
+//! printing outside the shell.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// Layer, module, the modules it may use, whether it may do I/O.
-const LAYERS: &[(&str, &str, &[&str], bool)] = &[
-    // Foundations: no dependencies of their own.
-    ("foundation", "slot", &[], false),
-    ("foundation", "sketch", &[], false),
-    ("foundation", "skew", &[], false),
-    ("foundation", "command", &[], false),
-    ("foundation", "error", &[], false),
-    // Readers of key dumps and snapshots (memory maps, pipes, files) and their records.
-    ("reader", "keys", &["rdb", "slot"], true),
-    ("reader", "rdb", &["keys", "slot"], true),
-    // Engines: pure computation over values.
-    ("engine", "pattern", &["sketch", "slot"], false),
-    ("engine", "topology", &["error", "keys", "slot"], false),
-    ("engine", "scheme", &["command", "error", "pattern"], false),
-    (
-        "engine",
-        "simulate",
-        &["command", "keys", "scheme", "slot", "topology"],
-        false,
-    ),
-    (
-        "engine",
-        "migrate",
-        &["keys", "rdb", "simulate", "skew", "slot", "topology"],
-        false,
-    ),
-    (
-        "engine",
-        "lint",
-        &[
-            "code", "command", "error", "keys", "pattern", "scheme", "simulate", "sketch", "skew",
-            "slot", "topology",
-        ],
-        false,
-    ),
-    (
-        "engine",
-        "plan",
-        &[
-            "keys", "lint", "pattern", "scheme", "simulate", "slot", "topology",
-        ],
-        false,
-    ),
-    ("engine", "code", &["command", "slot"], false),
-    (
-        "engine",
-        "analyze",
-        &[
-            "keys", "pattern", "rdb", "sketch", "skew", "slot", "topology",
-        ],
-        false,
-    ),
-    // Adapters: input files and the live cluster.
-    (
-        "adapter",
-        "files",
-        &["error", "keys", "rdb", "simulate"],
-        true,
-    ),
-    (
-        "adapter",
-        "live",
-        &["analyze", "keys", "migrate", "slot", "topology"],
-        true,
-    ),
-    (
-        "adapter",
-        "bench",
-        &["keys", "live", "simulate", "slot", "topology"],
-        false,
-    ),
-    // Renderers: every engine's results, to a writer they are given.
-    (
-        "renderer",
-        "report",
-        &[
-            "analyze", "bench", "code", "keys", "lint", "migrate", "plan", "rdb", "simulate",
-            "skew", "slot", "topology",
-        ],
-        false,
-    ),
-    // The shell: arguments, loading, progress, output.
-    (
-        "shell",
-        "cli",
-        &[
-            "analyze", "bench", "code", "command", "error", "files", "keys", "lint", "live",
-            "migrate", "pattern", "plan", "rdb", "report", "scheme", "simulate", "sketch", "skew",
-            "slot", "topology",
-        ],
-        true,
-    ),
+/// The layers, top first: a module uses only modules of its own layer or of those above.
+const LAYER_ORDER: &[&str] = &[
+    "core", "readers", "model", "engines", "adapters", "output", "shell",
 ];
+
+/// The uses the layers alone would not allow, argued in the crate docs: a cycle (both
+/// directions) and the output layer reading an adapter's result type.
+const ARGUED: &[(&str, &str)] = &[("keys", "rdb"), ("rdb", "keys"), ("report", "bench")];
+
+/// One row of the map: layer, module, the modules it uses, whether it may do I/O.
+struct Row {
+    layer: String,
+    module: String,
+    uses: BTreeSet<String>,
+    io: bool,
+}
+
+/// The map's rows, read from the crate docs.
+fn the_map() -> Vec<Row> {
+    let lib = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs");
+    let text = std::fs::read_to_string(&lib).unwrap();
+    let names = |cell: &str| -> BTreeSet<String> {
+        cell.split(',')
+            .map(|c| c.trim().trim_matches('`').to_string())
+            .filter(|c| !c.is_empty())
+            .collect()
+    };
+    let mut rows = Vec::new();
+    let mut in_table = false;
+    for line in text.lines() {
+        let Some(row) = line.strip_prefix("//! |") else {
+            if in_table {
+                break;
+            }
+            continue;
+        };
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        if cells[0] == "layer" {
+            assert_eq!(
+                &cells[..4],
+                ["layer", "module", "uses", "I/O"],
+                "src/lib.rs: the map's columns"
+            );
+            in_table = true;
+            continue;
+        }
+        if !in_table || cells[0].starts_with("---") {
+            continue;
+        }
+        // [`name`] or [`name`](mod@name)
+        let module = cells[1]
+            .trim_start_matches("[`")
+            .split('`')
+            .next()
+            .unwrap()
+            .to_string();
+        let io = match cells[3] {
+            "yes" => true,
+            "no" => false,
+            other => panic!("src/lib.rs: {module}'s I/O cell is {other:?}, not yes or no"),
+        };
+        assert!(
+            LAYER_ORDER.contains(&cells[0]),
+            "src/lib.rs: {module}'s layer {:?} is not one of {LAYER_ORDER:?}",
+            cells[0]
+        );
+        rows.push(Row {
+            layer: cells[0].to_string(),
+            module,
+            uses: names(cells[2]),
+            io,
+        });
+    }
+    assert!(
+        rows.len() > 15,
+        "src/lib.rs: the map has {} rows",
+        rows.len()
+    );
+    rows
+}
 
 /// What only the I/O rows may name.
 const IO: &[&str] = &[
@@ -168,7 +154,8 @@ fn crate_paths(line: &str) -> Vec<String> {
     out
 }
 
-fn every_module_keeps_to_its_row_of_the_layer_table() {
+fn every_module_keeps_to_its_row_of_the_map() {
+    let map = the_map();
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = Vec::new();
     rust_files(&src, &mut files);
@@ -189,14 +176,15 @@ fn every_module_keeps_to_its_row_of_the_layer_table() {
         // (`build.rs` is Cargo's build script, not a module.)
         .filter(|m| m != "lib" && m != "main" && m != "build")
         .collect();
-    let rows: BTreeSet<String> = LAYERS.iter().map(|r| r.1.to_string()).collect();
+    let rows: BTreeSet<String> = map.iter().map(|r| r.module.clone()).collect();
     let missing: Vec<&String> = top.difference(&rows).collect();
     let stale: Vec<&String> = rows.difference(&top).collect();
     assert!(
         missing.is_empty() && stale.is_empty(),
-        "modules without a row: {missing:?}; rows without a module: {stale:?}"
+        "src/lib.rs's map: modules without a row: {missing:?}; rows without a module: {stale:?}"
     );
     let mut bad = Vec::new();
+    let mut used: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
     let mut checked = 0;
     for f in &files {
         let rel = f
@@ -208,7 +196,8 @@ fn every_module_keeps_to_its_row_of_the_layer_table() {
             continue;
         }
         let module = rel.split('/').next().unwrap().trim_end_matches(".rs");
-        let (layer, _, may_use, io) = LAYERS.iter().find(|r| r.1 == module).unwrap();
+        let row = map.iter().find(|r| r.module == module).unwrap();
+        let layer = &row.layer;
         checked += 1;
         let text = std::fs::read_to_string(f).unwrap();
         // Only the code above the unit tests.
@@ -219,61 +208,110 @@ fn every_module_keeps_to_its_row_of_the_layer_table() {
                 continue;
             }
             let at = format!("src/{rel}:{}", i + 1);
-            for used in crate_paths(l) {
-                if used != module && !may_use.contains(&used.as_str()) {
-                    bad.push(format!("{at}: the {layer} `{module}` uses `{used}`: {l}"));
+            for name in crate_paths(l) {
+                if name == module {
+                    continue;
                 }
+                if !row.uses.contains(&name) {
+                    bad.push(format!(
+                        "{at}: `{module}` ({layer}) uses `{name}`, which its row of the map does not list: {l}"
+                    ));
+                }
+                used.entry(&row.module).or_default().insert(name);
             }
-            if !io {
+            if !row.io {
                 for needle in IO {
                     if l.contains(needle) {
                         bad.push(format!(
-                            "{at}: the {layer} `{module}` does I/O ({needle}): {l}"
+                            "{at}: `{module}` ({layer}) does I/O ({needle}): {l}"
                         ));
                     }
                 }
             }
-            if *layer != "shell" {
+            if layer != "shell" {
                 for needle in SHELL {
                     if l.contains(needle) {
                         bad.push(format!(
-                            "{at}: the {layer} `{module}` speaks to the shell ({needle}): {l}"
+                            "{at}: `{module}` ({layer}) speaks to the shell ({needle}): {l}"
                         ));
                     }
                 }
             }
         }
     }
-    assert!(checked > 100, "only {checked} files found");
-    assert!(bad.is_empty(), "layer violations:\n{}", bad.join("\n"));
-}
-
-fn the_table_is_layered() {
-    // Engines use foundations, readers and other engines only; readers use foundations and each
-    // other; nothing but the shell uses the shell, and no engine uses an adapter or a renderer.
-    let layer_of = |m: &str| LAYERS.iter().find(|r| r.1 == m).map(|r| r.0).unwrap();
-    for (layer, module, may_use, _) in LAYERS {
-        for used in *may_use {
-            let l = layer_of(used);
-            let ok = match *layer {
-                "foundation" => false,
-                "reader" => matches!(l, "foundation" | "reader"),
-                "engine" => matches!(l, "foundation" | "reader" | "engine"),
-                "adapter" => l != "renderer" && l != "shell",
-                "renderer" => l != "shell" && l != "adapter" || *used == "bench",
-                "shell" => true,
-                _ => false,
-            };
-            assert!(ok, "the {layer} `{module}` may not use the {l} `{used}`");
+    // The map is exact: a use it lists is a use the module makes.
+    for row in &map {
+        let made = used.get(row.module.as_str()).cloned().unwrap_or_default();
+        for name in row.uses.difference(&made) {
+            bad.push(format!(
+                "src/lib.rs: the map lets `{}` use `{name}`, which it does not: drop it from the row",
+                row.module
+            ));
         }
     }
+    assert!(checked > 100, "only {checked} files found");
+    assert!(bad.is_empty(), "the map is not kept:\n{}", bad.join("\n"));
+}
+
+fn the_map_is_layered() {
+    let map = the_map();
+    let rank = |layer: &str| LAYER_ORDER.iter().position(|l| *l == layer).unwrap();
+    let row = |m: &str| {
+        map.iter()
+            .find(|r| r.module == m)
+            .unwrap_or_else(|| panic!("src/lib.rs: the map names `{m}`, which has no row"))
+    };
+    let mut bad = Vec::new();
+    for r in &map {
+        for name in &r.uses {
+            let u = row(name);
+            let argued = ARGUED.contains(&(r.module.as_str(), name.as_str()));
+            let down = rank(&u.layer) > rank(&r.layer);
+            let back = u.uses.contains(&r.module);
+            // Engines and the output layer do no I/O of their own, so an adapter's use is one
+            // too: only the shell and the adapters may use the adapters.
+            let adapter =
+                u.layer == "adapters" && !matches!(r.layer.as_str(), "adapters" | "shell");
+            if (down || back || adapter) != argued {
+                bad.push(if argued {
+                    format!("`{}` → `{name}` is listed as argued but the layers allow it now: drop it from ARGUED and the crate docs", r.module)
+                } else if down {
+                    format!("`{}` ({}) uses `{name}` ({}), a layer below", r.module, r.layer, u.layer)
+                } else if back {
+                    format!("`{}` and `{name}` use each other", r.module)
+                } else {
+                    format!("`{}` ({}) uses the adapter `{name}`", r.module, r.layer)
+                });
+            }
+        }
+    }
+    // No longer cycle either (within a layer, since no use goes down): a module reached
+    // again from itself, the argued pair aside.
+    for r in &map {
+        let mut seen = BTreeSet::new();
+        let mut todo: Vec<&str> = vec![r.module.as_str()];
+        while let Some(m) = todo.pop() {
+            for name in &row(m).uses {
+                if ARGUED.contains(&(m, name.as_str())) {
+                    continue;
+                }
+                if *name == r.module {
+                    bad.push(format!("`{}` reaches itself through `{m}`", r.module));
+                } else if seen.insert(name.as_str()) {
+                    todo.push(name);
+                }
+            }
+        }
+    }
+    bad.dedup();
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
 
 /// This module's tests, run by the harness in `main.rs`.
 pub(crate) const TESTS: &[crate::support::Test] = &[
     (
-        "every_module_keeps_to_its_row_of_the_layer_table",
-        every_module_keeps_to_its_row_of_the_layer_table,
+        "every_module_keeps_to_its_row_of_the_map",
+        every_module_keeps_to_its_row_of_the_map,
     ),
-    ("the_table_is_layered", the_table_is_layered),
+    ("the_map_is_layered", the_map_is_layered),
 ];

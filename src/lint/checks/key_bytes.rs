@@ -11,36 +11,13 @@ pub(super) struct KeyBytesCheck(pub BytesFlag);
 
 /// Whether `key` has a byte either flag looks for (a space, a tab, a control byte or DEL: all
 /// of them are at most 0x20 or 0x7f). Most keys have none, so the linter asks this once a key
-/// and the flags' own checks run only when it says yes. Keys of 16 to 32 bytes are compared
-/// in two overlapping 16-byte SSE2 loads.
-#[allow(unsafe_code)]
+/// and the flags' own checks run only when it says yes. Keys of 16 to 64 bytes are compared
+/// in overlapping 16-byte SSE2 loads (`crate::simd::mask_at_most_or`).
 #[inline]
 pub(super) fn odd_bytes(key: &[u8]) -> bool {
     #[cfg(x86_simd)]
-    if (16..=32).contains(&key.len()) {
-        let len = key.len();
-        use std::arch::x86_64::{
-            __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8,
-            _mm_or_si128, _mm_set1_epi8,
-        };
-        // SAFETY: SSE2 is part of x86-64; both loads read 16 bytes inside `key` (16 ≤ len ≤
-        // 32: one at its start, one ending at its end).
-        let mask = unsafe {
-            let space = _mm_set1_epi8(0x20);
-            let del = _mm_set1_epi8(0x7f);
-            // b ≤ 0x20 exactly when min(b, 0x20) == b (unsigned), or b is DEL.
-            let odd = |v: __m128i| {
-                _mm_movemask_epi8(_mm_or_si128(
-                    _mm_cmpeq_epi8(_mm_min_epu8(v, space), v),
-                    _mm_cmpeq_epi8(v, del),
-                ))
-            };
-            odd(_mm_loadu_si128(key.as_ptr().cast::<__m128i>()))
-                | odd(_mm_loadu_si128(
-                    key.as_ptr().add(len - 16).cast::<__m128i>(),
-                ))
-        };
-        return mask != 0;
+    if (16..=crate::simd::MASK_BYTES).contains(&key.len()) {
+        return crate::simd::mask_at_most_or(key, 0x20, 0x7f) != 0;
     }
     key.iter()
         .fold(false, |acc, &b| acc | (b <= 0x20) | (b == 0x7f))
@@ -99,8 +76,8 @@ mod tests {
 
     #[test]
     fn odd_bytes_is_true_whenever_a_flag_hits() {
-        // Every byte at every place of keys 0 to 40 bytes long.
-        for len in 0..=40usize {
+        // Every byte at every place of keys 0 to 70 bytes long.
+        for len in 0..=70usize {
             for at in 0..len.max(1) {
                 for b in 0..=255u8 {
                     let mut key = vec![b'a'; len];
