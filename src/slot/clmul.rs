@@ -145,7 +145,7 @@ pub(crate) fn window_supported() -> bool {
 }
 
 #[cfg(x86_simd)]
-pub(crate) use x86::crc16_window;
+pub(crate) use x86::{avx512_supported, crc16_window, crc16_window_x4, crc16_window_x4_avx512};
 
 /// [`super::place_in`] by [`crc16_window`], compiled with its CPU features so that the tag
 /// search and the CRC are one call.
@@ -301,6 +301,130 @@ mod x86 {
         let u = _mm_xor_si128(_mm_clmulepi64_si128(t, k64, 0x01), t);
         reduce64(u)
     }
+
+    /// The 64-bit tail shared by the four-key CRCs: `s` (128 bits, `≡ M mod P`) down to the CRC.
+    #[target_feature(enable = "pclmulqdq,sse4.1")]
+    #[inline]
+    fn finish(s: __m128i) -> u16 {
+        let k64 = _mm_set_epi64x(0, K64 as i64);
+        let t = _mm_xor_si128(_mm_clmulepi64_si128(s, k64, 0x01), _mm_move_epi64(s));
+        let u = _mm_xor_si128(_mm_clmulepi64_si128(t, k64, 0x01), t);
+        reduce64(u)
+    }
+
+    /// [`crc16_window`] of four inputs at once, each `buf[a[i]..b[i]]` with
+    /// `1 <= b[i] - a[i] <= 64` and `b[i] >= 64`: the four dependency chains of carry-less
+    /// products are written side by side, so the core overlaps their latencies.
+    ///
+    /// # Safety
+    /// The CPU must support `pclmulqdq`, `ssse3` and `sse4.1`; `a[i] <= b[i] <= buf.len()`,
+    /// `b[i] - a[i] <= 64` and `b[i] >= 64` for every `i`.
+    #[target_feature(enable = "pclmulqdq,ssse3,sse4.1")]
+    #[inline]
+    #[allow(clippy::needless_range_loop)] // four lanes indexed side by side
+    pub(crate) unsafe fn crc16_window_x4(buf: &[u8], a: [usize; 4], b: [usize; 4]) -> [u16; 4] {
+        let rev = _mm_set_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+        let k3 = _mm_set_epi64x(K448 as i64, K384 as i64);
+        let k2 = _mm_set_epi64x(K320 as i64, K256 as i64);
+        let k1 = _mm_set_epi64x(K192 as i64, K128 as i64);
+        let mut s = [_mm_setzero_si128(); 4];
+        for i in 0..4 {
+            let n = b[i] - a[i];
+            debug_assert!(n <= 64 && b[i] >= 64 && b[i] <= buf.len());
+            let win = &buf[b[i] - 64..b[i]];
+            let mask = &MASK[n..n + 64];
+            let block = |q: usize| {
+                // SAFETY: `win` and `mask` have 64 bytes; q < 4.
+                let (d, m) = unsafe {
+                    (
+                        _mm_loadu_si128(win.as_ptr().add(16 * q).cast()),
+                        _mm_loadu_si128(mask.as_ptr().add(16 * q).cast()),
+                    )
+                };
+                _mm_shuffle_epi8(_mm_and_si128(d, m), rev)
+            };
+            let fold = |q: usize, k: __m128i| {
+                let v = block(q);
+                _mm_xor_si128(
+                    _mm_clmulepi64_si128(v, k, 0x11),
+                    _mm_clmulepi64_si128(v, k, 0x00),
+                )
+            };
+            s[i] = _mm_xor_si128(
+                _mm_xor_si128(fold(0, k3), fold(1, k2)),
+                _mm_xor_si128(fold(2, k1), block(3)),
+            );
+        }
+        let mut out = [0u16; 4];
+        for i in 0..4 {
+            out[i] = finish(s[i]);
+        }
+        out
+    }
+
+    /// Whether [`crc16_window_x4_avx512`] may be called on this CPU.
+    pub(crate) fn avx512_supported() -> bool {
+        std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512bw")
+            && std::arch::is_x86_feature_detected!("avx512vl")
+            && std::arch::is_x86_feature_detected!("vpclmulqdq")
+            && std::arch::is_x86_feature_detected!("pclmulqdq")
+            && std::arch::is_x86_feature_detected!("sse4.1")
+            && std::arch::is_x86_feature_detected!("ssse3")
+    }
+
+    /// The CRC16 of four inputs `[p[i] - n[i], p[i])` with `1 <= n[i] <= 64` by AVX-512: one
+    /// masked 64-byte load each (the bytes masked off are never read, so the input may start
+    /// anywhere), the four 16-byte blocks of a load folded by one 512-bit carry-less multiply
+    /// (the last block by `x^64 mod P` and 1, which leaves it unchanged mod `P`).
+    ///
+    /// # Safety
+    /// The CPU must support AVX-512 F/BW/VL, VPCLMULQDQ, PCLMULQDQ, SSSE3 and SSE4.1
+    /// ([`avx512_supported`]); each `[p[i] - n[i], p[i])` must be readable.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,vpclmulqdq,pclmulqdq,ssse3,sse4.1")]
+    #[inline]
+    #[allow(clippy::needless_range_loop)] // four lanes indexed side by side
+    pub(crate) unsafe fn crc16_window_x4_avx512(p: [*const u8; 4], n: [usize; 4]) -> [u16; 4] {
+        let rev = _mm512_broadcast_i32x4(_mm_set_epi8(
+            0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
+        ));
+        let kk = _mm512_set_epi64(
+            K64 as i64,
+            1,
+            K192 as i64,
+            K128 as i64,
+            K320 as i64,
+            K256 as i64,
+            K448 as i64,
+            K384 as i64,
+        );
+        let mut z = [_mm512_setzero_si512(); 4];
+        for i in 0..4 {
+            debug_assert!((1..=64).contains(&n[i]));
+            let mask = !0u64 << (64 - n[i]);
+            // SAFETY: the bytes the mask keeps are the input, readable by the caller's
+            // contract; masked-off bytes are not accessed (AVX-512 masked loads do not fault
+            // on them).
+            z[i] = unsafe { _mm512_maskz_loadu_epi8(mask, p[i].wrapping_sub(64).cast()) };
+        }
+        for v in &mut z {
+            let r = _mm512_shuffle_epi8(*v, rev);
+            *v = _mm512_xor_si512(
+                _mm512_clmulepi64_epi128::<0x11>(r, kk),
+                _mm512_clmulepi64_epi128::<0x00>(r, kk),
+            );
+        }
+        let mut out = [0u16; 4];
+        for i in 0..4 {
+            let y = _mm256_xor_si256(
+                _mm512_castsi512_si256(z[i]),
+                _mm512_extracti64x4_epi64::<1>(z[i]),
+            );
+            let s = _mm_xor_si128(_mm256_castsi256_si128(y), _mm256_extracti128_si256::<1>(y));
+            out[i] = finish(s);
+        }
+        out
+    }
 }
 
 #[cfg(test)]
@@ -368,6 +492,41 @@ mod tests {
                 // SAFETY: support was checked above; a <= b <= len.
                 let got = unsafe { crc16_window(&data, a, b) };
                 assert_eq!(got, crc16_bitwise(&data[a..b]), "a={a} b={b}");
+            }
+        }
+    }
+
+    #[test]
+    #[cfg(x86_simd)]
+    fn four_key_paths_equal_bitwise() {
+        if !window_supported() {
+            return;
+        }
+        let data: Vec<u8> = (0..300u32)
+            .map(|i| (i.wrapping_mul(2246822519) >> 9) as u8)
+            .collect();
+        assert_eq!(
+            crc16_bitwise(b"123456789"),
+            0x31C3,
+            "the reference itself is XMODEM"
+        );
+        for n0 in 1..=64usize {
+            // Four ranges of different lengths and ends; for even lengths the first starts at
+            // the buffer's first byte (the AVX-512 path only; the other needs 64 bytes).
+            let n = [n0, 65 - n0, (n0 * 7) % 64 + 1, (n0 * 13) % 64 + 1];
+            let first_end = if n0 % 2 == 0 { n[0] } else { 64 + n0 };
+            let b = [first_end, 64 + n0, 150 + n0 % 5, 299 - n0];
+            let a: [usize; 4] = std::array::from_fn(|i| b[i] - n[i]);
+            let want: [u16; 4] = std::array::from_fn(|i| crc16_bitwise(&data[a[i]..b[i]]));
+            if b.iter().all(|&b| b >= 64) {
+                // SAFETY: support checked; ranges of 1 to 64 bytes ending at 64 or later.
+                assert_eq!(unsafe { crc16_window_x4(&data, a, b) }, want, "n={n:?}");
+            }
+            if avx512_supported() {
+                let p = std::array::from_fn(|i| data.as_ptr().wrapping_add(b[i]));
+                // SAFETY: support checked; each range lies in `data`.
+                let got = unsafe { crc16_window_x4_avx512(p, n) };
+                assert_eq!(got, want, "n={n:?}");
             }
         }
     }

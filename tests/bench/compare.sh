@@ -5,32 +5,45 @@
 #
 # Sections (each prints a Markdown table; rows of a table run in turns, RUNS times each, and
 # show medians, since these shared machines drift by 10-20% within a minute):
-#   dumps     a generated dump and an id-heavy one (`gen_keys --ids`): cat, wc -l, the naive
-#             Rust loop, the floor (the standalone fused SIMD slot pass in ../shared/bench/floor:
-#             newlines, `{…}` tags and the CRC in one pass, 2 threads, mmap, the histogram and
-#             nothing else; AVX-512 kernel where the CPU has it, else AVX2), keyplan's own slot
-#             pass (`slot --counts`), analyze, lint --keys, plan --keys; then the same on the
-#             floor's own generated dump (`gen N FILE 1`)
+#   dumps     the floor's own dump (`gen N FILE 1`), a generated dump and an id-heavy one
+#             (`gen_keys --ids`): cat, wc -l, the naive Rust loop, the floor (the standalone
+#             fused SIMD slot pass in ../shared/bench/floor: newlines, `{…}` tags and the CRC
+#             in one pass, 2 threads, mmap, the histogram and nothing else; AVX-512 kernel
+#             where the CPU has it, else AVX2), keyplan's own slot pass (`slot --counts`),
+#             analyze, lint --keys, plan --keys
 #   snapshot  an RDB a real redis-server writes (DEBUG POPULATE KEYS/2): cat, the `rdb` crate
 #             0.4 (`rdb -f nil`, parse only; installed into target/bench-tools on first use),
 #             keyplan scan --rdb and analyze
 #   live      a 3-master loopback cluster of KEYS/10 keys: redis-cli --scan, --memkeys and
 #             --bigkeys on every master at once, and analyze --cluster (with and without --bytes)
-#   code      keyplan code next to rg -c over a tree of real code (tests/bench/tree.sh)
+#   code      keyplan code next to rg -c over exactly the same files, on a JavaScript tree (npm)
+#             and a Python tree (PyPI) (tests/bench/tree.sh)
 # then peak memory and a long fuzz run.
 #
+# Every table shows the median wall time and the median CPU time (user + system, from GNU
+# time) of each row: on a machine shared with other work the CPU seconds move less.
+#
+# CPU paths: the floor runs its AVX-512 kernel where the CPU has avx512bw and vpclmulqdq, else
+# its AVX2 one; keyplan picks the same way at run time (`KEYPLAN_SIMD=avx2` or `portable`
+# lowers it). On an AVX-512 CPU the dump tables also run both programs on the AVX2 path, so
+# one run reports both.
+#
 # Environment: RUNS (default 5); SKIP=live,code,... to leave sections out; FLOOR_DIR (default
-# ../shared/bench/floor; built once into target/bench-tools/floor). Needs bash and
-# python3; redis-server/redis-cli for snapshot and live, rg and pip for code, cargo for
-# the rdb crate, GNU time for memory.
+# ../shared/bench/floor; built once into FLOOR_TARGET, default /tmp/floor, with its own
+# Cargo.lock); PROFILE (default release; `profiling` is the same code with symbols). Needs
+# bash and python3; redis-server/redis-cli for snapshot and live, rg and pip for code (npm
+# for the JavaScript tree), cargo for the rdb crate, GNU time.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 N="${1:-10000000}"
 RUNS="${RUNS:-5}"
 SKIP=",${SKIP:-},"
-cargo build --release --quiet --bin keyplan --example gen_keys --example naive_slots
-BIN="$PWD/target/release/keyplan"
-NAIVE="$PWD/target/release/examples/naive_slots"
+PROFILE="${PROFILE:-release}"
+cargo build --profile "$PROFILE" --quiet --bin keyplan --example gen_keys --example naive_slots
+OUTDIR="${CARGO_TARGET_DIR:-$PWD/target}/$PROFILE"
+BIN="$OUTDIR/keyplan"
+NAIVE="$OUTDIR/examples/naive_slots"
+GEN_KEYS="$OUTDIR/examples/gen_keys"
 DIR="$(mktemp -d)"
 PIDS=()
 cleanup() {
@@ -48,47 +61,86 @@ printf -- '- %s; %s; %s\n' "$(uname -sr)" "$(rustc --version | cut -d' ' -f1-2)"
 printf -- '- %s runs of each row in turns, medians\n' "$RUNS"
 
 # The floor: built once with its own Cargo.lock; its kernel by what the CPU has.
-FLOOR_DIR="${FLOOR_DIR:-../shared/bench/floor}"
-FLOOR=""
-if [ -f "$FLOOR_DIR/Cargo.toml" ] && CARGO_TARGET_DIR="$PWD/target/bench-tools/floor" \
-  cargo build --release --quiet --locked --manifest-path "$FLOOR_DIR/Cargo.toml" 2> /dev/null; then
-  if grep -qw avx512bw /proc/cpuinfo && grep -qw vpclmulqdq /proc/cpuinfo; then
-    FLOOR_KERNEL=fused-avx512-x4
-  else
-    FLOOR_KERNEL=fused-avx2-x4
+# (Beside the main checkout: from a linked worktree, ../shared is found next to the checkout
+# that holds the repository.)
+if [ -z "${FLOOR_DIR:-}" ]; then
+  FLOOR_DIR=../shared/bench/floor
+  COMMON=$(git rev-parse --path-format=absolute --git-common-dir 2> /dev/null || true)
+  if [ ! -f "$FLOOR_DIR/Cargo.toml" ] && [ -n "$COMMON" ]; then
+    FLOOR_DIR="$(dirname "$COMMON")/../shared/bench/floor"
   fi
-  FLOOR="$PWD/target/bench-tools/floor/release/slots --io mmap --threads 2 --crc $FLOOR_KERNEL"
-  FLOOR_GEN="$PWD/target/bench-tools/floor/release/gen"
-  printf -- '- the floor: %s (%s)\n' "$FLOOR_DIR" "$FLOOR_KERNEL"
+fi
+FLOOR_TARGET="${FLOOR_TARGET:-/tmp/floor}"
+FLOOR=""
+AVX512=""
+if grep -qw avx512bw /proc/cpuinfo && grep -qw avx512vl /proc/cpuinfo \
+  && grep -qw vpclmulqdq /proc/cpuinfo; then
+  AVX512=1
+fi
+if [ -f "$FLOOR_DIR/Cargo.toml" ] && CARGO_TARGET_DIR="$FLOOR_TARGET" \
+  cargo build --release --quiet --locked --manifest-path "$FLOOR_DIR/Cargo.toml" 2> /dev/null; then
+  FLOOR_KERNEL=fused-avx2-x4
+  [ -n "$AVX512" ] && FLOOR_KERNEL=fused-avx512-x4
+  FLOOR_SLOTS="$FLOOR_TARGET/release/slots --io mmap --threads 2 --crc"
+  FLOOR="$FLOOR_SLOTS $FLOOR_KERNEL"
+  FLOOR_GEN="$FLOOR_TARGET/release/gen"
+  # The floor's own naive loop (BufRead::lines, a String per key, the crc16 crate): the one
+  # its figures cite.
+  NAIVE="$FLOOR_TARGET/release/naive lines"
+  printf -- '- the floor: %s, built into %s (kernel %s)\n' "$FLOOR_DIR" "$FLOOR_TARGET" "$FLOOR_KERNEL"
 else
   printf -- '- no floor (%s could not be built): ratios are to keyplan slot --counts\n' "$FLOOR_DIR"
 fi
+# keyplan's own choice, by the same CPU flags its run-time detection reads.
+if [ -n "$AVX512" ]; then
+  printf -- '- CPU path: AVX-512 (avx512bw, avx512vl, vpclmulqdq): keyplan takes its AVX-512 scan; the AVX2-only path of both programs is timed too (KEYPLAN_SIMD=avx2, fused-avx2-x4)\n'
+elif grep -qw avx2 /proc/cpuinfo; then
+  printf -- '- CPU path: AVX2 only (no AVX-512 with VPCLMULQDQ): keyplan takes its AVX2 scan\n'
+else
+  printf -- '- CPU path: neither AVX2 nor AVX-512: keyplan takes its portable scan\n'
+fi
 
-ms() { local s e; s=$(date +%s%N); bash -c "$1" > /dev/null 2>&1 || true; e=$(date +%s%N); echo $(( e - s )); }
+# ms CMD: "WALL_NS CPU_MS" of one run of CMD (CPU: user + system of it and its children).
+ms() {
+  local s e c
+  s=$(date +%s%N)
+  /usr/bin/time -f '%U %S' -o "$DIR/cpu" bash -c "$1" > /dev/null 2>&1 || true
+  e=$(date +%s%N)
+  c=$(awk 'NF == 2 && $1 ~ /^[0-9.]+$/ { printf "%.0f", ($1 + $2) * 1000 }' "$DIR/cpu")
+  echo "$(( e - s )) ${c:-0}"
+}
 median_s() { printf '%s\n' "$@" | sort -n | sed -n "$(( ($# + 1) / 2 ))p" | awk '{printf "%.3f", $1/1e9}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b > 0) printf "%.2f", a/b; else print "-" }'; }
 
 # turns TITLE REF [EXTRA_COLUMN_FN] -- NAME CMD NAME CMD ...: runs the commands in turns and
 # prints a table of medians with a ratio to row REF (0-based). Leaves MED[i] for later lines.
-declare -a MED
+declare -a MED CPU
 turns() {
   local title="$1" ref="$2" extra="$3"; shift 4
-  local names=() cmds=() i r
+  local names=() cmds=() i r m
   while [ $# -gt 0 ]; do names+=("$1"); cmds+=("$2"); shift 2; done
-  declare -A T=()
+  declare -A T=() C=()
   for i in "${!cmds[@]}"; do bash -c "${cmds[$i]}" > /dev/null 2>&1 || true; done # warm up
   for r in $(seq "$RUNS"); do
-    for i in "${!cmds[@]}"; do T[$i]+="$(ms "${cmds[$i]}") "; done
+    for i in "${!cmds[@]}"; do
+      m=$(ms "${cmds[$i]}")
+      T[$i]+="${m% *} "
+      C[$i]+="$(( ${m#* } * 1000000 )) "
+    done
   done
   MED=()
+  CPU=()
   for i in "${!cmds[@]}"; do
     # shellcheck disable=SC2086
     MED[$i]=$(median_s ${T[$i]})
+    # shellcheck disable=SC2086
+    CPU[$i]=$(median_s ${C[$i]})
   done
-  printf '\n### %s\n\n| program | median s | × %s |%s\n|---|---:|---:|%s\n' "$title" \
+  printf '\n### %s\n\n| program | median s | × %s | CPU s | CPU × |%s\n|---|---:|---:|---:|---:|%s\n' "$title" \
     "${names[$ref]}" "${extra:+ $($extra head) |}" "${extra:+---:|}"
   for i in "${!cmds[@]}"; do
-    printf '| %s | %s | %s |%s\n' "${names[$i]}" "${MED[$i]}" "$(ratio "${MED[$i]}" "${MED[$ref]}")" \
+    printf '| %s | %s | %s | %s | %s |%s\n' "${names[$i]}" "${MED[$i]}" \
+      "$(ratio "${MED[$i]}" "${MED[$ref]}")" "${CPU[$i]}" "$(ratio "${CPU[$i]}" "${CPU[$ref]}")" \
       "${extra:+ $($extra "${MED[$i]}") |}"
   done
 }
@@ -97,36 +149,62 @@ turns() {
 if [[ $SKIP != *,dumps,* ]]; then
   SCHEME=examples/keyplan.yaml
   kinds="ordinary ids"
-  [ -n "$FLOOR" ] && kinds+=" floor's"
+  [ -n "$FLOOR" ] && kinds="floor's $kinds"
   for kind in $kinds; do
     DUMP="$DIR/${kind%\'s}.txt"
     if [ "$kind" = ids ]; then
-      target/release/examples/gen_keys "$N" --ids > "$DUMP"
+      "$GEN_KEYS" "$N" --ids > "$DUMP"
     elif [ "$kind" = "floor's" ]; then
       # The floor's own generator, seed 1: the dump its figures are about (10,000,000 keys:
       # 311 MB, average line 31 B, 22% with a hash tag).
       "$FLOOR_GEN" "$N" "$DUMP" 1 > /dev/null
     else
-      target/release/examples/gen_keys "$N" > "$DUMP"
+      "$GEN_KEYS" "$N" > "$DUMP"
     fi
     MB=$(( $(stat -c %s "$DUMP") / 1048576 ))
     rows=("cat file > /dev/null" "cat '$DUMP'"
       "wc -l" "wc -l '$DUMP'"
       "naive Rust loop (lines() + String + crc16 crate)" "$NAIVE '$DUMP'")
-    [ -n "$FLOOR" ] && rows+=("the floor (fused SIMD pass, 2 threads, mmap; $FLOOR_KERNEL)" "$FLOOR '$DUMP'")
+    f=-1
+    if [ -n "$FLOOR" ]; then
+      f=$(( ${#rows[@]} / 2 ))
+      rows+=("the floor (fused SIMD pass, 2 threads, mmap; $FLOOR_KERNEL)" "$FLOOR '$DUMP'")
+    fi
+    k=$(( ${#rows[@]} / 2 ))
     rows+=("keyplan slot --counts" "$BIN slot --counts --format json --keys '$DUMP'"
       "keyplan analyze" "$BIN analyze --format json '$DUMP'"
       "keyplan lint --keys" "$BIN lint --format json --keys '$DUMP'"
       "keyplan lint --keys --scheme" "$BIN lint --format json --scheme $SCHEME --keys '$DUMP'"
       "keyplan plan --keys --scheme" "$BIN plan --format json --scheme $SCHEME --keys '$DUMP'")
-    # Row numbers: 3 is the floor where it was built, and keyplan's rows follow it.
-    f=3; k=$(( ${#rows[@]} / 2 - 5 ))
-    turns "$kind dump: $N keys, $MB MB" $f "" -- "${rows[@]}"
-    [ -n "$FLOOR" ] && printf '\nslot --counts: %s× the floor' "$(ratio "${MED[$k]}" "${MED[$f]}")"
-    printf '\nanalyze: %s× faster than the naive loop, %s× the floor, %s× cat; lint --keys %s×, with a scheme %s×, plan --keys %s× analyze\n' \
-      "$(ratio "${MED[2]}" "${MED[$((k + 1))]}")" "$(ratio "${MED[$((k + 1))]}" "${MED[$f]}")" \
-      "$(ratio "${MED[$((k + 1))]}" "${MED[0]}")" "$(ratio "${MED[$((k + 2))]}" "${MED[$((k + 1))]}")" \
-      "$(ratio "${MED[$((k + 3))]}" "${MED[$((k + 1))]}")" "$(ratio "${MED[$((k + 4))]}" "${MED[$((k + 1))]}")"
+    a2=-1
+    if [ -n "$AVX512" ]; then
+      # The AVX2-only path of both programs, on this AVX-512 CPU.
+      a2=$(( ${#rows[@]} / 2 ))
+      [ -n "$FLOOR" ] && rows+=("the floor, AVX2 kernel (fused-avx2-x4)" "$FLOOR_SLOTS fused-avx2-x4 '$DUMP'")
+      rows+=("keyplan slot --counts, AVX2 path (KEYPLAN_SIMD=avx2)" "KEYPLAN_SIMD=avx2 $BIN slot --counts --format json --keys '$DUMP'"
+        "keyplan analyze, AVX2 path (KEYPLAN_SIMD=avx2)" "KEYPLAN_SIMD=avx2 $BIN analyze --format json '$DUMP'")
+    fi
+    ref=$f
+    [ "$f" -lt 0 ] && ref=$k
+    turns "$kind dump: $N keys, $MB MB" "$ref" "" -- "${rows[@]}"
+    an=$(( k + 1 ))
+    if [ "$f" -ge 0 ]; then
+      printf '\nslot --counts: %s× the floor (CPU %s×)' "$(ratio "${MED[$k]}" "${MED[$f]}")" \
+        "$(ratio "${CPU[$k]}" "${CPU[$f]}")"
+      if [ "$a2" -ge 0 ]; then
+        printf '; AVX2 path: slot --counts %s× the AVX2 floor (CPU %s×), analyze %s× (CPU %s×)' \
+          "$(ratio "${MED[$((a2 + 1))]}" "${MED[$a2]}")" "$(ratio "${CPU[$((a2 + 1))]}" "${CPU[$a2]}")" \
+          "$(ratio "${MED[$((a2 + 2))]}" "${MED[$a2]}")" "$(ratio "${CPU[$((a2 + 2))]}" "${CPU[$a2]}")"
+      fi
+      printf '\nanalyze: %s× the floor (CPU %s×),' "$(ratio "${MED[$an]}" "${MED[$f]}")" \
+        "$(ratio "${CPU[$an]}" "${CPU[$f]}")"
+    else
+      printf '\nanalyze:'
+    fi
+    printf ' %s× faster than the naive loop (CPU %s×), %s× cat; lint --keys %s×, with a scheme %s×, plan --keys %s× analyze\n' \
+      "$(ratio "${MED[2]}" "${MED[$an]}")" "$(ratio "${CPU[2]}" "${CPU[$an]}")" \
+      "$(ratio "${MED[$an]}" "${MED[0]}")" "$(ratio "${MED[$((k + 2))]}" "${MED[$an]}")" \
+      "$(ratio "${MED[$((k + 3))]}" "${MED[$an]}")" "$(ratio "${MED[$((k + 4))]}" "${MED[$an]}")"
     [ "$kind" = ordinary ] && cp "$DUMP" "$DIR/keep.txt"
     rm -f "$DUMP"
   done
@@ -182,7 +260,7 @@ if [[ $SKIP != *,live,* ]] && command -v redis-server > /dev/null && command -v 
   until [ "$(redis-cli -p "${PORTS[0]}" CLUSTER INFO | tr -d '\r' | sed -n 's/^cluster_state://p')" = ok ]; do sleep 0.2; done
   # Keys of the generator, each SET on its master (slots as `redis-cli --cluster create` lays
   # them out, which `--masters 3` reproduces), through redis-cli --pipe.
-  target/release/examples/gen_keys "$LIVE" > "$DIR/live.txt"
+  "$GEN_KEYS" "$LIVE" > "$DIR/live.txt"
   "$BIN" slot --masters 3 --keys "$DIR/live.txt" | tail -n +2 | awk -F'\t' -v d="$DIR" '
     { n = substr($4, 8) + 0; k = $1
       printf "*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n", length(k), k, 40, sprintf("%040d", NR) > (d "/pipe" n) }'
@@ -206,13 +284,23 @@ fi
 # ----------------------------------------------------------------------------------- code
 if [[ $SKIP != *,code,* ]] && command -v rg > /dev/null; then
   . tests/bench/tree.sh
-  if bench_tree 2> /dev/null; then
-    turns "code: $(find "$TREE" -type f \( -name '*.py' -o -name '*.js' \) | wc -l) Python and JavaScript files of sympy, Django, botocore, networkx" 1 "" -- \
-      "keyplan code (all cores)" "$BIN code '$TREE'" \
-      "rg -c over four words (the floor)" "rg -c 'pipeline|redis|mget|execute' '$TREE'"
-  else
-    echo "(no tree of code: pip could not download it; the code section is left out)"
-  fi
+  EXTS='py|js|mjs|cjs|jsx|ts|mts|cts|tsx|go|rb|java'
+  for lang in JavaScript Python; do
+    if { [ "$lang" = JavaScript ] && bench_js_tree 2> /dev/null; } \
+      || { [ "$lang" = Python ] && bench_py_tree 2> /dev/null; }; then
+      # The same files for both: those of keyplan's languages, listed once.
+      rg --files "$TREE" | grep -E "\.($EXTS)$" | LC_ALL=C sort > "$DIR/files.txt"
+      tr '\n' '\0' < "$DIR/files.txt" > "$DIR/files0.txt"
+      LINES=$(xargs -0 cat < "$DIR/files0.txt" | wc -l)
+      turns "code: $lang tree, $(wc -l < "$DIR/files.txt") files, $LINES lines" 1 "" -- \
+        "keyplan code (all cores)" "$BIN code '$TREE'" \
+        "rg -c over four words, the same files" "xargs -0 rg -c 'pipeline|redis|mget|execute' < '$DIR/files0.txt'"
+      printf '\ncode (%s): %s× rg -c (CPU %s×)\n' "$lang" "$(ratio "${MED[0]}" "${MED[1]}")" \
+        "$(ratio "${CPU[0]}" "${CPU[1]}")"
+    else
+      echo "(no $lang tree: the package manager could not download it; left out)"
+    fi
+  done
 fi
 
 # --------------------------------------------------------------------------------- memory
@@ -221,7 +309,7 @@ if [ -x /usr/bin/time ] && [ -f "$DIR/keep.txt" ]; then
   SMALL="$DIR/small.txt"
   # Generated the same way as the big one (not cut with `head`): the kernel keeps a file
   # written in large blocks in large page-cache folios, which changes resident memory.
-  target/release/examples/gen_keys $(( N / 10 )) > "$SMALL"
+  "$GEN_KEYS" $(( N / 10 )) > "$SMALL"
   /usr/bin/time -f "slot --counts, $N keys (file): %M KB" "$BIN" slot --counts --format json --keys "$DIR/keep.txt" > /dev/null
   /usr/bin/time -f "slot --counts, $N keys (pipe): %M KB" "$BIN" slot --counts --format json --keys - < <(cat "$DIR/keep.txt") > /dev/null
   /usr/bin/time -f "analyze, $N keys: %M KB" "$BIN" analyze --format json "$DIR/keep.txt" > /dev/null

@@ -17,7 +17,7 @@ use criterion::{BenchmarkId, Criterion, Throughput};
 use keyplan::analyze::{AnalyzeConfig, Analyzer};
 use keyplan::keys::parallel::{ChunkSink, RawChunk, par_read, par_read_file};
 use keyplan::keys::{InputFormat, ReadOptions, Record};
-use keyplan::slot::bulk::{BulkScanner, LineCounts};
+use keyplan::slot::bulk::{BulkScanner, LineCounts, SimdPath};
 use keyplan::slot::{
     SLOT_COUNT, crc16, crc16_bitwise, crc16_clmul, crc16_table, hash_tag, key_slot,
 };
@@ -225,6 +225,9 @@ fn bench_bulk(c: &mut Criterion) {
     g.bench_function(BenchmarkId::new("keyplan-fused-1-thread", n), |b| {
         b.iter(|| scanner_1t(&dump, BulkScanner::new()))
     });
+    g.bench_function(BenchmarkId::new("keyplan-fused-avx2-1-thread", n), |b| {
+        b.iter(|| scanner_1t(&dump, BulkScanner::with_path(SimdPath::Avx2)))
+    });
     g.bench_function(BenchmarkId::new("keyplan-stream-all-cores", n), |b| {
         b.iter(|| stream_2t(&dump))
     });
@@ -264,8 +267,12 @@ fn bench_bulk(c: &mut Criterion) {
             median(&mut || scanner_1t(&dump, BulkScanner::portable())),
         ),
         (
-            "keyplan fused SIMD, 1 thread",
+            "keyplan fused SIMD (best path), 1 thread",
             median(&mut || scanner_1t(&dump, BulkScanner::new())),
+        ),
+        (
+            "keyplan fused SIMD, AVX2 path, 1 thread",
+            median(&mut || scanner_1t(&dump, BulkScanner::with_path(SimdPath::Avx2))),
         ),
         (
             "keyplan stream, all cores",
