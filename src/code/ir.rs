@@ -90,6 +90,9 @@ pub struct Func {
     pub at: Position,
     /// Whether it is a static/class method (called on the class, not an instance).
     pub is_static: bool,
+    /// Its declared result type's last name segment, when it declares one result (`func
+    /// Get() redis.Conn` → `Conn`); `None` otherwise.
+    pub returns: Option<String>,
 }
 
 /// A parameter.
