@@ -2759,7 +2759,8 @@ impl<'p, 'a> Cx<'p, 'a> {
             for id in handed {
                 self.mark_handed(id, func.name.clone());
             }
-            return unknown(self.prime(&format!("{}()", func.name)));
+            let v = unknown(self.prime(&format!("{}()", func.name)));
+            return self.declared_result(func, v);
         }
         let memo_key =
             signature(&vars, this.as_ref()).map(|sig| (func as *const Func as usize, sig));
@@ -2798,10 +2799,22 @@ impl<'p, 'a> Cx<'p, 'a> {
             0 => unknown(self.prime(&format!("{}()", func.name))),
             _ => V::either(returns),
         };
+        let v = self.declared_result(func, v);
         if let Some(k) = memo_key {
             self.memo.insert(k, v.clone());
         }
         v
+    }
+
+    /// What a function returns, as its declared result type says: a client's type (`func
+    /// Get() redis.Conn`) is a client, whatever wraps it.
+    fn declared_result(&self, func: &Func, v: V<'a>) -> V<'a> {
+        match func.returns.as_deref() {
+            Some(t) if self.p.calls.client_types.contains(t) && !matches!(v, V::Pipe(_)) => {
+                V::Client
+            }
+            _ => v,
+        }
     }
 
     /// A function's parameters bound to a call's arguments: positional, keyword, the rest as a
