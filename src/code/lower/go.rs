@@ -507,6 +507,10 @@ impl<'s> Lowerer<'s> {
         let params = n
             .child_by_field_name("parameters")
             .map_or_else(Vec::new, |p| self.params(p));
+        // One result: its type; `(T, error)` and named results give none.
+        let returns = n
+            .child_by_field_name("result")
+            .and_then(|r| self.type_name(r));
         let pre = std::mem::take(&mut self.pre);
         let defers = std::mem::take(&mut self.defers);
         let mut body = Vec::new();
@@ -525,6 +529,7 @@ impl<'s> Lowerer<'s> {
             body,
             at,
             is_static: false,
+            returns,
         }
     }
 
