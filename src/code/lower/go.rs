@@ -11,11 +11,13 @@
 //!   [`Func::receiver`]. A struct type is an [`ir::Class`] whose bases are its embedded
 //!   types (last name segment). Function literals are [`Expr::Lambda`]s where they are
 //!   written.
-//! - **Packages**: an import is `name → (path, whole package)`, the name being its alias or
-//!   the package name its path gives (`github.com/redis/go-redis/v9` → `redis`). A name the
-//!   file declares nowhere but qualifies other names with (`keys.User(id)`, `keys.Prefix`)
-//!   is a package too (imported by another file, or written without imports): it is added as
-//!   an import of that name.
+//! - **Packages**: `package keys` is the unit's [`Unit::package`]; an import is `name →
+//!   (path, whole package)`, the name being its alias or the package name its path gives
+//!   (`github.com/redis/go-redis/v9` → `redis`). A name the file declares nowhere but
+//!   qualifies other names with (`keys.User(id)`, `keys.Prefix`) is a package too (imported by
+//!   another file, or written without imports): it is added as an import of that name.
+//! - **Results**: a function's one declared result type (last segment, `*` and type
+//!   arguments left out) is its [`Func::returns`].
 //! - **Assignments**: `a, b := x, y` (and `=`, `var`, `const`) is one assignment per name,
 //!   in order; `a, err := f()` (one value for several names) assigns a [`Target::Tuple`],
 //!   and `return a, b` returns an [`Expr::List`] of the values, so a function's several
@@ -1930,6 +1932,48 @@ func User(uid string) string { return Prefix + ":user:" + uid }
         assert_eq!(texts(&f.sites[0])[0], "shop:user:<uid>");
         assert_eq!(f.sites[0].at.line, 6);
         assert_eq!(f.sites[0].at.column, 8);
+    }
+
+    /// A method declared to return a client's interface returns a client, though its body
+    /// makes the tree's own wrapper (read from the caller that makes the `Cluster`); a redigo
+    /// connection's queue is sent by `Flush`.
+    #[test]
+    fn a_function_declared_to_return_a_connection() {
+        let f = scan_go(
+            r#"package redisc
+type Cluster struct{}
+type Conn struct{ cluster *Cluster }
+func (c *Cluster) Get() redis.Conn { return &Conn{cluster: c} }
+func (c *Conn) Do(cmd string, args ...interface{}) (interface{}, error) { return nil, nil }
+func use(c *Cluster) {
+	conn := c.Get()
+	defer conn.Close()
+	conn.Do("MGET", "a{x}", "b{x}")
+	conn2 := c.Get().(*Conn)
+	conn2.Send("GET", "k1")
+	conn2.Send("GET", "k2")
+	conn2.Flush()
+}
+func main() { use(&Cluster{}) }
+"#,
+        );
+        assert_eq!(ops(&f), ["MGET", "GET GET"], "{:?}", f.sites);
+        assert!(matches!(f.sites[0].verdict(), Verdict::OneSlot(_)));
+        assert_eq!(f.sites[1].kind, SiteKind::Pipeline);
+        assert_eq!(
+            (f.sites[1].at.line, f.sites[1].send.map(|p| p.line)),
+            (11, Some(13))
+        );
+        assert!(matches!(f.sites[1].verdict(), Verdict::CrossSlot(_)));
+        let u = lower(
+            "package p
+func a() *redis.Client { return nil }
+func b() (string, error) { return \"\", nil }
+",
+        )
+        .unwrap();
+        assert_eq!(u.funcs[1].returns.as_deref(), Some("Client"));
+        assert_eq!(u.funcs[2].returns, None);
     }
 
     /// Each nesting shape, as deep as is still read, lowers on a reader thread's stack; one
