@@ -244,6 +244,10 @@ impl Calls {
     }
 }
 
+/// A top-level name of a package's file: a function (`Ok`) or a module-level value (`Err`),
+/// with its unit.
+type PackageMember<'a> = Result<(usize, &'a Func), (usize, &'a Expr)>;
+
 /// The module path a file's name gives (`a/b/c.py` → `a.b.c`, `lib/x.js` → `lib.x`,
 /// `pkg/__init__.py` → `pkg`, `src/index.ts` → `src`).
 fn module_path(file: &str) -> String {
@@ -560,12 +564,7 @@ impl<'a> Program<'a> {
 
     /// `pkg.name` of a package of the tree unit `u` imports: the one top-level function
     /// (`Ok`) or module-level value (`Err`) of that name in its files.
-    fn package_member(
-        &self,
-        u: usize,
-        pkg: &str,
-        name: &str,
-    ) -> Option<Result<(usize, &'a Func), (usize, &'a Expr)>> {
+    fn package_member(&self, u: usize, pkg: &str, name: &str) -> Option<PackageMember<'a>> {
         let mut found = None;
         for v in self.package_units(u, pkg) {
             let unit = self.sources[v].unit;
