@@ -244,6 +244,10 @@ impl Calls {
     }
 }
 
+/// A top-level name of a package's file: a function (`Ok`) or a module-level value (`Err`),
+/// with its unit.
+type PackageMember<'a> = Result<(usize, &'a Func), (usize, &'a Expr)>;
+
 /// The module path a file's name gives (`a/b/c.py` → `a.b.c`, `lib/x.js` → `lib.x`,
 /// `pkg/__init__.py` → `pkg`, `src/index.ts` → `src`).
 fn module_path(file: &str) -> String {
@@ -537,6 +541,49 @@ impl<'a> Program<'a> {
                 .map(|c| c.to_ascii_lowercase()),
         );
         self.class_norm.get(&want).copied().flatten()
+    }
+
+    /// The units of the package (see [`ir::Unit::package`]) that name `local` of unit `u`
+    /// imports as a whole module: those whose package is that name or the import path's last
+    /// segment.
+    fn package_units(&self, u: usize, local: &str) -> Vec<usize> {
+        let Some((path, None)) = self.imports[u].get(local) else {
+            return Vec::new();
+        };
+        let last = path.rsplit(['/', '.']).next().unwrap_or(path);
+        (0..self.sources.len())
+            .filter(|&v| {
+                self.sources[v]
+                    .unit
+                    .package
+                    .as_deref()
+                    .is_some_and(|p| p == local || p == last)
+            })
+            .collect()
+    }
+
+    /// `pkg.name` of a package of the tree unit `u` imports: the one top-level function
+    /// (`Ok`) or module-level value (`Err`) of that name in its files.
+    fn package_member(&self, u: usize, pkg: &str, name: &str) -> Option<PackageMember<'a>> {
+        let mut found = None;
+        for v in self.package_units(u, pkg) {
+            let unit = self.sources[v].unit;
+            let here = match unit
+                .funcs
+                .iter()
+                .find(|f| f.class.is_none() && f.name == name)
+            {
+                Some(f) => Some(Ok((v, f))),
+                None => self.module_vars[v].get(name).map(|e| Err((v, *e))),
+            };
+            if here.is_some() {
+                if found.is_some() {
+                    return None;
+                }
+                found = here;
+            }
+        }
+        found
     }
 
     /// The unit that module path `wanted` names, seen from unit `from`.
@@ -1206,6 +1253,9 @@ struct Cx<'p, 'a> {
     /// The function at which the reading ran out of steps, if it did: pipelines open then or
     /// made after hold commands of calls not followed.
     exhausted: Option<String>,
+    /// The commands queued on a connection by name (`conn.Send(…)` of a profile's
+    /// `queue_raw`), by (the frame's variables, the connection's name): its pipeline.
+    conns: HashMap<(usize, String), usize>,
 }
 
 impl<'p, 'a> Cx<'p, 'a> {
@@ -1226,6 +1276,7 @@ impl<'p, 'a> Cx<'p, 'a> {
             class_fields: HashMap::new(),
             memo: HashMap::new(),
             exhausted: None,
+            conns: HashMap::new(),
         }
     }
 
@@ -2036,6 +2087,12 @@ impl<'p, 'a> Cx<'p, 'a> {
                 {
                     return self.global_value(u, f, e);
                 }
+                // `pkg.NAME` of a package of the tree.
+                if let Expr::Name(m) = obj_expr
+                    && let Some(Err((u, e))) = self.p.package_member(fr.unit, m, f)
+                {
+                    return self.global_value(u, f, e);
+                }
                 // `job.key` on a runtime value named like a class of the tree: that class's
                 // field or property.
                 if let V::Unknown(n) = &obj
@@ -2258,6 +2315,10 @@ impl<'p, 'a> Cx<'p, 'a> {
             self.eval_args_for_effects(fr, &c.args);
             return V::Client;
         }
+        // `redis.NewScript(…)`: a script made by the client's package.
+        if calls.new_script.contains(m) && matches!(recv, V::Unknown(_)) {
+            return self.make_script(fr, c);
+        }
         // `module.function(…)` of a module the file imports.
         if let Expr::Name(module) = recv_expr
             && let Some(u) = self.p.imported_module(fr.unit, module)
@@ -2266,6 +2327,12 @@ impl<'p, 'a> Cx<'p, 'a> {
                 .funcs
                 .iter()
                 .find(|f| f.class.is_none() && f.name == m)
+        {
+            return self.invoke(fr, u, func, &c.args, None, Some(c.at));
+        }
+        // `pkg.Function(…)` of a package of the tree, its files the package's.
+        if let Expr::Name(pkg) = recv_expr
+            && let Some(Ok((u, func))) = self.p.package_member(fr.unit, pkg, m)
         {
             return self.invoke(fr, u, func, &c.args, None, Some(c.at));
         }
@@ -2796,7 +2863,8 @@ impl<'p, 'a> Cx<'p, 'a> {
                     p.unknown = Some(Unknown::Unfollowed(func.name.clone()));
                 }
             }
-            return unknown(self.prime(&format!("{}()", func.name)));
+            let v = unknown(self.prime(&format!("{}()", func.name)));
+            return self.declared_result(func, v);
         }
         let memo_key =
             signature(&vars, this.as_ref()).map(|sig| (func as *const Func as usize, sig));
@@ -2835,10 +2903,22 @@ impl<'p, 'a> Cx<'p, 'a> {
             0 => unknown(self.prime(&format!("{}()", func.name))),
             _ => V::either(returns),
         };
+        let v = self.declared_result(func, v);
         if let Some(k) = memo_key {
             self.memo.insert(k, v.clone());
         }
         v
+    }
+
+    /// What a function returns, as its declared result type says: a client's type (`func
+    /// Get() redis.Conn`) is a client, whatever wraps it.
+    fn declared_result(&self, func: &Func, v: V<'a>) -> V<'a> {
+        match func.returns.as_deref() {
+            Some(t) if self.p.calls.client_types.contains(t) && !matches!(v, V::Pipe(_)) => {
+                V::Client
+            }
+            _ => v,
+        }
     }
 
     /// A function's parameters bound to a call's arguments: positional, keyword, the rest as a
@@ -2980,11 +3060,15 @@ impl<'p, 'a> Cx<'p, 'a> {
             // Arguments given by value: functions given by name (`client.transaction(self._move,
             // key)`), and keys beside them, watched (redis-py's `transaction(func, *watches)`:
             // the function's commands are sent at once until it calls `multi()`).
+            // A context handed first (`Pipelined(ctx, func…)`) is no watched key.
+            let context_first = calls.context_first;
             let given: Vec<Option<V<'a>>> = c
                 .args
                 .iter()
-                .map(|a| {
-                    (a.keyword.is_none() && !matches!(a.value, Expr::Lambda(_)))
+                .enumerate()
+                .map(|(i, a)| {
+                    let context = i == 0 && context_first && is_context(&a.value);
+                    (a.keyword.is_none() && !matches!(a.value, Expr::Lambda(_)) && !context)
                         .then(|| self.eval(fr, &a.value))
                 })
                 .collect();
@@ -3030,6 +3114,73 @@ impl<'p, 'a> Cx<'p, 'a> {
         if calls.register.contains(m) {
             self.eval_args_for_effects(fr, &c.args);
             return V::Script(Rc::new(ScriptV { counted: None }));
+        }
+        // A connection that queues commands (`conn.Send(…)`): its queue, sent by `Flush`, or
+        // by the next raw command (`Do`) unless a raw MULTI made it a transaction that a raw
+        // EXEC sends.
+        let conn = c
+            .receiver
+            .as_ref()
+            .and_then(|r| r.dotted())
+            .filter(|_| !calls.queue_raw.is_empty())
+            .map(|d| (Rc::as_ptr(&fr.vars) as usize, d));
+        if let Some(key) = &conn
+            && calls.run.contains(m)
+            && let Some(id) = self.conns.remove(key)
+        {
+            self.eval_args_for_effects(fr, &c.args);
+            self.send(id, fr.unit, at, false);
+            return unknown("reply");
+        }
+        if let Some(key) = conn
+            && (calls.queue_raw.contains(m) || calls.raw.contains(m))
+        {
+            let queue = calls.queue_raw.contains(m);
+            let args = self.eval_args(fr, &c.args);
+            let op = match args.first() {
+                Some(V::Text(t)) if t.is_literal() => Some(t.text().to_ascii_uppercase()),
+                _ => None,
+            };
+            let open = self.conns.get(&key).copied();
+            match (op.as_deref(), open) {
+                (Some("MULTI"), _) => {
+                    let id = match open {
+                        Some(id) => id,
+                        None => self.new_pipe(true, fr.unit, at),
+                    };
+                    self.pipes[id].atomic = true;
+                    self.conns.insert(key, id);
+                    return unknown("reply");
+                }
+                (Some("EXEC"), Some(id)) => {
+                    self.conns.remove(&key);
+                    self.send(id, fr.unit, at, false);
+                    return unknown("reply");
+                }
+                (Some(_), Some(id)) => {
+                    self.queue_raw_line(id, &args, at, fr.unit);
+                    if !queue && !self.pipes[id].atomic {
+                        self.conns.remove(&key);
+                        self.send(id, fr.unit, at, false);
+                    }
+                    return unknown("reply");
+                }
+                (Some(_), None) if queue => {
+                    let id = self.new_pipe(false, fr.unit, at);
+                    self.conns.insert(key, id);
+                    self.queue_raw_line(id, &args, at, fr.unit);
+                    return unknown("reply");
+                }
+                _ => {}
+            }
+            let (op, keys, unknown_) = self.raw_keys(&args);
+            if let Some(op) = op {
+                if op.eq_ignore_ascii_case("EXEC") || op.eq_ignore_ascii_case("MULTI") {
+                    return unknown("reply");
+                }
+                self.direct(fr.unit, at, SiteKind::Command, &op, keys, unknown_);
+            }
+            return unknown(self.prime(&describe(e)));
         }
         if calls.raw.contains(m) || calls.queue_raw.contains(m) {
             let args = self.eval_args(fr, &c.args);
@@ -3528,6 +3679,14 @@ impl<'p, 'a> Cx<'p, 'a> {
     /// sent at `at`.
     fn send(&mut self, id: usize, unit: usize, at: Position, plain: bool) {
         let p = &mut self.pipes[id];
+        // Nothing queued but what a function the tree does not define was handed the
+        // pipeline for: the batch is that function's doing.
+        if p.ops.is_empty()
+            && p.made.is_some()
+            && let Some(Unknown::Callee(callee)) = &p.unknown
+        {
+            p.ops.push(format!("{callee}()"));
+        }
         if p.ops.is_empty() {
             p.sent = true;
             return;
@@ -3566,6 +3725,7 @@ impl<'p, 'a> Cx<'p, 'a> {
     /// (returned, kept in a field): what they hold is sent by code not read here.
     fn flush_pipes(&mut self, _from: usize) {
         self.pipes.clear();
+        self.conns.clear();
     }
 
     /// Closures made and not called, read as they would run (parameters unknown).

@@ -62,6 +62,11 @@ pub struct Unit {
     /// each function and method in source order. Closures are not here: they are
     /// [`Expr::Lambda`] values where they are written.
     pub funcs: Vec<Func>,
+    /// The package the file says it belongs to, where a language has files share one
+    /// namespace per package (Go's `package keys`): `keys.User(…)` and `keys.Prefix` in a file
+    /// that imports the package (by a path ending in its name, or under that name) name the
+    /// top-level function or value of one of its files. `None` elsewhere.
+    pub package: Option<String>,
 }
 
 /// A class (or a Go struct type with methods, a Ruby module).
@@ -92,6 +97,9 @@ pub struct Func {
     pub at: Position,
     /// Whether it is a static/class method (called on the class, not an instance).
     pub is_static: bool,
+    /// Its declared result type's last name segment, when it declares one result (`func
+    /// Get() redis.Conn` → `Conn`); `None` otherwise.
+    pub returns: Option<String>,
 }
 
 /// A parameter.

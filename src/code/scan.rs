@@ -15,13 +15,17 @@ use super::{FileFindings, Language};
 /// Whether `language` is read through the model (lowered, then analysed with the whole tree)
 /// rather than by its own reader.
 pub fn lowered(language: Language) -> bool {
-    matches!(language, Language::Python | Language::JavaScript(_))
+    matches!(
+        language,
+        Language::Python | Language::JavaScript(_) | Language::Go
+    )
 }
 
 /// The model of one file's text, or why it is not read.
 pub fn lower(language: Language, text: &str) -> Result<Unit, String> {
     match language {
         Language::Python => super::lower::python::lower(text).map_err(|e| e.to_string()),
+        Language::Go => super::lower::go::lower(text).map_err(|e| e.to_string()),
         Language::JavaScript(d) => {
             super::lower::javascript::lower(text, d).map_err(|e| e.to_string())
         }

@@ -568,6 +568,7 @@ impl<'s> Lowerer<'s> {
             body,
             at,
             is_static,
+            returns: None,
         }
     }
 

@@ -614,6 +614,7 @@ impl<'s> Lowerer<'s> {
             body,
             at: self.pos(n),
             is_static: matches!(method, Some(Method::Static | Method::Class)),
+            returns: None,
         }
     }
 
@@ -707,6 +708,7 @@ impl<'s> Lowerer<'s> {
             body,
             at: self.pos(n),
             is_static: false,
+            returns: None,
         };
     }
 
