@@ -1316,9 +1316,13 @@ impl<'p, 'a> Cx<'p, 'a> {
             };
             for &id in ids {
                 let f = self.p.func(id);
-                if f.name == ir::CLASS_BODY {
+                // A class body that makes an object of its own class (Ruby's
+                // `HANDLERS << Logger.new` inside `class Logger`) is not run again inside itself.
+                if f.name == ir::CLASS_BODY && !self.on_stack(f) {
                     let frame = self.method_frame(id.0, f, obj.clone(), HashMap::new());
+                    self.stack.push(f);
                     self.run_body(&frame, &f.body);
+                    self.stack.pop();
                 }
             }
         }
@@ -2009,7 +2013,13 @@ impl<'p, 'a> Cx<'p, 'a> {
                         }
                     }
                 }
-                unknown(self.prime(d.trim_start_matches("self.").trim_start_matches("this.")))
+                let d = d.trim_start_matches("self.").trim_start_matches("this.");
+                // A field of a runtime value that is the same in every pass of a loop is the
+                // same value in every pass (`parent.name`).
+                if matches!(&obj, V::Unknown(n) if !n.ends_with('\'')) {
+                    return unknown(d);
+                }
+                unknown(self.prime(d))
             }
         }
     }
@@ -2537,12 +2547,14 @@ impl<'p, 'a> Cx<'p, 'a> {
                 _ => {}
             }
         }
-        // A method of this object called without its receiver (Ruby, Java, Go closures).
-        if let (Some(class), Some(this)) = (fr.class, fr.this.clone())
+        // A method of this object called without its receiver (Ruby, Java, Go closures), or
+        // of its class from a static method.
+        if let Some(class) = fr.class
             && let Some(id) = self.p.method(class, n, fr.unit)
         {
             let func = self.p.func(id);
-            return self.invoke(fr, id.0, func, &c.args, Some(this), Some(c.at));
+            let this = fr.this.clone();
+            return self.invoke(fr, id.0, func, &c.args, this, Some(c.at));
         }
         if fr.class.is_some()
             && fr.this.is_some()
@@ -3372,10 +3384,13 @@ impl<'p, 'a> Cx<'p, 'a> {
         unit: usize,
     ) {
         // A key that is a whole element of a list only the running code knows (`for k in
-        // keys: pipe.expire(k)`): the batch's keys are that list's.
+        // keys: pipe.expire(k)`): the batch's keys are that list's. (A pipeline made inside
+        // the loop holds one element: `for k in keys: with pipe: exists(k); hgetall(k + ':w')`.)
+        let in_loop = self.loop_depth > self.pipes[id].loop_depth;
         let keys: Vec<Template> = keys
             .into_iter()
             .filter(|k| match k.parts.as_slice() {
+                _ if !in_loop => true,
                 [super::Part::Var(n)] => match self.elements.get(n) {
                     Some(list) => {
                         unk = unk
@@ -3393,7 +3408,6 @@ impl<'p, 'a> Cx<'p, 'a> {
                 self.record_key(unit, at, k, op);
             }
         }
-        let in_loop = self.loop_depth > self.pipes[id].loop_depth;
         let second = self.second_pass;
         let p = &mut self.pipes[id];
         if !second {
@@ -3411,7 +3425,6 @@ impl<'p, 'a> Cx<'p, 'a> {
         if p.unknown.is_none() {
             p.unknown = unk.or(None);
         }
-        let _ = in_loop;
     }
 
     /// Sends pipeline `id` at `at`: a site at the line that made it (when in the same file),
@@ -3479,13 +3492,15 @@ impl<'p, 'a> Cx<'p, 'a> {
                 vars: Rc::new(RefCell::new(vars)),
                 this: f.this.as_deref().cloned(),
                 receiver: Some("self"),
-                class: None,
+                class: f.func.class.as_deref(),
             };
+            // The name the closure's lowering gives its object (Ruby's blocks: `self`), else
+            // `this`.
             let frame = Frame {
-                receiver: if frame.this.is_some() {
-                    Some("this")
-                } else {
-                    None
+                receiver: match (f.func.receiver.as_deref(), &frame.this) {
+                    (Some(r), _) => Some(r),
+                    (None, Some(_)) => Some("this"),
+                    (None, None) => None,
                 },
                 ..frame
             };
