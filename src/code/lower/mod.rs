@@ -8,6 +8,7 @@
 
 pub mod javascript;
 pub mod python;
+pub mod ruby;
 
 /// Why a file could not be lowered.
 #[derive(Debug, thiserror::Error)]
