@@ -887,6 +887,8 @@ fn describe(e: &Expr) -> String {
 /// The last name of a receiver's description, lower-cased, `_` trimmed: `self._redis` →
 /// `redis`.
 fn last_name(s: &str) -> String {
+    // A call's result is named after the call (`redis()`, Ruby's `redis` method).
+    let s = s.strip_suffix("()").unwrap_or(s);
     s.rsplit(['.', ' ', '('])
         .next()
         .unwrap_or(s)
@@ -3036,6 +3038,17 @@ impl<'p, 'a> Cx<'p, 'a> {
         if calls.context_first && args.len() > 1 && is_context(&c.args[0].value) {
             args.remove(0);
         }
+        // Keys given by keyword (`eval(src, keys: […], argv: […])`).
+        let by_keyword = c.args.iter().find(|a| {
+            a.keyword
+                .as_ref()
+                .is_some_and(|k| calls.keys_keyword.contains(k))
+        });
+        if let Some(k) = by_keyword {
+            let v = self.eval(fr, &k.value);
+            args.truncate(1);
+            args.push(v);
+        }
         let second = args.get(1);
         let (keys, unk): (Vec<Template>, Option<Unknown>) = match second {
             // `eval(script, { keys: [...] })`.
@@ -3298,7 +3311,16 @@ impl<'p, 'a> Cx<'p, 'a> {
                 }
                 (keys, unk)
             }
-            Some(ArgShape::List) | Some(ArgShape::Args) | None => {
+            // Keys, then a blocking pop's timeout when one is written as a number (Ruby's
+            // `brpop(a, b, timeout: 5)` gives it by keyword).
+            Some(ArgShape::List) => {
+                let end = match args.last() {
+                    Some(V::Num(_)) => args.len() - 1,
+                    _ => args.len(),
+                };
+                flatten_args(&args[..end], true)
+            }
+            Some(ArgShape::Args) | None => {
                 // The arguments as the command line has them; the command table finds the keys.
                 let (flat, unk) = flatten_args(args, false);
                 match super::syntax::key_positions(cmd, flat.iter().cloned()) {
@@ -3319,6 +3341,13 @@ impl<'p, 'a> Cx<'p, 'a> {
     /// A raw command line (`execute_command("MGET", a, b)`, `call("mget", …)`): its name and
     /// keys.
     fn raw_keys(&self, args: &[V<'a>]) -> (Option<String>, Vec<Template>, Option<Unknown>) {
+        // The command line as one list (`call_v(["MGET", a, b])`).
+        if let [V::List(l)] = args
+            && l.rest.is_none()
+            && matches!(l.items.first(), Some(V::Text(_)))
+        {
+            return self.raw_keys(&l.items);
+        }
         let Some(V::Text(name)) = args.first() else {
             return (None, Vec::new(), None);
         };
