@@ -1408,6 +1408,15 @@ impl<'s> Lowerer<'s> {
                     printf(&fmt, &args)
                         .unwrap_or_else(|| Expr::Other(if r_worth { args } else { vec![] }))
                 }
+                Expr::Concat(fmt) => {
+                    let args = match r {
+                        Expr::List(xs) => xs,
+                        x => vec![x],
+                    };
+                    printf_concat(&fmt, &args).unwrap_or_else(|| {
+                        Expr::Other(if l_worth || r_worth { args } else { vec![] })
+                    })
+                }
                 l => keep([(l, l_worth), (r, r_worth)]),
             },
             "||" | "or" | "&&" | "and" => {
@@ -1974,9 +1983,29 @@ fn concat(mut pieces: Vec<Expr>) -> Expr {
 /// conversions take (`%{name}` and `%<name>s` from a hash); `None` when a conversion has no
 /// value written out.
 fn printf(fmt: &str, args: &[Expr]) -> Option<Expr> {
-    let mut pieces = Vec::new();
-    let mut lit = String::new();
     let mut next = 0usize;
+    let mut pieces = Vec::new();
+    printf_into(fmt, args, &mut next, &mut pieces)?;
+    Some(concat(pieces))
+}
+
+/// `fmt % args` for a format built of literal text and values (`"#{PREFIX}:%s" % id`): the
+/// conversions of its literal pieces take the values in order.
+fn printf_concat(fmt: &[Expr], args: &[Expr]) -> Option<Expr> {
+    let mut next = 0usize;
+    let mut pieces = Vec::new();
+    for p in fmt {
+        match p {
+            Expr::Str(s) => printf_into(s, args, &mut next, &mut pieces)?,
+            e => push_piece(&mut pieces, e.clone()),
+        }
+    }
+    Some(Expr::Concat(pieces))
+}
+
+/// The pieces of one literal format into `pieces`, its conversions taking `args` from `next`.
+fn printf_into(fmt: &str, args: &[Expr], next: &mut usize, pieces: &mut Vec<Expr>) -> Option<()> {
+    let mut lit = String::new();
     let mut chars = fmt.chars().peekable();
     let named = |key: &str| -> Option<Expr> {
         match args {
@@ -2024,24 +2053,20 @@ fn printf(fmt: &str, args: &[Expr]) -> Option<Expr> {
                     chars.next();
                 }
                 chars.next()?;
-                let v = args.get(next)?.clone();
-                next += 1;
+                let v = args.get(*next)?.clone();
+                *next += 1;
                 v
             }
         };
         if !lit.is_empty() {
-            push_piece(&mut pieces, Expr::Str(std::mem::take(&mut lit)));
+            push_piece(pieces, Expr::Str(std::mem::take(&mut lit)));
         }
-        push_piece(&mut pieces, Expr::Wrap(Box::new(value)));
+        push_piece(pieces, Expr::Wrap(Box::new(value)));
     }
     if !lit.is_empty() {
-        push_piece(&mut pieces, Expr::Str(lit));
+        push_piece(pieces, Expr::Str(lit));
     }
-    Some(match pieces.len() {
-        1 if matches!(pieces[0], Expr::Str(_)) => pieces.pop()?,
-        0 => Expr::Str(String::new()),
-        _ => Expr::Concat(pieces),
-    })
+    Some(())
 }
 
 /// A double-quoted string's escape sequence, resolved into `out`.
@@ -2228,12 +2253,260 @@ mod tests {
         u.funcs.iter().map(func).collect::<Vec<_>>().join("\n")
     }
 
-    /// `KEYPLAN_RB_DUMP=file cargo test --lib lower::ruby::tests::dump -- --nocapture`.
+    // ----- lowering -----
+
     #[test]
-    fn dump() {
-        if let Ok(p) = std::env::var("KEYPLAN_RB_DUMP") {
-            let text = std::fs::read_to_string(p).unwrap();
-            println!("{}", funcs(&text));
+    fn names_constants_classes_and_blocks() {
+        assert_eq!(
+            funcs(
+                "PREFIX = 'app'\nmodule Keys\n  SESSION = \"sess\"\n  def self.user(uid)\n    \"#{PREFIX}:#{SESSION}:#{uid}\"\n  end\nend\nclass Store < Base::Model\n  include Helpers\n  attr_reader :redis\n  def initialize(r)\n    @redis = r\n  end\n  def load(id)\n    k = key(id)\n    redis.pipelined do |p|\n      p.set(k, 1)\n      p.get Keys::SESSION\n    end\n  end\nend\n"
+            ),
+            "\
+<module>() {Keys::SESSION = \"sess\"; SESSION = Keys::SESSION; PREFIX = \"app\"}
+Keys.user(uid) static {return cat(PREFIX, \":\", Keys::SESSION, \":\", uid)}
+Store.initialize(self; r) {self.redis = r; return self.redis}
+Store.load(self; id) {k = key(id); return self.redis.pipelined(lambda Store.<lambda>(self; p) {p.set(k, 1); return p.get(Keys::SESSION)})}"
+        );
+        let u = unit("class Store < Base::Model\n  include Helpers\nend\n");
+        assert_eq!(u.classes[0].bases, vec!["Model", "Helpers"]);
+    }
+
+    #[test]
+    fn yield_and_block_parameters() {
+        assert_eq!(
+            funcs(
+                "def with_pipe\n  r.pipelined { |p| yield p }\nend\ndef run(&blk)\n  blk.call(1)\n  other(&blk)\nend\nf = ->(x) { x + ':a' }\nf.(2)\n"
+            ),
+            "\
+<module>() {f = lambda <lambda>(x) {return cat(x, \":a\")}; (f)(2)}
+with_pipe(&block) {return r().pipelined(lambda <lambda>(p) {return &block(p)})}
+run(blk) {(blk)(1); return other(blk)}"
+        );
+    }
+
+    #[test]
+    fn strings_iteration_and_values() {
+        assert_eq!(
+            funcs(
+                "def f(a, ids, *keys, ttl: 5)\n  x = \"u:%s:%d\" % [a, 1]\n  y = format('v:%s', a) + :s.to_s\n  z = [a, 'b'].join(':')\n  ids.each { |i| keys << \"k:#{i}\" }\n  m = ids.map { |i| \"m:#{i}\" }\n  c ||= 'd'\n  v = if a then 'p' else 'q' end\n  r.del(*keys, **opts)\nend\n"
+            ),
+            "\
+<module>() {}
+f(a ids *keys ttl=5) {x = cat(\"u:\", wrap(a), \":\", wrap(1)); y = cat(\"v:\", wrap(a), wrap(\"s\")); z = join(\":\", [a, \"b\"]); for i in ids {push keys <- cat(\"k:\", i)}; m = comp(cat(\"m:\", i) for i in ids); c = either(c, \"d\"); branch {$v1 = \"p\"} {$v1 = \"q\"}; v = $v1; return r().del(*keys, **=opts())}"
+        );
+    }
+
+    #[test]
+    fn call_positions_are_where_the_name_starts() {
+        let u = unit("x = 1\n# é\nné = pipe.exec()\nrun 1\n");
+        let calls: Vec<(String, Position)> = u.funcs[0]
+            .body
+            .iter()
+            .filter_map(|s| match s {
+                Stmt::Assign {
+                    value: Expr::Call(c),
+                    ..
+                }
+                | Stmt::Expr(Expr::Call(c)) => Some((c.name.clone(), c.at)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            calls,
+            vec![
+                (
+                    "exec".into(),
+                    Position {
+                        line: 3,
+                        column: 11
+                    }
+                ),
+                ("run".into(), Position { line: 4, column: 1 }),
+            ]
+        );
+    }
+
+    /// Every Ruby fixture lowers.
+    #[test]
+    fn the_fixtures_lower() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/code");
+        for entry in std::fs::read_dir(root.join("tree/rb")).unwrap() {
+            let f = entry.unwrap().path();
+            let text = std::fs::read_to_string(&f).unwrap();
+            let u = lower(&text).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+            assert!(!u.funcs.is_empty(), "{}", f.display());
         }
+    }
+
+    /// Each nesting shape, as deep as is still read, lowers on a reader thread's stack; one
+    /// level deeper is refused, as the reader refuses it.
+    #[test]
+    fn the_deepest_trees_lower_on_the_readers_stack() {
+        use crate::code::guard::tests::nested;
+        let parse = |text: &str| {
+            let mut p = Parser::new();
+            p.set_language(&tree_sitter_ruby::LANGUAGE.into()).unwrap();
+            p.parse(text, None).unwrap()
+        };
+        for shape in [
+            "blocks",
+            "begins",
+            "calls",
+            "lists",
+            "parens",
+            "concat",
+            "closures",
+            "interpolation",
+            "helper",
+            "follow",
+        ] {
+            let (mut lo, mut hi) = (1, 2 * MAX_DEPTH);
+            while hi - lo > 1 {
+                let mid = (lo + hi) / 2;
+                if guard::deeper_than(&parse(&nested("rb", shape, mid)), MAX_DEPTH) {
+                    hi = mid;
+                } else {
+                    lo = mid;
+                }
+            }
+            let (ok, deeper) = (nested("rb", shape, lo), nested("rb", shape, hi));
+            let got = std::thread::Builder::new()
+                .stack_size(READER_STACK)
+                .spawn(move || lower(&ok).map(|u| u.funcs.len()).map_err(|e| e.to_string()))
+                .unwrap()
+                .join()
+                .unwrap();
+            assert!(got.is_ok(), "{shape} at {lo}: {got:?}");
+            assert!(
+                matches!(
+                    lower(&deeper),
+                    Err(LowerError::Unreadable(Unreadable::TooDeep))
+                ),
+                "{shape} at {hi}"
+            );
+        }
+        let long = format!("x = <<~{}\nhi\n{0}\n", "W".repeat(2000));
+        assert!(matches!(
+            lower(&long),
+            Err(LowerError::Unreadable(Unreadable::HeredocWord))
+        ));
+    }
+
+    // ----- through the engine: the Ruby reader's cases -----
+
+    fn sites(src: &str) -> Vec<crate::code::Site> {
+        let u = unit(src);
+        let sources = [crate::code::engine::Source {
+            file: "t.rb",
+            unit: &u,
+        }];
+        let profiles = crate::code::profile::Profile::builtin("ruby");
+        let mut f = crate::code::engine::analyse(&sources, &profiles, &[]);
+        f.remove(0).sites
+    }
+
+    #[test]
+    fn redis_rb_forms() {
+        use crate::code::{SiteKind, Verdict, texts};
+        let s = sites(
+            r##"
+PREFIX = "app"
+module Keys
+  SESSION = "sess"
+end
+class Store
+  def initialize
+    @ns = "shop"
+  end
+  def user_key(uid)
+    "#{PREFIX}:user:#{uid}"
+  end
+  def load(uid, ids)
+    redis.mget(user_key(uid), "#{PREFIX}:settings:" + uid.to_s)
+    redis.mget("u:{#{uid}}:a", format("u:{%s}:b", uid))
+    @redis.pipelined do |pipeline|
+      pipeline.set("#{@ns}:a:#{uid}", 1)
+      pipeline.incr "stats"
+    end
+    redis.multi do |tx|
+      ids.each { |id| tx.del("item:#{id}") }
+    end
+    redis.del(*ids)
+    redis.brpop("q:#{uid}", "q2:#{uid}", timeout: 5)
+    redis.eval(SCRIPT, keys: ["l:{#{uid}}", "l:{#{uid}}:o"], argv: [1])
+    redis.evalsha(SHA, ["x:#{uid}", "y:#{uid}"], [1])
+    redis.get("#{Keys::SESSION}:%s" % uid)
+  end
+end
+"##,
+        );
+        let ops: Vec<&str> = s.iter().map(|s| s.op.as_str()).collect();
+        assert_eq!(
+            ops,
+            [
+                "MGET", "MGET", "SET INCR", "DEL", "DEL", "BRPOP", "EVAL", "EVALSHA"
+            ],
+            "{s:?}"
+        );
+        assert_eq!(texts(&s[0]), ["app:user:<uid>", "app:settings:<uid>"]);
+        assert!(matches!(s[0].verdict(), Verdict::CrossSlot(_)));
+        assert!(matches!(s[1].verdict(), Verdict::OneSlot(_)));
+        assert_eq!(texts(&s[2]), ["shop:a:<uid>", "stats"]);
+        assert_eq!(s[2].kind, SiteKind::Pipeline);
+        assert_eq!(s[3].kind, SiteKind::Transaction);
+        assert!(!matches!(s[3].verdict(), Verdict::OneSlot(_)));
+        assert!(matches!(s[4].verdict(), Verdict::Depends(_)));
+        assert_eq!(texts(&s[5]), ["q:<uid>", "q2:<uid>"]);
+        assert!(matches!(s[6].verdict(), Verdict::OneSlot(_)));
+        assert!(matches!(s[7].verdict(), Verdict::CrossSlot(_)));
+        let u = unit(
+            "module Keys\n  SESSION = 'sess'\nend\ndef f(uid)\n  redis.get(\"#{Keys::SESSION}:%s\" % uid)\nend\n",
+        );
+        let sources = [crate::code::engine::Source {
+            file: "t.rb",
+            unit: &u,
+        }];
+        let f = crate::code::engine::analyse(
+            &sources,
+            &crate::code::profile::Profile::builtin("ruby"),
+            &[],
+        );
+        assert!(
+            f[0].keys.iter().any(|k| k.template.text() == "sess:<uid>"),
+            "{:?}",
+            f[0].keys
+        );
+    }
+
+    #[test]
+    fn redis_client_forms() {
+        use crate::code::Verdict;
+        let s = sites(
+            r##"
+def go(conn, id)
+  conn.call("MGET", "a:#{id}", "b:#{id}")
+  conn.pipelined { |p| p.call("SET", "s:{#{id}}:x", 1); p.call("GET", "s:{#{id}}:y") }
+  conn.call_v(["RENAME", "old:#{id}", "new:#{id}"])
+end
+"##,
+        );
+        let ops: Vec<&str> = s.iter().map(|s| s.op.as_str()).collect();
+        assert_eq!(ops, ["MGET", "SET GET", "RENAME"], "{s:?}");
+        assert!(matches!(s[0].verdict(), Verdict::CrossSlot(_)));
+        assert!(matches!(s[1].verdict(), Verdict::OneSlot(_)));
+        assert!(matches!(s[2].verdict(), Verdict::CrossSlot(_)));
+    }
+
+    /// A pipeline handed to a method that yields it, and the old form whose block queues on
+    /// the client itself.
+    #[test]
+    fn pipelines_through_helpers() {
+        use crate::code::texts;
+        let s = sites(
+            "module App\n  def self.redis\n    pool.with { |conn| yield conn }\n  end\nend\nclass Job\n  def save(id)\n    App.redis do |conn|\n      conn.multi do |tx|\n        add(tx, id)\n      end\n    end\n  end\n  def add(t, id)\n    t.sadd('jobs', id)\n    t.hset(\"job:#{id}\", 'a', 1)\n  end\nend\n",
+        );
+        assert_eq!(s.len(), 1, "{s:?}");
+        assert_eq!(s[0].op, "SADD HSET");
+        assert_eq!(texts(&s[0]), ["jobs", "job:<id>"]);
     }
 }
