@@ -2910,8 +2910,27 @@ impl<'p, 'a> Cx<'p, 'a> {
                     let mut vars = HashMap::new();
                     // The block's first parameter is the pipeline (Ruby's may have none: the
                     // block queues on the client itself).
-                    if let Some(p) = f.params.first() {
-                        vars.insert(p.name.clone(), V::Pipe(id));
+                    // Without a parameter the block queues on the client it was called on
+                    // (`redis.pipelined do redis.set(…) end`, `@redis.multi do @redis.del(…)
+                    // end`): that name or field of this object is the pipeline inside it.
+                    let mut restore = None;
+                    match (f.params.first(), &c.receiver) {
+                        (Some(p), _) => {
+                            vars.insert(p.name.clone(), V::Pipe(id));
+                        }
+                        (None, Some(Expr::Name(n))) => {
+                            vars.insert(n.clone(), V::Pipe(id));
+                        }
+                        (None, Some(Expr::Field(o, field))) => {
+                            if let (Expr::Name(r), Some(V::Obj(obj))) = (&**o, &fr.this)
+                                && fr.receiver == Some(r.as_str())
+                            {
+                                let old =
+                                    obj.fields.borrow_mut().insert(field.clone(), V::Pipe(id));
+                                restore = Some((obj.clone(), field.clone(), old));
+                            }
+                        }
+                        _ => {}
                     }
                     let fv = FuncV {
                         func: f,
@@ -2926,6 +2945,13 @@ impl<'p, 'a> Cx<'p, 'a> {
                         .unwrap_or_default();
                     env.extend(vars);
                     self.run_function(fr, fr.unit, f, env, fr.this.clone(), Some(at));
+                    if let Some((obj, field, old)) = restore {
+                        let mut fields = obj.fields.borrow_mut();
+                        match old {
+                            Some(v) => fields.insert(field, v),
+                            None => fields.remove(&field),
+                        };
+                    }
                 } else {
                     self.eval(fr, &a.value);
                 }
