@@ -2497,8 +2497,43 @@ end
         assert!(matches!(s[2].verdict(), Verdict::CrossSlot(_)));
     }
 
-    /// A pipeline handed to a method that yields it, and the old form whose block queues on
-    /// the client itself.
+    /// The old form of a pipeline block: no parameter, commands on the client itself (a
+    /// local, or a method or field of the object).
+    #[test]
+    fn blocks_without_a_parameter_queue_on_their_client() {
+        use crate::code::{SiteKind, texts};
+        let s = sites(
+            r##"def a(redis, id)
+  redis.pipelined do
+    redis.set("a:#{id}", 1)
+    redis.incr('n')
+  end
+end
+class B
+  def b(id)
+    @redis.multi do
+      @redis.del("b:#{id}")
+      @redis.del('c')
+    end
+    @redis.mget('x', 'y')
+  end
+end
+"##,
+        );
+        let got: Vec<(&str, SiteKind)> = s.iter().map(|s| (s.op.as_str(), s.kind)).collect();
+        assert_eq!(
+            got,
+            [
+                ("SET INCR", SiteKind::Pipeline),
+                ("DEL DEL", SiteKind::Transaction),
+                ("MGET", SiteKind::Command)
+            ],
+            "{s:?}"
+        );
+        assert_eq!(texts(&s[0]), ["a:<id>", "n"]);
+    }
+
+    /// A pipeline handed to a method that yields it.
     #[test]
     fn pipelines_through_helpers() {
         use crate::code::texts;
