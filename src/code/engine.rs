@@ -934,6 +934,8 @@ fn describe(e: &Expr) -> String {
 /// The last name of a receiver's description, lower-cased, `_` trimmed: `self._redis` →
 /// `redis`.
 fn last_name(s: &str) -> String {
+    // A call's result is named after the call (`redis()`, Ruby's `redis` method).
+    let s = s.strip_suffix("()").unwrap_or(s);
     s.rsplit(['.', ' ', '('])
         .next()
         .unwrap_or(s)
@@ -1384,9 +1386,13 @@ impl<'p, 'a> Cx<'p, 'a> {
             };
             for &id in ids {
                 let f = self.p.func(id);
-                if f.name == ir::CLASS_BODY {
+                // A class body that makes an object of its own class (Ruby's
+                // `HANDLERS << Logger.new` inside `class Logger`) is not run again inside itself.
+                if f.name == ir::CLASS_BODY && !self.on_stack(f) {
                     let frame = self.method_frame(id.0, f, obj.clone(), HashMap::new());
+                    self.stack.push(f);
                     self.run_body(&frame, &f.body);
+                    self.stack.pop();
                 }
             }
         }
@@ -2119,7 +2125,13 @@ impl<'p, 'a> Cx<'p, 'a> {
                         }
                     }
                 }
-                unknown(self.prime(d.trim_start_matches("self.").trim_start_matches("this.")))
+                let d = d.trim_start_matches("self.").trim_start_matches("this.");
+                // A field of a runtime value that is the same in every pass of a loop is the
+                // same value in every pass (`parent.name`).
+                if matches!(&obj, V::Unknown(n) if !n.ends_with('\'')) {
+                    return unknown(d);
+                }
+                unknown(self.prime(d))
             }
         }
     }
@@ -2698,12 +2710,14 @@ impl<'p, 'a> Cx<'p, 'a> {
                 _ => {}
             }
         }
-        // A method of this object called without its receiver (Ruby, Java, Go closures).
-        if let (Some(class), Some(this)) = (fr.class, fr.this.clone())
+        // A method of this object called without its receiver (Ruby, Java, Go closures), or
+        // of its class from a static method.
+        if let Some(class) = fr.class
             && let Some(id) = self.p.method(class, n, fr.unit)
         {
             let func = self.p.func(id);
-            return self.invoke(fr, id.0, func, &c.args, Some(this), Some(c.at));
+            let this = fr.this.clone();
+            return self.invoke(fr, id.0, func, &c.args, this, Some(c.at));
         }
         if fr.class.is_some()
             && fr.this.is_some()
@@ -3085,8 +3099,27 @@ impl<'p, 'a> Cx<'p, 'a> {
                     let mut vars = HashMap::new();
                     // The block's first parameter is the pipeline (Ruby's may have none: the
                     // block queues on the client itself).
-                    if let Some(p) = f.params.first() {
-                        vars.insert(p.name.clone(), V::Pipe(id));
+                    // Without a parameter the block queues on the client it was called on
+                    // (`redis.pipelined do redis.set(…) end`, `@redis.multi do @redis.del(…)
+                    // end`): that name or field of this object is the pipeline inside it.
+                    let mut restore = None;
+                    match (f.params.first(), &c.receiver) {
+                        (Some(p), _) => {
+                            vars.insert(p.name.clone(), V::Pipe(id));
+                        }
+                        (None, Some(Expr::Name(n))) => {
+                            vars.insert(n.clone(), V::Pipe(id));
+                        }
+                        (None, Some(Expr::Field(o, field))) => {
+                            if let (Expr::Name(r), Some(V::Obj(obj))) = (&**o, &fr.this)
+                                && fr.receiver == Some(r.as_str())
+                            {
+                                let old =
+                                    obj.fields.borrow_mut().insert(field.clone(), V::Pipe(id));
+                                restore = Some((obj.clone(), field.clone(), old));
+                            }
+                        }
+                        _ => {}
                     }
                     let fv = FuncV {
                         func: f,
@@ -3101,6 +3134,13 @@ impl<'p, 'a> Cx<'p, 'a> {
                         .unwrap_or_default();
                     env.extend(vars);
                     self.run_function(fr, fr.unit, f, env, fr.this.clone(), Some(at));
+                    if let Some((obj, field, old)) = restore {
+                        let mut fields = obj.fields.borrow_mut();
+                        match old {
+                            Some(v) => fields.insert(field, v),
+                            None => fields.remove(&field),
+                        };
+                    }
                 } else {
                     self.eval(fr, &a.value);
                 }
@@ -3279,6 +3319,17 @@ impl<'p, 'a> Cx<'p, 'a> {
         let mut args = self.eval_args(fr, &c.args);
         if calls.context_first && args.len() > 1 && is_context(&c.args[0].value) {
             args.remove(0);
+        }
+        // Keys given by keyword (`eval(src, keys: […], argv: […])`).
+        let by_keyword = c.args.iter().find(|a| {
+            a.keyword
+                .as_ref()
+                .is_some_and(|k| calls.keys_keyword.contains(k))
+        });
+        if let Some(k) = by_keyword {
+            let v = self.eval(fr, &k.value);
+            args.truncate(1);
+            args.push(v);
         }
         let second = args.get(1);
         let (keys, unk): (Vec<Template>, Option<Unknown>) = match second {
@@ -3542,7 +3593,16 @@ impl<'p, 'a> Cx<'p, 'a> {
                 }
                 (keys, unk)
             }
-            Some(ArgShape::List) | Some(ArgShape::Args) | None => {
+            // Keys, then a blocking pop's timeout when one is written as a number (Ruby's
+            // `brpop(a, b, timeout: 5)` gives it by keyword).
+            Some(ArgShape::List) => {
+                let end = match args.last() {
+                    Some(V::Num(_)) => args.len() - 1,
+                    _ => args.len(),
+                };
+                flatten_args(&args[..end], true)
+            }
+            Some(ArgShape::Args) | None => {
                 // The arguments as the command line has them; the command table finds the keys.
                 let (flat, unk) = flatten_args(args, false);
                 match super::syntax::key_positions(cmd, flat.iter().cloned()) {
@@ -3563,6 +3623,13 @@ impl<'p, 'a> Cx<'p, 'a> {
     /// A raw command line (`execute_command("MGET", a, b)`, `call("mget", …)`): its name and
     /// keys.
     fn raw_keys(&self, args: &[V<'a>]) -> (Option<String>, Vec<Template>, Option<Unknown>) {
+        // The command line as one list (`call_v(["MGET", a, b])`).
+        if let [V::List(l)] = args
+            && l.rest.is_none()
+            && matches!(l.items.first(), Some(V::Text(_)))
+        {
+            return self.raw_keys(&l.items);
+        }
         let Some(V::Text(name)) = args.first() else {
             return (None, Vec::new(), None);
         };
@@ -3633,10 +3700,13 @@ impl<'p, 'a> Cx<'p, 'a> {
         unit: usize,
     ) {
         // A key that is a whole element of a list only the running code knows (`for k in
-        // keys: pipe.expire(k)`): the batch's keys are that list's.
+        // keys: pipe.expire(k)`): the batch's keys are that list's. (A pipeline made inside
+        // the loop holds one element: `for k in keys: with pipe: exists(k); hgetall(k + ':w')`.)
+        let in_loop = self.loop_depth > self.pipes[id].loop_depth;
         let keys: Vec<Template> = keys
             .into_iter()
             .filter(|k| match k.parts.as_slice() {
+                _ if !in_loop => true,
                 [super::Part::Var(n)] => match self.elements.get(n) {
                     Some(list) => {
                         unk = unk
@@ -3654,7 +3724,6 @@ impl<'p, 'a> Cx<'p, 'a> {
                 self.record_key(unit, at, k, op);
             }
         }
-        let in_loop = self.loop_depth > self.pipes[id].loop_depth;
         let second = self.second_pass;
         let p = &mut self.pipes[id];
         if !second {
@@ -3672,7 +3741,6 @@ impl<'p, 'a> Cx<'p, 'a> {
         if p.unknown.is_none() {
             p.unknown = unk.or(None);
         }
-        let _ = in_loop;
     }
 
     /// Sends pipeline `id` at `at`: a site at the line that made it (when in the same file),
@@ -3750,13 +3818,15 @@ impl<'p, 'a> Cx<'p, 'a> {
                 vars: Rc::new(RefCell::new(vars)),
                 this: f.this.as_deref().cloned(),
                 receiver: Some("self"),
-                class: None,
+                class: f.func.class.as_deref(),
             };
+            // The name the closure's lowering gives its object (Ruby's blocks: `self`), else
+            // `this`.
             let frame = Frame {
-                receiver: if frame.this.is_some() {
-                    Some("this")
-                } else {
-                    None
+                receiver: match (f.func.receiver.as_deref(), &frame.this) {
+                    (Some(r), _) => Some(r),
+                    (None, Some(_)) => Some("this"),
+                    (None, None) => None,
                 },
                 ..frame
             };

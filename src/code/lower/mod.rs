@@ -9,6 +9,7 @@
 pub mod go;
 pub mod javascript;
 pub mod python;
+pub mod ruby;
 
 /// Why a file could not be lowered.
 #[derive(Debug, thiserror::Error)]
