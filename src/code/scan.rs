@@ -15,7 +15,10 @@ use super::{FileFindings, Language};
 /// Whether `language` is read through the model (lowered, then analysed with the whole tree)
 /// rather than by its own reader.
 pub fn lowered(language: Language) -> bool {
-    matches!(language, Language::Python | Language::JavaScript(_))
+    matches!(
+        language,
+        Language::Python | Language::JavaScript(_) | Language::Java
+    )
 }
 
 /// The model of one file's text, or why it is not read.
@@ -25,6 +28,7 @@ pub fn lower(language: Language, text: &str) -> Result<Unit, String> {
         Language::JavaScript(d) => {
             super::lower::javascript::lower(text, d).map_err(|e| e.to_string())
         }
+        Language::Java => super::lower::java::lower(text).map_err(|e| e.to_string()),
         other => Err(format!(
             "{} is read by its own reader, not lowered",
             other.profile_language()

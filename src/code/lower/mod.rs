@@ -6,6 +6,7 @@
 //! deep to walk, text that would abort the grammar's scanner), and recurses at most once per
 //! level of the tree, so the reader threads' stacks ([`super::guard::READER_STACK`]) hold it.
 
+pub mod java;
 pub mod javascript;
 pub mod python;
 
