@@ -640,7 +640,7 @@ impl<'s> Lowerer<'s> {
                 }
                 // Declared, given by whoever makes the object: a value of its type.
                 let i = self.class_body_index(class, body);
-                let pname = format!("${field}");
+                let pname = field.clone();
                 self.unit.funcs[i].params.push(Param {
                     name: pname.clone(),
                     ty: ty.clone(),
@@ -1124,6 +1124,10 @@ impl<'s> Lowerer<'s> {
 
     /// A condition: its calls as a statement before the statement that tests it.
     fn condition(&mut self, n: Node<'_>) {
+        let n = match named(n).as_slice() {
+            [inner] if n.kind() == "parenthesized_expression" => *inner,
+            _ => n,
+        };
         let e = self.expr(n);
         if has_call(&e) {
             self.pre.push(Stmt::Expr(e));
@@ -1818,4 +1822,533 @@ fn strip_text_block(s: &str) -> String {
         out.push_str(l.get(indent..).unwrap_or(l.trim_start()).trim_end());
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::code::engine::{self, Source};
+    use crate::code::guard::{MAX_DEPTH, READER_STACK, Unreadable};
+    use crate::code::profile::Profile;
+    use crate::code::{FileFindings, SiteKind, Verdict, texts};
+
+    /// The findings of Java files `(name, text)` read together through the model.
+    fn read(files: &[(&str, &str)]) -> Vec<FileFindings> {
+        let units: Vec<Unit> = files.iter().map(|(_, t)| lower(t).unwrap()).collect();
+        let sources: Vec<Source<'_>> = files
+            .iter()
+            .zip(&units)
+            .map(|((f, _), unit)| Source { file: f, unit })
+            .collect();
+        engine::analyse(&sources, &Profile::builtin("java"), &[])
+    }
+
+    fn read_one(text: &str) -> FileFindings {
+        read(&[("A.java", text)]).remove(0)
+    }
+
+    fn ops(f: &FileFindings) -> Vec<(usize, &str)> {
+        f.sites.iter().map(|s| (s.at.line, s.op.as_str())).collect()
+    }
+
+    fn cross(f: &FileFindings, i: usize) -> bool {
+        matches!(f.sites[i].verdict(), Verdict::CrossSlot(_))
+    }
+
+    fn one_slot(f: &FileFindings, i: usize) -> bool {
+        matches!(f.sites[i].verdict(), Verdict::OneSlot(_))
+    }
+
+    fn depends(f: &FileFindings, i: usize) -> bool {
+        matches!(f.sites[i].verdict(), Verdict::Depends(_))
+    }
+
+    // ----- the Java reader's cases, read through the model -----
+
+    /// Two files define `getId`: a test's returns text, the session's what its field's object
+    /// says. A call of `getId()` on an object is neither to be guessed; a static key method
+    /// one file defines still resolves.
+    #[test]
+    fn a_method_another_file_defines_unknowably_is_not_guessed() {
+        let f = read(&[
+            (
+                "CustomSession.java",
+                "class CustomSession {\n    public String getId() { return \"id\"; }\n    public static String userKey(String id) { return \"user:\" + id; }\n}\n",
+            ),
+            (
+                "Session.java",
+                "class Session {\n    private MapSession cached;\n    public String getId() { return this.cached.getId(); }\n}\n",
+            ),
+            (
+                "Repo.java",
+                r#"
+class Repo {
+    private StringRedisTemplate ops;
+    void change(Session s, String old) {
+        ops.rename("sessions:" + s.getId(), "sessions:" + old);
+        ops.rename(CustomSession.userKey(old), CustomSession.userKey(s.id));
+    }
+}
+"#,
+            ),
+        ]);
+        let repo = &f[2];
+        assert_eq!(
+            ops(repo),
+            [(5, "RENAME"), (6, "RENAME")],
+            "{:?}",
+            repo.sites
+        );
+        let first = texts(&repo.sites[0]);
+        assert_eq!(first[1], "sessions:<old>");
+        assert!(
+            first[0].starts_with("sessions:<") && first[0] != "sessions:id",
+            "{first:?}"
+        );
+        assert_eq!(texts(&repo.sites[1]), ["user:<old>", "user:<s.id>"]);
+    }
+
+    /// Jedis, Spring Data Redis, Lettuce and Redisson, as the Java reader was tested on them.
+    /// Differences from the reader: Lettuce's commands object is declared with its type
+    /// (the model reads a variable as a client by its type or name, and `commands` says
+    /// neither); Redisson's batch names the work queued (`setAsync`), Spring's script run is
+    /// named by its method (`EXECUTE`).
+    #[test]
+    fn jedis_spring_lettuce_redisson_forms() {
+        let f = read_one(
+            r#"
+class Store {
+  private static final String PREFIX = "app";
+  private String userKey(String uid) { return PREFIX + ":user:" + uid; }
+  void load(String uid, List<String> keys, RedisCommands<String, String> commands) {
+    jedis.mget(userKey(uid), String.format("%s:settings:%s", PREFIX, uid));
+    jedis.mget("u:{" + uid + "}:a", "u:{" + uid + "}:b");
+    Pipeline p = jedis.pipelined();
+    p.set("a:" + uid, "1");
+    p.incr("stats");
+    p.sync();
+    Transaction t = jedis.multi();
+    for (String k : keys) { t.del(k); }
+    t.exec();
+    jedis.eval(SCRIPT, 2, "l:{" + uid + "}", "l:{" + uid + "}:o", "tok");
+    jedis.eval(SCRIPT, Arrays.asList("x:" + uid, "y:" + uid), List.of("a"));
+    jedis.blpop(5, "q:" + uid, "q2:" + uid);
+    redisTemplate.opsForValue().multiGet(List.of("v:" + uid, "w:" + uid));
+    redisTemplate.delete(keys);
+    redisTemplate.executePipelined((RedisCallback<Object>) connection -> {
+      connection.stringCommands().get(("c:{" + uid + "}:1").getBytes());
+      connection.stringCommands().get(("c:{" + uid + "}:2").getBytes());
+      return null;
+    });
+    commands.multi();
+    commands.set("m:" + uid, "1");
+    commands.expire("n:" + uid, 60);
+    commands.exec();
+    RBatch batch = redisson.createBatch();
+    batch.getBucket("b:" + uid).setAsync(1);
+    batch.getMap("h:" + uid).putAsync("f", 1);
+    batch.execute();
+    redisTemplate.execute(script, List.of("s:{" + uid + "}", "s:{" + uid + "}:2"), "1");
+  }
+}
+"#,
+        );
+        assert_eq!(
+            ops(&f),
+            [
+                (6, "MGET"),
+                (7, "MGET"),
+                (8, "SET INCR"),
+                (12, "DEL"),
+                (15, "EVAL"),
+                (16, "EVAL"),
+                (17, "BLPOP"),
+                (18, "MGET"),
+                (19, "DEL"),
+                (20, "GET GET"),
+                (25, "SET EXPIRE"),
+                (29, "setAsync putAsync"),
+                (33, "EXECUTE"),
+            ],
+            "{:?}",
+            f.sites
+        );
+        assert_eq!(texts(&f.sites[0]), ["app:user:<uid>", "app:settings:<uid>"]);
+        assert!(cross(&f, 0));
+        assert!(one_slot(&f, 1));
+        assert_eq!(f.sites[2].kind, SiteKind::Pipeline);
+        assert_eq!(f.sites[2].send.map(|p| p.line), Some(11));
+        assert!(cross(&f, 2));
+        assert_eq!(f.sites[3].kind, SiteKind::Transaction);
+        assert!(depends(&f, 3));
+        assert!(one_slot(&f, 4));
+        assert!(cross(&f, 5));
+        assert_eq!(texts(&f.sites[6]), ["q:<uid>", "q2:<uid>"]);
+        assert!(cross(&f, 7));
+        assert!(depends(&f, 8));
+        assert!(one_slot(&f, 9));
+        assert_eq!(f.sites[10].kind, SiteKind::Transaction);
+        assert!(cross(&f, 10));
+        assert_eq!(texts(&f.sites[11]), ["b:<uid>", "h:<uid>"]);
+        assert!(one_slot(&f, 12));
+    }
+
+    // ----- what the model reads that the reader did not -----
+
+    /// Injected and constructor-given clients, Spring's `SessionCallback`, try-with-resources,
+    /// keys collected in loops and streams, array varargs, `StringBuilder` keys and a
+    /// pipelined callback looping over a literal list.
+    #[test]
+    fn fields_callbacks_resources_loops_and_builders() {
+        let f = read_one(
+            r#"package com.shop;
+
+public class Repo {
+  private static final String PREFIX = "shop";
+  @Autowired
+  private StringRedisTemplate template;
+  private final JedisPool pool;
+  private final String ns;
+
+  public Repo(JedisPool pool) {
+    this.pool = pool;
+    this.ns = "ns";
+  }
+
+  void session(String uid) {
+    template.execute(new SessionCallback<Object>() {
+      public Object execute(RedisOperations operations) {
+        operations.multi();
+        operations.opsForValue().set("s1:" + uid, "1");
+        operations.opsForValue().set("s2:" + uid, "1");
+        return operations.exec();
+      }
+    });
+  }
+
+  void pipe(String uid) {
+    try (Jedis jedis = pool.getResource(); Pipeline p = jedis.pipelined()) {
+      p.set(PREFIX + ":a:" + uid, "1");
+      p.set(ns + ":b:" + uid, "1");
+    }
+  }
+
+  void loop(List<String> ids) {
+    List<String> keys = new ArrayList<>();
+    for (String id : ids) {
+      keys.add(String.format("%s:item:%s", PREFIX, id));
+    }
+    template.delete(keys);
+    String[] two = {"x:{1}", "y:{1}"};
+    template.delete(Arrays.asList(two));
+    StringBuilder sb = new StringBuilder(PREFIX);
+    sb.append(":z:");
+    sb.append(ids.get(0));
+    template.opsForValue().multiGet(List.of(sb.toString(), "w"));
+    List<String> ks = ids.stream().map(i -> "k:" + i).collect(Collectors.toList());
+    template.delete(ks);
+    template.executePipelined((RedisCallback<Object>) conn -> {
+      for (String id : List.of("a", "b")) {
+        conn.stringCommands().get(("c:" + id).getBytes());
+      }
+      return null;
+    });
+  }
+}
+"#,
+        );
+        assert_eq!(
+            ops(&f),
+            [
+                (18, "SET SET"),
+                (27, "SET SET"),
+                (38, "DEL"),
+                (40, "DEL"),
+                (44, "MGET"),
+                (46, "DEL"),
+                (47, "GET GET"),
+            ],
+            "{:?}",
+            f.sites
+        );
+        assert_eq!(f.sites[0].kind, SiteKind::Transaction);
+        assert_eq!(f.sites[0].send.map(|p| p.line), Some(21));
+        assert_eq!(texts(&f.sites[1]), ["shop:a:<uid>", "ns:b:<uid>"]);
+        assert_eq!(f.sites[1].send.map(|p| p.line), Some(30));
+        assert!(texts(&f.sites[2])[0].starts_with("shop:item:<id"));
+        assert!(one_slot(&f, 3));
+        assert_eq!(texts(&f.sites[4]), ["shop:z:<ids.get(0)>", "w"]);
+        assert!(texts(&f.sites[5])[0].starts_with("k:<i"));
+        assert_eq!(texts(&f.sites[6]), ["c:a", "c:b"]);
+        assert!(cross(&f, 6));
+    }
+
+    // ----- the model -----
+
+    #[test]
+    fn classes_fields_methods_and_imports() {
+        let u = lower(
+            "package a.b;\nimport x.y.Keys;\nimport static x.y.Keys.user;\nimport x.z.*;\nclass C extends B implements I, J<K> {\n  static final String P = \"p\";\n  private Jedis j;\n  C(Jedis j) { this.j = j; }\n  static String k(String id) { return P + id; }\n  void m(String... ids) { j.del(k(ids[0])); }\n}\n",
+        )
+        .unwrap();
+        assert_eq!(u.module.as_deref(), Some("a.b.C"));
+        assert_eq!(
+            u.imports,
+            [
+                ("Keys".to_string(), "x.y.Keys".to_string(), None),
+                (
+                    "user".to_string(),
+                    "x.y.Keys".to_string(),
+                    Some("user".to_string())
+                ),
+            ]
+        );
+        assert_eq!(u.classes[0].name, "C");
+        assert_eq!(u.classes[0].bases, ["B", "I", "J"]);
+        // The module body holds the static field; the class body the fields; then the
+        // constructor and methods in order.
+        assert_eq!(
+            u.funcs[0].body,
+            [Stmt::Assign {
+                target: Target::Name("P".into()),
+                value: Expr::str("p"),
+                at: Position { line: 6, column: 3 },
+            }]
+        );
+        let names: Vec<&str> = u.funcs.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, [MODULE_BODY, CLASS_BODY, "constructor", "k", "m"]);
+        let body = &u.funcs[1];
+        assert_eq!(body.params[0].name, "j");
+        assert_eq!(body.params[0].ty.as_deref(), Some("Jedis"));
+        let k = &u.funcs[3];
+        assert!(k.is_static && k.receiver.is_none());
+        let m = &u.funcs[4];
+        assert!(m.params[0].rest);
+        assert_eq!(m.params[0].ty.as_deref(), Some("String"));
+        // `j` is the field; `k(…)` a bare call at its name.
+        let Stmt::Expr(Expr::Call(c)) = &m.body[0] else {
+            panic!("{:?}", m.body)
+        };
+        assert_eq!(c.receiver, Some(Expr::field(Expr::name("this"), "j")));
+        assert_eq!(
+            c.at,
+            Position {
+                line: 10,
+                column: 29
+            }
+        );
+        let Expr::Call(inner) = &c.args[0].value else {
+            panic!("{c:?}")
+        };
+        assert_eq!(inner.name, "k");
+        assert!(inner.receiver.is_none());
+    }
+
+    #[test]
+    fn strings_are_built_from_pieces() {
+        let u = lower(
+            "class A { void m(String id, int n) {\n  String a = \"x:\" + id + ':' + n;\n  String b = String.format(\"%s:%05d:%%\", id, n);\n  String c = String.join(\",\", \"a\", id);\n  String d = String.valueOf(n) + \"\\t\";\n  byte[] e = new byte[]{0x61, 0x62};\n  int f = n + 1;\n  String g = \"%s-%s\".formatted(id, n);\n} }\n",
+        )
+        .unwrap();
+        let values: Vec<&Expr> = u.funcs[1]
+            .body
+            .iter()
+            .map(|s| match s {
+                Stmt::Assign { value, .. } => value,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            *values[0],
+            Expr::Concat(vec![
+                Expr::str("x:"),
+                Expr::name("id"),
+                Expr::str(":"),
+                Expr::name("n")
+            ])
+        );
+        assert_eq!(
+            *values[1],
+            Expr::Concat(vec![
+                Expr::name("id"),
+                Expr::str(":"),
+                Expr::name("n"),
+                Expr::str(":%")
+            ])
+        );
+        assert_eq!(
+            *values[2],
+            Expr::Join(
+                Box::new(Expr::str(",")),
+                Box::new(Expr::List(vec![Expr::str("a"), Expr::name("id")]))
+            )
+        );
+        assert_eq!(
+            *values[3],
+            Expr::Concat(vec![Expr::Wrap(Box::new(Expr::name("n"))), Expr::str("\t")])
+        );
+        assert_eq!(*values[4], Expr::str("ab"));
+        assert!(matches!(values[5], Expr::Other(_)));
+        assert_eq!(
+            *values[6],
+            Expr::Concat(vec![Expr::name("id"), Expr::str("-"), Expr::name("n")])
+        );
+    }
+
+    #[test]
+    fn control_flow_and_resources() {
+        let u = lower(
+            "class A { void m(List<String> ks) {\n  for (String k : ks) { r.del(k); }\n  if (ok()) { a(); } else { b(); }\n  try (Pipeline p = r.pipelined()) {\n    p.set(\"k\", \"v\");\n  } catch (Exception e) { c(); } finally { d(); }\n  for (int i = 0; i < 3; i++) { e(i); }\n} }\n",
+        )
+        .unwrap();
+        let body = &u.funcs[1].body;
+        assert!(matches!(
+            &body[0],
+            Stmt::Loop { bind: Some(Target::Name(k)), over: Some(Expr::Name(o)), body }
+                if k == "k" && o == "ks" && body.len() == 1
+        ));
+        assert!(matches!(&body[1], Stmt::Expr(Expr::Call(c)) if c.name == "ok"));
+        assert!(matches!(&body[2], Stmt::Branch(arms) if arms.len() == 2));
+        let Stmt::With {
+            value: Expr::Call(c),
+            bind: Some(Target::Name(p)),
+            body: inner,
+            end,
+        } = &body[3]
+        else {
+            panic!("{:?}", body[3])
+        };
+        assert_eq!(
+            (c.name.as_str(), p.as_str(), inner.len()),
+            ("pipelined", "p", 1)
+        );
+        assert_eq!(
+            *end,
+            Position {
+                line: 6,
+                column: 50
+            }
+        );
+        assert!(matches!(&body[4], Stmt::Branch(arms) if arms[0].len() == 1 && arms[1].is_empty()));
+        assert!(matches!(&body[5], Stmt::Expr(Expr::Call(c)) if c.name == "d"));
+        assert!(matches!(&body[6], Stmt::Assign { .. }));
+        assert!(matches!(&body[7], Stmt::Loop { bind: None, body, .. } if body.len() == 2));
+    }
+
+    #[test]
+    fn closures_anonymous_classes_and_collections() {
+        let u = lower(
+            "class A { void m(String id) {\n  t.executePipelined((RedisCallback<Object>) c -> { c.get(id); return null; });\n  t.execute(new SessionCallback<Object>() { public Object execute(RedisOperations o) { return o.exec(); } });\n  Runnable x = new Thread() { int n = 1; public void run() { go(n); } };\n  List<String> l = new ArrayList<>();\n  l.add(\"a\");\n  Map<String, String> h = new HashMap<>();\n  h.put(\"k\", id);\n  Object f = this::save;\n} }\n",
+        )
+        .unwrap();
+        let body = &u.funcs[1].body;
+        let Stmt::Expr(Expr::Call(c)) = &body[0] else {
+            panic!("{body:?}")
+        };
+        assert!(
+            matches!(&c.args[0].value, Expr::Wrap(l) if matches!(&**l, Expr::Lambda(f) if f.params[0].name == "c"))
+        );
+        let Stmt::Expr(Expr::Call(c)) = &body[1] else {
+            panic!("{body:?}")
+        };
+        assert!(
+            matches!(&c.args[0].value, Expr::Lambda(f) if f.name == "execute" && f.params[0].ty.as_deref() == Some("RedisOperations"))
+        );
+        assert!(
+            matches!(&body[2], Stmt::Assign { value: Expr::Call(c), .. } if c.new && c.name == "Thread$4")
+        );
+        assert!(
+            u.funcs
+                .iter()
+                .any(|f| f.name == "run" && f.class.as_deref() == Some("Thread$4"))
+        );
+        assert!(matches!(&body[3], Stmt::Assign { value: Expr::List(xs), .. } if xs.is_empty()));
+        // A push to a local list: no call kept.
+        assert!(matches!(&body[4], Stmt::Push { value: Expr::Str(s), .. } if s == "a"));
+        assert!(matches!(
+            &body[5],
+            Stmt::Assign {
+                value: Expr::Map(_),
+                ..
+            }
+        ));
+        assert!(matches!(
+            &body[6],
+            Stmt::Assign {
+                target: Target::Index(..),
+                ..
+            }
+        ));
+        assert!(
+            matches!(&body[7], Stmt::Assign { value: Expr::Field(o, m), .. }
+            if **o == Expr::name("this") && m == "save")
+        );
+    }
+
+    #[test]
+    fn broken_code_is_lowered_as_far_as_it_goes() {
+        let u = lower("class A { void m() { r.mget(\"a\", \"b\"); r.get( } }\n").unwrap();
+        assert!(format!("{u:?}").contains("mget"));
+    }
+
+    // ----- depth -----
+
+    fn too_deep(text: &str) -> bool {
+        let mut parser = Parser::new();
+        parser
+            .set_language(&tree_sitter_java::LANGUAGE.into())
+            .unwrap();
+        guard::deeper_than(&parser.parse(text, None).unwrap(), MAX_DEPTH)
+    }
+
+    /// Every nested shape the Java reader is tested on, at the deepest nesting still read, is
+    /// lowered on a thread of [`READER_STACK`] (unoptimised, as the tests run) and keeps the
+    /// call at its bottom; one level of nesting past that is refused.
+    #[test]
+    fn the_deepest_trees_read_are_lowered_on_the_readers_stack() {
+        use crate::code::guard::tests::{SHAPES, nested};
+        let shapes = SHAPES.iter().find(|(e, _)| *e == "java").unwrap().1;
+        for shape in shapes {
+            let (mut lo, mut hi) = (1, 2 * MAX_DEPTH);
+            while hi - lo > 1 {
+                let mid = (lo + hi) / 2;
+                if too_deep(&nested("java", shape, mid)) {
+                    hi = mid;
+                } else {
+                    lo = mid;
+                }
+            }
+            let text = nested("java", shape, lo);
+            let found = std::thread::Builder::new()
+                .stack_size(READER_STACK)
+                .spawn(move || {
+                    let u = lower(&text).unwrap();
+                    let d = format!("{u:?}");
+                    d.contains("\"mget\"") || d.contains("\"set\"")
+                })
+                .unwrap()
+                .join()
+                .unwrap();
+            assert!(found, "{shape} at {lo} levels");
+            assert!(
+                matches!(
+                    lower(&nested("java", shape, hi)),
+                    Err(LowerError::Unreadable(Unreadable::TooDeep))
+                ),
+                "{shape} at {hi} levels"
+            );
+        }
+    }
+
+    /// Far past the bound, refused by a walk that does not recurse (on the test's own stack).
+    #[test]
+    fn deeper_trees_are_refused_on_any_stack() {
+        use crate::code::guard::tests::nested;
+        for shape in ["blocks", "calls", "concat", "closures"] {
+            assert!(matches!(
+                lower(&nested("java", shape, 10 * MAX_DEPTH)),
+                Err(LowerError::Unreadable(Unreadable::TooDeep))
+            ));
+        }
+    }
 }
