@@ -2277,10 +2277,10 @@ impl<'p, 'a> Cx<'p, 'a> {
                 .chain(&calls.client_types)
                 .any(|t| t.eq_ignore_ascii_case(name))
         };
+        let weak = client_name(&rname);
         let strong = strong_client_name(&rname)
             || matches!(recv, V::Unknown(_)) && calls.make_client.contains(&last_segment(&rname))
-            || matches!(recv, V::Unknown(_)) && named_after_type(&last_segment(&rname));
-        let weak = client_name(&rname);
+            || matches!(recv, V::Unknown(_)) && !weak && named_after_type(&last_segment(&rname));
         // A class that wraps a client and calls the method of the same name on its field
         // (`def mget(self, keys): return self.client.mget(keys)`): the field is the client.
         let tree_has = self.tree_defines_method(m) && !self.delegates(fr, recv_expr, m);
