@@ -73,6 +73,8 @@ pub fn lower(text: &str) -> Result<Unit, LowerError> {
         unit: Unit::default(),
         pre: Vec::new(),
         locals: Vec::new(),
+        in_scope: HashMap::new(),
+        ascii: text.is_ascii(),
         lists: HashSet::new(),
         maps: HashSet::new(),
         builders: HashSet::new(),
@@ -98,6 +100,10 @@ struct Lowerer<'s> {
     pre: Vec<Stmt>,
     /// Locals and parameters in scope, innermost last.
     locals: Vec<String>,
+    /// How many of [`Lowerer::locals`] have each name.
+    in_scope: HashMap<String, usize>,
+    /// Whether the text is ASCII (a column is then its byte offset in the line).
+    ascii: bool,
     /// Locals of the function being lowered that were assigned a list.
     lists: HashSet<String>,
     /// Locals of the function being lowered that were assigned a map.
@@ -272,6 +278,13 @@ impl<'s> Lowerer<'s> {
     }
 
     fn at(&self, n: Node<'_>) -> Position {
+        if self.ascii {
+            let p = n.start_position();
+            return Position {
+                line: p.row + 1,
+                column: p.column + 1,
+            };
+        }
         crate::code::syntax::position(self.text, n)
     }
 
@@ -295,10 +308,33 @@ impl<'s> Lowerer<'s> {
 
     fn declare(&mut self, name: &str) {
         self.locals.push(name.to_string());
+        *self.in_scope.entry(name.to_string()).or_default() += 1;
     }
 
     fn is_local(&self, name: &str) -> bool {
-        self.locals.iter().rev().any(|l| l == name)
+        self.in_scope.get(name).is_some_and(|&n| n > 0)
+    }
+
+    /// The locals declared since `mark` dropped.
+    fn leave(&mut self, mark: usize) {
+        for name in self.locals.drain(mark.min(self.locals.len())..) {
+            if let Some(n) = self.in_scope.get_mut(&name) {
+                *n -= 1;
+            }
+        }
+    }
+
+    /// The locals in scope taken away (a class body starts without them); given back by
+    /// [`Lowerer::restore_locals`].
+    fn take_locals(&mut self) -> (Vec<String>, HashMap<String, usize>) {
+        (
+            std::mem::take(&mut self.locals),
+            std::mem::take(&mut self.in_scope),
+        )
+    }
+
+    fn restore_locals(&mut self, saved: (Vec<String>, HashMap<String, usize>)) {
+        (self.locals, self.in_scope) = saved;
     }
 
     fn assign(&mut self, target: Target, value: Expr, at: Position, out: &mut Vec<Stmt>) {
@@ -475,7 +511,7 @@ impl<'s> Lowerer<'s> {
                 }
             }
         }
-        let outer_locals = std::mem::take(&mut self.locals);
+        let outer_locals = self.take_locals();
         self.classes.push(cx);
         let interface = n.kind() == "interface_declaration";
         for m in members {
@@ -506,7 +542,7 @@ impl<'s> Lowerer<'s> {
                     self.stmt(m, &mut stmts);
                     self.flush(&mut stmts);
                     self.pre = pre;
-                    self.locals.clear();
+                    self.leave(0);
                     self.class_body(&name, body, stmts);
                 }
                 "class_declaration"
@@ -552,7 +588,7 @@ impl<'s> Lowerer<'s> {
             self.unit.funcs.push(f);
         }
         self.classes.pop();
-        self.locals = outer_locals;
+        self.restore_locals(outer_locals);
         name
     }
 
@@ -573,7 +609,7 @@ impl<'s> Lowerer<'s> {
                 }
             }
         }
-        let outer_locals = std::mem::take(&mut self.locals);
+        let outer_locals = self.take_locals();
         let outer_lists = std::mem::take(&mut self.lists);
         self.classes.push(cx);
         for m in members {
@@ -596,7 +632,7 @@ impl<'s> Lowerer<'s> {
                     self.stmt(m, &mut stmts);
                     self.flush(&mut stmts);
                     self.pre = pre;
-                    self.locals.clear();
+                    self.leave(0);
                     self.class_body(name, body, stmts);
                 }
                 "class_declaration"
@@ -609,7 +645,7 @@ impl<'s> Lowerer<'s> {
             }
         }
         self.classes.pop();
-        self.locals = outer_locals;
+        self.restore_locals(outer_locals);
         self.lists = outer_lists;
     }
 
@@ -654,7 +690,7 @@ impl<'s> Lowerer<'s> {
                 continue;
             };
             let pre = std::mem::take(&mut self.pre);
-            self.locals.clear();
+            self.leave(0);
             let v = self.value(value);
             let mut stmts = Vec::new();
             self.flush(&mut stmts);
@@ -722,7 +758,7 @@ impl<'s> Lowerer<'s> {
         let mark = self.locals.len();
         let params = self.params(n);
         for p in &params {
-            self.locals.push(p.name.clone());
+            self.declare(&p.name);
         }
         let mut body = Vec::new();
         match n.child_by_field_name("body") {
@@ -740,7 +776,7 @@ impl<'s> Lowerer<'s> {
             }
             None => {}
         }
-        self.locals.truncate(mark);
+        self.leave(mark);
         self.pre = pre;
         self.lists = lists;
         self.maps = maps;
@@ -820,7 +856,7 @@ impl<'s> Lowerer<'s> {
             self.stmt(n, out);
         }
         self.flush(out);
-        self.locals.truncate(mark);
+        self.leave(mark);
     }
 
     fn stmt(&mut self, n: Node<'_>, out: &mut Vec<Stmt>) {
@@ -899,7 +935,7 @@ impl<'s> Lowerer<'s> {
                 for u in updates {
                     self.expr_stmt(u, &mut body);
                 }
-                self.locals.truncate(mark);
+                self.leave(mark);
                 out.push(Stmt::Loop {
                     bind: None,
                     over: None,
@@ -919,7 +955,7 @@ impl<'s> Lowerer<'s> {
                 if let Some(b) = n.child_by_field_name("body") {
                     self.block(b, &mut body);
                 }
-                self.locals.truncate(mark);
+                self.leave(mark);
                 out.push(Stmt::Loop { bind, over, body });
             }
             "try_statement" => {
@@ -960,7 +996,7 @@ impl<'s> Lowerer<'s> {
                 if let Some(b) = n.child_by_field_name("body") {
                     self.block(b, &mut body);
                 }
-                self.locals.truncate(mark);
+                self.leave(mark);
                 for (value, bind) in withs.into_iter().rev() {
                     body = vec![Stmt::With {
                         value,
@@ -1073,7 +1109,7 @@ impl<'s> Lowerer<'s> {
                     if let Some(b) = c.child_by_field_name("body") {
                         self.block(b, &mut arm);
                     }
-                    self.locals.truncate(mark);
+                    self.leave(mark);
                     out.push(Stmt::Branch(vec![arm, Vec::new()]));
                 }
                 "finally_clause" => {
@@ -1112,7 +1148,7 @@ impl<'s> Lowerer<'s> {
                     }
                 }
                 self.flush(&mut arm);
-                self.locals.truncate(mark);
+                self.leave(mark);
                 arms.push(arm);
             }
         }
