@@ -2268,8 +2268,9 @@ impl<'p, 'a> Cx<'p, 'a> {
         // A receiver that says Redis (`redis`, `self._valkey`, a client's maker) is a client;
         // one named only like a client (`client`, `conn`, `r`) is one unless the tree defines
         // the method itself (a wrapper class called through a field named `client`).
-        // A runtime value named after a client's class (`jedis` for `Jedis`, as typed
-        // languages name a variable after its type) is one too.
+        // A runtime value named after a client's class, or held in a variable so named
+        // (`jedis` for `Jedis`, as typed languages name a variable after its type), is one
+        // too.
         let named_after_type = |name: &str| {
             calls
                 .make_client
@@ -2280,7 +2281,10 @@ impl<'p, 'a> Cx<'p, 'a> {
         let weak = client_name(&rname);
         let strong = strong_client_name(&rname)
             || matches!(recv, V::Unknown(_)) && calls.make_client.contains(&last_segment(&rname))
-            || matches!(recv, V::Unknown(_)) && !weak && named_after_type(&last_segment(&rname));
+            || matches!(recv, V::Unknown(_))
+                && !weak
+                && (named_after_type(&last_segment(&rname))
+                    || named_after_type(&last_segment(&describe(recv_expr))));
         // A class that wraps a client and calls the method of the same name on its field
         // (`def mget(self, keys): return self.client.mget(keys)`): the field is the client.
         let tree_has = self.tree_defines_method(m) && !self.delegates(fr, recv_expr, m);
