@@ -2119,6 +2119,62 @@ public class Repo {
         assert!(cross(&f, 6));
     }
 
+    /// A Jedis pool's connections taken in try-with-resources (a variable named after the
+    /// client's class is one), a Spring script kept in a field and run with keys built by
+    /// helpers, and a hash's fields deleted (one key: no site).
+    #[test]
+    fn pooled_connections_scripts_and_one_key_operations() {
+        let f = read(&[
+            (
+                "RateLimiter.java",
+                r#"public class RateLimiter {
+    private static final String KEY_PREFIX = "rate:";
+    private final StringRedisTemplate redisTemplate;
+    private final DefaultRedisScript<Long> script;
+    public RateLimiter(StringRedisTemplate redisTemplate) {
+        this.redisTemplate = redisTemplate;
+        this.script = new DefaultRedisScript<>(LUA, Long.class);
+    }
+    private String tokensKey(String id) { return KEY_PREFIX + id + ":tokens"; }
+    private String tsKey(String id) { return KEY_PREFIX + id + ":ts"; }
+    public boolean allow(String id) {
+        List<String> keys = Arrays.asList(tokensKey(id), tsKey(id));
+        Long r = redisTemplate.execute(script, keys, "10", "1");
+        return r != null && r == 1L;
+    }
+    public void clear(String id, String field) {
+        redisTemplate.opsForHash().delete(tokensKey(id), field, "other");
+    }
+}
+"#,
+            ),
+            (
+                "Cache.java",
+                r#"public class Cache {
+    private final JedisPool pool;
+    public Cache(JedisPool pool) { this.pool = pool; }
+    public void touch(String user) {
+        try (Jedis jedis = pool.getResource()) {
+            Transaction t = jedis.multi();
+            t.incr(String.format("visits:{%s}", user));
+            t.expire(String.format("visits:{%s}", user), 3600);
+            t.sadd("users", user);
+            t.exec();
+        }
+    }
+}
+"#,
+            ),
+        ]);
+        assert_eq!(ops(&f[0]), [(13, "EXECUTE")], "{:?}", f[0].sites);
+        assert_eq!(texts(&f[0].sites[0]), ["rate:<id>:tokens", "rate:<id>:ts"]);
+        assert!(cross(&f[0], 0));
+        assert_eq!(ops(&f[1]), [(6, "INCR EXPIRE SADD")], "{:?}", f[1].sites);
+        assert_eq!(f[1].sites[0].send.map(|p| p.line), Some(10));
+        assert_eq!(texts(&f[1].sites[0]), ["visits:{<user>}", "users"]);
+        assert!(cross(&f[1], 0));
+    }
+
     // ----- the model -----
 
     #[test]
