@@ -1600,7 +1600,7 @@ impl<'s> Lowerer<'s> {
             ) => {
                 return Expr::Wrap(Box::new(args.swap_remove(0).value));
             }
-            (Some("Map" | "ImmutableMap"), "of", _) if args.len() % 2 == 0 => {
+            (Some("Map" | "ImmutableMap"), "of", _) if args.len().is_multiple_of(2) => {
                 let mut kv = Vec::new();
                 let mut it = args.into_iter();
                 while let (Some(k), Some(v)) = (it.next(), it.next()) {
@@ -1612,10 +1612,10 @@ impl<'s> Lowerer<'s> {
         }
         if let Some(r) = &receiver {
             match (name.as_str(), args.len()) {
-                ("collect", 1) if matches!(&args[0].value, Expr::Call(c) if c.name == "joining") => {
-                    let Expr::Call(c) = &args[0].value else {
-                        unreachable!("matched above")
-                    };
+                ("collect", 1)
+                    if let Expr::Call(c) = &args[0].value
+                        && c.name == "joining" =>
+                {
                     let sep = c
                         .args
                         .first()
@@ -1629,8 +1629,7 @@ impl<'s> Lowerer<'s> {
                 ) if !(name == "collect" && args.len() > 1) => {
                     return Expr::Wrap(Box::new(r.clone()));
                 }
-                ("formatted", _) if matches!(r, Expr::Str(_)) => {
-                    let Expr::Str(f) = r else { unreachable!() };
+                ("formatted", _) if let Expr::Str(f) = r => {
                     let rest: Vec<Expr> = args.iter().map(|a| a.value.clone()).collect();
                     if let Some(e) = format(f, &rest) {
                         return e;
