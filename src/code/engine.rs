@@ -1389,7 +1389,8 @@ impl<'p, 'a> Cx<'p, 'a> {
                 // A class body that makes an object of its own class (Ruby's
                 // `HANDLERS << Logger.new` inside `class Logger`) is not run again inside itself.
                 if f.name == ir::CLASS_BODY && !self.on_stack(f) {
-                    let frame = self.method_frame(id.0, f, obj.clone(), HashMap::new());
+                    let vars = self.class_body_params(id.0, f, |_| unknown(""));
+                    let frame = self.method_frame(id.0, f, obj.clone(), vars);
                     self.stack.push(f);
                     self.run_body(&frame, &f.body);
                     self.stack.pop();
@@ -1425,6 +1426,28 @@ impl<'p, 'a> Cx<'p, 'a> {
             }
         }
         self.quiet = quiet;
+    }
+
+    /// The parameters of function `f` of unit `u`, each `otherwise(p)`; those of a class
+    /// body (fields declared with a type and no value: `@Autowired RedisTemplate t;`) the value
+    /// their type says.
+    fn class_body_params(
+        &mut self,
+        u: usize,
+        f: &'a Func,
+        otherwise: impl Fn(&ir::Param) -> V<'a>,
+    ) -> HashMap<String, V<'a>> {
+        f.params
+            .iter()
+            .map(|p| {
+                let v = if f.name == ir::CLASS_BODY {
+                    self.param_value(p, u, f.at)
+                } else {
+                    otherwise(p)
+                };
+                (p.name.clone(), v)
+            })
+            .collect()
     }
 
     fn method_frame(
@@ -1467,7 +1490,18 @@ impl<'p, 'a> Cx<'p, 'a> {
                 self.push(fr, target, v);
             }
             Stmt::Expr(e) => {
-                self.eval(fr, e);
+                let v = self.eval(fr, e);
+                // `commands.multi();` with its result dropped (Lettuce's commands, Spring's
+                // operations): the variable it is called on queues what follows, until it is
+                // sent.
+                if let (V::Pipe(_), Expr::Call(c)) = (&v, e)
+                    && c.args.is_empty()
+                    && let Some(Expr::Name(n)) = &c.receiver
+                    && (self.p.calls.make.contains(&c.name)
+                        || self.p.calls.make_atomic.contains(&c.name))
+                {
+                    fr.vars.borrow_mut().insert(n.clone(), v);
+                }
             }
             Stmt::Return(e, _) => {
                 let v = match e {
@@ -2149,11 +2183,7 @@ impl<'p, 'a> Cx<'p, 'a> {
                 return None;
             }
             let func = self.p.func(id);
-            let vars: HashMap<String, V<'a>> = func
-                .params
-                .iter()
-                .map(|p| (p.name.clone(), unknown(&p.name)))
-                .collect();
+            let vars = self.class_body_params(id.0, func, |p| unknown(&p.name));
             let frame = self.method_frame(id.0, func, obj.clone(), vars);
             let quiet = std::mem::replace(&mut self.quiet, true);
             let v = self.eval(&frame, e);
@@ -2376,10 +2406,24 @@ impl<'p, 'a> Cx<'p, 'a> {
             V::Unknown(_) => describe(recv_expr),
             _ => String::new(),
         };
+        // A runtime value named after a client's class, or held in a variable so named
+        // (`jedis` for `Jedis`, as typed languages name a variable after its type), is one
+        // too.
+        let named_after_type = |name: &str| {
+            calls
+                .make_client
+                .iter()
+                .chain(&calls.client_types)
+                .any(|t| t.eq_ignore_ascii_case(name))
+        };
+        let weak = client_name(&rname) || client_name(&written);
         let strong = strong_client_name(&rname)
             || strong_client_name(&written)
-            || matches!(recv, V::Unknown(_)) && calls.make_client.contains(&last_segment(&rname));
-        let weak = client_name(&rname) || client_name(&written);
+            || matches!(recv, V::Unknown(_)) && calls.make_client.contains(&last_segment(&rname))
+            || matches!(recv, V::Unknown(_))
+                && !weak
+                && (named_after_type(&last_segment(&rname))
+                    || named_after_type(&last_segment(&describe(recv_expr))));
         // A class that wraps a client and calls the method of the same name on its field
         // (`def mget(self, keys): return self.client.mget(keys)`): the field is the client.
         let tree_has = self.tree_defines_method(m) && !self.delegates(fr, recv_expr, m);
@@ -3314,6 +3358,15 @@ impl<'p, 'a> Cx<'p, 'a> {
         let is_opts = calls.eval_options.contains(m);
         let is_list = calls.eval_list.contains(m);
         if !(is_eval || is_opts || is_list) {
+            return None;
+        }
+        // A function handed in (`execute(new SessionCallback() { … })`, `execute(conn -> …)`)
+        // is a callback run with a connection, not a script.
+        let mut first = c.args.first().map(|a| &a.value);
+        while let Some(Expr::Wrap(x)) = first {
+            first = Some(&**x);
+        }
+        if matches!(first, Some(Expr::Lambda(_))) {
             return None;
         }
         let mut args = self.eval_args(fr, &c.args);

@@ -17,7 +17,7 @@ use super::{FileFindings, Language};
 pub fn lowered(language: Language) -> bool {
     matches!(
         language,
-        Language::Python | Language::JavaScript(_) | Language::Go | Language::Ruby
+        Language::Python | Language::JavaScript(_) | Language::Go | Language::Ruby | Language::Java
     )
 }
 
@@ -30,10 +30,7 @@ pub fn lower(language: Language, text: &str) -> Result<Unit, String> {
             super::lower::javascript::lower(text, d).map_err(|e| e.to_string())
         }
         Language::Ruby => super::lower::ruby::lower(text).map_err(|e| e.to_string()),
-        other => Err(format!(
-            "{} is read by its own reader, not lowered",
-            other.profile_language()
-        )),
+        Language::Java => super::lower::java::lower(text).map_err(|e| e.to_string()),
     }
 }
 

@@ -7,6 +7,7 @@
 //! level of the tree, so the reader threads' stacks ([`super::guard::READER_STACK`]) hold it.
 
 pub mod go;
+pub mod java;
 pub mod javascript;
 pub mod python;
 pub mod ruby;
