@@ -62,10 +62,10 @@ pub struct CodeArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
     pub threads: Option<u16>,
 
-    /// How Python, JavaScript and TypeScript are read: `readers` reads each file on its own,
-    /// following constants, key helpers and pipelines handed to functions; `model` (a
-    /// preview) lowers every file into one model and follows values through functions,
-    /// classes, objects and modules, judging a helper's batch by what its callers send
+    /// How the code is read: `model` (the default) lowers every file into one model and
+    /// follows values through functions, classes, objects and modules, judging a helper's
+    /// batch by what its callers send; `readers` (the old engine, kept for comparison and to
+    /// be removed) reads each file on its own
     #[arg(long, value_enum, value_name = "ENGINE", default_value_t = CodeEngine::Model)]
     pub engine: CodeEngine,
 }
@@ -73,9 +73,9 @@ pub struct CodeArgs {
 /// How `keyplan code` reads the languages both ways can read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum CodeEngine {
-    /// Each file read on its own (the default)
+    /// Each file read on its own (the old engine, to be removed)
     Readers,
-    /// One model of the whole tree, followed across functions, classes and files (a preview)
+    /// One model of the whole tree, followed across functions, classes and files (the default)
     Model,
 }
 

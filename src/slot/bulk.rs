@@ -84,19 +84,25 @@ pub enum SimdPath {
     Avx512,
 }
 
+/// The path [`SimdPath::limit`] set, if any.
+static LIMIT: std::sync::OnceLock<SimdPath> = std::sync::OnceLock::new();
+
 impl SimdPath {
-    /// The fastest path this CPU supports, lowered by `KEYPLAN_SIMD` (`avx2` or `portable`)
-    /// when it is set, for comparisons; it never rises above what the CPU has.
+    /// The fastest path this CPU supports, lowered by [`SimdPath::limit`] when the program
+    /// set one (for comparisons); it never rises above what the CPU has.
     pub fn detect() -> SimdPath {
-        static PATH: std::sync::OnceLock<SimdPath> = std::sync::OnceLock::new();
-        *PATH.get_or_init(|| {
-            let best = SimdPath::best();
-            match std::env::var("KEYPLAN_SIMD").as_deref() {
-                Ok("portable") => SimdPath::Portable,
-                Ok("avx2") if best == SimdPath::Avx512 => SimdPath::Avx2,
-                _ => best,
-            }
-        })
+        let best = SimdPath::best();
+        match LIMIT.get() {
+            Some(SimdPath::Portable) => SimdPath::Portable,
+            Some(SimdPath::Avx2) if best == SimdPath::Avx512 => SimdPath::Avx2,
+            _ => best,
+        }
+    }
+
+    /// Keeps every later [`SimdPath::detect`] at or below `path` (the binary reads it from
+    /// `KEYPLAN_SIMD` at start); the first call wins.
+    pub fn limit(path: SimdPath) {
+        let _ = LIMIT.set(path);
     }
 
     /// The fastest path the CPU supports.
