@@ -1203,6 +1203,8 @@ struct PipeState {
     immediate: bool,
     /// How many times it was sent (a send in one arm of a branch is told from the others).
     sends: usize,
+    /// How many functions deep the reading was when it was made.
+    depth: usize,
 }
 
 /// What a pipeline held before a branch: (id, ops, more, keys, unknown, sends).
@@ -1346,6 +1348,7 @@ impl<'p, 'a> Cx<'p, 'a> {
                 handed: true,
                 immediate: false,
                 sends: 0,
+                depth: 0,
             });
             let _ = (u, at);
             return V::Pipe(id);
@@ -2206,7 +2209,21 @@ impl<'p, 'a> Cx<'p, 'a> {
         let recv = self.eval(fr, recv_expr);
         // Several possibilities (`pipe if pipe else self.conn`): the call on each.
         if let V::Either(alts) = &recv {
-            let alts: Vec<V<'a>> = alts.iter().cloned().collect();
+            let mut alts: Vec<V<'a>> = alts.iter().cloned().collect();
+            // `pipe = pipe or self.conn.pipeline(); …; if made_here: pipe.execute()`: sending
+            // one of a pipeline made here and one handed in sends the one made here; the
+            // caller sends its own.
+            let calls = &self.p.calls;
+            if calls.run.contains(&c.name) || calls.run_plain.contains(&c.name) {
+                let here = self.stack.len();
+                let made_here =
+                    |v: &V<'a>| matches!(v, V::Pipe(id) if self.pipes[*id].depth == here);
+                let handed_in =
+                    |v: &V<'a>| matches!(v, V::Pipe(id) if self.pipes[*id].depth < here);
+                if alts.iter().any(made_here) && alts.iter().any(handed_in) {
+                    alts.retain(|v| !handed_in(v));
+                }
+            }
             let mut out = Vec::new();
             for a in alts {
                 out.push(self.method_call(fr, c, e, a, recv_expr));
@@ -3734,6 +3751,7 @@ impl<'p, 'a> Cx<'p, 'a> {
             handed: false,
             immediate: false,
             sends: 0,
+            depth: self.stack.len(),
         });
         if let Some(f) = &self.exhausted {
             let id = self.pipes.len() - 1;

@@ -2139,7 +2139,7 @@ maybe() {}"
             module(
                 "a = '%s:%d' % (x, y)\nb = 'k:%s' % x\nc = '%(n)s-%(m)s' % {'n': u, 'm': v}\nd = '%s:%s' % t\ne = fmt % x\nf = 'r%%%-5s' % z\ng = '%(n)s' % d\n"
             ),
-            "{a = cat(x, \":\", y); b = cat(\"k:\", x); c = cat(u, \"-\", v); d = cat(t[0], \":\", t[1]); e = other(); f = cat(\"r%\", z); g = cat(d[\"n\"])}"
+            "{a = cat(x, \":\", y); b = cat(\"k:\", x); c = cat(u, \"-\", v); d = cat(t[0], \":\", t[1]); e = fmt.%(x); f = cat(\"r%\", z); g = cat(d[\"n\"])}"
         );
     }
 
