@@ -55,7 +55,7 @@
 //!
 //! [`ir::Param::ty`]: crate::code::ir::Param::ty
 
-use super::LowerError;
+use super::{Columns, LowerError};
 use crate::code::Position;
 use crate::code::guard;
 use crate::code::ir::{
@@ -94,56 +94,6 @@ pub fn lower(text: &str, dialect: Dialect) -> Result<Unit, LowerError> {
     };
     l.program(tree.root_node());
     Ok(l.unit)
-}
-
-/// Columns in characters, counted from the last position asked for on the same line (the
-/// walk goes mostly forward), so that a minified file's one long line is not counted again
-/// for every node on it.
-struct Columns<'s> {
-    text: &'s str,
-    ascii: bool,
-    /// Row, byte offset and column of the last position given.
-    last: (usize, usize, usize),
-}
-
-impl<'s> Columns<'s> {
-    fn new(text: &'s str) -> Columns<'s> {
-        Columns {
-            text,
-            ascii: text.is_ascii(),
-            last: (usize::MAX, 0, 0),
-        }
-    }
-
-    fn chars(&self, from: usize, to: usize) -> usize {
-        self.text
-            .get(from..to)
-            .map_or(to - from, |s| s.chars().count())
-    }
-
-    fn at(&mut self, n: Node<'_>) -> Position {
-        let p = n.start_position();
-        let byte = n.start_byte();
-        if self.ascii {
-            return Position {
-                line: p.row + 1,
-                column: p.column + 1,
-            };
-        }
-        let (row, b, col) = self.last;
-        let column = if row == p.row && b <= byte {
-            col + self.chars(b, byte)
-        } else if row == p.row {
-            col - self.chars(byte, b)
-        } else {
-            self.chars(byte - p.column, byte) + 1
-        };
-        self.last = (p.row, byte, column);
-        Position {
-            line: p.row + 1,
-            column,
-        }
-    }
 }
 
 /// Where a statement is lowered.
