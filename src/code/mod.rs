@@ -646,6 +646,19 @@ impl Site {
     pub fn verdict(&self) -> Verdict {
         let distinct = self.distinct();
         if let Some((a, b)) = first_apart(&distinct) {
+            // Apart only as two passes of a loop over a list the running code holds
+            // (`job:<id>` and `job:<id'>`): one slot when the list has one element, or all
+            // its elements share a tag; the verdict is the list's.
+            let mut folded: Vec<Template> = distinct.iter().map(|t| unprimed(t)).collect();
+            folded.sort();
+            folded.dedup();
+            if first_apart(&folded.iter().collect::<Vec<_>>()).is_none() {
+                return Verdict::Depends(
+                    self.unknown
+                        .as_ref()
+                        .map_or_else(|| Unknown::Loop.to_string(), |u| u.to_string()),
+                );
+            }
             let (x, y) = (distinct[a], distinct[b]);
             // Keys whose slot the code fixes (literal, or a literal hash tag) are said with
             // their slots: they do not merely can, they do hash apart.
@@ -817,6 +830,21 @@ impl<T: PartialEq + Clone> TwoOf<T> {
 /// The first pair `(i, j)`, `i < j` in the order `for i { for j > i }`, of distinct keys that
 /// can hash to different slots; in time linear in the keys (a site of 100,000 literal keys
 /// took minutes when each pair was compared).
+/// A key with the marks of a second pass of a loop taken off its placeholders (`<id'>` →
+/// `<id>`).
+fn unprimed(t: &Template) -> Template {
+    Template {
+        parts: t
+            .parts
+            .iter()
+            .map(|p| match p {
+                Part::Var(n) => Part::Var(n.trim_end_matches('\'').to_string()),
+                lit => lit.clone(),
+            })
+            .collect(),
+    }
+}
+
 fn first_apart(keys: &[&Template]) -> Option<(usize, usize)> {
     let classes: Vec<SlotClass> = keys.iter().map(|t| SlotClass::of(t)).collect();
     // What the keys after each one are, built from the last: whether one of them parts

@@ -636,7 +636,7 @@ fn pre_commit_prebuilt_hooks_install_the_wheel() {
     let out = try_repo("keyplan-code");
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{text}");
-    assert!(text.contains("app.py:7:12: KP601"), "{text}");
+    assert!(text.contains("app.py:7:14: KP601"), "{text}");
     eprintln!("prebuilt hook installed and ran in {:?}", started.elapsed());
     let out = try_repo("keyplan-lint");
     let text = String::from_utf8_lossy(&out.stdout);

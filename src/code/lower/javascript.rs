@@ -1975,6 +1975,29 @@ impl<'s> Lowerer<'s> {
             (Some(_), "toString", 0) => {
                 return Expr::Wrap(Box::new(receiver.unwrap_or(Expr::Other(Vec::new()))));
             }
+            // `obj.m.apply(obj, list)` and `obj.m.call(obj, a, b)`: a call of `m` on `obj`.
+            (Some(Expr::Field(obj, m)), "apply" | "call", 1..)
+                if matches!(**obj, Expr::Name(_) | Expr::Field(..)) =>
+            {
+                let (obj, m) = ((**obj).clone(), m.clone());
+                let mut rest = args.split_off(1);
+                let args = if name == "apply" {
+                    rest.truncate(1);
+                    rest.into_iter()
+                        .map(|a| Arg::pos(Expr::Spread(Box::new(a.value))))
+                        .collect()
+                } else {
+                    rest
+                };
+                return Expr::Call(Box::new(Call {
+                    receiver: Some(obj),
+                    name: m,
+                    callee: None,
+                    args,
+                    new: false,
+                    at,
+                }));
+            }
             // `Array.from(xs)` (a set's or an iterator's elements): a list of them.
             (Some(r), "from", 1) if *r == Expr::name("Array") && !spread => {
                 return Expr::List(vec![Expr::Spread(Box::new(args.remove(0).value))]);
