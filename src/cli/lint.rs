@@ -241,12 +241,7 @@ pub fn run(mut args: LintArgs, ctx: &mut Ctx<'_>) -> anyhow::Result<ExitStatus> 
             Ok(summary)
         })?;
     if !args.code.is_empty() {
-        let report = super::code::scan_paths(
-            &args.code,
-            args.threads,
-            super::code::CodeEngine::Model,
-            ctx,
-        )?;
+        let report = super::code::scan_paths(&args.code, args.threads, ctx)?;
         diags.extend(
             lint_code(rules, &report, &|file| std::fs::read_to_string(file).ok())
                 .into_iter()

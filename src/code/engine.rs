@@ -1688,6 +1688,18 @@ impl<'p, 'a> Cx<'p, 'a> {
     }
 
     fn assign(&mut self, fr: &Frame<'a>, target: &'a Target, v: V<'a>) {
+        // A value known only by what kind of thing it is (a command's reply, an expression
+        // not read) takes the name it is given: `a = r.get(x)` and `b = r.get(y)` are two
+        // values, `<a>` and `<b>`, not one `<reply>`.
+        let v = match &v {
+            V::Unknown(u) if is_anonymous(u) => match target {
+                Target::Name(_) | Target::Field(..) => {
+                    unknown(self.prime(&describe_target(target)))
+                }
+                _ => v,
+            },
+            _ => v,
+        };
         match target {
             Target::Name(n) => {
                 fr.vars.borrow_mut().insert(n.clone(), v);
@@ -2667,7 +2679,7 @@ impl<'p, 'a> Cx<'p, 'a> {
                 Vec::new(),
                 Some(Rest::Named(Rc::from(format!("{n}.{m}(…)").as_str()))),
             ),
-            _ => unknown(self.prime(&format!("{}()", m))),
+            _ => unknown(self.prime(&made_of(&format!("{}.{m}", label(recv)), &args))),
         }
     }
 
@@ -2941,7 +2953,7 @@ impl<'p, 'a> Cx<'p, 'a> {
                     p.unknown = Some(Unknown::Unfollowed(func.name.clone()));
                 }
             }
-            let v = unknown(self.prime(&format!("{}()", func.name)));
+            let v = unknown(self.prime(&made_of(&func.name, &param_values(func, &vars))));
             return self.declared_result(func, v);
         }
         let memo_key =
@@ -2955,6 +2967,9 @@ impl<'p, 'a> Cx<'p, 'a> {
             (Some(c), false) if fr.class == Some(c.as_str()) => fr.this.clone(),
             _ => None,
         });
+        // What the result is called when nothing is known of it: the function with its
+        // arguments (`key_for(a)` and `key_for(b)` are two values).
+        let named_args = param_values(func, &vars);
         let frame = Frame {
             unit: u,
             vars: Rc::new(RefCell::new(vars)),
@@ -2978,7 +2993,7 @@ impl<'p, 'a> Cx<'p, 'a> {
         self.stack.pop();
         self.caller = outer_caller;
         let v = match returns.len() {
-            0 => unknown(self.prime(&format!("{}()", func.name))),
+            0 => unknown(self.prime(&made_of(&func.name, &named_args))),
             _ => V::either(returns),
         };
         let v = self.declared_result(func, v);
@@ -4084,6 +4099,64 @@ fn last_segment(s: &str) -> String {
     s.rsplit('.').next().unwrap_or(s).to_string()
 }
 
+/// Whether a runtime value's name says only what kind of value it is (`reply`, `value`),
+/// not which: two of them may be two values.
+fn is_anonymous(name: &str) -> bool {
+    matches!(
+        name.trim_end_matches('\''),
+        "reply" | "results" | "value" | "item" | "?" | "…" | ""
+    )
+}
+
+/// A short name of a value, for naming what is made of it: runtime values by their names,
+/// text by its pieces (`user:<id>` is `user:id`), literal text quoted.
+fn label(v: &V<'_>) -> String {
+    match v {
+        V::Text(t) if t.is_literal() => {
+            format!("\"{}\"", t.text().chars().take(20).collect::<String>())
+        }
+        V::Text(t) => t
+            .parts
+            .iter()
+            .map(|p| match p {
+                Part::Lit(l) | Part::Var(l) => l.as_str(),
+            })
+            .collect(),
+        V::Num(n) => n.clone(),
+        V::Unknown(n) => n.to_string(),
+        _ => "…".into(),
+    }
+}
+
+/// The name of a runtime value `what` makes of `args` (`key_for(a)`, `k.lower()`): two calls
+/// of one function with different arguments make two values, never one key.
+fn made_of(what: &str, args: &[V<'_>]) -> String {
+    let mut s = format!("{what}(");
+    for (i, a) in args.iter().take(3).enumerate() {
+        if i > 0 {
+            s.push_str(", ");
+        }
+        s.push_str(&label(a));
+    }
+    if args.len() > 3 {
+        s.push_str(", …");
+    }
+    s.push(')');
+    if s.chars().count() > 60 {
+        s = s.chars().take(59).collect::<String>() + "…";
+    }
+    s
+}
+
+/// The values a function was called with, in the order of its parameters.
+fn param_values<'a>(func: &Func, vars: &HashMap<String, V<'a>>) -> Vec<V<'a>> {
+    func.params
+        .iter()
+        .filter(|p| !matches!(p.name.as_str(), "self" | "cls" | "this"))
+        .map(|p| vars.get(&p.name).cloned().unwrap_or_else(|| unknown("…")))
+        .collect()
+}
+
 fn describe_target(t: &Target) -> String {
     match t {
         Target::Name(n) => n.clone(),
@@ -4531,7 +4604,7 @@ class Queue {
 module.exports = Queue;
 ";
         let got = sites(
-            Language::JavaScript(super::super::javascript::Dialect::JavaScript),
+            Language::JavaScript(super::super::lower::javascript::Dialect::JavaScript),
             &[("queue.js", src)],
         );
         // removeListener and quit are the client's own: no script site.
@@ -4577,7 +4650,7 @@ const scripts = {
 module.exports = scripts;
 ";
         let files = [("queue.js", queue), ("scripts.js", scripts_js)];
-        let js = Language::JavaScript(super::super::javascript::Dialect::JavaScript);
+        let js = Language::JavaScript(super::super::lower::javascript::Dialect::JavaScript);
         let lua = [
             super::super::lua::script_file("move-2", ""),
             super::super::lua::script_file("release", "return redis.call('DEL', KEYS[1])"),
@@ -4624,7 +4697,7 @@ const scripts = {
 };
 module.exports = scripts;
 ";
-        let js = Language::JavaScript(super::super::javascript::Dialect::JavaScript);
+        let js = Language::JavaScript(super::super::lower::javascript::Dialect::JavaScript);
         let got = sites(js, &[("scripts.js", src)]);
         assert!(
             got.contains(&(0, 10, None, "EVAL".into(), "cross")),

@@ -212,7 +212,8 @@ pub fn ruby_heredocs(text: &str) -> Result<(), Unreadable> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::code::{Globals, Language, Readers};
+    use crate::code::Language;
+    use crate::code::scan::scan_one;
 
     /// Source nested `n` levels deep in one of the shapes generated code takes, in the
     /// language of extension `ext`; each ends in a multi-key call the reader must get to.
@@ -528,7 +529,7 @@ pub(crate) mod tests {
 
     /// The syntax tree of `text` (`None` when the text is refused before it is parsed).
     fn tree_of(language: Language, text: &str) -> Option<Tree> {
-        use crate::code::javascript::Dialect;
+        use crate::code::lower::javascript::Dialect;
         let grammar: tree_sitter::Language = match language {
             Language::Python => {
                 python_indents(text).ok()?;
@@ -574,8 +575,8 @@ pub(crate) mod tests {
         lo
     }
 
-    /// What the readers make of `text`: what it defines, then its findings, on a thread with
-    /// `stack` bytes of stack, as `keyplan code` runs them.
+    /// What `keyplan code` makes of `text` (lowered, then read), on a thread with `stack` bytes
+    /// of stack, as `keyplan code` runs it.
     fn read_on_stack(
         stack: usize,
         language: Language,
@@ -584,10 +585,7 @@ pub(crate) mod tests {
         std::thread::Builder::new()
             .stack_size(stack)
             .spawn(move || {
-                let readers = Readers::builtin();
-                let g = readers.exports(language, &text, &Globals::default(), Some("m"));
-                readers
-                    .scan(language, &text, &g)
+                scan_one(language, "m", &text, &[])
                     .map(|f| f.sites.into_iter().map(|s| (s.op, s.keys.len())).collect())
             })
             .unwrap()
@@ -606,6 +604,7 @@ pub(crate) mod tests {
             .ok()
             .and_then(|s| s.parse().ok())
             .unwrap_or(READER_STACK);
+        let mut missing = Vec::new();
         for (ext, shapes) in SHAPES {
             let language = Language::of_extension(ext).unwrap();
             for shape in *shapes {
@@ -614,22 +613,28 @@ pub(crate) mod tests {
                 let got = read_on_stack(stack, language, text);
                 let sites = got.unwrap_or_else(|e| panic!("{shape}.{ext} at {n} levels: {e}"));
                 // The call at the bottom is still found (nested f-strings of one quote are
-                // not Python the grammar reads: it recovers, without the call).
-                if *shape != "fstrings" {
-                    assert!(!sites.is_empty(), "{shape}.{ext} at {n} levels: no site");
+                // not Python the grammar reads: it recovers, without the call; a list of lists
+                // of a key is no key: clients flatten one level; a call in a function nested
+                // in hundreds of functions never called is past the steps a reading takes).
+                if !matches!(
+                    (*ext, *shape),
+                    ("py", "fstrings") | (_, "lists") | ("js" | "ts", "functions")
+                ) && sites.is_empty()
+                {
+                    missing.push(format!("{shape}.{ext} at {n} levels"));
                 }
                 if *shape == "follow" {
                     assert!(sites[0].0.starts_with("SET SET SET"), "{sites:?}");
                 }
             }
         }
+        assert!(missing.is_empty(), "no site found: {missing:?}");
     }
 
-    /// Past the bound every shape is refused, by a walk that does not recurse: the readers are
-    /// called here on the test's own thread (2 MiB of stack), ten times the bound deep.
+    /// Past the bound every shape is refused, by a walk that does not recurse: the lowerings
+    /// are called here on the test's own thread (2 MiB of stack), ten times the bound deep.
     #[test]
     fn deeper_trees_are_refused_on_any_stack() {
-        let readers = Readers::builtin();
         for (ext, shapes) in SHAPES {
             let language = Language::of_extension(ext).unwrap();
             for shape in *shapes {
@@ -645,13 +650,8 @@ pub(crate) mod tests {
                     _ => Unreadable::TooDeep,
                 };
                 assert_eq!(
-                    readers.scan(language, &text, &Globals::default()),
+                    scan_one(language, "m", &text, &[]),
                     Err(why.to_string()),
-                    "{shape}.{ext}"
-                );
-                assert_eq!(
-                    readers.exports(language, &text, &Globals::default(), None),
-                    Globals::default(),
                     "{shape}.{ext}"
                 );
             }
@@ -677,7 +677,7 @@ pub(crate) mod tests {
         let text = nested("py", "blocks", 600);
         assert_eq!(python_indents(&text), Err(Unreadable::PythonIndents));
         assert_eq!(
-            Readers::builtin().scan(Language::Python, &text, &Globals::default()),
+            scan_one(Language::Python, "m", &text, &[]),
             Err(Unreadable::PythonIndents.to_string())
         );
         // One width per level: as many as allowed are read.
@@ -735,16 +735,14 @@ pub(crate) mod tests {
         ] {
             assert_eq!(ruby_heredocs(&text), Err(Unreadable::HeredocWord));
             assert_eq!(
-                Readers::builtin().scan(Language::Ruby, &text, &Globals::default()),
+                scan_one(Language::Ruby, "m", &text, &[]),
                 Err(Unreadable::HeredocWord.to_string())
             );
         }
         let ok = "A".repeat(MAX_HEREDOC_WORD);
         let text = doc(&format!("~{ok}"), &ok);
         assert_eq!(ruby_heredocs(&text), Ok(()));
-        let found = Readers::builtin()
-            .scan(Language::Ruby, &text, &Globals::default())
-            .unwrap();
+        let found = scan_one(Language::Ruby, "m", &text, &[]).unwrap();
         assert_eq!(found.sites.len(), 1);
         // A shift is not a heredoc, whatever follows it.
         assert_eq!(ruby_heredocs(&format!("a << {long}\nx <<= 1\n")), Ok(()));

@@ -3,25 +3,21 @@
 //! script), each judged as lint and plan judge batches: can its keys hash to different slots?
 //!
 //! Which calls matter is data: one client profile per library (`rules/code/*.yml`) names its
-//! multi-key methods, how it makes and runs pipelines, and its script calls. The parsers
-//! ([`python`], [`javascript`]) turn one file's text into [`FileFindings`]; nothing here reads files.
+//! multi-key methods, how it makes and runs pipelines, and its script calls. Each language's
+//! syntax tree is lowered into one model ([`lower`], [`ir`]); [`engine`] reads that model once
+//! for every language, following values through functions, classes and files; [`scan`] drives
+//! a tree of files through both. Nothing here reads files.
 
 pub mod draft;
 pub mod engine;
-pub mod golang;
 pub mod guard;
 pub mod ir;
-pub mod java;
-pub mod javascript;
 pub mod lower;
 pub mod lua;
 pub mod profile;
-pub mod python;
-pub mod ruby;
 pub mod scan;
 mod syntax;
 
-use profile::Profile;
 use serde::Serialize;
 
 /// A language `keyplan code` reads, known by a file's extension.
@@ -30,7 +26,7 @@ pub enum Language {
     /// `.py`.
     Python,
     /// `.js`, `.mjs`, `.cjs`, `.jsx`, `.ts`, `.mts`, `.cts`, `.tsx`.
-    JavaScript(javascript::Dialect),
+    JavaScript(lower::javascript::Dialect),
     /// `.go`.
     Go,
     /// `.rb`.
@@ -47,7 +43,7 @@ impl Language {
 
     /// The language of a file with extension `ext`.
     pub fn of_extension(ext: &str) -> Option<Language> {
-        use javascript::Dialect;
+        use lower::javascript::Dialect;
         Some(match ext {
             "py" => Language::Python,
             "js" | "mjs" | "cjs" | "jsx" => Language::JavaScript(Dialect::JavaScript),
@@ -68,331 +64,6 @@ impl Language {
             Language::Go => "go",
             Language::Ruby => "ruby",
             Language::Java => "java",
-        }
-    }
-}
-
-/// What the files of a tree define for the others, per language: constants (by name, their
-/// templates) and functions or methods that return a key (by name, their parameters and the
-/// template they return, parameters as placeholders). A name defined differently in two files
-/// is left out: which one a file means would be a guess.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Globals {
-    consts: std::collections::BTreeMap<String, Option<Template>>,
-    funcs: std::collections::BTreeMap<String, Option<(Vec<String>, Template)>>,
-    queuers: std::collections::BTreeMap<String, Option<Queuer>>,
-}
-
-/// The entry `Class.name` of `map` for the class named like `class` (case and `_` aside): the
-/// class it names exactly, else one it ends with once a `Base`/`Abstract` prefix is dropped
-/// (`started_job_registry` → `BaseRegistry`, `worker` → `BaseWorker`); `None` when that is
-/// not one class's.
-fn by_class<'m, V>(
-    map: &'m std::collections::BTreeMap<String, Option<V>>,
-    class: &str,
-    name: &str,
-) -> Option<&'m V> {
-    let norm = |c: &str| c.replace('_', "").to_ascii_lowercase();
-    let want = norm(class);
-    let suffix = format!(".{name}");
-    let mut exact = Vec::new();
-    let mut loose = Vec::new();
-    for (k, v) in map {
-        if let Some(c) = k.strip_suffix(&suffix)
-            && !c.contains('.')
-        {
-            let c = norm(c);
-            let bare = c
-                .strip_prefix("base")
-                .or_else(|| c.strip_prefix("abstract"))
-                .unwrap_or(&c);
-            if c == want {
-                exact.push(v);
-            } else if !bare.is_empty() && want.ends_with(bare) {
-                loose.push(v);
-            }
-        }
-    }
-    match (exact.as_slice(), loose.as_slice()) {
-        ([one], _) | ([], [one]) => one.as_ref(),
-        _ => None,
-    }
-}
-
-/// A function that queues commands on a pipeline it is handed (`def save(self, pipeline)`):
-/// what it queues, its parameters as placeholders.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Queuer {
-    /// Its parameters (the receiver, `self`, left out).
-    pub params: Vec<String>,
-    /// The parameter that takes the pipeline.
-    pub pipe: String,
-    /// The commands, in order.
-    pub ops: Vec<String>,
-    /// Their keys.
-    pub keys: Vec<Template>,
-    /// What its body does not say about them.
-    pub unknown: Option<Unknown>,
-}
-
-impl Queuer {
-    /// What it queues when called with these arguments, its receiver's fields (`self.key`)
-    /// named after the receiver of the call (`job.key`).
-    pub(crate) fn bind(
-        &self,
-        receiver: Option<&str>,
-        mut arg: impl FnMut(usize) -> Option<Template>,
-    ) -> (Vec<Template>, Option<Unknown>) {
-        let params: Vec<&str> = self.params.iter().map(String::as_str).collect();
-        let keys = self
-            .keys
-            .iter()
-            .map(|k| {
-                let mut t = syntax::bind(k.clone(), &params, &mut arg);
-                if let Some(r) = receiver.filter(|r| *r != "self" && *r != "this") {
-                    for p in &mut t.parts {
-                        if let Part::Var(v) = p {
-                            for own in ["self.", "this.", "@"] {
-                                if let Some(rest) = v.strip_prefix(own) {
-                                    *v = format!("{r}.{rest}");
-                                    break;
-                                }
-                            }
-                        }
-                    }
-                }
-                t
-            })
-            .collect();
-        (keys, self.unknown.clone())
-    }
-}
-
-impl Globals {
-    /// Records a constant.
-    pub(crate) fn add_const(&mut self, name: &str, t: Template) {
-        if t.parts.iter().all(|p| matches!(p, Part::Var(_))) {
-            return;
-        }
-        let e = self
-            .consts
-            .entry(name.to_string())
-            .or_insert(Some(t.clone()));
-        if e.as_ref() != Some(&t) {
-            *e = None;
-        }
-    }
-
-    /// Records a function returning a key. A function of that name whose return value is
-    /// not known (`return this.cached.getId()`) is a second definition like any other: the
-    /// name is then left out, so a call on an object of another class is not read as the
-    /// one definition that returns text (a test's `getId() { return "id"; }`).
-    pub(crate) fn add_func(&mut self, name: &str, params: Vec<String>, t: Template) {
-        if t.parts.iter().all(|p| matches!(p, Part::Var(_))) {
-            self.funcs.insert(name.to_string(), None);
-            return;
-        }
-        let v = (params, t);
-        let e = self
-            .funcs
-            .entry(name.to_string())
-            .or_insert(Some(v.clone()));
-        if e.as_ref() != Some(&v) {
-            *e = None;
-        }
-    }
-
-    /// Records a function that queues commands on the pipeline it is handed.
-    pub(crate) fn add_queuer(&mut self, name: &str, q: Queuer) {
-        if q.ops.is_empty() {
-            return;
-        }
-        let e = self
-            .queuers
-            .entry(name.to_string())
-            .or_insert(Some(q.clone()));
-        if e.as_ref() != Some(&q) {
-            *e = None;
-        }
-    }
-
-    /// The function `name` that queues commands on a pipeline, when one definition has that name.
-    pub(crate) fn queuer(&self, name: &str) -> Option<&Queuer> {
-        self.queuers.get(name)?.as_ref()
-    }
-
-    /// The method `name` of the class named like `class` (case and `_` aside: the receiver
-    /// `started_job_registry` names `StartedJobRegistry`) that queues commands on a pipeline.
-    pub(crate) fn queuer_of_class(&self, class: &str, name: &str) -> Option<&Queuer> {
-        by_class(&self.queuers, class, name)
-    }
-
-    /// Takes `newer`'s functions that queue on a pipeline over these (what one file defines,
-    /// read again with more of the tree known); a name two files define stays left out.
-    pub(crate) fn overlay(&mut self, newer: &Globals) {
-        for (k, v) in &newer.queuers {
-            match self.queuers.get(k) {
-                Some(None) => {}
-                _ => {
-                    self.queuers.insert(k.clone(), v.clone());
-                }
-            }
-        }
-    }
-
-    /// Whether any function queues commands on a pipeline it is handed.
-    pub fn has_queuers(&self) -> bool {
-        self.queuers.values().any(Option::is_some)
-    }
-
-    /// The bare names (`save` of `Job.save`) of the functions that queue on a pipeline they
-    /// are handed, each once: a file that names none of them calls none of them.
-    pub fn queuer_names(&self) -> Vec<&str> {
-        let mut names: Vec<&str> = self
-            .queuers
-            .iter()
-            .filter(|(_, v)| v.is_some())
-            .map(|(k, _)| k.rsplit('.').next().unwrap_or(k))
-            .collect();
-        names.sort_unstable();
-        names.dedup();
-        names
-    }
-
-    /// Adds what another file defines.
-    pub fn merge(&mut self, other: Globals) {
-        for (k, v) in other.consts {
-            match v {
-                Some(t) => self.add_const(&k, t),
-                None => {
-                    self.consts.insert(k, None);
-                }
-            }
-        }
-        for (k, v) in other.funcs {
-            match v {
-                Some((p, t)) => self.add_func(&k, p, t),
-                None => {
-                    self.funcs.insert(k, None);
-                }
-            }
-        }
-        for (k, v) in other.queuers {
-            match v {
-                Some(q) => self.add_queuer(&k, q),
-                None => {
-                    self.queuers.insert(k, None);
-                }
-            }
-        }
-    }
-
-    /// Member `name` of the class named like `class` (case and `_` aside, as for
-    /// [`Globals::queuer_of_class`]): `job.key` → `Job.key`.
-    pub(crate) fn member_of_class(&self, class: &str, name: &str) -> Option<Template> {
-        by_class(&self.consts, class, name).cloned()
-    }
-
-    /// The template of constant `name`, when one file of the tree defines it.
-    pub(crate) fn constant(&self, name: &str) -> Option<Template> {
-        self.consts.get(name).cloned().flatten()
-    }
-
-    /// The key function `name` of another file makes from these arguments.
-    pub(crate) fn call(
-        &self,
-        name: &str,
-        skip: &[&str],
-        arg: impl FnMut(usize) -> Option<Template>,
-    ) -> Option<Template> {
-        let (params, body) = self.funcs.get(name)?.as_ref()?;
-        let params: Vec<&str> = params
-            .iter()
-            .map(String::as_str)
-            .filter(|p| !skip.contains(p))
-            .collect();
-        Some(syntax::bind(body.clone(), &params, arg))
-    }
-}
-
-/// The readers of every language, each with its client profiles.
-#[derive(Debug, Clone)]
-pub struct Readers {
-    /// Profiles by their `language:`.
-    profiles: std::collections::BTreeMap<String, Vec<Profile>>,
-}
-
-impl Readers {
-    /// The built-in client profiles.
-    pub fn builtin() -> Readers {
-        let mut profiles: std::collections::BTreeMap<String, Vec<Profile>> = Default::default();
-        for (f, t) in profile::BUILTIN {
-            let p = Profile::parse(f, t).expect("invariant: built-in profiles parse");
-            profiles.entry(p.language.clone()).or_default().push(p);
-        }
-        Readers { profiles }
-    }
-
-    /// The findings of one file's `text` in `language`, or why it could not be read; names
-    /// the file does not define are looked up in `globals` (what the other files of its
-    /// language define, [`Readers::exports`]).
-    pub fn scan(
-        &self,
-        language: Language,
-        text: &str,
-        globals: &Globals,
-    ) -> Result<FileFindings, String> {
-        let profiles = self
-            .profiles
-            .get(language.profile_language())
-            .map_or(&[][..], Vec::as_slice);
-        match language {
-            Language::Python => python::scan(text, profiles, globals).map_err(|e| e.to_string()),
-            Language::JavaScript(d) => {
-                javascript::scan(text, profiles, d, globals).map_err(|e| e.to_string())
-            }
-            Language::Go => golang::scan(text, profiles, globals).map_err(|e| e.to_string()),
-            Language::Ruby => ruby::scan(text, profiles, globals).map_err(|e| e.to_string()),
-            Language::Java => java::scan(text, profiles, globals).map_err(|e| e.to_string()),
-        }
-    }
-
-    /// What one file defines for the others of its language: its constants and key
-    /// functions, each resolved within the file, and the functions that queue commands on a
-    /// pipeline they are handed, resolved with what `tree` (the other files, read once
-    /// already; empty on the first reading) defines.
-    pub fn exports(
-        &self,
-        language: Language,
-        text: &str,
-        tree: &Globals,
-        module: Option<&str>,
-    ) -> Globals {
-        self.definitions(language, text, tree, module)
-            .unwrap_or_default()
-    }
-
-    /// [`Readers::exports`], or why the file is not read (then [`Readers::scan`] would say
-    /// the same: a caller can skip it without parsing it again).
-    pub fn definitions(
-        &self,
-        language: Language,
-        text: &str,
-        tree: &Globals,
-        module: Option<&str>,
-    ) -> Result<Globals, String> {
-        match language {
-            Language::Python => python::exports(
-                text,
-                self.profiles.get("python").map_or(&[][..], Vec::as_slice),
-                tree,
-                module,
-            )
-            .map_err(|e| e.to_string()),
-            Language::JavaScript(d) => javascript::exports(text, d).map_err(|e| e.to_string()),
-            Language::Go => golang::exports(text).map_err(|e| e.to_string()),
-            Language::Ruby => ruby::exports(text).map_err(|e| e.to_string()),
-            Language::Java => java::exports(text).map_err(|e| e.to_string()),
         }
     }
 }
@@ -827,24 +498,24 @@ impl<T: PartialEq + Clone> TwoOf<T> {
     }
 }
 
-/// The first pair `(i, j)`, `i < j` in the order `for i { for j > i }`, of distinct keys that
-/// can hash to different slots; in time linear in the keys (a site of 100,000 literal keys
-/// took minutes when each pair was compared).
 /// A key with the marks of a second pass of a loop taken off its placeholders (`<id'>` →
-/// `<id>`).
+/// `<id>`, `<key_for(id')'>` → `<key_for(id)>`).
 fn unprimed(t: &Template) -> Template {
     Template {
         parts: t
             .parts
             .iter()
             .map(|p| match p {
-                Part::Var(n) => Part::Var(n.trim_end_matches('\'').to_string()),
+                Part::Var(n) => Part::Var(n.replace('\'', "")),
                 lit => lit.clone(),
             })
             .collect(),
     }
 }
 
+/// The first pair `(i, j)`, `i < j` in the order `for i { for j > i }`, of distinct keys that
+/// can hash to different slots; in time linear in the keys (a site of 100,000 literal keys
+/// took minutes when each pair was compared).
 fn first_apart(keys: &[&Template]) -> Option<(usize, usize)> {
     let classes: Vec<SlotClass> = keys.iter().map(|t| SlotClass::of(t)).collect();
     // What the keys after each one are, built from the last: whether one of them parts

@@ -317,14 +317,10 @@ pub fn check_examples(spec: &RuleSpec) -> ExampleOutcome {
             let ext = language.as_deref().unwrap_or("py");
             let lang = crate::code::Language::of_extension(ext)
                 .ok_or_else(|| format!("no language with the extension .{ext}"))?;
-            let readers = crate::code::Readers::builtin();
-            let globals = readers.exports(lang, code, &crate::code::Globals::default(), None);
-            let findings = readers.scan(lang, code, &globals)?;
+            let file = format!("example.{ext}");
+            let findings = crate::code::scan::scan_one(lang, &file, code, &[])?;
             let report = crate::code::CodeReport {
-                files: vec![crate::code::FileReport {
-                    file: format!("example.{ext}"),
-                    findings,
-                }],
+                files: vec![crate::code::FileReport { file, findings }],
                 skipped: Vec::new(),
                 scanned: 1,
             };

@@ -307,7 +307,6 @@ def main():
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--verbose", "-v", action="store_true")
     ap.add_argument("--json", help="write the figures per package to this file")
-    ap.add_argument("--engine", choices=["readers", "model"], help="keyplan code --engine (default: keyplan's own)")
     a = ap.parse_args()
     halves = load_split()
     recs = []
@@ -336,8 +335,7 @@ def main():
         fetch_s += time.time() - t
         t = time.time()
         # Run in the package's root: files are named from there, as the recording names them.
-        engine = ["--engine", a.engine] if a.engine else []
-        out = subprocess.run([os.path.abspath(a.keyplan), "code", "--format", "json", "-q", *engine, "."], cwd=src, capture_output=True)
+        out = subprocess.run([os.path.abspath(a.keyplan), "code", "--format", "json", "-q", "."], cwd=src, capture_output=True)
         keyplan_s += time.time() - t
         if out.returncode not in (0, 1):
             print("%s: keyplan exit %d: %s" % (rec["package"], out.returncode, out.stderr.decode()[-400:]), file=sys.stderr)

@@ -1288,9 +1288,8 @@ fn paths_that_are_not_source_are_errors() {
     }
 }
 
-/// `--engine model` follows a helper in another file and judges its batch by each caller's
-/// keys; the readers (the default) read each file on its own and cannot tell the callers apart.
-fn engine_model_judges_a_helper_by_its_callers() {
+/// A helper in another file is followed, and its batch judged by each caller's keys.
+fn a_helper_is_judged_by_its_callers() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("src")).unwrap();
     std::fs::write(
@@ -1307,17 +1306,14 @@ fn engine_model_judges_a_helper_by_its_callers() {
          touch_all(pipe, ['user:' + a, 'user:' + b])\n    pipe.execute()\n",
     )
     .unwrap();
-    let run = |engine: &str| {
-        let out = keyplan()
-            .current_dir(dir.path())
-            .args(["code", "--format", "json", "--engine", engine, "src/"])
-            .output()
-            .unwrap();
-        let v: Value = serde_json::from_slice(&out.stdout)
-            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
-        (out.status.code(), v)
-    };
-    let (code, v) = run("model");
+    let out = keyplan()
+        .current_dir(dir.path())
+        .args(["code", "--format", "json", "src/"])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let code = out.status.code();
     assert_eq!(code, Some(1), "{v}");
     let one = site_at(&v, "src/app.py", 7);
     assert_eq!(one["send_line"], 9, "{one}");
@@ -1334,24 +1330,6 @@ fn engine_model_judges_a_helper_by_its_callers() {
         serde_json::json!(["user:<a>", "user:<b>"]),
         "{two}"
     );
-    // The readers see a loop over a parameter in each: its keys vary per pass.
-    let (_, v) = run("readers");
-    for line in [7, 12] {
-        assert_eq!(
-            site_at(&v, "src/app.py", line)["cross_slot"],
-            "depends",
-            "{v}"
-        );
-    }
-    // An engine keyplan does not have is refused with the accepted names.
-    let out = keyplan()
-        .current_dir(dir.path())
-        .args(["code", "--engine", "ast", "src/"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("readers") && err.contains("model"), "{err}");
 }
 
 /// `--format markdown` opens with a heading naming the command and what it found, as every
@@ -1402,8 +1380,8 @@ pub(crate) const TESTS: &[crate::support::Test] = &[
     ),
     ("fixture_sites_and_verdicts", fixture_sites_and_verdicts),
     (
-        "engine_model_judges_a_helper_by_its_callers",
-        engine_model_judges_a_helper_by_its_callers,
+        "a_helper_is_judged_by_its_callers",
+        a_helper_is_judged_by_its_callers,
     ),
     ("lint_reads_code", lint_reads_code),
     ("sites_say_the_fix", sites_say_the_fix),

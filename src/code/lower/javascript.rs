@@ -61,9 +61,19 @@ use crate::code::guard;
 use crate::code::ir::{
     Arg, CLASS_BODY, Call, Class, Expr, Func, MODULE_BODY, Param, Stmt, Target, Unit,
 };
-use crate::code::javascript::Dialect;
 use std::collections::{HashMap, HashSet};
 use tree_sitter::{Node, Parser};
+
+/// Which grammar a JavaScript-family file is read with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    /// `.js`, `.mjs`, `.cjs`, `.jsx`.
+    JavaScript,
+    /// `.ts`, `.mts`, `.cts`.
+    TypeScript,
+    /// `.tsx`.
+    Tsx,
+}
 
 /// `text` (of `dialect`) lowered into the model. Refused as the JavaScript reader refuses it:
 /// no tree, or a tree deeper than [`guard::MAX_DEPTH`].
