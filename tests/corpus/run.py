@@ -333,7 +333,17 @@ def run_suite(pkg, src, py, work, log):
             "REDIS_PORT": "6379",
         }
     )
-    if pkg.get("language") == "ruby":
+    if pkg.get("language") == "go":
+        # GOPATH mode: the recording copy of redigo first, then the unpacked package, then
+        # Debian's Go sources for its other imports
+        overlay = os.path.join(work, "go-overlay")
+        built = subprocess.run([sys.executable, os.path.join(HERE, "go", "overlay.py"), overlay],
+                               capture_output=True, text=True, check=True).stdout
+        log.write("go overlay: %s\n" % built.replace("\n", " "))
+        gopath = src[: src.rindex("/src/")] if "/src/" in src else src
+        env.update({"GO111MODULE": "off", "GOFLAGS": "", "GOPATH": os.pathsep.join([overlay, gopath, "/usr/share/gocode"]),
+                    "GOCACHE": os.path.join(work, "gocache")})
+    elif pkg.get("language") == "ruby":
         env["RUBYOPT"] = "-r%s" % os.path.join(HERE, "ruby", "record.rb")
         # the package's code first, then stand-ins for what the suite requires and Debian lacks
         # (bundler/setup, pry, simplecov: no-ops)
@@ -483,8 +493,8 @@ def tail_outcome(logpath):
                 last = s
             elif re.match(r"^\d+ runs, \d+ assertions", s) or re.match(r"^\d+ examples?, \d+ failures?", s):  # minitest, rspec
                 last = (last + "; " if re.match(r"^\d+ (runs|examples?)", last) else "") + s
-            elif re.match(r"^(ok|FAIL)\s+\S+\s+[\d.]+s$", s):  # go test
-                last = s
+            elif re.match(r"^(ok|FAIL)\s+\S+\s+[\d.]+s", s):  # go test, one line a package
+                last = (last + "; " if re.match(r"^(ok|FAIL)\s", last) else "") + re.sub(r"\s+", " ", s)
             elif re.match(r"^\d+ (passing|failing|pending)", s):  # mocha
                 last = (last + ", " if last.startswith(tuple("0123456789")) and ("passing" in last) else "") + s
     return last or "no test summary (timed out or crashed)"

@@ -418,6 +418,21 @@ def main():
             for sid, loc in cov.get("statementMap", {}).items():
                 if cov.get("s", {}).get(sid):
                     lines.update(range(loc["start"]["line"], (loc["end"]["line"] or loc["start"]["line"]) + 1))
+    for path in glob.glob(os.path.join(a.events, "cover*.out")):
+        # `go test -coverprofile`: IMPORT/PATH/file.go:L1.C1,L2.C2 STATEMENTS COUNT
+        rels = {}
+        with open(path) as f:
+            for raw in f:
+                m = re.match(r"^(.+\.go):(\d+)\.\d+,(\d+)\.\d+ \d+ (\d+)$", raw.strip())
+                if not m or m.group(4) == "0":
+                    continue
+                name = m.group(1)
+                if name not in rels:
+                    parts = name.split("/")
+                    rels[name] = next(("/".join(parts[i:]) for i in range(len(parts)) if os.path.isfile(os.path.join(a.src, *parts[i:]))), None)
+                rel = rels[name]
+                if rel and not is_test_file(rel):
+                    executed.setdefault(rel, set()).update(range(int(m.group(2)), int(m.group(3)) + 1))
     for path in glob.glob(os.path.join(a.events, "lines-*.txt")):
         with open(path, encoding="utf-8", errors="surrogateescape") as f:
             for raw in f:
@@ -462,7 +477,7 @@ def main():
         "sdist": os.path.basename(a.sdist),
         "sha256": sha256(a.sdist),
         "root": top,
-        "client": a.client or {"python": "redis-py", "javascript": "ioredis", "ruby": "redis-rb"}.get(a.language, ""),
+        "client": a.client or {"python": "redis-py", "javascript": "ioredis", "ruby": "redis-rb", "go": "redigo"}.get(a.language, ""),
         "suite": a.outcome,
         "sites": out_sites,
         "command_lines": {
