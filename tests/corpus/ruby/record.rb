@@ -9,8 +9,9 @@
 # Each event is one JSON line in KEYPLAN_REC_OUT/events-<pid>.jsonl, in the shape summarise.py
 # reads: command names and their arguments (strings, cut at 300 characters); summarise.py asks a
 # real server (COMMAND GETKEYS) for the keys, as for the JavaScript recorder. A frame is the first
-# one outside redis-rb, this file, Ruby's standard library (Monitor, DelegateClass) and test
-# doubles (rspec-mocks, mocha): its file relative to KEYPLAN_REC_ROOT when it lies there.
+# one outside redis-rb, this file, Ruby's standard library (Monitor, DelegateClass), test doubles
+# (rspec-mocks, mocha) and, unless they are the package recorded, redis-namespace and
+# connection_pool's wrapper: its file relative to KEYPLAN_REC_ROOT when it lies there.
 #
 # With KEYPLAN_REC_ROOT set, the lines of files under that root that ran are written at exit to
 # lines-<pid>.txt (Ruby's Coverage in oneshot_lines mode, started before the package loads).
@@ -24,6 +25,9 @@ module KeyplanRecorder
             UNSUBSCRIBE PUNSUBSCRIBE FLUSHDB FLUSHALL CONFIG DBSIZE TIME KEYS SCAN ECHO].freeze
   # Test doubles that wrap a client's methods: a spy's wrapper is not the caller.
   WRAPPERS = %r{/(rspec-mocks[^/]*|mocha[^/]*|minitest[^/]*/mock)(/|\.rb)}
+  # Libraries that pass a package's calls on to redis-rb (redis-namespace's Redis::Namespace,
+  # connection_pool's Wrapper): skipped like the client, unless they are the package recorded.
+  PASSERS = %r{/redis/namespace\.rb\z|/connection_pool/wrapper\.rb\z}
   STDLIB = (RbConfig::CONFIG["rubylibdir"] + "/").freeze
   THIS = File.realpath(__FILE__)
 
@@ -72,11 +76,12 @@ module KeyplanRecorder
         next if path.nil? || path.start_with?("<internal:")
 
         rp = realpath(path)
-        if rp == THIS || @client_dirs.any? { |d| rp.start_with?(d) } || rp.start_with?(STDLIB) || WRAPPERS.match?(rp)
+        in_root = !ROOT.nil? && rp.start_with?(ROOT)
+        if rp == THIS || @client_dirs.any? { |d| rp.start_with?(d) } || rp.start_with?(STDLIB) || WRAPPERS.match?(rp) ||
+           (!in_root && PASSERS.match?(rp))
           via = "#{File.basename(rp)}:#{loc.base_label}"
           next
         end
-        in_root = !ROOT.nil? && rp.start_with?(ROOT)
         return { "file" => in_root ? rp[ROOT.length..] : rp, "line" => loc.lineno, "in_root" => in_root,
                  "func" => loc.base_label.to_s, "via" => via }
       end
