@@ -147,6 +147,25 @@ def fetch_deb(pkg, work, log):
                     raise RuntimeError("patch: %r not in %s" % (old[:60], f))
                 open(path, "w").write(text.replace(old, new))
         pkg["_suite"] = suite
+    elif pkg.get("tests_from_source"):
+        # the suite from the Debian source package's upstream archive (`apt-get source
+        # --download-only`): "tests_from_source = [SOURCE_PACKAGE, DIRECTORY]", the directory
+        # inside the archive that the suite runs in, its lib/ linked to the binary package's code
+        srcpkg, sub = pkg["tests_from_source"]
+        tree = os.path.join(base, "suite")
+        if not os.path.isdir(tree):
+            if not glob.glob(os.path.join(dl, "%s_*.orig.tar.*" % srcpkg)):
+                r = sh(["apt-get", "source", "--download-only", srcpkg], log, cwd=dl)
+                if r.returncode:
+                    raise RuntimeError("apt-get source %s failed" % srcpkg)
+            orig = sorted(glob.glob(os.path.join(dl, "%s_*.orig.tar.*" % srcpkg)))[-1]
+            os.makedirs(tree)
+            sh(["tar", "-x", "-f", orig, "-C", tree, "--strip-components=1"], log, check=True)
+            lib = os.path.join(tree, sub, "lib")
+            if os.path.lexists(lib):
+                shutil.rmtree(lib) if not os.path.islink(lib) else os.unlink(lib)
+            os.symlink(os.path.normpath(os.path.join(root, pkg.get("lib", "lib"))), lib)
+        pkg["_suite"] = os.path.join(tree, sub)
     return root
 
 
