@@ -209,6 +209,19 @@ func kpFlushed(c *conn, alone bool) {
 	if len(kept) == 0 {
 		return
 	}
+	// A subscription connection's traffic (PubSubConn writes SUBSCRIBE and the like with Send
+	// and Flush) is no batch.
+	pubsub := true
+	for _, cm := range kept {
+		switch cm.Cmd {
+		case "SUBSCRIBE", "UNSUBSCRIBE", "PSUBSCRIBE", "PUNSUBSCRIBE", "PING":
+		default:
+			pubsub = false
+		}
+	}
+	if pubsub {
+		return
+	}
 	send := kpCaller()
 	if send == nil {
 		return

@@ -10,8 +10,8 @@
 # reads: command names and their arguments (strings, cut at 300 characters); summarise.py asks a
 # real server (COMMAND GETKEYS) for the keys, as for the JavaScript recorder. A frame is the first
 # one outside redis-rb, this file, Ruby's standard library (Monitor, DelegateClass), test doubles
-# (rspec-mocks, mocha) and, unless they are the package recorded, redis-namespace and
-# connection_pool's wrapper: its file relative to KEYPLAN_REC_ROOT when it lies there.
+# (rspec-mocks, mocha) and, unless they are the package recorded, redis-namespace, redis-store
+# and connection_pool's wrapper: its file relative to KEYPLAN_REC_ROOT when it lies there.
 #
 # With KEYPLAN_REC_ROOT set, the lines of files under that root that ran are written at exit to
 # lines-<pid>.txt (Ruby's Coverage in oneshot_lines mode, started before the package loads).
@@ -26,8 +26,10 @@ module KeyplanRecorder
   # Test doubles that wrap a client's methods: a spy's wrapper is not the caller.
   WRAPPERS = %r{/(rspec-mocks[^/]*|mocha[^/]*|minitest[^/]*/mock)(/|\.rb)}
   # Libraries that pass a package's calls on to redis-rb (redis-namespace's Redis::Namespace,
-  # connection_pool's Wrapper): skipped like the client, unless they are the package recorded.
-  PASSERS = %r{/redis/namespace\.rb\z|/connection_pool/wrapper\.rb\z}
+  # redis-store's Redis::Store and Redis::DistributedStore, whose modules override commands and
+  # call super; connection_pool's Wrapper): skipped like the client, unless they are the package
+  # recorded.
+  PASSERS = %r{/redis/namespace\.rb\z|/redis/(store|distributed_store)(/[a-z_]+)?\.rb\z|/connection_pool/wrapper\.rb\z}
   STDLIB = (RbConfig::CONFIG["rubylibdir"] + "/").freeze
   THIS = File.realpath(__FILE__)
 
