@@ -7,7 +7,9 @@ directory, installs the package (editable, so the tests run its sdist files) and
 dependencies, starts a private `redis-server` on 127.0.0.1:6379 inside a fresh network namespace
 (`unshare -n`: suites that hard-code 6379 get their own server, and nothing else is reachable),
 and runs the suite with the recorder (python/sitecustomize.py) on PYTHONPATH. Then summarise.py
-turns the recorder's events into tests/fixtures/code/recorded/<name>.json.
+turns the recorder's events into tests/fixtures/code/recorded/<name>.json. npm packages run under
+js/record.js; Debian packages (Ruby gems, Go golang-*-dev) are fetched with apt-get download and
+run under ruby/record.rb (RUBYOPT) or with go/overlay.py's recording copy of redigo (GOPATH).
 
     python3 tests/corpus/run.py [--work /tmp/keyplan-corpus] [--jobs 2] [NAME ...]
     python3 tests/corpus/run.py --fetch-only NAME ...   # just download and unpack the sdists
