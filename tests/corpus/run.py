@@ -7,7 +7,9 @@ directory, installs the package (editable, so the tests run its sdist files) and
 dependencies, starts a private `redis-server` on 127.0.0.1:6379 inside a fresh network namespace
 (`unshare -n`: suites that hard-code 6379 get their own server, and nothing else is reachable),
 and runs the suite with the recorder (python/sitecustomize.py) on PYTHONPATH. Then summarise.py
-turns the recorder's events into tests/fixtures/code/recorded/<name>.json.
+turns the recorder's events into tests/fixtures/code/recorded/<name>.json. npm packages run under
+js/record.js; Debian packages (Ruby gems, Go golang-*-dev) are fetched with apt-get download and
+run under ruby/record.rb (RUBYOPT) or with go/overlay.py's recording copy of redigo (GOPATH).
 
     python3 tests/corpus/run.py [--work /tmp/keyplan-corpus] [--jobs 2] [NAME ...]
     python3 tests/corpus/run.py --fetch-only NAME ...   # just download and unpack the sdists
@@ -53,6 +55,8 @@ def python_for(version):
 
 def fetch(pkg, work, log):
     """The sdist's unpacked root (work/src/<name>-<version>/<top>)."""
+    if pkg.get("registry") == "debian":
+        return fetch_deb(pkg, work, log)
     root = fetch_sdist(pkg, work, log)
     # Tests the sdist lacks, from the package's repository at the release's tag (`git archive`
     # of a local mirror): "tests_from = [MIRROR_GIT_DIR, TAG, PATH...]". They are used to run
@@ -92,6 +96,79 @@ def fetch_npm(pkg, work, log):
     with tarfile.open(os.path.join(dl, tgz)) as t:
         t.extractall(dest, filter="data")
     return os.path.join(dest, os.listdir(dest)[0])
+
+
+def deb_file(pkg):
+    """The file name `apt-get download` gives a binary package (an epoch's colon as %3a)."""
+    return "%s_%s_%s.deb" % (pkg["dist"], pkg["version"].replace(":", "%3a"), pkg.get("arch", "all"))
+
+
+def fetch_deb(pkg, work, log):
+    """A Debian binary package's code root, and the suite's directory beside it.
+
+    The package's code is the binary package as Debian ships it (`apt-get download NAME=VERSION`,
+    unpacked with `dpkg-deb -x`); `root` names its directory inside the package (a gem's directory
+    under usr/share/rubygems-integration, usr/lib/ruby/vendor_ruby, or a Go package's directory
+    under usr/share/gocode/src). Ruby binary packages ship no tests: the suite comes from the
+    upstream repository at the release's tag (`tests_from = [MIRROR_GIT_DIR, TAG]`, the whole
+    tree), whose lib/ is replaced by a link to the package's code (`lib`: the code's load-path
+    directory inside root, "." for vendor_ruby), so the tests run Debian's files. Go packages
+    ship their tests: the suite runs in the code root itself (set up by run_go_suite)."""
+    dl = os.path.join(work, "dl")
+    os.makedirs(dl, exist_ok=True)
+    deb = os.path.join(dl, deb_file(pkg))
+    pkg["_sdist"] = os.path.basename(deb)
+    if not os.path.exists(deb):
+        r = sh(["apt-get", "download", "%s=%s" % (pkg["dist"], pkg["version"])], log, cwd=dl)
+        if r.returncode or not os.path.exists(deb):
+            raise RuntimeError("apt-get download %s=%s failed" % (pkg["dist"], pkg["version"]))
+    base = os.path.join(work, "src", "%s-%s" % (pkg["name"], pkg["version"].replace(":", "_")))
+    unpacked = os.path.join(base, "deb")
+    if not os.path.isdir(unpacked):
+        os.makedirs(unpacked)
+        sh(["dpkg-deb", "-x", deb, unpacked], log, check=True)
+    root = os.path.join(unpacked, pkg["root"])
+    pkg["_suite"] = root
+    if pkg.get("tests_from"):
+        gitdir, tag = pkg["tests_from"][:2]
+        suite = os.path.join(base, "suite")
+        if not os.path.isdir(suite):
+            os.makedirs(suite)
+            archive = subprocess.run(["git", "--git-dir", gitdir, "archive", tag] + pkg["tests_from"][2:],
+                                     capture_output=True, check=True).stdout
+            subprocess.run(["tar", "-x", "-C", suite], input=archive, check=True)
+            lib = os.path.join(suite, "lib")
+            if os.path.lexists(lib):
+                shutil.rmtree(lib) if not os.path.islink(lib) else os.unlink(lib)
+            os.symlink(os.path.normpath(os.path.join(root, pkg.get("lib", "lib"))), lib)
+        for f, old, new in pkg.get("patch", []):  # edits to the suite only, never to package code
+            path = os.path.join(suite, f)
+            text = open(path).read()
+            if new not in text:
+                if old not in text:
+                    raise RuntimeError("patch: %r not in %s" % (old[:60], f))
+                open(path, "w").write(text.replace(old, new))
+        pkg["_suite"] = suite
+    elif pkg.get("tests_from_source"):
+        # the suite from the Debian source package's upstream archive (`apt-get source
+        # --download-only`): "tests_from_source = [SOURCE_PACKAGE, DIRECTORY]", the directory
+        # inside the archive that the suite runs in, its lib/ linked to the binary package's code
+        srcpkg, sub = pkg["tests_from_source"]
+        tree = os.path.join(base, "suite")
+        if not os.path.isdir(tree):
+            if not glob.glob(os.path.join(dl, "%s_*.orig.tar.*" % srcpkg)):
+                r = sh(["apt-get", "source", "--download-only", srcpkg], log, cwd=dl)
+                if r.returncode:
+                    raise RuntimeError("apt-get source %s failed" % srcpkg)
+            orig = sorted(glob.glob(os.path.join(dl, "%s_*.orig.tar.*" % srcpkg)))[-1]
+            os.makedirs(tree)
+            sh(["tar", "-x", "-f", orig, "-C", tree, "--strip-components=1"], log, check=True)
+            lib = os.path.join(tree, sub, "lib")
+            if os.path.lexists(lib):
+                shutil.rmtree(lib) if not os.path.islink(lib) else os.unlink(lib)
+            os.symlink(os.path.normpath(os.path.join(root, pkg.get("lib", "lib"))), lib)
+        pkg["_suite"] = os.path.join(tree, sub)
+    return root
 
 
 def install_npm(pkg, src, work, log):
@@ -159,6 +236,7 @@ def fetch_sdist(pkg, work, log):
 
 
 BASE_LOCK = threading.Lock()
+APT_LOCK = threading.Lock()
 
 
 def ensure_base(work, log):
@@ -179,6 +257,16 @@ def _ensure_base(work, log):
 
 
 def install(pkg, src, work, log):
+    if pkg.get("registry") == "debian":
+        # Debian's packages: the package itself and what its suite needs (`apt`), installed
+        # system-wide; the suite loads the unpacked copy first (RUBYLIB), byte for byte the same
+        if pkg.get("apt"):
+            with APT_LOCK:  # one dpkg at a time
+                r = sh(["apt-get", "install", "-y", "-q", "--no-install-recommends"] + pkg["apt"], log,
+                       env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
+            if r.returncode:
+                raise RuntimeError("apt-get install failed")
+        return None
     if pkg.get("language") == "javascript":
         return install_npm(pkg, src, work, log)
     venv = os.path.join(work, "venv", pkg["name"])
@@ -266,7 +354,23 @@ def run_suite(pkg, src, py, work, log):
             "REDIS_PORT": "6379",
         }
     )
-    if py:
+    if pkg.get("language") == "go":
+        # GOPATH mode: the recording copy of redigo first, then the unpacked package, then
+        # Debian's Go sources for its other imports
+        overlay = os.path.join(work, "go-overlay")
+        built = subprocess.run([sys.executable, os.path.join(HERE, "go", "overlay.py"), overlay],
+                               capture_output=True, text=True, check=True).stdout
+        log.write("go overlay: %s\n" % built.replace("\n", " "))
+        gopath = src[: src.rindex("/src/")] if "/src/" in src else src
+        env.update({"GO111MODULE": "off", "GOFLAGS": "", "GOPATH": os.pathsep.join([overlay, gopath, "/usr/share/gocode"]),
+                    "GOCACHE": os.path.join(work, "gocache")})
+    elif pkg.get("language") == "ruby":
+        env["RUBYOPT"] = "-r%s" % os.path.join(HERE, "ruby", "record.rb")
+        # the package's code first, then stand-ins for what the suite requires and Debian lacks
+        # (bundler/setup, pry, simplecov: no-ops)
+        env["RUBYLIB"] = os.pathsep.join([os.path.join(pkg["_suite"], "lib"), os.path.join(HERE, "ruby", "shims")])
+        env.pop("BUNDLE_GEMFILE", None)
+    elif py:
         env["PATH"] = os.path.dirname(py) + os.pathsep + env["PATH"]
         env["VIRTUAL_ENV"] = os.path.dirname(os.path.dirname(py))
     else:  # JavaScript: the recorder is required into every node process, V8 coverage on
@@ -302,7 +406,7 @@ def run_suite(pkg, src, py, work, log):
     log.write("$ unshare -n sh -c %s\n" % shlex.quote(script))
     log.flush()
     p = subprocess.Popen(["unshare", "-n", "sh", "-c", script], stdout=log, stderr=subprocess.STDOUT,
-                         cwd=os.path.join(src, pkg.get("cwd", ".")), env=env, start_new_session=True)
+                         cwd=os.path.join(pkg.get("_suite", src), pkg.get("cwd", ".")), env=env, start_new_session=True)
     try:
         rc = p.wait(timeout + 30)
     except subprocess.TimeoutExpired:
@@ -344,13 +448,19 @@ def one(pkg, work, summarise_only=False, fetch_only=False, install_only=False):
             args = [sys.executable, os.path.join(HERE, "summarise.py"), "--name", pkg["name"], "--dist", pkg["dist"],
                     "--version", pkg["version"], "--src", src, "--events", out, "--outcome", outcome,
                     "--language", pkg.get("language", "python"),
+                    "--registry", pkg.get("registry", {"python": "pypi", "javascript": "npm"}.get(pkg.get("language", "python"), "")),
                     "--sdist", os.path.join(work, "dl", pkg.get("_sdist") or sdist_name(work, pkg)),
                     "-o", os.path.join(RECORDED, pkg["name"] + ".json")]
+            if pkg.get("registry") == "debian":
+                args += ["--root", pkg["root"]]
+            if pkg.get("client"):
+                args += ["--client", pkg["client"]]
             if pkg.get("tests_from"):
-                args += ["--tests-from", "%s at %s" % (os.path.basename(os.path.dirname(pkg["tests_from"][0].rstrip("/").removesuffix("/.git").removesuffix("/repo"))) or pkg["tests_from"][0], pkg["tests_from"][1])]
+                # the repository (a mirror's directory is owner+name) and the tag
+                args += ["--tests-from", "%s at %s" % (os.path.basename(pkg["tests_from"][0].rstrip("/").removesuffix("/.git").removesuffix("/repo")).replace("+", "/") or pkg["tests_from"][0], pkg["tests_from"][1])]
             server = None
-            if pkg.get("language") == "javascript":
-                # a private server for COMMAND GETKEYS (the JS recorder logs arguments)
+            if pkg.get("language") in ("javascript", "ruby", "go"):
+                # a private server for COMMAND GETKEYS (these recorders log arguments)
                 port = free_port()
                 server = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", ""],
                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -402,9 +512,13 @@ def tail_outcome(logpath):
                 last = s
             elif s.startswith("Tests:"):  # jest
                 last = s
+            elif re.match(r"^\d+ runs, \d+ assertions", s) or re.match(r"^\d+ examples?, \d+ failures?", s):  # minitest, rspec
+                last = (last + "; " if re.match(r"^\d+ (runs|examples?)", last) else "") + s
+            elif re.match(r"^(ok|FAIL)\s+\S+\s+[\d.]+s", s):  # go test, one line a package
+                last = (last + "; " if re.match(r"^(ok|FAIL)\s", last) else "") + re.sub(r"\s+", " ", s)
             elif re.match(r"^\d+ (passing|failing|pending)", s):  # mocha
                 last = (last + ", " if last.startswith(tuple("0123456789")) and ("passing" in last) else "") + s
-    return last or "no pytest summary (timed out or crashed)"
+    return last or "no test summary (timed out or crashed)"
 
 
 def main():

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Score `keyplan code` against the recorded ground truth (tests/fixtures/code/recorded/*.json).
 
-For each recording it fetches the package's pinned sdist (pip download, cached), runs
+For each recording it fetches the package's pinned sdist (pip download; npm packages with npm
+pack, Debian packages with apt-get download; cached), runs
 `keyplan code <sdist root> --format json`, and compares:
 
 - found (recall): a recorded batch site (pipeline or transaction, script run, command that sent
@@ -28,6 +29,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -107,8 +109,8 @@ def has_literal(t):
 
 
 def fetch(rec, cache, pip):
-    """The sdist's (or npm tarball's) root directory, downloaded with pip (npm pack) and
-    unpacked once into cache."""
+    """The sdist's (or npm tarball's, or Debian package's) root directory, downloaded with pip
+    (npm pack, apt-get download) and unpacked once into cache."""
     dest = os.path.join(cache, "src", "%s-%s" % (rec["package"], rec["version"]))
     root = os.path.join(dest, rec["root"])
     if os.path.isdir(root):
@@ -116,6 +118,26 @@ def fetch(rec, cache, pip):
     dl = os.path.join(cache, "dl")
     os.makedirs(dl, exist_ok=True)
     path = os.path.join(dl, rec["sdist"])
+    if rec.get("registry") == "debian":
+        # a Debian binary package, as shipped: `apt-get download NAME=VERSION`, `dpkg-deb -x`;
+        # the recording's root is the code's directory inside it
+        if not os.path.exists(path):
+            r = subprocess.run(["apt-get", "download", "%s=%s" % (rec["dist"], rec["version"])], cwd=dl, capture_output=True)
+            if r.returncode or not os.path.exists(path):
+                raise RuntimeError("apt-get download %s=%s failed: %s" % (rec["dist"], rec["version"], r.stderr.decode()[-500:]))
+        if rec.get("sha256"):
+            h = hashlib.sha256(open(path, "rb").read()).hexdigest()
+            if h != rec["sha256"]:
+                raise RuntimeError("%s: sha256 %s, recorded %s" % (path, h, rec["sha256"]))
+        tmp = dest + ".tmp"
+        if os.path.isdir(tmp):
+            shutil.rmtree(tmp)
+        os.makedirs(tmp)
+        subprocess.run(["dpkg-deb", "-x", path, tmp], check=True)
+        if os.path.isdir(dest):
+            shutil.rmtree(dest)
+        os.rename(tmp, dest)
+        return root
     if not os.path.exists(path) and rec.get("registry") == "npm":
         r = subprocess.run(["npm", "pack", "--silent", "%s@%s" % (rec["dist"], rec["version"])], cwd=dl, capture_output=True)
         if r.returncode or not os.path.exists(path):

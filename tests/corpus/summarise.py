@@ -45,13 +45,17 @@ def is_test_file(rel):
         return True
     if re.search(r"[._-](test|spec)\.[cm]?[jt]sx?$", base):
         return True
+    if base.endswith(("_test.go", "_test.rb", "_spec.rb")):
+        return True
     return base.startswith("test_") or base.endswith("_test.py") or base in ("conftest.py", "tests.py", "test.py")
 
 
 def js_span(path, line):
-    """A JavaScript statement's lines, roughly: from the line back while the previous line
-    continues an expression (ends with an operator, '(' or ',', or this one starts with '.'),
-    and forward until the brackets opened on these lines close."""
+    """A JavaScript (or Go, or Ruby) statement's lines, roughly: from the line back while the
+    previous line continues an expression (ends with an operator, '(' or ',', or this one starts
+    with '.'), and forward until the brackets opened on these lines close. A Ruby block's header
+    (`redis.pipelined do |p|`) is its own statement."""
+    ruby = path.endswith(".rb")
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             lines = f.read().split("\n")
@@ -64,14 +68,17 @@ def js_span(path, line):
     while start > 0:
         prev = lines[start - 1].rstrip()
         cur = lines[start].lstrip()
-        if cur.startswith(".") or cur.startswith("?.") or prev.endswith(("(", ",", "=", "+", "&&", "||", "?", ":", "await")):
+        if cur.startswith(".") or cur.startswith("?.") or cur.startswith("&.") or prev.endswith(("(", ",", "=", "+", "&&", "||", "?", ":", "await", "\\")):
             start -= 1
         else:
             break
     depth = 0
     end = start
     for j in range(start, min(len(lines), start + 60)):
-        code = re.sub(r"(['\"`]).*?\1", "", lines[j].split("//")[0])
+        if ruby:  # strings first: "#{...}" is no comment
+            code = re.sub(r"(['\"`]).*?\1", "", lines[j]).split("#")[0]
+        else:
+            code = re.sub(r"(['\"`]).*?\1", "", lines[j].split("//")[0])
         depth += code.count("(") + code.count("[") - code.count(")") - code.count("]")
         end = j
         if j >= i and depth <= 0:
@@ -268,14 +275,17 @@ def main():
     ap.add_argument("--sdist", default="", help="the sdist file (its name and sha256 are recorded)")
     ap.add_argument("--language", default="python")
     ap.add_argument("--tests-from", default="", help="where the suite came from when the package lacks it")
-    ap.add_argument("--redis", help="host:port of a server to ask COMMAND GETKEYS (JS recordings)")
+    ap.add_argument("--redis", help="host:port of a server to ask COMMAND GETKEYS (JS, Ruby and Go recordings)")
+    ap.add_argument("--registry", default="", help="pypi, npm or debian (default: from the language)")
+    ap.add_argument("--root", default="", help="the code root's path inside the archive (default: its last component)")
+    ap.add_argument("--client", default="", help="the client library recorded (default: from the language)")
     ap.add_argument("-o", required=True)
     a = ap.parse_args()
     global KEYSERVER
     if a.redis:
         KEYSERVER = KeyServer(a.redis)
     spans = Spans(a.src)
-    top = os.path.basename(os.path.normpath(a.src))
+    top = a.root or os.path.basename(os.path.normpath(a.src))
 
     def pkg_frame(fr):
         return (
@@ -408,6 +418,21 @@ def main():
             for sid, loc in cov.get("statementMap", {}).items():
                 if cov.get("s", {}).get(sid):
                     lines.update(range(loc["start"]["line"], (loc["end"]["line"] or loc["start"]["line"]) + 1))
+    for path in glob.glob(os.path.join(a.events, "cover*.out")):
+        # `go test -coverprofile`: IMPORT/PATH/file.go:L1.C1,L2.C2 STATEMENTS COUNT
+        rels = {}
+        with open(path) as f:
+            for raw in f:
+                m = re.match(r"^(.+\.go):(\d+)\.\d+,(\d+)\.\d+ \d+ (\d+)$", raw.strip())
+                if not m or m.group(4) == "0":
+                    continue
+                name = m.group(1)
+                if name not in rels:
+                    parts = name.split("/")
+                    rels[name] = next(("/".join(parts[i:]) for i in range(len(parts)) if os.path.isfile(os.path.join(a.src, *parts[i:]))), None)
+                rel = rels[name]
+                if rel and not is_test_file(rel):
+                    executed.setdefault(rel, set()).update(range(int(m.group(2)), int(m.group(3)) + 1))
     for path in glob.glob(os.path.join(a.events, "lines-*.txt")):
         with open(path, encoding="utf-8", errors="surrogateescape") as f:
             for raw in f:
@@ -447,12 +472,12 @@ def main():
         "dist": a.dist,
         "version": a.version,
         "language": a.language,
-        "registry": "pypi" if a.language == "python" else "npm",
+        "registry": a.registry or ("pypi" if a.language == "python" else "npm"),
         "tests_from": a.tests_from,
         "sdist": os.path.basename(a.sdist),
         "sha256": sha256(a.sdist),
         "root": top,
-        "client": "redis-py" if a.language == "python" else "ioredis",
+        "client": a.client or {"python": "redis-py", "javascript": "ioredis", "ruby": "redis-rb", "go": "redigo"}.get(a.language, ""),
         "suite": a.outcome,
         "sites": out_sites,
         "command_lines": {

@@ -9,17 +9,26 @@ use serde_json::Value;
 
 pub const TESTS: &[crate::support::Test] = &[("recorded_corpus", recorded_corpus)];
 
-/// Floors per half, as fractions: recall, precision, verdicts, key templates. They are the
-/// figures `keyplan code` (its default engine, the model since 3d265d0) had on the corpus as it
-/// stands (44 recordings), less one point, so that a change may not lose ground; raise them as
-/// the figures rise. The held-out half is measured here too; its misses are never printed. A
-/// site is matched by either its opening or its sending line.
-const FLOORS: [(&str, [f64; 4]); 2] = [
+/// Floors per half and language, as fractions: recall, precision, verdicts, key templates. Python
+/// and JavaScript's are the figures `keyplan code` (its default engine, the model since 3d265d0)
+/// had on those recordings (44), less one point, so that a change may not lose ground; raise them
+/// as the figures rise. Ruby's (Debian's gems, redis-rb) came later and are kept apart: the
+/// figures measured when they were added, less one point (precision: 0.95, as for the others, with
+/// 22 and 2 sites reported). Go (Debian's golang-*-dev packages, redigo) is measured and printed
+/// by score.py but not floored: one package has batch sites (4), none found yet. The held-out
+/// half is measured here too; its misses are never printed. A site is matched by either its
+/// opening or its sending line.
+const PYTHON_JS: &[&str] = &["python", "javascript"];
+const FLOORS: [(&[&str], &str, [f64; 4]); 4] = [
     // measured on 44 recordings: 179/196 found, 192/201 real, 148/179 verdicts, 163.4/193
     // templates (a batch filled in a loop over a runtime list is `depends`, never right here)
-    ("dev", [0.90, 0.95, 0.82, 0.84]),
+    (PYTHON_JS, "dev", [0.90, 0.95, 0.82, 0.84]),
     // measured on 44 recordings: 112/173 found, 107/111 real, 59/112 verdicts, 73.4/167 templates
-    ("held-out", [0.64, 0.95, 0.52, 0.43]),
+    (PYTHON_JS, "held-out", [0.64, 0.95, 0.52, 0.43]),
+    // 4 packages with sites: 22/26 found, 22/22 real, 14/22 verdicts, 16.4/26 templates
+    (&["ruby"], "dev", [0.83, 0.95, 0.62, 0.62]),
+    // 5 packages with sites: 2/28 found, 2/2 real, 0/2 verdicts, 1.0/27 templates
+    (&["ruby"], "held-out", [0.06, 0.95, 0.0, 0.02]),
 ];
 
 /// Batches recorded cross-slot that keyplan calls one slot, over the whole corpus: 3 with the
@@ -78,11 +87,13 @@ fn recorded_corpus() {
         total <= MAX_ONE_SLOT_FOR_CROSS,
         "one slot said of {total} batches recorded cross-slot (at most {MAX_ONE_SLOT_FOR_CROSS}): {worst:?}"
     );
-    for (half, floors) in FLOORS {
+    for (langs, half, floors) in FLOORS {
         let sum = |f: &str| -> f64 {
             packages
                 .values()
-                .filter(|p| p["half"] == half)
+                .filter(|p| {
+                    p["half"] == half && langs.contains(&p["language"].as_str().unwrap_or("python"))
+                })
                 .map(|p| p[f].as_f64().unwrap_or(0.0))
                 .sum()
         };
@@ -96,7 +107,7 @@ fn recorded_corpus() {
             .iter()
             .zip(got.iter().zip(floors))
         {
-            assert!(*g >= f, "{half} half: {what} {g:.3} < {f}");
+            assert!(*g >= f, "{half} half, {langs:?}: {what} {g:.3} < {f}");
         }
     }
 }

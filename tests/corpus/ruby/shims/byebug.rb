@@ -1,0 +1,1 @@
+# Stand-in used only while recording: the suites require byebug for debugging only.

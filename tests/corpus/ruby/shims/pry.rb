@@ -1,0 +1,4 @@
+# Stand-in used only while recording: the suites require pry for debugging only.
+class Binding
+  def pry; end
+end
