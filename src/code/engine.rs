@@ -166,11 +166,13 @@ struct Calls {
     new_script: HashSet<String>,
     run_list: HashSet<String>,
     run_counted: HashSet<String>,
+    queue_counted: HashSet<String>,
     define: HashSet<String>,
     register: HashSet<String>,
     keys_keyword: HashSet<String>,
     raw: HashSet<String>,
     make_client: HashSet<String>,
+    pool_get: HashSet<String>,
     client_types: HashSet<String>,
     pipeline_types: HashSet<String>,
     script_types: HashSet<String>,
@@ -204,11 +206,13 @@ impl Calls {
             set(&mut c.new_script, &p.scripts.new_script);
             set(&mut c.run_list, &p.scripts.run_list);
             set(&mut c.run_counted, &p.scripts.run_counted);
+            set(&mut c.queue_counted, &p.scripts.queue_counted);
             c.define.extend(p.scripts.define.iter().cloned());
             set(&mut c.register, &p.scripts.register);
             c.keys_keyword.insert(p.scripts.keys_keyword.clone());
             set(&mut c.raw, &p.raw);
             set(&mut c.make_client, &p.clients.make);
+            set(&mut c.pool_get, &p.clients.pool_get);
             set(&mut c.client_types, &p.clients.types);
             set(&mut c.pipeline_types, &p.clients.pipeline_types);
             set(&mut c.script_types, &p.clients.script_types);
@@ -918,6 +922,15 @@ fn describe(e: &Expr) -> String {
                 out.push(')');
             }
             Expr::Wrap(x) | Expr::Spread(x) => go(x, out, budget),
+            // `src + ":1"`: the pieces, so that two calls on different text are told apart.
+            Expr::Concat(xs) => {
+                for (i, x) in xs.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(" + ");
+                    }
+                    go(x, out, budget);
+                }
+            }
             _ => out.push('…'),
         }
     }
@@ -2389,6 +2402,12 @@ impl<'p, 'a> Cx<'p, 'a> {
             self.eval_args_for_effects(fr, &c.args);
             return V::Client;
         }
+        // `s.pool.Get()`, `jedisPool.getResource()`: a connection taken from a pool.
+        if calls.pool_get.contains(m) && last_segment(&rname).to_ascii_lowercase().ends_with("pool")
+        {
+            self.eval_args_for_effects(fr, &c.args);
+            return V::Client;
+        }
         // `redis.NewScript(…)`: a script made by the client's package.
         if calls.new_script.contains(m) && matches!(recv, V::Unknown(_)) {
             return self.make_script(fr, c);
@@ -3521,6 +3540,21 @@ impl<'p, 'a> Cx<'p, 'a> {
         } else {
             (Vec::new(), None)
         };
+        // `script.SendHash(conn, …)`: queued on the connection, sent by its `Flush`.
+        if pipe.is_none()
+            && calls.queue_counted.contains(m)
+            && let Some(d) = c.args.first().and_then(|a| a.value.dotted())
+        {
+            let key = (Rc::as_ptr(&fr.vars) as usize, d);
+            pipe = Some(match self.conns.get(&key) {
+                Some(&id) => id,
+                None => {
+                    let id = self.new_pipe(false, fr.unit, c.at);
+                    self.conns.insert(key, id);
+                    id
+                }
+            });
+        }
         match pipe {
             Some(id) => self.queue(id, "EVALSHA", k, unk, c.at, fr.unit),
             None => self.direct(fr.unit, c.at, SiteKind::Script, "EVALSHA", k, unk),
@@ -3704,6 +3738,21 @@ impl<'p, 'a> Cx<'p, 'a> {
                 let (flat, unk) = flatten_args(args, false);
                 match super::syntax::key_positions(cmd, flat.iter().cloned()) {
                     Some(pos) => {
+                        // A list a loop fills (`args << key; args << 0` per pass) stands for
+                        // any number of arguments: where a multi-key command's keys fall in
+                        // it (MSET's every other one) is not known.
+                        if unk.is_none()
+                            && pos.len() < flat.len()
+                            && is_multi_key(cmd)
+                            && args.iter().any(loop_made)
+                        {
+                            // Its keys: the arguments that are not numbers.
+                            let keys = flat
+                                .into_iter()
+                                .filter(|t| !t.text().bytes().all(|b| b.is_ascii_digit()))
+                                .collect();
+                            return (keys, Some(Unknown::Loop));
+                        }
                         let keys: Vec<Template> = pos
                             .into_iter()
                             .filter_map(|i| flat.get(i).cloned())
@@ -4077,6 +4126,22 @@ fn signature(vars: &HashMap<String, V<'_>>, this: Option<&V<'_>>) -> Option<Stri
 }
 
 /// Whether a command takes several keys (so keys not known make it a site).
+/// Whether a value is, or holds, a list a loop made (elements like two of its passes).
+fn loop_made(v: &V<'_>) -> bool {
+    fn go(v: &V<'_>, depth: usize) -> bool {
+        depth < 4
+            && match v {
+                V::List(l) => {
+                    matches!(l.rest, Some(Rest::Like(..)))
+                        || l.items.iter().any(|x| go(x, depth + 1))
+                }
+                V::Either(vs) => vs.iter().any(|x| go(x, depth + 1)),
+                _ => false,
+            }
+    }
+    go(v, 0)
+}
+
 fn is_multi_key(op: &str) -> bool {
     crate::command::table()
         .get(&op.to_ascii_lowercase())
@@ -4099,13 +4164,14 @@ fn last_segment(s: &str) -> String {
     s.rsplit('.').next().unwrap_or(s).to_string()
 }
 
-/// Whether a runtime value's name says only what kind of value it is (`reply`, `value`),
-/// not which: two of them may be two values.
+/// Whether a runtime value's name says only what kind of value it is (`reply`, `value`), or
+/// is cut short (`r.get(…)`), not which value: two of them may be two values.
 fn is_anonymous(name: &str) -> bool {
-    matches!(
-        name.trim_end_matches('\''),
-        "reply" | "results" | "value" | "item" | "?" | "…" | ""
-    )
+    name.contains('…')
+        || matches!(
+            name.trim_end_matches('\''),
+            "reply" | "results" | "value" | "item" | "?" | ""
+        )
 }
 
 /// A short name of a value, for naming what is made of it: runtime values by their names,
@@ -4353,6 +4419,93 @@ mod tests {
 
     fn py(files: &[(&str, &str)]) -> Vec<(usize, usize, Option<usize>, String, &'static str)> {
         sites(Language::Python, files)
+    }
+
+    /// Two values made by one function nothing is known of, from different arguments, are
+    /// two keys: never "one slot" (a cross-slot batch said to be one slot is the worst error).
+    #[test]
+    fn results_of_one_unknown_function_are_told_apart_by_their_arguments() {
+        let app = "\
+import redis
+r = redis.Redis()
+
+def both(helper, a, b):
+    pipe = r.pipeline()
+    pipe.delete(helper.key_for(a))
+    pipe.delete(helper.key_for(b))
+    pipe.execute()
+
+def same(helper, a):
+    pipe = r.pipeline()
+    pipe.incr(helper.key_for(a))
+    pipe.expire(helper.key_for(a), 60)
+    pipe.execute()
+
+def replies(src):
+    first = r.get(src + ':1')
+    second = r.get(src + ':2')
+    r.mget(first, second)
+";
+        let got = py(&[("app.py", app)]);
+        assert!(
+            got.contains(&(0, 5, Some(8), "DEL DEL".into(), "cross")),
+            "{got:?}"
+        );
+        assert!(
+            got.contains(&(0, 11, Some(14), "INCR EXPIRE".into(), "one")),
+            "{got:?}"
+        );
+        assert!(
+            got.contains(&(0, 19, None, "MGET".into(), "cross")),
+            "{got:?}"
+        );
+    }
+
+    /// A list a loop fills (`args << key; args << 0`) given to a multi-key command whose keys
+    /// are only some of its arguments (MSET) is a site: where its keys fall is not known.
+    #[test]
+    fn a_loop_filled_list_given_to_mset_is_a_site() {
+        let rb = "\
+class Stats
+  def reset(conn, stats)
+    args = stats.map { |s| \"stat:#{s}\" }
+    conn.mset(*args)
+  end
+
+  def rpush_all(conn, key, items)
+    vals = items.map { |i| \"v#{i}\" }
+    conn.rpush(key, *vals)
+  end
+end
+";
+        let got = sites(Language::Ruby, &[("stats.rb", rb)]);
+        assert_eq!(got, vec![(0, 4, None, "MSET".into(), "depends")]);
+    }
+
+    /// redigo: a connection taken from a pool queues with `Send`, and a script queued with
+    /// `SendHash` goes with the connection's other commands, all sent by `Flush`.
+    #[test]
+    fn redigo_pool_connections_and_queued_scripts_are_one_pipeline() {
+        let go = "\
+package broker
+
+import \"github.com/gomodule/redigo/redis\"
+
+type Shard struct {
+\tpool *redis.Pool
+}
+
+var script = redis.NewScript(1, \"return 1\")
+
+func (s *Shard) two(a, b string) error {
+\tconn := s.pool.Get()
+\tconn.Send(\"SET\", \"x:\"+a, 1)
+\tscript.SendHash(conn, \"y:\"+b)
+\treturn conn.Flush()
+}
+";
+        let got = sites(Language::Go, &[("shard.go", go)]);
+        assert_eq!(got, vec![(0, 13, Some(15), "SET EVALSHA".into(), "cross")]);
     }
 
     #[test]

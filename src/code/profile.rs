@@ -100,6 +100,11 @@ pub struct ScriptCalls {
     /// given when it was made.
     #[serde(default)]
     pub run_counted: Vec<String>,
+    /// Those of [`Scripts::run_counted`] that queue the script on the connection instead of
+    /// running it (redigo's `script.Send(conn, …)`, `SendHash`): sent with the connection's
+    /// other queued commands.
+    #[serde(default)]
+    pub queue_counted: Vec<String>,
     /// The method that defines a command from a script and its `numberOfKeys`.
     #[serde(default)]
     pub define: Option<String>,
@@ -156,6 +161,11 @@ pub struct ClientHints {
     /// `Script`): calling it runs the script.
     #[serde(default)]
     pub script_types: Vec<String>,
+    /// Methods of a connection pool that hand out a connection (redigo's `pool.Get()`, Jedis's
+    /// `pool.getResource()`): called on something named like a pool (`pool`, `s.redisPool`),
+    /// they make a client.
+    #[serde(default)]
+    pub pool_get: Vec<String>,
     /// The client's own methods that send no command of a script (connecting, events,
     /// duplicating): never read as a command the tree defined at runtime.
     #[serde(default)]
