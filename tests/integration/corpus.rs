@@ -25,8 +25,9 @@ const FLOORS: [(&[&str], &str, [f64; 4]); 4] = [
     (PYTHON_JS, "dev", [0.90, 0.95, 0.82, 0.84]),
     // measured on 44 recordings: 112/173 found, 107/111 real, 59/112 verdicts, 73.4/167 templates
     (PYTHON_JS, "held-out", [0.64, 0.95, 0.52, 0.43]),
-    // 4 packages with sites: 22/26 found, 22/22 real, 14/22 verdicts, 16.4/26 templates
-    (&["ruby"], "dev", [0.83, 0.95, 0.62, 0.62]),
+    // 4 packages with sites: 23/26 found, 23/23 real, 14/23 verdicts, 16.4/26 templates (the
+    // MSET of a list a loop fills, found since, is `depends`: the suite saw it cross-slot)
+    (&["ruby"], "dev", [0.87, 0.95, 0.60, 0.62]),
     // 5 packages with sites: 2/28 found, 2/2 real, 0/2 verdicts, 1.0/27 templates
     (&["ruby"], "held-out", [0.06, 0.95, 0.0, 0.02]),
 ];
