@@ -612,6 +612,16 @@ impl SameBytes {
         if rec.checks.len() > SAME_CHECKS || key.len() > TOKEN_MEMO_BYTES {
             return None;
         }
+        // Where an IPv6 address begins and ends hangs on hex digits and colons around it that
+        // byte classes do not pin down (proptest found `5+1:…` read apart otherwise): such keys
+        // are tokenized, never answered from their bytes.
+        if rec
+            .tokens
+            .iter()
+            .any(|t| matches!(t, Token::Class(Class::Ipv6)))
+        {
+            return None;
+        }
         let mut exact = rec.exact_read;
         for (i, t) in rec.tokens.iter().enumerate() {
             if let Token::Lit { start, end } = *t
